@@ -1,0 +1,217 @@
+"""Video files through PyAV: probing, decoding a frame range, streaming frames, and writing mp4.
+
+PyAV (``av``) carries FFmpeg inside its wheels, so nothing else is needed (``../shared/specs/conventions.md``,
+"Video"). Frames are always returned as RGB ``uint8`` arrays ``[H, W, 3]``, whatever the stored pixel format
+(grayscale and odd sizes included). Decoding a range seeks to the nearest key frame before it and decodes only
+up to its end, so memory is bounded by the window, never by the video.
+
+Frame ``i`` of a video is the ``i``-th frame in presentation order; its time is ``i / fps`` seconds after the
+stream's start, where ``fps`` is the stream's average frame rate read from the container.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+
+class VideoDecodeError(RuntimeError):
+    """A video file exists but cannot be read as a video (zero bytes, truncated, not a video, no video stream)."""
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What the container says about a video's first video stream."""
+
+    path: str
+    num_frames: int
+    fps: float
+    width: int
+    height: int
+
+    @property
+    def duration_s(self) -> float:
+        return self.num_frames / self.fps
+
+
+def _import_av():
+    try:
+        import av
+    except ImportError as err:  # pragma: no cover - av is an install requirement
+        raise ImportError("video decoding needs PyAV: `pip install av`") from err
+    return av
+
+
+def _open(path: str | os.PathLike):
+    av = _import_av()
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"video file not found: {path}")
+    if path.is_dir():
+        raise VideoDecodeError(f"expected a video file, got a directory: {path}")
+    if path.stat().st_size == 0:
+        raise VideoDecodeError(f"cannot decode video {path}: the file is empty (0 bytes)")
+    try:
+        container = av.open(str(path))
+    except (av.error.FFmpegError, UnicodeDecodeError, ValueError) as err:
+        raise VideoDecodeError(f"cannot decode video {path}: {err}") from err
+    if not container.streams.video:
+        container.close()
+        raise VideoDecodeError(f"cannot decode video {path}: the file has no video stream")
+    return container, container.streams.video[0]
+
+
+def _stream_fps(stream) -> Fraction:
+    rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+    if not rate or rate <= 0:
+        raise VideoDecodeError(f"cannot read the frame rate of {stream.container.name}")
+    return Fraction(rate)
+
+
+def _frame_index(frame, stream, fps: Fraction) -> int:
+    """Presentation index of a decoded frame from its timestamp (``(pts - start) * time_base * fps``)."""
+    if frame.pts is None or stream.time_base is None:
+        return -1
+    start = stream.start_time or 0
+    return int(round(float((frame.pts - start) * stream.time_base * fps)))
+
+
+def probe_video(path: str | os.PathLike) -> VideoInfo:
+    """Frame count, frame rate and size of a video, read from the container.
+
+    Where the container does not store a frame count, the packets of the video stream are counted (demuxing
+    only, no decoding).
+    """
+    av = _import_av()
+    container, stream = _open(path)
+    try:
+        fps = _stream_fps(stream)
+        num_frames = int(stream.frames or 0)
+        if num_frames <= 0:
+            num_frames = sum(1 for packet in container.demux(stream) if packet.size > 0)
+        width, height = int(stream.codec_context.width), int(stream.codec_context.height)
+    except av.error.FFmpegError as err:
+        raise VideoDecodeError(f"cannot decode video {path}: {err}") from err
+    finally:
+        container.close()
+    if num_frames <= 0 or width <= 0 or height <= 0:
+        raise VideoDecodeError(f"cannot decode video {path}: no frames of a known size in its video stream")
+    return VideoInfo(path=str(path), num_frames=num_frames, fps=float(fps), width=width, height=height)
+
+
+def iter_frames(path: str | os.PathLike, start: int = 0, stop: int | None = None) -> Iterator[np.ndarray]:
+    """Yield RGB frames ``[H, W, 3]`` uint8 with indices in ``[start, stop)`` (``stop=None``: to the end).
+
+    Seeks to the key frame at or before ``start`` first; if the container cannot seek exactly (the first frame
+    after the seek lies past ``start``), decodes from the beginning instead. One frame is held at a time.
+    """
+    av = _import_av()
+    if start < 0 or (stop is not None and stop < start):
+        raise ValueError(f"bad frame range [{start}, {stop}) for {path}")
+    container, stream = _open(path)
+    try:
+        fps = _stream_fps(stream)
+        stream.thread_type = "AUTO"
+        if start > 0 and stream.time_base is not None:
+            target = int((stream.start_time or 0) + math.floor(start / fps / stream.time_base))
+            container.seek(target, stream=stream, backward=True, any_frame=False)
+        position = None
+        for frame in container.decode(stream):
+            index = _frame_index(frame, stream, fps)
+            if position is None:
+                if index > start or index < 0:  # the seek overshot, or no timestamps: decode from the start
+                    if start > 0:
+                        container.seek(0, stream=stream, backward=True, any_frame=False)
+                        position = 0
+                        yield from _count_from_start(container, stream, start, stop)
+                        return
+                    index = 0
+                position = index
+            else:
+                position = index if index >= 0 else position + 1
+            if position < start:
+                continue
+            if stop is not None and position >= stop:
+                return
+            yield frame.to_ndarray(format="rgb24")
+    except av.error.FFmpegError as err:
+        raise VideoDecodeError(f"cannot decode video {path}: {err}") from err
+    finally:
+        container.close()
+
+
+def _count_from_start(container, stream, start: int, stop: int | None) -> Iterator[np.ndarray]:
+    for position, frame in enumerate(container.decode(stream)):
+        if position < start:
+            continue
+        if stop is not None and position >= stop:
+            return
+        yield frame.to_ndarray(format="rgb24")
+
+
+def decode_frames(path: str | os.PathLike, start: int = 0, num_frames: int | None = None,
+                  allow_short: bool = False) -> np.ndarray:
+    """Decode ``num_frames`` frames from ``start`` into one array ``[n, H, W, 3]`` uint8.
+
+    Raises :class:`VideoDecodeError` naming the file when fewer frames than asked can be decoded, unless
+    ``allow_short`` (then the frames that exist are returned; the collator pads by repeating the last one).
+    """
+    stop = None if num_frames is None else start + num_frames
+    frames = list(iter_frames(path, start, stop))
+    if not frames:
+        raise VideoDecodeError(f"no frame could be decoded from {path} in the range [{start}, {stop})")
+    if num_frames is not None and len(frames) < num_frames and not allow_short:
+        raise VideoDecodeError(
+            f"{path}: asked for frames [{start}, {stop}) but only {len(frames)} could be decoded from frame {start}"
+        )
+    return np.stack(frames)
+
+
+def write_video(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: float | Fraction,
+                codec: str = "libx264", crf: int = 18) -> Path:
+    """Encode RGB uint8 frames ``[H, W, 3]`` (or ``[H, W]`` grayscale) into a video file, streaming.
+
+    H.264 in 4:2:0 needs even sizes; odd sizes are written in 4:4:4, so any size round-trips.
+    """
+    av = _import_av()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rate = Fraction(fps).limit_denominator(1001) if not isinstance(fps, Fraction) else fps
+    container = av.open(str(path), mode="w")
+    stream = None
+    try:
+        for frame in frames:
+            frame = np.asarray(frame)
+            if frame.ndim == 2:
+                frame = np.repeat(frame[..., None], 3, axis=2)
+            if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+                raise ValueError(f"write_video({path}): frames must be uint8 [H, W, 3], got {frame.dtype} {frame.shape}")
+            if stream is None:
+                height, width = frame.shape[:2]
+                stream = container.add_stream(codec, rate=rate)
+                stream.width, stream.height = width, height
+                even = width % 2 == 0 and height % 2 == 0
+                stream.pix_fmt = "yuv420p" if even else "yuv444p"
+                if codec == "libx264":
+                    stream.options = {"crf": str(crf)}
+            elif frame.shape[:2] != (stream.height, stream.width):
+                raise ValueError(f"write_video({path}): frame size changed from {(stream.height, stream.width)} "
+                                 f"to {frame.shape[:2]}")
+            for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")):
+                container.mux(packet)
+        if stream is None:
+            raise ValueError(f"write_video({path}): no frames given")
+        for packet in stream.encode():
+            container.mux(packet)
+    finally:
+        container.close()
+    return path
+
+
+__all__ = ["VideoInfo", "VideoDecodeError", "probe_video", "iter_frames", "decode_frames", "write_video"]
