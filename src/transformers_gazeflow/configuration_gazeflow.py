@@ -1,0 +1,203 @@
+"""GazeFlow configuration: every knob of the model and its sampler, validated on construction.
+
+Defaults follow the paper (``../shared/paper/gazeflow.tex`` Section 3, Appendices C-E.4) and
+``../shared/specs/model.md``: a V-JEPA 2 ViT-L encoder (``encoder_config``), a d=256 velocity network with six
+DenoiserBlocks of 8 heads, M=4 learnable task queries, 64-frame windows with stride 32, the OT interpolant with
+``sigma_min = 1e-3``, self-conditioning with probability 0.5, and LoRA r=16 / alpha=32 / dropout 0.05 on the
+encoder's query and value projections.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import PretrainedConfig, VJEPA2Config
+
+SOLVERS = ("euler", "heun", "midpoint")
+
+
+def _require(condition: bool, name: str, expected: str, value: Any) -> None:
+    if not condition:
+        raise ValueError(f"GazeFlowConfig: `{name}` must be {expected}, got {value!r}")
+
+
+class GazeFlowConfig(PretrainedConfig):
+    r"""Configuration of a [`GazeFlowModel`].
+
+    Args:
+        encoder_config (`VJEPA2Config` or `dict`, *optional*):
+            The video encoder E_psi (paper Section 3.1). Defaults to `VJEPA2Config()`, the V-JEPA 2 ViT-L
+            (hidden 1024, 24 layers, patch 16, tubelet 2, 256x256 input).
+        hidden_size (`int`, defaults to 256): width d of the velocity network, of W_proj's output and of c_v.
+        num_hidden_layers (`int`, defaults to 6): number L of DenoiserBlocks (Appendix C.3).
+        num_attention_heads (`int`, defaults to 8): heads H of every attention (d_h = d / H).
+        intermediate_size (`int`, defaults to 1024): inner width of every feed-forward layer.
+        num_spatial_layers (`int`, defaults to 2): pre-norm Transformer layers of the per-frame spatial encoder.
+        num_task_queries (`int`, defaults to 4): learnable task queries M of the task-token bank (Eq. task_slots).
+        task_gate_init (`float`, defaults to -2.0): initial value of the task cross-attention gate g^(l).
+        rope_theta (`float`, defaults to 10000.0): base of the 1D RoPE over frame index (Appendix C.2).
+        num_frames (`int`, defaults to 64): window length W in frames (Appendix E.3).
+        window_stride (`int`, defaults to 32): stride W_s between sliding windows (Appendix E.3).
+        sigma_min (`float`, defaults to 1e-3): sigma_min of the OT interpolant (Appendix E.4).
+        self_conditioning_prob (`float`, defaults to 0.5): probability of self-conditioning in training (E.2).
+        num_samples (`int`, defaults to 30): default K, trajectories sampled per clip.
+        num_steps (`int`, defaults to 5): default S, ODE steps per trajectory.
+        solver (`str`, defaults to `"euler"`): ODE solver, one of `"euler"`, `"heun"`, `"midpoint"`.
+        heatmap_sigma (`float`, defaults to 25.0): Gaussian sigma in native pixels for trajectory -> heatmap.
+        use_lora (`bool`, defaults to `True`): add LoRA adapters to the encoder (Appendix E.4).
+        lora_r, lora_alpha, lora_dropout, lora_target_modules: the LoRA settings (r=16, alpha=32, 0.05,
+            `["query", "value"]`).
+        freeze_encoder (`bool`, defaults to `True`): freeze the encoder's own weights (LoRA, if on, still trains).
+        causal (`bool`, defaults to `False`): the causal variant of Appendix F.4.
+        initializer_range (`float`, defaults to 0.02): std of the truncated-normal weight initialisation.
+        layer_norm_eps (`float`, defaults to 1e-6): epsilon of every LayerNorm of the GazeFlow modules.
+    """
+
+    model_type = "gazeflow"
+    sub_configs = {"encoder_config": VJEPA2Config}
+
+    def __init__(
+        self,
+        encoder_config: VJEPA2Config | dict | None = None,
+        hidden_size: int = 256,
+        num_hidden_layers: int = 6,
+        num_attention_heads: int = 8,
+        intermediate_size: int = 1024,
+        num_spatial_layers: int = 2,
+        num_task_queries: int = 4,
+        task_gate_init: float = -2.0,
+        rope_theta: float = 10000.0,
+        num_frames: int = 64,
+        window_stride: int = 32,
+        sigma_min: float = 1e-3,
+        self_conditioning_prob: float = 0.5,
+        num_samples: int = 30,
+        num_steps: int = 5,
+        solver: str = "euler",
+        heatmap_sigma: float = 25.0,
+        use_lora: bool = True,
+        lora_r: int = 16,
+        lora_alpha: float = 32,
+        lora_dropout: float = 0.05,
+        lora_target_modules: list[str] | tuple[str, ...] | None = None,
+        freeze_encoder: bool = True,
+        causal: bool = False,
+        initializer_range: float = 0.02,
+        layer_norm_eps: float = 1e-6,
+        **kwargs,
+    ):
+        if encoder_config is None:
+            encoder_config = VJEPA2Config()
+        elif isinstance(encoder_config, dict):
+            encoder_config = VJEPA2Config(**{k: v for k, v in encoder_config.items() if k != "model_type"})
+        elif not isinstance(encoder_config, VJEPA2Config):
+            raise ValueError(
+                f"GazeFlowConfig: `encoder_config` must be a VJEPA2Config, a dict or None, got {type(encoder_config)}"
+            )
+        self.encoder_config = encoder_config
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.num_spatial_layers = num_spatial_layers
+        self.num_task_queries = num_task_queries
+        self.task_gate_init = task_gate_init
+        self.rope_theta = rope_theta
+        self.num_frames = num_frames
+        self.window_stride = window_stride
+        self.sigma_min = sigma_min
+        self.self_conditioning_prob = self_conditioning_prob
+        self.num_samples = num_samples
+        self.num_steps = num_steps
+        self.solver = solver
+        self.heatmap_sigma = heatmap_sigma
+        self.use_lora = use_lora
+        self.lora_r = lora_r
+        self.lora_alpha = lora_alpha
+        self.lora_dropout = lora_dropout
+        self.lora_target_modules = list(lora_target_modules) if lora_target_modules is not None else ["query", "value"]
+        self.freeze_encoder = freeze_encoder
+        self.causal = causal
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        super().__init__(**kwargs)
+        self.validate_gazeflow()
+
+    # ------------------------------------------------------------------ validation
+    def validate_gazeflow(self) -> None:
+        """Check every value; raise a `ValueError` naming the field, the value and what was expected."""
+        positive_ints = (
+            "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "num_frames",
+            "window_stride", "num_samples", "num_steps", "lora_r",
+        )
+        for name in positive_ints:
+            value = getattr(self, name)
+            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 1, name, "an int >= 1", value)
+        for name in ("num_spatial_layers", "num_task_queries"):
+            value = getattr(self, name)
+            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0, name, "an int >= 0", value)
+        _require(self.hidden_size % self.num_attention_heads == 0, "hidden_size",
+                 f"divisible by num_attention_heads={self.num_attention_heads}", self.hidden_size)
+        head_dim = self.hidden_size // self.num_attention_heads
+        _require(head_dim % 2 == 0, "hidden_size / num_attention_heads", "even (RoPE rotates pairs)", head_dim)
+        _require(self.hidden_size % 4 == 0, "hidden_size", "divisible by 4 (2D sin-cos position encoding)",
+                 self.hidden_size)
+        _require(self.window_stride <= self.num_frames, "window_stride",
+                 f"<= num_frames={self.num_frames} (windows must overlap or touch)", self.window_stride)
+        tubelet = self.encoder_config.tubelet_size
+        _require(self.num_frames % tubelet == 0, "num_frames",
+                 f"a multiple of the encoder's tubelet_size={tubelet}", self.num_frames)
+        _require(0.0 < self.sigma_min < 1.0, "sigma_min", "in (0, 1)", self.sigma_min)
+        _require(0.0 <= self.self_conditioning_prob <= 1.0, "self_conditioning_prob", "in [0, 1]",
+                 self.self_conditioning_prob)
+        _require(self.solver in SOLVERS, "solver", f"one of {SOLVERS}", self.solver)
+        _require(self.heatmap_sigma > 0, "heatmap_sigma", "> 0 (pixels)", self.heatmap_sigma)
+        _require(self.rope_theta > 0, "rope_theta", "> 0", self.rope_theta)
+        _require(self.lora_alpha > 0, "lora_alpha", "> 0", self.lora_alpha)
+        _require(0.0 <= self.lora_dropout < 1.0, "lora_dropout", "in [0, 1)", self.lora_dropout)
+        _require(len(self.lora_target_modules) > 0 and all(isinstance(m, str) for m in self.lora_target_modules),
+                 "lora_target_modules", "a non-empty list of module names", self.lora_target_modules)
+        for name in ("use_lora", "freeze_encoder", "causal"):
+            _require(isinstance(getattr(self, name), bool), name, "a bool", getattr(self, name))
+        _require(self.initializer_range > 0, "initializer_range", "> 0", self.initializer_range)
+        crop, patch = self.encoder_config.crop_size, self.encoder_config.patch_size
+        _require(isinstance(patch, int) and crop % patch == 0, "encoder_config.crop_size",
+                 f"a multiple of patch_size={patch}", crop)
+
+    # ------------------------------------------------------------------ derived sizes
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def image_size(self) -> int:
+        """Side of the square frames the encoder reads (256 for V-JEPA 2 ViT-L)."""
+        return self.encoder_config.crop_size
+
+    @property
+    def tokens_per_frame(self) -> int:
+        """N, the spatial tokens per frame (16 x 16 = 256 for the default encoder)."""
+        return (self.encoder_config.crop_size // self.encoder_config.patch_size) ** 2
+
+    @property
+    def tubelet_size(self) -> int:
+        return self.encoder_config.tubelet_size
+
+    @classmethod
+    def tiny(cls, **overrides) -> "GazeFlowConfig":
+        """A tiny random-weights configuration for tests, demos and CPU smoke runs (32x32 frames, 8-frame windows)."""
+        encoder = VJEPA2Config(
+            crop_size=32, patch_size=16, tubelet_size=2, frames_per_clip=8, hidden_size=32, num_hidden_layers=2,
+            num_attention_heads=2, mlp_ratio=2.0, pred_hidden_size=16, pred_num_hidden_layers=1,
+            pred_num_attention_heads=2,
+        )
+        defaults: dict[str, Any] = dict(
+            encoder_config=encoder, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+            num_spatial_layers=1, num_task_queries=2, num_frames=8, window_stride=4, num_samples=4, num_steps=3,
+            lora_r=4, lora_alpha=8,
+        )
+        defaults.update(overrides)
+        return cls(**defaults)
+
+
+__all__ = ["GazeFlowConfig", "SOLVERS"]
