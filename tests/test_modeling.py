@@ -243,3 +243,23 @@ def test_bad_training_targets_are_named():
 def test_causal_variant_is_refused_until_implemented():
     with pytest.raises(NotImplementedError, match="causal"):
         tiny_model(causal=True)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    model = tiny_model(use_lora=False, freeze_encoder=False)
+    model.train()
+    pixels = video(2)
+    gaze = unit_to_model(torch.rand(2, 8, 2, generator=torch.Generator().manual_seed(0)))
+
+    def gradients():
+        model.zero_grad()
+        model(pixel_values_videos=pixels, gaze=gaze, generator=torch.Generator().manual_seed(0)).loss.backward()
+        return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+    plain = gradients()
+    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+    enable()
+    checkpointed = gradients()
+    assert plain.keys() == checkpointed.keys() and len(plain) > 100
+    for name in plain:
+        assert torch.allclose(plain[name], checkpointed[name], atol=1e-6), name
