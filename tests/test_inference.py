@@ -1,0 +1,49 @@
+import copy
+
+import pytest
+import torch
+
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.inference import fast_generate, prepare_for_inference, reference_generate
+
+
+@pytest.fixture(scope="module")
+def model_with_lora():
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny()).eval()
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.2)
+    return model
+
+
+def test_fast_path_matches_the_reference_path_in_fp32(model_with_lora):
+    pixels = torch.randn(2, 21, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    kwargs = dict(num_samples=4, num_steps=3, solver="heun")
+    reference = reference_generate(model_with_lora, pixels, generator=torch.Generator().manual_seed(0), **kwargs)
+    fast_model = prepare_for_inference(copy.deepcopy(model_with_lora))
+    assert not fast_model.video_encoder.has_lora and model_with_lora.video_encoder.has_lora
+    fast = fast_generate(fast_model, pixels, generator=torch.Generator().manual_seed(0), window_batch_size=8, **kwargs)
+    assert fast.trajectories.shape == reference.trajectories.shape == (2, 4, 21, 2)
+    assert torch.allclose(fast.trajectories, reference.trajectories, atol=1e-5), (
+        (fast.trajectories - reference.trajectories).abs().max())
+
+
+def test_bf16_autocast_stays_within_bf16_tolerance(model_with_lora):
+    pixels = torch.randn(1, 8, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    fast_model = prepare_for_inference(copy.deepcopy(model_with_lora))
+    full = fast_generate(fast_model, pixels, 8, 3, generator=torch.Generator().manual_seed(0))
+    half = fast_generate(fast_model, pixels, 8, 3, generator=torch.Generator().manual_seed(0), dtype=torch.bfloat16)
+    assert half.trajectories.dtype == torch.float32
+    difference = (half.trajectories - full.trajectories).abs()
+    assert difference.max() > 0  # bf16 really ran
+    assert difference.mean() < 2e-2 and difference.max() < 1e-1, (difference.mean(), difference.max())
+
+
+def test_encoder_attention_choice_is_checked(model_with_lora):
+    from transformers_gazeflow.inference import set_encoder_attention
+
+    with pytest.raises(ValueError, match="attn_implementation"):
+        set_encoder_attention(copy.deepcopy(model_with_lora), "flash")
