@@ -175,8 +175,9 @@ def test_missing_and_foreign_files_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"{MANIFEST_NAME}.*expected a folder written by generate_dataset"):
         load_dataset_records(tmp_path)
     (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="not empty"):
+    with pytest.raises(FileNotFoundError, match=f"{MANIFEST_NAME} not found, and .* is not empty"):
         generate_dataset(tmp_path, TINY)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing was written
     small = SyntheticGazeSettings(**{**TINY.to_dict(), "num_clips": 1, "max_frames": 16})
     out = generate_dataset(tmp_path / "one", small)
     _, records = load_dataset_records(out)
