@@ -142,7 +142,8 @@ def _per_frame_fields(example: Mapping[str, Any], n: int, name: str, clip: str
         gaze_type = np.where(valid, 1, 0).astype(np.int64)
     finite = np.isfinite(gaze).all(axis=1)
     if (valid & ~finite).any():
-        raise ValueError(f"{name} ({clip}): gaze is not finite on valid frames {np.flatnonzero(valid & ~finite)[:8].tolist()}")
+        frames = np.flatnonzero(valid & ~finite)[:8].tolist()
+        raise ValueError(f"{name} ({clip}): gaze is not finite on valid frames {frames}")
     outside = ((gaze < -_UNIT_TOLERANCE) | (gaze > 1 + _UNIT_TOLERANCE)).any(axis=1) & valid
     if outside.any():
         raise ValueError(f"{name} ({clip}): gaze must be unit coordinates in [0, 1] on valid frames; frames "

@@ -37,7 +37,8 @@ class GazeFlowVideoProcessor:
         chunk_frames: frames resized at once; bounds the float working memory of long videos.
 
     Input: one video ``[T, H, W, 3]`` (or grayscale ``[T, H, W]`` / ``[T, H, W, 1]``) of ``uint8``, as a numpy
-    array or a torch tensor. Output of :meth:`preprocess`: ``float32`` ``[T, 3, size, size]``.
+    array or a torch tensor. Output of :meth:`preprocess`: ``float32`` ``[T, 3, size, size]``, on the input
+    tensor's device (CPU for numpy input).
     """
 
     model_input_names = ["pixel_values_videos"]
@@ -91,9 +92,10 @@ class GazeFlowVideoProcessor:
     def preprocess(self, video: Any) -> torch.Tensor:
         """Resize and normalise one video: uint8 ``[T, H, W, 3]`` -> float32 ``[T, 3, size, size]``."""
         frames = self._as_video_tensor(video, "video")
-        mean = torch.tensor(self.image_mean, dtype=torch.float32).view(1, 3, 1, 1)
-        std = torch.tensor(self.image_std, dtype=torch.float32).view(1, 3, 1, 1)
-        out = torch.empty((frames.shape[0], 3, self.size, self.size), dtype=torch.float32)
+        device = frames.device  # a tensor on an accelerator is processed there
+        mean = torch.tensor(self.image_mean, dtype=torch.float32, device=device).view(1, 3, 1, 1)
+        std = torch.tensor(self.image_std, dtype=torch.float32, device=device).view(1, 3, 1, 1)
+        out = torch.empty((frames.shape[0], 3, self.size, self.size), dtype=torch.float32, device=device)
         for start in range(0, frames.shape[0], self.chunk_frames):
             chunk = frames[start:start + self.chunk_frames].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
             if chunk.shape[-2:] != (self.size, self.size):

@@ -29,7 +29,15 @@ from typing import Any
 import numpy as np
 
 from .synthetic_gaze import GazeTrack, simulate_gaze
-from .synthetic_scene import MAX_TASKS, TASK_COLOR_NAMES, TASK_SHAPES, Scene, render_frame, render_frames, simulate_scene
+from .synthetic_scene import (
+    MAX_TASKS,
+    TASK_COLOR_NAMES,
+    TASK_SHAPES,
+    Scene,
+    render_frame,
+    render_frames,
+    simulate_scene,
+)
 from .video import write_video
 
 FORMAT_VERSION = 1
@@ -80,8 +88,9 @@ class SyntheticGazeSettings:
         if self.max_distractors < self.min_distractors:
             raise ValueError(f"max_distractors ({self.max_distractors}) must be >= min_distractors "
                              f"({self.min_distractors})")
-        if isinstance(self.num_tasks, bool) or not isinstance(self.num_tasks, int) or not 1 <= self.num_tasks <= MAX_TASKS:
-            raise ValueError(f"num_tasks must be an int in [1, {MAX_TASKS}] (one colour per task), got {self.num_tasks!r}")
+        tasks = self.num_tasks
+        if isinstance(tasks, bool) or not isinstance(tasks, int) or not 1 <= tasks <= MAX_TASKS:
+            raise ValueError(f"num_tasks must be an int in [1, {MAX_TASKS}] (one colour per task), got {tasks!r}")
         if not (isinstance(self.fps, (int, float)) and self.fps > 0):
             raise ValueError(f"fps must be a positive number, got {self.fps!r}")
         for name in ("validation_fraction", "test_fraction"):
