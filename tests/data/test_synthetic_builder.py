@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
@@ -75,6 +76,13 @@ def test_builder_examples_collate_into_a_model_batch(tiny):
     assert batch["gaze"].abs().max() <= 1
     for row, example in enumerate(examples):
         assert batch["valid_mask"][row].sum() == sum(example["valid"])
+    # the numpy format (arrays instead of lists) collates to the same batch
+    as_numpy = splits["train"].with_format("numpy")
+    again = GazeFlowDataCollator(GazeFlowVideoProcessor(size=32), num_frames=64)(
+        [as_numpy[i] for i in range(len(examples))])
+    for key in ("pixel_values_videos", "gaze", "valid_mask", "gaze_type", "window_start", "action"):
+        assert torch.equal(again[key], batch[key]), key
+    assert again["clip_id"] == batch["clip_id"]
 
 
 def test_reusing_the_data_dir_and_option_overrides(builder_module, tiny):

@@ -47,6 +47,7 @@ class EgteaClip:
     ``expected_gaze``/``expected_type`` follow the spec's default parser: mean of a frame's samples, pixels clamped
     to ``[0, 1279] x [0, 959]`` then divided by 1280/960, out-of-range samples coded 4, no sample -> 0. They differ
     from the synthetic truth ``clip.gaze`` only by that clamp (< 1/1280 of the frame) and by the codes.
+    ``expected_type_glc`` is what ``parity="glc"`` reads: the reference overwrites code 4 with the sample's event.
     """
 
     name: str
@@ -61,6 +62,7 @@ class EgteaClip:
     clip: SyntheticClip
     expected_gaze: np.ndarray  # float32 [n, 2]
     expected_type: np.ndarray  # int8 [n]
+    expected_type_glc: np.ndarray  # int8 [n]
 
 
 def _event(code: int, motion: int) -> str:
@@ -112,7 +114,7 @@ def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, co
     return rows
 
 
-def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (see :class:`EgteaClip`)."""
     pixels = np.round(unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT), 3)  # what the text holds
     limit = np.array([GAZE_WIDTH - 1, GAZE_HEIGHT - 1])
@@ -120,7 +122,8 @@ def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[n
     gaze = np.clip(pixels, 0, limit) / np.array([GAZE_WIDTH, GAZE_HEIGHT])
     tracked = (codes != UNTRACKED) & (codes != BLINK)
     expected_type = np.where(tracked, np.where(off, OFF_FRAME, motion), codes)
-    return gaze.astype(np.float32), expected_type.astype(np.int8)
+    expected_type_glc = np.where(tracked, motion, codes)
+    return gaze.astype(np.float32), expected_type.astype(np.int8), expected_type_glc.astype(np.int8)
 
 
 def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettings | None = None,
@@ -166,11 +169,11 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
             g = clip.gaze
             session_frames = np.arange(clip.num_frames) + f_start - 1
             rows += _gaze_rows(rng, session_frames, g.gaze_raw, g.gaze_type, g.motion)
-            expected_gaze, expected_type = _expected(g.gaze_raw, g.gaze_type, g.motion)
+            expected_gaze, expected_type, expected_type_glc = _expected(g.gaze_raw, g.gaze_type, g.motion)
             clips.append(EgteaClip(name=name, session=session, split=clip.split, f_start=f_start, f_end=f_end,
                                    video_path=video_path, action=clip.task + 1, verb=clip.task + 1,
                                    noun=clip.task + 1, clip=clip, expected_gaze=expected_gaze,
-                                   expected_type=expected_type))
+                                   expected_type=expected_type, expected_type_glc=expected_type_glc))
             cursor = f_end + 1
         rows += _gap_rows(rng, cursor - 1, int(rng.integers(gap_frames[0], gap_frames[1] + 1)))
         rows.sort(key=lambda row: row[0])
