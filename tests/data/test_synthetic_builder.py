@@ -126,3 +126,22 @@ def test_without_data_dir_the_clips_go_under_the_cache(builder_module, tmp_path)
     manifests = list((tmp_path / "cache" / "synthetic_gaze_clips").glob(f"tiny-*/{MANIFEST_NAME}"))
     assert len(manifests) == 1 and json.loads(manifests[0].read_text())["settings"]["num_clips"] == 3
     assert sum(len(builder.as_dataset(split=s)) for s in ("train", "validation", "test")) == 3
+
+
+def test_the_gaze_target_can_be_found_from_the_model_input_pixels(tiny):
+    """Learnability: on the processed 32x32 frames (after H.264), the centroid of the saturated pixels (the task's
+    target; distractors and hands are unsaturated) predicts the gaze far better than the centre-bias baseline."""
+    _, _, splits = tiny
+    train = splits["train"]
+    processor = GazeFlowVideoProcessor(size=32)
+    batch = GazeFlowDataCollator(processor, num_frames=64)([train[i] for i in range(len(train))])
+    rgb = processor.unnormalize(batch["pixel_values_videos"]).float()  # [B, W, S, S, 3]
+    saturated = ((rgb.amax(-1) - rgb.amin(-1)) > 110).float()
+    centres = (torch.arange(32) + 0.5) / 32 * 2 - 1  # pixel centres in model coordinates
+    count = saturated.sum((-1, -2)).clamp(min=1)
+    guess = torch.stack([(saturated.sum(-2) * centres).sum(-1) / count,
+                         (saturated.sum(-1) * centres).sum(-1) / count], dim=-1)
+    valid = batch["valid_mask"]
+    blob_error = (guess - batch["gaze"]).norm(dim=-1)[valid].mean()
+    centre_error = batch["gaze"].norm(dim=-1)[valid].mean()
+    assert blob_error < 0.5 * centre_error
