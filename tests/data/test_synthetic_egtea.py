@@ -18,7 +18,7 @@ EVENTS = {"Fixation": 1, "Saccade": 2}
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory):
     root = tmp_path_factory.mktemp("egtea")
-    return root, write_egtea_layout(root, SETTINGS, clips_per_session=3)
+    return root, write_egtea_layout(root, SETTINGS, clips_per_session=3, session_kinds=("OP", "P"))
 
 
 def _parse_begaze_format1(path):
@@ -41,7 +41,7 @@ def _parse_begaze_format1(path):
 
 def test_files_and_names(layout):
     root, clips = layout
-    assert len(clips) == 5 and sorted({c.session for c in clips}) == ["OP01-R01-Synthetic", "OP02-R02-Synthetic"]
+    assert len(clips) == 5 and sorted({c.session for c in clips}) == ["OP01-R01-Synthetic", "P02-R02-Synthetic"]
     for clip in clips:
         match = re.fullmatch(r"(\w+-\w+-\w+)-(\d+)-(\d+)-F(\d{6})-F(\d{6})", clip.name)
         assert match and match.group(1) == clip.session
@@ -50,7 +50,8 @@ def test_files_and_names(layout):
         info = probe_video(clip.video_path)
         assert info.num_frames == clip.f_end - clip.f_start + 1 == clip.clip.num_frames
         assert info.fps == 24.0 and (info.width, info.height) == (64, 48)
-        assert (root / "gaze_data" / f"{clip.session}.txt").is_file()
+    assert sorted(p.name for p in (root / "gaze_data").iterdir()) == ["OP01-R01-Synthetic.txt",
+                                                                      "P02-R02-Synthetic-GazeData.txt"]
 
 
 def test_split_and_index_files(layout):
@@ -75,8 +76,8 @@ def test_split_and_index_files(layout):
 
 def test_gaze_rows_read_back_to_the_clip_gaze(layout):
     root, clips = layout
-    parsed = {session: _parse_begaze_format1(root / "gaze_data" / f"{session}.txt")
-              for session in {c.session for c in clips}}
+    files = {"OP01-R01-Synthetic": "OP01-R01-Synthetic.txt", "P02-R02-Synthetic": "P02-R02-Synthetic-GazeData.txt"}
+    parsed = {session: _parse_begaze_format1(root / "gaze_data" / name) for session, name in files.items()}
     counts = np.zeros(5, int)
     two_samples = 0
     for clip in clips:
@@ -107,6 +108,8 @@ def test_gaze_rows_read_back_to_the_clip_gaze(layout):
     assert counts[0] + counts[3] + counts[4] > 0  # some untracked, blink or off-frame frames
 
 
-def test_fps_must_be_24(tmp_path):
+def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="fps must be 24"):
         write_egtea_layout(tmp_path, SyntheticGazeSettings(num_clips=1, fps=30.0))
+    with pytest.raises(ValueError, match="session_kinds"):
+        write_egtea_layout(tmp_path, SETTINGS, session_kinds=("XP",))

@@ -3,10 +3,11 @@ made from scratch (``../shared/specs/data.md``, "EGTEA Gaze+")::
 
     <out_dir>/cropped_clips/<VIDEO>/<CLIP>.mp4        24 fps clips
     <out_dir>/gaze_data/<VIDEO>.txt                   SMI BeGaze export, format 1, pixels of a 1280x960 space
+                                                      (<VIDEO>-GazeData.txt for P* sessions)
     <out_dir>/train_split1.txt, test_split1.txt       CRLF lines "<clip> <action> <verb> <noun>", 1-based ids
     <out_dir>/action_idx.txt, verb_idx.txt, noun_idx.txt   "<name with spaces> <id>"
 
-``<VIDEO>`` is ``OPxx-Ryy-Synthetic`` (three ``-``-separated tokens); a clip is named
+``<VIDEO>`` is ``OPxx-Ryy-Synthetic`` or ``Pxx-Ryy-Synthetic`` (three ``-``-separated tokens); a clip is named
 ``<VIDEO>-<a>-<b>-F<start:06d>-F<end:06d>`` with ``a``/``b`` its start/end in milliseconds and ``F`` numbers on
 the session's 24 fps axis; the clip has ``end - start + 1`` frames and its local frame ``k`` is the session gaze
 row of frame ``start - 1 + k`` (the reference's alignment). Clips of one session are laid out one after another
@@ -127,12 +128,15 @@ def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[n
 
 
 def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettings | None = None,
-                       clips_per_session: int = 3, gap_frames: tuple[int, int] = (6, 20)) -> list[EgteaClip]:
+                       clips_per_session: int = 3, gap_frames: tuple[int, int] = (6, 20),
+                       session_kinds: tuple[str, ...] = ("OP",)) -> list[EgteaClip]:
     """Render ``settings.num_clips`` synthetic clips into the raw EGTEA Gaze+ layout under ``out_dir``.
 
     Clips whose synthetic split is ``validation`` or ``test`` go to ``test_split1.txt``, the others to
     ``train_split1.txt``. Returns one :class:`EgteaClip` per clip, in clip-index order, with the values a parser
-    must read back. ``settings.fps`` must be 24 (EGTEA's axis).
+    must read back. ``settings.fps`` must be 24 (EGTEA's axis). ``session_kinds`` are cycled over the sessions:
+    ``"OP"`` sessions (``OPxx-Ryy-Synthetic``) store their gaze as ``gaze_data/<VIDEO>.txt``, ``"P"`` sessions
+    (``Pxx-Ryy-Synthetic``) as ``gaze_data/<VIDEO>-GazeData.txt`` (the two namings of the real download).
     """
     settings = settings if settings is not None else SyntheticGazeSettings(num_clips=6, width=128, height=96)
     if settings.fps != EGTEA_FPS:
@@ -142,6 +146,8 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
         raise ValueError(f"clips_per_session must be a positive int, got {clips_per_session!r}")
     if not 1 <= gap_frames[0] <= gap_frames[1]:
         raise ValueError(f"gap_frames must be (low, high) with 1 <= low <= high, got {gap_frames!r}")
+    if not session_kinds or any(kind not in ("OP", "P") for kind in session_kinds):
+        raise ValueError(f"session_kinds must be a non-empty tuple of 'OP' and 'P', got {session_kinds!r}")
     out_dir = Path(out_dir)
     for name in ("cropped_clips", "gaze_data"):
         (out_dir / name).mkdir(parents=True, exist_ok=True)
@@ -151,7 +157,9 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
     clips: list[EgteaClip] = []
     num_sessions = math.ceil(settings.num_clips / clips_per_session)
     for session_index in range(num_sessions):
-        session = f"OP{session_index + 1:02d}-R{session_index % 7 + 1:02d}-Synthetic"
+        kind = session_kinds[session_index % len(session_kinds)]
+        session = f"{kind}{session_index + 1:02d}-R{session_index % 7 + 1:02d}-Synthetic"
+        gaze_name = f"{session}.txt" if kind == "OP" else f"{session}-GazeData.txt"
         indices = range(session_index * clips_per_session,
                         min((session_index + 1) * clips_per_session, settings.num_clips))
         rows: list[tuple[int, float, float, int, str]] = []
@@ -181,7 +189,7 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
         assert max_frame < 2 * len(rows), "the reference parser sizes its array from the sample count"
         lines = _header(len(rows), session)
         lines += [f"{time} SMP 1 {px:.3f} {py:.3f} {frame} {event}" for time, px, py, frame, event in rows]
-        (out_dir / "gaze_data" / f"{session}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (out_dir / "gaze_data" / gaze_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     for split in ("train", "test"):
         lines = [f"{c.name} {c.action} {c.verb} {c.noun}" for c in clips if c.split == split]
