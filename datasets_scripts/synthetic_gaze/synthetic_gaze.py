@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 import datasets
@@ -28,6 +29,8 @@ from transformers_gazeflow.data.synthetic import (
     load_dataset_records,
 )
 from transformers_gazeflow.windows import window_starts
+
+logger = logging.getLogger(__name__)
 
 _DESCRIPTION = """Procedural egocentric-like clips (a textured work surface seen by a panning, shaking head camera,
 moving objects, hands reaching for them) rendered to mp4, with human-like gaze: fixations with drift, 2-4 frame
@@ -138,8 +141,12 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
             raise ValueError(f"{clip_dir} holds a synthetic_gaze dataset with other settings ({stored}) than the "
                              f"config asks for ({settings}); use another data_dir")
         by_split = {split: [r for r in records if r["split"] == split] for split in ("train", "validation", "test")}
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"records": by_split[split], "split": split})
-                for split in ("train", "validation", "test")]
+        empty = [split for split, clips in by_split.items() if not clips]
+        if empty:  # only with fewer than 3 clips (or a zero fraction): datasets cannot hold an empty split
+            logger.warning("synthetic_gaze: no clip falls in %s with %d clips; those splits are left out",
+                           empty, settings.num_clips)
+        return [datasets.SplitGenerator(name=split, gen_kwargs={"records": clips, "split": split})
+                for split, clips in by_split.items() if clips]
 
     def _generate_examples(self, records: list[dict], split: str):
         config = self.config

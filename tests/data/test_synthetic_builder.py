@@ -128,6 +128,13 @@ def test_without_data_dir_the_clips_go_under_the_cache(builder_module, tmp_path)
     assert sum(len(builder.as_dataset(split=s)) for s in ("train", "validation", "test")) == 3
 
 
+def test_a_single_clip_gives_only_a_train_split(builder_module, tmp_path):
+    builder = builder_module.SyntheticGaze(data_dir=str(tmp_path / "one"), config_name="tiny", num_clips=1,
+                                           max_frames=16, cache_dir=str(tmp_path / "cache"))
+    builder.download_and_prepare()
+    assert set(builder.as_dataset()) == {"train"} and len(builder.as_dataset(split="train")) == 1
+
+
 def test_the_gaze_target_can_be_found_from_the_model_input_pixels(tiny):
     """Learnability: on the processed 32x32 frames (after H.264), the centroid of the saturated pixels (the task's
     target; distractors and hands are unsaturated) predicts the gaze far better than the centre-bias baseline."""
