@@ -214,6 +214,9 @@ class GazeFlowVideoProcessor:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, GazeFlowVideoProcessor) and self.to_dict() == other.to_dict()
 
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_dict(), sort_keys=True))
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({json.dumps(self.to_dict(), sort_keys=True)})"
 
