@@ -1,0 +1,166 @@
+"""Batches of the unified example schema: decode each window, process it, pad it, convert gaze to model coords.
+
+An example (``../shared/specs/data.md``, "Unified example schema") is one window of at most ``num_frames`` frames
+of one clip, with its video as a path. The collator decodes exactly that window
+(:func:`~transformers_gazeflow.data.video.decode_frames`), runs the :class:`GazeFlowVideoProcessor`, and pads
+windows shorter than ``num_frames`` by repeating the last frame (and the last gaze point); padded frames are
+never valid. Gaze goes from unit ``[0, 1]`` to model ``[-1, 1]`` coordinates here, through
+:func:`~transformers_gazeflow.geometry.unit_to_model` (the one place the data layer converts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..geometry import unit_to_model
+from .processing import GazeFlowVideoProcessor
+from .video import decode_frames
+
+# gaze points of valid frames may sit this far outside [0, 1] (float round-off of the loaders' clamping)
+_UNIT_TOLERANCE = 1e-4
+_REQUIRED_KEYS = ("clip_id", "video_path", "window_start", "num_frames", "gaze", "valid")
+
+
+class GazeFlowDataCollator:
+    """Collate unified-schema examples into a model batch.
+
+    Args:
+        processor: the :class:`GazeFlowVideoProcessor` that resizes and normalises the frames.
+        num_frames: window length ``W`` of the batch; shorter examples are padded up to it.
+        decode_fn: ``(path, start, num_frames) -> uint8 [n, H, W, 3]``; defaults to PyAV decoding of that range.
+
+    Returns a dict with
+        ``pixel_values_videos`` float32 ``[B, W, 3, S, S]``, ``gaze`` float32 ``[B, W, 2]`` in ``[-1, 1]``,
+        ``valid_mask`` bool ``[B, W]`` (the example's ``valid`` on real frames, ``False`` on padding),
+        ``gaze_type`` int64 ``[B, W]`` (unified codes; padding 0 = untracked), and the metadata for evaluation:
+        ``clip_id`` (list of str), ``video_path`` (list of str), ``window_start``, ``num_frames``, ``width``,
+        ``height``, ``action``, ``verb``, ``noun`` (int64 ``[B]``, ``-1`` where absent) and ``fps`` (float32 ``[B]``).
+    """
+
+    def __init__(self, processor: GazeFlowVideoProcessor, num_frames: int = 64,
+                 decode_fn: Callable[[str, int, int], np.ndarray] | None = None) -> None:
+        if not isinstance(processor, GazeFlowVideoProcessor):
+            raise ValueError(f"processor must be a GazeFlowVideoProcessor, got {type(processor).__name__}")
+        if isinstance(num_frames, bool) or not isinstance(num_frames, int) or num_frames < 1:
+            raise ValueError(f"num_frames must be a positive int (the batch window length), got {num_frames!r}")
+        self.processor = processor
+        self.num_frames = num_frames
+        self.decode_fn = decode_fn if decode_fn is not None else _decode_window
+
+    def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        if isinstance(examples, Mapping) or not isinstance(examples, Sequence) or len(examples) == 0:
+            raise ValueError("examples must be a non-empty list of unified-schema examples (dicts), "
+                             f"got {type(examples).__name__}")
+        width = self.num_frames
+        pixels, gazes, masks, types = [], [], [], []
+        meta: dict[str, list] = {key: [] for key in ("clip_id", "video_path", "window_start", "num_frames", "width",
+                                                     "height", "fps", "action", "verb", "noun")}
+        for index, example in enumerate(examples):
+            name = f"examples[{index}]"
+            if not isinstance(example, Mapping):
+                raise ValueError(f"{name} must be a dict of the unified schema, got {type(example).__name__}")
+            missing = [key for key in _REQUIRED_KEYS if key not in example]
+            if missing:
+                raise ValueError(f"{name} lacks the unified-schema fields {missing}")
+            clip = str(example["clip_id"])
+            n, start = int(example["num_frames"]), int(example["window_start"])
+            if n < 1 or n > width:
+                raise ValueError(f"{name} ({clip}): num_frames must be in [1, {width}] (the collator's num_frames), "
+                                 f"got {n}")
+            if start < 0:
+                raise ValueError(f"{name} ({clip}): window_start must be >= 0, got {start}")
+            gaze, valid, gaze_type = _per_frame_fields(example, n, name, clip)
+
+            frames = np.asarray(self.decode_fn(str(example["video_path"]), start, n))
+            if frames.ndim < 3 or frames.shape[0] != n:
+                raise ValueError(f"{name} ({clip}): decoding {example['video_path']} gave "
+                                 f"{frames.shape[0] if frames.ndim else 0} frames for a window of {n}")
+            _check_size(example, frames, name, clip)
+            processed = self.processor.preprocess(frames)
+
+            pad = width - n
+            if pad:
+                processed = torch.cat([processed, processed[-1:].expand(pad, *processed.shape[1:])])
+                gaze = np.concatenate([gaze, np.repeat(gaze[-1:], pad, axis=0)])
+                valid = np.concatenate([valid, np.zeros(pad, bool)])
+                gaze_type = np.concatenate([gaze_type, np.zeros(pad, np.int64)])
+            pixels.append(processed)
+            gazes.append(torch.from_numpy(gaze))
+            masks.append(torch.from_numpy(valid))
+            types.append(torch.from_numpy(gaze_type))
+
+            meta["clip_id"].append(clip)
+            meta["video_path"].append(str(example["video_path"]))
+            meta["window_start"].append(start)
+            meta["num_frames"].append(n)
+            meta["width"].append(int(example.get("width", frames.shape[2])))
+            meta["height"].append(int(example.get("height", frames.shape[1])))
+            meta["fps"].append(float(example["fps"]) if example.get("fps") is not None else float("nan"))
+            for key in ("action", "verb", "noun"):
+                value = example.get(key)
+                meta[key].append(-1 if value is None else int(value))
+
+        batch: dict[str, Any] = {
+            "pixel_values_videos": torch.stack(pixels),
+            "gaze": unit_to_model(torch.stack(gazes)),
+            "valid_mask": torch.stack(masks),
+            "gaze_type": torch.stack(types),
+            "clip_id": meta["clip_id"],
+            "video_path": meta["video_path"],
+            "fps": torch.tensor(meta["fps"], dtype=torch.float32),
+        }
+        for key in ("window_start", "num_frames", "width", "height", "action", "verb", "noun"):
+            batch[key] = torch.tensor(meta[key], dtype=torch.int64)
+        return batch
+
+
+def _decode_window(path: str, start: int, num_frames: int) -> np.ndarray:
+    return decode_frames(path, start, num_frames)
+
+
+def _per_frame_fields(example: Mapping[str, Any], n: int, name: str, clip: str
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check and convert gaze/valid/gaze_type of one example; untracked points become finite, never NaN."""
+    gaze = np.asarray(example["gaze"], dtype=np.float32)
+    if gaze.shape != (n, 2):
+        raise ValueError(f"{name} ({clip}): gaze must have shape [num_frames, 2] = [{n}, 2], got {gaze.shape}")
+    valid = np.asarray(example["valid"])
+    if valid.shape != (n,):
+        raise ValueError(f"{name} ({clip}): valid must have shape [num_frames] = [{n}], got {valid.shape}")
+    valid = valid.astype(bool)
+    if example.get("gaze_type") is not None:
+        gaze_type = np.asarray(example["gaze_type"]).astype(np.int64)
+        if gaze_type.shape != (n,):
+            raise ValueError(f"{name} ({clip}): gaze_type must have shape [num_frames] = [{n}], got {gaze_type.shape}")
+        if gaze_type.min() < 0 or gaze_type.max() > 4:
+            raise ValueError(f"{name} ({clip}): gaze_type codes must be in 0..4, got {sorted(set(gaze_type.tolist()))}")
+    else:
+        gaze_type = np.where(valid, 1, 0).astype(np.int64)
+    finite = np.isfinite(gaze).all(axis=1)
+    if (valid & ~finite).any():
+        frames = np.flatnonzero(valid & ~finite)[:8].tolist()
+        raise ValueError(f"{name} ({clip}): gaze is not finite on valid frames {frames}")
+    outside = ((gaze < -_UNIT_TOLERANCE) | (gaze > 1 + _UNIT_TOLERANCE)).any(axis=1) & valid
+    if outside.any():
+        raise ValueError(f"{name} ({clip}): gaze must be unit coordinates in [0, 1] on valid frames; frames "
+                         f"{np.flatnonzero(outside)[:8].tolist()} are outside (is it in pixels or in [-1, 1]?)")
+    gaze = np.where(finite[:, None], np.clip(gaze, 0.0, 1.0), np.float32(0.5)).astype(np.float32)
+    return gaze, valid, gaze_type
+
+
+def _check_size(example: Mapping[str, Any], frames: np.ndarray, name: str, clip: str) -> None:
+    """The decoded frames must have the size the example declares: gaze is relative to that frame."""
+    if frames.ndim != 4:
+        raise ValueError(f"{name} ({clip}): decoded frames must be [n, H, W, 3], got {frames.shape}")
+    height, width = frames.shape[1:3]
+    declared = (example.get("width"), example.get("height"))
+    if declared[0] is not None and declared[1] is not None and (int(declared[0]), int(declared[1])) != (width, height):
+        raise ValueError(f"{name} ({clip}): the example says {int(declared[0])}x{int(declared[1])} but "
+                         f"{example['video_path']} decodes to {width}x{height}")
+
+
+__all__ = ["GazeFlowDataCollator"]

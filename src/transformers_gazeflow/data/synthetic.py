@@ -1,0 +1,306 @@
+"""``synthetic_gaze``: a procedural, seeded, egocentric-like gaze dataset rendered to real mp4 files.
+
+Each clip shows a textured work surface through a panning, shaking head camera, several moving objects and two
+hands reaching for them (:mod:`.synthetic_scene`). Each clip has a *task*: the task decides which object the gaze
+mostly serves (its colour and shape identify the task, distractors are neutral) and where that object tends to
+be; the gaze has human-like dynamics (:mod:`.synthetic_gaze`). Everything is fully determined by
+``(seed, clip index)``.
+
+On disk (what :func:`generate_dataset` writes and the ``synthetic_gaze`` builder reads)::
+
+    <data_dir>/synthetic_gaze.json   settings + format version (written last: its presence means complete)
+    <data_dir>/annotations.jsonl     one line per clip: clip_id, video, split, task, per-frame gaze/type/valid
+    <data_dir>/videos/<clip_id>.mp4  the rendered clips (H.264)
+
+:func:`~transformers_gazeflow.data.synthetic_egtea.write_egtea_layout` writes the same kind of clips in the raw
+EGTEA Gaze+ layout instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .synthetic_gaze import GazeTrack, simulate_gaze
+from .synthetic_scene import (
+    MAX_TASKS,
+    TASK_COLOR_NAMES,
+    TASK_SHAPES,
+    Scene,
+    render_frame,
+    render_frames,
+    simulate_scene,
+)
+from .video import write_video
+
+FORMAT_VERSION = 1
+# bump whenever a change to the scene or gaze simulation changes the clips: stored datasets then refuse to load
+GENERATOR_VERSION = 1
+MANIFEST_NAME = "synthetic_gaze.json"
+ANNOTATIONS_NAME = "annotations.jsonl"
+VIDEO_DIR = "videos"
+SPLITS = ("train", "validation", "test")
+TASK_VERBS: tuple[str, ...] = ("take", "cut", "stir", "wash", "open", "pour", "put", "mix")
+LAYOUT_HELP = (f"expected a folder written by generate_dataset: {MANIFEST_NAME}, {ANNOTATIONS_NAME} and "
+               f"{VIDEO_DIR}/<clip_id>.mp4")
+
+
+@dataclass(frozen=True)
+class SyntheticGazeSettings:
+    """Everything that determines a synthetic dataset (two equal settings give identical clips)."""
+
+    num_clips: int = 8
+    min_frames: int = 16
+    max_frames: int = 80
+    width: int = 128
+    height: int = 96
+    fps: float = 24.0
+    num_tasks: int = 4
+    seed: int = 0
+    min_distractors: int = 2
+    max_distractors: int = 4
+    validation_fraction: float = 0.1
+    test_fraction: float = 0.1
+
+    def __post_init__(self) -> None:
+        def positive_int(name: str, minimum: int = 1) -> None:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+        positive_int("num_clips")
+        positive_int("min_frames")
+        positive_int("max_frames")
+        positive_int("width", 16)
+        positive_int("height", 16)
+        positive_int("min_distractors", 1)
+        positive_int("max_distractors", 1)
+        positive_int("seed", 0)
+        if self.max_frames < self.min_frames:
+            raise ValueError(f"max_frames ({self.max_frames}) must be >= min_frames ({self.min_frames})")
+        if self.max_distractors < self.min_distractors:
+            raise ValueError(f"max_distractors ({self.max_distractors}) must be >= min_distractors "
+                             f"({self.min_distractors})")
+        tasks = self.num_tasks
+        if isinstance(tasks, bool) or not isinstance(tasks, int) or not 1 <= tasks <= MAX_TASKS:
+            raise ValueError(f"num_tasks must be an int in [1, {MAX_TASKS}] (one colour per task), got {tasks!r}")
+        if not (isinstance(self.fps, (int, float)) and self.fps > 0):
+            raise ValueError(f"fps must be a positive number, got {self.fps!r}")
+        for name in ("validation_fraction", "test_fraction"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+        if self.validation_fraction + self.test_fraction >= 1:
+            raise ValueError("validation_fraction + test_fraction must leave clips for training, got "
+                             f"{self.validation_fraction} + {self.test_fraction}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> SyntheticGazeSettings:
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown synthetic_gaze settings {sorted(unknown)} (known: {sorted(known)})")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class SyntheticClip:
+    """One simulated clip: its identity, task, split, scene (frames are drawn on demand) and gaze."""
+
+    index: int
+    clip_id: str
+    task: int
+    split: str
+    fps: float
+    scene: Scene
+    gaze: GazeTrack
+
+    @property
+    def num_frames(self) -> int:
+        return self.scene.num_frames
+
+    @property
+    def width(self) -> int:
+        return self.scene.width
+
+    @property
+    def height(self) -> int:
+        return self.scene.height
+
+    def frames(self) -> Iterator[np.ndarray]:
+        """The clip's RGB uint8 frames ``[H, W, 3]``, drawn one at a time."""
+        return render_frames(self.scene)
+
+    def frame(self, t: int) -> np.ndarray:
+        return render_frame(self.scene, t)
+
+    def render(self) -> np.ndarray:
+        """All frames at once, ``[T, H, W, 3]`` uint8 (for tests and short clips)."""
+        return np.stack(list(self.frames()))
+
+
+def task_names(num_tasks: int) -> list[str]:
+    """Human-readable task names, e.g. ``"take red disc"``: verb + the target's colour and shape."""
+    return [f"{TASK_VERBS[t]} {TASK_COLOR_NAMES[t]} {TASK_SHAPES[t % len(TASK_SHAPES)]}" for t in range(num_tasks)]
+
+
+def clip_task(settings: SyntheticGazeSettings, index: int) -> int:
+    """Tasks are dealt round-robin over clip indices, so every task has the same number of clips (within one)."""
+    return index % settings.num_tasks
+
+
+def split_assignment(settings: SyntheticGazeSettings) -> list[str]:
+    """The split of every clip: a seeded permutation cut by the fractions (val/test get >= 1 clip from 3 clips)."""
+    n = settings.num_clips
+    order = np.random.default_rng([settings.seed, 1 << 20]).permutation(n)
+    num_val = int(round(settings.validation_fraction * n))
+    num_test = int(round(settings.test_fraction * n))
+    if n >= 3:
+        num_val = max(num_val, 1 if settings.validation_fraction > 0 else 0)
+        num_test = max(num_test, 1 if settings.test_fraction > 0 else 0)
+    num_val, num_test = min(num_val, max(n - 1, 0)), min(num_test, max(n - 1 - num_val, 0))
+    splits = ["train"] * n
+    for position, index in enumerate(order):
+        if position < num_val:
+            splits[index] = "validation"
+        elif position < num_val + num_test:
+            splits[index] = "test"
+    return splits
+
+
+def generate_clip(settings: SyntheticGazeSettings, index: int, split: str | None = None) -> SyntheticClip:
+    """Simulate clip ``index`` (no pixels are drawn until its frames are asked for)."""
+    if not 0 <= index < settings.num_clips:
+        raise ValueError(f"index must be in [0, {settings.num_clips}), got {index}")
+    rng = np.random.default_rng([settings.seed, index])
+    task = clip_task(settings, index)
+    num_frames = int(rng.integers(settings.min_frames, settings.max_frames + 1))
+    num_distractors = int(rng.integers(settings.min_distractors, settings.max_distractors + 1))
+    scene = simulate_scene(rng, task, settings.num_tasks, num_frames, settings.fps, settings.width,
+                           settings.height, num_distractors)
+    gaze = simulate_gaze(rng, scene, settings.fps)
+    return SyntheticClip(index=index, clip_id=f"synth_{settings.seed}_{index:05d}", task=task,
+                         split=split if split is not None else split_assignment(settings)[index],
+                         fps=float(settings.fps), scene=scene, gaze=gaze)
+
+
+def clip_record(clip: SyntheticClip, video: str, names: list[str]) -> dict[str, Any]:
+    """The annotation line of one clip (gaze rounded to 1e-6 of the frame)."""
+    return {
+        "clip_id": clip.clip_id, "video": video, "split": clip.split, "task": clip.task,
+        "task_name": names[clip.task], "num_frames": clip.num_frames, "width": clip.width, "height": clip.height,
+        "fps": clip.fps, "gaze": np.round(clip.gaze.gaze.astype(np.float64), 6).tolist(),
+        "gaze_type": clip.gaze.gaze_type.astype(int).tolist(), "valid": clip.gaze.valid.astype(bool).tolist(),
+    }
+
+
+def _write_one(job: tuple[SyntheticGazeSettings, int, str, str]) -> dict[str, Any]:
+    settings, index, split, out_dir = job
+    clip = generate_clip(settings, index, split)
+    video = f"{VIDEO_DIR}/{clip.clip_id}.mp4"
+    write_video(Path(out_dir) / video, clip.frames(), fps=clip.fps)
+    return clip_record(clip, video, task_names(settings.num_tasks))
+
+
+def _read_manifest(path: Path) -> SyntheticGazeSettings:
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"format_version {manifest.get('format_version')!r}, this code reads {FORMAT_VERSION}")
+        if manifest.get("generator_version") != GENERATOR_VERSION:
+            raise ValueError(f"generated by generator_version {manifest.get('generator_version')!r}, this code is "
+                             f"{GENERATOR_VERSION}: regenerate into a new folder")
+        return SyntheticGazeSettings.from_dict(manifest["settings"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path} is not a synthetic_gaze manifest: {err}") from err
+
+
+def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings,
+                     num_workers: int = 1) -> Path:
+    """Render every clip of ``settings`` into ``out_dir`` (layout in the module docstring); returns ``out_dir``.
+
+    A folder that already holds a complete dataset of the same settings is left as it is; one with other settings
+    raises ``ValueError``, and a non-empty folder without a manifest raises ``FileNotFoundError`` (nothing is
+    overwritten or mixed).
+    """
+    out_dir = Path(out_dir)
+    manifest_path = out_dir / MANIFEST_NAME
+    if manifest_path.exists():
+        existing = _read_manifest(manifest_path)
+        if existing != settings:
+            raise ValueError(f"{out_dir} already holds a synthetic_gaze dataset with other settings "
+                             f"({existing}); asked for {settings}. Use another data_dir.")
+        return out_dir
+    if out_dir.exists():
+        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in (VIDEO_DIR, ANNOTATIONS_NAME + ".tmp"))
+        if foreign:
+            raise FileNotFoundError(f"{manifest_path} not found, and {out_dir} is not empty ({foreign[:5]}), so "
+                                    f"no synthetic clips are generated into it: {LAYOUT_HELP}; or give an empty "
+                                    "or new folder to generate into")
+    (out_dir / VIDEO_DIR).mkdir(parents=True, exist_ok=True)
+    splits = split_assignment(settings)
+    jobs = [(settings, index, splits[index], str(out_dir)) for index in range(settings.num_clips)]
+    if num_workers > 1:
+        with ProcessPoolExecutor(max_workers=num_workers) as pool:
+            records = list(pool.map(_write_one, jobs, chunksize=4))
+    else:
+        records = [_write_one(job) for job in jobs]
+    tmp = out_dir / (ANNOTATIONS_NAME + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+    tmp.replace(out_dir / ANNOTATIONS_NAME)
+    manifest = {"format_version": FORMAT_VERSION, "generator_version": GENERATOR_VERSION,
+                "settings": settings.to_dict(), "task_names": task_names(settings.num_tasks),
+                "num_clips": len(records)}
+    tmp = out_dir / (MANIFEST_NAME + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(manifest_path)
+    return out_dir
+
+
+def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSettings, list[dict[str, Any]]]:
+    """Read a generated dataset: its settings and the clip records, with ``video_path`` made absolute.
+
+    Raises ``FileNotFoundError`` naming the missing path and the expected layout.
+    """
+    data_dir = Path(data_dir).resolve()
+    manifest_path = data_dir / MANIFEST_NAME
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{manifest_path} not found: {LAYOUT_HELP}")
+    settings = _read_manifest(manifest_path)
+    annotations = data_dir / ANNOTATIONS_NAME
+    if not annotations.is_file():
+        raise FileNotFoundError(f"{annotations} not found: {LAYOUT_HELP}")
+    records = []
+    with open(annotations, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{annotations}, line {line_number}: not JSON ({err})") from err
+            video = data_dir / record["video"]
+            if not video.is_file():
+                raise FileNotFoundError(f"{video} not found (listed in {annotations}, line {line_number}): "
+                                        f"{LAYOUT_HELP}")
+            record["video_path"] = str(video)
+            records.append(record)
+    if len(records) != settings.num_clips:
+        raise ValueError(f"{annotations} lists {len(records)} clips, the manifest says {settings.num_clips}")
+    return settings, records
+
+
+__all__ = ["SyntheticGazeSettings", "SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
+           "split_assignment", "task_names", "clip_task", "clip_record", "SPLITS", "MANIFEST_NAME",
+           "ANNOTATIONS_NAME", "VIDEO_DIR"]

@@ -1,0 +1,216 @@
+"""Synthetic clips written in the raw EGTEA Gaze+ layout, so the EGTEA builder can be tested end to end on files
+made from scratch (``../shared/specs/data.md``, "EGTEA Gaze+")::
+
+    <out_dir>/cropped_clips/<VIDEO>/<CLIP>.mp4        24 fps clips
+    <out_dir>/gaze_data/<VIDEO>.txt                   SMI BeGaze export, format 1, pixels of a 1280x960 space
+                                                      (<VIDEO>-GazeData.txt for P* sessions)
+    <out_dir>/train_split1.txt, test_split1.txt       CRLF lines "<clip> <action> <verb> <noun>", 1-based ids
+    <out_dir>/action_idx.txt, verb_idx.txt, noun_idx.txt   "<name with spaces> <id>"
+
+``<VIDEO>`` is ``OPxx-Ryy-Synthetic`` or ``Pxx-Ryy-Synthetic`` (three ``-``-separated tokens); a clip is named
+``<VIDEO>-<a>-<b>-F<start:06d>-F<end:06d>`` with ``a``/``b`` its start/end in milliseconds and ``F`` numbers on
+the session's 24 fps axis; the clip has ``end - start + 1`` frames and its local frame ``k`` is the session gaze
+row of frame ``start - 1 + k`` (the reference's alignment). Clips of one session are laid out one after another
+with short gaps in which the gaze keeps being recorded.
+
+Gaze rows are ``Time Type Trial X Y Frame Event`` after 34 ``##`` header lines (line 10:
+``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps gives two samples on one frame in
+four (their mean is the frame's point); blinks are ``Blink`` rows, untracked frames have no row at all, and
+off-frame samples keep their raw, out-of-range pixels.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..geometry import unit_to_pixels
+from .synthetic import SyntheticClip, SyntheticGazeSettings, generate_clip, split_assignment, task_names
+from .synthetic_gaze import BLINK, OFF_FRAME, SACCADE, UNTRACKED
+from .synthetic_scene import TASK_COLOR_NAMES, TASK_SHAPES
+from .video import write_video
+
+EGTEA_FPS = 24.0
+GAZE_WIDTH, GAZE_HEIGHT = 1280, 960
+HEADER_LINES = 34
+SAMPLES_LINE = 10  # 1-based line of "## Number of Samples:" in format 1
+TRACKER_HZ = 30.0
+
+
+@dataclass(frozen=True)
+class EgteaClip:
+    """One written clip, with what a correct EGTEA parser must read back for it.
+
+    ``expected_gaze``/``expected_type`` follow the spec's default parser: mean of a frame's samples, pixels clamped
+    to ``[0, 1279] x [0, 959]`` then divided by 1280/960, out-of-range samples coded 4, no sample -> 0. They differ
+    from the synthetic truth ``clip.gaze`` only by that clamp (< 1/1280 of the frame) and by the codes.
+    ``expected_type_glc`` is what ``parity="glc"`` reads: the reference overwrites code 4 with the sample's event.
+    """
+
+    name: str
+    session: str
+    split: str  # "train" or "test"
+    f_start: int
+    f_end: int
+    video_path: Path
+    action: int  # 1-based, as in the split files
+    verb: int
+    noun: int
+    clip: SyntheticClip
+    expected_gaze: np.ndarray  # float32 [n, 2]
+    expected_type: np.ndarray  # int8 [n]
+    expected_type_glc: np.ndarray  # int8 [n]
+
+
+def _event(code: int, motion: int) -> str:
+    if code == BLINK:
+        return "Blink"
+    return "Saccade" if motion == SACCADE else "Fixation"
+
+
+def _samples_on_frame(frame: int) -> int:
+    """How many 30 Hz tracker samples fall on 24 fps video frame ``frame`` (1 or 2)."""
+    ratio = TRACKER_HZ / EGTEA_FPS
+    return int(math.floor((frame + 1) * ratio) - math.floor(frame * ratio))
+
+
+def _header(num_samples: int, session: str) -> list[str]:
+    lines = [
+        "## [BeGaze]", f"## Converted from:\tsynthetic/{session}.idf", "## Date:\t01.01.2026 00:00:00",
+        "## Version:\tBeGaze 3.x (transformers-gazeflow synthetic)", "## IDF Version:\t9",
+        f"## Sample Rate:\t{int(TRACKER_HZ)}", "## Separator Type:\tMsg", "## Trial Count:\t1",
+        "## Uses Plane File:\tFalse", f"## Number of Samples: {num_samples}",
+        f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}", "## Format:\tTime Type Trial X Y Frame Event",
+    ]
+    lines += ["##"] * (HEADER_LINES - len(lines))
+    assert lines[SAMPLES_LINE - 1].startswith("## Number of Samples:") and len(lines) == HEADER_LINES
+    return lines
+
+
+def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, codes: np.ndarray,
+               motion: np.ndarray) -> list[tuple[int, float, float, int, str]]:
+    """Sample rows ``(time_us, px, py, frame, event)`` for session frames with their raw unit points and codes."""
+    rows = []
+    pixels = unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT)
+    for frame, (px, py), code, move in zip(frames.tolist(), pixels.tolist(), codes.tolist(), motion.tolist()):
+        if code == UNTRACKED:
+            continue
+        time_us = int(round(frame / EGTEA_FPS * 1e6))
+        event = _event(code, move)
+        if code == BLINK:  # a blink reports the held point, always inside the calibration area
+            rows.append((time_us, min(max(px, 0.0), GAZE_WIDTH - 1.0), min(max(py, 0.0), GAZE_HEIGHT - 1.0),
+                         frame, event))
+            continue
+        inside = 1.0 <= px <= GAZE_WIDTH - 2 and 1.0 <= py <= GAZE_HEIGHT - 2
+        if inside and _samples_on_frame(frame) == 2:  # two samples whose mean is the frame's point
+            dx, dy = rng.uniform(-0.5, 0.5, 2).tolist()
+            rows.append((time_us, px + dx, py + dy, frame, event))
+            rows.append((time_us + int(1e6 / TRACKER_HZ) // 2, px - dx, py - dy, frame, event))
+        else:  # off-frame samples stay single: clamp-then-mean and mean-then-clamp then agree
+            rows.append((time_us, px, py, frame, event))
+    return rows
+
+
+def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (see :class:`EgteaClip`)."""
+    pixels = np.round(unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT), 3)  # what the text holds
+    limit = np.array([GAZE_WIDTH - 1, GAZE_HEIGHT - 1])
+    off = ((pixels < 0) | (pixels > limit)).any(axis=1)
+    gaze = np.clip(pixels, 0, limit) / np.array([GAZE_WIDTH, GAZE_HEIGHT])
+    tracked = (codes != UNTRACKED) & (codes != BLINK)
+    expected_type = np.where(tracked, np.where(off, OFF_FRAME, motion), codes)
+    expected_type_glc = np.where(tracked, motion, codes)
+    return gaze.astype(np.float32), expected_type.astype(np.int8), expected_type_glc.astype(np.int8)
+
+
+def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettings | None = None,
+                       clips_per_session: int = 3, gap_frames: tuple[int, int] = (6, 20),
+                       session_kinds: tuple[str, ...] = ("OP",)) -> list[EgteaClip]:
+    """Render ``settings.num_clips`` synthetic clips into the raw EGTEA Gaze+ layout under ``out_dir``.
+
+    Clips whose synthetic split is ``validation`` or ``test`` go to ``test_split1.txt``, the others to
+    ``train_split1.txt``. Returns one :class:`EgteaClip` per clip, in clip-index order, with the values a parser
+    must read back. ``settings.fps`` must be 24 (EGTEA's axis). ``session_kinds`` are cycled over the sessions:
+    ``"OP"`` sessions (``OPxx-Ryy-Synthetic``) store their gaze as ``gaze_data/<VIDEO>.txt``, ``"P"`` sessions
+    (``Pxx-Ryy-Synthetic``) as ``gaze_data/<VIDEO>-GazeData.txt`` (the two namings of the real download).
+    """
+    settings = settings if settings is not None else SyntheticGazeSettings(num_clips=6, width=128, height=96)
+    if settings.fps != EGTEA_FPS:
+        raise ValueError(f"settings.fps must be {EGTEA_FPS} for the EGTEA layout (its F numbers are 24 fps frames), "
+                         f"got {settings.fps}")
+    if isinstance(clips_per_session, bool) or not isinstance(clips_per_session, int) or clips_per_session < 1:
+        raise ValueError(f"clips_per_session must be a positive int, got {clips_per_session!r}")
+    if not 1 <= gap_frames[0] <= gap_frames[1]:
+        raise ValueError(f"gap_frames must be (low, high) with 1 <= low <= high, got {gap_frames!r}")
+    if not session_kinds or any(kind not in ("OP", "P") for kind in session_kinds):
+        raise ValueError(f"session_kinds must be a non-empty tuple of 'OP' and 'P', got {session_kinds!r}")
+    out_dir = Path(out_dir)
+    for name in ("cropped_clips", "gaze_data"):
+        (out_dir / name).mkdir(parents=True, exist_ok=True)
+    splits = split_assignment(settings)
+    names = task_names(settings.num_tasks)
+    rng = np.random.default_rng([settings.seed, 1 << 21])
+    clips: list[EgteaClip] = []
+    num_sessions = math.ceil(settings.num_clips / clips_per_session)
+    for session_index in range(num_sessions):
+        kind = session_kinds[session_index % len(session_kinds)]
+        session = f"{kind}{session_index + 1:02d}-R{session_index % 7 + 1:02d}-Synthetic"
+        gaze_name = f"{session}.txt" if kind == "OP" else f"{session}-GazeData.txt"
+        indices = range(session_index * clips_per_session,
+                        min((session_index + 1) * clips_per_session, settings.num_clips))
+        rows: list[tuple[int, float, float, int, str]] = []
+        cursor = 1  # next free 1-based F number
+        for index in indices:
+            clip = generate_clip(settings, index, "train" if splits[index] == "train" else "test")
+            gap = int(rng.integers(gap_frames[0], gap_frames[1] + 1))
+            rows += _gap_rows(rng, cursor - 1, gap)
+            f_start = cursor + gap
+            f_end = f_start + clip.num_frames - 1
+            a, b = int(round((f_start - 1) / EGTEA_FPS * 1000)), int(round(f_end / EGTEA_FPS * 1000))
+            name = f"{session}-{a}-{b}-F{f_start:06d}-F{f_end:06d}"
+            video_path = out_dir / "cropped_clips" / session / f"{name}.mp4"
+            write_video(video_path, clip.frames(), fps=EGTEA_FPS)
+            g = clip.gaze
+            session_frames = np.arange(clip.num_frames) + f_start - 1
+            rows += _gaze_rows(rng, session_frames, g.gaze_raw, g.gaze_type, g.motion)
+            expected_gaze, expected_type, expected_type_glc = _expected(g.gaze_raw, g.gaze_type, g.motion)
+            clips.append(EgteaClip(name=name, session=session, split=clip.split, f_start=f_start, f_end=f_end,
+                                   video_path=video_path, action=clip.task + 1, verb=clip.task + 1,
+                                   noun=clip.task + 1, clip=clip, expected_gaze=expected_gaze,
+                                   expected_type=expected_type, expected_type_glc=expected_type_glc))
+            cursor = f_end + 1
+        rows += _gap_rows(rng, cursor - 1, int(rng.integers(gap_frames[0], gap_frames[1] + 1)))
+        rows.sort(key=lambda row: row[0])
+        max_frame = max(row[3] for row in rows)
+        assert max_frame < 2 * len(rows), "the reference parser sizes its array from the sample count"
+        lines = _header(len(rows), session)
+        lines += [f"{time} SMP 1 {px:.3f} {py:.3f} {frame} {event}" for time, px, py, frame, event in rows]
+        (out_dir / "gaze_data" / gaze_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    for split in ("train", "test"):
+        lines = [f"{c.name} {c.action} {c.verb} {c.noun}" for c in clips if c.split == split]
+        with open(out_dir / f"{split}_split1.txt", "w", encoding="utf-8", newline="") as handle:
+            handle.write("".join(line + "\r\n" for line in lines))
+    shapes = [f"{TASK_COLOR_NAMES[t]} {TASK_SHAPES[t % len(TASK_SHAPES)]}" for t in range(settings.num_tasks)]
+    indexes = {"action_idx.txt": names, "verb_idx.txt": [n.split(" ", 1)[0] for n in names], "noun_idx.txt": shapes}
+    for filename, labels in indexes.items():
+        (out_dir / filename).write_text("".join(f"{label} {i + 1}\n" for i, label in enumerate(labels)),
+                                        encoding="utf-8")
+    return clips
+
+
+def _gap_rows(rng: np.random.Generator, first_frame: int, length: int) -> list[tuple[int, float, float, int, str]]:
+    """Gaze recorded between clips: one drifting fixation (the tracker runs for the whole session)."""
+    if length <= 0:
+        return []
+    frames = np.arange(first_frame, first_frame + length)
+    points = rng.uniform(0.2, 0.8, 2) + np.cumsum(rng.normal(0, 0.002, (length, 2)), axis=0)
+    codes = np.ones(length, np.int8)
+    return _gaze_rows(rng, frames, points, codes, codes)
+
+
+__all__ = ["EgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT"]

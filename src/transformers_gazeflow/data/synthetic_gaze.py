@@ -1,0 +1,130 @@
+"""Human-like synthetic gaze over a simulated scene: fixations that track an object with drift and jitter, saccades
+over 2-4 frames with a minimum-jerk profile, blinks and untracked runs (invalid), off-frame glances (clamped).
+
+The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest of the time it visits
+distractors, the hands, the surface, or leaves the frame. Codes follow the unified schema
+(``../shared/specs/data.md``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame (clamped);
+``valid`` = not untracked and not blink. Coordinates are unit ``[0, 1]``; during a blink or an untracked run the
+point is held at the last tracked position, so no step is ever invented by the missing samples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..geometry import clamp_unit
+from .synthetic_scene import Scene
+
+UNTRACKED, FIXATION, SACCADE, BLINK, OFF_FRAME = 0, 1, 2, 3, 4
+
+# where a fixation goes: the task's target most of the time (what makes the task predictive of gaze)
+FIXATION_CHOICES: dict[str, float] = {"target": 0.72, "distractor": 0.12, "hand": 0.06, "surface": 0.06,
+                                      "off_frame": 0.04}
+BLINK_RATE_HZ = 0.3
+UNTRACKED_RATE_HZ = 0.15
+MIN_SACCADE_AMPLITUDE = 0.025  # smaller re-fixations are folded into the drift (no saccade frames)
+
+
+@dataclass(frozen=True)
+class GazeTrack:
+    """Per-frame gaze of one clip.
+
+    ``gaze`` is clamped to the frame, ``gaze_raw`` is the unclamped point (what an eye tracker reports, used by the
+    EGTEA-layout writer), ``motion`` the eye movement before blinks/tracking losses are overlaid (1 fixation,
+    2 saccade), ``fixated`` the index of the scene object being fixated (-1 for hands, surface, off-frame or a
+    saccade).
+    """
+
+    gaze: np.ndarray  # float32 [T, 2]
+    gaze_raw: np.ndarray  # float32 [T, 2]
+    gaze_type: np.ndarray  # int8 [T]
+    valid: np.ndarray  # bool [T]
+    motion: np.ndarray  # int8 [T]
+    fixated: np.ndarray  # int16 [T]
+
+
+def _min_jerk(u: np.ndarray) -> np.ndarray:
+    return u ** 3 * (10 - 15 * u + 6 * u ** 2)
+
+
+def _choose_anchor(rng: np.random.Generator, scene: Scene) -> tuple[np.ndarray, int]:
+    """Pick what the next fixation looks at: a track ``[T, 2]`` (unit) and the object index (-1 if no object)."""
+    kinds = list(FIXATION_CHOICES)
+    kind = kinds[rng.choice(len(kinds), p=np.array(list(FIXATION_CHOICES.values())))]
+    num_frames = scene.num_frames
+    if kind == "target":
+        return scene.objects[0].track, 0
+    if kind == "distractor" and len(scene.objects) > 1:
+        index = 1 + int(rng.integers(len(scene.objects) - 1))
+        return scene.objects[index].track, index
+    if kind == "hand":
+        return scene.hands[int(rng.integers(len(scene.hands)))], -1
+    if kind == "off_frame":
+        side = int(rng.integers(3))
+        point = [rng.uniform(-0.12, -0.03), rng.uniform(0.2, 0.9)] if side == 0 else \
+            [rng.uniform(1.03, 1.12), rng.uniform(0.2, 0.9)] if side == 1 else \
+            [rng.uniform(0.2, 0.8), rng.uniform(1.03, 1.1)]
+        return np.tile(point, (num_frames, 1)) - scene.camera + scene.camera[:1], -1
+    point = rng.uniform([0.1, 0.1], [0.9, 0.9])  # a spot on the surface, fixed in the world
+    return point - scene.camera + scene.camera[:1], -1
+
+
+def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> GazeTrack:
+    """Simulate the gaze of one clip over ``scene`` (see the module docstring for the model)."""
+    num_frames = scene.num_frames
+    raw = np.zeros((num_frames, 2))
+    motion = np.full(num_frames, FIXATION, np.int8)
+    fixated = np.full(num_frames, -1, np.int16)
+    t = 0
+    while t < num_frames:
+        anchor, index = _choose_anchor(rng, scene)
+        # fixation duration: log-normal, median ~0.3 s (longer, pursuit-like, on the target)
+        median_s = 0.55 if index == 0 else 0.28
+        duration = max(2, int(round(fps * median_s * math.exp(rng.normal(0, 0.45)))))
+        landing = rng.normal(0, 0.015, 2)  # landing error of the saccade
+        start = t
+        if t > 0:
+            amplitude = float(np.linalg.norm(anchor[min(t, num_frames - 1)] + landing - raw[t - 1]))
+            if amplitude >= MIN_SACCADE_AMPLITUDE:
+                steps = 2 if amplitude < 0.12 else 3 if amplitude < 0.3 else 4
+                target = anchor[min(t + steps, num_frames - 1)] + landing
+                u = _min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
+                frames = np.arange(t, min(t + steps, num_frames))
+                raw[frames] = raw[t - 1] + (target - raw[t - 1]) * u[:len(frames)]
+                motion[frames] = SACCADE
+                start = t + steps
+        stop = min(start + duration, num_frames)
+        if start < stop:
+            length = stop - start
+            drift = np.cumsum(rng.normal(0, 0.0015, (length, 2)), axis=0)
+            jitter = rng.normal(0, 0.001, (length, 2))
+            raw[start:stop] = anchor[start:stop] + landing + drift + jitter
+            motion[start:stop] = FIXATION
+            fixated[start:stop] = index
+        t = stop
+
+    gaze_type = motion.copy()
+    gaze = np.asarray(clamp_unit(raw), np.float64)
+    off = ((raw < 0) | (raw > 1)).any(axis=1)
+    gaze_type[off] = OFF_FRAME
+    for code, rate, lengths in ((UNTRACKED, UNTRACKED_RATE_HZ, (1, 6)), (BLINK, BLINK_RATE_HZ, (2, 4))):
+        for _ in range(int(rng.poisson(rate * num_frames / fps))):
+            first = int(rng.integers(num_frames))
+            last = min(num_frames, first + int(rng.integers(lengths[0], lengths[1] + 1)))
+            gaze_type[first:last] = code
+    # hold the last tracked point through blinks and tracking losses (raw too: the tracker reports nothing new)
+    lost = (gaze_type == UNTRACKED) | (gaze_type == BLINK)
+    for frame in np.flatnonzero(lost):
+        if frame > 0:
+            gaze[frame] = gaze[frame - 1]
+            raw[frame] = gaze[frame - 1]
+    valid = ~lost
+    return GazeTrack(gaze=gaze.astype(np.float32), gaze_raw=raw.astype(np.float32), gaze_type=gaze_type,
+                     valid=valid, motion=motion, fixated=fixated)
+
+
+__all__ = ["GazeTrack", "simulate_gaze", "UNTRACKED", "FIXATION", "SACCADE", "BLINK", "OFF_FRAME",
+           "FIXATION_CHOICES"]

@@ -1,0 +1,248 @@
+"""Procedural egocentric-like scenes: a textured work surface seen by a panning, shaking head camera, with moving
+objects and hands reaching for them. Motion is simulated first (:func:`simulate_scene`, cheap, no pixels), frames
+are drawn afterwards one at a time (:func:`render_frame`), so a long clip never needs all its frames in memory.
+
+Every position is in **unit** coordinates of the frame (``geometry``): ``(0, 0)`` top-left, ``(1, 1)`` bottom-right,
+pixel ``i`` covering ``[i, i + 1)``. Each task owns one *target* object whose colour and shape identify the task
+(saturated colours, one per task); distractors are neutral (white, grey, brown, ...), so the object the gaze
+serves is visible in the pixels and a model can learn it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..geometry import unit_to_pixels
+
+# one saturated colour and one shape per task (the task's "served" object); at most len(TASK_COLORS) tasks
+TASK_COLORS: tuple[tuple[int, int, int], ...] = (
+    (225, 35, 35), (35, 190, 60), (40, 90, 235), (240, 215, 30),
+    (215, 45, 205), (30, 205, 215), (250, 130, 15), (125, 45, 190),
+)
+TASK_COLOR_NAMES: tuple[str, ...] = ("red", "green", "blue", "yellow", "magenta", "cyan", "orange", "purple")
+SHAPES: tuple[str, ...] = ("disc", "square", "triangle", "diamond", "bar")
+TASK_SHAPES: tuple[str, ...] = ("disc", "square", "triangle", "diamond")
+DISTRACTOR_COLORS: tuple[tuple[int, int, int], ...] = (
+    (240, 240, 235), (70, 70, 75), (135, 100, 70), (175, 175, 160), (20, 20, 25),
+)
+SURFACE_COLORS: tuple[tuple[int, int, int], ...] = ((150, 118, 85), (125, 125, 120), (190, 180, 160), (95, 85, 75))
+SKIN_COLORS: tuple[tuple[int, int, int], ...] = ((225, 180, 150), (190, 140, 105), (140, 95, 70))
+MAX_TASKS = len(TASK_COLORS)
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """One object: its look and its screen track (unit coords, ``[T, 2]``) and rotation (radians, ``[T]``)."""
+
+    shape: str
+    color: tuple[int, int, int]
+    radius: float  # in units of the frame width
+    track: np.ndarray
+    angle: np.ndarray
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Everything needed to draw a clip: background texture, camera path, objects (target first) and hands."""
+
+    width: int
+    height: int
+    texture: np.ndarray  # float32 [H + 2 my, W + 2 mx, 3]
+    margin: tuple[int, int]  # (mx, my) texture margin in pixels
+    camera: np.ndarray  # [T, 2] camera offset (pan + shake) in unit coords; screen = world - camera
+    brightness: np.ndarray  # [T] global illumination factor
+    objects: tuple[SceneObject, ...]  # objects[0] is the task's target
+    hands: tuple[np.ndarray, ...]  # each [T, 2] screen position of a hand (unit)
+    hand_anchors: tuple[tuple[float, float], ...]  # where each forearm leaves the frame (unit)
+    skin: tuple[int, int, int]
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.camera.shape[0])
+
+    @property
+    def target(self) -> SceneObject:
+        return self.objects[0]
+
+
+def task_home(task: int, num_tasks: int) -> np.ndarray:
+    """Where the task's target object tends to sit on screen: tasks are spread on an ellipse around the centre."""
+    angle = 2 * math.pi * task / num_tasks + math.pi / 4
+    return np.array([0.5 + 0.26 * math.cos(angle), 0.5 + 0.22 * math.sin(angle)])
+
+
+def _smooth_path(rng: np.random.Generator, num_frames: int, fps: float, amplitude: float,
+                 frequencies: tuple[float, float], components: int = 3) -> np.ndarray:
+    """A smooth 2-D wander around 0: a sum of ``components`` sinusoids per axis with random frequencies (Hz) in
+    ``frequencies`` and random phases, of standard deviation about ``amplitude`` (unit coords). Smooth velocity,
+    like hand-moved objects and head pans, unlike a random walk."""
+    seconds = np.arange(num_frames)[:, None, None] / fps
+    freq = rng.uniform(*frequencies, (1, components, 2))
+    phase = rng.uniform(0, 2 * np.pi, (1, components, 2))
+    weight = rng.uniform(0.5, 1.0, (1, components, 2))
+    weight *= amplitude * math.sqrt(2) / np.sqrt((weight ** 2).sum(axis=1, keepdims=True))
+    return (weight * np.sin(2 * np.pi * freq * seconds + phase)).sum(axis=1)
+
+
+def _texture(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
+    """A work-surface texture: a counter and a darker edge, smooth colour waves, tiles and fine grain."""
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    u, v = xx / width, yy / height
+    base = np.asarray(SURFACE_COLORS[rng.integers(len(SURFACE_COLORS))], np.float32)
+    other = np.asarray(SURFACE_COLORS[rng.integers(len(SURFACE_COLORS))], np.float32) * 0.6
+    edge = rng.uniform(0.65, 0.9)
+    waves = np.zeros_like(u)
+    for _ in range(4):
+        fx, fy = rng.uniform(-4, 4, 2)
+        waves += np.sin(2 * np.pi * (fx * u + fy * v) + rng.uniform(0, 2 * np.pi)) / 4
+    tiles = rng.uniform(4, 9)
+    grid = ((u * tiles) % 1 < 0.04) | ((v * tiles * width / height) % 1 < 0.04)
+    texture = np.where((v > edge + 0.03 * np.sin(6 * u))[..., None], other, base)
+    texture = texture * (1 + 0.15 * waves[..., None]) * np.where(grid, 0.75, 1.0)[..., None]
+    texture = texture + rng.normal(0, 5, texture.shape).astype(np.float32)
+    return np.clip(texture, 0, 255).astype(np.float32)
+
+
+def simulate_scene(rng: np.random.Generator, task: int, num_tasks: int, num_frames: int, fps: float, width: int,
+                   height: int, num_distractors: int) -> Scene:
+    """Simulate the camera, objects and hands of one clip (no pixels yet)."""
+    mx, my = int(math.ceil(0.25 * width)), int(math.ceil(0.25 * height))
+    texture = _texture(rng, height + 2 * my, width + 2 * mx)
+    # camera: slow pan (mean-reverting, bounded by the texture margin) plus per-frame head shake and a few bumps
+    pan = _smooth_path(rng, num_frames, fps, 0.05, (0.03, 0.25))
+    shake = rng.normal(0, 0.002, (num_frames, 2))
+    shake[1:] = 0.5 * (shake[1:] + shake[:-1])
+    for bump_at in np.flatnonzero(rng.random(num_frames) < 0.2 / fps):
+        length = min(num_frames - bump_at, 6)
+        shake[bump_at:bump_at + length] += rng.normal(0, 0.012, 2) * np.linspace(1, 0, length)[:, None]
+    camera = np.clip(pan + shake, [-0.24, -0.24], [0.24, 0.24])
+
+    objects = []
+    home = task_home(task, num_tasks)
+    homes = [home]
+    for _ in range(num_distractors):  # distractor homes spread over the frame, away from the target
+        for _attempt in range(20):
+            candidate = rng.uniform([0.12, 0.15], [0.88, 0.85])
+            if min(np.linalg.norm(candidate - h) for h in homes) > 0.2:
+                break
+        homes.append(candidate)
+    for k, object_home in enumerate(homes):
+        if k == 0:
+            shape, color = TASK_SHAPES[task % len(TASK_SHAPES)], TASK_COLORS[task]
+            radius, amplitude, band = rng.uniform(0.07, 0.09), 0.07, (0.1, 0.45)
+        else:
+            shape = SHAPES[rng.integers(len(SHAPES))]
+            color = DISTRACTOR_COLORS[rng.integers(len(DISTRACTOR_COLORS))]
+            radius, amplitude, band = rng.uniform(0.05, 0.085), 0.03, (0.05, 0.2)
+        world = object_home + _smooth_path(rng, num_frames, fps, amplitude, band)
+        angle = rng.uniform(0, 2 * np.pi) + rng.normal(0, 0.6) * np.arange(num_frames) / fps
+        objects.append(SceneObject(shape, color, float(radius), world - camera, angle))
+
+    # hands come in from the bottom edge: the right one reaches for the target, the left one for a distractor
+    anchors = ((0.72 + rng.normal(0, 0.05), 1.25), (0.28 + rng.normal(0, 0.05), 1.25))
+    hands = []
+    for h, anchor in enumerate(anchors):
+        goal_track = objects[0].track if h == 0 else objects[1 + rng.integers(num_distractors)].track
+        below = np.array([0.0, 1.6 * objects[0].radius * width / height])
+        reach = np.clip((0.75 if h == 0 else 0.45) + _smooth_path(rng, num_frames, fps, 0.15, (0.1, 0.6))[:, :1],
+                        0.2, 0.95)
+        hands.append(np.asarray(anchor) + reach * (goal_track + below - np.asarray(anchor)))
+    brightness = 1 + 0.04 * np.sin(2 * np.pi * rng.uniform(0.1, 0.5) * np.arange(num_frames) / fps
+                                   + rng.uniform(0, 2 * np.pi))
+    return Scene(width=width, height=height, texture=texture, margin=(mx, my), camera=camera,
+                 brightness=brightness.astype(np.float32), objects=tuple(objects), hands=tuple(hands),
+                 hand_anchors=anchors, skin=SKIN_COLORS[rng.integers(len(SKIN_COLORS))])
+
+
+def _box(frame: np.ndarray, x0: float, y0: float, x1: float, y1: float):
+    """Integer pixel box clipped to the frame, and the pixel-centre grids inside it (``None`` when empty)."""
+    height, width = frame.shape[:2]
+    ix0, iy0 = max(int(math.floor(x0)), 0), max(int(math.floor(y0)), 0)
+    ix1, iy1 = min(int(math.ceil(x1)) + 1, width), min(int(math.ceil(y1)) + 1, height)
+    if ix0 >= ix1 or iy0 >= iy1:
+        return None
+    ys, xs = np.mgrid[iy0:iy1, ix0:ix1].astype(np.float32) + 0.5
+    return (slice(iy0, iy1), slice(ix0, ix1)), xs, ys
+
+
+def _composite(frame: np.ndarray, region, signed_distance: np.ndarray, color: np.ndarray) -> None:
+    """Blend a shape given its signed distance (pixels, negative inside) with a one-pixel antialiased edge."""
+    alpha = np.clip(0.5 - signed_distance, 0.0, 1.0)[..., None]
+    frame[region] = frame[region] * (1 - alpha) + color * alpha
+
+
+def _paint_shape(frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float,
+                 color: tuple[int, int, int]) -> None:
+    box = _box(frame, cx - radius - 1, cy - radius - 1, cx + radius + 1, cy + radius + 1)
+    if box is None:
+        return
+    region, xs, ys = box
+    dx, dy = xs - cx, ys - cy
+    c, s = math.cos(angle), math.sin(angle)
+    qx, qy = c * dx + s * dy, -s * dx + c * dy
+    if shape == "disc":
+        sd = np.hypot(qx, qy) - radius
+    elif shape == "square":
+        sd = np.maximum(np.abs(qx), np.abs(qy)) - 0.8 * radius
+    elif shape == "triangle":
+        sd = np.maximum.reduce([-qy, 0.866 * qx + 0.5 * qy, -0.866 * qx + 0.5 * qy]) - 0.5 * radius
+    elif shape == "diamond":
+        sd = (np.abs(qx) + np.abs(qy)) * 0.7071 - 0.72 * radius
+    elif shape == "bar":
+        sd = np.maximum(np.abs(qx) - radius, np.abs(qy) - 0.4 * radius)
+    else:
+        raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES}")
+    shade = 1.0 + 0.15 * np.clip(-dy / radius, -1, 1)  # lit from above
+    body = np.asarray(color, np.float32) * shade[..., None]
+    body = np.where((sd > -1.2)[..., None], body * 0.45, body)  # dark outline
+    _composite(frame, region, sd, body)
+
+
+def _paint_arm(frame: np.ndarray, hand: np.ndarray, anchor: np.ndarray, radius: float,
+               skin: tuple[int, int, int]) -> None:
+    """A forearm (capsule from the frame's bottom edge to the hand) and the hand (an ellipse)."""
+    arm_r, (hx, hy), (ax, ay) = 0.6 * radius, hand, anchor
+    box = _box(frame, min(hx, ax) - arm_r, min(hy, ay) - arm_r, max(hx, ax) + arm_r, max(hy, ay) + arm_r)
+    if box is not None:
+        region, xs, ys = box
+        seg = np.array([ax - hx, ay - hy])
+        length2 = max(float(seg @ seg), 1e-6)
+        along = np.clip(((xs - hx) * seg[0] + (ys - hy) * seg[1]) / length2, 0, 1)
+        sd = np.hypot(xs - hx - along * seg[0], ys - hy - along * seg[1]) - arm_r
+        _composite(frame, region, sd, np.asarray(skin, np.float32) * 0.85)
+    box = _box(frame, hx - radius, hy - radius, hx + radius, hy + radius)
+    if box is not None:
+        region, xs, ys = box
+        sd = (np.hypot((xs - hx) / 1.0, (ys - hy) / 0.8) - radius) * 0.9
+        _composite(frame, region, sd, np.asarray(skin, np.float32))
+
+
+def render_frame(scene: Scene, t: int) -> np.ndarray:
+    """Draw frame ``t`` as RGB uint8 ``[H, W, 3]``."""
+    width, height = scene.width, scene.height
+    mx, my = scene.margin
+    offset = unit_to_pixels(scene.camera[t], width, height)
+    ox = int(np.clip(round(mx + offset[0]), 0, 2 * mx))
+    oy = int(np.clip(round(my + offset[1]), 0, 2 * my))
+    frame = scene.texture[oy:oy + height, ox:ox + width] * scene.brightness[t]
+    for obj in scene.objects[1:] + scene.objects[:1]:  # the target is drawn last among objects: never hidden by one
+        cx, cy = unit_to_pixels(obj.track[t], width, height)
+        _paint_shape(frame, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t]), obj.color)
+    hand_radius = 0.075 * width
+    for hand, anchor in zip(scene.hands, scene.hand_anchors):
+        _paint_arm(frame, unit_to_pixels(hand[t], width, height),
+                   unit_to_pixels(np.asarray(anchor), width, height), hand_radius, scene.skin)
+    return np.clip(frame, 0, 255).astype(np.uint8)
+
+
+def render_frames(scene: Scene):
+    """Yield the clip's frames one at a time (memory bounded by one frame)."""
+    for t in range(scene.num_frames):
+        yield render_frame(scene, t)
+
+
+__all__ = ["Scene", "SceneObject", "simulate_scene", "render_frame", "render_frames", "task_home", "TASK_COLORS",
+           "TASK_COLOR_NAMES", "TASK_SHAPES", "DISTRACTOR_COLORS", "MAX_TASKS"]
