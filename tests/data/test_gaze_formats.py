@@ -1,0 +1,203 @@
+"""Gaze parsers and the conversion rules of ``data/gaze_formats.py`` (spec: ``../shared/specs/data.md``)."""
+
+import time
+
+import numpy as np
+import pytest
+
+from transformers_gazeflow.data import gaze_formats as gf
+
+from .raw_fixtures import begaze_row, write_begaze, write_clip, write_ego4d_gaze_csv
+
+SAMPLES = [  # (px, py, frame, event) in the 1280x960 space
+    (640.0, 480.0, 0, "Fixation"),
+    (100.0, 200.0, 1, "Saccade"),
+    (1279.5, 959.5, 3, "Blink"),
+    (0.0, 0.0, 4, "-"),
+]
+
+
+@pytest.mark.parametrize("fmt", [1, 2])
+def test_begaze_formats_parse_to_the_same_frames(tmp_path, fmt):
+    track = gf.parse_begaze(write_begaze(tmp_path / f"f{fmt}.txt", SAMPLES, fmt=fmt))
+    assert track.report.kind.startswith(f"begaze format {fmt} (header line {9 + fmt})")
+    assert (track.report.rows_read, track.report.rows_kept, track.report.rows_skipped) == (4, 4, 0)
+    assert len(track) == 5 and track.gaze.dtype == np.float32 and track.gaze_type.dtype == np.int8
+    np.testing.assert_allclose(track.gaze[0], [0.5, 0.5])
+    np.testing.assert_allclose(track.gaze[1], [100 / 1280, 200 / 960])
+    np.testing.assert_allclose(track.gaze[3], [1279 / 1280, 959 / 960])  # clip(px, 0, 1279) / 1280
+    assert list(track.gaze_type) == [gf.FIXATION, gf.SACCADE, gf.UNTRACKED, gf.BLINK_OR_OTHER, gf.BLINK_OR_OTHER]
+    assert list(track.valid) == [True, True, False, False, False]
+
+
+def test_format2_timecode_is_read_at_24_fps():
+    frames, ok = gf.begaze_timecode_to_frame(["00:00:00:00", "01:02:03:04", "00:00:01:23", "1:2:3", "00:00:aa:01"])
+    assert list(ok) == [True, True, True, False, False]
+    assert list(frames[:3]) == [0, (3600 + 120 + 3) * 24 + 4, 47]
+
+
+def test_malformed_rows_are_skipped_and_counted_by_reason(tmp_path):
+    bad = [
+        "12\tSMP\t1\t640.0\t480.0\t7",  # 6 tokens
+        "13\tSMP\t1\tnan-ish\t480.0\t8\tFixation",  # non-numeric x
+        "14\tSMP\t1\t640.0\t480.0\t8.5\tFixation",  # fractional frame
+        "15\tSMP\t1\t640.0\t480.0\t-3\tFixation",  # negative frame
+        "",
+        begaze_row(2, 10.0, 10.0, 9, "Fixation"),  # a format-2 row inside a format-1 file
+    ]
+    track = gf.parse_begaze(write_begaze(tmp_path / "bad.txt", SAMPLES, fmt=1, extra_lines=bad))
+    report = track.report
+    assert report.rows_read == 9 and report.rows_kept == 4 and report.rows_skipped == 6
+    assert report.skipped == {"token count is not 7": 2, "non-numeric or non-finite x/y": 1,
+                              "bad frame number or timecode": 2, "blank line": 1}
+    assert len(track) == 5  # no malformed row became a frame
+    assert "6 skipped as malformed" in report.summary()
+
+
+def test_header_count_is_not_trusted(tmp_path):
+    track = gf.parse_begaze(write_begaze(tmp_path / "g.txt", SAMPLES, claimed_samples=1))
+    assert track.report.rows_kept == 4 and len(track) == 5
+
+
+def test_not_a_begaze_file_and_missing_file(tmp_path):
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello world\n")
+    with pytest.raises(ValueError, match="junk.txt.*not a BeGaze export"):
+        gf.parse_begaze(junk)
+    with pytest.raises(FileNotFoundError, match="nope.txt"):
+        gf.parse_begaze(tmp_path / "nope.txt")
+
+
+def test_several_samples_on_a_frame_true_mean_vs_glc_pairwise_average(tmp_path):
+    samples = [(100.0, 90.0, 2, "Saccade"), (200.0, 30.0, 2, "Fixation"), (400.0, 60.0, 2, "Fixation"),
+               (10.0, 10.0, 0, "Fixation")]
+    path = write_begaze(tmp_path / "multi.txt", samples)
+    fixed, glc = gf.parse_begaze(path), gf.parse_begaze(path, parity="glc")
+    np.testing.assert_allclose(fixed.gaze[2], [(100 + 200 + 400) / 3 / 1280, (90 + 30 + 60) / 3 / 960], rtol=1e-6)
+    np.testing.assert_allclose(glc.gaze[2], [((100 + 200) / 2 + 400) / 2 / 1280, ((90 + 30) / 2 + 60) / 2 / 960],
+                               rtol=1e-6)
+    assert fixed.gaze_type[2] == glc.gaze_type[2] == gf.FIXATION  # the last sample's type
+    with pytest.raises(ValueError, match="parity"):
+        gf.parse_begaze(path, parity="GLC")
+
+
+def test_off_frame_and_untracked_under_both_parities(tmp_path):
+    samples = [(1500.0, 480.0, 0, "Fixation"), (-20.0, 100.0, 1, "Saccade"), (2000.0, 2000.0, 2, "Blink"),
+               (5.0, 5.0, 4, "Fixation")]
+    path = write_begaze(tmp_path / "off.txt", samples)
+    fixed, glc = gf.parse_begaze(path), gf.parse_begaze(path, parity="glc")
+    np.testing.assert_allclose(fixed.gaze[:2], [[1279 / 1280, 0.5], [0.0, 100 / 960]], rtol=1e-6)
+    np.testing.assert_allclose(glc.gaze[:2], fixed.gaze[:2])
+    assert list(fixed.gaze_type) == [gf.OFF_FRAME, gf.OFF_FRAME, gf.BLINK_OR_OTHER, gf.UNTRACKED, gf.FIXATION]
+    assert list(glc.gaze_type) == [gf.FIXATION, gf.SACCADE, gf.BLINK_OR_OTHER, gf.UNTRACKED, gf.FIXATION]
+    assert list(fixed.valid) == [True, True, False, False, True]
+    np.testing.assert_allclose(glc.gaze[3], [0.5, 0.5])  # GLC's loader puts untracked frames at the centre
+    np.testing.assert_allclose(fixed.gaze[3], gf.UNTRACKED_FILL)
+
+
+def test_egtea_clip_name_and_alignment_rule():
+    clip = gf.parse_egtea_clip_name("OP01-R01-PastaSalad/OP01-R01-PastaSalad-1002316-1004005-F024051-F024101.mp4")
+    assert (clip.video, clip.start_frame, clip.end_frame) == ("OP01-R01-PastaSalad", 24051, 24101)
+    assert clip.name == "OP01-R01-PastaSalad-1002316-1004005-F024051-F024101"
+    assert list(gf.egtea_gaze_rows(24051, 3)) == [24050, 24051, 24052]  # F_start - 1 + k
+    with pytest.raises(ValueError, match="not an EGTEA clip name"):
+        gf.parse_egtea_clip_name("OP01-R01-PastaSalad-no-frames")
+
+
+def test_begaze_parse_rate_100k_rows(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 100_000
+    samples = [(float(x), float(y), int(f), e) for x, y, f, e in zip(
+        rng.uniform(-50, 1330, n), rng.uniform(-50, 1010, n), np.arange(n) * 24 // 30,
+        rng.choice(["Fixation", "Saccade", "Blink"], n))]
+    path = write_begaze(tmp_path / "big.txt", samples)
+    started = time.perf_counter()
+    track = gf.parse_begaze(path)
+    elapsed = time.perf_counter() - started
+    assert track.report.rows_kept == n and len(track) == (n - 1) * 24 // 30 + 1
+    assert elapsed < 2.0, f"100k BeGaze rows took {elapsed:.2f} s (target < 1 s)"
+
+
+# --------------------------------------------------------------------------------------------------- Ego4D
+
+def test_ego4d_gaze_csv_is_found_by_content_not_extension(tmp_path):
+    gaze = write_ego4d_gaze_csv(tmp_path / "abc.mp4", np.array([0.0]), np.array([0.5]), np.array([0.5]))
+    video = write_clip(tmp_path / "real.mp4", 2)
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("component_idx,component_timestamp_s,\n")
+    assert gf.is_ego4d_gaze_csv(gaze)
+    assert not gf.is_ego4d_gaze_csv(video) and not gf.is_ego4d_gaze_csv(manifest)
+    with pytest.raises(ValueError, match="real.mp4 is not an Ego4D gaze CSV"):
+        gf.read_ego4d_gaze_csv(video)
+
+
+def test_ego4d_y_flip_nearest_timestamp_and_ties(tmp_path):
+    # 30 fps frame times: 0, 0.0333, 0.0667; samples placed so that frame 1 is exactly between two samples
+    t = np.array([0.0, 0.02, 1 / 30 - 0.01, 1 / 30 + 0.01, 0.066, 0.2])
+    x = np.array([0.50, 0.51, 0.52, 0.53, 0.54, 0.55])
+    y = np.array([0.25, 0.25, 0.25, 0.25, 0.25, 0.25])
+    path = write_ego4d_gaze_csv(tmp_path / "u.mp4", t, x, y, extra_lines=["1,2,3", "9,abc,0,0,0,0.1,0.1,0,0"])
+    samples = gf.read_ego4d_gaze_csv(path)
+    assert samples.report.skipped == {"field count is not 9": 1, "non-numeric or non-finite time/position": 1}
+    np.testing.assert_allclose(samples.y, 0.75)  # y = 1 - norm_pos_y
+    track = gf.ego4d_frame_labels(samples, num_frames=3, fps=30)
+    np.testing.assert_allclose(track.gaze[:, 0], [0.50, 0.53, 0.54], atol=1e-6)  # tie at frame 1 -> later
+    np.testing.assert_allclose(track.gaze[:, 1], 0.75, atol=1e-6)
+
+
+def test_ego4d_fixation_threshold_is_40px_at_1088x1080_and_off_frame_is_clamped():
+    # frame-to-frame steps: 39 px (fixation), 41 px (saccade), then off-frame, then back in
+    xs = np.cumsum([0.3, 39 / 1088, 41 / 1088, 0.0])
+    xs = np.r_[xs, 1.2, 0.99]
+    samples = gf.Ego4dGazeSamples(np.arange(6) / 30, xs, np.full(6, 0.5), gf.ParseReport("mem", "test"))
+    track = gf.ego4d_frame_labels(samples, num_frames=6, fps=30)
+    assert list(track.gaze_type) == [gf.FIXATION, gf.FIXATION, gf.SACCADE, gf.FIXATION, gf.OFF_FRAME, gf.FIXATION]
+    assert track.gaze[4, 0] == 1.0  # clamped
+    # frame 5 moves (0.99 - 1.0) * 1088 = 10.9 px from frame 4's *clamped* point: a fixation
+
+
+def test_ego4d_frames_after_the_gaze_ends_are_untracked_fixed_and_glc():
+    n = 40  # samples every 1/30 s for 40 frames; the video has 50 frames
+    samples = gf.Ego4dGazeSamples(np.arange(n) / 30, np.full(n, 0.4), np.full(n, 0.6), gf.ParseReport("m", "t"))
+    fixed = gf.ego4d_frame_labels(samples, 50, 30)
+    glc = gf.ego4d_frame_labels(samples, 50, 30, parity="glc")
+    assert (fixed.gaze_type[:40] == gf.FIXATION).all() and (fixed.gaze_type[40:] == gf.UNTRACKED).all()
+    # GLC stops once its search pointer reaches the last two samples: frames 0..38 only
+    assert (glc.gaze_type[:39] == gf.FIXATION).all() and (glc.gaze_type[39:] == gf.UNTRACKED).all()
+    np.testing.assert_allclose(glc.gaze[45], [0.0, 0.0])
+    np.testing.assert_allclose(fixed.gaze[45], gf.UNTRACKED_FILL)
+    assert not fixed.valid[45] and fixed.valid[10]
+
+
+def test_ego4d_gap_in_the_gaze_is_untracked_only_when_fixed():
+    t = np.r_[np.arange(10) / 30, 1.0 + np.arange(10) / 30]
+    samples = gf.Ego4dGazeSamples(t, np.full(20, 0.5), np.full(20, 0.5), gf.ParseReport("m", "t"))
+    fixed = gf.ego4d_frame_labels(samples, 40, 30)
+    assert (fixed.gaze_type[12:28] == gf.UNTRACKED).all() and fixed.gaze_type[30] == gf.FIXATION
+    assert (gf.ego4d_frame_labels(samples, 35, 30, parity="glc").gaze_type[:28] == gf.FIXATION).all()
+
+
+def test_ego4d_label_rows_glc_off_by_one_wraps_at_t0():
+    assert list(gf.ego4d_label_rows(0, 3, 300)) == [0, 1, 2]
+    assert list(gf.ego4d_label_rows(0, 3, 300, parity="glc")) == [299, 0, 1]
+    assert list(gf.ego4d_label_rows(150, 2, 300, parity="glc")) == [149, 150]
+
+
+def test_untracked_intervals_and_clip_starts(tmp_path):
+    path = tmp_path / "untracked.csv"
+    path.write_bytes(b"vid,00:00:12,00:00:13,1\r\nvid,00:00:12,00:00:13,2\r\nvid,00:00:40,00:00:30,0\r\n"
+                     b"bad row\r\nother,00:01:00,00:01:02,0\r\n")
+    intervals, report = gf.read_untracked_intervals(path)
+    assert report.rows_read == 5 and report.rows_kept == 4 and report.rows_skipped == 1
+    assert intervals["vid"] == [(12, 13), (12, 13), (40, 30)] and intervals["other"] == [(60, 62)]
+    # [10, 15] meets [12, 13]; [15, 20] does not; a reversed interval skips nothing; stop once end > duration
+    assert gf.ego4d_clip_starts(47.9, intervals["vid"]) == [0, 5, 15, 20, 25, 30, 35, 40]
+    # touching counts: [55, 60] touches [60, 62] and [60, 65] overlaps; [65, 70] is after it
+    assert gf.ego4d_clip_starts(70, intervals["other"]) == [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 65]
+    assert gf.ego4d_clip_starts(4.9) == []
+
+
+def test_glc_clip_path():
+    assert gf.parse_glc_clip_path("abc-1/abc-1_t15_t20.mp4\r") == ("abc-1", 15, 20)
+    with pytest.raises(ValueError, match="GLC Ego4D clip path"):
+        gf.parse_glc_clip_path("abc-1/abc.mp4")
