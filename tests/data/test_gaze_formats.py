@@ -47,7 +47,7 @@ def test_malformed_rows_are_skipped_and_counted_by_reason(tmp_path):
     ]
     track = gf.parse_begaze(write_begaze(tmp_path / "bad.txt", SAMPLES, fmt=1, extra_lines=bad))
     report = track.report
-    assert report.rows_read == 9 and report.rows_kept == 4 and report.rows_skipped == 6
+    assert report.rows_read == 10 and report.rows_kept == 4 and report.rows_skipped == 6
     assert report.skipped == {"token count is not 7": 2, "non-numeric or non-finite x/y": 1,
                               "bad frame number or timecode": 2, "blank line": 1}
     assert len(track) == 5  # no malformed row became a frame
@@ -201,3 +201,17 @@ def test_glc_clip_path():
     assert gf.parse_glc_clip_path("abc-1/abc-1_t15_t20.mp4\r") == ("abc-1", 15, 20)
     with pytest.raises(ValueError, match="GLC Ego4D clip path"):
         gf.parse_glc_clip_path("abc-1/abc.mp4")
+
+
+def test_crlf_files_parse_like_lf(tmp_path):
+    lf = gf.parse_begaze(write_begaze(tmp_path / "lf.txt", SAMPLES, fmt=2))
+    crlf = gf.parse_begaze(write_begaze(tmp_path / "crlf.txt", SAMPLES, fmt=2, crlf=True))
+    np.testing.assert_array_equal(lf.gaze, crlf.gaze)
+    np.testing.assert_array_equal(lf.gaze_type, crlf.gaze_type)
+    path = tmp_path / "crlf.mp4"
+    path.write_bytes(b"component_idx,component_timestamp_s,canonical_timestamp_s,norm_pos_x,norm_pos_y\r\n"
+                     b"0,0.0,0,0.25,0.75\r\n1,0.004,0,0.5,0.5\r\n")
+    samples = gf.read_ego4d_gaze_csv(path)
+    np.testing.assert_allclose(samples.x, [0.25, 0.5])
+    np.testing.assert_allclose(samples.y, [0.25, 0.5])
+    assert samples.report.rows_skipped == 0

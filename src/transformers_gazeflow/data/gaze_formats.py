@@ -26,6 +26,9 @@ import csv
 import logging
 import re
 from collections import Counter
+from collections.abc import Sequence
+from itertools import repeat
+from operator import itemgetter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,12 +144,15 @@ class GazeTrack:
 # Vectorised token conversion (a bad token marks its row as malformed instead of failing the file)
 # ----------------------------------------------------------------------------------------------------------------
 
-def _to_float(tokens: list[str] | tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Strings -> float64 values and an ``ok`` mask (non-numeric and non-finite tokens are not ok)."""
-    if not tokens:
+def _to_float(tokens: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens (bytes or str) -> float64 values and an ``ok`` mask (non-numeric and non-finite tokens are not ok).
+
+    One vectorised conversion; only where it fails is each token tried on its own, to find the bad ones.
+    """
+    if not len(tokens):
         return np.zeros(0, np.float64), np.zeros(0, bool)
     try:
-        values = np.asarray(tokens, dtype=str).astype(np.float64)
+        values = np.asarray(tokens).astype(np.float64)
     except ValueError:
         values = np.empty(len(tokens), np.float64)
         for i, token in enumerate(tokens):
@@ -179,31 +185,39 @@ class BeGazeSamples:
     report: ParseReport
 
 
-def begaze_timecode_to_frame(timecodes: list[str] | tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def begaze_timecode_to_frame(timecodes: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``HH:MM:SS:FF`` -> frame ``(3600 HH + 60 MM + SS) * 24 + FF`` (data.md, BeGaze format 2) and an ``ok`` mask."""
-    parts = [timecode.split(":") for timecode in timecodes]
-    ok = np.fromiter((len(p) == 4 for p in parts), bool, count=len(parts))
-    flat, ok_flat = _to_float([token for p in parts for token in (p if len(p) == 4 else ("x",) * 4)])
-    fields, ok_fields = flat.reshape(-1, 4), ok_flat.reshape(-1, 4)
-    fields = np.where(ok_fields, fields, -1.0)
-    ok &= ok_fields.all(axis=1) & (fields >= 0).all(axis=1) & (fields == np.floor(fields)).all(axis=1)
+    n = len(timecodes)
+    if n and isinstance(timecodes[0], str):
+        timecodes = [timecode.encode() for timecode in timecodes]
+    ok = np.fromiter(map(bytes.count, timecodes, repeat(b":")), np.int64, n) == 3
+    fields = np.full((n, 4), -1.0)
+    if ok.any():
+        selected = timecodes if ok.all() else [timecodes[i] for i in np.flatnonzero(ok)]
+        values, ok_values = _to_float(b":".join(selected).split(b":"))
+        fields[ok] = np.where(ok_values, values, -1.0).reshape(-1, 4)
+    ok &= (fields >= 0).all(axis=1) & (fields == np.floor(fields)).all(axis=1)
     hh, mm, ss, ff = (np.where(ok, fields[:, i], 0).astype(np.int64) for i in range(4))
     return (3600 * hh + 60 * mm + ss) * BEGAZE_FPS + ff, ok
 
 
-def _begaze_event_codes(events: list[str] | tuple[str, ...]) -> np.ndarray:
+def _begaze_event_codes(events: Sequence[bytes] | Sequence[str]) -> np.ndarray:
     """BeGaze event -> unified code: ``Fixation`` 1, ``Saccade`` 2, anything else (``Blink``, ``-``, ...) 3."""
-    events = np.asarray(events, dtype=str)
-    return np.where(events == "Fixation", FIXATION, np.where(events == "Saccade", SACCADE, BLINK_OR_OTHER)).astype(np.int8)
+    if not len(events):
+        return np.zeros(0, np.int8)
+    events = np.asarray(events)
+    fixation, saccade = (b"Fixation", b"Saccade") if events.dtype.kind == "S" else ("Fixation", "Saccade")
+    return np.where(events == fixation, FIXATION, np.where(events == saccade, SACCADE, BLINK_OR_OTHER)).astype(np.int8)
 
 
-def _begaze_format(lines: list[str], data: list[list[str]]) -> tuple[int, str]:
+def _begaze_format(lines: list[bytes], lengths: np.ndarray) -> tuple[int, str]:
     """Format 1 has ``## Number of Samples:`` on line 10, format 2 on line 11 (data.md); else sniff token counts."""
-    if len(lines) > 9 and BEGAZE_SAMPLES_MARKER in lines[9]:
+    marker = BEGAZE_SAMPLES_MARKER.encode()
+    if len(lines) > 9 and marker in lines[9]:
         return 1, "header line 10"
-    if len(lines) > 10 and BEGAZE_SAMPLES_MARKER in lines[10]:
+    if len(lines) > 10 and marker in lines[10]:
         return 2, "header line 11"
-    counts = Counter(len(tokens) for tokens in data)
+    counts = Counter(lengths.tolist())
     best = max(BEGAZE_TOKENS, key=lambda fmt: counts.get(BEGAZE_TOKENS[fmt], 0))
     if counts.get(BEGAZE_TOKENS[best], 0) == 0:
         raise ValueError(f"not a BeGaze export: no '{BEGAZE_SAMPLES_MARKER}' on header line 10 or 11 "
@@ -221,37 +235,39 @@ def read_begaze(path: str | Path) -> BeGazeSamples:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"BeGaze gaze file not found: {path}")
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = path.read_bytes().split(b"\n")  # bytes throughout: a CRLF's b"\r" is whitespace to bytes.split
+    if lines and not lines[-1].strip():
+        lines.pop()
     header = 0
-    while header < len(lines) and lines[header].startswith("##"):
+    while header < len(lines) and lines[header].startswith(b"##"):
         header += 1
-    body = lines[header:]
-    report = ParseReport(str(path), "begaze")
-    tokens = [line.split() for line in body]
-    blank = sum(1 for t in tokens if not t)
-    comment = sum(1 for t in tokens if t and t[0].startswith("#"))
-    data = [t for t in tokens if t and not t[0].startswith("#")]
-    report.rows_read = len(data)
-    report.skip("blank line", blank)
-    report.skip("comment line after the header", comment)
+    rows = list(map(bytes.split, lines[header:]))
+    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    report = ParseReport(str(path), "begaze", rows_read=len(rows))
     try:
-        fmt, how = _begaze_format(lines, data)
+        fmt, how = _begaze_format(lines, lengths[lengths > 0])
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
     report.kind = f"begaze format {fmt} ({how})"
     expected = BEGAZE_TOKENS[fmt]
-    rows = [t for t in data if len(t) == expected]
-    report.skip(f"token count is not {expected}", len(data) - len(rows))
-    columns = list(zip(*rows)) if rows else [()] * expected
+    good = lengths == expected
+    if not good.all():
+        bad = np.flatnonzero(~good)
+        comment = sum(1 for i in bad if lengths[i] and rows[i][0].startswith(b"#"))
+        report.skip("blank line", int((lengths == 0).sum()))
+        report.skip("comment line after the header", comment)
+        report.skip(f"token count is not {expected}", int(bad.size - comment - (lengths == 0).sum()))
+        rows = [rows[i] for i in np.flatnonzero(good)]
+    column = lambda index: list(map(itemgetter(index), rows))  # noqa: E731
     if fmt == 1:
-        px, ok_x = _to_float(columns[3])
-        py, ok_y = _to_float(columns[4])
-        frame, ok_f = _to_frame_index(*_to_float(columns[5]))
+        px, ok_x = _to_float(column(3))
+        py, ok_y = _to_float(column(4))
+        frame, ok_f = _to_frame_index(*_to_float(column(5)))
     else:
-        px, ok_x = _to_float(columns[5])
-        py, ok_y = _to_float(columns[6])
-        frame, ok_f = begaze_timecode_to_frame(columns[24])
-    codes = _begaze_event_codes(columns[expected - 1]) if rows else np.zeros(0, np.int8)
+        px, ok_x = _to_float(column(5))
+        py, ok_y = _to_float(column(6))
+        frame, ok_f = begaze_timecode_to_frame(column(24))
+    codes = _begaze_event_codes(column(expected - 1))
     report.skip("non-numeric or non-finite x/y", int((~(ok_x & ok_y)).sum()))
     report.skip("bad frame number or timecode", int(((ok_x & ok_y) & ~ok_f).sum()))
     keep = ok_x & ok_y & ok_f
@@ -375,24 +391,26 @@ def read_ego4d_gaze_csv(path: str | Path) -> Ego4dGazeSamples:
         raise FileNotFoundError(f"Ego4D gaze file not found: {path}")
     if not is_ego4d_gaze_csv(path):
         raise ValueError(f"{path} is not an Ego4D gaze CSV: its header does not start with {EGO4D_GAZE_HEADER_PREFIX!r}")
-    lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
-    header = next(csv.reader([lines[0]]))
+    lines = path.read_bytes().split(b"\n")
+    if lines and not lines[-1].strip():
+        lines.pop()
+    header = [name.strip() for name in next(csv.reader([lines[0].decode("utf-8-sig", errors="replace")]))]
     missing = [c for c in (EGO4D_TIME_COLUMN, EGO4D_X_COLUMN, EGO4D_Y_COLUMN) if c not in header]
     if missing:
         raise ValueError(f"{path}: the gaze CSV header lacks the column(s) {missing}")
     cols = [header.index(c) for c in (EGO4D_TIME_COLUMN, EGO4D_X_COLUMN, EGO4D_Y_COLUMN)]
-    report = ParseReport(str(path), "ego4d gaze csv")
-    rows = [line.split(",") for line in lines[1:]]
-    blank = sum(1 for r in rows if r == [""])
-    rows = [r for r in rows if r != [""]]
-    report.rows_read = len(rows)
-    report.skip("blank line", blank)
-    good = [r for r in rows if len(r) == len(header)]
-    report.skip(f"field count is not {len(header)}", len(rows) - len(good))
-    columns = list(zip(*good)) if good else [()] * len(header)
-    t, ok_t = _to_float(columns[cols[0]])
-    x, ok_x = _to_float(columns[cols[1]])
-    y, ok_y = _to_float(columns[cols[2]])
+    report = ParseReport(str(path), "ego4d gaze csv", rows_read=len(lines) - 1)
+    rows = list(map(bytes.split, lines[1:], repeat(b",")))
+    lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    good = lengths == len(header)
+    if not good.all():
+        blank = sum(1 for i in np.flatnonzero(~good) if not lines[1 + i].strip())
+        report.skip("blank line", blank)
+        report.skip(f"field count is not {len(header)}", int((~good).sum()) - blank)
+        rows = [rows[i] for i in np.flatnonzero(good)]
+    t, ok_t = _to_float(list(map(itemgetter(cols[0]), rows)))
+    x, ok_x = _to_float(list(map(itemgetter(cols[1]), rows)))
+    y, ok_y = _to_float(list(map(itemgetter(cols[2]), rows)))
     ok = ok_t & ok_x & ok_y
     report.skip("non-numeric or non-finite time/position", int((~ok).sum()))
     t, x, y = t[ok], x[ok], y[ok]
