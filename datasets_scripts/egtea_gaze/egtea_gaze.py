@@ -24,6 +24,7 @@ from transformers_gazeflow.data.gaze_formats import (
     egtea_gaze_rows,
     parse_begaze,
     parse_egtea_clip_name,
+    read_egtea_index,
 )
 from transformers_gazeflow.data.loading import (
     NO_LABEL,
@@ -56,7 +57,7 @@ LAYOUT = """<data_dir>/
   cropped_clips/<VIDEO>/<CLIP>.mp4      e.g. cropped_clips/OP01-R01-PastaSalad/OP01-R01-PastaSalad-1002316-1004005-F024051-F024101.mp4
   gaze_data/<VIDEO>.txt                 (OP* sessions) or gaze_data/<VIDEO>-GazeData.txt (P* sessions): SMI BeGaze exports
   train_split{N}.txt, test_split{N}.txt lines "<CLIP> <action> <verb> <noun> [...]", ids 1-based, N in 1..3
-  action_idx.txt                        optional, lines "<action name> <id>"
+  action_idx.txt                        optional, lines "<action name> <id>" (also verb_idx.txt, noun_idx.txt)
 """
 
 
@@ -88,6 +89,7 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.build_log = BuildLog()
+        self.label_names: dict[str, list[str]] = {}
         self._tracks: dict[str, GazeTrack] = {}
 
     def _info(self) -> datasets.DatasetInfo:
@@ -113,6 +115,9 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
             if not path.is_file():
                 raise _layout_error(path, "split file")
         self.build_log = BuildLog()
+        #: class names by id (0-based) from action_idx.txt, verb_idx.txt, noun_idx.txt where present
+        self.label_names = {kind: read_egtea_index(root / f"{kind}_idx.txt")
+                            for kind in ("action", "verb", "noun") if (root / f"{kind}_idx.txt").is_file()}
         self._tracks: dict[str, GazeTrack] = {}  # gaze per session, parsed once for both splits
         # all reading and checking happens here, so that errors reach the caller unwrapped by `datasets`
         self._clips = {split: list(self._collect_clips(root, path, split)) for split, path in split_files.items()}
@@ -136,6 +141,10 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
                 continue
             if any(label < 0 for label in labels):
                 report.skip("label id < 1 (ids are 1-based)", 1)
+                continue
+            if any(kind in self.label_names and label >= len(self.label_names[kind])
+                   for kind, label in zip(("action", "verb", "noun"), labels)):
+                report.skip("label id past the class-index file", 1)
                 continue
             labels += [NO_LABEL] * (3 - len(labels))
             entries.append((name, *labels))

@@ -51,6 +51,9 @@ def egtea_root(tmp_path_factory):
                     gaze={OP: (op_samples(), 1, f"{OP}.txt"), P: (pizza, 2, f"{P}-GazeData.txt"),
                           "OP03-R01-PastaSalad": ([(1.0, 1.0, f, "Fixation") for f in range(100)], 1,
                                                   "OP03-R01-PastaSalad.txt")})
+    # malformed split lines: counted, never clips
+    with open(root / "train_split1.txt", "ab") as handle:
+        handle.write(f"{SHORT.name} 107 1 1\r\n{SHORT.name} 0 1 1\r\nnot-a-clip 1 2 3\r\n{SHORT.name} x 1 1\r\n".encode())
     # malformed rows in the OP gaze file: counted, never data
     with open(root / "gaze_data" / f"{OP}.txt", "a") as handle:
         handle.write("1\tSMP\t1\t5.0\t5.0\n1\tSMP\t1\tx\t5.0\t3\tFixation\n")
@@ -139,6 +142,15 @@ def test_parse_reports_count_malformed_rows_per_file(fixed, egtea_root):
     assert report.rows_kept == len(op_samples())
     pizza = fixed[0].build_log.reports[str(egtea_root / "gaze_data" / f"{P}-GazeData.txt")]
     assert pizza.kind.startswith("begaze format 2") and pizza.rows_skipped == 0
+
+
+def test_split_file_lines_are_checked_against_the_class_index(fixed, egtea_root):
+    builder = fixed[0]
+    report = builder.build_log.reports[str(egtea_root / "train_split1.txt")]
+    assert (report.rows_read, report.rows_kept) == (8, 4)
+    assert report.skipped == {"label id past the class-index file": 1, "label id < 1 (ids are 1-based)": 1,
+                              "not '<clip> <action> <verb> <noun>'": 2}
+    assert builder.label_names["action"][0] == "Action number 1" and len(builder.label_names["action"]) == 106
 
 
 def test_parity_glc_pairwise_average_untracked_centre_and_no_off_frame_code(fixed, glc):

@@ -215,3 +215,15 @@ def test_crlf_files_parse_like_lf(tmp_path):
     np.testing.assert_allclose(samples.x, [0.25, 0.5])
     np.testing.assert_allclose(samples.y, [0.25, 0.5])
     assert samples.report.rows_skipped == 0
+
+
+def test_class_index_file(tmp_path):
+    path = tmp_path / "action_idx.txt"
+    path.write_bytes(b"Close fridge 2\r\nInspect/Read recipe 1\r\n\r\n")
+    assert gf.read_egtea_index(path) == ["Inspect/Read recipe", "Close fridge"]
+    path.write_text("Close fridge 1\nOpen fridge 3\n")
+    with pytest.raises(ValueError, match="ids are not 1..2"):
+        gf.read_egtea_index(path)
+    path.write_text("Close fridge\n")
+    with pytest.raises(ValueError, match="line 1"):
+        gf.read_egtea_index(path)

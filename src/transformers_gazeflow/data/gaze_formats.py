@@ -10,7 +10,7 @@ What lives here, and nowhere else:
 * the ``parity`` modes: ``"fixed"`` (default, the spec's fixes) and ``"glc"`` (the reference loaders' quirks);
 * BeGaze (EGTEA) text exports, formats 1 and 2 (:func:`read_begaze`, :func:`begaze_frames`, :func:`parse_begaze`),
   the EGTEA clip-name rule and the frame alignment ``F_start - 1 + k`` (:func:`parse_egtea_clip_name`,
-  :func:`egtea_gaze_rows`);
+  :func:`egtea_gaze_rows`) and the class-index files (:func:`read_egtea_index`);
 * Ego4D gaze CSVs, found by content (:func:`is_ego4d_gaze_csv`, :func:`read_ego4d_gaze_csv`), the per-frame
   labelling (nearest sample in time, y flip, 40 px fixation rule; :func:`ego4d_frame_labels`), GLC's clip lists and
   untracked intervals (:func:`parse_glc_clip_path`, :func:`read_untracked_intervals`, :func:`ego4d_clip_starts`)
@@ -356,6 +356,23 @@ def egtea_gaze_rows(start_frame: int, num_frames: int) -> np.ndarray:
     return np.arange(num_frames, dtype=np.int64) + (start_frame - 1)
 
 
+def read_egtea_index(path: str | Path) -> list[str]:
+    """``action_idx.txt`` (or ``verb_idx.txt``/``noun_idx.txt``): lines ``<name with spaces> <id>``, ids 1-based
+    (data.md) -> names in id order (``names[id - 1]``). A line without a trailing integer id is an error."""
+    path = Path(path)
+    names: dict[int, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        name, _, index = line.strip().rpartition(" ")
+        if not index.isdigit() or not name.strip() or int(index) < 1:
+            raise ValueError(f"{path}, line {number}: expected '<name> <id>' with a 1-based id, got {line.strip()!r}")
+        names[int(index)] = name.strip()
+    if sorted(names) != list(range(1, len(names) + 1)):
+        raise ValueError(f"{path}: ids are not 1..{len(names)}")
+    return [names[i] for i in range(1, len(names) + 1)]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Ego4D gaze CSVs
 # ----------------------------------------------------------------------------------------------------------------
@@ -562,6 +579,7 @@ __all__ = [
     "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "valid_mask",
     "ParseReport", "GazeTrack", "BeGazeSamples", "read_begaze", "begaze_frames", "parse_begaze",
     "begaze_timecode_to_frame", "EgteaClip", "parse_egtea_clip_name", "egtea_gaze_rows",
+    "read_egtea_index",
     "is_ego4d_gaze_csv", "Ego4dGazeSamples", "read_ego4d_gaze_csv", "ego4d_frame_labels", "parse_ego4d_gaze",
     "ego4d_label_rows", "parse_glc_clip_path", "parse_hms", "read_untracked_intervals", "ego4d_clip_starts",
 ]
