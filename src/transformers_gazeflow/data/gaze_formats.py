@@ -305,7 +305,7 @@ def begaze_frames(samples: BeGazeSamples, parity: str = PARITY_FIXED) -> GazeTra
             weight = 1.0 / group_size
         xy = np.stack([samples.px[order], samples.py[order]], axis=1)
         mean = np.stack([np.bincount(group, weights=xy[:, i] * weight) for i in range(2)], axis=1)
-        if parity == PARITY_GLC:  # GLC accumulates in float32
+        if parity == PARITY_GLC:  # GLC stores its running average in float32 (equal to it within float32 rounding)
             mean = mean.astype(np.float32).astype(np.float64)
         tracked = frames[ends]
         types = samples.gaze_type[order][ends]
