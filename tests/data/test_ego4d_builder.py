@@ -154,3 +154,16 @@ def test_missing_layout_pieces(ego4d_root, tmp_path):
         load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c", clip_source="derive")
     with pytest.raises(ValueError, match="clip_source"):
         load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c", clip_source="cut")
+
+
+def test_missing_or_undecodable_full_video(tmp_path):
+    from transformers_gazeflow.data.video import VideoDecodeError
+
+    t, x, y = gaze_b()
+    root = make_ego4d_root(tmp_path / "r", videos={A: 6}, gaze={A: (t, x, y), B: (t, x, y)},
+                           train=[glc_clip(A, 0)], test=[glc_clip(B, 0)])
+    with pytest.raises(FileNotFoundError, match=f"full_scale.gaze/{B}.mp4(.|\n)*Expected layout"):
+        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c")
+    (root / "full_scale.gaze" / f"{B}.mp4").write_bytes(b"\x00" * 64)
+    with pytest.raises(VideoDecodeError, match=f"{B}.mp4"):
+        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c")
