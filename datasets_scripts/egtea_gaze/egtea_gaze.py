@@ -186,9 +186,9 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
             track = tracks[clip.video]
             rows = egtea_gaze_rows(clip.start_frame, info.num_frames)
             if rows[0] < 0 or rows[-1] >= len(track):
+                covered = f"rows 0..{len(track) - 1}" if len(track) else "no rows (no sample was kept)"
                 self.build_log.drop(split, name, f"its {info.num_frames} frames need gaze rows {rows[0]}..{rows[-1]} "
-                                    f"(F_start - 1 + k) but {track.report.path} covers rows 0..{len(track) - 1}",
-                                    config.strict)
+                                    f"(F_start - 1 + k) but {track.report.path} covers {covered}", config.strict)
                 continue
             yield name, (action, verb, noun), info, track.gaze[rows], track.gaze_type[rows]
 

@@ -227,3 +227,93 @@ def test_class_index_file(tmp_path):
     path.write_text("Close fridge\n")
     with pytest.raises(ValueError, match="line 1"):
         gf.read_egtea_index(path)
+
+
+# ------------------------------------------------- the vectorised rules against plain loops written from data.md
+
+def loop_begaze_glc(samples):
+    """data.md's description of the reference, one sample at a time: a float32 table, pairwise running average,
+    the last sample's type, clamp + normalise, off-frame code overwritten, untracked at the centre."""
+    num_frames = max(f for _, _, f, _ in samples) + 1
+    table = np.zeros((num_frames, 3), np.float32)
+    codes = {"Fixation": 1, "Saccade": 2}
+    for px, py, frame, event in samples:
+        if table[frame, 2] > 0:
+            table[frame, 0] = (table[frame, 0] + px) / 2.0
+            table[frame, 1] = (table[frame, 1] + py) / 2.0
+        else:
+            table[frame, 0], table[frame, 1] = px, py
+        table[frame, 2] = codes.get(event, 3)
+    gaze = np.stack([np.clip(table[:, 0], 0, 1279) / np.float32(1280), np.clip(table[:, 1], 0, 959) / np.float32(960)], 1)
+    gaze[table[:, 2] == 0] = 0.5
+    return gaze, table[:, 2].astype(np.int8)
+
+
+def test_begaze_glc_parity_matches_a_sample_by_sample_loop(tmp_path):
+    rng = np.random.default_rng(7)
+    n = 3000
+    frames = np.sort(rng.integers(0, 1500, n))  # many frames with 2-4 samples, many with none
+    samples = [(round(float(x), 2), round(float(y), 2), int(f), str(e)) for x, y, f, e in zip(
+        rng.uniform(-100, 1400, n), rng.uniform(-100, 1060, n), rng.permutation(frames),
+        rng.choice(["Fixation", "Saccade", "Blink", "-"], n))]
+    track = gf.parse_begaze(write_begaze(tmp_path / "g.txt", samples, fmt=2), parity="glc")
+    gaze, types = loop_begaze_glc(samples)
+    np.testing.assert_array_equal(track.gaze_type, types)
+    np.testing.assert_allclose(track.gaze, gaze, rtol=0, atol=2e-7)
+
+
+def loop_ego4d(t, x, y, num_frames, fps, parity):
+    """data.md's Ego4D rule, one frame at a time (pointer search as the reference walks it)."""
+    n, j = len(t), 0
+    out_gaze, out_type = [], []
+    previous = None
+    for i in range(num_frames):
+        ts = i / fps
+        if parity == "glc":
+            if j >= n - 2:
+                break
+            while j < n and t[j] < ts:
+                j += 1
+            if j >= n:
+                break
+            k = j - 1 if j > 0 and abs(t[j - 1] - ts) < abs(t[j] - ts) else j
+        else:
+            distance = np.abs(t - ts)
+            k = int(np.flatnonzero(distance == distance.min())[-1])  # nearest; ties to the later row
+            if abs(t[k] - ts) > 0.5 / fps:
+                out_gaze.append((0.5, 0.5))
+                out_type.append(0)
+                previous = None
+                continue
+        px, py = x[k], y[k]
+        if previous is None:
+            code = 1
+        else:
+            moved = np.hypot((px - previous[0]) * 1088, (py - previous[1]) * 1080)
+            code = 1 if moved <= 40 else 2
+        if not (0 <= px <= 1 and 0 <= py <= 1):
+            code = 4
+            px, py = min(max(px, 0), 1), min(max(py, 0), 1)
+        out_gaze.append((px, py))
+        out_type.append(code)
+        previous = (px, py)
+    fill = (0.0, 0.0) if parity == "glc" else (0.5, 0.5)
+    while len(out_type) < num_frames:
+        out_gaze.append(fill)
+        out_type.append(0)
+    return np.array(out_gaze, np.float32), np.array(out_type, np.int8)
+
+
+@pytest.mark.parametrize("parity", ["fixed", "glc"])
+def test_ego4d_labels_match_a_frame_by_frame_loop(parity):
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.choice([0.004, 0.004, 0.004, 0.05, 0.2], 1500))  # 250 Hz with gaps
+    x = np.clip(np.cumsum(rng.normal(0, 0.02, t.size)) + 0.5, -0.2, 1.2)
+    y = np.clip(np.cumsum(rng.normal(0, 0.02, t.size)) + 0.5, -0.2, 1.2)
+    num_frames = int(t[-1] * 30) + 40  # the video outlasts the gaze
+    samples = gf.Ego4dGazeSamples(t, x, y, gf.ParseReport("mem", "test"))
+    track = gf.ego4d_frame_labels(samples, num_frames, 30.0, parity=parity)
+    gaze, types = loop_ego4d(t, x, y, num_frames, 30.0, parity)
+    np.testing.assert_array_equal(track.gaze_type, types)
+    np.testing.assert_allclose(track.gaze, gaze, atol=1e-7)
+    assert (types == 2).any() and (types == 4).any() and (types == 0).any()
