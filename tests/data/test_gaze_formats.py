@@ -131,9 +131,9 @@ def test_ego4d_gaze_csv_is_found_by_content_not_extension(tmp_path):
         gf.read_ego4d_gaze_csv(video)
 
 
-def test_ego4d_y_flip_nearest_timestamp_and_ties(tmp_path):
-    # 30 fps frame times: 0, 0.0333, 0.0667; samples placed so that frame 1 is exactly between two samples
-    t = np.array([0.0, 0.02, 1 / 30 - 0.01, 1 / 30 + 0.01, 0.066, 0.2])
+def test_ego4d_y_flip_and_nearest_timestamp(tmp_path):
+    # 30 fps frame times: 0, 0.0333, 0.0667; frame 1 is nearer the later of its two neighbours
+    t = np.array([0.0, 0.02, 1 / 30 - 0.011, 1 / 30 + 0.009, 0.066, 0.2])
     x = np.array([0.50, 0.51, 0.52, 0.53, 0.54, 0.55])
     y = np.array([0.25, 0.25, 0.25, 0.25, 0.25, 0.25])
     path = write_ego4d_gaze_csv(tmp_path / "u.mp4", t, x, y, extra_lines=["1,2,3", "9,abc,0,0,0,0.1,0.1,0,0"])
@@ -141,8 +141,17 @@ def test_ego4d_y_flip_nearest_timestamp_and_ties(tmp_path):
     assert samples.report.skipped == {"field count is not 9": 1, "non-numeric or non-finite time/position": 1}
     np.testing.assert_allclose(samples.y, 0.75)  # y = 1 - norm_pos_y
     track = gf.ego4d_frame_labels(samples, num_frames=3, fps=30)
-    np.testing.assert_allclose(track.gaze[:, 0], [0.50, 0.53, 0.54], atol=1e-6)  # tie at frame 1 -> later
+    np.testing.assert_allclose(track.gaze[:, 0], [0.50, 0.53, 0.54], atol=1e-6)
     np.testing.assert_allclose(track.gaze[:, 1], 0.75, atol=1e-6)
+
+
+@pytest.mark.parametrize("parity", ["fixed", "glc"])
+def test_ego4d_exact_tie_goes_to_the_later_row(parity):
+    # at 32 fps every time below is exact in binary: frame 1 (0.03125 s) is 0.015625 s from both neighbours
+    t = np.array([0.0, 0.015625, 0.046875, 0.0625, 0.09375, 0.125, 0.15625])
+    samples = gf.Ego4dGazeSamples(t, np.linspace(0.1, 0.7, 7), np.full(7, 0.5), gf.ParseReport("m", "t"))
+    track = gf.ego4d_frame_labels(samples, num_frames=2, fps=32, parity=parity)
+    np.testing.assert_allclose(track.gaze[:, 0], [0.1, 0.3], atol=1e-7)  # rows 0 and 2 (not 1)
 
 
 def test_ego4d_fixation_threshold_is_40px_at_1088x1080_and_off_frame_is_clamped():
