@@ -101,6 +101,8 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         validate_options(config)
         if config.split_id not in (1, 2, 3):
             raise ValueError(f"split_id must be 1, 2 or 3, got {config.split_id!r}")
+        if config.expected_fps is not None and not config.expected_fps > 0:
+            raise ValueError(f"expected_fps must be positive or None, got {config.expected_fps!r}")
         if config.name.startswith("split") and config.name != f"split{config.split_id}":
             raise ValueError(f"config {config.name!r} conflicts with split_id={config.split_id}; "
                              f"pass config_name='split{config.split_id}'")
