@@ -31,6 +31,14 @@ EXTRAS = {
     ],
 }
 
+# The dataset builders (datasets_scripts/<name>/<name>.py + README.md) ship inside the wheel as
+# transformers_gazeflow/_builders/<name>/, where transformers_gazeflow.load_gaze_dataset finds them.
+BUILDERS = {
+    f"transformers_gazeflow._builders.{folder.name}": f"datasets_scripts/{folder.name}"
+    for folder in sorted((HERE / "datasets_scripts").glob("*"))
+    if (folder / f"{folder.name}.py").is_file()
+}
+
 setup(
     name="transformers-gazeflow",
     version="0.1.0.dev0",
@@ -39,8 +47,9 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    package_dir={"": "src"},
-    packages=find_packages("src"),
+    package_dir={"": "src", **BUILDERS},
+    packages=find_packages("src") + sorted(BUILDERS),
+    package_data={name: ["README.md"] for name in BUILDERS},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
