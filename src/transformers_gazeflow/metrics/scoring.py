@@ -125,14 +125,6 @@ class NativeFrameScorer:
         frames = torch.arange(f)
         s_fix = p[frames, fix[:, 1], fix[:, 0]]  # [F] in the map's dtype
 
-        mean = s1 / n
-        var_p = (s2 - s1 * s1 / n).clamp_min(0.0)
-        std1 = torch.sqrt(var_p / (n - 1))
-        nss = torch.where(std1 > 0, (s_fix.double() - mean) / torch.where(std1 > 0, std1, 1.0), s_fix.double() - mean)
-        var_g = (sg2 - 1.0 / n).clamp_min(0.0)
-        den = torch.sqrt(var_p * var_g)
-        cc = torch.where(den > 0, (spg - s1 / n) / torch.where(den > 0, den, 1.0), torch.zeros_like(den))
-
         xs = torch.arange(w, dtype=torch.float64) + 0.5
         ys = torch.arange(h, dtype=torch.float64) + 0.5
         com = torch.stack(((cols * xs).sum(-1) / s1, (rows * ys).sum(-1) / s1), -1)
@@ -147,6 +139,14 @@ class NativeFrameScorer:
         lo = bmin.amin(dim=(1, 2))
         hi = bmax.amax(dim=(1, 2))
         area = float(b * b)
+
+        mean = s1 / n
+        var_p = torch.where(hi > lo, (s2 - s1 * s1 / n).clamp_min(0.0), 0.0)  # a constant map has no variance
+        std1 = torch.sqrt(var_p / (n - 1))
+        nss = torch.where(std1 > 0, (s_fix.double() - mean) / torch.where(std1 > 0, std1, 1.0), s_fix.double() - mean)
+        var_g = (sg2 - 1.0 / n).clamp_min(0.0)
+        den = torch.sqrt(var_p * var_g)
+        cc = torch.where(den > 0, (spg - s1 / n) / torch.where(den > 0, den, 1.0), torch.zeros_like(den))
 
         sf = s_fix.view(f, 1, 1)
         flat_blocks = bmin == bmax
