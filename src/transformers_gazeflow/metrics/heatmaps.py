@@ -258,6 +258,20 @@ def glc_crop_gaze(gaze, width: int, height: int, crop: int = GLC_CROP, clip: boo
     return np.clip(xy, 0.0, 1.0) if clip else xy
 
 
+def glc_native_to_grid(maps, width: int, height: int, crop: int = GLC_CROP, grid: int = GLC_GRID) -> torch.Tensor:
+    """Bring native ``[F, height, width]`` maps into GLC's grid: the same short-side resize (bilinear) and centre crop
+    as GLC's frames, then a ``crop / grid`` average pooling to ``[F, grid, grid]``. Used by ``protocol="glc"`` for
+    predictions that are not already 64x64 (e.g. the Center Bias prior)."""
+    m = _as_tensor(maps, "maps", torch.float32)
+    if m.ndim != 3 or tuple(m.shape[-2:]) != (height, width):
+        raise ValueError(f"maps must have shape [F, {height}, {width}] (native), got {tuple(m.shape)}")
+    new_w, new_h = glc_resized_size(width, height, crop)
+    off_x, off_y = math.ceil((new_w - crop) / 2), math.ceil((new_h - crop) / 2)
+    r = torch.nn.functional.interpolate(m.unsqueeze(1), size=(new_h, new_w), mode="bilinear", align_corners=False)
+    r = r[:, :, off_y : off_y + crop, off_x : off_x + crop]
+    return torch.nn.functional.avg_pool2d(r, crop // grid).squeeze(1)
+
+
 def glc_gt_heatmaps(gaze_crop, grid: int = GLC_GRID, ksize: int = GLC_KERNEL_SIZE) -> torch.Tensor:
     """GLC's ground-truth maps (``Egteagaze._get_gaussian_map`` plus its renormalisation), float32 ``[T, grid, grid]``.
 
@@ -329,6 +343,7 @@ __all__ = [
     "glc_resized_size",
     "glc_crop_gaze",
     "glc_gt_heatmaps",
+    "glc_native_to_grid",
     "glc_frame_softmax",
     "glc_minmax",
 ]

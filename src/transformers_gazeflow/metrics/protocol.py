@@ -126,7 +126,8 @@ class ClipPrediction:
     """A prediction for one clip's window: ``trajectories [K, T, 2]`` unit coordinates (K samples), and/or
     ``heatmaps``: ``[F, h, w]`` maps of frames ``heatmap_frames`` (default: frames ``0..F-1``), or one static
     ``[h, w]`` map for every frame. For ``protocol="paper"`` maps of another size are resized (bilinear) to the
-    native frame; for ``protocol="glc"`` they must be 64x64 (GLC's softmax output, see ``glc_frame_softmax``).
+    native frame; for ``protocol="glc"`` they are 64x64 (GLC's softmax output, see ``glc_frame_softmax``) or native
+    (brought into GLC's crop grid by ``glc_native_to_grid``).
     When both are given, the heatmaps are scored and the trajectories only feed the dynamics.
     """
 
@@ -317,8 +318,11 @@ class GazeEvaluator:
             if (maps < 0).any():
                 raise ValueError(f"{where}: heatmaps must be non-negative")
             if self.protocol == "glc":
+                if tuple(maps.shape[-2:]) == (gt.height, gt.width) and (gt.height, gt.width) != (64, 64):
+                    maps = hm.glc_native_to_grid(maps, gt.width, gt.height)  # native maps: GLC's resize-crop
                 if tuple(maps.shape[-2:]) != (hm.GLC_GRID, hm.GLC_GRID):
-                    raise ValueError(f"{where}: protocol='glc' needs 64x64 maps, got {tuple(maps.shape[-2:])}")
+                    raise ValueError(f"{where}: protocol='glc' needs 64x64 maps (or native {gt.width}x{gt.height} "
+                                     f"ones), got {tuple(maps.shape[-2:])}")
                 return hm.glc_minmax(maps.to(torch.float32))
             maps = maps.to(self.dtype)
             if tuple(maps.shape[-2:]) != (gt.height, gt.width):
