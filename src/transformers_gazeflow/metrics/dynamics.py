@@ -170,6 +170,42 @@ def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS) -> dict
     }
 
 
+def trajectory_dynamics(trajectories, gaze, valid, width: int, height: int, bins: int = JSD_BINS) -> dict[str, float]:
+    """Dynamics over a set of clips (paper Appendix E.3): ADE and DTW (mean over K and best of K, averaged over
+    clips) and the displacement statistics pooled over all clips. Inputs per clip, in unit coordinates of a
+    ``width x height`` frame: ``trajectories [K, T, 2]``, ``gaze [T, 2]``, ``valid [T]``."""
+    from ..geometry import unit_to_pixels
+
+    trajectories, gaze, valid = list(trajectories), list(gaze), list(valid)
+    if not trajectories:
+        raise ValueError("trajectories is empty: nothing to evaluate")
+    if not len(trajectories) == len(gaze) == len(valid):
+        raise ValueError(f"need one gaze and one valid per clip: {len(trajectories)} trajectories, {len(gaze)} gaze, "
+                         f"{len(valid)} valid")
+    sums = {"ade_mean": [], "ade_best": [], "dtw_mean": [], "dtw_best": []}
+    disp_pred, disp_human = [], []
+    for i, (tr, g, v) in enumerate(zip(trajectories, gaze, valid)):
+        p = unit_to_pixels(_traj(tr, f"trajectories[{i}]"), width, height)
+        h = unit_to_pixels(_traj(g, f"gaze[{i}]")[0], width, height)
+        v = np.asarray(v, dtype=bool)
+        if not v.any():
+            continue
+        a, d = ade(p, h, v), dtw(p, h, v)
+        sums["ade_mean"].append(a.mean())
+        sums["ade_best"].append(a.min())
+        sums["dtw_mean"].append(d.mean())
+        sums["dtw_best"].append(d.min())
+        disp_pred.append(displacements(p, v))
+        disp_human.append(displacements(h, v))
+    if not sums["ade_mean"]:
+        raise ValueError("no clip has a valid frame")
+    out = {k: float(np.mean(v)) for k, v in sums.items()}
+    pred_d, human_d = np.concatenate(disp_pred), np.concatenate(disp_human)
+    if pred_d.size and human_d.size:
+        out.update(displacement_statistics(pred_d, human_d, bins))
+    return out
+
+
 __all__ = [
     "JSD_BINS",
     "ade",
@@ -179,4 +215,5 @@ __all__ = [
     "jensen_shannon",
     "displacement_histograms",
     "displacement_statistics",
+    "trajectory_dynamics",
 ]

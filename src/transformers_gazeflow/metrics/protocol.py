@@ -488,6 +488,51 @@ def evaluate_predictions(ground_truths: Iterable[Any], predictions: Iterable[Any
     return ev.compute()
 
 
+def evaluate_frames(
+    heatmaps: Iterable[Any],
+    gaze: Iterable[Any],
+    sigma_px: float = hm.DEFAULT_SIGMA_PX,
+    fov_deg: float = sal.DEFAULT_FOV_DEG,
+    thresholds=sal.GLC_THRESHOLDS,
+) -> dict[str, float]:
+    """Per-frame saliency metrics over a flat set of frames, each a fixation frame at its map's own resolution.
+
+    The frame-level core of the protocol without clips (what the ``gaze_saliency`` evaluate module reports): the
+    mean over frames of AUC-Judd, NSS, CC, KL, SIM and AAE, and adaptive F1 with P and R at the threshold chosen
+    once over the set. ``heatmaps``: ``[H, W]`` non-negative maps; ``gaze``: one unit point (x, y) per map.
+    """
+    maps_list = [torch.as_tensor(np.asarray(_numpy(m), dtype=np.float64)) for m in heatmaps]
+    gaze_arr = np.asarray([np.asarray(_numpy(g), dtype=np.float64) for g in gaze])
+    if not maps_list:
+        raise ValueError("heatmaps is empty: nothing to evaluate")
+    if gaze_arr.shape != (len(maps_list), 2):
+        raise ValueError(f"gaze must hold one (x, y) point per heatmap: {len(maps_list)} maps, gaze {gaze_arr.shape}")
+    scorer = NativeFrameScorer(sigma_px, thresholds, fov_deg)
+    per: dict[str, list[float]] = {k: [] for k in FRAME_METRICS}
+    precision, recall = [], []
+    for i, (m, g) in enumerate(zip(maps_list, gaze_arr)):
+        if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
+            raise ValueError(f"heatmaps[{i}] must be a 2D map [H, W], got shape {tuple(m.shape)}")
+        if not torch.isfinite(m).all() or (m < 0).any():
+            raise ValueError(f"heatmaps[{i}] must be finite and non-negative")
+        if not np.isfinite(g).all() or g.min() < 0 or g.max() > 1:
+            raise ValueError(f"gaze[{i}] must be a unit point in [0, 1], got {g.tolist()}")
+        out = scorer.score(m.unsqueeze(0), g[None], m.shape[1], m.shape[0])
+        for k in FRAME_METRICS:
+            per[k].append(float(out[k][0]))
+        p, r = sal.precision_recall(out["tp"], out["predicted"], out["positives"])
+        precision.append(p[0].numpy())
+        recall.append(r[0].numpy())
+    p_avg, r_avg = np.mean(precision, axis=0), np.mean(recall, axis=0)
+    f1 = sal.f1_from_pr(p_avg, r_avg)
+    best = int(np.argmax(f1))
+    th = np.asarray(thresholds, dtype=np.float64)
+    result = {k: float(np.mean(v)) for k, v in per.items()}
+    result.update(f1=float(f1[best]), precision=float(p_avg[best]), recall=float(r_avg[best]),
+                  threshold=float(th[best]), num_frames=float(len(maps_list)))
+    return result
+
+
 @dataclasses.dataclass
 class WilcoxonResult:
     """Paired Wilcoxon signed-rank test on matched per-frame scores (paper Appendix E.3, "Significance testing")."""
@@ -539,6 +584,7 @@ __all__ = [
     "EvaluationResult",
     "GazeEvaluator",
     "evaluate_predictions",
+    "evaluate_frames",
     "WilcoxonResult",
     "paired_wilcoxon",
 ]
