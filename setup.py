@@ -52,10 +52,12 @@ setup(
     python_requires=">=3.10",
     package_dir={"": "src", **BUILDERS},
     packages=find_packages("src") + sorted(BUILDERS),
-    package_data={name: ["README.md"] for name in BUILDERS},
+    package_data={
+        **{name: ["README.md"] for name in BUILDERS},
+        # the evaluate modules are loaded from their folders by evaluate.load(<dir>), so they ship as data files
+        "transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"],
+    },
     include_package_data=True,
-    # the evaluate modules are loaded from their folders by evaluate.load(<dir>), so they ship as data files
-    package_data={"transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     classifiers=[
