@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
 from accelerate import Accelerator
 from transformers import AutoConfig
 
@@ -56,6 +55,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
     parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"])
     parser.add_argument("--protocol", default="paper", choices=["paper", "glc"])
+    parser.add_argument("--sigma_px", type=float, default=None,
+                        help="Gaussian sigma of the maps in native px (default: the model's heatmap_sigma, 25 for "
+                             "baselines; the paper's 25 px is for 640x480 frames)")
     parser.add_argument("--max_clips", type=int, default=None, help="evaluate only the first N clips (quick checks)")
     parser.add_argument("--grid", action="store_true", help="the K x S sweep of Table ks_grid (F1 and time per clip)")
     parser.add_argument("--seed", type=int, default=0)
@@ -111,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                     predictions, seconds = predict_clips(model, examples, processor, k, s, solver, args.seed,
                                                          accelerator=accelerator)
                     if accelerator.is_main_process:
-                        f1 = score(examples, predictions, args.protocol, model.config.heatmap_sigma)["f1"]
+                        sigma = args.sigma_px or model.config.heatmap_sigma
+                        f1 = score(examples, predictions, args.protocol, sigma)["f1"]
                         grid[f"K={k},S={s}"] = {"f1": f1, "seconds_per_clip": seconds}
                         print(f"K={k:>2} S={s:>2}: F1 {f1:.4f}, {seconds:.3f} s per clip", flush=True)
             results["grid"] = grid
@@ -120,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     if not accelerator.is_main_process:
         return 0
 
-    sigma = 25.0 if args.baseline else model.config.heatmap_sigma
+    sigma = args.sigma_px or (25.0 if args.baseline else model.config.heatmap_sigma)
+    results["sigma_px"] = sigma
     result = score(examples, predictions, args.protocol, sigma)
     results["metrics"] = result.metrics
     if seconds is not None:
