@@ -109,17 +109,35 @@ class FeatureCache:
         _barrier(accelerator)
 
         examples = [example for dataset in datasets for example in dataset]
-        mine = examples[rank::world]
+        by_video: dict[str, list[Mapping[str, Any]]] = {}
+        for example in examples:
+            by_video.setdefault(str(example["video_path"]), []).append(example)
+        videos = sorted(by_video)[rank::world]  # each process encodes the windows of its share of the videos
         device = next(model.parameters()).device
         entries: dict[str, str] = {}
-        for shard_index, start in enumerate(range(0, len(mine), batch_size)):
-            chunk = mine[start:start + batch_size]
-            pixels = collator(chunk)["pixel_values_videos"].to(device)
-            tokens = model.encode_video(pixels).to("cpu").contiguous()
-            shard = f"shard-r{rank:03d}-{shard_index:06d}.safetensors"
-            tensors = {example_key(example): tokens[i].clone() for i, example in enumerate(chunk)}
+        pending_keys: list[str] = []
+        pending_inputs: list[torch.Tensor] = []
+
+        def flush() -> None:
+            if not pending_inputs:
+                return
+            tokens = model.encode_video(torch.stack(pending_inputs).to(device)).to("cpu").contiguous()
+            shard = f"shard-r{rank:03d}-{len(set(entries.values())):06d}.safetensors"
+            tensors = {key: tokens[i].clone() for i, key in enumerate(pending_keys)}
             _save_safetensors(tensors, self.directory / shard)
             entries.update({key: shard for key in tensors})
+            pending_keys.clear()
+            pending_inputs.clear()
+
+        for video in videos:
+            for key, inputs in window_inputs(by_video[video], collator):
+                if key in pending_keys or key in entries:
+                    continue
+                pending_keys.append(key)
+                pending_inputs.append(inputs)
+                if len(pending_inputs) == batch_size:
+                    flush()
+        flush()
         (self.directory / f"index-r{rank:03d}.json").write_text(json.dumps(entries))
         _barrier(accelerator)
         if is_main:
@@ -150,6 +168,28 @@ class FeatureCache:
         return state
 
 
+def window_inputs(examples: Sequence[Mapping[str, Any]], collator: GazeFlowDataCollator):
+    """Yield ``(key, model input [W, 3, S, S])`` for windows of one video, decoding the video once.
+
+    The frames covering every window are decoded and processed once, then each window is cut out and padded
+    exactly as :meth:`GazeFlowDataCollator.load_inputs` does (the processor works frame by frame, so processing the
+    union and slicing equals processing each window).
+    """
+    from ..data.video import decode_frames
+
+    first = min(int(example["window_start"]) for example in examples)
+    last = max(int(example["window_start"]) + int(example["num_frames"]) for example in examples)
+    frames = decode_frames(str(examples[0]["video_path"]), first, last - first)
+    processed = collator.processor.preprocess(frames)
+    for example in examples:
+        start, count = int(example["window_start"]) - first, int(example["num_frames"])
+        window = processed[start:start + count]
+        pad = collator.num_frames - count
+        if pad > 0:
+            window = torch.cat([window, window[-1:].expand(pad, *window.shape[1:])])
+        yield example_key(example), window
+
+
 class CachedFeatureCollator(GazeFlowDataCollator):
     """:class:`GazeFlowDataCollator` with the encoder tokens from a :class:`FeatureCache` in place of frames:
     the batch has ``encoder_hidden_states`` ``[B, (W / tubelet) * N, D]`` and the same targets and metadata."""
@@ -177,4 +217,4 @@ def _barrier(accelerator) -> None:
         accelerator.wait_for_everyone()
 
 
-__all__ = ["FeatureCache", "CachedFeatureCollator", "cache_fingerprint", "example_key"]
+__all__ = ["FeatureCache", "CachedFeatureCollator", "cache_fingerprint", "example_key", "window_inputs"]
