@@ -328,7 +328,7 @@ class GazeEvaluator:
             if tuple(maps.shape[-2:]) != (gt.height, gt.width):
                 maps = F.interpolate(maps.unsqueeze(1), size=(gt.height, gt.width), mode="bilinear",
                                      align_corners=False).squeeze(1)
-            return maps
+            return maps.contiguous()
         pts = traj[:, torch.as_tensor(frames)]
         if self.protocol == "glc":
             short = min(gt.width, gt.height)

@@ -96,17 +96,17 @@ class NativeFrameScorer:
         torch.mul(gy[y0:y1, None].to(p.dtype), (gx[x0:x1] / z).to(p.dtype)[None, :], out=g)  # the sum-1 ground truth
         pw = p[y0:y1, x0:x1]
         # KL: sum g * log(eps + g / (p / s1 + eps))
-        q.copy_(pw).div_(s1).add_(sal.MIT_EPS)
+        torch.mul(pw, 1.0 / s1, out=q).add_(sal.MIT_EPS)
         torch.div(g, q, out=q).add_(sal.MIT_EPS).log_()
-        kl = float((g * q).sum(dtype=torch.float64))
+        kl = float(torch.dot(g.view(-1), q.view(-1)))  # float32 sums use cascade summation: ~1e-7 relative
         # SIM: sum min(minmax(p) / sum, minmax(g) / sum); both sums are known in closed form
         if varies:
-            q.copy_(pw).sub_(lo).div_(s1 - n * lo)
+            torch.sub(pw, lo, out=q).mul_(1.0 / (s1 - n * lo))
         else:
             q.fill_(1.0 / n)
-        g.sub_(gmin).div_(1.0 - n * gmin)
+        g.sub_(gmin).mul_(1.0 / (1.0 - n * gmin))
         torch.minimum(g, q, out=q)
-        return kl, float(q.sum(dtype=torch.float64))
+        return kl, float(q.sum())
 
     def score(self, maps: torch.Tensor, gaze: np.ndarray, width: int, height: int) -> dict[str, torch.Tensor]:
         f, h, w = maps.shape
@@ -184,7 +184,10 @@ class NativeFrameScorer:
             vals = _gather_blocks(p, b, fi, bi, bj)
             vn = (vals - lo3.view(f, 1)[fi]) / den3.view(f, 1)[fi]
             # exact counts where the block straddles the threshold; elsewhere it was counted as a whole above
-            hits = (vn.unsqueeze(-1) > th).sum(1) * mixed[fi, bi, bj]  # [n, nt]
+            # per block, #{pixels > t_j} for every j from one bucketize: bucket = #{t < v}, counted per block
+            buckets = torch.bucketize(vn, th, right=False) + (torch.arange(fi.numel()) * (nt + 1)).unsqueeze(-1)
+            hist = torch.bincount(buckets.view(-1), minlength=fi.numel() * (nt + 1)).view(-1, nt + 1)
+            hits = hist.flip(-1).cumsum(-1).flip(-1)[:, 1:] * mixed[fi, bi, bj]  # [n, nt]
             predicted += torch.zeros(f, nt, dtype=torch.float64).index_add_(0, fi, hits.double())
 
         # ---- true positives inside the binary disc's bounding box (heatmaps.binary_gt_masks' rule)
