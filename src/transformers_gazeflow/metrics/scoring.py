@@ -19,7 +19,6 @@ functions.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
