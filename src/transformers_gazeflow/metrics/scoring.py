@@ -108,12 +108,15 @@ class NativeFrameScorer:
         return kl, float(q.sum())
 
     def score(self, maps: torch.Tensor, gaze: np.ndarray, width: int, height: int) -> dict[str, torch.Tensor]:
+        """Scores of ``maps [F, height, width]`` (finite, non-negative; checked by the caller) against the unit
+        gaze points ``gaze [F, 2]``: per-frame ``auc``, ``nss``, ``cc``, ``kl``, ``sim``, ``aae`` ``[F]`` and the
+        counts ``tp``, ``predicted`` ``[F, thresholds]`` and ``positives`` ``[F]`` (float64)."""
         f, h, w = maps.shape
         if (h, w) != (height, width):
             raise ValueError(f"maps must be {height}x{width} (native), got {h}x{w}")
         dt = maps.dtype
         n = h * w
-        p = maps
+        p = maps.contiguous()
         gz = torch.from_numpy(np.asarray(gaze, dtype=np.float64))
         gpx = unit_to_pixels(gz, width, height)
         gx = hm.gaussian_profiles(gpx[:, 0], w, self.sigma_px)  # [F, W] float64, peak 1
