@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from transformers_gazeflow.metrics import EVALUATE_MODULES, evaluate_module_path
 from transformers_gazeflow.metrics import heatmaps as hm

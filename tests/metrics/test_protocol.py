@@ -13,9 +13,9 @@ from transformers_gazeflow.metrics.protocol import (
     ClipPrediction,
     GazeEvaluator,
     evaluate_predictions,
-    paired_wilcoxon,
     protocol_frame_indices,
 )
+from transformers_gazeflow.metrics.significance import paired_wilcoxon
 
 from .conftest import make_clip, noisy_trajectories
 

@@ -23,12 +23,11 @@ from .protocol import (
     ClipPrediction,
     EvaluationResult,
     GazeEvaluator,
-    WilcoxonResult,
     evaluate_frames,
     evaluate_predictions,
-    paired_wilcoxon,
     protocol_frame_indices,
 )
+from .significance import WilcoxonResult, paired_wilcoxon
 from .saliency import angular_error, auc_judd, cc, center_of_mass, glc_aae, glc_auc, kl_div, nss, sim
 
 __all__ = [

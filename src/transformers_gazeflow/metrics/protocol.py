@@ -16,13 +16,12 @@ spec evaluation.md, "Which frames", "Maps", "GLC's own pipeline").
 
 ``protocol="paper"`` (default) scores native-resolution maps (sigma 25 px); ``protocol="glc"`` reproduces GLC's own
 pipeline (256 crop, 64x64 maps, OpenCV kernel, ``gt > 0.001``, GLC min-max, GLC's AUC variant and AAE on the map).
-Per-frame scores are kept (scalars) for :func:`paired_wilcoxon`.
+Per-frame scores are kept (scalars) for ``significance.paired_wilcoxon``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -328,7 +327,7 @@ class GazeEvaluator:
             if tuple(maps.shape[-2:]) != (gt.height, gt.width):
                 maps = F.interpolate(maps.unsqueeze(1), size=(gt.height, gt.width), mode="bilinear",
                                      align_corners=False).squeeze(1)
-            return maps
+            return maps.contiguous()
         pts = traj[:, torch.as_tensor(frames)]
         if self.protocol == "glc":
             short = min(gt.width, gt.height)
@@ -533,46 +532,6 @@ def evaluate_frames(
     return result
 
 
-@dataclasses.dataclass
-class WilcoxonResult:
-    """Paired Wilcoxon signed-rank test on matched per-frame scores (paper Appendix E.3, "Significance testing")."""
-
-    metric: str
-    statistic: float
-    pvalue: float
-    num_pairs: int
-    median_difference: float
-
-
-def paired_wilcoxon(
-    a: EvaluationResult,
-    b: EvaluationResult,
-    metric: str,
-    alternative: Literal["two-sided", "greater", "less"] = "two-sided",
-) -> WilcoxonResult:
-    """Paired Wilcoxon signed-rank test (``scipy.stats.wilcoxon``) of ``metric`` between two methods, frames matched
-    by ``(clip_id, slot)``. Both results must cover the same frames. ``median_difference`` is median(a - b)."""
-    from scipy.stats import wilcoxon
-
-    if metric not in a.frame_scores or metric not in b.frame_scores:
-        raise ValueError(f"metric must be one of {sorted(a.frame_scores)}, got {metric!r}")
-    index_b = {key: i for i, key in enumerate(b.frame_keys)}
-    if set(index_b) != set(a.frame_keys):
-        only_a = len(set(a.frame_keys) - set(index_b))
-        only_b = len(set(index_b) - set(a.frame_keys))
-        raise ValueError(f"the two results cover different frames ({only_a} only in a, {only_b} only in b); "
-                         f"evaluate both methods on the same clips")
-    order = np.asarray([index_b[key] for key in a.frame_keys], dtype=np.int64)
-    x = np.asarray(a.frame_scores[metric], dtype=np.float64)
-    y = np.asarray(b.frame_scores[metric], dtype=np.float64)[order]
-    keep = ~(np.isnan(x) | np.isnan(y))
-    if keep.sum() < 1:
-        raise ValueError(f"no paired frames with a defined {metric!r}")
-    res = wilcoxon(x[keep], y[keep], alternative=alternative)
-    return WilcoxonResult(metric, float(res.statistic), float(res.pvalue), int(keep.sum()),
-                          float(np.median(x[keep] - y[keep])))
-
-
 __all__ = [
     "PROTOCOL_WINDOW",
     "PROTOCOL_NUM_FRAMES",
@@ -585,6 +544,4 @@ __all__ = [
     "GazeEvaluator",
     "evaluate_predictions",
     "evaluate_frames",
-    "WilcoxonResult",
-    "paired_wilcoxon",
 ]
