@@ -13,7 +13,7 @@ from transformers_gazeflow.data.synthetic import (
     split_assignment,
     task_names,
 )
-from transformers_gazeflow.data.synthetic_gaze import BLINK, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from transformers_gazeflow.data.gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from transformers_gazeflow.data.synthetic_scene import TASK_COLORS
 from transformers_gazeflow.data.video import decode_frames, probe_video
 
@@ -54,7 +54,7 @@ def test_clip_fields_follow_the_unified_schema(stats_clips):
         assert g.gaze.shape == (n, 2) and g.gaze.dtype == np.float32
         assert g.gaze.min() >= 0 and g.gaze.max() <= 1
         assert set(np.unique(g.gaze_type).tolist()) <= {0, 1, 2, 3, 4}
-        assert np.array_equal(g.valid, (g.gaze_type != UNTRACKED) & (g.gaze_type != BLINK))
+        assert np.array_equal(g.valid, (g.gaze_type != UNTRACKED) & (g.gaze_type != BLINK_OR_OTHER))
         off = g.gaze_type == OFF_FRAME
         assert (((g.gaze_raw[off] < 0) | (g.gaze_raw[off] > 1)).any(axis=1)).all()
         assert np.allclose(g.gaze[off], np.clip(g.gaze_raw[off], 0, 1))
@@ -81,7 +81,7 @@ def test_gaze_dynamics_look_human(stats_clips):
     assert set(saccade_lengths) <= {2, 3, 4} and len(set(saccade_lengths)) >= 2
     share = counts / counts.sum()
     assert share[FIXATION] > 0.6 and 0.05 < share[SACCADE] < 0.25
-    for code in (UNTRACKED, BLINK, OFF_FRAME):  # every kind of sample occurs, but rarely
+    for code in (UNTRACKED, BLINK_OR_OTHER, OFF_FRAME):  # every kind of sample occurs, but rarely
         assert 0.002 < share[code] < 0.1, (code, share)
 
 

@@ -108,6 +108,12 @@ def test_bad_options_and_missing_files(builder_module, tmp_path):
     with pytest.raises(ValueError, match="window_stride"):
         builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", window_stride=100,
                                      cache_dir=str(tmp_path / "cache")).download_and_prepare()
+    with pytest.raises(ValueError, match="windows must be one of"):
+        builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", windows="last",
+                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
+    with pytest.raises(ValueError, match="no reference loader.*parity='glc'"):
+        builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", parity="glc",
+                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
     with pytest.raises(ValueError, match="num_tasks"):
         builder_module.SyntheticGaze(data_dir=str(tmp_path / "b"), config_name="tiny", num_tasks=12,
                                      cache_dir=str(tmp_path / "cache")).download_and_prepare()
@@ -117,6 +123,18 @@ def test_bad_options_and_missing_files(builder_module, tmp_path):
     with pytest.raises(FileNotFoundError, match="synthetic_gaze.json not found"):
         builder_module.SyntheticGaze(data_dir=str(foreign), config_name="tiny",
                                      cache_dir=str(tmp_path / "cache")).download_and_prepare()
+
+
+def test_the_config_carries_every_generation_setting_with_its_default(builder_module):
+    """The config's generation fields are SyntheticGazeSettings' own (one definition), plus the shared options."""
+    from transformers_gazeflow.data.loading import GazeBuilderOptions
+    from transformers_gazeflow.data.synthetic import SyntheticGazeSettings
+
+    config = builder_module.SyntheticGazeConfig(name="x")
+    assert config.settings() == SyntheticGazeSettings()
+    assert isinstance(config, GazeBuilderOptions) and (config.window_frames, config.parity) == (64, "fixed")
+    assert builder_module.SyntheticGazeConfig(name="y", seed=5, width=32).settings() == SyntheticGazeSettings(
+        seed=5, width=32)
 
 
 def test_without_data_dir_the_clips_go_under_the_cache(builder_module, tmp_path):

@@ -26,7 +26,7 @@ import csv
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from operator import itemgetter
 from dataclasses import dataclass, field
@@ -199,6 +199,43 @@ def begaze_timecode_to_frame(timecodes: Sequence[bytes] | Sequence[str]) -> tupl
     ok &= (fields >= 0).all(axis=1) & (fields == np.floor(fields)).all(axis=1)
     hh, mm, ss, ff = (np.where(ok, fields[:, i], 0).astype(np.int64) for i in range(4))
     return (3600 * hh + 60 * mm + ss) * BEGAZE_FPS + ff, ok
+
+
+def begaze_frame_to_timecode(frame: int) -> str:
+    """Frame on the 24 fps axis -> ``HH:MM:SS:FF``, the inverse of :func:`begaze_timecode_to_frame`."""
+    seconds, ff = divmod(int(frame), BEGAZE_FPS)
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}:{ff:02d}"
+
+
+def begaze_lines(samples: Iterable[tuple[int, float, float, int, str]], fmt: int = 1,
+                 header: Sequence[str] = (), num_samples: int | None = None) -> list[str]:
+    """The lines of a BeGaze text export of ``(time, px, py, frame, event)`` samples: what :func:`read_begaze` reads.
+
+    Writes the layout data.md describes, from the constants above: :data:`BEGAZE_HEADER_LINES` ``##`` lines with
+    ``## Number of Samples:`` on line 10 (format 1) or 11 (format 2), then one row per sample. Format 1 rows are
+    ``Time Type Trial X Y Frame Event``; format 2 rows have 26 tokens with x, y as tokens 6, 7, the frame as the
+    timecode of token 25 and the event last (the other tokens are zeros). ``header``: your own ``##`` lines, placed
+    after ``## [BeGaze]`` around the samples line; ``num_samples`` overrides the count written there (the reference
+    calls it unreliable). Pixels are written with 3 decimals.
+    """
+    if fmt not in BEGAZE_TOKENS:
+        raise ValueError(f"fmt must be one of {sorted(BEGAZE_TOKENS)} (BeGaze formats), got {fmt!r}")
+    if fmt == 1:
+        rows = [f"{time}\tSMP\t1\t{px:.3f}\t{py:.3f}\t{frame}\t{event}" for time, px, py, frame, event in samples]
+    else:
+        zeros = "\t".join(["0"] * (BEGAZE_TOKENS[2] - 9))
+        rows = [f"{time}\tSMP\t1\t0\t0\t{px:.3f}\t{py:.3f}\t{zeros}\t{begaze_frame_to_timecode(frame)}\t{event}"
+                for time, px, py, frame, event in samples]
+    marker_line = 9 if fmt == 1 else 10  # 0-based
+    own = list(header)
+    if any(not line.startswith("##") for line in own) or len(own) > BEGAZE_HEADER_LINES - 2:
+        raise ValueError(f"header must be at most {BEGAZE_HEADER_LINES - 2} lines starting with '##'")
+    lines = ["## [BeGaze]"] + own[:marker_line - 1]
+    lines += ["##"] * (marker_line - len(lines))
+    lines.append(f"{BEGAZE_SAMPLES_MARKER}\t{len(rows) if num_samples is None else num_samples}")
+    lines += own[marker_line - 1:]
+    lines += ["##"] * (BEGAZE_HEADER_LINES - len(lines))
+    return lines + rows
 
 
 def _begaze_event_codes(events: Sequence[bytes] | Sequence[str]) -> np.ndarray:
@@ -578,7 +615,8 @@ __all__ = [
     "UNTRACKED", "FIXATION", "SACCADE", "BLINK_OR_OTHER", "OFF_FRAME", "GAZE_TYPE_NAMES",
     "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "valid_mask",
     "ParseReport", "GazeTrack", "BeGazeSamples", "read_begaze", "begaze_frames", "parse_begaze",
-    "begaze_timecode_to_frame", "EgteaClip", "parse_egtea_clip_name", "egtea_gaze_rows",
+    "begaze_timecode_to_frame", "begaze_frame_to_timecode", "begaze_lines", "EgteaClip", "parse_egtea_clip_name",
+    "egtea_gaze_rows",
     "read_egtea_index",
     "is_ego4d_gaze_csv", "Ego4dGazeSamples", "read_ego4d_gaze_csv", "ego4d_frame_labels", "parse_ego4d_gaze",
     "ego4d_label_rows", "parse_glc_clip_path", "parse_hms", "read_untracked_intervals", "ego4d_clip_starts",

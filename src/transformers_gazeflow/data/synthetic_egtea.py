@@ -13,8 +13,8 @@ the session's 24 fps axis; the clip has ``end - start + 1`` frames and its local
 row of frame ``start - 1 + k`` (the reference's alignment). Clips of one session are laid out one after another
 with short gaps in which the gaze keeps being recorded.
 
-Gaze rows are ``Time Type Trial X Y Frame Event`` after 34 ``##`` header lines (line 10:
-``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps gives two samples on one frame in
+Gaze files are written by :func:`~.gaze_formats.begaze_lines` (format 1: rows ``Time Type Trial X Y Frame Event``
+after 34 ``##`` header lines, line 10 ``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps gives two samples on one frame in
 four (their mean is the frame's point); blinks are ``Blink`` rows, untracked frames have no row at all, and
 off-frame samples keep their raw, out-of-range pixels.
 """
@@ -29,15 +29,22 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry import unit_to_pixels
+from .gaze_formats import (
+    BEGAZE_FPS,
+    BEGAZE_HEIGHT,
+    BEGAZE_WIDTH,
+    BLINK_OR_OTHER,
+    OFF_FRAME,
+    SACCADE,
+    UNTRACKED,
+    begaze_lines,
+)
 from .synthetic import SyntheticClip, SyntheticGazeSettings, generate_clip, split_assignment, task_names
-from .synthetic_gaze import BLINK, OFF_FRAME, SACCADE, UNTRACKED
 from .synthetic_scene import TASK_COLOR_NAMES, TASK_SHAPES
 from .video import write_video
 
-EGTEA_FPS = 24.0
-GAZE_WIDTH, GAZE_HEIGHT = 1280, 960
-HEADER_LINES = 34
-SAMPLES_LINE = 10  # 1-based line of "## Number of Samples:" in format 1
+EGTEA_FPS = float(BEGAZE_FPS)
+GAZE_WIDTH, GAZE_HEIGHT = BEGAZE_WIDTH, BEGAZE_HEIGHT
 TRACKER_HZ = 30.0
 
 
@@ -67,7 +74,7 @@ class EgteaClip:
 
 
 def _event(code: int, motion: int) -> str:
-    if code == BLINK:
+    if code == BLINK_OR_OTHER:
         return "Blink"
     return "Saccade" if motion == SACCADE else "Fixation"
 
@@ -78,17 +85,15 @@ def _samples_on_frame(frame: int) -> int:
     return int(math.floor((frame + 1) * ratio) - math.floor(frame * ratio))
 
 
-def _header(num_samples: int, session: str) -> list[str]:
-    lines = [
-        "## [BeGaze]", f"## Converted from:\tsynthetic/{session}.idf", "## Date:\t01.01.2026 00:00:00",
+def _header(session: str) -> list[str]:
+    """The session's own header lines (``begaze_lines`` adds ``## [BeGaze]``, the sample count and the padding)."""
+    return [
+        f"## Converted from:\tsynthetic/{session}.idf", "## Date:\t01.01.2026 00:00:00",
         "## Version:\tBeGaze 3.x (transformers-gazeflow synthetic)", "## IDF Version:\t9",
         f"## Sample Rate:\t{int(TRACKER_HZ)}", "## Separator Type:\tMsg", "## Trial Count:\t1",
-        "## Uses Plane File:\tFalse", f"## Number of Samples: {num_samples}",
-        f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}", "## Format:\tTime Type Trial X Y Frame Event",
+        "## Uses Plane File:\tFalse", f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}",
+        "## Format:\tTime Type Trial X Y Frame Event",
     ]
-    lines += ["##"] * (HEADER_LINES - len(lines))
-    assert lines[SAMPLES_LINE - 1].startswith("## Number of Samples:") and len(lines) == HEADER_LINES
-    return lines
 
 
 def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, codes: np.ndarray,
@@ -101,7 +106,7 @@ def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, co
             continue
         time_us = int(round(frame / EGTEA_FPS * 1e6))
         event = _event(code, move)
-        if code == BLINK:  # a blink reports the held point, always inside the calibration area
+        if code == BLINK_OR_OTHER:  # a blink reports the held point, always inside the calibration area
             rows.append((time_us, min(max(px, 0.0), GAZE_WIDTH - 1.0), min(max(py, 0.0), GAZE_HEIGHT - 1.0),
                          frame, event))
             continue
@@ -121,7 +126,7 @@ def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[n
     limit = np.array([GAZE_WIDTH - 1, GAZE_HEIGHT - 1])
     off = ((pixels < 0) | (pixels > limit)).any(axis=1)
     gaze = np.clip(pixels, 0, limit) / np.array([GAZE_WIDTH, GAZE_HEIGHT])
-    tracked = (codes != UNTRACKED) & (codes != BLINK)
+    tracked = (codes != UNTRACKED) & (codes != BLINK_OR_OTHER)
     expected_type = np.where(tracked, np.where(off, OFF_FRAME, motion), codes)
     expected_type_glc = np.where(tracked, motion, codes)
     return gaze.astype(np.float32), expected_type.astype(np.int8), expected_type_glc.astype(np.int8)
@@ -187,8 +192,7 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
         rows.sort(key=lambda row: row[0])
         max_frame = max(row[3] for row in rows)
         assert max_frame < 2 * len(rows), "the reference parser sizes its array from the sample count"
-        lines = _header(len(rows), session)
-        lines += [f"{time} SMP 1 {px:.3f} {py:.3f} {frame} {event}" for time, px, py, frame, event in rows]
+        lines = begaze_lines(rows, fmt=1, header=_header(session))
         (out_dir / "gaze_data" / gaze_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     for split in ("train", "test"):
