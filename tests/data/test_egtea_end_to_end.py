@@ -53,6 +53,7 @@ def test_examples_read_back_what_the_writer_wrote(written, built, parity):
     _, clips = written
     dataset = built[parity]
     assert set(dataset) == {"train", "test"}
+    untracked_checked = [0]
     for clip in clips:
         examples = sorted((e for e in dataset[clip.split] if e["clip_id"] == clip.name),
                           key=lambda e: e["window_start"])
@@ -73,12 +74,20 @@ def test_examples_read_back_what_the_writer_wrote(written, built, parity):
                                        err_msg=f"{parity} {clip.name}")
             if parity == "glc":  # GLC's loader puts untracked frames at the centre (data.md)
                 np.testing.assert_allclose(gaze[~tracked], 0.5)
+            else:  # by default they hold the last valid point (gaze_formats.fill_untracked)
+                valid = valid_mask(types)
+                for k in np.flatnonzero(~tracked):
+                    before = np.flatnonzero(valid[:k])
+                    if before.size:
+                        np.testing.assert_array_equal(gaze[k], gaze[before[-1]])
+                        untracked_checked[0] += 1
             np.testing.assert_array_equal(example["valid"], valid_mask(expected_type[window]))
             assert (example["action"], example["verb"], example["noun"]) == (clip.action - 1, clip.verb - 1,
                                                                              clip.noun - 1)
             assert (example["width"], example["height"], example["fps"]) == (SETTINGS.width, SETTINGS.height, 24.0)
             assert example["video_path"] == str(clip.video_path.resolve())
         assert covered.all()
+    assert parity == "glc" or untracked_checked[0] > 5
 
 
 def test_only_glc_parity_loses_the_off_frame_code(written, built):

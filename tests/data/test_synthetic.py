@@ -13,7 +13,14 @@ from transformers_gazeflow.data.synthetic import (
     split_assignment,
     task_names,
 )
-from transformers_gazeflow.data.gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from transformers_gazeflow.data.gaze_formats import (
+    BLINK_OR_OTHER,
+    FIXATION,
+    OFF_FRAME,
+    SACCADE,
+    UNTRACKED,
+    fill_untracked,
+)
 from transformers_gazeflow.data.synthetic_scene import TASK_COLORS
 from transformers_gazeflow.data.video import decode_frames, probe_video
 
@@ -55,6 +62,7 @@ def test_clip_fields_follow_the_unified_schema(stats_clips):
         assert g.gaze.min() >= 0 and g.gaze.max() <= 1
         assert set(np.unique(g.gaze_type).tolist()) <= {0, 1, 2, 3, 4}
         assert np.array_equal(g.valid, (g.gaze_type != UNTRACKED) & (g.gaze_type != BLINK_OR_OTHER))
+        assert np.array_equal(g.gaze, fill_untracked(g.gaze, g.gaze_type))  # the builders' untracked rule
         off = g.gaze_type == OFF_FRAME
         assert (((g.gaze_raw[off] < 0) | (g.gaze_raw[off] > 1)).any(axis=1)).all()
         assert np.allclose(g.gaze[off], np.clip(g.gaze_raw[off], 0, 1))

@@ -6,7 +6,8 @@ Reference behaviour: GLC (``BolinLai/GLC``: ``data/gaze_io_sample.py``, ``slowfa
 
 What lives here, and nowhere else:
 
-* the unified gaze-type codes and the ``valid`` rule (:data:`UNTRACKED` ... :data:`OFF_FRAME`, :func:`valid_mask`);
+* the unified gaze-type codes, the ``valid`` rule and the coordinates of untracked frames (:data:`UNTRACKED` ...
+  :data:`OFF_FRAME`, :func:`valid_mask`, :func:`fill_untracked`);
 * the ``parity`` modes: ``"fixed"`` (default, the spec's fixes) and ``"glc"`` (the reference loaders' quirks);
 * BeGaze (EGTEA) text exports, formats 1 and 2 (:func:`read_begaze`, :func:`begaze_frames`, :func:`parse_begaze`),
   the EGTEA clip-name rule and the frame alignment ``F_start - 1 + k`` (:func:`parse_egtea_clip_name`,
@@ -51,9 +52,12 @@ PARITY_FIXED = "fixed"
 PARITY_GLC = "glc"
 PARITY_MODES = (PARITY_FIXED, PARITY_GLC)
 
-#: Coordinates given to untracked frames. They never enter the loss (``valid`` is False); GLC's EGTEA loader
-#: puts them at the centre (data.md: "The reference sets untracked frames to (0.5, 0.5)"), GLC's Ego4D labels
-#: at (0, 0) (data.md: "untracked coordinates (0, 0)"). The fixed mode uses the centre for both datasets.
+#: Coordinates of untracked frames (no gaze sample). They never enter the loss (``valid`` is False), but they are
+#: in every example, so they follow one rule, :func:`fill_untracked`, for all builders: by default an untracked frame
+#: holds the last valid point, and :data:`UNTRACKED_FILL` (the centre) is only used for a recording with no valid
+#: frame at all. GLC's fixed values are reproduced only under ``parity="glc"`` (data.md: "The reference sets untracked
+#: frames to (0.5, 0.5) ... Reproduce that only under parity='glc'"): the centre for EGTEA, (0, 0) for Ego4D
+#: (data.md: "untracked coordinates (0, 0)").
 UNTRACKED_FILL = (0.5, 0.5)
 UNTRACKED_FILL_GLC_EGTEA = (0.5, 0.5)
 UNTRACKED_FILL_GLC_EGO4D = (0.0, 0.0)
@@ -93,6 +97,33 @@ def valid_mask(gaze_type: np.ndarray) -> np.ndarray:
     """``valid``: the frame enters the training loss: not untracked, not blink/other (data.md, field ``valid``)."""
     gaze_type = np.asarray(gaze_type)
     return (gaze_type != UNTRACKED) & (gaze_type != BLINK_OR_OTHER)
+
+
+def fill_untracked(gaze: np.ndarray, gaze_type: np.ndarray) -> np.ndarray:
+    """The default coordinates of untracked frames (code 0), the one rule all builders and the synthetic data follow.
+
+    An untracked frame holds the point of the last valid frame before it (fixation, saccade or off-frame:
+    :func:`valid_mask`); untracked frames before the first valid frame take the first valid frame's point; a
+    recording with no valid frame is at :data:`UNTRACKED_FILL` (the centre). So a trajectory never jumps to a made-up
+    point where the tracker lost the eye (GLC's centre fill, data.md, does; ``parity="glc"`` keeps it), and
+    repeating the last point, as the collator does when padding, continues it. Blink frames keep their own samples.
+    Returns a new float32 array ``[n, 2]``.
+    """
+    gaze = np.array(gaze, dtype=np.float32).reshape(-1, 2)
+    gaze_type = np.asarray(gaze_type)
+    if gaze_type.shape != (gaze.shape[0],):
+        raise ValueError(f"gaze_type must have shape [{gaze.shape[0]}] to match gaze, got {gaze_type.shape}")
+    untracked = gaze_type == UNTRACKED
+    if not untracked.any():
+        return gaze
+    valid = valid_mask(gaze_type)
+    if not valid.any():
+        gaze[untracked] = UNTRACKED_FILL
+        return gaze
+    last_valid = np.maximum.accumulate(np.where(valid, np.arange(len(valid)), -1))
+    source = np.where(last_valid >= 0, last_valid, int(np.argmax(valid)))
+    gaze[untracked] = gaze[source[untracked]]
+    return gaze
 
 
 @dataclass
@@ -319,14 +350,14 @@ def begaze_frames(samples: BeGazeSamples, parity: str = PARITY_FIXED) -> GazeTra
     its last sample's type. Coordinates are normalised as ``clip(px, 0, 1279) / 1280``, ``clip(py, 0, 959) / 960``.
 
     * ``parity="fixed"``: the true mean of the frame's samples; a fixation or saccade frame whose mean lies
-      outside the 1280x960 frame is marked off-frame (4); untracked frames get :data:`UNTRACKED_FILL`.
+      outside the 1280x960 frame is marked off-frame (4); untracked frames follow :func:`fill_untracked`.
     * ``parity="glc"``: GLC's running pairwise average ``(old + new) / 2`` in file order; code 4 is never kept
       (GLC's overwrite bug); untracked frames get (0.5, 0.5) as GLC's EGTEA loader sets them.
     """
     check_parity(parity)
     n = samples.frame.shape[0]
     num_frames = int(samples.frame.max()) + 1 if n else 0
-    gaze = np.empty((num_frames, 2), np.float64)
+    gaze = np.zeros((num_frames, 2), np.float64)
     gaze_type = np.full(num_frames, UNTRACKED, np.int8)
     if n:
         order = np.argsort(samples.frame, kind="stable")
@@ -353,9 +384,10 @@ def begaze_frames(samples: BeGazeSamples, parity: str = PARITY_FIXED) -> GazeTra
         clamped = np.stack([np.clip(mean[:, 0], 0, BEGAZE_WIDTH - 1), np.clip(mean[:, 1], 0, BEGAZE_HEIGHT - 1)], 1)
         gaze[tracked] = pixels_to_unit(clamped, BEGAZE_WIDTH, BEGAZE_HEIGHT)
         gaze_type[tracked] = types
-    fill = UNTRACKED_FILL_GLC_EGTEA if parity == PARITY_GLC else UNTRACKED_FILL
-    gaze[gaze_type == UNTRACKED] = fill
-    return GazeTrack(gaze.astype(np.float32), gaze_type, samples.report)
+    if parity == PARITY_GLC:
+        gaze[gaze_type == UNTRACKED] = UNTRACKED_FILL_GLC_EGTEA
+        return GazeTrack(gaze.astype(np.float32), gaze_type, samples.report)
+    return GazeTrack(fill_untracked(gaze, gaze_type), gaze_type, samples.report)
 
 
 def parse_begaze(path: str | Path, parity: str = PARITY_FIXED) -> GazeTrack:
@@ -487,7 +519,7 @@ def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float,
 
     * ``parity="fixed"``: a frame is untracked when its nearest sample lies outside the frame's own time slot
       (more than half a frame period away: before the gaze starts, after it ends, or in a gap);
-      untracked frames get :data:`UNTRACKED_FILL`.
+      untracked frames follow :func:`fill_untracked`.
     * ``parity="glc"``: GLC's loop: frames are labelled until its search pointer reaches the last two samples,
       all later frames are untracked at (0, 0).
     """
@@ -495,7 +527,7 @@ def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float,
     if num_frames < 0 or fps <= 0:
         raise ValueError(f"need num_frames >= 0 and fps > 0, got {num_frames} and {fps}")
     t, n = samples.t, samples.t.shape[0]
-    gaze = np.empty((num_frames, 2), np.float64)
+    gaze = np.zeros((num_frames, 2), np.float64)
     gaze_type = np.full(num_frames, UNTRACKED, np.int8)
     if n and num_frames:
         ts = np.arange(num_frames) / float(fps)
@@ -519,8 +551,10 @@ def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float,
         types = np.where(outside, OFF_FRAME, types)
         gaze[tracked] = clamped[tracked]
         gaze_type[tracked] = types[tracked]
-    fill = UNTRACKED_FILL_GLC_EGO4D if parity == PARITY_GLC else UNTRACKED_FILL
-    gaze[gaze_type == UNTRACKED] = fill
+    if parity == PARITY_GLC:
+        gaze[gaze_type == UNTRACKED] = UNTRACKED_FILL_GLC_EGO4D
+    else:
+        gaze = fill_untracked(gaze, gaze_type)
     report = samples.report
     untracked = int((gaze_type == UNTRACKED).sum())
     if untracked:
@@ -613,7 +647,8 @@ def ego4d_clip_starts(duration_s: float, intervals: list[tuple[int, int]] = (),
 
 __all__ = [
     "UNTRACKED", "FIXATION", "SACCADE", "BLINK_OR_OTHER", "OFF_FRAME", "GAZE_TYPE_NAMES",
-    "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "valid_mask",
+    "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "valid_mask", "fill_untracked",
+    "UNTRACKED_FILL", "UNTRACKED_FILL_GLC_EGTEA", "UNTRACKED_FILL_GLC_EGO4D",
     "ParseReport", "GazeTrack", "BeGazeSamples", "read_begaze", "begaze_frames", "parse_begaze",
     "begaze_timecode_to_frame", "begaze_frame_to_timecode", "begaze_lines", "EgteaClip", "parse_egtea_clip_name",
     "egtea_gaze_rows",

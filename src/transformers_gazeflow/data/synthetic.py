@@ -42,7 +42,7 @@ from .video import write_video
 
 FORMAT_VERSION = 1
 # bump whenever a change to the scene or gaze simulation changes the clips: stored datasets then refuse to load
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: untracked frames follow gaze_formats.fill_untracked (leading ones too)
 MANIFEST_NAME = "synthetic_gaze.json"
 ANNOTATIONS_NAME = "annotations.jsonl"
 VIDEO_DIR = "videos"

@@ -54,7 +54,10 @@ class EgteaClip:
 
     ``expected_gaze``/``expected_type`` follow the spec's default parser: mean of a frame's samples, pixels clamped
     to ``[0, 1279] x [0, 959]`` then divided by 1280/960, out-of-range samples coded 4, no sample -> 0. They differ
-    from the synthetic truth ``clip.gaze`` only by that clamp (< 1/1280 of the frame) and by the codes.
+    from the synthetic truth ``clip.gaze`` only by that clamp (< 1/1280 of the frame) and by the codes. An untracked
+    frame has no sample in the file: its ``expected_gaze`` is the clip's own point, while a builder gives it
+    ``gaze_formats.fill_untracked`` over the whole session (the same point, except before the clip's first valid
+    frame, where the session's earlier samples count) or GLC's centre under ``parity="glc"``.
     ``expected_type_glc`` is what ``parity="glc"`` reads: the reference overwrites code 4 with the sample's event.
     """
 

@@ -5,8 +5,8 @@ The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest
 distractors, the hands, the surface, or leaves the frame. Codes follow the unified schema
 (``../shared/specs/data.md``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame (clamped);
 ``valid`` = not untracked and not blink (both defined in :mod:`.gaze_formats` only). Coordinates are unit
-``[0, 1]``; during a blink or an untracked run the point is held at the last tracked position, so no step is ever
-invented by the missing samples.
+``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders' rule
+(:func:`~.gaze_formats.fill_untracked`: the last valid point is held), so no step is invented by missing samples.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..geometry import clamp_unit
-from .gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
+from .gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, fill_untracked, valid_mask
 from .synthetic_scene import Scene
 
 # where a fixation goes: the task's target most of the time (what makes the task predictive of gaze)
@@ -115,13 +115,15 @@ def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> GazeTra
             first = int(rng.integers(num_frames))
             last = min(num_frames, first + int(rng.integers(lengths[0], lengths[1] + 1)))
             gaze_type[first:last] = code
-    # hold the last tracked point through blinks and tracking losses (raw too: the tracker reports nothing new)
+    # a blink reports the last tracked point (raw too: the tracker sees nothing new); untracked frames have no sample
+    # and take the coordinates every builder gives them (gaze_formats.fill_untracked: the same held point where a
+    # valid frame precedes them)
     valid = valid_mask(gaze_type)
     for frame in np.flatnonzero(~valid):
         if frame > 0:
             gaze[frame] = gaze[frame - 1]
             raw[frame] = gaze[frame - 1]
-    return GazeTrack(gaze=gaze.astype(np.float32), gaze_raw=raw.astype(np.float32), gaze_type=gaze_type,
+    return GazeTrack(gaze=fill_untracked(gaze, gaze_type), gaze_raw=raw.astype(np.float32), gaze_type=gaze_type,
                      valid=valid, motion=motion, fixated=fixated)
 
 
