@@ -44,6 +44,18 @@ WINDOW_MODES = ("all", "first")
 NO_LABEL = -1  # action/verb/noun where a dataset has none (data.md, "Unified example schema")
 
 
+def _import_datasets():
+    """``datasets``, imported only where it is needed: ``import transformers_gazeflow`` works without it (the GPU
+    image has no ``datasets``); building a gaze dataset then says what to install."""
+    try:
+        import datasets
+        import datasets.exceptions  # noqa: F401  (load_gaze_dataset unwraps its errors)
+    except ImportError as err:
+        raise ImportError("building or loading a gaze dataset needs the `datasets` package: "
+                          "`pip install datasets`") from err
+    return datasets
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The unified example schema and the shared builder options
 # ----------------------------------------------------------------------------------------------------------------
@@ -56,7 +68,7 @@ def gaze_example_features():
     origin), ``gaze_type`` int8 [n] (0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame), ``valid``
     bool [n], ``action``/``verb``/``noun`` int32 (0-based, -1 where absent).
     """
-    import datasets
+    datasets = _import_datasets()
 
     return datasets.Features({
         "clip_id": datasets.Value("string"),
@@ -221,7 +233,7 @@ def builder_file(name: str | os.PathLike) -> Path:
 
 def load_builder_class(name: str | os.PathLike):
     """Import a builder module from its file and return its ``datasets.GeneratorBasedBuilder`` subclass."""
-    import datasets
+    datasets = _import_datasets()
 
     path = builder_file(name)
     module_name = f"transformers_gazeflow._builders.{path.parent.name}.{path.stem}"
@@ -337,7 +349,7 @@ def load_gaze_dataset(name: str | os.PathLike, data_dir: str | os.PathLike | Non
     ``config``: builder options, e.g. ``split_id=2``, ``parity="glc"``, ``window_frames=64``, ``window_stride=32``,
     ``windows="all"``, ``strict=True``. ``download_mode="force_redownload"`` rebuilds after the raw files changed.
     """
-    from datasets.exceptions import DatasetGenerationError
+    DatasetGenerationError = _import_datasets().exceptions.DatasetGenerationError
 
     builder = gaze_builder(name, data_dir, cache_dir=cache_dir, config_name=config_name, **config)
     try:
