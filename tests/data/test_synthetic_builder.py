@@ -85,6 +85,17 @@ def test_builder_examples_collate_into_a_model_batch(tiny):
     assert again["clip_id"] == batch["clip_id"]
 
 
+def test_load_gaze_dataset_runs_the_same_builder(tiny):
+    """The README's way: ``load_gaze_dataset("synthetic", ...)`` (no importlib), reusing the generated clips."""
+    from transformers_gazeflow import load_gaze_dataset
+
+    root, _, splits = tiny
+    train = load_gaze_dataset("synthetic", data_dir=root / "clips", split="train", config_name="tiny",
+                              cache_dir=root / "cache_loader")
+    assert train["clip_id"] == splits["train"]["clip_id"]
+    assert train["window_start"] == splits["train"]["window_start"] and train["gaze"] == splits["train"]["gaze"]
+
+
 def test_reusing_the_data_dir_and_option_overrides(builder_module, tiny):
     root, _, splits = tiny
     stamp = (root / "clips" / MANIFEST_NAME).stat().st_mtime_ns
