@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import begaze_lines
+from transformers_gazeflow.data.gaze_formats import begaze_lines, format_egtea_clip_name
 from transformers_gazeflow.data.video import write_video
 
 EGO4D_HEADER = ("component_idx,component_timestamp_s,canonical_timestamp_s,world_index,confidence,"
@@ -65,7 +65,7 @@ class EgteaFixtureClip:
 
 
 def egtea_clip_name(video: str, start: int, end: int) -> str:
-    return f"{video}-1000-2000-F{start:06d}-F{end:06d}"
+    return format_egtea_clip_name(video, 1000, 2000, start, end)
 
 
 def make_egtea_root(root: Path, train: list[EgteaFixtureClip], test: list[EgteaFixtureClip],

@@ -115,6 +115,9 @@ def test_egtea_clip_name_and_alignment_rule():
     assert list(gf.egtea_gaze_rows(24051, 3)) == [24050, 24051, 24052]  # F_start - 1 + k
     with pytest.raises(ValueError, match="not an EGTEA clip name"):
         gf.parse_egtea_clip_name("OP01-R01-PastaSalad-no-frames")
+    assert gf.format_egtea_clip_name("OP01-R01-PastaSalad", 1002316, 1004005, 24051, 24101) == clip.name
+    with pytest.raises(ValueError, match="three '-'-separated tokens"):
+        gf.format_egtea_clip_name("OP01-PastaSalad", 1, 2, 3, 4)
 
 
 def test_begaze_parse_rate_100k_rows(tmp_path):

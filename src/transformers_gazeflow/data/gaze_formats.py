@@ -9,9 +9,10 @@ What lives here, and nowhere else:
 * the unified gaze-type codes, the ``valid`` rule and the coordinates of untracked frames (:data:`UNTRACKED` ...
   :data:`OFF_FRAME`, :func:`valid_mask`, :func:`fill_untracked`);
 * the ``parity`` modes: ``"fixed"`` (default, the spec's fixes) and ``"glc"`` (the reference loaders' quirks);
-* BeGaze (EGTEA) text exports, formats 1 and 2 (:func:`read_begaze`, :func:`begaze_frames`, :func:`parse_begaze`),
-  the EGTEA clip-name rule and the frame alignment ``F_start - 1 + k`` (:func:`parse_egtea_clip_name`,
-  :func:`egtea_gaze_rows`) and the class-index files (:func:`read_egtea_index`);
+* BeGaze (EGTEA) text exports, formats 1 and 2, read and written (:func:`read_begaze`, :func:`begaze_frames`,
+  :func:`parse_begaze`, :func:`begaze_lines`), the EGTEA clip-name rule and the frame alignment ``F_start - 1 + k``
+  (:func:`parse_egtea_clip_name`, :func:`format_egtea_clip_name`, :func:`egtea_gaze_rows`) and the class-index
+  files (:func:`read_egtea_index`);
 * Ego4D gaze CSVs, found by content (:func:`is_ego4d_gaze_csv`, :func:`read_ego4d_gaze_csv`), the per-frame
   labelling (nearest sample in time, y flip, 40 px fixation rule; :func:`ego4d_frame_labels`), GLC's clip lists and
   untracked intervals (:func:`parse_glc_clip_path`, :func:`read_untracked_intervals`, :func:`ego4d_clip_starts`)
@@ -420,6 +421,14 @@ def parse_egtea_clip_name(name: str) -> EgteaClip:
     return EgteaClip(name, match["video"], int(match["start"]), int(match["end"]))
 
 
+def format_egtea_clip_name(video: str, a: int | str, b: int | str, start_frame: int, end_frame: int) -> str:
+    """The inverse of :func:`parse_egtea_clip_name`: ``<VIDEO>-<a>-<b>-F<start:06d>-F<end:06d>`` (data.md)."""
+    name = f"{video}-{a}-{b}-F{int(start_frame):06d}-F{int(end_frame):06d}"
+    if parse_egtea_clip_name(name).video != video:
+        raise ValueError(f"<VIDEO> must be three '-'-separated tokens (e.g. OP01-R01-PastaSalad), got {video!r}")
+    return name
+
+
 def egtea_gaze_rows(start_frame: int, num_frames: int) -> np.ndarray:
     """Gaze rows of an EGTEA clip: local frame ``k`` reads row ``F_start - 1 + k`` (data.md, "Alignment")."""
     return np.arange(num_frames, dtype=np.int64) + (start_frame - 1)
@@ -651,6 +660,7 @@ __all__ = [
     "UNTRACKED_FILL", "UNTRACKED_FILL_GLC_EGTEA", "UNTRACKED_FILL_GLC_EGO4D",
     "ParseReport", "GazeTrack", "BeGazeSamples", "read_begaze", "begaze_frames", "parse_begaze",
     "begaze_timecode_to_frame", "begaze_frame_to_timecode", "begaze_lines", "EgteaClip", "parse_egtea_clip_name",
+    "format_egtea_clip_name",
     "egtea_gaze_rows",
     "read_egtea_index",
     "is_ego4d_gaze_csv", "Ego4dGazeSamples", "read_ego4d_gaze_csv", "ego4d_frame_labels", "parse_ego4d_gaze",

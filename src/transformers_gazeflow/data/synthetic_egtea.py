@@ -38,6 +38,7 @@ from .gaze_formats import (
     SACCADE,
     UNTRACKED,
     begaze_lines,
+    format_egtea_clip_name,
 )
 from .synthetic import SyntheticClip, SyntheticGazeSettings, generate_clip, split_assignment, task_names
 from .synthetic_scene import TASK_COLOR_NAMES, TASK_SHAPES
@@ -49,7 +50,7 @@ TRACKER_HZ = 30.0
 
 
 @dataclass(frozen=True)
-class EgteaClip:
+class WrittenEgteaClip:
     """One written clip, with what a correct EGTEA parser must read back for it.
 
     ``expected_gaze``/``expected_type`` follow the spec's default parser: mean of a frame's samples, pixels clamped
@@ -124,7 +125,7 @@ def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, co
 
 
 def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (see :class:`EgteaClip`)."""
+    """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (see :class:`WrittenEgteaClip`)."""
     pixels = np.round(unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT), 3)  # what the text holds
     limit = np.array([GAZE_WIDTH - 1, GAZE_HEIGHT - 1])
     off = ((pixels < 0) | (pixels > limit)).any(axis=1)
@@ -137,11 +138,11 @@ def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[n
 
 def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettings | None = None,
                        clips_per_session: int = 3, gap_frames: tuple[int, int] = (6, 20),
-                       session_kinds: tuple[str, ...] = ("OP",)) -> list[EgteaClip]:
+                       session_kinds: tuple[str, ...] = ("OP",)) -> list[WrittenEgteaClip]:
     """Render ``settings.num_clips`` synthetic clips into the raw EGTEA Gaze+ layout under ``out_dir``.
 
     Clips whose synthetic split is ``validation`` or ``test`` go to ``test_split1.txt``, the others to
-    ``train_split1.txt``. Returns one :class:`EgteaClip` per clip, in clip-index order, with the values a parser
+    ``train_split1.txt``. Returns one :class:`WrittenEgteaClip` per clip, in clip-index order, with the values a parser
     must read back. ``settings.fps`` must be 24 (EGTEA's axis). ``session_kinds`` are cycled over the sessions:
     ``"OP"`` sessions (``OPxx-Ryy-Synthetic``) store their gaze as ``gaze_data/<VIDEO>.txt``, ``"P"`` sessions
     (``Pxx-Ryy-Synthetic``) as ``gaze_data/<VIDEO>-GazeData.txt`` (the two namings of the real download).
@@ -162,7 +163,7 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
     splits = split_assignment(settings)
     names = task_names(settings.num_tasks)
     rng = np.random.default_rng([settings.seed, 1 << 21])
-    clips: list[EgteaClip] = []
+    clips: list[WrittenEgteaClip] = []
     num_sessions = math.ceil(settings.num_clips / clips_per_session)
     for session_index in range(num_sessions):
         kind = session_kinds[session_index % len(session_kinds)]
@@ -179,14 +180,14 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
             f_start = cursor + gap
             f_end = f_start + clip.num_frames - 1
             a, b = int(round((f_start - 1) / EGTEA_FPS * 1000)), int(round(f_end / EGTEA_FPS * 1000))
-            name = f"{session}-{a}-{b}-F{f_start:06d}-F{f_end:06d}"
+            name = format_egtea_clip_name(session, a, b, f_start, f_end)
             video_path = out_dir / "cropped_clips" / session / f"{name}.mp4"
             write_video(video_path, clip.frames(), fps=EGTEA_FPS)
             g = clip.gaze
             session_frames = np.arange(clip.num_frames) + f_start - 1
             rows += _gaze_rows(rng, session_frames, g.gaze_raw, g.gaze_type, g.motion)
             expected_gaze, expected_type, expected_type_glc = _expected(g.gaze_raw, g.gaze_type, g.motion)
-            clips.append(EgteaClip(name=name, session=session, split=clip.split, f_start=f_start, f_end=f_end,
+            clips.append(WrittenEgteaClip(name=name, session=session, split=clip.split, f_start=f_start, f_end=f_end,
                                    video_path=video_path, action=clip.task + 1, verb=clip.task + 1,
                                    noun=clip.task + 1, clip=clip, expected_gaze=expected_gaze,
                                    expected_type=expected_type, expected_type_glc=expected_type_glc))
@@ -220,4 +221,4 @@ def _gap_rows(rng: np.random.Generator, first_frame: int, length: int) -> list[t
     return _gaze_rows(rng, frames, points, codes, codes)
 
 
-__all__ = ["EgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT"]
+__all__ = ["WrittenEgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT"]
