@@ -66,7 +66,8 @@ def test_the_package_imports_where_datasets_evaluate_and_av_are_missing():
     result = _python(code)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()[-3:]
-    assert lines[0] == lines[1] == "building or loading a gaze dataset needs the `datasets` package: `pip install datasets`"
+    needs_datasets = "building or loading a gaze dataset needs the `datasets` package: `pip install datasets`"
+    assert lines[0] == lines[1] == needs_datasets
     assert lines[2] == "video decoding needs PyAV: `pip install av`"
 
 

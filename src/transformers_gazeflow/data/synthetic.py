@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .synthetic_gaze import GazeTrack, simulate_gaze
+from .synthetic_gaze import SimulatedGaze, simulate_gaze
 from .synthetic_scene import (
     MAX_TASKS,
     TASK_COLOR_NAMES,
@@ -122,7 +122,7 @@ class SyntheticClip:
     split: str
     fps: float
     scene: Scene
-    gaze: GazeTrack
+    gaze: SimulatedGaze
 
     @property
     def num_frames(self) -> int:

@@ -125,7 +125,7 @@ def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, co
 
 
 def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (see :class:`WrittenEgteaClip`)."""
+    """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (:class:`WrittenEgteaClip`)."""
     pixels = np.round(unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT), 3)  # what the text holds
     limit = np.array([GAZE_WIDTH - 1, GAZE_HEIGHT - 1])
     off = ((pixels < 0) | (pixels > limit)).any(axis=1)

@@ -29,8 +29,8 @@ MIN_SACCADE_AMPLITUDE = 0.025  # smaller re-fixations are folded into the drift 
 
 
 @dataclass(frozen=True)
-class GazeTrack:
-    """Per-frame gaze of one clip.
+class SimulatedGaze:
+    """Simulated per-frame gaze of one synthetic clip (a real recording's parsed gaze is ``gaze_formats.GazeTrack``).
 
     ``gaze`` is clamped to the frame, ``gaze_raw`` is the unclamped point (what an eye tracker reports, used by the
     EGTEA-layout writer), ``motion`` the eye movement before blinks/tracking losses are overlaid (1 fixation,
@@ -41,9 +41,13 @@ class GazeTrack:
     gaze: np.ndarray  # float32 [T, 2]
     gaze_raw: np.ndarray  # float32 [T, 2]
     gaze_type: np.ndarray  # int8 [T]
-    valid: np.ndarray  # bool [T]
     motion: np.ndarray  # int8 [T]
     fixated: np.ndarray  # int16 [T]
+
+    @property
+    def valid(self) -> np.ndarray:
+        """bool [T]: the frame enters the loss (:func:`~.gaze_formats.valid_mask` of ``gaze_type``)."""
+        return valid_mask(self.gaze_type)
 
 
 def _min_jerk(u: np.ndarray) -> np.ndarray:
@@ -72,7 +76,7 @@ def _choose_anchor(rng: np.random.Generator, scene: Scene) -> tuple[np.ndarray, 
     return point - scene.camera + scene.camera[:1], -1
 
 
-def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> GazeTrack:
+def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> SimulatedGaze:
     """Simulate the gaze of one clip over ``scene`` (see the module docstring for the model)."""
     num_frames = scene.num_frames
     raw = np.zeros((num_frames, 2))
@@ -118,13 +122,12 @@ def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> GazeTra
     # a blink reports the last tracked point (raw too: the tracker sees nothing new); untracked frames have no sample
     # and take the coordinates every builder gives them (gaze_formats.fill_untracked: the same held point where a
     # valid frame precedes them)
-    valid = valid_mask(gaze_type)
-    for frame in np.flatnonzero(~valid):
+    for frame in np.flatnonzero(~valid_mask(gaze_type)):
         if frame > 0:
             gaze[frame] = gaze[frame - 1]
             raw[frame] = gaze[frame - 1]
-    return GazeTrack(gaze=fill_untracked(gaze, gaze_type), gaze_raw=raw.astype(np.float32), gaze_type=gaze_type,
-                     valid=valid, motion=motion, fixated=fixated)
+    return SimulatedGaze(gaze=fill_untracked(gaze, gaze_type), gaze_raw=raw.astype(np.float32), gaze_type=gaze_type,
+                         motion=motion, fixated=fixated)
 
 
-__all__ = ["GazeTrack", "simulate_gaze", "FIXATION_CHOICES"]
+__all__ = ["SimulatedGaze", "simulate_gaze", "FIXATION_CHOICES"]
