@@ -198,3 +198,28 @@ def test_missing_and_foreign_files_are_named(tmp_path):
     (out / MANIFEST_NAME).write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="format_version"):
         load_dataset_records(out)
+
+
+def test_a_generator_1_folder_loads_with_untracked_frames_by_the_builders_rule(tmp_path):
+    """Generator 1 kept a clip's leading untracked frames at the raw point; reading its folder re-derives them with
+    fill_untracked (other frames untouched), and an unknown generator version is refused."""
+    small = SyntheticGazeSettings(**{**TINY.to_dict(), "num_clips": 1, "max_frames": 16})
+    out = generate_dataset(tmp_path / "old", small)
+    record = json.loads((out / ANNOTATIONS_NAME).read_text().splitlines()[0])
+    record["gaze_type"][:2] = [UNTRACKED, UNTRACKED]  # as generator 1 could write them: untracked, raw points
+    record["gaze"][:2] = [[0.01, 0.02], [0.03, 0.04]]
+    (out / ANNOTATIONS_NAME).write_text(json.dumps(record) + "\n")
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    manifest["generator_version"] = 1
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest))
+    _, (old,) = load_dataset_records(out)
+    types = np.asarray(record["gaze_type"])
+    expected = fill_untracked(np.asarray(record["gaze"]), types)
+    np.testing.assert_allclose(old["gaze"], expected, atol=1e-7)
+    assert not np.allclose(old["gaze"][:2], [[0.01, 0.02], [0.03, 0.04]])
+    untouched = types != UNTRACKED
+    np.testing.assert_array_equal(np.asarray(old["gaze"])[untouched], np.asarray(record["gaze"])[untouched])
+    manifest["generator_version"] = 0
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="generator_version 0"):
+        load_dataset_records(out)
