@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import parse_begaze, parse_ego4d_gaze
+from transformers_gazeflow.data.gaze_formats import begaze_lines, parse_begaze, parse_ego4d_gaze
 from transformers_gazeflow.data.video import decode_frames, iter_frames, probe_video, write_video
 
 EGO4D_HEADER = "component_idx,component_timestamp_s,canonical_timestamp_s,world_index,confidence,norm_pos_x,norm_pos_y"
@@ -29,18 +29,8 @@ def write_begaze_file(path: Path, rows: int, fmt: int, seed: int = 0) -> Path:
     px, py = rng.uniform(-20, 1300, rows), rng.uniform(-20, 980, rows)
     frames = np.arange(rows) * 24 // 30
     events = rng.choice(["Fixation", "Saccade", "Blink"], rows, p=[0.8, 0.15, 0.05])
-    header = [f"## line {i}" for i in range(34)]
-    header[9 if fmt == 1 else 10] = f"## Number of Samples:\t{rows}"
-    if fmt == 1:
-        body = [f"{i * 33}\tSMP\t1\t{x:.2f}\t{y:.2f}\t{f}\t{e}" for i, (x, y, f, e) in enumerate(zip(px, py, frames, events))]
-    else:
-        pad = "\t".join(["0.5"] * 17)
-        body = []
-        for i, (x, y, f, e) in enumerate(zip(px, py, frames, events)):
-            s, ff = divmod(int(f), 24)
-            body.append(f"{i * 33}\tSMP\t1\t1.0\t2.0\t{x:.2f}\t{y:.2f}\t{pad}\t"
-                        f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}:{ff:02d}\t{e}")
-    path.write_text("\n".join(header + body) + "\n")
+    samples = ((i * 33, x, y, int(f), e) for i, (x, y, f, e) in enumerate(zip(px, py, frames, events)))
+    path.write_text("\n".join(begaze_lines(samples, fmt=fmt)) + "\n")
     return path
 
 

@@ -23,12 +23,21 @@ from pathlib import Path
 import datasets
 import numpy as np
 
+from transformers_gazeflow.data.gaze_formats import PARITY_FIXED
+from transformers_gazeflow.data.loading import (
+    NO_LABEL,
+    BuildLog,
+    GazeBuilderOptions,
+    clip_window_examples,
+    gaze_example_features,
+    split_window_mode,
+    validate_options,
+)
 from transformers_gazeflow.data.synthetic import (
     SyntheticGazeSettings,
     generate_dataset,
     load_dataset_records,
 )
-from transformers_gazeflow.windows import window_starts
 
 logger = logging.getLogger(__name__)
 
@@ -39,58 +48,26 @@ saccades, blinks and untracked frames (invalid), off-frame samples (clamped). Ea
 _CITATION = ""
 _HOMEPAGE = "https://github.com/transformers-gazeflow/transformers-gazeflow"
 _LICENSE = "Apache-2.0 (generated data)"
-NO_LABEL = -1
-WINDOW_MODES = ("all", "first")
-_SETTING_NAMES = tuple(field.name for field in dataclasses.fields(SyntheticGazeSettings))
+_SETTINGS_FIELDS = dataclasses.fields(SyntheticGazeSettings)
 
 
-@dataclasses.dataclass
-class SyntheticGazeConfig(datasets.BuilderConfig):
-    """Generation settings (see ``SyntheticGazeSettings``) plus the example windows.
-
-    ``window_frames`` (64) / ``window_stride`` (32): the windows; ``windows``: ``"all"`` (windows covering the whole
-    clip, by ``window_starts``), ``"first"`` (the first window only) or ``None`` (``"all"`` for train, ``"first"``
-    for validation and test). ``num_workers``: processes rendering the clips (does not change the data).
-    """
-
-    num_clips: int = 8
-    min_frames: int = 16
-    max_frames: int = 80
-    width: int = 128
-    height: int = 96
-    fps: float = 24.0
-    num_tasks: int = 4
-    seed: int = 0
-    min_distractors: int = 2
-    max_distractors: int = 4
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.1
-    window_frames: int = 64
-    window_stride: int = 32
-    windows: str | None = None
-    num_workers: int = 1
-
-    def settings(self) -> SyntheticGazeSettings:
-        return SyntheticGazeSettings(**{name: getattr(self, name) for name in _SETTING_NAMES})
+def _settings(self) -> SyntheticGazeSettings:
+    """The generation settings of this config (validated by ``SyntheticGazeSettings``)."""
+    return SyntheticGazeSettings(**{field.name: getattr(self, field.name) for field in _SETTINGS_FIELDS})
 
 
-def features() -> datasets.Features:
-    """The unified example schema (``../shared/specs/data.md``, "Unified example schema")."""
-    return datasets.Features({
-        "clip_id": datasets.Value("string"),
-        "video_path": datasets.Value("string"),
-        "window_start": datasets.Value("int32"),
-        "num_frames": datasets.Value("int32"),
-        "fps": datasets.Value("float32"),
-        "width": datasets.Value("int32"),
-        "height": datasets.Value("int32"),
-        "gaze": datasets.Array2D(shape=(None, 2), dtype="float32"),
-        "gaze_type": datasets.Sequence(datasets.Value("int8")),
-        "valid": datasets.Sequence(datasets.Value("bool")),
-        "action": datasets.Value("int32"),
-        "verb": datasets.Value("int32"),
-        "noun": datasets.Value("int32"),
-    })
+#: Every field of ``SyntheticGazeSettings`` (same names and defaults, defined there only), the shared builder options
+#: (``GazeBuilderOptions``: ``window_frames``, ``window_stride``, ``windows``, ``parity``, ``strict``) and
+#: ``num_workers`` (processes rendering the clips; does not change the data).
+SyntheticGazeConfig = dataclasses.make_dataclass(
+    "SyntheticGazeConfig",
+    [(field.name, field.type, dataclasses.field(default=field.default)) for field in _SETTINGS_FIELDS]
+    + [("num_workers", "int", dataclasses.field(default=1))],
+    bases=(datasets.BuilderConfig, GazeBuilderOptions),
+    namespace={"settings": _settings, "__module__": __name__, "__doc__": (
+        "Generation settings (the fields of ``SyntheticGazeSettings``), the shared builder options of "
+        "``GazeBuilderOptions`` and ``num_workers`` (processes rendering the clips; does not change the data).")},
+)
 
 
 class SyntheticGaze(datasets.GeneratorBasedBuilder):
@@ -112,8 +89,12 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
     ]
     DEFAULT_CONFIG_NAME = "default"
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.build_log = BuildLog()  # the builders' shared record; generated clips are never dropped
+
     def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=_DESCRIPTION, features=features(), homepage=_HOMEPAGE,
+        return datasets.DatasetInfo(description=_DESCRIPTION, features=gaze_example_features(), homepage=_HOMEPAGE,
                                     license=_LICENSE, citation=_CITATION)
 
     def _clip_dir(self, settings: SyntheticGazeSettings) -> Path:
@@ -125,13 +106,12 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
 
     def _split_generators(self, dl_manager):
         config = self.config
-        if not isinstance(config.window_frames, int) or config.window_frames < 1:
-            raise ValueError(f"window_frames must be a positive int, got {config.window_frames!r}")
-        if not isinstance(config.window_stride, int) or not 1 <= config.window_stride <= config.window_frames:
-            raise ValueError(f"window_stride must be an int in [1, window_frames={config.window_frames}], "
-                             f"got {config.window_stride!r}")
-        if config.windows is not None and config.windows not in WINDOW_MODES:
-            raise ValueError(f"windows must be one of {WINDOW_MODES} or None, got {config.windows!r}")
+        validate_options(config)
+        if config.parity != PARITY_FIXED:
+            raise ValueError(f"synthetic_gaze has no reference loader to reproduce: parity must be "
+                             f"{PARITY_FIXED!r}, got {config.parity!r}. To read synthetic clips the way GLC does, "
+                             "write them with write_egtea_layout and load them with "
+                             "load_gaze_dataset('egtea', data_dir=..., parity='glc').")
         settings = config.settings()  # validates the generation settings
         clip_dir = self._clip_dir(settings)
         if not (clip_dir / "synthetic_gaze.json").is_file():
@@ -150,31 +130,15 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
 
     def _generate_examples(self, records: list[dict], split: str):
         config = self.config
-        mode = config.windows if config.windows is not None else ("all" if split == "train" else "first")
+        mode = split_window_mode(config, split)
         for record in records:
             total = int(record["num_frames"])
-            gaze = np.asarray(record["gaze"], np.float32).reshape(total, 2)
-            gaze_type = np.asarray(record["gaze_type"], np.int8)
-            valid = np.asarray(record["valid"], bool)
-            starts = window_starts(total, config.window_frames, config.window_stride) if mode == "all" else [0]
-            length = min(config.window_frames, total)
-            for start in starts:
-                window = slice(start, start + length)
-                yield f"{record['clip_id']}@{start}", {
-                    "clip_id": record["clip_id"],
-                    "video_path": str(Path(record["video_path"]).absolute()),
-                    "window_start": start,
-                    "num_frames": length,
-                    "fps": float(record["fps"]),
-                    "width": int(record["width"]),
-                    "height": int(record["height"]),
-                    "gaze": gaze[window],
-                    "gaze_type": gaze_type[window],
-                    "valid": valid[window],
-                    "action": int(record["task"]),
-                    "verb": NO_LABEL,
-                    "noun": NO_LABEL,
-                }
+            yield from clip_window_examples(
+                clip_id=record["clip_id"], video_path=record["video_path"], clip_first_frame=0, fps=record["fps"],
+                width=record["width"], height=record["height"],
+                gaze=np.asarray(record["gaze"], np.float32).reshape(total, 2),
+                gaze_type=np.asarray(record["gaze_type"], np.int8), mode=mode, window_frames=config.window_frames,
+                window_stride=config.window_stride, action=record["task"], verb=NO_LABEL, noun=NO_LABEL)
 
 
-__all__ = ["SyntheticGaze", "SyntheticGazeConfig", "features"]
+__all__ = ["SyntheticGaze", "SyntheticGazeConfig"]

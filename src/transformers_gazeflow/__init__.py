@@ -1,11 +1,20 @@
 """transformers-gazeflow: GazeFlow egocentric gaze prediction as a Hugging Face model.
 
-This module only re-exports the public API and registers the model with the Auto classes.
+This module only re-exports the public API and registers the model with the Auto classes. It stays importable
+without ``datasets``, ``evaluate`` and ``av`` (the GPU image has none of them): the data modules import those inside
+the functions that need them.
 """
 
 from transformers import AutoConfig, AutoModel
 
 from .configuration_gazeflow import GazeFlowConfig
+from .data.collator import GazeFlowDataCollator
+from .data.gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from .data.loading import ClipDroppedError, available_builders, gaze_builder, gaze_example_features, load_gaze_dataset
+from .data.processing import GazeFlowVideoProcessor
+from .data.synthetic import SyntheticGazeSettings
+from .data.synthetic_egtea import write_egtea_layout
+from .data.video import VideoDecodeError, decode_frames, probe_video, write_video
 from .geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
 from .modeling_gazeflow import (
     GazeFlowCondition,
@@ -39,4 +48,23 @@ __all__ = [
     "clamp_unit",
     "window_starts",
     "blend_windows",
+    # data: datasets, processing, collation, video
+    "load_gaze_dataset",
+    "gaze_builder",
+    "available_builders",
+    "gaze_example_features",
+    "ClipDroppedError",
+    "GazeFlowVideoProcessor",
+    "GazeFlowDataCollator",
+    "write_egtea_layout",
+    "SyntheticGazeSettings",
+    "UNTRACKED",
+    "FIXATION",
+    "SACCADE",
+    "BLINK_OR_OTHER",
+    "OFF_FRAME",
+    "probe_video",
+    "decode_frames",
+    "write_video",
+    "VideoDecodeError",
 ]

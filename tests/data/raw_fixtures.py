@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from transformers_gazeflow.data.gaze_formats import begaze_lines, format_egtea_clip_name
 from transformers_gazeflow.data.video import write_video
 
 EGO4D_HEADER = ("component_idx,component_timestamp_s,canonical_timestamp_s,world_index,confidence,"
@@ -35,34 +36,19 @@ def _write_lines(path: Path, lines: list[str], crlf: bool = False) -> Path:
     return path
 
 
-def begaze_header(fmt: int, num_samples: int) -> list[str]:
-    """34 ``##`` lines; ``## Number of Samples:`` on line 10 (format 1) or 11 (format 2)."""
-    header = [f"## Header line {i + 1}" for i in range(34)]
-    header[0] = "## [BeGaze]"
-    header[9 if fmt == 1 else 10] = f"## Number of Samples:\t{num_samples}"
-    return header
-
-
-def frame_timecode(frame: int) -> str:
-    seconds, ff = divmod(frame, 24)
-    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}:{ff:02d}"
-
-
 def begaze_row(fmt: int, px: float, py: float, frame: int, event: str, time: int = 0) -> str:
-    if fmt == 1:
-        return f"{time}\tSMP\t1\t{px:.2f}\t{py:.2f}\t{frame}\t{event}"
-    tokens = [str(time), "SMP", "1", "1.0", "2.0", f"{px:.2f}", f"{py:.2f}"] + ["0.5"] * 17
-    tokens += [frame_timecode(frame), event]
-    assert len(tokens) == 26
-    return "\t".join(tokens)
+    """One data row of BeGaze format ``fmt`` (the package's writer, :func:`gaze_formats.begaze_lines`)."""
+    return begaze_lines([(time, px, py, frame, event)], fmt=fmt)[-1]
 
 
 def write_begaze(path: Path, samples: list[tuple[float, float, int, str]], fmt: int = 1,
                  extra_lines: list[str] = (), crlf: bool = False, claimed_samples: int | None = None) -> Path:
     """A BeGaze export of ``(px, py, frame, event)`` samples; ``extra_lines`` are appended verbatim."""
-    rows = [begaze_row(fmt, px, py, frame, event, time=i * 1000) for i, (px, py, frame, event) in enumerate(samples)]
-    count = len(samples) if claimed_samples is None else claimed_samples
-    return _write_lines(path, begaze_header(fmt, count) + rows + list(extra_lines), crlf)
+    rows = [(i * 1000, px, py, frame, event) for i, (px, py, frame, event) in enumerate(samples)]
+    lines = begaze_lines(rows, fmt=fmt, header=[f"## Header line {i}" for i in range(2, 34)],
+                         num_samples=claimed_samples)
+    assert len(lines) == 34 + len(rows) and lines[9 if fmt == 1 else 10].startswith("## Number of Samples:")
+    return _write_lines(path, lines + list(extra_lines), crlf)
 
 
 @dataclass
@@ -79,7 +65,7 @@ class EgteaFixtureClip:
 
 
 def egtea_clip_name(video: str, start: int, end: int) -> str:
-    return f"{video}-1000-2000-F{start:06d}-F{end:06d}"
+    return format_egtea_clip_name(video, 1000, 2000, start, end)
 
 
 def make_egtea_root(root: Path, train: list[EgteaFixtureClip], test: list[EgteaFixtureClip],

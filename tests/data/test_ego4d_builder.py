@@ -107,7 +107,9 @@ def test_frames_after_the_gaze_ends_are_untracked(ego4d_root, tmp_path):
     frames = 86 + np.arange(64)  # the gaze ends at 3.99 s (frame 119.7)
     assert (last["gaze_type"][frames <= 120] == gf.FIXATION).all()
     assert (last["gaze_type"][frames >= 121] == gf.UNTRACKED).all() and not last["valid"][frames >= 121].any()
-    np.testing.assert_allclose(last["gaze"][frames >= 121], 0.5)
+    # by default they hold the last valid point (gaze_formats.fill_untracked), never a made-up one
+    np.testing.assert_allclose(last["gaze"][frames >= 121], np.broadcast_to(last["gaze"][frames == 120], (29, 2)))
+    assert not np.allclose(last["gaze"][frames == 120], 0.5)
 
 
 def test_clip_without_gaze_or_past_the_video_is_dropped_with_reasons(fixed, glc):

@@ -92,7 +92,20 @@ def test_off_frame_and_untracked_under_both_parities(tmp_path):
     assert list(glc.gaze_type) == [gf.FIXATION, gf.SACCADE, gf.BLINK_OR_OTHER, gf.UNTRACKED, gf.FIXATION]
     assert list(fixed.valid) == [True, True, False, False, True]
     np.testing.assert_allclose(glc.gaze[3], [0.5, 0.5])  # GLC's loader puts untracked frames at the centre
-    np.testing.assert_allclose(fixed.gaze[3], gf.UNTRACKED_FILL)
+    np.testing.assert_allclose(fixed.gaze[3], fixed.gaze[1])  # by default: the last valid point (not the blink's)
+
+
+def test_untracked_frames_hold_the_last_valid_point():
+    gaze = np.array([[0.9, 0.9], [0.1, 0.2], [7, 7], [0.3, 0.4], [7, 7], [0.0, 1.0], [7, 7], [7, 7]], np.float32)
+    codes = np.array([gf.UNTRACKED, gf.FIXATION, gf.UNTRACKED, gf.SACCADE, gf.BLINK_OR_OTHER, gf.OFF_FRAME,
+                      gf.UNTRACKED, gf.UNTRACKED], np.int8)
+    filled = gf.fill_untracked(gaze, codes)
+    np.testing.assert_array_equal(filled, gaze[[1, 1, 1, 3, 4, 5, 5, 5]])  # leading: the first valid; blinks kept
+    assert filled.dtype == np.float32 and gaze[0, 0] == np.float32(0.9)  # a new array
+    np.testing.assert_array_equal(gf.fill_untracked(gaze[:1], codes[:1]), [gf.UNTRACKED_FILL])  # nothing valid
+    np.testing.assert_array_equal(gf.fill_untracked(gaze[[4]], [gf.BLINK_OR_OTHER]), [[7, 7]])
+    with pytest.raises(ValueError, match="gaze_type must have shape"):
+        gf.fill_untracked(gaze, codes[:3])
 
 
 def test_egtea_clip_name_and_alignment_rule():
@@ -102,6 +115,9 @@ def test_egtea_clip_name_and_alignment_rule():
     assert list(gf.egtea_gaze_rows(24051, 3)) == [24050, 24051, 24052]  # F_start - 1 + k
     with pytest.raises(ValueError, match="not an EGTEA clip name"):
         gf.parse_egtea_clip_name("OP01-R01-PastaSalad-no-frames")
+    assert gf.format_egtea_clip_name("OP01-R01-PastaSalad", 1002316, 1004005, 24051, 24101) == clip.name
+    with pytest.raises(ValueError, match="three '-'-separated tokens"):
+        gf.format_egtea_clip_name("OP01-PastaSalad", 1, 2, 3, 4)
 
 
 def test_begaze_parse_rate_100k_rows(tmp_path):
@@ -174,7 +190,7 @@ def test_ego4d_frames_after_the_gaze_ends_are_untracked_fixed_and_glc():
     # GLC stops once its search pointer reaches the last two samples: frames 0..38 only
     assert (glc.gaze_type[:39] == gf.FIXATION).all() and (glc.gaze_type[39:] == gf.UNTRACKED).all()
     np.testing.assert_allclose(glc.gaze[45], [0.0, 0.0])
-    np.testing.assert_allclose(fixed.gaze[45], gf.UNTRACKED_FILL)
+    np.testing.assert_allclose(fixed.gaze[45], [0.4, 0.6])  # by default: the last valid point held (fill_untracked)
     assert not fixed.valid[45] and fixed.valid[10]
 
 
@@ -310,6 +326,13 @@ def loop_ego4d(t, x, y, num_frames, fps, parity):
     while len(out_type) < num_frames:
         out_gaze.append(fill)
         out_type.append(0)
+    if parity != "glc":  # untracked frames hold the last valid point (the first valid one before any)
+        held = next((g for g, c in zip(out_gaze, out_type) if c not in (0, 3)), (0.5, 0.5))
+        for i, code in enumerate(out_type):
+            if code == 0:
+                out_gaze[i] = held
+            elif code != 3:
+                held = out_gaze[i]
     return np.array(out_gaze, np.float32), np.array(out_type, np.int8)
 
 

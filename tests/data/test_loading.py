@@ -66,6 +66,54 @@ def test_clip_window_examples_short_clip_and_modes():
         list(clip_window_examples(mode="middle", **kwargs))
 
 
+PACKAGE = REPO / "src" / "transformers_gazeflow"
+
+
+def _relative(paths, root=PACKAGE):
+    return [path.relative_to(root).as_posix() for path in paths[1:]]
+
+
+def test_the_cache_key_covers_the_package_modules_each_builder_imports():
+    egtea = loading.builder_code_files(loading.builder_file("egtea"))
+    assert egtea[0] == loading.builder_file("egtea")
+    assert _relative(egtea) == ["data/gaze_formats.py", "data/loading.py", "data/video.py", "geometry.py",
+                                "windows.py"]
+    synthetic = _relative(loading.builder_code_files(loading.builder_file("synthetic")))
+    assert {"data/synthetic.py", "data/synthetic_gaze.py", "data/synthetic_scene.py", "data/gaze_formats.py",
+            "data/loading.py", "data/video.py"} <= set(synthetic)
+    for paths in (egtea, synthetic):  # __init__ files only re-export; the collator is not builder output
+        assert not any(str(path).endswith(("__init__.py", "collator.py", "modeling_gazeflow.py")) for path in paths)
+
+
+@pytest.mark.parametrize("edited, builders_changed", [
+    ("data/synthetic_scene.py", {"synthetic"}),
+    ("data/gaze_formats.py", {"egtea", "ego4d", "synthetic"}),
+    ("data/loading.py", {"egtea", "ego4d", "synthetic"}),
+    ("windows.py", {"egtea", "ego4d", "synthetic"}),
+    ("data/collator.py", set()),
+])
+def test_editing_a_module_changes_the_cache_key_of_exactly_the_builders_that_import_it(tmp_path, edited,
+                                                                                       builders_changed):
+    package = tmp_path / "transformers_gazeflow"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    builders = {name: loading.builder_file(name) for name in ("egtea", "ego4d", "synthetic")}
+    before = {name: loading._code_hash(path, package) for name, path in builders.items()}
+    assert before == {name: loading._code_hash(path) for name, path in builders.items()}  # same code, same key
+    with open(package / edited, "a", encoding="utf-8") as handle:
+        handle.write("\n# a change\n")
+    after = {name: loading._code_hash(path, package) for name, path in builders.items()}
+    assert {name for name in builders if after[name] != before[name]} == builders_changed
+
+
+def test_a_builder_code_change_gives_a_fresh_cache_folder(tmp_path, monkeypatch):
+    """``gaze_builder`` passes the code hash to ``datasets``, whose cache folder ends in it."""
+    builder = loading.gaze_builder("synthetic", tmp_path / "clips", cache_dir=tmp_path / "cache", config_name="tiny")
+    assert Path(builder.cache_dir).name == loading._code_hash(loading.builder_file("synthetic"))
+    monkeypatch.setattr(loading, "_code_hash", lambda path: "0123456789abcdef")
+    again = loading.gaze_builder("synthetic", tmp_path / "clips", cache_dir=tmp_path / "cache", config_name="tiny")
+    assert Path(again.cache_dir).name == "0123456789abcdef" and again.cache_dir != builder.cache_dir
+
+
 def _run(code: str, cwd: Path, env: dict) -> str:
     result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
                             timeout=120)
@@ -78,6 +126,7 @@ import transformers_gazeflow.data.loading as l
 ds = l.load_gaze_dataset("egtea", data_dir={root!r}, split="train", cache_dir={cache!r})
 print(l.builder_file("egtea"))
 print(l.__file__)
+print(l._code_hash(l.builder_file("egtea")))
 print(ds[0]["clip_id"], ds.num_rows)
 """
 
@@ -125,5 +174,6 @@ def test_wheel_ships_the_builders_and_loads_them_outside_the_repository(egtea_ro
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
     out = _run(LOAD.format(root=str(egtea_root), cache=str(tmp_path / "cache")), elsewhere, env).splitlines()
-    assert out[-3] == str(site / "transformers_gazeflow" / "_builders" / "egtea_gaze" / "egtea_gaze.py")
-    assert out[-2].startswith(str(site)) and out[-1] == f"{egtea_clip_name(OP, 3, 18)} 1"
+    assert out[-4] == str(site / "transformers_gazeflow" / "_builders" / "egtea_gaze" / "egtea_gaze.py")
+    assert out[-3].startswith(str(site)) and out[-1] == f"{egtea_clip_name(OP, 3, 18)} 1"
+    assert out[-2] == loading._code_hash(loading.builder_file("egtea"))  # the same code keys the same cache

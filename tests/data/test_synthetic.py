@@ -13,7 +13,14 @@ from transformers_gazeflow.data.synthetic import (
     split_assignment,
     task_names,
 )
-from transformers_gazeflow.data.synthetic_gaze import BLINK, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from transformers_gazeflow.data.gaze_formats import (
+    BLINK_OR_OTHER,
+    FIXATION,
+    OFF_FRAME,
+    SACCADE,
+    UNTRACKED,
+    fill_untracked,
+)
 from transformers_gazeflow.data.synthetic_scene import TASK_COLORS
 from transformers_gazeflow.data.video import decode_frames, probe_video
 
@@ -54,7 +61,8 @@ def test_clip_fields_follow_the_unified_schema(stats_clips):
         assert g.gaze.shape == (n, 2) and g.gaze.dtype == np.float32
         assert g.gaze.min() >= 0 and g.gaze.max() <= 1
         assert set(np.unique(g.gaze_type).tolist()) <= {0, 1, 2, 3, 4}
-        assert np.array_equal(g.valid, (g.gaze_type != UNTRACKED) & (g.gaze_type != BLINK))
+        assert np.array_equal(g.valid, (g.gaze_type != UNTRACKED) & (g.gaze_type != BLINK_OR_OTHER))
+        assert np.array_equal(g.gaze, fill_untracked(g.gaze, g.gaze_type))  # the builders' untracked rule
         off = g.gaze_type == OFF_FRAME
         assert (((g.gaze_raw[off] < 0) | (g.gaze_raw[off] > 1)).any(axis=1)).all()
         assert np.allclose(g.gaze[off], np.clip(g.gaze_raw[off], 0, 1))
@@ -81,7 +89,7 @@ def test_gaze_dynamics_look_human(stats_clips):
     assert set(saccade_lengths) <= {2, 3, 4} and len(set(saccade_lengths)) >= 2
     share = counts / counts.sum()
     assert share[FIXATION] > 0.6 and 0.05 < share[SACCADE] < 0.25
-    for code in (UNTRACKED, BLINK, OFF_FRAME):  # every kind of sample occurs, but rarely
+    for code in (UNTRACKED, BLINK_OR_OTHER, OFF_FRAME):  # every kind of sample occurs, but rarely
         assert 0.002 < share[code] < 0.1, (code, share)
 
 
@@ -189,4 +197,29 @@ def test_missing_and_foreign_files_are_named(tmp_path):
     manifest["format_version"] = 99
     (out / MANIFEST_NAME).write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="format_version"):
+        load_dataset_records(out)
+
+
+def test_a_generator_1_folder_loads_with_untracked_frames_by_the_builders_rule(tmp_path):
+    """Generator 1 kept a clip's leading untracked frames at the raw point; reading its folder re-derives them with
+    fill_untracked (other frames untouched), and an unknown generator version is refused."""
+    small = SyntheticGazeSettings(**{**TINY.to_dict(), "num_clips": 1, "max_frames": 16})
+    out = generate_dataset(tmp_path / "old", small)
+    record = json.loads((out / ANNOTATIONS_NAME).read_text().splitlines()[0])
+    record["gaze_type"][:2] = [UNTRACKED, UNTRACKED]  # as generator 1 could write them: untracked, raw points
+    record["gaze"][:2] = [[0.01, 0.02], [0.03, 0.04]]
+    (out / ANNOTATIONS_NAME).write_text(json.dumps(record) + "\n")
+    manifest = json.loads((out / MANIFEST_NAME).read_text())
+    manifest["generator_version"] = 1
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest))
+    _, (old,) = load_dataset_records(out)
+    types = np.asarray(record["gaze_type"])
+    expected = fill_untracked(np.asarray(record["gaze"]), types)
+    np.testing.assert_allclose(old["gaze"], expected, atol=1e-7)
+    assert not np.allclose(old["gaze"][:2], [[0.01, 0.02], [0.03, 0.04]])
+    untouched = types != UNTRACKED
+    np.testing.assert_array_equal(np.asarray(old["gaze"])[untouched], np.asarray(record["gaze"])[untouched])
+    manifest["generator_version"] = 0
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="generator_version 0"):
         load_dataset_records(out)

@@ -85,6 +85,17 @@ def test_builder_examples_collate_into_a_model_batch(tiny):
     assert again["clip_id"] == batch["clip_id"]
 
 
+def test_load_gaze_dataset_runs_the_same_builder(tiny):
+    """The README's way: ``load_gaze_dataset("synthetic", ...)`` (no importlib), reusing the generated clips."""
+    from transformers_gazeflow import load_gaze_dataset
+
+    root, _, splits = tiny
+    train = load_gaze_dataset("synthetic", data_dir=root / "clips", split="train", config_name="tiny",
+                              cache_dir=root / "cache_loader")
+    assert train["clip_id"] == splits["train"]["clip_id"]
+    assert train["window_start"] == splits["train"]["window_start"] and train["gaze"] == splits["train"]["gaze"]
+
+
 def test_reusing_the_data_dir_and_option_overrides(builder_module, tiny):
     root, _, splits = tiny
     stamp = (root / "clips" / MANIFEST_NAME).stat().st_mtime_ns
@@ -108,6 +119,12 @@ def test_bad_options_and_missing_files(builder_module, tmp_path):
     with pytest.raises(ValueError, match="window_stride"):
         builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", window_stride=100,
                                      cache_dir=str(tmp_path / "cache")).download_and_prepare()
+    with pytest.raises(ValueError, match="windows must be one of"):
+        builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", windows="last",
+                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
+    with pytest.raises(ValueError, match="no reference loader.*parity='glc'"):
+        builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", parity="glc",
+                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
     with pytest.raises(ValueError, match="num_tasks"):
         builder_module.SyntheticGaze(data_dir=str(tmp_path / "b"), config_name="tiny", num_tasks=12,
                                      cache_dir=str(tmp_path / "cache")).download_and_prepare()
@@ -117,6 +134,18 @@ def test_bad_options_and_missing_files(builder_module, tmp_path):
     with pytest.raises(FileNotFoundError, match="synthetic_gaze.json not found"):
         builder_module.SyntheticGaze(data_dir=str(foreign), config_name="tiny",
                                      cache_dir=str(tmp_path / "cache")).download_and_prepare()
+
+
+def test_the_config_carries_every_generation_setting_with_its_default(builder_module):
+    """The config's generation fields are SyntheticGazeSettings' own (one definition), plus the shared options."""
+    from transformers_gazeflow.data.loading import GazeBuilderOptions
+    from transformers_gazeflow.data.synthetic import SyntheticGazeSettings
+
+    config = builder_module.SyntheticGazeConfig(name="x")
+    assert config.settings() == SyntheticGazeSettings()
+    assert isinstance(config, GazeBuilderOptions) and (config.window_frames, config.parity) == (64, "fixed")
+    assert builder_module.SyntheticGazeConfig(name="y", seed=5, width=32).settings() == SyntheticGazeSettings(
+        seed=5, width=32)
 
 
 def test_without_data_dir_the_clips_go_under_the_cache(builder_module, tmp_path):

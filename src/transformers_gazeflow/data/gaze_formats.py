@@ -6,11 +6,13 @@ Reference behaviour: GLC (``BolinLai/GLC``: ``data/gaze_io_sample.py``, ``slowfa
 
 What lives here, and nowhere else:
 
-* the unified gaze-type codes and the ``valid`` rule (:data:`UNTRACKED` ... :data:`OFF_FRAME`, :func:`valid_mask`);
+* the unified gaze-type codes, the ``valid`` rule and the coordinates of untracked frames (:data:`UNTRACKED` ...
+  :data:`OFF_FRAME`, :func:`valid_mask`, :func:`fill_untracked`);
 * the ``parity`` modes: ``"fixed"`` (default, the spec's fixes) and ``"glc"`` (the reference loaders' quirks);
-* BeGaze (EGTEA) text exports, formats 1 and 2 (:func:`read_begaze`, :func:`begaze_frames`, :func:`parse_begaze`),
-  the EGTEA clip-name rule and the frame alignment ``F_start - 1 + k`` (:func:`parse_egtea_clip_name`,
-  :func:`egtea_gaze_rows`) and the class-index files (:func:`read_egtea_index`);
+* BeGaze (EGTEA) text exports, formats 1 and 2, read and written (:func:`read_begaze`, :func:`begaze_frames`,
+  :func:`parse_begaze`, :func:`begaze_lines`), the EGTEA clip-name rule and the frame alignment ``F_start - 1 + k``
+  (:func:`parse_egtea_clip_name`, :func:`format_egtea_clip_name`, :func:`egtea_gaze_rows`) and the class-index
+  files (:func:`read_egtea_index`);
 * Ego4D gaze CSVs, found by content (:func:`is_ego4d_gaze_csv`, :func:`read_ego4d_gaze_csv`), the per-frame
   labelling (nearest sample in time, y flip, 40 px fixation rule; :func:`ego4d_frame_labels`), GLC's clip lists and
   untracked intervals (:func:`parse_glc_clip_path`, :func:`read_untracked_intervals`, :func:`ego4d_clip_starts`)
@@ -26,7 +28,7 @@ import csv
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from operator import itemgetter
 from dataclasses import dataclass, field
@@ -51,9 +53,12 @@ PARITY_FIXED = "fixed"
 PARITY_GLC = "glc"
 PARITY_MODES = (PARITY_FIXED, PARITY_GLC)
 
-#: Coordinates given to untracked frames. They never enter the loss (``valid`` is False); GLC's EGTEA loader
-#: puts them at the centre (data.md: "The reference sets untracked frames to (0.5, 0.5)"), GLC's Ego4D labels
-#: at (0, 0) (data.md: "untracked coordinates (0, 0)"). The fixed mode uses the centre for both datasets.
+#: Coordinates of untracked frames (no gaze sample). They never enter the loss (``valid`` is False), but they are
+#: in every example, so they follow one rule, :func:`fill_untracked`, for all builders: by default an untracked frame
+#: holds the last valid point, and :data:`UNTRACKED_FILL` (the centre) is only used for a recording with no valid
+#: frame at all. GLC's fixed values are reproduced only under ``parity="glc"`` (data.md: "The reference sets untracked
+#: frames to (0.5, 0.5) ... Reproduce that only under parity='glc'"): the centre for EGTEA, (0, 0) for Ego4D
+#: (data.md: "untracked coordinates (0, 0)").
 UNTRACKED_FILL = (0.5, 0.5)
 UNTRACKED_FILL_GLC_EGTEA = (0.5, 0.5)
 UNTRACKED_FILL_GLC_EGO4D = (0.0, 0.0)
@@ -93,6 +98,33 @@ def valid_mask(gaze_type: np.ndarray) -> np.ndarray:
     """``valid``: the frame enters the training loss: not untracked, not blink/other (data.md, field ``valid``)."""
     gaze_type = np.asarray(gaze_type)
     return (gaze_type != UNTRACKED) & (gaze_type != BLINK_OR_OTHER)
+
+
+def fill_untracked(gaze: np.ndarray, gaze_type: np.ndarray) -> np.ndarray:
+    """The default coordinates of untracked frames (code 0), the one rule all builders and the synthetic data follow.
+
+    An untracked frame holds the point of the last valid frame before it (fixation, saccade or off-frame:
+    :func:`valid_mask`); untracked frames before the first valid frame take the first valid frame's point; a
+    recording with no valid frame is at :data:`UNTRACKED_FILL` (the centre). So a trajectory never jumps to a made-up
+    point where the tracker lost the eye (GLC's centre fill, data.md, does; ``parity="glc"`` keeps it), and
+    repeating the last point, as the collator does when padding, continues it. Blink frames keep their own samples.
+    Returns a new float32 array ``[n, 2]``.
+    """
+    gaze = np.array(gaze, dtype=np.float32).reshape(-1, 2)
+    gaze_type = np.asarray(gaze_type)
+    if gaze_type.shape != (gaze.shape[0],):
+        raise ValueError(f"gaze_type must have shape [{gaze.shape[0]}] to match gaze, got {gaze_type.shape}")
+    untracked = gaze_type == UNTRACKED
+    if not untracked.any():
+        return gaze
+    valid = valid_mask(gaze_type)
+    if not valid.any():
+        gaze[untracked] = UNTRACKED_FILL
+        return gaze
+    last_valid = np.maximum.accumulate(np.where(valid, np.arange(len(valid)), -1))
+    source = np.where(last_valid >= 0, last_valid, int(np.argmax(valid)))
+    gaze[untracked] = gaze[source[untracked]]
+    return gaze
 
 
 @dataclass
@@ -201,6 +233,43 @@ def begaze_timecode_to_frame(timecodes: Sequence[bytes] | Sequence[str]) -> tupl
     return (3600 * hh + 60 * mm + ss) * BEGAZE_FPS + ff, ok
 
 
+def begaze_frame_to_timecode(frame: int) -> str:
+    """Frame on the 24 fps axis -> ``HH:MM:SS:FF``, the inverse of :func:`begaze_timecode_to_frame`."""
+    seconds, ff = divmod(int(frame), BEGAZE_FPS)
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}:{ff:02d}"
+
+
+def begaze_lines(samples: Iterable[tuple[int, float, float, int, str]], fmt: int = 1,
+                 header: Sequence[str] = (), num_samples: int | None = None) -> list[str]:
+    """The lines of a BeGaze text export of ``(time, px, py, frame, event)`` samples: what :func:`read_begaze` reads.
+
+    Writes the layout data.md describes, from the constants above: :data:`BEGAZE_HEADER_LINES` ``##`` lines with
+    ``## Number of Samples:`` on line 10 (format 1) or 11 (format 2), then one row per sample. Format 1 rows are
+    ``Time Type Trial X Y Frame Event``; format 2 rows have 26 tokens with x, y as tokens 6, 7, the frame as the
+    timecode of token 25 and the event last (the other tokens are zeros). ``header``: your own ``##`` lines, placed
+    after ``## [BeGaze]`` around the samples line; ``num_samples`` overrides the count written there (the reference
+    calls it unreliable). Pixels are written with 3 decimals.
+    """
+    if fmt not in BEGAZE_TOKENS:
+        raise ValueError(f"fmt must be one of {sorted(BEGAZE_TOKENS)} (BeGaze formats), got {fmt!r}")
+    if fmt == 1:
+        rows = [f"{time}\tSMP\t1\t{px:.3f}\t{py:.3f}\t{frame}\t{event}" for time, px, py, frame, event in samples]
+    else:
+        zeros = "\t".join(["0"] * (BEGAZE_TOKENS[2] - 9))
+        rows = [f"{time}\tSMP\t1\t0\t0\t{px:.3f}\t{py:.3f}\t{zeros}\t{begaze_frame_to_timecode(frame)}\t{event}"
+                for time, px, py, frame, event in samples]
+    marker_line = 9 if fmt == 1 else 10  # 0-based
+    own = list(header)
+    if any(not line.startswith("##") for line in own) or len(own) > BEGAZE_HEADER_LINES - 2:
+        raise ValueError(f"header must be at most {BEGAZE_HEADER_LINES - 2} lines starting with '##'")
+    lines = ["## [BeGaze]"] + own[:marker_line - 1]
+    lines += ["##"] * (marker_line - len(lines))
+    lines.append(f"{BEGAZE_SAMPLES_MARKER}\t{len(rows) if num_samples is None else num_samples}")
+    lines += own[marker_line - 1:]
+    lines += ["##"] * (BEGAZE_HEADER_LINES - len(lines))
+    return lines + rows
+
+
 def _begaze_event_codes(events: Sequence[bytes] | Sequence[str]) -> np.ndarray:
     """BeGaze event -> unified code: ``Fixation`` 1, ``Saccade`` 2, anything else (``Blink``, ``-``, ...) 3."""
     if not len(events):
@@ -282,14 +351,14 @@ def begaze_frames(samples: BeGazeSamples, parity: str = PARITY_FIXED) -> GazeTra
     its last sample's type. Coordinates are normalised as ``clip(px, 0, 1279) / 1280``, ``clip(py, 0, 959) / 960``.
 
     * ``parity="fixed"``: the true mean of the frame's samples; a fixation or saccade frame whose mean lies
-      outside the 1280x960 frame is marked off-frame (4); untracked frames get :data:`UNTRACKED_FILL`.
+      outside the 1280x960 frame is marked off-frame (4); untracked frames follow :func:`fill_untracked`.
     * ``parity="glc"``: GLC's running pairwise average ``(old + new) / 2`` in file order; code 4 is never kept
       (GLC's overwrite bug); untracked frames get (0.5, 0.5) as GLC's EGTEA loader sets them.
     """
     check_parity(parity)
     n = samples.frame.shape[0]
     num_frames = int(samples.frame.max()) + 1 if n else 0
-    gaze = np.empty((num_frames, 2), np.float64)
+    gaze = np.zeros((num_frames, 2), np.float64)
     gaze_type = np.full(num_frames, UNTRACKED, np.int8)
     if n:
         order = np.argsort(samples.frame, kind="stable")
@@ -316,9 +385,10 @@ def begaze_frames(samples: BeGazeSamples, parity: str = PARITY_FIXED) -> GazeTra
         clamped = np.stack([np.clip(mean[:, 0], 0, BEGAZE_WIDTH - 1), np.clip(mean[:, 1], 0, BEGAZE_HEIGHT - 1)], 1)
         gaze[tracked] = pixels_to_unit(clamped, BEGAZE_WIDTH, BEGAZE_HEIGHT)
         gaze_type[tracked] = types
-    fill = UNTRACKED_FILL_GLC_EGTEA if parity == PARITY_GLC else UNTRACKED_FILL
-    gaze[gaze_type == UNTRACKED] = fill
-    return GazeTrack(gaze.astype(np.float32), gaze_type, samples.report)
+    if parity == PARITY_GLC:
+        gaze[gaze_type == UNTRACKED] = UNTRACKED_FILL_GLC_EGTEA
+        return GazeTrack(gaze.astype(np.float32), gaze_type, samples.report)
+    return GazeTrack(fill_untracked(gaze, gaze_type), gaze_type, samples.report)
 
 
 def parse_begaze(path: str | Path, parity: str = PARITY_FIXED) -> GazeTrack:
@@ -349,6 +419,14 @@ def parse_egtea_clip_name(name: str) -> EgteaClip:
     if match is None:
         raise ValueError(f"not an EGTEA clip name (expected <VIDEO>-<a>-<b>-F<start>-F<end>): {name!r}")
     return EgteaClip(name, match["video"], int(match["start"]), int(match["end"]))
+
+
+def format_egtea_clip_name(video: str, a: int | str, b: int | str, start_frame: int, end_frame: int) -> str:
+    """The inverse of :func:`parse_egtea_clip_name`: ``<VIDEO>-<a>-<b>-F<start:06d>-F<end:06d>`` (data.md)."""
+    name = f"{video}-{a}-{b}-F{int(start_frame):06d}-F{int(end_frame):06d}"
+    if parse_egtea_clip_name(name).video != video:
+        raise ValueError(f"<VIDEO> must be three '-'-separated tokens (e.g. OP01-R01-PastaSalad), got {video!r}")
+    return name
 
 
 def egtea_gaze_rows(start_frame: int, num_frames: int) -> np.ndarray:
@@ -450,7 +528,7 @@ def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float,
 
     * ``parity="fixed"``: a frame is untracked when its nearest sample lies outside the frame's own time slot
       (more than half a frame period away: before the gaze starts, after it ends, or in a gap);
-      untracked frames get :data:`UNTRACKED_FILL`.
+      untracked frames follow :func:`fill_untracked`.
     * ``parity="glc"``: GLC's loop: frames are labelled until its search pointer reaches the last two samples,
       all later frames are untracked at (0, 0).
     """
@@ -458,7 +536,7 @@ def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float,
     if num_frames < 0 or fps <= 0:
         raise ValueError(f"need num_frames >= 0 and fps > 0, got {num_frames} and {fps}")
     t, n = samples.t, samples.t.shape[0]
-    gaze = np.empty((num_frames, 2), np.float64)
+    gaze = np.zeros((num_frames, 2), np.float64)
     gaze_type = np.full(num_frames, UNTRACKED, np.int8)
     if n and num_frames:
         ts = np.arange(num_frames) / float(fps)
@@ -482,8 +560,10 @@ def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float,
         types = np.where(outside, OFF_FRAME, types)
         gaze[tracked] = clamped[tracked]
         gaze_type[tracked] = types[tracked]
-    fill = UNTRACKED_FILL_GLC_EGO4D if parity == PARITY_GLC else UNTRACKED_FILL
-    gaze[gaze_type == UNTRACKED] = fill
+    if parity == PARITY_GLC:
+        gaze[gaze_type == UNTRACKED] = UNTRACKED_FILL_GLC_EGO4D
+    else:
+        gaze = fill_untracked(gaze, gaze_type)
     report = samples.report
     untracked = int((gaze_type == UNTRACKED).sum())
     if untracked:
@@ -576,9 +656,12 @@ def ego4d_clip_starts(duration_s: float, intervals: list[tuple[int, int]] = (),
 
 __all__ = [
     "UNTRACKED", "FIXATION", "SACCADE", "BLINK_OR_OTHER", "OFF_FRAME", "GAZE_TYPE_NAMES",
-    "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "valid_mask",
+    "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "valid_mask", "fill_untracked",
+    "UNTRACKED_FILL", "UNTRACKED_FILL_GLC_EGTEA", "UNTRACKED_FILL_GLC_EGO4D",
     "ParseReport", "GazeTrack", "BeGazeSamples", "read_begaze", "begaze_frames", "parse_begaze",
-    "begaze_timecode_to_frame", "EgteaClip", "parse_egtea_clip_name", "egtea_gaze_rows",
+    "begaze_timecode_to_frame", "begaze_frame_to_timecode", "begaze_lines", "EgteaClip", "parse_egtea_clip_name",
+    "format_egtea_clip_name",
+    "egtea_gaze_rows",
     "read_egtea_index",
     "is_ego4d_gaze_csv", "Ego4dGazeSamples", "read_ego4d_gaze_csv", "ego4d_frame_labels", "parse_ego4d_gaze",
     "ego4d_label_rows", "parse_glc_clip_path", "parse_hms", "read_untracked_intervals", "ego4d_clip_starts",

@@ -19,6 +19,7 @@ and the record of what a build skipped or dropped (:class:`BuildLog`).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import importlib.util
@@ -43,6 +44,18 @@ WINDOW_MODES = ("all", "first")
 NO_LABEL = -1  # action/verb/noun where a dataset has none (data.md, "Unified example schema")
 
 
+def _import_datasets():
+    """``datasets``, imported only where it is needed: ``import transformers_gazeflow`` works without it (the GPU
+    image has no ``datasets``); building a gaze dataset then says what to install."""
+    try:
+        import datasets
+        import datasets.exceptions  # noqa: F401  (load_gaze_dataset unwraps its errors)
+    except ImportError as err:
+        raise ImportError("building or loading a gaze dataset needs the `datasets` package: "
+                          "`pip install datasets`") from err
+    return datasets
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The unified example schema and the shared builder options
 # ----------------------------------------------------------------------------------------------------------------
@@ -55,7 +68,7 @@ def gaze_example_features():
     origin), ``gaze_type`` int8 [n] (0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame), ``valid``
     bool [n], ``action``/``verb``/``noun`` int32 (0-based, -1 where absent).
     """
-    import datasets
+    datasets = _import_datasets()
 
     return datasets.Features({
         "clip_id": datasets.Value("string"),
@@ -220,7 +233,7 @@ def builder_file(name: str | os.PathLike) -> Path:
 
 def load_builder_class(name: str | os.PathLike):
     """Import a builder module from its file and return its ``datasets.GeneratorBasedBuilder`` subclass."""
-    import datasets
+    datasets = _import_datasets()
 
     path = builder_file(name)
     module_name = f"transformers_gazeflow._builders.{path.parent.name}.{path.stem}"
@@ -242,12 +255,69 @@ def load_builder_class(name: str | os.PathLike):
     return classes[0]
 
 
-def _code_hash(builder_path: Path) -> str:
-    """A hash of the builder's code and the data layer it uses, so a code change never reuses a stale cache."""
+PACKAGE_NAME = "transformers_gazeflow"
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def _imported_modules(path: Path, package_dir: Path) -> set[Path]:
+    """Files of this package that ``path`` imports (absolute ``transformers_gazeflow.x`` or relative imports,
+    anywhere in the file, also inside functions). Package ``__init__.py`` files only re-export (architecture.md,
+    "Rules of the house") and are neither returned nor followed."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    inside = path.resolve().is_relative_to(package_dir.resolve())
+    here = path.resolve().parent.relative_to(package_dir.resolve()).parts if inside else ()
+    names: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [tuple(alias.name.split(".")) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: only meaningful inside the package
+                if not inside or node.level - 1 > len(here):
+                    continue
+                base = (PACKAGE_NAME, *here[:len(here) - (node.level - 1)])
+            else:
+                base = ()
+            module = base + tuple((node.module or "").split(".")) if node.module else base
+            names.append(module)
+            names += [module + (alias.name,) for alias in node.names]  # `from . import module`
+    files = set()
+    for name in names:
+        if not name or name[0] != PACKAGE_NAME or len(name) < 2:
+            continue
+        candidate = package_dir.joinpath(*name[1:]).with_suffix(".py")
+        if candidate.is_file():
+            files.add(candidate.resolve())
+    return files
+
+
+def builder_code_files(builder_path: str | os.PathLike, package_dir: str | os.PathLike | None = None) -> list[Path]:
+    """The code a builder's output depends on: its own file and every module of this package it imports, directly
+    or through other package modules (e.g. ``data/loading.py``, ``data/gaze_formats.py``, ``geometry.py``, and for
+    ``synthetic_gaze`` the ``data/synthetic*.py`` generator). Sorted, for a stable hash."""
+    package_dir = Path(package_dir).resolve() if package_dir is not None else _PACKAGE_DIR
+    builder_path = Path(builder_path).resolve()
+    seen: set[Path] = set()
+    todo = [builder_path]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo += sorted(_imported_modules(path, package_dir) - seen)
+    return sorted(seen, key=lambda p: (p != builder_path, str(p)))
+
+
+def _code_hash(builder_path: Path, package_dir: str | os.PathLike | None = None) -> str:
+    """A hash of the builder's code and of every package module it depends on (:func:`builder_code_files`), so a
+    code change never reuses a stale Arrow cache (``datasets`` keys its cache folder ``name/config/version/hash``).
+    Files are hashed by their path relative to the package and their bytes, so the hash is the same in a checkout
+    and in an installed wheel holding the same code."""
+    package_dir = Path(package_dir).resolve() if package_dir is not None else _PACKAGE_DIR
     digest = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for path in (builder_path, here / "gaze_formats.py", here / "loading.py"):
-        digest.update(path.read_bytes())
+    files = builder_code_files(builder_path, package_dir)
+    for path in files:  # the builder first, named by its file name (it lies outside the package in a checkout)
+        name = path.name if path == files[0] else path.relative_to(package_dir).as_posix()
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
@@ -279,7 +349,7 @@ def load_gaze_dataset(name: str | os.PathLike, data_dir: str | os.PathLike | Non
     ``config``: builder options, e.g. ``split_id=2``, ``parity="glc"``, ``window_frames=64``, ``window_stride=32``,
     ``windows="all"``, ``strict=True``. ``download_mode="force_redownload"`` rebuilds after the raw files changed.
     """
-    from datasets.exceptions import DatasetGenerationError
+    DatasetGenerationError = _import_datasets().exceptions.DatasetGenerationError
 
     builder = gaze_builder(name, data_dir, cache_dir=cache_dir, config_name=config_name, **config)
     try:
@@ -294,5 +364,6 @@ def load_gaze_dataset(name: str | os.PathLike, data_dir: str | os.PathLike | Non
 __all__ = [
     "BUILDER_ALIASES", "WINDOW_MODES", "NO_LABEL", "gaze_example_features", "GazeBuilderOptions", "validate_options",
     "split_window_mode", "clip_window_examples", "ClipDroppedError", "BuildLog", "builder_search_paths",
-    "available_builders", "builder_file", "load_builder_class", "gaze_builder", "load_gaze_dataset",
+    "available_builders", "builder_file", "load_builder_class", "builder_code_files", "gaze_builder",
+    "load_gaze_dataset",
 ]

@@ -13,8 +13,8 @@ the session's 24 fps axis; the clip has ``end - start + 1`` frames and its local
 row of frame ``start - 1 + k`` (the reference's alignment). Clips of one session are laid out one after another
 with short gaps in which the gaze keeps being recorded.
 
-Gaze rows are ``Time Type Trial X Y Frame Event`` after 34 ``##`` header lines (line 10:
-``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps gives two samples on one frame in
+Gaze files are written by :func:`~.gaze_formats.begaze_lines` (format 1: rows ``Time Type Trial X Y Frame Event``
+after 34 ``##`` header lines, line 10 ``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps gives two samples on one frame in
 four (their mean is the frame's point); blinks are ``Blink`` rows, untracked frames have no row at all, and
 off-frame samples keep their raw, out-of-range pixels.
 """
@@ -29,25 +29,36 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry import unit_to_pixels
+from .gaze_formats import (
+    BEGAZE_FPS,
+    BEGAZE_HEIGHT,
+    BEGAZE_WIDTH,
+    BLINK_OR_OTHER,
+    OFF_FRAME,
+    SACCADE,
+    UNTRACKED,
+    begaze_lines,
+    format_egtea_clip_name,
+)
 from .synthetic import SyntheticClip, SyntheticGazeSettings, generate_clip, split_assignment, task_names
-from .synthetic_gaze import BLINK, OFF_FRAME, SACCADE, UNTRACKED
 from .synthetic_scene import TASK_COLOR_NAMES, TASK_SHAPES
 from .video import write_video
 
-EGTEA_FPS = 24.0
-GAZE_WIDTH, GAZE_HEIGHT = 1280, 960
-HEADER_LINES = 34
-SAMPLES_LINE = 10  # 1-based line of "## Number of Samples:" in format 1
+EGTEA_FPS = float(BEGAZE_FPS)
+GAZE_WIDTH, GAZE_HEIGHT = BEGAZE_WIDTH, BEGAZE_HEIGHT
 TRACKER_HZ = 30.0
 
 
 @dataclass(frozen=True)
-class EgteaClip:
+class WrittenEgteaClip:
     """One written clip, with what a correct EGTEA parser must read back for it.
 
     ``expected_gaze``/``expected_type`` follow the spec's default parser: mean of a frame's samples, pixels clamped
     to ``[0, 1279] x [0, 959]`` then divided by 1280/960, out-of-range samples coded 4, no sample -> 0. They differ
-    from the synthetic truth ``clip.gaze`` only by that clamp (< 1/1280 of the frame) and by the codes.
+    from the synthetic truth ``clip.gaze`` only by that clamp (< 1/1280 of the frame) and by the codes. An untracked
+    frame has no sample in the file: its ``expected_gaze`` is the clip's own point, while a builder gives it
+    ``gaze_formats.fill_untracked`` over the whole session (the same point, except before the clip's first valid
+    frame, where the session's earlier samples count) or GLC's centre under ``parity="glc"``.
     ``expected_type_glc`` is what ``parity="glc"`` reads: the reference overwrites code 4 with the sample's event.
     """
 
@@ -67,7 +78,7 @@ class EgteaClip:
 
 
 def _event(code: int, motion: int) -> str:
-    if code == BLINK:
+    if code == BLINK_OR_OTHER:
         return "Blink"
     return "Saccade" if motion == SACCADE else "Fixation"
 
@@ -78,17 +89,15 @@ def _samples_on_frame(frame: int) -> int:
     return int(math.floor((frame + 1) * ratio) - math.floor(frame * ratio))
 
 
-def _header(num_samples: int, session: str) -> list[str]:
-    lines = [
-        "## [BeGaze]", f"## Converted from:\tsynthetic/{session}.idf", "## Date:\t01.01.2026 00:00:00",
+def _header(session: str) -> list[str]:
+    """The session's own header lines (``begaze_lines`` adds ``## [BeGaze]``, the sample count and the padding)."""
+    return [
+        f"## Converted from:\tsynthetic/{session}.idf", "## Date:\t01.01.2026 00:00:00",
         "## Version:\tBeGaze 3.x (transformers-gazeflow synthetic)", "## IDF Version:\t9",
         f"## Sample Rate:\t{int(TRACKER_HZ)}", "## Separator Type:\tMsg", "## Trial Count:\t1",
-        "## Uses Plane File:\tFalse", f"## Number of Samples: {num_samples}",
-        f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}", "## Format:\tTime Type Trial X Y Frame Event",
+        "## Uses Plane File:\tFalse", f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}",
+        "## Format:\tTime Type Trial X Y Frame Event",
     ]
-    lines += ["##"] * (HEADER_LINES - len(lines))
-    assert lines[SAMPLES_LINE - 1].startswith("## Number of Samples:") and len(lines) == HEADER_LINES
-    return lines
 
 
 def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, codes: np.ndarray,
@@ -101,7 +110,7 @@ def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, co
             continue
         time_us = int(round(frame / EGTEA_FPS * 1e6))
         event = _event(code, move)
-        if code == BLINK:  # a blink reports the held point, always inside the calibration area
+        if code == BLINK_OR_OTHER:  # a blink reports the held point, always inside the calibration area
             rows.append((time_us, min(max(px, 0.0), GAZE_WIDTH - 1.0), min(max(py, 0.0), GAZE_HEIGHT - 1.0),
                          frame, event))
             continue
@@ -116,12 +125,12 @@ def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, co
 
 
 def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (see :class:`EgteaClip`)."""
+    """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (:class:`WrittenEgteaClip`)."""
     pixels = np.round(unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT), 3)  # what the text holds
     limit = np.array([GAZE_WIDTH - 1, GAZE_HEIGHT - 1])
     off = ((pixels < 0) | (pixels > limit)).any(axis=1)
     gaze = np.clip(pixels, 0, limit) / np.array([GAZE_WIDTH, GAZE_HEIGHT])
-    tracked = (codes != UNTRACKED) & (codes != BLINK)
+    tracked = (codes != UNTRACKED) & (codes != BLINK_OR_OTHER)
     expected_type = np.where(tracked, np.where(off, OFF_FRAME, motion), codes)
     expected_type_glc = np.where(tracked, motion, codes)
     return gaze.astype(np.float32), expected_type.astype(np.int8), expected_type_glc.astype(np.int8)
@@ -129,11 +138,11 @@ def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[n
 
 def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettings | None = None,
                        clips_per_session: int = 3, gap_frames: tuple[int, int] = (6, 20),
-                       session_kinds: tuple[str, ...] = ("OP",)) -> list[EgteaClip]:
+                       session_kinds: tuple[str, ...] = ("OP",)) -> list[WrittenEgteaClip]:
     """Render ``settings.num_clips`` synthetic clips into the raw EGTEA Gaze+ layout under ``out_dir``.
 
     Clips whose synthetic split is ``validation`` or ``test`` go to ``test_split1.txt``, the others to
-    ``train_split1.txt``. Returns one :class:`EgteaClip` per clip, in clip-index order, with the values a parser
+    ``train_split1.txt``. Returns one :class:`WrittenEgteaClip` per clip, in clip-index order, with the values a parser
     must read back. ``settings.fps`` must be 24 (EGTEA's axis). ``session_kinds`` are cycled over the sessions:
     ``"OP"`` sessions (``OPxx-Ryy-Synthetic``) store their gaze as ``gaze_data/<VIDEO>.txt``, ``"P"`` sessions
     (``Pxx-Ryy-Synthetic``) as ``gaze_data/<VIDEO>-GazeData.txt`` (the two namings of the real download).
@@ -154,7 +163,7 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
     splits = split_assignment(settings)
     names = task_names(settings.num_tasks)
     rng = np.random.default_rng([settings.seed, 1 << 21])
-    clips: list[EgteaClip] = []
+    clips: list[WrittenEgteaClip] = []
     num_sessions = math.ceil(settings.num_clips / clips_per_session)
     for session_index in range(num_sessions):
         kind = session_kinds[session_index % len(session_kinds)]
@@ -171,14 +180,14 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
             f_start = cursor + gap
             f_end = f_start + clip.num_frames - 1
             a, b = int(round((f_start - 1) / EGTEA_FPS * 1000)), int(round(f_end / EGTEA_FPS * 1000))
-            name = f"{session}-{a}-{b}-F{f_start:06d}-F{f_end:06d}"
+            name = format_egtea_clip_name(session, a, b, f_start, f_end)
             video_path = out_dir / "cropped_clips" / session / f"{name}.mp4"
             write_video(video_path, clip.frames(), fps=EGTEA_FPS)
             g = clip.gaze
             session_frames = np.arange(clip.num_frames) + f_start - 1
             rows += _gaze_rows(rng, session_frames, g.gaze_raw, g.gaze_type, g.motion)
             expected_gaze, expected_type, expected_type_glc = _expected(g.gaze_raw, g.gaze_type, g.motion)
-            clips.append(EgteaClip(name=name, session=session, split=clip.split, f_start=f_start, f_end=f_end,
+            clips.append(WrittenEgteaClip(name=name, session=session, split=clip.split, f_start=f_start, f_end=f_end,
                                    video_path=video_path, action=clip.task + 1, verb=clip.task + 1,
                                    noun=clip.task + 1, clip=clip, expected_gaze=expected_gaze,
                                    expected_type=expected_type, expected_type_glc=expected_type_glc))
@@ -187,8 +196,7 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
         rows.sort(key=lambda row: row[0])
         max_frame = max(row[3] for row in rows)
         assert max_frame < 2 * len(rows), "the reference parser sizes its array from the sample count"
-        lines = _header(len(rows), session)
-        lines += [f"{time} SMP 1 {px:.3f} {py:.3f} {frame} {event}" for time, px, py, frame, event in rows]
+        lines = begaze_lines(rows, fmt=1, header=_header(session))
         (out_dir / "gaze_data" / gaze_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     for split in ("train", "test"):
@@ -213,4 +221,4 @@ def _gap_rows(rng: np.random.Generator, first_frame: int, length: int) -> list[t
     return _gaze_rows(rng, frames, points, codes, codes)
 
 
-__all__ = ["EgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT"]
+__all__ = ["WrittenEgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT"]

@@ -4,8 +4,9 @@ over 2-4 frames with a minimum-jerk profile, blinks and untracked runs (invalid)
 The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest of the time it visits
 distractors, the hands, the surface, or leaves the frame. Codes follow the unified schema
 (``../shared/specs/data.md``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame (clamped);
-``valid`` = not untracked and not blink. Coordinates are unit ``[0, 1]``; during a blink or an untracked run the
-point is held at the last tracked position, so no step is ever invented by the missing samples.
+``valid`` = not untracked and not blink (both defined in :mod:`.gaze_formats` only). Coordinates are unit
+``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders' rule
+(:func:`~.gaze_formats.fill_untracked`: the last valid point is held), so no step is invented by missing samples.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..geometry import clamp_unit
+from .gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, fill_untracked, valid_mask
 from .synthetic_scene import Scene
-
-UNTRACKED, FIXATION, SACCADE, BLINK, OFF_FRAME = 0, 1, 2, 3, 4
 
 # where a fixation goes: the task's target most of the time (what makes the task predictive of gaze)
 FIXATION_CHOICES: dict[str, float] = {"target": 0.72, "distractor": 0.12, "hand": 0.06, "surface": 0.06,
@@ -29,8 +29,8 @@ MIN_SACCADE_AMPLITUDE = 0.025  # smaller re-fixations are folded into the drift 
 
 
 @dataclass(frozen=True)
-class GazeTrack:
-    """Per-frame gaze of one clip.
+class SimulatedGaze:
+    """Simulated per-frame gaze of one synthetic clip (a real recording's parsed gaze is ``gaze_formats.GazeTrack``).
 
     ``gaze`` is clamped to the frame, ``gaze_raw`` is the unclamped point (what an eye tracker reports, used by the
     EGTEA-layout writer), ``motion`` the eye movement before blinks/tracking losses are overlaid (1 fixation,
@@ -41,9 +41,13 @@ class GazeTrack:
     gaze: np.ndarray  # float32 [T, 2]
     gaze_raw: np.ndarray  # float32 [T, 2]
     gaze_type: np.ndarray  # int8 [T]
-    valid: np.ndarray  # bool [T]
     motion: np.ndarray  # int8 [T]
     fixated: np.ndarray  # int16 [T]
+
+    @property
+    def valid(self) -> np.ndarray:
+        """bool [T]: the frame enters the loss (:func:`~.gaze_formats.valid_mask` of ``gaze_type``)."""
+        return valid_mask(self.gaze_type)
 
 
 def _min_jerk(u: np.ndarray) -> np.ndarray:
@@ -72,7 +76,7 @@ def _choose_anchor(rng: np.random.Generator, scene: Scene) -> tuple[np.ndarray, 
     return point - scene.camera + scene.camera[:1], -1
 
 
-def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> GazeTrack:
+def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> SimulatedGaze:
     """Simulate the gaze of one clip over ``scene`` (see the module docstring for the model)."""
     num_frames = scene.num_frames
     raw = np.zeros((num_frames, 2))
@@ -110,21 +114,20 @@ def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> GazeTra
     gaze = np.asarray(clamp_unit(raw), np.float64)
     off = ((raw < 0) | (raw > 1)).any(axis=1)
     gaze_type[off] = OFF_FRAME
-    for code, rate, lengths in ((UNTRACKED, UNTRACKED_RATE_HZ, (1, 6)), (BLINK, BLINK_RATE_HZ, (2, 4))):
+    for code, rate, lengths in ((UNTRACKED, UNTRACKED_RATE_HZ, (1, 6)), (BLINK_OR_OTHER, BLINK_RATE_HZ, (2, 4))):
         for _ in range(int(rng.poisson(rate * num_frames / fps))):
             first = int(rng.integers(num_frames))
             last = min(num_frames, first + int(rng.integers(lengths[0], lengths[1] + 1)))
             gaze_type[first:last] = code
-    # hold the last tracked point through blinks and tracking losses (raw too: the tracker reports nothing new)
-    lost = (gaze_type == UNTRACKED) | (gaze_type == BLINK)
-    for frame in np.flatnonzero(lost):
+    # a blink reports the last tracked point (raw too: the tracker sees nothing new); untracked frames have no sample
+    # and take the coordinates every builder gives them (gaze_formats.fill_untracked: the same held point where a
+    # valid frame precedes them)
+    for frame in np.flatnonzero(~valid_mask(gaze_type)):
         if frame > 0:
             gaze[frame] = gaze[frame - 1]
             raw[frame] = gaze[frame - 1]
-    valid = ~lost
-    return GazeTrack(gaze=gaze.astype(np.float32), gaze_raw=raw.astype(np.float32), gaze_type=gaze_type,
-                     valid=valid, motion=motion, fixated=fixated)
+    return SimulatedGaze(gaze=fill_untracked(gaze, gaze_type), gaze_raw=raw.astype(np.float32), gaze_type=gaze_type,
+                         motion=motion, fixated=fixated)
 
 
-__all__ = ["GazeTrack", "simulate_gaze", "UNTRACKED", "FIXATION", "SACCADE", "BLINK", "OFF_FRAME",
-           "FIXATION_CHOICES"]
+__all__ = ["SimulatedGaze", "simulate_gaze", "FIXATION_CHOICES"]

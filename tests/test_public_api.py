@@ -1,0 +1,76 @@
+"""The package's public face: ``import transformers_gazeflow`` re-exports the data API, stays light (no ``datasets``,
+``evaluate`` or ``av`` imported), and works where those packages are missing (the GPU image)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import transformers_gazeflow
+
+DATA_API = {
+    "load_gaze_dataset": "transformers_gazeflow.data.loading",
+    "gaze_builder": "transformers_gazeflow.data.loading",
+    "available_builders": "transformers_gazeflow.data.loading",
+    "gaze_example_features": "transformers_gazeflow.data.loading",
+    "ClipDroppedError": "transformers_gazeflow.data.loading",
+    "GazeFlowVideoProcessor": "transformers_gazeflow.data.processing",
+    "GazeFlowDataCollator": "transformers_gazeflow.data.collator",
+    "write_egtea_layout": "transformers_gazeflow.data.synthetic_egtea",
+    "SyntheticGazeSettings": "transformers_gazeflow.data.synthetic",
+    "probe_video": "transformers_gazeflow.data.video",
+    "decode_frames": "transformers_gazeflow.data.video",
+    "write_video": "transformers_gazeflow.data.video",
+    "VideoDecodeError": "transformers_gazeflow.data.video",
+}
+CODES = {"UNTRACKED": 0, "FIXATION": 1, "SACCADE": 2, "BLINK_OR_OTHER": 3, "OFF_FRAME": 4}
+HEAVY = ("datasets", "evaluate", "av")
+
+
+def test_the_data_api_is_re_exported_from_its_one_home():
+    for name, module in DATA_API.items():
+        assert name in transformers_gazeflow.__all__
+        assert getattr(transformers_gazeflow, name) is getattr(sys.modules[module], name), name
+    from transformers_gazeflow.data import gaze_formats
+
+    for name, code in CODES.items():
+        assert name in transformers_gazeflow.__all__
+        assert getattr(transformers_gazeflow, name) == getattr(gaze_formats, name) == code
+    assert {"egtea_gaze", "ego4d_gaze", "synthetic_gaze"} <= set(transformers_gazeflow.available_builders())
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).parent)
+
+
+def test_importing_the_package_imports_neither_datasets_nor_evaluate_nor_av():
+    result = _python("import sys, transformers_gazeflow\n"
+                     f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_package_imports_where_datasets_evaluate_and_av_are_missing():
+    """As on the GPU image: the model side works; the data side says what to install."""
+    code = (f"import sys\nfor name in {HEAVY!r}:\n    sys.modules[name] = None  # `import name` now fails\n"
+            "import transformers_gazeflow as tg\n"
+            "assert tg.GazeFlowConfig.model_type == 'gazeflow' and tg.UNTRACKED == 0\n"
+            "for call in (lambda: tg.load_gaze_dataset('egtea', data_dir='.'), tg.gaze_example_features,\n"
+            "             lambda: tg.probe_video('x.mp4')):\n"
+            "    try:\n"
+            "        call()\n"
+            "    except ImportError as err:\n"
+            "        print(err)\n")
+    result = _python(code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()[-3:]
+    needs_datasets = "building or loading a gaze dataset needs the `datasets` package: `pip install datasets`"
+    assert lines[0] == lines[1] == needs_datasets
+    assert lines[2] == "video decoding needs PyAV: `pip install av`"
+
+
+@pytest.mark.parametrize("name", sorted(DATA_API))
+def test_each_re_export_has_a_docstring(name):
+    assert (getattr(transformers_gazeflow, name).__doc__ or "").strip(), name
