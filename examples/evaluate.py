@@ -45,7 +45,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Evaluate GazeFlow or a baseline under the GLC-format protocol.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--model_name_or_path", help="a GazeFlow model folder (e.g. a train.py --output_dir) or hub id")
-    source.add_argument("--baseline", choices=["center_bias", "random_walk"])
+    source.add_argument("--baseline", choices=["center_bias", "random_walk", "random_walk_free"],
+                        help="random_walk: each step around the previous frame's ground truth (the paper's wording); "
+                             "random_walk_free: a free-running walk from the clip centroid")
     parser.add_argument("--dataset_name", required=True, choices=DATASET_NAMES)
     parser.add_argument("--data_dir", required=True)
     parser.add_argument("--dataset_config", default=None)

@@ -61,7 +61,7 @@ def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, model_d
     assert (tmp_path / "frame_scores.npz").exists()
 
 
-@pytest.mark.parametrize("baseline", ["center_bias", "random_walk"])
+@pytest.mark.parametrize("baseline", ["center_bias", "random_walk", "random_walk_free"])
 def test_baselines(tmp_path, env, data_dir, baseline):
     run(["--baseline", baseline, *data_args(data_dir), "--train_split", "train", "--sigma_px", 5,
          "--output_dir", tmp_path], env)

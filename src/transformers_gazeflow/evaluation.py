@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import zlib
 from collections.abc import Iterable, Sequence
@@ -27,7 +28,7 @@ DYNAMICS_COLUMNS = (("ADE mean (x10^2 px)", "ade_mean", 1e-2), ("ADE best", "ade
                     ("DTW mean (x10^2 px)", "dtw_mean", 1e-2), ("DTW best", "dtw_best", 1e-2),
                     ("disp. mean / human", "displacement_mean_ratio", 1.0),
                     ("disp. median / human", "displacement_median_ratio", 1.0), ("JSD", "displacement_jsd", 1.0))
-GT_FIELDS = ("clip_id", "gaze", "gaze_type", "valid", "width", "height")
+BASELINES = ("random_walk", "random_walk_free")
 
 
 def ground_truth(example: dict) -> dict:
@@ -63,7 +64,6 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
         iterator = tqdm(mine, desc=f"predicting (K={num_samples}, S={num_steps})", disable=rank != 0)
     predictions: dict[int, np.ndarray] = {}
     seconds = 0.0
-    autocast = accelerator.autocast() if accelerator is not None else _null_context()
     for index in iterator:
         example = examples[index]
         batch = collator([example])
@@ -71,7 +71,7 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
         pixels = batch["pixel_values_videos"][:, :frames].to(device)
         _synchronize(device)
         start = time.perf_counter()
-        with autocast:
+        with accelerator.autocast() if accelerator is not None else contextlib.nullcontext():
             output = model.generate(pixel_values_videos=pixels, num_samples=num_samples, num_steps=num_steps,
                                     solver=solver, generator=clip_generator(seed, str(example["clip_id"]), device))
         _synchronize(device)
@@ -91,17 +91,19 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
 
 def baseline_predictions(name: str, train_examples: Iterable[dict], examples: Sequence[dict], num_samples: int = 50,
                          seed: int = 0) -> list[Any]:
-    """Predictions of a prior fitted on ``train_examples``: ``center_bias`` or ``random_walk`` (paper E.2)."""
+    """Predictions of a prior fitted on ``train_examples`` (paper E.2): ``center_bias``, ``random_walk`` (each step
+    drawn around the previous frame's ground truth, the paper's wording) or ``random_walk_free`` (a free-running
+    walk from the clip centroid; see :class:`~transformers_gazeflow.metrics.RandomWalk`)."""
     from .metrics import CenterBias, RandomWalk
 
     train = [ground_truth(example) for example in train_examples]
     if name == "center_bias":
         prior = CenterBias.fit(train)
         return [prior.predict(ground_truth(example)) for example in examples]
-    if name == "random_walk":
-        prior = RandomWalk.fit(train)
+    if name in BASELINES:
+        prior = RandomWalk.fit(train, anchor="free" if name == "random_walk_free" else "ground_truth")
         return [prior.predict(ground_truth(example), num_samples=num_samples, seed=seed) for example in examples]
-    raise ValueError(f"--baseline must be 'center_bias' or 'random_walk', got {name!r}")
+    raise ValueError(f"--baseline must be one of {('center_bias',) + BASELINES}, got {name!r}")
 
 
 def score(examples: Sequence[dict], predictions: Sequence[Any], protocol: str = "paper", sigma_px: float = 25.0):
@@ -144,13 +146,5 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-class _null_context:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-__all__ = ["predict_clips", "baseline_predictions", "score", "ground_truth", "clip_generator", "main_table_markdown",
+__all__ = ["BASELINES", "predict_clips", "baseline_predictions", "score", "ground_truth", "clip_generator", "main_table_markdown",
            "dynamics_table_markdown", "MAIN_COLUMNS", "DYNAMICS_COLUMNS"]

@@ -58,6 +58,27 @@ def test_random_walk_fits_step_sigma_and_is_a_markov_prior():
     assert not np.array_equal(rw.sample(test, 5, seed=3), rw.sample(test, 5, seed=4))
 
 
+def test_free_random_walk_uses_no_ground_truth_after_the_start():
+    rng = np.random.default_rng(4)
+    train = [make_clip(rng, f"t{i}", width=96, height=72) for i in range(4)]
+    free = RandomWalk.fit(train, anchor="free")
+    assert free.sigma_px == RandomWalk.fit(train).sigma_px and free.anchor == "free"
+    clip = make_clip(rng, "v", width=96, height=72)
+    # the gaze path played backwards: the same valid points (same centroid), a different path
+    reversed_clip = dict(clip, gaze=np.asarray(clip["gaze"])[::-1].copy(), valid=np.asarray(clip["valid"])[::-1].copy(),
+                         gaze_type=np.asarray(clip["gaze_type"])[::-1].copy())
+    a, b = free.sample(clip, 16, seed=1), free.sample(reversed_clip, 16, seed=1)
+    np.testing.assert_allclose(a, b, atol=1e-9)  # same centroid, same seed: the walk ignores the gaze path
+    anchored = RandomWalk.fit(train)
+    assert not np.allclose(anchored.sample(clip, 16, seed=1), anchored.sample(reversed_clip, 16, seed=1))
+    steps = np.diff(a * [96, 72], axis=1)
+    inside = (a[:, 1:] > 0.01).all(-1) & (a[:, 1:] < 0.99).all(-1) & (a[:, :-1] > 0.01).all(-1) & (a[:, :-1] < 0.99).all(-1)
+    assert np.sqrt((steps[inside] ** 2).sum(-1).mean() / 2) == pytest.approx(free.sigma_px, rel=0.2)
+    assert ((a >= 0) & (a <= 1)).all()
+    with pytest.raises(ValueError, match="anchor"):
+        RandomWalk(1.0, anchor="teleport")
+
+
 def test_baselines_run_through_the_evaluator():
     rng = np.random.default_rng(2)
     train = [make_clip(rng, f"t{i}", width=96, height=72) for i in range(6)]

@@ -74,15 +74,32 @@ def _clip_seed(seed: int, clip_id: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(clip_id.encode("utf-8"))) % (2**63 - 1)
 
 
+RANDOM_WALK_ANCHORS = ("ground_truth", "free")
+
+
 @dataclasses.dataclass
 class RandomWalk:
-    """Random Walk prior: ``x_t = g_{t-1} + N(0, sigma_px^2 I)`` in native px (``g`` the ground truth), ``x_0`` the
-    clip's centroid plus the same noise; samples are clamped into the frame."""
+    """Random Walk prior: isotropic Gaussian steps of ``sigma_px`` (native px), fitted on train displacements.
+
+    Two readings of the paper's description (Appendix E.2) are offered, and evaluation reports say which was used:
+
+    * ``anchor="ground_truth"``: the paper's wording. Frame t is drawn around the previous frame's ground truth,
+      ``x_t = g_{t-1} + N(0, sigma^2 I)`` (the clip centroid at t = 0). Every step restarts from the truth, so on
+      data whose gaze moves little between frames it is close to an oracle.
+    * ``anchor="free"``: a free-running first-order Markov walk, ``x_t = x_{t-1} + N(0, sigma^2 I)`` from
+      ``x_0 = `` the clip centroid plus the same noise, clamped into the frame at each step; after t = 0 it uses no
+      ground truth. (The paper's published Random Walk figures, below Center Bias in AUC, behave like this one.)
+    """
 
     sigma_px: float
+    anchor: str = "ground_truth"
+
+    def __post_init__(self) -> None:
+        if self.anchor not in RANDOM_WALK_ANCHORS:
+            raise ValueError(f"RandomWalk anchor must be one of {RANDOM_WALK_ANCHORS}, got {self.anchor!r}")
 
     @classmethod
-    def fit(cls, train_clips: Iterable[Any]) -> "RandomWalk":
+    def fit(cls, train_clips: Iterable[Any], anchor: str = "ground_truth") -> "RandomWalk":
         """Isotropic sigma from the train split's frame-to-frame steps over valid consecutive frames (native px):
         the maximum-likelihood ``sqrt(mean(dx^2 + dy^2) / 2)`` of a zero-mean 2D Gaussian step."""
         sq, n = 0.0, 0
@@ -94,7 +111,7 @@ class RandomWalk:
             n += int(keep.sum())
         if n == 0:
             raise ValueError("train_clips have no pair of valid consecutive frames to fit the step sigma")
-        return cls(math.sqrt(sq / n / 2.0))
+        return cls(math.sqrt(sq / n / 2.0), anchor)
 
     def sample(self, ground_truth: Any, num_samples: int = 50, seed: int = 0) -> np.ndarray:
         """``[K, T, 2]`` unit trajectories for a clip; the noise is seeded by ``seed`` and the clip id, so a clip gets
@@ -105,19 +122,27 @@ class RandomWalk:
         t = gt.gaze.shape[0]
         px = unit_to_pixels(gt.gaze, gt.width, gt.height)
         centroid = px[gt.valid].mean(0) if gt.valid.any() else np.array([gt.width / 2, gt.height / 2])
+        rng = np.random.default_rng(_clip_seed(seed, gt.clip_id))
+        noise = rng.normal(0.0, self.sigma_px, size=(num_samples, t, 2))
+        if self.anchor == "free":
+            samples = np.empty_like(noise)
+            position = np.broadcast_to(centroid, (num_samples, 2))
+            upper = np.array([gt.width, gt.height], dtype=np.float64)
+            for i in range(t):
+                position = np.clip(position + noise[:, i], 0.0, upper)
+                samples[:, i] = position
+            return pixels_to_unit(samples, gt.width, gt.height)
         prev = np.empty((t, 2))
         last = centroid
         for i in range(t):
             prev[i] = last  # the last valid ground truth before frame i (the centroid before any)
             if gt.valid[i]:
                 last = px[i]
-        rng = np.random.default_rng(_clip_seed(seed, gt.clip_id))
-        samples = prev[None] + rng.normal(0.0, self.sigma_px, size=(num_samples, t, 2))
-        return clamp_unit(pixels_to_unit(samples, gt.width, gt.height))
+        return clamp_unit(pixels_to_unit(prev[None] + noise, gt.width, gt.height))
 
     def predict(self, ground_truth: Any, num_samples: int = 50, seed: int = 0) -> ClipPrediction:
         """The prediction for a clip as K sampled trajectories."""
         return ClipPrediction(trajectories=self.sample(ground_truth, num_samples, seed))
 
 
-__all__ = ["CenterBias", "RandomWalk"]
+__all__ = ["CenterBias", "RandomWalk", "RANDOM_WALK_ANCHORS"]
