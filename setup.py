@@ -45,8 +45,13 @@ setup(
     package_dir={"": "src"},
     packages=find_packages("src"),
     include_package_data=True,
-    # the evaluate modules are loaded from their folders by evaluate.load(<dir>), so they ship as data files
-    package_data={"transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"]},
+    package_data={
+        # the bundled default model (config.json, model.safetensors, preprocessor_config.json, README.md card)
+        "transformers_gazeflow": ["default_model/*"],
+        # the evaluate modules are loaded from their folders by evaluate.load(<dir>), so they ship as data files
+        "transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"],
+    },
+    entry_points={"console_scripts": ["gazeflow = transformers_gazeflow.cli:main"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     classifiers=[
