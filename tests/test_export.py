@@ -42,7 +42,8 @@ def test_pipeline_output_to_csv(tmp_path):
 
 
 def test_summary_json_converts_numpy(tmp_path):
-    path = write_summary(tmp_path / "s.json", {"a": np.float32(1.5), "b": np.arange(3), "c": Path("x"), "d": [np.int64(2)]})
+    summary = {"a": np.float32(1.5), "b": np.arange(3), "c": Path("x"), "d": [np.int64(2)]}
+    path = write_summary(tmp_path / "s.json", summary)
     assert json.loads(path.read_text()) == {"a": 1.5, "b": [0, 1, 2], "c": "x", "d": [2]}
 
 

@@ -43,7 +43,8 @@ def test_saved_folder_loads_with_remote_code_in_a_fresh_process_without_the_pack
     assert config["custom_pipelines"]["egocentric-gaze"]["impl"] == "pipeline_gazeflow.GazeFlowPipeline"
     assert all((folder / name).is_file() for name in REMOTE_CODE_FILES)
     card = (folder / "README.md").read_text()
-    assert card.startswith("---\n") and "pipeline_tag: egocentric-gaze" in card and "Tiny GazeFlow" in card
+    assert card.startswith("---\n") and "- egocentric-gaze" in card and "library_name: transformers" in card
+    assert "# Tiny GazeFlow" in card and "Random weights, for tests." in card
 
     video = random_video(13, seed=2)
     np.save(tmp_path / "video.npy", video)
@@ -71,3 +72,26 @@ def test_saved_folder_loads_with_remote_code_in_a_fresh_process_without_the_pack
     assert result.returncode == 0, result.stderr[-3000:]
     assert "remote-code-ok GazeFlowPipeline" in result.stdout
     np.testing.assert_allclose(np.load(tmp_path / "remote.npy"), expected, atol=1e-6)
+
+
+def test_bundle_default_model_writes_a_complete_small_folder(tmp_path):
+    from transformers_gazeflow.hub import bundle_default_model, load_model
+
+    torch.manual_seed(0)
+    trained = tmp_path / "trained"
+    model = GazeFlowModel(GazeFlowConfig.tiny())
+    with torch.no_grad():  # a LoRA update that is not zero, so that merging changes the weights
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(0, 0.1)
+    model.save_pretrained(trained)
+    destination = bundle_default_model(trained, training="Trained by examples/train.py for 0 steps.",
+                                       description="A test.", limitations="None.", destination=tmp_path / "bundled")
+    assert {p.name for p in destination.iterdir()} == {"config.json", "model.safetensors",
+                                                       "preprocessor_config.json", "README.md"}
+    assert "Trained by examples/train.py for 0 steps." in (destination / "README.md").read_text()
+    bundled = load_model(destination)
+    assert not bundled.config.use_lora  # LoRA merged: a plain model
+    video = torch.from_numpy(random_video(9, seed=1))
+    expected = GazeFlowPipeline(model=GazeFlowModel.from_pretrained(trained))(video, seed=0).trajectories
+    np.testing.assert_allclose(GazeFlowPipeline(model=bundled)(video, seed=0).trajectories, expected, atol=1e-5)

@@ -127,11 +127,12 @@ def load_model(model: str | os.PathLike | None = None, device: str | None = None
     return loaded.eval()
 
 
+# Hub metadata: no `pipeline_tag` (the Hub only accepts its own task names); the task is named in the tags
 MODEL_CARD_TEMPLATE = """---
 library_name: transformers
-pipeline_tag: egocentric-gaze
 license: apache-2.0
 tags:
+- egocentric-gaze
 - gazeflow
 - egocentric
 - gaze-prediction
@@ -198,7 +199,44 @@ def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str
     return path
 
 
+MAX_DEFAULT_MODEL_MB = 20.0
+"""Size limit of the bundled default model's ``model.safetensors`` (it ships inside the package)."""
+
+
+def bundle_default_model(source: str | os.PathLike, training: str, description: str, limitations: str,
+                         destination: str | os.PathLike | None = None) -> Path:
+    """Install a trained model folder as the bundled default (``default_model/``, or ``destination``).
+
+    Loads ``source`` (a folder written by ``examples/train.py`` / ``save_pretrained``), merges LoRA into the
+    encoder, writes ``config.json`` + ``model.safetensors`` + ``preprocessor_config.json`` and a model card
+    (``training``: exactly how it was trained; ``description``: what it is; ``limitations``), and checks the
+    weights stay within :data:`MAX_DEFAULT_MODEL_MB`. Returns the destination folder.
+    """
+    from .modeling_gazeflow import GazeFlowModel
+
+    source_path = check_model_folder(source)
+    model = GazeFlowModel.from_pretrained(source_path)
+    if model.video_encoder.has_lora:
+        model.merge_lora()
+    processor = load_video_processor(source_path, model.config)
+    destination = Path(destination) if destination is not None else default_model_path()
+    destination.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(destination, safe_serialization=True)
+    weights = destination / "model.safetensors"
+    size_mb = weights.stat().st_size / 2**20
+    if size_mb > MAX_DEFAULT_MODEL_MB:
+        weights.unlink()
+        raise ModelFolderError(f"{source_path}: model.safetensors is {size_mb:.1f} MB, over the "
+                               f"{MAX_DEFAULT_MODEL_MB:.0f} MB limit of the bundled model")
+    processor.save_pretrained(destination)
+    write_model_card(destination, model, title="GazeFlow default model (small, synthetic data)",
+                     description=description, training=training, limitations=limitations)
+    return destination
+
+
 __all__ = [
+    "MAX_DEFAULT_MODEL_MB",
+    "bundle_default_model",
     "ModelFolderError",
     "default_model_path",
     "default_model_available",

@@ -220,9 +220,10 @@ class GazeFlowPipeline(Pipeline):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        if getattr(self.model.config, "model_type", None) != "gazeflow" or not hasattr(self.model, "encode_video"):
+        model_type = getattr(self.model.config, "model_type", None)
+        if model_type != "gazeflow" or not hasattr(self.model, "encode_video"):
             raise ValueError(f"the egocentric-gaze pipeline needs a GazeFlow model, got "
-                             f"{type(self.model).__name__} (model_type {getattr(self.model.config, 'model_type', None)!r})")
+                             f"{type(self.model).__name__} (model_type {model_type!r})")
         if self.video_processor is None:
             self.video_processor = load_video_processor(getattr(self.model, "name_or_path", None), self.model.config)
         prepare_for_inference(self.model)
