@@ -8,6 +8,7 @@ import types
 
 import numpy as np
 import pytest
+import torch
 
 
 def _import_pysaliency():
@@ -59,3 +60,13 @@ def noisy_trajectories(rng: np.random.Generator, clip: dict, num_samples: int = 
     """K samples around the clip's ground truth, clipped into the frame."""
     g = np.asarray(clip["gaze"], dtype=np.float64)
     return np.clip(g[None] + rng.normal(0.0, noise, size=(num_samples, *g.shape)), 0.0, 1.0)
+
+
+@pytest.fixture(autouse=True)
+def _single_intra_op_thread():
+    """The metric tests use tiny maps, for which torch's intra-op thread pool only adds wake-up latency (badly so on
+    a shared machine); run each of them on one thread and restore the setting afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -13,9 +13,9 @@ from transformers_gazeflow.metrics.protocol import (
     ClipPrediction,
     GazeEvaluator,
     evaluate_predictions,
-    paired_wilcoxon,
     protocol_frame_indices,
 )
+from transformers_gazeflow.metrics.significance import paired_wilcoxon
 
 from .conftest import make_clip, noisy_trajectories
 
@@ -251,4 +251,4 @@ def test_bad_streams_and_settings(tiny_set):
     with pytest.raises(ValueError, match="protocol must be"):
         GazeEvaluator(protocol="mit")
     with pytest.raises(ValueError, match="64x64"):
-        GazeEvaluator(protocol="glc").add(clips[0], {"heatmaps": np.ones((48, 64))})
+        GazeEvaluator(protocol="glc").add(clips[0], {"heatmaps": np.ones((30, 40))})

@@ -6,7 +6,7 @@ evaluator, Wilcoxon) -> ``baselines`` (the priors); the ``evaluate`` modules und
 """
 
 from .baselines import CenterBias, RandomWalk
-from .dynamics import ade, displacement_statistics, displacements, dtw, jensen_shannon
+from .dynamics import ade, displacement_statistics, displacements, dtw, jensen_shannon, trajectory_dynamics
 from .heatmaps import (
     DEFAULT_SIGMA_PX,
     binary_gt_masks,
@@ -23,11 +23,11 @@ from .protocol import (
     ClipPrediction,
     EvaluationResult,
     GazeEvaluator,
-    WilcoxonResult,
+    evaluate_frames,
     evaluate_predictions,
-    paired_wilcoxon,
     protocol_frame_indices,
 )
+from .significance import WilcoxonResult, paired_wilcoxon
 from .saliency import angular_error, auc_judd, cc, center_of_mass, glc_aae, glc_auc, kl_div, nss, sim
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "displacements",
     "displacement_statistics",
     "jensen_shannon",
+    "trajectory_dynamics",
     "DEFAULT_SIGMA_PX",
     "render_heatmaps",
     "render_gt_heatmaps",
@@ -54,6 +55,7 @@ __all__ = [
     "GazeEvaluator",
     "WilcoxonResult",
     "evaluate_predictions",
+    "evaluate_frames",
     "paired_wilcoxon",
     "protocol_frame_indices",
     "auc_judd",

@@ -71,34 +71,51 @@ def dtw_batched(pred: np.ndarray, human: np.ndarray, lengths: np.ndarray) -> np.
     """Exact DTW of many pairs at once: ``pred, human [B, n, 2]`` px, pair ``b`` using its first ``lengths[b]``
     frames; returns the alignment cost divided by ``lengths[b]`` (``[B]``).
 
-    The dynamic programme runs along anti-diagonals, stored skewed so that each step is a few contiguous slices,
-    vectorised over B. Cells beyond a pair's length never feed cells inside it, so padding is harmless.
+    The dynamic programme runs along anti-diagonals (cells ``i + j = d``), each a few vectorised operations over
+    the diagonal and B, keeping only the last two diagonals in memory. Cells beyond a pair's length never feed cells
+    inside it, so padding is harmless; a pair's result is read on its own last diagonal.
     """
     b, n = pred.shape[:2]
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.shape != (b,) or (lengths < 1).any() or (lengths > n).any():
         raise ValueError(f"lengths must be [B] = [{b}] integers in [1, {n}], got {lengths}")
-    # pairwise costs, laid out [i (pred), j (human), B] so that every DP step below reads contiguous blocks
-    pt = np.ascontiguousarray(np.moveaxis(pred, 0, -1))  # [n, 2, B]
-    ht = np.ascontiguousarray(np.moveaxis(human, 0, -1))
-    dx = pt[:, None, 0] - ht[None, :, 0]
-    dy = pt[:, None, 1] - ht[None, :, 1]
-    cost = np.sqrt(dx * dx + dy * dy)  # [n, n, B] (np.hypot is several times slower)
-    # skewed: diagonal d = i + j (0-based cells), position i; cost_s[d, i] = cost[i, d - i]
-    d_idx = np.arange(2 * n - 1)[:, None]
-    i_idx = np.arange(n)[None, :]
-    j_idx = np.clip(d_idx - i_idx, 0, n - 1)
-    cost_s = cost[i_idx, j_idx]  # [2n-1, n, B] (cells outside the square are never read)
-    acc = np.full((2 * n - 1, n + 1, b), np.inf)  # acc[d, i + 1] for cell (i, d - i); row 0 is a +inf guard
-    acc[0, 1] = cost_s[0, 0]
+    pred = np.asarray(pred, dtype=np.float64)
+    human = np.asarray(human, dtype=np.float64)
+    px, py = np.ascontiguousarray(pred[..., 0].T), np.ascontiguousarray(pred[..., 1].T)  # [n, B]
+    hx, hy = np.ascontiguousarray(human[..., 0].T), np.ascontiguousarray(human[..., 1].T)
+    # acc[i + 1] holds the cost of cell (i, d - i) on diagonal d; the entries just outside a diagonal are +inf
+    prev2 = np.full((n + 1, b), np.inf)
+    prev1 = np.full((n + 1, b), np.inf)
+    cur = np.full((n + 1, b), np.inf)
+    work_a, work_b = np.empty((n, b)), np.empty((n, b))  # reused: large temporaries are slow to allocate
+    prev1[1] = np.sqrt((px[0] - hx[0]) ** 2 + (py[0] - hy[0]) ** 2)
+    out = np.empty(b)
+    last_diag = 2 * (lengths - 1)
+    done = last_diag == 0
+    out[done] = prev1[1, done]
+    cols = np.arange(b)
     for d in range(1, 2 * n - 1):
         lo, hi = max(0, d - n + 1), min(n - 1, d)
-        best = np.minimum(acc[d - 1, lo + 1 : hi + 2], acc[d - 1, lo : hi + 1])  # (i, j - 1) and (i - 1, j)
-        if d >= 2:
-            np.minimum(best, acc[d - 2, lo : hi + 1], out=best)  # (i - 1, j - 1)
-        np.add(best, cost_s[d, lo : hi + 1], out=acc[d, lo + 1 : hi + 2])
-    last = lengths - 1
-    return acc[2 * last, last + 1, np.arange(b)] / lengths
+        m = hi - lo + 1
+        a, c = work_a[:m], work_b[:m]
+        # Euclidean cost of cells (i, d - i), i = lo..hi
+        np.subtract(px[lo : hi + 1], hx[d - hi : d - lo + 1][::-1], out=a)
+        np.multiply(a, a, out=a)
+        np.subtract(py[lo : hi + 1], hy[d - hi : d - lo + 1][::-1], out=c)
+        np.multiply(c, c, out=c)
+        np.add(a, c, out=a)
+        np.sqrt(a, out=a)
+        np.minimum(prev1[lo + 1 : hi + 2], prev1[lo : hi + 1], out=c)  # (i, j - 1) and (i - 1, j)
+        np.minimum(c, prev2[lo : hi + 1], out=c)  # (i - 1, j - 1)
+        np.add(c, a, out=cur[lo + 1 : hi + 2])
+        cur[lo] = np.inf  # the neighbours later diagonals read outside this one's cells
+        if hi + 2 <= n:
+            cur[hi + 2] = np.inf
+        ends = last_diag == d
+        if ends.any():
+            out[ends] = cur[lengths[ends], cols[ends]]
+        prev2, prev1, cur = prev1, cur, prev2
+    return out / lengths
 
 
 def displacements(traj, valid=None) -> np.ndarray:
@@ -170,6 +187,42 @@ def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS) -> dict
     }
 
 
+def trajectory_dynamics(trajectories, gaze, valid, width: int, height: int, bins: int = JSD_BINS) -> dict[str, float]:
+    """Dynamics over a set of clips (paper Appendix E.3): ADE and DTW (mean over K and best of K, averaged over
+    clips) and the displacement statistics pooled over all clips. Inputs per clip, in unit coordinates of a
+    ``width x height`` frame: ``trajectories [K, T, 2]``, ``gaze [T, 2]``, ``valid [T]``."""
+    from ..geometry import unit_to_pixels
+
+    trajectories, gaze, valid = list(trajectories), list(gaze), list(valid)
+    if not trajectories:
+        raise ValueError("trajectories is empty: nothing to evaluate")
+    if not len(trajectories) == len(gaze) == len(valid):
+        raise ValueError(f"need one gaze and one valid per clip: {len(trajectories)} trajectories, {len(gaze)} gaze, "
+                         f"{len(valid)} valid")
+    sums = {"ade_mean": [], "ade_best": [], "dtw_mean": [], "dtw_best": []}
+    disp_pred, disp_human = [], []
+    for i, (tr, g, v) in enumerate(zip(trajectories, gaze, valid)):
+        p = unit_to_pixels(_traj(tr, f"trajectories[{i}]"), width, height)
+        h = unit_to_pixels(_traj(g, f"gaze[{i}]")[0], width, height)
+        v = np.asarray(v, dtype=bool)
+        if not v.any():
+            continue
+        a, d = ade(p, h, v), dtw(p, h, v)
+        sums["ade_mean"].append(a.mean())
+        sums["ade_best"].append(a.min())
+        sums["dtw_mean"].append(d.mean())
+        sums["dtw_best"].append(d.min())
+        disp_pred.append(displacements(p, v))
+        disp_human.append(displacements(h, v))
+    if not sums["ade_mean"]:
+        raise ValueError("no clip has a valid frame")
+    out = {k: float(np.mean(v)) for k, v in sums.items()}
+    pred_d, human_d = np.concatenate(disp_pred), np.concatenate(disp_human)
+    if pred_d.size and human_d.size:
+        out.update(displacement_statistics(pred_d, human_d, bins))
+    return out
+
+
 __all__ = [
     "JSD_BINS",
     "ade",
@@ -179,4 +232,5 @@ __all__ = [
     "jensen_shannon",
     "displacement_histograms",
     "displacement_statistics",
+    "trajectory_dynamics",
 ]

@@ -16,13 +16,12 @@ spec evaluation.md, "Which frames", "Maps", "GLC's own pipeline").
 
 ``protocol="paper"`` (default) scores native-resolution maps (sigma 25 px); ``protocol="glc"`` reproduces GLC's own
 pipeline (256 crop, 64x64 maps, OpenCV kernel, ``gt > 0.001``, GLC min-max, GLC's AUC variant and AAE on the map).
-Per-frame scores are kept (scalars) for :func:`paired_wilcoxon`.
+Per-frame scores are kept (scalars) for ``significance.paired_wilcoxon``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -126,7 +125,8 @@ class ClipPrediction:
     """A prediction for one clip's window: ``trajectories [K, T, 2]`` unit coordinates (K samples), and/or
     ``heatmaps``: ``[F, h, w]`` maps of frames ``heatmap_frames`` (default: frames ``0..F-1``), or one static
     ``[h, w]`` map for every frame. For ``protocol="paper"`` maps of another size are resized (bilinear) to the
-    native frame; for ``protocol="glc"`` they must be 64x64 (GLC's softmax output, see ``glc_frame_softmax``).
+    native frame; for ``protocol="glc"`` they are 64x64 (GLC's softmax output, see ``glc_frame_softmax``) or native
+    (brought into GLC's crop grid by ``glc_native_to_grid``).
     When both are given, the heatmaps are scored and the trajectories only feed the dynamics.
     """
 
@@ -317,14 +317,17 @@ class GazeEvaluator:
             if (maps < 0).any():
                 raise ValueError(f"{where}: heatmaps must be non-negative")
             if self.protocol == "glc":
+                if tuple(maps.shape[-2:]) == (gt.height, gt.width) and (gt.height, gt.width) != (64, 64):
+                    maps = hm.glc_native_to_grid(maps, gt.width, gt.height)  # native maps: GLC's resize-crop
                 if tuple(maps.shape[-2:]) != (hm.GLC_GRID, hm.GLC_GRID):
-                    raise ValueError(f"{where}: protocol='glc' needs 64x64 maps, got {tuple(maps.shape[-2:])}")
+                    raise ValueError(f"{where}: protocol='glc' needs 64x64 maps (or native {gt.width}x{gt.height} "
+                                     f"ones), got {tuple(maps.shape[-2:])}")
                 return hm.glc_minmax(maps.to(torch.float32))
             maps = maps.to(self.dtype)
             if tuple(maps.shape[-2:]) != (gt.height, gt.width):
                 maps = F.interpolate(maps.unsqueeze(1), size=(gt.height, gt.width), mode="bilinear",
                                      align_corners=False).squeeze(1)
-            return maps
+            return maps.contiguous()
         pts = traj[:, torch.as_tensor(frames)]
         if self.protocol == "glc":
             short = min(gt.width, gt.height)
@@ -484,44 +487,49 @@ def evaluate_predictions(ground_truths: Iterable[Any], predictions: Iterable[Any
     return ev.compute()
 
 
-@dataclasses.dataclass
-class WilcoxonResult:
-    """Paired Wilcoxon signed-rank test on matched per-frame scores (paper Appendix E.3, "Significance testing")."""
+def evaluate_frames(
+    heatmaps: Iterable[Any],
+    gaze: Iterable[Any],
+    sigma_px: float = hm.DEFAULT_SIGMA_PX,
+    fov_deg: float = sal.DEFAULT_FOV_DEG,
+    thresholds=sal.GLC_THRESHOLDS,
+) -> dict[str, float]:
+    """Per-frame saliency metrics over a flat set of frames, each a fixation frame at its map's own resolution.
 
-    metric: str
-    statistic: float
-    pvalue: float
-    num_pairs: int
-    median_difference: float
-
-
-def paired_wilcoxon(
-    a: EvaluationResult,
-    b: EvaluationResult,
-    metric: str,
-    alternative: Literal["two-sided", "greater", "less"] = "two-sided",
-) -> WilcoxonResult:
-    """Paired Wilcoxon signed-rank test (``scipy.stats.wilcoxon``) of ``metric`` between two methods, frames matched
-    by ``(clip_id, slot)``. Both results must cover the same frames. ``median_difference`` is median(a - b)."""
-    from scipy.stats import wilcoxon
-
-    if metric not in a.frame_scores or metric not in b.frame_scores:
-        raise ValueError(f"metric must be one of {sorted(a.frame_scores)}, got {metric!r}")
-    index_b = {key: i for i, key in enumerate(b.frame_keys)}
-    if set(index_b) != set(a.frame_keys):
-        only_a = len(set(a.frame_keys) - set(index_b))
-        only_b = len(set(index_b) - set(a.frame_keys))
-        raise ValueError(f"the two results cover different frames ({only_a} only in a, {only_b} only in b); "
-                         f"evaluate both methods on the same clips")
-    order = np.asarray([index_b[key] for key in a.frame_keys], dtype=np.int64)
-    x = np.asarray(a.frame_scores[metric], dtype=np.float64)
-    y = np.asarray(b.frame_scores[metric], dtype=np.float64)[order]
-    keep = ~(np.isnan(x) | np.isnan(y))
-    if keep.sum() < 1:
-        raise ValueError(f"no paired frames with a defined {metric!r}")
-    res = wilcoxon(x[keep], y[keep], alternative=alternative)
-    return WilcoxonResult(metric, float(res.statistic), float(res.pvalue), int(keep.sum()),
-                          float(np.median(x[keep] - y[keep])))
+    The frame-level core of the protocol without clips (what the ``gaze_saliency`` evaluate module reports): the
+    mean over frames of AUC-Judd, NSS, CC, KL, SIM and AAE, and adaptive F1 with P and R at the threshold chosen
+    once over the set. ``heatmaps``: ``[H, W]`` non-negative maps; ``gaze``: one unit point (x, y) per map.
+    """
+    maps_list = [torch.as_tensor(np.asarray(_numpy(m), dtype=np.float64)) for m in heatmaps]
+    gaze_arr = np.asarray([np.asarray(_numpy(g), dtype=np.float64) for g in gaze])
+    if not maps_list:
+        raise ValueError("heatmaps is empty: nothing to evaluate")
+    if gaze_arr.shape != (len(maps_list), 2):
+        raise ValueError(f"gaze must hold one (x, y) point per heatmap: {len(maps_list)} maps, gaze {gaze_arr.shape}")
+    scorer = NativeFrameScorer(sigma_px, thresholds, fov_deg)
+    per: dict[str, list[float]] = {k: [] for k in FRAME_METRICS}
+    precision, recall = [], []
+    for i, (m, g) in enumerate(zip(maps_list, gaze_arr)):
+        if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
+            raise ValueError(f"heatmaps[{i}] must be a 2D map [H, W], got shape {tuple(m.shape)}")
+        if not torch.isfinite(m).all() or (m < 0).any():
+            raise ValueError(f"heatmaps[{i}] must be finite and non-negative")
+        if not np.isfinite(g).all() or g.min() < 0 or g.max() > 1:
+            raise ValueError(f"gaze[{i}] must be a unit point in [0, 1], got {g.tolist()}")
+        out = scorer.score(m.unsqueeze(0), g[None], m.shape[1], m.shape[0])
+        for k in FRAME_METRICS:
+            per[k].append(float(out[k][0]))
+        p, r = sal.precision_recall(out["tp"], out["predicted"], out["positives"])
+        precision.append(p[0].numpy())
+        recall.append(r[0].numpy())
+    p_avg, r_avg = np.mean(precision, axis=0), np.mean(recall, axis=0)
+    f1 = sal.f1_from_pr(p_avg, r_avg)
+    best = int(np.argmax(f1))
+    th = np.asarray(thresholds, dtype=np.float64)
+    result = {k: float(np.mean(v)) for k, v in per.items()}
+    result.update(f1=float(f1[best]), precision=float(p_avg[best]), recall=float(r_avg[best]),
+                  threshold=float(th[best]), num_frames=float(len(maps_list)))
+    return result
 
 
 __all__ = [
@@ -535,6 +543,5 @@ __all__ = [
     "EvaluationResult",
     "GazeEvaluator",
     "evaluate_predictions",
-    "WilcoxonResult",
-    "paired_wilcoxon",
+    "evaluate_frames",
 ]

@@ -19,7 +19,6 @@ functions.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
@@ -55,6 +54,14 @@ def _count_above(values: torch.Tensor, thresholds: torch.Tensor) -> torch.Tensor
     return hist.flip(0).cumsum(0).flip(0)[1:]
 
 
+def _gather_blocks(p: torch.Tensor, b: int, fi: torch.Tensor, bi: torch.Tensor, bj: torch.Tensor) -> torch.Tensor:
+    """Pixels of blocks ``(frame fi, block row bi, block col bj)`` of ``p [F, H, W]`` as ``[n, b * b]`` (one take)."""
+    h, w = p.shape[-2:]
+    base = fi * (h * w) + bi * (b * w) + bj * b
+    offsets = (torch.arange(b).unsqueeze(-1) * w + torch.arange(b)).reshape(-1)
+    return torch.take(p, base.unsqueeze(-1) + offsets)
+
+
 class NativeFrameScorer:
     """Scores the kept frames of one clip: maps ``[F, H, W]`` against ground-truth points ``[F, 2]``.
 
@@ -68,44 +75,48 @@ class NativeFrameScorer:
         self.fov_deg = float(fov_deg)
         self._work: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    def _buffers(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Two reusable float64 work buffers of at least ``size`` elements (fresh large allocations are slow)."""
-        if self._work is None or self._work[0].numel() < size:
-            self._work = (torch.empty(size, dtype=torch.float64), torch.empty(size, dtype=torch.float64))
+    def _buffers(self, size: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two reusable work buffers of at least ``size`` elements (fresh large allocations are slow)."""
+        if self._work is None or self._work[0].numel() < size or self._work[0].dtype != dtype:
+            self._work = (torch.empty(size, dtype=dtype), torch.empty(size, dtype=dtype))
         return self._work
 
     def _kl_sim(self, p: torch.Tensor, gx: torch.Tensor, gy: torch.Tensor, z: float, gmin: float, s1: float,
                 lo: float, varies: bool) -> tuple[float, float]:
-        """KL and SIM of one frame, summed over the window where the ground truth is not negligible, in place."""
+        """KL and SIM of one frame, summed over the window where the ground truth is not negligible, in place, in
+        the map's dtype (the sums are then taken in float64)."""
         n = p.numel()
         y0, y1 = _span(gy, WINDOW_LEVEL)
         x0, x1 = _span(gx, WINDOW_LEVEL)
         hh, ww = y1 - y0, x1 - x0
-        b1, b2 = self._buffers(hh * ww)
+        b1, b2 = self._buffers(hh * ww, p.dtype)
         g = b1[: hh * ww].view(hh, ww)
         q = b2[: hh * ww].view(hh, ww)
-        torch.mul(gy[y0:y1, None], gx[None, x0:x1], out=g).div_(z)  # the sum-1 ground truth, float64
+        torch.mul(gy[y0:y1, None].to(p.dtype), (gx[x0:x1] / z).to(p.dtype)[None, :], out=g)  # the sum-1 ground truth
         pw = p[y0:y1, x0:x1]
         # KL: sum g * log(eps + g / (p / s1 + eps))
-        q.copy_(pw).div_(s1).add_(sal.MIT_EPS)
+        torch.mul(pw, 1.0 / s1, out=q).add_(sal.MIT_EPS)
         torch.div(g, q, out=q).add_(sal.MIT_EPS).log_()
-        kl = float(torch.dot(g.view(-1), q.view(-1)))
+        kl = float(torch.dot(g.view(-1), q.view(-1)))  # float32 sums use cascade summation: ~1e-7 relative
         # SIM: sum min(minmax(p) / sum, minmax(g) / sum); both sums are known in closed form
         if varies:
-            q.copy_(pw).sub_(lo).div_(s1 - n * lo)
+            torch.sub(pw, lo, out=q).mul_(1.0 / (s1 - n * lo))
         else:
             q.fill_(1.0 / n)
-        g.sub_(gmin).div_(1.0 - n * gmin)
+        g.sub_(gmin).mul_(1.0 / (1.0 - n * gmin))
         torch.minimum(g, q, out=q)
         return kl, float(q.sum())
 
     def score(self, maps: torch.Tensor, gaze: np.ndarray, width: int, height: int) -> dict[str, torch.Tensor]:
+        """Scores of ``maps [F, height, width]`` (finite, non-negative; checked by the caller) against the unit
+        gaze points ``gaze [F, 2]``: per-frame ``auc``, ``nss``, ``cc``, ``kl``, ``sim``, ``aae`` ``[F]`` and the
+        counts ``tp``, ``predicted`` ``[F, thresholds]`` and ``positives`` ``[F]`` (float64)."""
         f, h, w = maps.shape
         if (h, w) != (height, width):
             raise ValueError(f"maps must be {height}x{width} (native), got {h}x{w}")
         dt = maps.dtype
         n = h * w
-        p = maps
+        p = maps.contiguous()
         gz = torch.from_numpy(np.asarray(gaze, dtype=np.float64))
         gpx = unit_to_pixels(gz, width, height)
         gx = hm.gaussian_profiles(gpx[:, 0], w, self.sigma_px)  # [F, W] float64, peak 1
@@ -132,7 +143,6 @@ class NativeFrameScorer:
 
         # ---- block extremes, then exact counts for AUC and for F1's predicted positives
         b = _block_size(h, w)
-        pb = p.view(f, h // b, b, w // b, b)
         # rows first (a contiguous elementwise reduction), then the small remainder
         bmax = p.view(f, h // b, b, w).amax(2).view(f, h // b, w // b, b).amax(-1)  # [F, hb, wb]
         bmin = p.view(f, h // b, b, w).amin(2).view(f, h // b, w // b, b).amin(-1)
@@ -155,7 +165,7 @@ class NativeFrameScorer:
         undecided = (bmin <= sf) & (bmax >= sf) & ~flat_blocks
         fi, bi, bj = torch.nonzero(undecided, as_tuple=True)
         if fi.numel():
-            vals = pb[fi, bi, :, bj, :].reshape(fi.numel(), -1)  # [n, b*b]
+            vals = _gather_blocks(p, b, fi, bi, bj)  # [n, b*b]
             sv = s_fix[fi].unsqueeze(-1)
             greater += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, (vals > sv).sum(-1).double())
             equal += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, (vals == sv).sum(-1).double())
@@ -170,14 +180,17 @@ class NativeFrameScorer:
         above = nmin.unsqueeze(-1) > th  # [F, hb, wb, nt]: blocks entirely above each threshold
         below = nmax.unsqueeze(-1) <= th  # entirely at or below
         mixed = ~(above | below)  # straddling: compared pixel by pixel, threshold by threshold
-        predicted = above.sum(dim=(1, 2)).double() * area  # [F, nt]
-        for j in range(nt):
-            fi, bi, bj = torch.nonzero(mixed[..., j], as_tuple=True)
-            if fi.numel():
-                vals = pb[fi, bi, :, bj, :].reshape(fi.numel(), -1)
-                vn = (vals - lo3.view(f, 1)[fi]) / den3.view(f, 1)[fi]
-                hits = (vn > th[j]).sum(-1).double()
-                predicted[:, j] += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, hits)
+        predicted = above.view(f, -1, nt).sum(1, dtype=torch.int64).double() * area  # [F, nt]
+        fi, bi, bj = torch.nonzero(mixed.any(-1), as_tuple=True)  # blocks straddling at least one threshold
+        if fi.numel():
+            vals = _gather_blocks(p, b, fi, bi, bj)
+            vn = (vals - lo3.view(f, 1)[fi]) / den3.view(f, 1)[fi]
+            # exact counts where the block straddles the threshold; elsewhere it was counted as a whole above
+            # per block, #{pixels > t_j} for every j from one bucketize: bucket = #{t < v}, counted per block
+            buckets = torch.bucketize(vn, th, right=False) + (torch.arange(fi.numel()) * (nt + 1)).unsqueeze(-1)
+            hist = torch.bincount(buckets.view(-1), minlength=fi.numel() * (nt + 1)).view(-1, nt + 1)
+            hits = hist.flip(-1).cumsum(-1).flip(-1)[:, 1:] * mixed[fi, bi, bj]  # [n, nt]
+            predicted += torch.zeros(f, nt, dtype=torch.float64).index_add_(0, fi, hits.double())
 
         # ---- true positives inside the binary disc's bounding box (heatmaps.binary_gt_masks' rule)
         tp = torch.zeros(f, nt, dtype=torch.float64)
