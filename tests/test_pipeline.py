@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -242,3 +244,17 @@ def test_bundled_model_beats_the_frame_centre_on_a_synthetic_clip(tmp_path):
         errors_model.append(np.linalg.norm(out.points[valid] - truth, axis=1))
         errors_centre.append(np.linalg.norm(truth - 0.5, axis=1))
     assert np.concatenate(errors_model).mean() < np.concatenate(errors_centre).mean()
+
+
+def test_default_model_folder_is_package_data():
+    folder = default_model_path()
+    assert folder.parent == Path(transformers_gazeflow.__file__).resolve().parent and folder.name == "default_model"
+    assert (folder / "README.md").is_file()  # the model card (or, until the weights land, what is missing)
+    setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text()
+    assert '"default_model/*"' in setup and "gazeflow = transformers_gazeflow.cli:main" in setup
+
+
+@pytest.mark.skipif(default_model_available(), reason="checks the error shown while no default model is bundled")
+def test_default_pipeline_without_bundled_weights_names_the_folder():
+    with pytest.raises(Exception, match="default_model"):
+        pipeline("egocentric-gaze")
