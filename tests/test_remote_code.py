@@ -61,6 +61,7 @@ def test_saved_folder_loads_with_remote_code_in_a_fresh_process_without_the_pack
         gaze = pipeline("egocentric-gaze", model=folder, trust_remote_code=True)
         out = gaze(np.load({str(tmp_path / "video.npy")!r}), seed=4, fps=10)
         np.save({str(tmp_path / "remote.npy")!r}, out.trajectories)
+        gaze.save_pretrained({str(tmp_path / "resaved")!r})  # the remote-code pipeline saves a complete folder again
         loaded = [name for name, module in sys.modules.items() if name.startswith("transformers_gazeflow") and module]
         assert not loaded, loaded
         print("remote-code-ok", type(gaze).__name__)
@@ -72,6 +73,26 @@ def test_saved_folder_loads_with_remote_code_in_a_fresh_process_without_the_pack
     assert result.returncode == 0, result.stderr[-3000:]
     assert "remote-code-ok GazeFlowPipeline" in result.stdout
     np.testing.assert_allclose(np.load(tmp_path / "remote.npy"), expected, atol=1e-6)
+    resaved = tmp_path / "resaved"
+    assert all((resaved / name).is_file() for name in REMOTE_CODE_FILES)
+    assert (resaved / "heatmaps.py").read_text() == (folder / "heatmaps.py").read_text()
+    assert (resaved / "README.md").read_text() == card  # the loaded folder's card travels along
+
+
+def test_pipeline_save_pretrained_writes_a_complete_folder(tmp_path):
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny())
+    gaze = GazeFlowPipeline(model=model)
+    gaze.save_pretrained(tmp_path / "saved")
+    folder = check_model_folder(tmp_path / "saved")
+    assert all((folder / name).is_file() for name in REMOTE_CODE_FILES)
+    assert (folder / "preprocessor_config.json").is_file() and (folder / "README.md").is_file()
+    assert "auto_map" in json.loads((folder / "config.json").read_text())
+    video = random_video(9, seed=3)
+    again = GazeFlowPipeline(model=GazeFlowModel.from_pretrained(folder))
+    np.testing.assert_allclose(again(video, seed=1).trajectories, gaze(video, seed=1).trajectories, atol=1e-6)
+    with pytest.raises(ValueError, match="push_to_hub"):
+        gaze.save_pretrained(tmp_path / "x", push_to_hub=True)
 
 
 def test_bundle_default_model_writes_a_complete_small_folder(tmp_path):

@@ -10,6 +10,7 @@ from transformers.pipelines import PIPELINE_REGISTRY
 from .configuration_gazeflow import GazeFlowConfig
 from .data.video import VideoDecodeError
 from .geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
+from .hub import ModelFolderError, default_model_available, default_model_path, load_model
 from .modeling_gazeflow import (
     GazeFlowCondition,
     GazeFlowGenerationOutput,
@@ -17,7 +18,6 @@ from .modeling_gazeflow import (
     GazeFlowModelOutput,
     GazeFlowPreTrainedModel,
 )
-from .hub import ModelFolderError, default_model_available, default_model_path, load_model
 from .pipeline_gazeflow import GazeFlowPipeline, GazeHeatmaps, GazePrediction
 from .sampling import FlowMatchingSampler, generate_trajectories
 from .streaming import point_estimate, stream_gaze

@@ -251,6 +251,23 @@ class GazeFlowPipeline(Pipeline):
             inputs = list(inputs)
         return super().__call__(inputs, **kwargs)
 
+    def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> None:
+        """Write a complete model folder (also what ``push_to_hub`` uploads): weights and config (safetensors), the
+        processor, the model card (the source folder's ``README.md`` when it has one) and the remote code for
+        ``trust_remote_code=True`` (:func:`transformers_gazeflow.remote_code.save_model_folder`). ``kwargs`` of the
+        base class (``safe_serialization``, ``max_shard_size``) are accepted and ignored."""
+        import shutil
+
+        from .remote_code import save_model_folder
+
+        if kwargs.pop("push_to_hub", False):
+            raise ValueError("save_pretrained(push_to_hub=True) is not supported: call pipe.push_to_hub(repo_id)")
+        save_model_folder(self.model, save_directory, processor=self.video_processor,
+                          description="A GazeFlow model saved from the egocentric-gaze pipeline.")
+        card = Path(str(getattr(self.model, "name_or_path", "") or "")) / "README.md"
+        if card.is_file() and card.resolve() != (Path(save_directory) / "README.md").resolve():
+            shutil.copyfile(card, Path(save_directory) / "README.md")
+
     # ------------------------------------------------------------------ the three steps
     def preprocess(self, inputs: Any, fps: float | None = None, start_frame: int | None = None,
                    end_frame: int | None = None) -> dict[str, VideoSource]:

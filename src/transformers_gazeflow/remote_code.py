@@ -43,6 +43,7 @@ REMOTE_CODE_FILES: dict[str, str] = {
     "video.py": "data/video.py",
     "processing.py": "data/processing.py",
     "heatmaps.py": "metrics/heatmaps.py",
+    "remote_code.py": "remote_code.py",  # so that a pipeline loaded from the folder can save itself again
 }
 
 AUTO_MAP = {"AutoConfig": "configuration_gazeflow.GazeFlowConfig", "AutoModel": "modeling_gazeflow.GazeFlowModel"}
@@ -73,7 +74,10 @@ def add_remote_code(folder: str | os.PathLike) -> list[Path]:
         raise FileNotFoundError(f"{folder} has no config.json: save the model with save_pretrained first")
     written = []
     for name, source in REMOTE_CODE_FILES.items():
-        text = flatten_imports((PACKAGE_DIR / source).read_text(encoding="utf-8"))
+        source_path = PACKAGE_DIR / source
+        if not source_path.is_file():  # running from a flat remote-code folder itself
+            source_path = PACKAGE_DIR / name
+        text = flatten_imports(source_path.read_text(encoding="utf-8"))
         path = folder / name
         path.write_text(text, encoding="utf-8")
         written.append(path)
