@@ -165,9 +165,8 @@ def render_heatmaps(
     _check_points(pts, "trajectories", -0.5, 1.5)
     px = unit_to_pixels(pts, width, height)  # [K, T, 2] in float64, then profiles in the output dtype
     gx = gaussian_profiles(px[..., 0].to(dtype), width, sigma)  # [K, T, W]
-    gy = gaussian_profiles(px[..., 1].to(dtype), height, sigma)  # [K, T, H]
-    maps = torch.bmm(gy.permute(1, 2, 0), gx.permute(1, 0, 2))  # [T, H, W]
-    return maps.div_(pts.shape[0])
+    gy = gaussian_profiles(px[..., 1].to(dtype), height, sigma).mul_(1.0 / pts.shape[0])  # [K, T, H], mean over K
+    return torch.bmm(gy.permute(1, 2, 0), gx.permute(1, 0, 2))  # [T, H, W]
 
 
 def render_gt_heatmaps(

@@ -177,19 +177,23 @@ class NativeFrameScorer:
         nmax = (bmax - lo3) / den3
         th = torch.as_tensor(self.thresholds).to(dt)  # thresholds compared in the map's dtype, as GLC does
         nt = th.numel()
-        above = nmin.unsqueeze(-1) > th  # [F, hb, wb, nt]: blocks entirely above each threshold
-        below = nmax.unsqueeze(-1) <= th  # entirely at or below
-        mixed = ~(above | below)  # straddling: compared pixel by pixel, threshold by threshold
-        predicted = above.view(f, -1, nt).sum(1, dtype=torch.int64).double() * area  # [F, nt]
-        fi, bi, bj = torch.nonzero(mixed.any(-1), as_tuple=True)  # blocks straddling at least one threshold
+        # a block lies entirely above t_j for j < #{t < nmin} and entirely at or below it for j >= #{t < nmax};
+        # in between it straddles t_j and its pixels are compared one by one
+        first = torch.bucketize(nmin.reshape(f, -1), th, right=False)  # [F, blocks]
+        last = torch.bucketize(nmax.reshape(f, -1), th, right=False)
+        whole = torch.bincount((first + (torch.arange(f) * (nt + 1)).unsqueeze(-1)).view(-1), minlength=f * (nt + 1))
+        predicted = whole.view(f, nt + 1).flip(-1).cumsum(-1).flip(-1)[:, 1:].double() * area  # [F, nt]
+        fi, blk = torch.nonzero(last > first, as_tuple=True)  # blocks straddling at least one threshold
         if fi.numel():
+            bi, bj = blk // (w // b), blk % (w // b)
             vals = _gather_blocks(p, b, fi, bi, bj)
             vn = (vals - lo3.view(f, 1)[fi]) / den3.view(f, 1)[fi]
-            # exact counts where the block straddles the threshold; elsewhere it was counted as a whole above
             # per block, #{pixels > t_j} for every j from one bucketize: bucket = #{t < v}, counted per block
             buckets = torch.bucketize(vn, th, right=False) + (torch.arange(fi.numel()) * (nt + 1)).unsqueeze(-1)
             hist = torch.bincount(buckets.view(-1), minlength=fi.numel() * (nt + 1)).view(-1, nt + 1)
-            hits = hist.flip(-1).cumsum(-1).flip(-1)[:, 1:] * mixed[fi, bi, bj]  # [n, nt]
+            j = torch.arange(nt)
+            straddled = (j >= first[fi, blk].unsqueeze(-1)) & (j < last[fi, blk].unsqueeze(-1))  # [n, nt]
+            hits = hist.flip(-1).cumsum(-1).flip(-1)[:, 1:] * straddled
             predicted += torch.zeros(f, nt, dtype=torch.float64).index_add_(0, fi, hits.double())
 
         # ---- true positives inside the binary disc's bounding box (heatmaps.binary_gt_masks' rule)
