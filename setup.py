@@ -54,10 +54,13 @@ setup(
     packages=find_packages("src") + sorted(BUILDERS),
     package_data={
         **{name: ["README.md"] for name in BUILDERS},
+        # the bundled default model (config.json, model.safetensors, preprocessor_config.json, README.md card)
+        "transformers_gazeflow": ["default_model/*"],
         # the evaluate modules are loaded from their folders by evaluate.load(<dir>), so they ship as data files
         "transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"],
     },
     include_package_data=True,
+    entry_points={"console_scripts": ["gazeflow = transformers_gazeflow.cli:main"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     classifiers=[

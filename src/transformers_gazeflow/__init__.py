@@ -1,11 +1,13 @@
 """transformers-gazeflow: GazeFlow egocentric gaze prediction as a Hugging Face model.
 
-This module only re-exports the public API and registers the model with the Auto classes. It stays importable
+This module only re-exports the public API, registers the model with the Auto classes and registers the
+``egocentric-gaze`` pipeline task (its default model is the bundled one, ``default_model_path()``). It stays importable
 without ``datasets``, ``evaluate`` and ``av`` (the GPU image has none of them): the data modules import those inside
 the functions that need them.
 """
 
 from transformers import AutoConfig, AutoModel
+from transformers.pipelines import PIPELINE_REGISTRY
 
 from .configuration_gazeflow import GazeFlowConfig
 from .data.collator import GazeFlowDataCollator
@@ -16,6 +18,7 @@ from .data.synthetic import SyntheticGazeSettings
 from .data.synthetic_egtea import write_egtea_layout
 from .data.video import VideoDecodeError, decode_frames, probe_video, write_video
 from .geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
+from .hub import ModelFolderError, default_model_available, default_model_path, load_model
 from .modeling_gazeflow import (
     GazeFlowCondition,
     GazeFlowGenerationOutput,
@@ -23,13 +26,19 @@ from .modeling_gazeflow import (
     GazeFlowModelOutput,
     GazeFlowPreTrainedModel,
 )
+from .pipeline_gazeflow import GazeFlowPipeline, GazeHeatmaps, GazePrediction
 from .sampling import FlowMatchingSampler, generate_trajectories
-from .windows import blend_windows, window_starts
+from .streaming import point_estimate, stream_gaze
+from .windows import StreamingBlender, blend_windows, window_starts
 
 __version__ = "0.1.0.dev0"
 
 AutoConfig.register(GazeFlowConfig.model_type, GazeFlowConfig, exist_ok=True)
 AutoModel.register(GazeFlowConfig, GazeFlowModel, exist_ok=True)
+PIPELINE_REGISTRY.register_pipeline(
+    "egocentric-gaze", pipeline_class=GazeFlowPipeline, pt_model=AutoModel, type="video",
+    default={"model": (str(default_model_path()), None)},
+)
 
 __all__ = [
     "__version__",
@@ -66,5 +75,15 @@ __all__ = [
     "probe_video",
     "decode_frames",
     "write_video",
+    "StreamingBlender",
+    "GazeFlowPipeline",
+    "GazePrediction",
+    "GazeHeatmaps",
+    "stream_gaze",
+    "point_estimate",
+    "default_model_path",
+    "default_model_available",
+    "load_model",
+    "ModelFolderError",
     "VideoDecodeError",
 ]

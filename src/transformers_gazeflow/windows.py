@@ -67,4 +67,71 @@ def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_fram
     return out.movedim(0, frame_dim)
 
 
-__all__ = ["window_starts", "blend_windows"]
+class StreamingBlender:
+    """:func:`blend_windows`, one window at a time: the same linear overlap blend, with frames handed back as soon as
+    no later window can change them, so a long video is stitched holding at most one window of frames.
+
+    Push the windows in order of their starts (as :func:`window_starts` gives them, or as a stream discovers them:
+    every start after the first must lie after the previous start and no later than the end of the frames covered
+    so far). :meth:`push` returns the frames before the new window's start, which are final; :meth:`finish` returns
+    the rest, cut to the clip's length. Concatenated, the returned pieces equal ``blend_windows`` of all windows
+    (tested), for any windows whose frames lie within the clip (a single window may run past a shorter clip's end:
+    it is cut by :meth:`finish`, as ``blend_windows`` cuts it).
+    """
+
+    def __init__(self, frame_dim: int) -> None:
+        self.frame_dim = frame_dim
+        self._pending: torch.Tensor | None = None  # frames [emitted, covered_until), frame axis first
+        self._emitted = 0
+        self._last_start: int | None = None
+
+    @property
+    def emitted(self) -> int:
+        """Frames handed back so far (frames ``[0, emitted)`` are final)."""
+        return self._emitted
+
+    @property
+    def covered_until(self) -> int:
+        """End of the frames covered by the windows pushed so far."""
+        return self._emitted + (0 if self._pending is None else self._pending.shape[0])
+
+    def push(self, values: torch.Tensor, start: int) -> torch.Tensor | None:
+        """Blend in the prediction of the window starting at ``start``; return the frames ``[emitted, start)``, now
+        final, along ``frame_dim`` (``None`` when there are none)."""
+        values = values.movedim(self.frame_dim, 0)
+        if self._last_start is None:
+            if start != 0:
+                raise ValueError(f"the first window must start at frame 0, got {start}")
+            self._pending, self._last_start = values.clone(), 0
+            return None
+        if start <= self._last_start or start > self.covered_until:
+            raise ValueError(f"window start {start} must lie after the previous start {self._last_start} and at or "
+                             f"before the end of the covered frames {self.covered_until}")
+        cut = start - self._emitted
+        finished, pending = self._pending[:cut], self._pending[cut:]
+        overlap = pending.shape[0]
+        if overlap > values.shape[0]:
+            raise ValueError(f"the window at {start} ({values.shape[0]} frames) ends inside the frames already covered "
+                             f"(up to {self.covered_until}); windows must reach past the previous one")
+        blended = values.clone()
+        if overlap > 0:
+            ramp = torch.arange(overlap, dtype=values.dtype, device=values.device) / overlap
+            ramp = ramp.view(-1, *([1] * (values.dim() - 1)))
+            blended[:overlap] = (1 - ramp) * pending + ramp * values[:overlap]
+        self._pending, self._last_start = blended, start
+        self._emitted = start
+        return finished.movedim(0, self.frame_dim) if finished.shape[0] else None
+
+    def finish(self, num_frames: int) -> torch.Tensor:
+        """The remaining frames ``[emitted, num_frames)`` along ``frame_dim``; the blender is then spent."""
+        if self._pending is None:
+            raise ValueError("finish: no window was pushed")
+        if num_frames > self.covered_until or num_frames <= self._emitted:
+            raise ValueError(f"finish: the windows cover frames [{self._emitted}, {self.covered_until}) still pending, "
+                             f"cannot end the clip at {num_frames} frames")
+        rest = self._pending[:num_frames - self._emitted]
+        self._pending, self._emitted = None, num_frames
+        return rest.movedim(0, self.frame_dim)
+
+
+__all__ = ["window_starts", "blend_windows", "StreamingBlender"]

@@ -1,0 +1,331 @@
+"""The ``egocentric-gaze`` pipeline: gaze trajectories for a video in one line.
+
+```python
+import transformers_gazeflow  # registers the task
+from transformers import pipeline
+
+gaze = pipeline("egocentric-gaze", model="path/to/model")  # or no model: the bundled default
+out = gaze("video.mp4", num_samples=30, num_steps=5, seed=0)
+out["points_px"]  # [T, 2] point estimate per frame (the mean of the K samples), pixels
+```
+
+Inputs: a video file (anything PyAV opens), a ``[T, H, W, 3]`` uint8 array or tensor (grayscale ``[T, H, W]`` too),
+or a list of PIL images; for in-memory frames pass ``fps=`` (30 when not given). Long videos stream window by
+window through decode -> processor -> encoder -> sampler -> blend (:mod:`transformers_gazeflow.streaming`), so
+memory does not grow with the video's length; only the small per-frame outputs are collected. Heatmaps are
+rendered on demand (:class:`GazeHeatmaps`), never held for the whole video.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import Pipeline
+
+from .data.video import VideoDecodeError, iter_frames, probe_video
+from .geometry import unit_to_pixels
+from .hub import load_video_processor
+from .inference import prepare_for_inference
+from .streaming import GazeChunk, point_estimate, stream_gaze
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_FPS = 30.0
+"""Frame rate assumed for in-memory frames given without ``fps=`` (it only sets the frame times)."""
+
+
+class GazeHeatmaps:
+    """Per-frame heatmaps of a prediction, rendered on demand at the native size, never all held at once.
+
+    ``heatmaps[t]`` is frame ``t``'s map ``[H, W]``; ``heatmaps[a:b]`` renders frames ``a..b-1`` ``[n, H, W]``;
+    :meth:`iter_chunks` walks the video a few frames at a time. Each map is the mean over the K samples of
+    peak-1 Gaussians of ``sigma`` px (``metrics.heatmaps.render_heatmaps``, the project's one renderer).
+    """
+
+    def __init__(self, trajectories: np.ndarray, width: int, height: int, sigma: float) -> None:
+        self.trajectories = trajectories
+        self.width, self.height, self.sigma = int(width), int(height), float(sigma)
+
+    def __len__(self) -> int:
+        return self.trajectories.shape[1]
+
+    def render(self, start: int, stop: int) -> np.ndarray:
+        """Maps of frames ``[start, stop)``, ``[n, H, W]`` float32 in ``[0, 1]``."""
+        if not 0 <= start < stop <= len(self):
+            raise IndexError(f"frame range [{start}, {stop}) is outside the {len(self)} frames")
+        from .metrics.heatmaps import render_heatmaps  # imported on first use: metrics pulls in scipy
+
+        maps = render_heatmaps(self.trajectories[:, start:stop], self.width, self.height, sigma=self.sigma)
+        return maps.numpy()
+
+    def __getitem__(self, index: int | slice) -> np.ndarray:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                raise IndexError("heatmaps support contiguous slices only (step 1)")
+            if stop <= start:
+                return np.zeros((0, self.height, self.width), np.float32)
+            return self.render(start, stop)
+        index = int(index) + (len(self) if int(index) < 0 else 0)
+        return self.render(index, index + 1)[0]
+
+    def iter_chunks(self, chunk_frames: int = 16) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(first_frame, maps [n, H, W])`` over the whole video, ``chunk_frames`` frames at a time."""
+        for start in range(0, len(self), chunk_frames):
+            yield start, self.render(start, min(start + chunk_frames, len(self)))
+
+    def __repr__(self) -> str:
+        return f"GazeHeatmaps(frames={len(self)}, size={self.width}x{self.height}, sigma={self.sigma})"
+
+
+@dataclass
+class GazePrediction:
+    """The pipeline's output for one video (numpy arrays; also readable as a dict: ``out["points_px"]``).
+
+    Coordinates: unit ``[0, 1]`` of the frame with the origin at the top-left (x right, y down), and continuous
+    pixels ``unit * (width, height)`` (``geometry.py``). The point estimate is the per-frame mean of the K samples.
+    """
+
+    video: str
+    video_id: str
+    trajectories: np.ndarray  # [K, T, 2] unit
+    trajectories_px: np.ndarray  # [K, T, 2] pixels
+    points: np.ndarray  # [T, 2] unit
+    points_px: np.ndarray  # [T, 2] pixels
+    frame_indices: np.ndarray  # [T] frame numbers in the video
+    times_ms: np.ndarray  # [T] frame times, ms from the stream's start
+    fps: float
+    width: int
+    height: int
+    num_samples: int
+    num_steps: int
+    solver: str
+    seed: int | None
+    heatmaps: GazeHeatmaps | None = field(default=None, repr=False)
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.frame_indices.shape[0])
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(f"{key!r}: a GazePrediction has {self.keys()}")
+        return getattr(self, key)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.keys()}
+
+
+@dataclass
+class VideoSource:
+    """A video ready to stream: where it comes from, its frame rate and size, and how to read its frames."""
+
+    name: str
+    video_id: str
+    fps: float
+    width: int
+    height: int
+    start_frame: int
+    expected_frames: int | None
+    open_frames: Callable[[], Iterator[np.ndarray]]
+
+
+def _frame_range(start_frame: int | None, end_frame: int | None, total: int, name: str) -> tuple[int, int]:
+    start = 0 if start_frame is None else int(start_frame)
+    stop = total if end_frame is None else min(int(end_frame), total)
+    if start < 0 or (end_frame is not None and int(end_frame) <= start):
+        raise ValueError(f"bad frame range [{start_frame}, {end_frame}) for {name}: need 0 <= start_frame < end_frame")
+    if start >= total:
+        raise ValueError(f"start_frame {start} is past the end of {name} ({total} frames)")
+    return start, stop
+
+
+def open_video_source(video: Any, fps: float | None = None, start_frame: int | None = None,
+                      end_frame: int | None = None) -> VideoSource:
+    """Describe ``video`` (a path, a ``[T, H, W, 3]`` uint8 array/tensor or a list of PIL images) for streaming.
+
+    Files are probed, not decoded (errors name the file: missing, empty, not a video, truncated); frames
+    ``[start_frame, end_frame)`` are streamed later by ``open_frames()``.
+    """
+    if isinstance(video, (str, os.PathLike)):
+        path = Path(video)
+        info = probe_video(path)  # FileNotFoundError / VideoDecodeError naming the file
+        start, stop = _frame_range(start_frame, end_frame, info.num_frames, str(path))
+        return VideoSource(name=str(path), video_id=path.stem, fps=float(fps or info.fps), width=info.width,
+                           height=info.height, start_frame=start, expected_frames=stop - start,
+                           open_frames=lambda: iter_frames(path, start, stop))
+    if isinstance(video, (list, tuple)) and video and all(hasattr(im, "convert") for im in video):
+        video = np.stack([np.asarray(im.convert("RGB")) for im in video])
+    if isinstance(video, torch.Tensor):
+        video = video.detach().cpu().numpy()
+    if not isinstance(video, np.ndarray):
+        raise ValueError(f"expected a video file path, a [T, H, W, 3] uint8 array or tensor, or a list of PIL images, "
+                         f"got {type(video).__name__}")
+    if video.dtype != np.uint8 or video.ndim not in (3, 4) or (video.ndim == 4 and video.shape[-1] not in (1, 3)):
+        raise ValueError(f"in-memory video must be uint8 [T, H, W, 3] (or grayscale [T, H, W]), got "
+                         f"{video.dtype} {video.shape}")
+    if video.shape[0] < 1:
+        raise ValueError("in-memory video has no frames")
+    if fps is None:
+        logger.warning("no fps= given for in-memory frames: frame times assume %s fps", DEFAULT_FPS)
+    start, stop = _frame_range(start_frame, end_frame, video.shape[0], "the in-memory video")
+    frames = video[start:stop]
+    return VideoSource(name="<array>", video_id="video", fps=float(fps or DEFAULT_FPS), width=int(video.shape[2]),
+                       height=int(video.shape[1]), start_frame=start, expected_frames=stop - start,
+                       open_frames=lambda: iter(frames))
+
+
+def _checked_frames(source: VideoSource) -> Iterator[np.ndarray]:
+    """The source's frames; a file that yields clearly fewer frames than its container announces is truncated."""
+    count = 0
+    for frame in source.open_frames():
+        count += 1
+        yield frame
+    expected = source.expected_frames
+    if expected is not None and count < expected:
+        if count < expected * 0.99 - 1:
+            raise VideoDecodeError(f"cannot decode video {source.name}: its container announces {expected} frames "
+                                   f"from frame {source.start_frame} but decoding stopped after {count} "
+                                   f"(truncated or damaged file)")
+        logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
+
+
+class GazeFlowPipeline(Pipeline):
+    """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
+
+    Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver`` (defaults from the model's config),
+    ``seed`` (noise seed; the same seed gives the same samples), ``return_heatmaps`` (attach a lazy
+    :class:`GazeHeatmaps`), ``heatmap_sigma`` (px, default ``config.heatmap_sigma``), ``start_frame`` /
+    ``end_frame`` (frame range, end exclusive) and ``fps`` (in-memory frames). ``device`` is chosen when the
+    pipeline is built (``pipeline(..., device="cuda")``). Returns a :class:`GazePrediction` per video.
+
+    The pipeline puts its model on the inference fast path in place (eval mode, SDPA, LoRA merged).
+    """
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_video_processor = False
+    _load_feature_extractor = False
+    _load_tokenizer = False
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        model_type = getattr(self.model.config, "model_type", None)
+        if model_type != "gazeflow" or not hasattr(self.model, "encode_video"):
+            raise ValueError(f"the egocentric-gaze pipeline needs a GazeFlow model, got "
+                             f"{type(self.model).__name__} (model_type {model_type!r})")
+        if self.video_processor is None:
+            self.video_processor = load_video_processor(getattr(self.model, "name_or_path", None), self.model.config)
+        prepare_for_inference(self.model)
+
+    def _sanitize_parameters(self, num_samples: int | None = None, num_steps: int | None = None,
+                             solver: str | None = None, seed: int | None = None, return_heatmaps: bool | None = None,
+                             heatmap_sigma: float | None = None, start_frame: int | None = None,
+                             end_frame: int | None = None, fps: float | None = None, **unknown):
+        if unknown:
+            raise TypeError(f"egocentric-gaze: unknown parameter(s) {sorted(unknown)}; known: num_samples, num_steps, "
+                            "solver, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps")
+        preprocess = {k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items()
+                      if v is not None}
+        forward = {k: v for k, v in dict(num_samples=num_samples, num_steps=num_steps, solver=solver,
+                                         seed=seed).items() if v is not None}
+        postprocess = {k: v for k, v in dict(return_heatmaps=return_heatmaps, heatmap_sigma=heatmap_sigma).items()
+                       if v is not None}
+        return preprocess, forward, postprocess
+
+    def __call__(self, inputs: Any, **kwargs) -> GazePrediction | list[GazePrediction]:
+        """Predict gaze for one video (a path, an array/tensor, a list of PIL images) or a list of videos."""
+        if isinstance(inputs, (list, tuple)) and inputs and all(hasattr(im, "convert") for im in inputs):
+            inputs = np.stack([np.asarray(im.convert("RGB")) for im in inputs])  # one video of PIL frames
+        elif isinstance(inputs, tuple):
+            inputs = list(inputs)
+        return super().__call__(inputs, **kwargs)
+
+    def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> None:
+        """Write a complete model folder (also what ``push_to_hub`` uploads): weights and config (safetensors), the
+        processor, the model card (the source folder's ``README.md`` when it has one) and the remote code for
+        ``trust_remote_code=True`` (:func:`transformers_gazeflow.remote_code.save_model_folder`). ``kwargs`` of the
+        base class (``safe_serialization``, ``max_shard_size``) are accepted and ignored."""
+        import shutil
+
+        from .remote_code import save_model_folder
+
+        if kwargs.pop("push_to_hub", False):
+            raise ValueError("save_pretrained(push_to_hub=True) is not supported: call pipe.push_to_hub(repo_id)")
+        save_model_folder(self.model, save_directory, processor=self.video_processor,
+                          description="A GazeFlow model saved from the egocentric-gaze pipeline.")
+        card = Path(str(getattr(self.model, "name_or_path", "") or "")) / "README.md"
+        if card.is_file() and card.resolve() != (Path(save_directory) / "README.md").resolve():
+            shutil.copyfile(card, Path(save_directory) / "README.md")
+
+    # ------------------------------------------------------------------ the three steps
+    def preprocess(self, inputs: Any, fps: float | None = None, start_frame: int | None = None,
+                   end_frame: int | None = None) -> dict[str, VideoSource]:
+        return {"source": open_video_source(inputs, fps=fps, start_frame=start_frame, end_frame=end_frame)}
+
+    def _sampling_settings(self, num_samples: int | None, num_steps: int | None, solver: str | None) -> dict[str, Any]:
+        config = self.model.config
+        return dict(num_samples=num_samples if num_samples is not None else config.num_samples,
+                    num_steps=num_steps if num_steps is not None else config.num_steps,
+                    solver=solver if solver is not None else config.solver)
+
+    def stream_chunks(self, source: VideoSource, num_samples: int | None = None, num_steps: int | None = None,
+                      solver: str | None = None, seed: int | None = None,
+                      keep_frames: bool = False) -> Iterator[GazeChunk]:
+        """Stream a source through the model: finished :class:`~transformers_gazeflow.streaming.GazeChunk` s in
+        order (with their raw frames when ``keep_frames``), for callers that consume frames as they come."""
+        generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
+        settings = self._sampling_settings(num_samples, num_steps, solver)
+        yield from stream_gaze(self.model, self.video_processor, _checked_frames(source), generator=generator,
+                               keep_frames=keep_frames, **settings)  # stream_gaze runs without autograd
+
+    def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
+                 num_steps: int | None = None, solver: str | None = None, seed: int | None = None) -> dict[str, Any]:
+        source = model_inputs["source"]
+        pieces = [chunk.trajectories for chunk in self.stream_chunks(source, num_samples, num_steps, solver, seed)]
+        settings = self._sampling_settings(num_samples, num_steps, solver)
+        return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, **settings}
+
+    def postprocess(self, model_outputs: dict[str, Any], return_heatmaps: bool = False,
+                    heatmap_sigma: float | None = None) -> GazePrediction:
+        source: VideoSource = model_outputs["source"]
+        return build_prediction(source, model_outputs["trajectories"], model_outputs["num_samples"],
+                                model_outputs["num_steps"], model_outputs["solver"], model_outputs["seed"],
+                                heatmap_sigma=heatmap_sigma if heatmap_sigma is not None
+                                else self.model.config.heatmap_sigma, return_heatmaps=return_heatmaps)
+
+
+def frame_times_ms(frame_indices: np.ndarray, fps: float) -> np.ndarray:
+    """Frame ``i`` is shown ``i / fps`` seconds after the stream's start (``data/video.py``), here in ms."""
+    return np.asarray(frame_indices, dtype=np.float64) * (1000.0 / fps)
+
+
+def build_prediction(source: VideoSource, trajectories: np.ndarray, num_samples: int, num_steps: int, solver: str,
+                     seed: int | None, heatmap_sigma: float, return_heatmaps: bool = False) -> GazePrediction:
+    """Assemble a :class:`GazePrediction` from a source and its ``[K, T, 2]`` unit trajectories."""
+    trajectories = np.asarray(trajectories, dtype=np.float32)
+    points = point_estimate(trajectories)
+    frame_indices = source.start_frame + np.arange(trajectories.shape[1], dtype=np.int64)
+    return GazePrediction(
+        video=source.name, video_id=source.video_id, trajectories=trajectories,
+        trajectories_px=unit_to_pixels(trajectories, source.width, source.height).astype(np.float32),
+        points=points, points_px=unit_to_pixels(points, source.width, source.height).astype(np.float32),
+        frame_indices=frame_indices, times_ms=frame_times_ms(frame_indices, source.fps), fps=source.fps,
+        width=source.width, height=source.height, num_samples=num_samples, num_steps=num_steps, solver=solver,
+        seed=seed,
+        heatmaps=GazeHeatmaps(trajectories, source.width, source.height, heatmap_sigma) if return_heatmaps else None,
+    )
+
+
+__all__ = ["GazeFlowPipeline", "GazePrediction", "GazeHeatmaps", "VideoSource", "open_video_source",
+           "build_prediction", "frame_times_ms", "DEFAULT_FPS"]

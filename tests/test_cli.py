@@ -1,0 +1,165 @@
+"""The gazeflow command: outputs on a real mp4 and a synthetic clip, the demo, bad input, the console script."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformers_gazeflow import default_model_available
+from transformers_gazeflow.cli import main
+from transformers_gazeflow.data.video import iter_frames, probe_video
+from transformers_gazeflow.export import CSV_COLUMNS
+
+from .pipeline_fixtures import (  # noqa: F401  (fixtures)
+    NUM_SAMPLES,
+    faststart_truncated_mp4,
+    not_a_gazeflow_folder,
+    single_torch_thread,
+    synthetic_clip_mp4,
+    tiny_model_dir,
+)
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        assert tuple(reader.fieldnames) == CSV_COLUMNS
+        return list(reader)
+
+
+def check_outputs(out_dir: Path, video: Path, num_samples: int = NUM_SAMPLES, overlay: bool = True) -> dict:
+    info = probe_video(video)
+    rows = read_csv(out_dir / "gaze.csv")
+    assert len(rows) == info.num_frames * (num_samples + 1)  # one row per frame and sample, plus the point estimate
+    frames = np.array([int(r["frame_idx"]) for r in rows])
+    samples = np.array([int(r["sample_id"]) for r in rows])
+    np.testing.assert_array_equal(frames, np.repeat(np.arange(info.num_frames), num_samples + 1))
+    np.testing.assert_array_equal(samples, np.tile(np.arange(-1, num_samples), info.num_frames))
+    xy = np.array([[float(r["x_norm"]), float(r["y_norm"])] for r in rows])
+    px = np.array([[float(r["x_px"]), float(r["y_px"])] for r in rows])
+    assert np.all((xy >= 0) & (xy <= 1))
+    assert np.all((px >= 0) & (px <= [info.width, info.height]))
+    np.testing.assert_allclose(px, xy * [info.width, info.height], atol=0.01)
+    t_ms = np.array([float(r["t_ms"]) for r in rows])
+    np.testing.assert_allclose(t_ms, frames * 1000.0 / info.fps, atol=1e-3)
+    assert {r["video_id"] for r in rows} == {video.stem}
+    per_frame = xy.reshape(info.num_frames, num_samples + 1, 2)
+    np.testing.assert_allclose(per_frame[:, 0], per_frame[:, 1:].mean(axis=1), atol=2e-6)  # point = mean of samples
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["frames"] == info.num_frames and summary["num_samples"] == num_samples
+    assert summary["fps"] == info.fps and (summary["width"], summary["height"]) == (info.width, info.height)
+    assert {"load_s", "predict_s", "ms_per_frame"} <= set(summary["timings"])
+    if overlay:
+        overlay_info = probe_video(out_dir / "overlay.mp4")
+        assert overlay_info.num_frames == info.num_frames
+        assert overlay_info.fps == pytest.approx(info.fps)
+        assert (overlay_info.width, overlay_info.height) == (info.width, info.height)
+        assert sum(1 for _ in iter_frames(out_dir / "overlay.mp4")) == info.num_frames  # it decodes
+    else:
+        assert not (out_dir / "overlay.mp4").exists()
+    assert not list(out_dir.glob("partial.*"))
+    return summary
+
+
+def test_predict_on_a_real_mp4_no_one_here_made(tmp_path, bikes_mp4, tiny_model_dir, capsys):
+    out_dir = tmp_path / "bikes"
+    status = main(["predict", str(bikes_mp4), "--model", str(tiny_model_dir), "--output-dir", str(out_dir), "-q"])
+    assert status == 0
+    summary = check_outputs(out_dir, bikes_mp4)
+    assert summary["model"] == str(tiny_model_dir) and summary["seed"] == 0
+    assert "250 frames" in capsys.readouterr().out
+
+
+def test_predict_on_a_synthetic_clip_and_options(tmp_path, synthetic_clip_mp4, tiny_model_dir):
+    path, _ = synthetic_clip_mp4
+    out_dir = tmp_path / "synthetic"
+    status = main(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(out_dir), "-k", "3", "-s", "2",
+                   "--solver", "midpoint", "--seed", "5", "--trail", "3", "-q"])
+    assert status == 0
+    summary = check_outputs(out_dir, path, num_samples=3)
+    assert (summary["num_steps"], summary["solver"], summary["seed"]) == (2, "midpoint", 5)
+    no_overlay = tmp_path / "no_overlay"
+    assert main(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(no_overlay), "--no-overlay",
+                 "-k", "3", "-s", "2", "--solver", "midpoint", "--seed", "5", "-q"]) == 0
+    check_outputs(no_overlay, path, num_samples=3, overlay=False)
+    assert (no_overlay / "gaze.csv").read_text() == (out_dir / "gaze.csv").read_text()  # same seed, same rows
+
+
+def test_frame_range(tmp_path, synthetic_clip_mp4, tiny_model_dir):
+    path, _ = synthetic_clip_mp4
+    out_dir = tmp_path / "range"
+    assert main(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(out_dir), "--start-frame", "10",
+                 "--end-frame", "17", "-q"]) == 0
+    rows = read_csv(out_dir / "gaze.csv")
+    assert sorted({int(r["frame_idx"]) for r in rows}) == list(range(10, 17))
+    assert probe_video(out_dir / "overlay.mp4").num_frames == 7
+
+
+def test_demo_writes_the_same_outputs_and_scores(tmp_path, tiny_model_dir, capsys):
+    out_dir = tmp_path / "demo"
+    assert main(["demo", "--model", str(tiny_model_dir), "-o", str(out_dir), "--frames", "20", "-q"]) == 0
+    summary = check_outputs(out_dir, out_dir / "demo_input.mp4")
+    demo = summary["demo"]
+    assert demo["frames_scored"] > 0 and 0 <= demo["point_estimate_error"] <= 1.5
+    assert "frame centre" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(default_model_available(), reason="checks the message shown while no default model is bundled")
+def test_demo_without_a_bundled_model_says_so(tmp_path, capsys):
+    assert main(["demo", "-o", str(tmp_path / "d")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gazeflow: error: the bundled default model has no weights yet") and "--model" in err
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+def run_bad(args: list[str], capsys) -> str:
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert captured.err.startswith("gazeflow: error: ")
+    return captured.err
+
+
+def test_bad_videos_exit_1_with_a_message_naming_them(tmp_path, bikes_mp4, tiny_model_dir, capsys):
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.mp4"
+    text.write_text("not a video\n" * 10)
+    truncated = tmp_path / "cut.mp4"
+    truncated.write_bytes(bikes_mp4.read_bytes()[:100_000])
+    for bad in (tmp_path / "missing.mp4", empty, text, truncated, faststart_truncated_mp4(tmp_path)):
+        out_dir = tmp_path / f"out_{bad.stem}"
+        err = run_bad(["predict", str(bad), "--model", str(tiny_model_dir), "-o", str(out_dir), "-q"], capsys)
+        assert bad.name in err
+        assert not out_dir.exists() or not list(out_dir.iterdir())  # nothing half-written is left behind
+
+
+def test_unknown_model_folder_exits_1_naming_it(tmp_path, synthetic_clip_mp4, not_a_gazeflow_folder, capsys):
+    path, _ = synthetic_clip_mp4
+    err = run_bad(["predict", str(path), "--model", str(not_a_gazeflow_folder), "-o", str(tmp_path / "o")], capsys)
+    assert str(not_a_gazeflow_folder) in err and "not a GazeFlow model folder" in err
+    err = run_bad(["predict", str(path), "--model", str(tmp_path / "no_such_model"), "-o", str(tmp_path / "o")], capsys)
+    assert "no_such_model" in err
+
+
+def test_bad_frame_range_exits_1(tmp_path, synthetic_clip_mp4, tiny_model_dir, capsys):
+    path, clip = synthetic_clip_mp4
+    err = run_bad(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(tmp_path / "o"),
+                   "--start-frame", str(clip.num_frames)], capsys)
+    assert "past the end" in err and path.name in err
+
+
+def test_console_script_is_installed():
+    script = shutil.which("gazeflow", path=os.path.dirname(sys.executable)) or shutil.which("gazeflow")
+    if script is None:
+        pytest.skip("the gazeflow console script is not on PATH (pip install -e . installs it)")
+    result = subprocess.run([script, "predict", "--help"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "--output-dir" in result.stdout

@@ -1,0 +1,69 @@
+"""The bundled default model ships in the wheel and is what the pipeline and the command use with no model, offline.
+
+The trained default is not bundled yet, so this installs a tiny random model in its place in a copy of the project,
+builds a wheel, installs it by unpacking, and runs `pipeline("egocentric-gaze")` and `gazeflow demo` with no model
+in a fresh process with HF_HUB_OFFLINE=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import torch
+
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.hub import bundle_default_model
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_wheel_ships_the_default_model_and_the_command_uses_it_offline(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "src", project / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("setup.py", "README.md"):
+        shutil.copy(REPO / name, project / name)
+    torch.manual_seed(0)
+    GazeFlowModel(GazeFlowConfig.tiny()).save_pretrained(tmp_path / "trained")
+    bundle_default_model(tmp_path / "trained", training="A tiny random model standing in for the trained one.",
+                         description="Test stand-in.", limitations="Random weights.",
+                         destination=project / "src" / "transformers_gazeflow" / "default_model")
+
+    out = tmp_path / "wheel"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(out)], check=True, capture_output=True, timeout=600)
+    wheel = next(out.glob("transformers_gazeflow-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for name in ("config.json", "model.safetensors", "preprocessor_config.json", "README.md"):
+        assert f"transformers_gazeflow/default_model/{name}" in names
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "gazeflow = transformers_gazeflow.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)  # a pure-python wheel installs by unpacking
+    demo_dir = tmp_path / "demo"
+    script = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        import transformers_gazeflow
+        from transformers import pipeline
+        assert transformers_gazeflow.__file__.startswith({str(site)!r}), transformers_gazeflow.__file__
+        assert transformers_gazeflow.default_model_available()
+        out = pipeline("egocentric-gaze")(np.zeros((5, 24, 32, 3), np.uint8), seed=0, fps=5)
+        assert out.trajectories.shape == (4, 5, 2), out.trajectories.shape
+        from transformers_gazeflow.cli import main
+        sys.exit(main(["demo", "-o", {str(demo_dir)!r}, "--frames", "10", "-q", "--threads", "1"]))
+    """)
+    env = dict(os.environ, PYTHONPATH=str(site), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((demo_dir / "summary.json").read_text())
+    assert summary["model"].startswith(str(site)) and summary["frames"] == 10
+    assert (demo_dir / "overlay.mp4").is_file() and (demo_dir / "gaze.csv").is_file()

@@ -1,0 +1,55 @@
+"""CSV and JSON export: columns, one row per frame and sample plus the point estimate, values and formats."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformers_gazeflow.export import CSV_COLUMNS, POINT_ESTIMATE_ID, GazeCsvWriter, write_gaze_csv, write_summary
+from transformers_gazeflow.pipeline_gazeflow import VideoSource, build_prediction
+
+
+def rows(path):
+    with open(path, encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_csv_rows_in_chunks(tmp_path):
+    trajectories = np.random.default_rng(0).random((3, 5, 2))
+    with GazeCsvWriter(tmp_path / "gaze.csv", "clip", width=200, height=100, fps=25) as writer:
+        writer.write(10, trajectories[:, :2])
+        writer.write(12, trajectories[:, 2:])
+    assert writer.rows == 5 * 4
+    table = rows(tmp_path / "gaze.csv")
+    assert tuple(table[0]) == CSV_COLUMNS and len(table) == 20
+    first = table[:4]
+    assert [int(r["sample_id"]) for r in first] == [POINT_ESTIMATE_ID, 0, 1, 2]
+    assert {r["frame_idx"] for r in first} == {"10"} and first[0]["t_ms"] == "400.000"
+    assert float(first[0]["x_norm"]) == pytest.approx(trajectories[:, 0, 0].mean(), abs=1e-6)
+    assert float(first[2]["y_px"]) == pytest.approx(trajectories[1, 0, 1] * 100, abs=0.005)
+    assert table[-1]["frame_idx"] == "14" and table[-1]["video_id"] == "clip"
+
+
+def test_pipeline_output_to_csv(tmp_path):
+    source = VideoSource(name="v.mp4", video_id="v", fps=10.0, width=64, height=48, start_frame=3,
+                         expected_frames=4, open_frames=lambda: iter(()))
+    prediction = build_prediction(source, np.full((2, 4, 2), 0.5, np.float32), 2, 1, "euler", 0, heatmap_sigma=5.0)
+    table = rows(write_gaze_csv(tmp_path / "g.csv", prediction))
+    assert len(table) == 4 * 3 and table[0]["frame_idx"] == "3" and table[0]["t_ms"] == "300.000"
+    assert {(r["x_px"], r["y_px"]) for r in table} == {("32.00", "24.00")}
+
+
+def test_summary_json_converts_numpy(tmp_path):
+    summary = {"a": np.float32(1.5), "b": np.arange(3), "c": Path("x"), "d": [np.int64(2)]}
+    path = write_summary(tmp_path / "s.json", summary)
+    assert json.loads(path.read_text()) == {"a": 1.5, "b": [0, 1, 2], "c": "x", "d": [2]}
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="fps"):
+        GazeCsvWriter(tmp_path / "x.csv", "v", 10, 10, fps=0)
+    with GazeCsvWriter(tmp_path / "y.csv", "v", 10, 10, fps=5) as writer:
+        with pytest.raises(ValueError, match=r"\[K, n, 2\]"):
+            writer.write(0, np.zeros((4, 2)))
