@@ -33,6 +33,19 @@ from .windows import StreamingBlender, blend_windows, window_starts
 
 __version__ = "0.1.0.dev0"
 
+# The metrics (and scipy beneath them) load on first use: `transformers_gazeflow.GazeEvaluator` works, but
+# `import transformers_gazeflow` stays light.
+_LAZY_METRICS = ("GazeEvaluator", "evaluate_predictions", "paired_wilcoxon", "CenterBias", "RandomWalk",
+                 "ClipGroundTruth", "ClipPrediction", "EvaluationResult", "render_heatmaps", "evaluate_module_path")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_METRICS:
+        from . import metrics
+
+        return getattr(metrics, name)
+    raise AttributeError(f"module 'transformers_gazeflow' has no attribute {name!r}")
+
 AutoConfig.register(GazeFlowConfig.model_type, GazeFlowConfig, exist_ok=True)
 AutoModel.register(GazeFlowConfig, GazeFlowModel, exist_ok=True)
 PIPELINE_REGISTRY.register_pipeline(
@@ -86,4 +99,5 @@ __all__ = [
     "load_model",
     "ModelFolderError",
     "VideoDecodeError",
+    *_LAZY_METRICS,
 ]
