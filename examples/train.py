@@ -39,10 +39,10 @@ import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto cl
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+from transformers_gazeflow.hub import write_model_card
 from transformers_gazeflow.training.checkpointing import TrainerState, find_checkpoint, save_checkpoint
 from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
-from transformers_gazeflow.training.model_card import write_model_card
 
 logger = logging.getLogger("train")
 MODEL_INPUTS = ("pixel_values_videos", "encoder_hidden_states", "gaze", "valid_mask")
@@ -360,9 +360,14 @@ def main(argv: list[str] | None = None) -> int:
             "feature cache": bool(args.cache_features),
             "wall time": f"{time.time() - started:.0f} s",
         }
-        metrics = {"best validation loss (EMA)": state.best_validation_loss,
-                   "validation loss per epoch": json.dumps([r["validation_loss"] for r in state.history])}
-        write_model_card(output_dir, final.config, training, metrics)
+        training["best validation loss (EMA)"] = state.best_validation_loss
+        training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
+        write_model_card(
+            output_dir, final, title=f"GazeFlow trained on {args.dataset_name}",
+            description=f"A GazeFlow model trained by `examples/train.py` on {args.dataset_name}; it holds the EMA "
+                        f"weights ({args.ema_decay}).",
+            training="\n".join(f"- {key}: {value}" for key, value in training.items()),
+            limitations="Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.")
         (output_dir / "trainer_state.json").write_text(json.dumps(state.__dict__, indent=2, default=str))
         logger.info("saved the EMA model to %s", output_dir)
     accelerator.end_training()
