@@ -252,9 +252,3 @@ def test_default_model_folder_is_package_data():
     assert (folder / "README.md").is_file()  # the model card (or, until the weights land, what is missing)
     setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text()
     assert '"default_model/*"' in setup and "gazeflow = transformers_gazeflow.cli:main" in setup
-
-
-@pytest.mark.skipif(default_model_available(), reason="checks the error shown while no default model is bundled")
-def test_default_pipeline_without_bundled_weights_names_the_folder():
-    with pytest.raises(Exception, match="default_model"):
-        pipeline("egocentric-gaze")
