@@ -39,7 +39,7 @@ def run_train(args, env, launcher=None, check=True):
 
 
 def checksums(output: str) -> dict[int, float]:
-    return {int(rank): float(value) for rank, value in re.findall(r"\[rank (\d+)\] parameter checksum (\S+)", output)}
+    return {int(rank): float(value) for rank, value in re.findall(r"\[rank (\d+)\] parameter checksum ([-+0-9.eE]+)", output)}
 
 
 def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
