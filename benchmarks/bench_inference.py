@@ -97,6 +97,8 @@ def main() -> None:
     parser.add_argument("--reference-s", type=int, default=None, help="S of the reference comparison (GPU 5, CPU 2)")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (GPU 5, CPU 1); median reported")
     parser.add_argument("--compile", action="store_true", help="torch.compile the velocity network")
+    parser.add_argument("--profile", action="store_true",
+                        help="print where the time goes in one end-to-end fast-path clip (torch.profiler)")
     args = parser.parse_args()
     device = torch.device(args.device)
     gpu = device.type == "cuda"
@@ -191,6 +193,20 @@ def main() -> None:
               f"paper {PAPER_PEAK_GB}; target 3")
     else:
         print("peak GPU memory: n/a on CPU")
+
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+        with profile(activities=activities) as profiler:
+            with record_function("encoder"):
+                encode_fast()
+            with record_function("sampler"):
+                sample_fast(k, s)
+            synchronize(device)
+        sort_key = "cuda_time_total" if gpu else "cpu_time_total"
+        print(f"\nprofile of one fast-path clip (K={k}, S={s}), by {sort_key}:")
+        print(profiler.key_averages().table(sort_by=sort_key, row_limit=15))
 
 
 if __name__ == "__main__":

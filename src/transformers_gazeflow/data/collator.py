@@ -51,6 +51,23 @@ class GazeFlowDataCollator:
         self.num_frames = num_frames
         self.decode_fn = decode_fn if decode_fn is not None else _decode_window
 
+    input_key = "pixel_values_videos"
+
+    def load_inputs(self, example: Mapping[str, Any], name: str, clip: str) -> tuple[torch.Tensor, tuple[int, int]]:
+        """The model input of one example, padded to ``num_frames``: its window decoded, processed, and padded by
+        repeating the last frame. Returns ``([W, 3, S, S], (width, height) of the decoded frames)``."""
+        n, start = int(example["num_frames"]), int(example["window_start"])
+        frames = np.asarray(self.decode_fn(str(example["video_path"]), start, n))
+        if frames.ndim < 3 or frames.shape[0] != n:
+            raise ValueError(f"{name} ({clip}): decoding {example['video_path']} gave "
+                             f"{frames.shape[0] if frames.ndim else 0} frames for a window of {n}")
+        _check_size(example, frames, name, clip)
+        processed = self.processor.preprocess(frames)
+        pad = self.num_frames - n
+        if pad:
+            processed = torch.cat([processed, processed[-1:].expand(pad, *processed.shape[1:])])
+        return processed, (frames.shape[2], frames.shape[1])
+
     def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if isinstance(examples, Mapping) or not isinstance(examples, Sequence) or len(examples) == 0:
             raise ValueError("examples must be a non-empty list of unified-schema examples (dicts), "
@@ -74,21 +91,14 @@ class GazeFlowDataCollator:
             if start < 0:
                 raise ValueError(f"{name} ({clip}): window_start must be >= 0, got {start}")
             gaze, valid, gaze_type = _per_frame_fields(example, n, name, clip)
-
-            frames = np.asarray(self.decode_fn(str(example["video_path"]), start, n))
-            if frames.ndim < 3 or frames.shape[0] != n:
-                raise ValueError(f"{name} ({clip}): decoding {example['video_path']} gave "
-                                 f"{frames.shape[0] if frames.ndim else 0} frames for a window of {n}")
-            _check_size(example, frames, name, clip)
-            processed = self.processor.preprocess(frames)
+            inputs, frame_size = self.load_inputs(example, name, clip)
 
             pad = width - n
             if pad:
-                processed = torch.cat([processed, processed[-1:].expand(pad, *processed.shape[1:])])
                 gaze = np.concatenate([gaze, np.repeat(gaze[-1:], pad, axis=0)])
                 valid = np.concatenate([valid, np.zeros(pad, bool)])
                 gaze_type = np.concatenate([gaze_type, np.zeros(pad, np.int64)])
-            pixels.append(processed)
+            pixels.append(inputs)
             gazes.append(torch.from_numpy(gaze))
             masks.append(torch.from_numpy(valid))
             types.append(torch.from_numpy(gaze_type))
@@ -97,15 +107,15 @@ class GazeFlowDataCollator:
             meta["video_path"].append(str(example["video_path"]))
             meta["window_start"].append(start)
             meta["num_frames"].append(n)
-            meta["width"].append(int(example.get("width", frames.shape[2])))
-            meta["height"].append(int(example.get("height", frames.shape[1])))
+            meta["width"].append(int(example.get("width") or frame_size[0]))
+            meta["height"].append(int(example.get("height") or frame_size[1]))
             meta["fps"].append(float(example["fps"]) if example.get("fps") is not None else float("nan"))
             for key in ("action", "verb", "noun"):
                 value = example.get(key)
                 meta[key].append(-1 if value is None else int(value))
 
         batch: dict[str, Any] = {
-            "pixel_values_videos": torch.stack(pixels),
+            self.input_key: torch.stack(pixels),
             "gaze": unit_to_model(torch.stack(gazes)),
             "valid_mask": torch.stack(masks),
             "gaze_type": torch.stack(types),

@@ -1,0 +1,159 @@
+#!/usr/bin/env python
+"""Evaluate a GazeFlow checkpoint (or a baseline) on a dataset split under the paper's protocol.
+
+    python examples/evaluate.py --model_name_or_path runs/synthetic --dataset_name synthetic \
+        --data_dir data/synthetic --dataset_config small --output_dir runs/synthetic/eval
+    python examples/evaluate.py --baseline center_bias --dataset_name egtea --data_dir /data/egtea ...
+    accelerate launch --config_file examples/accelerate_multi_gpu.yaml examples/evaluate.py ...   # data parallel
+    python examples/evaluate.py ... --grid                                   # the K x S sweep (Table ks_grid)
+
+Prints and writes (``results.json``, ``results.md``) the main-table row (AUC, F1, P, R, AAE, NSS, CC, KL, SIM) and
+the dynamics row (ADE and DTW mean/best, displacement ratios to human, JSD). Each clip's first 64-frame window is
+scored at frames [0, 9, ..., 63] with the fixation filter (``../shared/specs/evaluation.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from accelerate import Accelerator
+from transformers import AutoConfig
+
+import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto classes)
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.data.loading import load_gaze_dataset
+from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+from transformers_gazeflow.evaluation import (
+    baseline_predictions,
+    dynamics_table_markdown,
+    main_table_markdown,
+    predict_clips,
+    score,
+)
+from transformers_gazeflow.training.datasets import DATASET_NAMES
+
+PROTOCOL_WINDOW = 64
+GRID_K = (1, 10, 30, 50)
+GRID_S = (1, 2, 5, 10, 50)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Evaluate GazeFlow or a baseline under the GLC-format protocol.")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model_name_or_path", help="a GazeFlow model folder (e.g. a train.py --output_dir) or hub id")
+    source.add_argument("--baseline", choices=["center_bias", "random_walk"])
+    parser.add_argument("--dataset_name", required=True, choices=DATASET_NAMES)
+    parser.add_argument("--data_dir", required=True)
+    parser.add_argument("--dataset_config", default=None)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--train_split", default="train", help="where the baselines are fitted")
+    parser.add_argument("--num_samples", type=int, default=None, help="K (default: the model config's; 50 for baselines)")
+    parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
+    parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"])
+    parser.add_argument("--protocol", default="paper", choices=["paper", "glc"])
+    parser.add_argument("--sigma_px", type=float, default=None,
+                        help="Gaussian sigma of the maps in native px (default: the model's heatmap_sigma, 25 for "
+                             "baselines; the paper's 25 px is for 640x480 frames)")
+    parser.add_argument("--max_clips", type=int, default=None, help="evaluate only the first N clips (quick checks)")
+    parser.add_argument("--grid", action="store_true", help="the K x S sweep of Table ks_grid (F1 and time per clip)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--method_name", default=None, help="the row's name in the tables")
+    parser.add_argument("--output_dir", default=None, help="where results.json/results.md go (default: print only)")
+    return parser.parse_args(argv)
+
+
+def load_model(path: str) -> tuple[GazeFlowModel, GazeFlowVideoProcessor]:
+    try:
+        config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--model_name_or_path {path} is not a GazeFlow model folder or hub id ({err})") from err
+    if not isinstance(config, GazeFlowConfig):
+        raise ValueError(f"--model_name_or_path {path} holds a {config.model_type!r} model, not a GazeFlow one")
+    model = GazeFlowModel.from_pretrained(path).eval()
+    try:
+        processor = GazeFlowVideoProcessor.from_pretrained(path)
+    except (OSError, FileNotFoundError, ValueError):
+        processor = GazeFlowVideoProcessor(size=config.image_size)
+    return model, processor
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    accelerator = Accelerator()
+    evaluated = load_gaze_dataset(args.dataset_name, data_dir=args.data_dir, split=args.split,
+                                  config_name=args.dataset_config, windows="first", window_frames=PROTOCOL_WINDOW)
+    examples = [evaluated[i] for i in range(len(evaluated) if args.max_clips is None else
+                                            min(args.max_clips, len(evaluated)))]
+    if not examples:
+        raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
+    method = args.method_name or (args.baseline or Path(args.model_name_or_path).name)
+    results: dict = {"method": method, "dataset": args.dataset_name, "split": args.split, "clips": len(examples),
+                     "protocol": args.protocol}
+
+    if args.baseline:
+        train = load_gaze_dataset(args.dataset_name, data_dir=args.data_dir, split=args.train_split,
+                                  config_name=args.dataset_config, windows="first", window_frames=PROTOCOL_WINDOW)
+        predictions = baseline_predictions(args.baseline, train, examples, args.num_samples or 50, args.seed)
+        seconds = None
+    else:
+        model, processor = load_model(args.model_name_or_path)
+        model = model.to(accelerator.device)
+        num_samples = args.num_samples or model.config.num_samples
+        num_steps = args.num_steps or model.config.num_steps
+        solver = args.solver or model.config.solver
+        results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
+        if args.grid:
+            grid = {}
+            for k in GRID_K:
+                for s in GRID_S:
+                    predictions, seconds = predict_clips(model, examples, processor, k, s, solver, args.seed,
+                                                         accelerator=accelerator)
+                    if accelerator.is_main_process:
+                        sigma = args.sigma_px or model.config.heatmap_sigma
+                        f1 = score(examples, predictions, args.protocol, sigma)["f1"]
+                        grid[f"K={k},S={s}"] = {"f1": f1, "seconds_per_clip": seconds}
+                        print(f"K={k:>2} S={s:>2}: F1 {f1:.4f}, {seconds:.3f} s per clip", flush=True)
+            results["grid"] = grid
+        predictions, seconds = predict_clips(model, examples, processor, num_samples, num_steps, solver, args.seed,
+                                             accelerator=accelerator, progress=True)
+    if not accelerator.is_main_process:
+        return 0
+
+    sigma = args.sigma_px or (25.0 if args.baseline else model.config.heatmap_sigma)
+    results["sigma_px"] = sigma
+    result = score(examples, predictions, args.protocol, sigma)
+    results["metrics"] = result.metrics
+    if seconds is not None:
+        results["seconds_per_clip"] = seconds
+    main_table = main_table_markdown({method: result.metrics})
+    dynamics_table = dynamics_table_markdown({method: result.metrics})
+    report = f"## {method} on {args.dataset_name} / {args.split} ({len(examples)} clips, protocol {args.protocol})\n\n" \
+             f"{main_table}\n\n{dynamics_table}\n"
+    if "grid" in results:
+        report += "\n| K \\ S | " + " | ".join(str(s) for s in GRID_S) + " |\n|---|" + "---:|" * len(GRID_S) + "\n"
+        for k in GRID_K:
+            report += f"| {k} | " + " | ".join(f"{results['grid'][f'K={k},S={s}']['f1']:.3f} "
+                                               f"({results['grid'][f'K={k},S={s}']['seconds_per_clip']:.2f} s)"
+                                               for s in GRID_S) + " |\n"
+    print(report)
+    if args.output_dir:
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
+        (out / "results.md").write_text(report)
+        np.savez_compressed(out / "frame_scores.npz", keys=np.asarray([f"{c}#{s}" for c, s in result.frame_keys]),
+                            **{k: v for k, v in result.frame_scores.items()})
+        print(f"wrote {out / 'results.json'}, {out / 'results.md'} and per-frame scores {out / 'frame_scores.npz'}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (ValueError, FileNotFoundError) as err:
+        print(f"evaluate.py: error: {err}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,377 @@
+#!/usr/bin/env python
+"""Train GazeFlow on EGTEA Gaze+, Ego4D or the synthetic dataset with Accelerate.
+
+One GPU, several GPUs or CPU, the same script (paper Appendix E.4 defaults):
+
+    python examples/train.py --dataset_name synthetic --data_dir data/synthetic --dataset_config small \
+        --output_dir runs/synthetic
+    accelerate launch --config_file examples/accelerate_multi_gpu.yaml examples/train.py \
+        --dataset_name egtea --data_dir /data/egtea --dataset_config split1 --per_device_train_batch_size 4 \
+        --encoder_name_or_path facebook/vjepa2-vitl-fpc64-256 --output_dir runs/egtea
+
+AdamW (0.9, 0.999), weight decay 1e-4, lr 1e-4 cosine to 1e-6, effective batch 16, EMA 0.995 (validation and the
+saved model use the EMA weights), gradient clipping 1.0, bf16 on GPU, early stopping with patience 15 on the
+validation loss. The model comes from ``--model_name_or_path`` or from ``GazeFlowConfig()`` (the paper's) with
+``--config_overrides``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import logging
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from accelerate.utils import DataLoaderConfiguration, ProjectConfiguration, set_seed
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import AutoConfig, get_cosine_with_min_lr_schedule_with_warmup
+
+import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto classes)
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.data.collator import GazeFlowDataCollator
+from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+from transformers_gazeflow.training.checkpointing import TrainerState, find_checkpoint, save_checkpoint
+from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
+from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
+from transformers_gazeflow.training.model_card import write_model_card
+
+logger = logging.getLogger("train")
+MODEL_INPUTS = ("pixel_values_videos", "encoder_hidden_states", "gaze", "valid_mask")
+
+
+class TrainingError(RuntimeError):
+    """A condition that stops training with a message (non-finite loss, bad arguments found late)."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Train GazeFlow (conditional flow matching for egocentric gaze).")
+    data = parser.add_argument_group("data")
+    data.add_argument("--dataset_name", required=True, choices=DATASET_NAMES)
+    data.add_argument("--data_dir", default=None, help="raw download (egtea/ego4d) or where synthetic clips go")
+    data.add_argument("--dataset_config", default=None, help="builder config: split1..3 (egtea), glc (ego4d), "
+                      "tiny/small/default/large (synthetic)")
+    data.add_argument("--validation_fraction", type=float, default=0.05,
+                      help="clips held out for validation where the dataset has no validation split")
+    data.add_argument("--dataloader_num_workers", type=int, default=2)
+    model = parser.add_argument_group("model")
+    model.add_argument("--model_name_or_path", default=None, help="a GazeFlow model folder or hub id to start from")
+    model.add_argument("--config_preset", choices=["paper", "tiny"], default="paper",
+                       help="base config without --model_name_or_path: the paper's (ViT-L) or a tiny one for smoke runs")
+    model.add_argument("--config_overrides", default=None,
+                       help="comma-separated key=value over the preset config, e.g. "
+                            "'hidden_size=128,encoder_config.num_hidden_layers=4' (ignored with --model_name_or_path)")
+    model.add_argument("--encoder_name_or_path", default=None,
+                       help="pretrained V-JEPA 2 checkpoint for the encoder (e.g. facebook/vjepa2-vitl-fpc64-256)")
+    model.add_argument("--use_lora", action=argparse.BooleanOptionalAction, default=None,
+                       help="LoRA on the encoder (default: the config's, True for the paper's model)")
+    model.add_argument("--cache_features", action="store_true",
+                       help="cache the frozen encoder's outputs once (needs a frozen encoder without LoRA)")
+    model.add_argument("--feature_cache_dir", default=None, help="default: <output_dir>/feature_cache")
+    train = parser.add_argument_group("training")
+    train.add_argument("--output_dir", required=True)
+    train.add_argument("--num_train_epochs", type=int, default=80)
+    train.add_argument("--max_train_steps", type=int, default=None, help="overrides --num_train_epochs")
+    train.add_argument("--per_device_train_batch_size", type=int, default=16)
+    train.add_argument("--per_device_eval_batch_size", type=int, default=None)
+    train.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    train.add_argument("--learning_rate", type=float, default=1e-4)
+    train.add_argument("--min_learning_rate", type=float, default=1e-6)
+    train.add_argument("--num_warmup_steps", type=int, default=0)
+    train.add_argument("--weight_decay", type=float, default=1e-4)
+    train.add_argument("--max_grad_norm", type=float, default=1.0)
+    train.add_argument("--ema_decay", type=float, default=0.995)
+    train.add_argument("--mixed_precision", choices=["no", "bf16", "fp16"], default=None,
+                       help="default: bf16 on GPU, no on CPU")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--checkpointing_steps", type=int, default=None, help="save a checkpoint every N steps")
+    train.add_argument("--resume_from_checkpoint", default=None, help="a step_<N> folder, or 'latest'")
+    train.add_argument("--early_stopping_patience", type=int, default=15, help="epochs without improvement")
+    train.add_argument("--logging_steps", type=int, default=10)
+    train.add_argument("--report_to", default="none", help="tensorboard, wandb, ... or 'none'")
+    args = parser.parse_args(argv)
+    for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.max_train_steps is not None and args.max_train_steps < 1:
+        parser.error(f"--max_train_steps must be >= 1, got {args.max_train_steps}")
+    if args.checkpointing_steps is not None and args.checkpointing_steps < 1:
+        parser.error(f"--checkpointing_steps must be >= 1, got {args.checkpointing_steps}")
+    return args
+
+
+# ---------------------------------------------------------------------------------------------------- model
+def parse_config_overrides(text: str | None) -> dict:
+    """``'a=1,b=x,encoder_config.c=2'`` -> nested dict of Python literals (strings where not a literal)."""
+    overrides: dict = {}
+    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+        if "=" not in item:
+            raise ValueError(f"--config_overrides: expected key=value, got {item!r}")
+        key, raw = (s.strip() for s in item.split("=", 1))
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw
+        target = overrides
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = value
+    return overrides
+
+
+def build_model(args: argparse.Namespace) -> GazeFlowModel:
+    if args.model_name_or_path is not None:
+        try:
+            config = AutoConfig.from_pretrained(args.model_name_or_path)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"--model_name_or_path {args.model_name_or_path} is not a GazeFlow model folder or hub id "
+                             f"({err})") from err
+        if not isinstance(config, GazeFlowConfig):
+            raise ValueError(f"--model_name_or_path {args.model_name_or_path} holds a {config.model_type!r} model, "
+                             f"not a GazeFlow ('gazeflow') model")
+        model = GazeFlowModel.from_pretrained(args.model_name_or_path)
+        if args.use_lora is not None and args.use_lora != model.config.use_lora:
+            if args.use_lora:
+                model.add_lora()
+            else:
+                model.merge_lora()
+        return model
+    overrides = parse_config_overrides(args.config_overrides)
+    encoder_overrides = overrides.pop("encoder_config", {})
+    base = GazeFlowConfig.tiny() if args.config_preset == "tiny" else GazeFlowConfig()
+    encoder = base.encoder_config.to_dict()
+    encoder.update(encoder_overrides)
+    use_lora = args.use_lora if args.use_lora is not None else overrides.pop("use_lora", base.use_lora)
+    settings = {key: value for key, value in base.to_diff_dict().items()
+                if key in GazeFlowConfig.__init__.__code__.co_varnames and key != "encoder_config"}
+    config = GazeFlowConfig(encoder_config=encoder, **{**settings, **overrides, "use_lora": False})
+    model = GazeFlowModel(config)
+    if args.encoder_name_or_path is not None:
+        model.load_encoder_weights(args.encoder_name_or_path)
+    if use_lora:
+        model.add_lora()
+    return model
+
+
+# ---------------------------------------------------------------------------------------------------- loop pieces
+def model_inputs(batch: dict) -> dict:
+    return {key: batch[key] for key in MODEL_INPUTS if key in batch}
+
+
+@torch.no_grad()
+def validation_loss(model, dataloader, accelerator: Accelerator, seed: int) -> float:
+    """Mean flow-matching loss over the validation windows, with fixed s, x_0 and coin draws (comparable across
+    epochs, and drawing nothing from the training random state)."""
+    model.eval()
+    generator = torch.Generator(device=accelerator.device).manual_seed(seed)
+    total, count = torch.zeros((), device=accelerator.device), torch.zeros((), device=accelerator.device)
+    for batch in dataloader:
+        with accelerator.autocast():
+            loss = model(**model_inputs(batch), generator=generator).loss
+        size = torch.tensor(float(batch["gaze"].shape[0]), device=accelerator.device)
+        total += accelerator.reduce(loss.detach().float() * size, "sum")
+        count += accelerator.reduce(size, "sum")
+    return (total / count.clamp_min(1)).item()
+
+
+def parameter_checksum(model) -> float:
+    return float(sum(p.detach().double().sum().item() for p in model.parameters()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    output_dir = Path(args.output_dir)
+    mixed_precision = args.mixed_precision or ("bf16" if torch.cuda.is_available() else "no")
+    accelerator = Accelerator(
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        mixed_precision=mixed_precision,
+        log_with=None if args.report_to == "none" else args.report_to,
+        project_config=ProjectConfiguration(project_dir=str(output_dir)),
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+    )
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    if not accelerator.is_main_process:
+        logging.getLogger().setLevel(logging.WARNING)
+    if accelerator.is_main_process:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    resume_from = find_checkpoint(args.resume_from_checkpoint, output_dir) if args.resume_from_checkpoint else None
+
+    # ------------------------------------------------------------------ model, processor, data
+    set_seed(args.seed)  # the same initial weights on every process
+    model = build_model(args)
+    config = model.config
+    processor = GazeFlowVideoProcessor(size=config.image_size)
+    with accelerator.main_process_first():  # the first process builds the dataset cache, the others reuse it
+        train_set, validation_set = load_training_splits(
+            args.dataset_name, args.data_dir, args.dataset_config, args.validation_fraction,
+            window_frames=config.num_frames, window_stride=config.window_stride)
+    if len(train_set) == 0:
+        raise ValueError(f"--dataset_name {args.dataset_name} with --data_dir {args.data_dir} gave no training window")
+    logger.info("windows: %d train, %d validation", len(train_set), len(validation_set))
+
+    collator = GazeFlowDataCollator(processor, num_frames=config.num_frames)
+    if args.cache_features:
+        if config.use_lora or not config.freeze_encoder:
+            raise ValueError("--cache_features needs a frozen encoder without LoRA (add --no-use_lora): the encoder's "
+                             "outputs must not change during training")
+        cache_dir = Path(args.feature_cache_dir or output_dir / "feature_cache")
+        encoder_model = model.to(accelerator.device).eval()
+        cache = FeatureCache(cache_dir, cache_fingerprint(encoder_model, processor))
+        with accelerator.autocast():
+            cache.build(encoder_model, [train_set, validation_set], collator,
+                        batch_size=args.per_device_eval_batch_size or args.per_device_train_batch_size,
+                        accelerator=accelerator)
+        collator = CachedFeatureCollator(cache, processor, num_frames=config.num_frames)
+
+    loader_kwargs = dict(collate_fn=collator, num_workers=args.dataloader_num_workers,
+                         persistent_workers=args.dataloader_num_workers > 0)
+    train_loader = DataLoader(train_set, shuffle=True, batch_size=args.per_device_train_batch_size,
+                              generator=torch.Generator().manual_seed(args.seed), **loader_kwargs)
+    validation_loader = DataLoader(validation_set, batch_size=args.per_device_eval_batch_size
+                                   or args.per_device_train_batch_size, **loader_kwargs)
+
+    # ------------------------------------------------------------------ optimiser and schedule
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, betas=(0.9, 0.999), weight_decay=args.weight_decay)
+    steps_per_epoch = math.ceil(math.ceil(len(train_set) / (args.per_device_train_batch_size * accelerator.num_processes))
+                                / args.gradient_accumulation_steps)
+    max_train_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
+    num_epochs = math.ceil(max_train_steps / steps_per_epoch)
+    scheduler = get_cosine_with_min_lr_schedule_with_warmup(
+        optimizer, num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
+        num_training_steps=max_train_steps * accelerator.num_processes, min_lr=args.min_learning_rate)
+    model, optimizer, train_loader, validation_loader, scheduler = accelerator.prepare(
+        model, optimizer, train_loader, validation_loader, scheduler)
+    ema = AveragedModel(accelerator.unwrap_model(model), multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
+    accelerator.register_for_checkpointing(ema)
+
+    state = TrainerState()
+    if resume_from is not None:
+        accelerator.load_state(str(resume_from))
+        state = TrainerState.load(resume_from)
+        logger.info("resumed from %s at step %d (epoch %d)", resume_from, state.completed_steps, state.epoch)
+    if accelerator.is_main_process and args.report_to != "none":
+        accelerator.init_trackers("gazeflow", config={k: v for k, v in vars(args).items()
+                                                      if isinstance(v, (int, float, str, bool))})
+    effective_batch = args.per_device_train_batch_size * accelerator.num_processes * args.gradient_accumulation_steps
+    logger.info("training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes, %.2fM trainable",
+                max_train_steps, num_epochs, steps_per_epoch, effective_batch, mixed_precision,
+                accelerator.num_processes, sum(p.numel() for p in trainable) / 1e6)
+
+    # ------------------------------------------------------------------ training loop
+    progress = tqdm(total=max_train_steps, initial=state.completed_steps, disable=not accelerator.is_local_main_process,
+                    desc="training")
+    last_checkpoint = resume_from
+    started = time.time()
+    stop = False
+    for epoch in range(state.epoch, num_epochs):
+        model.train()
+        train_loader.set_epoch(epoch)
+        batches = train_loader
+        if epoch == state.epoch and state.step_in_epoch > 0:
+            batches = accelerator.skip_first_batches(train_loader, state.step_in_epoch * args.gradient_accumulation_steps)
+        running = 0.0
+        for batch in batches:
+            with accelerator.accumulate(model):
+                with accelerator.autocast():
+                    loss = model(**model_inputs(batch)).loss
+                finite = accelerator.reduce(torch.isfinite(loss.detach()).float(), "min")
+                if finite.item() < 1:
+                    raise TrainingError(
+                        f"non-finite training loss ({loss.item()}) at step {state.completed_steps + 1} (epoch {epoch}); "
+                        f"stopped before the update. Last good checkpoint: {last_checkpoint or 'none saved yet'}")
+                accelerator.backward(loss)
+                if accelerator.sync_gradients:
+                    accelerator.clip_grad_norm_(trainable, args.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+            running += loss.detach().float().item() / args.gradient_accumulation_steps
+            if not accelerator.sync_gradients:
+                continue
+            ema.update_parameters(accelerator.unwrap_model(model))
+            state.completed_steps += 1
+            state.step_in_epoch += 1
+            progress.update(1)
+            if state.completed_steps % args.logging_steps == 0 or state.completed_steps == 1:
+                lr = scheduler.get_last_lr()[0]
+                progress.set_postfix(loss=f"{running:.4f}", lr=f"{lr:.2e}")
+                logger.info("step %d epoch %d loss %.5f lr %.3e", state.completed_steps, epoch, running, lr)
+                accelerator.log({"train/loss": running, "train/lr": lr}, step=state.completed_steps)
+            running = 0.0
+            if args.checkpointing_steps and state.completed_steps % args.checkpointing_steps == 0:
+                last_checkpoint = save_checkpoint(accelerator, output_dir, state)
+            if state.completed_steps >= max_train_steps:
+                stop = True
+                break
+
+        # end of epoch (or of training): validation with the EMA weights, early stopping
+        epoch_finished = not stop or state.step_in_epoch >= steps_per_epoch
+        val_loss = validation_loss(ema.module, validation_loader, accelerator, args.seed) if len(validation_set) else None
+        record = {"epoch": epoch, "step": state.completed_steps, "validation_loss": val_loss}
+        state.history.append(record)
+        logger.info("epoch %d step %d validation loss (EMA) %s", epoch, state.completed_steps, val_loss)
+        if val_loss is not None:
+            accelerator.log({"validation/loss": val_loss}, step=state.completed_steps)
+            if state.best_validation_loss is None or val_loss < state.best_validation_loss:
+                state.best_validation_loss, state.epochs_without_improvement = val_loss, 0
+            else:
+                state.epochs_without_improvement += 1
+        if epoch_finished:
+            state.epoch, state.step_in_epoch = epoch + 1, 0
+        if stop:
+            break
+        if state.epochs_without_improvement >= args.early_stopping_patience:
+            logger.info("early stopping: no validation improvement for %d epochs", state.epochs_without_improvement)
+            break
+    progress.close()
+
+    # ------------------------------------------------------------------ replicas in sync, final model
+    checksum = parameter_checksum(accelerator.unwrap_model(model))
+    checksums = accelerator.gather(torch.tensor([checksum], device=accelerator.device, dtype=torch.float64))
+    print(f"[rank {accelerator.process_index}] parameter checksum {checksum:.10e}", flush=True)
+    if not torch.allclose(checksums, checksums[0].expand_as(checksums), rtol=0, atol=1e-9):
+        raise TrainingError(f"replicas diverged: parameter checksums {checksums.tolist()}")
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        final = ema.module
+        final.save_pretrained(output_dir)
+        processor.save_pretrained(output_dir)
+        training = {
+            "command": "python examples/train.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "dataset": f"{args.dataset_name} ({args.dataset_config or 'default config'}), data_dir {args.data_dir}",
+            "windows": f"{len(train_set)} train / {len(validation_set)} validation",
+            "steps": f"{state.completed_steps} optimizer steps, {state.epoch} epochs",
+            "optimizer": f"AdamW (0.9, 0.999), lr {args.learning_rate} cosine to {args.min_learning_rate}, "
+                         f"weight decay {args.weight_decay}, grad clip {args.max_grad_norm}",
+            "batch": f"effective {effective_batch} ({args.per_device_train_batch_size} x {accelerator.num_processes} "
+                     f"processes x {args.gradient_accumulation_steps} accumulation)",
+            "precision": mixed_precision,
+            "EMA": f"{args.ema_decay} (this model holds the EMA weights)",
+            "feature cache": bool(args.cache_features),
+            "wall time": f"{time.time() - started:.0f} s",
+        }
+        metrics = {"best validation loss (EMA)": state.best_validation_loss,
+                   "validation loss per epoch": json.dumps([r["validation_loss"] for r in state.history])}
+        write_model_card(output_dir, final.config, training, metrics)
+        (output_dir / "trainer_state.json").write_text(json.dumps(state.__dict__, indent=2, default=str))
+        logger.info("saved the EMA model to %s", output_dir)
+    accelerator.end_training()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (ValueError, FileNotFoundError, TrainingError) as err:
+        print(f"train.py: error: {err}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,298 @@
+"""The dataset loader: find, import and run a gaze dataset builder, and the contract every builder shares.
+
+``datasets`` 4 and later refuse loading scripts in ``load_dataset`` (``../shared/specs/conventions.md``,
+"Datasets"), so each folder under ``datasets_scripts/`` holds a ``GeneratorBasedBuilder`` in the classic
+loading-script form, and :func:`load_gaze_dataset` imports it from its file and runs it directly::
+
+    builder = EgteaGaze(data_dir=..., config_name="split1")
+    builder.download_and_prepare()
+    builder.as_dataset(split="train")
+
+The builders ship inside the wheel as ``transformers_gazeflow/_builders/<name>/`` (see ``setup.py``); in a source
+checkout they are read from ``datasets_scripts/<name>/``. So this works from an installed wheel, from any cwd.
+
+Shared by all builders (and only here): the unified example schema (:func:`gaze_example_features`,
+``../shared/specs/data.md``, "Unified example schema"), the builder options (:class:`GazeBuilderConfig`), the
+windowing of a clip into examples (:func:`clip_window_examples`, after :func:`~transformers_gazeflow.windows.window_starts`)
+and the record of what a build skipped or dropped (:class:`BuildLog`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import inspect
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..windows import window_starts
+from .gaze_formats import PARITY_FIXED, ParseReport, check_parity, valid_mask
+
+logger = logging.getLogger(__name__)
+
+#: Short names of the builders (data.md): ``egtea`` -> ``egtea_gaze`` and so on; full folder names work too.
+BUILDER_ALIASES = {"egtea": "egtea_gaze", "ego4d": "ego4d_gaze", "synthetic": "synthetic_gaze"}
+WINDOW_MODES = ("all", "first")
+NO_LABEL = -1  # action/verb/noun where a dataset has none (data.md, "Unified example schema")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The unified example schema and the shared builder options
+# ----------------------------------------------------------------------------------------------------------------
+
+def gaze_example_features():
+    """The ``datasets.Features`` of one example: one window of at most ``window_frames`` frames of one clip.
+
+    Exactly data.md's table: ``clip_id``, ``video_path`` (absolute), ``window_start`` (0-based frame of the video
+    file), ``num_frames``, ``fps``, ``width``, ``height``, ``gaze`` float32 [n, 2] unit coordinates (top-left
+    origin), ``gaze_type`` int8 [n] (0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame), ``valid``
+    bool [n], ``action``/``verb``/``noun`` int32 (0-based, -1 where absent).
+    """
+    import datasets
+
+    return datasets.Features({
+        "clip_id": datasets.Value("string"),
+        "video_path": datasets.Value("string"),
+        "window_start": datasets.Value("int32"),
+        "num_frames": datasets.Value("int32"),
+        "fps": datasets.Value("float32"),
+        "width": datasets.Value("int32"),
+        "height": datasets.Value("int32"),
+        "gaze": datasets.Array2D(shape=(None, 2), dtype="float32"),
+        "gaze_type": datasets.Sequence(datasets.Value("int8")),
+        "valid": datasets.Sequence(datasets.Value("bool")),
+        "action": datasets.Value("int32"),
+        "verb": datasets.Value("int32"),
+        "noun": datasets.Value("int32"),
+    })
+
+
+@dataclasses.dataclass
+class GazeBuilderOptions:
+    """The options every gaze builder takes (issue 4, "Design guidance"); mixed into each ``BuilderConfig``.
+
+    * ``parity``: ``"fixed"`` (default: the spec's fixes) or ``"glc"`` (the reference loaders' quirks exactly).
+    * ``window_frames`` (64) and ``window_stride`` (32): the example windows.
+    * ``windows``: ``"all"`` (windows covering the whole clip, by ``window_starts``), ``"first"`` (the evaluation
+      protocol's first window only) or ``None`` (``"all"`` for train, ``"first"`` for test).
+    * ``strict``: raise instead of dropping a clip with a logged reason.
+    """
+
+    parity: str = PARITY_FIXED
+    window_frames: int = 64
+    window_stride: int = 32
+    windows: str | None = None
+    strict: bool = False
+
+
+def validate_options(config: Any) -> None:
+    """Check a builder config's shared options; errors name the option and what was expected."""
+    check_parity(config.parity)
+    if not isinstance(config.window_frames, int) or config.window_frames < 1:
+        raise ValueError(f"window_frames must be a positive int, got {config.window_frames!r}")
+    if not isinstance(config.window_stride, int) or not 1 <= config.window_stride <= config.window_frames:
+        raise ValueError(f"window_stride must be an int in [1, window_frames={config.window_frames}], "
+                         f"got {config.window_stride!r}")
+    if config.windows is not None and config.windows not in WINDOW_MODES:
+        raise ValueError(f"windows must be one of {WINDOW_MODES} or None, got {config.windows!r}")
+
+
+def split_window_mode(config: Any, split: str) -> str:
+    """``windows`` for a split: the config's value, else ``"all"`` for train and ``"first"`` for other splits."""
+    if config.windows is not None:
+        return config.windows
+    return "all" if split == "train" else "first"
+
+
+def clip_window_examples(*, clip_id: str, video_path: str | os.PathLike, clip_first_frame: int, fps: float,
+                         width: int, height: int, gaze: np.ndarray, gaze_type: np.ndarray, mode: str,
+                         window_frames: int, window_stride: int, action: int = NO_LABEL, verb: int = NO_LABEL,
+                         noun: int = NO_LABEL) -> Iterator[tuple[str, dict]]:
+    """The examples of one clip whose per-frame gaze is ``gaze`` [T, 2] / ``gaze_type`` [T].
+
+    ``mode="all"``: windows at :func:`~transformers_gazeflow.windows.window_starts` ``(T, window_frames,
+    window_stride)``, covering the whole clip; ``mode="first"``: the first window only. A clip shorter than a window
+    is one example of ``T`` frames (not padded here). ``window_start`` counts frames of the video file, so a clip
+    that starts at frame ``clip_first_frame`` of a longer video yields ``clip_first_frame + local start``.
+    """
+    total = int(gaze_type.shape[0])
+    if gaze.shape != (total, 2):
+        raise ValueError(f"{clip_id}: gaze has shape {gaze.shape}, expected ({total}, 2)")
+    if mode not in WINDOW_MODES:
+        raise ValueError(f"windows must be one of {WINDOW_MODES}, got {mode!r}")
+    starts = window_starts(total, window_frames, window_stride) if mode == "all" else [0]
+    length = min(window_frames, total)
+    video_path = str(Path(video_path).absolute())
+    for local in starts:
+        window = slice(local, local + length)
+        types = np.asarray(gaze_type[window], np.int8)
+        start = int(clip_first_frame + local)
+        yield f"{clip_id}@{start}", {
+            "clip_id": clip_id,
+            "video_path": video_path,
+            "window_start": start,
+            "num_frames": length,
+            "fps": float(fps),
+            "width": int(width),
+            "height": int(height),
+            "gaze": np.asarray(gaze[window], np.float32),
+            "gaze_type": types,
+            "valid": valid_mask(types),
+            "action": int(action),
+            "verb": int(verb),
+            "noun": int(noun),
+        }
+
+
+class ClipDroppedError(ValueError):
+    """Raised in ``strict`` mode where a clip would otherwise be dropped with a logged reason."""
+
+
+@dataclasses.dataclass
+class BuildLog:
+    """What a builder's last build read and left out: parse reports per raw file, and dropped clips with reasons.
+
+    Builders keep one as ``builder.build_log`` (filled while examples are generated; empty when the dataset came
+    from the cache).
+    """
+
+    reports: dict[str, ParseReport] = dataclasses.field(default_factory=dict)
+    dropped: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (split, clip_id, reason)
+
+    def add_report(self, report: ParseReport) -> ParseReport:
+        self.reports[report.path] = report
+        report.log()
+        return report
+
+    def drop(self, split: str, clip_id: str, reason: str, strict: bool) -> None:
+        if strict:
+            raise ClipDroppedError(f"{split} clip {clip_id}: {reason} (strict=True; pass strict=False to drop it)")
+        logger.warning("dropping %s clip %s: %s", split, clip_id, reason)
+        self.dropped.append((split, clip_id, reason))
+
+    def dropped_in(self, split: str) -> dict[str, str]:
+        return {clip: reason for s, clip, reason in self.dropped if s == split}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Finding and running builders
+# ----------------------------------------------------------------------------------------------------------------
+
+def builder_search_paths() -> list[Path]:
+    """Where builder folders are looked for: the wheel's ``transformers_gazeflow/_builders``, then a source
+    checkout's ``datasets_scripts`` (this file is ``src/transformers_gazeflow/data/loading.py`` there)."""
+    package = Path(__file__).resolve().parents[1]
+    paths = [package / "_builders", package.parents[1] / "datasets_scripts"]
+    return [path for path in paths if path.is_dir()]
+
+
+def available_builders() -> list[str]:
+    """Names of the builder folders that can be loaded (each holds ``<name>/<name>.py``)."""
+    names = set()
+    for root in builder_search_paths():
+        names.update(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file())
+    return sorted(names)
+
+
+def builder_file(name: str | os.PathLike) -> Path:
+    """The builder module of a name (``egtea``, ``egtea_gaze``, ...), a builder folder, or a builder ``.py`` file."""
+    path = Path(name)
+    if path.suffix == ".py" and path.is_file():
+        return path.resolve()
+    if path.is_dir() and (path / f"{path.name}.py").is_file():
+        return (path / f"{path.name}.py").resolve()
+    folder = BUILDER_ALIASES.get(str(name), str(name))
+    for root in builder_search_paths():
+        candidate = root / folder / f"{folder}.py"
+        if candidate.is_file():
+            return candidate.resolve()
+    searched = ", ".join(str(p) for p in builder_search_paths()) or "no builder folder found"
+    raise ValueError(f"unknown gaze dataset {str(name)!r}: expected one of {sorted(BUILDER_ALIASES)} or "
+                     f"{available_builders()}, or a builder folder/.py path (searched: {searched})")
+
+
+def load_builder_class(name: str | os.PathLike):
+    """Import a builder module from its file and return its ``datasets.GeneratorBasedBuilder`` subclass."""
+    import datasets
+
+    path = builder_file(name)
+    module_name = f"transformers_gazeflow._builders.{path.parent.name}.{path.stem}"
+    module = sys.modules.get(module_name)
+    if module is None or Path(getattr(module, "__file__", "")).resolve() != path:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+    classes = [obj for _, obj in inspect.getmembers(module, inspect.isclass)
+               if issubclass(obj, datasets.GeneratorBasedBuilder) and obj.__module__ == module.__name__]
+    if len(classes) != 1:
+        raise ValueError(f"{path} must define exactly one datasets.GeneratorBasedBuilder subclass, found "
+                         f"{[c.__name__ for c in classes]}")
+    return classes[0]
+
+
+def _code_hash(builder_path: Path) -> str:
+    """A hash of the builder's code and the data layer it uses, so a code change never reuses a stale cache."""
+    digest = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for path in (builder_path, here / "gaze_formats.py", here / "loading.py"):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def gaze_builder(name: str | os.PathLike, data_dir: str | os.PathLike | None = None, *,
+                 cache_dir: str | os.PathLike | None = None, config_name: str | None = None, **config: Any):
+    """Instantiate a gaze builder (not yet prepared). ``config`` overrides the builder config's options.
+
+    ``split_id=N`` selects the builder config ``splitN`` where the builder has one (EGTEA Gaze+).
+    """
+    cls = load_builder_class(name)
+    if config_name is None and "split_id" in config and f"split{config['split_id']}" in cls.builder_configs:
+        config_name = f"split{config['split_id']}"
+    kwargs: dict[str, Any] = {"config_name": config_name, "hash": _code_hash(builder_file(name)), **config}
+    if data_dir is not None:
+        kwargs["data_dir"] = str(Path(data_dir).expanduser().resolve())
+    if cache_dir is not None:
+        kwargs["cache_dir"] = str(cache_dir)
+    return cls(**kwargs)
+
+
+def load_gaze_dataset(name: str | os.PathLike, data_dir: str | os.PathLike | None = None,
+                      split: str | None = None, *, cache_dir: str | os.PathLike | None = None,
+                      download_mode: str | None = None, config_name: str | None = None, **config: Any):
+    """Build (or reuse from the cache) a gaze dataset and return it in the unified example schema.
+
+    ``name``: ``"egtea"``/``"egtea_gaze"``, ``"ego4d"``/``"ego4d_gaze"``, ``"synthetic"``/``"synthetic_gaze"``, or
+    a builder folder/file. ``data_dir``: the raw download (see each builder's dataset card). ``split``: ``"train"``
+    or ``"test"`` (a ``datasets.Dataset``), or ``None`` for a ``datasets.DatasetDict`` of all splits.
+    ``config``: builder options, e.g. ``split_id=2``, ``parity="glc"``, ``window_frames=64``, ``window_stride=32``,
+    ``windows="all"``, ``strict=True``. ``download_mode="force_redownload"`` rebuilds after the raw files changed.
+    """
+    from datasets.exceptions import DatasetGenerationError
+
+    builder = gaze_builder(name, data_dir, cache_dir=cache_dir, config_name=config_name, **config)
+    try:
+        builder.download_and_prepare(download_mode=download_mode)
+    except DatasetGenerationError as err:  # surface the builder's own error (missing file, bad video, strict drop)
+        if isinstance(err.__cause__, (OSError, ValueError, RuntimeError)):
+            raise err.__cause__ from err
+        raise
+    return builder.as_dataset(split=split)
+
+
+__all__ = [
+    "BUILDER_ALIASES", "WINDOW_MODES", "NO_LABEL", "gaze_example_features", "GazeBuilderOptions", "validate_options",
+    "split_window_mode", "clip_window_examples", "ClipDroppedError", "BuildLog", "builder_search_paths",
+    "available_builders", "builder_file", "load_builder_class", "gaze_builder", "load_gaze_dataset",
+]

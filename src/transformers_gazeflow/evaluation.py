@@ -1,0 +1,156 @@
+"""Predicting a dataset split and scoring it under the protocol: what ``examples/evaluate.py`` runs.
+
+* :func:`predict_clips` samples K trajectories for each clip's first window (the protocol window, 64 frames), each
+  clip with its own seeded generator so results do not depend on batching or on how clips are split between
+  processes; under Accelerate each process predicts its share and the results are gathered once.
+* :func:`baseline_predictions` gives the Center Bias and Random Walk priors for the same clips.
+* :func:`score` feeds (ground truth, prediction) pairs to :class:`~transformers_gazeflow.metrics.GazeEvaluator`.
+* :func:`main_table_markdown` / :func:`dynamics_table_markdown` format the paper's two rows.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from .data.collator import GazeFlowDataCollator
+from .data.processing import GazeFlowVideoProcessor
+
+MAIN_COLUMNS = (("AUC", "auc"), ("F1", "f1"), ("P", "precision"), ("R", "recall"), ("AAE", "aae"), ("NSS", "nss"),
+                ("CC", "cc"), ("KL", "kl"), ("SIM", "sim"))
+DYNAMICS_COLUMNS = (("ADE mean (x10^2 px)", "ade_mean", 1e-2), ("ADE best", "ade_best", 1e-2),
+                    ("DTW mean (x10^2 px)", "dtw_mean", 1e-2), ("DTW best", "dtw_best", 1e-2),
+                    ("disp. mean / human", "displacement_mean_ratio", 1.0),
+                    ("disp. median / human", "displacement_median_ratio", 1.0), ("JSD", "displacement_jsd", 1.0))
+GT_FIELDS = ("clip_id", "gaze", "gaze_type", "valid", "width", "height")
+
+
+def ground_truth(example: dict) -> dict:
+    """The fields of a unified-schema example that the evaluator reads, as numpy arrays."""
+    return {"clip_id": example["clip_id"], "gaze": np.asarray(example["gaze"], np.float64),
+            "gaze_type": np.asarray(example["gaze_type"], np.int64), "valid": np.asarray(example["valid"], bool),
+            "width": int(example["width"]), "height": int(example["height"])}
+
+
+def clip_generator(seed: int, clip_id: str, device: torch.device | str = "cpu") -> torch.Generator:
+    """The noise generator of one clip: seeded by ``seed`` and the clip id, independent of order and batching."""
+    return torch.Generator(device=device).manual_seed((seed * 1_000_003 + zlib.crc32(clip_id.encode())) % 2**63)
+
+
+@torch.no_grad()
+def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProcessor, num_samples: int,
+                  num_steps: int, solver: str, seed: int = 0, window: int = 64, accelerator=None,
+                  progress: bool = False) -> tuple[list[np.ndarray], float]:
+    """K trajectories ``[K, n, 2]`` (unit coordinates) for each example's window, and the mean seconds per clip.
+
+    With an ``accelerator``, process r predicts examples r, r + P, ... and the predictions are gathered in the
+    original order on every process.
+    """
+    rank = accelerator.process_index if accelerator is not None else 0
+    world = accelerator.num_processes if accelerator is not None else 1
+    device = next(model.parameters()).device
+    collator = GazeFlowDataCollator(processor, num_frames=window)
+    mine = list(range(rank, len(examples), world))
+    iterator = mine
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(mine, desc=f"predicting (K={num_samples}, S={num_steps})", disable=rank != 0)
+    predictions: dict[int, np.ndarray] = {}
+    seconds = 0.0
+    autocast = accelerator.autocast() if accelerator is not None else _null_context()
+    for index in iterator:
+        example = examples[index]
+        batch = collator([example])
+        frames = int(example["num_frames"])
+        pixels = batch["pixel_values_videos"][:, :frames].to(device)
+        _synchronize(device)
+        start = time.perf_counter()
+        with autocast:
+            output = model.generate(pixel_values_videos=pixels, num_samples=num_samples, num_steps=num_steps,
+                                    solver=solver, generator=clip_generator(seed, str(example["clip_id"]), device))
+        _synchronize(device)
+        seconds += time.perf_counter() - start
+        predictions[index] = output.trajectories[0].float().cpu().numpy()
+    if accelerator is not None and world > 1:
+        from accelerate.utils import gather_object
+
+        gathered = gather_object([(predictions, seconds)])
+        predictions, seconds = {}, 0.0
+        for part, part_seconds in gathered:
+            predictions.update(part)
+            seconds += part_seconds
+    ordered = [predictions[i] for i in range(len(examples))]
+    return ordered, seconds / max(len(examples), 1)
+
+
+def baseline_predictions(name: str, train_examples: Iterable[dict], examples: Sequence[dict], num_samples: int = 50,
+                         seed: int = 0) -> list[Any]:
+    """Predictions of a prior fitted on ``train_examples``: ``center_bias`` or ``random_walk`` (paper E.2)."""
+    from .metrics import CenterBias, RandomWalk
+
+    train = [ground_truth(example) for example in train_examples]
+    if name == "center_bias":
+        prior = CenterBias.fit(train)
+        return [prior.predict(ground_truth(example)) for example in examples]
+    if name == "random_walk":
+        prior = RandomWalk.fit(train)
+        return [prior.predict(ground_truth(example), num_samples=num_samples, seed=seed) for example in examples]
+    raise ValueError(f"--baseline must be 'center_bias' or 'random_walk', got {name!r}")
+
+
+def score(examples: Sequence[dict], predictions: Sequence[Any], protocol: str = "paper", sigma_px: float = 25.0):
+    """Run the evaluator over every (example, prediction) pair; returns its ``EvaluationResult``."""
+    from .metrics import GazeEvaluator
+
+    if len(examples) != len(predictions):
+        raise ValueError(f"{len(examples)} examples but {len(predictions)} predictions")
+    evaluator = GazeEvaluator(protocol=protocol, sigma_px=sigma_px)
+    for example, prediction in zip(examples, predictions):
+        evaluator.add(ground_truth(example), prediction)
+    return evaluator.compute()
+
+
+def main_table_markdown(rows: dict[str, dict[str, float]]) -> str:
+    header = "| Method | " + " | ".join(name for name, _ in MAIN_COLUMNS) + " |"
+    lines = [header, "| --- |" + " ---: |" * len(MAIN_COLUMNS)]
+    for method, metrics in rows.items():
+        cells = [_cell(metrics.get(key), 2 if key == "aae" else 3) for _, key in MAIN_COLUMNS]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def dynamics_table_markdown(rows: dict[str, dict[str, float]]) -> str:
+    header = "| Method | " + " | ".join(name for name, _, _ in DYNAMICS_COLUMNS) + " |"
+    lines = [header, "| --- |" + " ---: |" * len(DYNAMICS_COLUMNS)]
+    for method, metrics in rows.items():
+        cells = [_cell(None if metrics.get(key) is None else metrics[key] * scale, 3) for _, key, scale in
+                 DYNAMICS_COLUMNS]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value: float | None, digits: int) -> str:
+    return "-" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class _null_context:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+__all__ = ["predict_clips", "baseline_predictions", "score", "ground_truth", "clip_generator", "main_table_markdown",
+           "dynamics_table_markdown", "MAIN_COLUMNS", "DYNAMICS_COLUMNS"]

@@ -1,0 +1,123 @@
+"""The two prior-only baselines (paper Section 4.1, "Simple Priors", and Appendix E.2, "Prior-only references").
+
+* :class:`CenterBias`: a static 2D Gaussian at the image centre whose per-axis standard deviation is the fixation
+  spread of the train split; as a trajectory model it always predicts the centre.
+* :class:`RandomWalk`: a first-order Markov prior: the next point is the previous frame's ground-truth gaze (the
+  clip's centroid at t = 0) plus isotropic Gaussian noise whose sigma matches the train split's frame-to-frame
+  displacement. It sees no video.
+
+Both fit on train clips in the unified schema (``gaze`` unit [T, 2], ``gaze_type``, ``valid``, ``width``,
+``height``) and return :class:`~transformers_gazeflow.metrics.protocol.ClipPrediction` objects that
+:class:`~transformers_gazeflow.metrics.protocol.GazeEvaluator` scores like any model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..geometry import clamp_unit, pixels_to_unit, unit_to_pixels
+from .heatmaps import render_gaussian_map
+from .protocol import FIXATION, ClipGroundTruth, ClipPrediction
+
+
+def _clips(clips: Iterable[Any]) -> Iterable[ClipGroundTruth]:
+    for i, c in enumerate(clips):
+        yield ClipGroundTruth.from_any(c, where=f"train clip {i}", window=None)  # fit on every frame
+
+
+@dataclasses.dataclass
+class CenterBias:
+    """Center Bias prior: a Gaussian at the frame centre with per-axis spread ``sigma_unit = (sx, sy)`` (fractions of
+    the frame's width and height)."""
+
+    sigma_unit: tuple[float, float]
+
+    @classmethod
+    def fit(cls, train_clips: Iterable[Any], fixations_only: bool = True) -> "CenterBias":
+        """Per-axis standard deviation (about the mean) of the train split's gaze points, in unit coordinates.
+
+        ``fixations_only`` keeps fixation frames (unified code 1), else every valid frame.
+        """
+        pts = []
+        for gt in _clips(train_clips):
+            keep = gt.gaze_type == FIXATION if fixations_only else gt.valid
+            pts.append(gt.gaze[keep])
+        allpts = np.concatenate(pts) if pts else np.zeros((0, 2))
+        if allpts.shape[0] < 2:
+            raise ValueError(f"train_clips must hold at least 2 {'fixation' if fixations_only else 'valid'} frames, "
+                             f"got {allpts.shape[0]}")
+        sx, sy = allpts.std(axis=0)
+        if sx <= 0 or sy <= 0:
+            raise ValueError(f"the train gaze has no spread on one axis (std {sx:.3g}, {sy:.3g})")
+        return cls((float(sx), float(sy)))
+
+    def heatmap(self, width: int, height: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The static prior map ``[height, width]`` (peak 1)."""
+        return render_gaussian_map((0.5, 0.5), (self.sigma_unit[0] * width, self.sigma_unit[1] * height), width, height,
+                                   dtype)
+
+    def predict(self, ground_truth: Any) -> ClipPrediction:
+        """The prediction for a clip: the static map for every frame and the constant centre trajectory."""
+        gt = ClipGroundTruth.from_any(ground_truth)
+        traj = np.full((1, gt.gaze.shape[0], 2), 0.5)
+        return ClipPrediction(trajectories=traj, heatmaps=self.heatmap(gt.width, gt.height))
+
+
+def _clip_seed(seed: int, clip_id: str) -> int:
+    return (seed * 1_000_003 + zlib.crc32(clip_id.encode("utf-8"))) % (2**63 - 1)
+
+
+@dataclasses.dataclass
+class RandomWalk:
+    """Random Walk prior: ``x_t = g_{t-1} + N(0, sigma_px^2 I)`` in native px (``g`` the ground truth), ``x_0`` the
+    clip's centroid plus the same noise; samples are clamped into the frame."""
+
+    sigma_px: float
+
+    @classmethod
+    def fit(cls, train_clips: Iterable[Any]) -> "RandomWalk":
+        """Isotropic sigma from the train split's frame-to-frame steps over valid consecutive frames (native px):
+        the maximum-likelihood ``sqrt(mean(dx^2 + dy^2) / 2)`` of a zero-mean 2D Gaussian step."""
+        sq, n = 0.0, 0
+        for gt in _clips(train_clips):
+            px = unit_to_pixels(gt.gaze, gt.width, gt.height)
+            keep = gt.valid[1:] & gt.valid[:-1]
+            d = np.diff(px, axis=0)[keep]
+            sq += float((d * d).sum())
+            n += int(keep.sum())
+        if n == 0:
+            raise ValueError("train_clips have no pair of valid consecutive frames to fit the step sigma")
+        return cls(math.sqrt(sq / n / 2.0))
+
+    def sample(self, ground_truth: Any, num_samples: int = 50, seed: int = 0) -> np.ndarray:
+        """``[K, T, 2]`` unit trajectories for a clip; the noise is seeded by ``seed`` and the clip id, so a clip gets
+        the same samples whatever order clips come in."""
+        if num_samples < 1:
+            raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+        gt = ClipGroundTruth.from_any(ground_truth)
+        t = gt.gaze.shape[0]
+        px = unit_to_pixels(gt.gaze, gt.width, gt.height)
+        centroid = px[gt.valid].mean(0) if gt.valid.any() else np.array([gt.width / 2, gt.height / 2])
+        prev = np.empty((t, 2))
+        last = centroid
+        for i in range(t):
+            prev[i] = last  # the last valid ground truth before frame i (the centroid before any)
+            if gt.valid[i]:
+                last = px[i]
+        rng = np.random.default_rng(_clip_seed(seed, gt.clip_id))
+        samples = prev[None] + rng.normal(0.0, self.sigma_px, size=(num_samples, t, 2))
+        return clamp_unit(pixels_to_unit(samples, gt.width, gt.height))
+
+    def predict(self, ground_truth: Any, num_samples: int = 50, seed: int = 0) -> ClipPrediction:
+        """The prediction for a clip as K sampled trajectories."""
+        return ClipPrediction(trajectories=self.sample(ground_truth, num_samples, seed))
+
+
+__all__ = ["CenterBias", "RandomWalk"]

@@ -1,0 +1,236 @@
+"""Temporal-dynamics metrics (paper Section 4.1, "Temporal Dynamics Alignment", and Appendix E.3; spec evaluation.md).
+
+* ADE: mean Euclidean distance between a predicted and the human trajectory over the valid frames.
+* DTW: exact dynamic time warping with Euclidean cost (steps (1, 0), (0, 1), (1, 1)), divided by the number of
+  valid frames. Both in native pixels (the paper reports them x 10^2 px), per sample, then mean over K and best of K.
+* Displacements: per-step ``|g_t - g_{t-1}|`` in native px over valid consecutive frames; mean and median as ratios
+  to the human values; Jensen-Shannon divergence (base e) between the two histograms, 100 bins over the union range.
+
+Trajectories are ``[K, T, 2]`` (or ``[T, 2]``) in native pixels here; convert unit coordinates with
+``transformers_gazeflow.geometry.unit_to_pixels`` first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+JSD_BINS = 100
+"""Bins of the displacement histograms (paper Appendix E.3)."""
+
+
+def _traj(x, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 2:
+        a = a[None]
+    if a.ndim != 3 or a.shape[-1] != 2 or a.shape[0] < 1:
+        raise ValueError(f"{name} must have shape [K, T, 2] or [T, 2], got {np.shape(x)}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or inf; expected finite pixel coordinates")
+    return a
+
+
+def _valid(valid, num_frames: int) -> np.ndarray:
+    if valid is None:
+        return np.ones(num_frames, dtype=bool)
+    v = np.asarray(valid)
+    if v.shape != (num_frames,):
+        raise ValueError(f"valid must have shape [T] = [{num_frames}], got {v.shape}")
+    return v.astype(bool)
+
+
+def _pair(pred, human, valid) -> tuple[np.ndarray, np.ndarray]:
+    p = _traj(pred, "pred")
+    h = _traj(human, "human")
+    if h.shape[0] != 1:
+        raise ValueError(f"human must be one trajectory [T, 2], got {np.shape(human)}")
+    if p.shape[1] != h.shape[1]:
+        raise ValueError(f"pred and human must have the same number of frames, got {p.shape[1]} and {h.shape[1]}")
+    v = _valid(valid, p.shape[1])
+    if not v.any():
+        raise ValueError("valid has no valid frame: ADE/DTW are undefined")
+    return p[:, v], h[0, v]
+
+
+def ade(pred, human, valid=None) -> np.ndarray:
+    """ADE per sample: mean over valid frames of ``|pred_t - human_t|`` (px). ``pred [K, T, 2]`` -> ``[K]``."""
+    p, h = _pair(pred, human, valid)
+    return np.linalg.norm(p - h[None], axis=-1).mean(-1)
+
+
+def dtw(pred, human, valid=None) -> np.ndarray:
+    """Length-normalised DTW per sample (px): the minimum total Euclidean cost of a monotone alignment of the valid
+    frames (steps (1, 0), (0, 1), (1, 1), from the first to the last frame of both), divided by the number of valid
+    frames. ``pred [K, T, 2]`` -> ``[K]``.
+    """
+    p, h = _pair(pred, human, valid)
+    lengths = np.full(p.shape[0], p.shape[1])
+    return dtw_batched(p, np.broadcast_to(h, p.shape), lengths)
+
+
+def dtw_batched(pred: np.ndarray, human: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Exact DTW of many pairs at once: ``pred, human [B, n, 2]`` px, pair ``b`` using its first ``lengths[b]``
+    frames; returns the alignment cost divided by ``lengths[b]`` (``[B]``).
+
+    The dynamic programme runs along anti-diagonals (cells ``i + j = d``), each a few vectorised operations over
+    the diagonal and B, keeping only the last two diagonals in memory. Cells beyond a pair's length never feed cells
+    inside it, so padding is harmless; a pair's result is read on its own last diagonal.
+    """
+    b, n = pred.shape[:2]
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if lengths.shape != (b,) or (lengths < 1).any() or (lengths > n).any():
+        raise ValueError(f"lengths must be [B] = [{b}] integers in [1, {n}], got {lengths}")
+    pred = np.asarray(pred, dtype=np.float64)
+    human = np.asarray(human, dtype=np.float64)
+    px, py = np.ascontiguousarray(pred[..., 0].T), np.ascontiguousarray(pred[..., 1].T)  # [n, B]
+    hx, hy = np.ascontiguousarray(human[..., 0].T), np.ascontiguousarray(human[..., 1].T)
+    # acc[i + 1] holds the cost of cell (i, d - i) on diagonal d; the entries just outside a diagonal are +inf
+    prev2 = np.full((n + 1, b), np.inf)
+    prev1 = np.full((n + 1, b), np.inf)
+    cur = np.full((n + 1, b), np.inf)
+    work_a, work_b = np.empty((n, b)), np.empty((n, b))  # reused: large temporaries are slow to allocate
+    prev1[1] = np.sqrt((px[0] - hx[0]) ** 2 + (py[0] - hy[0]) ** 2)
+    out = np.empty(b)
+    last_diag = 2 * (lengths - 1)
+    done = last_diag == 0
+    out[done] = prev1[1, done]
+    cols = np.arange(b)
+    for d in range(1, 2 * n - 1):
+        lo, hi = max(0, d - n + 1), min(n - 1, d)
+        m = hi - lo + 1
+        a, c = work_a[:m], work_b[:m]
+        # Euclidean cost of cells (i, d - i), i = lo..hi
+        np.subtract(px[lo : hi + 1], hx[d - hi : d - lo + 1][::-1], out=a)
+        np.multiply(a, a, out=a)
+        np.subtract(py[lo : hi + 1], hy[d - hi : d - lo + 1][::-1], out=c)
+        np.multiply(c, c, out=c)
+        np.add(a, c, out=a)
+        np.sqrt(a, out=a)
+        np.minimum(prev1[lo + 1 : hi + 2], prev1[lo : hi + 1], out=c)  # (i, j - 1) and (i - 1, j)
+        np.minimum(c, prev2[lo : hi + 1], out=c)  # (i - 1, j - 1)
+        np.add(c, a, out=cur[lo + 1 : hi + 2])
+        cur[lo] = np.inf  # the neighbours later diagonals read outside this one's cells
+        if hi + 2 <= n:
+            cur[hi + 2] = np.inf
+        ends = last_diag == d
+        if ends.any():
+            out[ends] = cur[lengths[ends], cols[ends]]
+        prev2, prev1, cur = prev1, cur, prev2
+    return out / lengths
+
+
+def displacements(traj, valid=None) -> np.ndarray:
+    """Per-step displacements ``|g_t - g_{t-1}|`` (px) where frames ``t - 1`` and ``t`` are both valid.
+
+    ``traj [K, T, 2]`` or ``[T, 2]`` -> flat array of all samples' steps (K x steps).
+    """
+    t = _traj(traj, "traj")
+    v = _valid(valid, t.shape[1])
+    keep = v[1:] & v[:-1]
+    steps = np.linalg.norm(np.diff(t, axis=1), axis=-1)  # [K, T-1]
+    return steps[:, keep].reshape(-1)
+
+
+def jensen_shannon(p, q) -> float:
+    """Jensen-Shannon divergence (base e) of two histograms (normalised to sum 1 here)."""
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ValueError(f"histograms must be 1D of the same length, got {p.shape} and {q.shape}")
+    if (p < 0).any() or (q < 0).any() or p.sum() <= 0 or q.sum() <= 0:
+        raise ValueError("histograms must be non-negative with a positive total")
+    p = p / p.sum()
+    q = q / q.sum()
+    m = 0.5 * (p + q)
+
+    def _kl(a: np.ndarray) -> float:
+        nz = a > 0
+        return float((a[nz] * np.log(a[nz] / m[nz])).sum())
+
+    return 0.5 * _kl(p) + 0.5 * _kl(q)
+
+
+def displacement_histograms(pred_disp, human_disp, bins: int = JSD_BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Histograms of two displacement sets over ``bins`` equal bins spanning the union of their ranges.
+
+    Returns ``(pred_hist, human_hist, edges)``. A degenerate range (all values equal) gets a unit-wide bin range.
+    """
+    a = np.asarray(pred_disp, dtype=np.float64).reshape(-1)
+    b = np.asarray(human_disp, dtype=np.float64).reshape(-1)
+    if a.size == 0 or b.size == 0:
+        raise ValueError(f"need displacements on both sides, got {a.size} predicted and {b.size} human")
+    lo = min(a.min(), b.min())
+    hi = max(a.max(), b.max())
+    if hi <= lo:
+        hi = lo + 1.0
+    edges = np.linspace(lo, hi, bins + 1)
+    return np.histogram(a, edges)[0].astype(np.float64), np.histogram(b, edges)[0].astype(np.float64), edges
+
+
+def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS) -> dict[str, float]:
+    """Mean and median displacement as ratios to human (pred / human) and the JSD of their histograms.
+
+    Also returns the raw means and medians in px (``*_px``).
+    """
+    a = np.asarray(pred_disp, dtype=np.float64).reshape(-1)
+    b = np.asarray(human_disp, dtype=np.float64).reshape(-1)
+    ha, hb, _ = displacement_histograms(a, b, bins)
+    mean_a, mean_b = float(a.mean()), float(b.mean())
+    med_a, med_b = float(np.median(a)), float(np.median(b))
+    return {
+        "displacement_mean_ratio": mean_a / mean_b if mean_b > 0 else float("nan"),
+        "displacement_median_ratio": med_a / med_b if med_b > 0 else float("nan"),
+        "displacement_jsd": jensen_shannon(ha, hb),
+        "displacement_mean_px": mean_a,
+        "displacement_median_px": med_a,
+        "human_displacement_mean_px": mean_b,
+        "human_displacement_median_px": med_b,
+    }
+
+
+def trajectory_dynamics(trajectories, gaze, valid, width: int, height: int, bins: int = JSD_BINS) -> dict[str, float]:
+    """Dynamics over a set of clips (paper Appendix E.3): ADE and DTW (mean over K and best of K, averaged over
+    clips) and the displacement statistics pooled over all clips. Inputs per clip, in unit coordinates of a
+    ``width x height`` frame: ``trajectories [K, T, 2]``, ``gaze [T, 2]``, ``valid [T]``."""
+    from ..geometry import unit_to_pixels
+
+    trajectories, gaze, valid = list(trajectories), list(gaze), list(valid)
+    if not trajectories:
+        raise ValueError("trajectories is empty: nothing to evaluate")
+    if not len(trajectories) == len(gaze) == len(valid):
+        raise ValueError(f"need one gaze and one valid per clip: {len(trajectories)} trajectories, {len(gaze)} gaze, "
+                         f"{len(valid)} valid")
+    sums = {"ade_mean": [], "ade_best": [], "dtw_mean": [], "dtw_best": []}
+    disp_pred, disp_human = [], []
+    for i, (tr, g, v) in enumerate(zip(trajectories, gaze, valid)):
+        p = unit_to_pixels(_traj(tr, f"trajectories[{i}]"), width, height)
+        h = unit_to_pixels(_traj(g, f"gaze[{i}]")[0], width, height)
+        v = np.asarray(v, dtype=bool)
+        if not v.any():
+            continue
+        a, d = ade(p, h, v), dtw(p, h, v)
+        sums["ade_mean"].append(a.mean())
+        sums["ade_best"].append(a.min())
+        sums["dtw_mean"].append(d.mean())
+        sums["dtw_best"].append(d.min())
+        disp_pred.append(displacements(p, v))
+        disp_human.append(displacements(h, v))
+    if not sums["ade_mean"]:
+        raise ValueError("no clip has a valid frame")
+    out = {k: float(np.mean(v)) for k, v in sums.items()}
+    pred_d, human_d = np.concatenate(disp_pred), np.concatenate(disp_human)
+    if pred_d.size and human_d.size:
+        out.update(displacement_statistics(pred_d, human_d, bins))
+    return out
+
+
+__all__ = [
+    "JSD_BINS",
+    "ade",
+    "dtw",
+    "dtw_batched",
+    "displacements",
+    "jensen_shannon",
+    "displacement_histograms",
+    "displacement_statistics",
+    "trajectory_dynamics",
+]

@@ -1,0 +1,590 @@
+"""The evaluation protocol over a dataset and a stream of predictions (paper Section 4.1 and Appendix E.3;
+spec evaluation.md, "Which frames", "Maps", "GLC's own pipeline").
+
+:class:`GazeEvaluator` takes clips one at a time (``add``) or in batches (``add_batch``) and keeps only scalars:
+
+* per clip, the first window (64 frames; longer inputs are cut to it); protocol frames at local indices
+  ``linspace(0, 63, 8) = [0, 9, ..., 63]`` clamped to the clip's last frame (:func:`protocol_frame_indices`);
+* the fixation filter: only protocol frames with gaze type fixation (unified code 1) enter the per-frame metrics;
+* per frame: AUC-Judd, NSS, CC, KL, SIM, AAE, and precision/recall at every threshold; the maps are rendered for
+  the kept frames of one clip at a time and dropped, so memory stays bounded by one clip;
+* aggregation: per frame -> mean within clip -> mean across clips (``aggregation="clip"``, the paper) or the mean
+  over all kept frames (``"frame"``, what GLC's test script reports); adaptive F1 averages P and R over all kept
+  frames per threshold, takes F1 of those averages and chooses the best threshold once over the whole set;
+* dynamics (trajectory predictions only): ADE and DTW over all valid frames of the window (mean over K and best of
+  K, averaged over clips), displacement mean/median ratios to human and their histograms' JSD.
+
+``protocol="paper"`` (default) scores native-resolution maps (sigma 25 px); ``protocol="glc"`` reproduces GLC's own
+pipeline (256 crop, 64x64 maps, OpenCV kernel, ``gt > 0.001``, GLC min-max, GLC's AUC variant and AAE on the map).
+Per-frame scores are kept (scalars) for :func:`paired_wilcoxon`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..geometry import unit_to_pixels
+from . import dynamics as dyn
+from . import heatmaps as hm
+from . import saliency as sal
+from .scoring import NativeFrameScorer
+
+PROTOCOL_WINDOW = 64
+"""Frames of the evaluated window (the model's T; paper Section 4.1)."""
+
+PROTOCOL_NUM_FRAMES = 8
+"""Protocol frames per clip: ``linspace(0, 63, 8)``."""
+
+FIXATION = 1
+"""Unified gaze-type code of a fixation (spec data.md, "Unified example schema")."""
+
+GAZE_TYPE_CODES = (0, 1, 2, 3, 4)
+"""Unified gaze-type codes: 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame."""
+
+FRAME_METRICS = ("auc", "nss", "cc", "kl", "sim", "aae")
+"""Per-frame metrics aggregated frame -> clip -> set."""
+
+_DTW_FLUSH_CLIPS = 32
+
+
+def protocol_frame_indices(num_frames: int, window: int = PROTOCOL_WINDOW, count: int = PROTOCOL_NUM_FRAMES) -> np.ndarray:
+    """Local protocol frames ``linspace(0, window - 1, count)`` (``[0, 9, ..., 63]``), clamped to ``num_frames - 1``."""
+    if num_frames < 1:
+        raise ValueError(f"num_frames must be >= 1, got {num_frames}")
+    idx = np.round(np.linspace(0, window - 1, count)).astype(np.int64)
+    return np.minimum(idx, num_frames - 1)
+
+
+@dataclasses.dataclass
+class ClipGroundTruth:
+    """Ground truth of a clip's first window, in the unified schema (spec data.md).
+
+    ``gaze [T, 2]`` unit coordinates of the native frame, ``gaze_type [T]`` unified codes, ``valid [T]`` bool,
+    ``width``/``height`` native pixels.
+    """
+
+    clip_id: str
+    gaze: np.ndarray
+    gaze_type: np.ndarray
+    valid: np.ndarray
+    width: int
+    height: int
+
+    @classmethod
+    def from_any(cls, item: Any, where: str = "ground truth", window: int | None = PROTOCOL_WINDOW) -> "ClipGroundTruth":
+        """Build and check from a ``ClipGroundTruth``, a dataclass or a mapping with the schema's fields.
+
+        Inputs longer than ``window`` (the protocol window, 64 frames) are cut to it; ``None`` keeps every frame.
+        """
+        if isinstance(item, ClipGroundTruth):
+            fields = dataclasses.asdict(item)
+        elif dataclasses.is_dataclass(item):
+            fields = dataclasses.asdict(item)
+        elif isinstance(item, Mapping):
+            fields = dict(item)
+        else:
+            raise ValueError(f"{where}: expected a mapping or dataclass with gaze, gaze_type, valid, width, height, "
+                             f"clip_id; got {type(item).__name__}")
+        missing = [k for k in ("gaze", "gaze_type", "valid", "width", "height") if k not in fields]
+        if missing:
+            raise ValueError(f"{where}: missing field(s) {missing}")
+        clip_id = str(fields.get("clip_id", ""))
+        where = f"{where} of clip {clip_id!r}" if clip_id else where
+        gaze = np.asarray(_numpy(fields["gaze"]), dtype=np.float64)
+        if gaze.ndim != 2 or gaze.shape[1] != 2 or gaze.shape[0] < 1:
+            raise ValueError(f"{where}: gaze must have shape [T, 2] with T >= 1, got {gaze.shape}")
+        t = gaze.shape[0]
+        gaze_type = np.asarray(_numpy(fields["gaze_type"]))
+        valid = np.asarray(_numpy(fields["valid"]))
+        if gaze_type.shape != (t,):
+            raise ValueError(f"{where}: gaze_type must have shape [T] = [{t}] like gaze, got {gaze_type.shape}")
+        if valid.shape != (t,):
+            raise ValueError(f"{where}: valid must have shape [T] = [{t}] like gaze, got {valid.shape}")
+        if not np.isin(gaze_type, GAZE_TYPE_CODES).all():
+            raise ValueError(f"{where}: gaze_type must hold unified codes {GAZE_TYPE_CODES}, got {np.unique(gaze_type)}")
+        if not np.isfinite(gaze).all():
+            raise ValueError(f"{where}: gaze contains NaN or inf")
+        if gaze.min() < 0 or gaze.max() > 1:
+            raise ValueError(f"{where}: gaze must be unit coordinates in [0, 1], got values in "
+                             f"[{gaze.min():.4g}, {gaze.max():.4g}]")
+        width, height = fields["width"], fields["height"]
+        if int(width) != width or int(height) != height or width < 1 or height < 1:
+            raise ValueError(f"{where}: width and height must be positive integers, got {width}x{height}")
+        w = t if window is None else min(t, window)
+        return cls(clip_id, gaze[:w], gaze_type[:w].astype(np.int64), valid[:w].astype(bool), int(width), int(height))
+
+
+@dataclasses.dataclass
+class ClipPrediction:
+    """A prediction for one clip's window: ``trajectories [K, T, 2]`` unit coordinates (K samples), and/or
+    ``heatmaps``: ``[F, h, w]`` maps of frames ``heatmap_frames`` (default: frames ``0..F-1``), or one static
+    ``[h, w]`` map for every frame. For ``protocol="paper"`` maps of another size are resized (bilinear) to the
+    native frame; for ``protocol="glc"`` they are 64x64 (GLC's softmax output, see ``glc_frame_softmax``) or native
+    (brought into GLC's crop grid by ``glc_native_to_grid``).
+    When both are given, the heatmaps are scored and the trajectories only feed the dynamics.
+    """
+
+    trajectories: np.ndarray | torch.Tensor | None = None
+    heatmaps: np.ndarray | torch.Tensor | None = None
+    heatmap_frames: np.ndarray | list[int] | None = None
+
+    @classmethod
+    def from_any(cls, item: Any, where: str = "prediction") -> "ClipPrediction":
+        """From a ``ClipPrediction``, a mapping with those keys, or a bare ``[K, T, 2]`` trajectory array."""
+        if isinstance(item, ClipPrediction):
+            pred = item
+        elif isinstance(item, Mapping):
+            unknown = set(item) - {"trajectories", "heatmaps", "heatmap_frames"}
+            if unknown:
+                raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; expected trajectories, heatmaps, "
+                                 f"heatmap_frames")
+            pred = cls(item.get("trajectories"), item.get("heatmaps"), item.get("heatmap_frames"))
+        elif isinstance(item, (np.ndarray, torch.Tensor)) and item.ndim == 3 and item.shape[-1] == 2:
+            pred = cls(trajectories=item)
+        else:
+            raise ValueError(f"{where}: expected a ClipPrediction, a mapping or trajectories [K, T, 2], "
+                             f"got {type(item).__name__}")
+        if pred.trajectories is None and pred.heatmaps is None:
+            raise ValueError(f"{where}: needs trajectories or heatmaps")
+        return pred
+
+
+@dataclasses.dataclass
+class EvaluationResult:
+    """What :meth:`GazeEvaluator.compute` returns.
+
+    ``metrics``: the headline numbers. ``frame_scores``: per kept frame, each per-frame metric and ``f1``,
+    ``precision``, ``recall`` at the chosen threshold, aligned with ``frame_keys`` ``(clip_id, slot)`` (slot = index
+    among the 8 protocol frames). ``pr_curve``: thresholds and the averaged P, R and F1 at each. ``clip_scores``:
+    per scored clip, the clip means.
+    """
+
+    metrics: dict[str, float]
+    frame_scores: dict[str, np.ndarray]
+    frame_keys: list[tuple[str, int]]
+    pr_curve: dict[str, np.ndarray]
+    clip_scores: dict[str, np.ndarray]
+    clip_ids: list[str]
+
+    def __getitem__(self, key: str) -> float:
+        return self.metrics[key]
+
+
+def _numpy(x: Any) -> Any:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+class GazeEvaluator:
+    """Accumulates the protocol over a stream of (ground truth, prediction) clips in bounded memory.
+
+    Args:
+        protocol: ``"paper"`` (native maps, sigma ``sigma_px``) or ``"glc"`` (GLC's own 64x64 pipeline).
+        sigma_px: Gaussian sigma of predicted and ground-truth maps at native resolution (25 px, paper E.3).
+        fov_deg: horizontal field of view of the AAE camera (60 degrees).
+        thresholds: adaptive-F1 thresholds on the min-max normalised prediction (``linspace(0, 0.02, 11)``).
+        aggregation: ``"clip"`` (frame -> clip -> set; the paper's default) or ``"frame"`` (mean over all kept
+            frames; the ``"glc"`` protocol's default, as GLC's ``TestGazeMeter`` reports).
+        dtype: floating type of the rendered native maps (float32 by default: about 1e-6 relative precision on
+            the scores, half the memory traffic of float64).
+    """
+
+    def __init__(
+        self,
+        protocol: Literal["paper", "glc"] = "paper",
+        sigma_px: float = hm.DEFAULT_SIGMA_PX,
+        fov_deg: float = sal.DEFAULT_FOV_DEG,
+        thresholds=sal.GLC_THRESHOLDS,
+        aggregation: Literal["clip", "frame"] | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        if protocol not in ("paper", "glc"):
+            raise ValueError(f"protocol must be 'paper' or 'glc', got {protocol!r}")
+        if aggregation is None:
+            aggregation = "frame" if protocol == "glc" else "clip"
+        if aggregation not in ("clip", "frame"):
+            raise ValueError(f"aggregation must be 'clip' or 'frame', got {aggregation!r}")
+        if sigma_px <= 0:
+            raise ValueError(f"sigma_px must be positive, got {sigma_px}")
+        th = np.asarray(thresholds, dtype=np.float64)
+        if th.ndim != 1 or th.size < 1 or (np.diff(th) < 0).any():
+            raise ValueError("thresholds must be a non-empty, non-decreasing 1D sequence")
+        self.protocol = protocol
+        self.sigma_px = float(sigma_px)
+        self.fov_deg = float(fov_deg)
+        self.thresholds = th
+        self.aggregation = aggregation
+        self.dtype = dtype
+        self._scorer = NativeFrameScorer(self.sigma_px, self.thresholds, self.fov_deg)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything added so far."""
+        self._clip_ids: list[str] = []
+        self._seen: set[str] = set()
+        self._frame_clip: list[np.ndarray] = []
+        self._frame_slot: list[np.ndarray] = []
+        self._frame: dict[str, list[np.ndarray]] = {k: [] for k in (*FRAME_METRICS, "aae_sample_mean")}
+        self._precision: list[np.ndarray] = []
+        self._recall: list[np.ndarray] = []
+        self._dyn_clip: list[int] = []
+        self._dyn: dict[str, list[float]] = {k: [] for k in ("ade_mean", "ade_best", "dtw_mean", "dtw_best")}
+        self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self._disp_pred: list[np.ndarray] = []
+        self._disp_human: list[np.ndarray] = []
+        self._has_sample_mean = True
+
+    # ------------------------------------------------------------------------------------------------ adding
+
+    def add_batch(self, ground_truths: Iterable[Any], predictions: Iterable[Any]) -> None:
+        """Add clips pairwise; both sequences must have the same length."""
+        gts = list(ground_truths)
+        preds = list(predictions)
+        if len(gts) != len(preds):
+            raise ValueError(f"ground_truths and predictions must have the same length, got {len(gts)} and {len(preds)}")
+        for gt, pred in zip(gts, preds):
+            self.add(gt, pred)
+
+    def add(self, ground_truth: Any, prediction: Any) -> None:
+        """Score one clip (its first window) and keep its scalars."""
+        gt = ClipGroundTruth.from_any(ground_truth)
+        where = f"prediction of clip {gt.clip_id!r}"
+        pred = ClipPrediction.from_any(prediction, where)
+        if gt.clip_id in self._seen:
+            raise ValueError(f"clip {gt.clip_id!r} was added twice; each clip is scored once")
+        t = gt.gaze.shape[0]
+        traj = None
+        if pred.trajectories is not None:
+            traj = torch.as_tensor(_numpy(pred.trajectories)).to(torch.float64)
+            if traj.ndim == 2:
+                traj = traj.unsqueeze(0)
+            if traj.ndim != 3 or traj.shape[-1] != 2 or traj.shape[0] < 1:
+                raise ValueError(f"{where}: trajectories must have shape [K, T, 2], got {tuple(traj.shape)}")
+            traj = traj[:, :PROTOCOL_WINDOW]  # the window, as the ground truth
+            if traj.shape[1] != t:
+                raise ValueError(f"{where}: trajectories cover {traj.shape[1]} frames, the ground truth {t}")
+            if not torch.isfinite(traj).all():
+                raise ValueError(f"{where}: trajectories contain NaN or inf")
+            if traj.min() < -0.5 or traj.max() > 1.5:
+                raise ValueError(f"{where}: trajectories must be unit coordinates of the native frame (about [0, 1]), "
+                                 f"got values in [{float(traj.min()):.4g}, {float(traj.max()):.4g}]")
+
+        slots = protocol_frame_indices(t)
+        kept = np.nonzero(gt.gaze_type[slots] == FIXATION)[0]
+        frames = slots[kept]
+        clip_index = len(self._clip_ids)
+        maps = self._prediction_maps(gt, pred, traj, frames, where) if kept.size else None
+        # everything is checked: record the clip
+        self._clip_ids.append(gt.clip_id)
+        self._seen.add(gt.clip_id)
+        if kept.size:
+            self._score_frames(gt, maps, traj, frames, kept, clip_index)
+        if traj is not None:
+            self._add_dynamics(gt, traj, clip_index)
+
+    def _prediction_maps(self, gt: ClipGroundTruth, pred: ClipPrediction, traj, frames: np.ndarray, where: str):
+        """Predicted maps at ``frames``: native ``[F, H, W]`` (paper) or GLC-normalised ``[F, 64, 64]`` (glc)."""
+        if pred.heatmaps is not None:
+            maps = torch.as_tensor(_numpy(pred.heatmaps))
+            if not maps.is_floating_point():
+                maps = maps.to(torch.float32)
+            if maps.ndim == 2:
+                maps = maps.unsqueeze(0).expand(len(frames), -1, -1)
+            elif maps.ndim == 3:
+                if pred.heatmap_frames is None:
+                    maps = maps[:PROTOCOL_WINDOW]  # the window, as the ground truth
+                    if maps.shape[0] != gt.gaze.shape[0]:
+                        raise ValueError(f"{where}: heatmaps cover {maps.shape[0]} frames, the ground truth "
+                                         f"{gt.gaze.shape[0]} (pass heatmap_frames for a subset)")
+                    maps = maps[torch.as_tensor(frames)]
+                else:
+                    have = [int(f) for f in np.asarray(pred.heatmap_frames).reshape(-1)]
+                    if len(have) != maps.shape[0]:
+                        raise ValueError(f"{where}: heatmap_frames lists {len(have)} frames for {maps.shape[0]} maps")
+                    missing = sorted(set(frames.tolist()) - set(have))
+                    if missing:
+                        raise ValueError(f"{where}: heatmaps lack protocol frame(s) {missing}")
+                    maps = maps[torch.as_tensor([have.index(int(f)) for f in frames])]
+            else:
+                raise ValueError(f"{where}: heatmaps must have shape [F, h, w] or [h, w], got {tuple(maps.shape)}")
+            if not torch.isfinite(maps).all():
+                raise ValueError(f"{where}: heatmaps contain NaN or inf")
+            if (maps < 0).any():
+                raise ValueError(f"{where}: heatmaps must be non-negative")
+            if self.protocol == "glc":
+                if tuple(maps.shape[-2:]) == (gt.height, gt.width) and (gt.height, gt.width) != (64, 64):
+                    maps = hm.glc_native_to_grid(maps, gt.width, gt.height)  # native maps: GLC's resize-crop
+                if tuple(maps.shape[-2:]) != (hm.GLC_GRID, hm.GLC_GRID):
+                    raise ValueError(f"{where}: protocol='glc' needs 64x64 maps (or native {gt.width}x{gt.height} "
+                                     f"ones), got {tuple(maps.shape[-2:])}")
+                return hm.glc_minmax(maps.to(torch.float32))
+            maps = maps.to(self.dtype)
+            if tuple(maps.shape[-2:]) != (gt.height, gt.width):
+                maps = F.interpolate(maps.unsqueeze(1), size=(gt.height, gt.width), mode="bilinear",
+                                     align_corners=False).squeeze(1)
+            return maps
+        pts = traj[:, torch.as_tensor(frames)]
+        if self.protocol == "glc":
+            short = min(gt.width, gt.height)
+            crop_pts = hm.glc_crop_gaze(pts.numpy(), gt.width, gt.height, clip=False)
+            crop_pts = np.clip(crop_pts, -0.5, 1.5)
+            maps = hm.render_heatmaps(crop_pts, hm.GLC_GRID, hm.GLC_GRID,
+                                      sigma=self.sigma_px * hm.GLC_GRID / short, dtype=torch.float32)
+            return hm.glc_minmax(maps)
+        return hm.render_heatmaps(pts, gt.width, gt.height, sigma=self.sigma_px, dtype=self.dtype)
+
+    def _score_frames(self, gt, maps: torch.Tensor, traj, frames: np.ndarray, kept: np.ndarray, clip_index: int) -> None:
+        gaze = gt.gaze[frames]
+        if self.protocol == "glc":
+            gaze_crop = hm.glc_crop_gaze(gaze, gt.width, gt.height)
+            g_maps = hm.glc_gt_heatmaps(gaze_crop)
+            binary = g_maps > hm.GLC_GT_THRESHOLD
+            fix = torch.from_numpy(np.round(gaze_crop * (hm.GLC_GRID - 1)).astype(np.int64))  # GLC's AUC cell
+            tp, predicted, positives = sal.precision_recall_counts(maps, binary, self.thresholds)  # maps: GLC min-max
+            scores = {
+                "auc": sal.glc_auc(maps, gaze_crop),
+                "nss": sal.nss(maps, fix),
+                "cc": sal.cc(maps, g_maps),
+                "kl": sal.kl_div(maps, g_maps),
+                "sim": sal.sim(maps, g_maps),
+                "aae": sal.glc_aae(maps, gaze_crop),
+            }
+            scores["aae_sample_mean"] = torch.full_like(scores["aae"], float("nan"))
+        else:
+            out = self._scorer.score(maps, gaze, gt.width, gt.height)
+            tp, predicted, positives = out["tp"], out["predicted"], out["positives"]
+            scores = {k: out[k] for k in FRAME_METRICS}
+            if traj is not None:
+                gt_px = unit_to_pixels(torch.from_numpy(gaze), gt.width, gt.height)
+                mean_px = unit_to_pixels(traj[:, torch.as_tensor(frames)].mean(0), gt.width, gt.height)
+                scores["aae_sample_mean"] = sal.angular_error(mean_px, gt_px, gt.width, gt.height, self.fov_deg)
+            else:
+                scores["aae_sample_mean"] = torch.full_like(scores["aae"], float("nan"))
+        precision, recall = sal.precision_recall(tp, predicted, positives)
+        for k, v in scores.items():
+            self._frame[k].append(v.to(torch.float64).numpy())
+        self._precision.append(precision.numpy())
+        self._recall.append(recall.numpy())
+        self._frame_clip.append(np.full(kept.size, clip_index, dtype=np.int64))
+        self._frame_slot.append(kept.astype(np.int64))
+
+    def _add_dynamics(self, gt: ClipGroundTruth, traj: torch.Tensor, clip_index: int) -> None:
+        valid = gt.valid
+        if not valid.any():
+            return
+        px = unit_to_pixels(traj.numpy(), gt.width, gt.height)  # [K, T, 2]
+        human = unit_to_pixels(gt.gaze, gt.width, gt.height)  # [T, 2]
+        ade = dyn.ade(px, human, valid)
+        self._dyn_clip.append(clip_index)
+        self._dyn["ade_mean"].append(float(ade.mean()))
+        self._dyn["ade_best"].append(float(ade.min()))
+        self._pending.append((clip_index, px[:, valid], human[valid]))
+        if len(self._pending) >= _DTW_FLUSH_CLIPS:
+            self._flush_dtw()
+        self._disp_pred.append(dyn.displacements(px, valid).astype(np.float32))
+        self._disp_human.append(dyn.displacements(human, valid).astype(np.float32))
+
+    def _flush_dtw(self) -> None:
+        """DTW of the buffered clips in one vectorised call (valid frames compacted to the front, padded)."""
+        if not self._pending:
+            return
+        n = max(p.shape[1] for _, p, _ in self._pending)
+        k_total = sum(p.shape[0] for _, p, _ in self._pending)
+        pred = np.zeros((k_total, n, 2))
+        human = np.zeros((k_total, n, 2))
+        lengths = np.empty(k_total, dtype=np.int64)
+        row = 0
+        spans = []
+        for _, p, h in self._pending:
+            k, m = p.shape[:2]
+            pred[row : row + k, :m] = p
+            human[row : row + k, :m] = h
+            lengths[row : row + k] = m
+            spans.append((row, row + k))
+            row += k
+        d = dyn.dtw_batched(pred, human, lengths)
+        for a, b in spans:
+            self._dyn["dtw_mean"].append(float(d[a:b].mean()))
+            self._dyn["dtw_best"].append(float(d[a:b].min()))
+        self._pending = []
+
+    # ------------------------------------------------------------------------------------------------ results
+
+    def compute(self) -> EvaluationResult:
+        """Aggregate everything added so far (can be called again after more ``add``)."""
+        if not self._clip_ids:
+            raise ValueError("no clips were added: nothing to evaluate")
+        self._flush_dtw()
+        if not self._frame_clip:
+            raise ValueError(f"none of the {len(self._clip_ids)} clips has a fixation on a protocol frame: the "
+                             f"per-frame metrics are undefined")
+        clip_of = np.concatenate(self._frame_clip)
+        slot_of = np.concatenate(self._frame_slot)
+        frame = {k: np.concatenate(v) for k, v in self._frame.items()}
+        precision = np.concatenate(self._precision)  # [N, thresholds]
+        recall = np.concatenate(self._recall)
+        p_avg = precision.mean(0)
+        r_avg = recall.mean(0)
+        f1_curve = sal.f1_from_pr(p_avg, r_avg)
+        best = int(np.argmax(f1_curve))
+        frame["precision"] = precision[:, best]
+        frame["recall"] = recall[:, best]
+        frame["f1"] = sal.f1_from_pr(frame["precision"], frame["recall"])
+        scored, clip_pos = np.unique(clip_of, return_inverse=True)
+        counts = np.bincount(clip_pos).astype(np.float64)
+        clip_scores = {k: np.bincount(clip_pos, weights=frame[k]) / counts for k in (*FRAME_METRICS, "aae_sample_mean")}
+        metrics: dict[str, float] = {}
+        for k in FRAME_METRICS:
+            metrics[k] = float(clip_scores[k].mean() if self.aggregation == "clip" else frame[k].mean())
+        if not np.isnan(frame["aae_sample_mean"]).any():
+            k = "aae_sample_mean"
+            metrics[k] = float(clip_scores[k].mean() if self.aggregation == "clip" else frame[k].mean())
+        metrics.update(f1=float(f1_curve[best]), precision=float(p_avg[best]), recall=float(r_avg[best]),
+                       threshold=float(self.thresholds[best]))
+        metrics.update(num_clips=float(len(self._clip_ids)), num_clips_scored=float(scored.size),
+                       num_frames=float(clip_of.size))
+        if self._dyn_clip:
+            for k, v in self._dyn.items():
+                metrics[k] = float(np.mean(v))
+            pred_disp = np.concatenate(self._disp_pred)
+            human_disp = np.concatenate(self._disp_human)
+            if pred_disp.size and human_disp.size:
+                metrics.update(dyn.displacement_statistics(pred_disp, human_disp))
+        frame_keys = [(self._clip_ids[c], int(s)) for c, s in zip(clip_of, slot_of)]
+        return EvaluationResult(
+            metrics=metrics,
+            frame_scores=frame,
+            frame_keys=frame_keys,
+            pr_curve={"thresholds": self.thresholds.copy(), "precision": p_avg, "recall": r_avg, "f1": f1_curve},
+            clip_scores=clip_scores,
+            clip_ids=[self._clip_ids[c] for c in scored],
+        )
+
+
+def evaluate_predictions(ground_truths: Iterable[Any], predictions: Iterable[Any], **kwargs: Any) -> EvaluationResult:
+    """Run :class:`GazeEvaluator` (``kwargs``) over two aligned streams (one prediction per ground-truth clip).
+
+    Streams are consumed lazily, one clip at a time; a length mismatch raises.
+    """
+    ev = GazeEvaluator(**kwargs)
+    sentinel = object()
+    gts, preds = iter(ground_truths), iter(predictions)
+    n = 0
+    while True:
+        gt, pred = next(gts, sentinel), next(preds, sentinel)
+        if gt is sentinel and pred is sentinel:
+            break
+        if gt is sentinel or pred is sentinel:
+            which = "predictions" if gt is sentinel else "ground_truths"
+            raise ValueError(f"{which} has more items than the other stream (after {n} clips)")
+        ev.add(gt, pred)
+        n += 1
+    return ev.compute()
+
+
+def evaluate_frames(
+    heatmaps: Iterable[Any],
+    gaze: Iterable[Any],
+    sigma_px: float = hm.DEFAULT_SIGMA_PX,
+    fov_deg: float = sal.DEFAULT_FOV_DEG,
+    thresholds=sal.GLC_THRESHOLDS,
+) -> dict[str, float]:
+    """Per-frame saliency metrics over a flat set of frames, each a fixation frame at its map's own resolution.
+
+    The frame-level core of the protocol without clips (what the ``gaze_saliency`` evaluate module reports): the
+    mean over frames of AUC-Judd, NSS, CC, KL, SIM and AAE, and adaptive F1 with P and R at the threshold chosen
+    once over the set. ``heatmaps``: ``[H, W]`` non-negative maps; ``gaze``: one unit point (x, y) per map.
+    """
+    maps_list = [torch.as_tensor(np.asarray(_numpy(m), dtype=np.float64)) for m in heatmaps]
+    gaze_arr = np.asarray([np.asarray(_numpy(g), dtype=np.float64) for g in gaze])
+    if not maps_list:
+        raise ValueError("heatmaps is empty: nothing to evaluate")
+    if gaze_arr.shape != (len(maps_list), 2):
+        raise ValueError(f"gaze must hold one (x, y) point per heatmap: {len(maps_list)} maps, gaze {gaze_arr.shape}")
+    scorer = NativeFrameScorer(sigma_px, thresholds, fov_deg)
+    per: dict[str, list[float]] = {k: [] for k in FRAME_METRICS}
+    precision, recall = [], []
+    for i, (m, g) in enumerate(zip(maps_list, gaze_arr)):
+        if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
+            raise ValueError(f"heatmaps[{i}] must be a 2D map [H, W], got shape {tuple(m.shape)}")
+        if not torch.isfinite(m).all() or (m < 0).any():
+            raise ValueError(f"heatmaps[{i}] must be finite and non-negative")
+        if not np.isfinite(g).all() or g.min() < 0 or g.max() > 1:
+            raise ValueError(f"gaze[{i}] must be a unit point in [0, 1], got {g.tolist()}")
+        out = scorer.score(m.unsqueeze(0), g[None], m.shape[1], m.shape[0])
+        for k in FRAME_METRICS:
+            per[k].append(float(out[k][0]))
+        p, r = sal.precision_recall(out["tp"], out["predicted"], out["positives"])
+        precision.append(p[0].numpy())
+        recall.append(r[0].numpy())
+    p_avg, r_avg = np.mean(precision, axis=0), np.mean(recall, axis=0)
+    f1 = sal.f1_from_pr(p_avg, r_avg)
+    best = int(np.argmax(f1))
+    th = np.asarray(thresholds, dtype=np.float64)
+    result = {k: float(np.mean(v)) for k, v in per.items()}
+    result.update(f1=float(f1[best]), precision=float(p_avg[best]), recall=float(r_avg[best]),
+                  threshold=float(th[best]), num_frames=float(len(maps_list)))
+    return result
+
+
+@dataclasses.dataclass
+class WilcoxonResult:
+    """Paired Wilcoxon signed-rank test on matched per-frame scores (paper Appendix E.3, "Significance testing")."""
+
+    metric: str
+    statistic: float
+    pvalue: float
+    num_pairs: int
+    median_difference: float
+
+
+def paired_wilcoxon(
+    a: EvaluationResult,
+    b: EvaluationResult,
+    metric: str,
+    alternative: Literal["two-sided", "greater", "less"] = "two-sided",
+) -> WilcoxonResult:
+    """Paired Wilcoxon signed-rank test (``scipy.stats.wilcoxon``) of ``metric`` between two methods, frames matched
+    by ``(clip_id, slot)``. Both results must cover the same frames. ``median_difference`` is median(a - b)."""
+    from scipy.stats import wilcoxon
+
+    if metric not in a.frame_scores or metric not in b.frame_scores:
+        raise ValueError(f"metric must be one of {sorted(a.frame_scores)}, got {metric!r}")
+    index_b = {key: i for i, key in enumerate(b.frame_keys)}
+    if set(index_b) != set(a.frame_keys):
+        only_a = len(set(a.frame_keys) - set(index_b))
+        only_b = len(set(index_b) - set(a.frame_keys))
+        raise ValueError(f"the two results cover different frames ({only_a} only in a, {only_b} only in b); "
+                         f"evaluate both methods on the same clips")
+    order = np.asarray([index_b[key] for key in a.frame_keys], dtype=np.int64)
+    x = np.asarray(a.frame_scores[metric], dtype=np.float64)
+    y = np.asarray(b.frame_scores[metric], dtype=np.float64)[order]
+    keep = ~(np.isnan(x) | np.isnan(y))
+    if keep.sum() < 1:
+        raise ValueError(f"no paired frames with a defined {metric!r}")
+    res = wilcoxon(x[keep], y[keep], alternative=alternative)
+    return WilcoxonResult(metric, float(res.statistic), float(res.pvalue), int(keep.sum()),
+                          float(np.median(x[keep] - y[keep])))
+
+
+__all__ = [
+    "PROTOCOL_WINDOW",
+    "PROTOCOL_NUM_FRAMES",
+    "FIXATION",
+    "FRAME_METRICS",
+    "protocol_frame_indices",
+    "ClipGroundTruth",
+    "ClipPrediction",
+    "EvaluationResult",
+    "GazeEvaluator",
+    "evaluate_predictions",
+    "evaluate_frames",
+    "WilcoxonResult",
+    "paired_wilcoxon",
+]

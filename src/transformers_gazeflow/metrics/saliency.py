@@ -1,0 +1,384 @@
+"""Per-frame saliency metrics, vectorised over a batch of maps (paper Section 4.1 and Appendix E.3; spec evaluation.md).
+
+All functions take maps ``[..., H, W]`` (torch tensors or numpy arrays; computed in their floating dtype, float64 for
+anything else) and return one float64 score per map (``[...]``). Conventions follow the MIT saliency benchmark
+(``cvzoya/saliency``, ``code_forMetrics/*.m``), cross-checked against ``pysaliency`` in the tests; the deliberate
+differences from ``pysaliency`` are:
+
+* :func:`nss` z-scores with the sample standard deviation (MATLAB ``std``, N - 1), ``pysaliency.NSS`` with N.
+* :func:`sim` min-max normalises both maps before normalising their sums (MATLAB ``similarity.m``);
+  ``pysaliency.SIM`` only shifts negative maps and normalises the sums.
+
+Fixations are pixel indices ``(x, y) = (col, row)`` (see ``heatmaps.fixation_pixels``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import torch
+
+from .heatmaps import GLC_BINARY_LEVEL, GLC_GRID, GLC_PRED_EPS
+
+MIT_EPS = 2.2204e-16
+"""MATLAB's ``eps`` as the MIT benchmark's KL uses it."""
+
+GLC_THRESHOLDS = np.linspace(0.0, 0.02, 11)
+"""GLC's adaptive-F1 thresholds on the min-max normalised prediction (``slowfast/utils/metrics.py``)."""
+
+GLC_AUC_SIGMA = 3.2
+"""Sigma (cells) of GLC's AUC blur of the one-hot centre of mass."""
+
+DEFAULT_FOV_DEG = 60.0
+"""Horizontal field of view of the AAE pinhole camera (Huang et al. ECCV 2018; spec evaluation.md)."""
+
+
+def _maps(x, name: str) -> torch.Tensor:
+    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    if not t.is_floating_point():
+        t = t.to(torch.float64)
+    if t.ndim < 2 or t.shape[-1] < 1 or t.shape[-2] < 1:
+        raise ValueError(f"{name} must have shape [..., H, W], got {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name} contains NaN or inf; expected finite maps")
+    return t
+
+
+def _fixations(fixations, maps: torch.Tensor, name: str = "fixations") -> torch.Tensor:
+    """``[..., N, 2]`` or ``[..., 2]`` (one fixation per map) int pixel (x, y) -> int64 ``[..., N, 2]``, checked."""
+    f = fixations if isinstance(fixations, torch.Tensor) else torch.as_tensor(np.asarray(fixations))
+    if f.is_floating_point():
+        if not torch.isfinite(f).all() or not torch.equal(f, f.floor()):
+            raise ValueError(f"{name} must be integer pixel indices (x, y); got non-integer values")
+    f = f.long()
+    batch = maps.shape[:-2]
+    if f.shape == (*batch, 2):
+        f = f.unsqueeze(-2)
+    if f.ndim != len(batch) + 2 or f.shape[:-2] != batch or f.shape[-1] != 2 or f.shape[-2] < 1:
+        raise ValueError(
+            f"{name} must have shape [..., N, 2] or [..., 2] matching the maps' batch {tuple(batch)}, "
+            f"got {tuple(f.shape)}"
+        )
+    h, w = maps.shape[-2:]
+    if (f[..., 0] < 0).any() or (f[..., 0] >= w).any() or (f[..., 1] < 0).any() or (f[..., 1] >= h).any():
+        raise ValueError(f"{name} must lie inside the {w}x{h} map (0 <= x < {w}, 0 <= y < {h})")
+    return f
+
+
+def _read(maps: torch.Tensor, fix: torch.Tensor) -> torch.Tensor:
+    """Values of ``maps [..., H, W]`` at ``fix [..., N, 2]`` -> ``[..., N]``."""
+    w = maps.shape[-1]
+    flat = maps.reshape(*maps.shape[:-2], -1)
+    return torch.gather(flat, -1, fix[..., 1] * w + fix[..., 0])
+
+
+def _same_shape(a: torch.Tensor, b: torch.Tensor, na: str, nb: str) -> None:
+    if a.shape != b.shape:
+        raise ValueError(f"{na} and {nb} must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+
+
+def auc_judd(
+    saliency,
+    fixations,
+    ties: Literal["jitter", "half", "none"] = "half",
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """AUC-Judd (MIT ``AUC_Judd.m``; Judd et al. 2012; paper Section 4.1, "AUC").
+
+    Thresholds are the prediction's values at the N fixated pixels (distinct pixels, as MIT's binary fixation map);
+    at the i-th highest, the hit rate is ``i / N`` and the false-positive rate ``(#{S >= t} - i) / (HW - N)``;
+    (0, 0) and (1, 1) are added and the curve is integrated by trapezoids.
+
+    ``ties`` says how equal values are ranked. ``"jitter"`` is MIT's rule: add ``U(0, 1) * 1e-7`` noise to the map
+    first (seeded by ``generator``; the map's scale then matters, which is why rendered maps have peak 1).
+    ``"half"`` (default) is the expectation of that jitter for one fixation per map, deterministic: a pixel tied with
+    the fixated value counts as above it with probability 1/2 (needs N = 1). ``"none"`` counts ties as above
+    (``S >= t``, MIT without jitter).
+    """
+    s = _maps(saliency, "saliency")
+    fix = _fixations(fixations, s)
+    n_fix = fix.shape[-2]
+    npix = s.shape[-1] * s.shape[-2]
+    if npix <= n_fix:
+        raise ValueError(f"saliency maps need more pixels ({npix}) than fixations ({n_fix})")
+    if ties == "jitter":
+        noise = torch.rand(s.shape, generator=generator, dtype=torch.float64)
+        s = s.to(torch.float64) + noise * 1e-7
+    elif ties not in ("half", "none"):
+        raise ValueError(f"ties must be 'jitter', 'half' or 'none', got {ties!r}")
+    flat = s.reshape(*s.shape[:-2], -1)
+    thr = _read(s, fix)  # [..., N]
+    if ties == "half":
+        if n_fix != 1:
+            raise ValueError(f"ties='half' needs exactly one fixation per map, got {n_fix}")
+        t = thr  # [..., 1]
+        above = (flat > t).sum(-1, dtype=torch.float64) + 0.5 * ((flat == t).sum(-1, dtype=torch.float64) - 1)
+        fp = above / (npix - 1)
+        return 1.0 - 0.5 * fp
+    thr = torch.sort(thr, dim=-1, descending=True)[0]
+    above = (flat.unsqueeze(-2) >= thr.unsqueeze(-1)).sum(-1, dtype=torch.float64)  # [..., N]
+    i = torch.arange(1, n_fix + 1, dtype=torch.float64)
+    tp = torch.cat([torch.zeros_like(above[..., :1]), i.expand_as(above) / n_fix, torch.ones_like(above[..., :1])], -1)
+    fp = torch.cat(
+        [torch.zeros_like(above[..., :1]), (above - i) / (npix - n_fix), torch.ones_like(above[..., :1])], -1
+    )
+    return torch.trapezoid(tp, fp, dim=-1)
+
+
+def nss(saliency, fixations, ddof: int = 1) -> torch.Tensor:
+    """NSS (MIT ``NSS.m``): the prediction z-scored (``ddof=1``, MATLAB's ``std``) read at the fixations, averaged.
+
+    ``pysaliency.NSS`` uses ``ddof=0``; the ratio between the two is ``sqrt((HW - 1) / HW)``.
+    """
+    s = _maps(saliency, "saliency")
+    fix = _fixations(fixations, s)
+    flat = s.reshape(*s.shape[:-2], -1)
+    mean = flat.mean(-1, keepdim=True)
+    std = flat.std(-1, correction=ddof, keepdim=True)
+    z = (_read(s, fix) - mean) / torch.where(std > 0, std, torch.ones_like(std))
+    return z.mean(-1).to(torch.float64)
+
+
+def cc(saliency, gt_maps) -> torch.Tensor:
+    """Linear correlation coefficient CC (MIT ``CC.m``): Pearson correlation of the two maps' pixels.
+
+    Computed from sums, ``(sum PG - n mean_P mean_G) / sqrt(var_P var_G)``; 0 where a map is constant.
+    """
+    p = _maps(saliency, "saliency")
+    g = _maps(gt_maps, "gt_maps")
+    _same_shape(p, g, "saliency", "gt_maps")
+    pf = p.reshape(*p.shape[:-2], -1)
+    gf = g.reshape(*g.shape[:-2], -1)
+    pc = pf - pf.mean(-1, keepdim=True)
+    gc = gf - gf.mean(-1, keepdim=True)
+    num = (pc * gc).sum(-1)
+    den = torch.sqrt((pc * pc).sum(-1) * (gc * gc).sum(-1))
+    return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num)).to(
+        torch.float64
+    )
+
+
+def kl_div(saliency, gt_maps, eps: float = MIT_EPS) -> torch.Tensor:
+    """KL divergence of the prediction from the ground truth (MIT ``KLdiv.m``; ``pysaliency.MIT_KLDiv``).
+
+    Both maps normalised to sum 1, then ``sum G * log(eps + G / (P + eps))`` with ``eps = 2.2204e-16``.
+    """
+    p = _maps(saliency, "saliency")
+    g = _maps(gt_maps, "gt_maps")
+    _same_shape(p, g, "saliency", "gt_maps")
+    if (p < 0).any() or (g < 0).any():
+        raise ValueError("saliency and gt_maps must be non-negative for KL")
+    pf = p.reshape(*p.shape[:-2], -1)
+    gf = g.reshape(*g.shape[:-2], -1)
+    psum = pf.sum(-1, keepdim=True)
+    gsum = gf.sum(-1, keepdim=True)
+    if (psum == 0).any() or (gsum == 0).any():
+        raise ValueError("saliency and gt_maps must not be all zero for KL")
+    pn = pf / psum
+    gn = gf / gsum
+    return (gn * torch.log(eps + gn / (pn + eps))).sum(-1).to(torch.float64)
+
+
+def _minmax_sum1(flat: torch.Tensor) -> torch.Tensor:
+    lo = flat.min(-1, keepdim=True)[0]
+    hi = flat.max(-1, keepdim=True)[0]
+    span = hi - lo
+    mm = torch.where(span > 0, (flat - lo) / torch.where(span > 0, span, torch.ones_like(span)), torch.ones_like(flat))
+    return mm / mm.sum(-1, keepdim=True)
+
+
+def sim(saliency, gt_maps) -> torch.Tensor:
+    """Similarity SIM (MIT ``similarity.m``): min-max normalise each map (a constant map becomes all ones),
+    normalise to sum 1, and sum the pixelwise minimum. ``pysaliency.SIM`` skips the min-max step."""
+    p = _maps(saliency, "saliency")
+    g = _maps(gt_maps, "gt_maps")
+    _same_shape(p, g, "saliency", "gt_maps")
+    pn = _minmax_sum1(p.reshape(*p.shape[:-2], -1))
+    gn = _minmax_sum1(g.reshape(*g.shape[:-2], -1))
+    return torch.minimum(pn, gn).sum(-1).to(torch.float64)
+
+
+def minmax_normalize(saliency, eps: float = GLC_PRED_EPS) -> torch.Tensor:
+    """Per-map ``(p - min) / (max - min + eps)`` (GLC's rescale before thresholding for F1/P/R)."""
+    s = _maps(saliency, "saliency")
+    flat = s.reshape(*s.shape[:-2], -1)
+    lo = flat.min(-1, keepdim=True)[0]
+    hi = flat.max(-1, keepdim=True)[0]
+    return ((flat - lo) / (hi - lo + eps)).reshape(s.shape)
+
+
+def precision_recall_counts(pred_normalized, binary_gt, thresholds=GLC_THRESHOLDS) -> tuple[torch.Tensor, ...]:
+    """Counts behind F1/P/R (GLC ``adaptive_f1``): for each threshold ``t``, ``pred > t`` against the binary GT.
+
+    ``pred_normalized [..., H, W]`` (min-max normalised), ``binary_gt [..., H, W]`` bool. Returns
+    ``(tp, predicted_positives)`` of shape ``[..., len(thresholds)]`` and ``gt_positives`` ``[...]`` (float64).
+    """
+    p = _maps(pred_normalized, "pred_normalized")
+    gt = binary_gt if isinstance(binary_gt, torch.Tensor) else torch.as_tensor(np.asarray(binary_gt))
+    if gt.dtype != torch.bool:
+        raise ValueError(f"binary_gt must be a bool mask, got dtype {gt.dtype}")
+    _same_shape(p, gt, "pred_normalized", "binary_gt")
+    th = torch.as_tensor(np.asarray(thresholds, dtype=np.float64)).to(p.dtype)
+    if th.ndim != 1 or th.numel() < 1 or not bool((th[1:] >= th[:-1]).all()):
+        raise ValueError("thresholds must be a non-empty, non-decreasing 1D sequence")
+    flat = p.reshape(*p.shape[:-2], -1)
+    gflat = gt.reshape(*gt.shape[:-2], -1)
+    # bucket b = #{thresholds < value}: value > t_j  <=>  b > j (exact comparisons, one pass)
+    buckets = torch.bucketize(flat, th, right=False)
+    nb = th.numel() + 1
+    lead = flat.shape[:-1]
+    offsets = torch.arange(int(np.prod(lead)) if lead else 1).reshape(*lead, 1) * nb if lead else 0
+    idx = buckets + offsets
+    total = int(np.prod(lead)) * nb if lead else nb
+    hist_all = torch.bincount(idx.reshape(-1), minlength=total).reshape(*lead, nb).to(torch.float64)
+    hist_gt = torch.bincount(idx[gflat].reshape(-1), minlength=total).reshape(*lead, nb).to(torch.float64)
+    # #{b > j} = sum over buckets j+1..nb-1 (a reversed cumulative sum)
+    above_all = hist_all.flip(-1).cumsum(-1).flip(-1)[..., 1:]
+    above_gt = hist_gt.flip(-1).cumsum(-1).flip(-1)[..., 1:]
+    return above_gt, above_all, gflat.sum(-1, dtype=torch.float64)
+
+
+def precision_recall(tp: torch.Tensor, predicted: torch.Tensor, gt_positives: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Per-frame ``P = tp / (pred + 1e-6)``, ``R = tp / (gt + 1e-6)`` (GLC ``adaptive_f1``), per threshold."""
+    return tp / (predicted + 1e-6), tp / (gt_positives.unsqueeze(-1) + 1e-6)
+
+
+def f1_from_pr(precision, recall):
+    """``F1 = 2 P R / (P + R + 1e-6)`` (GLC), on averaged P and R or per frame."""
+    return 2 * precision * recall / (precision + recall + 1e-6)
+
+
+def center_of_mass(saliency) -> torch.Tensor:
+    """Centre of mass of each map in continuous pixel coordinates ``(x, y)`` (pixel ``i`` centred at ``i + 0.5``).
+
+    The predicted gaze point of a heatmap for AAE (spec evaluation.md, "AAE"). ``[..., H, W]`` -> ``[..., 2]``; a map
+    summing to zero has no centre: NaN.
+    """
+    s = _maps(saliency, "saliency")
+    h, w = s.shape[-2:]
+    rows = s.sum(-1)  # [..., H]
+    cols = s.sum(-2)  # [..., W]
+    total = rows.sum(-1)
+    x = (cols * (torch.arange(w, dtype=s.dtype) + 0.5)).sum(-1) / total
+    y = (rows * (torch.arange(h, dtype=s.dtype) + 0.5)).sum(-1) / total
+    return torch.stack((x, y), -1).to(torch.float64)
+
+
+def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFAULT_FOV_DEG) -> torch.Tensor:
+    """Angular error in degrees between two image points under a pinhole camera (AAE; Huang et al. ECCV 2018).
+
+    Rays ``(x - W/2, y - H/2, f)`` with ``f = (W / 2) / tan(fov / 2)`` (60 degree horizontal field of view, same
+    focal vertically); angle ``atan2(|r1 x r2|, r1 . r2)``. Points ``[..., 2]`` in continuous native pixels.
+    """
+    p = torch.as_tensor(np.asarray(pred_px) if not isinstance(pred_px, torch.Tensor) else pred_px).to(torch.float64)
+    g = torch.as_tensor(np.asarray(gt_px) if not isinstance(gt_px, torch.Tensor) else gt_px).to(torch.float64)
+    if p.shape != g.shape or p.shape[-1:] != (2,):
+        raise ValueError(f"pred_px and gt_px must both have shape [..., 2], got {tuple(p.shape)} and {tuple(g.shape)}")
+    if not 0 < fov_deg < 180:
+        raise ValueError(f"fov_deg must be in (0, 180), got {fov_deg}")
+    focal = (width / 2) / math.tan(math.radians(fov_deg) / 2)
+    return _ray_angle(p[..., 0] - width / 2, p[..., 1] - height / 2, g[..., 0] - width / 2, g[..., 1] - height / 2, focal)
+
+
+def _ray_angle(ax, ay, bx, by, focal: float) -> torch.Tensor:
+    r1 = torch.stack((ax, ay, torch.full_like(ax, focal)), -1)
+    r2 = torch.stack((bx, by, torch.full_like(bx, focal)), -1)
+    cross = torch.linalg.vector_norm(torch.linalg.cross(r1, r2), dim=-1)
+    return torch.rad2deg(torch.atan2(cross, (r1 * r2).sum(-1)))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# GLC's own variants (protocol="glc"; spec evaluation.md, "GLC's own pipeline")
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def glc_center_of_mass(maps) -> np.ndarray:
+    """``scipy.ndimage.center_of_mass`` of each map, as GLC calls it: (row, col) index coordinates ``[B, 2]``.
+
+    Called per frame on the float32 map exactly as GLC does (scipy sums the float32 map in float32 for the total),
+    so that the result matches GLC bit for bit; NaN where a map sums to 0.
+    """
+    from scipy import ndimage
+
+    m = np.asarray(maps if not isinstance(maps, torch.Tensor) else maps.numpy())
+    if m.ndim != 3:
+        raise ValueError(f"maps must have shape [B, h, w], got {m.shape}")
+    out = np.empty((m.shape[0], 2), dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for k in range(m.shape[0]):
+            out[k] = ndimage.center_of_mass(m[k])
+    return out
+
+
+def glc_auc(pred_maps, gaze_crop) -> torch.Tensor:
+    """GLC's AUC variant (``slowfast/utils/metrics.py: auc``) per frame.
+
+    A one-hot at ``int()`` of the prediction's centre of mass (centre cell if undefined), blurred with
+    ``scipy.ndimage.gaussian_filter(sigma=3.2)``, min-max normalised, read at ``(round(y * 63), round(x * 63))``;
+    score ``1 - #(z > z_gt) / (h * w)``. Done frame by frame with scipy's own filter, as GLC does, so that ties
+    between mirrored cells break exactly as in GLC. ``pred_maps [B, h, w]``, ``gaze_crop [B, 2]`` unit coordinates
+    of GLC's crop.
+    """
+    from scipy import ndimage
+
+    m = np.asarray(pred_maps if not isinstance(pred_maps, torch.Tensor) else pred_maps.numpy())
+    g = np.asarray(gaze_crop, dtype=np.float64)
+    if m.ndim != 3 or g.shape != (m.shape[0], 2):
+        raise ValueError(f"pred_maps must be [B, h, w] and gaze_crop [B, 2], got {m.shape} and {g.shape}")
+    b, h, w = m.shape
+    com = glc_center_of_mass(m)
+    out = np.empty(b, dtype=np.float64)
+    for k in range(b):
+        z = np.zeros((h, w))
+        if np.isnan(com[k, 0]) or np.isnan(com[k, 1]):
+            z[h // 2, w // 2] = 1
+        else:
+            z[int(com[k, 0]), int(com[k, 1])] = 1
+        z = ndimage.gaussian_filter(z, GLC_AUC_SIGMA)
+        z = z - np.min(z)
+        z = z / np.max(z)
+        at = z[round(g[k, 1] * (h - 1))][round(g[k, 0] * (w - 1))]
+        out[k] = 1 - float((z > at).sum()) / w / h
+    return torch.from_numpy(out)
+
+
+def glc_aae(pred_maps, gaze_crop, grid: int = GLC_GRID) -> torch.Tensor:
+    """GLC's AAE (``slowfast/utils/metrics.py: average_angle_error``) per frame, degrees.
+
+    Centre of mass (row, col) against ``(y * 64, x * 64)``, rays ``(row - 32, col - 32, 32 / tan(pi / 6))``,
+    angle ``atan2(|cross|, dot)``.
+    """
+    m = np.asarray(pred_maps if not isinstance(pred_maps, torch.Tensor) else pred_maps.numpy())
+    g = np.asarray(gaze_crop, dtype=np.float64)
+    if m.ndim != 3 or g.shape != (m.shape[0], 2):
+        raise ValueError(f"pred_maps must be [B, h, w] and gaze_crop [B, 2], got {m.shape} and {g.shape}")
+    com = torch.from_numpy(glc_center_of_mass(m))
+    half = grid / 2
+    focal = half / math.tan(math.pi / 6)
+    gt_r = torch.from_numpy(g[:, 1] * grid)
+    gt_c = torch.from_numpy(g[:, 0] * grid)
+    return _ray_angle(com[:, 0] - half, com[:, 1] - half, gt_r - half, gt_c - half, focal)
+
+
+__all__ = [
+    "MIT_EPS",
+    "GLC_THRESHOLDS",
+    "DEFAULT_FOV_DEG",
+    "GLC_BINARY_LEVEL",
+    "auc_judd",
+    "nss",
+    "cc",
+    "kl_div",
+    "sim",
+    "minmax_normalize",
+    "precision_recall_counts",
+    "precision_recall",
+    "f1_from_pr",
+    "center_of_mass",
+    "angular_error",
+    "glc_center_of_mass",
+    "glc_auc",
+    "glc_aae",
+]

@@ -1,0 +1,220 @@
+"""The frozen-feature cache: encoder outputs computed once per window, stored as safetensors shards.
+
+With a frozen encoder and no LoRA nothing before W_proj trains, so the encoder's tokens of each training window
+are the same at every epoch. :class:`FeatureCache` computes them once (each process encodes its share of the
+windows), stores them in safetensors shards keyed ``"<clip_id>@<window_start>"``, and
+:class:`CachedFeatureCollator` serves them as ``encoder_hidden_states`` in place of decoded frames, so later epochs
+train the velocity network without decoding video or running the encoder.
+
+The cache is tied to what produced it: a fingerprint of the encoder (its config and a hash of its weights), the
+processor (its settings) and the window length. A cache made with anything else is detected and rebuilt, never
+silently reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..data.collator import GazeFlowDataCollator
+from ..data.processing import GazeFlowVideoProcessor
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+
+
+def example_key(example: Mapping[str, Any]) -> str:
+    """The cache key of one window: ``"<clip_id>@<window_start>"`` (the builders' example key)."""
+    return f"{example['clip_id']}@{int(example['window_start'])}"
+
+
+def cache_fingerprint(model, processor: GazeFlowVideoProcessor) -> str:
+    """A hash of everything the cached tokens depend on: encoder config and weights, processor, window length."""
+    digest = hashlib.sha256()
+    encoder_config = {k: v for k, v in model.config.encoder_config.to_dict().items()
+                      if not k.startswith("_") and k not in ("transformers_version", "architectures", "dtype")}
+    digest.update(json.dumps(encoder_config, sort_keys=True, default=str).encode())
+    digest.update(processor.fingerprint().encode())
+    digest.update(str(model.config.num_frames).encode())
+    for name, tensor in sorted(model.video_encoder.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return f"v{FORMAT_VERSION}-{digest.hexdigest()}"
+
+
+class FeatureCache:
+    """Encoder tokens of every window of a dataset, in ``directory`` (a manifest and safetensors shards)."""
+
+    def __init__(self, directory: str | os.PathLike, fingerprint: str):
+        self.directory = Path(directory)
+        self.fingerprint = fingerprint
+        self._index: dict[str, str] = {}
+        self._handles: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ state on disk
+    def _manifest(self) -> dict | None:
+        path = self.directory / MANIFEST
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError:
+            return None
+
+    def covers(self, keys: Sequence[str]) -> bool:
+        """True when the cache on disk was made for this fingerprint and holds every key."""
+        manifest = self._manifest()
+        if manifest is None or manifest.get("fingerprint") != self.fingerprint:
+            return False
+        return all(key in manifest["entries"] for key in keys)
+
+    def open(self) -> "FeatureCache":
+        manifest = self._manifest()
+        if manifest is None or manifest.get("fingerprint") != self.fingerprint:
+            raise ValueError(f"feature cache {self.directory} was not built for this encoder/processor; build it first")
+        self._index = manifest["entries"]
+        return self
+
+    # ------------------------------------------------------------------ building
+    @torch.no_grad()
+    def build(self, model, datasets: Sequence[Sequence[Mapping[str, Any]]], collator: GazeFlowDataCollator,
+              batch_size: int = 8, accelerator=None) -> "FeatureCache":
+        """Encode every window of ``datasets`` not yet cached (all of them if the cache was made for anything
+        else). With an ``accelerator``, each process encodes every ``num_processes``-th window."""
+        rank = accelerator.process_index if accelerator is not None else 0
+        world = accelerator.num_processes if accelerator is not None else 1
+        is_main = rank == 0
+        keys = [example_key(example) for dataset in datasets for example in dataset]
+        if self.covers(keys):
+            logger.info("feature cache %s is up to date (%d windows)", self.directory, len(keys))
+            return self.open()
+        manifest = self._manifest()
+        if is_main:
+            if manifest is not None and manifest.get("fingerprint") != self.fingerprint:
+                logger.warning("feature cache %s was built for a different encoder or processor: rebuilding",
+                               self.directory)
+            if self.directory.exists():
+                shutil.rmtree(self.directory)
+            self.directory.mkdir(parents=True)
+        _barrier(accelerator)
+
+        examples = [example for dataset in datasets for example in dataset]
+        by_video: dict[str, list[Mapping[str, Any]]] = {}
+        for example in examples:
+            by_video.setdefault(str(example["video_path"]), []).append(example)
+        videos = sorted(by_video)[rank::world]  # each process encodes the windows of its share of the videos
+        device = next(model.parameters()).device
+        entries: dict[str, str] = {}
+        pending_keys: list[str] = []
+        pending_inputs: list[torch.Tensor] = []
+
+        def flush() -> None:
+            if not pending_inputs:
+                return
+            tokens = model.encode_video(torch.stack(pending_inputs).to(device)).to("cpu").contiguous()
+            shard = f"shard-r{rank:03d}-{len(set(entries.values())):06d}.safetensors"
+            tensors = {key: tokens[i].clone() for i, key in enumerate(pending_keys)}
+            _save_safetensors(tensors, self.directory / shard)
+            entries.update({key: shard for key in tensors})
+            pending_keys.clear()
+            pending_inputs.clear()
+
+        for video in videos:
+            for key, inputs in window_inputs(by_video[video], collator):
+                if key in pending_keys or key in entries:
+                    continue
+                pending_keys.append(key)
+                pending_inputs.append(inputs)
+                if len(pending_inputs) == batch_size:
+                    flush()
+        flush()
+        (self.directory / f"index-r{rank:03d}.json").write_text(json.dumps(entries))
+        _barrier(accelerator)
+        if is_main:
+            merged: dict[str, str] = {}
+            for part in sorted(self.directory.glob("index-r*.json")):
+                merged.update(json.loads(part.read_text()))
+            manifest = {"fingerprint": self.fingerprint, "format_version": FORMAT_VERSION, "entries": merged}
+            tmp = self.directory / f"{MANIFEST}.tmp"
+            tmp.write_text(json.dumps(manifest))
+            os.replace(tmp, self.directory / MANIFEST)  # the manifest appears only once every shard is written
+        _barrier(accelerator)
+        return self.open()
+
+    # ------------------------------------------------------------------ reading
+    def load(self, key: str) -> torch.Tensor:
+        if key not in self._index:
+            raise KeyError(f"window {key} is not in the feature cache {self.directory}")
+        shard = self._index[key]
+        if shard not in self._handles:
+            from safetensors import safe_open
+
+            self._handles[shard] = safe_open(str(self.directory / shard), framework="pt")
+        return self._handles[shard].get_tensor(key)
+
+    def __getstate__(self) -> dict:  # DataLoader workers reopen the shards themselves
+        state = dict(self.__dict__)
+        state["_handles"] = {}
+        return state
+
+
+def window_inputs(examples: Sequence[Mapping[str, Any]], collator: GazeFlowDataCollator):
+    """Yield ``(key, model input [W, 3, S, S])`` for windows of one video, decoding the video once.
+
+    The frames covering every window are decoded and processed once, then each window is cut out and padded
+    exactly as :meth:`GazeFlowDataCollator.load_inputs` does (the processor works frame by frame, so processing the
+    union and slicing equals processing each window).
+    """
+    from ..data.video import decode_frames
+
+    first = min(int(example["window_start"]) for example in examples)
+    last = max(int(example["window_start"]) + int(example["num_frames"]) for example in examples)
+    frames = decode_frames(str(examples[0]["video_path"]), first, last - first)
+    processed = collator.processor.preprocess(frames)
+    for example in examples:
+        start, count = int(example["window_start"]) - first, int(example["num_frames"])
+        window = processed[start:start + count]
+        pad = collator.num_frames - count
+        if pad > 0:
+            window = torch.cat([window, window[-1:].expand(pad, *window.shape[1:])])
+        yield example_key(example), window
+
+
+class CachedFeatureCollator(GazeFlowDataCollator):
+    """:class:`GazeFlowDataCollator` with the encoder tokens from a :class:`FeatureCache` in place of frames:
+    the batch has ``encoder_hidden_states`` ``[B, (W / tubelet) * N, D]`` and the same targets and metadata."""
+
+    input_key = "encoder_hidden_states"
+
+    def __init__(self, cache: FeatureCache, processor: GazeFlowVideoProcessor, num_frames: int = 64):
+        super().__init__(processor, num_frames)
+        self.cache = cache
+
+    def load_inputs(self, example: Mapping[str, Any], name: str, clip: str) -> tuple[torch.Tensor, tuple[int, int]]:
+        return self.cache.load(example_key(example)), (int(example["width"]), int(example["height"]))
+
+
+def _save_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
+    from safetensors.torch import save_file
+
+    tmp = path.with_suffix(".tmp")
+    save_file(tensors, str(tmp))
+    os.replace(tmp, path)
+
+
+def _barrier(accelerator) -> None:
+    if accelerator is not None:
+        accelerator.wait_for_everyone()
+
+
+__all__ = ["FeatureCache", "CachedFeatureCollator", "cache_fingerprint", "example_key", "window_inputs"]

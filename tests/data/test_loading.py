@@ -1,0 +1,129 @@
+"""``load_gaze_dataset``: finding, importing and running builders, from the checkout and from an installed wheel."""
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+
+from transformers_gazeflow.data import loading
+from transformers_gazeflow.data.loading import clip_window_examples, gaze_example_features, load_gaze_dataset
+
+from .raw_fixtures import EgteaFixtureClip, egtea_clip_name, make_egtea_root
+
+REPO = Path(__file__).resolve().parents[2]
+OP = "OP01-R01-PastaSalad"
+SCHEMA = ["clip_id", "video_path", "window_start", "num_frames", "fps", "width", "height", "gaze", "gaze_type",
+          "valid", "action", "verb", "noun"]
+
+
+@pytest.fixture(scope="module")
+def egtea_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("egtea")
+    clip = EgteaFixtureClip(egtea_clip_name(OP, 3, 18), 16, action=4, verb=3, noun=2)
+    samples = [(10.0 * f, 5.0 * f, f, "Fixation") for f in range(40)]
+    return make_egtea_root(root, train=[clip], test=[clip], gaze={OP: (samples, 1, f"{OP}.txt")})
+
+
+def test_names_resolve_to_the_builder_folders():
+    assert {"egtea_gaze", "ego4d_gaze"} <= set(loading.available_builders())
+    assert loading.builder_file("egtea") == loading.builder_file("egtea_gaze")
+    assert loading.builder_file("ego4d").name == "ego4d_gaze.py"
+    assert loading.builder_file(REPO / "datasets_scripts" / "egtea_gaze") == loading.builder_file("egtea")
+    assert loading.load_builder_class("egtea").__name__ == "EgteaGaze"
+    with pytest.raises(ValueError, match="unknown gaze dataset 'gtea'.*egtea"):
+        loading.builder_file("gtea")
+
+
+def test_split_or_all_splits(egtea_root, tmp_path):
+    ds = load_gaze_dataset("egtea_gaze", data_dir=egtea_root, cache_dir=tmp_path)
+    assert isinstance(ds, datasets.DatasetDict) and set(ds) == {"train", "test"}
+    train = load_gaze_dataset("egtea", data_dir=egtea_root, split="train", cache_dir=tmp_path)
+    assert isinstance(train, datasets.Dataset) and train.column_names == SCHEMA
+    assert list(train.features) == SCHEMA == list(gaze_example_features())
+    assert (train[0]["action"], train[0]["verb"], train[0]["noun"]) == (3, 2, 1)
+
+
+def test_clip_window_examples_short_clip_and_modes():
+    gaze = np.random.default_rng(0).uniform(size=(20, 2)).astype(np.float32)
+    types = np.array([1, 2, 3, 0, 4] * 4, np.int8)
+    kwargs = dict(clip_id="c", video_path="v.mp4", clip_first_frame=100, fps=30, width=4, height=3, gaze=gaze,
+                  gaze_type=types, window_frames=8, window_stride=4)
+    keys = [key for key, _ in clip_window_examples(mode="all", **kwargs)]
+    assert keys == ["c@100", "c@104", "c@108", "c@112"]
+    (key, ex), = clip_window_examples(mode="first", **kwargs)
+    assert ex["window_start"] == 100 and ex["num_frames"] == 8 and Path(ex["video_path"]).is_absolute()
+    assert list(ex["valid"]) == [True, True, False, False, True, True, True, False]
+    np.testing.assert_array_equal(ex["gaze"], gaze[:8])
+    (key, ex), = clip_window_examples(mode="all", **{**kwargs, "window_frames": 64, "window_stride": 32})
+    assert ex["num_frames"] == 20  # a clip shorter than a window is one example, not padded
+    with pytest.raises(ValueError, match="windows must be one of"):
+        list(clip_window_examples(mode="middle", **kwargs))
+
+
+def _run(code: str, cwd: Path, env: dict) -> str:
+    result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+LOAD = """
+import transformers_gazeflow.data.loading as l
+ds = l.load_gaze_dataset("egtea", data_dir={root!r}, split="train", cache_dir={cache!r})
+print(l.builder_file("egtea"))
+print(l.__file__)
+print(ds[0]["clip_id"], ds.num_rows)
+"""
+
+
+def test_loads_from_another_cwd_with_relative_paths(egtea_root, tmp_path, monkeypatch):
+    monkeypatch.chdir(egtea_root.parent)
+    ds = load_gaze_dataset("egtea", data_dir=egtea_root.name, split="test", cache_dir=tmp_path)
+    assert ds[0]["video_path"].startswith(str(egtea_root)) and Path(ds[0]["video_path"]).is_file()
+
+
+def _can_build_wheels() -> bool:
+    """pip and a setuptools that builds wheels without build isolation (bdist_wheel in setuptools >= 70.1, or wheel)."""
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("pip") is None:
+        return False
+    try:  # read the version without importing setuptools into the test process
+        major, minor = (int(part) for part in importlib.metadata.version("setuptools").split(".")[:2])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return False
+    return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+
+
+@pytest.mark.skipif(not _can_build_wheels(), reason="needs pip and setuptools>=70.1 (or wheel) to build a wheel offline")
+def test_wheel_ships_the_builders_and_loads_them_outside_the_repository(egtea_root, tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("setup.py", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    for name in ("src", "datasets_scripts"):
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run(pip + ["wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(source)],
+                   check=True, capture_output=True, timeout=180)
+    (wheel,) = (tmp_path / "dist").glob("transformers_gazeflow-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for builder in ("egtea_gaze", "ego4d_gaze"):
+        assert f"transformers_gazeflow/_builders/{builder}/{builder}.py" in names
+        assert f"transformers_gazeflow/_builders/{builder}/README.md" in names
+    site = tmp_path / "site"
+    subprocess.run(pip + ["install", "--no-deps", "--target", str(site), str(wheel)], check=True, capture_output=True,
+                   timeout=180)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = _run(LOAD.format(root=str(egtea_root), cache=str(tmp_path / "cache")), elsewhere, env).splitlines()
+    assert out[-3] == str(site / "transformers_gazeflow" / "_builders" / "egtea_gaze" / "egtea_gaze.py")
+    assert out[-2].startswith(str(site)) and out[-1] == f"{egtea_clip_name(OP, 3, 18)} 1"

@@ -1,0 +1,102 @@
+"""The evaluate modules: loadable with evaluate.load(<dir>), thin wrappers over the package maths, shipped in the
+wheel and found from an installed (non-editable) copy."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from transformers_gazeflow.metrics import EVALUATE_MODULES, evaluate_module_path
+from transformers_gazeflow.metrics import heatmaps as hm
+from transformers_gazeflow.metrics.dynamics import trajectory_dynamics
+from transformers_gazeflow.metrics.protocol import evaluate_frames
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_module_paths():
+    for name in EVALUATE_MODULES:
+        path = Path(evaluate_module_path(name))
+        assert (path / f"{name}.py").is_file()
+        lines = (path / f"{name}.py").read_text().splitlines()
+        imports = [ln for ln in lines if ln.startswith(("import ", "from "))]
+        assert imports and all("," not in ln for ln in imports)  # one import per line (evaluate's loader scans them)
+    with pytest.raises(ValueError, match="name must be one of"):
+        evaluate_module_path("accuracy")
+
+
+def test_gaze_saliency_module_wraps_package_maths():
+    import evaluate
+
+    rng = np.random.default_rng(0)
+    gaze = rng.random((3, 2))
+    traj = np.clip(gaze[None] + rng.normal(0, 0.05, (4, 3, 2)), 0, 1)
+    maps = hm.render_heatmaps(traj, 40, 30, sigma=3.0)
+    metric = evaluate.load(evaluate_module_path("gaze_saliency"))
+    got = metric.compute(predictions=[m.tolist() for m in maps], references=gaze.tolist(), sigma_px=3.0)
+    want = evaluate_frames(list(maps), gaze.astype(np.float32), sigma_px=3.0)  # the module stores float32
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-6, abs=1e-9), k
+
+
+def test_gaze_dynamics_module_wraps_package_maths():
+    import evaluate
+
+    rng = np.random.default_rng(1)
+    trajs = [rng.random((3, 6, 2)).astype(np.float32) for _ in range(2)]
+    gaze = [rng.random((6, 2)).astype(np.float32) for _ in range(2)]
+    valid = [[True] * 6, [True, False, True, True, True, True]]
+    metric = evaluate.load(evaluate_module_path("gaze_dynamics"))
+    got = metric.compute(predictions=[t.tolist() for t in trajs], references=[g.tolist() for g in gaze], valid=valid,
+                         width=64, height=48)
+    want = trajectory_dynamics(trajs, gaze, valid, 64, 48)
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-9), k
+
+
+def test_evaluate_frames_rejects_bad_input():
+    with pytest.raises(ValueError, match="heatmaps is empty"):
+        evaluate_frames([], [])
+    with pytest.raises(ValueError, match="one .x, y. point per heatmap"):
+        evaluate_frames([np.ones((4, 4))], [[0.5, 0.5], [0.1, 0.1]])
+    with pytest.raises(ValueError, match=r"heatmaps\[0\] must be finite"):
+        evaluate_frames([np.full((4, 4), np.nan)], [[0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"gaze\[0\] must be a unit point"):
+        evaluate_frames([np.ones((4, 4))], [[1.5, 0.5]])
+
+
+def test_modules_ship_in_the_wheel_and_load_from_an_installed_copy(tmp_path):
+    project = tmp_path / "project"  # build from a copy: the build leaves nothing in the checkout
+    shutil.copytree(REPO / "src", project / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("setup.py", "README.md"):
+        shutil.copy(REPO / name, project / name)
+    out = tmp_path / "wheel"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(out)], check=True, capture_output=True, timeout=300)
+    wheel = next(out.glob("transformers_gazeflow-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for name in EVALUATE_MODULES:
+        assert f"transformers_gazeflow/metrics/evaluate_modules/{name}/{name}.py" in names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)  # a pure-python wheel installs by unpacking
+    code = (
+        "import evaluate, transformers_gazeflow.metrics as m, sys;"
+        "p = m.evaluate_module_path('gaze_saliency');"
+        "assert p.startswith(sys.argv[1]), p;"
+        "r = evaluate.load(p).compute(predictions=[[[0.0, 1.0], [0.0, 0.0]]], references=[[0.75, 0.25]], sigma_px=1.0);"
+        "print(r['aae'])"
+    )
+    env = dict(os.environ, PYTHONPATH=str(site))
+    res = subprocess.run([sys.executable, "-c", code, str(site)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert float(res.stdout.strip().splitlines()[-1]) == pytest.approx(0.0, abs=1e-9)

@@ -1,0 +1,209 @@
+"""Saliency metrics: cross-checked against pysaliency (MIT benchmark conventions), hand-computed cases, GLC variants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import ndimage
+
+from transformers_gazeflow.metrics import heatmaps as hm
+from transformers_gazeflow.metrics import saliency as sal
+
+H, W = 24, 32
+
+
+def _random_case(seed: int, num_fix: int = 4):
+    rng = np.random.default_rng(seed)
+    pred = rng.random((H, W)) ** 3  # continuous values: no ties
+    gt = rng.random((H, W)) ** 5
+    flat = rng.choice(H * W, size=num_fix, replace=False)  # distinct fixated pixels, as MIT's binary map
+    fix = np.stack((flat % W, flat // W), axis=-1)  # (x, y)
+    return pred, gt, fix
+
+
+def _pysaliency_auc_judd(pysaliency, pred: np.ndarray, fix: np.ndarray, jitter: bool) -> float:
+    from pysaliency.saliency_map_models import SaliencyMapModel
+
+    class Fixed(SaliencyMapModel):
+        def _saliency_map(self, stimulus):
+            return pred
+
+    stimuli = pysaliency.Stimuli([np.zeros((H, W, 3), dtype=np.uint8)])
+    fixations = pysaliency.Fixations.create_without_history(fix[:, 0].astype(float), fix[:, 1].astype(float),
+                                                            np.zeros(len(fix), dtype=int))
+    return float(Fixed(caching=False).AUC_Judd(stimuli, fixations, jitter=jitter))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_auc_nss_cc_kl_match_pysaliency(pysaliency, seed):
+    pred, gt, fix = _random_case(seed)
+    for ties in ("jitter", "none"):
+        ours = float(sal.auc_judd(pred, fix, ties=ties, generator=torch.Generator().manual_seed(seed)))
+        assert ours == pytest.approx(_pysaliency_auc_judd(pysaliency, pred, fix, jitter=True), abs=1e-6)
+    assert float(sal.auc_judd(pred, fix, ties="none")) == pytest.approx(
+        _pysaliency_auc_judd(pysaliency, pred, fix, jitter=False), abs=1e-6)
+    # one fixation per map: the deterministic "half" rule equals the others when nothing ties
+    assert float(sal.auc_judd(pred, fix[:1], ties="half")) == pytest.approx(
+        _pysaliency_auc_judd(pysaliency, pred, fix[:1], jitter=True), abs=1e-6)
+    # NSS with pysaliency's population std (ddof=0); CC; MIT KL (prediction first, ground truth second)
+    ref_nss = pysaliency.metrics.NSS(pred, fix[:, 0], fix[:, 1]).mean()
+    assert float(sal.nss(pred, fix, ddof=0)) == pytest.approx(ref_nss, abs=1e-6)
+    assert float(sal.cc(pred, gt)) == pytest.approx(pysaliency.metrics.CC(pred, gt), abs=1e-6)
+    assert float(sal.kl_div(pred, gt)) == pytest.approx(pysaliency.metrics.MIT_KLDiv(pred, gt), abs=1e-6)
+
+
+def test_deliberate_difference_nss_uses_sample_std(pysaliency):
+    """MATLAB's NSS.m z-scores with std (N - 1); pysaliency with N. Ours defaults to MATLAB's: pinned ratio."""
+    pred, _, fix = _random_case(3)
+    n = H * W
+    ref = pysaliency.metrics.NSS(pred, fix[:, 0], fix[:, 1]).mean()
+    ours = float(sal.nss(pred, fix))
+    assert ours == pytest.approx(ref * math.sqrt((n - 1) / n), abs=1e-9)
+    assert abs(ours / ref - 1) > 5e-4  # a real difference (about 1 / 2N), not a rounding one
+
+
+def test_deliberate_difference_sim_min_max_step(pysaliency):
+    """MATLAB's similarity.m min-max normalises each map before normalising its sum; pysaliency.SIM does not."""
+    pred, gt, _ = _random_case(4)
+    pred = pred + 0.3  # a map with a positive floor: the two conventions now disagree
+    ours = float(sal.sim(pred, gt))
+    mm = lambda a: (a - a.min()) / (a.max() - a.min())  # noqa: E731
+    assert ours == pytest.approx(pysaliency.metrics.SIM(mm(pred), mm(gt)), abs=1e-9)
+    assert abs(ours - pysaliency.metrics.SIM(pred, gt)) > 1e-2
+
+
+def test_hand_cases_perfect_uniform_shifted():
+    gaze = np.array([[0.5, 0.5]])
+    gt = hm.render_gt_heatmaps(gaze, W * 4, H * 4, sigma=6.0, dtype=torch.float64)
+    fix = hm.fixation_pixels(gaze, W * 4, H * 4)
+    # perfect: the prediction is the ground truth
+    assert float(sal.cc(gt, gt)) == pytest.approx(1.0, abs=1e-12)
+    assert float(sal.kl_div(gt, gt)) == pytest.approx(0.0, abs=1e-11)  # eps terms: about -N * eps
+    assert float(sal.sim(gt, gt)) == pytest.approx(1.0, abs=1e-12)
+    n = gt[0].numel()
+    # the fixated pixel is one of the 4 equal maxima of a Gaussian centred on a pixel corner: 3 tied pixels above
+    # it with probability 1/2 each
+    assert float(sal.auc_judd(gt, fix, ties="half")) == pytest.approx(1 - 0.5 * 1.5 / (n - 1), abs=1e-12)
+    # uniform: constant map
+    uni = torch.ones_like(gt)
+    assert float(sal.cc(uni, gt)) == 0.0
+    assert float(sal.nss(uni, fix)) == 0.0
+    assert float(sal.auc_judd(uni, fix, ties="half")) == pytest.approx(0.75, abs=1e-12)  # all ties: fp = 1/2
+    assert float(sal.auc_judd(uni, fix, ties="none")) == pytest.approx(0.5, abs=1e-12)  # all counted above
+    assert float(sal.sim(uni, gt)) == pytest.approx(float(torch.minimum(gt / gt.sum(), uni / uni.sum()).sum()))
+    assert float(sal.kl_div(uni, gt)) == pytest.approx(float((gt * torch.log(gt * n)).sum()), rel=1e-9)
+    # shifted: the same Gaussian 3 sigma away scores worse on every metric, and AAE sees the offset
+    shifted = hm.render_gt_heatmaps(np.array([[0.5 + 18 / (W * 4), 0.5]]), W * 4, H * 4, sigma=6.0,
+                                    dtype=torch.float64)
+    # continuous Gaussians: sum(P G) = exp(-d^2 / (4 sigma^2)) / (4 pi sigma^2), sum(G^2) = 1 / (4 pi sigma^2)
+    a = 1 / (4 * math.pi * 36)
+    expected_cc = (math.exp(-(18 ** 2) / (4 * 36)) * a - 1 / n) / (a - 1 / n)
+    assert float(sal.cc(shifted, gt)) == pytest.approx(expected_cc, abs=2e-3)
+    assert float(sal.sim(shifted, gt)) < 0.2 and float(sal.kl_div(shifted, gt)) > 1.0
+    assert float(sal.auc_judd(shifted, fix, ties="half")) < float(sal.auc_judd(gt, fix, ties="half"))
+
+
+def test_precision_recall_f1_at_known_threshold():
+    pred = torch.zeros(1, 4, 5)
+    pred[0, 1, 1:4] = torch.tensor([1.0, 0.5, 0.015])  # above 0.01: 1.0 and 0.5 (0.015 too); 0 elsewhere
+    pred[0, 3, 0] = 0.005
+    gt = torch.zeros(1, 4, 5, dtype=torch.bool)
+    gt[0, 1, 1] = gt[0, 1, 2] = gt[0, 2, 2] = True
+    tp, predicted, positives = sal.precision_recall_counts(pred, gt, [0.0, 0.01, 0.02])
+    assert tp.tolist() == [[2.0, 2.0, 2.0]]
+    assert predicted.tolist() == [[4.0, 3.0, 2.0]]  # > 0: 4 pixels; > 0.01: 3; > 0.02: 2
+    assert positives.tolist() == [3.0]
+    precision, recall = sal.precision_recall(tp, predicted, positives)
+    assert precision[0, 1].item() == pytest.approx(2 / 3, abs=1e-6)
+    assert recall[0, 1].item() == pytest.approx(2 / 3, abs=1e-6)
+    assert sal.f1_from_pr(precision, recall)[0, 2].item() == pytest.approx(2 * 1 * (2 / 3) / (1 + 2 / 3), abs=1e-6)
+    # pred > t is strict: a value exactly on the threshold (float32) is not predicted
+    on = torch.tensor([[[0.0, 0.01]]], dtype=torch.float32)
+    assert sal.precision_recall_counts(on, torch.ones(1, 1, 2, dtype=torch.bool), [0.01])[1].tolist() == [[0.0]]
+
+
+def test_angular_error_known_offset_under_60_degree_fov():
+    width, height = 640, 480
+    focal = 320 / math.tan(math.radians(30))
+    centre = torch.tensor([320.0, 240.0])
+    # a point at the right border of the frame is exactly 30 degrees off the optical axis
+    assert float(sal.angular_error(torch.tensor([640.0, 240.0]), centre, width, height)) == pytest.approx(30.0)
+    # the same focal vertically
+    dy = 100.0
+    expected = math.degrees(math.atan(dy / focal))
+    assert float(sal.angular_error(torch.tensor([320.0, 240.0 + dy]), centre, width, height)) == pytest.approx(expected)
+    # off-axis pairs use the full 3D angle, not the pixel distance
+    a, b = torch.tensor([600.0, 50.0]), torch.tensor([620.0, 60.0])
+    r1 = np.array([280.0, -190.0, focal])
+    r2 = np.array([300.0, -180.0, focal])
+    ref = math.degrees(math.acos(r1 @ r2 / np.linalg.norm(r1) / np.linalg.norm(r2)))
+    assert float(sal.angular_error(a, b, width, height)) == pytest.approx(ref, abs=1e-6)
+
+
+def test_center_of_mass_uses_pixel_centres():
+    m = torch.zeros(1, 4, 6, dtype=torch.float64)
+    m[0, 1, 2] = 1.0
+    m[0, 3, 4] = 3.0
+    com = sal.center_of_mass(m)[0]
+    assert com.tolist() == pytest.approx([(2.5 + 3 * 4.5) / 4, (1.5 + 3 * 3.5) / 4])
+
+
+def _glc_auc_transcribed(pred: np.ndarray, label_xy: np.ndarray) -> float:
+    """GLC's ``metrics.auc`` loop for one frame, transcribed line by line (the reference)."""
+    predicted = ndimage.center_of_mass(pred)
+    i, j = round(label_xy[1] * 63), round(label_xy[0] * 63)
+    z = np.zeros(pred.shape)
+    if np.isnan(predicted[0]) or np.isnan(predicted[1]):
+        z[z.shape[0] // 2, z.shape[1] // 2] = 1
+    else:
+        z[int(predicted[0]), int(predicted[1])] = 1
+    z = ndimage.gaussian_filter(z, 3.2)
+    z = z - np.min(z)
+    z = z / np.max(z)
+    return 1 - float((z > z[i][j]).sum()) / pred.shape[1] / pred.shape[0]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # scipy's centre of mass of an all-zero map
+def test_glc_auc_and_aae_match_glc_code():
+    rng = np.random.default_rng(5)
+    logits = torch.from_numpy(rng.normal(size=(6, 64, 64)).astype(np.float32)) * 3
+    maps = hm.glc_minmax(hm.glc_frame_softmax(logits))
+    labels = rng.random((6, 2))
+    labels[0] = [1.0, 0.0]  # corners and edges of the crop
+    ours = sal.glc_auc(maps, labels).numpy()
+    ref = [_glc_auc_transcribed(maps[k].numpy(), labels[k]) for k in range(6)]
+    np.testing.assert_array_equal(ours, ref)
+    # a map whose mass sits exactly at the label cell: AAE against (x * 64, y * 64) is GLC's half-cell offset
+    one = torch.zeros(1, 64, 64)
+    one[0, 20, 40] = 1.0
+    aae = sal.glc_aae(one, np.array([[40 / 64, 20 / 64]]))
+    assert float(aae) == pytest.approx(0.0, abs=1e-12)
+    focal = 32 / math.tan(math.pi / 6)
+    aae = sal.glc_aae(one, np.array([[0.5, 0.5]]))  # centre of the crop against cell (20, 40)
+    r1 = np.array([20 - 32, 40 - 32, focal])
+    r2 = np.array([0.0, 0.0, focal])
+    assert float(aae) == pytest.approx(math.degrees(math.atan2(np.linalg.norm(np.cross(r1, r2)), r1 @ r2)))
+    # an all-zero map has no centre of mass: GLC's AUC falls back to the centre cell
+    zero = torch.zeros(1, 64, 64)
+    assert float(sal.glc_auc(zero, np.array([[0.5, 0.5]]))) == _glc_auc_transcribed(zero[0].numpy(), [0.5, 0.5])
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: sal.nss(np.full((4, 4), np.nan), [[0, 0]]), "saliency contains NaN"),
+        (lambda: sal.cc(np.ones((4, 4)), np.ones((4, 5))), "same shape"),
+        (lambda: sal.auc_judd(np.random.rand(4, 4), [[4, 0]]), "inside the 4x4 map"),
+        (lambda: sal.auc_judd(np.random.rand(2, 4, 4), [[0, 0]]), "fixations must have shape"),
+        (lambda: sal.auc_judd(np.random.rand(4, 4), [[0, 0], [1, 1]], ties="half"), "exactly one fixation"),
+        (lambda: sal.kl_div(-np.ones((4, 4)), np.ones((4, 4))), "non-negative"),
+        (lambda: sal.nss(np.random.rand(4, 4), [[0.5, 1.0]]), "integer pixel indices"),
+        (lambda: sal.angular_error(np.zeros(2), np.zeros(3), 64, 48), "shape"),
+    ],
+)
+def test_bad_input_names_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,87 @@
+"""examples/evaluate.py on the tiny synthetic dataset: a model and both baselines, data parallel = one process."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+
+REPO = Path(__file__).resolve().parents[1]
+EVALUATE = REPO / "examples" / "evaluate.py"
+MAIN_KEYS = ("auc", "f1", "precision", "recall", "aae", "nss", "cc", "kl", "sim")
+DYNAMICS_KEYS = ("ade_mean", "ade_best", "dtw_mean", "dtw_best", "displacement_mean_ratio", "displacement_jsd")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    return {**os.environ, "HF_DATASETS_CACHE": str(tmp_path_factory.mktemp("hf_cache")), "HF_HUB_OFFLINE": "1",
+            "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("synthetic_tiny")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("model")
+    torch.manual_seed(0)
+    GazeFlowModel(GazeFlowConfig.tiny(heatmap_sigma=5.0)).save_pretrained(folder)
+    return folder
+
+
+def run(args, env, launcher=None, check=True):
+    command = (launcher or [sys.executable]) + [str(EVALUATE)] + [str(a) for a in args]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"evaluate.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+def data_args(data_dir):
+    return ["--dataset_name", "synthetic", "--data_dir", data_dir, "--dataset_config", "tiny", "--split", "train"]
+
+
+def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, model_dir):
+    result = run(["--model_name_or_path", model_dir, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2,
+                  "--output_dir", tmp_path], env)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["clips"] >= 3 and results["num_samples"] == 3 and results["sigma_px"] == 5.0
+    for key in MAIN_KEYS + DYNAMICS_KEYS:
+        assert key in results["metrics"], key
+    assert 0.0 <= results["metrics"]["auc"] <= 1.0
+    markdown = (tmp_path / "results.md").read_text()
+    assert "| AUC | F1 | P | R | AAE |" in markdown and "JSD" in markdown and markdown.strip() in result.stdout
+    assert (tmp_path / "frame_scores.npz").exists()
+
+
+@pytest.mark.parametrize("baseline", ["center_bias", "random_walk"])
+def test_baselines(tmp_path, env, data_dir, baseline):
+    run(["--baseline", baseline, *data_args(data_dir), "--train_split", "train", "--sigma_px", 5,
+         "--output_dir", tmp_path], env)
+    metrics = json.loads((tmp_path / "results.json").read_text())["metrics"]
+    assert all(key in metrics for key in MAIN_KEYS)
+
+
+def test_two_processes_give_the_one_process_result(tmp_path, env, data_dir, model_dir):
+    args = ["--model_name_or_path", model_dir, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2]
+    run(args + ["--output_dir", tmp_path / "one"], env)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29541"]
+    run(args + ["--output_dir", tmp_path / "two"], {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)
+    one = json.loads((tmp_path / "one" / "results.json").read_text())["metrics"]
+    two = json.loads((tmp_path / "two" / "results.json").read_text())["metrics"]
+    assert one.keys() == two.keys()
+    for key in one:
+        assert one[key] == pytest.approx(two[key], rel=1e-6, abs=1e-9), key
+
+
+def test_a_folder_that_is_not_a_gazeflow_model(tmp_path, env, data_dir):
+    (tmp_path / "empty").mkdir()
+    result = run(["--model_name_or_path", tmp_path / "empty", *data_args(data_dir)], env, check=False)
+    assert result.returncode == 1 and "--model_name_or_path" in result.stderr and "not a GazeFlow" in result.stderr

@@ -1,0 +1,71 @@
+"""The frozen-feature cache: cached tokens equal the encoder's tokens of the collated window; keyed, reusable."""
+
+import pytest
+import torch
+
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.data.collator import GazeFlowDataCollator
+from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+from transformers_gazeflow.training.datasets import load_training_splits
+from transformers_gazeflow.training.feature_cache import (
+    CachedFeatureCollator,
+    FeatureCache,
+    cache_fingerprint,
+    example_key,
+)
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.mktemp("hf_cache")))
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False)).eval()
+    processor = GazeFlowVideoProcessor(size=model.config.image_size)
+    train, validation = load_training_splits("synthetic", tmp_path_factory.mktemp("synthetic"), "tiny",
+                                             window_frames=8, window_stride=4)
+    yield model, processor, train, validation
+    mp.undo()
+
+
+def test_cached_tokens_equal_the_encoder_on_collated_windows(tmp_path, setting):
+    model, processor, train, validation = setting
+    collator = GazeFlowDataCollator(processor, num_frames=8)
+    cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(model, [train, validation], collator,
+                                                                                batch_size=5)
+    examples = [train[i] for i in range(len(train))] + [validation[i] for i in range(len(validation))]
+    short = [e for e in examples if e["num_frames"] < 8]
+    for chunk in (examples[:6], examples[-3:], short[:2]):
+        if not chunk:
+            continue
+        with torch.no_grad():
+            expected = model.encode_video(collator(chunk)["pixel_values_videos"])
+        for i, example in enumerate(chunk):
+            assert torch.allclose(cache.load(example_key(example)), expected[i], atol=1e-5), example_key(example)
+    batch = CachedFeatureCollator(cache, processor, num_frames=8)(examples[:4])
+    plain = collator(examples[:4])
+    assert batch["encoder_hidden_states"].shape == (4, 4 * 4, 32)
+    assert torch.equal(batch["gaze"], plain["gaze"]) and torch.equal(batch["valid_mask"], plain["valid_mask"])
+    assert "pixel_values_videos" not in batch
+
+
+def test_the_fingerprint_follows_encoder_weights_processor_and_window(setting):
+    model, processor, _, _ = setting
+    base = cache_fingerprint(model, processor)
+    assert cache_fingerprint(model, processor) == base
+    assert cache_fingerprint(model, GazeFlowVideoProcessor(size=model.config.image_size, image_mean=[0.5] * 3)) != base
+    other = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False))  # other random weights
+    assert cache_fingerprint(other, processor) != base
+
+
+def test_a_cache_for_another_fingerprint_is_rebuilt_and_missing_keys_are_named(tmp_path, setting):
+    model, processor, train, _ = setting
+    collator = GazeFlowDataCollator(processor, num_frames=8)
+    FeatureCache(tmp_path, "another-encoder").build(model, [train], collator)
+    assert not FeatureCache(tmp_path, cache_fingerprint(model, processor)).covers([example_key(train[0])])
+    with pytest.raises(ValueError, match="not built for this encoder"):
+        FeatureCache(tmp_path, cache_fingerprint(model, processor)).open()
+    cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(model, [train], collator)
+    assert cache.covers([example_key(train[0])])
+    with pytest.raises(KeyError, match="not in the feature cache"):
+        cache.load("no-such-clip@0")

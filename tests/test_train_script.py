@@ -1,0 +1,149 @@
+"""examples/train.py end to end on the tiny synthetic dataset: two processes, resume, the feature cache, bad input."""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN = REPO / "examples" / "train.py"
+TINY = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_preset", "tiny",
+        "--per_device_train_batch_size", "2", "--dataloader_num_workers", "0", "--logging_steps", "1"]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("hf_datasets_cache")
+    environment = {**os.environ, "HF_DATASETS_CACHE": str(cache), "HF_HUB_OFFLINE": "1",
+                   "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    return environment
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("synthetic_tiny")
+
+
+def run_train(args, env, launcher=None, check=True):
+    command = (launcher or [sys.executable]) + [str(TRAIN)] + [str(a) for a in args]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"train.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result
+
+
+def checksums(output: str) -> dict[int, float]:
+    return {int(rank): float(value) for rank, value in re.findall(r"\[rank (\d+)\] parameter checksum (\S+)", output)}
+
+
+def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
+    result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "run", "--max_train_steps", 3],
+                       {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)
+    sums = checksums(result.stdout + result.stderr)
+    assert set(sums) == {0, 1}, result.stdout[-2000:]
+    assert sums[0] == sums[1]
+    assert "2 processes" in result.stderr
+    assert (tmp_path / "run" / "model.safetensors").exists() and (tmp_path / "run" / "README.md").exists()
+
+
+def test_resume_reaches_the_same_parameters(tmp_path, env, data_dir):
+    full = tmp_path / "full"
+    run_train(TINY + ["--data_dir", data_dir, "--output_dir", full, "--max_train_steps", 4, "--checkpointing_steps", 2],
+              env)
+    assert sorted(p.name for p in full.glob("step_*")) == ["step_2", "step_4"]
+    assert not list(full.glob(".tmp_step_*"))
+    resumed = tmp_path / "resumed"
+    result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", resumed, "--max_train_steps", 4,
+                               "--resume_from_checkpoint", full / "step_2"], env)
+    assert "resumed from" in result.stderr
+    a = load_file(full / "model.safetensors")  # the EMA weights after step 4
+    b = load_file(resumed / "model.safetensors")
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-6, rtol=0), key
+    card = (full / "README.md").read_text()
+    assert "EMA" in card and "validation" in card.lower() and "synthetic" in card
+
+
+def test_feature_cache_is_built_once_and_rebuilt_for_another_encoder(tmp_path, env, data_dir):
+    cache_dir = tmp_path / "cache"
+    args = TINY + ["--data_dir", data_dir, "--max_train_steps", 2, "--no-use_lora", "--cache_features",
+                   "--feature_cache_dir", cache_dir]
+    first = run_train(args + ["--output_dir", tmp_path / "a"], env)
+    manifest = (cache_dir / "manifest.json").read_text()
+    shards = sorted(cache_dir.glob("*.safetensors"))
+    assert shards and "fingerprint" in manifest
+    mtimes = [p.stat().st_mtime_ns for p in shards]
+    second = run_train(args + ["--output_dir", tmp_path / "b"], env)
+    assert "up to date" in second.stderr
+    assert [p.stat().st_mtime_ns for p in sorted(cache_dir.glob("*.safetensors"))] == mtimes
+    other = run_train(args + ["--output_dir", tmp_path / "c", "--config_overrides", "encoder_config.num_hidden_layers=1"],
+                      env)
+    assert "different encoder or processor: rebuilding" in other.stderr
+    assert (cache_dir / "manifest.json").read_text() != manifest
+    assert "checksum" in first.stdout
+
+
+def test_feature_cache_needs_a_frozen_encoder_without_lora(tmp_path, env, data_dir):
+    result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path, "--max_train_steps", 1,
+                               "--cache_features"], env, check=False)
+    assert result.returncode == 1 and "--cache_features needs a frozen encoder without LoRA" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--dataset_name", "imagenet"], "--dataset_name"),
+        (["--dataset_name", "egtea", "--data_dir", "/nonexistent/egtea"], "--data_dir /nonexistent/egtea does not exist"),
+        (["--dataset_name", "egtea"], "--data_dir is required"),
+        (["--resume_from_checkpoint", "/nonexistent/step_9"], "--resume_from_checkpoint: /nonexistent/step_9"),
+    ],
+)
+def test_bad_arguments_name_themselves(tmp_path, env, extra, message):
+    args = ["--dataset_name", "synthetic", "--output_dir", tmp_path] + extra
+    result = run_train(args, env, check=False)
+    assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
+
+
+def test_a_folder_that_is_not_a_gazeflow_model(tmp_path, env, data_dir):
+    from transformers import VJEPA2Config
+
+    VJEPA2Config(hidden_size=32, num_hidden_layers=1, num_attention_heads=2).save_pretrained(tmp_path / "vjepa2")
+    (tmp_path / "empty").mkdir()
+    for folder, message in ((tmp_path / "vjepa2", "not a GazeFlow"), (tmp_path / "empty", "is not a GazeFlow model")):
+        result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "out", "--model_name_or_path",
+                                   folder], env, check=False)
+        assert result.returncode == 1 and message in result.stderr and "--model_name_or_path" in result.stderr
+
+
+def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, env, data_dir, monkeypatch):
+    for key in ("HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(key, env[key])
+    spec = importlib.util.spec_from_file_location("gazeflow_train_script", TRAIN)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    original = train.GazeFlowModel.forward
+    calls = {"n": 0}
+
+    def failing_forward(self, *args, **kwargs):
+        output = original(self, *args, **kwargs)
+        if self.training:
+            calls["n"] += 1
+            if calls["n"] == 3:
+                output.loss = output.loss * float("nan")
+        return output
+
+    monkeypatch.setattr(train.GazeFlowModel, "forward", failing_forward)
+    with pytest.raises(train.TrainingError, match=r"non-finite training loss \(nan\) at step 3") as error:
+        train.main([str(a) for a in TINY + ["--data_dir", data_dir, "--output_dir", tmp_path, "--max_train_steps", 5,
+                                            "--checkpointing_steps", 2]])
+    assert "step_2" in str(error.value)
+    assert (tmp_path / "step_2" / "trainer_state.json").exists()
+    assert not (tmp_path / "step_4").exists() and not (tmp_path / "model.safetensors").exists()
