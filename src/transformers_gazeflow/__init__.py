@@ -15,6 +15,7 @@ from .modeling_gazeflow import (
     GazeFlowPreTrainedModel,
 )
 from .sampling import FlowMatchingSampler, generate_trajectories
+from .streaming import GazeFlowStreamer, GazeFlowStreamOutput
 from .windows import blend_windows, window_starts
 
 __version__ = "0.1.0.dev0"
@@ -31,6 +32,8 @@ __all__ = [
     "GazeFlowGenerationOutput",
     "GazeFlowCondition",
     "FlowMatchingSampler",
+    "GazeFlowStreamer",
+    "GazeFlowStreamOutput",
     "generate_trajectories",
     "unit_to_model",
     "model_to_unit",

@@ -63,8 +63,9 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
         iterator = tqdm(mine, desc=f"predicting (K={num_samples}, S={num_steps})", disable=rank != 0)
     predictions: dict[int, np.ndarray] = {}
     seconds = 0.0
-    autocast = accelerator.autocast() if accelerator is not None else _null_context()
     for index in iterator:
+        # a fresh context per clip: accelerator.autocast() is a single-use generator context manager
+        autocast = accelerator.autocast() if accelerator is not None else _null_context()
         example = examples[index]
         batch = collator([example])
         frames = int(example["num_frames"])
