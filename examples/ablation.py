@@ -84,7 +84,10 @@ def train_command(args: argparse.Namespace, variant: str, model_dir: Path) -> li
                "--config_preset", args.config_preset, "--no-use_lora", "--cache_features",
                "--max_train_steps", str(args.max_train_steps),
                "--per_device_train_batch_size", str(args.per_device_train_batch_size),
-               "--learning_rate", str(args.learning_rate), "--seed", str(args.seed), "--dataloader_num_workers", "0"]
+               "--learning_rate", str(args.learning_rate), "--seed", str(args.seed), "--dataloader_num_workers", "0",
+               # one cache per encoder-token layout, shared by the variants (same seed: same frozen encoder)
+               "--feature_cache_dir", str(Path(args.output_dir) / "feature_cache" /
+                                          ("causal" if variant == "causal" else "bidirectional"))]
     return command + (["--config_overrides", overrides] if overrides else [])
 
 

@@ -160,3 +160,20 @@ def test_streamer_refuses_bad_inputs():
     streamer.push(torch.randn(2, 3, 32, 32))
     with pytest.raises(ValueError, match="batch size"):
         streamer.push(torch.randn(1, 3, 32, 32))
+
+
+def test_feature_cache_fingerprint_tells_causal_tokens_apart():
+    from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+    from transformers_gazeflow.training.feature_cache import cache_fingerprint
+
+    processor = GazeFlowVideoProcessor(size=32)
+    bidirectional, causal = tiny_model(), tiny_model(causal=True)
+    assert torch.equal(bidirectional.video_encoder.vjepa2.embeddings.patch_embeddings.proj.weight,
+                       causal.video_encoder.vjepa2.embeddings.patch_embeddings.proj.weight)  # same encoder weights
+    # ... but different tokens: a group per tubelet vs a group per frame from its causal window
+    assert bidirectional.encode_video(video()).shape == (2, 4 * 4, 32)
+    assert causal.encode_video(video()).shape == (2, 8 * 4, 32)
+    fingerprints = {cache_fingerprint(m, processor) for m in (bidirectional, causal,
+                                                              tiny_model(causal=True, causal_encoder_frames=4))}
+    assert len(fingerprints) == 3
+    assert cache_fingerprint(tiny_model(), processor) == cache_fingerprint(bidirectional, processor)
