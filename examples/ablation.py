@@ -91,12 +91,12 @@ def train_command(args: argparse.Namespace, variant: str, model_dir: Path) -> li
     return command + (["--config_overrides", overrides] if overrides else [])
 
 
-def evaluate_command(args: argparse.Namespace, model_dir: Path, out_dir: Path, name: str,
+def evaluate_command(args: argparse.Namespace, variant: str, model_dir: Path, out_dir: Path, name: str,
                      num_steps: int | None = None, solver: str | None = None) -> list[str]:
     command = [sys.executable, str(EXAMPLES / "evaluate.py"), "--model_name_or_path", str(model_dir),
                "--dataset_name", "synthetic", "--data_dir", args.data_dir, "--dataset_config", args.dataset_config,
                "--split", "test", "--seed", str(args.seed), "--method_name", name, "--output_dir", str(out_dir)]
-    if args.num_samples and "regression" not in str(model_dir):  # the regression head gives K = 1
+    if args.num_samples and variant != "regression":  # the regression head gives K = 1
         command += ["--num_samples", str(args.num_samples)]
     steps = num_steps or args.num_steps
     if steps:
@@ -148,14 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict] = {}
     for variant in args.variants:
         model_dir = output / variant / "model"
+        command = train_command(args, variant, model_dir)
         if args.overwrite or not (model_dir / "config.json").exists():
-            command = train_command(args, variant, model_dir)
             run(command, args.dry_run)
         else:
-            command = train_command(args, variant, model_dir)
             print(f"(kept {model_dir})")
         commands.append(shlex.join(command))
-        eval_cmd = evaluate_command(args, model_dir, output / variant / "eval", VARIANTS[variant][0])
+        eval_cmd = evaluate_command(args, variant, model_dir, output / variant / "eval", VARIANTS[variant][0])
         commands.append(shlex.join(eval_cmd))
         results = evaluated(args, eval_cmd, output / variant / "eval")
         if results is not None:
@@ -170,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             for sampler, s in plan:
                 calls = 2 * s if sampler == "heun" else s
                 out_dir = output / variant / f"sweep_{sampler}_S{s}"
-                command = evaluate_command(args, output / variant / "model", out_dir, f"{variant} {sampler} S={s}",
+                command = evaluate_command(args, variant, output / variant / "model", out_dir,
+                                           f"{variant} {sampler} S={s}",
                                            num_steps=s, solver=None if sampler == "ddim" else sampler)
                 commands.append(shlex.join(command))
                 results = evaluated(args, command, out_dir)

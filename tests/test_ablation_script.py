@@ -52,3 +52,10 @@ def test_table_has_the_papers_columns(ablation):
     assert header.split(" | ")[1:4] == ["AUC", "F1", "P"] and "JSD" in header
     assert full == "| Full | 0.970 | 0.493 | 0.401 | 0.638 | 8.81 | 0.570 | 0.450 | 0.91 | 1.08 | 0.0011 |"
     assert ablated.count("-") >= 10
+
+
+def test_regression_is_evaluated_with_its_single_sample(ablation, tmp_path):
+    args = ablation.parse_args(["--data_dir", str(tmp_path), "--output_dir", str(tmp_path), "--num_samples", "10"])
+    assert "--num_samples" not in ablation.evaluate_command(args, "regression", tmp_path, tmp_path, "r")
+    full = ablation.evaluate_command(args, "full", tmp_path, tmp_path, "f")
+    assert full[full.index("--num_samples") + 1] == "10"
