@@ -240,11 +240,6 @@ def test_bad_training_targets_are_named():
         model(encoder_hidden_states=torch.randn(1, 16, 32), gaze=torch.zeros(1, 7, 2))
 
 
-def test_causal_variant_is_refused_until_implemented():
-    with pytest.raises(NotImplementedError, match="causal"):
-        tiny_model(causal=True)
-
-
 def test_gradient_checkpointing_gives_the_same_gradients():
     model = tiny_model(use_lora=False, freeze_encoder=False)
     model.train()

@@ -9,6 +9,7 @@ the functions that need them.
 from transformers import AutoConfig, AutoModel
 from transformers.pipelines import PIPELINE_REGISTRY
 
+from .causal_streaming import GazeFlowStreamer, GazeFlowStreamOutput
 from .configuration_gazeflow import GazeFlowConfig
 from .data.collator import GazeFlowDataCollator
 from .data.gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
@@ -62,6 +63,8 @@ __all__ = [
     "GazeFlowGenerationOutput",
     "GazeFlowCondition",
     "FlowMatchingSampler",
+    "GazeFlowStreamer",
+    "GazeFlowStreamOutput",
     "generate_trajectories",
     "unit_to_model",
     "model_to_unit",

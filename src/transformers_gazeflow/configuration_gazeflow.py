@@ -14,6 +14,9 @@ from typing import Any
 from transformers import PretrainedConfig, VJEPA2Config
 
 SOLVERS = ("euler", "heun", "midpoint")
+OBJECTIVES = ("flow_matching", "diffusion", "regression")
+POSITION_ENCODINGS = ("rope", "learned", "none")
+TASK_GUIDANCES = ("cross_attention", "concat")
 
 
 def _require(condition: bool, name: str, expected: str, value: Any) -> None:
@@ -40,7 +43,7 @@ class GazeFlowConfig(PretrainedConfig):
         window_stride (`int`, defaults to 32): stride W_s between sliding windows (Appendix E.3).
         sigma_min (`float`, defaults to 1e-3): sigma_min of the OT interpolant (Appendix E.4).
         self_conditioning_prob (`float`, defaults to 0.5): probability of self-conditioning in training (E.2).
-        num_samples (`int`, defaults to 30): default K, trajectories sampled per clip.
+        num_samples (`int`, defaults to 30): default K, trajectories sampled per clip (1 for `objective="regression"`).
         num_steps (`int`, defaults to 5): default S, ODE steps per trajectory.
         solver (`str`, defaults to `"euler"`): ODE solver, one of `"euler"`, `"heun"`, `"midpoint"`.
         heatmap_sigma (`float`, defaults to 25.0): Gaussian sigma in native pixels for trajectory -> heatmap.
@@ -48,7 +51,23 @@ class GazeFlowConfig(PretrainedConfig):
         lora_r, lora_alpha, lora_dropout, lora_target_modules: the LoRA settings (r=16, alpha=32, 0.05,
             `["query", "value"]`).
         freeze_encoder (`bool`, defaults to `True`): freeze the encoder's own weights (LoRA, if on, still trains).
-        causal (`bool`, defaults to `False`): the causal variant of Appendix F.4.
+        causal (`bool`, defaults to `False`): the causal variant of Appendix F.4: causal frame self-attention, a
+            per-frame task bank over frames <= t, and per-frame encoder tokens from a causal window of
+            `causal_encoder_frames` frames ending at t (see `modeling_gazeflow_causal`).
+        causal_encoder_frames (`int`, defaults to 2): length of the causal encoder window (a multiple of the
+            encoder's tubelet size); frame t reads the last tubelet (t-1, t) of the window of frames t-w+1..t.
+        objective (`str`, defaults to `"flow_matching"`): the training objective and its sampler (Sections 3.2, 4.4,
+            Appendix F.4): `"flow_matching"` (the paper's CFM, ODE solvers), `"diffusion"` (epsilon prediction,
+            cosine schedule, DDIM with the same S) or `"regression"` (direct prediction, masked MSE, K=1).
+        diffusion_timesteps (`int`, defaults to 1000): discrete training timesteps of the diffusion objective.
+        use_visual_cross_attention (`bool`, defaults to `True`): the per-frame visual cross-attention sub-layer
+            (bottom-up path, Eq. ca_out); False is the "- Bottom-up Visual Feature" ablation.
+        use_task_cross_attention (`bool`, defaults to `True`): the top-down task path (task bank + task guidance);
+            False is the "- Top-down Task Guidance" ablation.
+        position_encoding (`str`, defaults to `"rope"`): frame position in the self-attention: `"rope"` (Appendix
+            C.2), `"learned"` (an absolute table added to the gaze tokens, Table pe_compare) or `"none"`.
+        task_guidance (`str`, defaults to `"cross_attention"`): how c_task enters: gated cross-attention in every
+            block, or `"concat"`: channel-wise concatenation of the flattened bank to the gaze-token input.
         initializer_range (`float`, defaults to 0.02): std of the truncated-normal weight initialisation.
         layer_norm_eps (`float`, defaults to 1e-6): epsilon of every LayerNorm of the GazeFlow modules.
     """
@@ -71,7 +90,7 @@ class GazeFlowConfig(PretrainedConfig):
         window_stride: int = 32,
         sigma_min: float = 1e-3,
         self_conditioning_prob: float = 0.5,
-        num_samples: int = 30,
+        num_samples: int | None = None,
         num_steps: int = 5,
         solver: str = "euler",
         heatmap_sigma: float = 25.0,
@@ -82,6 +101,13 @@ class GazeFlowConfig(PretrainedConfig):
         lora_target_modules: list[str] | tuple[str, ...] | None = None,
         freeze_encoder: bool = True,
         causal: bool = False,
+        causal_encoder_frames: int = 2,
+        objective: str = "flow_matching",
+        diffusion_timesteps: int = 1000,
+        use_visual_cross_attention: bool = True,
+        use_task_cross_attention: bool = True,
+        position_encoding: str = "rope",
+        task_guidance: str = "cross_attention",
         initializer_range: float = 0.02,
         layer_norm_eps: float = 1e-6,
         **kwargs,
@@ -107,7 +133,8 @@ class GazeFlowConfig(PretrainedConfig):
         self.window_stride = window_stride
         self.sigma_min = sigma_min
         self.self_conditioning_prob = self_conditioning_prob
-        self.num_samples = num_samples
+        # K: 30 (the paper's recommendation), 1 for the deterministic regression head
+        self.num_samples = num_samples if num_samples is not None else (1 if objective == "regression" else 30)
         self.num_steps = num_steps
         self.solver = solver
         self.heatmap_sigma = heatmap_sigma
@@ -118,6 +145,13 @@ class GazeFlowConfig(PretrainedConfig):
         self.lora_target_modules = list(lora_target_modules) if lora_target_modules is not None else ["query", "value"]
         self.freeze_encoder = freeze_encoder
         self.causal = causal
+        self.causal_encoder_frames = causal_encoder_frames
+        self.objective = objective
+        self.diffusion_timesteps = diffusion_timesteps
+        self.use_visual_cross_attention = use_visual_cross_attention
+        self.use_task_cross_attention = use_task_cross_attention
+        self.position_encoding = position_encoding
+        self.task_guidance = task_guidance
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
         super().__init__(**kwargs)
@@ -128,7 +162,7 @@ class GazeFlowConfig(PretrainedConfig):
         """Check every value; raise a `ValueError` naming the field, the value and what was expected."""
         positive_ints = (
             "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "num_frames",
-            "window_stride", "num_samples", "num_steps", "lora_r",
+            "window_stride", "num_samples", "num_steps", "lora_r", "causal_encoder_frames", "diffusion_timesteps",
         )
         for name in positive_ints:
             value = getattr(self, name)
@@ -157,12 +191,48 @@ class GazeFlowConfig(PretrainedConfig):
         _require(0.0 <= self.lora_dropout < 1.0, "lora_dropout", "in [0, 1)", self.lora_dropout)
         _require(len(self.lora_target_modules) > 0 and all(isinstance(m, str) for m in self.lora_target_modules),
                  "lora_target_modules", "a non-empty list of module names", self.lora_target_modules)
-        for name in ("use_lora", "freeze_encoder", "causal"):
+        for name in ("use_lora", "freeze_encoder", "causal", "use_visual_cross_attention", "use_task_cross_attention"):
             _require(isinstance(getattr(self, name), bool), name, "a bool", getattr(self, name))
+        self.validate_variants()
         _require(self.initializer_range > 0, "initializer_range", "> 0", self.initializer_range)
         crop, patch = self.encoder_config.crop_size, self.encoder_config.patch_size
         _require(isinstance(patch, int) and crop % patch == 0, "encoder_config.crop_size",
                  f"a multiple of patch_size={patch}", crop)
+
+    def validate_variants(self) -> None:
+        """The ablation switches (paper Section 4.4-4.5, Appendix F.4) and how they combine."""
+        _require(self.objective in OBJECTIVES, "objective", f"one of {OBJECTIVES}", self.objective)
+        _require(self.position_encoding in POSITION_ENCODINGS, "position_encoding", f"one of {POSITION_ENCODINGS}",
+                 self.position_encoding)
+        _require(self.task_guidance in TASK_GUIDANCES, "task_guidance", f"one of {TASK_GUIDANCES}",
+                 self.task_guidance)
+        _require(self.use_task_cross_attention or self.task_guidance == "cross_attention", "task_guidance",
+                 "'cross_attention' when use_task_cross_attention=False (there is no task path to concatenate)",
+                 self.task_guidance)
+        _require(self.objective == "flow_matching" or self.solver == "euler", "solver",
+                 f"'euler' (the default) with objective={self.objective!r}: ODE solvers apply to flow_matching only "
+                 "(diffusion samples with DDIM, regression predicts directly)", self.solver)
+        _require(self.objective != "regression" or self.num_samples == 1, "num_samples",
+                 "1 with objective='regression' (a deterministic head predicts one trajectory, K=1)", self.num_samples)
+        tubelet = self.encoder_config.tubelet_size
+        _require(self.causal_encoder_frames % tubelet == 0, "causal_encoder_frames",
+                 f"a multiple of the encoder's tubelet_size={tubelet}", self.causal_encoder_frames)
+
+    @property
+    def uses_task_bank(self) -> bool:
+        """Whether the model builds c_task at all (the top-down path is on)."""
+        return self.use_task_cross_attention
+
+    @property
+    def uses_task_cross_attention_layers(self) -> bool:
+        """Whether each DenoiserBlock has the gated task cross-attention sub-layer (Eq. task_xattn)."""
+        return self.use_task_cross_attention and self.task_guidance == "cross_attention"
+
+    @property
+    def frames_per_encoder_group(self) -> int:
+        """Frames that read the same encoder tokens: a tubelet (2) for the bidirectional model, one frame for the
+        causal model, whose every frame gets its own tokens from its causal window."""
+        return 1 if self.causal else self.encoder_config.tubelet_size
 
     # ------------------------------------------------------------------ derived sizes
     @property
@@ -196,8 +266,10 @@ class GazeFlowConfig(PretrainedConfig):
             num_spatial_layers=1, num_task_queries=2, num_frames=8, window_stride=4, num_samples=4, num_steps=3,
             lora_r=4, lora_alpha=8,
         )
+        if overrides.get("objective") == "regression":
+            defaults["num_samples"] = 1
         defaults.update(overrides)
         return cls(**defaults)
 
 
-__all__ = ["GazeFlowConfig", "SOLVERS"]
+__all__ = ["GazeFlowConfig", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES"]

@@ -65,6 +65,8 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
     predictions: dict[int, np.ndarray] = {}
     seconds = 0.0
     for index in iterator:
+        # a fresh context per clip: accelerator.autocast() is a single-use generator context manager
+        autocast = accelerator.autocast() if accelerator is not None else _null_context()
         example = examples[index]
         batch = collator([example])
         frames = int(example["num_frames"])

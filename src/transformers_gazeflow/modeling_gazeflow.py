@@ -29,16 +29,20 @@ from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2Encoder
 from transformers.utils import ModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
+from .modeling_gazeflow_causal import causal_task_tokens, encode_video_causal
 from .modeling_gazeflow_layers import (
     COORDINATE_EMBEDDING_SCALE,
     TIME_EMBEDDING_SCALE,
     GazeFlowAttention,
     GazeFlowDenoiserBlock,
+    GazeFlowKeyValueCache,
     GazeFlowRotaryEmbedding,
     GazeFlowSinusoidalMLP,
     GazeFlowSpatialEncoderLayer,
     sincos_2d_position_encoding,
 )
+from .modeling_gazeflow_objectives import objective_loss
+from .modeling_gazeflow_variants import GazeFlowFramePosition, GazeFlowTaskConcat
 from .validation import check_encoder_hidden_states, check_pixel_values, check_training_targets
 
 
@@ -48,10 +52,14 @@ class GazeFlowModelOutput(ModelOutput):
     """Output of :meth:`GazeFlowModel.forward` (training).
 
     Args:
-        loss: the masked conditional flow-matching loss (Eq. cfm_loss), mean over valid frames and coordinates.
-        predicted_velocity: v_theta(x_s, s, c), ``[B, T, 2]``.
-        target_velocity: the per-sample target ``g - (1 - sigma_min) x_0``, ``[B, T, 2]``.
-        flow_time: the flow times s drawn for each clip, ``[B]``.
+        loss: the masked loss of ``config.objective`` (flow matching: Eq. cfm_loss), mean over valid frames and
+            coordinates.
+        predicted_velocity: the network's output ``[B, T, 2]``: v_theta(x_s, s, c) for flow matching, the noise
+            estimate eps_hat for diffusion, the trajectory for regression.
+        target_velocity: its target ``[B, T, 2]``: ``g - (1 - sigma_min) x_0`` for flow matching, the noise eps for
+            diffusion, g for regression.
+        flow_time: the times drawn for each clip, ``[B]``: s for flow matching, tau = t / N for diffusion, None
+            for regression.
     """
 
     loss: torch.FloatTensor | None = None
@@ -81,9 +89,12 @@ class GazeFlowCondition:
     Attributes:
         visual_tokens: c_v, ``[B, G, N, d]``: spatial tokens after W_proj and the spatial encoder, one entry per
             group of ``frames_per_group`` consecutive frames that read the same encoder tokens.
-        task_tokens: c_task = [p; q_1..q_M], ``[B, M + 1, d]``.
-        visual_key_values: per block, keys and values of c_v, each ``[B * G, H, N, d_h]``.
-        task_key_values: per block, keys and values of c_task, each ``[B, H, M + 1, d_h]``.
+        task_tokens: c_task = [p; q_1..q_M], ``[B, M + 1, d]``; the causal variant has a bank per group,
+            ``[B, G, M + 1, d]`` (``task_per_frame``); None without the top-down path.
+        visual_key_values: per block, keys and values of c_v, each ``[B * G, H, N, d_h]`` (None for a block without
+            visual cross-attention).
+        task_key_values: per block, keys and values of c_task, each ``[B, H, M + 1, d_h]`` or, per frame,
+            ``[B * G, H, M + 1, d_h]`` (None for a block without task cross-attention).
         num_frames: T, the frames of the window.
         frames_per_group: g; ``T = G * g``.
     """
@@ -94,6 +105,7 @@ class GazeFlowCondition:
     task_key_values: tuple[tuple[torch.Tensor, torch.Tensor], ...]
     num_frames: int
     frames_per_group: int
+    task_per_frame: bool = False
 
     @property
     def batch_size(self) -> int:
@@ -171,16 +183,24 @@ class GazeFlowTaskTokenBank(nn.Module):
     cross-attend (MHCA) to the T frame summaries. Frames of one group share one summary: a softmax over T keys in
     which every group appears g times equals the softmax over the G distinct keys, so the bank is computed on
     groups exactly.
+
+
+    With ``num_task_queries=0`` only p is kept (no queries, no attention). In the causal variant the bank is
+    per frame, over frames <= t (``modeling_gazeflow_causal.causal_task_tokens``), ``[B, G, M + 1, d]``.
     """
 
     def __init__(self, config: GazeFlowConfig):
         super().__init__()
         self.num_queries = config.num_task_queries
-        self.queries = nn.Parameter(torch.zeros(config.num_task_queries, config.hidden_size))
-        self.attention = GazeFlowAttention(config.hidden_size, config.num_attention_heads)
+        self.causal = config.causal
+        if self.num_queries > 0:
+            self.queries = nn.Parameter(torch.zeros(config.num_task_queries, config.hidden_size))
+            self.attention = GazeFlowAttention(config.hidden_size, config.num_attention_heads)
 
     def forward(self, visual_tokens: torch.Tensor) -> torch.Tensor:
         frame_summaries = visual_tokens.mean(dim=2)  # V_bar: [B, G, d]
+        if self.causal:
+            return causal_task_tokens(self, frame_summaries)
         pooled = frame_summaries.mean(dim=1, keepdim=True)  # p: [B, 1, d]
         if self.num_queries == 0:
             return pooled
@@ -198,19 +218,21 @@ class GazeFlowConditionEncoder(nn.Module):
         super().__init__()
         self.visual_projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size)
         self.spatial_encoder = GazeFlowSpatialEncoder(config)
-        self.task_bank = GazeFlowTaskTokenBank(config)
+        self.task_bank = GazeFlowTaskTokenBank(config) if config.uses_task_bank else None
 
-    def forward(self, encoder_tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``encoder_tokens [B, G, N, D]`` -> (c_v ``[B, G, N, d]``, c_task ``[B, M + 1, d]``)."""
+    def forward(self, encoder_tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``encoder_tokens [B, G, N, D]`` -> (c_v ``[B, G, N, d]``, c_task ``[B, M + 1, d]`` or None)."""
         visual_tokens = self.spatial_encoder(self.visual_projection(encoder_tokens))
-        return visual_tokens, self.task_bank(visual_tokens)
+        return visual_tokens, self.task_bank(visual_tokens) if self.task_bank is not None else None
 
 
 class GazeFlowVelocityNetwork(nn.Module):
     """The conditional velocity network v_theta(x_s, s, c) (paper Section 3.2, Appendix C).
 
     Gaze tokens h_t = E_coord(x_s,t) + E_time(s) + E_self(x1_hat_t) (our reading of what the paper leaves open,
-    ``model.md``), L DenoiserBlocks, then LayerNorm + Linear(d -> 2) per frame: a velocity in R^{2T}.
+    ``model.md``), L DenoiserBlocks, then LayerNorm + Linear(d -> 2) per frame: a velocity in R^{2T}. The frame
+    position (``position_encoding``) and, with ``task_guidance="concat"``, the task bank enter through
+    ``modeling_gazeflow_variants``.
     """
 
     def __init__(self, config: GazeFlowConfig):
@@ -218,19 +240,34 @@ class GazeFlowVelocityNetwork(nn.Module):
         self.coordinate_embedding = GazeFlowSinusoidalMLP(2, config.hidden_size, COORDINATE_EMBEDDING_SCALE)
         self.time_embedding = GazeFlowSinusoidalMLP(1, config.hidden_size, TIME_EMBEDDING_SCALE)
         self.self_condition_embedding = GazeFlowSinusoidalMLP(2, config.hidden_size, COORDINATE_EMBEDDING_SCALE)
-        self.rotary = GazeFlowRotaryEmbedding(config.head_dim, config.rope_theta)
+        self.frame_position = GazeFlowFramePosition(config)
+        self.task_concat = GazeFlowTaskConcat(config) if config.use_task_cross_attention and \
+            config.task_guidance == "concat" else None
         self.blocks = nn.ModuleList([GazeFlowDenoiserBlock(config) for _ in range(config.num_hidden_layers)])
         self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.output_head = nn.Linear(config.hidden_size, 2)
 
     def forward(self, sample: torch.Tensor, flow_time: torch.Tensor, self_condition: torch.Tensor,
-                condition: GazeFlowCondition) -> torch.Tensor:
-        """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns ``[B, K, T, 2]``."""
+                condition: GazeFlowCondition, positions: torch.Tensor | None = None,
+                caches: list[GazeFlowKeyValueCache] | None = None) -> torch.Tensor:
+        """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns ``[B, K, T, 2]``.
+
+        ``positions`` (frame indices of the T tokens, default ``0 .. T - 1``) and ``caches`` (one self-attention
+        key/value cache per block) are for the causal streamer, which feeds the newest frame only.
+        """
         hidden = (self.coordinate_embedding(sample) + self.self_condition_embedding(self_condition)
                   + self.time_embedding(flow_time).unsqueeze(2))
-        rotary = self.rotary(sample.shape[2], sample.device)
-        for block, visual_kv, task_kv in zip(self.blocks, condition.visual_key_values, condition.task_key_values):
-            hidden = block(hidden, rotary, visual_kv, task_kv, condition.frames_per_group)
+        if positions is None:
+            positions = torch.arange(sample.shape[2], device=sample.device)
+        hidden = self.frame_position.add_absolute(hidden, positions)
+        if self.task_concat is not None:
+            hidden = self.task_concat(hidden, condition.task_tokens, condition.frames_per_group)
+        rotary = self.frame_position.rotary_angles(positions)
+        caches = caches if caches is not None else [None] * len(self.blocks)
+        for block, visual_kv, task_kv, cache in zip(self.blocks, condition.visual_key_values,
+                                                    condition.task_key_values, caches):
+            hidden = block(hidden, rotary, visual_kv, task_kv, condition.frames_per_group, condition.task_per_frame,
+                           cache)
         return self.output_head(self.output_norm(hidden))
 
 
@@ -256,9 +293,14 @@ class GazeFlowPreTrainedModel(PreTrainedModel):
             init.ones_(module.weight)
             init.zeros_(module.bias)
         elif isinstance(module, GazeFlowDenoiserBlock):
-            init.constant_(module.task_gate, self.config.task_gate_init)
+            if module.task_attention is not None:
+                init.constant_(module.task_gate, self.config.task_gate_init)
         elif isinstance(module, GazeFlowTaskTokenBank):
-            init.trunc_normal_(module.queries, std=std)
+            if module.num_queries > 0:
+                init.trunc_normal_(module.queries, std=std)
+        elif isinstance(module, GazeFlowFramePosition):
+            if module.mode == "learned":
+                init.trunc_normal_(module.embedding, std=std)
         elif isinstance(module, GazeFlowSpatialEncoder):
             init.copy_(module.position_encoding, module.compute_position_encoding())
         elif isinstance(module, GazeFlowRotaryEmbedding):
@@ -283,11 +325,6 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
 
     def __init__(self, config: GazeFlowConfig):
         super().__init__(config)
-        if config.causal:
-            raise NotImplementedError(
-                "GazeFlowConfig(causal=True): the causal variant of paper Appendix F.4 (causal frame attention, a "
-                "task bank over past frames, a causal encoder window) is not implemented yet; use causal=False"
-            )
         # the encoder follows the attention implementation chosen for the whole model (SDPA by default)
         config.encoder_config._attn_implementation = config._attn_implementation or "sdpa"
         self.video_encoder = GazeFlowVideoEncoder(config.encoder_config)
@@ -341,11 +378,16 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
     def encode_video(self, pixel_values_videos: torch.Tensor) -> torch.Tensor:
         """Encoder tokens ``[B, (T / tubelet) * N, D]`` of normalised frames ``[B, T, 3, S, S]``.
 
+        The causal variant returns per-frame tokens ``[B, T * N, D]``, frame t's from the encoder run on its causal
+        window of ``causal_encoder_frames`` frames ending at t (``modeling_gazeflow_causal``).
         With a frozen encoder and no LoRA, runs without autograd (nothing in it trains).
         """
         check_pixel_values(pixel_values_videos, self.config)
         needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.video_encoder.parameters())
         with torch.set_grad_enabled(needs_grad):
+            if self.config.causal:
+                return encode_video_causal(self.video_encoder, pixel_values_videos,
+                                           self.config.causal_encoder_frames, self.config.tokens_per_frame)
             return self.video_encoder(pixel_values_videos)
 
     # ------------------------------------------------------------------ condition
@@ -354,27 +396,36 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         """The per-clip condition c = (c_v, c_task) and every block's visual/task keys and values.
 
         ``encoder_hidden_states`` ``[B, (T / tubelet) * N, D]`` are the encoder's tokens of a T-frame window; frame
-        t reads tubelet floor(t / tubelet). With ``share_group_tokens`` (the default), the frames of a tubelet
+        t reads tubelet floor(t / tubelet) (causal variant: ``[B, T * N, D]``, a group of tokens per frame). With ``share_group_tokens`` (the default), the frames of a tubelet
         share one entry of c_v and one set of keys/values; without it, tokens are first copied out per frame,
         which is the plain per-frame computation the paper describes (identical results, tubelet-times the work).
         """
-        tubelet = self.config.tubelet_size
+        group = self.config.frames_per_encoder_group
         tokens = check_encoder_hidden_states(encoder_hidden_states, num_frames, self.config)
         if share_group_tokens:
-            frames_per_group = tubelet
+            frames_per_group = group
         else:
-            frame_to_tubelet = torch.arange(num_frames, device=tokens.device) // tubelet
-            tokens = tokens.index_select(1, frame_to_tubelet)
+            frame_to_group = torch.arange(num_frames, device=tokens.device) // group
+            tokens = tokens.index_select(1, frame_to_group)
             frames_per_group = 1
         visual_tokens, task_tokens = self.condition_encoder(tokens)
+        return self.condition_from_tokens(visual_tokens, task_tokens, num_frames, frames_per_group)
+
+    def condition_from_tokens(self, visual_tokens: torch.Tensor, task_tokens: torch.Tensor | None, num_frames: int,
+                              frames_per_group: int) -> GazeFlowCondition:
+        """Every block's keys/values of c_v and c_task (only for the sub-layers the block has)."""
         batch, groups = visual_tokens.shape[:2]
         flat_visual = visual_tokens.reshape(batch * groups, *visual_tokens.shape[2:])
+        task_per_frame = task_tokens is not None and task_tokens.dim() == 4
+        flat_task = task_tokens.flatten(0, 1) if task_per_frame else task_tokens
         visual_kv, task_kv = [], []
         for block in self.velocity_network.blocks:
-            visual_kv.append(block.visual_attention.project_key_value(flat_visual))
-            task_kv.append(block.task_attention.project_key_value(task_tokens))
+            visual = block.visual_attention
+            task = block.task_attention
+            visual_kv.append(visual.project_key_value(flat_visual) if visual is not None else None)
+            task_kv.append(task.project_key_value(flat_task) if task is not None else None)
         return GazeFlowCondition(visual_tokens, task_tokens, tuple(visual_kv), tuple(task_kv), num_frames,
-                                 frames_per_group)
+                                 frames_per_group, task_per_frame)
 
     def velocity(self, sample: torch.Tensor, flow_time: torch.Tensor | float, condition: GazeFlowCondition,
                  self_condition: torch.Tensor | None = None) -> torch.Tensor:
@@ -405,7 +456,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         return_dict: bool | None = None,
         **kwargs,
     ) -> GazeFlowModelOutput | tuple:
-        r"""The conditional flow-matching loss (paper Eq. cfm_loss, Appendix E.4 interpolant, Appendix D.2).
+        r"""The training loss of ``config.objective``: by default the conditional flow-matching loss (paper Eq.
+        cfm_loss, Appendix E.4 interpolant, Appendix D.2); see ``modeling_gazeflow_objectives``.
 
         Args:
             pixel_values_videos: normalised frames ``[B, T, 3, S, S]`` (or give ``encoder_hidden_states``).
@@ -417,9 +469,10 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 feature cache; then ``pixel_values_videos`` is not needed.
             generator: optional ``torch.Generator`` for s, x_0 and the self-conditioning coin.
 
-        With s ~ U(0, 1) and x_0 ~ N(0, I): x_s = (1 - (1 - sigma_min) s) x_0 + s g, target u = g - (1 - sigma_min) x_0,
-        loss = sum(m * (v_theta - u)^2) / (2 * sum(m)). With probability ``self_conditioning_prob`` per step a first,
-        gradient-free pass gives x1_hat = x_s + (1 - s) v, fed to the second pass; otherwise x1_hat = 0.
+        Flow matching: with s ~ U(0, 1) and x_0 ~ N(0, I): x_s = (1 - (1 - sigma_min) s) x_0 + s g, target
+        u = g - (1 - sigma_min) x_0, loss = sum(m * (v_theta - u)^2) / (2 * sum(m)). With probability
+        ``self_conditioning_prob`` per step a first, gradient-free pass gives x1_hat = x_s + (1 - s) v, fed to the
+        second pass; otherwise x1_hat = 0.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         if gaze is None:
@@ -436,31 +489,9 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                                  f"(batch, frames) but `gaze` has {(batch, frames)}")
             encoder_hidden_states = self.encode_video(pixel_values_videos)
         condition = self.build_condition(encoder_hidden_states, frames)
-
-        device = gaze.device
-        rand_device = generator.device if generator is not None else device
-        sigma_min = self.config.sigma_min
-        flow_time = torch.rand(batch, generator=generator, device=rand_device).to(device)
-        noise = torch.randn(gaze.shape, generator=generator, device=rand_device).to(device=device, dtype=gaze.dtype)
-        use_self_condition = bool(torch.rand((), generator=generator, device=rand_device)
-                                  < self.config.self_conditioning_prob)
-        s = flow_time.view(batch, 1, 1)
-        sample = (1 - (1 - sigma_min) * s) * noise + s * gaze
-        target = gaze - (1 - sigma_min) * noise
-
-        sample_k, time_k = sample.unsqueeze(1), flow_time.unsqueeze(1)  # K = 1 trajectory per clip
-        self_condition = torch.zeros_like(sample_k)
-        if use_self_condition:
-            with torch.no_grad():
-                first = self.velocity(sample_k, time_k, condition, self_condition)
-                self_condition = (sample_k + (1 - s.unsqueeze(1)) * first).detach()
-        predicted = self.velocity(sample_k, time_k, condition, self_condition).squeeze(1)
-
-        weights = valid_mask.to(predicted.dtype).unsqueeze(-1)
-        squared_error = (predicted.float() - target.float()) ** 2 * weights
-        loss = squared_error.sum() / (2 * weights.sum()).clamp_min(1.0)
-        output = GazeFlowModelOutput(loss=loss, predicted_velocity=predicted, target_velocity=target,
-                                     flow_time=flow_time)
+        result = objective_loss(self, condition, gaze, valid_mask, generator)
+        output = GazeFlowModelOutput(loss=result.loss, predicted_velocity=result.prediction,
+                                     target_velocity=result.target, flow_time=result.time)
         return output if return_dict else output.to_tuple()
 
     # ------------------------------------------------------------------ sampling
@@ -476,7 +507,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         window_batch_size: int = 8,
         return_dict: bool | None = None,
     ) -> GazeFlowGenerationOutput | tuple:
-        """Sample K gaze trajectories per clip with S ODE steps (paper Algorithm 1, Appendices D.2-D.3).
+        """Sample K gaze trajectories per clip with S ODE steps (paper Algorithm 1, Appendices D.2-D.3); with
+        ``objective="diffusion"`` S DDIM steps, with ``objective="regression"`` one direct prediction (K = 1).
 
         Args:
             pixel_values_videos: normalised frames ``[B, T, 3, S, S]`` of any length T >= 1; longer than

@@ -105,8 +105,11 @@ class GazeFlowRotaryEmbedding(nn.Module):
 
     def forward(self, num_positions: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """Cosines and sines ``[num_positions, head_dim]``, each angle repeated for the two channels of a pair."""
-        positions = torch.arange(num_positions, dtype=torch.float32, device=device)
-        angles = positions[:, None] * self.inv_freq.to(device)[None, :]
+        return self.at(torch.arange(num_positions, device=device))
+
+    def at(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cosines and sines ``[len(positions), head_dim]`` at the given frame indices."""
+        angles = positions.float()[:, None] * self.inv_freq.to(positions.device)[None, :]
         angles = angles.repeat_interleave(2, dim=-1)
         return angles.cos(), angles.sin()
 
@@ -157,13 +160,41 @@ class GazeFlowAttention(nn.Module):
         return self.o_proj(self.merge_heads(context))
 
     def self_attention(self, hidden_states: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
-                       is_causal: bool = False) -> torch.Tensor:
-        """Self-attention over ``hidden_states [B, L, d]``, with RoPE on queries and keys when ``rotary`` is given."""
+                       is_causal: bool = False, cache: "GazeFlowKeyValueCache | None" = None) -> torch.Tensor:
+        """Self-attention over ``hidden_states [B, L, d]``, with RoPE on queries and keys when ``rotary`` is given.
+
+        With a ``cache`` (streaming), ``hidden_states`` are the newest frames only: their rotated keys and values
+        are appended to the cache and the queries attend to every cached frame (all of them are in the past, so
+        no mask is needed).
+        """
         query = self.project_query(hidden_states)
         key, value = self.project_key_value(hidden_states)
         if rotary is not None:
             query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
+        if cache is not None:
+            key, value = cache.update(key, value)
+            return self.attend(query, key, value)
         return self.attend(query, key, value, is_causal=is_causal)
+
+
+class GazeFlowKeyValueCache:
+    """Keys/values ``[B, H, L, d_h]`` of past frames for one self-attention, kept for at most ``max_length`` frames
+    (the window W: older frames drop out, so the per-frame work is bounded)."""
+
+    def __init__(self, max_length: int):
+        self.max_length = max_length
+        self.key: torch.Tensor | None = None
+        self.value: torch.Tensor | None = None
+
+    def update(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.key is not None:
+            key, value = torch.cat([self.key, key], dim=-2), torch.cat([self.value, value], dim=-2)
+        self.key, self.value = key[..., -self.max_length:, :], value[..., -self.max_length:, :]
+        return self.key, self.value
+
+    @property
+    def length(self) -> int:
+        return 0 if self.key is None else self.key.shape[-2]
 
 
 class GazeFlowMLP(nn.Module):
@@ -197,16 +228,20 @@ class GazeFlowSpatialEncoderLayer(GradientCheckpointingLayer):
 class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
     """One DenoiserBlock: four pre-norm residual sub-layers on the gaze tokens h (paper Appendix C.3).
 
-    1. frame-to-frame self-attention with RoPE on q and k (Eq. sa_out);
+    1. frame-to-frame self-attention with RoPE on q and k (Eq. sa_out); causal mask in the causal variant (F.4);
     2. per-frame visual cross-attention: token h_t reads only frame t's N spatial tokens V_t, no gate (Eq. ca_out);
-    3. task cross-attention to c_task, scaled by the channel-wise gate sigma(g^(l)) (Eq. task_xattn);
+       built only with ``use_visual_cross_attention`` (the bottom-up ablation switch lives here);
+    3. task cross-attention to c_task, scaled by the channel-wise gate sigma(g^(l)) (Eq. task_xattn); built only
+       when ``use_task_cross_attention`` and ``task_guidance == "cross_attention"``;
     4. feed-forward.
 
     Gaze tokens come as ``[B, K, T, d]``: B clips, K trajectories per clip, T frames. The visual keys/values are
     stored per *group* of frames that share the same encoder tokens (``frames_per_group`` consecutive frames: a
-    V-JEPA 2 tubelet, since frame t reads tubelet floor(t / 2)), ``[B * G, H, N, d_h]`` with ``G = T /
-    frames_per_group``; the task keys/values are ``[B, H, M + 1, d_h]``. Neither is ever copied K times: queries
-    are laid out so that every sample of a clip attends to the same keys in one SDPA call.
+    V-JEPA 2 tubelet, since frame t reads tubelet floor(t / 2); one frame in the causal variant),
+    ``[B * G, H, N, d_h]`` with ``G = T / frames_per_group``; the task keys/values are ``[B, H, M + 1, d_h]`` (one
+    bank per clip) or, for the causal per-frame bank, ``[B * G, H, M + 1, d_h]`` read per group like the visual
+    ones. Neither is ever copied K times: queries are laid out so that every sample of a clip attends to the same
+    keys in one SDPA call.
     """
 
     def __init__(self, config: GazeFlowConfig):
@@ -215,46 +250,61 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
         self.causal = config.causal
         self.self_attention_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
         self.self_attention = GazeFlowAttention(d, config.num_attention_heads)
-        self.visual_attention_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
-        self.visual_attention = GazeFlowAttention(d, config.num_attention_heads)
-        self.task_attention_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
-        self.task_attention = GazeFlowAttention(d, config.num_attention_heads)
-        self.task_gate = nn.Parameter(torch.full((d,), float(config.task_gate_init)))
+        self.visual_attention = self.task_attention = None
+        if config.use_visual_cross_attention:
+            self.visual_attention_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
+            self.visual_attention = GazeFlowAttention(d, config.num_attention_heads)
+        if config.uses_task_cross_attention_layers:
+            self.task_attention_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
+            self.task_attention = GazeFlowAttention(d, config.num_attention_heads)
+            self.task_gate = nn.Parameter(torch.full((d,), float(config.task_gate_init)))
         self.mlp_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
         self.mlp = GazeFlowMLP(d, config.intermediate_size)
 
     def forward(
         self,
         hidden_states: torch.Tensor,
-        rotary: tuple[torch.Tensor, torch.Tensor],
-        visual_key_value: tuple[torch.Tensor, torch.Tensor],
-        task_key_value: tuple[torch.Tensor, torch.Tensor],
+        rotary: tuple[torch.Tensor, torch.Tensor] | None,
+        visual_key_value: tuple[torch.Tensor, torch.Tensor] | None,
+        task_key_value: tuple[torch.Tensor, torch.Tensor] | None,
         frames_per_group: int,
+        task_per_frame: bool = False,
+        cache: GazeFlowKeyValueCache | None = None,
     ) -> torch.Tensor:
         batch, samples, frames, width = hidden_states.shape
 
         # (1) time-aware self-attention over the T frames of each trajectory, RoPE on q and k
         flat = self.self_attention_norm(hidden_states).reshape(batch * samples, frames, width)
-        update = self.self_attention.self_attention(flat, rotary=rotary, is_causal=self.causal)
+        update = self.self_attention.self_attention(flat, rotary=rotary, is_causal=self.causal, cache=cache)
         hidden_states = hidden_states + update.view(batch, samples, frames, width)
 
         # (2) per-frame visual cross-attention: the g frames of a group x K samples query that group's N tokens
-        hidden_states = hidden_states + self._visual_cross_attention(hidden_states, visual_key_value, frames_per_group)
+        if self.visual_attention is not None:
+            hidden_states = hidden_states + self._per_group_cross_attention(
+                self.visual_attention, self.visual_attention_norm(hidden_states), visual_key_value, frames_per_group)
 
-        # (3) gated task cross-attention: all K x T tokens of a clip query its M + 1 task tokens
-        query = self.task_attention.project_query(self.task_attention_norm(hidden_states).flatten(1, 2))
-        update = self.task_attention.attend(query, *task_key_value).view(batch, samples, frames, width)
-        hidden_states = hidden_states + torch.sigmoid(self.task_gate).to(update.dtype) * update
+        # (3) gated task cross-attention: all K x T tokens of a clip query its M + 1 task tokens (the causal
+        #     variant: the tokens of frame t query frame t's own bank)
+        if self.task_attention is not None:
+            normed = self.task_attention_norm(hidden_states)
+            if task_per_frame:
+                update = self._per_group_cross_attention(self.task_attention, normed, task_key_value,
+                                                         frames_per_group)
+            else:
+                query = self.task_attention.project_query(normed.flatten(1, 2))
+                update = self.task_attention.attend(query, *task_key_value).view(batch, samples, frames, width)
+            hidden_states = hidden_states + torch.sigmoid(self.task_gate).to(update.dtype) * update
 
         # (4) feed-forward
         return hidden_states + self.mlp(self.mlp_norm(hidden_states))
 
-    def _visual_cross_attention(self, hidden_states: torch.Tensor, key_value: tuple[torch.Tensor, torch.Tensor],
-                                frames_per_group: int) -> torch.Tensor:
-        batch, samples, frames, width = hidden_states.shape
+    @staticmethod
+    def _per_group_cross_attention(attention: GazeFlowAttention, normed_states: torch.Tensor,
+                                   key_value: tuple[torch.Tensor, torch.Tensor], frames_per_group: int) -> torch.Tensor:
+        batch, samples, frames, width = normed_states.shape
         groups = frames // frames_per_group
-        heads, head_dim = self.visual_attention.num_heads, self.visual_attention.head_dim
-        query = self.visual_attention.q_proj(self.visual_attention_norm(hidden_states))
+        heads, head_dim = attention.num_heads, attention.head_dim
+        query = attention.q_proj(normed_states)
         # [B, K, G, g, H, d_h] -> [B, G, H, g, K, d_h] -> [B * G, H, g * K, d_h]
         query = query.view(batch, samples, groups, frames_per_group, heads, head_dim)
         query = query.permute(0, 2, 4, 3, 1, 5).reshape(batch * groups, heads, frames_per_group * samples, head_dim)
@@ -263,7 +313,7 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
         # back to [B, K, T, d]
         context = context.view(batch, groups, heads, frames_per_group, samples, head_dim)
         context = context.permute(0, 4, 1, 3, 2, 5).reshape(batch, samples, frames, width)
-        return self.visual_attention.o_proj(context)
+        return attention.o_proj(context)
 
 
 __all__ = [
@@ -273,6 +323,7 @@ __all__ = [
     "GazeFlowRotaryEmbedding",
     "apply_rotary",
     "GazeFlowAttention",
+    "GazeFlowKeyValueCache",
     "GazeFlowMLP",
     "GazeFlowSpatialEncoderLayer",
     "GazeFlowDenoiserBlock",

@@ -9,6 +9,8 @@ module owns everything else (paper Algorithm 1, Appendices D.2 and D.3):
   x1_hat = x_s + (1 - s) v (Appendix D.2), starting from zeros.
 * :func:`generate_trajectories` encodes each window once, builds its condition once (shared by all K samples and
   S steps), samples, and blends windows (``windows.blend_windows``).
+* :func:`sampler_for` picks the sampler of the config's ``objective``: :class:`FlowMatchingSampler` (ODE),
+  ``sampling_diffusion.DDIMSampler`` (diffusion ablation) or :class:`DirectSampler` (regression, one call).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import torch
 
 from .configuration_gazeflow import SOLVERS
 from .geometry import clamp_unit, model_to_unit
-from .validation import check_pixel_values, check_sampling_arguments
+from .modeling_gazeflow_objectives import REGRESSION_INPUT_TIME
+from .sampling_diffusion import DDIMSampler
+from .validation import check_objective_sampling, check_pixel_values, check_sampling_arguments
 from .windows import blend_windows, window_starts
 
 if TYPE_CHECKING:
@@ -85,6 +89,27 @@ class FlowMatchingSampler:
         return sample
 
 
+@dataclass(frozen=True)
+class DirectSampler:
+    """The regression head's "sampler": one network call at x = 0, s = REGRESSION_INPUT_TIME, x1_hat = 0; the noise
+    only gives the shape (K = 1)."""
+
+    calls_per_step = 1
+
+    def sample(self, velocity_fn: VelocityFn, noise: torch.Tensor) -> torch.Tensor:
+        zeros = torch.zeros_like(noise)
+        return velocity_fn(zeros, REGRESSION_INPUT_TIME, zeros)
+
+
+def sampler_for(config, num_steps: int, solver: str) -> FlowMatchingSampler | DDIMSampler | DirectSampler:
+    """The sampler of ``config.objective`` with S = ``num_steps`` (and the ODE ``solver`` for flow matching)."""
+    if config.objective == "diffusion":
+        return DDIMSampler(num_steps, config.diffusion_timesteps)
+    if config.objective == "regression":
+        return DirectSampler()
+    return FlowMatchingSampler(num_steps, solver)
+
+
 def cached_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int) -> VelocityFn:
     """The fast path: the condition (c_v, c_task and every block's keys/values) is built once per clip here and
     reused by every call, for all K samples at once (never copied K times)."""
@@ -125,7 +150,7 @@ def sample_window(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num
         velocity_fn = cached_velocity_fn(model, encoder_hidden_states, num_frames)
     else:
         velocity_fn = recompute_velocity_fn(model, encoder_hidden_states, num_frames, noise.shape[1])
-    return FlowMatchingSampler(num_steps, solver).sample(velocity_fn, noise)
+    return sampler_for(model.config, num_steps, solver).sample(velocity_fn, noise)
 
 
 def pad_window(frames: torch.Tensor, length: int) -> torch.Tensor:
@@ -155,6 +180,7 @@ def generate_trajectories(
     clip of one window draws exactly the noise a single-window call draws.
     """
     check_sampling_arguments(num_samples, num_steps, solver)
+    check_objective_sampling(model.config, num_samples, solver)
     if (pixel_values_videos is None) == (encoder_hidden_states is None):
         raise ValueError("generate: give exactly one of `pixel_values_videos` [B, T, 3, S, S] or "
                          "`encoder_hidden_states` [B, G * N, D]")
@@ -168,7 +194,7 @@ def generate_trajectories(
         if encoder_hidden_states.dim() != 3 or encoder_hidden_states.shape[1] % tokens != 0:
             raise ValueError(f"`encoder_hidden_states` must be [batch, tubelets * {tokens}, "
                              f"{config.encoder_config.hidden_size}], got {tuple(encoder_hidden_states.shape)}")
-        num_frames = encoder_hidden_states.shape[1] // tokens * config.tubelet_size
+        num_frames = encoder_hidden_states.shape[1] // tokens * config.frames_per_encoder_group
         batch = encoder_hidden_states.shape[0]
         noise = draw_noise((batch, num_samples, num_frames, 2), generator, device)
         trajectories = sample_window(model, encoder_hidden_states.to(device), num_frames, noise, num_steps, solver,
@@ -195,6 +221,8 @@ def generate_trajectories(
 __all__ = [
     "SOLVERS",
     "FlowMatchingSampler",
+    "DirectSampler",
+    "sampler_for",
     "estimate_endpoint",
     "cached_velocity_fn",
     "recompute_velocity_fn",

@@ -31,14 +31,16 @@ def check_pixel_values(pixel_values_videos: torch.Tensor, config: GazeFlowConfig
 
 def check_encoder_hidden_states(encoder_hidden_states: torch.Tensor, num_frames: int,
                                 config: GazeFlowConfig) -> torch.Tensor:
-    """Check encoder tokens of a ``num_frames`` window and return them as ``[B, num_frames / tubelet, N, D]``."""
-    tubelet, tokens_per_frame = config.tubelet_size, config.tokens_per_frame
+    """Check encoder tokens of a ``num_frames`` window and return them as ``[B, G, N, D]``, G = num_frames / tubelet
+    (the causal variant: G = num_frames, one token group per frame)."""
+    group, tokens_per_frame = config.frames_per_encoder_group, config.tokens_per_frame
     hidden = config.encoder_config.hidden_size
-    if num_frames < 1 or num_frames % tubelet != 0:
-        raise ValueError(f"the window must have a positive multiple of the encoder's tubelet_size={tubelet} frames, "
+    if num_frames < 1 or num_frames % group != 0:
+        raise ValueError(f"the window must have a positive multiple of the encoder's tubelet_size={group} frames, "
                          f"got num_frames={num_frames}")
-    groups = num_frames // tubelet
-    expected = f"[batch, {groups * tokens_per_frame}, {hidden}] ({groups} tubelets x {tokens_per_frame} tokens)"
+    groups = num_frames // group
+    unit = "frames (causal: one token group per frame)" if config.causal else "tubelets"
+    expected = f"[batch, {groups * tokens_per_frame}, {hidden}] ({groups} {unit} x {tokens_per_frame} tokens)"
     if not torch.is_tensor(encoder_hidden_states) or encoder_hidden_states.dim() != 3:
         shape = tuple(encoder_hidden_states.shape) if torch.is_tensor(encoder_hidden_states) else type(
             encoder_hidden_states)
@@ -90,4 +92,15 @@ def check_sampling_arguments(num_samples: int, num_steps: int, solver: str) -> N
         raise ValueError(f"`solver` must be one of {SOLVERS}, got {solver!r}")
 
 
-__all__ = ["check_pixel_values", "check_encoder_hidden_states", "check_training_targets", "check_sampling_arguments"]
+def check_objective_sampling(config: GazeFlowConfig, num_samples: int, solver: str) -> None:
+    """The regression head gives one trajectory (K = 1); ODE solvers apply to flow matching only."""
+    if config.objective == "regression" and num_samples != 1:
+        raise ValueError(f"`num_samples` (K) must be 1 with objective='regression' (a deterministic head predicts one "
+                         f"trajectory), got {num_samples}")
+    if config.objective != "flow_matching" and solver != "euler":
+        raise ValueError(f"`solver`={solver!r} applies to objective='flow_matching' only; objective="
+                         f"{config.objective!r} samples with {'DDIM' if config.objective == 'diffusion' else 'one call'}"
+                         f" (leave solver at its default 'euler')")
+
+
+__all__ = ["check_objective_sampling", "check_pixel_values", "check_encoder_hidden_states", "check_training_targets", "check_sampling_arguments"]

@@ -39,13 +39,16 @@ def example_key(example: Mapping[str, Any]) -> str:
 
 
 def cache_fingerprint(model, processor: GazeFlowVideoProcessor) -> str:
-    """A hash of everything the cached tokens depend on: encoder config and weights, processor, window length."""
+    """A hash of everything the cached tokens depend on: encoder config and weights, processor, window length, and
+    for the causal variant its encoder window (its tokens are per frame, from causal windows)."""
     digest = hashlib.sha256()
     encoder_config = {k: v for k, v in model.config.encoder_config.to_dict().items()
                       if not k.startswith("_") and k not in ("transformers_version", "architectures", "dtype")}
     digest.update(json.dumps(encoder_config, sort_keys=True, default=str).encode())
     digest.update(processor.fingerprint().encode())
     digest.update(str(model.config.num_frames).encode())
+    if getattr(model.config, "causal", False):  # per-frame tokens from causal windows (modeling_gazeflow_causal)
+        digest.update(f"causal:{model.config.causal_encoder_frames}".encode())
     for name, tensor in sorted(model.video_encoder.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())

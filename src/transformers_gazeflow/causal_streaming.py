@@ -1,0 +1,195 @@
+"""Online gaze prediction with the causal GazeFlow (paper Appendix F.4): :class:`GazeFlowStreamer`.
+
+Frames arrive one at a time (a camera loop, a file decoded frame by frame); the gaze of frame t is emitted as soon
+as frame t has been seen. The causal model (``GazeFlowConfig(causal=True)``, ``modeling_gazeflow_causal``) makes
+this exact: its output at frame t reads frames <= t only, so the streamer computes, per frame, only what frame t
+adds, and its outputs equal the causal model run on the same prefix with the same noise (tested).
+
+Per-frame work is bounded (it does not grow with the stream):
+
+* **encoder**: one V-JEPA 2 call on frame t's causal window (``causal_encoder_frames`` frames ending at t); the
+  resulting tokens, c_v(t) and its keys/values are frame t's alone and are never recomputed;
+* **task bank**: the running bank over the frame summaries of the last W frames (W = ``num_frames``), i.e. M
+  queries attending to at most W summaries;
+* **sampler**: S ODE steps (``solver``: 1 or 2 network calls each) on the newest frame's K gaze tokens only. The
+  velocity network is causal over frames, so the past frames' per-block self-attention keys/values at each network
+  call of the sampler are cached (one cache per call index and block) and the new frame attends to at most W of
+  them (older ones drop out). Memory: (S x calls) x L x 2 x B K W d floats.
+
+Within the first W frames the streamer reproduces the causal model on the prefix exactly. Past W frames it attends
+to the last W frames (a sliding context, the streaming analogue of the model's W-frame windows): with RoPE the
+attention depends on frame offsets only, so this equals the model run on the last W frames with the same gaze
+history; with a learned position table the newest frame takes the last row (index W - 1).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import torch
+
+from .geometry import clamp_unit, model_to_unit
+from .modeling_gazeflow import GazeFlowModel
+from .modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
+from .modeling_gazeflow_layers import GazeFlowKeyValueCache
+from .sampling import draw_noise, sampler_for
+from .validation import check_objective_sampling, check_sampling_arguments
+
+
+@dataclass
+class GazeFlowStreamOutput:
+    """The prediction for one frame.
+
+    Attributes:
+        frame_index: t, the index of the frame in the stream (0-based).
+        trajectories: the K samples' gaze at frame t, ``[B, K, 2]``, unit coordinates ``[0, 1]`` (clamped).
+        mean: their mean, ``[B, 2]``.
+    """
+
+    frame_index: int
+    trajectories: torch.Tensor
+    mean: torch.Tensor
+
+
+class GazeFlowStreamer:
+    """Causal, frame-by-frame GazeFlow inference with cached encoder tokens and per-block keys/values.
+
+    Example:
+
+    ```python
+    >>> import torch
+    >>> from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+    >>> from transformers_gazeflow.causal_streaming import GazeFlowStreamer
+    >>> model = GazeFlowModel(GazeFlowConfig.tiny(causal=True)).eval()
+    >>> streamer = GazeFlowStreamer(model, num_samples=4, num_steps=2, generator=torch.Generator().manual_seed(0))
+    >>> for frame in torch.randn(10, 3, 32, 32):  # normalised frames, one at a time
+    ...     out = streamer.push(frame)
+    >>> out.frame_index, out.trajectories.shape, out.mean.shape
+    (9, torch.Size([1, 4, 2]), torch.Size([1, 2]))
+    ```
+
+    Args:
+        model: a causal :class:`GazeFlowModel` (``config.causal=True``), in eval mode.
+        num_samples, num_steps, solver: K, S and the ODE solver (defaults from the config).
+        generator: draws each frame's noise ``[B, K, 1, 2]`` (a seed makes the stream reproducible).
+        processor: optional ``GazeFlowVideoProcessor``; then :meth:`push` also takes raw uint8 frames
+            ``[H, W, 3]`` (or ``[B, H, W, 3]``) and processes them.
+    """
+
+    def __init__(self, model: GazeFlowModel, num_samples: int | None = None, num_steps: int | None = None,
+                 solver: str | None = None, generator: torch.Generator | None = None, processor=None):
+        config = model.config
+        if not config.causal:
+            raise ValueError("GazeFlowStreamer needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
+                             "F.4): the bidirectional model's output at frame t depends on later frames")
+        self.model = model
+        self.num_samples = num_samples if num_samples is not None else config.num_samples
+        self.num_steps = num_steps if num_steps is not None else config.num_steps
+        self.solver = solver if solver is not None else config.solver
+        check_sampling_arguments(self.num_samples, self.num_steps, self.solver)
+        check_objective_sampling(config, self.num_samples, self.solver)
+        self.sampler = sampler_for(config, self.num_steps, self.solver)
+        self.generator = generator
+        self.processor = processor
+        self.context = config.num_frames  # W: frames of attention context kept
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the stream (start a new video)."""
+        self.frame_index = 0
+        self.recent_frames: deque[torch.Tensor] = deque(maxlen=self.model.config.causal_encoder_frames)
+        self.frame_summaries: deque[torch.Tensor] = deque(maxlen=self.context)
+        self.caches: list[list[GazeFlowKeyValueCache]] = []  # [network call of the sampler][block]
+        self.batch_size: int | None = None
+
+    # ------------------------------------------------------------------ per-frame steps
+    def _as_frames(self, frame: torch.Tensor) -> torch.Tensor:
+        config = self.model.config
+        if self.processor is not None and not torch.is_floating_point(torch.as_tensor(frame)):
+            frame = torch.as_tensor(frame)  # raw uint8 [H, W, 3] or [B, H, W, 3]: each frame resized and normalised
+            frame = self.processor.preprocess(frame if frame.dim() == 4 else frame.unsqueeze(0))
+        if not torch.is_tensor(frame) or frame.dim() not in (3, 4) or not frame.is_floating_point():
+            shape = tuple(frame.shape) if torch.is_tensor(frame) else type(frame)
+            raise ValueError(f"push: `frame` must be a float tensor [3, {config.image_size}, {config.image_size}] or "
+                             f"[B, 3, {config.image_size}, {config.image_size}] of normalised pixels (or raw uint8 "
+                             f"[H, W, 3] with a processor), got {shape}")
+        frame = frame.unsqueeze(0) if frame.dim() == 3 else frame
+        expected = (config.encoder_config.in_chans, config.image_size, config.image_size)
+        if tuple(frame.shape[1:]) != expected:
+            raise ValueError(f"push: `frame` must be [B, {expected[0]}, {expected[1]}, {expected[2]}], "
+                             f"got {tuple(frame.shape)}")
+        if self.batch_size is not None and frame.shape[0] != self.batch_size:
+            raise ValueError(f"push: the stream has batch size {self.batch_size}, got a frame of {frame.shape[0]}")
+        return frame
+
+    def _frame_condition(self, frame: torch.Tensor):
+        """Encoder tokens of frame t from its causal window, then c_v(t), c_task(t) and their keys/values."""
+        model, config = self.model, self.model.config
+        self.recent_frames.append(frame)
+        tokens = encode_frame_causal(model.video_encoder, torch.stack(tuple(self.recent_frames), dim=1),
+                                     config.causal_encoder_frames, config.tokens_per_frame)
+        condition_encoder = model.condition_encoder
+        visual = condition_encoder.spatial_encoder(condition_encoder.visual_projection(tokens.unsqueeze(1)))
+        task = None
+        if condition_encoder.task_bank is not None:
+            self.frame_summaries.append(visual.mean(dim=2))
+            task = causal_task_tokens(condition_encoder.task_bank, torch.cat(tuple(self.frame_summaries), dim=1),
+                                      last_only=True)
+        return model.condition_from_tokens(visual, task, num_frames=1, frames_per_group=1)
+
+    def _position(self) -> int:
+        if self.model.config.position_encoding == "learned":
+            return min(self.frame_index, self.context - 1)
+        return self.frame_index
+
+    @torch.no_grad()
+    def push(self, frame: torch.Tensor, noise: torch.Tensor | None = None) -> GazeFlowStreamOutput:
+        """Feed frame t (``[3, S, S]`` or ``[B, 3, S, S]``, normalised) and get its gaze.
+
+        ``noise`` ``[B, K, 1, 2]`` (model coordinates) replaces the generator's draw for this frame.
+        """
+        device = next(self.model.parameters()).device
+        frame = self._as_frames(frame).to(device)
+        batch = frame.shape[0]
+        shape = (batch, self.num_samples, 1, 2)
+        if noise is not None and tuple(noise.shape) != shape:  # checked before the stream's state changes
+            raise ValueError(f"push: `noise` must have shape {shape} (batch, K, 1 frame, 2), got {tuple(noise.shape)}")
+        condition = self._frame_condition(frame)
+        if noise is None:
+            noise = draw_noise(shape, self.generator, device)
+        positions = torch.tensor([self._position()], device=device)
+        network = self.model.velocity_network
+        call = 0
+
+        def velocity_fn(sample: torch.Tensor, flow_time: float, self_condition: torch.Tensor) -> torch.Tensor:
+            nonlocal call
+            if call == len(self.caches):
+                self.caches.append([GazeFlowKeyValueCache(self.context) for _ in network.blocks])
+            times = torch.full((batch, self.num_samples), float(flow_time), device=device)
+            velocity = network(sample, times, self_condition, condition, positions=positions,
+                               caches=self.caches[call])
+            call += 1
+            return velocity
+
+        sample = self.sampler.sample(velocity_fn, noise.to(device=device, dtype=torch.float32))
+        trajectories = clamp_unit(model_to_unit(sample[:, :, 0].float()))
+        output = GazeFlowStreamOutput(self.frame_index, trajectories, trajectories.mean(dim=1))
+        self.batch_size = batch
+        self.frame_index += 1
+        return output
+
+    def stream(self, frames: Iterable[torch.Tensor]) -> Iterator[GazeFlowStreamOutput]:
+        """Push every frame of an iterable (a camera loop, ``data.video.iter_frames`` with a processor) and yield
+        each frame's prediction as soon as it is made."""
+        for frame in frames:
+            yield self.push(frame)
+
+    @property
+    def cached_frames(self) -> int:
+        """Frames whose keys/values are cached (at most W)."""
+        return self.caches[0][0].length if self.caches else 0
+
+
+__all__ = ["GazeFlowStreamer", "GazeFlowStreamOutput"]
