@@ -1,6 +1,5 @@
 """Gaze parsers and the conversion rules of ``data/gaze_formats.py`` (spec: ``../shared/specs/data.md``)."""
 
-import time
 
 import numpy as np
 import pytest
@@ -120,18 +119,16 @@ def test_egtea_clip_name_and_alignment_rule():
         gf.format_egtea_clip_name("OP01-PastaSalad", 1, 2, 3, 4)
 
 
-def test_begaze_parse_rate_100k_rows(tmp_path):
+def test_begaze_parses_100k_rows(tmp_path):
+    """A full-size file parses completely (its speed is measured by benchmarks/bench_data.py, not here)."""
     rng = np.random.default_rng(0)
     n = 100_000
     samples = [(float(x), float(y), int(f), e) for x, y, f, e in zip(
         rng.uniform(-50, 1330, n), rng.uniform(-50, 1010, n), np.arange(n) * 24 // 30,
         rng.choice(["Fixation", "Saccade", "Blink"], n))]
     path = write_begaze(tmp_path / "big.txt", samples)
-    started = time.perf_counter()
     track = gf.parse_begaze(path)
-    elapsed = time.perf_counter() - started
     assert track.report.rows_kept == n and len(track) == (n - 1) * 24 // 30 + 1
-    assert elapsed < 2.0, f"100k BeGaze rows took {elapsed:.2f} s (target < 1 s)"
 
 
 # --------------------------------------------------------------------------------------------------- Ego4D
