@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformers_gazeflow import default_model_available
 from transformers_gazeflow.cli import main
 from transformers_gazeflow.data.video import iter_frames, probe_video
 from transformers_gazeflow.export import CSV_COLUMNS
@@ -112,8 +111,11 @@ def test_demo_writes_the_same_outputs_and_scores(tmp_path, tiny_model_dir, capsy
     assert "frame centre" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(default_model_available(), reason="checks the message shown while no default model is bundled")
-def test_demo_without_a_bundled_model_says_so(tmp_path, capsys):
+def test_demo_without_a_bundled_model_says_so(tmp_path, capsys, monkeypatch):
+    import transformers_gazeflow.hub as hub
+
+    (tmp_path / "no_weights").mkdir()
+    monkeypatch.setattr(hub, "default_model_path", lambda: tmp_path / "no_weights")  # as if the weights were missing
     assert main(["demo", "-o", str(tmp_path / "d")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gazeflow: error: the bundled default model has no weights yet") and "--model" in err
