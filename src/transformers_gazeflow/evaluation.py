@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -40,7 +39,9 @@ def ground_truth(example: dict) -> dict:
 
 def clip_generator(seed: int, clip_id: str, device: torch.device | str = "cpu") -> torch.Generator:
     """The noise generator of one clip: seeded by ``seed`` and the clip id, independent of order and batching."""
-    return torch.Generator(device=device).manual_seed((seed * 1_000_003 + zlib.crc32(clip_id.encode())) % 2**63)
+    from .metrics.baselines import clip_seed
+
+    return torch.Generator(device=device).manual_seed(clip_seed(seed, clip_id))
 
 
 @torch.no_grad()

@@ -70,7 +70,9 @@ class CenterBias:
         return ClipPrediction(trajectories=traj, heatmaps=self.heatmap(gt.width, gt.height))
 
 
-def _clip_seed(seed: int, clip_id: str) -> int:
+def clip_seed(seed: int, clip_id: str) -> int:
+    """The random seed of one clip: from ``seed`` and the clip id, so a clip's noise does not depend on the order
+    or batching of clips (used by the Random Walk prior and by model evaluation)."""
     return (seed * 1_000_003 + zlib.crc32(clip_id.encode("utf-8"))) % (2**63 - 1)
 
 
@@ -122,7 +124,7 @@ class RandomWalk:
         t = gt.gaze.shape[0]
         px = unit_to_pixels(gt.gaze, gt.width, gt.height)
         centroid = px[gt.valid].mean(0) if gt.valid.any() else np.array([gt.width / 2, gt.height / 2])
-        rng = np.random.default_rng(_clip_seed(seed, gt.clip_id))
+        rng = np.random.default_rng(clip_seed(seed, gt.clip_id))
         noise = rng.normal(0.0, self.sigma_px, size=(num_samples, t, 2))
         if self.anchor == "free":
             samples = np.empty_like(noise)
@@ -145,4 +147,4 @@ class RandomWalk:
         return ClipPrediction(trajectories=self.sample(ground_truth, num_samples, seed))
 
 
-__all__ = ["CenterBias", "RandomWalk", "RANDOM_WALK_ANCHORS"]
+__all__ = ["CenterBias", "RandomWalk", "RANDOM_WALK_ANCHORS", "clip_seed"]
