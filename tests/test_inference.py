@@ -1,13 +1,13 @@
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.inference import fast_generate, prepare_for_inference, reference_generate
+
+from .conftest import run_python
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,6 @@ def test_encoder_attention_choice_is_checked(model_with_lora):
         set_encoder_attention(copy.deepcopy(model_with_lora), "flash")
 
 
-
 COMPILE_CHECK = """
 import copy, json, torch
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
@@ -79,9 +78,7 @@ def test_compiled_velocity_network_matches_eager_without_recompiling():
     the compiled sampler reproduces the eager fast path in fp32. Run in a fresh interpreter: inductor's C++ build
     imports setuptools, which refuses to load once another test's import has pulled in the stdlib ``distutils``,
     and dynamo's caches are process-wide."""
-    result = subprocess.run([sys.executable, "-c", COMPILE_CHECK], capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = json.loads(run_python(COMPILE_CHECK).strip().splitlines()[-1])
     assert report["graphs"] == 1, report  # compiled, once, for all 6 Euler steps (a recompile would have raised)
     assert report["max_difference"] < 1e-5, report
     assert report["repeat_identical"], report

@@ -1,5 +1,3 @@
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -7,6 +5,8 @@ import torch
 from transformers import AutoModel
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
+
+from .conftest import run_python
 
 
 def tiny_model(seed: int = 0, **overrides) -> GazeFlowModel:
@@ -154,9 +154,8 @@ def test_automodel_works_in_a_fresh_process_after_the_import(tmp_path):
         assert AutoConfig.from_pretrained({str(tmp_path)!r}).model_type == "gazeflow"
         print("ok")
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
-    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-2000:]
+    stdout = run_python(script, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert stdout.strip().endswith("ok"), stdout
 
 
 def test_load_encoder_weights_from_a_vjepa2_checkpoint(tmp_path):

@@ -1,7 +1,6 @@
 """The package's public face: ``import transformers_gazeflow`` re-exports the data API, stays light (no ``datasets``,
 ``evaluate`` or ``av`` imported), and works where those packages are missing (the GPU image)."""
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -9,6 +8,9 @@ import pytest
 
 import transformers_gazeflow
 
+from .conftest import run_python
+
+HERE = Path(__file__).parent
 DATA_API = {
     "load_gaze_dataset": "transformers_gazeflow.data.loading",
     "gaze_builder": "transformers_gazeflow.data.loading",
@@ -40,16 +42,10 @@ def test_the_data_api_is_re_exported_from_its_one_home():
     assert {"egtea_gaze", "ego4d_gaze", "synthetic_gaze"} <= set(transformers_gazeflow.available_builders())
 
 
-def _python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).parent)
-
-
 def test_importing_the_package_imports_neither_datasets_nor_evaluate_nor_av():
-    result = _python("import sys, transformers_gazeflow\n"
-                     f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    stdout = run_python("import sys, transformers_gazeflow\n"
+                        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))", cwd=HERE, timeout=300)
+    assert stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_the_package_imports_where_datasets_evaluate_and_av_are_missing():
@@ -63,9 +59,7 @@ def test_the_package_imports_where_datasets_evaluate_and_av_are_missing():
             "        call()\n"
             "    except ImportError as err:\n"
             "        print(err)\n")
-    result = _python(code)
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.strip().splitlines()[-3:]
+    lines = run_python(code, cwd=HERE, timeout=300).strip().splitlines()[-3:]
     needs_datasets = "building or loading a gaze dataset needs the `datasets` package: `pip install datasets`"
     assert lines[0] == lines[1] == needs_datasets
     assert lines[2] == "video decoding needs PyAV: `pip install av`"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -16,6 +14,7 @@ from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowPipelin
 from transformers_gazeflow.hub import check_model_folder
 from transformers_gazeflow.remote_code import REMOTE_CODE_FILES, add_remote_code, flatten_imports, save_model_folder
 
+from .conftest import run_python
 from .pipeline_fixtures import random_video, single_torch_thread  # noqa: F401  (fixture)
 
 
@@ -68,10 +67,7 @@ def test_saved_folder_loads_with_remote_code_in_a_fresh_process_without_the_pack
     """)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": "",
            "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "remote-code-ok GazeFlowPipeline" in result.stdout
+    assert "remote-code-ok GazeFlowPipeline" in run_python(script, cwd=tmp_path, env=env)
     np.testing.assert_allclose(np.load(tmp_path / "remote.npy"), expected, atol=1e-6)
     resaved = tmp_path / "resaved"
     assert all((resaved / name).is_file() for name in REMOTE_CODE_FILES)

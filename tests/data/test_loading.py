@@ -14,6 +14,7 @@ import pytest
 from transformers_gazeflow.data import loading
 from transformers_gazeflow.data.loading import clip_window_examples, gaze_example_features, load_gaze_dataset
 
+from ..conftest import build_wheel, run_python
 from .raw_fixtures import EgteaFixtureClip, egtea_clip_name, make_egtea_root
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,13 +115,6 @@ def test_a_builder_code_change_gives_a_fresh_cache_folder(tmp_path, monkeypatch)
     assert Path(again.cache_dir).name == "0123456789abcdef" and again.cache_dir != builder.cache_dir
 
 
-def _run(code: str, cwd: Path, env: dict) -> str:
-    result = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
-
-
 LOAD = """
 import transformers_gazeflow.data.loading as l
 ds = l.load_gaze_dataset("egtea", data_dir={root!r}, split="train", cache_dir={cache!r})
@@ -153,27 +147,19 @@ def _can_build_wheels() -> bool:
 
 @pytest.mark.skipif(not _can_build_wheels(), reason="needs pip and setuptools>=70.1 (or wheel) to build a wheel offline")
 def test_wheel_ships_the_builders_and_loads_them_outside_the_repository(egtea_root, tmp_path):
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("setup.py", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    for name in ("src", "datasets_scripts"):
-        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run(pip + ["wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(source)],
-                   check=True, capture_output=True, timeout=180)
-    (wheel,) = (tmp_path / "dist").glob("transformers_gazeflow-*.whl")
+    wheel = build_wheel(tmp_path, timeout=180)
     names = set(zipfile.ZipFile(wheel).namelist())
     for builder in ("egtea_gaze", "ego4d_gaze"):
         assert f"transformers_gazeflow/_builders/{builder}/{builder}.py" in names
         assert f"transformers_gazeflow/_builders/{builder}/README.md" in names
     site = tmp_path / "site"
-    subprocess.run(pip + ["install", "--no-deps", "--target", str(site), str(wheel)], check=True, capture_output=True,
-                   timeout=180)
+    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
+                    "--target", str(site), str(wheel)], check=True, capture_output=True, timeout=180)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
-    out = _run(LOAD.format(root=str(egtea_root), cache=str(tmp_path / "cache")), elsewhere, env).splitlines()
+    out = run_python(LOAD.format(root=str(egtea_root), cache=str(tmp_path / "cache")), cwd=elsewhere, env=env,
+                     timeout=120).splitlines()
     assert out[-4] == str(site / "transformers_gazeflow" / "_builders" / "egtea_gaze" / "egtea_gaze.py")
     assert out[-3].startswith(str(site)) and out[-1] == f"{egtea_clip_name(OP, 3, 18)} 1"
     assert out[-2] == loading._code_hash(loading.builder_file("egtea"))  # the same code keys the same cache

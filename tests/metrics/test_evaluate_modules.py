@@ -4,9 +4,6 @@ wheel and found from an installed (non-editable) copy."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -17,6 +14,8 @@ from transformers_gazeflow.metrics import EVALUATE_MODULES, evaluate_module_path
 from transformers_gazeflow.metrics import heatmaps as hm
 from transformers_gazeflow.metrics.dynamics import trajectory_dynamics
 from transformers_gazeflow.metrics.protocol import evaluate_frames
+
+from ..conftest import build_wheel, run_python
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,14 +73,7 @@ def test_evaluate_frames_rejects_bad_input():
 
 
 def test_modules_ship_in_the_wheel_and_load_from_an_installed_copy(tmp_path):
-    project = tmp_path / "project"  # build from a copy: the build leaves nothing in the checkout
-    shutil.copytree(REPO / "src", project / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("setup.py", "README.md"):
-        shutil.copy(REPO / name, project / name)
-    out = tmp_path / "wheel"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out)], check=True, capture_output=True, timeout=300)
-    wheel = next(out.glob("transformers_gazeflow-*.whl"))
+    wheel = build_wheel(tmp_path, timeout=300)
     names = zipfile.ZipFile(wheel).namelist()
     for name in EVALUATE_MODULES:
         assert f"transformers_gazeflow/metrics/evaluate_modules/{name}/{name}.py" in names
@@ -95,7 +87,5 @@ def test_modules_ship_in_the_wheel_and_load_from_an_installed_copy(tmp_path):
         "print(r['aae'])"
     )
     env = dict(os.environ, PYTHONPATH=str(site))
-    res = subprocess.run([sys.executable, "-c", code, str(site)], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert float(res.stdout.strip().splitlines()[-1]) == pytest.approx(0.0, abs=1e-9)
+    stdout = run_python(code, str(site), env=env, cwd=tmp_path, timeout=300)
+    assert float(stdout.strip().splitlines()[-1]) == pytest.approx(0.0, abs=1e-9)
