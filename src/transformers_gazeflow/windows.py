@@ -39,6 +39,15 @@ def window_starts(num_frames: int, window: int, stride: int) -> list[int]:
     return starts
 
 
+def _ramp_blend(earlier: torch.Tensor, later: torch.Tensor) -> torch.Tensor:
+    """The linear overlap blend ``(1 - a) x^(i) + a x^(i+1)``, ``a = j / L`` for the ``L`` overlapping frames ``j``
+    (frame axis first; ``earlier`` and ``later`` both hold exactly the overlap)."""
+    overlap = earlier.shape[0]
+    ramp = torch.arange(overlap, dtype=later.dtype, device=later.device) / overlap
+    ramp = ramp.view(-1, *([1] * (later.dim() - 1)))
+    return (1 - ramp) * earlier + ramp * later
+
+
 def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_frames: int, frame_dim: int) -> torch.Tensor:
     """Stitch per-window predictions into one sequence of ``num_frames`` frames with the linear overlap blend.
 
@@ -57,9 +66,7 @@ def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_fram
         values = values[:length]
         overlap = max(0, covered_until - start)
         if overlap > 0:
-            ramp = torch.arange(overlap, dtype=values.dtype, device=values.device) / overlap
-            ramp = ramp.view(-1, *([1] * (values.dim() - 1)))
-            out[start:start + overlap] = (1 - ramp) * out[start:start + overlap] + ramp * values[:overlap]
+            out[start:start + overlap] = _ramp_blend(out[start:start + overlap], values[:overlap])
         out[start + overlap:start + length] = values[overlap:]
         covered_until = max(covered_until, start + length)
     if covered_until < num_frames:
@@ -115,9 +122,7 @@ class StreamingBlender:
                              f"(up to {self.covered_until}); windows must reach past the previous one")
         blended = values.clone()
         if overlap > 0:
-            ramp = torch.arange(overlap, dtype=values.dtype, device=values.device) / overlap
-            ramp = ramp.view(-1, *([1] * (values.dim() - 1)))
-            blended[:overlap] = (1 - ramp) * pending + ramp * values[:overlap]
+            blended[:overlap] = _ramp_blend(pending, values[:overlap])
         self._pending, self._last_start = blended, start
         self._emitted = start
         return finished.movedim(0, self.frame_dim) if finished.shape[0] else None
