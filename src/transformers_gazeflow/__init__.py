@@ -12,7 +12,7 @@ from transformers.pipelines import PIPELINE_REGISTRY
 from .causal_streaming import GazeFlowStreamer, GazeFlowStreamOutput
 from .configuration_gazeflow import GazeFlowConfig
 from .data.collator import GazeFlowDataCollator
-from .data.gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from .schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from .data.loading import ClipDroppedError, available_builders, gaze_builder, gaze_example_features, load_gaze_dataset
 from .data.processing import GazeFlowVideoProcessor
 from .data.synthetic import SyntheticGazeSettings

@@ -37,16 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry import pixels_to_unit, unit_to_pixels
+# the unified gaze-type codes and the valid rule live in ..schema; re-exported here for the readers' callers
+from ..schema import BLINK_OR_OTHER, FIXATION, GAZE_TYPE_NAMES, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
 
 logger = logging.getLogger(__name__)
 
-# --- unified gaze-type codes (data.md, "Unified example schema", field `gaze_type`) ---
-UNTRACKED = 0
-FIXATION = 1
-SACCADE = 2
-BLINK_OR_OTHER = 3
-OFF_FRAME = 4
-GAZE_TYPE_NAMES = ("untracked", "fixation", "saccade", "blink/other", "off-frame")
 
 # --- parity modes (data.md: `parity="glc"` reproduces the reference loaders' quirks; the default fixes them) ---
 PARITY_FIXED = "fixed"
@@ -92,12 +87,6 @@ def check_parity(parity: str) -> str:
     if parity not in PARITY_MODES:
         raise ValueError(f"parity must be one of {PARITY_MODES}, got {parity!r}")
     return parity
-
-
-def valid_mask(gaze_type: np.ndarray) -> np.ndarray:
-    """``valid``: the frame enters the training loss: not untracked, not blink/other (data.md, field ``valid``)."""
-    gaze_type = np.asarray(gaze_type)
-    return (gaze_type != UNTRACKED) & (gaze_type != BLINK_OR_OTHER)
 
 
 def fill_untracked(gaze: np.ndarray, gaze_type: np.ndarray) -> np.ndarray:

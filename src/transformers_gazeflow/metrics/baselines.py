@@ -24,7 +24,8 @@ import torch
 
 from ..geometry import clamp_unit, pixels_to_unit, unit_to_pixels
 from .heatmaps import render_gaussian_map
-from .protocol import FIXATION, ClipGroundTruth, ClipPrediction
+from ..schema import FIXATION
+from .protocol import ClipGroundTruth, ClipPrediction
 
 
 def _clips(clips: Iterable[Any]) -> Iterable[ClipGroundTruth]:

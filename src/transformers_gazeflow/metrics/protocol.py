@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from ..geometry import unit_to_pixels
+from ..schema import FIXATION, GAZE_TYPE_CODES
 from . import dynamics as dyn
 from . import heatmaps as hm
 from . import saliency as sal
@@ -40,12 +41,6 @@ PROTOCOL_WINDOW = 64
 
 PROTOCOL_NUM_FRAMES = 8
 """Protocol frames per clip: ``linspace(0, 63, 8)``."""
-
-FIXATION = 1
-"""Unified gaze-type code of a fixation (spec data.md, "Unified example schema")."""
-
-GAZE_TYPE_CODES = (0, 1, 2, 3, 4)
-"""Unified gaze-type codes: 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame."""
 
 FRAME_METRICS = ("auc", "nss", "cc", "kl", "sim", "aae")
 """Per-frame metrics aggregated frame -> clip -> set."""
