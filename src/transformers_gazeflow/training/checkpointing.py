@@ -273,8 +273,12 @@ def find_checkpoint(argument: str | os.PathLike, output_dir: str | os.PathLike) 
     listed = {Path(os.path.abspath(_entry_path(e, output_dir))) for e in entries}
     abandoned = [name for name in leftovers if Path(os.path.abspath(output_dir / name)) not in listed]
     if abandoned:
-        logger.info("--resume_from_checkpoint latest: ignoring %s (not in %s: left by an abandoned run)",
-                    ", ".join(abandoned), output_dir / INDEX)
+        logger.info("--resume_from_checkpoint latest: ignoring %s (not in %s: left by an abandoned run, or saved "
+                    "by one that died before recording it)", ", ".join(abandoned), output_dir / INDEX)
+    hint = f"; {', '.join(abandoned)} belong to an abandoned run and can be named explicitly" if abandoned else ""
+    if not entries:
+        raise FileNotFoundError(f"--resume_from_checkpoint latest: the current run under --output_dir {output_dir} "
+                                f"has no checkpoint yet{hint}")
     for position, entry in enumerate(reversed(entries)):
         folder = _entry_path(entry, output_dir)
         try:
@@ -288,9 +292,7 @@ def find_checkpoint(argument: str | os.PathLike, output_dir: str | os.PathLike) 
             continue
         return folder
     raise CheckpointError(f"--resume_from_checkpoint latest: none of the {len(entries)} checkpoint(s) of the current "
-                          f"run under {output_dir} verifies (see the warnings above)"
-                          + (f"; {', '.join(abandoned)} belong to an abandoned run and can be named explicitly"
-                             if abandoned else ""))
+                          f"run under {output_dir} verifies (see the warnings above){hint}")
 
 
 def select_checkpoint(argument: str, output_dir: str | os.PathLike, accelerator) -> Path:
