@@ -58,6 +58,13 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be trusted or used. The message starts with the file (or folder) at fault."""
 
 
+def _check_supported(accelerator) -> None:
+    kind = getattr(getattr(accelerator, "distributed_type", None), "value", "")
+    if kind in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
+        raise CheckpointError(f"checkpoints: {kind} shards the model and optimizer state, which this checkpoint format "
+                              f"does not handle; train on one device or with data parallel (DDP)")
+
+
 def rng_file(process_index: int) -> str:
     return f"rng_state_{process_index}.safetensors"
 
@@ -358,6 +365,7 @@ def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerSt
     Every process calls it. Refuses (``CheckpointError``) to write weights holding NaN or inf: a checkpoint is
     only ever a good one.
     """
+    _check_supported(accelerator)
     output_dir = Path(output_dir)
     name = f"step_{state.completed_steps}"
     final, partial = output_dir / name, output_dir / f".tmp_{name}"
@@ -408,6 +416,7 @@ def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer,
     weights, EMA, optimizer, scheduler, gradient scaler, this process's random generators, Accelerate's step.
     ``CheckpointError`` naming the file when something does not fit (another model config, another number of
     processes)."""
+    _check_supported(accelerator)
     folder = Path(folder)
     state = TrainerState.load(folder)
     if state.num_processes != accelerator.num_processes:
