@@ -44,8 +44,8 @@ from transformers_gazeflow.hub import write_model_card
 from transformers_gazeflow.training.checkpointing import (TRAINER_STATE, CheckpointError, TrainerState,
                                                           begin_lineage, load_checkpoint, publish_folder,
                                                           save_checkpoint, select_checkpoint)
-from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
+from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
 
 logger = logging.getLogger("train")

@@ -256,7 +256,14 @@ def test_a_trainer_state_of_the_wrong_shape_names_the_file_and_field(tmp_path):
     with pytest.raises(CheckpointError, match="trainer_state.json: completed_steps is '6', expected int"):
         TrainerState.load(tmp_path)
     (tmp_path / "trainer_state.json").write_text(json.dumps({"completed_steps": 6, "learning_rate": 1}))
-    with pytest.raises(CheckpointError, match=r"trainer_state.json: not a trainer state \(unexpected \['learning_rate'\]"):
+    with pytest.raises(CheckpointError, match=r"trainer_state.json: not a trainer state \(unexpected "
+                                              r"\['learning_rate'\]"):
+        TrainerState.load(tmp_path)
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"completed_steps": 6}))
+    with pytest.raises(CheckpointError, match="trainer_state.json: epoch is missing"):
+        TrainerState.load(tmp_path)
+    (tmp_path / "trainer_state.json").write_text("[6]")
+    with pytest.raises(CheckpointError, match=r"trainer_state.json: not a trainer state \(a JSON list"):
         TrainerState.load(tmp_path)
 
 

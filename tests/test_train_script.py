@@ -53,7 +53,8 @@ def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
     assert sums[0] == sums[1]
     assert "2 processes" in result.stderr
     assert (tmp_path / "run" / "model.safetensors").exists() and (tmp_path / "run" / "README.md").exists()
-    assert {"rng_state_0.safetensors", "rng_state_1.safetensors"} <= {p.name for p in (tmp_path / "run" / "step_2").iterdir()}
+    written = {p.name for p in (tmp_path / "run" / "step_2").iterdir()}
+    assert {"rng_state_0.safetensors", "rng_state_1.safetensors"} <= written
     torchrun[-1] = "29534"
     resumed = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "resumed", "--max_train_steps", 4,
                                 "--resume_from_checkpoint", tmp_path / "run" / "step_2"],

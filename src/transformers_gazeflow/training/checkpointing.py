@@ -31,7 +31,7 @@ import logging
 import os
 import re
 import shutil
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,21 +89,24 @@ class TrainerState:
 
     @classmethod
     def load(cls, folder: Path) -> "TrainerState":
-        """Read ``folder/trainer_state.json``; ``CheckpointError`` naming the file when it is not one."""
+        """Read ``folder/trainer_state.json``; ``CheckpointError`` naming the file and field when it is not one."""
         path = Path(folder) / TRAINER_STATE
         data = read_json(path)
-        kinds = {"completed_steps": int, "epoch": int, "step_in_epoch": int, "epochs_without_improvement": int,
-                 "accelerator_step": int, "num_processes": int, "history": list, "best_validation_loss": (float, int)}
-        names = {f.name for f in fields(cls)}
-        if not isinstance(data, dict) or set(data) - names:
-            unexpected = sorted(set(data) - names) if isinstance(data, dict) else type(data).__name__
-            raise CheckpointError(f"{path}: not a trainer state (unexpected {unexpected}; expected the fields "
-                                  f"{sorted(names)})")
-        for name, value in data.items():
-            if isinstance(value, bool) or not (isinstance(value, kinds[name]) or (value is None and name ==
-                                                                                  "best_validation_loss")):
-                raise CheckpointError(f"{path}: {name} is {value!r}, expected {getattr(kinds[name], '__name__', 'a number')}")
-            if isinstance(value, int) and value < 0:
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{path}: not a trainer state (a JSON {type(data).__name__}, expected an object)")
+        names = list(cls.__dataclass_fields__)
+        unexpected = sorted(set(data) - set(names))
+        if unexpected:
+            raise CheckpointError(f"{path}: not a trainer state (unexpected {unexpected}; expected the fields {names})")
+        kinds = {"history": (list,), "best_validation_loss": (float, int, type(None))}
+        for name in names:
+            if name not in data:
+                raise CheckpointError(f"{path}: {name} is missing")
+            value, expected = data[name], kinds.get(name, (int,))
+            if isinstance(value, bool) or not isinstance(value, expected):
+                raise CheckpointError(f"{path}: {name} is {value!r}, expected "
+                                      f"{' or '.join(kind.__name__ for kind in expected)}")
+            if expected == (int,) and value < 0:
                 raise CheckpointError(f"{path}: {name} is {value}, expected >= 0")
         return cls(**data)
 
@@ -466,5 +469,6 @@ def _load_state_dict(path: Path, target) -> None:
 
 __all__ = [
     "TrainerState", "CheckpointError", "save_checkpoint", "load_checkpoint", "find_checkpoint", "select_checkpoint",
-    "begin_lineage", "verify_checkpoint", "read_index", "write_json_atomically", "publish_folder", "TRAINER_STATE", "MANIFEST", "INDEX",
+    "begin_lineage", "verify_checkpoint", "read_index", "write_manifest", "write_json_atomically", "publish_folder",
+    "TRAINER_STATE", "MANIFEST", "INDEX",
 ]

@@ -41,7 +41,8 @@ def encode_tree(node: Any, tensors: dict[str, torch.Tensor]) -> Any:
     if isinstance(node, np.ndarray):
         key = str(len(tensors))
         # safetensors has no unsigned 32-bit type in every version: widen, and record the dtype to narrow back
-        tensors[key] = torch.from_numpy(node.astype(np.int64) if node.dtype == np.uint32 else np.ascontiguousarray(node))
+        widened = node.astype(np.int64) if node.dtype == np.uint32 else np.ascontiguousarray(node)
+        tensors[key] = torch.from_numpy(widened)
         return {"__ndarray__": key, "dtype": str(node.dtype)}
     if node is None or isinstance(node, (bool, str)):
         return node
