@@ -31,6 +31,7 @@ TRAIN = REPO / "examples" / "train.py"
 class TrainRun:
     returncode: int  # negative: killed by that signal
     output: str  # stdout and stderr, interleaved
+    cpu_s: float  # CPU seconds the run used (user + system): its cost, whatever the machine's load
 
 
 class TrainServer:
@@ -55,7 +56,7 @@ class TrainServer:
             raise AssertionError(f"the training fork server did not answer (timeout {self.timeout} s or exit); "
                                  f"its stderr:\n{self.process.stderr.read()[-3000:]}")
         reply = json.loads(line)
-        return TrainRun(reply["returncode"], log.read_text(errors="replace") if log.exists() else "")
+        return TrainRun(reply["returncode"], log.read_text(errors="replace") if log.exists() else "", reply["cpu_s"])
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -91,8 +92,9 @@ def _serve() -> None:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        print(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}), flush=True)
+        _, status, usage = os.wait4(pid, 0)
+        print(json.dumps({"returncode": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime}),
+              flush=True)
 
 
 if __name__ == "__main__":
