@@ -173,6 +173,13 @@ def verify_checkpoint(folder: str | os.PathLike) -> str:
     Files the manifest does not list (say a ``*.pkl`` dropped in) are never read; a warning names them.
     """
     folder = Path(folder)
+    try:
+        return _verify(folder)
+    except OSError as err:  # a permission, a vanished file, an I/O error: a checkpoint that cannot be trusted
+        raise CheckpointError(f"{err.filename or folder}: unreadable ({err.strerror or err})") from err
+
+
+def _verify(folder: Path) -> str:
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
         raise CheckpointError(f"{folder}: not a complete checkpoint (no {MANIFEST}: an interrupted save, or a "
@@ -316,6 +323,8 @@ def select_checkpoint(argument: str, output_dir: str | os.PathLike, accelerator)
             outcome = [("missing", str(err))]
         except CheckpointError as err:
             outcome = [("bad", str(err))]
+        except OSError as err:  # not left unanswered: the other processes wait for this one
+            outcome = [("bad", f"--resume_from_checkpoint {argument}: {err}")]
     if accelerator.num_processes > 1:
         from accelerate.utils import broadcast_object_list
 
