@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -40,8 +41,11 @@ from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.hub import write_model_card
-from transformers_gazeflow.training.checkpointing import TrainerState, find_checkpoint, save_checkpoint
+from transformers_gazeflow.training.checkpointing import (TRAINER_STATE, CheckpointError, TrainerState,
+                                                          begin_lineage, load_checkpoint, publish_folder,
+                                                          save_checkpoint, select_checkpoint)
 from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
+from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
 
 logger = logging.getLogger("train")
@@ -203,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger().setLevel(logging.WARNING)
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
-    resume_from = find_checkpoint(args.resume_from_checkpoint, output_dir) if args.resume_from_checkpoint else None
+    resume_from = (select_checkpoint(args.resume_from_checkpoint, output_dir, accelerator)
+                   if args.resume_from_checkpoint else None)
 
     # ------------------------------------------------------------------ model, processor, data
     set_seed(args.seed)  # the same initial weights on every process
@@ -252,13 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     model, optimizer, train_loader, validation_loader, scheduler = accelerator.prepare(
         model, optimizer, train_loader, validation_loader, scheduler)
     ema = AveragedModel(accelerator.unwrap_model(model), multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
-    accelerator.register_for_checkpointing(ema)
+    checkpointed = dict(model=model, optimizer=optimizer, scheduler=scheduler, ema=ema)  # what a checkpoint holds
 
     state = TrainerState()
     if resume_from is not None:
-        accelerator.load_state(str(resume_from))
-        state = TrainerState.load(resume_from)
+        state = load_checkpoint(resume_from, accelerator, **checkpointed)
         logger.info("resumed from %s at step %d (epoch %d)", resume_from, state.completed_steps, state.epoch)
+    begin_lineage(output_dir, resume_from, accelerator)
     if accelerator.is_main_process and args.report_to != "none":
         accelerator.init_trackers("gazeflow", config={k: v for k, v in vars(args).items()
                                                       if isinstance(v, (int, float, str, bool))})
@@ -277,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         model.train()
         train_loader.set_epoch(epoch)
         batches = train_loader
-        if epoch == state.epoch and state.step_in_epoch > 0:
+        if state.completed_steps >= max_train_steps:  # resumed from the last step's checkpoint: no step more
+            batches, stop = [], True
+        elif epoch == state.epoch and state.step_in_epoch > 0:
             batches = accelerator.skip_first_batches(train_loader, state.step_in_epoch * args.gradient_accumulation_steps)
         running = 0.0
         for batch in batches:
@@ -301,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             ema.update_parameters(accelerator.unwrap_model(model))
             state.completed_steps += 1
             state.step_in_epoch += 1
+            fault_point(f"step {state.completed_steps}")
             progress.update(1)
             if state.completed_steps % args.logging_steps == 0 or state.completed_steps == 1:
                 lr = scheduler.get_last_lr()[0]
@@ -309,7 +317,10 @@ def main(argv: list[str] | None = None) -> int:
                 accelerator.log({"train/loss": running, "train/lr": lr}, step=state.completed_steps)
             running = 0.0
             if args.checkpointing_steps and state.completed_steps % args.checkpointing_steps == 0:
-                last_checkpoint = save_checkpoint(accelerator, output_dir, state)
+                try:
+                    last_checkpoint = save_checkpoint(accelerator, output_dir, state, **checkpointed)
+                except CheckpointError as err:  # the weights went NaN/inf: that checkpoint would not be a good one
+                    raise TrainingError(f"{err}. Last good checkpoint: {last_checkpoint or 'none saved yet'}") from err
             if state.completed_steps >= max_train_steps:
                 stop = True
                 break
@@ -344,8 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         final = ema.module
-        final.save_pretrained(output_dir)
-        processor.save_pretrained(output_dir)
+        staging = output_dir / ".tmp_final"  # written whole, then moved in file by file (publish_folder)
+        if staging.exists():
+            shutil.rmtree(staging)
+        final.save_pretrained(staging)
+        processor.save_pretrained(staging)
         training = {
             "command": "python examples/train.py " + " ".join(sys.argv[1:] if argv is None else argv),
             "dataset": f"{args.dataset_name} ({args.dataset_config or 'default config'}), data_dir {args.data_dir}",
@@ -363,20 +377,27 @@ def main(argv: list[str] | None = None) -> int:
         training["best validation loss (EMA)"] = state.best_validation_loss
         training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
         write_model_card(
-            output_dir, final, title=f"GazeFlow trained on {args.dataset_name}",
+            staging, final, title=f"GazeFlow trained on {args.dataset_name}",
             description=f"A GazeFlow model trained by `examples/train.py` on {args.dataset_name}; it holds the EMA "
                         f"weights ({args.ema_decay}).",
             training="\n".join(f"- {key}: {value}" for key, value in training.items()),
-            limitations="Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.")
-        (output_dir / "trainer_state.json").write_text(json.dumps(state.__dict__, indent=2, default=str))
+            limitations="Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.",
+            repo=str(output_dir))
+        state.save(staging)
+        publish_folder(staging, output_dir, last=TRAINER_STATE)
         logger.info("saved the EMA model to %s", output_dir)
     accelerator.end_training()
     return 0
 
 
-if __name__ == "__main__":
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` with its errors as ``train.py: error: <what>`` and exit status 1 instead of a traceback."""
     try:
-        sys.exit(main())
+        return main(argv)
     except (ValueError, FileNotFoundError, TrainingError) as err:
         print(f"train.py: error: {err}", file=sys.stderr)
-        sys.exit(1)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

@@ -43,14 +43,25 @@ def checksums(output: str) -> dict[int, float]:
 
 
 def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
+    """... and a two-process checkpoint (one random state per process) resumes exactly with two processes."""
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
-    result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "run", "--max_train_steps", 3],
+    result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "run", "--max_train_steps", 4,
+                               "--checkpointing_steps", 2],
                        {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)
     sums = checksums(result.stdout + result.stderr)
     assert set(sums) == {0, 1}, result.stdout[-2000:]
     assert sums[0] == sums[1]
     assert "2 processes" in result.stderr
     assert (tmp_path / "run" / "model.safetensors").exists() and (tmp_path / "run" / "README.md").exists()
+    written = {p.name for p in (tmp_path / "run" / "step_2").iterdir()}
+    assert {"rng_state_0.safetensors", "rng_state_1.safetensors"} <= written
+    torchrun[-1] = "29534"
+    resumed = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "resumed", "--max_train_steps", 4,
+                                "--resume_from_checkpoint", tmp_path / "run" / "step_2"],
+                        {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)
+    assert "resumed from" in resumed.stderr and checksums(resumed.stdout + resumed.stderr) == sums
+    a, b = load_file(tmp_path / "run" / "model.safetensors"), load_file(tmp_path / "resumed" / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[key], b[key]) for key in a)
 
 
 def test_resume_reaches_the_same_parameters(tmp_path, env, data_dir):
@@ -146,4 +157,32 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(
                                             "--checkpointing_steps", 2]])
     assert "step_2" in str(error.value)
     assert (tmp_path / "step_2" / "trainer_state.json").exists()
+    assert not (tmp_path / "step_4").exists() and not (tmp_path / "model.safetensors").exists()
+
+
+def test_weights_gone_nan_are_not_checkpointed_and_the_last_good_checkpoint_is_named(tmp_path, env, data_dir,
+                                                                                     monkeypatch):
+    """Issue 17 item 3: an update that leaves NaN weights with a finite loss used to be saved as step_4, and the
+    next step's NaN loss then called step_4 the last good checkpoint."""
+    for key in ("HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(key, env[key])
+    spec = importlib.util.spec_from_file_location("gazeflow_train_script", TRAIN)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    original = train.AveragedModel.update_parameters
+    calls = {"n": 0}
+
+    def diverging_update(self, model):  # after step 4's update: one weight becomes NaN (the loss was finite)
+        calls["n"] += 1
+        if calls["n"] == 4:
+            with torch.no_grad():
+                next(model.parameters()).view(-1)[0] = float("nan")
+        return original(self, model)
+
+    monkeypatch.setattr(train.AveragedModel, "update_parameters", diverging_update)
+    with pytest.raises(train.TrainingError, match=r"step_4: not written: the model's '.+' holds NaN or inf after "
+                                                  r"step 4\. Last good checkpoint: .*step_2$"):
+        train.main([str(a) for a in TINY + ["--data_dir", data_dir, "--output_dir", tmp_path, "--max_train_steps", 6,
+                                            "--checkpointing_steps", 2]])
+    assert (tmp_path / "step_2" / "manifest.json").exists()
     assert not (tmp_path / "step_4").exists() and not (tmp_path / "model.safetensors").exists()
