@@ -14,7 +14,8 @@ to ``gaze.csv`` and ``summary.json``. The work itself is :mod:`transformers_gaze
 
 - Limits and concurrency come from the arguments or, for a Space, from the environment: ``GAZEFLOW_APP_MAX_UPLOAD_MB``
   (default 100), ``GAZEFLOW_APP_MAX_DURATION_S`` (seconds of video per run, default 120), ``GAZEFLOW_APP_MAX_JOBS``
-  (jobs at the same time, default 2); ``GAZEFLOW_MODEL`` names the model ``app.py`` starts with.
+  (jobs at the same time, default 2); ``GAZEFLOW_MODEL`` names the model the page starts with and
+  ``GAZEFLOW_DEVICE`` the torch device (default: the CPU).
 - Bad uploads (empty, not a video, one frame, an unknown codec, too large or too long) and bad settings show their
   one-line message in the page (the status line and an error notice); the app keeps serving.
 - Gradio's queue runs at most ``max_concurrent_jobs`` jobs at a time (the rest wait, up to ``max_queue``). Each job
@@ -69,6 +70,7 @@ LEGEND = ("Overlay: heatmap of the K samples, cyan dots = the K samples, white r
 
 
 ENV_MODEL = "GAZEFLOW_MODEL"
+ENV_DEVICE = "GAZEFLOW_DEVICE"
 ENV_MAX_UPLOAD_MB = "GAZEFLOW_APP_MAX_UPLOAD_MB"
 ENV_MAX_DURATION_S = "GAZEFLOW_APP_MAX_DURATION_S"
 ENV_MAX_JOBS = "GAZEFLOW_APP_MAX_JOBS"
@@ -116,7 +118,7 @@ class GazeFlowDemo:
     Args:
         model: model folder or Hub id the page starts with (``None``: ``GAZEFLOW_MODEL``, else the bundled model);
             loaded now, so a bad one fails before the page is served.
-        device: torch device for inference (default: CPU).
+        device: torch device for inference (default: ``GAZEFLOW_DEVICE``, else the CPU).
         limits: upload size, duration and fewest frames (:class:`~.web_demo_jobs.DemoLimits`; default
             :func:`limits_from_env`).
         max_concurrent_jobs: jobs that run at the same time (default ``GAZEFLOW_APP_MAX_JOBS`` or 2); the others
@@ -141,7 +143,7 @@ class GazeFlowDemo:
         self.work_dir = Path(work_dir) if work_dir is not None else None
         if self.work_dir is not None:
             self.work_dir.mkdir(parents=True, exist_ok=True)
-        self.pipelines = PipelineCache(device=device)
+        self.pipelines = PipelineCache(device=device or os.environ.get(ENV_DEVICE) or None)
         model = model if model is not None else os.environ.get(ENV_MODEL)
         self.model = model.strip() if isinstance(model, str) and model.strip() else None
         _, pipe = self.pipelines.get(self.model)  # fails now (ModelFolderError) for a bad model
@@ -268,4 +270,4 @@ def serve(model: str | None = None, host: str = "127.0.0.1", port: int | None = 
 
 
 __all__ = ["GazeFlowDemo", "serve", "default_cache_dir", "import_gradio", "limits_from_env", "GRADIO_HELP", "ENV_MODEL",
-           "ENV_MAX_UPLOAD_MB", "ENV_MAX_DURATION_S", "ENV_MAX_JOBS"]
+           "ENV_DEVICE", "ENV_MAX_UPLOAD_MB", "ENV_MAX_DURATION_S", "ENV_MAX_JOBS"]
