@@ -247,7 +247,7 @@ def test_demo_clip_in_one_click_shows_the_true_gaze(browser, server, artefacts, 
     page.evaluate("() => { const v = document.querySelector('#gazeflow-overlay video'); v.pause();"
                   " v.currentTime = 1.0; }")  # a still frame for the screenshot
     page.wait_for_timeout(500)
-    page.screenshot(path=str(artefacts / "app_demo_clip.png"), full_page=True)
+    page.screenshot(path=str(artefacts / "app_screenshot.png"), full_page=True)
     page.context.close()
 
 
