@@ -35,8 +35,9 @@ EXTRAS = {
         # needed: the tests launch /usr/bin/chromium, installed with apt)
         "playwright>=1.40",
     ],
-    # the web demo (`gazeflow app`, app.py): Gradio for the page, matplotlib for the x(t)/y(t) plot
-    "app": ["gradio>=5.0", "matplotlib>=3.7"],
+    # the web demo (`gazeflow app`, app.py): Gradio for the page (tested with 6.31, the Space's sdk_version),
+    # matplotlib for the x(t)/y(t) plot
+    "app": ["gradio>=6.0", "matplotlib>=3.7"],
 }
 
 # The dataset builders (datasets_scripts/<name>/<name>.py + README.md) ship inside the wheel as

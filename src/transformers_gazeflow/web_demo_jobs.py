@@ -395,7 +395,8 @@ def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str
         "device": str(pipe.device), "fps": source.fps, "width": info.width, "height": info.height,
         "start_frame": start, "frames": frames, "heatmap": bool(settings.heatmap),
         "point_estimate": "per-frame mean of the K samples", "heatmap_sigma_px": config.heatmap_sigma,
-        "mean_point_norm": point_estimate(trajectories).mean(axis=0).tolist(), "outputs": [OVERLAY_NAME, CSV_NAME, SUMMARY_NAME],
+        "mean_point_norm": point_estimate(trajectories).mean(axis=0).tolist(),
+        "outputs": [OVERLAY_NAME, CSV_NAME, SUMMARY_NAME],
         "timings": {"load_s": round(loaded - started, 3), "predict_s": round(finished - loaded, 3),
                     "ms_per_frame": round(1000.0 * (finished - loaded) / max(frames, 1), 2)},
     }
