@@ -236,6 +236,8 @@ def test_no_upload_and_limits(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
 
 
 def test_bad_models_are_named(tmp_path, bikes_mp4, not_a_gazeflow_folder, pipelines):
+    assert str(DemoInputError("cannot load 'x':\n  We couldn't connect.\nCheck it.")) == (
+        "cannot load 'x': We couldn't connect. Check it.")  # wrapped messages (the Hub's) become one line
     with pytest.raises(DemoInputError, match=r"is not a GazeFlow model folder: config.json has model_type 'bert'"):
         run_job(bikes_mp4, JobSettings(model=str(not_a_gazeflow_folder), end_frame=8), tmp_path / "job", pipelines)
     with pytest.raises(DemoInputError, match=r"model folder not found"):

@@ -51,7 +51,11 @@ ProgressCallback = Callable[[int, int], None]
 
 
 class DemoInputError(ValueError):
-    """An upload or a setting the demo cannot run; the message is one readable line for the page."""
+    """An upload or a setting the demo cannot run; the message is one readable line for the page (line breaks of
+    wrapped messages, e.g. the Hub's, are folded)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
 
 
 @dataclass(frozen=True)
