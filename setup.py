@@ -31,7 +31,13 @@ EXTRAS = {
         # reference saliency metrics (MIT benchmark conventions) the metric tests cross-check against; its
         # pkg_resources import and np.trapz call are shimmed in tests/metrics/conftest.py
         "pysaliency>=0.2.22",
+        # drives the system's headless Chromium in the web demo's browser tests (its own browser download is not
+        # needed: the tests launch /usr/bin/chromium, installed with apt)
+        "playwright>=1.40",
     ],
+    # the web demo (`gazeflow app`, app.py): Gradio for the page (tested with 6.31, the Space's sdk_version),
+    # matplotlib for the x(t)/y(t) plot
+    "app": ["gradio>=6.0", "matplotlib>=3.7"],
 }
 
 # The dataset builders (datasets_scripts/<name>/<name>.py + README.md) ship inside the wheel as

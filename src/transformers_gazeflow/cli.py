@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--output-dir", "-o", default="gazeflow_demo", help="output folder (default ./gazeflow_demo)")
     demo.add_argument("--frames", type=int, default=96, help="frames of the generated clip (default 96)")
     add_common(demo)
+
+    app = commands.add_parser("app", help="serve the web demo (needs the [app] extra: gradio)")
+    app.add_argument("--model", default=None, help="model the page starts with (default: the bundled model)")
+    app.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    app.add_argument("--port", type=int, default=None, help="port (default: Gradio's, 7860)")
+    app.add_argument("--share", action="store_true", help="also make a public gradio.live link (off by default)")
     return parser
 
 
@@ -192,6 +198,10 @@ def demo_scores(csv_path: Path, true_gaze: np.ndarray, valid: np.ndarray) -> dic
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gazeflow`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if args.command == "app":  # the web demo (transformers_gazeflow.web_demo); gradio is imported there only
+        from .web_demo import serve
+
+        return serve(model=args.model, host=args.host, port=args.port, share=args.share)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own bar is over frames; no "Loading weights" bar

@@ -1,0 +1,464 @@
+"""The web demo's work, without the web page: check an upload, stream it through the ``egocentric-gaze`` pipeline
+with progress, and write one job's outputs into one folder.
+
+A job writes ``overlay.mp4`` (browser-playable H.264, 4:2:0, even size), ``gaze.csv`` (:mod:`.export`'s format) and
+``summary.json``, and returns the K sampled trajectories for the x(t)/y(t) figure (:func:`trajectory_figure`). For
+the bundled demo clip (:func:`prepare_demo_clip`, a synthetic clip with known gaze, recognised by its content) the
+true gaze is drawn on the overlay and the figure, and the summary says how far the point estimate lies from it.
+
+Nothing here imports Gradio: :mod:`transformers_gazeflow.web_demo` puts the page over these functions. Every
+problem with an upload or a setting raises :class:`DemoInputError` with a one-line message naming the file (by its
+own name, never the server's path) and what was expected; the page shows that message as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .configuration_gazeflow import SOLVERS
+from .data.video import VideoDecodeError, VideoInfo, iter_frames, probe_video, write_video
+from .export import GazeCsvWriter, write_summary
+from .geometry import unit_to_pixels
+from .hub import ModelFolderError, load_model, resolve_model
+from .pipeline_gazeflow import frame_times_ms, open_video_source
+from .streaming import point_estimate
+from .visualization import OverlayRenderer
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .pipeline_gazeflow import GazeFlowPipeline
+
+OVERLAY_NAME, CSV_NAME, SUMMARY_NAME = "overlay.mp4", "gaze.csv", "summary.json"
+MAX_SAMPLES, MAX_STEPS = 64, 100
+"""Upper bounds on K and S in the demo (each job's cost grows with K x S)."""
+TRUTH_COLOUR = (60, 255, 60)
+DEMO_CLIP_NAME = "gazeflow_demo_clip.mp4"
+# the clip `gazeflow demo` renders: 96 frames, 256x192, 24 fps, seed 7
+DEMO_CLIP_SETTINGS = dict(num_clips=1, min_frames=96, max_frames=96, width=256, height=192, fps=24.0, seed=7)
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class DemoInputError(ValueError):
+    """An upload or a setting the demo cannot run; the message is one readable line for the page (line breaks of
+    wrapped messages, e.g. the Hub's, are folded)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+@dataclass(frozen=True)
+class DemoLimits:
+    """Hard limits on one job: upload size, duration of the frames to process, and the fewest frames that make a
+    trajectory."""
+
+    max_upload_mb: float = 100.0
+    max_duration_s: float = 120.0
+    min_frames: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.max_upload_mb > 0 or not self.max_duration_s > 0:
+            raise ValueError(f"limits must be positive, got max_upload_mb={self.max_upload_mb}, "
+                             f"max_duration_s={self.max_duration_s}")
+        if self.min_frames < 1:
+            raise ValueError(f"min_frames must be >= 1, got {self.min_frames}")
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """The size limit in bytes (1 MB = 2**20 bytes, as Gradio counts it)."""
+        return int(self.max_upload_mb * (1 << 20))
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """What the page's controls ask for (``None``: the model's default; ``end_frame`` is exclusive)."""
+
+    model: str | None = None
+    num_samples: int | None = None
+    num_steps: int | None = None
+    solver: str | None = None
+    seed: int | None = 0
+    start_frame: int | None = None
+    end_frame: int | None = None
+    heatmap: bool = True
+    trail: int = 8
+
+
+@dataclass
+class JobResult:
+    """One finished job: its files (all in the job folder), the summary, and what the figure draws."""
+
+    overlay: Path
+    csv: Path
+    summary_path: Path
+    summary: dict[str, Any]
+    trajectories: np.ndarray  # [K, T, 2] unit coordinates
+    times_s: np.ndarray  # [T] frame times in seconds
+    truth: np.ndarray | None = None  # [T, 2] true gaze (demo clip), NaN where it is not valid
+    message: str = ""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class DemoClip:
+    """The bundled demo clip: a synthetic egocentric clip with its true gaze, recognised by size and SHA-256."""
+
+    path: Path
+    gaze: np.ndarray  # [T, 2] unit coordinates
+    valid: np.ndarray  # [T] bool
+    size: int
+    sha256: str
+
+    def matches(self, path: str | os.PathLike) -> bool:
+        path = Path(path)
+        return path.is_file() and path.stat().st_size == self.size and _sha256(path) == self.sha256
+
+    def truth(self, frame_indices: np.ndarray) -> np.ndarray:
+        """The true gaze on these frames, ``[n, 2]``, NaN where it is not valid (blink, untracked, off-frame)."""
+        frame_indices = np.asarray(frame_indices, dtype=np.int64)
+        truth = np.full((len(frame_indices), 2), np.nan)
+        inside = frame_indices < len(self.gaze)
+        keep = inside.copy()
+        keep[inside] = self.valid[frame_indices[inside]]
+        truth[keep] = self.gaze[frame_indices[keep]]
+        return truth
+
+
+def prepare_demo_clip(folder: str | os.PathLike) -> DemoClip:
+    """Render the demo clip into ``folder`` once (later calls reuse the file) and return it with its true gaze.
+
+    The clip is the one ``gazeflow demo`` renders (:data:`DEMO_CLIP_SETTINGS`); the folder name carries the
+    synthetic generator's version, so a changed generator renders a new clip instead of pairing stale pixels with
+    new gaze.
+    """
+    from .data.synthetic import GENERATOR_VERSION, SyntheticGazeSettings, generate_clip
+
+    clip = generate_clip(SyntheticGazeSettings(**DEMO_CLIP_SETTINGS), 0)
+    target = Path(folder) / f"demo_clip_v{GENERATOR_VERSION}"
+    path = target / DEMO_CLIP_NAME
+    if not path.is_file():
+        target.mkdir(parents=True, exist_ok=True)
+        partial = target / f"partial.{os.getpid()}.{threading.get_ident()}.mp4"
+        try:
+            write_video(partial, clip.frames(), fps=clip.fps)
+            partial.replace(path)
+        finally:
+            partial.unlink(missing_ok=True)
+    return DemoClip(path=path, gaze=np.asarray(clip.gaze.gaze, np.float64), valid=np.asarray(clip.gaze.valid, bool),
+                    size=path.stat().st_size, sha256=_sha256(path))
+
+
+class PipelineCache:
+    """Loaded pipelines by model location (the last ``capacity`` used), shared by concurrent jobs.
+
+    Loading happens under a lock, so two jobs asking for the same new model load it once. Inference itself runs
+    without the lock: the pipeline's model is in eval mode and each job streams with its own generator.
+    """
+
+    def __init__(self, device: str | None = None, capacity: int = 2) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self.device, self.capacity = device, capacity
+        self._pipelines: OrderedDict[str, GazeFlowPipeline] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, model: str | None) -> tuple[str, GazeFlowPipeline]:
+        """``(location, pipeline)`` for a model folder or Hub id (``None`` or blank: the bundled model)."""
+        from .pipeline_gazeflow import GazeFlowPipeline
+
+        model = model.strip() if isinstance(model, str) else model
+        location = resolve_model(model or None)  # ModelFolderError naming a bad folder
+        with self._lock:
+            if location not in self._pipelines:
+                pipe = GazeFlowPipeline(model=load_model(location), device=self.device)
+                self._pipelines[location] = pipe
+                while len(self._pipelines) > self.capacity:
+                    self._pipelines.popitem(last=False)
+            self._pipelines.move_to_end(location)
+            return location, self._pipelines[location]
+
+
+def check_upload(video: str | os.PathLike | None, limits: DemoLimits) -> VideoInfo:
+    """Check an uploaded file before any work: present, not empty, within the size limit, a container FFmpeg opens
+    with a video stream in a codec it decodes, and at least ``limits.min_frames`` frames."""
+    if video is None or str(video).strip() == "":
+        raise DemoInputError("no video: upload a video file (or click the demo clip) first")
+    path = Path(video)
+    name = path.name
+    if not path.is_file():
+        raise DemoInputError(f"{name}: the uploaded file is no longer on the server; upload it again")
+    size = path.stat().st_size
+    if size == 0:
+        raise DemoInputError(f"{name} is empty (0 bytes): expected a video file")
+    if size > limits.max_upload_bytes:
+        raise DemoInputError(f"{name} is {size / (1 << 20):.1f} MB; this demo takes videos up to "
+                             f"{limits.max_upload_mb:g} MB")
+    _check_decodable(path)
+    try:
+        info = probe_video(path)
+    except VideoDecodeError as err:
+        raise DemoInputError(f"{name} cannot be read as a video: {_without_path(err, path)}") from err
+    if info.num_frames < limits.min_frames:
+        raise DemoInputError(f"{name} has only {info.num_frames} frame{'s' if info.num_frames != 1 else ''}; gaze "
+                             f"prediction needs a video of at least {limits.min_frames} frames")
+    return info
+
+
+def _without_path(err: Exception, path: Path) -> str:
+    return str(err).replace(f"'{path}'", path.name).replace(str(path), path.name)
+
+
+def _check_decodable(path: Path) -> None:
+    """Open the container and decode its first frame: not-a-video, no video stream and unknown codecs fail here."""
+    import av
+
+    name = path.name
+    try:
+        container = av.open(str(path))
+    except (av.error.FFmpegError, UnicodeDecodeError, ValueError) as err:
+        reason = getattr(err, "strerror", None) or type(err).__name__
+        raise DemoInputError(f"{name} is not a video file (FFmpeg: {reason}); expected a video such as an mp4, "
+                             f"mov, mkv or webm") from err
+    try:
+        streams = container.streams.video
+        if not streams:
+            raise DemoInputError(f"{name} has no video stream (audio or data only); expected a video")
+        if streams[0].codec_context is None:
+            raise DemoInputError(f"{name} uses a video codec FFmpeg cannot decode here; re-encode it as H.264, e.g. "
+                                 f"`ffmpeg -i {name} -c:v libx264 out.mp4`")
+    finally:
+        container.close()
+    try:
+        first = next(iter_frames(path, 0, 1), None)
+    except VideoDecodeError as err:
+        raise DemoInputError(f"{name}: its first frame cannot be decoded ({_without_path(err, path)}); re-encode it "
+                             f"as H.264") from err
+    if first is None:
+        raise DemoInputError(f"{name} has a video stream but no frame could be decoded from it")
+
+
+def _as_int(value: Any, label: str, minimum: int | None = None, maximum: int | None = None) -> int | None:
+    if value is None or (isinstance(value, str) and value.strip() == ""):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise DemoInputError(f"{label} must be a whole number, got {value!r}") from None
+    if not np.isfinite(number) or number != int(number):
+        raise DemoInputError(f"{label} must be a whole number, got {value!r}")
+    number = int(number)
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise DemoInputError(f"{label} must be {bounds}, got {number}")
+    return number
+
+
+def check_frame_range(info: VideoInfo, name: str, start_frame: Any, end_frame: Any,
+                      limits: DemoLimits) -> tuple[int, int]:
+    """``[start, stop)`` of the frames to process, within the video, at least ``min_frames`` long and within the
+    duration limit."""
+    start = _as_int(start_frame, "start frame", minimum=0) or 0
+    end = _as_int(end_frame, "end frame", minimum=1)
+    if start >= info.num_frames:
+        raise DemoInputError(f"start frame {start} is past the end of {name} ({info.num_frames} frames, 0.."
+                             f"{info.num_frames - 1})")
+    stop = info.num_frames if end is None else min(end, info.num_frames)
+    if stop <= start:
+        raise DemoInputError(f"end frame {end} must be after start frame {start} (the end frame is not included)")
+    if stop - start < limits.min_frames:
+        raise DemoInputError(f"frames [{start}, {stop}) of {name} are fewer than the {limits.min_frames} gaze "
+                             f"prediction needs")
+    duration = (stop - start) / info.fps
+    if duration > limits.max_duration_s + 1e-9:
+        most = int(limits.max_duration_s * info.fps)
+        raise DemoInputError(f"{name}: the {stop - start} frames to process last {duration:.1f} s; this demo processes "
+                             f"at most {limits.max_duration_s:g} s per run: set a frame range of at most {most} "
+                             f"frames ({info.fps:g} fps)")
+    return start, stop
+
+
+def _sampling(settings: JobSettings, config) -> dict[str, Any]:
+    num_samples = _as_int(settings.num_samples, "K (samples)", 1, MAX_SAMPLES)
+    num_steps = _as_int(settings.num_steps, "S (steps)", 1, MAX_STEPS)
+    solver = settings.solver or config.solver
+    if solver not in SOLVERS:
+        raise DemoInputError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
+    return dict(num_samples=num_samples if num_samples is not None else config.num_samples,
+                num_steps=num_steps if num_steps is not None else config.num_steps, solver=solver)
+
+
+def _even(frame: np.ndarray) -> np.ndarray:
+    """Pad an odd height/width by one repeated edge row/column: browsers play H.264 in 4:2:0 only, which needs an
+    even size (``write_video`` falls back to 4:4:4 for odd sizes, which Chromium does not play)."""
+    height, width = frame.shape[:2]
+    if height % 2 == 0 and width % 2 == 0:
+        return frame
+    return np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
+
+
+def draw_truth(frame: np.ndarray, point_px: np.ndarray) -> np.ndarray:
+    """Draw the true gaze ``[2]`` (pixels) as a green cross with a dark rim, sized like the overlay's markers."""
+    from PIL import Image, ImageDraw
+
+    if not np.all(np.isfinite(point_px)):
+        return frame
+    height, width = frame.shape[:2]
+    unit = max(1.0, min(height, width) / 100.0)
+    arm, line = max(4.0, 3.5 * unit), max(1, int(round(0.8 * unit)))
+    image = Image.fromarray(frame)
+    draw = ImageDraw.Draw(image)
+    x, y = (float(v) for v in point_px)
+    for colour, extra in (((0, 0, 0), 1), (TRUTH_COLOUR, 0)):
+        draw.line([(x - arm - extra, y), (x + arm + extra, y)], fill=colour, width=line + 2 * extra)
+        draw.line([(x, y - arm - extra), (x, y + arm + extra)], fill=colour, width=line + 2 * extra)
+    return np.asarray(image)
+
+
+def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str | os.PathLike,
+            pipelines: PipelineCache, limits: DemoLimits = DemoLimits(), demo_clip: DemoClip | None = None,
+            on_progress: ProgressCallback | None = None) -> JobResult:
+    """Check ``video``, stream it through the model and write ``overlay.mp4``, ``gaze.csv`` and ``summary.json`` into
+    ``job_dir`` (which the caller removes). ``on_progress(frames_done, frames_total)`` is called as frames finish.
+
+    Raises :class:`DemoInputError` for anything wrong with the upload, the settings or the model."""
+    started = time.perf_counter()
+    info = check_upload(video, limits)
+    path = Path(video)
+    start, stop = check_frame_range(info, path.name, settings.start_frame, settings.end_frame, limits)
+    seed = _as_int(settings.seed, "seed", minimum=0)
+    try:
+        location, pipe = pipelines.get(settings.model)
+    except (ModelFolderError, OSError) as err:
+        raise DemoInputError(f"model {settings.model!r}: {err}") from err
+    config = pipe.model.config
+    sampling = _sampling(settings, config)
+    loaded = time.perf_counter()
+    source = open_video_source(path, start_frame=start, end_frame=stop)
+    truth_all = demo_clip if demo_clip is not None and demo_clip.matches(path) else None
+    out_dir = Path(job_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    overlay_path, csv_path, summary_path = out_dir / OVERLAY_NAME, out_dir / CSV_NAME, out_dir / SUMMARY_NAME
+    renderer = OverlayRenderer(trail=settings.trail)
+    total = stop - start
+    pieces: list[np.ndarray] = []
+
+    def overlay_frames(writer: GazeCsvWriter) -> Iterator[np.ndarray]:
+        from .metrics.heatmaps import render_heatmaps
+
+        done = 0
+        for chunk in pipe.stream_chunks(source, seed=seed, keep_frames=True, **sampling):
+            writer.write(start + chunk.start, chunk.trajectories)
+            pieces.append(chunk.trajectories)
+            samples_px = unit_to_pixels(chunk.trajectories, info.width, info.height)
+            points_px = unit_to_pixels(chunk.points, info.width, info.height)
+            truth_px = (unit_to_pixels(truth_all.truth(start + chunk.start + np.arange(chunk.num_frames)), info.width,
+                                       info.height) if truth_all is not None else None)
+            for i, frame in enumerate(chunk.frames):
+                maps = (render_heatmaps(chunk.trajectories[:, i:i + 1], info.width, info.height,
+                                        sigma=config.heatmap_sigma)[0].numpy() if settings.heatmap else None)
+                drawn = renderer.render(frame, samples_px[:, i], points_px[i], maps)
+                if truth_px is not None:
+                    drawn = draw_truth(drawn, truth_px[i])
+                yield _even(drawn)
+            done += chunk.num_frames
+            if on_progress is not None:
+                on_progress(done, total)
+
+    try:
+        with GazeCsvWriter(csv_path, source.video_id, info.width, info.height, source.fps) as writer:
+            write_video(overlay_path, overlay_frames(writer), fps=source.fps)
+    except VideoDecodeError as err:
+        raise DemoInputError(f"{path.name} cannot be decoded to the end: {_without_path(err, path)}") from err
+    except ValueError as err:  # the sampler's argument checks (e.g. K > 1 for a regression model)
+        raise DemoInputError(f"{path.name}: {_without_path(err, path)}") from err
+    finished = time.perf_counter()
+    trajectories = np.concatenate(pieces, axis=1)
+    frame_indices = start + np.arange(trajectories.shape[1])
+    truth = truth_all.truth(frame_indices) if truth_all is not None else None
+    frames = int(trajectories.shape[1])
+    summary: dict[str, Any] = {
+        "video": path.name, "video_id": source.video_id, "model": location, **sampling, "seed": seed,
+        "device": str(pipe.device), "fps": source.fps, "width": info.width, "height": info.height,
+        "start_frame": start, "frames": frames, "heatmap": bool(settings.heatmap),
+        "point_estimate": "per-frame mean of the K samples", "heatmap_sigma_px": config.heatmap_sigma,
+        "mean_point_norm": point_estimate(trajectories).mean(axis=0).tolist(),
+        "outputs": [OVERLAY_NAME, CSV_NAME, SUMMARY_NAME],
+        "timings": {"load_s": round(loaded - started, 3), "predict_s": round(finished - loaded, 3),
+                    "ms_per_frame": round(1000.0 * (finished - loaded) / max(frames, 1), 2)},
+    }
+    message = (f"{frames} frames of {path.name} in {finished - loaded:.1f} s "
+               f"({summary['timings']['ms_per_frame']:.0f} ms/frame); K={sampling['num_samples']}, "
+               f"S={sampling['num_steps']}, {sampling['solver']}, seed {seed}.")
+    if truth is not None:
+        summary["demo"] = demo_scores(point_estimate(trajectories), truth)
+        demo = summary["demo"]
+        message += (f" Demo clip: the point estimate lies {demo['point_estimate_error']:.3f} from the true gaze (green "
+                    f"cross) on average, the frame centre {demo['frame_centre_error']:.3f} (unit coordinates).")
+    write_summary(summary_path, summary)
+    return JobResult(overlay=overlay_path, csv=csv_path, summary_path=summary_path, summary=summary,
+                     trajectories=trajectories, times_s=frame_times_ms(frame_indices, source.fps) / 1000.0,
+                     truth=truth, message=message)
+
+
+def demo_scores(points: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+    """Mean distance (unit coordinates) of the point estimate and of the frame centre to the true gaze, over the
+    frames where the true gaze is valid (not NaN)."""
+    valid = np.all(np.isfinite(truth), axis=1)
+    if not valid.any():
+        return {"frames_scored": 0}
+    model_error = float(np.linalg.norm(points[valid] - truth[valid], axis=1).mean())
+    centre_error = float(np.linalg.norm(truth[valid] - 0.5, axis=1).mean())
+    return {"frames_scored": int(valid.sum()), "point_estimate_error": round(model_error, 4),
+            "frame_centre_error": round(centre_error, 4)}
+
+
+def trajectory_figure(times_s: np.ndarray, trajectories: np.ndarray, truth: np.ndarray | None = None) -> Figure:
+    """x(t) and y(t) of the point estimate (the per-frame mean of the K samples), the K samples as a faint band
+    (their range, and each sample as a thin line), and the true gaze where known. ``trajectories``: ``[K, T, 2]``."""
+    from matplotlib.figure import Figure
+
+    trajectories = np.asarray(trajectories, dtype=np.float64)
+    points = point_estimate(trajectories)
+    num_samples = trajectories.shape[0]
+    figure = Figure(figsize=(7.5, 4.6), dpi=100, layout="constrained")
+    axes = figure.subplots(2, 1, sharex=True)
+    for axis, (ax, label) in enumerate(zip(axes, ("x (0 = left edge)", "y (0 = top edge)"))):
+        samples = trajectories[:, :, axis]
+        ax.fill_between(times_s, samples.min(axis=0), samples.max(axis=0), color="#17becf", alpha=0.18, linewidth=0,
+                        label=f"K={num_samples} samples")
+        for sample in samples:
+            ax.plot(times_s, sample, color="#17becf", alpha=min(0.35, 4.0 / num_samples), linewidth=0.6)
+        ax.plot(times_s, points[:, axis], color="#1f4e9c", linewidth=1.8, label="point estimate (mean of K)")
+        if truth is not None:
+            ax.plot(times_s, truth[:, axis], color="#2ca02c", linewidth=1.4, linestyle="--", label="true gaze")
+        ax.set_ylim(0.0, 1.0)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[1].invert_yaxis()  # up on the plot is up in the frame
+    axes[1].set_xlabel("time (s)")
+    axes[0].legend(loc="upper right", fontsize=8, ncol=3, framealpha=0.85)
+    axes[0].set_title("Gaze x(t) and y(t) in [0, 1] of the frame", fontsize=10)
+    return figure
+
+
+__all__ = ["DemoInputError", "DemoLimits", "JobSettings", "JobResult", "DemoClip", "PipelineCache", "check_upload",
+           "check_frame_range", "draw_truth", "prepare_demo_clip", "run_job", "demo_scores", "trajectory_figure",
+           "OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "MAX_SAMPLES", "MAX_STEPS", "DEMO_CLIP_SETTINGS"]
