@@ -66,3 +66,9 @@ def gradient_frames(num_frames: int, height: int, width: int) -> np.ndarray:
         frames[i, :, :, 0] = (i * 7) % 256
         frames[i, (i * 3) % height, :, 1] = 255
     return frames
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the project's markers: ``slow`` tests are skipped by the quick loop ``pytest -m "not slow"``."""
+    config.addinivalue_line("markers", "slow: a slow test (browser, multi-process, long training); "
+                                       "the quick loop `pytest -m \"not slow\"` skips it")
