@@ -34,11 +34,11 @@ def test_the_data_api_is_re_exported_from_its_one_home():
     for name, module in DATA_API.items():
         assert name in transformers_gazeflow.__all__
         assert getattr(transformers_gazeflow, name) is getattr(sys.modules[module], name), name
-    from transformers_gazeflow.data import gaze_formats
+    from transformers_gazeflow import schema
 
     for name, code in CODES.items():
         assert name in transformers_gazeflow.__all__
-        assert getattr(transformers_gazeflow, name) == getattr(gaze_formats, name) == code
+        assert getattr(transformers_gazeflow, name) == getattr(schema, name) == code
     assert {"egtea_gaze", "ego4d_gaze", "synthetic_gaze"} <= set(transformers_gazeflow.available_builders())
 
 

@@ -3,7 +3,7 @@
 A ``datasets.GeneratorBasedBuilder`` in the classic loading-script form. ``datasets`` 4+ refuses scripts in
 ``load_dataset``; use ``transformers_gazeflow.load_gaze_dataset("ego4d", data_dir=..., split=...)`` or the builder
 directly. Raw formats and GLC quirks: ``../shared/specs/data.md``, "Ego4D gaze subset"; the parsing rules live in
-``transformers_gazeflow.data.gaze_formats``. Clips are GLC's 5-second clips, read straight from the full videos by
+``transformers_gazeflow.data.ego4d_format``. Clips are GLC's 5-second clips, read straight from the full videos by
 frame range (no cutting step). The dataset card (``README.md`` beside this file) lists the expected folder layout.
 """
 
@@ -16,14 +16,10 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import (
+from transformers_gazeflow.data.ego4d_format import (
     EGO4D_CLIP_SECONDS,
     EGO4D_GLC_SKIPPED_VIDEOS,
     EGO4D_NON_GAZE_FILES,
-    PARITY_GLC,
-    UNTRACKED,
-    GazeTrack,
-    ParseReport,
     ego4d_clip_starts,
     ego4d_label_rows,
     is_ego4d_gaze_csv,
@@ -31,6 +27,7 @@ from transformers_gazeflow.data.gaze_formats import (
     parse_glc_clip_path,
     read_untracked_intervals,
 )
+from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport
 from transformers_gazeflow.data.loading import (
     BuildLog,
     GazeBuilderOptions,
@@ -40,6 +37,7 @@ from transformers_gazeflow.data.loading import (
     validate_options,
 )
 from transformers_gazeflow.data.video import VideoInfo, probe_video
+from transformers_gazeflow.schema import UNTRACKED
 
 logger = logging.getLogger(__name__)
 

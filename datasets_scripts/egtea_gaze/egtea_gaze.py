@@ -3,7 +3,7 @@
 A ``datasets.GeneratorBasedBuilder`` in the classic loading-script form. ``datasets`` 4+ refuses scripts in
 ``load_dataset``; use ``transformers_gazeflow.load_gaze_dataset("egtea", data_dir=..., split=...)`` or the builder
 directly. Raw formats, alignment and GLC quirks: ``../shared/specs/data.md``, "EGTEA Gaze+"; the parsing rules
-live in ``transformers_gazeflow.data.gaze_formats``. The dataset card (``README.md`` beside this file) lists the
+live in ``transformers_gazeflow.data.egtea_format``. The dataset card (``README.md`` beside this file) lists the
 expected folder layout.
 """
 
@@ -15,17 +15,15 @@ from pathlib import Path
 
 import datasets
 
-from transformers_gazeflow.data.gaze_formats import (
+from transformers_gazeflow.data.egtea_format import (
     BEGAZE_FPS,
     EGTEA_GLC_DROPPED_TEST_CLIPS,
-    PARITY_GLC,
-    GazeTrack,
-    ParseReport,
     egtea_gaze_rows,
     parse_begaze,
     parse_egtea_clip_name,
     read_egtea_index,
 )
+from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport
 from transformers_gazeflow.data.loading import (
     NO_LABEL,
     BuildLog,

@@ -23,7 +23,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import PARITY_FIXED
+from transformers_gazeflow.data.gaze_common import PARITY_FIXED
 from transformers_gazeflow.data.loading import (
     NO_LABEL,
     BuildLog,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import begaze_lines, format_egtea_clip_name
+from transformers_gazeflow.data.egtea_format import begaze_lines, format_egtea_clip_name
 from transformers_gazeflow.data.video import write_video
 
 EGO4D_HEADER = ("component_idx,component_timestamp_s,canonical_timestamp_s,world_index,confidence,"
@@ -37,7 +37,7 @@ def _write_lines(path: Path, lines: list[str], crlf: bool = False) -> Path:
 
 
 def begaze_row(fmt: int, px: float, py: float, frame: int, event: str, time: int = 0) -> str:
-    """One data row of BeGaze format ``fmt`` (the package's writer, :func:`gaze_formats.begaze_lines`)."""
+    """One data row of BeGaze format ``fmt`` (the package's writer, :func:`egtea_format.begaze_lines`)."""
     return begaze_lines([(time, px, py, frame, event)], fmt=fmt)[-1]
 
 

@@ -5,7 +5,7 @@ import logging
 import numpy as np
 import pytest
 
-from transformers_gazeflow.data import gaze_formats as gf
+from transformers_gazeflow import schema
 from transformers_gazeflow.data.loading import ClipDroppedError, gaze_builder, load_gaze_dataset
 from transformers_gazeflow.data.video import VideoDecodeError
 
@@ -93,7 +93,7 @@ def test_alignment_rule_reads_row_F_start_minus_1_plus_k(fixed):
     (pizza,) = rows_of(ds, PIZZA)  # format 2 (timecodes), -GazeData.txt name
     rows = 4 + np.arange(20)
     np.testing.assert_allclose(pizza["gaze"], np.stack([5 * rows / 1280, 4 * rows / 960], 1), rtol=1e-6)
-    assert list(pizza["gaze_type"]) == [gf.FIXATION] * 20
+    assert list(pizza["gaze_type"]) == [schema.FIXATION] * 20
 
 
 def test_schema_fields_and_labels(fixed, egtea_root):
@@ -161,15 +161,15 @@ def test_parity_glc_pairwise_average_untracked_centre_and_no_off_frame_code(fixe
     np.testing.assert_allclose(f_ex["gaze"][k], [700 / 3 / 1280, 62 / 960], rtol=1e-6)
     np.testing.assert_allclose(g_ex["gaze"][k], [275 / 1280, 63 / 960], rtol=1e-6)
     k = local(OFF_FRAME)
-    assert f_ex["gaze_type"][k] == gf.OFF_FRAME and g_ex["gaze_type"][k] == gf.FIXATION
+    assert f_ex["gaze_type"][k] == schema.OFF_FRAME and g_ex["gaze_type"][k] == schema.FIXATION
     np.testing.assert_allclose(f_ex["gaze"][k, 0], 1279 / 1280)
     for frame in UNTRACKED_FRAMES:
         k = local(frame)
-        assert f_ex["gaze_type"][k] == g_ex["gaze_type"][k] == gf.UNTRACKED
+        assert f_ex["gaze_type"][k] == g_ex["gaze_type"][k] == schema.UNTRACKED
         np.testing.assert_allclose(g_ex["gaze"][k], [0.5, 0.5])
         assert not f_ex["valid"][k] and not g_ex["valid"][k]
-    assert f_ex["gaze_type"][local(BLINK_FRAME)] == gf.BLINK_OR_OTHER and not f_ex["valid"][local(BLINK_FRAME)]
-    assert f_ex["valid"][local(45)] and f_ex["gaze_type"][local(45)] == gf.SACCADE
+    assert f_ex["gaze_type"][local(BLINK_FRAME)] == schema.BLINK_OR_OTHER and not f_ex["valid"][local(BLINK_FRAME)]
+    assert f_ex["valid"][local(45)] and f_ex["gaze_type"][local(45)] == schema.SACCADE
 
 
 def test_glc_test_clip_drop_happens_only_under_parity_but_coverage_drops_it_anyway(fixed, glc):

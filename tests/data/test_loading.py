@@ -77,10 +77,10 @@ def _relative(paths, root=PACKAGE):
 def test_the_cache_key_covers_the_package_modules_each_builder_imports():
     egtea = loading.builder_code_files(loading.builder_file("egtea"))
     assert egtea[0] == loading.builder_file("egtea")
-    assert _relative(egtea) == ["data/gaze_formats.py", "data/loading.py", "data/video.py", "geometry.py",
-                                "windows.py"]
+    assert _relative(egtea) == ["data/egtea_format.py", "data/gaze_common.py", "data/loading.py", "data/video.py",
+                                "geometry.py", "schema.py", "windows.py"]
     synthetic = _relative(loading.builder_code_files(loading.builder_file("synthetic")))
-    assert {"data/synthetic.py", "data/synthetic_gaze.py", "data/synthetic_scene.py", "data/gaze_formats.py",
+    assert {"data/synthetic.py", "data/synthetic_gaze.py", "data/synthetic_scene.py", "data/gaze_common.py",
             "data/loading.py", "data/video.py"} <= set(synthetic)
     for paths in (egtea, synthetic):  # __init__ files only re-export; the collator is not builder output
         assert not any(str(path).endswith(("__init__.py", "collator.py", "modeling_gazeflow.py")) for path in paths)
@@ -88,7 +88,10 @@ def test_the_cache_key_covers_the_package_modules_each_builder_imports():
 
 @pytest.mark.parametrize("edited, builders_changed", [
     ("data/synthetic_scene.py", {"synthetic"}),
-    ("data/gaze_formats.py", {"egtea", "ego4d", "synthetic"}),
+    ("data/gaze_common.py", {"egtea", "ego4d", "synthetic"}),
+    ("data/egtea_format.py", {"egtea"}),
+    ("data/ego4d_format.py", {"ego4d"}),
+    ("schema.py", {"egtea", "ego4d", "synthetic"}),
     ("data/loading.py", {"egtea", "ego4d", "synthetic"}),
     ("windows.py", {"egtea", "ego4d", "synthetic"}),
     ("data/collator.py", set()),

@@ -13,14 +13,8 @@ from transformers_gazeflow.data.synthetic import (
     split_assignment,
     task_names,
 )
-from transformers_gazeflow.data.gaze_formats import (
-    BLINK_OR_OTHER,
-    FIXATION,
-    OFF_FRAME,
-    SACCADE,
-    UNTRACKED,
-    fill_untracked,
-)
+from transformers_gazeflow.data.gaze_common import fill_untracked
+from transformers_gazeflow.schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from transformers_gazeflow.data.synthetic_scene import TASK_COLORS
 from transformers_gazeflow.data.video import decode_frames, probe_video
 

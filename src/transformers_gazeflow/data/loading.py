@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from ..windows import window_starts
-from .gaze_formats import PARITY_FIXED, ParseReport, check_parity, valid_mask
+from ..schema import valid_mask
+from .gaze_common import PARITY_FIXED, ParseReport, check_parity
 
 logger = logging.getLogger(__name__)
 
@@ -292,7 +293,7 @@ def _imported_modules(path: Path, package_dir: Path) -> set[Path]:
 
 def builder_code_files(builder_path: str | os.PathLike, package_dir: str | os.PathLike | None = None) -> list[Path]:
     """The code a builder's output depends on: its own file and every module of this package it imports, directly
-    or through other package modules (e.g. ``data/loading.py``, ``data/gaze_formats.py``, ``geometry.py``, and for
+    or through other package modules (e.g. ``data/loading.py``, ``data/egtea_format.py``, ``geometry.py``, and for
     ``synthetic_gaze`` the ``data/synthetic*.py`` generator). Sorted, for a stable hash."""
     package_dir = Path(package_dir).resolve() if package_dir is not None else _PACKAGE_DIR
     builder_path = Path(builder_path).resolve()

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from .gaze_formats import UNTRACKED, fill_untracked
+from ..schema import UNTRACKED
+from .gaze_common import fill_untracked
 from .synthetic_gaze import SimulatedGaze, simulate_gaze
 from .synthetic_scene import (
     MAX_TASKS,
@@ -43,7 +44,7 @@ from .video import write_video
 
 FORMAT_VERSION = 1
 # bump whenever a change to the scene or gaze simulation changes the clips: stored datasets then refuse to load
-GENERATOR_VERSION = 2  # 2: untracked frames follow gaze_formats.fill_untracked (leading ones too)
+GENERATOR_VERSION = 2  # 2: untracked frames follow gaze_common.fill_untracked (leading ones too)
 #: Generator versions whose folders still load: version 1 made the same videos, types and valid frames and differs
 #: only in the coordinates of untracked frames before a clip's first valid frame, which :func:`load_dataset_records`
 #: re-derives with ``fill_untracked`` (so folders generated before need no re-rendering).
@@ -274,7 +275,7 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
 
 
 def _untracked_filled(gaze: list, gaze_type: list) -> list:
-    """A record's gaze with its untracked frames by :func:`~.gaze_formats.fill_untracked` (a no-op on folders of the
+    """A record's gaze with its untracked frames by :func:`~.gaze_common.fill_untracked` (a no-op on folders of the
     current generator; brings generator-1 folders to the builders' rule), other frames untouched."""
     types = np.asarray(gaze_type)
     untracked = types == UNTRACKED
@@ -287,7 +288,7 @@ def _untracked_filled(gaze: list, gaze_type: list) -> list:
 
 def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSettings, list[dict[str, Any]]]:
     """Read a generated dataset: its settings and the clip records, with ``video_path`` made absolute (and the gaze of
-    untracked frames by the builders' rule, ``gaze_formats.fill_untracked``).
+    untracked frames by the builders' rule, ``gaze_common.fill_untracked``).
 
     Raises ``FileNotFoundError`` naming the missing path and the expected layout.
     """

@@ -13,7 +13,7 @@ the session's 24 fps axis; the clip has ``end - start + 1`` frames and its local
 row of frame ``start - 1 + k`` (the reference's alignment). Clips of one session are laid out one after another
 with short gaps in which the gaze keeps being recorded.
 
-Gaze files are written by :func:`~.gaze_formats.begaze_lines` (format 1: rows ``Time Type Trial X Y Frame Event``
+Gaze files are written by :func:`~.egtea_format.begaze_lines` (format 1: rows ``Time Type Trial X Y Frame Event``
 after 34 ``##`` header lines, line 10 ``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps gives two samples on one frame in
 four (their mean is the frame's point); blinks are ``Blink`` rows, untracked frames have no row at all, and
 off-frame samples keep their raw, out-of-range pixels.
@@ -29,17 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry import unit_to_pixels
-from .gaze_formats import (
-    BEGAZE_FPS,
-    BEGAZE_HEIGHT,
-    BEGAZE_WIDTH,
-    BLINK_OR_OTHER,
-    OFF_FRAME,
-    SACCADE,
-    UNTRACKED,
-    begaze_lines,
-    format_egtea_clip_name,
-)
+from ..schema import BLINK_OR_OTHER, OFF_FRAME, SACCADE, UNTRACKED
+from .egtea_format import BEGAZE_FPS, BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
 from .synthetic import SyntheticClip, SyntheticGazeSettings, generate_clip, split_assignment, task_names
 from .synthetic_scene import TASK_COLOR_NAMES, TASK_SHAPES
 from .video import write_video
@@ -57,7 +48,7 @@ class WrittenEgteaClip:
     to ``[0, 1279] x [0, 959]`` then divided by 1280/960, out-of-range samples coded 4, no sample -> 0. They differ
     from the synthetic truth ``clip.gaze`` only by that clamp (< 1/1280 of the frame) and by the codes. An untracked
     frame has no sample in the file: its ``expected_gaze`` is the clip's own point, while a builder gives it
-    ``gaze_formats.fill_untracked`` over the whole session (the same point, except before the clip's first valid
+    ``gaze_common.fill_untracked`` over the whole session (the same point, except before the clip's first valid
     frame, where the session's earlier samples count) or GLC's centre under ``parity="glc"``.
     ``expected_type_glc`` is what ``parity="glc"`` reads: the reference overwrites code 4 with the sample's event.
     """

@@ -4,9 +4,9 @@ over 2-4 frames with a minimum-jerk profile, blinks and untracked runs (invalid)
 The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest of the time it visits
 distractors, the hands, the surface, or leaves the frame. Codes follow the unified schema
 (``../shared/specs/data.md``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame (clamped);
-``valid`` = not untracked and not blink (both defined in :mod:`.gaze_formats` only). Coordinates are unit
+``valid`` = not untracked and not blink (both defined in :mod:`transformers_gazeflow.schema` only). Coordinates are unit
 ``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders' rule
-(:func:`~.gaze_formats.fill_untracked`: the last valid point is held), so no step is invented by missing samples.
+(:func:`~.gaze_common.fill_untracked`: the last valid point is held), so no step is invented by missing samples.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..geometry import clamp_unit
-from .gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, fill_untracked, valid_mask
+from ..schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
+from .gaze_common import fill_untracked
 from .synthetic_scene import Scene
 
 # where a fixation goes: the task's target most of the time (what makes the task predictive of gaze)
@@ -30,7 +31,7 @@ MIN_SACCADE_AMPLITUDE = 0.025  # smaller re-fixations are folded into the drift 
 
 @dataclass(frozen=True)
 class SimulatedGaze:
-    """Simulated per-frame gaze of one synthetic clip (a real recording's parsed gaze is ``gaze_formats.GazeTrack``).
+    """Simulated per-frame gaze of one synthetic clip (a real recording's parsed gaze is ``gaze_common.GazeTrack``).
 
     ``gaze`` is clamped to the frame, ``gaze_raw`` is the unclamped point (what an eye tracker reports, used by the
     EGTEA-layout writer), ``motion`` the eye movement before blinks/tracking losses are overlaid (1 fixation,
@@ -46,7 +47,7 @@ class SimulatedGaze:
 
     @property
     def valid(self) -> np.ndarray:
-        """bool [T]: the frame enters the loss (:func:`~.gaze_formats.valid_mask` of ``gaze_type``)."""
+        """bool [T]: the frame enters the loss (:func:`~transformers_gazeflow.schema.valid_mask` of ``gaze_type``)."""
         return valid_mask(self.gaze_type)
 
 
@@ -120,7 +121,7 @@ def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> Simulat
             last = min(num_frames, first + int(rng.integers(lengths[0], lengths[1] + 1)))
             gaze_type[first:last] = code
     # a blink reports the last tracked point (raw too: the tracker sees nothing new); untracked frames have no sample
-    # and take the coordinates every builder gives them (gaze_formats.fill_untracked: the same held point where a
+    # and take the coordinates every builder gives them (gaze_common.fill_untracked: the same held point where a
     # valid frame precedes them)
     for frame in np.flatnonzero(~valid_mask(gaze_type)):
         if frame > 0:
