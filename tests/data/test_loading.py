@@ -86,6 +86,23 @@ def test_the_cache_key_covers_the_package_modules_each_builder_imports():
         assert not any(str(path).endswith(("__init__.py", "collator.py", "modeling_gazeflow.py")) for path in paths)
 
 
+def test_the_cache_key_follows_a_subpackage_s_re_exports_to_their_modules(tmp_path):
+    """A builder importing from a subpackage (``from pkg.sub import name``) depends on the modules its ``__init__``
+    re-exports from, never on the ``__init__`` itself nor on the top package's."""
+    package = tmp_path / "transformers_gazeflow"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from .heavy import model\n")
+    (package / "heavy.py").write_text("model = 1\n")
+    (package / "sub" / "__init__.py").write_text("from .impl import name\n")
+    (package / "sub" / "impl.py").write_text("from ..helper import x\nname = x\n")
+    (package / "helper.py").write_text("x = 1\n")
+    builder = tmp_path / "builder.py"
+    builder.write_text("import transformers_gazeflow\nfrom transformers_gazeflow.sub import name\n")
+    files = loading.builder_code_files(builder, package)
+    assert files[0] == builder.resolve()
+    assert _relative(files, package) == ["helper.py", "sub/impl.py"]
+
+
 @pytest.mark.parametrize("edited, builders_changed", [
     ("data/synthetic_scene.py", {"synthetic"}),
     ("data/gaze_common.py", {"egtea", "ego4d", "synthetic"}),

@@ -263,7 +263,9 @@ _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 def _imported_modules(path: Path, package_dir: Path) -> set[Path]:
     """Files of this package that ``path`` imports (absolute ``transformers_gazeflow.x`` or relative imports,
     anywhere in the file, also inside functions). Package ``__init__.py`` files only re-export (architecture.md,
-    "Rules of the house") and are neither returned nor followed."""
+    "Rules of the house"): the top package's is never returned (it imports the whole model); a subpackage's
+    (e.g. ``data/synthetic/__init__.py``) is returned so that :func:`builder_code_files` follows its re-exports to
+    the modules that define them."""
     tree = ast.parse(path.read_bytes(), filename=str(path))
     inside = path.resolve().is_relative_to(package_dir.resolve())
     here = path.resolve().parent.relative_to(package_dir.resolve()).parts if inside else ()
@@ -288,13 +290,16 @@ def _imported_modules(path: Path, package_dir: Path) -> set[Path]:
         candidate = package_dir.joinpath(*name[1:]).with_suffix(".py")
         if candidate.is_file():
             files.add(candidate.resolve())
+        elif (package_dir.joinpath(*name[1:]) / "__init__.py").is_file():
+            files.add((package_dir.joinpath(*name[1:]) / "__init__.py").resolve())
     return files
 
 
 def builder_code_files(builder_path: str | os.PathLike, package_dir: str | os.PathLike | None = None) -> list[Path]:
     """The code a builder's output depends on: its own file and every module of this package it imports, directly
     or through other package modules (e.g. ``data/loading.py``, ``data/egtea_format.py``, ``geometry.py``, and for
-    ``synthetic_gaze`` the ``data/synthetic*.py`` generator). Sorted, for a stable hash."""
+    ``synthetic_gaze`` the modules of the ``data/synthetic`` generator). A subpackage ``__init__.py`` only
+    re-exports: its imports are followed, the file itself is left out. Sorted, for a stable hash."""
     package_dir = Path(package_dir).resolve() if package_dir is not None else _PACKAGE_DIR
     builder_path = Path(builder_path).resolve()
     seen: set[Path] = set()
@@ -305,7 +310,8 @@ def builder_code_files(builder_path: str | os.PathLike, package_dir: str | os.Pa
             continue
         seen.add(path)
         todo += sorted(_imported_modules(path, package_dir) - seen)
-    return sorted(seen, key=lambda p: (p != builder_path, str(p)))
+    code = {path for path in seen if path == builder_path or path.name != "__init__.py"}
+    return sorted(code, key=lambda p: (p != builder_path, str(p)))
 
 
 def _code_hash(builder_path: Path, package_dir: str | os.PathLike | None = None) -> str:
