@@ -33,7 +33,7 @@ from transformers_gazeflow.data.loading import (
     split_window_mode,
     validate_options,
 )
-from transformers_gazeflow.data.synthetic import (
+from transformers_gazeflow.data.synthetic.dataset import (
     SyntheticGazeSettings,
     generate_dataset,
     load_dataset_records,

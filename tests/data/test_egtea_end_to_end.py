@@ -12,7 +12,7 @@ from transformers_gazeflow.schema import UNTRACKED, valid_mask
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings
-from transformers_gazeflow.data.synthetic_egtea import write_egtea_layout
+from transformers_gazeflow.data.synthetic import write_egtea_layout
 from transformers_gazeflow.windows import window_starts
 
 # 4 tiny clips (34, 47, 42 and 17 frames; 2 train, 2 test) with every gaze type in them: 15 untracked frames,

@@ -80,7 +80,7 @@ def test_the_cache_key_covers_the_package_modules_each_builder_imports():
     assert _relative(egtea) == ["data/egtea_format.py", "data/gaze_common.py", "data/loading.py", "data/video.py",
                                 "geometry.py", "schema.py", "windows.py"]
     synthetic = _relative(loading.builder_code_files(loading.builder_file("synthetic")))
-    assert {"data/synthetic.py", "data/synthetic_gaze.py", "data/synthetic_scene.py", "data/gaze_common.py",
+    assert {"data/synthetic/dataset.py", "data/synthetic/gaze.py", "data/synthetic/scene.py", "data/gaze_common.py",
             "data/loading.py", "data/video.py"} <= set(synthetic)
     for paths in (egtea, synthetic):  # __init__ files only re-export; the collator is not builder output
         assert not any(str(path).endswith(("__init__.py", "collator.py", "modeling_gazeflow.py")) for path in paths)
@@ -104,7 +104,7 @@ def test_the_cache_key_follows_a_subpackage_s_re_exports_to_their_modules(tmp_pa
 
 
 @pytest.mark.parametrize("edited, builders_changed", [
-    ("data/synthetic_scene.py", {"synthetic"}),
+    ("data/synthetic/scene.py", {"synthetic"}),
     ("data/gaze_common.py", {"egtea", "ego4d", "synthetic"}),
     ("data/egtea_format.py", {"egtea"}),
     ("data/ego4d_format.py", {"ego4d"}),

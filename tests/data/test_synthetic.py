@@ -15,7 +15,7 @@ from transformers_gazeflow.data.synthetic import (
 )
 from transformers_gazeflow.data.gaze_common import fill_untracked
 from transformers_gazeflow.schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
-from transformers_gazeflow.data.synthetic_scene import TASK_COLORS
+from transformers_gazeflow.data.synthetic.scene import TASK_COLORS
 from transformers_gazeflow.data.video import decode_frames, probe_video
 
 TINY = SyntheticGazeSettings(num_clips=4, min_frames=16, max_frames=24, width=64, height=48, seed=3)

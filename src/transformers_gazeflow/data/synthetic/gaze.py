@@ -4,9 +4,10 @@ over 2-4 frames with a minimum-jerk profile, blinks and untracked runs (invalid)
 The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest of the time it visits
 distractors, the hands, the surface, or leaves the frame. Codes follow the unified schema
 (``../shared/specs/data.md``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame (clamped);
-``valid`` = not untracked and not blink (both defined in :mod:`transformers_gazeflow.schema` only). Coordinates are unit
+``valid`` = not untracked and not blink (both defined in ``schema.py`` only). Coordinates are unit
 ``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders' rule
-(:func:`~.gaze_common.fill_untracked`: the last valid point is held), so no step is invented by missing samples.
+(:func:`~transformers_gazeflow.data.gaze_common.fill_untracked`: the last valid point is held), so no step is
+invented by missing samples.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..geometry import clamp_unit
-from ..schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
-from .gaze_common import fill_untracked
-from .synthetic_scene import Scene
+from ...geometry import clamp_unit
+from ...schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
+from ..gaze_common import fill_untracked
+from .scene import Scene
 
 # where a fixation goes: the task's target most of the time (what makes the task predictive of gaze)
 FIXATION_CHOICES: dict[str, float] = {"target": 0.72, "distractor": 0.12, "hand": 0.06, "surface": 0.06,

@@ -1,9 +1,9 @@
 """``synthetic_gaze``: a procedural, seeded, egocentric-like gaze dataset rendered to real mp4 files.
 
 Each clip shows a textured work surface through a panning, shaking head camera, several moving objects and two
-hands reaching for them (:mod:`.synthetic_scene`). Each clip has a *task*: the task decides which object the gaze
+hands reaching for them (:mod:`.scene`). Each clip has a *task*: the task decides which object the gaze
 mostly serves (its colour and shape identify the task, distractors are neutral) and where that object tends to
-be; the gaze has human-like dynamics (:mod:`.synthetic_gaze`). Everything is fully determined by
+be; the gaze has human-like dynamics (:mod:`.gaze`). Everything is fully determined by
 ``(seed, clip index)``.
 
 On disk (what :func:`generate_dataset` writes and the ``synthetic_gaze`` builder reads)::
@@ -12,7 +12,7 @@ On disk (what :func:`generate_dataset` writes and the ``synthetic_gaze`` builder
     <data_dir>/annotations.jsonl     one line per clip: clip_id, video, split, task, per-frame gaze/type/valid
     <data_dir>/videos/<clip_id>.mp4  the rendered clips (H.264)
 
-:func:`~transformers_gazeflow.data.synthetic_egtea.write_egtea_layout` writes the same kind of clips in the raw
+:func:`~.egtea_layout.write_egtea_layout` writes the same kind of clips in the raw
 EGTEA Gaze+ layout instead.
 """
 
@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from ..schema import UNTRACKED
-from .gaze_common import fill_untracked
-from .synthetic_gaze import SimulatedGaze, simulate_gaze
-from .synthetic_scene import (
+from ...schema import UNTRACKED
+from ..gaze_common import fill_untracked
+from ..video import write_video
+from .gaze import SimulatedGaze, simulate_gaze
+from .scene import (
     MAX_TASKS,
     TASK_COLOR_NAMES,
     TASK_SHAPES,
@@ -40,7 +41,6 @@ from .synthetic_scene import (
     render_frames,
     simulate_scene,
 )
-from .video import write_video
 
 FORMAT_VERSION = 1
 # bump whenever a change to the scene or gaze simulation changes the clips: stored datasets then refuse to load
@@ -275,8 +275,9 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
 
 
 def _untracked_filled(gaze: list, gaze_type: list) -> list:
-    """A record's gaze with its untracked frames by :func:`~.gaze_common.fill_untracked` (a no-op on folders of the
-    current generator; brings generator-1 folders to the builders' rule), other frames untouched."""
+    """A record's gaze with its untracked frames by :func:`~transformers_gazeflow.data.gaze_common.fill_untracked`
+    (a no-op on folders of the current generator; brings generator-1 folders to the builders' rule), other frames
+    untouched."""
     types = np.asarray(gaze_type)
     untracked = types == UNTRACKED
     if not untracked.any():
