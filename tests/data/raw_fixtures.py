@@ -28,6 +28,28 @@ def write_clip(path: Path, num_frames: int, fps: float = 24, height: int = 24, w
     return write_video(path, tiny_frames(num_frames, height, width), fps=fps)
 
 
+def write_cut_clip(path: Path, num_frames: int, keep: float = 0.5, index_first: bool = True, fps: float = 24,
+                   height: int = 24, width: int = 32) -> Path:
+    """A clip cut short (an interrupted copy or download): the first ``keep`` of its bytes. ``index_first``: the mp4
+    index (``moov``) is written before the frames, as ``-movflags faststart`` does, so the cut file still opens and
+    lists all its frames; otherwise the index comes last and is lost with the cut."""
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    full = path.with_name(path.name + ".full.mp4")
+    container = av.open(str(full), "w", options={"movflags": "faststart"} if index_first else {})
+    stream = container.add_stream("libx264", rate=int(fps))
+    stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+    for frame in tiny_frames(num_frames, height, width):
+        container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+    container.mux(stream.encode())
+    container.close()
+    data = full.read_bytes()
+    full.unlink()
+    path.write_bytes(data[:int(len(data) * keep)])
+    return path
+
+
 def _write_lines(path: Path, lines: list[str], crlf: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     newline = "\r\n" if crlf else "\n"

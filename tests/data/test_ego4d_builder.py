@@ -6,7 +6,7 @@ import pytest
 from transformers_gazeflow import schema
 from transformers_gazeflow.data.loading import ClipDroppedError, gaze_builder, load_gaze_dataset
 
-from .raw_fixtures import glc_clip, make_ego4d_root, write_clip
+from .raw_fixtures import glc_clip, make_ego4d_root, write_clip, write_cut_clip
 
 A, B = "video-a", "video-b"
 OFF_SAMPLES = slice(200, 210)  # t in [2.00, 2.09]: x = 1.3, off the frame
@@ -165,7 +165,29 @@ def test_missing_or_undecodable_full_video(tmp_path):
     root = make_ego4d_root(tmp_path / "r", videos={A: 6}, gaze={A: (t, x, y), B: (t, x, y)},
                            train=[glc_clip(A, 0)], test=[glc_clip(B, 0)])
     with pytest.raises(FileNotFoundError, match=f"full_scale.gaze/{B}.mp4(.|\n)*Expected layout"):
-        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c")
+        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c", strict=True)  # strict: a missing video raises
     (root / "full_scale.gaze" / f"{B}.mp4").write_bytes(b"\x00" * 64)
     with pytest.raises(VideoDecodeError, match=f"{B}.mp4"):
-        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c")
+        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c", strict=True)  # strict: a bad video raises
+
+
+@pytest.mark.parametrize("clip_source", ["lists", "derive"])
+def test_missing_empty_or_truncated_full_videos_drop_their_clips_counted_and_named(tmp_path, clip_source):
+    """Issue 17, item 9: a bad full video drops its clips with a logged reason naming it; the build goes on."""
+    t, x, y = gaze_b()
+    uids = {"missing": "video-m", "empty": "video-e", "cut": "video-c"}
+    root = make_ego4d_root(tmp_path / "r", videos={A: 6}, gaze={u: (t, x, y) for u in (A, *uids.values())},
+                           train=[glc_clip(A, 0), glc_clip(uids["missing"], 0), glc_clip(uids["cut"], 0)],
+                           test=[glc_clip(uids["empty"], 0), glc_clip(A, 0)], untracked=[f"{A},00:00:09,00:00:09,0"])
+    videos = root / "full_scale.gaze"
+    (videos / f"{uids['empty']}.mp4").write_bytes(b"")
+    write_cut_clip(videos / f"{uids['cut']}.mp4", 300, keep=0.5, fps=30)
+    builder, ds = build(root, tmp_path / "c", clip_source=clip_source)
+    assert set(ds["train"]["clip_id"]) == set(ds["test"]["clip_id"]) == {f"{A}_t0_t5"}
+    log = builder.build_log
+    assert log.drop_counts == {"video missing": 1, "video unreadable": 2}
+    dropped = {**log.dropped_in("train"), **log.dropped_in("test")}
+    for kind, uid in uids.items():
+        (reason,) = [r for clip, r in dropped.items() if clip.startswith(uid)]
+        assert str(videos / f"{uid}.mp4") in reason and ("missing" if kind == "missing" else
+                                                         "empty" if kind == "empty" else "truncated") in reason
