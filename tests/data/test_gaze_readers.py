@@ -135,6 +135,79 @@ def test_begaze_parses_100k_rows(tmp_path):
     assert track.report.rows_kept == n and len(track) == (n - 1) * 24 // 30 + 1
 
 
+# issue 17, item 10: a row cut inside its event token, and the encodings an export may come in
+
+@pytest.mark.parametrize("fmt", [1, 2])
+@pytest.mark.parametrize("cut", ["F", "Fixat", "Saccad", "Bli"])
+def test_a_row_cut_inside_its_event_is_counted_not_read_as_blink(tmp_path, fmt, cut):
+    """The last row of an interrupted write ends inside its event token: skipped and counted by reason."""
+    path = write_begaze(tmp_path / "cut.txt", SAMPLES, fmt=fmt)
+    with open(path, "a", encoding="utf-8", newline="") as handle:
+        handle.write(begaze_row(fmt, 500.0, 400.0, 9, "Fixation").rsplit("\t", 1)[0] + "\t" + cut)  # no newline
+    track = egtea.parse_begaze(path)
+    assert track.report.skipped == {"event cut short (a prefix of Fixation, Saccade or Blink)": 1}
+    assert track.report.rows_kept == len(SAMPLES) and len(track) == 5  # frame 9 never became a blink frame
+    whole = egtea.parse_begaze(write_begaze(tmp_path / "whole.txt", SAMPLES + [(500.0, 400.0, 9, "Blink")], fmt=fmt))
+    assert whole.report.rows_skipped == 0 and whole.gaze_type[9] == schema.BLINK_OR_OTHER  # a whole "Blink" is kept
+
+
+ENCODINGS = {  # codec, bytes before the text, the note the report carries
+    "utf-8-bom": ("utf-8", b"\xef\xbb\xbf", "read as UTF-8 (byte-order mark)"),
+    "utf-16-le-bom": ("utf-16-le", b"\xff\xfe", "read as UTF-16 LE (byte-order mark)"),
+    "utf-16-be-bom": ("utf-16-be", b"\xfe\xff", "read as UTF-16 BE (byte-order mark)"),
+    "utf-16-le": ("utf-16-le", b"", "read as UTF-16 LE (no byte-order mark; recognised by its NUL bytes)"),
+    "utf-32-le-bom": ("utf-32-le", b"\xff\xfe\x00\x00", "read as UTF-32 LE (byte-order mark)"),
+}
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+@pytest.mark.parametrize("crlf", [False, True])
+def test_begaze_exports_in_utf16_utf32_or_with_a_bom_read_like_utf8(tmp_path, encoding, crlf):
+    codec, mark, note = ENCODINGS[encoding]
+    plain = write_begaze(tmp_path / "plain.txt", SAMPLES, fmt=2, crlf=crlf)
+    other = tmp_path / f"{encoding}.txt"
+    other.write_bytes(mark + plain.read_bytes().decode("utf-8").encode(codec))
+    expected, track = egtea.parse_begaze(plain), egtea.parse_begaze(other)
+    np.testing.assert_array_equal(track.gaze, expected.gaze)
+    np.testing.assert_array_equal(track.gaze_type, expected.gaze_type)
+    assert (track.report.rows_read, track.report.rows_kept, track.report.rows_skipped) == (4, 4, 0)
+    assert track.report.kind == expected.report.kind and track.report.notes == [note]
+    assert note in track.report.summary()
+
+
+def test_a_utf16_file_cut_mid_character_counts_its_last_row(tmp_path):
+    text = (write_begaze(tmp_path / "plain.txt", SAMPLES, fmt=1).read_text(encoding="utf-8").rstrip("\n")
+            + "\n" + begaze_row(1, 500.0, 400.0, 9, "Fixation"))
+    path = tmp_path / "cut16.txt"
+    path.write_bytes(text.encode("utf-16")[:-1])  # half of the last character ("n") is missing
+    report = egtea.parse_begaze(path).report
+    assert report.rows_kept == len(SAMPLES) and report.skipped == {"event cut short (a prefix of Fixation, "
+                                                                  "Saccade or Blink)": 1}
+    assert report.notes == ["read as UTF-16 LE (byte-order mark); the file ends inside a character (1 byte(s) "
+                            "dropped)"]
+
+
+def test_a_binary_file_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "gaze.txt"
+    path.write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(ValueError, match="gaze.txt: not a BeGaze export"):
+        egtea.parse_begaze(path)
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+def test_ego4d_gaze_csvs_in_utf16_utf32_or_with_a_bom_are_found_and_read(tmp_path, encoding):
+    codec, mark, note = ENCODINGS[encoding]
+    plain = write_ego4d_gaze_csv(tmp_path / "plain.mp4", np.array([0.0, 0.01]), np.array([0.25, 0.5]),
+                                 np.array([0.75, 0.5]))
+    other = tmp_path / f"{encoding}.mp4"
+    other.write_bytes(mark + plain.read_bytes().decode("utf-8").encode(codec))
+    assert ego4d.is_ego4d_gaze_csv(other)
+    samples = ego4d.read_ego4d_gaze_csv(other)
+    np.testing.assert_allclose(samples.x, [0.25, 0.5])
+    np.testing.assert_allclose(samples.y, [0.25, 0.5])
+    assert samples.report.rows_skipped == 0 and samples.report.notes == [note]
+
+
 # --------------------------------------------------------------------------------------------------- Ego4D
 
 def test_ego4d_gaze_csv_is_found_by_content_not_extension(tmp_path):

@@ -30,7 +30,9 @@ from .gaze_common import (
     GazeTrack,
     ParseReport,
     check_parity,
+    decode_text_bytes,
     fill_untracked,
+    read_text_bytes,
     tokens_to_float,
 )
 
@@ -56,8 +58,9 @@ def is_ego4d_gaze_csv(path: str | Path) -> bool:
     if path.name in EGO4D_NON_GAZE_FILES or not path.is_file():
         return False
     with open(path, "rb") as handle:
-        head = handle.read(len(EGO4D_GAZE_HEADER_PREFIX) + 3)
-    return head.lstrip(b"\xef\xbb\xbf").startswith(EGO4D_GAZE_HEADER_PREFIX.encode())
+        head = handle.read(4 * len(EGO4D_GAZE_HEADER_PREFIX) + 4)  # room for UTF-32 and a byte-order mark
+    text, _ = decode_text_bytes(head)
+    return text.startswith(EGO4D_GAZE_HEADER_PREFIX.encode())
 
 
 @dataclass
@@ -74,22 +77,26 @@ def read_ego4d_gaze_csv(path: str | Path) -> Ego4dGazeSamples:
     """Read an Ego4D gaze CSV: time ``component_timestamp_s``, ``x = norm_pos_x``, ``y = 1 - norm_pos_y``.
 
     ``norm_pos_*`` have a bottom-left origin (data.md), hence the y flip. Rows with a wrong field count or a
-    non-numeric time/position are skipped and counted. Rows are sorted by time (stably) if they are not.
+    non-numeric time/position are skipped and counted. Rows are sorted by time (stably) if they are not. UTF-8,
+    UTF-16 and UTF-32 files, with or without a byte-order mark, are read alike (:func:`~.gaze_common.read_text_bytes`).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Ego4D gaze file not found: {path}")
     if not is_ego4d_gaze_csv(path):
         raise ValueError(f"{path} is not an Ego4D gaze CSV: its header does not start with {EGO4D_GAZE_HEADER_PREFIX!r}")
-    lines = path.read_bytes().split(b"\n")
+    data, encoding = read_text_bytes(path)  # UTF-16/32 and byte-order marks read as UTF-8
+    lines = data.split(b"\n")
     if lines and not lines[-1].strip():
         lines.pop()
-    header = [name.strip() for name in next(csv.reader([lines[0].decode("utf-8-sig", errors="replace")]))]
+    header = [name.strip() for name in next(csv.reader([lines[0].decode("utf-8", errors="replace")]))]
     missing = [c for c in (EGO4D_TIME_COLUMN, EGO4D_X_COLUMN, EGO4D_Y_COLUMN) if c not in header]
     if missing:
         raise ValueError(f"{path}: the gaze CSV header lacks the column(s) {missing}")
     cols = [header.index(c) for c in (EGO4D_TIME_COLUMN, EGO4D_X_COLUMN, EGO4D_Y_COLUMN)]
     report = ParseReport(str(path), "ego4d gaze csv", rows_read=len(lines) - 1)
+    if encoding:
+        report.notes.append(encoding)
     rows = list(map(bytes.split, lines[1:], repeat(b",")))
     lengths = np.fromiter(map(len, rows), np.int64, len(rows))
     good = lengths == len(header)

@@ -33,6 +33,7 @@ from .gaze_common import (
     check_parity,
     fill_untracked,
     floats_to_frame_index,
+    read_text_bytes,
     tokens_to_float,
 )
 
@@ -119,6 +120,19 @@ def _begaze_event_codes(events: Sequence[bytes] | Sequence[str]) -> np.ndarray:
     return np.where(events == fixation, FIXATION, np.where(events == saccade, SACCADE, BLINK_OR_OTHER)).astype(np.int8)
 
 
+#: The event names a BeGaze row may be cut inside of (a file whose last write was interrupted): a proper prefix of
+#: one of them (``Fixat``) is a cut row, skipped and counted, never read as "anything else" (blink/other).
+BEGAZE_EVENT_NAMES = ("Fixation", "Saccade", "Blink")
+_CUT_EVENT_TOKENS = sorted({name[:end].encode() for name in BEGAZE_EVENT_NAMES for end in range(1, len(name))})
+
+
+def _begaze_cut_events(events: Sequence[bytes]) -> np.ndarray:
+    """Rows whose event token is a proper prefix of a BeGaze event name (:data:`BEGAZE_EVENT_NAMES`)."""
+    if not len(events):
+        return np.zeros(0, bool)
+    return np.isin(np.asarray(events), _CUT_EVENT_TOKENS)
+
+
 def _begaze_format(lines: list[bytes], lengths: np.ndarray) -> tuple[int, str]:
     """Format 1 has ``## Number of Samples:`` on line 10, format 2 on line 11 (data.md); else sniff token counts."""
     marker = BEGAZE_SAMPLES_MARKER.encode()
@@ -139,12 +153,16 @@ def read_begaze(path: str | Path) -> BeGazeSamples:
 
     Header: the leading ``##`` lines (34 in the exports). Format 1 rows: ``Time Type Trial X Y Frame Event``
     (7 tokens). Format 2 rows: 26 tokens, x = token 6, y = token 7, frame from the timecode in token 25, event =
-    last token. A row with another token count, a non-numeric coordinate or a bad frame is skipped and counted.
+    last token. A row with another token count, a non-numeric coordinate, a bad frame or an event cut short (a
+    proper prefix of ``Fixation``, ``Saccade`` or ``Blink``: the last row of an interrupted write) is skipped and
+    counted. UTF-8, UTF-16 and UTF-32 files, with or without a byte-order mark, are read alike
+    (:func:`~.gaze_common.read_text_bytes`); the report's notes name any encoding other than plain UTF-8.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"BeGaze gaze file not found: {path}")
-    lines = path.read_bytes().split(b"\n")  # bytes throughout: a CRLF's b"\r" is whitespace to bytes.split
+    data, encoding = read_text_bytes(path)  # UTF-16 "Unicode" exports and byte-order marks read as UTF-8
+    lines = data.split(b"\n")  # bytes throughout: a CRLF's b"\r" is whitespace to bytes.split
     if lines and not lines[-1].strip():
         lines.pop()
     header = 0
@@ -156,8 +174,10 @@ def read_begaze(path: str | Path) -> BeGazeSamples:
     try:
         fmt, how = _begaze_format(lines, lengths[lengths > 0])
     except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None
+        raise ValueError(f"{path}: {err}" + (f" ({encoding})" if encoding else "")) from None
     report.kind = f"begaze format {fmt} ({how})"
+    if encoding:
+        report.notes.append(encoding)
     expected = BEGAZE_TOKENS[fmt]
     good = lengths == expected
     if not good.all():
@@ -176,10 +196,14 @@ def read_begaze(path: str | Path) -> BeGazeSamples:
         px, ok_x = tokens_to_float(column(5))
         py, ok_y = tokens_to_float(column(6))
         frame, ok_f = begaze_timecode_to_frame(column(24))
-    codes = _begaze_event_codes(column(expected - 1))
+    events = column(expected - 1)
+    codes = _begaze_event_codes(events)
+    ok_event = ~_begaze_cut_events(events)
     report.skip("non-numeric or non-finite x/y", int((~(ok_x & ok_y)).sum()))
     report.skip("bad frame number or timecode", int(((ok_x & ok_y) & ~ok_f).sum()))
-    keep = ok_x & ok_y & ok_f
+    report.skip("event cut short (a prefix of Fixation, Saccade or Blink)",
+                int((ok_x & ok_y & ok_f & ~ok_event).sum()))
+    keep = ok_x & ok_y & ok_f & ok_event
     report.rows_kept = int(keep.sum())
     return BeGazeSamples(px[keep], py[keep], frame[keep], codes[keep], fmt, report)
 
@@ -293,6 +317,7 @@ def read_egtea_index(path: str | Path) -> list[str]:
 
 __all__ = [
     "BEGAZE_WIDTH", "BEGAZE_HEIGHT", "BEGAZE_FPS", "BEGAZE_HEADER_LINES", "BEGAZE_SAMPLES_MARKER", "BEGAZE_TOKENS",
+    "BEGAZE_EVENT_NAMES",
     "EGTEA_GLC_DROPPED_TEST_CLIPS", "BeGazeSamples", "read_begaze", "begaze_frames", "parse_begaze",
     "begaze_timecode_to_frame", "begaze_frame_to_timecode", "begaze_lines", "EgteaClip", "parse_egtea_clip_name",
     "format_egtea_clip_name", "egtea_gaze_rows", "read_egtea_index",

@@ -10,7 +10,10 @@ What lives here, and nowhere else:
 * the coordinates of untracked frames (:data:`UNTRACKED_FILL`, :func:`fill_untracked`);
 * :class:`ParseReport` (rows read, kept, and skipped by reason: a malformed row is counted, never silently turned
   into data) and :class:`GazeTrack` (per-frame gaze of one recording);
-* the vectorised token conversion both readers use (:func:`tokens_to_float`, :func:`floats_to_frame_index`).
+* the vectorised token conversion both readers use (:func:`tokens_to_float`, :func:`floats_to_frame_index`);
+* the text encodings a raw gaze file may come in (:func:`read_text_bytes`): UTF-8 or ASCII, UTF-8 with a
+  byte-order mark, UTF-16 (little or big endian, with a byte-order mark, or without one, recognised by its NUL
+  bytes) as Windows tools such as SMI BeGaze write "Unicode" text, and UTF-32 with a byte-order mark.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -152,8 +156,67 @@ def floats_to_frame_index(values: np.ndarray, ok: np.ndarray) -> tuple[np.ndarra
     return np.where(ok, values, 0).astype(np.int64), ok
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# Text encodings
+# ----------------------------------------------------------------------------------------------------------------
+
+_BYTE_ORDER_MARKS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
+    (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32 LE"),
+    (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32 BE"),
+    (b"\xef\xbb\xbf", "utf-8", "UTF-8"),
+    (b"\xff\xfe", "utf-16-le", "UTF-16 LE"),
+    (b"\xfe\xff", "utf-16-be", "UTF-16 BE"),
+)
+
+
+def _utf16_without_mark(head: bytes) -> str | None:
+    """``"utf-16-le"``/``"utf-16-be"`` when ``head`` looks like ASCII text in UTF-16 without a byte-order mark (a NUL
+    after, or before, nearly every character), else None."""
+    pairs = len(head) // 2
+    if pairs < 2:
+        return None
+    odd_nuls, even_nuls = head[1:2 * pairs:2].count(0), head[0:2 * pairs:2].count(0)
+    if odd_nuls >= 0.9 * pairs and even_nuls < 0.1 * pairs:
+        return "utf-16-le"
+    if even_nuls >= 0.9 * pairs and odd_nuls < 0.1 * pairs:
+        return "utf-16-be"
+    return None
+
+
+def _decode_wide(data: bytes, codec: str, note: str) -> tuple[bytes, str]:
+    """UTF-16/32 ``data`` as UTF-8. A file cut inside its last character loses that partial character (so a row cut
+    inside a token reads as a cut token, which the readers count); undecodable units elsewhere become U+FFFD."""
+    unit = 4 if codec.startswith("utf-32") else 2
+    cut = len(data) % unit
+    if cut:
+        data = data[:-cut]
+        note += f"; the file ends inside a character ({cut} byte(s) dropped)"
+    return data.decode(codec, errors="replace").encode("utf-8"), note
+
+
+def decode_text_bytes(data: bytes) -> tuple[bytes, str | None]:
+    """Raw text ``data`` as UTF-8 bytes (which the readers split on ASCII newlines and whitespace) and a note naming
+    the encoding it was read in, or None for plain UTF-8/ASCII. A byte-order mark is dropped."""
+    for mark, codec, name in _BYTE_ORDER_MARKS:
+        if data.startswith(mark):
+            note = f"read as {name} (byte-order mark)"
+            if codec == "utf-8":
+                return data[len(mark):], note
+            return _decode_wide(data[len(mark):], codec, note)
+    codec = _utf16_without_mark(data[:4096])
+    if codec is not None:
+        return _decode_wide(data, codec, f"read as UTF-16 {codec[-2:].upper()} (no byte-order mark; recognised by "
+                                         "its NUL bytes)")
+    return data, None
+
+
+def read_text_bytes(path: str | Path) -> tuple[bytes, str | None]:
+    """The bytes of text file ``path`` as UTF-8, and a note naming its encoding (:func:`decode_text_bytes`)."""
+    return decode_text_bytes(Path(path).read_bytes())
+
+
 __all__ = [
     "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "fill_untracked", "UNTRACKED_FILL",
     "UNTRACKED_FILL_GLC_EGTEA", "UNTRACKED_FILL_GLC_EGO4D", "ParseReport", "GazeTrack", "tokens_to_float",
-    "floats_to_frame_index",
+    "floats_to_frame_index", "decode_text_bytes", "read_text_bytes",
 ]
