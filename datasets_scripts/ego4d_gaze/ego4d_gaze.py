@@ -27,7 +27,7 @@ from transformers_gazeflow.data.ego4d_format import (
     parse_glc_clip_path,
     read_untracked_intervals,
 )
-from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport
+from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport, read_text
 from transformers_gazeflow.data.loading import (
     BuildLog,
     GazeBuilderOptions,
@@ -161,7 +161,7 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
     def _read_list(self, path: Path) -> list[tuple[str, int, int]]:
         report = ParseReport(str(path), "glc ego4d clip list")
         clips = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in read_text(path, "a GLC clip list").splitlines():
             if not line.strip():
                 continue
             report.rows_read += 1

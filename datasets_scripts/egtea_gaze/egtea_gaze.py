@@ -23,7 +23,7 @@ from transformers_gazeflow.data.egtea_format import (
     parse_egtea_clip_name,
     read_egtea_index,
 )
-from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport
+from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport, read_text
 from transformers_gazeflow.data.loading import (
     NO_LABEL,
     BuildLog,
@@ -133,7 +133,7 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         """``(clip, action, verb, noun)`` per line (0-based; -1 where absent); CRLF or LF; bad lines are counted."""
         report = ParseReport(str(path), "egtea split list")
         entries = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in read_text(path, "a split file").splitlines():
             tokens = line.split()
             if not tokens:
                 continue

@@ -277,3 +277,16 @@ def test_clip_at_another_frame_rate_is_dropped(tmp_path):
     builder.download_and_prepare()
     assert "30 fps" in builder.build_log.dropped_in("train")[PIZZA.name]
     assert builder.as_dataset(split="train")["clip_id"] == [SHORT.name]
+
+
+def test_split_files_with_a_byte_order_mark_keep_their_first_clip_and_non_text_is_named(tmp_path):
+    root = make_egtea_root(tmp_path / "r", train=[SHORT, PIZZA], test=[], gaze={
+        OP: (op_samples(), 1, f"{OP}.txt"), P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt")})
+    split = root / "train_split1.txt"
+    split.write_bytes(b"\xef\xbb\xbf" + split.read_bytes())  # saved by a Windows editor
+    builder, ds = build(root, tmp_path / "c")
+    assert set(ds["train"]["clip_id"]) == {SHORT.name, PIZZA.name}
+    assert builder.build_log.reports[str(split)].rows_skipped == 0
+    split.write_bytes(split.read_bytes() + b"\xff\xfe\xfd junk\r\n")
+    with pytest.raises(ValueError, match=r"train_split1.txt: a split file must be text in UTF-8"):
+        build(root, tmp_path / "c2")

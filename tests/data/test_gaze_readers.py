@@ -423,3 +423,15 @@ def test_ego4d_labels_match_a_frame_by_frame_loop(parity):
     np.testing.assert_array_equal(track.gaze_type, types)
     np.testing.assert_allclose(track.gaze, gaze, atol=1e-7)
     assert (types == 2).any() and (types == 4).any() and (types == 0).any()
+
+
+def test_text_files_that_are_not_text_and_reversed_clip_ranges_are_named(tmp_path):
+    path = tmp_path / "action_idx.txt"
+    path.write_bytes("Caf\u00e9 order 1\n".encode("latin-1"))  # not UTF-8
+    with pytest.raises(ValueError, match=r"action_idx.txt: a class-index file must be text in UTF-8, UTF-16 or UTF-32; "
+                                         r"byte 3 \(b'\\xe9'\) is not UTF-8"):
+        egtea.read_egtea_index(path)
+    path.write_bytes("Caf\u00e9 order 1\r\n".encode("utf-16"))  # with a byte-order mark
+    assert egtea.read_egtea_index(path) == ["Caf\u00e9 order"]
+    with pytest.raises(ValueError, match="F<end> is before its F<start>"):
+        egtea.parse_egtea_clip_name("OP01-R01-PastaSalad-1-2-F000200-F000100")

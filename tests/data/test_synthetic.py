@@ -217,3 +217,13 @@ def test_a_generator_1_folder_loads_with_untracked_frames_by_the_builders_rule(t
     (out / MANIFEST_NAME).write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="generator_version 0"):
         load_dataset_records(out)
+
+
+def test_an_annotation_line_without_a_needed_key_is_named(tmp_path):
+    small = SyntheticGazeSettings(**{**TINY.to_dict(), "num_clips": 1, "max_frames": 16})
+    out = generate_dataset(tmp_path / "one", small)
+    line = json.loads((out / ANNOTATIONS_NAME).read_text())
+    del line["gaze_type"]
+    (out / ANNOTATIONS_NAME).write_text(json.dumps(line) + "\n")
+    with pytest.raises(ValueError, match=rf"{ANNOTATIONS_NAME}, line 1: expected a clip record .* lacks \['gaze_type'\]"):
+        load_dataset_records(out)

@@ -32,6 +32,7 @@ from .gaze_common import (
     check_parity,
     decode_text_bytes,
     fill_untracked,
+    read_text,
     read_text_bytes,
     tokens_to_float,
 )
@@ -223,7 +224,7 @@ def read_untracked_intervals(path: str | Path) -> tuple[dict[str, list[tuple[int
                                 "lines uid,HH:MM:SS,HH:MM:SS,code)")
     report = ParseReport(str(path), "ego4d untracked intervals")
     intervals: dict[str, list[tuple[int, int]]] = {}
-    for row in csv.reader(path.read_text(encoding="utf-8-sig").splitlines()):
+    for row in csv.reader(read_text(path, "GLC's untracked-interval file").splitlines()):
         if not row or not any(cell.strip() for cell in row):
             continue
         report.rows_read += 1

@@ -33,6 +33,7 @@ from .gaze_common import (
     check_parity,
     fill_untracked,
     floats_to_frame_index,
+    read_text,
     read_text_bytes,
     tokens_to_float,
 )
@@ -282,6 +283,9 @@ def parse_egtea_clip_name(name: str) -> EgteaClip:
     match = _EGTEA_CLIP.match(name)
     if match is None:
         raise ValueError(f"not an EGTEA clip name (expected <VIDEO>-<a>-<b>-F<start>-F<end>): {name!r}")
+    if int(match["end"]) < int(match["start"]):
+        raise ValueError(f"not an EGTEA clip name: its F<end> is before its F<start> (expected F<start> <= F<end>): "
+                         f"{name!r}")
     return EgteaClip(name, match["video"], int(match["start"]), int(match["end"]))
 
 
@@ -303,7 +307,7 @@ def read_egtea_index(path: str | Path) -> list[str]:
     (data.md) -> names in id order (``names[id - 1]``). A line without a trailing integer id is an error."""
     path = Path(path)
     names: dict[int, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(read_text(path, "a class-index file").splitlines(), 1):
         if not line.strip():
             continue
         name, _, index = line.strip().rpartition(" ")

@@ -215,8 +215,19 @@ def read_text_bytes(path: str | Path) -> tuple[bytes, str | None]:
     return decode_text_bytes(Path(path).read_bytes())
 
 
+def read_text(path: str | Path, what: str) -> str:
+    """Text file ``path`` (``what`` it is, for the error) as a string, in any encoding :func:`decode_text_bytes`
+    reads. Bytes that are not text there raise a one-line ``ValueError`` naming the file and the first bad byte."""
+    data, _ = read_text_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: {what} must be text in UTF-8, UTF-16 or UTF-32; byte {err.start} "
+                         f"({data[err.start:err.start + 1]!r}) is not UTF-8") from None
+
+
 __all__ = [
     "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "fill_untracked", "UNTRACKED_FILL",
     "UNTRACKED_FILL_GLC_EGTEA", "UNTRACKED_FILL_GLC_EGO4D", "ParseReport", "GazeTrack", "tokens_to_float",
-    "floats_to_frame_index", "decode_text_bytes", "read_text_bytes",
+    "floats_to_frame_index", "decode_text_bytes", "read_text_bytes", "read_text",
 ]

@@ -54,6 +54,8 @@ ANNOTATIONS_NAME = "annotations.jsonl"
 VIDEO_DIR = "videos"
 SPLITS = ("train", "validation", "test")
 TASK_VERBS: tuple[str, ...] = ("take", "cut", "stir", "wash", "open", "pour", "put", "mix")
+#: the keys of an annotation line (:func:`clip_record`) that reading a dataset needs
+RECORD_KEYS = ("clip_id", "video", "split", "task", "num_frames", "width", "height", "fps", "gaze", "gaze_type")
 LAYOUT_HELP = (f"expected a folder written by generate_dataset: {MANIFEST_NAME}, {ANNOTATIONS_NAME} and "
                f"{VIDEO_DIR}/<clip_id>.mp4")
 
@@ -302,7 +304,7 @@ def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSett
     if not annotations.is_file():
         raise FileNotFoundError(f"{annotations} not found: {LAYOUT_HELP}")
     records = []
-    with open(annotations, encoding="utf-8") as handle:
+    with open(annotations, encoding="utf-8", errors="replace") as handle:  # a bad byte fails its line's JSON
         for line_number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -310,6 +312,10 @@ def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSett
                 record = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{annotations}, line {line_number}: not JSON ({err})") from err
+            missing = [key for key in RECORD_KEYS if not isinstance(record, dict) or key not in record]
+            if missing:
+                raise ValueError(f"{annotations}, line {line_number}: expected a clip record with the keys "
+                                 f"{list(RECORD_KEYS)}, but it lacks {missing}")
             video = data_dir / record["video"]
             if not video.is_file():
                 raise FileNotFoundError(f"{video} not found (listed in {annotations}, line {line_number}): "
