@@ -20,7 +20,7 @@ DATA_API = {
     "GazeFlowVideoProcessor": "transformers_gazeflow.data.processing",
     "GazeFlowDataCollator": "transformers_gazeflow.data.collator",
     "write_egtea_layout": "transformers_gazeflow.data.synthetic.egtea_layout",
-    "SyntheticGazeSettings": "transformers_gazeflow.data.synthetic.dataset",
+    "SyntheticGazeSettings": "transformers_gazeflow.data.synthetic.settings",
     "probe_video": "transformers_gazeflow.data.video",
     "decode_frames": "transformers_gazeflow.data.video",
     "write_video": "transformers_gazeflow.data.video",

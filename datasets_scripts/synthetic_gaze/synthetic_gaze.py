@@ -33,11 +33,8 @@ from transformers_gazeflow.data.loading import (
     split_window_mode,
     validate_options,
 )
-from transformers_gazeflow.data.synthetic.dataset import (
-    SyntheticGazeSettings,
-    generate_dataset,
-    load_dataset_records,
-)
+from transformers_gazeflow.data.synthetic.dataset import generate_dataset, load_dataset_records
+from transformers_gazeflow.data.synthetic.settings import SyntheticGazeSettings
 
 logger = logging.getLogger(__name__)
 

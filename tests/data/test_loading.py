@@ -80,8 +80,8 @@ def test_the_cache_key_covers_the_package_modules_each_builder_imports():
     assert _relative(egtea) == ["data/egtea_format.py", "data/gaze_common.py", "data/loading.py", "data/video.py",
                                 "geometry.py", "schema.py", "windows.py"]
     synthetic = _relative(loading.builder_code_files(loading.builder_file("synthetic")))
-    assert {"data/synthetic/dataset.py", "data/synthetic/gaze.py", "data/synthetic/scene.py", "data/gaze_common.py",
-            "data/loading.py", "data/video.py"} <= set(synthetic)
+    assert {"data/synthetic/dataset.py", "data/synthetic/gaze.py", "data/synthetic/scene.py",
+            "data/synthetic/settings.py", "data/gaze_common.py", "data/loading.py", "data/video.py"} <= set(synthetic)
     for paths in (egtea, synthetic):  # __init__ files only re-export; the collator is not builder output
         assert not any(str(path).endswith(("__init__.py", "collator.py", "modeling_gazeflow.py")) for path in paths)
 

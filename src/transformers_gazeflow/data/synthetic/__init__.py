@@ -4,7 +4,8 @@ This ``__init__`` only re-exports. The modules, lowest first:
 
 * :mod:`.scene`: the simulated scene (camera, moving objects, hands) and its drawing, one frame at a time;
 * :mod:`.gaze`: human-like gaze over a scene (fixations, saccades, blinks, untracked runs, off-frame glances);
-* :mod:`.dataset`: the settings, one clip from ``(seed, index)``, and the dataset folder the ``synthetic_gaze``
+* :mod:`.settings`: :class:`SyntheticGazeSettings`, everything that determines a dataset;
+* :mod:`.dataset`: one clip from ``(seed, index)``, and the dataset folder the ``synthetic_gaze``
   builder reads (:func:`generate_dataset`, :func:`load_dataset_records`);
 * :mod:`.egtea_layout`: the same clips written in the raw EGTEA Gaze+ layout (:func:`write_egtea_layout`).
 """
@@ -15,7 +16,6 @@ from .dataset import (
     SPLITS,
     VIDEO_DIR,
     SyntheticClip,
-    SyntheticGazeSettings,
     clip_record,
     clip_task,
     generate_clip,
@@ -39,6 +39,7 @@ from .scene import (
     simulate_scene,
     task_home,
 )
+from .settings import SyntheticGazeSettings
 
 __all__ = [
     "SyntheticGazeSettings", "SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",

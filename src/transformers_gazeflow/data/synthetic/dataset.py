@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,6 @@ from ..gaze_common import fill_untracked
 from ..video import write_video
 from .gaze import SimulatedGaze, simulate_gaze
 from .scene import (
-    MAX_TASKS,
     TASK_COLOR_NAMES,
     TASK_SHAPES,
     Scene,
@@ -41,6 +40,7 @@ from .scene import (
     render_frames,
     simulate_scene,
 )
+from .settings import SyntheticGazeSettings
 
 FORMAT_VERSION = 1
 # bump whenever a change to the scene or gaze simulation changes the clips: stored datasets then refuse to load
@@ -58,66 +58,6 @@ TASK_VERBS: tuple[str, ...] = ("take", "cut", "stir", "wash", "open", "pour", "p
 RECORD_KEYS = ("clip_id", "video", "split", "task", "num_frames", "width", "height", "fps", "gaze", "gaze_type")
 LAYOUT_HELP = (f"expected a folder written by generate_dataset: {MANIFEST_NAME}, {ANNOTATIONS_NAME} and "
                f"{VIDEO_DIR}/<clip_id>.mp4")
-
-
-@dataclass(frozen=True)
-class SyntheticGazeSettings:
-    """Everything that determines a synthetic dataset (two equal settings give identical clips)."""
-
-    num_clips: int = 8
-    min_frames: int = 16
-    max_frames: int = 80
-    width: int = 128
-    height: int = 96
-    fps: float = 24.0
-    num_tasks: int = 4
-    seed: int = 0
-    min_distractors: int = 2
-    max_distractors: int = 4
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.1
-
-    def __post_init__(self) -> None:
-        def positive_int(name: str, minimum: int = 1) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-
-        positive_int("num_clips")
-        positive_int("min_frames")
-        positive_int("max_frames")
-        positive_int("width", 16)
-        positive_int("height", 16)
-        positive_int("min_distractors", 1)
-        positive_int("max_distractors", 1)
-        positive_int("seed", 0)
-        if self.max_frames < self.min_frames:
-            raise ValueError(f"max_frames ({self.max_frames}) must be >= min_frames ({self.min_frames})")
-        if self.max_distractors < self.min_distractors:
-            raise ValueError(f"max_distractors ({self.max_distractors}) must be >= min_distractors "
-                             f"({self.min_distractors})")
-        tasks = self.num_tasks
-        if isinstance(tasks, bool) or not isinstance(tasks, int) or not 1 <= tasks <= MAX_TASKS:
-            raise ValueError(f"num_tasks must be an int in [1, {MAX_TASKS}] (one colour per task), got {tasks!r}")
-        if not (isinstance(self.fps, (int, float)) and self.fps > 0):
-            raise ValueError(f"fps must be a positive number, got {self.fps!r}")
-        for name in ("validation_fraction", "test_fraction"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
-        if self.validation_fraction + self.test_fraction >= 1:
-            raise ValueError("validation_fraction + test_fraction must leave clips for training, got "
-                             f"{self.validation_fraction} + {self.test_fraction}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> SyntheticGazeSettings:
-        known = {f.name for f in fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ValueError(f"unknown synthetic_gaze settings {sorted(unknown)} (known: {sorted(known)})")
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -328,6 +268,6 @@ def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSett
     return settings, records
 
 
-__all__ = ["SyntheticGazeSettings", "SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
+__all__ = ["SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
            "split_assignment", "task_names", "clip_task", "clip_record", "SPLITS", "MANIFEST_NAME",
            "ANNOTATIONS_NAME", "VIDEO_DIR"]

@@ -32,8 +32,9 @@ from ...geometry import unit_to_pixels
 from ...schema import BLINK_OR_OTHER, OFF_FRAME, SACCADE, UNTRACKED
 from ..egtea_format import BEGAZE_FPS, BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
 from ..video import write_video
-from .dataset import SyntheticClip, SyntheticGazeSettings, generate_clip, split_assignment, task_names
+from .dataset import SyntheticClip, generate_clip, split_assignment, task_names
 from .scene import TASK_COLOR_NAMES, TASK_SHAPES
+from .settings import SyntheticGazeSettings
 
 EGTEA_FPS = float(BEGAZE_FPS)
 GAZE_WIDTH, GAZE_HEIGHT = BEGAZE_WIDTH, BEGAZE_HEIGHT
