@@ -227,3 +227,64 @@ def test_an_annotation_line_without_a_needed_key_is_named(tmp_path):
     (out / ANNOTATIONS_NAME).write_text(json.dumps(line) + "\n")
     with pytest.raises(ValueError, match=rf"{ANNOTATIONS_NAME}, line 1: expected a clip record .* lacks \['gaze_type'\]"):
         load_dataset_records(out)
+
+
+# scenarios: one registry of scene/gaze generators (data/synthetic/scenarios.py)
+
+def test_the_default_scenario_draws_the_clip_exactly_as_before_the_registry():
+    """``served_object`` takes the same draws in the same order as generate_clip did before scenarios existed:
+    length, distractor count, scene, gaze; so stored datasets and the bundled model's data are unchanged."""
+    from transformers_gazeflow.data.synthetic import simulate_gaze, simulate_scene
+
+    for index in range(TINY.num_clips):
+        clip = generate_clip(TINY, index)
+        rng = np.random.default_rng([TINY.seed, index])
+        num_frames = int(rng.integers(TINY.min_frames, TINY.max_frames + 1))
+        num_distractors = int(rng.integers(TINY.min_distractors, TINY.max_distractors + 1))
+        scene = simulate_scene(rng, index % TINY.num_tasks, TINY.num_tasks, num_frames, TINY.fps, TINY.width,
+                               TINY.height, num_distractors)
+        gaze = simulate_gaze(rng, scene, TINY.fps)
+        assert clip.num_frames == num_frames and len(clip.scene.objects) == 1 + num_distractors
+        np.testing.assert_array_equal(clip.gaze.gaze, gaze.gaze)
+        np.testing.assert_array_equal(clip.scene.camera, scene.camera)
+    assert TINY.scenario == "served_object"
+    # an old manifest (no scenario key) reads as the default scenario
+    assert SyntheticGazeSettings.from_dict({k: v for k, v in TINY.to_dict().items() if k != "scenario"}) == TINY
+
+
+def test_a_new_scenario_is_one_registered_generator(tmp_path, monkeypatch):
+    from transformers_gazeflow.data.synthetic import SCENARIOS, get_scenario, register_scenario, simulate_gaze
+    from transformers_gazeflow.data.synthetic import served_object
+
+    def still_target(rng, settings, task, num_frames):
+        """The default scene with the target held still at the centre of the frame."""
+        scene, _ = served_object.generate_served_object(rng, settings, task, num_frames)
+        target = scene.objects[0]
+        still = type(target)(target.shape, target.color, target.radius, np.full_like(target.track, 0.5),
+                             target.angle)
+        scene = type(scene)(**{**scene.__dict__, "objects": (still, *scene.objects[1:])})
+        return scene, simulate_gaze(rng, scene, settings.fps)
+
+    monkeypatch.setitem(SCENARIOS, "still_target", SCENARIOS["served_object"])  # restored after the test
+    register_scenario("still_target", still_target, "the target does not move", replace=True)
+    settings = SyntheticGazeSettings(**{**TINY.to_dict(), "scenario": "still_target"})
+    clip = generate_clip(settings, 0)
+    np.testing.assert_array_equal(clip.scene.target.track, 0.5)
+    fixated = clip.gaze.fixated == 0
+    assert fixated.any() and np.abs(clip.gaze.gaze_raw[fixated] - 0.5).max() < 0.1  # the gaze serves it there
+    assert get_scenario("still_target").description == "the target does not move"
+    with pytest.raises(ValueError, match="already registered"):
+        register_scenario("still_target", still_target, "again")
+    with pytest.raises(ValueError, match="must be an identifier"):
+        register_scenario("still target", still_target, "a space")
+
+
+def test_an_unknown_scenario_is_refused_before_anything_is_written(tmp_path):
+    bad = SyntheticGazeSettings(**{**TINY.to_dict(), "scenario": "nope"})
+    with pytest.raises(ValueError, match=r"unknown synthetic scenario 'nope': expected one of \[.*'served_object'"):
+        generate_clip(bad, 0)
+    with pytest.raises(ValueError, match="unknown synthetic scenario 'nope'"):
+        generate_dataset(tmp_path / "out", bad)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="scenario must be the name of a synthetic scenario"):
+        SyntheticGazeSettings(scenario="not a name")

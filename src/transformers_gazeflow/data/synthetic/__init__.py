@@ -5,6 +5,8 @@ This ``__init__`` only re-exports. The modules, lowest first:
 * :mod:`.scene`: the simulated scene (camera, moving objects, hands) and its drawing, one frame at a time;
 * :mod:`.gaze`: human-like gaze over a scene (fixations, saccades, blinks, untracked runs, off-frame glances);
 * :mod:`.settings`: :class:`SyntheticGazeSettings`, everything that determines a dataset;
+* :mod:`.scenarios`: the registry of scene/gaze generators (``settings.scenario``), one module each:
+  :mod:`.served_object` (the default);
 * :mod:`.dataset`: one clip from ``(seed, index)``, and the dataset folder the ``synthetic_gaze``
   builder reads (:func:`generate_dataset`, :func:`load_dataset_records`);
 * :mod:`.egtea_layout`: the same clips written in the raw EGTEA Gaze+ layout (:func:`write_egtea_layout`).
@@ -26,6 +28,7 @@ from .dataset import (
 )
 from .egtea_layout import EGTEA_FPS, GAZE_HEIGHT, GAZE_WIDTH, WrittenEgteaClip, write_egtea_layout
 from .gaze import FIXATION_CHOICES, SimulatedGaze, simulate_gaze
+from .scenarios import DEFAULT_SCENARIO, SCENARIOS, Scenario, ScenarioGenerator, get_scenario, register_scenario
 from .scene import (
     DISTRACTOR_COLORS,
     MAX_TASKS,
@@ -39,6 +42,7 @@ from .scene import (
     simulate_scene,
     task_home,
 )
+from .served_object import generate_served_object
 from .settings import SyntheticGazeSettings
 
 __all__ = [
@@ -47,4 +51,6 @@ __all__ = [
     "VIDEO_DIR", "WrittenEgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT",
     "SimulatedGaze", "simulate_gaze", "FIXATION_CHOICES", "Scene", "SceneObject", "simulate_scene", "render_frame",
     "render_frames", "task_home", "TASK_COLORS", "TASK_COLOR_NAMES", "TASK_SHAPES", "DISTRACTOR_COLORS", "MAX_TASKS",
+    "Scenario", "ScenarioGenerator", "SCENARIOS", "DEFAULT_SCENARIO", "register_scenario", "get_scenario",
+    "generate_served_object",
 ]

@@ -31,15 +31,9 @@ import numpy as np
 from ...schema import UNTRACKED
 from ..gaze_common import fill_untracked
 from ..video import write_video
-from .gaze import SimulatedGaze, simulate_gaze
-from .scene import (
-    TASK_COLOR_NAMES,
-    TASK_SHAPES,
-    Scene,
-    render_frame,
-    render_frames,
-    simulate_scene,
-)
+from .gaze import SimulatedGaze
+from .scenarios import get_scenario
+from .scene import TASK_COLOR_NAMES, TASK_SHAPES, Scene, render_frame, render_frames
 from .settings import SyntheticGazeSettings
 
 FORMAT_VERSION = 1
@@ -126,16 +120,15 @@ def split_assignment(settings: SyntheticGazeSettings) -> list[str]:
 
 
 def generate_clip(settings: SyntheticGazeSettings, index: int, split: str | None = None) -> SyntheticClip:
-    """Simulate clip ``index`` (no pixels are drawn until its frames are asked for)."""
+    """Simulate clip ``index`` with the settings' scenario (:mod:`.scenarios`; no pixels are drawn until its frames
+    are asked for)."""
     if not 0 <= index < settings.num_clips:
         raise ValueError(f"index must be in [0, {settings.num_clips}), got {index}")
+    generate = get_scenario(settings.scenario).generate
     rng = np.random.default_rng([settings.seed, index])
     task = clip_task(settings, index)
     num_frames = int(rng.integers(settings.min_frames, settings.max_frames + 1))
-    num_distractors = int(rng.integers(settings.min_distractors, settings.max_distractors + 1))
-    scene = simulate_scene(rng, task, settings.num_tasks, num_frames, settings.fps, settings.width,
-                           settings.height, num_distractors)
-    gaze = simulate_gaze(rng, scene, settings.fps)
+    scene, gaze = generate(rng, settings, task, num_frames)
     return SyntheticClip(index=index, clip_id=f"synth_{settings.seed}_{index:05d}", task=task,
                          split=split if split is not None else split_assignment(settings)[index],
                          fps=float(settings.fps), scene=scene, gaze=gaze)
@@ -180,6 +173,7 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
     raises ``ValueError``, and a non-empty folder without a manifest raises ``FileNotFoundError`` (nothing is
     overwritten or mixed).
     """
+    get_scenario(settings.scenario)  # an unknown scenario fails before anything is written
     out_dir = Path(out_dir)
     manifest_path = out_dir / MANIFEST_NAME
     if manifest_path.exists():

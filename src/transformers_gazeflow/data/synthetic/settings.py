@@ -9,6 +9,9 @@ import numpy as np
 
 from .scene import MAX_TASKS
 
+#: the scenario of ``SyntheticGazeSettings()`` (:mod:`.scenarios`), the one the bundled model was trained on
+DEFAULT_SCENARIO = "served_object"
+
 
 @dataclass(frozen=True)
 class SyntheticGazeSettings:
@@ -26,6 +29,8 @@ class SyntheticGazeSettings:
     max_distractors: int = 4
     validation_fraction: float = 0.1
     test_fraction: float = 0.1
+    #: the scene/gaze generator, by name (:mod:`.scenarios`; checked against the registry when clips are made)
+    scenario: str = DEFAULT_SCENARIO
 
     def __post_init__(self) -> None:
         def positive_int(name: str, minimum: int = 1) -> None:
@@ -57,6 +62,9 @@ class SyntheticGazeSettings:
         if self.validation_fraction + self.test_fraction >= 1:
             raise ValueError("validation_fraction + test_fraction must leave clips for training, got "
                              f"{self.validation_fraction} + {self.test_fraction}")
+        if not isinstance(self.scenario, str) or not self.scenario.isidentifier():
+            raise ValueError(f"scenario must be the name of a synthetic scenario such as 'served_object', "
+                             f"got {self.scenario!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,4 +78,4 @@ class SyntheticGazeSettings:
         return cls(**values)
 
 
-__all__ = ["SyntheticGazeSettings"]
+__all__ = ["SyntheticGazeSettings", "DEFAULT_SCENARIO"]
