@@ -39,6 +39,7 @@ from .scene import (
     SceneObject,
     render_frame,
     render_frames,
+    render_masks,
     simulate_scene,
     task_home,
 )
@@ -50,7 +51,8 @@ __all__ = [
     "split_assignment", "task_names", "clip_task", "clip_record", "SPLITS", "MANIFEST_NAME", "ANNOTATIONS_NAME",
     "VIDEO_DIR", "WrittenEgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT",
     "SimulatedGaze", "simulate_gaze", "FIXATION_CHOICES", "Scene", "SceneObject", "simulate_scene", "render_frame",
-    "render_frames", "task_home", "TASK_COLORS", "TASK_COLOR_NAMES", "TASK_SHAPES", "DISTRACTOR_COLORS", "MAX_TASKS",
+    "render_frames", "render_masks", "task_home", "TASK_COLORS", "TASK_COLOR_NAMES", "TASK_SHAPES",
+    "DISTRACTOR_COLORS", "MAX_TASKS",
     "Scenario", "ScenarioGenerator", "SCENARIOS", "DEFAULT_SCENARIO", "register_scenario", "get_scenario",
     "generate_served_object",
 ]

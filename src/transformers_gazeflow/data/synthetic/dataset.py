@@ -30,10 +30,11 @@ import numpy as np
 
 from ...schema import UNTRACKED
 from ..gaze_common import fill_untracked
+from ..masks import RegionMasks
 from ..video import write_video
 from .gaze import SimulatedGaze
 from .scenarios import get_scenario
-from .scene import TASK_COLOR_NAMES, TASK_SHAPES, Scene, render_frame, render_frames
+from .scene import TASK_COLOR_NAMES, TASK_SHAPES, Scene, render_frame, render_frames, render_masks
 from .settings import SyntheticGazeSettings
 
 FORMAT_VERSION = 1
@@ -88,6 +89,14 @@ class SyntheticClip:
     def render(self) -> np.ndarray:
         """All frames at once, ``[T, H, W, 3]`` uint8 (for tests and short clips)."""
         return np.stack(list(self.frames()))
+
+    def masks(self, token_grid: tuple[int, int] | None = None) -> RegionMasks:
+        """Exact per-frame masks of the hands (with forearms) and the visible target object, bool ``[T, H, W]``
+        (:func:`~.scene.render_masks`: the frames' own geometry); with ``token_grid=(rows, cols)`` also each
+        region's covered fraction of every grid cell, float32 ``[T, rows, cols]``."""
+        frames = [render_masks(self.scene, t) for t in range(self.num_frames)]
+        masks = RegionMasks({name: np.stack([frame[name] for frame in frames]) for name in frames[0]})
+        return masks if token_grid is None else masks.on_grid(token_grid)
 
 
 def task_names(num_tasks: int) -> list[str]:

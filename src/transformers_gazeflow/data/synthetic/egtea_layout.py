@@ -130,7 +130,7 @@ def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[n
 
 def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettings | None = None,
                        clips_per_session: int = 3, gap_frames: tuple[int, int] = (6, 20),
-                       session_kinds: tuple[str, ...] = ("OP",)) -> list[WrittenEgteaClip]:
+                       session_kinds: tuple[str, ...] = ("OP",), write_masks: bool = False) -> list[WrittenEgteaClip]:
     """Render ``settings.num_clips`` synthetic clips into the raw EGTEA Gaze+ layout under ``out_dir``.
 
     Clips whose synthetic split is ``validation`` or ``test`` go to ``test_split1.txt``, the others to
@@ -138,6 +138,9 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
     must read back. ``settings.fps`` must be 24 (EGTEA's axis). ``session_kinds`` are cycled over the sessions:
     ``"OP"`` sessions (``OPxx-Ryy-Synthetic``) store their gaze as ``gaze_data/<VIDEO>.txt``, ``"P"`` sessions
     (``Pxx-Ryy-Synthetic``) as ``gaze_data/<VIDEO>-GazeData.txt`` (the two namings of the real download).
+    ``write_masks=True`` also writes each clip's exact hand and target masks (:meth:`~.dataset.SyntheticClip.masks`)
+    as ``masks/<VIDEO>/<CLIP>.npz`` (not part of the EGTEA layout;
+    :meth:`~transformers_gazeflow.data.masks.RegionMasks.load` reads them back).
     """
     settings = settings if settings is not None else SyntheticGazeSettings(num_clips=6, width=128, height=96)
     if settings.fps != EGTEA_FPS:
@@ -175,6 +178,8 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
             name = format_egtea_clip_name(session, a, b, f_start, f_end)
             video_path = out_dir / "cropped_clips" / session / f"{name}.mp4"
             write_video(video_path, clip.frames(), fps=EGTEA_FPS)
+            if write_masks:
+                clip.masks().save(out_dir / "masks" / session / f"{name}.npz")
             g = clip.gaze
             session_frames = np.arange(clip.num_frames) + f_start - 1
             rows += _gaze_rows(rng, session_frames, g.gaze_raw, g.gaze_type, g.motion)
