@@ -5,10 +5,10 @@
 import numpy as np
 import pytest
 
-from transformers_gazeflow import schema
 from transformers_gazeflow.data import ego4d_format as ego4d
 from transformers_gazeflow.data import egtea_format as egtea
 from transformers_gazeflow.data import gaze_common as common
+from transformers_gazeflow.schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 
 from .raw_fixtures import begaze_row, write_begaze, write_clip, write_ego4d_gaze_csv
 
@@ -29,7 +29,7 @@ def test_begaze_formats_parse_to_the_same_frames(tmp_path, fmt):
     np.testing.assert_allclose(track.gaze[0], [0.5, 0.5])
     np.testing.assert_allclose(track.gaze[1], [100 / 1280, 200 / 960])
     np.testing.assert_allclose(track.gaze[3], [1279 / 1280, 959 / 960])  # clip(px, 0, 1279) / 1280
-    assert list(track.gaze_type) == [schema.FIXATION, schema.SACCADE, schema.UNTRACKED, schema.BLINK_OR_OTHER, schema.BLINK_OR_OTHER]
+    assert list(track.gaze_type) == [FIXATION, SACCADE, UNTRACKED, BLINK_OR_OTHER, BLINK_OR_OTHER]
     assert list(track.valid) == [True, True, False, False, False]
 
 
@@ -79,7 +79,7 @@ def test_several_samples_on_a_frame_true_mean_vs_glc_pairwise_average(tmp_path):
     np.testing.assert_allclose(fixed.gaze[2], [(100 + 200 + 400) / 3 / 1280, (90 + 30 + 60) / 3 / 960], rtol=1e-6)
     np.testing.assert_allclose(glc.gaze[2], [((100 + 200) / 2 + 400) / 2 / 1280, ((90 + 30) / 2 + 60) / 2 / 960],
                                rtol=1e-6)
-    assert fixed.gaze_type[2] == glc.gaze_type[2] == schema.FIXATION  # the last sample's type
+    assert fixed.gaze_type[2] == glc.gaze_type[2] == FIXATION  # the last sample's type
     with pytest.raises(ValueError, match="parity"):
         egtea.parse_begaze(path, parity="GLC")
 
@@ -91,8 +91,8 @@ def test_off_frame_and_untracked_under_both_parities(tmp_path):
     fixed, glc = egtea.parse_begaze(path), egtea.parse_begaze(path, parity="glc")
     np.testing.assert_allclose(fixed.gaze[:2], [[1279 / 1280, 0.5], [0.0, 100 / 960]], rtol=1e-6)
     np.testing.assert_allclose(glc.gaze[:2], fixed.gaze[:2])
-    assert list(fixed.gaze_type) == [schema.OFF_FRAME, schema.OFF_FRAME, schema.BLINK_OR_OTHER, schema.UNTRACKED, schema.FIXATION]
-    assert list(glc.gaze_type) == [schema.FIXATION, schema.SACCADE, schema.BLINK_OR_OTHER, schema.UNTRACKED, schema.FIXATION]
+    assert list(fixed.gaze_type) == [OFF_FRAME, OFF_FRAME, BLINK_OR_OTHER, UNTRACKED, FIXATION]
+    assert list(glc.gaze_type) == [FIXATION, SACCADE, BLINK_OR_OTHER, UNTRACKED, FIXATION]
     assert list(fixed.valid) == [True, True, False, False, True]
     np.testing.assert_allclose(glc.gaze[3], [0.5, 0.5])  # GLC's loader puts untracked frames at the centre
     np.testing.assert_allclose(fixed.gaze[3], fixed.gaze[1])  # by default: the last valid point (not the blink's)
@@ -100,13 +100,13 @@ def test_off_frame_and_untracked_under_both_parities(tmp_path):
 
 def test_untracked_frames_hold_the_last_valid_point():
     gaze = np.array([[0.9, 0.9], [0.1, 0.2], [7, 7], [0.3, 0.4], [7, 7], [0.0, 1.0], [7, 7], [7, 7]], np.float32)
-    codes = np.array([schema.UNTRACKED, schema.FIXATION, schema.UNTRACKED, schema.SACCADE, schema.BLINK_OR_OTHER, schema.OFF_FRAME,
-                      schema.UNTRACKED, schema.UNTRACKED], np.int8)
+    codes = np.array([UNTRACKED, FIXATION, UNTRACKED, SACCADE, BLINK_OR_OTHER, OFF_FRAME,
+                      UNTRACKED, UNTRACKED], np.int8)
     filled = common.fill_untracked(gaze, codes)
     np.testing.assert_array_equal(filled, gaze[[1, 1, 1, 3, 4, 5, 5, 5]])  # leading: the first valid; blinks kept
     assert filled.dtype == np.float32 and gaze[0, 0] == np.float32(0.9)  # a new array
     np.testing.assert_array_equal(common.fill_untracked(gaze[:1], codes[:1]), [common.UNTRACKED_FILL])  # nothing valid
-    np.testing.assert_array_equal(common.fill_untracked(gaze[[4]], [schema.BLINK_OR_OTHER]), [[7, 7]])
+    np.testing.assert_array_equal(common.fill_untracked(gaze[[4]], [BLINK_OR_OTHER]), [[7, 7]])
     with pytest.raises(ValueError, match="gaze_type must have shape"):
         common.fill_untracked(gaze, codes[:3])
 
@@ -148,7 +148,7 @@ def test_a_row_cut_inside_its_event_is_counted_not_read_as_blink(tmp_path, fmt, 
     assert track.report.skipped == {"event cut short (a prefix of Fixation, Saccade or Blink)": 1}
     assert track.report.rows_kept == len(SAMPLES) and len(track) == 5  # frame 9 never became a blink frame
     whole = egtea.parse_begaze(write_begaze(tmp_path / "whole.txt", SAMPLES + [(500.0, 400.0, 9, "Blink")], fmt=fmt))
-    assert whole.report.rows_skipped == 0 and whole.gaze_type[9] == schema.BLINK_OR_OTHER  # a whole "Blink" is kept
+    assert whole.report.rows_skipped == 0 and whole.gaze_type[9] == BLINK_OR_OTHER  # a whole "Blink" is kept
 
 
 ENCODINGS = {  # codec, bytes before the text, the note the report carries
@@ -250,7 +250,7 @@ def test_ego4d_fixation_threshold_is_40px_at_1088x1080_and_off_frame_is_clamped(
     xs = np.r_[xs, 1.2, 0.99]
     samples = ego4d.Ego4dGazeSamples(np.arange(6) / 30, xs, np.full(6, 0.5), common.ParseReport("mem", "test"))
     track = ego4d.ego4d_frame_labels(samples, num_frames=6, fps=30)
-    assert list(track.gaze_type) == [schema.FIXATION, schema.FIXATION, schema.SACCADE, schema.FIXATION, schema.OFF_FRAME, schema.FIXATION]
+    assert list(track.gaze_type) == [FIXATION, FIXATION, SACCADE, FIXATION, OFF_FRAME, FIXATION]
     assert track.gaze[4, 0] == 1.0  # clamped
     # frame 5 moves (0.99 - 1.0) * 1088 = 10.9 px from frame 4's *clamped* point: a fixation
 
@@ -260,9 +260,9 @@ def test_ego4d_frames_after_the_gaze_ends_are_untracked_fixed_and_glc():
     samples = ego4d.Ego4dGazeSamples(np.arange(n) / 30, np.full(n, 0.4), np.full(n, 0.6), common.ParseReport("m", "t"))
     fixed = ego4d.ego4d_frame_labels(samples, 50, 30)
     glc = ego4d.ego4d_frame_labels(samples, 50, 30, parity="glc")
-    assert (fixed.gaze_type[:40] == schema.FIXATION).all() and (fixed.gaze_type[40:] == schema.UNTRACKED).all()
+    assert (fixed.gaze_type[:40] == FIXATION).all() and (fixed.gaze_type[40:] == UNTRACKED).all()
     # GLC stops once its search pointer reaches the last two samples: frames 0..38 only
-    assert (glc.gaze_type[:39] == schema.FIXATION).all() and (glc.gaze_type[39:] == schema.UNTRACKED).all()
+    assert (glc.gaze_type[:39] == FIXATION).all() and (glc.gaze_type[39:] == UNTRACKED).all()
     np.testing.assert_allclose(glc.gaze[45], [0.0, 0.0])
     np.testing.assert_allclose(fixed.gaze[45], [0.4, 0.6])  # by default: the last valid point held (fill_untracked)
     assert not fixed.valid[45] and fixed.valid[10]
@@ -272,8 +272,8 @@ def test_ego4d_gap_in_the_gaze_is_untracked_only_when_fixed():
     t = np.r_[np.arange(10) / 30, 1.0 + np.arange(10) / 30]
     samples = ego4d.Ego4dGazeSamples(t, np.full(20, 0.5), np.full(20, 0.5), common.ParseReport("m", "t"))
     fixed = ego4d.ego4d_frame_labels(samples, 40, 30)
-    assert (fixed.gaze_type[12:28] == schema.UNTRACKED).all() and fixed.gaze_type[30] == schema.FIXATION
-    assert (ego4d.ego4d_frame_labels(samples, 35, 30, parity="glc").gaze_type[:28] == schema.FIXATION).all()
+    assert (fixed.gaze_type[12:28] == UNTRACKED).all() and fixed.gaze_type[30] == FIXATION
+    assert (ego4d.ego4d_frame_labels(samples, 35, 30, parity="glc").gaze_type[:28] == FIXATION).all()
 
 
 def test_ego4d_label_rows_glc_off_by_one_wraps_at_t0():
