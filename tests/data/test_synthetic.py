@@ -288,3 +288,17 @@ def test_an_unknown_scenario_is_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match="scenario must be the name of a synthetic scenario"):
         SyntheticGazeSettings(scenario="not a name")
+
+
+def test_the_subpackage_keeps_the_old_modules_public_names():
+    """``data.synthetic`` was one module before it became a subpackage; callers (the CLI's demo, the web demo's
+    clip cache key, the builder, tests) import these names from it."""
+    import transformers_gazeflow.data.synthetic as synthetic
+
+    old = ["SyntheticGazeSettings", "SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
+           "split_assignment", "task_names", "clip_task", "clip_record", "SPLITS", "MANIFEST_NAME", "ANNOTATIONS_NAME",
+           "VIDEO_DIR", "FORMAT_VERSION", "GENERATOR_VERSION", "READABLE_GENERATOR_VERSIONS", "TASK_VERBS",
+           "write_egtea_layout", "WrittenEgteaClip", "SimulatedGaze", "simulate_gaze", "Scene", "simulate_scene",
+           "render_frame", "render_frames", "TASK_COLORS", "MAX_TASKS"]
+    assert [name for name in old if not hasattr(synthetic, name)] == []
+    assert set(synthetic.__all__) <= set(dir(synthetic))

@@ -14,8 +14,14 @@ This ``__init__`` only re-exports. The modules, lowest first:
 
 from .dataset import (
     ANNOTATIONS_NAME,
+    FORMAT_VERSION,
+    GENERATOR_VERSION,
+    LAYOUT_HELP,
     MANIFEST_NAME,
+    READABLE_GENERATOR_VERSIONS,
+    RECORD_KEYS,
     SPLITS,
+    TASK_VERBS,
     VIDEO_DIR,
     SyntheticClip,
     clip_record,
@@ -49,7 +55,8 @@ from .settings import SyntheticGazeSettings
 __all__ = [
     "SyntheticGazeSettings", "SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
     "split_assignment", "task_names", "clip_task", "clip_record", "SPLITS", "MANIFEST_NAME", "ANNOTATIONS_NAME",
-    "VIDEO_DIR", "WrittenEgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT",
+    "VIDEO_DIR", "FORMAT_VERSION", "GENERATOR_VERSION", "READABLE_GENERATOR_VERSIONS", "RECORD_KEYS", "TASK_VERBS",
+    "LAYOUT_HELP", "WrittenEgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT",
     "SimulatedGaze", "simulate_gaze", "FIXATION_CHOICES", "Scene", "SceneObject", "simulate_scene", "render_frame",
     "render_frames", "render_masks", "task_home", "TASK_COLORS", "TASK_COLOR_NAMES", "TASK_SHAPES",
     "DISTRACTOR_COLORS", "MAX_TASKS",
