@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import begaze_lines, parse_begaze, parse_ego4d_gaze
+from transformers_gazeflow.data.ego4d_format import parse_ego4d_gaze
+from transformers_gazeflow.data.egtea_format import begaze_lines, parse_begaze
 from transformers_gazeflow.data.video import decode_frames, iter_frames, probe_video, write_video
 
 EGO4D_HEADER = "component_idx,component_timestamp_s,canonical_timestamp_s,world_index,confidence,norm_pos_x,norm_pos_y"

@@ -19,8 +19,8 @@ DATA_API = {
     "ClipDroppedError": "transformers_gazeflow.data.loading",
     "GazeFlowVideoProcessor": "transformers_gazeflow.data.processing",
     "GazeFlowDataCollator": "transformers_gazeflow.data.collator",
-    "write_egtea_layout": "transformers_gazeflow.data.synthetic_egtea",
-    "SyntheticGazeSettings": "transformers_gazeflow.data.synthetic",
+    "write_egtea_layout": "transformers_gazeflow.data.synthetic.egtea_layout",
+    "SyntheticGazeSettings": "transformers_gazeflow.data.synthetic.settings",
     "probe_video": "transformers_gazeflow.data.video",
     "decode_frames": "transformers_gazeflow.data.video",
     "write_video": "transformers_gazeflow.data.video",
@@ -34,11 +34,11 @@ def test_the_data_api_is_re_exported_from_its_one_home():
     for name, module in DATA_API.items():
         assert name in transformers_gazeflow.__all__
         assert getattr(transformers_gazeflow, name) is getattr(sys.modules[module], name), name
-    from transformers_gazeflow.data import gaze_formats
+    from transformers_gazeflow import schema
 
     for name, code in CODES.items():
         assert name in transformers_gazeflow.__all__
-        assert getattr(transformers_gazeflow, name) == getattr(gaze_formats, name) == code
+        assert getattr(transformers_gazeflow, name) == getattr(schema, name) == code
     assert {"egtea_gaze", "ego4d_gaze", "synthetic_gaze"} <= set(transformers_gazeflow.available_builders())
 
 

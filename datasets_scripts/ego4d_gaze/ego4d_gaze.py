@@ -3,7 +3,7 @@
 A ``datasets.GeneratorBasedBuilder`` in the classic loading-script form. ``datasets`` 4+ refuses scripts in
 ``load_dataset``; use ``transformers_gazeflow.load_gaze_dataset("ego4d", data_dir=..., split=...)`` or the builder
 directly. Raw formats and GLC quirks: ``../shared/specs/data.md``, "Ego4D gaze subset"; the parsing rules live in
-``transformers_gazeflow.data.gaze_formats``. Clips are GLC's 5-second clips, read straight from the full videos by
+``transformers_gazeflow.data.ego4d_format``. Clips are GLC's 5-second clips, read straight from the full videos by
 frame range (no cutting step). The dataset card (``README.md`` beside this file) lists the expected folder layout.
 """
 
@@ -16,14 +16,10 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import (
+from transformers_gazeflow.data.ego4d_format import (
     EGO4D_CLIP_SECONDS,
     EGO4D_GLC_SKIPPED_VIDEOS,
     EGO4D_NON_GAZE_FILES,
-    PARITY_GLC,
-    UNTRACKED,
-    GazeTrack,
-    ParseReport,
     ego4d_clip_starts,
     ego4d_label_rows,
     is_ego4d_gaze_csv,
@@ -31,6 +27,7 @@ from transformers_gazeflow.data.gaze_formats import (
     parse_glc_clip_path,
     read_untracked_intervals,
 )
+from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport, read_text
 from transformers_gazeflow.data.loading import (
     BuildLog,
     GazeBuilderOptions,
@@ -39,7 +36,8 @@ from transformers_gazeflow.data.loading import (
     split_window_mode,
     validate_options,
 )
-from transformers_gazeflow.data.video import VideoInfo, probe_video
+from transformers_gazeflow.data.video import VideoDecodeError, VideoInfo, probe_video
+from transformers_gazeflow.schema import UNTRACKED
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +87,15 @@ def _layout_error(path: Path, what: str) -> FileNotFoundError:
     return FileNotFoundError(f"Ego4D gaze: {what} not found: {path}\nExpected layout:\n{LAYOUT}")
 
 
+@dataclasses.dataclass(frozen=True)
+class _VideoProblem:
+    """Why a full video cannot be used (its clips are dropped; ``error`` is raised instead under ``strict``)."""
+
+    reason: str
+    kind: str
+    error: Exception
+
+
 class Ego4dGaze(datasets.GeneratorBasedBuilder):
     """Ego4D gaze builder: ``train`` (20 videos) and ``test`` (7 videos) as GLC splits them."""
 
@@ -128,11 +135,16 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
             self._intervals, report = read_untracked_intervals(root / UNTRACKED_FILE)
             self.build_log.add_report(report)
         self._gaze_files = self._index_gaze_files(root / "gaze")
-        self._videos: dict[str, tuple[VideoInfo, GazeTrack]] = {}
+        self._videos: dict[str, tuple[VideoInfo, GazeTrack] | _VideoProblem] = {}
         # all reading and checking happens here, so that errors reach the caller unwrapped by `datasets`
         self._clips = {split: list(self._collect_clips(root, path, split)) for split, path in lists.items()}
+        self.build_log.log_summary("Ego4D gaze")
+        empty = [split for split in lists if not self._clips[split]]
+        if empty:  # `datasets` cannot hold an empty split: say so, and build the others
+            logger.warning("no clip of the %s split(s) is left (see the dropped clips above); building the others",
+                           empty)
         return [datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
-                for split in lists]
+                for split in lists if self._clips[split]]
 
     def _index_gaze_files(self, folder: Path) -> dict[str, Path]:
         """uid -> gaze CSV under ``gaze/``, by content: the download names them ``<uid>.mp4`` (data.md)."""
@@ -149,7 +161,7 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
     def _read_list(self, path: Path) -> list[tuple[str, int, int]]:
         report = ParseReport(str(path), "glc ego4d clip list")
         clips = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in read_text(path, "a GLC clip list").splitlines():
             if not line.strip():
                 continue
             report.rows_read += 1
@@ -162,21 +174,33 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
         self.build_log.add_report(report)
         return clips
 
-    def _video(self, root: Path, uid: str) -> tuple[VideoInfo, GazeTrack]:
+    def _video(self, root: Path, uid: str) -> tuple[VideoInfo, GazeTrack] | _VideoProblem:
+        """The probed full video of ``uid`` and its per-frame gaze, or why its clips must be dropped (a missing,
+        empty, truncated or undecodable video: item 9 of issue 17). A missing gaze CSV is a layout error."""
         if uid not in self._videos:
             video_path = root / "full_scale.gaze" / f"{uid}.mp4"
-            if not video_path.is_file():
-                raise _layout_error(video_path, f"full video of {uid}")
             if uid not in self._gaze_files:
                 raise _layout_error(root / "gaze" / f"{uid}.mp4", f"gaze CSV of {uid} (looked for a file named "
                                     f"{uid}.* with the gaze CSV header)")
-            info = probe_video(video_path)  # VideoDecodeError names the file
+            if not video_path.is_file():
+                self._videos[uid] = _VideoProblem(f"its full video {video_path} is missing", "video missing",
+                                                  _layout_error(video_path, f"full video of {uid}"))
+                return self._videos[uid]
+            try:
+                info = probe_video(video_path, check_end=True)
+            except VideoDecodeError as err:  # empty, truncated or not a video: the message names the file
+                self._videos[uid] = _VideoProblem(str(err), "video unreadable", err)
+                return self._videos[uid]
             track = parse_ego4d_gaze(self._gaze_files[uid], info.num_frames, info.fps, self.config.parity)
             self.build_log.add_report(track.report)
             self._videos[uid] = (info, track)
         return self._videos[uid]
 
-    def _clip_list(self, root: Path, split_list: Path) -> list[tuple[str, int, int]]:
+    def _drop_for_video(self, split: str, clip_id: str, problem: _VideoProblem) -> None:
+        self.build_log.drop(split, clip_id, problem.reason, self.config.strict, kind=problem.kind,
+                            error=problem.error)
+
+    def _clip_list(self, root: Path, split_list: Path, split: str) -> list[tuple[str, int, int]]:
         listed = self._read_list(split_list)
         if self.config.clip_source == "lists":
             return listed
@@ -184,7 +208,11 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
         for uid in dict.fromkeys(uid for uid, _, _ in listed):  # the split's videos, in list order
             if uid in EGO4D_GLC_SKIPPED_VIDEOS:
                 continue
-            info, _ = self._video(root, uid)
+            video = self._video(root, uid)
+            if isinstance(video, _VideoProblem):  # no duration to derive its clips from: all of them are dropped
+                self._drop_for_video(split, f"{uid} (every clip)", video)
+                continue
+            info, _ = video
             for start in ego4d_clip_starts(info.duration_s, self._intervals.get(uid, [])):
                 clips.append((uid, start, start + EGO4D_CLIP_SECONDS))
         return clips
@@ -192,19 +220,24 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
     def _collect_clips(self, root: Path, split_list: Path, split: str):
         """The clips of a split that pass every check: ``(clip_id, info, first_frame, gaze, gaze_type)``."""
         config = self.config
-        for uid, t_start, t_end in self._clip_list(root, split_list):
+        for uid, t_start, t_end in self._clip_list(root, split_list, split):
             clip_id = f"{uid}_t{t_start}_t{t_end}"
-            info, track = self._video(root, uid)
+            video = self._video(root, uid)
+            if isinstance(video, _VideoProblem):
+                self._drop_for_video(split, clip_id, video)
+                continue
+            info, track = video
             first, stop = int(round(t_start * info.fps)), int(round(t_end * info.fps))
             if stop > info.num_frames or stop <= first:
                 self.build_log.drop(split, clip_id, f"it needs frames {first}..{stop - 1} but "
-                                    f"{info.path} has {info.num_frames} frames", config.strict)
+                                    f"{info.path} has {info.num_frames} frames", config.strict,
+                                    kind="past the video's end")
                 continue
             rows = ego4d_label_rows(first, stop - first, info.num_frames, config.parity)
             gaze_type = track.gaze_type[rows]
             if config.parity != PARITY_GLC and np.all(gaze_type == UNTRACKED):
                 self.build_log.drop(split, clip_id, f"no gaze sample of {track.report.path} falls on its frames "
-                                    f"{first}..{stop - 1}", config.strict)
+                                    f"{first}..{stop - 1}", config.strict, kind="no gaze on its frames")
                 continue
             yield clip_id, info, first, track.gaze[rows], gaze_type
 

@@ -3,7 +3,7 @@
 A ``datasets.GeneratorBasedBuilder`` in the classic loading-script form. ``datasets`` 4+ refuses scripts in
 ``load_dataset``; use ``transformers_gazeflow.load_gaze_dataset("egtea", data_dir=..., split=...)`` or the builder
 directly. Raw formats, alignment and GLC quirks: ``../shared/specs/data.md``, "EGTEA Gaze+"; the parsing rules
-live in ``transformers_gazeflow.data.gaze_formats``. The dataset card (``README.md`` beside this file) lists the
+live in ``transformers_gazeflow.data.egtea_format``. The dataset card (``README.md`` beside this file) lists the
 expected folder layout.
 """
 
@@ -15,17 +15,15 @@ from pathlib import Path
 
 import datasets
 
-from transformers_gazeflow.data.gaze_formats import (
+from transformers_gazeflow.data.egtea_format import (
     BEGAZE_FPS,
     EGTEA_GLC_DROPPED_TEST_CLIPS,
-    PARITY_GLC,
-    GazeTrack,
-    ParseReport,
     egtea_gaze_rows,
     parse_begaze,
     parse_egtea_clip_name,
     read_egtea_index,
 )
+from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport, read_text
 from transformers_gazeflow.data.loading import (
     NO_LABEL,
     BuildLog,
@@ -35,7 +33,7 @@ from transformers_gazeflow.data.loading import (
     split_window_mode,
     validate_options,
 )
-from transformers_gazeflow.data.video import probe_video
+from transformers_gazeflow.data.video import VideoDecodeError, probe_video
 
 logger = logging.getLogger(__name__)
 
@@ -123,14 +121,19 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         self._tracks: dict[str, GazeTrack] = {}  # gaze per session, parsed once for both splits
         # all reading and checking happens here, so that errors reach the caller unwrapped by `datasets`
         self._clips = {split: list(self._collect_clips(root, path, split)) for split, path in split_files.items()}
+        self.build_log.log_summary(f"EGTEA Gaze+ {config.name}")
+        empty = [split for split in split_files if not self._clips[split]]
+        if empty:  # `datasets` cannot hold an empty split: say so, and build the others
+            logger.warning("no clip of the %s split(s) is left (see the dropped clips above); building the others",
+                           empty)
         return [datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
-                for split in split_files]
+                for split in split_files if self._clips[split]]
 
     def _read_split_file(self, path: Path) -> list[tuple[str, int, int, int]]:
         """``(clip, action, verb, noun)`` per line (0-based; -1 where absent); CRLF or LF; bad lines are counted."""
         report = ParseReport(str(path), "egtea split list")
         entries = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in read_text(path, "a split file").splitlines():
             tokens = line.split()
             if not tokens:
                 continue
@@ -172,15 +175,23 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         for name, action, verb, noun in self._read_split_file(Path(split_file)):
             clip = parse_egtea_clip_name(name)
             if config.parity == PARITY_GLC and split == "test" and name in EGTEA_GLC_DROPPED_TEST_CLIPS:
-                self.build_log.drop(split, name, "left out of GLC's test set (its gaze does not cover it)", False)
+                self.build_log.drop(split, name, "left out of GLC's test set (its gaze does not cover it)", False,
+                                    kind="left out by parity='glc'")
                 continue
             video_path = root / "cropped_clips" / clip.video / f"{name}.mp4"
             if not video_path.is_file():
-                raise _layout_error(video_path, f"video of {split} clip {name}")
-            info = probe_video(video_path)  # VideoDecodeError names the file
+                self.build_log.drop(split, name, f"its video {video_path} is missing", config.strict,
+                                    kind="video missing",
+                                    error=_layout_error(video_path, f"video of {split} clip {name}"))
+                continue
+            try:
+                info = probe_video(video_path, check_end=True)
+            except VideoDecodeError as err:  # empty, truncated or not a video: the message names the file
+                self.build_log.drop(split, name, str(err), config.strict, kind="video unreadable", error=err)
+                continue
             if config.expected_fps is not None and abs(info.fps - config.expected_fps) > 0.01 * config.expected_fps:
                 self.build_log.drop(split, name, f"{video_path} runs at {info.fps:g} fps, but the gaze frames are "
-                                    f"on a {config.expected_fps:g} fps axis", config.strict)
+                                    f"on a {config.expected_fps:g} fps axis", config.strict, kind="frame rate")
                 continue
             if clip.video not in tracks:
                 tracks[clip.video] = parse_begaze(self._gaze_file(root, clip.video), config.parity)
@@ -190,8 +201,14 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
             if rows[0] < 0 or rows[-1] >= len(track):
                 covered = f"rows 0..{len(track) - 1}" if len(track) else "no rows (no sample was kept)"
                 self.build_log.drop(split, name, f"its {info.num_frames} frames need gaze rows {rows[0]}..{rows[-1]} "
-                                    f"(F_start - 1 + k) but {track.report.path} covers {covered}", config.strict)
+                                    f"(F_start - 1 + k) but {track.report.path} covers {covered}", config.strict,
+                                    kind="gaze does not cover it")
                 continue
+            listed = clip.end_frame - clip.start_frame + 1
+            if info.num_frames < listed:  # kept with the frames it has; local frame k still reads F_start - 1 + k
+                self.build_log.shorten(split, name, f"{video_path} has {info.num_frames} frames, fewer than the "
+                                       f"{listed} of its name's range F{clip.start_frame}..F{clip.end_frame}",
+                                       config.strict, kind="video shorter than its name's frame range")
             yield name, (action, verb, noun), info, track.gaze[rows], track.gaze_type[rows]
 
     def _generate_examples(self, split: str):

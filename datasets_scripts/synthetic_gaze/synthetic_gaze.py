@@ -23,7 +23,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import PARITY_FIXED
+from transformers_gazeflow.data.gaze_common import PARITY_FIXED
 from transformers_gazeflow.data.loading import (
     NO_LABEL,
     BuildLog,
@@ -33,11 +33,8 @@ from transformers_gazeflow.data.loading import (
     split_window_mode,
     validate_options,
 )
-from transformers_gazeflow.data.synthetic import (
-    SyntheticGazeSettings,
-    generate_dataset,
-    load_dataset_records,
-)
+from transformers_gazeflow.data.synthetic.dataset import generate_dataset, load_dataset_records
+from transformers_gazeflow.data.synthetic.settings import SyntheticGazeSettings
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,7 @@ from .data.collator import GazeFlowDataCollator
 from .schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from .data.loading import ClipDroppedError, available_builders, gaze_builder, gaze_example_features, load_gaze_dataset
 from .data.processing import GazeFlowVideoProcessor
-from .data.synthetic import SyntheticGazeSettings
-from .data.synthetic_egtea import write_egtea_layout
+from .data.synthetic import SyntheticGazeSettings, write_egtea_layout
 from .data.video import VideoDecodeError, decode_frames, probe_video, write_video
 from .geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
 from .hub import ModelFolderError, default_model_available, default_model_path, load_model

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.data.gaze_formats import begaze_lines, format_egtea_clip_name
+from transformers_gazeflow.data.egtea_format import begaze_lines, format_egtea_clip_name
 from transformers_gazeflow.data.video import write_video
 
 EGO4D_HEADER = ("component_idx,component_timestamp_s,canonical_timestamp_s,world_index,confidence,"
@@ -28,6 +28,28 @@ def write_clip(path: Path, num_frames: int, fps: float = 24, height: int = 24, w
     return write_video(path, tiny_frames(num_frames, height, width), fps=fps)
 
 
+def write_cut_clip(path: Path, num_frames: int, keep: float = 0.5, index_first: bool = True, fps: float = 24,
+                   height: int = 24, width: int = 32) -> Path:
+    """A clip cut short (an interrupted copy or download): the first ``keep`` of its bytes. ``index_first``: the mp4
+    index (``moov``) is written before the frames, as ``-movflags faststart`` does, so the cut file still opens and
+    lists all its frames; otherwise the index comes last and is lost with the cut."""
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    full = path.with_name(path.name + ".full.mp4")
+    container = av.open(str(full), "w", options={"movflags": "faststart"} if index_first else {})
+    stream = container.add_stream("libx264", rate=int(fps))
+    stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+    for frame in tiny_frames(num_frames, height, width):
+        container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+    container.mux(stream.encode())
+    container.close()
+    data = full.read_bytes()
+    full.unlink()
+    path.write_bytes(data[:int(len(data) * keep)])
+    return path
+
+
 def _write_lines(path: Path, lines: list[str], crlf: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     newline = "\r\n" if crlf else "\n"
@@ -37,7 +59,7 @@ def _write_lines(path: Path, lines: list[str], crlf: bool = False) -> Path:
 
 
 def begaze_row(fmt: int, px: float, py: float, frame: int, event: str, time: int = 0) -> str:
-    """One data row of BeGaze format ``fmt`` (the package's writer, :func:`gaze_formats.begaze_lines`)."""
+    """One data row of BeGaze format ``fmt`` (the package's writer, :func:`egtea_format.begaze_lines`)."""
     return begaze_lines([(time, px, py, frame, event)], fmt=fmt)[-1]
 
 

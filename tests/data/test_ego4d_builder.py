@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from transformers_gazeflow.data import gaze_formats as gf
+from transformers_gazeflow import schema
 from transformers_gazeflow.data.loading import ClipDroppedError, gaze_builder, load_gaze_dataset
 
-from .raw_fixtures import glc_clip, make_ego4d_root, write_clip
+from .raw_fixtures import glc_clip, make_ego4d_root, write_clip, write_cut_clip
 
 A, B = "video-a", "video-b"
 OFF_SAMPLES = slice(200, 210)  # t in [2.00, 2.09]: x = 1.3, off the frame
@@ -78,14 +78,14 @@ def test_nearest_timestamp_and_y_flip(fixed):
     ex = windows_of(fixed[1]["train"], f"{A}_t5_t10")[1]  # frames 182..245
     np.testing.assert_allclose(ex["gaze"][:, 0], nearest_x(182 + np.arange(64)), atol=1e-6)
     np.testing.assert_allclose(ex["gaze"][:, 1], 0.75, atol=1e-6)
-    assert (ex["gaze_type"] == gf.FIXATION).all() and ex["valid"].all()
+    assert (ex["gaze_type"] == schema.FIXATION).all() and ex["valid"].all()
 
 
 def test_off_frame_points_are_clamped_and_coded_4(fixed):
     ex = windows_of(fixed[1]["train"], f"{A}_t0_t5")[1]  # frames 32..95
     k = np.arange(60, 63) - 32  # frames at 2.000, 2.033, 2.067 s take the x = 1.3 samples
-    assert (ex["gaze_type"][k] == gf.OFF_FRAME).all() and (ex["gaze"][k, 0] == 1.0).all() and ex["valid"][k].all()
-    assert ex["gaze_type"][63 - 32] == gf.SACCADE  # back from the border: a jump of ~970 px at 1088 px wide
+    assert (ex["gaze_type"][k] == schema.OFF_FRAME).all() and (ex["gaze"][k, 0] == 1.0).all() and ex["valid"][k].all()
+    assert ex["gaze_type"][63 - 32] == schema.SACCADE  # back from the border: a jump of ~970 px at 1088 px wide
 
 
 def test_glc_off_by_one_only_under_parity(fixed, glc):
@@ -96,18 +96,18 @@ def test_glc_off_by_one_only_under_parity(fixed, glc):
     assert f_ex["window_start"] == g_ex["window_start"] == 150  # the frames are the same; only labels shift
     # at t = 0 GLC reads frame -1: the full video's last frame, untracked at (0, 0) as GLC writes it
     g0 = windows_of(glc[1]["train"], f"{A}_t0_t5")[0]
-    assert g0["gaze_type"][0] == gf.UNTRACKED and (g0["gaze"][0] == 0).all() and not g0["valid"][0]
+    assert g0["gaze_type"][0] == schema.UNTRACKED and (g0["gaze"][0] == 0).all() and not g0["valid"][0]
     np.testing.assert_allclose(g0["gaze"][1:60, 0], nearest_x(np.arange(59)), atol=1e-6)  # then off-frame
-    assert (g0["gaze_type"][61:64] == gf.OFF_FRAME).all()  # frames 60..62 one step later: code 4 kept on Ego4D
+    assert (g0["gaze_type"][61:64] == schema.OFF_FRAME).all()  # frames 60..62 one step later: code 4 kept on Ego4D
 
 
 def test_frames_after_the_gaze_ends_are_untracked(ego4d_root, tmp_path):
     _, ds = build(ego4d_root, tmp_path, windows="all")
     (last,) = [ex for ex in windows_of(ds["test"], f"{B}_t0_t5") if ex["window_start"] == 86]
     frames = 86 + np.arange(64)  # the gaze ends at 3.99 s (frame 119.7)
-    assert (last["gaze_type"][frames <= 120] == gf.FIXATION).all()
-    assert (last["gaze_type"][frames >= 121] == gf.UNTRACKED).all() and not last["valid"][frames >= 121].any()
-    # by default they hold the last valid point (gaze_formats.fill_untracked), never a made-up one
+    assert (last["gaze_type"][frames <= 120] == schema.FIXATION).all()
+    assert (last["gaze_type"][frames >= 121] == schema.UNTRACKED).all() and not last["valid"][frames >= 121].any()
+    # by default they hold the last valid point (gaze_common.fill_untracked), never a made-up one
     np.testing.assert_allclose(last["gaze"][frames >= 121], np.broadcast_to(last["gaze"][frames == 120], (29, 2)))
     assert not np.allclose(last["gaze"][frames == 120], 0.5)
 
@@ -165,7 +165,29 @@ def test_missing_or_undecodable_full_video(tmp_path):
     root = make_ego4d_root(tmp_path / "r", videos={A: 6}, gaze={A: (t, x, y), B: (t, x, y)},
                            train=[glc_clip(A, 0)], test=[glc_clip(B, 0)])
     with pytest.raises(FileNotFoundError, match=f"full_scale.gaze/{B}.mp4(.|\n)*Expected layout"):
-        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c")
+        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c", strict=True)  # strict: a missing video raises
     (root / "full_scale.gaze" / f"{B}.mp4").write_bytes(b"\x00" * 64)
     with pytest.raises(VideoDecodeError, match=f"{B}.mp4"):
-        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c")
+        load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c", strict=True)  # strict: a bad video raises
+
+
+@pytest.mark.parametrize("clip_source", ["lists", "derive"])
+def test_missing_empty_or_truncated_full_videos_drop_their_clips_counted_and_named(tmp_path, clip_source):
+    """Issue 17, item 9: a bad full video drops its clips with a logged reason naming it; the build goes on."""
+    t, x, y = gaze_b()
+    uids = {"missing": "video-m", "empty": "video-e", "cut": "video-c"}
+    root = make_ego4d_root(tmp_path / "r", videos={A: 6}, gaze={u: (t, x, y) for u in (A, *uids.values())},
+                           train=[glc_clip(A, 0), glc_clip(uids["missing"], 0), glc_clip(uids["cut"], 0)],
+                           test=[glc_clip(uids["empty"], 0), glc_clip(A, 0)], untracked=[f"{A},00:00:09,00:00:09,0"])
+    videos = root / "full_scale.gaze"
+    (videos / f"{uids['empty']}.mp4").write_bytes(b"")
+    write_cut_clip(videos / f"{uids['cut']}.mp4", 300, keep=0.5, fps=30)
+    builder, ds = build(root, tmp_path / "c", clip_source=clip_source)
+    assert set(ds["train"]["clip_id"]) == set(ds["test"]["clip_id"]) == {f"{A}_t0_t5"}
+    log = builder.build_log
+    assert log.drop_counts == {"video missing": 1, "video unreadable": 2}
+    dropped = {**log.dropped_in("train"), **log.dropped_in("test")}
+    for kind, uid in uids.items():
+        (reason,) = [r for clip, r in dropped.items() if clip.startswith(uid)]
+        assert str(videos / f"{uid}.mp4") in reason and ("missing" if kind == "missing" else
+                                                         "empty" if kind == "empty" else "truncated") in reason

@@ -5,11 +5,11 @@ import logging
 import numpy as np
 import pytest
 
-from transformers_gazeflow.data import gaze_formats as gf
+from transformers_gazeflow import schema
 from transformers_gazeflow.data.loading import ClipDroppedError, gaze_builder, load_gaze_dataset
 from transformers_gazeflow.data.video import VideoDecodeError
 
-from .raw_fixtures import EgteaFixtureClip, egtea_clip_name, make_egtea_root, write_clip
+from .raw_fixtures import EgteaFixtureClip, egtea_clip_name, make_egtea_root, write_clip, write_cut_clip
 
 OP = "OP01-R01-PastaSalad"  # format 1, gaze_data/<VIDEO>.txt
 P = "P05-R03-Pizza"  # format 2, gaze_data/<VIDEO>-GazeData.txt
@@ -93,7 +93,7 @@ def test_alignment_rule_reads_row_F_start_minus_1_plus_k(fixed):
     (pizza,) = rows_of(ds, PIZZA)  # format 2 (timecodes), -GazeData.txt name
     rows = 4 + np.arange(20)
     np.testing.assert_allclose(pizza["gaze"], np.stack([5 * rows / 1280, 4 * rows / 960], 1), rtol=1e-6)
-    assert list(pizza["gaze_type"]) == [gf.FIXATION] * 20
+    assert list(pizza["gaze_type"]) == [schema.FIXATION] * 20
 
 
 def test_schema_fields_and_labels(fixed, egtea_root):
@@ -161,15 +161,15 @@ def test_parity_glc_pairwise_average_untracked_centre_and_no_off_frame_code(fixe
     np.testing.assert_allclose(f_ex["gaze"][k], [700 / 3 / 1280, 62 / 960], rtol=1e-6)
     np.testing.assert_allclose(g_ex["gaze"][k], [275 / 1280, 63 / 960], rtol=1e-6)
     k = local(OFF_FRAME)
-    assert f_ex["gaze_type"][k] == gf.OFF_FRAME and g_ex["gaze_type"][k] == gf.FIXATION
+    assert f_ex["gaze_type"][k] == schema.OFF_FRAME and g_ex["gaze_type"][k] == schema.FIXATION
     np.testing.assert_allclose(f_ex["gaze"][k, 0], 1279 / 1280)
     for frame in UNTRACKED_FRAMES:
         k = local(frame)
-        assert f_ex["gaze_type"][k] == g_ex["gaze_type"][k] == gf.UNTRACKED
+        assert f_ex["gaze_type"][k] == g_ex["gaze_type"][k] == schema.UNTRACKED
         np.testing.assert_allclose(g_ex["gaze"][k], [0.5, 0.5])
         assert not f_ex["valid"][k] and not g_ex["valid"][k]
-    assert f_ex["gaze_type"][local(BLINK_FRAME)] == gf.BLINK_OR_OTHER and not f_ex["valid"][local(BLINK_FRAME)]
-    assert f_ex["valid"][local(45)] and f_ex["gaze_type"][local(45)] == gf.SACCADE
+    assert f_ex["gaze_type"][local(BLINK_FRAME)] == schema.BLINK_OR_OTHER and not f_ex["valid"][local(BLINK_FRAME)]
+    assert f_ex["valid"][local(45)] and f_ex["gaze_type"][local(45)] == schema.SACCADE
 
 
 def test_glc_test_clip_drop_happens_only_under_parity_but_coverage_drops_it_anyway(fixed, glc):
@@ -193,14 +193,80 @@ def test_missing_layout_pieces_raise_file_not_found_naming_path_and_layout(tmp_p
         load_gaze_dataset("egtea", root, cache_dir=tmp_path / "c")
     (root / "cropped_clips" / OP / f"{SHORT.name}.mp4").unlink()
     with pytest.raises(FileNotFoundError, match=f"{SHORT.name}.mp4(.|\n)*Expected layout"):
-        load_gaze_dataset("egtea", root, cache_dir=tmp_path / "c2")
+        load_gaze_dataset("egtea", root, cache_dir=tmp_path / "c2", strict=True)  # strict: a missing video raises
 
 
 def test_undecodable_video_raises_naming_the_file(tmp_path):
     root = make_egtea_root(tmp_path / "r", train=[SHORT], test=[], gaze={OP: (op_samples(), 1, f"{OP}.txt")})
     (root / "cropped_clips" / OP / f"{SHORT.name}.mp4").write_bytes(b"not a video at all" * 10)
     with pytest.raises(VideoDecodeError, match=SHORT.name):
-        load_gaze_dataset("egtea", root, cache_dir=tmp_path / "c")
+        load_gaze_dataset("egtea", root, cache_dir=tmp_path / "c", strict=True)  # strict: a bad video raises
+
+
+# issue 17, item 9: one missing, empty or truncated video no longer aborts the build
+MISSING = EgteaFixtureClip(egtea_clip_name(OP, 131, 146), 16)
+EMPTY = EgteaFixtureClip(egtea_clip_name(OP, 147, 162), 16)
+CUT = EgteaFixtureClip(egtea_clip_name(OP, 150, 197), 48)  # cut after its mp4 index: still opens
+CUT_INDEX = EgteaFixtureClip(egtea_clip_name(OP, 60, 107), 48)  # cut before its mp4 index (written last)
+BAD_VIDEOS = {MISSING.name: "video missing", EMPTY.name: "video unreadable", CUT.name: "video unreadable",
+              CUT_INDEX.name: "video unreadable"}
+
+
+def break_videos(root, clips=(MISSING, EMPTY, CUT, CUT_INDEX)):
+    folder = root / "cropped_clips" / OP
+    for clip in clips:
+        if clip is MISSING:
+            (folder / f"{MISSING.name}.mp4").unlink()
+        elif clip is EMPTY:
+            (folder / f"{EMPTY.name}.mp4").write_bytes(b"")
+        else:
+            write_cut_clip(folder / f"{clip.name}.mp4", clip.num_frames, keep=0.5 if clip is CUT else 0.9,
+                           index_first=clip is CUT)
+    return folder
+
+
+def test_missing_empty_and_truncated_videos_are_dropped_counted_and_named(tmp_path):
+    root = make_egtea_root(tmp_path / "r", train=[MISSING, SHORT, EMPTY, CUT, CUT_INDEX], test=[TEST_CLIP],
+                           gaze={OP: (op_samples(), 1, f"{OP}.txt")})
+    folder = break_videos(root)
+    builder, ds = build(root, tmp_path / "c")
+    assert set(ds["train"]["clip_id"]) == {SHORT.name} and set(ds["test"]["clip_id"]) == {TEST_CLIP.name}
+    reasons = builder.build_log.dropped_in("train")
+    assert set(reasons) == set(BAD_VIDEOS)
+    for name, reason in reasons.items():  # each reason names the clip's file
+        assert str(folder / f"{name}.mp4") in reason, reason
+    assert "missing" in reasons[MISSING.name] and "empty" in reasons[EMPTY.name]
+    assert "truncated (its container lists 48 frames" in reasons[CUT.name]
+    assert builder.build_log.drop_counts == {"video missing": 1, "video unreadable": 3}
+    assert builder.build_log.summary().startswith("4 clips dropped (1 video missing, 3 video unreadable)")
+
+
+@pytest.mark.parametrize("bad, error", [(MISSING, FileNotFoundError), (EMPTY, VideoDecodeError),
+                                        (CUT, VideoDecodeError), (CUT_INDEX, VideoDecodeError)])
+def test_strict_raises_on_each_kind_of_bad_video_naming_the_file(tmp_path, bad, error):
+    root = make_egtea_root(tmp_path / "r", train=[SHORT, bad], test=[], gaze={OP: (op_samples(), 1, f"{OP}.txt")})
+    break_videos(root, [bad])
+    with pytest.raises(error, match=f"{bad.name}.mp4"):
+        build(root, tmp_path / "c", strict=True)
+
+
+def test_a_video_shorter_than_its_names_frame_range_is_kept_shortened_and_counted(tmp_path):
+    """Issue 17, item 10: the clip keeps the frames its video has (local frame k still reads F_start - 1 + k), and
+    the build log counts it; strict raises naming the file."""
+    shorter = EgteaFixtureClip(egtea_clip_name(OP, 11, 40), 16)  # its name lists 30 frames
+    root = make_egtea_root(tmp_path / "r", train=[shorter, LONG], test=[], gaze={OP: (op_samples(), 1, f"{OP}.txt")})
+    builder, ds = build(root, tmp_path / "c")
+    assert list(ds) == ["train"]  # no test clip: the split is left out (datasets cannot hold an empty one)
+    (ex,) = rows_of(ds["train"].with_format("numpy"), shorter)
+    rows = 10 + np.arange(16)
+    assert ex["num_frames"] == 16
+    np.testing.assert_allclose(ex["gaze"], np.stack([3 * rows / 1280, 2 * rows / 960], 1), rtol=1e-6)
+    reason = builder.build_log.shortened_in("train")[shorter.name]
+    assert f"{shorter.name}.mp4 has 16 frames, fewer than the 30 of its name's range F11..F40" in reason
+    assert builder.build_log.shorten_counts == {"video shorter than its name's frame range": 1}
+    assert not builder.build_log.dropped and LONG.name not in builder.build_log.shortened_in("train")
+    with pytest.raises(ClipDroppedError, match=f"{shorter.name}.mp4 has 16 frames"):
+        build(root, tmp_path / "strict", strict=True)
 
 
 def test_clip_at_another_frame_rate_is_dropped(tmp_path):
@@ -211,3 +277,16 @@ def test_clip_at_another_frame_rate_is_dropped(tmp_path):
     builder.download_and_prepare()
     assert "30 fps" in builder.build_log.dropped_in("train")[PIZZA.name]
     assert builder.as_dataset(split="train")["clip_id"] == [SHORT.name]
+
+
+def test_split_files_with_a_byte_order_mark_keep_their_first_clip_and_non_text_is_named(tmp_path):
+    root = make_egtea_root(tmp_path / "r", train=[SHORT, PIZZA], test=[], gaze={
+        OP: (op_samples(), 1, f"{OP}.txt"), P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt")})
+    split = root / "train_split1.txt"
+    split.write_bytes(b"\xef\xbb\xbf" + split.read_bytes())  # saved by a Windows editor
+    builder, ds = build(root, tmp_path / "c")
+    assert set(ds["train"]["clip_id"]) == {SHORT.name, PIZZA.name}
+    assert builder.build_log.reports[str(split)].rows_skipped == 0
+    split.write_bytes(split.read_bytes() + b"\xff\xfe\xfd junk\r\n")
+    with pytest.raises(ValueError, match=r"train_split1.txt: a split file must be text in UTF-8"):
+        build(root, tmp_path / "c2")

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
-from transformers_gazeflow.data.gaze_formats import UNTRACKED, valid_mask
+from transformers_gazeflow.schema import UNTRACKED, valid_mask
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings
-from transformers_gazeflow.data.synthetic_egtea import write_egtea_layout
+from transformers_gazeflow.data.synthetic import write_egtea_layout
 from transformers_gazeflow.windows import window_starts
 
 # 4 tiny clips (34, 47, 42 and 17 frames; 2 train, 2 test) with every gaze type in them: 15 untracked frames,
@@ -74,7 +74,7 @@ def test_examples_read_back_what_the_writer_wrote(written, built, parity):
                                        err_msg=f"{parity} {clip.name}")
             if parity == "glc":  # GLC's loader puts untracked frames at the centre (data.md)
                 np.testing.assert_allclose(gaze[~tracked], 0.5)
-            else:  # by default they hold the last valid point (gaze_formats.fill_untracked)
+            else:  # by default they hold the last valid point (gaze_common.fill_untracked)
                 valid = valid_mask(types)
                 for k in np.flatnonzero(~tracked):
                     before = np.flatnonzero(valid[:k])

@@ -77,18 +77,38 @@ def _relative(paths, root=PACKAGE):
 def test_the_cache_key_covers_the_package_modules_each_builder_imports():
     egtea = loading.builder_code_files(loading.builder_file("egtea"))
     assert egtea[0] == loading.builder_file("egtea")
-    assert _relative(egtea) == ["data/gaze_formats.py", "data/loading.py", "data/video.py", "geometry.py",
-                                "windows.py"]
+    assert _relative(egtea) == ["data/egtea_format.py", "data/gaze_common.py", "data/loading.py", "data/video.py",
+                                "geometry.py", "schema.py", "windows.py"]
     synthetic = _relative(loading.builder_code_files(loading.builder_file("synthetic")))
-    assert {"data/synthetic.py", "data/synthetic_gaze.py", "data/synthetic_scene.py", "data/gaze_formats.py",
-            "data/loading.py", "data/video.py"} <= set(synthetic)
+    assert {"data/synthetic/dataset.py", "data/synthetic/gaze.py", "data/synthetic/scene.py",
+            "data/synthetic/settings.py", "data/gaze_common.py", "data/loading.py", "data/video.py"} <= set(synthetic)
     for paths in (egtea, synthetic):  # __init__ files only re-export; the collator is not builder output
         assert not any(str(path).endswith(("__init__.py", "collator.py", "modeling_gazeflow.py")) for path in paths)
 
 
+def test_the_cache_key_follows_a_subpackage_s_re_exports_to_their_modules(tmp_path):
+    """A builder importing from a subpackage (``from pkg.sub import name``) depends on the modules its ``__init__``
+    re-exports from, never on the ``__init__`` itself nor on the top package's."""
+    package = tmp_path / "transformers_gazeflow"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from .heavy import model\n")
+    (package / "heavy.py").write_text("model = 1\n")
+    (package / "sub" / "__init__.py").write_text("from .impl import name\n")
+    (package / "sub" / "impl.py").write_text("from ..helper import x\nname = x\n")
+    (package / "helper.py").write_text("x = 1\n")
+    builder = tmp_path / "builder.py"
+    builder.write_text("import transformers_gazeflow\nfrom transformers_gazeflow.sub import name\n")
+    files = loading.builder_code_files(builder, package)
+    assert files[0] == builder.resolve()
+    assert _relative(files, package) == ["helper.py", "sub/impl.py"]
+
+
 @pytest.mark.parametrize("edited, builders_changed", [
-    ("data/synthetic_scene.py", {"synthetic"}),
-    ("data/gaze_formats.py", {"egtea", "ego4d", "synthetic"}),
+    ("data/synthetic/scene.py", {"synthetic"}),
+    ("data/gaze_common.py", {"egtea", "ego4d", "synthetic"}),
+    ("data/egtea_format.py", {"egtea"}),
+    ("data/ego4d_format.py", {"ego4d"}),
+    ("schema.py", {"egtea", "ego4d", "synthetic"}),
     ("data/loading.py", {"egtea", "ego4d", "synthetic"}),
     ("windows.py", {"egtea", "ego4d", "synthetic"}),
     ("data/collator.py", set()),

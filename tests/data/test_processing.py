@@ -161,3 +161,14 @@ def test_from_pretrained_errors(tmp_path):
     (tmp_path / "preprocessor_config.json").write_text(json.dumps({"size": 32, "do_center_crop": True}))
     with pytest.raises(ValueError, match="do_center_crop"):
         GazeFlowVideoProcessor.from_pretrained(tmp_path)
+
+
+def test_a_config_that_is_not_json_is_named(tmp_path):
+    """Every bad input gets one line naming the file and what was expected (issue 17's data items)."""
+    (tmp_path / "preprocessor_config.json").write_text('{"size": 32,')
+    with pytest.raises(ValueError, match=r"preprocessor_config.json: expected a JSON object of processor settings, "
+                                         r"but it is not valid JSON"):
+        GazeFlowVideoProcessor.from_pretrained(tmp_path)
+    (tmp_path / "preprocessor_config.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="preprocessor_config.json: expected a JSON object .* got a list"):
+        GazeFlowVideoProcessor.from_pretrained(tmp_path)

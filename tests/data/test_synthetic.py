@@ -13,15 +13,9 @@ from transformers_gazeflow.data.synthetic import (
     split_assignment,
     task_names,
 )
-from transformers_gazeflow.data.gaze_formats import (
-    BLINK_OR_OTHER,
-    FIXATION,
-    OFF_FRAME,
-    SACCADE,
-    UNTRACKED,
-    fill_untracked,
-)
-from transformers_gazeflow.data.synthetic_scene import TASK_COLORS
+from transformers_gazeflow.data.gaze_common import fill_untracked
+from transformers_gazeflow.schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from transformers_gazeflow.data.synthetic.scene import TASK_COLORS
 from transformers_gazeflow.data.video import decode_frames, probe_video
 
 TINY = SyntheticGazeSettings(num_clips=4, min_frames=16, max_frames=24, width=64, height=48, seed=3)
@@ -223,3 +217,88 @@ def test_a_generator_1_folder_loads_with_untracked_frames_by_the_builders_rule(t
     (out / MANIFEST_NAME).write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="generator_version 0"):
         load_dataset_records(out)
+
+
+def test_an_annotation_line_without_a_needed_key_is_named(tmp_path):
+    small = SyntheticGazeSettings(**{**TINY.to_dict(), "num_clips": 1, "max_frames": 16})
+    out = generate_dataset(tmp_path / "one", small)
+    line = json.loads((out / ANNOTATIONS_NAME).read_text())
+    del line["gaze_type"]
+    (out / ANNOTATIONS_NAME).write_text(json.dumps(line) + "\n")
+    with pytest.raises(ValueError, match=rf"{ANNOTATIONS_NAME}, line 1: expected a clip record .* lacks \['gaze_type'\]"):
+        load_dataset_records(out)
+
+
+# scenarios: one registry of scene/gaze generators (data/synthetic/scenarios.py)
+
+def test_the_default_scenario_draws_the_clip_exactly_as_before_the_registry():
+    """``served_object`` takes the same draws in the same order as generate_clip did before scenarios existed:
+    length, distractor count, scene, gaze; so stored datasets and the bundled model's data are unchanged."""
+    from transformers_gazeflow.data.synthetic import simulate_gaze, simulate_scene
+
+    for index in range(TINY.num_clips):
+        clip = generate_clip(TINY, index)
+        rng = np.random.default_rng([TINY.seed, index])
+        num_frames = int(rng.integers(TINY.min_frames, TINY.max_frames + 1))
+        num_distractors = int(rng.integers(TINY.min_distractors, TINY.max_distractors + 1))
+        scene = simulate_scene(rng, index % TINY.num_tasks, TINY.num_tasks, num_frames, TINY.fps, TINY.width,
+                               TINY.height, num_distractors)
+        gaze = simulate_gaze(rng, scene, TINY.fps)
+        assert clip.num_frames == num_frames and len(clip.scene.objects) == 1 + num_distractors
+        np.testing.assert_array_equal(clip.gaze.gaze, gaze.gaze)
+        np.testing.assert_array_equal(clip.scene.camera, scene.camera)
+    assert TINY.scenario == "served_object"
+    # an old manifest (no scenario key) reads as the default scenario
+    assert SyntheticGazeSettings.from_dict({k: v for k, v in TINY.to_dict().items() if k != "scenario"}) == TINY
+
+
+def test_a_new_scenario_is_one_registered_generator(tmp_path, monkeypatch):
+    from transformers_gazeflow.data.synthetic import SCENARIOS, get_scenario, register_scenario, simulate_gaze
+    from transformers_gazeflow.data.synthetic import served_object
+
+    def still_target(rng, settings, task, num_frames):
+        """The default scene with the target held still at the centre of the frame."""
+        scene, _ = served_object.generate_served_object(rng, settings, task, num_frames)
+        target = scene.objects[0]
+        still = type(target)(target.shape, target.color, target.radius, np.full_like(target.track, 0.5),
+                             target.angle)
+        scene = type(scene)(**{**scene.__dict__, "objects": (still, *scene.objects[1:])})
+        return scene, simulate_gaze(rng, scene, settings.fps)
+
+    monkeypatch.setitem(SCENARIOS, "still_target", SCENARIOS["served_object"])  # restored after the test
+    register_scenario("still_target", still_target, "the target does not move", replace=True)
+    settings = SyntheticGazeSettings(**{**TINY.to_dict(), "scenario": "still_target"})
+    clip = generate_clip(settings, 0)
+    np.testing.assert_array_equal(clip.scene.target.track, 0.5)
+    fixated = clip.gaze.fixated == 0
+    assert fixated.any() and np.abs(clip.gaze.gaze_raw[fixated] - 0.5).max() < 0.1  # the gaze serves it there
+    assert get_scenario("still_target").description == "the target does not move"
+    with pytest.raises(ValueError, match="already registered"):
+        register_scenario("still_target", still_target, "again")
+    with pytest.raises(ValueError, match="must be an identifier"):
+        register_scenario("still target", still_target, "a space")
+
+
+def test_an_unknown_scenario_is_refused_before_anything_is_written(tmp_path):
+    bad = SyntheticGazeSettings(**{**TINY.to_dict(), "scenario": "nope"})
+    with pytest.raises(ValueError, match=r"unknown synthetic scenario 'nope': expected one of \[.*'served_object'"):
+        generate_clip(bad, 0)
+    with pytest.raises(ValueError, match="unknown synthetic scenario 'nope'"):
+        generate_dataset(tmp_path / "out", bad)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="scenario must be the name of a synthetic scenario"):
+        SyntheticGazeSettings(scenario="not a name")
+
+
+def test_the_subpackage_keeps_the_old_modules_public_names():
+    """``data.synthetic`` was one module before it became a subpackage; callers (the CLI's demo, the web demo's
+    clip cache key, the builder, tests) import these names from it."""
+    import transformers_gazeflow.data.synthetic as synthetic
+
+    old = ["SyntheticGazeSettings", "SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
+           "split_assignment", "task_names", "clip_task", "clip_record", "SPLITS", "MANIFEST_NAME", "ANNOTATIONS_NAME",
+           "VIDEO_DIR", "FORMAT_VERSION", "GENERATOR_VERSION", "READABLE_GENERATOR_VERSIONS", "TASK_VERBS",
+           "write_egtea_layout", "WrittenEgteaClip", "SimulatedGaze", "simulate_gaze", "Scene", "simulate_scene",
+           "render_frame", "render_frames", "TASK_COLORS", "MAX_TASKS"]
+    assert [name for name in old if not hasattr(synthetic, name)] == []
+    assert set(synthetic.__all__) <= set(dir(synthetic))

@@ -4,6 +4,7 @@ import pytest
 from transformers_gazeflow.data.video import VideoDecodeError, decode_frames, iter_frames, probe_video, write_video
 
 from ..conftest import gradient_frames
+from .raw_fixtures import write_clip, write_cut_clip
 
 
 def test_probe_real_mp4(bikes_mp4):
@@ -70,3 +71,23 @@ def test_write_video_rejects_bad_frames(tmp_path):
         write_video(tmp_path / "x.mp4", [np.zeros((8, 8, 3), np.float32)], fps=24)
     with pytest.raises(ValueError, match="no frames"):
         write_video(tmp_path / "y.mp4", [], fps=24)
+
+
+@pytest.mark.parametrize("index_first", [True, False])
+def test_a_clip_cut_short_is_found_by_probe_check_end(tmp_path, index_first):
+    """Issue 17, item 9: an mp4 cut after its index still opens and lists every frame; ``check_end`` finds the cut
+    by demuxing from the last key frame (no decoding) and names the file. One whose index was cut off does not open."""
+    cut = write_cut_clip(tmp_path / "cut.mp4", 48, keep=0.5, index_first=index_first)
+    if index_first:
+        assert probe_video(cut).num_frames == 48  # the container still lists all 48 frames
+    with pytest.raises(VideoDecodeError, match=r"cut\.mp4(.*)truncated \(its container lists 48 frames" if index_first
+                       else r"cut\.mp4"):
+        probe_video(cut, check_end=True)
+    whole = write_clip(tmp_path / "whole.mp4", 48)
+    assert probe_video(whole, check_end=True).num_frames == 48
+    whole_first = write_cut_clip(tmp_path / "whole_first.mp4", 48, keep=1.0, index_first=True)
+    assert probe_video(whole_first, check_end=True).num_frames == 48
+
+
+def test_check_end_accepts_real_mp4s_with_key_frames_inside(bikes_mp4):
+    assert probe_video(bikes_mp4, check_end=True).num_frames == 250

@@ -27,6 +27,7 @@ import inspect
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..windows import window_starts
-from .gaze_formats import PARITY_FIXED, ParseReport, check_parity, valid_mask
+from ..schema import valid_mask
+from .gaze_common import PARITY_FIXED, ParseReport, check_parity
 
 logger = logging.getLogger(__name__)
 
@@ -165,33 +167,73 @@ def clip_window_examples(*, clip_id: str, video_path: str | os.PathLike, clip_fi
 
 
 class ClipDroppedError(ValueError):
-    """Raised in ``strict`` mode where a clip would otherwise be dropped with a logged reason."""
+    """Raised in ``strict`` mode where a clip would otherwise be dropped (or shortened) with a logged reason."""
 
 
 @dataclasses.dataclass
 class BuildLog:
-    """What a builder's last build read and left out: parse reports per raw file, and dropped clips with reasons.
+    """What a builder's last build read and left out: parse reports per raw file, dropped clips with reasons, clips
+    kept with fewer frames than their name lists, and counts of both by kind.
 
     Builders keep one as ``builder.build_log`` (filled while examples are generated; empty when the dataset came
-    from the cache).
+    from the cache). ``strict=True`` turns every drop and every shortening into an error naming the file.
     """
 
     reports: dict[str, ParseReport] = dataclasses.field(default_factory=dict)
     dropped: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (split, clip_id, reason)
+    shortened: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # (split, clip_id, reason)
+    #: clips dropped per kind of problem (e.g. ``"video missing"``, ``"video unreadable"``), like a parse report's
+    #: skipped rows per reason
+    drop_counts: Counter = dataclasses.field(default_factory=Counter)
+    shorten_counts: Counter = dataclasses.field(default_factory=Counter)
 
     def add_report(self, report: ParseReport) -> ParseReport:
         self.reports[report.path] = report
         report.log()
         return report
 
-    def drop(self, split: str, clip_id: str, reason: str, strict: bool) -> None:
+    def drop(self, split: str, clip_id: str, reason: str, strict: bool, kind: str = "other",
+             error: Exception | None = None) -> None:
+        """Leave clip ``clip_id`` out with a logged ``reason``, counted under ``kind``. With ``strict``, raise
+        ``error`` (an error naming the file, e.g. the decoder's) or else a :class:`ClipDroppedError`."""
         if strict:
+            if error is not None:
+                raise error
             raise ClipDroppedError(f"{split} clip {clip_id}: {reason} (strict=True; pass strict=False to drop it)")
         logger.warning("dropping %s clip %s: %s", split, clip_id, reason)
         self.dropped.append((split, clip_id, reason))
+        self.drop_counts[kind] += 1
+
+    def shorten(self, split: str, clip_id: str, reason: str, strict: bool, kind: str) -> None:
+        """Keep clip ``clip_id`` with fewer frames than it should have, with a logged ``reason``, counted under
+        ``kind``; with ``strict``, raise a :class:`ClipDroppedError` instead."""
+        if strict:
+            raise ClipDroppedError(f"{split} clip {clip_id}: {reason} (strict=True; pass strict=False to keep the "
+                                   "frames it has)")
+        logger.warning("keeping %s clip %s shortened: %s", split, clip_id, reason)
+        self.shortened.append((split, clip_id, reason))
+        self.shorten_counts[kind] += 1
 
     def dropped_in(self, split: str) -> dict[str, str]:
         return {clip: reason for s, clip, reason in self.dropped if s == split}
+
+    def shortened_in(self, split: str) -> dict[str, str]:
+        return {clip: reason for s, clip, reason in self.shortened if s == split}
+
+    def summary(self) -> str:
+        """One line: clips dropped and shortened, by kind, and malformed rows skipped over all parse reports."""
+        def by_kind(counts: Counter) -> str:
+            return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+
+        rows = sum(report.rows_skipped for report in self.reports.values())
+        text = f"{len(self.dropped)} clips dropped"
+        text += f" ({by_kind(self.drop_counts)})" if self.dropped else ""
+        text += f", {len(self.shortened)} clips shortened"
+        text += f" ({by_kind(self.shorten_counts)})" if self.shortened else ""
+        return text + f", {rows} malformed rows skipped in {len(self.reports)} raw files"
+
+    def log_summary(self, dataset: str) -> None:
+        (logger.warning if self.dropped or self.shortened else logger.info)("%s: %s", dataset, self.summary())
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -262,7 +304,9 @@ _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 def _imported_modules(path: Path, package_dir: Path) -> set[Path]:
     """Files of this package that ``path`` imports (absolute ``transformers_gazeflow.x`` or relative imports,
     anywhere in the file, also inside functions). Package ``__init__.py`` files only re-export (architecture.md,
-    "Rules of the house") and are neither returned nor followed."""
+    "Rules of the house"): the top package's is never returned (it imports the whole model); a subpackage's
+    (e.g. ``data/synthetic/__init__.py``) is returned so that :func:`builder_code_files` follows its re-exports to
+    the modules that define them."""
     tree = ast.parse(path.read_bytes(), filename=str(path))
     inside = path.resolve().is_relative_to(package_dir.resolve())
     here = path.resolve().parent.relative_to(package_dir.resolve()).parts if inside else ()
@@ -287,13 +331,16 @@ def _imported_modules(path: Path, package_dir: Path) -> set[Path]:
         candidate = package_dir.joinpath(*name[1:]).with_suffix(".py")
         if candidate.is_file():
             files.add(candidate.resolve())
+        elif (package_dir.joinpath(*name[1:]) / "__init__.py").is_file():
+            files.add((package_dir.joinpath(*name[1:]) / "__init__.py").resolve())
     return files
 
 
 def builder_code_files(builder_path: str | os.PathLike, package_dir: str | os.PathLike | None = None) -> list[Path]:
     """The code a builder's output depends on: its own file and every module of this package it imports, directly
-    or through other package modules (e.g. ``data/loading.py``, ``data/gaze_formats.py``, ``geometry.py``, and for
-    ``synthetic_gaze`` the ``data/synthetic*.py`` generator). Sorted, for a stable hash."""
+    or through other package modules (e.g. ``data/loading.py``, ``data/egtea_format.py``, ``geometry.py``, and for
+    ``synthetic_gaze`` the modules of the ``data/synthetic`` generator). A subpackage ``__init__.py`` only
+    re-exports: its imports are followed, the file itself is left out. Sorted, for a stable hash."""
     package_dir = Path(package_dir).resolve() if package_dir is not None else _PACKAGE_DIR
     builder_path = Path(builder_path).resolve()
     seen: set[Path] = set()
@@ -304,7 +351,8 @@ def builder_code_files(builder_path: str | os.PathLike, package_dir: str | os.Pa
             continue
         seen.add(path)
         todo += sorted(_imported_modules(path, package_dir) - seen)
-    return sorted(seen, key=lambda p: (p != builder_path, str(p)))
+    code = {path for path in seen if path == builder_path or path.name != "__init__.py"}
+    return sorted(code, key=lambda p: (p != builder_path, str(p)))
 
 
 def _code_hash(builder_path: Path, package_dir: str | os.PathLike | None = None) -> str:

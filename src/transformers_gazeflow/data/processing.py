@@ -194,7 +194,13 @@ class GazeFlowVideoProcessor:
         if not path.is_file():
             raise FileNotFoundError(f"no {PREPROCESSOR_CONFIG_NAME} at {path} (expected a directory written by "
                                     f"{cls.__name__}.save_pretrained)")
-        config = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path}: expected a JSON object of processor settings, but it is not valid JSON "
+                             f"({err})") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{path}: expected a JSON object of processor settings, got a {type(config).__name__}")
         config.update(overrides)
         return cls.from_dict(config)
 

@@ -75,34 +75,57 @@ def _stream_fps(stream) -> Fraction:
 
 
 def _frame_index(frame, stream, fps: Fraction) -> int:
-    """Presentation index of a decoded frame from its timestamp (``(pts - start) * time_base * fps``)."""
+    """Presentation index of a decoded frame (or a demuxed packet) from its timestamp:
+    ``(pts - start) * time_base * fps``."""
     if frame.pts is None or stream.time_base is None:
         return -1
     start = stream.start_time or 0
     return int(round(float((frame.pts - start) * stream.time_base * fps)))
 
 
-def probe_video(path: str | os.PathLike) -> VideoInfo:
+def probe_video(path: str | os.PathLike, check_end: bool = False) -> VideoInfo:
     """Frame count, frame rate and size of a video, read from the container.
 
     Where the container does not store a frame count, the packets of the video stream are counted (demuxing
-    only, no decoding).
+    only, no decoding). ``check_end=True`` also checks that the file holds the data of the last frame the container
+    lists (the packets from the last key frame on are demuxed, not decoded): a file cut short after its index was
+    written (an mp4 whose ``moov`` comes first) raises :class:`VideoDecodeError` naming the file, the frames listed
+    and the last frame present. (An mp4 whose index comes last cannot even be opened once cut.)
     """
     av = _import_av()
     container, stream = _open(path)
     try:
         fps = _stream_fps(stream)
         num_frames = int(stream.frames or 0)
-        if num_frames <= 0:
+        counted = num_frames <= 0
+        if counted:
             num_frames = sum(1 for packet in container.demux(stream) if packet.size > 0)
         width, height = int(stream.codec_context.width), int(stream.codec_context.height)
+        last_present = _last_frame_present(container, stream, fps, num_frames) if check_end and not counted else None
     except av.error.FFmpegError as err:
         raise VideoDecodeError(f"cannot decode video {path}: {err}") from err
     finally:
         container.close()
     if num_frames <= 0 or width <= 0 or height <= 0:
         raise VideoDecodeError(f"cannot decode video {path}: no frames of a known size in its video stream")
+    if last_present is not None and last_present < num_frames - 1:
+        raise VideoDecodeError(f"cannot decode video {path}: the file is truncated (its container lists "
+                               f"{num_frames} frames, but the data ends after frame {last_present})")
     return VideoInfo(path=str(path), num_frames=num_frames, fps=float(fps), width=width, height=height)
+
+
+def _last_frame_present(container, stream, fps: Fraction, num_frames: int) -> int:
+    """Index of the last frame whose packet is in the file (-1 if none): seek to the key frame at or before the last
+    listed frame and demux (no decoding) to the end of the file."""
+    if stream.time_base is None:
+        return num_frames - 1  # no timestamps to check against
+    target = int((stream.start_time or 0) + math.floor((num_frames - 1) / fps / stream.time_base))
+    container.seek(target, stream=stream, backward=True, any_frame=False)
+    last = -1
+    for packet in container.demux(stream):
+        if packet.size > 0:
+            last = max(last, _frame_index(packet, stream, fps))
+    return last
 
 
 def iter_frames(path: str | os.PathLike, start: int = 0, stop: int | None = None) -> Iterator[np.ndarray]:

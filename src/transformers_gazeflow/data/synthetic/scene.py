@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..geometry import unit_to_pixels
+from ...geometry import unit_to_pixels
 
 # one saturated colour and one shape per task (the task's "served" object); at most len(TASK_COLORS) tasks
 TASK_COLORS: tuple[tuple[int, int, int], ...] = (
@@ -31,6 +31,7 @@ DISTRACTOR_COLORS: tuple[tuple[int, int, int], ...] = (
 SURFACE_COLORS: tuple[tuple[int, int, int], ...] = ((150, 118, 85), (125, 125, 120), (190, 180, 160), (95, 85, 75))
 SKIN_COLORS: tuple[tuple[int, int, int], ...] = ((225, 180, 150), (190, 140, 105), (140, 95, 70))
 MAX_TASKS = len(TASK_COLORS)
+HAND_RADIUS = 0.075  # in units of the frame width
 
 
 @dataclass(frozen=True)
@@ -174,36 +175,45 @@ def _composite(frame: np.ndarray, region, signed_distance: np.ndarray, color: np
     frame[region] = frame[region] * (1 - alpha) + color * alpha
 
 
-def _paint_shape(frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float,
-                 color: tuple[int, int, int]) -> None:
-    box = _box(frame, cx - radius - 1, cy - radius - 1, cx + radius + 1, cy + radius + 1)
-    if box is None:
-        return
-    region, xs, ys = box
+def _shape_distance(xs: np.ndarray, ys: np.ndarray, cx: float, cy: float, shape: str, radius: float,
+                    angle: float) -> np.ndarray:
+    """Signed distance (pixels, negative inside) of pixel centres ``xs``/``ys`` to an object's outline."""
     dx, dy = xs - cx, ys - cy
     c, s = math.cos(angle), math.sin(angle)
     qx, qy = c * dx + s * dy, -s * dx + c * dy
     if shape == "disc":
-        sd = np.hypot(qx, qy) - radius
-    elif shape == "square":
-        sd = np.maximum(np.abs(qx), np.abs(qy)) - 0.8 * radius
-    elif shape == "triangle":
-        sd = np.maximum.reduce([-qy, 0.866 * qx + 0.5 * qy, -0.866 * qx + 0.5 * qy]) - 0.5 * radius
-    elif shape == "diamond":
-        sd = (np.abs(qx) + np.abs(qy)) * 0.7071 - 0.72 * radius
-    elif shape == "bar":
-        sd = np.maximum(np.abs(qx) - radius, np.abs(qy) - 0.4 * radius)
-    else:
-        raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES}")
-    shade = 1.0 + 0.15 * np.clip(-dy / radius, -1, 1)  # lit from above
+        return np.hypot(qx, qy) - radius
+    if shape == "square":
+        return np.maximum(np.abs(qx), np.abs(qy)) - 0.8 * radius
+    if shape == "triangle":
+        return np.maximum.reduce([-qy, 0.866 * qx + 0.5 * qy, -0.866 * qx + 0.5 * qy]) - 0.5 * radius
+    if shape == "diamond":
+        return (np.abs(qx) + np.abs(qy)) * 0.7071 - 0.72 * radius
+    if shape == "bar":
+        return np.maximum(np.abs(qx) - radius, np.abs(qy) - 0.4 * radius)
+    raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES}")
+
+
+def _shape_box(frame: np.ndarray, cx: float, cy: float, radius: float):
+    return _box(frame, cx - radius - 1, cy - radius - 1, cx + radius + 1, cy + radius + 1)
+
+
+def _paint_shape(frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float,
+                 color: tuple[int, int, int]) -> None:
+    box = _shape_box(frame, cx, cy, radius)
+    if box is None:
+        return
+    region, xs, ys = box
+    sd = _shape_distance(xs, ys, cx, cy, shape, radius, angle)
+    shade = 1.0 + 0.15 * np.clip(-(ys - cy) / radius, -1, 1)  # lit from above
     body = np.asarray(color, np.float32) * shade[..., None]
     body = np.where((sd > -1.2)[..., None], body * 0.45, body)  # dark outline
     _composite(frame, region, sd, body)
 
 
-def _paint_arm(frame: np.ndarray, hand: np.ndarray, anchor: np.ndarray, radius: float,
-               skin: tuple[int, int, int]) -> None:
-    """A forearm (capsule from the frame's bottom edge to the hand) and the hand (an ellipse)."""
+def _arm_parts(frame: np.ndarray, hand: np.ndarray, anchor: np.ndarray, radius: float):
+    """The forearm (a capsule from the frame's bottom edge to the hand) and the hand (an ellipse) as
+    ``(region, signed distance, shade)`` pieces in drawing order (pieces entirely outside the frame are left out)."""
     arm_r, (hx, hy), (ax, ay) = 0.6 * radius, hand, anchor
     box = _box(frame, min(hx, ax) - arm_r, min(hy, ay) - arm_r, max(hx, ax) + arm_r, max(hy, ay) + arm_r)
     if box is not None:
@@ -211,13 +221,25 @@ def _paint_arm(frame: np.ndarray, hand: np.ndarray, anchor: np.ndarray, radius: 
         seg = np.array([ax - hx, ay - hy])
         length2 = max(float(seg @ seg), 1e-6)
         along = np.clip(((xs - hx) * seg[0] + (ys - hy) * seg[1]) / length2, 0, 1)
-        sd = np.hypot(xs - hx - along * seg[0], ys - hy - along * seg[1]) - arm_r
-        _composite(frame, region, sd, np.asarray(skin, np.float32) * 0.85)
+        yield region, np.hypot(xs - hx - along * seg[0], ys - hy - along * seg[1]) - arm_r, 0.85
     box = _box(frame, hx - radius, hy - radius, hx + radius, hy + radius)
     if box is not None:
         region, xs, ys = box
-        sd = (np.hypot((xs - hx) / 1.0, (ys - hy) / 0.8) - radius) * 0.9
-        _composite(frame, region, sd, np.asarray(skin, np.float32))
+        yield region, (np.hypot((xs - hx) / 1.0, (ys - hy) / 0.8) - radius) * 0.9, 1.0
+
+
+def _paint_arm(frame: np.ndarray, hand: np.ndarray, anchor: np.ndarray, radius: float,
+               skin: tuple[int, int, int]) -> None:
+    """A forearm and its hand (:func:`_arm_parts`) in skin colour, the forearm a little darker."""
+    for region, sd, shade in _arm_parts(frame, hand, anchor, radius):
+        _composite(frame, region, sd, np.asarray(skin, np.float32) * shade)
+
+
+def _hand_pixels(scene: Scene, t: int):
+    """Frame ``t``'s hands as drawn: ``(hand centre, forearm anchor)`` in pixels, and the hand radius in pixels."""
+    width, height = scene.width, scene.height
+    for hand, anchor in zip(scene.hands, scene.hand_anchors):
+        yield unit_to_pixels(hand[t], width, height), unit_to_pixels(np.asarray(anchor), width, height)
 
 
 def render_frame(scene: Scene, t: int) -> np.ndarray:
@@ -231,11 +253,29 @@ def render_frame(scene: Scene, t: int) -> np.ndarray:
     for obj in scene.objects[1:] + scene.objects[:1]:  # the target is drawn last among objects: never hidden by one
         cx, cy = unit_to_pixels(obj.track[t], width, height)
         _paint_shape(frame, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t]), obj.color)
-    hand_radius = 0.075 * width
-    for hand, anchor in zip(scene.hands, scene.hand_anchors):
-        _paint_arm(frame, unit_to_pixels(hand[t], width, height),
-                   unit_to_pixels(np.asarray(anchor), width, height), hand_radius, scene.skin)
+    for hand, anchor in _hand_pixels(scene, t):
+        _paint_arm(frame, hand, anchor, HAND_RADIUS * width, scene.skin)
     return np.clip(frame, 0, 255).astype(np.uint8)
+
+
+def render_masks(scene: Scene, t: int) -> dict[str, np.ndarray]:
+    """Exact masks of frame ``t``, bool ``[H, W]``: ``"hand"`` (both hands with their forearms) and ``"target"``
+    (the visible part of the task's target object: what a hand covers is left out; the target is drawn over every
+    other object). Same geometry as :func:`render_frame`: a pixel is inside a shape when the shape covers at least
+    half of it (its antialiasing weight is >= 0.5, i.e. the signed distance at the pixel centre is <= 0)."""
+    width, height = scene.width, scene.height
+    hand = np.zeros((height, width), bool)
+    for centre, anchor in _hand_pixels(scene, t):
+        for region, sd, _ in _arm_parts(hand, centre, anchor, HAND_RADIUS * width):
+            hand[region] |= sd <= 0
+    target = np.zeros((height, width), bool)
+    obj = scene.target
+    cx, cy = unit_to_pixels(obj.track[t], width, height)
+    box = _shape_box(target, cx, cy, obj.radius * width)
+    if box is not None:
+        region, xs, ys = box
+        target[region] = _shape_distance(xs, ys, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t])) <= 0
+    return {"hand": hand, "target": target & ~hand}
 
 
 def render_frames(scene: Scene):
@@ -244,5 +284,6 @@ def render_frames(scene: Scene):
         yield render_frame(scene, t)
 
 
-__all__ = ["Scene", "SceneObject", "simulate_scene", "render_frame", "render_frames", "task_home", "TASK_COLORS",
+__all__ = ["Scene", "SceneObject", "simulate_scene", "render_frame", "render_frames", "render_masks", "task_home",
+           "TASK_COLORS",
            "TASK_COLOR_NAMES", "TASK_SHAPES", "DISTRACTOR_COLORS", "MAX_TASKS"]

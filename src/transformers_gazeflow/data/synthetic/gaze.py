@@ -4,9 +4,10 @@ over 2-4 frames with a minimum-jerk profile, blinks and untracked runs (invalid)
 The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest of the time it visits
 distractors, the hands, the surface, or leaves the frame. Codes follow the unified schema
 (``../shared/specs/data.md``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame (clamped);
-``valid`` = not untracked and not blink (both defined in :mod:`.gaze_formats` only). Coordinates are unit
+``valid`` = not untracked and not blink (both defined in ``schema.py`` only). Coordinates are unit
 ``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders' rule
-(:func:`~.gaze_formats.fill_untracked`: the last valid point is held), so no step is invented by missing samples.
+(:func:`~transformers_gazeflow.data.gaze_common.fill_untracked`: the last valid point is held), so no step is
+invented by missing samples.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..geometry import clamp_unit
-from .gaze_formats import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, fill_untracked, valid_mask
-from .synthetic_scene import Scene
+from ...geometry import clamp_unit
+from ...schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
+from ..gaze_common import fill_untracked
+from .scene import Scene
 
 # where a fixation goes: the task's target most of the time (what makes the task predictive of gaze)
 FIXATION_CHOICES: dict[str, float] = {"target": 0.72, "distractor": 0.12, "hand": 0.06, "surface": 0.06,
@@ -30,7 +32,7 @@ MIN_SACCADE_AMPLITUDE = 0.025  # smaller re-fixations are folded into the drift 
 
 @dataclass(frozen=True)
 class SimulatedGaze:
-    """Simulated per-frame gaze of one synthetic clip (a real recording's parsed gaze is ``gaze_formats.GazeTrack``).
+    """Simulated per-frame gaze of one synthetic clip (a real recording's parsed gaze is ``gaze_common.GazeTrack``).
 
     ``gaze`` is clamped to the frame, ``gaze_raw`` is the unclamped point (what an eye tracker reports, used by the
     EGTEA-layout writer), ``motion`` the eye movement before blinks/tracking losses are overlaid (1 fixation,
@@ -46,7 +48,7 @@ class SimulatedGaze:
 
     @property
     def valid(self) -> np.ndarray:
-        """bool [T]: the frame enters the loss (:func:`~.gaze_formats.valid_mask` of ``gaze_type``)."""
+        """bool [T]: the frame enters the loss (:func:`~transformers_gazeflow.schema.valid_mask` of ``gaze_type``)."""
         return valid_mask(self.gaze_type)
 
 
@@ -120,7 +122,7 @@ def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> Simulat
             last = min(num_frames, first + int(rng.integers(lengths[0], lengths[1] + 1)))
             gaze_type[first:last] = code
     # a blink reports the last tracked point (raw too: the tracker sees nothing new); untracked frames have no sample
-    # and take the coordinates every builder gives them (gaze_formats.fill_untracked: the same held point where a
+    # and take the coordinates every builder gives them (gaze_common.fill_untracked: the same held point where a
     # valid frame precedes them)
     for frame in np.flatnonzero(~valid_mask(gaze_type)):
         if frame > 0:

@@ -1,10 +1,14 @@
-"""Gaze parsers and the conversion rules of ``data/gaze_formats.py`` (spec: ``../shared/specs/data.md``)."""
+"""The raw gaze readers and their conversion rules: ``data/egtea_format.py``, ``data/ego4d_format.py`` and
+``data/gaze_common.py`` (spec: ``../shared/specs/data.md``)."""
 
 
 import numpy as np
 import pytest
 
-from transformers_gazeflow.data import gaze_formats as gf
+from transformers_gazeflow.data import ego4d_format as ego4d
+from transformers_gazeflow.data import egtea_format as egtea
+from transformers_gazeflow.data import gaze_common as common
+from transformers_gazeflow.schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 
 from .raw_fixtures import begaze_row, write_begaze, write_clip, write_ego4d_gaze_csv
 
@@ -18,19 +22,19 @@ SAMPLES = [  # (px, py, frame, event) in the 1280x960 space
 
 @pytest.mark.parametrize("fmt", [1, 2])
 def test_begaze_formats_parse_to_the_same_frames(tmp_path, fmt):
-    track = gf.parse_begaze(write_begaze(tmp_path / f"f{fmt}.txt", SAMPLES, fmt=fmt))
+    track = egtea.parse_begaze(write_begaze(tmp_path / f"f{fmt}.txt", SAMPLES, fmt=fmt))
     assert track.report.kind.startswith(f"begaze format {fmt} (header line {9 + fmt})")
     assert (track.report.rows_read, track.report.rows_kept, track.report.rows_skipped) == (4, 4, 0)
     assert len(track) == 5 and track.gaze.dtype == np.float32 and track.gaze_type.dtype == np.int8
     np.testing.assert_allclose(track.gaze[0], [0.5, 0.5])
     np.testing.assert_allclose(track.gaze[1], [100 / 1280, 200 / 960])
     np.testing.assert_allclose(track.gaze[3], [1279 / 1280, 959 / 960])  # clip(px, 0, 1279) / 1280
-    assert list(track.gaze_type) == [gf.FIXATION, gf.SACCADE, gf.UNTRACKED, gf.BLINK_OR_OTHER, gf.BLINK_OR_OTHER]
+    assert list(track.gaze_type) == [FIXATION, SACCADE, UNTRACKED, BLINK_OR_OTHER, BLINK_OR_OTHER]
     assert list(track.valid) == [True, True, False, False, False]
 
 
 def test_format2_timecode_is_read_at_24_fps():
-    frames, ok = gf.begaze_timecode_to_frame(["00:00:00:00", "01:02:03:04", "00:00:01:23", "1:2:3", "00:00:aa:01"])
+    frames, ok = egtea.begaze_timecode_to_frame(["00:00:00:00", "01:02:03:04", "00:00:01:23", "1:2:3", "00:00:aa:01"])
     assert list(ok) == [True, True, True, False, False]
     assert list(frames[:3]) == [0, (3600 + 120 + 3) * 24 + 4, 47]
 
@@ -44,7 +48,7 @@ def test_malformed_rows_are_skipped_and_counted_by_reason(tmp_path):
         "",
         begaze_row(2, 10.0, 10.0, 9, "Fixation"),  # a format-2 row inside a format-1 file
     ]
-    track = gf.parse_begaze(write_begaze(tmp_path / "bad.txt", SAMPLES, fmt=1, extra_lines=bad))
+    track = egtea.parse_begaze(write_begaze(tmp_path / "bad.txt", SAMPLES, fmt=1, extra_lines=bad))
     report = track.report
     assert report.rows_read == 10 and report.rows_kept == 4 and report.rows_skipped == 6
     assert report.skipped == {"token count is not 7": 2, "non-numeric or non-finite x/y": 1,
@@ -54,7 +58,7 @@ def test_malformed_rows_are_skipped_and_counted_by_reason(tmp_path):
 
 
 def test_header_count_is_not_trusted(tmp_path):
-    track = gf.parse_begaze(write_begaze(tmp_path / "g.txt", SAMPLES, claimed_samples=1))
+    track = egtea.parse_begaze(write_begaze(tmp_path / "g.txt", SAMPLES, claimed_samples=1))
     assert track.report.rows_kept == 4 and len(track) == 5
 
 
@@ -62,33 +66,33 @@ def test_not_a_begaze_file_and_missing_file(tmp_path):
     junk = tmp_path / "junk.txt"
     junk.write_text("hello world\n")
     with pytest.raises(ValueError, match="junk.txt.*not a BeGaze export"):
-        gf.parse_begaze(junk)
+        egtea.parse_begaze(junk)
     with pytest.raises(FileNotFoundError, match="nope.txt"):
-        gf.parse_begaze(tmp_path / "nope.txt")
+        egtea.parse_begaze(tmp_path / "nope.txt")
 
 
 def test_several_samples_on_a_frame_true_mean_vs_glc_pairwise_average(tmp_path):
     samples = [(100.0, 90.0, 2, "Saccade"), (200.0, 30.0, 2, "Fixation"), (400.0, 60.0, 2, "Fixation"),
                (10.0, 10.0, 0, "Fixation")]
     path = write_begaze(tmp_path / "multi.txt", samples)
-    fixed, glc = gf.parse_begaze(path), gf.parse_begaze(path, parity="glc")
+    fixed, glc = egtea.parse_begaze(path), egtea.parse_begaze(path, parity="glc")
     np.testing.assert_allclose(fixed.gaze[2], [(100 + 200 + 400) / 3 / 1280, (90 + 30 + 60) / 3 / 960], rtol=1e-6)
     np.testing.assert_allclose(glc.gaze[2], [((100 + 200) / 2 + 400) / 2 / 1280, ((90 + 30) / 2 + 60) / 2 / 960],
                                rtol=1e-6)
-    assert fixed.gaze_type[2] == glc.gaze_type[2] == gf.FIXATION  # the last sample's type
+    assert fixed.gaze_type[2] == glc.gaze_type[2] == FIXATION  # the last sample's type
     with pytest.raises(ValueError, match="parity"):
-        gf.parse_begaze(path, parity="GLC")
+        egtea.parse_begaze(path, parity="GLC")
 
 
 def test_off_frame_and_untracked_under_both_parities(tmp_path):
     samples = [(1500.0, 480.0, 0, "Fixation"), (-20.0, 100.0, 1, "Saccade"), (2000.0, 2000.0, 2, "Blink"),
                (5.0, 5.0, 4, "Fixation")]
     path = write_begaze(tmp_path / "off.txt", samples)
-    fixed, glc = gf.parse_begaze(path), gf.parse_begaze(path, parity="glc")
+    fixed, glc = egtea.parse_begaze(path), egtea.parse_begaze(path, parity="glc")
     np.testing.assert_allclose(fixed.gaze[:2], [[1279 / 1280, 0.5], [0.0, 100 / 960]], rtol=1e-6)
     np.testing.assert_allclose(glc.gaze[:2], fixed.gaze[:2])
-    assert list(fixed.gaze_type) == [gf.OFF_FRAME, gf.OFF_FRAME, gf.BLINK_OR_OTHER, gf.UNTRACKED, gf.FIXATION]
-    assert list(glc.gaze_type) == [gf.FIXATION, gf.SACCADE, gf.BLINK_OR_OTHER, gf.UNTRACKED, gf.FIXATION]
+    assert list(fixed.gaze_type) == [OFF_FRAME, OFF_FRAME, BLINK_OR_OTHER, UNTRACKED, FIXATION]
+    assert list(glc.gaze_type) == [FIXATION, SACCADE, BLINK_OR_OTHER, UNTRACKED, FIXATION]
     assert list(fixed.valid) == [True, True, False, False, True]
     np.testing.assert_allclose(glc.gaze[3], [0.5, 0.5])  # GLC's loader puts untracked frames at the centre
     np.testing.assert_allclose(fixed.gaze[3], fixed.gaze[1])  # by default: the last valid point (not the blink's)
@@ -96,27 +100,27 @@ def test_off_frame_and_untracked_under_both_parities(tmp_path):
 
 def test_untracked_frames_hold_the_last_valid_point():
     gaze = np.array([[0.9, 0.9], [0.1, 0.2], [7, 7], [0.3, 0.4], [7, 7], [0.0, 1.0], [7, 7], [7, 7]], np.float32)
-    codes = np.array([gf.UNTRACKED, gf.FIXATION, gf.UNTRACKED, gf.SACCADE, gf.BLINK_OR_OTHER, gf.OFF_FRAME,
-                      gf.UNTRACKED, gf.UNTRACKED], np.int8)
-    filled = gf.fill_untracked(gaze, codes)
+    codes = np.array([UNTRACKED, FIXATION, UNTRACKED, SACCADE, BLINK_OR_OTHER, OFF_FRAME,
+                      UNTRACKED, UNTRACKED], np.int8)
+    filled = common.fill_untracked(gaze, codes)
     np.testing.assert_array_equal(filled, gaze[[1, 1, 1, 3, 4, 5, 5, 5]])  # leading: the first valid; blinks kept
     assert filled.dtype == np.float32 and gaze[0, 0] == np.float32(0.9)  # a new array
-    np.testing.assert_array_equal(gf.fill_untracked(gaze[:1], codes[:1]), [gf.UNTRACKED_FILL])  # nothing valid
-    np.testing.assert_array_equal(gf.fill_untracked(gaze[[4]], [gf.BLINK_OR_OTHER]), [[7, 7]])
+    np.testing.assert_array_equal(common.fill_untracked(gaze[:1], codes[:1]), [common.UNTRACKED_FILL])  # nothing valid
+    np.testing.assert_array_equal(common.fill_untracked(gaze[[4]], [BLINK_OR_OTHER]), [[7, 7]])
     with pytest.raises(ValueError, match="gaze_type must have shape"):
-        gf.fill_untracked(gaze, codes[:3])
+        common.fill_untracked(gaze, codes[:3])
 
 
 def test_egtea_clip_name_and_alignment_rule():
-    clip = gf.parse_egtea_clip_name("OP01-R01-PastaSalad/OP01-R01-PastaSalad-1002316-1004005-F024051-F024101.mp4")
+    clip = egtea.parse_egtea_clip_name("OP01-R01-PastaSalad/OP01-R01-PastaSalad-1002316-1004005-F024051-F024101.mp4")
     assert (clip.video, clip.start_frame, clip.end_frame) == ("OP01-R01-PastaSalad", 24051, 24101)
     assert clip.name == "OP01-R01-PastaSalad-1002316-1004005-F024051-F024101"
-    assert list(gf.egtea_gaze_rows(24051, 3)) == [24050, 24051, 24052]  # F_start - 1 + k
+    assert list(egtea.egtea_gaze_rows(24051, 3)) == [24050, 24051, 24052]  # F_start - 1 + k
     with pytest.raises(ValueError, match="not an EGTEA clip name"):
-        gf.parse_egtea_clip_name("OP01-R01-PastaSalad-no-frames")
-    assert gf.format_egtea_clip_name("OP01-R01-PastaSalad", 1002316, 1004005, 24051, 24101) == clip.name
+        egtea.parse_egtea_clip_name("OP01-R01-PastaSalad-no-frames")
+    assert egtea.format_egtea_clip_name("OP01-R01-PastaSalad", 1002316, 1004005, 24051, 24101) == clip.name
     with pytest.raises(ValueError, match="three '-'-separated tokens"):
-        gf.format_egtea_clip_name("OP01-PastaSalad", 1, 2, 3, 4)
+        egtea.format_egtea_clip_name("OP01-PastaSalad", 1, 2, 3, 4)
 
 
 def test_begaze_parses_100k_rows(tmp_path):
@@ -127,8 +131,81 @@ def test_begaze_parses_100k_rows(tmp_path):
         rng.uniform(-50, 1330, n), rng.uniform(-50, 1010, n), np.arange(n) * 24 // 30,
         rng.choice(["Fixation", "Saccade", "Blink"], n))]
     path = write_begaze(tmp_path / "big.txt", samples)
-    track = gf.parse_begaze(path)
+    track = egtea.parse_begaze(path)
     assert track.report.rows_kept == n and len(track) == (n - 1) * 24 // 30 + 1
+
+
+# issue 17, item 10: a row cut inside its event token, and the encodings an export may come in
+
+@pytest.mark.parametrize("fmt", [1, 2])
+@pytest.mark.parametrize("cut", ["F", "Fixat", "Saccad", "Bli"])
+def test_a_row_cut_inside_its_event_is_counted_not_read_as_blink(tmp_path, fmt, cut):
+    """The last row of an interrupted write ends inside its event token: skipped and counted by reason."""
+    path = write_begaze(tmp_path / "cut.txt", SAMPLES, fmt=fmt)
+    with open(path, "a", encoding="utf-8", newline="") as handle:
+        handle.write(begaze_row(fmt, 500.0, 400.0, 9, "Fixation").rsplit("\t", 1)[0] + "\t" + cut)  # no newline
+    track = egtea.parse_begaze(path)
+    assert track.report.skipped == {"event cut short (a prefix of Fixation, Saccade or Blink)": 1}
+    assert track.report.rows_kept == len(SAMPLES) and len(track) == 5  # frame 9 never became a blink frame
+    whole = egtea.parse_begaze(write_begaze(tmp_path / "whole.txt", SAMPLES + [(500.0, 400.0, 9, "Blink")], fmt=fmt))
+    assert whole.report.rows_skipped == 0 and whole.gaze_type[9] == BLINK_OR_OTHER  # a whole "Blink" is kept
+
+
+ENCODINGS = {  # codec, bytes before the text, the note the report carries
+    "utf-8-bom": ("utf-8", b"\xef\xbb\xbf", "read as UTF-8 (byte-order mark)"),
+    "utf-16-le-bom": ("utf-16-le", b"\xff\xfe", "read as UTF-16 LE (byte-order mark)"),
+    "utf-16-be-bom": ("utf-16-be", b"\xfe\xff", "read as UTF-16 BE (byte-order mark)"),
+    "utf-16-le": ("utf-16-le", b"", "read as UTF-16 LE (no byte-order mark; recognised by its NUL bytes)"),
+    "utf-32-le-bom": ("utf-32-le", b"\xff\xfe\x00\x00", "read as UTF-32 LE (byte-order mark)"),
+}
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+@pytest.mark.parametrize("crlf", [False, True])
+def test_begaze_exports_in_utf16_utf32_or_with_a_bom_read_like_utf8(tmp_path, encoding, crlf):
+    codec, mark, note = ENCODINGS[encoding]
+    plain = write_begaze(tmp_path / "plain.txt", SAMPLES, fmt=2, crlf=crlf)
+    other = tmp_path / f"{encoding}.txt"
+    other.write_bytes(mark + plain.read_bytes().decode("utf-8").encode(codec))
+    expected, track = egtea.parse_begaze(plain), egtea.parse_begaze(other)
+    np.testing.assert_array_equal(track.gaze, expected.gaze)
+    np.testing.assert_array_equal(track.gaze_type, expected.gaze_type)
+    assert (track.report.rows_read, track.report.rows_kept, track.report.rows_skipped) == (4, 4, 0)
+    assert track.report.kind == expected.report.kind and track.report.notes == [note]
+    assert note in track.report.summary()
+
+
+def test_a_utf16_file_cut_mid_character_counts_its_last_row(tmp_path):
+    text = (write_begaze(tmp_path / "plain.txt", SAMPLES, fmt=1).read_text(encoding="utf-8").rstrip("\n")
+            + "\n" + begaze_row(1, 500.0, 400.0, 9, "Fixation"))
+    path = tmp_path / "cut16.txt"
+    path.write_bytes(text.encode("utf-16")[:-1])  # half of the last character ("n") is missing
+    report = egtea.parse_begaze(path).report
+    assert report.rows_kept == len(SAMPLES) and report.skipped == {"event cut short (a prefix of Fixation, "
+                                                                  "Saccade or Blink)": 1}
+    assert report.notes == ["read as UTF-16 LE (byte-order mark); the file ends inside a character (1 byte(s) "
+                            "dropped)"]
+
+
+def test_a_binary_file_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "gaze.txt"
+    path.write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(ValueError, match="gaze.txt: not a BeGaze export"):
+        egtea.parse_begaze(path)
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+def test_ego4d_gaze_csvs_in_utf16_utf32_or_with_a_bom_are_found_and_read(tmp_path, encoding):
+    codec, mark, note = ENCODINGS[encoding]
+    plain = write_ego4d_gaze_csv(tmp_path / "plain.mp4", np.array([0.0, 0.01]), np.array([0.25, 0.5]),
+                                 np.array([0.75, 0.5]))
+    other = tmp_path / f"{encoding}.mp4"
+    other.write_bytes(mark + plain.read_bytes().decode("utf-8").encode(codec))
+    assert ego4d.is_ego4d_gaze_csv(other)
+    samples = ego4d.read_ego4d_gaze_csv(other)
+    np.testing.assert_allclose(samples.x, [0.25, 0.5])
+    np.testing.assert_allclose(samples.y, [0.25, 0.5])
+    assert samples.report.rows_skipped == 0 and samples.report.notes == [note]
 
 
 # --------------------------------------------------------------------------------------------------- Ego4D
@@ -138,10 +215,10 @@ def test_ego4d_gaze_csv_is_found_by_content_not_extension(tmp_path):
     video = write_clip(tmp_path / "real.mp4", 2)
     manifest = tmp_path / "manifest.csv"
     manifest.write_text("component_idx,component_timestamp_s,\n")
-    assert gf.is_ego4d_gaze_csv(gaze)
-    assert not gf.is_ego4d_gaze_csv(video) and not gf.is_ego4d_gaze_csv(manifest)
+    assert ego4d.is_ego4d_gaze_csv(gaze)
+    assert not ego4d.is_ego4d_gaze_csv(video) and not ego4d.is_ego4d_gaze_csv(manifest)
     with pytest.raises(ValueError, match="real.mp4 is not an Ego4D gaze CSV"):
-        gf.read_ego4d_gaze_csv(video)
+        ego4d.read_ego4d_gaze_csv(video)
 
 
 def test_ego4d_y_flip_and_nearest_timestamp(tmp_path):
@@ -150,10 +227,10 @@ def test_ego4d_y_flip_and_nearest_timestamp(tmp_path):
     x = np.array([0.50, 0.51, 0.52, 0.53, 0.54, 0.55])
     y = np.array([0.25, 0.25, 0.25, 0.25, 0.25, 0.25])
     path = write_ego4d_gaze_csv(tmp_path / "u.mp4", t, x, y, extra_lines=["1,2,3", "9,abc,0,0,0,0.1,0.1,0,0"])
-    samples = gf.read_ego4d_gaze_csv(path)
+    samples = ego4d.read_ego4d_gaze_csv(path)
     assert samples.report.skipped == {"field count is not 9": 1, "non-numeric or non-finite time/position": 1}
     np.testing.assert_allclose(samples.y, 0.75)  # y = 1 - norm_pos_y
-    track = gf.ego4d_frame_labels(samples, num_frames=3, fps=30)
+    track = ego4d.ego4d_frame_labels(samples, num_frames=3, fps=30)
     np.testing.assert_allclose(track.gaze[:, 0], [0.50, 0.53, 0.54], atol=1e-6)
     np.testing.assert_allclose(track.gaze[:, 1], 0.75, atol=1e-6)
 
@@ -162,8 +239,8 @@ def test_ego4d_y_flip_and_nearest_timestamp(tmp_path):
 def test_ego4d_exact_tie_goes_to_the_later_row(parity):
     # at 32 fps every time below is exact in binary: frame 1 (0.03125 s) is 0.015625 s from both neighbours
     t = np.array([0.0, 0.015625, 0.046875, 0.0625, 0.09375, 0.125, 0.15625])
-    samples = gf.Ego4dGazeSamples(t, np.linspace(0.1, 0.7, 7), np.full(7, 0.5), gf.ParseReport("m", "t"))
-    track = gf.ego4d_frame_labels(samples, num_frames=2, fps=32, parity=parity)
+    samples = ego4d.Ego4dGazeSamples(t, np.linspace(0.1, 0.7, 7), np.full(7, 0.5), common.ParseReport("m", "t"))
+    track = ego4d.ego4d_frame_labels(samples, num_frames=2, fps=32, parity=parity)
     np.testing.assert_allclose(track.gaze[:, 0], [0.1, 0.3], atol=1e-7)  # rows 0 and 2 (not 1)
 
 
@@ -171,21 +248,21 @@ def test_ego4d_fixation_threshold_is_40px_at_1088x1080_and_off_frame_is_clamped(
     # frame-to-frame steps: 39 px (fixation), 41 px (saccade), then off-frame, then back in
     xs = np.cumsum([0.3, 39 / 1088, 41 / 1088, 0.0])
     xs = np.r_[xs, 1.2, 0.99]
-    samples = gf.Ego4dGazeSamples(np.arange(6) / 30, xs, np.full(6, 0.5), gf.ParseReport("mem", "test"))
-    track = gf.ego4d_frame_labels(samples, num_frames=6, fps=30)
-    assert list(track.gaze_type) == [gf.FIXATION, gf.FIXATION, gf.SACCADE, gf.FIXATION, gf.OFF_FRAME, gf.FIXATION]
+    samples = ego4d.Ego4dGazeSamples(np.arange(6) / 30, xs, np.full(6, 0.5), common.ParseReport("mem", "test"))
+    track = ego4d.ego4d_frame_labels(samples, num_frames=6, fps=30)
+    assert list(track.gaze_type) == [FIXATION, FIXATION, SACCADE, FIXATION, OFF_FRAME, FIXATION]
     assert track.gaze[4, 0] == 1.0  # clamped
     # frame 5 moves (0.99 - 1.0) * 1088 = 10.9 px from frame 4's *clamped* point: a fixation
 
 
 def test_ego4d_frames_after_the_gaze_ends_are_untracked_fixed_and_glc():
     n = 40  # samples every 1/30 s for 40 frames; the video has 50 frames
-    samples = gf.Ego4dGazeSamples(np.arange(n) / 30, np.full(n, 0.4), np.full(n, 0.6), gf.ParseReport("m", "t"))
-    fixed = gf.ego4d_frame_labels(samples, 50, 30)
-    glc = gf.ego4d_frame_labels(samples, 50, 30, parity="glc")
-    assert (fixed.gaze_type[:40] == gf.FIXATION).all() and (fixed.gaze_type[40:] == gf.UNTRACKED).all()
+    samples = ego4d.Ego4dGazeSamples(np.arange(n) / 30, np.full(n, 0.4), np.full(n, 0.6), common.ParseReport("m", "t"))
+    fixed = ego4d.ego4d_frame_labels(samples, 50, 30)
+    glc = ego4d.ego4d_frame_labels(samples, 50, 30, parity="glc")
+    assert (fixed.gaze_type[:40] == FIXATION).all() and (fixed.gaze_type[40:] == UNTRACKED).all()
     # GLC stops once its search pointer reaches the last two samples: frames 0..38 only
-    assert (glc.gaze_type[:39] == gf.FIXATION).all() and (glc.gaze_type[39:] == gf.UNTRACKED).all()
+    assert (glc.gaze_type[:39] == FIXATION).all() and (glc.gaze_type[39:] == UNTRACKED).all()
     np.testing.assert_allclose(glc.gaze[45], [0.0, 0.0])
     np.testing.assert_allclose(fixed.gaze[45], [0.4, 0.6])  # by default: the last valid point held (fill_untracked)
     assert not fixed.valid[45] and fixed.valid[10]
@@ -193,47 +270,47 @@ def test_ego4d_frames_after_the_gaze_ends_are_untracked_fixed_and_glc():
 
 def test_ego4d_gap_in_the_gaze_is_untracked_only_when_fixed():
     t = np.r_[np.arange(10) / 30, 1.0 + np.arange(10) / 30]
-    samples = gf.Ego4dGazeSamples(t, np.full(20, 0.5), np.full(20, 0.5), gf.ParseReport("m", "t"))
-    fixed = gf.ego4d_frame_labels(samples, 40, 30)
-    assert (fixed.gaze_type[12:28] == gf.UNTRACKED).all() and fixed.gaze_type[30] == gf.FIXATION
-    assert (gf.ego4d_frame_labels(samples, 35, 30, parity="glc").gaze_type[:28] == gf.FIXATION).all()
+    samples = ego4d.Ego4dGazeSamples(t, np.full(20, 0.5), np.full(20, 0.5), common.ParseReport("m", "t"))
+    fixed = ego4d.ego4d_frame_labels(samples, 40, 30)
+    assert (fixed.gaze_type[12:28] == UNTRACKED).all() and fixed.gaze_type[30] == FIXATION
+    assert (ego4d.ego4d_frame_labels(samples, 35, 30, parity="glc").gaze_type[:28] == FIXATION).all()
 
 
 def test_ego4d_label_rows_glc_off_by_one_wraps_at_t0():
-    assert list(gf.ego4d_label_rows(0, 3, 300)) == [0, 1, 2]
-    assert list(gf.ego4d_label_rows(0, 3, 300, parity="glc")) == [299, 0, 1]
-    assert list(gf.ego4d_label_rows(150, 2, 300, parity="glc")) == [149, 150]
+    assert list(ego4d.ego4d_label_rows(0, 3, 300)) == [0, 1, 2]
+    assert list(ego4d.ego4d_label_rows(0, 3, 300, parity="glc")) == [299, 0, 1]
+    assert list(ego4d.ego4d_label_rows(150, 2, 300, parity="glc")) == [149, 150]
 
 
 def test_untracked_intervals_and_clip_starts(tmp_path):
     path = tmp_path / "untracked.csv"
     path.write_bytes(b"vid,00:00:12,00:00:13,1\r\nvid,00:00:12,00:00:13,2\r\nvid,00:00:40,00:00:30,0\r\n"
                      b"bad row\r\nother,00:01:00,00:01:02,0\r\n")
-    intervals, report = gf.read_untracked_intervals(path)
+    intervals, report = ego4d.read_untracked_intervals(path)
     assert report.rows_read == 5 and report.rows_kept == 4 and report.rows_skipped == 1
     assert intervals["vid"] == [(12, 13), (12, 13), (40, 30)] and intervals["other"] == [(60, 62)]
     # [10, 15] meets [12, 13]; [15, 20] does not; a reversed interval skips nothing; stop once end > duration
-    assert gf.ego4d_clip_starts(47.9, intervals["vid"]) == [0, 5, 15, 20, 25, 30, 35, 40]
+    assert ego4d.ego4d_clip_starts(47.9, intervals["vid"]) == [0, 5, 15, 20, 25, 30, 35, 40]
     # touching counts: [55, 60] touches [60, 62] and [60, 65] overlaps; [65, 70] is after it
-    assert gf.ego4d_clip_starts(70, intervals["other"]) == [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 65]
-    assert gf.ego4d_clip_starts(4.9) == []
+    assert ego4d.ego4d_clip_starts(70, intervals["other"]) == [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 65]
+    assert ego4d.ego4d_clip_starts(4.9) == []
 
 
 def test_glc_clip_path():
-    assert gf.parse_glc_clip_path("abc-1/abc-1_t15_t20.mp4\r") == ("abc-1", 15, 20)
+    assert ego4d.parse_glc_clip_path("abc-1/abc-1_t15_t20.mp4\r") == ("abc-1", 15, 20)
     with pytest.raises(ValueError, match="GLC Ego4D clip path"):
-        gf.parse_glc_clip_path("abc-1/abc.mp4")
+        ego4d.parse_glc_clip_path("abc-1/abc.mp4")
 
 
 def test_crlf_files_parse_like_lf(tmp_path):
-    lf = gf.parse_begaze(write_begaze(tmp_path / "lf.txt", SAMPLES, fmt=2))
-    crlf = gf.parse_begaze(write_begaze(tmp_path / "crlf.txt", SAMPLES, fmt=2, crlf=True))
+    lf = egtea.parse_begaze(write_begaze(tmp_path / "lf.txt", SAMPLES, fmt=2))
+    crlf = egtea.parse_begaze(write_begaze(tmp_path / "crlf.txt", SAMPLES, fmt=2, crlf=True))
     np.testing.assert_array_equal(lf.gaze, crlf.gaze)
     np.testing.assert_array_equal(lf.gaze_type, crlf.gaze_type)
     path = tmp_path / "crlf.mp4"
     path.write_bytes(b"component_idx,component_timestamp_s,canonical_timestamp_s,norm_pos_x,norm_pos_y\r\n"
                      b"0,0.0,0,0.25,0.75\r\n1,0.004,0,0.5,0.5\r\n")
-    samples = gf.read_ego4d_gaze_csv(path)
+    samples = ego4d.read_ego4d_gaze_csv(path)
     np.testing.assert_allclose(samples.x, [0.25, 0.5])
     np.testing.assert_allclose(samples.y, [0.25, 0.5])
     assert samples.report.rows_skipped == 0
@@ -242,13 +319,13 @@ def test_crlf_files_parse_like_lf(tmp_path):
 def test_class_index_file(tmp_path):
     path = tmp_path / "action_idx.txt"
     path.write_bytes(b"Close fridge 2\r\nInspect/Read recipe 1\r\n\r\n")
-    assert gf.read_egtea_index(path) == ["Inspect/Read recipe", "Close fridge"]
+    assert egtea.read_egtea_index(path) == ["Inspect/Read recipe", "Close fridge"]
     path.write_text("Close fridge 1\nOpen fridge 3\n")
     with pytest.raises(ValueError, match="ids are not 1..2"):
-        gf.read_egtea_index(path)
+        egtea.read_egtea_index(path)
     path.write_text("Close fridge\n")
     with pytest.raises(ValueError, match="line 1"):
-        gf.read_egtea_index(path)
+        egtea.read_egtea_index(path)
 
 
 # ------------------------------------------------- the vectorised rules against plain loops written from data.md
@@ -278,7 +355,7 @@ def test_begaze_glc_parity_matches_a_sample_by_sample_loop(tmp_path):
     samples = [(round(float(x), 2), round(float(y), 2), int(f), str(e)) for x, y, f, e in zip(
         rng.uniform(-100, 1400, n), rng.uniform(-100, 1060, n), rng.permutation(frames),
         rng.choice(["Fixation", "Saccade", "Blink", "-"], n))]
-    track = gf.parse_begaze(write_begaze(tmp_path / "g.txt", samples, fmt=2), parity="glc")
+    track = egtea.parse_begaze(write_begaze(tmp_path / "g.txt", samples, fmt=2), parity="glc")
     gaze, types = loop_begaze_glc(samples)
     np.testing.assert_array_equal(track.gaze_type, types)
     np.testing.assert_allclose(track.gaze, gaze, rtol=0, atol=2e-7)
@@ -340,9 +417,21 @@ def test_ego4d_labels_match_a_frame_by_frame_loop(parity):
     x = np.clip(np.cumsum(rng.normal(0, 0.02, t.size)) + 0.5, -0.2, 1.2)
     y = np.clip(np.cumsum(rng.normal(0, 0.02, t.size)) + 0.5, -0.2, 1.2)
     num_frames = int(t[-1] * 30) + 40  # the video outlasts the gaze
-    samples = gf.Ego4dGazeSamples(t, x, y, gf.ParseReport("mem", "test"))
-    track = gf.ego4d_frame_labels(samples, num_frames, 30.0, parity=parity)
+    samples = ego4d.Ego4dGazeSamples(t, x, y, common.ParseReport("mem", "test"))
+    track = ego4d.ego4d_frame_labels(samples, num_frames, 30.0, parity=parity)
     gaze, types = loop_ego4d(t, x, y, num_frames, 30.0, parity)
     np.testing.assert_array_equal(track.gaze_type, types)
     np.testing.assert_allclose(track.gaze, gaze, atol=1e-7)
     assert (types == 2).any() and (types == 4).any() and (types == 0).any()
+
+
+def test_text_files_that_are_not_text_and_reversed_clip_ranges_are_named(tmp_path):
+    path = tmp_path / "action_idx.txt"
+    path.write_bytes("Caf\u00e9 order 1\n".encode("latin-1"))  # not UTF-8
+    with pytest.raises(ValueError, match=r"action_idx.txt: a class-index file must be text in UTF-8, UTF-16 or UTF-32; "
+                                         r"byte 3 \(b'\\xe9'\) is not UTF-8"):
+        egtea.read_egtea_index(path)
+    path.write_bytes("Caf\u00e9 order 1\r\n".encode("utf-16"))  # with a byte-order mark
+    assert egtea.read_egtea_index(path) == ["Caf\u00e9 order"]
+    with pytest.raises(ValueError, match="F<end> is before its F<start>"):
+        egtea.parse_egtea_clip_name("OP01-R01-PastaSalad-1-2-F000200-F000100")

@@ -1,9 +1,9 @@
 """``synthetic_gaze``: a procedural, seeded, egocentric-like gaze dataset rendered to real mp4 files.
 
 Each clip shows a textured work surface through a panning, shaking head camera, several moving objects and two
-hands reaching for them (:mod:`.synthetic_scene`). Each clip has a *task*: the task decides which object the gaze
+hands reaching for them (:mod:`.scene`). Each clip has a *task*: the task decides which object the gaze
 mostly serves (its colour and shape identify the task, distractors are neutral) and where that object tends to
-be; the gaze has human-like dynamics (:mod:`.synthetic_gaze`). Everything is fully determined by
+be; the gaze has human-like dynamics (:mod:`.gaze`). Everything is fully determined by
 ``(seed, clip index)``.
 
 On disk (what :func:`generate_dataset` writes and the ``synthetic_gaze`` builder reads)::
@@ -12,7 +12,7 @@ On disk (what :func:`generate_dataset` writes and the ``synthetic_gaze`` builder
     <data_dir>/annotations.jsonl     one line per clip: clip_id, video, split, task, per-frame gaze/type/valid
     <data_dir>/videos/<clip_id>.mp4  the rendered clips (H.264)
 
-:func:`~transformers_gazeflow.data.synthetic_egtea.write_egtea_layout` writes the same kind of clips in the raw
+:func:`~.egtea_layout.write_egtea_layout` writes the same kind of clips in the raw
 EGTEA Gaze+ layout instead.
 """
 
@@ -22,28 +22,24 @@ import json
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .gaze_formats import UNTRACKED, fill_untracked
-from .synthetic_gaze import SimulatedGaze, simulate_gaze
-from .synthetic_scene import (
-    MAX_TASKS,
-    TASK_COLOR_NAMES,
-    TASK_SHAPES,
-    Scene,
-    render_frame,
-    render_frames,
-    simulate_scene,
-)
-from .video import write_video
+from ...schema import UNTRACKED
+from ..gaze_common import fill_untracked
+from ..masks import RegionMasks
+from ..video import write_video
+from .gaze import SimulatedGaze
+from .scenarios import get_scenario
+from .scene import TASK_COLOR_NAMES, TASK_SHAPES, Scene, render_frame, render_frames, render_masks
+from .settings import SyntheticGazeSettings
 
 FORMAT_VERSION = 1
 # bump whenever a change to the scene or gaze simulation changes the clips: stored datasets then refuse to load
-GENERATOR_VERSION = 2  # 2: untracked frames follow gaze_formats.fill_untracked (leading ones too)
+GENERATOR_VERSION = 2  # 2: untracked frames follow gaze_common.fill_untracked (leading ones too)
 #: Generator versions whose folders still load: version 1 made the same videos, types and valid frames and differs
 #: only in the coordinates of untracked frames before a clip's first valid frame, which :func:`load_dataset_records`
 #: re-derives with ``fill_untracked`` (so folders generated before need no re-rendering).
@@ -53,68 +49,10 @@ ANNOTATIONS_NAME = "annotations.jsonl"
 VIDEO_DIR = "videos"
 SPLITS = ("train", "validation", "test")
 TASK_VERBS: tuple[str, ...] = ("take", "cut", "stir", "wash", "open", "pour", "put", "mix")
+#: the keys of an annotation line (:func:`clip_record`) that reading a dataset needs
+RECORD_KEYS = ("clip_id", "video", "split", "task", "num_frames", "width", "height", "fps", "gaze", "gaze_type")
 LAYOUT_HELP = (f"expected a folder written by generate_dataset: {MANIFEST_NAME}, {ANNOTATIONS_NAME} and "
                f"{VIDEO_DIR}/<clip_id>.mp4")
-
-
-@dataclass(frozen=True)
-class SyntheticGazeSettings:
-    """Everything that determines a synthetic dataset (two equal settings give identical clips)."""
-
-    num_clips: int = 8
-    min_frames: int = 16
-    max_frames: int = 80
-    width: int = 128
-    height: int = 96
-    fps: float = 24.0
-    num_tasks: int = 4
-    seed: int = 0
-    min_distractors: int = 2
-    max_distractors: int = 4
-    validation_fraction: float = 0.1
-    test_fraction: float = 0.1
-
-    def __post_init__(self) -> None:
-        def positive_int(name: str, minimum: int = 1) -> None:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-
-        positive_int("num_clips")
-        positive_int("min_frames")
-        positive_int("max_frames")
-        positive_int("width", 16)
-        positive_int("height", 16)
-        positive_int("min_distractors", 1)
-        positive_int("max_distractors", 1)
-        positive_int("seed", 0)
-        if self.max_frames < self.min_frames:
-            raise ValueError(f"max_frames ({self.max_frames}) must be >= min_frames ({self.min_frames})")
-        if self.max_distractors < self.min_distractors:
-            raise ValueError(f"max_distractors ({self.max_distractors}) must be >= min_distractors "
-                             f"({self.min_distractors})")
-        tasks = self.num_tasks
-        if isinstance(tasks, bool) or not isinstance(tasks, int) or not 1 <= tasks <= MAX_TASKS:
-            raise ValueError(f"num_tasks must be an int in [1, {MAX_TASKS}] (one colour per task), got {tasks!r}")
-        if not (isinstance(self.fps, (int, float)) and self.fps > 0):
-            raise ValueError(f"fps must be a positive number, got {self.fps!r}")
-        for name in ("validation_fraction", "test_fraction"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
-        if self.validation_fraction + self.test_fraction >= 1:
-            raise ValueError("validation_fraction + test_fraction must leave clips for training, got "
-                             f"{self.validation_fraction} + {self.test_fraction}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> SyntheticGazeSettings:
-        known = {f.name for f in fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ValueError(f"unknown synthetic_gaze settings {sorted(unknown)} (known: {sorted(known)})")
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -152,6 +90,14 @@ class SyntheticClip:
         """All frames at once, ``[T, H, W, 3]`` uint8 (for tests and short clips)."""
         return np.stack(list(self.frames()))
 
+    def masks(self, token_grid: tuple[int, int] | None = None) -> RegionMasks:
+        """Exact per-frame masks of the hands (with forearms) and the visible target object, bool ``[T, H, W]``
+        (:func:`~.scene.render_masks`: the frames' own geometry); with ``token_grid=(rows, cols)`` also each
+        region's covered fraction of every grid cell, float32 ``[T, rows, cols]``."""
+        frames = [render_masks(self.scene, t) for t in range(self.num_frames)]
+        masks = RegionMasks({name: np.stack([frame[name] for frame in frames]) for name in frames[0]})
+        return masks if token_grid is None else masks.on_grid(token_grid)
+
 
 def task_names(num_tasks: int) -> list[str]:
     """Human-readable task names, e.g. ``"take red disc"``: verb + the target's colour and shape."""
@@ -183,16 +129,15 @@ def split_assignment(settings: SyntheticGazeSettings) -> list[str]:
 
 
 def generate_clip(settings: SyntheticGazeSettings, index: int, split: str | None = None) -> SyntheticClip:
-    """Simulate clip ``index`` (no pixels are drawn until its frames are asked for)."""
+    """Simulate clip ``index`` with the settings' scenario (:mod:`.scenarios`; no pixels are drawn until its frames
+    are asked for)."""
     if not 0 <= index < settings.num_clips:
         raise ValueError(f"index must be in [0, {settings.num_clips}), got {index}")
+    generate = get_scenario(settings.scenario).generate
     rng = np.random.default_rng([settings.seed, index])
     task = clip_task(settings, index)
     num_frames = int(rng.integers(settings.min_frames, settings.max_frames + 1))
-    num_distractors = int(rng.integers(settings.min_distractors, settings.max_distractors + 1))
-    scene = simulate_scene(rng, task, settings.num_tasks, num_frames, settings.fps, settings.width,
-                           settings.height, num_distractors)
-    gaze = simulate_gaze(rng, scene, settings.fps)
+    scene, gaze = generate(rng, settings, task, num_frames)
     return SyntheticClip(index=index, clip_id=f"synth_{settings.seed}_{index:05d}", task=task,
                          split=split if split is not None else split_assignment(settings)[index],
                          fps=float(settings.fps), scene=scene, gaze=gaze)
@@ -237,6 +182,7 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
     raises ``ValueError``, and a non-empty folder without a manifest raises ``FileNotFoundError`` (nothing is
     overwritten or mixed).
     """
+    get_scenario(settings.scenario)  # an unknown scenario fails before anything is written
     out_dir = Path(out_dir)
     manifest_path = out_dir / MANIFEST_NAME
     if manifest_path.exists():
@@ -274,8 +220,9 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
 
 
 def _untracked_filled(gaze: list, gaze_type: list) -> list:
-    """A record's gaze with its untracked frames by :func:`~.gaze_formats.fill_untracked` (a no-op on folders of the
-    current generator; brings generator-1 folders to the builders' rule), other frames untouched."""
+    """A record's gaze with its untracked frames by :func:`~transformers_gazeflow.data.gaze_common.fill_untracked`
+    (a no-op on folders of the current generator; brings generator-1 folders to the builders' rule), other frames
+    untouched."""
     types = np.asarray(gaze_type)
     untracked = types == UNTRACKED
     if not untracked.any():
@@ -287,7 +234,7 @@ def _untracked_filled(gaze: list, gaze_type: list) -> list:
 
 def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSettings, list[dict[str, Any]]]:
     """Read a generated dataset: its settings and the clip records, with ``video_path`` made absolute (and the gaze of
-    untracked frames by the builders' rule, ``gaze_formats.fill_untracked``).
+    untracked frames by the builders' rule, ``gaze_common.fill_untracked``).
 
     Raises ``FileNotFoundError`` naming the missing path and the expected layout.
     """
@@ -300,7 +247,7 @@ def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSett
     if not annotations.is_file():
         raise FileNotFoundError(f"{annotations} not found: {LAYOUT_HELP}")
     records = []
-    with open(annotations, encoding="utf-8") as handle:
+    with open(annotations, encoding="utf-8", errors="replace") as handle:  # a bad byte fails its line's JSON
         for line_number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -308,6 +255,10 @@ def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSett
                 record = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{annotations}, line {line_number}: not JSON ({err})") from err
+            missing = [key for key in RECORD_KEYS if not isinstance(record, dict) or key not in record]
+            if missing:
+                raise ValueError(f"{annotations}, line {line_number}: expected a clip record with the keys "
+                                 f"{list(RECORD_KEYS)}, but it lacks {missing}")
             video = data_dir / record["video"]
             if not video.is_file():
                 raise FileNotFoundError(f"{video} not found (listed in {annotations}, line {line_number}): "
@@ -320,6 +271,6 @@ def load_dataset_records(data_dir: str | os.PathLike) -> tuple[SyntheticGazeSett
     return settings, records
 
 
-__all__ = ["SyntheticGazeSettings", "SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
+__all__ = ["SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
            "split_assignment", "task_names", "clip_task", "clip_record", "SPLITS", "MANIFEST_NAME",
            "ANNOTATIONS_NAME", "VIDEO_DIR"]

@@ -13,7 +13,7 @@ the session's 24 fps axis; the clip has ``end - start + 1`` frames and its local
 row of frame ``start - 1 + k`` (the reference's alignment). Clips of one session are laid out one after another
 with short gaps in which the gaze keeps being recorded.
 
-Gaze files are written by :func:`~.gaze_formats.begaze_lines` (format 1: rows ``Time Type Trial X Y Frame Event``
+Gaze files are written by :func:`~.egtea_format.begaze_lines` (format 1: rows ``Time Type Trial X Y Frame Event``
 after 34 ``##`` header lines, line 10 ``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps gives two samples on one frame in
 four (their mean is the frame's point); blinks are ``Blink`` rows, untracked frames have no row at all, and
 off-frame samples keep their raw, out-of-range pixels.
@@ -28,21 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..geometry import unit_to_pixels
-from .gaze_formats import (
-    BEGAZE_FPS,
-    BEGAZE_HEIGHT,
-    BEGAZE_WIDTH,
-    BLINK_OR_OTHER,
-    OFF_FRAME,
-    SACCADE,
-    UNTRACKED,
-    begaze_lines,
-    format_egtea_clip_name,
-)
-from .synthetic import SyntheticClip, SyntheticGazeSettings, generate_clip, split_assignment, task_names
-from .synthetic_scene import TASK_COLOR_NAMES, TASK_SHAPES
-from .video import write_video
+from ...geometry import unit_to_pixels
+from ...schema import BLINK_OR_OTHER, OFF_FRAME, SACCADE, UNTRACKED
+from ..egtea_format import BEGAZE_FPS, BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
+from ..video import write_video
+from .dataset import SyntheticClip, generate_clip, split_assignment, task_names
+from .scene import TASK_COLOR_NAMES, TASK_SHAPES
+from .settings import SyntheticGazeSettings
 
 EGTEA_FPS = float(BEGAZE_FPS)
 GAZE_WIDTH, GAZE_HEIGHT = BEGAZE_WIDTH, BEGAZE_HEIGHT
@@ -57,7 +49,7 @@ class WrittenEgteaClip:
     to ``[0, 1279] x [0, 959]`` then divided by 1280/960, out-of-range samples coded 4, no sample -> 0. They differ
     from the synthetic truth ``clip.gaze`` only by that clamp (< 1/1280 of the frame) and by the codes. An untracked
     frame has no sample in the file: its ``expected_gaze`` is the clip's own point, while a builder gives it
-    ``gaze_formats.fill_untracked`` over the whole session (the same point, except before the clip's first valid
+    ``gaze_common.fill_untracked`` over the whole session (the same point, except before the clip's first valid
     frame, where the session's earlier samples count) or GLC's centre under ``parity="glc"``.
     ``expected_type_glc`` is what ``parity="glc"`` reads: the reference overwrites code 4 with the sample's event.
     """
@@ -138,7 +130,7 @@ def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[n
 
 def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettings | None = None,
                        clips_per_session: int = 3, gap_frames: tuple[int, int] = (6, 20),
-                       session_kinds: tuple[str, ...] = ("OP",)) -> list[WrittenEgteaClip]:
+                       session_kinds: tuple[str, ...] = ("OP",), write_masks: bool = False) -> list[WrittenEgteaClip]:
     """Render ``settings.num_clips`` synthetic clips into the raw EGTEA Gaze+ layout under ``out_dir``.
 
     Clips whose synthetic split is ``validation`` or ``test`` go to ``test_split1.txt``, the others to
@@ -146,6 +138,9 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
     must read back. ``settings.fps`` must be 24 (EGTEA's axis). ``session_kinds`` are cycled over the sessions:
     ``"OP"`` sessions (``OPxx-Ryy-Synthetic``) store their gaze as ``gaze_data/<VIDEO>.txt``, ``"P"`` sessions
     (``Pxx-Ryy-Synthetic``) as ``gaze_data/<VIDEO>-GazeData.txt`` (the two namings of the real download).
+    ``write_masks=True`` also writes each clip's exact hand and target masks (:meth:`~.dataset.SyntheticClip.masks`)
+    as ``masks/<VIDEO>/<CLIP>.npz`` (not part of the EGTEA layout;
+    :meth:`~transformers_gazeflow.data.masks.RegionMasks.load` reads them back).
     """
     settings = settings if settings is not None else SyntheticGazeSettings(num_clips=6, width=128, height=96)
     if settings.fps != EGTEA_FPS:
@@ -183,6 +178,8 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
             name = format_egtea_clip_name(session, a, b, f_start, f_end)
             video_path = out_dir / "cropped_clips" / session / f"{name}.mp4"
             write_video(video_path, clip.frames(), fps=EGTEA_FPS)
+            if write_masks:
+                clip.masks().save(out_dir / "masks" / session / f"{name}.npz")
             g = clip.gaze
             session_frames = np.arange(clip.num_frames) + f_start - 1
             rows += _gaze_rows(rng, session_frames, g.gaze_raw, g.gaze_type, g.motion)
