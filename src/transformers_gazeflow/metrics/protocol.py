@@ -111,6 +111,8 @@ class ClipGroundTruth:
         width, height = fields["width"], fields["height"]
         if int(width) != width or int(height) != height or width < 1 or height < 1:
             raise ValueError(f"{where}: width and height must be positive integers, got {width}x{height}")
+        if width * height < 2:
+            raise ValueError(f"{where}: a {width}x{height} frame has one pixel; the map metrics need at least 2")
         w = t if window is None else min(t, window)
         return cls(clip_id, gaze[:w], gaze_type[:w].astype(np.int64), valid[:w].astype(bool), int(width), int(height))
 
@@ -313,11 +315,12 @@ class GazeEvaluator:
                 raise ValueError(f"{where}: heatmaps must be non-negative")
             if self.protocol == "glc":
                 if tuple(maps.shape[-2:]) == (gt.height, gt.width) and (gt.height, gt.width) != (64, 64):
-                    maps = hm.glc_native_to_grid(maps, gt.width, gt.height)  # native maps: GLC's resize-crop
+                    # native maps: GLC's resize-crop, then GLC's scale (a distribution over the grid)
+                    maps = hm.glc_distribution(hm.glc_native_to_grid(maps, gt.width, gt.height))
                 if tuple(maps.shape[-2:]) != (hm.GLC_GRID, hm.GLC_GRID):
                     raise ValueError(f"{where}: protocol='glc' needs 64x64 maps (or native {gt.width}x{gt.height} "
                                      f"ones), got {tuple(maps.shape[-2:])}")
-                return hm.glc_minmax(maps.to(torch.float32))
+                return hm.glc_minmax(maps.to(torch.float32))  # 64x64 maps: GLC's softmax output, as they are
             maps = maps.to(self.dtype)
             if tuple(maps.shape[-2:]) != (gt.height, gt.width):
                 maps = F.interpolate(maps.unsqueeze(1), size=(gt.height, gt.width), mode="bilinear",
@@ -328,10 +331,10 @@ class GazeEvaluator:
             short = min(gt.width, gt.height)
             crop_pts = hm.glc_crop_gaze(pts.numpy(), gt.width, gt.height, clip=False)
             crop_pts = np.clip(crop_pts, -0.5, 1.5)
-            maps = hm.render_heatmaps(crop_pts, hm.GLC_GRID, hm.GLC_GRID,
-                                      sigma=self.sigma_px * hm.GLC_GRID / short, dtype=torch.float32)
-            return hm.glc_minmax(maps)
-        return hm.render_heatmaps(pts, gt.width, gt.height, sigma=self.sigma_px, dtype=self.dtype)
+            maps = hm.render_heatmaps(crop_pts, hm.GLC_GRID, hm.GLC_GRID, sigma=self.sigma_px * hm.GLC_GRID / short,
+                                      dtype=torch.float32, keep_shape=True)
+            return hm.glc_minmax(hm.glc_distribution(maps))
+        return hm.render_heatmaps(pts, gt.width, gt.height, sigma=self.sigma_px, dtype=self.dtype, keep_shape=True)
 
     def _score_frames(self, gt, maps: torch.Tensor, traj, frames: np.ndarray, kept: np.ndarray, clip_index: int) -> None:
         gaze = gt.gaze[frames]
