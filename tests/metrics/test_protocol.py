@@ -252,6 +252,8 @@ def test_bad_streams_and_settings(tiny_set):
         ev.add(clips[0], preds[0])
     with pytest.raises(ValueError, match="protocol must be"):
         GazeEvaluator(protocol="mit")
+    with pytest.raises(ValueError, match="log_bin_floor_px must be a positive"):
+        GazeEvaluator(log_bin_floor_px=0.0)
     with pytest.raises(ValueError, match="64x64"):
         GazeEvaluator(protocol="glc").add(clips[0], {"heatmaps": np.ones((30, 40))})
 
@@ -368,3 +370,47 @@ def test_single_valid_frame_and_one_sample():
     res = evaluate_predictions([clip], [noisy_trajectories(rng, clip, num_samples=1)], sigma_px=SIGMA)
     assert res.metrics["ade_mean"] == res.metrics["ade_best"] and res.metrics["num_frames"] == 1
     assert "displacement_jsd" not in res.metrics and "displacement_w1_px" not in res.metrics
+
+
+# ------------------------------------------------------------------------------------------------ dynamics rows (issue 13)
+
+
+def test_dynamics_references_and_tables(tiny_set):
+    """The result carries the motionless and human-vs-human rows; a method that never moves scores exactly the
+    motionless row; to_dict is valid JSON; the dynamics table prints both rows beside the methods."""
+    import json
+
+    from transformers_gazeflow.metrics import dynamics as dyn
+    from transformers_gazeflow.metrics.tables import dynamics_table_markdown, main_table_markdown
+
+    clips, preds = tiny_set
+    res = evaluate_predictions(clips, preds, sigma_px=SIGMA)
+    refs = res.dynamics_references
+    assert set(refs) == {"motionless", "human_halves"}
+    for key in ("displacement_log_jsd", "displacement_w1_px", "displacement_w1_relative"):
+        assert np.isfinite(res.metrics[key]), key
+    assert refs["motionless"]["displacement_w1_relative"] == pytest.approx(1.0)
+    # the human halves: clips 0, 2, 4, 6 against 1, 3, 5 (every clip here has steps)
+    px = [unit_to_pixels(np.asarray(c["gaze"], dtype=np.float64)[:64], c["width"], c["height"]) for c in clips]
+    steps = [dyn.displacements(p, np.asarray(c["valid"])[:64]).astype(np.float32) for p, c in zip(px, clips)]
+    want = dyn.displacement_statistics(np.concatenate(steps[0::2]), np.concatenate(steps[1::2]))
+    for key, value in want.items():
+        assert refs["human_halves"][key] == pytest.approx(value, rel=1e-9), key
+    # a trajectory that never moves scores the motionless row
+    still = [np.full((2, min(len(c["gaze"]), 64), 2), 0.5) for c in clips]
+    still_res = evaluate_predictions(clips, still, sigma_px=SIGMA)
+    for key, value in refs["motionless"].items():
+        if not key.startswith("human_"):
+            assert still_res.metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    # to_dict: JSON-ready, NaN as null
+    res.metrics["undefined"] = float("nan")
+    text = json.dumps(res.to_dict(), allow_nan=False)
+    back = json.loads(text)
+    assert back["metrics"]["undefined"] is None and back["metrics"]["f1"] == pytest.approx(res.metrics["f1"])
+    assert back["dynamics_references"]["motionless"]["displacement_w1_relative"] == pytest.approx(1.0)
+    table = dynamics_table_markdown({"ours": res.metrics}, res.dynamics_references)
+    lines = table.splitlines()
+    assert "JSD (log bins)" in lines[0] and "W1 (px)" in lines[0] and len(lines) == 5
+    assert lines[3].startswith("| Motionless (never moves) | - |") and lines[4].startswith("| Human vs human")
+    assert f"{res.metrics['displacement_w1_px']:.3f}" in lines[2]
+    assert main_table_markdown({"ours": res.metrics}).splitlines()[2].startswith(f"| ours | {res.metrics['auc']:.3f} |")
