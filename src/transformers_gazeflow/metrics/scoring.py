@@ -176,8 +176,10 @@ class NativeFrameScorer:
         whole_above = bmin64 > sf + band
         whole_below = bmax64 < sf - band
         exceed = whole_above.sum(dim=(1, 2)).double() * area
-        flat_mid = flat_blocks & ~whole_above & ~whole_below
-        exceed += (jit.above_probability(bmin64 - sf, band) * flat_mid).sum(dim=(1, 2)) * area
+        fi, bi, bj = torch.nonzero(flat_blocks & ~whole_above & ~whole_below, as_tuple=True)
+        if fi.numel():
+            probs = jit.above_probability(bmin64[fi, bi, bj] - sf.view(f)[fi], band.view(f)[fi]) * area
+            exceed += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, probs)
         fi, bi, bj = torch.nonzero(~(whole_above | whole_below | flat_blocks), as_tuple=True)
         if fi.numel():
             vals = _gather_blocks(p, b, fi, bi, bj).double()  # [n, b*b]
