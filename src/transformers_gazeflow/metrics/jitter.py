@@ -116,7 +116,7 @@ def _all_above_uniform(w: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 
     lower = w.clamp(0.0, 1.0)
     upper = (w + 1.0).clamp(0.0, 1.0)
-    return (-w).clamp(min=0.0).clamp(max=1.0) + antiderivative(upper) - antiderivative(lower)
+    return (-w).clamp(0.0, 1.0) + antiderivative(upper) - antiderivative(lower)
 
 
 def _all_above_normal(s: torch.Tensor, sf: torch.Tensor, a: float) -> torch.Tensor:
