@@ -57,13 +57,21 @@ def _valid(valid, num_frames: int) -> np.ndarray:
 
 
 def _steps(a, b, name_a: str = "pred_disp", name_b: str = "human_disp") -> tuple[np.ndarray, np.ndarray]:
-    a = np.asarray(a, dtype=np.float64).reshape(-1)
-    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    """Two step sets as sorted float64 copies (one copy each: a method's K x steps can be millions), checked."""
+    a = np.array(a, dtype=np.float64).reshape(-1)
+    b = np.array(b, dtype=np.float64).reshape(-1)
     if a.size == 0 or b.size == 0:
         raise ValueError(f"need displacements on both sides, got {a.size} in {name_a} and {b.size} in {name_b}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ValueError(f"{name_a} and {name_b} must be finite step lengths")
+    a.sort()
+    b.sort()
     return a, b
+
+
+def _median_of_sorted(x: np.ndarray) -> float:
+    """``np.median`` of a sorted array, without its copy."""
+    return float((x[(x.size - 1) // 2] + x[x.size // 2]) / 2)
 
 
 def _pair(pred, human, valid) -> tuple[np.ndarray, np.ndarray]:
@@ -182,9 +190,13 @@ def displacement_histograms(pred_disp, human_disp, bins: int = JSD_BINS) -> tupl
 
     Returns ``(pred_hist, human_hist, edges)``. A degenerate range (all values equal) gets a unit-wide bin range.
     """
-    a, b = _steps(pred_disp, human_disp)
-    lo = min(a.min(), b.min())
-    hi = max(a.max(), b.max())
+    return _linear_histograms(*_steps(pred_disp, human_disp), bins)
+
+
+def _linear_histograms(a: np.ndarray, b: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`displacement_histograms` of two sorted arrays."""
+    lo = min(a[0], b[0])
+    hi = max(a[-1], b[-1])
     if hi <= lo:
         hi = lo + 1.0
     edges = np.linspace(lo, hi, bins + 1)
@@ -194,14 +206,16 @@ def displacement_histograms(pred_disp, human_disp, bins: int = JSD_BINS) -> tupl
 def log_bin_edges(pred_disp, human_disp, bins: int = LOG_JSD_BINS, floor_px: float = LOG_BIN_FLOOR_PX) -> np.ndarray:
     """Edges of the log-JSD histograms: ``0``, then ``geomspace(floor_px, max, bins + 1)`` with ``max`` the largest
     step of either set (``bins + 1`` bins in all). If no step reaches past the floor, ``max = 10 * floor_px``."""
+    a, b = _steps(pred_disp, human_disp)
+    return _log_edges(max(a[-1], b[-1]), bins, floor_px)
+
+
+def _log_edges(largest: float, bins: int, floor_px: float) -> np.ndarray:
     if bins < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
     if not (np.isfinite(floor_px) and floor_px > 0):
         raise ValueError(f"floor_px must be a positive number of pixels, got {floor_px}")
-    a, b = _steps(pred_disp, human_disp)
-    hi = max(a.max(), b.max())
-    if hi <= floor_px:
-        hi = 10.0 * floor_px
+    hi = largest if largest > floor_px else 10.0 * floor_px
     return np.concatenate([[0.0], np.geomspace(floor_px, hi, bins + 1)])
 
 
@@ -209,14 +223,21 @@ def wasserstein1(a, b) -> float:
     """Wasserstein-1 (earth mover's) distance between two empirical 1D distributions, exactly:
     ``integral |F_a(x) - F_b(x)| dx`` over the merged sorted values (the same as ``scipy.stats.wasserstein_distance``).
     Two samples of one distribution shifted by ``c`` are at distance ``|c|``."""
-    a, b = _steps(a, b, "a", "b")
-    a, b = np.sort(a), np.sort(b)
+    return _wasserstein1_sorted(*_steps(a, b, "a", "b"))
+
+
+def _wasserstein1_sorted(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 20) -> float:
+    """:func:`wasserstein1` of two sorted float64 arrays, over the merged values in chunks (bounded temporaries)."""
     merged = np.concatenate([a, b])
-    merged.sort()
-    gap = np.diff(merged)  # F_a - F_b is constant on each gap between consecutive merged values
-    cdf = np.searchsorted(a, merged[:-1], side="right") / a.size
-    cdf -= np.searchsorted(b, merged[:-1], side="right") / b.size
-    return float(np.abs(cdf, out=cdf) @ gap)
+    merged.sort(kind="stable")  # two sorted runs: a linear merge
+    total = 0.0
+    for lo in range(0, merged.size - 1, chunk):
+        x = merged[lo : min(lo + chunk, merged.size - 1)]
+        gap = merged[lo + 1 : lo + 1 + x.size] - x  # F_a - F_b is constant on each gap between merged values
+        cdf = np.searchsorted(a, x, side="right") / a.size
+        cdf -= np.searchsorted(b, x, side="right") / b.size
+        total += float(np.abs(cdf, out=cdf) @ gap)
+    return total
 
 
 def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS, log_bins: int = LOG_JSD_BINS,
@@ -229,12 +250,12 @@ def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS, log_bin
     set) are undefined: NaN.
     """
     a, b = _steps(pred_disp, human_disp)
-    ha, hb, _ = displacement_histograms(a, b, bins)
-    edges = log_bin_edges(a, b, log_bins, floor_px)
+    ha, hb, _ = _linear_histograms(a, b, bins)
+    edges = _log_edges(max(a[-1], b[-1]), log_bins, floor_px)
     la, lb = np.histogram(a, edges)[0].astype(np.float64), np.histogram(b, edges)[0].astype(np.float64)
     mean_a, mean_b = float(a.mean()), float(b.mean())
-    med_a, med_b = float(np.median(a)), float(np.median(b))
-    w1 = wasserstein1(a, b)
+    med_a, med_b = _median_of_sorted(a), _median_of_sorted(b)
+    w1 = _wasserstein1_sorted(a, b)
     return {
         "displacement_mean_ratio": mean_a / mean_b if mean_b > 0 else float("nan"),
         "displacement_median_ratio": med_a / med_b if med_b > 0 else float("nan"),
