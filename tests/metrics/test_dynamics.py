@@ -108,3 +108,77 @@ def test_bad_trajectory_inputs():
         dyn.dtw(np.full((1, 3, 2), np.nan), np.zeros((3, 2)))
     with pytest.raises(ValueError, match="valid must have shape"):
         dyn.displacements(np.zeros((3, 2)), valid=[True])
+
+
+# ------------------------------------------------------------------------------------------------ ungameable (issue 13)
+
+
+def test_w1_of_shifted_samples_is_the_shift_and_matches_scipy():
+    from scipy.stats import wasserstein_distance
+
+    rng = np.random.default_rng(3)
+    a = rng.exponential(2.0, 300)
+    assert dyn.wasserstein1(a, a + 1.75) == pytest.approx(1.75, abs=1e-12)
+    assert dyn.wasserstein1(a, a) == 0.0
+    b = rng.exponential(3.0, 177)  # different sizes
+    assert dyn.wasserstein1(a, b) == pytest.approx(wasserstein_distance(a, b), rel=1e-12)
+    assert dyn.wasserstein1([0.0], [1.0, 3.0]) == pytest.approx(2.0)  # |0 - 1| / 2 + |0 - 3| / 2
+    with pytest.raises(ValueError, match="need displacements on both sides"):
+        dyn.wasserstein1([], [1.0])
+
+
+def test_log_bin_edges():
+    edges = dyn.log_bin_edges([0.0, 0.5], [2.0, 40.0], bins=4, floor_px=0.1)
+    np.testing.assert_allclose(edges, [0.0, 0.1, 0.1 * 400**0.25, 0.1 * 400**0.5, 0.1 * 400**0.75, 40.0])
+    assert dyn.log_bin_edges([0.0], [0.05])[-1] == pytest.approx(1.0)  # nothing past the floor: one decade
+    with pytest.raises(ValueError, match="floor_px must be"):
+        dyn.log_bin_edges([1.0], [1.0], floor_px=0.0)
+
+
+def test_motionless_reference_hand_computed():
+    """Human steps 59 x 0.2 px (fixation noise) and 41 x 10 px (saccades); a trajectory that never moves."""
+    human = np.array([0.2] * 59 + [10.0] * 41)
+    ref = dyn.motionless_reference(human)
+    assert ref["displacement_mean_ratio"] == 0.0 and ref["displacement_median_ratio"] == 0.0
+    assert ref["displacement_w1_px"] == pytest.approx(human.mean())  # W1 to a point mass at 0 is the mean
+    assert ref["displacement_w1_relative"] == pytest.approx(1.0)
+    # log bins: 0.2 px lies above the 0.1 px floor, so the two histograms are disjoint: ln 2, the maximum
+    assert ref["displacement_log_jsd"] == pytest.approx(math.log(2))
+    # the paper's linear bins: with saccades of 20 px the bins are 0.2 px wide, 0.15 px steps share the first bin
+    # with 0 and the motionless trajectory looks 59% right (JSD 0.169); the log bins still see it (ln 2)
+    wide = np.array([0.15] * 59 + [20.0] * 41)
+    m = 0.5 * (1 + 0.59)
+    expected = 0.5 * math.log(1 / m) + 0.5 * (0.59 * math.log(0.59 / m) + 0.41 * math.log(2))
+    assert dyn.motionless_reference(wide)["displacement_jsd"] == pytest.approx(expected, rel=1e-12)
+    assert dyn.motionless_reference(wide)["displacement_log_jsd"] == pytest.approx(math.log(2))
+
+
+def test_standing_still_wins_the_linear_jsd_but_not_log_jsd_or_w1():
+    """The gaming issue 13 describes: most human steps are fixation noise (75% of |N(0, 0.2 px)|, saccades of 5 px on
+    average); a method whose fixations wander (|N(0, 1 px)|, 4.5x the human median step) and a trajectory that never
+    moves. The paper's linear-bin JSD prefers standing still (0.12 vs 0.17); the log-bin JSD and W1 do not."""
+    rng = np.random.default_rng(4)
+
+    def steps(n, noise):
+        small = np.abs(rng.normal(0, noise, int(n * 0.75)))
+        return np.concatenate([small, rng.exponential(5.0, n - small.size)])
+
+    human = steps(4000, 0.2)
+    method = steps(4000, 1.0)
+    still = dyn.motionless_reference(human)
+    ours = dyn.displacement_statistics(method, human)
+    assert ours["displacement_median_ratio"] > 3
+    assert still["displacement_jsd"] < ours["displacement_jsd"]
+    assert ours["displacement_log_jsd"] < 0.6 * still["displacement_log_jsd"]
+    assert ours["displacement_w1_px"] < 0.5 * still["displacement_w1_px"]
+
+
+def test_human_halves_reference_alternates_clips():
+    per_clip = [np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([]), np.array([5.0]), np.array([7.0])]
+    ref = dyn.human_halves_reference(per_clip)  # with steps: clips 0, 1, 3, 4 -> halves {1, 2, 5} vs {3, 4, 7}
+    assert ref["displacement_mean_ratio"] == pytest.approx((8 / 3) / (14 / 3))
+    assert ref["displacement_w1_px"] == pytest.approx(dyn.wasserstein1([1, 2, 5], [3, 4, 7]))
+    shifted = [np.arange(10.0), np.arange(10.0) + 0.5] * 3  # even clips are the odd ones shifted by -0.5
+    assert dyn.human_halves_reference(shifted)["displacement_w1_px"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="at least 2 clips with steps"):
+        dyn.human_halves_reference([np.array([1.0]), np.array([])])

@@ -144,3 +144,25 @@ def test_unit_to_pixel_convention_is_geometry_s():
     com_x = float((m.sum(0) * (torch.arange(100) + 0.5)).sum() / m.sum())
     assert com_x == pytest.approx(px[0], abs=1e-6)
     assert math.isclose(float((m.sum(1) * (torch.arange(50) + 0.5)).sum() / m.sum()), px[1], abs_tol=1e-6)
+
+
+def test_keep_shape_rescales_only_frames_whose_samples_all_lie_far_outside():
+    width, height, sigma = 40, 30, 2.0
+    traj = np.array([
+        [[0.5, 0.5], [-0.5, 0.3], [1.4, 1.45], [-0.2, 0.5]],
+        [[0.6, 0.4], [-0.5, 0.7], [1.3, 1.5], [0.1, 0.5]],
+    ])  # frame 0: inside; 1 and 2: every sample far outside (9-22 sigma); 3: one sample inside
+    plain = hm.render_heatmaps(traj, width, height, sigma)
+    kept = hm.render_heatmaps(traj, width, height, sigma, keep_shape=True)
+    assert torch.equal(kept[[0, 3]], plain[[0, 3]])  # bit for bit where a sample is near
+    assert float(plain[1].max()) == 0.0  # underflow past the profile floor: no shape left
+    assert 0.0 < float(plain[2].max()) < 1e-20  # tiny: about to
+    ys, xs = np.mgrid[0:height, 0:width] + 0.5
+    for t in (1, 2):
+        px = traj[:, t] * np.array([width, height])
+        logs = -((xs[None] - px[:, 0, None, None]) ** 2 + (ys[None] - px[:, 1, None, None]) ** 2) / (2 * sigma**2)
+        exact = np.exp(logs - logs.max()).mean(0)  # the true map divided by its largest sample's peak in the frame
+        scale = float(kept[t].max()) / exact.max()
+        assert 0.49 < scale <= 1.0  # one factor for the whole frame: the strongest of the K = 2 samples peaks at 1 / K
+        big = exact > 1e-12 * exact.max()  # the floor (PROFILE_FLOOR per axis) cuts the far tail only
+        np.testing.assert_allclose(kept[t].numpy()[big], (scale * exact)[big], rtol=2e-5)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from transformers_gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.metrics import heatmaps as hm
 from transformers_gazeflow.metrics import protocol as proto
 from transformers_gazeflow.metrics import saliency as sal
@@ -226,6 +227,7 @@ def test_memory_stays_scalar(tiny_set):
         ({"gaze_type": np.full(64, 7)}, np.zeros((5, 64, 2)), "gaze_type must hold unified codes"),
         ({"valid": np.ones(3, bool)}, np.zeros((5, 64, 2)), r"valid must have shape \[T\] = \[64\]"),
         ({"width": 0}, np.zeros((5, 64, 2)), "width and height"),
+        ({"width": 1, "height": 1}, np.zeros((5, 64, 2)), "one pixel"),
     ],
 )
 def test_bad_input_says_what_and_where(gt_change, pred, match):
@@ -250,5 +252,165 @@ def test_bad_streams_and_settings(tiny_set):
         ev.add(clips[0], preds[0])
     with pytest.raises(ValueError, match="protocol must be"):
         GazeEvaluator(protocol="mit")
+    with pytest.raises(ValueError, match="log_bin_floor_px must be a positive"):
+        GazeEvaluator(log_bin_floor_px=0.0)
     with pytest.raises(ValueError, match="64x64"):
         GazeEvaluator(protocol="glc").add(clips[0], {"heatmaps": np.ones((30, 40))})
+
+
+# ------------------------------------------------------------------------------------------------ map scale (item 12)
+
+
+def _native_maps(clips, preds, scale: str):
+    out = []
+    for c, p in zip(clips, preds):
+        maps = hm.render_heatmaps(p, c["width"], c["height"], SIGMA, dtype=torch.float64)
+        if scale == "sum1":
+            maps = maps / maps.sum(dim=(1, 2), keepdim=True)
+        out.append(ClipPrediction(heatmaps=maps, heatmap_frames=list(range(p.shape[1]))))
+    return out
+
+
+@pytest.mark.parametrize("protocol", ["paper", "glc"])
+def test_scores_do_not_depend_on_the_map_scale(tiny_set, protocol):
+    """Issue 17 item 12: the same maps at peak-1 and at sum-1 scale score the same on every metric. GLC's fixed
+    +1e-6 in its min-max would not give that: the paper protocol thresholds the plain min-max map, and the glc protocol
+    brings maps of ours to GLC's own scale (sum 1 over its grid) before GLC's min-max."""
+    clips, preds = tiny_set
+    peak = evaluate_predictions(clips, _native_maps(clips, preds, "peak1"), protocol=protocol, sigma_px=SIGMA,
+                                dtype=torch.float64)
+    sum1 = evaluate_predictions(clips, _native_maps(clips, preds, "sum1"), protocol=protocol, sigma_px=SIGMA,
+                                dtype=torch.float64)
+    tol = 1e-9 if protocol == "paper" else 1e-6  # GLC's pipeline computes in float32
+    for k in peak.metrics:
+        assert sum1.metrics[k] == pytest.approx(peak.metrics[k], rel=tol, abs=1e-12), k
+    np.testing.assert_allclose(sum1.pr_curve["f1"], peak.pr_curve["f1"], rtol=tol)
+    # GLC's rescale at the maps' own scale does depend on it: the thresholds move by 1e-6 / (max - min)
+    maps = _native_maps(clips[:1], preds[:1], "sum1")[0].heatmaps
+    glc_style = sal.minmax_normalize(maps, eps=hm.GLC_PRED_EPS)
+    assert not torch.equal(glc_style > 0.02, sal.minmax_normalize(maps) > 0.02)
+
+
+# ------------------------------------------------------------------------------------------------ degenerate inputs
+
+
+def _far_outside_clip():
+    rng = np.random.default_rng(11)
+    clip = make_clip(rng, "far", num_frames=16, width=64, height=48)
+    clip["gaze_type"][:] = 1
+    traj = np.empty((3, 16, 2))
+    traj[..., 0] = rng.uniform(-0.5, -0.45, size=(3, 16))  # 29-32 px left of the frame: 9.5-10.6 sigma at sigma 3
+    traj[..., 1] = rng.uniform(0.2, 0.8, size=(3, 16))
+    return clip, traj
+
+
+def test_samples_far_outside_the_frame_are_scored_by_their_shape():
+    """Issue 17 item 13: every sample about 10 sigma outside the frame (inside the accepted [-0.5, 1.5]) used to
+    render an all-zero map and raise ZeroDivisionError; the map is now rendered to scale and scored by its shape, as
+    the exact (unfloored, float64) Gaussians score."""
+    clip, traj = _far_outside_clip()
+    sigma = 3.0
+    # threshold 0 counts every pixel above the map's minimum, which depends on where rendering underflows
+    # (heatmaps.PROFILE_FLOOR), not on the map's shape: the F1 sweep here starts above it
+    thresholds = np.linspace(0.002, 0.02, 10)
+    res = evaluate_predictions([clip], [traj], sigma_px=sigma, thresholds=thresholds)
+    # the reference: the exact maps in float64, each divided by its maximum (the scores depend on shape only)
+    ys, xs = np.mgrid[0:48, 0:64] + 0.5
+    px = traj * np.array([64, 48])
+    log_maps = -((xs[None, None] - px[..., 0, None, None]) ** 2 + (ys[None, None] - px[..., 1, None, None]) ** 2)
+    log_maps = log_maps / (2 * sigma**2)  # [K, T, H, W]
+    peak = log_maps.max(axis=(0, 2, 3), keepdims=True)
+    exact = np.exp(log_maps - peak).mean(0)  # [T, H, W], finite and shaped (the true maps peak near e^-45)
+    assert np.exp(peak).max() < 1e-19
+    ref = evaluate_predictions([clip], [{"heatmaps": exact}], sigma_px=sigma, dtype=torch.float64,
+                               thresholds=thresholds)
+    for k in ("auc", "nss", "cc", "kl", "sim", "aae", "f1", "precision", "recall"):
+        assert res.metrics[k] == pytest.approx(ref.metrics[k], rel=2e-5, abs=1e-6), k
+    assert res.metrics["aae"] > 20  # the maps lean on the left border, far from the gaze
+    # the glc protocol renders them to scale as well
+    assert np.isfinite(evaluate_predictions([clip], [traj], protocol="glc").metrics["kl"])
+
+
+def test_all_zero_and_all_equal_maps_are_scored_by_the_reference_rules():
+    """An all-equal prediction (GLC min-max -> all zero) used to raise in KL under protocol='glc', where GLC scores
+    P = R = 0. Every metric now follows its reference's rule for such maps (documented in saliency.py)."""
+    rng = np.random.default_rng(12)
+    clip = make_clip(rng, "flat", num_frames=16, width=64, height=48)
+    clip["gaze_type"][:] = 1
+    for protocol, maps in (("glc", np.full((16, 64, 64), 0.3, np.float32)), ("paper", np.zeros((16, 48, 64))),
+                           ("paper", np.full((16, 48, 64), 0.3))):
+        res = evaluate_predictions([clip], [{"heatmaps": maps}], protocol=protocol, sigma_px=SIGMA)
+        m = res.metrics
+        assert m["precision"] == 0.0 and m["recall"] == 0.0 and m["f1"] == 0.0, protocol  # nothing predicted
+        assert m["nss"] == 0.0 and m["cc"] == 0.0, protocol
+        assert all(np.isfinite(v) for v in m.values()), protocol
+        if protocol == "paper":
+            assert m["auc"] == pytest.approx(0.75)  # every pixel ties: MIT's jitter ranks them at random
+            # AAE: the map predicts the frame centre (no centre of mass when all zero; the centre when constant)
+            gaze_px = unit_to_pixels(torch.as_tensor(clip["gaze"][protocol_frame_indices(16)], dtype=torch.float64),
+                                     64, 48)
+            centre = torch.tensor([32.0, 24.0], dtype=torch.float64).expand_as(gaze_px)
+            assert m["aae"] == pytest.approx(float(sal.angular_error(centre, gaze_px, 64, 48).mean()), abs=1e-4)
+    # KL of an all-zero prediction: MIT's KLdiv.m leaves it at zero, sum G log(eps + G / eps)
+    g = hm.render_gt_heatmaps(np.array([[0.3, 0.6]]), 64, 48, SIGMA, dtype=torch.float64)
+    zero = torch.zeros_like(g)
+    assert float(sal.kl_div(zero, g)) == pytest.approx(float((g * torch.log(sal.MIT_EPS + g / sal.MIT_EPS)).sum()))
+    aae = sal.glc_aae(torch.zeros(1, 64, 64), np.array([[0.5, 0.5]]))
+    assert float(aae) == pytest.approx(0.0, abs=1e-12)  # no mass: GLC's centre cell, the crop's centre
+
+
+def test_single_valid_frame_and_one_sample():
+    """One valid frame: ADE/DTW are scored, there is no step to compare, so the displacement statistics are absent
+    (documented in EvaluationResult). K = 1: best of K equals the mean."""
+    rng = np.random.default_rng(13)
+    clip = make_clip(rng, "single")
+    clip["gaze_type"][:] = 3  # blinks: not valid
+    clip["gaze_type"][9] = 1
+    clip["valid"] = clip["gaze_type"] != 3
+    res = evaluate_predictions([clip], [noisy_trajectories(rng, clip, num_samples=1)], sigma_px=SIGMA)
+    assert res.metrics["ade_mean"] == res.metrics["ade_best"] and res.metrics["num_frames"] == 1
+    assert "displacement_jsd" not in res.metrics and "displacement_w1_px" not in res.metrics
+
+
+# ------------------------------------------------------------------------------------------------ dynamics rows (issue 13)
+
+
+def test_dynamics_references_and_tables(tiny_set):
+    """The result carries the motionless and human-vs-human rows; a method that never moves scores exactly the
+    motionless row; to_dict is valid JSON; the dynamics table prints both rows beside the methods."""
+    import json
+
+    from transformers_gazeflow.metrics import dynamics as dyn
+    from transformers_gazeflow.metrics.tables import dynamics_table_markdown, main_table_markdown
+
+    clips, preds = tiny_set
+    res = evaluate_predictions(clips, preds, sigma_px=SIGMA)
+    refs = res.dynamics_references
+    assert set(refs) == {"motionless", "human_halves"}
+    for key in ("displacement_log_jsd", "displacement_w1_px", "displacement_w1_relative"):
+        assert np.isfinite(res.metrics[key]), key
+    assert refs["motionless"]["displacement_w1_relative"] == pytest.approx(1.0)
+    # the human halves: clips 0, 2, 4, 6 against 1, 3, 5 (every clip here has steps)
+    px = [unit_to_pixels(np.asarray(c["gaze"], dtype=np.float64)[:64], c["width"], c["height"]) for c in clips]
+    steps = [dyn.displacements(p, np.asarray(c["valid"])[:64]).astype(np.float32) for p, c in zip(px, clips)]
+    want = dyn.displacement_statistics(np.concatenate(steps[0::2]), np.concatenate(steps[1::2]))
+    for key, value in want.items():
+        assert refs["human_halves"][key] == pytest.approx(value, rel=1e-9), key
+    # a trajectory that never moves scores the motionless row
+    still = [np.full((2, min(len(c["gaze"]), 64), 2), 0.5) for c in clips]
+    still_res = evaluate_predictions(clips, still, sigma_px=SIGMA)
+    for key, value in refs["motionless"].items():
+        if not key.startswith("human_"):
+            assert still_res.metrics[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    # to_dict: JSON-ready, NaN as null
+    res.metrics["undefined"] = float("nan")
+    text = json.dumps(res.to_dict(), allow_nan=False)
+    back = json.loads(text)
+    assert back["metrics"]["undefined"] is None and back["metrics"]["f1"] == pytest.approx(res.metrics["f1"])
+    assert back["dynamics_references"]["motionless"]["displacement_w1_relative"] == pytest.approx(1.0)
+    table = dynamics_table_markdown({"ours": res.metrics}, res.dynamics_references)
+    lines = table.splitlines()
+    assert "JSD (log bins)" in lines[0] and "W1 (px)" in lines[0] and len(lines) == 5
+    assert lines[3].startswith("| Motionless (never moves) | - |") and lines[4].startswith("| Human vs human")
+    assert f"{res.metrics['displacement_w1_px']:.3f}" in lines[2]
+    assert main_table_markdown({"ours": res.metrics}).splitlines()[2].startswith(f"| ours | {res.metrics['auc']:.3f} |")

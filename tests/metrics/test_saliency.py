@@ -24,7 +24,7 @@ def _random_case(seed: int, num_fix: int = 4):
     return pred, gt, fix
 
 
-def _pysaliency_auc_judd(pysaliency, pred: np.ndarray, fix: np.ndarray, jitter: bool) -> float:
+def _pysaliency_auc_judd(pysaliency, pred: np.ndarray, fix: np.ndarray, jitter: bool, random_seed: int = 42) -> float:
     from pysaliency.saliency_map_models import SaliencyMapModel
 
     class Fixed(SaliencyMapModel):
@@ -34,7 +34,7 @@ def _pysaliency_auc_judd(pysaliency, pred: np.ndarray, fix: np.ndarray, jitter: 
     stimuli = pysaliency.Stimuli([np.zeros((H, W, 3), dtype=np.uint8)])
     fixations = pysaliency.Fixations.create_without_history(fix[:, 0].astype(float), fix[:, 1].astype(float),
                                                             np.zeros(len(fix), dtype=int))
-    return float(Fixed(caching=False).AUC_Judd(stimuli, fixations, jitter=jitter))
+    return float(Fixed(caching=False).AUC_Judd(stimuli, fixations, jitter=jitter, random_seed=random_seed))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -53,6 +53,93 @@ def test_auc_nss_cc_kl_match_pysaliency(pysaliency, seed):
     assert float(sal.nss(pred, fix, ddof=0)) == pytest.approx(ref_nss, abs=1e-6)
     assert float(sal.cc(pred, gt)) == pytest.approx(pysaliency.metrics.CC(pred, gt), abs=1e-6)
     assert float(sal.kl_div(pred, gt)) == pytest.approx(pysaliency.metrics.MIT_KLDiv(pred, gt), abs=1e-6)
+
+
+def _tail_heavy_case():
+    """A peak-1 Gaussian (sigma 1.5 px) whose tails fall below MIT's 1e-7 jitter over 73% of the map, exact zeros in
+    one corner, and fixations in the tail: the values around them are distinct but within the jitter."""
+    ys, xs = np.mgrid[0:H, 0:W] + 0.5
+    pred = np.exp(-((xs - 8) ** 2 + (ys - 6) ** 2) / (2 * 1.5**2))
+    pred[:3, -4:] = 0.0
+    return pred, np.array([[25, 18], [14, 6], [12, 9]])  # (x, y): deep tail, about 4 sigma, about 3 sigma
+
+
+def _mit_auc_judd_draws(pred: np.ndarray, fix: np.ndarray, draws: int, seed: int, noise: str) -> np.ndarray:
+    """MIT's AUC_Judd.m, transcribed and vectorised over independent draws of its jitter: jitter, min-max normalise,
+    thresholds at the fixated values (descending), tp = i / N, fp = (#{S >= t} - i) / (P - N), trapezoid."""
+    rng = np.random.default_rng(seed)
+    flat = pred.reshape(-1)
+    noise_draw = rng.random((draws, flat.size)) if noise == "uniform" else rng.standard_normal((draws, flat.size))
+    s = flat + noise_draw * 1e-7
+    s = (s - s.min(1, keepdims=True)) / (s.max(1, keepdims=True) - s.min(1, keepdims=True))
+    idx = fix[:, 1] * pred.shape[1] + fix[:, 0]
+    thr = -np.sort(-s[:, idx], axis=1)  # [draws, N]
+    n, p = len(idx), flat.size
+    i = np.arange(1, n + 1)
+    above = (s[:, None, :] >= thr[:, :, None]).sum(-1)
+    tp = np.concatenate([np.zeros((draws, 1)), np.broadcast_to(i / n, (draws, n)), np.ones((draws, 1))], 1)
+    fp = np.concatenate([np.zeros((draws, 1)), (above - i) / (p - n), np.ones((draws, 1))], 1)
+    return np.trapezoid(tp, fp, axis=1)
+
+
+@pytest.mark.parametrize("num_fix", [1, 3])
+def test_default_auc_is_the_expectation_of_pysaliency_jitter(pysaliency, num_fix):
+    """Issue 17 item 11: the default equals the average of pysaliency's AUC_Judd(jitter=True) over its seeds, where
+    the old rule (exact ties only) read 0.12 lower on this map (it ranks the tail below 1e-7 in order; MIT does not)."""
+    pred, fix = _tail_heavy_case()
+    fix = fix[:num_fix]
+    draws = np.array([_pysaliency_auc_judd(pysaliency, pred, fix, jitter=True, random_seed=s) for s in range(150)])
+    stderr = draws.std() / math.sqrt(draws.size)
+    ours = float(sal.auc_judd(pred, fix, noise="normal"))  # pysaliency's jitter is randn * 1e-7
+    assert abs(ours - draws.mean()) < 4 * stderr
+    assert abs(float(sal.auc_judd(pred, fix)) - draws.mean()) < 4 * stderr  # MIT's uniform jitter: about the same
+    if num_fix == 1:
+        assert float(sal.auc_judd(pred, fix, ties="half")) - draws.mean() < -10 * stderr  # the old rule: far off
+
+
+@pytest.mark.parametrize("noise", ["uniform", "normal"])
+@pytest.mark.parametrize("fixated", [[0], [0, 1, 2], [3, 4, 5]])
+def test_expected_auc_matches_mit_jitter_average(noise, fixated):
+    """MIT's AUC_Judd.m with its jitter, averaged over 4,000 draws, against the closed form: one fixation, three in
+    the tail, and three tied with each other and with many other pixels (the joint term of several fixations)."""
+    pred, fix = _tail_heavy_case()
+    pred[20:24, 0:6] = 3e-8  # a plateau of exact ties inside the jitter
+    pred[21, 2] = 4e-8
+    fix = np.concatenate([fix, [[1, 20], [3, 22], [2, 21]]])[fixated]
+    draws = _mit_auc_judd_draws(pred, fix, 4_000, seed=len(fixated), noise=noise)
+    expected = float(sal.auc_judd(pred, fix, noise=noise))
+    assert abs(expected - draws.mean()) < 4 * draws.std() / math.sqrt(draws.size) + 1e-12
+    # the seeded jitter of this module agrees too (another implementation of one draw)
+    ours = [float(sal.auc_judd(pred, fix, ties="jitter", noise=noise, generator=torch.Generator().manual_seed(s)))
+            for s in range(200)]
+    assert abs(expected - np.mean(ours)) < 4 * np.std(ours) / math.sqrt(len(ours)) + 1e-12
+
+
+def test_expected_auc_hand_cases():
+    from transformers_gazeflow.metrics.jitter import above_probability
+
+    a = 1e-7
+    # MIT's uniform jitter: the difference of two U(0, a) is triangular, its CDF piecewise quadratic
+    diffs = torch.tensor([-2 * a, -a, -0.5 * a, 0.0, 0.5 * a, a, 2 * a], dtype=torch.float64)
+    np.testing.assert_allclose(above_probability(diffs, a).numpy(), [0, 0, 0.125, 0.5, 0.875, 1, 1], atol=1e-15)
+    # normal jitter of std a: the difference has std a sqrt(2)
+    assert float(above_probability(torch.tensor(a, dtype=torch.float64), a, "normal")) == pytest.approx(0.5 * math.erfc(-0.5), abs=1e-15)
+    # no jitter: the step, half at an exact tie
+    assert above_probability(diffs, 0.0).tolist() == [0, 0, 0, 0.5, 1, 1, 1]
+    # one fixation at 0.5 among pixels 0.5 + 0.5a, 0.5 - 0.5a, 0.5 (tie), 1.0 and 0.0 (far)
+    pred = np.array([[0.5, 0.5 + 0.5 * a, 0.5 - 0.5 * a, 0.5, 1.0, 0.0]])
+    fp = (0.875 + 0.125 + 0.5 + 1 + 0) / 5
+    assert float(sal.auc_judd(pred, [[0, 0]])) == pytest.approx(1 - 0.5 * fp, abs=1e-9)  # 0.5 +- 0.5a: rounding
+    assert float(sal.auc_judd(pred, [[0, 0]], ties="half")) == pytest.approx(1 - 0.5 * (1 + 1 + 0.5) / 5, abs=1e-12)
+    # an all-equal map: ranks are a uniform permutation, AUC = 1/2 + 1 / (2 (N + 1)) for N fixations
+    flat = np.zeros((6, 8))
+    for n in (1, 2, 3, 5):
+        fix = [[k, k % 6] for k in range(n)]
+        for jitter in (1e-7, 0.0):
+            assert float(sal.auc_judd(flat, fix, jitter=jitter)) == pytest.approx(0.5 + 0.5 / (n + 1), abs=1e-12)
+    # a ranking with no value within the jitter of another is unchanged by the expectation
+    pred, _, fix = _random_case(6, num_fix=4)
+    assert float(sal.auc_judd(pred, fix)) == pytest.approx(float(sal.auc_judd(pred, fix, ties="none")), abs=1e-12)
 
 
 def test_deliberate_difference_nss_uses_sample_std(pysaliency):
@@ -199,6 +286,10 @@ def test_glc_auc_and_aae_match_glc_code():
         (lambda: sal.auc_judd(np.random.rand(4, 4), [[4, 0]]), "inside the 4x4 map"),
         (lambda: sal.auc_judd(np.random.rand(2, 4, 4), [[0, 0]]), "fixations must have shape"),
         (lambda: sal.auc_judd(np.random.rand(4, 4), [[0, 0], [1, 1]], ties="half"), "exactly one fixation"),
+        (lambda: sal.auc_judd(np.random.rand(4, 4), [[0, 0], [0, 0]]), "distinct pixels"),
+        (lambda: sal.auc_judd(np.random.rand(4, 4), [[0, 0]], ties="exact"), "ties must be one of"),
+        (lambda: sal.auc_judd(np.random.rand(4, 4), [[0, 0]], noise="laplace"), "noise must be one of"),
+        (lambda: sal.auc_judd(np.random.rand(4, 4), [[0, 0]], jitter=-1.0), "jitter must be"),
         (lambda: sal.kl_div(-np.ones((4, 4)), np.ones((4, 4))), "non-negative"),
         (lambda: sal.nss(np.random.rand(4, 4), [[0.5, 1.0]]), "integer pixel indices"),
         (lambda: sal.angular_error(np.zeros(2), np.zeros(3), 64, 48), "shape"),

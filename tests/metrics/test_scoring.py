@@ -22,7 +22,8 @@ def _reference(maps: torch.Tensor, gaze: np.ndarray) -> dict:
                                                            THRESHOLDS)
     gt_px = unit_to_pixels(torch.from_numpy(gaze), W, H)
     return {
-        "auc": sal.auc_judd(maps, fix, ties="half"),
+        # MIT's jitter in expectation, at peak-1 scale: 1e-7 of each map's maximum
+        "auc": torch.stack([sal.auc_judd(m, f, jitter=1e-7 * float(m.max())) for m, f in zip(maps, fix)]),
         "nss": sal.nss(maps, fix),
         "cc": sal.cc(maps, g.to(maps.dtype)),
         "kl": sal.kl_div(maps, g.to(maps.dtype)),

@@ -1,12 +1,23 @@
 """Metrics and the evaluation protocol of GazeFlow (paper Section 4.1 and Appendix E.3; spec evaluation.md).
 
-Layers: ``heatmaps`` (the one renderer of maps) -> ``saliency`` and ``dynamics`` (the maths) -> ``protocol`` (the
-evaluator, Wilcoxon) -> ``baselines`` (the priors); the ``evaluate`` modules under ``evaluate_modules/`` wrap them
-(:func:`evaluate_module_path`). Nothing here imports the model.
+Layers: ``heatmaps`` (the one renderer of maps) -> ``jitter`` (MIT's AUC jitter in expectation), ``saliency`` and
+``dynamics`` (the maths) -> ``scoring`` (the evaluator's fast path) -> ``protocol`` (the evaluator) -> ``significance``
+(Wilcoxon), ``baselines`` (the priors), ``tables`` (markdown); the ``evaluate`` modules under ``evaluate_modules/``
+wrap them (:func:`evaluate_module_path`). Nothing here imports the model.
 """
 
 from .baselines import CenterBias, RandomWalk
-from .dynamics import ade, displacement_statistics, displacements, dtw, jensen_shannon, trajectory_dynamics
+from .dynamics import (
+    ade,
+    displacement_statistics,
+    displacements,
+    dtw,
+    human_halves_reference,
+    jensen_shannon,
+    motionless_reference,
+    trajectory_dynamics,
+    wasserstein1,
+)
 from .heatmaps import (
     DEFAULT_SIGMA_PX,
     binary_gt_masks,
@@ -29,6 +40,7 @@ from .protocol import (
 )
 from .significance import WilcoxonResult, paired_wilcoxon
 from .saliency import angular_error, auc_judd, cc, center_of_mass, glc_aae, glc_auc, kl_div, nss, sim
+from .tables import dynamics_table_markdown, main_table_markdown
 
 __all__ = [
     "CenterBias",
@@ -38,7 +50,12 @@ __all__ = [
     "displacements",
     "displacement_statistics",
     "jensen_shannon",
+    "wasserstein1",
+    "motionless_reference",
+    "human_halves_reference",
     "trajectory_dynamics",
+    "main_table_markdown",
+    "dynamics_table_markdown",
     "DEFAULT_SIGMA_PX",
     "render_heatmaps",
     "render_gt_heatmaps",

@@ -4,7 +4,19 @@
 * DTW: exact dynamic time warping with Euclidean cost (steps (1, 0), (0, 1), (1, 1)), divided by the number of
   valid frames. Both in native pixels (the paper reports them x 10^2 px), per sample, then mean over K and best of K.
 * Displacements: per-step ``|g_t - g_{t-1}|`` in native px over valid consecutive frames; mean and median as ratios
-  to the human values; Jensen-Shannon divergence (base e) between the two histograms, 100 bins over the union range.
+  to the human values; Jensen-Shannon divergence (base e) between the two histograms, 100 bins over the union range
+  (``displacement_jsd``, the paper's, kept for comparability).
+* Step-distribution distances that a motionless trajectory cannot game (issue 13): the paper's linear bins are about
+  0.4 px wide on 128 px frames, so most human fixation steps share the first bin with a trajectory that never moves
+  (which then scores 0.17, better than any sampler). ``displacement_log_jsd`` is the JSD over log-spaced bins: a
+  first bin ``[0, floor)`` (``floor = 0.1`` px by default: sub-pixel tracker noise and exact zeros), then
+  ``bins = 50`` bins with edges ``geomspace(floor, max, bins + 1)`` up to the largest step of either set (the union
+  range), so small steps are resolved in proportion to their size. ``displacement_w1_px`` is the Wasserstein-1
+  distance between the two step distributions (``integral |F_pred - F_human|``, no bins at all) in px, and
+  ``displacement_w1_relative`` the same divided by the human mean step (a motionless trajectory scores exactly 1).
+* References for every dynamics table (:func:`motionless_reference`, :func:`human_halves_reference`): the scores of a
+  trajectory that never moves, and the floor that sampling noise alone gives: the human steps of alternating clips
+  compared with each other.
 
 Trajectories are ``[K, T, 2]`` (or ``[T, 2]``) in native pixels here; convert unit coordinates with
 ``transformers_gazeflow.geometry.unit_to_pixels`` first.
@@ -16,6 +28,12 @@ import numpy as np
 
 JSD_BINS = 100
 """Bins of the displacement histograms (paper Appendix E.3)."""
+
+LOG_JSD_BINS = 50
+"""Log-spaced bins of ``displacement_log_jsd`` above the floor (plus the first bin ``[0, floor)``)."""
+
+LOG_BIN_FLOOR_PX = 0.1
+"""Upper edge (native px) of the first log-JSD bin ``[0, floor)``, where motionless steps and sub-pixel noise fall."""
 
 
 def _traj(x, name: str) -> np.ndarray:
@@ -36,6 +54,24 @@ def _valid(valid, num_frames: int) -> np.ndarray:
     if v.shape != (num_frames,):
         raise ValueError(f"valid must have shape [T] = [{num_frames}], got {v.shape}")
     return v.astype(bool)
+
+
+def _steps(a, b, name_a: str = "pred_disp", name_b: str = "human_disp") -> tuple[np.ndarray, np.ndarray]:
+    """Two step sets as sorted float64 copies (one copy each: a method's K x steps can be millions), checked."""
+    a = np.array(a, dtype=np.float64).reshape(-1)
+    b = np.array(b, dtype=np.float64).reshape(-1)
+    if a.size == 0 or b.size == 0:
+        raise ValueError(f"need displacements on both sides, got {a.size} in {name_a} and {b.size} in {name_b}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError(f"{name_a} and {name_b} must be finite step lengths")
+    a.sort()
+    b.sort()
+    return a, b
+
+
+def _median_of_sorted(x: np.ndarray) -> float:
+    """``np.median`` of a sorted array, without its copy."""
+    return float((x[(x.size - 1) // 2] + x[x.size // 2]) / 2)
 
 
 def _pair(pred, human, valid) -> tuple[np.ndarray, np.ndarray]:
@@ -154,32 +190,79 @@ def displacement_histograms(pred_disp, human_disp, bins: int = JSD_BINS) -> tupl
 
     Returns ``(pred_hist, human_hist, edges)``. A degenerate range (all values equal) gets a unit-wide bin range.
     """
-    a = np.asarray(pred_disp, dtype=np.float64).reshape(-1)
-    b = np.asarray(human_disp, dtype=np.float64).reshape(-1)
-    if a.size == 0 or b.size == 0:
-        raise ValueError(f"need displacements on both sides, got {a.size} predicted and {b.size} human")
-    lo = min(a.min(), b.min())
-    hi = max(a.max(), b.max())
+    return _linear_histograms(*_steps(pred_disp, human_disp), bins)
+
+
+def _linear_histograms(a: np.ndarray, b: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`displacement_histograms` of two sorted arrays."""
+    lo = min(a[0], b[0])
+    hi = max(a[-1], b[-1])
     if hi <= lo:
         hi = lo + 1.0
     edges = np.linspace(lo, hi, bins + 1)
     return np.histogram(a, edges)[0].astype(np.float64), np.histogram(b, edges)[0].astype(np.float64), edges
 
 
-def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS) -> dict[str, float]:
-    """Mean and median displacement as ratios to human (pred / human) and the JSD of their histograms.
+def log_bin_edges(pred_disp, human_disp, bins: int = LOG_JSD_BINS, floor_px: float = LOG_BIN_FLOOR_PX) -> np.ndarray:
+    """Edges of the log-JSD histograms: ``0``, then ``geomspace(floor_px, max, bins + 1)`` with ``max`` the largest
+    step of either set (``bins + 1`` bins in all). If no step reaches past the floor, ``max = 10 * floor_px``."""
+    a, b = _steps(pred_disp, human_disp)
+    return _log_edges(max(a[-1], b[-1]), bins, floor_px)
 
-    Also returns the raw means and medians in px (``*_px``).
+
+def _log_edges(largest: float, bins: int, floor_px: float) -> np.ndarray:
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    if not (np.isfinite(floor_px) and floor_px > 0):
+        raise ValueError(f"floor_px must be a positive number of pixels, got {floor_px}")
+    hi = largest if largest > floor_px else 10.0 * floor_px
+    return np.concatenate([[0.0], np.geomspace(floor_px, hi, bins + 1)])
+
+
+def wasserstein1(a, b) -> float:
+    """Wasserstein-1 (earth mover's) distance between two empirical 1D distributions, exactly:
+    ``integral |F_a(x) - F_b(x)| dx`` over the merged sorted values (the same as ``scipy.stats.wasserstein_distance``).
+    Two samples of one distribution shifted by ``c`` are at distance ``|c|``."""
+    return _wasserstein1_sorted(*_steps(a, b, "a", "b"))
+
+
+def _wasserstein1_sorted(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 20) -> float:
+    """:func:`wasserstein1` of two sorted float64 arrays, over the merged values in chunks (bounded temporaries)."""
+    merged = np.concatenate([a, b])
+    merged.sort(kind="stable")  # two sorted runs: a linear merge
+    total = 0.0
+    for lo in range(0, merged.size - 1, chunk):
+        x = merged[lo : min(lo + chunk, merged.size - 1)]
+        gap = merged[lo + 1 : lo + 1 + x.size] - x  # F_a - F_b is constant on each gap between merged values
+        cdf = np.searchsorted(a, x, side="right") / a.size
+        cdf -= np.searchsorted(b, x, side="right") / b.size
+        total += float(np.abs(cdf, out=cdf) @ gap)
+    return total
+
+
+def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS, log_bins: int = LOG_JSD_BINS,
+                            floor_px: float = LOG_BIN_FLOOR_PX) -> dict[str, float]:
+    """Step-length statistics of a method against human (module docstring): mean and median as ratios to human
+    (pred / human), the paper's linear-bin JSD (``displacement_jsd``), the log-bin JSD (``displacement_log_jsd``),
+    the Wasserstein-1 distance in px (``displacement_w1_px``) and over the human mean (``displacement_w1_relative``).
+
+    Also returns the raw means and medians in px (``*_px``). Ratios to a human statistic of 0 (a motionless human
+    set) are undefined: NaN.
     """
-    a = np.asarray(pred_disp, dtype=np.float64).reshape(-1)
-    b = np.asarray(human_disp, dtype=np.float64).reshape(-1)
-    ha, hb, _ = displacement_histograms(a, b, bins)
+    a, b = _steps(pred_disp, human_disp)
+    ha, hb, _ = _linear_histograms(a, b, bins)
+    edges = _log_edges(max(a[-1], b[-1]), log_bins, floor_px)
+    la, lb = np.histogram(a, edges)[0].astype(np.float64), np.histogram(b, edges)[0].astype(np.float64)
     mean_a, mean_b = float(a.mean()), float(b.mean())
-    med_a, med_b = float(np.median(a)), float(np.median(b))
+    med_a, med_b = _median_of_sorted(a), _median_of_sorted(b)
+    w1 = _wasserstein1_sorted(a, b)
     return {
         "displacement_mean_ratio": mean_a / mean_b if mean_b > 0 else float("nan"),
         "displacement_median_ratio": med_a / med_b if med_b > 0 else float("nan"),
         "displacement_jsd": jensen_shannon(ha, hb),
+        "displacement_log_jsd": jensen_shannon(la, lb),
+        "displacement_w1_px": w1,
+        "displacement_w1_relative": w1 / mean_b if mean_b > 0 else float("nan"),
         "displacement_mean_px": mean_a,
         "displacement_median_px": med_a,
         "human_displacement_mean_px": mean_b,
@@ -187,10 +270,33 @@ def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS) -> dict
     }
 
 
+def motionless_reference(human_disp, **kwargs) -> dict[str, float]:
+    """:func:`displacement_statistics` of a trajectory that never moves (every step 0) against ``human_disp``: the
+    floor any method must beat. Its W1 is the human mean step (``displacement_w1_relative = 1``), its ratios 0."""
+    b = np.asarray(human_disp, dtype=np.float64).reshape(-1)
+    return displacement_statistics(np.zeros(max(b.size, 1)), b, **kwargs)
+
+
+def human_halves_reference(human_disp_per_clip, **kwargs) -> dict[str, float]:
+    """:func:`displacement_statistics` of human against human: the steps of clips 0, 2, 4, ... (as the "method")
+    against those of clips 1, 3, 5, ... (alternating clips, in the order given). What the statistics read when two
+    sets differ only by which clips they hold: no method can be expected to score better.
+
+    ``human_disp_per_clip``: one array of human steps per clip (clips without a step are skipped). Needs at least two
+    clips with steps.
+    """
+    clips = [np.asarray(d, dtype=np.float64).reshape(-1) for d in human_disp_per_clip]
+    clips = [d for d in clips if d.size]
+    if len(clips) < 2:
+        raise ValueError(f"the human-vs-human reference needs at least 2 clips with steps, got {len(clips)}")
+    return displacement_statistics(np.concatenate(clips[0::2]), np.concatenate(clips[1::2]), **kwargs)
+
+
 def trajectory_dynamics(trajectories, gaze, valid, width: int, height: int, bins: int = JSD_BINS) -> dict[str, float]:
     """Dynamics over a set of clips (paper Appendix E.3): ADE and DTW (mean over K and best of K, averaged over
-    clips) and the displacement statistics pooled over all clips. Inputs per clip, in unit coordinates of a
-    ``width x height`` frame: ``trajectories [K, T, 2]``, ``gaze [T, 2]``, ``valid [T]``."""
+    clips) and the displacement statistics pooled over all clips (absent when no clip has two consecutive valid
+    frames). Inputs per clip, in unit coordinates of a ``width x height`` frame: ``trajectories [K, T, 2]``,
+    ``gaze [T, 2]``, ``valid [T]``."""
     from ..geometry import unit_to_pixels
 
     trajectories, gaze, valid = list(trajectories), list(gaze), list(valid)
@@ -225,6 +331,8 @@ def trajectory_dynamics(trajectories, gaze, valid, width: int, height: int, bins
 
 __all__ = [
     "JSD_BINS",
+    "LOG_JSD_BINS",
+    "LOG_BIN_FLOOR_PX",
     "ade",
     "dtw",
     "dtw_batched",
@@ -232,5 +340,9 @@ __all__ = [
     "jensen_shannon",
     "displacement_histograms",
     "displacement_statistics",
+    "log_bin_edges",
+    "wasserstein1",
+    "motionless_reference",
+    "human_halves_reference",
     "trajectory_dynamics",
 ]

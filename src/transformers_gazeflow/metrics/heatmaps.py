@@ -5,9 +5,16 @@ the pipeline all call it:
 
 * :func:`render_heatmaps`: K predicted trajectories ``[K, T, 2]`` in unit coordinates -> per-frame maps ``[T, H, W]``
   at the native resolution: an isotropic Gaussian of ``sigma`` px (25 in the paper) on each sample, averaged over K.
-  Each Gaussian has peak 1 (``exp(-d^2 / (2 sigma^2))``), so a map lies in ``[0, 1]``. Every metric of the protocol
-  is invariant to the map's scale except MIT's AUC jitter (a fixed ``1e-7`` noise), which is why the scale is
-  pinned here (see :func:`transformers_gazeflow.metrics.saliency.auc_judd`).
+  Each Gaussian has peak 1 (``exp(-d^2 / (2 sigma^2))``), so a map lies in ``[0, 1]``.
+* Map scale: every score of ``protocol="paper"`` depends only on a map's shape, not its scale. MIT's AUC jitter is
+  a fixed ``1e-7``, so AUC-Judd applies it at peak-1 scale (``1e-7`` of the map's maximum, the scale of MIT's image
+  maps); F1/P/R threshold the plain min-max normalised map (``(p - min) / (max - min)``: the spec's "min-max
+  normalised per frame"). GLC's own rescale adds a fixed ``1e-6`` to ``max - min``, which makes F1 depend on the scale
+  (0.4518 vs 0.4525 for the same maps at peak-1 and at sum-1 scale); it is a division guard sized for GLC's
+  softmax maps (sum 1 over 64x64 cells), so ``protocol="glc"`` keeps it and applies it at that scale: maps of ours
+  are made distributions over GLC's grid first (:func:`glc_distribution`), GLC's own softmax maps are taken as they
+  are. The renderer can therefore rescale a frame freely, and does so for frames whose samples all lie far outside
+  the frame (``keep_shape=True``, used by the evaluator), whose maps would otherwise underflow to zero.
 * :func:`render_gt_heatmaps`: the ground-truth fixation map, a Gaussian of ``sigma`` px at the gaze point,
   normalised to sum 1 over the frame.
 * :func:`binary_gt_masks`: the binary ground truth of F1/P/R, pinned to GLC's rule (see :data:`GLC_BINARY_LEVEL`).
@@ -116,9 +123,11 @@ arithmetic on x86). A map changes by at most ``1e-19`` of its peak: far below MI
 resolution and the KL regulariser (``2.2e-16``)."""
 
 
-def gaussian_profiles(centres_px: torch.Tensor, length: int, sigma: float) -> torch.Tensor:
+def gaussian_profiles(centres_px: torch.Tensor, length: int, sigma: float,
+                      log_scale: torch.Tensor | None = None) -> torch.Tensor:
     """Peak-1 Gaussian profiles ``exp(-((i + 0.5 - c)^2) / (2 sigma^2))`` at pixel centres ``i = 0..length-1``,
-    with values below :data:`PROFILE_FLOOR` set to 0.
+    with values below :data:`PROFILE_FLOOR` set to 0; times ``exp(log_scale)`` (``[...]``) when given, applied
+    before the exponential so that far profiles can be brought back into range.
 
     ``centres_px [...]`` -> ``[..., length]`` (same dtype as ``centres_px``).
     """
@@ -127,6 +136,8 @@ def gaussian_profiles(centres_px: torch.Tensor, length: int, sigma: float) -> to
     grid = torch.arange(length, dtype=centres_px.dtype, device=centres_px.device) + 0.5
     d = (grid - centres_px.unsqueeze(-1)) / sigma
     arg = d.mul_(d).mul_(-0.5)
+    if log_scale is not None:
+        arg.add_(log_scale.unsqueeze(-1))
     floor = math.log(PROFILE_FLOOR)
     cut = arg < floor
     # exp() of large negative arguments takes a slow path: clamp first, then zero what lies below the floor
@@ -143,18 +154,51 @@ def _check_points(points: torch.Tensor, name: str, low: float, high: float) -> N
         )
 
 
+KEEP_SHAPE_LEVEL = 1e-6
+"""``render_heatmaps(keep_shape=True)`` rescales a frame whose strongest sample would peak below this level inside
+the frame (every sample more than about 5.3 sigma outside the frame's pixel centres)."""
+
+
+def _outside_distance(px: torch.Tensor, length: int) -> torch.Tensor:
+    """Distance (px) from ``px`` to the nearest pixel centre's coordinate range ``[0.5, length - 0.5]``."""
+    return (0.5 - px).clamp(min=0.0) + (px - (length - 0.5)).clamp(min=0.0)
+
+
+def _far_frame_profiles(px: torch.Tensor, width: int, height: int, sigma: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Profiles of frames whose samples all lie far outside, scaled so the frame's map is exact up to one factor.
+
+    ``px [K, F, 2]`` float64. Sample k's x profile is scaled to peak 1 inside the frame (``exp(+ex_k^2 / 2 sigma^2)``,
+    ``ex_k`` its distance to the pixel centres' range), its y profile likewise and also by
+    ``exp(l_k - max_k l_k) <= 1`` with ``l_k = -(ex_k^2 + ey_k^2) / (2 sigma^2)``: the frame's map is the exact one
+    times ``exp(-max_k l_k)``, the same factor for every pixel, with its strongest sample peaking at 1.
+    """
+    ex = _outside_distance(px[..., 0], width) / sigma
+    ey = _outside_distance(px[..., 1], height) / sigma
+    log_weight = -0.5 * (ex * ex + ey * ey)  # [K, F]
+    relative = log_weight - log_weight.amax(0, keepdim=True)
+    gx = gaussian_profiles(px[..., 0], width, sigma, log_scale=0.5 * ex * ex)
+    gy = gaussian_profiles(px[..., 1], height, sigma, log_scale=0.5 * ey * ey + relative)
+    return gx, gy
+
+
 def render_heatmaps(
     trajectories,
     width: int,
     height: int,
     sigma: float = DEFAULT_SIGMA_PX,
     dtype: torch.dtype = torch.float32,
+    keep_shape: bool = False,
 ) -> torch.Tensor:
     """Per-frame heatmaps of K sampled trajectories (paper Appendix E.3, "Trajectory-to-heatmap conversion").
 
     ``trajectories``: ``[K, T, 2]`` (x, y) unit coordinates of the native ``width x height`` frame (``[T, 2]`` is
     read as K = 1). Points may lie a little outside the frame (``[-0.5, 1.5]``); their Gaussians are cut by the
     frame. Returns ``[T, height, width]``: for each frame the mean over K of peak-1 Gaussians of ``sigma`` px.
+
+    ``keep_shape=True`` (the evaluator's setting): a frame whose samples all lie so far outside that its map would
+    peak below :data:`KEEP_SHAPE_LEVEL` (or underflow to all zeros past about 9.3 sigma) is rendered scaled up by
+    one factor, so that its strongest sample peaks at 1 inside the frame and the map keeps its exact shape. Scores
+    of the paper protocol depend only on a map's shape; every other frame is rendered exactly as with ``False``.
     """
     _check_size(width, height)
     pts = _as_tensor(trajectories, "trajectories", torch.float64)
@@ -165,7 +209,14 @@ def render_heatmaps(
     _check_points(pts, "trajectories", -0.5, 1.5)
     px = unit_to_pixels(pts, width, height)  # [K, T, 2] in float64, then profiles in the output dtype
     gx = gaussian_profiles(px[..., 0].to(dtype), width, sigma)  # [K, T, W]
-    gy = gaussian_profiles(px[..., 1].to(dtype), height, sigma).mul_(1.0 / pts.shape[0])  # [K, T, H], mean over K
+    gy = gaussian_profiles(px[..., 1].to(dtype), height, sigma)  # [K, T, H]
+    if keep_shape:
+        nearest = (_outside_distance(px[..., 0], width) ** 2 + _outside_distance(px[..., 1], height) ** 2).amin(0)
+        far = torch.nonzero(-0.5 * nearest / (sigma * sigma) < math.log(KEEP_SHAPE_LEVEL)).reshape(-1)
+        if far.numel():
+            far_x, far_y = _far_frame_profiles(px[:, far], width, height, sigma)
+            gx[:, far], gy[:, far] = far_x.to(dtype), far_y.to(dtype)
+    gy.mul_(1.0 / pts.shape[0])  # mean over K
     return torch.bmm(gy.permute(1, 2, 0), gx.permute(1, 0, 2))  # [T, H, W]
 
 
@@ -324,6 +375,17 @@ def glc_frame_softmax(logits, temperature: float = 2.0) -> torch.Tensor:
     return torch.softmax(flat / temperature, dim=-1).reshape(t.shape)
 
 
+def glc_distribution(maps) -> torch.Tensor:
+    """Maps of ours brought to GLC's scale before GLC's min-max: each ``[..., h, w]`` map divided by its sum, a
+    distribution over the grid like GLC's softmax output (an all-zero map stays zero). GLC's ``+1e-6`` in
+    :func:`glc_minmax` is a fixed amount, so F1/P/R under it depend on the scale it is applied at: this one."""
+    t = _as_tensor(maps, "maps", torch.float32)
+    if t.ndim < 2:
+        raise ValueError(f"maps must have shape [..., h, w], got {tuple(t.shape)}")
+    total = t.sum(dim=(-2, -1), keepdim=True)
+    return t / torch.where(total > 0, total, torch.ones_like(total))
+
+
 def glc_minmax(maps) -> torch.Tensor:
     """GLC's per-frame rescale ``(p - min) / (max - min + 1e-6)`` in float32 (``tools/test_gaze_net.py``)."""
     t = _as_tensor(maps, "maps", torch.float32)
@@ -357,5 +419,7 @@ __all__ = [
     "glc_gt_heatmaps",
     "glc_native_to_grid",
     "glc_frame_softmax",
+    "glc_distribution",
     "glc_minmax",
+    "KEEP_SHAPE_LEVEL",
 ]

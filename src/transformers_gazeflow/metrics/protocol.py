@@ -12,7 +12,9 @@ spec evaluation.md, "Which frames", "Maps", "GLC's own pipeline").
   over all kept frames (``"frame"``, what GLC's test script reports); adaptive F1 averages P and R over all kept
   frames per threshold, takes F1 of those averages and chooses the best threshold once over the whole set;
 * dynamics (trajectory predictions only): ADE and DTW over all valid frames of the window (mean over K and best of
-  K, averaged over clips), displacement mean/median ratios to human and their histograms' JSD.
+  K, averaged over clips), displacement mean/median ratios to human, their histograms' JSD (the paper's linear bins
+  and log bins) and the Wasserstein-1 distance of the step distributions, with the motionless and human-vs-human
+  reference rows (``EvaluationResult.dynamics_references``; tables: ``metrics.tables``).
 
 ``protocol="paper"`` (default) scores native-resolution maps (sigma 25 px); ``protocol="glc"`` reproduces GLC's own
 pipeline (256 crop, 64x64 maps, OpenCV kernel, ``gt > 0.001``, GLC min-max, GLC's AUC variant and AAE on the map).
@@ -111,6 +113,8 @@ class ClipGroundTruth:
         width, height = fields["width"], fields["height"]
         if int(width) != width or int(height) != height or width < 1 or height < 1:
             raise ValueError(f"{where}: width and height must be positive integers, got {width}x{height}")
+        if width * height < 2:
+            raise ValueError(f"{where}: a {width}x{height} frame has one pixel; the map metrics need at least 2")
         w = t if window is None else min(t, window)
         return cls(clip_id, gaze[:w], gaze_type[:w].astype(np.int64), valid[:w].astype(bool), int(width), int(height))
 
@@ -158,6 +162,13 @@ class EvaluationResult:
     ``precision``, ``recall`` at the chosen threshold, aligned with ``frame_keys`` ``(clip_id, slot)`` (slot = index
     among the 8 protocol frames). ``pr_curve``: thresholds and the averaged P, R and F1 at each. ``clip_scores``:
     per scored clip, the clip means.
+
+    Dynamics (trajectory predictions only): ``ade_*``, ``dtw_*`` and the step statistics of
+    :func:`~transformers_gazeflow.metrics.dynamics.displacement_statistics` (``displacement_jsd``,
+    ``displacement_log_jsd``, ``displacement_w1_px``, ``displacement_w1_relative``, ratios and px values); the step
+    statistics are absent when no clip has two consecutive valid frames. ``dynamics_references``: the same step
+    statistics for the rows every dynamics table prints beside the methods, ``"motionless"`` (a trajectory that never
+    moves) and ``"human_halves"`` (human steps of alternating clips against each other; needs two clips with steps).
     """
 
     metrics: dict[str, float]
@@ -166,9 +177,25 @@ class EvaluationResult:
     pr_curve: dict[str, np.ndarray]
     clip_scores: dict[str, np.ndarray]
     clip_ids: list[str]
+    dynamics_references: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
 
     def __getitem__(self, key: str) -> float:
         return self.metrics[key]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary: ``metrics``, ``dynamics_references``, the ``pr_curve`` and the scored ``clip_ids``
+        (per-frame scores are left out: they are arrays). Undefined values (NaN) become ``None``, so that
+        ``json.dumps`` writes valid JSON."""
+        def clean(value: Any) -> Any:
+            if isinstance(value, Mapping):
+                return {str(k): clean(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple, np.ndarray)):
+                return [clean(v) for v in np.asarray(value).tolist()]
+            value = float(value)
+            return value if np.isfinite(value) else None
+
+        return {"metrics": clean(self.metrics), "dynamics_references": clean(self.dynamics_references),
+                "pr_curve": clean(self.pr_curve), "clip_ids": list(self.clip_ids)}
 
 
 def _numpy(x: Any) -> Any:
@@ -187,6 +214,8 @@ class GazeEvaluator:
             frames; the ``"glc"`` protocol's default, as GLC's ``TestGazeMeter`` reports).
         dtype: floating type of the rendered native maps (float32 by default: about 1e-6 relative precision on
             the scores, half the memory traffic of float64).
+        log_bin_floor_px: upper edge (native px) of the first bin of the log-bin step JSD
+            (``dynamics.LOG_BIN_FLOOR_PX``, 0.1 px).
     """
 
     def __init__(
@@ -197,6 +226,7 @@ class GazeEvaluator:
         thresholds=sal.GLC_THRESHOLDS,
         aggregation: Literal["clip", "frame"] | None = None,
         dtype: torch.dtype = torch.float32,
+        log_bin_floor_px: float = dyn.LOG_BIN_FLOOR_PX,
     ) -> None:
         if protocol not in ("paper", "glc"):
             raise ValueError(f"protocol must be 'paper' or 'glc', got {protocol!r}")
@@ -209,7 +239,10 @@ class GazeEvaluator:
         th = np.asarray(thresholds, dtype=np.float64)
         if th.ndim != 1 or th.size < 1 or (np.diff(th) < 0).any():
             raise ValueError("thresholds must be a non-empty, non-decreasing 1D sequence")
+        if not (np.isfinite(log_bin_floor_px) and log_bin_floor_px > 0):
+            raise ValueError(f"log_bin_floor_px must be a positive number of pixels, got {log_bin_floor_px}")
         self.protocol = protocol
+        self.log_bin_floor_px = float(log_bin_floor_px)
         self.sigma_px = float(sigma_px)
         self.fov_deg = float(fov_deg)
         self.thresholds = th
@@ -313,11 +346,12 @@ class GazeEvaluator:
                 raise ValueError(f"{where}: heatmaps must be non-negative")
             if self.protocol == "glc":
                 if tuple(maps.shape[-2:]) == (gt.height, gt.width) and (gt.height, gt.width) != (64, 64):
-                    maps = hm.glc_native_to_grid(maps, gt.width, gt.height)  # native maps: GLC's resize-crop
+                    # native maps: GLC's resize-crop, then GLC's scale (a distribution over the grid)
+                    maps = hm.glc_distribution(hm.glc_native_to_grid(maps, gt.width, gt.height))
                 if tuple(maps.shape[-2:]) != (hm.GLC_GRID, hm.GLC_GRID):
                     raise ValueError(f"{where}: protocol='glc' needs 64x64 maps (or native {gt.width}x{gt.height} "
                                      f"ones), got {tuple(maps.shape[-2:])}")
-                return hm.glc_minmax(maps.to(torch.float32))
+                return hm.glc_minmax(maps.to(torch.float32))  # 64x64 maps: GLC's softmax output, as they are
             maps = maps.to(self.dtype)
             if tuple(maps.shape[-2:]) != (gt.height, gt.width):
                 maps = F.interpolate(maps.unsqueeze(1), size=(gt.height, gt.width), mode="bilinear",
@@ -328,10 +362,10 @@ class GazeEvaluator:
             short = min(gt.width, gt.height)
             crop_pts = hm.glc_crop_gaze(pts.numpy(), gt.width, gt.height, clip=False)
             crop_pts = np.clip(crop_pts, -0.5, 1.5)
-            maps = hm.render_heatmaps(crop_pts, hm.GLC_GRID, hm.GLC_GRID,
-                                      sigma=self.sigma_px * hm.GLC_GRID / short, dtype=torch.float32)
-            return hm.glc_minmax(maps)
-        return hm.render_heatmaps(pts, gt.width, gt.height, sigma=self.sigma_px, dtype=self.dtype)
+            maps = hm.render_heatmaps(crop_pts, hm.GLC_GRID, hm.GLC_GRID, sigma=self.sigma_px * hm.GLC_GRID / short,
+                                      dtype=torch.float32, keep_shape=True)
+            return hm.glc_minmax(hm.glc_distribution(maps))
+        return hm.render_heatmaps(pts, gt.width, gt.height, sigma=self.sigma_px, dtype=self.dtype, keep_shape=True)
 
     def _score_frames(self, gt, maps: torch.Tensor, traj, frames: np.ndarray, kept: np.ndarray, clip_index: int) -> None:
         gaze = gt.gaze[frames]
@@ -443,13 +477,18 @@ class GazeEvaluator:
                        threshold=float(self.thresholds[best]))
         metrics.update(num_clips=float(len(self._clip_ids)), num_clips_scored=float(scored.size),
                        num_frames=float(clip_of.size))
+        references: dict[str, dict[str, float]] = {}
         if self._dyn_clip:
             for k, v in self._dyn.items():
                 metrics[k] = float(np.mean(v))
             pred_disp = np.concatenate(self._disp_pred)
             human_disp = np.concatenate(self._disp_human)
             if pred_disp.size and human_disp.size:
-                metrics.update(dyn.displacement_statistics(pred_disp, human_disp))
+                settings = {"floor_px": self.log_bin_floor_px}
+                metrics.update(dyn.displacement_statistics(pred_disp, human_disp, **settings))
+                references["motionless"] = dyn.motionless_reference(human_disp, **settings)
+                if sum(d.size > 0 for d in self._disp_human) >= 2:
+                    references["human_halves"] = dyn.human_halves_reference(self._disp_human, **settings)
         frame_keys = [(self._clip_ids[c], int(s)) for c, s in zip(clip_of, slot_of)]
         return EvaluationResult(
             metrics=metrics,
@@ -458,6 +497,7 @@ class GazeEvaluator:
             pr_curve={"thresholds": self.thresholds.copy(), "precision": p_avg, "recall": r_avg, "f1": f1_curve},
             clip_scores=clip_scores,
             clip_ids=[self._clip_ids[c] for c in scored],
+            dynamics_references=references,
         )
 
 

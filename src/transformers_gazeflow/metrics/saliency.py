@@ -21,6 +21,11 @@ import numpy as np
 import torch
 
 from .heatmaps import GLC_BINARY_LEVEL, GLC_GRID, GLC_PRED_EPS
+from .jitter import MIT_JITTER, JitterNoise, above_probability, check_noise, expected_auc_judd
+
+AucTies = Literal["expected", "jitter", "half", "none"]
+AUC_TIES = ("expected", "jitter", "half", "none")
+"""How :func:`auc_judd` ranks values within MIT's jitter of each other (``"expected"``: the default)."""
 
 MIT_EPS = 2.2204e-16
 """MATLAB's ``eps`` as the MIT benchmark's KL uses it."""
@@ -82,8 +87,10 @@ def _same_shape(a: torch.Tensor, b: torch.Tensor, na: str, nb: str) -> None:
 def auc_judd(
     saliency,
     fixations,
-    ties: Literal["jitter", "half", "none"] = "half",
+    ties: AucTies = "expected",
     generator: torch.Generator | None = None,
+    jitter: float = MIT_JITTER,
+    noise: JitterNoise = "uniform",
 ) -> torch.Tensor:
     """AUC-Judd (MIT ``AUC_Judd.m``; Judd et al. 2012; paper Section 4.1, "AUC").
 
@@ -91,11 +98,18 @@ def auc_judd(
     at the i-th highest, the hit rate is ``i / N`` and the false-positive rate ``(#{S >= t} - i) / (HW - N)``;
     (0, 0) and (1, 1) are added and the curve is integrated by trapezoids.
 
-    ``ties`` says how equal values are ranked. ``"jitter"`` is MIT's rule: add ``U(0, 1) * 1e-7`` noise to the map
-    first (seeded by ``generator``; the map's scale then matters, which is why rendered maps have peak 1).
-    ``"half"`` (default) is the expectation of that jitter for one fixation per map, deterministic: a pixel tied with
-    the fixated value counts as above it with probability 1/2 (needs N = 1). ``"none"`` counts ties as above
-    (``S >= t``, MIT without jitter).
+    MIT first adds ``jitter * U(0, 1)`` noise to every pixel (``noise="uniform"``; pysaliency: ``jitter * N(0, 1)``,
+    ``noise="normal"``), at the map's own scale, so every value within about ``jitter`` of another is ranked at
+    random. ``ties`` says how that is handled:
+
+    * ``"expected"`` (default): the exact expectation of AUC-Judd over that noise (:mod:`.jitter`): deterministic,
+      and what MIT's and pysaliency's jittered scores average to. ``jitter=0`` is the limit of a vanishing jitter.
+    * ``"jitter"``: one draw of the noise (seeded by ``generator``), as MIT does.
+    * ``"half"``: bit-exact ties counted above with probability 1/2, everything else in order (needs N = 1). This
+      was the default before and equals ``"expected"`` with ``jitter=0``; it differs from MIT wherever values lie
+      within the jitter of the fixated one without being equal (e.g. Gaussian tails beyond about 5.7 sigma of a
+      peak-1 map), reading up to 0.03 higher over a set. Kept only to compare with figures recorded with it.
+    * ``"none"``: ties counted above (``S >= t``, MIT without jitter).
     """
     s = _maps(saliency, "saliency")
     fix = _fixations(fixations, s)
@@ -103,20 +117,32 @@ def auc_judd(
     npix = s.shape[-1] * s.shape[-2]
     if npix <= n_fix:
         raise ValueError(f"saliency maps need more pixels ({npix}) than fixations ({n_fix})")
-    if ties == "jitter":
-        noise = torch.rand(s.shape, generator=generator, dtype=torch.float64)
-        s = s.to(torch.float64) + noise * 1e-7
-    elif ties not in ("half", "none"):
-        raise ValueError(f"ties must be 'jitter', 'half' or 'none', got {ties!r}")
+    if ties not in AUC_TIES:
+        raise ValueError(f"ties must be one of {AUC_TIES}, got {ties!r}")
+    check_noise(noise)
+    if not (math.isfinite(jitter) and jitter >= 0):
+        raise ValueError(f"jitter must be a finite non-negative noise scale, got {jitter}")
     flat = s.reshape(*s.shape[:-2], -1)
-    thr = _read(s, fix)  # [..., N]
-    if ties == "half":
-        if n_fix != 1:
+    index = fix[..., 1] * s.shape[-1] + fix[..., 0]  # [..., N]
+    if n_fix > 1 and bool((torch.sort(index, dim=-1)[0].diff(dim=-1) == 0).any()):
+        raise ValueError("fixations must be distinct pixels (MIT's binary fixation map); got a repeated pixel")
+    if ties == "expected" or ties == "half":
+        if ties == "half" and n_fix != 1:
             raise ValueError(f"ties='half' needs exactly one fixation per map, got {n_fix}")
-        t = thr  # [..., 1]
-        above = (flat > t).sum(-1, dtype=torch.float64) + 0.5 * ((flat == t).sum(-1, dtype=torch.float64) - 1)
-        fp = above / (npix - 1)
-        return 1.0 - 0.5 * fp
+        scale = jitter if ties == "expected" else 0.0
+        if n_fix == 1:  # fp = sum over the other pixels of P(jittered s_j >= jittered s_f); the fixation's own is 1/2
+            exceed = above_probability(flat.to(torch.float64) - torch.gather(flat, -1, index).to(torch.float64),
+                                       scale, noise).sum(-1) - 0.5
+            return 1.0 - 0.5 * exceed / (npix - 1)
+        rows, idx = flat.reshape(-1, npix), index.reshape(-1, n_fix)
+        out = [expected_auc_judd(rows[b], idx[b], scale, noise) for b in range(rows.shape[0])]
+        return torch.tensor(out, dtype=torch.float64).reshape(flat.shape[:-1])
+    if ties == "jitter":
+        shape = flat.shape
+        draw = torch.rand(shape, generator=generator, dtype=torch.float64) if noise == "uniform" else torch.randn(
+            shape, generator=generator, dtype=torch.float64)
+        flat = flat.to(torch.float64) + draw * jitter
+    thr = torch.gather(flat, -1, index)  # [..., N]
     thr = torch.sort(thr, dim=-1, descending=True)[0]
     above = (flat.unsqueeze(-2) >= thr.unsqueeze(-1)).sum(-1, dtype=torch.float64)  # [..., N]
     i = torch.arange(1, n_fix + 1, dtype=torch.float64)
@@ -130,21 +156,25 @@ def auc_judd(
 def nss(saliency, fixations, ddof: int = 1) -> torch.Tensor:
     """NSS (MIT ``NSS.m``): the prediction z-scored (``ddof=1``, MATLAB's ``std``) read at the fixations, averaged.
 
-    ``pysaliency.NSS`` uses ``ddof=0``; the ratio between the two is ``sqrt((HW - 1) / HW)``.
+    ``pysaliency.NSS`` uses ``ddof=0``; the ratio between the two is ``sqrt((HW - 1) / HW)``. A constant map (no
+    spread to z-score by; MATLAB gives NaN) scores 0: it singles out no pixel.
     """
     s = _maps(saliency, "saliency")
     fix = _fixations(fixations, s)
     flat = s.reshape(*s.shape[:-2], -1)
     mean = flat.mean(-1, keepdim=True)
     std = flat.std(-1, correction=ddof, keepdim=True)
-    z = (_read(s, fix) - mean) / torch.where(std > 0, std, torch.ones_like(std))
+    constant = flat.amax(-1, keepdim=True) == flat.amin(-1, keepdim=True)
+    std = torch.where(constant, torch.zeros_like(std), std)
+    z = torch.where(std > 0, (_read(s, fix) - mean) / torch.where(std > 0, std, torch.ones_like(std)), 0.0)
     return z.mean(-1).to(torch.float64)
 
 
 def cc(saliency, gt_maps) -> torch.Tensor:
     """Linear correlation coefficient CC (MIT ``CC.m``): Pearson correlation of the two maps' pixels.
 
-    Computed from sums, ``(sum PG - n mean_P mean_G) / sqrt(var_P var_G)``; 0 where a map is constant.
+    Computed from sums, ``(sum PG - n mean_P mean_G) / sqrt(var_P var_G)``; 0 where a map is constant (MATLAB
+    gives NaN; a constant map has no linear relation to anything).
     """
     p = _maps(saliency, "saliency")
     g = _maps(gt_maps, "gt_maps")
@@ -163,7 +193,9 @@ def cc(saliency, gt_maps) -> torch.Tensor:
 def kl_div(saliency, gt_maps, eps: float = MIT_EPS) -> torch.Tensor:
     """KL divergence of the prediction from the ground truth (MIT ``KLdiv.m``; ``pysaliency.MIT_KLDiv``).
 
-    Both maps normalised to sum 1, then ``sum G * log(eps + G / (P + eps))`` with ``eps = 2.2204e-16``.
+    Both maps normalised to sum 1, then ``sum G * log(eps + G / (P + eps))`` with ``eps = 2.2204e-16``. As in
+    ``KLdiv.m`` (``if any(map(:))``), an all-zero map is left at zero: an all-zero prediction scores
+    ``sum G log(eps + G / eps)`` (finite, large), not an error.
     """
     p = _maps(saliency, "saliency")
     g = _maps(gt_maps, "gt_maps")
@@ -174,10 +206,8 @@ def kl_div(saliency, gt_maps, eps: float = MIT_EPS) -> torch.Tensor:
     gf = g.reshape(*g.shape[:-2], -1)
     psum = pf.sum(-1, keepdim=True)
     gsum = gf.sum(-1, keepdim=True)
-    if (psum == 0).any() or (gsum == 0).any():
-        raise ValueError("saliency and gt_maps must not be all zero for KL")
-    pn = pf / psum
-    gn = gf / gsum
+    pn = pf / torch.where(psum > 0, psum, torch.ones_like(psum))  # KLdiv.m: "if any(map1(:))", a zero map stays zero
+    gn = gf / torch.where(gsum > 0, gsum, torch.ones_like(gsum))
     return (gn * torch.log(eps + gn / (pn + eps))).sum(-1).to(torch.float64)
 
 
@@ -200,13 +230,21 @@ def sim(saliency, gt_maps) -> torch.Tensor:
     return torch.minimum(pn, gn).sum(-1).to(torch.float64)
 
 
-def minmax_normalize(saliency, eps: float = GLC_PRED_EPS) -> torch.Tensor:
-    """Per-map ``(p - min) / (max - min + eps)`` (GLC's rescale before thresholding for F1/P/R)."""
+def minmax_normalize(saliency, eps: float = 0.0) -> torch.Tensor:
+    """Per-map ``(p - min) / (max - min + eps)``: the rescale before thresholding for F1/P/R.
+
+    ``eps=0`` (default; the paper protocol): plain min-max, so F1/P/R do not depend on the map's scale; a constant map
+    becomes all zeros (nothing is predicted above any threshold: P = R = 0). ``eps=GLC_PRED_EPS`` is GLC's own rescale
+    (``tools/test_gaze_net.py``), whose ``1e-6`` is a fixed amount and so raises the effective thresholds by a factor
+    ``1 + 1e-6 / (max - min)``: F1 then depends on the scale (0.4518 vs 0.4525 for the same maps at peak-1 and at
+    sum-1 scale); ``protocol="glc"`` applies it at GLC's scale (see ``heatmaps.glc_minmax``).
+    """
     s = _maps(saliency, "saliency")
     flat = s.reshape(*s.shape[:-2], -1)
     lo = flat.min(-1, keepdim=True)[0]
     hi = flat.max(-1, keepdim=True)[0]
-    return ((flat - lo) / (hi - lo + eps)).reshape(s.shape)
+    den = hi - lo + eps
+    return ((flat - lo) / torch.where(den > 0, den, torch.ones_like(den))).reshape(s.shape)
 
 
 def precision_recall_counts(pred_normalized, binary_gt, thresholds=GLC_THRESHOLDS) -> tuple[torch.Tensor, ...]:
@@ -264,6 +302,16 @@ def center_of_mass(saliency) -> torch.Tensor:
     x = (cols * (torch.arange(w, dtype=s.dtype) + 0.5)).sum(-1) / total
     y = (rows * (torch.arange(h, dtype=s.dtype) + 0.5)).sum(-1) / total
     return torch.stack((x, y), -1).to(torch.float64)
+
+
+def predicted_point(saliency) -> torch.Tensor:
+    """The gaze point a map predicts for AAE: its :func:`center_of_mass`, or the frame centre ``(W / 2, H / 2)`` for
+    an all-zero map, which has no centre of mass (the fallback GLC's own AUC uses). ``[..., H, W]`` -> ``[..., 2]``."""
+    s = _maps(saliency, "saliency")
+    com = center_of_mass(s)
+    empty = s.reshape(*s.shape[:-2], -1).sum(-1) == 0
+    centre = torch.tensor([s.shape[-1] / 2, s.shape[-2] / 2], dtype=torch.float64)
+    return torch.where(empty.unsqueeze(-1), centre, com)
 
 
 def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFAULT_FOV_DEG) -> torch.Tensor:
@@ -348,13 +396,17 @@ def glc_aae(pred_maps, gaze_crop, grid: int = GLC_GRID) -> torch.Tensor:
     """GLC's AAE (``slowfast/utils/metrics.py: average_angle_error``) per frame, degrees.
 
     Centre of mass (row, col) against ``(y * 64, x * 64)``, rays ``(row - 32, col - 32, 32 / tan(pi / 6))``,
-    angle ``atan2(|cross|, dot)``.
+    angle ``atan2(|cross|, dot)``. A map with no mass (all zero, e.g. GLC's min-max of an all-equal map) has no centre
+    of mass, where GLC's code would return NaN: it predicts the centre cell ``(h // 2, w // 2)``, the fallback GLC's
+    own AUC uses (and :func:`predicted_point`'s rule).
     """
     m = np.asarray(pred_maps if not isinstance(pred_maps, torch.Tensor) else pred_maps.numpy())
     g = np.asarray(gaze_crop, dtype=np.float64)
     if m.ndim != 3 or g.shape != (m.shape[0], 2):
         raise ValueError(f"pred_maps must be [B, h, w] and gaze_crop [B, 2], got {m.shape} and {g.shape}")
-    com = torch.from_numpy(glc_center_of_mass(m))
+    com = glc_center_of_mass(m)
+    com[np.isnan(com).any(-1)] = (m.shape[1] // 2, m.shape[2] // 2)
+    com = torch.from_numpy(com)
     half = grid / 2
     focal = half / math.tan(math.pi / 6)
     gt_r = torch.from_numpy(g[:, 1] * grid)
@@ -364,9 +416,11 @@ def glc_aae(pred_maps, gaze_crop, grid: int = GLC_GRID) -> torch.Tensor:
 
 __all__ = [
     "MIT_EPS",
+    "GLC_PRED_EPS",
     "GLC_THRESHOLDS",
     "DEFAULT_FOV_DEG",
     "GLC_BINARY_LEVEL",
+    "AUC_TIES",
     "auc_judd",
     "nss",
     "cc",
@@ -377,6 +431,7 @@ __all__ = [
     "precision_recall",
     "f1_from_pr",
     "center_of_mass",
+    "predicted_point",
     "angular_error",
     "glc_center_of_mass",
     "glc_auc",

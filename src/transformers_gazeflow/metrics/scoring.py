@@ -6,10 +6,12 @@ computes the same quantities with a handful of passes, using two exact shortcuts
 
 * The ground-truth map is separable (``G = g_y g_x^T / Z``), so ``sum(P G)`` is one matrix-vector product, and
   ``sum(G)``, ``sum(G^2)``, its minimum and the binary disc come from the two profiles.
-* Counting pixels above a threshold (AUC-Judd's ``#{P > s}``, ``#{P == s}``; F1's ``#{P' > t}`` for 11 thresholds)
-  uses per-block minima and maxima (8x8 blocks): a block entirely above or below a threshold counts wholesale, and
-  only blocks that straddle it are compared pixel by pixel. Min-max normalisation is monotone, so the block decision
-  on ``P'`` uses the block's extreme values through the very same float operations: the counts are exact.
+* Counting pixels above a threshold (F1's ``#{P' > t}`` for 11 thresholds) and AUC-Judd's expected count of pixels
+  above the fixated value under MIT's jitter use per-block minima and maxima (8x8 blocks): a block entirely above or
+  below a threshold (for AUC: more than the jitter away from the fixated value) counts wholesale, a flat block counts
+  its one value's probability, and only blocks that straddle it are compared pixel by pixel. Min-max normalisation
+  is monotone, so the block decision on ``P'`` uses the block's extreme values through the very same float
+  operations: the counts are exact.
 
 KL and SIM are summed over the window where the ground-truth Gaussian exceeds ``1e-12`` of its peak (a box of
 about 7.4 sigma around the gaze point); outside it the terms are bounded by the Gaussian's tail mass
@@ -25,6 +27,7 @@ import torch
 
 from ..geometry import unit_to_pixels
 from . import heatmaps as hm
+from . import jitter as jit
 from . import saliency as sal
 
 WINDOW_LEVEL = 1e-12
@@ -65,8 +68,11 @@ def _gather_blocks(p: torch.Tensor, b: int, fi: torch.Tensor, bi: torch.Tensor, 
 class NativeFrameScorer:
     """Scores the kept frames of one clip: maps ``[F, H, W]`` against ground-truth points ``[F, 2]``.
 
-    Returns per-frame AUC-Judd (ties counted half), NSS (ddof 1), CC, KL, SIM, AAE (centre of mass) and the
-    precision/recall counts per threshold, as ``saliency.py`` defines them on ``heatmaps.py``'s ground truth.
+    Returns per-frame AUC-Judd, NSS (ddof 1), CC, KL, SIM, AAE (centre of mass) and the precision/recall counts per
+    threshold, as ``saliency.py`` defines them on ``heatmaps.py``'s ground truth. Every score depends only on the
+    map's shape, not its scale: AUC-Judd is the expectation of MIT's jitter at peak-1 scale (``auc_judd(maps,
+    ties="expected", jitter=1e-7 * max)``) and F1/P/R threshold the plain min-max normalised map
+    (``minmax_normalize``, no epsilon).
     """
 
     def __init__(self, sigma_px: float, thresholds, fov_deg: float) -> None:
@@ -95,7 +101,7 @@ class NativeFrameScorer:
         torch.mul(gy[y0:y1, None].to(p.dtype), (gx[x0:x1] / z).to(p.dtype)[None, :], out=g)  # the sum-1 ground truth
         pw = p[y0:y1, x0:x1]
         # KL: sum g * log(eps + g / (p / s1 + eps))
-        torch.mul(pw, 1.0 / s1, out=q).add_(sal.MIT_EPS)
+        torch.mul(pw, 1.0 / s1 if s1 > 0 else 0.0, out=q).add_(sal.MIT_EPS)  # MIT: an all-zero map stays zero
         torch.div(g, q, out=q).add_(sal.MIT_EPS).log_()
         kl = float(torch.dot(g.view(-1), q.view(-1)))  # float32 sums use cascade summation: ~1e-7 relative
         # SIM: sum min(minmax(p) / sum, minmax(g) / sum); both sums are known in closed form
@@ -138,7 +144,9 @@ class NativeFrameScorer:
 
         xs = torch.arange(w, dtype=torch.float64) + 0.5
         ys = torch.arange(h, dtype=torch.float64) + 0.5
-        com = torch.stack(((cols * xs).sum(-1) / s1, (rows * ys).sum(-1) / s1), -1)
+        mass = torch.where(s1 > 0, s1, torch.ones_like(s1))
+        com = torch.stack(((cols * xs).sum(-1) / mass, (rows * ys).sum(-1) / mass), -1)
+        com[s1 <= 0] = torch.tensor([width / 2, height / 2], dtype=com.dtype)  # saliency.predicted_point's rule
         aae = sal.angular_error(com, gpx, width, height, self.fov_deg)
 
         # ---- block extremes, then exact counts for AUC and for F1's predicted positives
@@ -153,26 +161,35 @@ class NativeFrameScorer:
         mean = s1 / n
         var_p = torch.where(hi > lo, (s2 - s1 * s1 / n).clamp_min(0.0), 0.0)  # a constant map has no variance
         std1 = torch.sqrt(var_p / (n - 1))
-        nss = torch.where(std1 > 0, (s_fix.double() - mean) / torch.where(std1 > 0, std1, 1.0), s_fix.double() - mean)
+        nss = torch.where(std1 > 0, (s_fix.double() - mean) / torch.where(std1 > 0, std1, 1.0), 0.0)  # constant: 0
         var_g = (sg2 - 1.0 / n).clamp_min(0.0)
         den = torch.sqrt(var_p * var_g)
         cc = torch.where(den > 0, (spg - s1 / n) / torch.where(den > 0, den, 1.0), torch.zeros_like(den))
 
-        sf = s_fix.view(f, 1, 1)
+        # AUC-Judd: the expectation of MIT's jitter (jitter.py) of 1e-7 of the map's peak (the scale MIT's maps, images
+        # in [0, 1], come at). Blocks entirely more than the jitter above (below) the fixated value count 1 (0) per
+        # pixel, flat blocks count their one probability per pixel, the rest are computed pixel by pixel.
+        sf = s_fix.double().view(f, 1, 1)
+        band = (jit.MIT_JITTER * hi.double()).view(f, 1, 1)
+        bmin64, bmax64 = bmin.double(), bmax.double()
         flat_blocks = bmin == bmax
-        greater = (bmin > sf).sum(dim=(1, 2)).double() * area
-        equal = ((bmin == sf) & flat_blocks).sum(dim=(1, 2)).double() * area
-        undecided = (bmin <= sf) & (bmax >= sf) & ~flat_blocks
-        fi, bi, bj = torch.nonzero(undecided, as_tuple=True)
+        whole_above = bmin64 > sf + band
+        whole_below = bmax64 < sf - band
+        exceed = whole_above.sum(dim=(1, 2)).double() * area
+        fi, bi, bj = torch.nonzero(flat_blocks & ~whole_above & ~whole_below, as_tuple=True)
         if fi.numel():
-            vals = _gather_blocks(p, b, fi, bi, bj)  # [n, b*b]
-            sv = s_fix[fi].unsqueeze(-1)
-            greater += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, (vals > sv).sum(-1).double())
-            equal += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, (vals == sv).sum(-1).double())
-        auc = 1.0 - 0.5 * (greater + 0.5 * (equal - 1.0)) / (n - 1)
+            probs = jit.above_probability(bmin64[fi, bi, bj] - sf.view(f)[fi], band.view(f)[fi]) * area
+            exceed += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, probs)
+        fi, bi, bj = torch.nonzero(~(whole_above | whole_below | flat_blocks), as_tuple=True)
+        if fi.numel():
+            vals = _gather_blocks(p, b, fi, bi, bj).double()  # [n, b*b]
+            probs = jit.above_probability(vals - sf.view(f, 1)[fi], band.view(f, 1)[fi]).sum(-1)
+            exceed += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, probs)
+        auc = 1.0 - 0.5 * (exceed - 0.5) / (n - 1)  # the fixated pixel ties with itself: 1/2
 
         # min-max normalisation exactly as saliency.minmax_normalize does it, applied to block extremes
-        lo3, den3 = lo.view(f, 1, 1), ((hi - lo) + sal.GLC_PRED_EPS).view(f, 1, 1)
+        span = torch.where(hi > lo, hi - lo, torch.ones_like(hi))  # a constant map normalises to 0
+        lo3, den3 = lo.view(f, 1, 1), span.view(f, 1, 1)
         nmin = (bmin - lo3) / den3
         nmax = (bmax - lo3) / den3
         th = torch.as_tensor(self.thresholds).to(dt)  # thresholds compared in the map's dtype, as GLC does
@@ -206,7 +223,7 @@ class NativeFrameScorer:
             y0, y1 = _span(gy[k], hm.GLC_BINARY_LEVEL)
             x0, x1 = _span(gx[k], hm.GLC_BINARY_LEVEL)
             mask = (gy[k, y0:y1, None] * gx[k, None, x0:x1]) > hm.GLC_BINARY_LEVEL
-            box = (p[k, y0:y1, x0:x1] - lo[k]) / ((hi[k] - lo[k]) + sal.GLC_PRED_EPS)
+            box = (p[k, y0:y1, x0:x1] - lo[k]) / span[k]
             tp[k] = _count_above(box[mask], th)
             positives[k] = mask.sum()
             kl[k], simv[k] = self._kl_sim(p[k], gx[k], gy[k], float(z[k]), float(gmin[k]), float(s1[k]),

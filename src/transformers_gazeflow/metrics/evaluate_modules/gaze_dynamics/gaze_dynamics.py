@@ -8,7 +8,9 @@ _DESCRIPTION = """
 Temporal dynamics of sampled gaze trajectories against the human one (GazeFlow paper, Section 4.1 and Appendix
 E.3): average displacement error (ADE) and length-normalised dynamic time warping (DTW), each as the mean over the
 K samples and the best of K, in native pixels; per-step displacement mean and median as ratios to the human ones;
-Jensen-Shannon divergence (base e) between the displacement histograms (100 bins over the union range).
+Jensen-Shannon divergence (base e) between the displacement histograms (the paper's 100 linear bins over the union
+range, and log-spaced bins: [0, 0.1 px) then 50 bins geomspace(0.1 px, max)); the Wasserstein-1 distance between the
+step distributions in pixels and over the human mean step.
 """
 
 _CITATION = """
@@ -25,7 +27,8 @@ Args:
     width, height: the native frame size in pixels (metrics are in these pixels).
 Returns:
     ade_mean, ade_best, dtw_mean, dtw_best, displacement_mean_ratio, displacement_median_ratio,
-    displacement_jsd and the raw displacement means and medians in pixels.
+    displacement_jsd, displacement_log_jsd, displacement_w1_px, displacement_w1_relative and the raw displacement
+    means and medians in pixels (the displacement keys only when some clip has two consecutive valid frames).
 """
 
 

@@ -1,0 +1,69 @@
+"""The paper's two result tables as markdown, from :class:`~transformers_gazeflow.metrics.protocol.EvaluationResult`
+metrics (paper Section 4.1, Tables main and dynamics; issue 13, "Dynamics metrics that cannot be gamed").
+
+* :func:`main_table_markdown`: AUC, F1, P, R, AAE, NSS, CC, KL, SIM per method.
+* :func:`dynamics_table_markdown`: ADE and DTW (mean, best of K; x10^2 px), the step-length ratios to human, the
+  paper's linear-bin JSD, the log-bin JSD and the Wasserstein-1 distance (px, and over the human mean step). Given
+  an evaluation's ``dynamics_references``, it prints the two reference rows below the methods: a trajectory that
+  never moves (what a method must beat; its ADE/DTW depend on where it stands, so they are left blank) and human
+  against human (alternating clips: the floor that sampling alone gives).
+
+A cell whose metric is missing or undefined (NaN) prints ``-``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+MAIN_COLUMNS = (("AUC", "auc", 1.0, 3), ("F1", "f1", 1.0, 3), ("P", "precision", 1.0, 3), ("R", "recall", 1.0, 3),
+                ("AAE", "aae", 1.0, 2), ("NSS", "nss", 1.0, 3), ("CC", "cc", 1.0, 3), ("KL", "kl", 1.0, 3),
+                ("SIM", "sim", 1.0, 3))
+"""(header, metric key, scale, digits) of the main table."""
+
+DYNAMICS_COLUMNS = (("ADE mean (x10^2 px)", "ade_mean", 1e-2, 3), ("ADE best", "ade_best", 1e-2, 3),
+                    ("DTW mean (x10^2 px)", "dtw_mean", 1e-2, 3), ("DTW best", "dtw_best", 1e-2, 3),
+                    ("disp. mean / human", "displacement_mean_ratio", 1.0, 3),
+                    ("disp. median / human", "displacement_median_ratio", 1.0, 3),
+                    ("JSD (linear bins)", "displacement_jsd", 1.0, 3),
+                    ("JSD (log bins)", "displacement_log_jsd", 1.0, 3),
+                    ("W1 (px)", "displacement_w1_px", 1.0, 3),
+                    ("W1 / human mean", "displacement_w1_relative", 1.0, 3))
+"""(header, metric key, scale, digits) of the dynamics table."""
+
+REFERENCE_ROWS = (("motionless", "Motionless (never moves)"),
+                  ("human_halves", "Human vs human (alternating clips)"))
+"""Keys of ``EvaluationResult.dynamics_references`` and the names their rows print under."""
+
+
+def _cell(value: float | None, scale: float, digits: int) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{value * scale:.{digits}f}"
+
+
+def _table(columns, rows: Mapping[str, Mapping[str, float]]) -> str:
+    lines = ["| Method | " + " | ".join(header for header, *_ in columns) + " |",
+             "| --- |" + " ---: |" * len(columns)]
+    for method, metrics in rows.items():
+        cells = [_cell(metrics.get(key), scale, digits) for _, key, scale, digits in columns]
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main_table_markdown(rows: Mapping[str, Mapping[str, float]]) -> str:
+    """The main table: one row per ``{method name: metrics}``."""
+    return _table(MAIN_COLUMNS, rows)
+
+
+def dynamics_table_markdown(rows: Mapping[str, Mapping[str, float]],
+                            references: Mapping[str, Mapping[str, float]] | None = None) -> str:
+    """The dynamics table: one row per ``{method name: metrics}``, then the reference rows found in ``references``
+    (an ``EvaluationResult.dynamics_references``: ``"motionless"``, ``"human_halves"``)."""
+    table = dict(rows)
+    for key, name in REFERENCE_ROWS:
+        if references and key in references:
+            table[name] = references[key]
+    return _table(DYNAMICS_COLUMNS, table)
+
+
+__all__ = ["MAIN_COLUMNS", "DYNAMICS_COLUMNS", "REFERENCE_ROWS", "main_table_markdown", "dynamics_table_markdown"]
