@@ -91,3 +91,13 @@ def test_a_clip_cut_short_is_found_by_probe_check_end(tmp_path, index_first):
 
 def test_check_end_accepts_real_mp4s_with_key_frames_inside(bikes_mp4):
     assert probe_video(bikes_mp4, check_end=True).num_frames == 250
+
+
+def test_an_unknown_codec_is_a_decode_error_naming_the_file(tmp_path, bikes_mp4):
+    # the sample-description fourcc replaced: FFmpeg opens the container but has no decoder for the stream
+    strange = tmp_path / "strange_codec.mp4"
+    strange.write_bytes(bikes_mp4.read_bytes().replace(b"avc1", b"zzzz"))
+    with pytest.raises(VideoDecodeError, match=r"strange_codec\.mp4.*codec is unknown"):
+        probe_video(strange)
+    with pytest.raises(VideoDecodeError, match=r"strange_codec\.mp4.*codec is unknown"):
+        next(iter_frames(strange))

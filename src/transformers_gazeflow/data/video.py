@@ -64,7 +64,12 @@ def _open(path: str | os.PathLike):
     if not container.streams.video:
         container.close()
         raise VideoDecodeError(f"cannot decode video {path}: the file has no video stream")
-    return container, container.streams.video[0]
+    stream = container.streams.video[0]
+    if stream.codec_context is None:  # FFmpeg opened the container but knows no decoder for the stream's codec
+        container.close()
+        raise VideoDecodeError(f"cannot decode video {path}: its video codec is unknown to FFmpeg here "
+                               f"(re-encode it, e.g. as H.264)")
+    return container, stream
 
 
 def _stream_fps(stream) -> Fraction:
