@@ -22,6 +22,8 @@ it reaches the nested V-JEPA 2 encoder through its sub-config.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,7 +34,6 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
-from transformers.utils import ModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
 from .modeling_gazeflow_causal import encode_video_causal
@@ -55,99 +56,9 @@ from .modeling_gazeflow_layers import (
     init_standard_weights,
 )
 from .modeling_gazeflow_objectives import objective_loss
+from .modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput, GazeFlowVelocityOutput
 from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition, GazeFlowTaskConcat
 from .validation import check_encoder_hidden_states, check_pixel_values, check_training_targets
-
-
-# ---------------------------------------------------------------------------------------------------- outputs
-@dataclass
-class GazeFlowModelOutput(ModelOutput):
-    """Output of :meth:`GazeFlowModel.forward` (training).
-
-    Args:
-        loss: the masked loss of ``config.objective`` (flow matching: Eq. cfm_loss), mean over valid frames and
-            coordinates.
-        predicted_velocity: the network's output ``[B, T, 2]``: v_theta(x_s, s, c) for flow matching, the noise
-            estimate eps_hat for diffusion, the trajectory for regression.
-        target_velocity: its target ``[B, T, 2]``: ``g - (1 - sigma_min) x_0`` for flow matching, the noise eps for
-            diffusion, g for regression.
-        flow_time: the times drawn for each clip, ``[B]``: s for flow matching, tau = t / N for diffusion, None
-            for regression.
-        encoder_hidden_states: (``output_hidden_states``, frames given) the V-JEPA 2 patch embeddings and every
-            encoder layer's output, ``L_enc + 1`` tensors ``[B, (T / tubelet) * N, D]`` (causal variant: one
-            causal window per frame, ``[B * T, (w / tubelet) * N, D]``).
-        encoder_attentions: (``output_attentions``, frames given) every V-JEPA 2 layer's weights
-            ``[B, H_enc, L, L]`` (causal: ``[B * T, H_enc, L, L]``).
-        spatial_hidden_states: (``output_hidden_states``) the spatial encoder's input and per-layer outputs,
-            ``num_spatial_layers + 1`` tensors ``[B * G, N, d]`` (row ``b * G + g``: frame group g of clip b).
-        spatial_attentions: (``output_attentions``) every spatial encoder layer's weights ``[B * G, H, N, N]``.
-        task_bank_attentions: (``output_attentions``) the M task queries' weights over the G frame summaries,
-            ``[B, H, M, G]`` (causal: ``[B, H, G * M, G]``).
-        hidden_states: (``output_hidden_states``) the velocity network's gaze tokens: the embeddings and every
-            DenoiserBlock's output, ``num_hidden_layers + 1`` tensors ``[B, 1, T, d]`` (one trajectory per clip),
-            for the network call that gave ``predicted_velocity``.
-        attentions: (``output_attentions``) every block's frame self-attention weights ``[B, H, T, T]`` for that
-            call.
-        visual_cross_attentions: (``output_attentions``) every block's per-frame visual cross-attention
-            ``[B, H, T, N]``: row t is frame t's gaze token over frame t's N spatial tokens.
-        task_cross_attentions: (``output_attentions``) every block's task cross-attention ``[B, H, T, M + 1]``.
-
-    Attention weights are formed by ``attn_implementation="eager"``; other kernels give None entries.
-    """
-
-    loss: torch.FloatTensor | None = None
-    predicted_velocity: torch.FloatTensor | None = None
-    target_velocity: torch.FloatTensor | None = None
-    flow_time: torch.FloatTensor | None = None
-    encoder_hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    encoder_attentions: tuple[torch.FloatTensor, ...] | None = None
-    spatial_hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    spatial_attentions: tuple[torch.FloatTensor, ...] | None = None
-    task_bank_attentions: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
-    visual_cross_attentions: tuple[torch.FloatTensor, ...] | None = None
-    task_cross_attentions: tuple[torch.FloatTensor, ...] | None = None
-
-
-@dataclass
-class GazeFlowVelocityOutput(ModelOutput):
-    """Output of one velocity-network call v_theta(x_s, s, c) when attentions or hidden states are asked for
-    (:meth:`GazeFlowModel.velocity`, :class:`GazeFlowVelocityNetwork`).
-
-    Args:
-        velocity: ``[B, K, T, 2]``.
-        hidden_states: the gaze tokens after the embeddings and after every DenoiserBlock, ``num_hidden_layers + 1``
-            tensors ``[B, K, T, d]``.
-        attentions: every block's frame self-attention weights ``[B * K, H, T, T]`` (row ``b * K + k``: sample k
-            of clip b; causal variant: zero above the diagonal; streaming: ``[B * K, H, T, cached frames]``).
-        visual_cross_attentions: every block's per-frame visual cross-attention ``[B * K, H, T, N]``: row t is
-            frame t's gaze token over frame t's N spatial tokens (None entries without that sub-layer).
-        task_cross_attentions: every block's task cross-attention ``[B * K, H, T, M + 1]`` over [p; q_1..q_M]
-            (None entries without that sub-layer).
-
-    Attention weights are formed by ``attn_implementation="eager"``; other kernels give None entries.
-    """
-
-    velocity: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
-    visual_cross_attentions: tuple[torch.FloatTensor, ...] | None = None
-    task_cross_attentions: tuple[torch.FloatTensor, ...] | None = None
-
-
-@dataclass
-class GazeFlowGenerationOutput(ModelOutput):
-    """Output of :meth:`GazeFlowModel.generate`.
-
-    Args:
-        trajectories: K sampled trajectories per clip, ``[B, K, T, 2]``, unit image coordinates ``[0, 1]`` with
-            the origin at the top-left (x right, y down), clamped into the frame.
-        mean: the per-frame mean over the K samples, ``[B, T, 2]``, unit coordinates.
-    """
-
-    trajectories: torch.FloatTensor | None = None
-    mean: torch.FloatTensor | None = None
 
 
 # ---------------------------------------------------------------------------------------------------- network
@@ -260,6 +171,32 @@ class GazeFlowPreTrainedModel(PreTrainedModel):
             init.copy_(module.inv_freq, module.compute_inv_freq())
 
 
+_HUB_KWARGS = ("cache_dir", "force_download", "local_files_only", "proxies", "revision", "subfolder", "token")
+
+
+def _checkpoint_keys(pretrained_model_name_or_path, kwargs: dict) -> set[str] | None:
+    """The weight names of a checkpoint, from a given ``state_dict`` or the safetensors header(s) (no tensor is
+    read); None when they cannot be known that way."""
+    if kwargs.get("state_dict") is not None:
+        return set(kwargs["state_dict"])
+    if pretrained_model_name_or_path is None:
+        return None
+    from safetensors import safe_open
+    from transformers.utils import cached_file
+
+    hub = {key: kwargs[key] for key in _HUB_KWARGS if key in kwargs}
+    found = dict(_raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False)
+    index = cached_file(pretrained_model_name_or_path, "model.safetensors.index.json", **found, **hub)
+    if index is not None:
+        with open(index, encoding="utf-8") as file:
+            return set(json.load(file)["weight_map"])
+    single = cached_file(pretrained_model_name_or_path, "model.safetensors", **found, **hub)
+    if single is None:
+        return None
+    with safe_open(single, framework="pt") as file:
+        return set(file.keys())
+
+
 @dataclass
 class _VelocityRecorder:
     output_attentions: bool
@@ -302,17 +239,40 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         super().__init__(config)
         # a PreTrainedModel of `config.encoder_config`: transformers resolves its attention implementation
         self.video_encoder = GazeFlowVideoEncoder(config.encoder_config)
+        if config.use_lora:  # before post_init: the adapters are initialised (B = 0) by `_init_weights` with the rest
+            self.video_encoder.add_lora(config.lora_r, config.lora_alpha, config.lora_dropout,
+                                        config.lora_target_modules)
         self.condition_encoder = GazeFlowConditionEncoder(config)
         self.velocity_network = GazeFlowVelocityNetwork(config)
         self.post_init()
-        if config.use_lora:
-            self.video_encoder.add_lora(config.lora_r, config.lora_alpha, config.lora_dropout,
-                                        config.lora_target_modules)
         self.set_encoder_trainability()
 
     def get_input_embeddings(self) -> nn.Module:
         """The V-JEPA 2 patch embedding (so ``enable_input_require_grads`` reaches the encoder's input)."""
         return self.video_encoder.get_input_embeddings()
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+        """``PreTrainedModel.from_pretrained``, plus one case: a checkpoint without LoRA adapters (a plain model)
+        loaded with ``use_lora=True`` is the plain model with zero-initialised adapters added (B = 0), i.e. exactly
+        the plain model's function until trained. (With the adapters built first, peft's ``base_layer`` names would
+        not match the plain checkpoint's encoder keys, and those weights would be re-initialised.)"""
+        config = kwargs.get("config")
+        use_lora = kwargs.get("use_lora", config.use_lora if isinstance(config, GazeFlowConfig) else None)
+        if use_lora is None and pretrained_model_name_or_path is not None and not isinstance(config, GazeFlowConfig):
+            hub = {key: kwargs[key] for key in _HUB_KWARGS if key in kwargs}
+            use_lora = cls.config_class.from_pretrained(pretrained_model_name_or_path, **hub).use_lora
+        keys = _checkpoint_keys(pretrained_model_name_or_path, kwargs) if use_lora else None
+        if keys is None or any("lora_" in key for key in keys):
+            return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        if isinstance(config, GazeFlowConfig):
+            kwargs["config"] = copy.deepcopy(config)
+            kwargs["config"].use_lora = False
+        else:
+            kwargs["use_lora"] = False
+        loaded = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        (loaded[0] if isinstance(loaded, tuple) else loaded).add_lora()
+        return loaded
 
     # ------------------------------------------------------------------ encoder, LoRA, trainability
     def set_encoder_trainability(self) -> None:
@@ -327,6 +287,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             raise ValueError("the encoder already has LoRA adapters")
         c = self.config
         self.video_encoder.add_lora(c.lora_r, c.lora_alpha, c.lora_dropout, c.lora_target_modules)
+        self.initialize_weights()  # only the new adapters: every other module is already marked initialised
         self.config.use_lora = True
         self.set_encoder_trainability()
 

@@ -33,7 +33,13 @@ from transformers.utils import ModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
 from .modeling_gazeflow_causal import causal_task_bank
-from .modeling_gazeflow_layers import GazeFlowAttention, GazeFlowMLP, init_standard_weights, sincos_2d_position_encoding
+from .modeling_gazeflow_layers import (
+    GazeFlowAttention,
+    GazeFlowMLP,
+    init_standard_weights,
+    mark_lora_factors,
+    sincos_2d_position_encoding,
+)
 
 
 # ---------------------------------------------------------------------------------------------------- condition
@@ -68,6 +74,11 @@ class GazeFlowCondition:
     @property
     def batch_size(self) -> int:
         return self.visual_tokens.shape[0]
+
+    def dynamic_shapes(self, batch: object) -> list:
+        """``torch.export`` dynamic-shape spec of this condition with its clip batch (every tensor's dimension 0)
+        marked ``batch`` (e.g. ``torch.export.Dim("batch")``), in the form export expects for this pytree node."""
+        return [pytree.tree_map(lambda _: {0: batch}, getattr(self, name)) for name in _CONDITION_TENSORS]
 
 
 _CONDITION_TENSORS = ("visual_tokens", "task_tokens", "visual_key_values", "task_key_values")
@@ -153,10 +164,14 @@ class GazeFlowVideoEncoder(PreTrainedModel):
                                attentions=all_attentions)
 
     def add_lora(self, r: int, alpha: float, dropout: float, target_modules: list[str]) -> None:
+        """Inject peft LoRA adapters (peft's init: B = 0). ``GazeFlowModel`` then initialises them with the rest of
+        the model through ``_init_weights`` (the same scheme), which is also what initialises adapters that a
+        loaded checkpoint does not provide."""
         from peft import LoraConfig, inject_adapter_in_model
 
         lora_config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules))
         inject_adapter_in_model(lora_config, self.vjepa2)
+        mark_lora_factors(self.vjepa2)
 
     @property
     def has_lora(self) -> bool:

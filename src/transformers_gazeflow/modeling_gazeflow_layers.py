@@ -296,25 +296,40 @@ class GazeFlowMLP(nn.Module):
         return self.fc2(self.act(self.fc1(hidden_states)))
 
 
+LORA_FACTOR = "_gazeflow_lora_factor"
+"""Attribute naming a peft LoRA factor Linear ``"A"`` or ``"B"`` (set by :func:`mark_lora_factors`): peft's factors
+are plain ``nn.Linear`` modules, and transformers initialises modules one by one, so the role must be on the module."""
+
+
+def mark_lora_factors(module: nn.Module) -> None:
+    """Tag the A and B factor Linears of every peft LoRA layer under ``module`` (see :data:`LORA_FACTOR`)."""
+    for layer in module.modules():
+        if isinstance(getattr(layer, "lora_A", None), nn.ModuleDict):
+            for adapter in layer.lora_A:
+                setattr(layer.lora_A[adapter], LORA_FACTOR, "A")
+                setattr(layer.lora_B[adapter], LORA_FACTOR, "B")
+
+
 @torch.no_grad()
 def init_standard_weights(module: nn.Module, std: float) -> None:
     """The initialisation shared by every part of GazeFlow (``_init_weights``): ``Linear``/``Conv3d`` weights
-    truncated-normal(std) with zero biases; ``LayerNorm`` ones and zeros; a peft LoRA layer gets peft's own
+    truncated-normal(std) with zero biases; ``LayerNorm`` ones and zeros; peft LoRA factors get peft's own
     initialisation (A Kaiming-uniform, B = 0), so an adapter that a checkpoint does not provide starts as exactly no
     change to the base layer. Parameters loaded from a checkpoint are left alone (transformers' guarded init)."""
-    if isinstance(module, (nn.Linear, nn.Conv3d)):
+    factor = getattr(module, LORA_FACTOR, None)
+    if factor == "A":
+        init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+    elif factor == "B":
+        init.zeros_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+    elif isinstance(module, (nn.Linear, nn.Conv3d)):
         init.trunc_normal_(module.weight, std=std)
         if module.bias is not None:
             init.zeros_(module.bias)
     elif isinstance(module, nn.LayerNorm):
         init.ones_(module.weight)
         init.zeros_(module.bias)
-    elif isinstance(getattr(module, "lora_A", None), nn.ModuleDict):  # peft LoraLayer (visited after its children)
-        for adapter in module.lora_A:
-            init.kaiming_uniform_(module.lora_A[adapter].weight, a=math.sqrt(5))
-            init.zeros_(module.lora_B[adapter].weight)
-            if getattr(module.lora_B[adapter], "bias", None) is not None:
-                init.zeros_(module.lora_B[adapter].bias)
 
 
 def _per_group_queries(queries: torch.Tensor, groups: int) -> torch.Tensor:
@@ -464,6 +479,8 @@ __all__ = [
     "GazeFlowAttention",
     "GazeFlowKeyValueCache",
     "GazeFlowMLP",
+    "LORA_FACTOR",
+    "mark_lora_factors",
     "init_standard_weights",
     "GazeFlowDenoiserBlock",
 ]

@@ -33,6 +33,7 @@ REMOTE_CODE_FILES: dict[str, str] = {
     "modeling_gazeflow.py": "modeling_gazeflow.py",
     "modeling_gazeflow_layers.py": "modeling_gazeflow_layers.py",
     "modeling_gazeflow_encoder.py": "modeling_gazeflow_encoder.py",
+    "modeling_gazeflow_outputs.py": "modeling_gazeflow_outputs.py",
     "modeling_gazeflow_causal.py": "modeling_gazeflow_causal.py",
     "modeling_gazeflow_objectives.py": "modeling_gazeflow_objectives.py",
     "modeling_gazeflow_variants.py": "modeling_gazeflow_variants.py",
