@@ -98,6 +98,31 @@ def test_set_attn_implementation_and_from_pretrained_switch_the_nested_encoder(t
     assert GazeFlowModel(config).video_encoder.config._attn_implementation == "eager"
 
 
+def test_flex_attention_is_accepted_for_the_model_and_its_encoder():
+    model = tiny()
+    model.set_attn_implementation("flex_attention")
+    assert (model.config._attn_implementation, model.config.encoder_config._attn_implementation) == \
+        ("flex_attention", "flex_attention")
+    assert GazeFlowModel._from_config(GazeFlowConfig.tiny(), attn_implementation="flex_attention") \
+        .video_encoder.config._attn_implementation == "flex_attention"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="flex attention compiles a kernel per shape (minutes on 2 CPU cores; torch 2.13's CPU "
+                           "kernel also crashes on score masks): run where a GPU is")
+@pytest.mark.parametrize("overrides", [{}, dict(causal=True)], ids=["bidirectional", "causal"])
+def test_flex_attention_matches_sdpa_on_a_gpu(overrides):
+    sdpa = tiny(**overrides).eval().cuda()
+    flex = copy.deepcopy(sdpa)
+    flex.set_attn_implementation("flex_attention")
+    inputs = {k: v.cuda() if torch.is_tensor(v) else v for k, v in loss_inputs(output_hidden_states=True).items()}
+    with torch.no_grad():
+        expected, actual = sdpa(**inputs), flex(**inputs)
+    torch.testing.assert_close(actual.predicted_velocity, expected.predicted_velocity, atol=1e-4, rtol=1e-4)
+    for got, want in zip(actual.hidden_states, expected.hidden_states, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("overrides", [{}, dict(causal=True)], ids=["bidirectional", "causal"])
 def test_eager_matches_sdpa_in_fp32(overrides):
     """Loss, prediction and every hidden state agree to transformers' fp32 tolerance (atol 1e-6, rtol 1e-4); the
@@ -311,9 +336,18 @@ def test_a_lora_config_loads_a_checkpoint_without_lora_as_exactly_the_same_funct
     lora_a = [p for name, p in adapted.named_parameters() if "lora_A" in name]
     assert len(lora_b) == 4 and all(torch.equal(p, torch.zeros_like(p)) for p in lora_b)
     assert all(p.abs().sum() > 0 for p in lora_a)  # A is peft's Kaiming-uniform draw, not zero
+    config = copy.deepcopy(plain.config)
+    config.use_lora = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        via_config, info = GazeFlowModel.from_pretrained(tmp_path, config=config, output_loading_info=True)
+    assert via_config.config.use_lora and via_config.video_encoder.has_lora
+    assert {name for name in info["missing_keys"]} == {name for name, _ in via_config.named_parameters()
+                                                       if "lora_" in name}
     pixels = clips(2)[0]
     with torch.no_grad():
         assert torch.equal(adapted.encode_video(pixels), plain.encode_video(pixels))
+        assert torch.equal(via_config.eval().encode_video(pixels), plain.encode_video(pixels))
         assert torch.equal(adapted(**loss_inputs()).loss, plain(**loss_inputs()).loss)
 
 

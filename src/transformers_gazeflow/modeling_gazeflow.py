@@ -102,11 +102,8 @@ class GazeFlowVelocityNetwork(nn.Module):
         batch, samples, frames, _ = sample.shape
         hidden = (self.coordinate_embedding(sample) + self.self_condition_embedding(self_condition)
                   + self.time_embedding(flow_time).unsqueeze(2))
-        if self.frame_position is not None:  # a value check only outside traced graphs; a shape check always
-            if positions is not None and not torch.compiler.is_compiling():
-                self.frame_position.check_last_position(int(positions.max()))
-            elif positions is None:
-                self.frame_position.check_last_position(frames - 1)
+        if self.frame_position is not None and not torch.compiler.is_compiling():  # reads values: eager only
+            self.frame_position.check_last_position(int(positions.max()) if positions is not None else frames - 1)
         if positions is None:
             positions = torch.arange(frames, device=sample.device)
         if self.frame_position is not None:
@@ -116,8 +113,8 @@ class GazeFlowVelocityNetwork(nn.Module):
         rotary_cos, rotary_sin = self.rotary_embedding(positions) if self.rotary_embedding is not None else (None, None)
         mask = causal_attention_mask(frames, sample.device) if self.causal and caches is None else None
 
-        all_hidden_states = (hidden,) if output_hidden_states else None
-        self_weights, visual_weights, task_weights = ((), (), ()) if output_attentions else (None, None, None)
+        all_hidden_states = [hidden] if output_hidden_states else None
+        all_attentions = ([], [], []) if output_attentions else None  # self, visual cross, task cross
         caches = caches if caches is not None else [None] * len(self.blocks)
         for block, visual_kv, task_kv, cache in zip(self.blocks, condition.visual_key_values,
                                                     condition.task_key_values, caches):
@@ -127,15 +124,18 @@ class GazeFlowVelocityNetwork(nn.Module):
             hidden, *weights = block(hidden, visual_key, visual_value, task_key, task_value, rotary_cos, rotary_sin,
                                      mask, cache=cache, output_attentions=output_attentions)
             if output_hidden_states:
-                all_hidden_states += (hidden,)
+                all_hidden_states.append(hidden)
             if output_attentions:
-                self_weights, visual_weights, task_weights = (
-                    collected + (new,) for collected, new in zip((self_weights, visual_weights, task_weights), weights))
+                for collected, layer_weights in zip(all_attentions, weights):
+                    collected.append(layer_weights)
         velocity = self.output_head(self.output_norm(hidden))
         if not (output_attentions or output_hidden_states):
             return velocity
-        return GazeFlowVelocityOutput(velocity=velocity, hidden_states=all_hidden_states, attentions=self_weights,
-                                      visual_cross_attentions=visual_weights, task_cross_attentions=task_weights)
+        self_weights, visual_weights, task_weights = (tuple(w) for w in all_attentions) if output_attentions \
+            else (None, None, None)
+        return GazeFlowVelocityOutput(
+            velocity=velocity, hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
+            attentions=self_weights, visual_cross_attentions=visual_weights, task_cross_attentions=task_weights)
 
 
 # ---------------------------------------------------------------------------------------------------- model
@@ -197,6 +197,14 @@ def _checkpoint_keys(pretrained_model_name_or_path, kwargs: dict) -> set[str] | 
         return set(file.keys())
 
 
+def _is_plain_encoder_checkpoint(keys: set[str], lora_targets: list[str]) -> bool:
+    """Whether checkpoint ``keys`` hold the encoder's LoRA target layers under their plain names (no adapters)."""
+    if any("lora_" in key or ".base_layer." in key for key in keys):
+        return False
+    return any(key.startswith("video_encoder.") and key.endswith(".weight") and key.split(".")[-2] in lora_targets
+               for key in keys)
+
+
 @dataclass
 class _VelocityRecorder:
     output_attentions: bool
@@ -253,25 +261,31 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
-        """``PreTrainedModel.from_pretrained``, plus one case: a checkpoint without LoRA adapters (a plain model)
-        loaded with ``use_lora=True`` is the plain model with zero-initialised adapters added (B = 0), i.e. exactly
-        the plain model's function until trained. (With the adapters built first, peft's ``base_layer`` names would
-        not match the plain checkpoint's encoder keys, and those weights would be re-initialised.)"""
+        """``PreTrainedModel.from_pretrained``, plus one case: a plain checkpoint (its encoder's LoRA target layers
+        stored under their own names, no adapters) loaded with ``use_lora=True`` becomes the plain model with
+        zero-initialised adapters added (B = 0), i.e. exactly the plain model's function until trained. (Built
+        with adapters first, peft's ``base_layer`` names would not match those keys and the encoder's weights would
+        be re-initialised.) With ``output_loading_info`` the adapters are listed as missing keys."""
         config = kwargs.get("config")
-        use_lora = kwargs.get("use_lora", config.use_lora if isinstance(config, GazeFlowConfig) else None)
-        if use_lora is None and pretrained_model_name_or_path is not None and not isinstance(config, GazeFlowConfig):
+        if not isinstance(config, GazeFlowConfig) and pretrained_model_name_or_path is not None:
             hub = {key: kwargs[key] for key in _HUB_KWARGS if key in kwargs}
-            use_lora = cls.config_class.from_pretrained(pretrained_model_name_or_path, **hub).use_lora
+            config = cls.config_class.from_pretrained(config or pretrained_model_name_or_path, **hub)
+        use_lora = isinstance(config, GazeFlowConfig) and kwargs.get("use_lora", config.use_lora)
         keys = _checkpoint_keys(pretrained_model_name_or_path, kwargs) if use_lora else None
-        if keys is None or any("lora_" in key for key in keys):
+        targets = kwargs.get("lora_target_modules", config.lora_target_modules) if use_lora else ()
+        if not keys or not _is_plain_encoder_checkpoint(keys, targets):
             return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
-        if isinstance(config, GazeFlowConfig):
-            kwargs["config"] = copy.deepcopy(config)
+        if isinstance(kwargs.get("config"), GazeFlowConfig):
+            kwargs["config"] = copy.deepcopy(kwargs["config"])
             kwargs["config"].use_lora = False
         else:
             kwargs["use_lora"] = False
         loaded = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
-        (loaded[0] if isinstance(loaded, tuple) else loaded).add_lora()
+        model = loaded[0] if isinstance(loaded, tuple) else loaded
+        model.add_lora()
+        if isinstance(loaded, tuple):
+            loaded[1]["missing_keys"] = set(loaded[1]["missing_keys"]) | {
+                name for name, _ in model.named_parameters() if "lora_" in name}
         return loaded
 
     # ------------------------------------------------------------------ encoder, LoRA, trainability
