@@ -437,6 +437,7 @@ def test_a_clips_encoding_condition_and_velocity_do_not_depend_on_its_batch_neig
 
 
 # ---------------------------------------------------------------------------------------------------- export
+@pytest.mark.slow  # three torch.export traces, about 40 s on 2 shared cores
 def test_the_velocity_step_and_the_encoder_export_with_a_static_and_a_dynamic_batch():
     model = tiny(use_lora=False).eval()
     with torch.no_grad():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
 
@@ -267,15 +268,17 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         with adapters first, peft's ``base_layer`` names would not match those keys and the encoder's weights would
         be re-initialised.) With ``output_loading_info`` the adapters are listed as missing keys."""
         config = kwargs.get("config")
-        if not isinstance(config, GazeFlowConfig) and pretrained_model_name_or_path is not None:
+        # a config object (of this class, or of its copy in a remote-code folder), else read from the path
+        if not isinstance(config, PretrainedConfig) and pretrained_model_name_or_path is not None:
             hub = {key: kwargs[key] for key in _HUB_KWARGS if key in kwargs}
-            config = cls.config_class.from_pretrained(config or pretrained_model_name_or_path, **hub)
-        use_lora = isinstance(config, GazeFlowConfig) and kwargs.get("use_lora", config.use_lora)
+            source = config if isinstance(config, (str, os.PathLike)) else pretrained_model_name_or_path
+            config = cls.config_class.from_pretrained(source, **hub)
+        use_lora = bool(kwargs.get("use_lora", getattr(config, "use_lora", False)))
         keys = _checkpoint_keys(pretrained_model_name_or_path, kwargs) if use_lora else None
-        targets = kwargs.get("lora_target_modules", config.lora_target_modules) if use_lora else ()
+        targets = kwargs.get("lora_target_modules", getattr(config, "lora_target_modules", ()))
         if not keys or not _is_plain_encoder_checkpoint(keys, targets):
             return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
-        if isinstance(kwargs.get("config"), GazeFlowConfig):
+        if isinstance(kwargs.get("config"), PretrainedConfig):
             kwargs["config"] = copy.deepcopy(kwargs["config"])
             kwargs["config"].use_lora = False
         else:
