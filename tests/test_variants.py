@@ -140,7 +140,7 @@ def test_learned_position_table_is_a_parameter_that_is_used_and_saved(tmp_path):
     model = tiny_model(position_encoding="learned")
     table = model.velocity_network.frame_position.embedding
     assert table.shape == (8, 32) and table.requires_grad and table.abs().sum() > 0
-    assert model.velocity_network.frame_position.rotary is None
+    assert model.velocity_network.rotary_embedding is None  # the table replaces RoPE
     assert count(model) - count(tiny_model()) == 8 * 32
     pixels = torch.randn(1, 8, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     first = model.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0)).trajectories

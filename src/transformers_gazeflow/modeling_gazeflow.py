@@ -2,245 +2,88 @@
 
 The model has three parts, each a small named module:
 
-* :class:`GazeFlowVideoEncoder` - E_psi's bottom-up backbone: the V-JEPA 2 encoder (transformers
-  ``VJEPA2Encoder``, the encoder path of ``VJEPA2Model``; the predictor is never built nor run), optionally with
-  LoRA adapters through ``peft``.
-* :class:`GazeFlowConditionEncoder` - from encoder tokens to the condition c = (c_v, c_task): the projection
-  W_proj, the per-frame spatial-token encoder, and the task-token bank (Eqs. visual_condition, task_slots,
-  task_bank). :meth:`GazeFlowModel.build_condition` also precomputes every block's visual and task keys/values,
-  so that one clip's condition is computed once and shared by all K samples and S steps.
+* the encoder side E_psi (``modeling_gazeflow_encoder``): :class:`GazeFlowVideoEncoder` (V-JEPA 2, optionally with
+  LoRA) and :class:`GazeFlowConditionEncoder` (W_proj, the per-frame spatial encoder and the task-token bank: Eqs.
+  visual_condition, task_slots, task_bank). :meth:`GazeFlowModel.build_condition` also precomputes every block's
+  visual and task keys/values, so that one clip's condition is computed once and shared by all K samples and S
+  steps.
 * :class:`GazeFlowVelocityNetwork` - v_theta(x_s, s, c): coordinate, timestep and self-conditioning embeddings,
   six DenoiserBlocks and a linear head to a velocity in R^{2T} (Section 3.2, Appendix C.3).
 
 :meth:`GazeFlowModel.forward` returns the conditional flow-matching loss (Eq. cfm_loss with the OT interpolant of
 Appendix E.4 and self-conditioning of Appendix D.2); :meth:`GazeFlowModel.generate` samples trajectories through
 :mod:`transformers_gazeflow.sampling`, which owns solvers, seeds, self-conditioning state and sliding windows.
+
+Every attention goes through transformers' attention interface (``config._attn_implementation``: ``"sdpa"`` by
+default, ``"eager"`` to get attention weights, ``"flex_attention"``), set with
+``from_pretrained(..., attn_implementation=...)`` or :meth:`~transformers.PreTrainedModel.set_attn_implementation`;
+it reaches the nested V-JEPA 2 encoder through its sub-config.
 """
 
 from __future__ import annotations
 
+import copy
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import PreTrainedModel, VJEPA2Config
+from transformers import PretrainedConfig, PreTrainedModel
 from transformers import initialization as init
-from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2Encoder
-from transformers.utils import ModelOutput
+from transformers.modeling_outputs import BaseModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
-from .modeling_gazeflow_causal import causal_task_tokens, encode_video_causal
+from .modeling_gazeflow_causal import encode_video_causal
+from .modeling_gazeflow_encoder import (
+    GazeFlowCondition,
+    GazeFlowConditionEncoder,
+    GazeFlowConditionEncoderOutput,
+    GazeFlowSpatialEncoder,
+    GazeFlowTaskTokenBank,
+    GazeFlowVideoEncoder,
+)
 from .modeling_gazeflow_layers import (
     COORDINATE_EMBEDDING_SCALE,
     TIME_EMBEDDING_SCALE,
-    GazeFlowAttention,
     GazeFlowDenoiserBlock,
     GazeFlowKeyValueCache,
     GazeFlowRotaryEmbedding,
     GazeFlowSinusoidalMLP,
-    GazeFlowSpatialEncoderLayer,
-    sincos_2d_position_encoding,
+    causal_attention_mask,
+    init_standard_weights,
 )
 from .modeling_gazeflow_objectives import objective_loss
-from .modeling_gazeflow_variants import GazeFlowFramePosition, GazeFlowTaskConcat
+from .modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput, GazeFlowVelocityOutput
+from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition, GazeFlowTaskConcat
 from .validation import check_encoder_hidden_states, check_pixel_values, check_training_targets
 
 
-# ---------------------------------------------------------------------------------------------------- outputs
-@dataclass
-class GazeFlowModelOutput(ModelOutput):
-    """Output of :meth:`GazeFlowModel.forward` (training).
-
-    Args:
-        loss: the masked loss of ``config.objective`` (flow matching: Eq. cfm_loss), mean over valid frames and
-            coordinates.
-        predicted_velocity: the network's output ``[B, T, 2]``: v_theta(x_s, s, c) for flow matching, the noise
-            estimate eps_hat for diffusion, the trajectory for regression.
-        target_velocity: its target ``[B, T, 2]``: ``g - (1 - sigma_min) x_0`` for flow matching, the noise eps for
-            diffusion, g for regression.
-        flow_time: the times drawn for each clip, ``[B]``: s for flow matching, tau = t / N for diffusion, None
-            for regression.
-    """
-
-    loss: torch.FloatTensor | None = None
-    predicted_velocity: torch.FloatTensor | None = None
-    target_velocity: torch.FloatTensor | None = None
-    flow_time: torch.FloatTensor | None = None
-
-
-@dataclass
-class GazeFlowGenerationOutput(ModelOutput):
-    """Output of :meth:`GazeFlowModel.generate`.
-
-    Args:
-        trajectories: K sampled trajectories per clip, ``[B, K, T, 2]``, unit image coordinates ``[0, 1]`` with
-            the origin at the top-left (x right, y down), clamped into the frame.
-        mean: the per-frame mean over the K samples, ``[B, T, 2]``, unit coordinates.
-    """
-
-    trajectories: torch.FloatTensor | None = None
-    mean: torch.FloatTensor | None = None
-
-
-@dataclass
-class GazeFlowCondition:
-    """The per-clip condition c = (c_v, c_task) with every block's keys/values, computed once per clip.
-
-    Attributes:
-        visual_tokens: c_v, ``[B, G, N, d]``: spatial tokens after W_proj and the spatial encoder, one entry per
-            group of ``frames_per_group`` consecutive frames that read the same encoder tokens.
-        task_tokens: c_task = [p; q_1..q_M], ``[B, M + 1, d]``; the causal variant has a bank per group,
-            ``[B, G, M + 1, d]`` (``task_per_frame``); None without the top-down path.
-        visual_key_values: per block, keys and values of c_v, each ``[B * G, H, N, d_h]`` (None for a block without
-            visual cross-attention).
-        task_key_values: per block, keys and values of c_task, each ``[B, H, M + 1, d_h]`` or, per frame,
-            ``[B * G, H, M + 1, d_h]`` (None for a block without task cross-attention).
-        num_frames: T, the frames of the window.
-        frames_per_group: g; ``T = G * g``.
-    """
-
-    visual_tokens: torch.Tensor
-    task_tokens: torch.Tensor
-    visual_key_values: tuple[tuple[torch.Tensor, torch.Tensor], ...]
-    task_key_values: tuple[tuple[torch.Tensor, torch.Tensor], ...]
-    num_frames: int
-    frames_per_group: int
-    task_per_frame: bool = False
-
-    @property
-    def batch_size(self) -> int:
-        return self.visual_tokens.shape[0]
-
-
-# ---------------------------------------------------------------------------------------------------- modules
-class GazeFlowVideoEncoder(nn.Module):
-    """The V-JEPA 2 ViT-L encoder path (paper Section 3.1, "Bottom-Up Feature Extraction"; Appendix C.1).
-
-    Input frames ``[B, T, 3, 256, 256]``; output the last hidden state ``[B, (T / 2) * N, D]`` with N = 16 x 16
-    spatial tokens per tubelet of 2 frames. LoRA adapters (Appendix E.4) are injected with ``peft`` by
-    :meth:`add_lora`.
-    """
-
-    def __init__(self, config: VJEPA2Config):
-        super().__init__()
-        self.config = config
-        self.vjepa2 = VJEPA2Encoder(config)
-
-    def forward(self, pixel_values_videos: torch.Tensor) -> torch.Tensor:
-        return self.vjepa2(pixel_values_videos=pixel_values_videos).last_hidden_state
-
-    def add_lora(self, r: int, alpha: float, dropout: float, target_modules: list[str]) -> None:
-        from peft import LoraConfig, inject_adapter_in_model
-
-        lora_config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules))
-        inject_adapter_in_model(lora_config, self.vjepa2)
-
-    @property
-    def has_lora(self) -> bool:
-        return any("lora_" in name for name, _ in self.named_parameters())
-
-    def merge_lora(self) -> None:
-        """Fold every LoRA update into its base weight and put the plain ``nn.Linear`` back."""
-        from peft.tuners.lora import LoraLayer
-
-        for name, module in list(self.named_modules()):
-            if isinstance(module, LoraLayer):
-                module.merge()
-                parent_name, _, child_name = name.rpartition(".")
-                setattr(self.get_submodule(parent_name) if parent_name else self, child_name, module.get_base_layer())
-
-
-class GazeFlowSpatialEncoder(nn.Module):
-    """Per-frame spatial-token encoder: 2D sin-cos position encoding + pre-norm layers (Appendix C.1).
-
-    Works on each frame on its own and never mixes frames: input and output ``[B, G, N, d]``.
-    """
-
-    def __init__(self, config: GazeFlowConfig):
-        super().__init__()
-        self.grid_size = config.image_size // config.encoder_config.patch_size
-        self.hidden_size = config.hidden_size
-        self.register_buffer("position_encoding", self.compute_position_encoding(), persistent=False)
-        self.layers = nn.ModuleList([GazeFlowSpatialEncoderLayer(config) for _ in range(config.num_spatial_layers)])
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-
-    def compute_position_encoding(self) -> torch.Tensor:
-        """The fixed 2D sin-cos encoding (recomputed by ``_init_weights``: buffers are not saved)."""
-        return sincos_2d_position_encoding(self.grid_size, self.hidden_size)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        batch, groups, num_tokens, width = tokens.shape
-        hidden = (tokens + self.position_encoding.to(tokens.dtype)).reshape(batch * groups, num_tokens, width)
-        for layer in self.layers:
-            hidden = layer(hidden)
-        return self.norm(hidden).view(batch, groups, num_tokens, width)
-
-
-class GazeFlowTaskTokenBank(nn.Module):
-    """The top-down task-token bank c_task = [p; q_1..q_M] (paper Eqs. task_slots and task_bank).
-
-    Frame summaries V_bar_t are spatial means of c_v; p is their temporal mean; M learnable queries Q_task
-    cross-attend (MHCA) to the T frame summaries. Frames of one group share one summary: a softmax over T keys in
-    which every group appears g times equals the softmax over the G distinct keys, so the bank is computed on
-    groups exactly.
-
-
-    With ``num_task_queries=0`` only p is kept (no queries, no attention). In the causal variant the bank is
-    per frame, over frames <= t (``modeling_gazeflow_causal.causal_task_tokens``), ``[B, G, M + 1, d]``.
-    """
-
-    def __init__(self, config: GazeFlowConfig):
-        super().__init__()
-        self.num_queries = config.num_task_queries
-        self.causal = config.causal
-        if self.num_queries > 0:
-            self.queries = nn.Parameter(torch.zeros(config.num_task_queries, config.hidden_size))
-            self.attention = GazeFlowAttention(config.hidden_size, config.num_attention_heads)
-
-    def forward(self, visual_tokens: torch.Tensor) -> torch.Tensor:
-        frame_summaries = visual_tokens.mean(dim=2)  # V_bar: [B, G, d]
-        if self.causal:
-            return causal_task_tokens(self, frame_summaries)
-        pooled = frame_summaries.mean(dim=1, keepdim=True)  # p: [B, 1, d]
-        if self.num_queries == 0:
-            return pooled
-        batch = visual_tokens.shape[0]
-        query = self.attention.project_query(self.queries.to(visual_tokens.dtype)).expand(batch, -1, -1, -1)
-        key, value = self.attention.project_key_value(frame_summaries)
-        task_queries = self.attention.attend(query, key, value)  # q_1..q_M: [B, M, d]
-        return torch.cat([pooled, task_queries], dim=1)
-
-
-class GazeFlowConditionEncoder(nn.Module):
-    """E_psi after the backbone: W_proj (D -> d), the spatial encoder (-> c_v) and the task bank (-> c_task)."""
-
-    def __init__(self, config: GazeFlowConfig):
-        super().__init__()
-        self.visual_projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size)
-        self.spatial_encoder = GazeFlowSpatialEncoder(config)
-        self.task_bank = GazeFlowTaskTokenBank(config) if config.uses_task_bank else None
-
-    def forward(self, encoder_tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``encoder_tokens [B, G, N, D]`` -> (c_v ``[B, G, N, d]``, c_task ``[B, M + 1, d]`` or None)."""
-        visual_tokens = self.spatial_encoder(self.visual_projection(encoder_tokens))
-        return visual_tokens, self.task_bank(visual_tokens) if self.task_bank is not None else None
-
-
+# ---------------------------------------------------------------------------------------------------- network
 class GazeFlowVelocityNetwork(nn.Module):
     """The conditional velocity network v_theta(x_s, s, c) (paper Section 3.2, Appendix C).
 
     Gaze tokens h_t = E_coord(x_s,t) + E_time(s) + E_self(x1_hat_t) (our reading of what the paper leaves open,
     ``model.md``), L DenoiserBlocks, then LayerNorm + Linear(d -> 2) per frame: a velocity in R^{2T}. The frame
-    position (``position_encoding``) and, with ``task_guidance="concat"``, the task bank enter through
-    ``modeling_gazeflow_variants``.
+    position is 1D RoPE on the self-attention's queries and keys (Appendix C.2); the ablations' learned position
+    table and concatenated task bank come from ``modeling_gazeflow_variants``.
+
+    ``forward`` is free of Python branches on tensor values, so it exports with ``torch.export`` (the condition is
+    a pytree); input checks live in :meth:`GazeFlowModel.velocity`.
     """
 
     def __init__(self, config: GazeFlowConfig):
         super().__init__()
+        self.causal = config.causal
         self.coordinate_embedding = GazeFlowSinusoidalMLP(2, config.hidden_size, COORDINATE_EMBEDDING_SCALE)
         self.time_embedding = GazeFlowSinusoidalMLP(1, config.hidden_size, TIME_EMBEDDING_SCALE)
         self.self_condition_embedding = GazeFlowSinusoidalMLP(2, config.hidden_size, COORDINATE_EMBEDDING_SCALE)
-        self.frame_position = GazeFlowFramePosition(config)
+        self.rotary_embedding = GazeFlowRotaryEmbedding(config.head_dim, config.rope_theta) \
+            if config.position_encoding == "rope" else None
+        self.frame_position = GazeFlowLearnedFramePosition(config) if config.position_encoding == "learned" else None
         self.task_concat = GazeFlowTaskConcat(config) if config.use_task_cross_attention and \
             config.task_guidance == "concat" else None
         self.blocks = nn.ModuleList([GazeFlowDenoiserBlock(config) for _ in range(config.num_hidden_layers)])
@@ -249,26 +92,51 @@ class GazeFlowVelocityNetwork(nn.Module):
 
     def forward(self, sample: torch.Tensor, flow_time: torch.Tensor, self_condition: torch.Tensor,
                 condition: GazeFlowCondition, positions: torch.Tensor | None = None,
-                caches: list[GazeFlowKeyValueCache] | None = None) -> torch.Tensor:
-        """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns ``[B, K, T, 2]``.
+                caches: list[GazeFlowKeyValueCache] | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> torch.Tensor | GazeFlowVelocityOutput:
+        """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns the velocity
+        ``[B, K, T, 2]``, or a :class:`GazeFlowVelocityOutput` with ``output_attentions`` / ``output_hidden_states``.
 
         ``positions`` (frame indices of the T tokens, default ``0 .. T - 1``) and ``caches`` (one self-attention
         key/value cache per block) are for the causal streamer, which feeds the newest frame only.
         """
+        batch, samples, frames, _ = sample.shape
         hidden = (self.coordinate_embedding(sample) + self.self_condition_embedding(self_condition)
                   + self.time_embedding(flow_time).unsqueeze(2))
+        if self.frame_position is not None and not torch.compiler.is_compiling():  # reads values: eager only
+            self.frame_position.check_last_position(int(positions.max()) if positions is not None else frames - 1)
         if positions is None:
-            positions = torch.arange(sample.shape[2], device=sample.device)
-        hidden = self.frame_position.add_absolute(hidden, positions)
+            positions = torch.arange(frames, device=sample.device)
+        if self.frame_position is not None:
+            hidden = self.frame_position(hidden, positions)
         if self.task_concat is not None:
             hidden = self.task_concat(hidden, condition.task_tokens, condition.frames_per_group)
-        rotary = self.frame_position.rotary_angles(positions)
+        rotary_cos, rotary_sin = self.rotary_embedding(positions) if self.rotary_embedding is not None else (None, None)
+        mask = causal_attention_mask(frames, sample.device) if self.causal and caches is None else None
+
+        all_hidden_states = [hidden] if output_hidden_states else None
+        all_attentions = ([], [], []) if output_attentions else None  # self, visual cross, task cross
         caches = caches if caches is not None else [None] * len(self.blocks)
         for block, visual_kv, task_kv, cache in zip(self.blocks, condition.visual_key_values,
                                                     condition.task_key_values, caches):
-            hidden = block(hidden, rotary, visual_kv, task_kv, condition.frames_per_group, condition.task_per_frame,
-                           cache)
-        return self.output_head(self.output_norm(hidden))
+            visual_key, visual_value = visual_kv if visual_kv is not None else (None, None)
+            task_key, task_value = task_kv if task_kv is not None else (None, None)
+            # every tensor positional: reentrant gradient checkpointing passes gradients to positional inputs only
+            hidden, *weights = block(hidden, visual_key, visual_value, task_key, task_value, rotary_cos, rotary_sin,
+                                     mask, cache=cache, output_attentions=output_attentions)
+            if output_hidden_states:
+                all_hidden_states.append(hidden)
+            if output_attentions:
+                for collected, layer_weights in zip(all_attentions, weights):
+                    collected.append(layer_weights)
+        velocity = self.output_head(self.output_norm(hidden))
+        if not (output_attentions or output_hidden_states):
+            return velocity
+        self_weights, visual_weights, task_weights = (tuple(w) for w in all_attentions) if output_attentions \
+            else (None, None, None)
+        return GazeFlowVelocityOutput(
+            velocity=velocity, hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
+            attentions=self_weights, visual_cross_attentions=visual_weights, task_cross_attentions=task_weights)
 
 
 # ---------------------------------------------------------------------------------------------------- model
@@ -281,30 +149,83 @@ class GazeFlowPreTrainedModel(PreTrainedModel):
     supports_gradient_checkpointing = True
     _no_split_modules = ["GazeFlowDenoiserBlock", "GazeFlowSpatialEncoderLayer", "VJEPA2Layer"]
     _supports_sdpa = True
+    _supports_flex_attn = True
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        """Every weight the model defines (``init_standard_weights`` for Linear, LayerNorm and LoRA layers), so a
+        checkpoint missing some keys loads with those initialised as at construction. The V-JEPA 2 encoder is its
+        own ``PreTrainedModel`` and initialises itself the same way."""
         std = self.config.initializer_range
-        if isinstance(module, (nn.Linear, nn.Conv3d)):
-            init.trunc_normal_(module.weight, std=std)
-            if module.bias is not None:
-                init.zeros_(module.bias)
-        elif isinstance(module, nn.LayerNorm):
-            init.ones_(module.weight)
-            init.zeros_(module.bias)
-        elif isinstance(module, GazeFlowDenoiserBlock):
+        init_standard_weights(module, std)
+        if isinstance(module, GazeFlowDenoiserBlock):
             if module.task_attention is not None:
                 init.constant_(module.task_gate, self.config.task_gate_init)
         elif isinstance(module, GazeFlowTaskTokenBank):
             if module.num_queries > 0:
                 init.trunc_normal_(module.queries, std=std)
-        elif isinstance(module, GazeFlowFramePosition):
-            if module.mode == "learned":
-                init.trunc_normal_(module.embedding, std=std)
+        elif isinstance(module, GazeFlowLearnedFramePosition):
+            init.trunc_normal_(module.embedding, std=std)
         elif isinstance(module, GazeFlowSpatialEncoder):
             init.copy_(module.position_encoding, module.compute_position_encoding())
         elif isinstance(module, GazeFlowRotaryEmbedding):
             init.copy_(module.inv_freq, module.compute_inv_freq())
+
+
+_HUB_KWARGS = ("cache_dir", "force_download", "local_files_only", "proxies", "revision", "subfolder", "token")
+
+
+def _checkpoint_keys(pretrained_model_name_or_path, kwargs: dict) -> set[str] | None:
+    """The weight names of a checkpoint, from a given ``state_dict`` or the safetensors header(s) (no tensor is
+    read); None when they cannot be known that way."""
+    if kwargs.get("state_dict") is not None:
+        return set(kwargs["state_dict"])
+    if pretrained_model_name_or_path is None:
+        return None
+    from safetensors import safe_open
+    from transformers.utils import cached_file
+
+    hub = {key: kwargs[key] for key in _HUB_KWARGS if key in kwargs}
+    found = dict(_raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False)
+    index = cached_file(pretrained_model_name_or_path, "model.safetensors.index.json", **found, **hub)
+    if index is not None:
+        with open(index, encoding="utf-8") as file:
+            return set(json.load(file)["weight_map"])
+    single = cached_file(pretrained_model_name_or_path, "model.safetensors", **found, **hub)
+    if single is None:
+        return None
+    with safe_open(single, framework="pt") as file:
+        return set(file.keys())
+
+
+def _is_plain_encoder_checkpoint(keys: set[str], lora_targets: list[str]) -> bool:
+    """Whether checkpoint ``keys`` hold the encoder's LoRA target layers under their plain names (no adapters)."""
+    if any("lora_" in key or ".base_layer." in key for key in keys):
+        return False
+    return any(key.startswith("video_encoder.") and key.endswith(".weight") and key.split(".")[-2] in lora_targets
+               for key in keys)
+
+
+@dataclass
+class _VelocityRecorder:
+    output_attentions: bool
+    output_hidden_states: bool
+    last: GazeFlowVelocityOutput | None = None
+
+
+_VELOCITY_RECORDER: ContextVar[_VelocityRecorder | None] = ContextVar("gazeflow_velocity_recorder", default=None)
+"""Set by :meth:`GazeFlowModel.forward` while the objective runs, so that :meth:`GazeFlowModel.velocity` reports the
+attentions / hidden states of the loss's network call (the last one; a self-conditioning pass comes before it)."""
+
+
+@contextmanager
+def _record_velocity_outputs(output_attentions: bool, output_hidden_states: bool) -> Iterator[_VelocityRecorder]:
+    recorder = _VelocityRecorder(output_attentions, output_hidden_states)
+    token = _VELOCITY_RECORDER.set(recorder if output_attentions or output_hidden_states else None)
+    try:
+        yield recorder
+    finally:
+        _VELOCITY_RECORDER.reset(token)
 
 
 class GazeFlowModel(GazeFlowPreTrainedModel):
@@ -325,16 +246,50 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
 
     def __init__(self, config: GazeFlowConfig):
         super().__init__(config)
-        # the encoder follows the attention implementation chosen for the whole model (SDPA by default)
-        config.encoder_config._attn_implementation = config._attn_implementation or "sdpa"
+        # a PreTrainedModel of `config.encoder_config`: transformers resolves its attention implementation
         self.video_encoder = GazeFlowVideoEncoder(config.encoder_config)
+        if config.use_lora:  # before post_init: the adapters are initialised (B = 0) by `_init_weights` with the rest
+            self.video_encoder.add_lora(config.lora_r, config.lora_alpha, config.lora_dropout,
+                                        config.lora_target_modules)
         self.condition_encoder = GazeFlowConditionEncoder(config)
         self.velocity_network = GazeFlowVelocityNetwork(config)
         self.post_init()
-        if config.use_lora:
-            self.video_encoder.add_lora(config.lora_r, config.lora_alpha, config.lora_dropout,
-                                        config.lora_target_modules)
         self.set_encoder_trainability()
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The V-JEPA 2 patch embedding (so ``enable_input_require_grads`` reaches the encoder's input)."""
+        return self.video_encoder.get_input_embeddings()
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
+        """``PreTrainedModel.from_pretrained``, plus one case: a plain checkpoint (its encoder's LoRA target layers
+        stored under their own names, no adapters) loaded with ``use_lora=True`` becomes the plain model with
+        zero-initialised adapters added (B = 0), i.e. exactly the plain model's function until trained. (Built
+        with adapters first, peft's ``base_layer`` names would not match those keys and the encoder's weights would
+        be re-initialised.) With ``output_loading_info`` the adapters are listed as missing keys."""
+        config = kwargs.get("config")
+        # a config object (of this class, or of its copy in a remote-code folder), else read from the path
+        if not isinstance(config, PretrainedConfig) and pretrained_model_name_or_path is not None:
+            hub = {key: kwargs[key] for key in _HUB_KWARGS if key in kwargs}
+            source = config if isinstance(config, (str, os.PathLike)) else pretrained_model_name_or_path
+            config = cls.config_class.from_pretrained(source, **hub)
+        use_lora = bool(kwargs.get("use_lora", getattr(config, "use_lora", False)))
+        keys = _checkpoint_keys(pretrained_model_name_or_path, kwargs) if use_lora else None
+        targets = kwargs.get("lora_target_modules", getattr(config, "lora_target_modules", ()))
+        if not keys or not _is_plain_encoder_checkpoint(keys, targets):
+            return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        if isinstance(kwargs.get("config"), PretrainedConfig):
+            kwargs["config"] = copy.deepcopy(kwargs["config"])
+            kwargs["config"].use_lora = False
+        else:
+            kwargs["use_lora"] = False
+        loaded = super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded
+        model.add_lora()
+        if isinstance(loaded, tuple):
+            loaded[1]["missing_keys"] = set(loaded[1]["missing_keys"]) | {
+                name for name, _ in model.named_parameters() if "lora_" in name}
+        return loaded
 
     # ------------------------------------------------------------------ encoder, LoRA, trainability
     def set_encoder_trainability(self) -> None:
@@ -349,6 +304,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             raise ValueError("the encoder already has LoRA adapters")
         c = self.config
         self.video_encoder.add_lora(c.lora_r, c.lora_alpha, c.lora_dropout, c.lora_target_modules)
+        self.initialize_weights()  # only the new adapters: every other module is already marked initialised
         self.config.use_lora = True
         self.set_encoder_trainability()
 
@@ -375,8 +331,10 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         source = VJEPA2Model.from_pretrained(vjepa2_name_or_path, **from_pretrained_kwargs)
         self.video_encoder.vjepa2.load_state_dict(source.encoder.state_dict())
 
-    def encode_video(self, pixel_values_videos: torch.Tensor) -> torch.Tensor:
-        """Encoder tokens ``[B, (T / tubelet) * N, D]`` of normalised frames ``[B, T, 3, S, S]``.
+    def encode_video(self, pixel_values_videos: torch.Tensor, output_attentions: bool = False,
+                     output_hidden_states: bool = False) -> torch.Tensor | BaseModelOutput:
+        """Encoder tokens ``[B, (T / tubelet) * N, D]`` of normalised frames ``[B, T, 3, S, S]`` (a
+        ``BaseModelOutput`` with every layer's states / weights when asked; see :class:`GazeFlowVideoEncoder`).
 
         The causal variant returns per-frame tokens ``[B, T * N, D]``, frame t's from the encoder run on its causal
         window of ``causal_encoder_frames`` frames ending at t (``modeling_gazeflow_causal``).
@@ -384,11 +342,12 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         """
         check_pixel_values(pixel_values_videos, self.config)
         needs_grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.video_encoder.parameters())
+        flags = dict(output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         with torch.set_grad_enabled(needs_grad):
             if self.config.causal:
-                return encode_video_causal(self.video_encoder, pixel_values_videos,
-                                           self.config.causal_encoder_frames, self.config.tokens_per_frame)
-            return self.video_encoder(pixel_values_videos)
+                return encode_video_causal(self.video_encoder, pixel_values_videos, self.config.causal_encoder_frames,
+                                           self.config.tokens_per_frame, **flags)
+            return self.video_encoder(pixel_values_videos, **flags)
 
     # ------------------------------------------------------------------ condition
     def build_condition(self, encoder_hidden_states: torch.Tensor, num_frames: int,
@@ -396,10 +355,19 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         """The per-clip condition c = (c_v, c_task) and every block's visual/task keys and values.
 
         ``encoder_hidden_states`` ``[B, (T / tubelet) * N, D]`` are the encoder's tokens of a T-frame window; frame
-        t reads tubelet floor(t / tubelet) (causal variant: ``[B, T * N, D]``, a group of tokens per frame). With ``share_group_tokens`` (the default), the frames of a tubelet
-        share one entry of c_v and one set of keys/values; without it, tokens are first copied out per frame,
-        which is the plain per-frame computation the paper describes (identical results, tubelet-times the work).
+        t reads tubelet floor(t / tubelet) (causal variant: ``[B, T * N, D]``, a group of tokens per frame). With
+        ``share_group_tokens`` (the default), the frames of a tubelet share one entry of c_v and one set of
+        keys/values; without it, tokens are first copied out per frame, which is the plain per-frame computation
+        the paper describes (identical results, tubelet-times the work).
         """
+        return self.encode_condition(encoder_hidden_states, num_frames, share_group_tokens)[0]
+
+    def encode_condition(
+        self, encoder_hidden_states: torch.Tensor, num_frames: int, share_group_tokens: bool = True,
+        output_attentions: bool = False, output_hidden_states: bool = False,
+    ) -> tuple[GazeFlowCondition, GazeFlowConditionEncoderOutput]:
+        """:meth:`build_condition`, also returning the condition encoder's output (c_v, c_task and, when asked, the
+        spatial encoder's and task bank's states / weights)."""
         group = self.config.frames_per_encoder_group
         tokens = check_encoder_hidden_states(encoder_hidden_states, num_frames, self.config)
         if share_group_tokens:
@@ -408,29 +376,32 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             frame_to_group = torch.arange(num_frames, device=tokens.device) // group
             tokens = tokens.index_select(1, frame_to_group)
             frames_per_group = 1
-        visual_tokens, task_tokens = self.condition_encoder(tokens)
-        return self.condition_from_tokens(visual_tokens, task_tokens, num_frames, frames_per_group)
+        encoded = self.condition_encoder(tokens, output_attentions, output_hidden_states)
+        condition = self.condition_from_tokens(encoded.visual_tokens, encoded.task_tokens, num_frames, frames_per_group)
+        return condition, encoded
 
     def condition_from_tokens(self, visual_tokens: torch.Tensor, task_tokens: torch.Tensor | None, num_frames: int,
                               frames_per_group: int) -> GazeFlowCondition:
-        """Every block's keys/values of c_v and c_task (only for the sub-layers the block has)."""
-        batch, groups = visual_tokens.shape[:2]
-        flat_visual = visual_tokens.reshape(batch * groups, *visual_tokens.shape[2:])
+        """Every block's keys/values of c_v (``[B, G, H, N, d_h]``) and c_task (``[B, H, M + 1, d_h]``, or per group
+        ``[B, G, H, M + 1, d_h]``), only for the sub-layers the block has."""
         task_per_frame = task_tokens is not None and task_tokens.dim() == 4
-        flat_task = task_tokens.flatten(0, 1) if task_per_frame else task_tokens
         visual_kv, task_kv = [], []
         for block in self.velocity_network.blocks:
-            visual = block.visual_attention
-            task = block.task_attention
-            visual_kv.append(visual.project_key_value(flat_visual) if visual is not None else None)
-            task_kv.append(task.project_key_value(flat_task) if task is not None else None)
+            visual, task = block.visual_attention, block.task_attention
+            visual_kv.append(visual.project_key_value(visual_tokens) if visual is not None else None)
+            task_kv.append(task.project_key_value(task_tokens) if task is not None else None)
         return GazeFlowCondition(visual_tokens, task_tokens, tuple(visual_kv), tuple(task_kv), num_frames,
                                  frames_per_group, task_per_frame)
 
     def velocity(self, sample: torch.Tensor, flow_time: torch.Tensor | float, condition: GazeFlowCondition,
-                 self_condition: torch.Tensor | None = None) -> torch.Tensor:
+                 self_condition: torch.Tensor | None = None, output_attentions: bool = False,
+                 output_hidden_states: bool = False) -> torch.Tensor | GazeFlowVelocityOutput:
         """v_theta(x_s, s, c): ``sample [B, K, T, 2]`` (model coordinates), ``flow_time`` s as a float or
-        ``[B, K]``, ``self_condition`` x1_hat ``[B, K, T, 2]`` (zeros when None). Returns ``[B, K, T, 2]``."""
+        ``[B, K]``, ``self_condition`` x1_hat ``[B, K, T, 2]`` (zeros when None). Returns ``[B, K, T, 2]``, or with
+        ``output_attentions`` / ``output_hidden_states`` a :class:`GazeFlowVelocityOutput` holding every block's
+        gaze self-attention ``[B * K, H, T, T]``, visual cross-attention ``[B * K, H, T, N]``, task
+        cross-attention ``[B * K, H, T, M + 1]`` and gaze tokens ``[B, K, T, d]`` at this flow time (weights need
+        ``attn_implementation="eager"``)."""
         batch, samples, frames, _ = sample.shape
         if batch != condition.batch_size or frames != condition.num_frames:
             raise ValueError(
@@ -443,7 +414,17 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         flow_time = flow_time.to(device=sample.device, dtype=torch.float32).expand(batch, samples)
         if self_condition is None:
             self_condition = torch.zeros_like(sample)
-        return self.velocity_network(sample, flow_time, self_condition, condition)
+        recorder = _VELOCITY_RECORDER.get()
+        record_attentions = recorder is not None and recorder.output_attentions
+        record_hidden_states = recorder is not None and recorder.output_hidden_states
+        output = self.velocity_network(sample, flow_time, self_condition, condition,
+                                       output_attentions=output_attentions or record_attentions,
+                                       output_hidden_states=output_hidden_states or record_hidden_states)
+        if recorder is not None:
+            recorder.last = output
+        if output_attentions or output_hidden_states or not isinstance(output, GazeFlowVelocityOutput):
+            return output
+        return output.velocity
 
     # ------------------------------------------------------------------ training
     def forward(
@@ -453,6 +434,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         valid_mask: torch.Tensor | None = None,
         encoder_hidden_states: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **kwargs,
     ) -> GazeFlowModelOutput | tuple:
@@ -468,6 +451,10 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             encoder_hidden_states: precomputed encoder tokens ``[B, (T / tubelet) * N, D]``, e.g. from a frozen-
                 feature cache; then ``pixel_values_videos`` is not needed.
             generator: optional ``torch.Generator`` for s, x_0 and the self-conditioning coin.
+            output_attentions, output_hidden_states: return every layer's attention weights / states (encoder,
+                spatial encoder, task bank, velocity network; see :class:`GazeFlowModelOutput`). Default: the
+                config's.
+            kwargs: accepted and unused (trainers pass loss bookkeeping such as ``num_items_in_batch``).
 
         Flow matching: with s ~ U(0, 1) and x_0 ~ N(0, I): x_s = (1 - (1 - sigma_min) s) x_0 + s g, target
         u = g - (1 - sigma_min) x_0, loss = sum(m * (v_theta - u)^2) / (2 * sum(m)). With probability
@@ -475,11 +462,16 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         second pass; otherwise x1_hat = 0.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = output_hidden_states if output_hidden_states is not None \
+            else self.config.output_hidden_states
+        flags = dict(output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         if gaze is None:
             raise ValueError("forward: `gaze` [B, T, 2] is required (it computes the training loss); "
                              "use `generate()` to sample trajectories")
         gaze, valid_mask = check_training_targets(gaze, valid_mask)
         batch, frames, _ = gaze.shape
+        encoder_outputs = BaseModelOutput()
         if encoder_hidden_states is None:
             if pixel_values_videos is None:
                 raise ValueError("forward: give `pixel_values_videos` [B, T, 3, S, S] or `encoder_hidden_states`")
@@ -487,11 +479,24 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             if pixel_values_videos.shape[:2] != (batch, frames):
                 raise ValueError(f"forward: `pixel_values_videos` has {tuple(pixel_values_videos.shape[:2])} "
                                  f"(batch, frames) but `gaze` has {(batch, frames)}")
-            encoder_hidden_states = self.encode_video(pixel_values_videos)
-        condition = self.build_condition(encoder_hidden_states, frames)
-        result = objective_loss(self, condition, gaze, valid_mask, generator)
-        output = GazeFlowModelOutput(loss=result.loss, predicted_velocity=result.prediction,
-                                     target_velocity=result.target, flow_time=result.time)
+            encoder_hidden_states = self.encode_video(pixel_values_videos, **flags)
+            if isinstance(encoder_hidden_states, BaseModelOutput):
+                encoder_outputs, encoder_hidden_states = encoder_hidden_states, encoder_hidden_states.last_hidden_state
+        condition, condition_outputs = self.encode_condition(encoder_hidden_states, frames, **flags)
+        with _record_velocity_outputs(output_attentions, output_hidden_states) as recorder:
+            result = objective_loss(self, condition, gaze, valid_mask, generator)
+        velocity_outputs = recorder.last if recorder.last is not None else GazeFlowVelocityOutput()
+        output = GazeFlowModelOutput(
+            loss=result.loss, predicted_velocity=result.prediction, target_velocity=result.target,
+            flow_time=result.time, encoder_hidden_states=encoder_outputs.hidden_states,
+            encoder_attentions=encoder_outputs.attentions,
+            spatial_hidden_states=condition_outputs.spatial_hidden_states,
+            spatial_attentions=condition_outputs.spatial_attentions,
+            task_bank_attentions=condition_outputs.task_bank_attentions if output_attentions else None,
+            hidden_states=velocity_outputs.hidden_states, attentions=velocity_outputs.attentions,
+            visual_cross_attentions=velocity_outputs.visual_cross_attentions,
+            task_cross_attentions=velocity_outputs.task_cross_attentions,
+        )
         return output if return_dict else output.to_tuple()
 
     # ------------------------------------------------------------------ sampling
@@ -538,11 +543,13 @@ __all__ = [
     "GazeFlowModel",
     "GazeFlowPreTrainedModel",
     "GazeFlowModelOutput",
+    "GazeFlowVelocityOutput",
     "GazeFlowGenerationOutput",
     "GazeFlowCondition",
+    "GazeFlowVelocityNetwork",
+    # the encoder side, defined in modeling_gazeflow_encoder (re-exported: they used to live here)
     "GazeFlowVideoEncoder",
     "GazeFlowConditionEncoder",
     "GazeFlowSpatialEncoder",
     "GazeFlowTaskTokenBank",
-    "GazeFlowVelocityNetwork",
 ]

@@ -6,22 +6,31 @@ Small named modules, each implementing one piece of the paper:
   embeddings (our reading of what Section 3.2 leaves open, ``../shared/specs/model.md``).
 * :func:`sincos_2d_position_encoding` - the 2D sinusoidal spatial position encoding (Appendix C.1).
 * :class:`GazeFlowRotaryEmbedding` - 1D RoPE over the frame index, base theta (Appendix C.2).
-* :class:`GazeFlowAttention` - multi-head attention with separate Q/K/V/O projections and SDPA; keys/values can
-  be projected once and reused (the per-clip condition cache).
-* :class:`GazeFlowSpatialEncoderLayer` - a pre-norm Transformer layer over one frame's N spatial tokens (C.1).
-* :class:`GazeFlowDenoiserBlock` - the four pre-norm residual sub-layers of Appendix C.3.
+* :func:`eager_attention_forward` and :class:`GazeFlowAttention` - multi-head attention through transformers'
+  attention interface (``ALL_ATTENTION_FUNCTIONS``: ``"sdpa"``, ``"flex_attention"``, ...; this eager function is
+  the fallback), so ``config._attn_implementation`` picks the kernel of every attention of the model. Keys/values
+  can be projected once and reused (the per-clip condition cache).
+* :func:`additive_attention_mask` / :func:`causal_attention_mask` - boolean "may attend" patterns as the additive
+  masks every attention implementation reads (the causal variant's masks, Appendix F.4).
+* :class:`GazeFlowDenoiserBlock` - the four pre-norm residual sub-layers of Appendix C.3 (Eqs. sa_out, ca_out,
+  task_xattn), a ``GradientCheckpointingLayer`` whose tensors are all positional arguments.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.utils import logging
 
 from .configuration_gazeflow import GazeFlowConfig
+
+logger = logging.get_logger(__name__)
 
 TIME_EMBEDDING_SCALE = 1000.0
 """The flow time s in [0, 1] is embedded as DiT embeds its timestep t = 1000 s."""
@@ -88,7 +97,7 @@ class GazeFlowSinusoidalMLP(nn.Module):
 
 
 class GazeFlowRotaryEmbedding(nn.Module):
-    """1D rotary position embedding over the frame index p (paper Appendix C.2).
+    """1D rotary position embedding over the frame index p (paper Appendix C.2), the default frame position.
 
     Each query/key pair ``(q_2j, q_2j+1)`` is rotated by ``phi_{p,j} = p * theta^(-2j / d_h)``; values are not
     rotated, so the attention logit depends only on the frame offset ``p - p'``.
@@ -103,12 +112,9 @@ class GazeFlowRotaryEmbedding(nn.Module):
         """theta^(-2j / d_h) for j = 0 .. d_h / 2 - 1 (recomputed by ``_init_weights`` after loading)."""
         return self.theta ** (-torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim)
 
-    def forward(self, num_positions: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cosines and sines ``[num_positions, head_dim]``, each angle repeated for the two channels of a pair."""
-        return self.at(torch.arange(num_positions, device=device))
-
-    def at(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cosines and sines ``[len(positions), head_dim]`` at the given frame indices."""
+    def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cosines and sines ``[len(positions), d_h]`` at the frame indices ``positions``, each angle repeated for
+        the two channels of a pair."""
         angles = positions.float()[:, None] * self.inv_freq.to(positions.device)[None, :]
         angles = angles.repeat_interleave(2, dim=-1)
         return angles.cos(), angles.sin()
@@ -121,17 +127,71 @@ def apply_rotary(states: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> 
     return states * cos.to(states.dtype) + rotated * sin.to(states.dtype)
 
 
-class GazeFlowAttention(nn.Module):
-    """Multi-head attention (``H`` heads of ``d_h = d / H``) with layer-specific Q/K/V/O projections, via SDPA.
+def additive_attention_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A boolean "query may attend to key" pattern ``[..., L, S]`` as the additive float mask (0 where allowed,
+    the dtype's lowest value elsewhere) that eager, SDPA and flex attention all read the same way."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill(
+        ~allowed, torch.finfo(dtype).min)
 
-    Keys and values are produced by :meth:`project_key_value` and passed to :meth:`forward` already split into
-    heads, so that the keys/values of a condition can be computed once per clip and shared across samples/steps.
+
+def causal_attention_mask(length: int, device: torch.device) -> torch.Tensor:
+    """``[1, 1, L, L]`` boolean mask letting frame t attend to frames <= t (the causal variant, Appendix F.4)."""
+    index = torch.arange(length, device=device)
+    return (index[None, :] <= index[:, None])[None, None]
+
+
+def eager_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T * scaling + mask) v, the plain matmul-softmax (transformers' eager convention).
+
+    ``query [B, H, L, d_h]``, ``key``/``value [B, H, S, d_h]``, ``attention_mask`` additive, broadcastable to
+    ``[B, H, L, S]``. Returns the context ``[B, L, H, d_h]`` and the weights ``[B, H, L, S]`` (rows sum to 1).
+    """
+    weights = torch.matmul(query, key.transpose(-1, -2)) * scaling
+    if attention_mask is not None:
+        weights = weights + attention_mask
+    weights = nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = nn.functional.dropout(weights, p=dropout, training=module.training)
+    context = torch.matmul(weights, value).transpose(1, 2).contiguous()
+    return context, weights
+
+
+def attention_function(implementation: str | None) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
+    """The attention kernel registered under ``implementation`` in transformers' ``ALL_ATTENTION_FUNCTIONS``
+    (``"sdpa"``, ``"flex_attention"``, a custom registered one), or :func:`eager_attention_forward` for ``"eager"``."""
+    if implementation in (None, "eager"):
+        return eager_attention_forward
+    get_interface = getattr(ALL_ATTENTION_FUNCTIONS, "get_interface", None)
+    if get_interface is not None:
+        return get_interface(implementation, eager_attention_forward)
+    return ALL_ATTENTION_FUNCTIONS[implementation]  # transformers releases before AttentionInterface.get_interface
+
+
+class GazeFlowAttention(nn.Module):
+    """Multi-head attention (``H`` heads of ``d_h = d / H``) with layer-specific Q/K/V/O projections.
+
+    The kernel is ``config._attn_implementation`` (transformers' attention interface; ``"eager"`` returns the
+    weights). Keys and values are produced by :meth:`project_key_value` and passed to :meth:`attend` already split
+    into heads, so that the keys/values of a condition can be computed once per clip and shared across samples and
+    steps.
     """
 
-    def __init__(self, hidden_size: int, num_heads: int):
+    def __init__(self, config: GazeFlowConfig):
         super().__init__()
-        self.num_heads = num_heads
-        self.head_dim = hidden_size // num_heads
+        self.config = config
+        hidden_size = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.head_dim = hidden_size // self.num_heads
+        self.scaling = self.head_dim ** -0.5
+        self.is_causal = False  # causal patterns are passed as explicit masks, read alike by every kernel
         self.q_proj = nn.Linear(hidden_size, hidden_size)
         self.k_proj = nn.Linear(hidden_size, hidden_size)
         self.v_proj = nn.Linear(hidden_size, hidden_size)
@@ -153,14 +213,40 @@ class GazeFlowAttention(nn.Module):
     def project_query(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return self.split_heads(self.q_proj(hidden_states))
 
+    def attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                  attention_mask: torch.Tensor | None = None,
+                  output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The configured kernel on heads-split ``query [B, H, L, d_h]`` and ``key``/``value [B, H, S, d_h]``:
+        the context ``[B, L, H, d_h]`` (before the output projection) and, with ``output_attentions``, the weights
+        ``[B, H, L, S]`` (None from kernels that never form them, e.g. SDPA, as in transformers).
+
+        ``attention_mask``: a boolean "may attend" pattern broadcastable to ``[B, 1, L, S]`` (made additive in the
+        query's dtype here, so autocast and every kernel read it alike) or an additive float mask.
+        """
+        implementation = self.config._attn_implementation
+        if output_attentions and implementation not in (None, "eager"):
+            logger.warning_once(
+                f"output_attentions=True: attention weights are only formed by attn_implementation='eager'; this "
+                f"model uses {implementation!r}, so they are returned as None (model.set_attn_implementation('eager'))")
+        if attention_mask is not None:
+            if attention_mask.dtype == torch.bool:
+                attention_mask = additive_attention_mask(attention_mask, query.dtype)
+            # one mask row per batch entry: flex attention indexes the mask by batch
+            attention_mask = attention_mask.expand(query.shape[0], *attention_mask.shape[1:])
+        context, weights = attention_function(implementation)(
+            self, query, key, value, attention_mask, scaling=self.scaling, dropout=0.0, is_causal=False)
+        return context, (weights if output_attentions else None)
+
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-               is_causal: bool = False) -> torch.Tensor:
-        """SDPA over heads-split tensors ``[B, H, L, d_h]``, then the output projection; returns ``[B, L, d]``."""
-        context = F.scaled_dot_product_attention(query, key, value, is_causal=is_causal)
-        return self.o_proj(self.merge_heads(context))
+               attention_mask: torch.Tensor | None = None,
+               output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`attention`, then the output projection: the output ``[B, L, d]`` and the weights (or None)."""
+        context, weights = self.attention(query, key, value, attention_mask, output_attentions)
+        return self.o_proj(context.flatten(-2)), weights
 
     def self_attention(self, hidden_states: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
-                       is_causal: bool = False, cache: "GazeFlowKeyValueCache | None" = None) -> torch.Tensor:
+                       attention_mask: torch.Tensor | None = None, cache: GazeFlowKeyValueCache | None = None,
+                       output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Self-attention over ``hidden_states [B, L, d]``, with RoPE on queries and keys when ``rotary`` is given.
 
         With a ``cache`` (streaming), ``hidden_states`` are the newest frames only: their rotated keys and values
@@ -173,8 +259,8 @@ class GazeFlowAttention(nn.Module):
             query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
         if cache is not None:
             key, value = cache.update(key, value)
-            return self.attend(query, key, value)
-        return self.attend(query, key, value, is_causal=is_causal)
+            attention_mask = None
+        return self.attend(query, key, value, attention_mask, output_attentions)
 
 
 class GazeFlowKeyValueCache:
@@ -210,19 +296,64 @@ class GazeFlowMLP(nn.Module):
         return self.fc2(self.act(self.fc1(hidden_states)))
 
 
-class GazeFlowSpatialEncoderLayer(GradientCheckpointingLayer):
-    """One pre-norm Transformer encoder layer over the N spatial tokens of a single frame (Appendix C.1)."""
+LORA_FACTOR = "_gazeflow_lora_factor"
+"""Attribute naming a peft LoRA factor Linear ``"A"`` or ``"B"`` (set by :func:`mark_lora_factors`): peft's factors
+are plain ``nn.Linear`` modules, and transformers initialises modules one by one, so the role must be on the module."""
 
-    def __init__(self, config: GazeFlowConfig):
-        super().__init__()
-        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.attention = GazeFlowAttention(config.hidden_size, config.num_attention_heads)
-        self.mlp_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.mlp = GazeFlowMLP(config.hidden_size, config.intermediate_size)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        tokens = tokens + self.attention.self_attention(self.attention_norm(tokens))
-        return tokens + self.mlp(self.mlp_norm(tokens))
+def mark_lora_factors(module: nn.Module) -> None:
+    """Tag the A and B factor Linears of every peft LoRA layer under ``module`` (see :data:`LORA_FACTOR`)."""
+    for layer in module.modules():
+        if isinstance(getattr(layer, "lora_A", None), nn.ModuleDict):
+            for adapter in layer.lora_A:
+                setattr(layer.lora_A[adapter], LORA_FACTOR, "A")
+                setattr(layer.lora_B[adapter], LORA_FACTOR, "B")
+
+
+@torch.no_grad()
+def init_standard_weights(module: nn.Module, std: float) -> None:
+    """The initialisation shared by every part of GazeFlow (``_init_weights``): ``Linear``/``Conv3d`` weights
+    truncated-normal(std) with zero biases; ``LayerNorm`` ones and zeros; peft LoRA factors get peft's own
+    initialisation (A Kaiming-uniform, B = 0), so an adapter that a checkpoint does not provide starts as exactly no
+    change to the base layer. Parameters loaded from a checkpoint are left alone (transformers' guarded init)."""
+    factor = getattr(module, LORA_FACTOR, None)
+    if factor == "A":
+        init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+    elif factor == "B":
+        init.zeros_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+    elif isinstance(module, (nn.Linear, nn.Conv3d)):
+        init.trunc_normal_(module.weight, std=std)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+    elif isinstance(module, nn.LayerNorm):
+        init.ones_(module.weight)
+        init.zeros_(module.bias)
+
+
+def _per_group_queries(queries: torch.Tensor, groups: int) -> torch.Tensor:
+    """Gaze-token queries ``[B, K, T, H, d_h]`` -> ``[B * G, H, g * K, d_h]``: the g frames x K samples of a group
+    become one query block that reads the group's keys (T = G * g)."""
+    batch, samples, frames, heads, head_dim = queries.shape
+    queries = queries.view(batch, samples, groups, frames // groups, heads, head_dim)
+    return queries.permute(0, 2, 4, 3, 1, 5).reshape(batch * groups, heads, frames * samples // groups, head_dim)
+
+
+def _per_group_context_to_tokens(context: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
+    """A per-group context ``[B * G, g * K, H, d_h]`` back to gaze tokens ``[B, K, T, H * d_h]``."""
+    groups = context.shape[0] // batch
+    rows, heads, head_dim = context.shape[1:]
+    context = context.view(batch, groups, rows // samples, samples, heads, head_dim)
+    return context.permute(0, 3, 1, 2, 4, 5).reshape(batch, samples, groups * rows // samples, heads * head_dim)
+
+
+def _per_group_weights_to_frames(weights: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
+    """Per-group attention weights ``[B * G, H, g * K, S]`` -> ``[B, K, H, T, S]`` (row t: frame t's query)."""
+    groups = weights.shape[0] // batch
+    heads, rows, keys = weights.shape[1:]
+    weights = weights.view(batch, groups, heads, rows // samples, samples, keys)
+    return weights.permute(0, 4, 2, 1, 3, 5).reshape(batch, samples, heads, groups * rows // samples, keys)
 
 
 class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
@@ -238,25 +369,29 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
     Gaze tokens come as ``[B, K, T, d]``: B clips, K trajectories per clip, T frames. The visual keys/values are
     stored per *group* of frames that share the same encoder tokens (``frames_per_group`` consecutive frames: a
     V-JEPA 2 tubelet, since frame t reads tubelet floor(t / 2); one frame in the causal variant),
-    ``[B * G, H, N, d_h]`` with ``G = T / frames_per_group``; the task keys/values are ``[B, H, M + 1, d_h]`` (one
-    bank per clip) or, for the causal per-frame bank, ``[B * G, H, M + 1, d_h]`` read per group like the visual
+    ``[B, G, H, N, d_h]`` with ``G = T / frames_per_group``; the task keys/values are ``[B, H, M + 1, d_h]`` (one
+    bank per clip) or, for the causal per-frame bank, ``[B, G, H, M + 1, d_h]`` read per group like the visual
     ones. Neither is ever copied K times: queries are laid out so that every sample of a clip attends to the same
-    keys in one SDPA call.
+    keys in one attention call.
+
+    Every tensor is a positional argument, so that reentrant gradient checkpointing sees (and returns gradients
+    for) the condition's keys/values too. Returns ``(h, self_attention, visual_cross_attention,
+    task_cross_attention)``: with ``output_attentions`` the weights ``[B * K, H, T, S]`` (row ``b * K + k`` for
+    sample k of clip b; S = T, N, M + 1; the self-attention's is the very tensor the kernel used), else None.
     """
 
     def __init__(self, config: GazeFlowConfig):
         super().__init__()
         d = config.hidden_size
-        self.causal = config.causal
         self.self_attention_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
-        self.self_attention = GazeFlowAttention(d, config.num_attention_heads)
+        self.self_attention = GazeFlowAttention(config)
         self.visual_attention = self.task_attention = None
         if config.use_visual_cross_attention:
             self.visual_attention_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
-            self.visual_attention = GazeFlowAttention(d, config.num_attention_heads)
+            self.visual_attention = GazeFlowAttention(config)
         if config.uses_task_cross_attention_layers:
             self.task_attention_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
-            self.task_attention = GazeFlowAttention(d, config.num_attention_heads)
+            self.task_attention = GazeFlowAttention(config)
             self.task_gate = nn.Parameter(torch.full((d,), float(config.task_gate_init)))
         self.mlp_norm = nn.LayerNorm(d, eps=config.layer_norm_eps)
         self.mlp = GazeFlowMLP(d, config.intermediate_size)
@@ -264,67 +399,88 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
     def forward(
         self,
         hidden_states: torch.Tensor,
-        rotary: tuple[torch.Tensor, torch.Tensor] | None,
-        visual_key_value: tuple[torch.Tensor, torch.Tensor] | None,
-        task_key_value: tuple[torch.Tensor, torch.Tensor] | None,
-        frames_per_group: int,
-        task_per_frame: bool = False,
+        visual_key: torch.Tensor | None,
+        visual_value: torch.Tensor | None,
+        task_key: torch.Tensor | None,
+        task_value: torch.Tensor | None,
+        rotary_cos: torch.Tensor | None = None,
+        rotary_sin: torch.Tensor | None = None,
+        self_attention_mask: torch.Tensor | None = None,
         cache: GazeFlowKeyValueCache | None = None,
-    ) -> torch.Tensor:
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
         batch, samples, frames, width = hidden_states.shape
+        rotary = (rotary_cos, rotary_sin) if rotary_cos is not None else None
+        visual_weights = task_weights = None
 
         # (1) time-aware self-attention over the T frames of each trajectory, RoPE on q and k
         flat = self.self_attention_norm(hidden_states).reshape(batch * samples, frames, width)
-        update = self.self_attention.self_attention(flat, rotary=rotary, is_causal=self.causal, cache=cache)
+        update, self_weights = self.self_attention.self_attention(flat, rotary, self_attention_mask, cache,
+                                                                  output_attentions)
         hidden_states = hidden_states + update.view(batch, samples, frames, width)
 
         # (2) per-frame visual cross-attention: the g frames of a group x K samples query that group's N tokens
         if self.visual_attention is not None:
-            hidden_states = hidden_states + self._per_group_cross_attention(
-                self.visual_attention, self.visual_attention_norm(hidden_states), visual_key_value, frames_per_group)
+            update, visual_weights = self._per_group_cross_attention(
+                self.visual_attention, self.visual_attention_norm(hidden_states), visual_key, visual_value,
+                output_attentions)
+            hidden_states = hidden_states + update
 
         # (3) gated task cross-attention: all K x T tokens of a clip query its M + 1 task tokens (the causal
         #     variant: the tokens of frame t query frame t's own bank)
         if self.task_attention is not None:
             normed = self.task_attention_norm(hidden_states)
-            if task_per_frame:
-                update = self._per_group_cross_attention(self.task_attention, normed, task_key_value,
-                                                         frames_per_group)
+            if task_key.dim() == 5:  # a bank per group of frames
+                update, task_weights = self._per_group_cross_attention(
+                    self.task_attention, normed, task_key, task_value, output_attentions)
             else:
                 query = self.task_attention.project_query(normed.flatten(1, 2))
-                update = self.task_attention.attend(query, *task_key_value).view(batch, samples, frames, width)
+                update, task_weights = self.task_attention.attend(query, task_key, task_value,
+                                                                  output_attentions=output_attentions)
+                update = update.view(batch, samples, frames, width)
+                if task_weights is not None:  # [B, H, K * T, M + 1] -> [B * K, H, T, M + 1]
+                    task_weights = task_weights.unflatten(2, (samples, frames)).transpose(1, 2).flatten(0, 1)
             hidden_states = hidden_states + torch.sigmoid(self.task_gate).to(update.dtype) * update
 
         # (4) feed-forward
-        return hidden_states + self.mlp(self.mlp_norm(hidden_states))
+        hidden_states = hidden_states + self.mlp(self.mlp_norm(hidden_states))
+        return hidden_states, self_weights, visual_weights, task_weights
 
     @staticmethod
-    def _per_group_cross_attention(attention: GazeFlowAttention, normed_states: torch.Tensor,
-                                   key_value: tuple[torch.Tensor, torch.Tensor], frames_per_group: int) -> torch.Tensor:
-        batch, samples, frames, width = normed_states.shape
-        groups = frames // frames_per_group
-        heads, head_dim = attention.num_heads, attention.head_dim
-        query = attention.q_proj(normed_states)
-        # [B, K, G, g, H, d_h] -> [B, G, H, g, K, d_h] -> [B * G, H, g * K, d_h]
-        query = query.view(batch, samples, groups, frames_per_group, heads, head_dim)
-        query = query.permute(0, 2, 4, 3, 1, 5).reshape(batch * groups, heads, frames_per_group * samples, head_dim)
-        key, value = key_value
-        context = F.scaled_dot_product_attention(query, key, value)
-        # back to [B, K, T, d]
-        context = context.view(batch, groups, heads, frames_per_group, samples, head_dim)
-        context = context.permute(0, 4, 1, 3, 2, 5).reshape(batch, samples, frames, width)
-        return attention.o_proj(context)
+    def _per_group_cross_attention(
+        attention: GazeFlowAttention, normed_states: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+        output_attentions: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Cross-attention of gaze tokens ``[B, K, T, d]`` to per-group keys/values ``[B, G, H, S, d_h]``; returns
+        the update ``[B, K, T, d]`` and the weights ``[B * K, H, T, S]`` (or None)."""
+        batch, samples, frames, _ = normed_states.shape
+        query = attention.q_proj(normed_states).unflatten(-1, (attention.num_heads, attention.head_dim))
+        query = _per_group_queries(query, key.shape[1])
+        context, weights = attention.attention(query, key.flatten(0, 1), value.flatten(0, 1),
+                                               output_attentions=output_attentions)
+        update = attention.o_proj(_per_group_context_to_tokens(context, batch, samples))
+        if weights is not None:
+            weights = _per_group_weights_to_frames(weights, batch, samples).flatten(0, 1)
+        return update, weights
 
 
 __all__ = [
+    "TIME_EMBEDDING_SCALE",
+    "COORDINATE_EMBEDDING_SCALE",
     "sinusoidal_embedding",
     "sincos_2d_position_encoding",
     "GazeFlowSinusoidalMLP",
     "GazeFlowRotaryEmbedding",
     "apply_rotary",
+    "additive_attention_mask",
+    "causal_attention_mask",
+    "eager_attention_forward",
+    "attention_function",
     "GazeFlowAttention",
     "GazeFlowKeyValueCache",
     "GazeFlowMLP",
-    "GazeFlowSpatialEncoderLayer",
+    "LORA_FACTOR",
+    "mark_lora_factors",
+    "init_standard_weights",
     "GazeFlowDenoiserBlock",
 ]

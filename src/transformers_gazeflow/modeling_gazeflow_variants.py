@@ -1,14 +1,14 @@
 """The architectural ablation switches of the velocity network, one named module each (paper Sections 4.4-4.5).
 
-* ``position_encoding`` -> :class:`GazeFlowFramePosition`: how a gaze token knows its frame index in the
-  frame-to-frame self-attention. ``"rope"`` (default, Appendix C.2) rotates q and k by the frame index, so logits
-  depend on frame offsets only; ``"learned"`` adds a learned absolute table ``[W, d]`` to the gaze tokens (Table
-  pe_compare); ``"none"`` gives no position at all (the "- Temporal RoPE" row of Table ablation), which makes the
-  self-attention permutation-equivariant over frames.
-* ``task_guidance`` -> :class:`GazeFlowTaskConcat`: with ``"concat"`` the task bank c_task enters once, concatenated
-  channel-wise to every gaze token's input and projected back to d (Table pe_compare, "Concat"); with
-  ``"cross_attention"`` (default) it enters in every block through the gated task cross-attention.
-* ``use_visual_cross_attention`` / ``use_task_cross_attention``: whether :class:`GazeFlowDenoiserBlock` builds its
+The paper's model runs through none of this file: its frame position is RoPE (``GazeFlowRotaryEmbedding`` in
+``modeling_gazeflow_layers``) and its task bank enters through the gated task cross-attention of every block.
+
+* ``position_encoding="learned"`` -> :class:`GazeFlowLearnedFramePosition`: a learned absolute table ``[W, d]``
+  added to the gaze tokens instead of RoPE (Table pe_compare). ``"none"`` (the "- Temporal RoPE" row of Table
+  ablation) builds neither, which makes the self-attention permutation-equivariant over frames.
+* ``task_guidance="concat"`` -> :class:`GazeFlowTaskConcat`: the task bank c_task enters once, concatenated
+  channel-wise to every gaze token's input and projected back to d (Table pe_compare, "Concat").
+* ``use_visual_cross_attention`` / ``use_task_cross_attention``: whether ``GazeFlowDenoiserBlock`` builds its
   sub-layers (2) and (3) (``modeling_gazeflow_layers``), and whether the condition carries their keys/values.
 * ``num_task_queries`` (M; 0 keeps only the pooled token p): ``GazeFlowTaskTokenBank``.
 * ``objective``: ``modeling_gazeflow_objectives``; ``causal``: ``modeling_gazeflow_causal``.
@@ -20,37 +20,30 @@ import torch
 from torch import nn
 
 from .configuration_gazeflow import GazeFlowConfig
-from .modeling_gazeflow_layers import GazeFlowRotaryEmbedding
 
 
-class GazeFlowFramePosition(nn.Module):
-    """Frame position of the gaze tokens: RoPE angles for q/k, a learned absolute table, or nothing.
+class GazeFlowLearnedFramePosition(nn.Module):
+    """``position_encoding="learned"``: a learned absolute position table ``[W, d]`` added to the gaze tokens.
 
     ``positions`` are frame indices inside the window (``0 .. T - 1`` for a whole window; the streamer passes the
-    index of the newest frame).
+    index of the newest frame, at most ``W - 1``).
     """
 
     def __init__(self, config: GazeFlowConfig):
         super().__init__()
-        self.mode = config.position_encoding
-        self.rotary = GazeFlowRotaryEmbedding(config.head_dim, config.rope_theta) if self.mode == "rope" else None
-        if self.mode == "learned":
-            self.embedding = nn.Parameter(torch.zeros(config.num_frames, config.hidden_size))
-            self.max_positions = config.num_frames
+        self.embedding = nn.Parameter(torch.zeros(config.num_frames, config.hidden_size))
+        self.max_positions = config.num_frames
 
-    def rotary_angles(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """RoPE cosines and sines ``[len(positions), d_h]`` (``"rope"``), else None."""
-        return self.rotary.at(positions) if self.rotary is not None else None
-
-    def add_absolute(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """``hidden_states [..., T, d]`` plus the learned table's rows at ``positions`` (``"learned"``), else as is."""
-        if self.mode != "learned":
-            return hidden_states
-        if int(positions.max()) >= self.max_positions:
-            raise ValueError(f"position_encoding='learned' has a table of num_frames={self.max_positions} rows; "
-                             f"frame index {int(positions.max())} is out of range (use windows of at most "
-                             f"{self.max_positions} frames)")
+    def forward(self, hidden_states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """``hidden_states [..., T, d]`` plus the table's rows at ``positions`` ``[T]``."""
         return hidden_states + self.embedding[positions].to(hidden_states.dtype)
+
+    def check_last_position(self, last_position: int) -> None:
+        """A frame index past the table is an error naming the table's size."""
+        if last_position >= self.max_positions:
+            raise ValueError(f"position_encoding='learned' has a table of num_frames={self.max_positions} rows; "
+                             f"frame index {last_position} is out of range (use windows of at most "
+                             f"{self.max_positions} frames)")
 
 
 class GazeFlowTaskConcat(nn.Module):
@@ -75,4 +68,4 @@ class GazeFlowTaskConcat(nn.Module):
         return self.projection(torch.cat([hidden_states, bank.to(hidden_states.dtype)], dim=-1))
 
 
-__all__ = ["GazeFlowFramePosition", "GazeFlowTaskConcat"]
+__all__ = ["GazeFlowLearnedFramePosition", "GazeFlowTaskConcat"]

@@ -32,6 +32,8 @@ REMOTE_CODE_FILES: dict[str, str] = {
     "configuration_gazeflow.py": "configuration_gazeflow.py",
     "modeling_gazeflow.py": "modeling_gazeflow.py",
     "modeling_gazeflow_layers.py": "modeling_gazeflow_layers.py",
+    "modeling_gazeflow_encoder.py": "modeling_gazeflow_encoder.py",
+    "modeling_gazeflow_outputs.py": "modeling_gazeflow_outputs.py",
     "modeling_gazeflow_causal.py": "modeling_gazeflow_causal.py",
     "modeling_gazeflow_objectives.py": "modeling_gazeflow_objectives.py",
     "modeling_gazeflow_variants.py": "modeling_gazeflow_variants.py",

@@ -71,14 +71,15 @@ def check_training_targets(gaze: torch.Tensor,
         shape = tuple(valid_mask.shape) if torch.is_tensor(valid_mask) else type(valid_mask)
         raise ValueError(f"`valid_mask` must have shape {tuple(gaze.shape[:2])} (batch, frames) like `gaze`, got {shape}")
     valid_mask = valid_mask.bool()
-    valid_gaze = gaze[valid_mask]
-    if not torch.isfinite(valid_gaze).all():
-        bad = (~torch.isfinite(gaze).all(-1) & valid_mask).nonzero()[0].tolist()
-        raise ValueError(f"`gaze` has a non-finite value at (batch, frame) {tuple(bad)} on a valid frame; "
-                         f"mark the frame invalid in `valid_mask` or fix the data")
-    if valid_gaze.numel() and valid_gaze.abs().max() > 1.0 + 1e-5:
-        raise ValueError(f"`gaze` must lie in model coordinates [-1, 1] (unit coordinates x map to 2x - 1), got values "
-                         f"in [{valid_gaze.min().item():.4f}, {valid_gaze.max().item():.4f}]")
+    if not torch.compiler.is_compiling():  # these read tensor values: checked eagerly, outside traced graphs
+        valid_gaze = gaze[valid_mask]
+        if not torch.isfinite(valid_gaze).all():
+            bad = (~torch.isfinite(gaze).all(-1) & valid_mask).nonzero()[0].tolist()
+            raise ValueError(f"`gaze` has a non-finite value at (batch, frame) {tuple(bad)} on a valid frame; "
+                             f"mark the frame invalid in `valid_mask` or fix the data")
+        if valid_gaze.numel() and valid_gaze.abs().max() > 1.0 + 1e-5:
+            raise ValueError(f"`gaze` must lie in model coordinates [-1, 1] (unit coordinates x map to 2x - 1), got "
+                             f"values in [{valid_gaze.min().item():.4f}, {valid_gaze.max().item():.4f}]")
     gaze = torch.where(valid_mask.unsqueeze(-1), gaze, torch.nan_to_num(gaze, nan=0.0, posinf=0.0, neginf=0.0).clamp(-1.0, 1.0))
     return gaze, valid_mask
 

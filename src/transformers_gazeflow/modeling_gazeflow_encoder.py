@@ -1,0 +1,349 @@
+"""The encoder side of GazeFlow, E_psi: from frames to the condition c = (c_v, c_task) (paper Section 3.1,
+Appendix C.1).
+
+* :class:`GazeFlowVideoEncoder` - the bottom-up backbone: the V-JEPA 2 encoder (transformers ``VJEPA2Encoder``,
+  the encoder path of ``VJEPA2Model``; the predictor is never built nor run), optionally with LoRA adapters through
+  ``peft`` (Appendix E.4). A ``PreTrainedModel`` of its own config (``GazeFlowConfig.encoder_config``), as
+  transformers' composite models hold their sub-models, so that ``attn_implementation`` reaches it through
+  transformers' own dispatch.
+* :class:`GazeFlowSpatialEncoder` - W_proj's tokens plus a 2D sin-cos position encoding through pre-norm layers
+  applied to each frame on its own (Eq. visual_condition): c_v.
+* :class:`GazeFlowTaskTokenBank` - the top-down bank c_task = [p; q_1..q_M] (Eqs. task_slots, task_bank).
+* :class:`GazeFlowConditionEncoder` - W_proj, the spatial encoder and the task bank together.
+* :class:`GazeFlowCondition` - one clip's condition with every block's keys/values, built once and shared by the K
+  samples and S steps (``GazeFlowModel.build_condition``). It is a pytree, so a velocity step taking it exports
+  with ``torch.export``.
+
+Each part returns its main tensor; asked for ``output_attentions`` / ``output_hidden_states`` it returns a
+``ModelOutput`` carrying them (shapes in each docstring).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.utils._pytree as pytree
+from torch import nn
+from transformers import PreTrainedModel, VJEPA2Config
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import BaseModelOutput
+from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2Encoder
+from transformers.utils import ModelOutput
+
+from .configuration_gazeflow import GazeFlowConfig
+from .modeling_gazeflow_causal import causal_task_bank
+from .modeling_gazeflow_layers import (
+    GazeFlowAttention,
+    GazeFlowMLP,
+    init_standard_weights,
+    mark_lora_factors,
+    sincos_2d_position_encoding,
+)
+
+
+# ---------------------------------------------------------------------------------------------------- condition
+@dataclass
+class GazeFlowCondition:
+    """The per-clip condition c = (c_v, c_task) with every block's keys/values, computed once per clip.
+
+    Attributes:
+        visual_tokens: c_v, ``[B, G, N, d]``: spatial tokens after W_proj and the spatial encoder, one entry per
+            group of ``frames_per_group`` consecutive frames that read the same encoder tokens.
+        task_tokens: c_task = [p; q_1..q_M], ``[B, M + 1, d]``; the causal variant has a bank per group,
+            ``[B, G, M + 1, d]`` (``task_per_frame``); None without the top-down path.
+        visual_key_values: per block, keys and values of c_v, each ``[B, G, H, N, d_h]`` (None for a block without
+            visual cross-attention).
+        task_key_values: per block, keys and values of c_task, each ``[B, H, M + 1, d_h]`` or, per frame group,
+            ``[B, G, H, M + 1, d_h]`` (None for a block without task cross-attention).
+        num_frames: T, the frames of the window.
+        frames_per_group: g; ``T = G * g``.
+        task_per_frame: whether c_task has a bank per group (the causal variant).
+
+    Every tensor has the clip batch B as its first dimension, so conditions can be sliced and concatenated by clip.
+    """
+
+    visual_tokens: torch.Tensor
+    task_tokens: torch.Tensor | None
+    visual_key_values: tuple[tuple[torch.Tensor, torch.Tensor] | None, ...]
+    task_key_values: tuple[tuple[torch.Tensor, torch.Tensor] | None, ...]
+    num_frames: int
+    frames_per_group: int
+    task_per_frame: bool = False
+
+    @property
+    def batch_size(self) -> int:
+        return self.visual_tokens.shape[0]
+
+    def dynamic_shapes(self, batch: object) -> list:
+        """``torch.export`` dynamic-shape spec of this condition with its clip batch (every tensor's dimension 0)
+        marked ``batch`` (e.g. ``torch.export.Dim("batch")``), in the form export expects for this pytree node."""
+        return [pytree.tree_map(lambda _: {0: batch}, getattr(self, name)) for name in _CONDITION_TENSORS]
+
+
+_CONDITION_TENSORS = ("visual_tokens", "task_tokens", "visual_key_values", "task_key_values")
+_CONDITION_SIZES = ("num_frames", "frames_per_group", "task_per_frame")
+
+
+def _flatten_condition(condition: GazeFlowCondition):
+    return [getattr(condition, name) for name in _CONDITION_TENSORS], \
+        tuple(getattr(condition, name) for name in _CONDITION_SIZES)
+
+
+def _flatten_condition_with_keys(condition: GazeFlowCondition):
+    children, context = _flatten_condition(condition)
+    return [(pytree.GetAttrKey(name), child) for name, child in zip(_CONDITION_TENSORS, children)], context
+
+
+def _unflatten_condition(children, context) -> GazeFlowCondition:
+    return GazeFlowCondition(*children, *context)
+
+
+try:  # the tensors are the pytree's leaves; T, g and the per-frame flag are its (static) structure
+    pytree.register_pytree_node(
+        GazeFlowCondition, _flatten_condition, _unflatten_condition,
+        serialized_type_name=f"{__name__}.GazeFlowCondition", flatten_with_keys_fn=_flatten_condition_with_keys)
+except ValueError:  # already registered (the module was imported twice under one name)
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------- video encoder
+class GazeFlowVideoEncoder(PreTrainedModel):
+    """The V-JEPA 2 ViT-L encoder path (paper Section 3.1, "Bottom-Up Feature Extraction"; Appendix C.1).
+
+    Input frames ``[B, T, 3, 256, 256]``; output the last hidden state ``[B, (T / 2) * N, D]`` with N = 16 x 16
+    spatial tokens per tubelet of 2 frames. With ``output_hidden_states`` / ``output_attentions`` returns a
+    ``BaseModelOutput``: ``hidden_states`` the patch embeddings and every layer's output (``L + 1`` entries of
+    ``[B, (T / 2) * N, D]``), ``attentions`` every layer's weights ``[B, H_enc, (T / 2) * N, (T / 2) * N]``
+    (``attn_implementation="eager"``). LoRA adapters (Appendix E.4) are injected with ``peft`` by :meth:`add_lora`.
+    """
+
+    config_class = VJEPA2Config
+    config: VJEPA2Config
+    main_input_name = "pixel_values_videos"
+    input_modalities = "video"
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["VJEPA2Layer"]
+    _supports_sdpa = True
+    _supports_flex_attn = True
+
+    def __init__(self, config: VJEPA2Config):
+        super().__init__(config)
+        self.vjepa2 = VJEPA2Encoder(config)
+        self.post_init()
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        init_standard_weights(module, self.config.initializer_range)
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The 3D patch embedding (tubelet x patch convolution), the encoder's input embedding."""
+        return self.vjepa2.embeddings.patch_embeddings
+
+    def forward(self, pixel_values_videos: torch.Tensor, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> torch.Tensor | BaseModelOutput:
+        encoder = self.vjepa2
+        hidden_states = encoder.embeddings(pixel_values_videos)
+        if (self.training and torch.is_grad_enabled() and not hidden_states.requires_grad
+                and any(layer.gradient_checkpointing for layer in encoder.layer)):
+            # reentrant checkpointing returns gradients only to inputs that require them: under a frozen patch
+            # embedding the LoRA weights inside the layers would get none (what `enable_input_require_grads` does)
+            hidden_states.requires_grad_(True)
+        all_hidden_states = (hidden_states,) if output_hidden_states else None
+        all_attentions = () if output_attentions else None
+        for layer in encoder.layer:
+            hidden_states, weights = layer(hidden_states, None)
+            if output_hidden_states:
+                all_hidden_states += (hidden_states,)
+            if output_attentions:
+                all_attentions += (weights,)
+        hidden_states = encoder.layernorm(hidden_states)
+        if not (output_attentions or output_hidden_states):
+            return hidden_states
+        return BaseModelOutput(last_hidden_state=hidden_states, hidden_states=all_hidden_states,
+                               attentions=all_attentions)
+
+    def add_lora(self, r: int, alpha: float, dropout: float, target_modules: list[str]) -> None:
+        """Inject peft LoRA adapters (peft's init: B = 0). ``GazeFlowModel`` then initialises them with the rest of
+        the model through ``_init_weights`` (the same scheme), which is also what initialises adapters that a
+        loaded checkpoint does not provide."""
+        from peft import LoraConfig, inject_adapter_in_model
+
+        lora_config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules))
+        inject_adapter_in_model(lora_config, self.vjepa2)
+        mark_lora_factors(self.vjepa2)
+
+    @property
+    def has_lora(self) -> bool:
+        return any("lora_" in name for name, _ in self.named_parameters())
+
+    def merge_lora(self) -> None:
+        """Fold every LoRA update into its base weight and put the plain ``nn.Linear`` back."""
+        from peft.tuners.lora import LoraLayer
+
+        for name, module in list(self.named_modules()):
+            if isinstance(module, LoraLayer):
+                module.merge()
+                parent_name, _, child_name = name.rpartition(".")
+                setattr(self.get_submodule(parent_name) if parent_name else self, child_name, module.get_base_layer())
+
+
+# ---------------------------------------------------------------------------------------------------- c_v
+class GazeFlowSpatialEncoderLayer(GradientCheckpointingLayer):
+    """One pre-norm Transformer encoder layer over the N spatial tokens of a single frame (Appendix C.1).
+
+    Returns the tokens and, with ``output_attentions``, the weights ``[B * G, H, N, N]`` (else None)."""
+
+    def __init__(self, config: GazeFlowConfig):
+        super().__init__()
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attention = GazeFlowAttention(config)
+        self.mlp_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.mlp = GazeFlowMLP(config.hidden_size, config.intermediate_size)
+
+    def forward(self, tokens: torch.Tensor,
+                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        update, weights = self.attention.self_attention(self.attention_norm(tokens),
+                                                        output_attentions=output_attentions)
+        tokens = tokens + update
+        return tokens + self.mlp(self.mlp_norm(tokens)), weights
+
+
+class GazeFlowSpatialEncoder(nn.Module):
+    """Per-frame spatial-token encoder: 2D sin-cos position encoding + pre-norm layers (Appendix C.1).
+
+    Works on each frame on its own and never mixes frames: input and output ``[B, G, N, d]``. With the output
+    flags returns a ``BaseModelOutput``: ``hidden_states`` the position-encoded input and every layer's output
+    (``num_spatial_layers + 1`` entries of ``[B * G, N, d]``, row ``b * G + g`` for group g of clip b, as the layers
+    compute them), ``attentions`` every layer's ``[B * G, H, N, N]``.
+    """
+
+    def __init__(self, config: GazeFlowConfig):
+        super().__init__()
+        self.grid_size = config.image_size // config.encoder_config.patch_size
+        self.hidden_size = config.hidden_size
+        self.register_buffer("position_encoding", self.compute_position_encoding(), persistent=False)
+        self.layers = nn.ModuleList([GazeFlowSpatialEncoderLayer(config) for _ in range(config.num_spatial_layers)])
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def compute_position_encoding(self) -> torch.Tensor:
+        """The fixed 2D sin-cos encoding (recomputed by ``_init_weights``: buffers are not saved)."""
+        return sincos_2d_position_encoding(self.grid_size, self.hidden_size)
+
+    def forward(self, tokens: torch.Tensor, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> torch.Tensor | BaseModelOutput:
+        batch, groups, num_tokens, width = tokens.shape
+        hidden = (tokens + self.position_encoding.to(tokens.dtype)).reshape(batch * groups, num_tokens, width)
+        all_hidden_states = (hidden,) if output_hidden_states else None
+        all_attentions = () if output_attentions else None
+        for layer in self.layers:
+            hidden, weights = layer(hidden, output_attentions)
+            if output_hidden_states:
+                all_hidden_states += (hidden,)
+            if output_attentions:
+                all_attentions += (weights,)
+        hidden = self.norm(hidden).view(batch, groups, num_tokens, width)
+        if not (output_attentions or output_hidden_states):
+            return hidden
+        return BaseModelOutput(last_hidden_state=hidden, hidden_states=all_hidden_states, attentions=all_attentions)
+
+
+# ---------------------------------------------------------------------------------------------------- c_task
+class GazeFlowTaskTokenBank(nn.Module):
+    """The top-down task-token bank c_task = [p; q_1..q_M] (paper Eqs. task_slots and task_bank).
+
+    Frame summaries V_bar_t are spatial means of c_v; p is their temporal mean; M learnable queries Q_task
+    cross-attend (MHCA) to the T frame summaries. Frames of one group share one summary: a softmax over T keys in
+    which every group appears g times equals the softmax over the G distinct keys, so the bank is computed on
+    groups exactly.
+
+    With ``num_task_queries=0`` only p is kept (no queries, no attention). In the causal variant the bank is
+    per frame, over frames <= t (``modeling_gazeflow_causal.causal_task_bank``), ``[B, G, M + 1, d]``.
+    Returns c_task; with ``output_attentions`` a ``BaseModelOutput`` whose ``attentions`` holds the queries'
+    weights over the G summaries, ``[B, H, M, G]`` (causal: ``[B, H, G * M, G]``, query row ``g * M + m`` is query
+    m of frame group g, masked past g).
+    """
+
+    def __init__(self, config: GazeFlowConfig):
+        super().__init__()
+        self.num_queries = config.num_task_queries
+        self.causal = config.causal
+        if self.num_queries > 0:
+            self.queries = nn.Parameter(torch.zeros(config.num_task_queries, config.hidden_size))
+            self.attention = GazeFlowAttention(config)
+
+    def forward(self, visual_tokens: torch.Tensor, output_attentions: bool = False) -> torch.Tensor | BaseModelOutput:
+        frame_summaries = visual_tokens.mean(dim=2)  # V_bar: [B, G, d]
+        weights = None
+        if self.causal:
+            task_tokens, weights = causal_task_bank(self, frame_summaries, output_attentions=output_attentions)
+        elif self.num_queries == 0:
+            task_tokens = frame_summaries.mean(dim=1, keepdim=True)  # p: [B, 1, d]
+        else:
+            pooled = frame_summaries.mean(dim=1, keepdim=True)
+            batch = visual_tokens.shape[0]
+            query = self.attention.project_query(self.queries.to(visual_tokens.dtype)).expand(batch, -1, -1, -1)
+            key, value = self.attention.project_key_value(frame_summaries)
+            task_queries, weights = self.attention.attend(query, key, value, output_attentions=output_attentions)
+            task_tokens = torch.cat([pooled, task_queries], dim=1)  # [p; q_1..q_M]: [B, M + 1, d]
+        if not output_attentions:
+            return task_tokens
+        return BaseModelOutput(last_hidden_state=task_tokens, attentions=(weights,))
+
+
+# ---------------------------------------------------------------------------------------------------- E_psi head
+@dataclass
+class GazeFlowConditionEncoderOutput(ModelOutput):
+    """Output of :class:`GazeFlowConditionEncoder`.
+
+    Args:
+        visual_tokens: c_v ``[B, G, N, d]``.
+        task_tokens: c_task ``[B, M + 1, d]`` (causal: ``[B, G, M + 1, d]``), None without the top-down path.
+        spatial_hidden_states: the spatial encoder's input and per-layer outputs, each ``[B * G, N, d]``.
+        spatial_attentions: the spatial encoder's per-layer weights, each ``[B * G, H, N, N]``.
+        task_bank_attentions: the task queries' weights over the frame summaries, ``[B, H, M, G]`` (causal:
+            ``[B, H, G * M, G]``); None without task queries.
+    """
+
+    visual_tokens: torch.FloatTensor | None = None
+    task_tokens: torch.FloatTensor | None = None
+    spatial_hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    spatial_attentions: tuple[torch.FloatTensor, ...] | None = None
+    task_bank_attentions: torch.FloatTensor | None = None
+
+
+class GazeFlowConditionEncoder(nn.Module):
+    """E_psi after the backbone: W_proj (D -> d), the spatial encoder (-> c_v) and the task bank (-> c_task)."""
+
+    def __init__(self, config: GazeFlowConfig):
+        super().__init__()
+        self.visual_projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size)
+        self.spatial_encoder = GazeFlowSpatialEncoder(config)
+        self.task_bank = GazeFlowTaskTokenBank(config) if config.uses_task_bank else None
+
+    def forward(self, encoder_tokens: torch.Tensor, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> GazeFlowConditionEncoderOutput:
+        """``encoder_tokens [B, G, N, D]`` -> c_v ``[B, G, N, d]`` and c_task (or None)."""
+        spatial = self.spatial_encoder(self.visual_projection(encoder_tokens), output_attentions, output_hidden_states)
+        if isinstance(spatial, torch.Tensor):
+            spatial = BaseModelOutput(last_hidden_state=spatial)
+        task_tokens = bank_attentions = None
+        if self.task_bank is not None:
+            task_tokens = self.task_bank(spatial.last_hidden_state, output_attentions)
+            if output_attentions:
+                task_tokens, bank_attentions = task_tokens.last_hidden_state, task_tokens.attentions[0]
+        return GazeFlowConditionEncoderOutput(
+            visual_tokens=spatial.last_hidden_state, task_tokens=task_tokens,
+            spatial_hidden_states=spatial.hidden_states, spatial_attentions=spatial.attentions,
+            task_bank_attentions=bank_attentions)
+
+
+__all__ = [
+    "GazeFlowCondition",
+    "GazeFlowVideoEncoder",
+    "GazeFlowSpatialEncoderLayer",
+    "GazeFlowSpatialEncoder",
+    "GazeFlowTaskTokenBank",
+    "GazeFlowConditionEncoderOutput",
+    "GazeFlowConditionEncoder",
+]
