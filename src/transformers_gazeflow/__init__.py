@@ -28,7 +28,8 @@ from .modeling_gazeflow import (
     GazeFlowPreTrainedModel,
 )
 from .pipeline_gazeflow import GazeFlowPipeline, GazeHeatmaps, GazePrediction
-from .sampling import FlowMatchingSampler, generate_trajectories
+from .sampling import generate_trajectories
+from .scheduling_gazeflow import DDIMScheduler, FlowMatchingScheduler, RegressionScheduler, scheduler_for
 from .streaming import point_estimate, stream_gaze
 from .windows import StreamingBlender, blend_windows, window_starts
 
@@ -62,7 +63,10 @@ __all__ = [
     "GazeFlowModelOutput",
     "GazeFlowGenerationOutput",
     "GazeFlowCondition",
-    "FlowMatchingSampler",
+    "FlowMatchingScheduler",
+    "DDIMScheduler",
+    "RegressionScheduler",
+    "scheduler_for",
     "GazeFlowStreamer",
     "GazeFlowStreamOutput",
     "generate_trajectories",

@@ -34,7 +34,7 @@ from .geometry import clamp_unit, model_to_unit
 from .modeling_gazeflow import GazeFlowModel
 from .modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
 from .modeling_gazeflow_layers import GazeFlowKeyValueCache
-from .sampling import draw_noise, sampler_for
+from .scheduling_gazeflow import draw_noise, scheduler_for
 from .validation import check_objective_sampling, check_sampling_arguments
 
 
@@ -90,7 +90,7 @@ class GazeFlowStreamer:
         self.solver = solver if solver is not None else config.solver
         check_sampling_arguments(self.num_samples, self.num_steps, self.solver)
         check_objective_sampling(config, self.num_samples, self.solver)
-        self.sampler = sampler_for(config, self.num_steps, self.solver)
+        self.scheduler = scheduler_for(config, self.num_steps, self.solver)
         self.generator = generator
         self.processor = processor
         self.context = config.num_frames  # W: frames of attention context kept
@@ -173,7 +173,7 @@ class GazeFlowStreamer:
             call += 1
             return velocity
 
-        sample = self.sampler.sample(velocity_fn, noise.to(device=device, dtype=torch.float32))
+        sample = self.scheduler.sample(velocity_fn, noise.to(device=device, dtype=torch.float32))
         trajectories = clamp_unit(model_to_unit(sample[:, :, 0].float()))
         output = GazeFlowStreamOutput(self.frame_index, trajectories, trajectories.mean(dim=1))
         self.batch_size = batch

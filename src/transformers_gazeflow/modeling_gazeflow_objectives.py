@@ -8,33 +8,29 @@ changes (paper Sections 3.2 and 4.4, Appendix F.4):
 * ``"diffusion"``: DDPM-style epsilon prediction (Ho et al. 2020) with the cosine schedule of Nichol & Dhariwal
   (2021) over ``diffusion_timesteps`` discrete steps; the network reads x_t and tau = t / diffusion_timesteps through
   the same time embedding and predicts the noise; self-conditioning feeds the clean estimate x0_hat (Chen et al.,
-  Analog Bits). Sampled with DDIM (``sampling_diffusion``).
+  Analog Bits). Sampled with DDIM.
 * ``"regression"``: a deterministic head over the same network and conditioning, predicting the trajectory
   directly from constant inputs (x = 0, s = :data:`REGRESSION_INPUT_TIME`, x1_hat = 0); masked MSE; K = 1.
 
 Every loss is ``sum(m * (prediction - target)^2) / (2 * sum(m))`` over valid frames m (blinks, untracked and padding
-frames excluded), the flow-matching normalisation.
+frames excluded), the flow-matching normalisation. The noise processes (interpolants, targets, clean estimates) are
+the scheduler's (``scheduling_gazeflow``); this module only draws, calls the network and compares. ``model`` is the
+``GazeFlowModel`` (read through ``model.config`` and ``model.velocity`` only, so this module never imports it).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from .modeling_gazeflow import GazeFlowCondition, GazeFlowModel
+from .scheduling_gazeflow import REGRESSION_INPUT_TIME, DDIMScheduler, FlowMatchingScheduler, estimate_endpoint
 
-COSINE_SCHEDULE_OFFSET = 0.008
-"""s of the cosine schedule alpha_bar(tau) = f(tau) / f(0), f(tau) = cos^2(((tau + s) / (1 + s)) pi / 2)."""
-
-MAX_BETA = 0.999
-"""Per-step betas are clipped at 0.999 (Nichol & Dhariwal), so alpha_bar stays > 0 at the last step."""
-
-REGRESSION_INPUT_TIME = 0.0
-"""The constant flow time the regression head is called with (its x and x1_hat inputs are zeros)."""
+GazeFlowModel = torch.nn.Module
+"""Annotation of the ``GazeFlowModel`` argument: only ``model.config`` and ``model.velocity`` are used."""
+GazeFlowCondition = Any
+"""Annotation of the model's ``GazeFlowCondition``, passed through to ``model.velocity``."""
 
 
 @dataclass
@@ -43,15 +39,6 @@ class ObjectiveOutput:
     prediction: torch.Tensor
     target: torch.Tensor
     time: torch.Tensor | None
-
-
-def cosine_alphas_cumprod(num_timesteps: int) -> torch.Tensor:
-    """alpha_bar_t for t = 0 .. num_timesteps - 1 of the cosine schedule (float64): betas
-    ``1 - alpha_bar(tau_{t+1}) / alpha_bar(tau_t)`` with tau_t = t / num_timesteps, clipped at :data:`MAX_BETA`."""
-    steps = torch.arange(num_timesteps + 1, dtype=torch.float64) / num_timesteps
-    f = torch.cos((steps + COSINE_SCHEDULE_OFFSET) / (1 + COSINE_SCHEDULE_OFFSET) * math.pi / 2) ** 2
-    betas = (1 - f[1:] / f[:-1]).clamp(max=MAX_BETA)
-    return torch.cumprod(1 - betas, dim=0)
 
 
 def masked_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch.Tensor) -> torch.Tensor:
@@ -77,16 +64,17 @@ def flow_matching_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze:
     noise = torch.randn(gaze.shape, generator=generator, device=rand_device).to(device=device, dtype=gaze.dtype)
     use_self_condition = bool(torch.rand((), generator=generator, device=rand_device)
                               < model.config.self_conditioning_prob)
+    scheduler = FlowMatchingScheduler(sigma_min=sigma_min)
     s = flow_time.view(batch, 1, 1)
-    sample = (1 - (1 - sigma_min) * s) * noise + s * gaze
-    target = gaze - (1 - sigma_min) * noise
+    sample = scheduler.add_noise(gaze, noise, s)
+    target = scheduler.velocity_target(gaze, noise)
 
     sample_k, time_k = sample.unsqueeze(1), flow_time.unsqueeze(1)  # K = 1 trajectory per clip
     self_condition = torch.zeros_like(sample_k)
     if use_self_condition:
         with torch.no_grad():
             first = model.velocity(sample_k, time_k, condition, self_condition)
-            self_condition = (sample_k + (1 - s.unsqueeze(1)) * first).detach()
+            self_condition = estimate_endpoint(sample_k, s.unsqueeze(1), first).detach()
     predicted = model.velocity(sample_k, time_k, condition, self_condition).squeeze(1)
     return ObjectiveOutput(masked_mse(predicted, target, valid_mask), predicted, target, flow_time)
 
@@ -103,17 +91,17 @@ def diffusion_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: tor
     noise = torch.randn(gaze.shape, generator=generator, device=rand_device).to(device=device, dtype=gaze.dtype)
     use_self_condition = bool(torch.rand((), generator=generator, device=rand_device)
                               < model.config.self_conditioning_prob)
-    alpha_bar = cosine_alphas_cumprod(num_timesteps).to(device)[timestep].to(gaze.dtype).view(batch, 1, 1)
-    sample = alpha_bar.sqrt() * gaze + (1 - alpha_bar).sqrt() * noise
-    tau = (timestep.float() / num_timesteps).unsqueeze(1)
+    scheduler = DDIMScheduler(num_timesteps=num_timesteps)
+    alpha_bar = scheduler.alpha_bar_of(timestep, gaze)
+    sample = scheduler.noised(gaze, noise, alpha_bar)
+    tau = scheduler.model_time(timestep.float()).unsqueeze(1)
 
     sample_k = sample.unsqueeze(1)
     self_condition = torch.zeros_like(sample_k)
     if use_self_condition:
         with torch.no_grad():
             first = model.velocity(sample_k, tau, condition, self_condition)
-            ab = alpha_bar.unsqueeze(1)
-            self_condition = ((sample_k - (1 - ab).sqrt() * first) / ab.sqrt()).clamp(-1, 1).detach()
+            self_condition = scheduler.clean_estimate(sample_k, first, alpha_bar.unsqueeze(1)).detach()
     predicted = model.velocity(sample_k, tau, condition, self_condition).squeeze(1)
     return ObjectiveOutput(masked_mse(predicted, noise, valid_mask), predicted, noise, tau.squeeze(1))
 
@@ -144,11 +132,7 @@ def objective_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: tor
 
 
 __all__ = [
-    "COSINE_SCHEDULE_OFFSET",
-    "MAX_BETA",
-    "REGRESSION_INPUT_TIME",
     "ObjectiveOutput",
-    "cosine_alphas_cumprod",
     "masked_mse",
     "flow_matching_loss",
     "diffusion_loss",

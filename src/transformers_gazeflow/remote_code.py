@@ -37,7 +37,7 @@ REMOTE_CODE_FILES: dict[str, str] = {
     "modeling_gazeflow_variants.py": "modeling_gazeflow_variants.py",
     "validation.py": "validation.py",
     "sampling.py": "sampling.py",
-    "sampling_diffusion.py": "sampling_diffusion.py",
+    "scheduling_gazeflow.py": "scheduling_gazeflow.py",
     "windows.py": "windows.py",
     "geometry.py": "geometry.py",
     "inference.py": "inference.py",

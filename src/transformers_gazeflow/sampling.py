@@ -1,116 +1,28 @@
-"""Sampling GazeFlow trajectories: ODE solvers, self-conditioning state, K samples, sliding windows.
+"""Sampling GazeFlow trajectories: K samples, sliding windows.
 
-The network only answers "the velocity at (x_s, s) given the condition" (:meth:`GazeFlowModel.velocity`). This
-module owns everything else (paper Algorithm 1, Appendices D.2 and D.3):
-
-* :class:`FlowMatchingSampler` integrates dx/ds = v_theta(x_s, s, c) from noise x_0 ~ N(0, I) at s = 0 to x_1
-  at s = 1 in S uniform steps; :meth:`FlowMatchingSampler.step` is a pure function of its inputs.
-* Self-conditioning: each network call also receives x1_hat, the previous call's endpoint estimate
-  x1_hat = x_s + (1 - s) v (Appendix D.2), starting from zeros.
-* :func:`generate_trajectories` encodes each window once, builds its condition once (shared by all K samples and
-  S steps), samples, and blends windows (``windows.blend_windows``).
-* :func:`sampler_for` picks the sampler of the config's ``objective``: :class:`FlowMatchingSampler` (ODE),
-  ``sampling_diffusion.DDIMSampler`` (diffusion ablation) or :class:`DirectSampler` (regression, one call).
+The network only answers "the velocity at (x_s, s) given the condition" (:meth:`GazeFlowModel.velocity`); the
+scheduler (``scheduling_gazeflow``) integrates it. This module runs windows through both (paper Algorithm 1,
+Appendix D.3): :func:`generate_trajectories` encodes each window once, builds its condition once (shared by all K
+samples and S steps), samples with the scheduler of the config's ``objective``, and blends windows
+(``windows.blend_windows``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
-from .configuration_gazeflow import SOLVERS
 from .geometry import clamp_unit, model_to_unit
-from .modeling_gazeflow_objectives import REGRESSION_INPUT_TIME
-from .sampling_diffusion import DDIMSampler
+from .scheduling_gazeflow import ModelFn, draw_noise, scheduler_for
 from .validation import check_objective_sampling, check_pixel_values, check_sampling_arguments
 from .windows import blend_windows, window_starts
 
 if TYPE_CHECKING:
     from .modeling_gazeflow import GazeFlowModel
 
-VelocityFn = Callable[[torch.Tensor, float, torch.Tensor], torch.Tensor]
-"""``velocity_fn(x_s, s, x1_hat) -> v``: all tensors ``[B, K, T, 2]`` in model coordinates, ``s`` a float."""
 
-
-def estimate_endpoint(sample: torch.Tensor, flow_time: float, velocity: torch.Tensor) -> torch.Tensor:
-    """x1_hat = x_s + (1 - s) v, the clean-trajectory estimate fed back by self-conditioning (Appendix D.2)."""
-    return sample + (1.0 - flow_time) * velocity
-
-
-@dataclass(frozen=True)
-class FlowMatchingSampler:
-    """ODE integration of the learned velocity field over S uniform steps s_i = i / S.
-
-    Solvers: ``euler`` (one network call per step, the paper's), ``heun`` (explicit trapezoid, two calls) and
-    ``midpoint`` (two calls). The sampler holds no state between steps: :meth:`step` maps
-    (x, x1_hat, s, s_next) to the next (x, x1_hat).
-    """
-
-    num_steps: int
-    solver: str = "euler"
-
-    def __post_init__(self) -> None:
-        check_sampling_arguments(1, self.num_steps, self.solver)
-
-    @property
-    def calls_per_step(self) -> int:
-        return 1 if self.solver == "euler" else 2
-
-    def timesteps(self) -> list[float]:
-        return [i / self.num_steps for i in range(self.num_steps + 1)]
-
-    def step(self, velocity_fn: VelocityFn, sample: torch.Tensor, self_condition: torch.Tensor, flow_time: float,
-             next_time: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """One step from s = ``flow_time`` to ``next_time``; returns the new sample and self-conditioning input."""
-        dt = next_time - flow_time
-        velocity = velocity_fn(sample, flow_time, self_condition)
-        endpoint = estimate_endpoint(sample, flow_time, velocity)
-        if self.solver == "euler":
-            return sample + dt * velocity, endpoint
-        if self.solver == "heun":
-            predicted = sample + dt * velocity
-            corrected_velocity = velocity_fn(predicted, next_time, endpoint)
-            return (sample + dt * 0.5 * (velocity + corrected_velocity),
-                    estimate_endpoint(predicted, next_time, corrected_velocity))
-        middle_time = flow_time + 0.5 * dt
-        middle = sample + 0.5 * dt * velocity
-        middle_velocity = velocity_fn(middle, middle_time, endpoint)
-        return sample + dt * middle_velocity, estimate_endpoint(middle, middle_time, middle_velocity)
-
-    def sample(self, velocity_fn: VelocityFn, noise: torch.Tensor) -> torch.Tensor:
-        """Integrate from x_0 = ``noise`` to x_1; self-conditioning starts from zeros (Appendix D.2)."""
-        sample, self_condition = noise, torch.zeros_like(noise)
-        times = self.timesteps()
-        for flow_time, next_time in zip(times[:-1], times[1:]):
-            sample, self_condition = self.step(velocity_fn, sample, self_condition, flow_time, next_time)
-        return sample
-
-
-@dataclass(frozen=True)
-class DirectSampler:
-    """The regression head's "sampler": one network call at x = 0, s = REGRESSION_INPUT_TIME, x1_hat = 0; the noise
-    only gives the shape (K = 1)."""
-
-    calls_per_step = 1
-
-    def sample(self, velocity_fn: VelocityFn, noise: torch.Tensor) -> torch.Tensor:
-        zeros = torch.zeros_like(noise)
-        return velocity_fn(zeros, REGRESSION_INPUT_TIME, zeros)
-
-
-def sampler_for(config, num_steps: int, solver: str) -> FlowMatchingSampler | DDIMSampler | DirectSampler:
-    """The sampler of ``config.objective`` with S = ``num_steps`` (and the ODE ``solver`` for flow matching)."""
-    if config.objective == "diffusion":
-        return DDIMSampler(num_steps, config.diffusion_timesteps)
-    if config.objective == "regression":
-        return DirectSampler()
-    return FlowMatchingSampler(num_steps, solver)
-
-
-def cached_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int) -> VelocityFn:
+def cached_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int) -> ModelFn:
     """The fast path: the condition (c_v, c_task and every block's keys/values) is built once per clip here and
     reused by every call, for all K samples at once (never copied K times)."""
     condition = model.build_condition(encoder_hidden_states, num_frames)
@@ -122,7 +34,7 @@ def cached_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Tensor
 
 
 def recompute_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int,
-                          num_samples: int) -> VelocityFn:
+                          num_samples: int) -> ModelFn:
     """The plain reference path, as the paper counts it (~100 GFLOPs per call): every call repeats the encoder
     tokens K times and recomputes W_proj, the per-frame spatial encoder, the task bank and all keys/values."""
     repeated = encoder_hidden_states.repeat_interleave(num_samples, dim=0)
@@ -137,12 +49,6 @@ def recompute_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Ten
     return velocity_fn
 
 
-def draw_noise(shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
-    """x_0 ~ N(0, I), drawn on the generator's device (so a seed means the same noise anywhere), then moved."""
-    draw_device = generator.device if generator is not None else device
-    return torch.randn(shape, generator=generator, device=draw_device, dtype=torch.float32).to(device)
-
-
 def sample_window(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int, noise: torch.Tensor,
                   num_steps: int, solver: str, use_condition_cache: bool = True) -> torch.Tensor:
     """Trajectories ``[B, K, T, 2]`` in model coordinates for one window's encoder tokens and noise ``[B, K, T, 2]``."""
@@ -150,7 +56,7 @@ def sample_window(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num
         velocity_fn = cached_velocity_fn(model, encoder_hidden_states, num_frames)
     else:
         velocity_fn = recompute_velocity_fn(model, encoder_hidden_states, num_frames, noise.shape[1])
-    return sampler_for(model.config, num_steps, solver).sample(velocity_fn, noise)
+    return scheduler_for(model.config, num_steps, solver).sample(velocity_fn, noise)
 
 
 def pad_window(frames: torch.Tensor, length: int) -> torch.Tensor:
@@ -219,14 +125,8 @@ def generate_trajectories(
 
 
 __all__ = [
-    "SOLVERS",
-    "FlowMatchingSampler",
-    "DirectSampler",
-    "sampler_for",
-    "estimate_endpoint",
     "cached_velocity_fn",
     "recompute_velocity_fn",
-    "draw_noise",
     "sample_window",
     "pad_window",
     "generate_trajectories",

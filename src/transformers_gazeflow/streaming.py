@@ -30,7 +30,8 @@ import numpy as np
 import torch
 
 from .geometry import clamp_unit, model_to_unit
-from .sampling import draw_noise, pad_window, sample_window
+from .sampling import pad_window, sample_window
+from .scheduling_gazeflow import draw_noise
 from .validation import check_sampling_arguments
 from .windows import StreamingBlender
 
