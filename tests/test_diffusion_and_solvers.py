@@ -69,9 +69,11 @@ def test_diffusion_loss_is_epsilon_prediction_on_the_cosine_schedule():
     pixels = torch.randn(2, 8, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     gaze = unit_to_model(torch.rand(2, 8, 2, generator=torch.Generator().manual_seed(1)))
     out = model(pixel_values_videos=pixels, gaze=gaze, generator=torch.Generator().manual_seed(3))
-    generator = torch.Generator().manual_seed(3)
-    timestep = torch.randint(0, 1000, (2,), generator=generator)
-    noise = torch.randn(2, 8, 2, generator=generator)
+    # each example draws t, then eps, from its own stream, spawned from the generator one seed at a time
+    parent = torch.Generator().manual_seed(3)
+    streams = [torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=parent))) for _ in range(2)]
+    timestep = torch.cat([torch.randint(0, 1000, (1,), generator=g) for g in streams])
+    noise = torch.stack([torch.randn(8, 2, generator=g) for g in streams])
     assert torch.equal(out.target_velocity, noise)
     assert torch.allclose(out.flow_time, timestep / 1000)
     alpha_bar = cosine_alphas_cumprod(1000)[timestep].float().view(2, 1, 1)

@@ -16,17 +16,25 @@ constants.
 | DDIM (Song et al. 2021, eta = 0) and its x_t, clean estimate | Appendix F.4 | :class:`DDIMScheduler` |
 | the regression head's constant inputs | Section 4.4 | :data:`REGRESSION_INPUT_TIME`, :class:`RegressionScheduler` |
 | x_0 ~ N(0, I) at inference | Algorithm 1 | :func:`draw_noise` |
+| training draws: s (or t), x_0, the self-conditioning coin | Algorithm 1, Appendix D.2 | :func:`draw_training_noise` |
 
 Every ``step`` is pure: it maps (x, x1_hat, time, next time) to the next (x, x1_hat) and holds no state. A step can
 take a ``project(x, time)`` callback, applied to every state the network is evaluated at: the windowed engine
 uses it to hold frames that a previous window already sampled at their noised value (coherent windows, the
 replacement method); ``project=None`` is the plain ODE.
+
+**Training randomness** (:func:`example_generators`, :func:`draw_training_noise`): every example draws its time,
+its noise and its self-conditioning coin from its own random stream, in that order, so a clip's loss never depends
+on what it is batched with. The streams come from a list of generators (one per example), or are spawned from one
+generator (example i's stream is seeded by the i-th of B seeds drawn from it one by one), or, with no generator,
+from the global RNG in training and from a fixed seed (:data:`EVAL_NOISE_SEED`) in eval mode, so that an
+``eval()`` forward gives the same loss on every call and leaves the global RNG untouched.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -49,6 +57,12 @@ MAX_BETA = 0.999
 
 REGRESSION_INPUT_TIME = 0.0
 """The constant flow time the regression head is called with (its x and x1_hat inputs are zeros)."""
+
+EVAL_NOISE_SEED = 0
+"""Seed of the training draws of a forward pass in eval mode without a generator (a deterministic loss)."""
+
+_SEED_BOUND = 2**62
+
 
 def _check_steps(num_steps: int, solver: str = "euler") -> None:
     if not isinstance(num_steps, int) or isinstance(num_steps, bool) or num_steps < 1:
@@ -258,12 +272,75 @@ def draw_noise(shape: tuple[int, ...], generator: torch.Generator | None, device
     return torch.randn(shape, generator=generator, device=draw_device, dtype=torch.float32).to(device)
 
 
+GeneratorArgument = torch.Generator | Sequence[torch.Generator] | None
+"""What ``forward(generator=...)`` takes: one generator, one per example, or None."""
+
+
+def example_generators(generator: GeneratorArgument, batch_size: int, deterministic: bool) -> list[torch.Generator]:
+    """One random stream per example (see the module docstring).
+
+    ``generator``: a list of ``batch_size`` generators (used as given), one generator (B child streams are spawned
+    from it: child i is seeded by its i-th draw), or None: the global RNG spawns them, or, with ``deterministic``
+    (eval mode), a generator seeded with :data:`EVAL_NOISE_SEED` does.
+    """
+    if isinstance(generator, (list, tuple)):
+        if len(generator) != batch_size or not all(isinstance(g, torch.Generator) for g in generator):
+            raise ValueError(f"`generator` must be a torch.Generator or a list of one per example ({batch_size}), got "
+                             f"a list of {len(generator)}")
+        return list(generator)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"`generator` must be a torch.Generator, a list of them or None, got {type(generator)}")
+    parent = generator
+    if parent is None and deterministic:
+        parent = torch.Generator().manual_seed(EVAL_NOISE_SEED)
+    device = parent.device if parent is not None else torch.device("cpu")
+    seeds = [int(torch.randint(_SEED_BOUND, (1,), generator=parent, device=device)) for _ in range(batch_size)]
+    return [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
+
+
+@dataclass
+class TrainingNoise:
+    """One batch's training draws, each example's from its own stream.
+
+    Attributes:
+        time: ``[B]`` float32: s ~ U(0, 1) for flow matching; the integer timestep t ~ U{0 .. N - 1} for diffusion.
+        noise: ``[B, T, 2]``, x_0 (flow matching) or eps (diffusion) ~ N(0, I).
+        self_condition: ``[B]`` bool, the coin: this example's second pass reads the first pass's estimate.
+    """
+
+    time: torch.Tensor
+    noise: torch.Tensor
+    self_condition: torch.Tensor
+
+
+def draw_training_noise(shape: tuple[int, int, int], generators: list[torch.Generator], self_conditioning_prob: float,
+                        device: torch.device, dtype: torch.dtype, num_timesteps: int | None = None) -> TrainingNoise:
+    """Each example draws, from its own generator and in this order: its time (s ~ U(0, 1), or with
+    ``num_timesteps`` an integer t ~ U{0 .. N - 1}), its noise ``[T, 2]`` and its coin u ~ U(0, 1) (self-conditioning
+    when u < ``self_conditioning_prob``)."""
+    batch, frames, width = shape
+    times, noises, coins = [], [], []
+    for g in generators:
+        if num_timesteps is None:
+            times.append(torch.rand(1, generator=g, device=g.device))
+        else:
+            times.append(torch.randint(0, num_timesteps, (1,), generator=g, device=g.device))
+        noises.append(torch.randn(frames, width, generator=g, device=g.device))
+        coins.append(torch.rand(1, generator=g, device=g.device))
+    time = torch.cat(times).to(device)
+    if num_timesteps is None:
+        time = time.float()
+    return TrainingNoise(time=time, noise=torch.stack(noises).to(device=device, dtype=dtype),
+                         self_condition=torch.cat(coins).to(device) < self_conditioning_prob)
+
+
 __all__ = [
     "ModelFn",
     "Projection",
     "COSINE_SCHEDULE_OFFSET",
     "MAX_BETA",
     "REGRESSION_INPUT_TIME",
+    "EVAL_NOISE_SEED",
     "estimate_endpoint",
     "FlowMatchingScheduler",
     "cosine_alphas_cumprod",
@@ -273,4 +350,8 @@ __all__ = [
     "Scheduler",
     "scheduler_for",
     "draw_noise",
+    "GeneratorArgument",
+    "example_generators",
+    "TrainingNoise",
+    "draw_training_noise",
 ]
