@@ -25,7 +25,7 @@ from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.inference import autocast_context, prepare_for_inference, set_encoder_attention
-from transformers_gazeflow.sampling import sample_window
+from transformers_gazeflow.windowed_engine import sample_window
 from transformers_gazeflow.scheduling_gazeflow import draw_noise
 
 PAPER_KS_GRID_SECONDS = {  # Table ks_grid, time per 64-frame clip on one H100 (encoder included)

@@ -27,7 +27,7 @@ import torch
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.sampling import sample_window
+from transformers_gazeflow.windowed_engine import sample_window
 from transformers_gazeflow.scheduling_gazeflow import FlowMatchingScheduler, draw_noise
 
 SIGMA_MIN, SIGMA = 1e-3, 0.4

@@ -81,3 +81,23 @@ def test_blend_of_identical_windows_is_the_identity():
 def test_blend_cuts_a_short_single_window_back():
     values = torch.arange(64.0)
     assert torch.equal(blend_windows([values], [0], 10, frame_dim=0), torch.arange(10.0))
+
+
+def test_last_frame_padding_rule_for_tensors_and_arrays():
+    from transformers_gazeflow.schema import pad_last_frame
+
+    frames = torch.arange(6.0).view(1, 3, 2)
+    padded = pad_last_frame(frames, 5)
+    assert padded.shape == (1, 5, 2) and torch.equal(padded[0, 3:], frames[0, 2:].expand(2, 2))
+    assert pad_last_frame(frames, 3) is frames and pad_last_frame(frames, 2) is frames
+    array = np.arange(6).reshape(3, 2)
+    assert np.array_equal(pad_last_frame(array, 4, axis=0), [[0, 1], [2, 3], [4, 5], [4, 5]])
+
+
+def test_point_estimate_is_the_mean_of_the_samples():
+    from transformers_gazeflow.schema import point_estimate
+
+    samples = np.array([[[0.0, 0.2]], [[1.0, 0.4]]])  # [K=2, T=1, 2]
+    assert np.allclose(point_estimate(samples), [[0.5, 0.3]])
+    batched = torch.from_numpy(samples)[None]  # [B=1, K, T, 2]
+    assert torch.allclose(point_estimate(batched, sample_axis=1), torch.tensor([[[0.5, 0.3]]], dtype=torch.float64))

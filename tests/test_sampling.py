@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from transformers_gazeflow import FlowMatchingScheduler, GazeFlowConfig, GazeFlowModel, model_to_unit
-from transformers_gazeflow.sampling import generate_trajectories, sample_window
+from transformers_gazeflow.windowed_engine import generate_trajectories, sample_window
 from transformers_gazeflow.scheduling_gazeflow import draw_noise
 
 

@@ -9,10 +9,10 @@ the functions that need them.
 from transformers import AutoConfig, AutoModel
 from transformers.pipelines import PIPELINE_REGISTRY
 
-from .causal_streaming import GazeFlowStreamer, GazeFlowStreamOutput
+from .online_streaming import GazeFlowStreamer, GazeFlowStreamOutput
 from .configuration_gazeflow import GazeFlowConfig
 from .data.collator import GazeFlowDataCollator
-from .schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from .schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, point_estimate
 from .data.loading import ClipDroppedError, available_builders, gaze_builder, gaze_example_features, load_gaze_dataset
 from .data.processing import GazeFlowVideoProcessor
 from .data.synthetic import SyntheticGazeSettings
@@ -28,9 +28,8 @@ from .modeling_gazeflow import (
     GazeFlowPreTrainedModel,
 )
 from .pipeline_gazeflow import GazeFlowPipeline, GazeHeatmaps, GazePrediction
-from .sampling import generate_trajectories
 from .scheduling_gazeflow import DDIMScheduler, FlowMatchingScheduler, RegressionScheduler, scheduler_for
-from .streaming import point_estimate, stream_gaze
+from .windowed_engine import GazeChunk, generate_trajectories, stream_gaze
 from .windows import StreamingBlender, blend_windows, window_starts
 
 __version__ = "0.1.0.dev0"
@@ -100,6 +99,7 @@ __all__ = [
     "GazePrediction",
     "GazeHeatmaps",
     "stream_gaze",
+    "GazeChunk",
     "point_estimate",
     "default_model_path",
     "default_model_available",

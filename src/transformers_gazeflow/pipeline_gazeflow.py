@@ -11,7 +11,7 @@ out["points_px"]  # [T, 2] point estimate per frame (the mean of the K samples),
 
 Inputs: a video file (anything PyAV opens), a ``[T, H, W, 3]`` uint8 array or tensor (grayscale ``[T, H, W]`` too),
 or a list of PIL images; for in-memory frames pass ``fps=`` (30 when not given). Long videos stream window by
-window through decode -> processor -> encoder -> sampler -> blend (:mod:`transformers_gazeflow.streaming`), so
+window through decode -> processor -> encoder -> sampler -> blend (:mod:`transformers_gazeflow.windowed_engine`), so
 memory does not grow with the video's length; only the small per-frame outputs are collected. Heatmaps are
 rendered on demand (:class:`GazeHeatmaps`), never held for the whole video.
 """
@@ -33,7 +33,8 @@ from .data.video import VideoDecodeError, iter_frames, probe_video
 from .geometry import unit_to_pixels
 from .hub import load_video_processor
 from .inference import prepare_for_inference
-from .streaming import GazeChunk, point_estimate, stream_gaze
+from .schema import point_estimate
+from .windowed_engine import GazeChunk, sampling_settings, stream_gaze
 
 logger = logging.getLogger(__name__)
 
@@ -274,15 +275,13 @@ class GazeFlowPipeline(Pipeline):
         return {"source": open_video_source(inputs, fps=fps, start_frame=start_frame, end_frame=end_frame)}
 
     def _sampling_settings(self, num_samples: int | None, num_steps: int | None, solver: str | None) -> dict[str, Any]:
-        config = self.model.config
-        return dict(num_samples=num_samples if num_samples is not None else config.num_samples,
-                    num_steps=num_steps if num_steps is not None else config.num_steps,
-                    solver=solver if solver is not None else config.solver)
+        settings = sampling_settings(self.model.config, num_samples, num_steps, solver)
+        return dict(num_samples=settings.num_samples, num_steps=settings.num_steps, solver=settings.solver)
 
     def stream_chunks(self, source: VideoSource, num_samples: int | None = None, num_steps: int | None = None,
                       solver: str | None = None, seed: int | None = None,
                       keep_frames: bool = False) -> Iterator[GazeChunk]:
-        """Stream a source through the model: finished :class:`~transformers_gazeflow.streaming.GazeChunk` s in
+        """Stream a source through the model: finished :class:`~transformers_gazeflow.windowed_engine.GazeChunk` s in
         order (with their raw frames when ``keep_frames``), for callers that consume frames as they come."""
         generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         settings = self._sampling_settings(num_samples, num_steps, solver)
