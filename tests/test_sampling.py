@@ -111,7 +111,7 @@ def test_sliding_windows_on_a_150_frame_video(model):
 
 def test_windows_are_blended_not_overwritten(model):
     pixels = torch.randn(1, 12, 3, 32, 32, generator=torch.Generator().manual_seed(4))
-    kwargs = dict(num_samples=2, num_steps=2)
+    kwargs = dict(num_samples=2, num_steps=2, window_mode="blend")
     both = model.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), **kwargs)
     generator = torch.Generator().manual_seed(0)
     first_noise = draw_noise((1, 2, 8, 2), generator, torch.device("cpu"))

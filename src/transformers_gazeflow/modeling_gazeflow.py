@@ -507,6 +507,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         generator: torch.Generator | None = None,
         window_batch_size: int = 8,
         return_dict: bool | None = None,
+        window_mode: str | None = None,
     ) -> GazeFlowGenerationOutput | tuple:
         """Sample K gaze trajectories per clip with S ODE steps (paper Algorithm 1, Appendices D.2-D.3); with
         ``objective="diffusion"`` S DDIM steps, with ``objective="regression"`` one direct prediction (K = 1).
@@ -520,6 +521,9 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             num_samples, num_steps, solver: K, S and the ODE solver (defaults from the config).
             generator: a ``torch.Generator`` for the initial noise: the same seed gives the same samples.
             window_batch_size: windows encoded and sampled together.
+            window_mode: ``"coherent"`` (each window sampled conditioned on the frames it shares with the previous
+                one: every sample is one continuous trajectory) or ``"blend"`` (the paper's independent windows with
+                a linear blend); default from the config (see ``windowed_engine``).
         """
         from .windowed_engine import generate_trajectories
 
@@ -527,7 +531,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         sampled = generate_trajectories(
             self, pixel_values_videos=pixel_values_videos, encoder_hidden_states=encoder_hidden_states,
             num_samples=num_samples, num_steps=num_steps, solver=solver, generator=generator,
-            window_batch_size=window_batch_size,
+            window_batch_size=window_batch_size, window_mode=window_mode,
         )
         output = GazeFlowGenerationOutput(trajectories=sampled.trajectories, mean=sampled.mean)
         return output if return_dict else output.to_tuple()

@@ -204,7 +204,8 @@ def _checked_frames(source: VideoSource) -> Iterator[np.ndarray]:
 class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
-    Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver`` (defaults from the model's config),
+    Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver``, ``window_mode`` (``"coherent"`` or
+    ``"blend"``, see ``windowed_engine``; defaults from the model's config),
     ``seed`` (noise seed; the same seed gives the same samples), ``return_heatmaps`` (attach a lazy
     :class:`GazeHeatmaps`), ``heatmap_sigma`` (px, default ``config.heatmap_sigma``), ``start_frame`` /
     ``end_frame`` (frame range, end exclusive) and ``fps`` (in-memory frames). ``device`` is chosen when the
@@ -232,14 +233,15 @@ class GazeFlowPipeline(Pipeline):
     def _sanitize_parameters(self, num_samples: int | None = None, num_steps: int | None = None,
                              solver: str | None = None, seed: int | None = None, return_heatmaps: bool | None = None,
                              heatmap_sigma: float | None = None, start_frame: int | None = None,
-                             end_frame: int | None = None, fps: float | None = None, **unknown):
+                             end_frame: int | None = None, fps: float | None = None, window_mode: str | None = None,
+                             **unknown):
         if unknown:
             raise TypeError(f"egocentric-gaze: unknown parameter(s) {sorted(unknown)}; known: num_samples, num_steps, "
-                            "solver, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps")
+                            "solver, window_mode, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps")
         preprocess = {k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items()
                       if v is not None}
         forward = {k: v for k, v in dict(num_samples=num_samples, num_steps=num_steps, solver=solver,
-                                         seed=seed).items() if v is not None}
+                                         window_mode=window_mode, seed=seed).items() if v is not None}
         postprocess = {k: v for k, v in dict(return_heatmaps=return_heatmaps, heatmap_sigma=heatmap_sigma).items()
                        if v is not None}
         return preprocess, forward, postprocess
@@ -274,25 +276,29 @@ class GazeFlowPipeline(Pipeline):
                    end_frame: int | None = None) -> dict[str, VideoSource]:
         return {"source": open_video_source(inputs, fps=fps, start_frame=start_frame, end_frame=end_frame)}
 
-    def _sampling_settings(self, num_samples: int | None, num_steps: int | None, solver: str | None) -> dict[str, Any]:
-        settings = sampling_settings(self.model.config, num_samples, num_steps, solver)
-        return dict(num_samples=settings.num_samples, num_steps=settings.num_steps, solver=settings.solver)
+    def _sampling_settings(self, num_samples: int | None, num_steps: int | None, solver: str | None,
+                           window_mode: str | None = None) -> dict[str, Any]:
+        settings = sampling_settings(self.model.config, num_samples, num_steps, solver, window_mode)
+        return dict(num_samples=settings.num_samples, num_steps=settings.num_steps, solver=settings.solver,
+                    window_mode=settings.window_mode)
 
     def stream_chunks(self, source: VideoSource, num_samples: int | None = None, num_steps: int | None = None,
                       solver: str | None = None, seed: int | None = None,
-                      keep_frames: bool = False) -> Iterator[GazeChunk]:
+                      keep_frames: bool = False, window_mode: str | None = None) -> Iterator[GazeChunk]:
         """Stream a source through the model: finished :class:`~transformers_gazeflow.windowed_engine.GazeChunk` s in
         order (with their raw frames when ``keep_frames``), for callers that consume frames as they come."""
         generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
-        settings = self._sampling_settings(num_samples, num_steps, solver)
+        settings = self._sampling_settings(num_samples, num_steps, solver, window_mode)
         yield from stream_gaze(self.model, self.video_processor, _checked_frames(source), generator=generator,
                                keep_frames=keep_frames, **settings)  # stream_gaze runs without autograd
 
     def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
-                 num_steps: int | None = None, solver: str | None = None, seed: int | None = None) -> dict[str, Any]:
+                 num_steps: int | None = None, solver: str | None = None, seed: int | None = None,
+                 window_mode: str | None = None) -> dict[str, Any]:
         source = model_inputs["source"]
-        pieces = [chunk.trajectories for chunk in self.stream_chunks(source, num_samples, num_steps, solver, seed)]
-        settings = self._sampling_settings(num_samples, num_steps, solver)
+        pieces = [chunk.trajectories for chunk in self.stream_chunks(source, num_samples, num_steps, solver, seed,
+                                                                     window_mode=window_mode)]
+        settings = self._sampling_settings(num_samples, num_steps, solver, window_mode)
         return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, **settings}
 
     def postprocess(self, model_outputs: dict[str, Any], return_heatmaps: bool = False,

@@ -21,9 +21,30 @@ change them. Two sources feed it:
 The noise of window i is the i-th draw of shape ``[B, K, W, 2]`` from the generator, so results do not depend on how
 windows are batched or whether they are streamed (streamed trajectories equal ``generate``'s, tested), and a clip of
 one window draws exactly what a single-window call draws. A clip shorter than ``W`` is padded by repeating its last
-frame (``schema.pad_last_frame``) and cut back. Window predictions are stitched by the linear overlap blend
-(``windows.StreamingBlender``), then :func:`to_unit_predictions` converts to unit coordinates, clamps into the frame
-and takes the point estimate (``schema.point_estimate``): one function for every path.
+frame (``schema.pad_last_frame``) and cut back. Windows are stitched by ``windows.StreamingBlender``, then
+:func:`to_unit_predictions` converts to unit coordinates, clamps into the frame and takes the point estimate
+(``schema.point_estimate``): one function for every path.
+
+**Joining windows** (``window_mode``):
+
+* ``"blend"`` (the paper's Appendix E.3): windows are sampled independently and sample k of window i is ramped
+  linearly into sample k of window i + 1 over their overlap. The two are unrelated draws, so the ramp manufactures
+  motion (issue 13: median step 2.3x human on 64-frame clips against 1.3x for windows sampled alone).
+* ``"coherent"`` (the default; beyond the paper): window i + 1 is sampled *conditioned on* the L frames it shares
+  with the frames already sampled, by the replacement method (Song et al. 2021, "Score-Based Generative Modeling
+  through SDEs", Appendix I.2, imputation; Ho et al. 2022, "Video Diffusion Models", Section 3.1, extending a video),
+  carried over to the flow's probability path: at every network evaluation of every ODE step at time s, the overlap
+  frames of x_s are set to the interpolant of the already-sampled trajectory g_prev with the *same* noise,
+  x_s = (1 - (1 - sigma_min) s) x_0 + s g_prev (``FlowMatchingScheduler.add_noise``; DDIM: its own x_t), the new
+  window's noise on the overlap frames being the noise those frames were sampled from; and their self-conditioning
+  input, the network's estimate of the clean trajectory, is g_prev itself (known there). Sample k of window i + 1
+  then continues sample k of window i: on the overlap the new window's own output agrees with g_prev up to the
+  network's error (with the bundled model, 4.5 px mean distance on 128x96 clips, against 13.5 px between independent
+  windows), and the two are joined by the same linear ramp as in blend mode. Each of the K samples is one continuous
+  trajectory through the whole video. Windows of a clip are sampled one after the other (window i + 1 needs window
+  i); encoding stays batched, and clips and the K samples are batched together. The regression head reads no state,
+  so its windows are only ramped. (Keeping g_prev over the whole overlap instead of ramping left a jump where the
+  new frames begin: 7 px median at the bundled model's window boundaries against 1.6 px inside windows.)
 """
 
 from __future__ import annotations
@@ -38,7 +59,8 @@ from torch import nn
 
 from .geometry import clamp_unit, model_to_unit
 from .schema import pad_last_frame, point_estimate
-from .scheduling_gazeflow import ModelFn, draw_noise, scheduler_for
+from .scheduling_gazeflow import ModelFn, RegressionScheduler, draw_noise, scheduler_for
+from .configuration_gazeflow import WINDOW_MODES
 from .validation import check_objective_sampling, check_pixel_values, check_sampling_arguments
 from .windows import StreamingBlender, window_starts
 
@@ -54,24 +76,28 @@ shorter than a window, padded here)."""
 # ---------------------------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
 class SamplingSettings:
-    """K, S and the ODE solver of one sampling call, after the config's defaults are applied and checked."""
+    """K, S, the ODE solver and the window mode of one sampling call, after the config's defaults are applied."""
 
     num_samples: int
     num_steps: int
     solver: str
+    window_mode: str = "coherent"
 
 
 def sampling_settings(config, num_samples: int | None = None, num_steps: int | None = None,
-                      solver: str | None = None) -> SamplingSettings:
+                      solver: str | None = None, window_mode: str | None = None) -> SamplingSettings:
     """The settings of a sampling call: each argument left at None takes the config's default (``num_samples``,
-    ``num_steps``, ``solver``); all are checked against the config's objective."""
+    ``num_steps``, ``solver``, ``window_mode``); all are checked against the config's objective."""
     settings = SamplingSettings(
         num_samples=num_samples if num_samples is not None else config.num_samples,
         num_steps=num_steps if num_steps is not None else config.num_steps,
         solver=solver if solver is not None else config.solver,
+        window_mode=window_mode if window_mode is not None else getattr(config, "window_mode", "coherent"),
     )
     check_sampling_arguments(settings.num_samples, settings.num_steps, settings.solver)
     check_objective_sampling(config, settings.num_samples, settings.solver)
+    if settings.window_mode not in WINDOW_MODES:
+        raise ValueError(f"`window_mode` must be one of {WINDOW_MODES}, got {settings.window_mode!r}")
     return settings
 
 
@@ -104,14 +130,33 @@ def recompute_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Ten
 
 
 def sample_window(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int, noise: torch.Tensor,
-                  num_steps: int, solver: str, use_condition_cache: bool = True) -> torch.Tensor:
+                  num_steps: int, solver: str, use_condition_cache: bool = True,
+                  known: torch.Tensor | None = None) -> torch.Tensor:
     """Trajectories ``[B, K, T, 2]`` in model coordinates for one window's encoder tokens and noise ``[B, K, T, 2]``,
-    by the scheduler of the config's objective."""
+    by the scheduler of the config's objective.
+
+    ``known`` ``[B, K, L, 2]``: the window's first L frames are already sampled (coherent windows). Every state the
+    network reads holds them at their noised value under the window's own noise, ``scheduler.add_noise(known,
+    noise[:, :, :L], time)`` (the replacement method), and their self-conditioning input is their clean value (what
+    x1_hat estimates, known here); see the module docstring.
+    """
     if use_condition_cache:
         velocity_fn = cached_velocity_fn(model, encoder_hidden_states, num_frames)
     else:
         velocity_fn = recompute_velocity_fn(model, encoder_hidden_states, num_frames, noise.shape[1])
-    return scheduler_for(model.config, num_steps, solver).sample(velocity_fn, noise)
+    scheduler = scheduler_for(model.config, num_steps, solver)
+    if known is None or known.shape[2] == 0 or isinstance(scheduler, RegressionScheduler):
+        return scheduler.sample(velocity_fn, noise)  # (the regression head reads no state: nothing to condition)
+    overlap = known.shape[2]
+    known_noise = noise[:, :, :overlap]
+
+    def project(sample: torch.Tensor, time: float | int) -> torch.Tensor:
+        return torch.cat([scheduler.add_noise(known, known_noise, time), sample[:, :, overlap:]], dim=2)
+
+    def conditioned_fn(sample: torch.Tensor, time: float, self_condition: torch.Tensor) -> torch.Tensor:
+        return velocity_fn(sample, time, torch.cat([known, self_condition[:, :, overlap:]], dim=2))
+
+    return scheduler.sample(conditioned_fn, noise, project)
 
 
 # ---------------------------------------------------------------------------------------------------- the loop
@@ -147,13 +192,18 @@ def iter_window_predictions(model: GazeFlowModel, windows: Iterable[Sequence[Win
     """Sample and stitch windows, yielding finished frames in order (together they cover the clip once).
 
     ``windows`` yields batches of windows in order of their starts (as ``window_starts`` gives them), each window
-    ``(first frame, frames [B, n, 3, S, S])``; a batch is encoded and sampled together. The clip ends with the last
-    window's last frame.
+    ``(first frame, frames [B, n, 3, S, S])``; a batch is encoded together, and sampled together in ``blend`` mode
+    (one after the other, each conditioned on the frames before it, in ``coherent`` mode). The clip ends with the
+    last window's last frame.
     """
     config = model.config
     window = config.num_frames
     device = next(model.parameters()).device
-    blender = StreamingBlender(frame_dim=2)  # window values [B, K, W, 2], model coordinates
+    coherent = settings.window_mode == "coherent"
+    # window values [B, K, W, 2], model coordinates, ramped over overlaps; for coherent windows also the noise each
+    # frame was sampled from (a later window's overlap frames reuse it)
+    blender = StreamingBlender(frame_dim=2)
+    noise_of_frames = StreamingBlender(frame_dim=2, mode="keep") if coherent else None
     clip_end = 0
 
     def finished(start: int, values: torch.Tensor) -> SampledFrames:
@@ -164,16 +214,35 @@ def iter_window_predictions(model: GazeFlowModel, windows: Iterable[Sequence[Win
         clips = batch[0][1].shape[0]
         frames = torch.cat([pad_last_frame(clip, window) for _, clip in batch]).to(device)
         encoder_tokens = model.encode_video(frames)
-        noise = torch.cat([draw_noise((clips, settings.num_samples, window, 2), generator, device) for _ in batch])
-        sampled = sample_window(model, encoder_tokens, window, noise, settings.num_steps, settings.solver,
-                                use_condition_cache)
-        for (start, clip), values in zip(batch, sampled.split(clips)):
+        noises = [draw_noise((clips, settings.num_samples, window, 2), generator, device) for _ in batch]
+        if not coherent:  # independent windows: sampled together
+            sampled = sample_window(model, encoder_tokens, window, torch.cat(noises), settings.num_steps,
+                                    settings.solver, use_condition_cache).split(clips)
+        for index, ((start, clip), noise) in enumerate(zip(batch, noises)):
+            if coherent:  # each window conditioned on the frames stitched so far, the previous ones included
+                values = sample_coherent_window(model, encoder_tokens[index * clips:(index + 1) * clips], noise,
+                                                settings, use_condition_cache, blender, noise_of_frames, start)
+            else:
+                values = sampled[index]
             clip_end = max(clip_end, start + clip.shape[1])
             emitted = blender.emitted
             piece = blender.push(values, start)
             if piece is not None:
                 yield finished(emitted, piece)
     yield finished(blender.emitted, blender.finish(clip_end))
+
+
+def sample_coherent_window(model: GazeFlowModel, encoder_tokens: torch.Tensor, noise: torch.Tensor,
+                           settings: SamplingSettings, use_condition_cache: bool, stitched: StreamingBlender,
+                           noise_of_frames: StreamingBlender, start: int) -> torch.Tensor:
+    """One coherent window starting at ``start``: its overlap with the frames stitched so far (``stitched``) is known,
+    and sampled from the same noise (``noise_of_frames``, which then records this window's noise)."""
+    known = stitched.overlap(start)
+    if known is not None:
+        noise = torch.cat([noise_of_frames.overlap(start), noise[:, :, known.shape[2]:]], dim=2)
+    noise_of_frames.push(noise, start)
+    return sample_window(model, encoder_tokens, model.config.num_frames, noise, settings.num_steps, settings.solver,
+                         use_condition_cache, known=known)
 
 
 # ---------------------------------------------------------------------------------------------------- in memory
@@ -187,16 +256,18 @@ def generate_trajectories(
     generator: torch.Generator | None = None,
     window_batch_size: int = 8,
     use_condition_cache: bool = True,
+    window_mode: str | None = None,
 ) -> SampledFrames:
     """K trajectories per clip ``[B, K, T, 2]`` and their point estimate ``[B, T, 2]``, unit coordinates, clamped.
 
     Frames ``[B, T, 3, S, S]`` of any length go through windows of ``config.num_frames`` (stride
     ``config.window_stride``), ``window_batch_size`` windows encoded and sampled together. Or give
     ``encoder_hidden_states`` ``[B, G * N, D]``: the tokens of one window of ``G * tubelet`` frames. Sampling
-    settings left at None take the config's defaults. ``use_condition_cache=False`` recomputes the condition at every
-    network call (the plain reference path, same results).
+    settings left at None take the config's defaults; ``window_mode`` ``"coherent"`` or ``"blend"`` (module
+    docstring). ``use_condition_cache=False`` recomputes the condition at every network call (the plain reference
+    path, same results).
     """
-    settings = sampling_settings(model.config, num_samples, num_steps, solver)
+    settings = sampling_settings(model.config, num_samples, num_steps, solver, window_mode)
     if (pixel_values_videos is None) == (encoder_hidden_states is None):
         raise ValueError("generate: give exactly one of `pixel_values_videos` [B, T, 3, S, S] or "
                          "`encoder_hidden_states` [B, G * N, D]")
@@ -281,15 +352,17 @@ def stream_gaze(
     solver: str | None = None,
     generator: torch.Generator | None = None,
     keep_frames: bool = False,
+    window_mode: str | None = None,
 ) -> Iterator[GazeChunk]:
     """Sample K gaze trajectories over a stream of frames, yielding finished frames chunk by chunk.
 
     ``frames`` yields RGB ``[H, W, 3]`` (or grayscale) uint8 frames of one size, as numpy arrays, tensors or PIL
     images; ``processor`` (a ``GazeFlowVideoProcessor``) resizes and normalises each. Chunks come in order and
-    together cover every frame once. Sampling settings left at None take the config's defaults. Raises
-    ``ValueError`` if the stream is empty or a frame is bad (naming the frame).
+    together cover every frame once. Sampling settings left at None take the config's defaults; ``window_mode``
+    ``"coherent"`` or ``"blend"`` (module docstring). Raises ``ValueError`` if the stream is empty or a frame is bad
+    (naming the frame).
     """
-    settings = sampling_settings(model.config, num_samples, num_steps, solver)
+    settings = sampling_settings(model.config, num_samples, num_steps, solver, window_mode)
     window, stride = model.config.num_frames, model.config.window_stride
     raw: deque[np.ndarray] = deque()  # raw frames not handed out yet (keep_frames only)
 
@@ -333,6 +406,7 @@ __all__ = [
     "cached_velocity_fn",
     "recompute_velocity_fn",
     "sample_window",
+    "sample_coherent_window",
     "SampledFrames",
     "to_unit_predictions",
     "iter_window_predictions",

@@ -10,8 +10,12 @@ Where two consecutive windows ``i`` and ``i + 1`` overlap, predictions are blend
 With the regular stride ``L = W_s`` and this is exactly the paper's ``alpha_tau``; only the last, end-aligned
 window can have a longer overlap, over which the same ramp is stretched.
 
+With coherent windows (``window_mode="coherent"``, the windowed engine) window ``i + 1`` is sampled conditioned on
+the frames it shares with window ``i``, so the two agree there; the stitcher then keeps the earlier window's values
+over the overlap (:class:`StreamingBlender` with ``mode="keep"``) instead of ramping.
+
 Training data uses the same :func:`window_starts` so that training windows cover a whole clip (data layer), and
-the sampler uses :func:`blend_windows` to stitch window predictions back together.
+the windowed engine uses :class:`StreamingBlender` to stitch window predictions back together.
 """
 
 from __future__ import annotations
@@ -74,9 +78,16 @@ def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_fram
     return out.movedim(0, frame_dim)
 
 
+STITCH_MODES = ("blend", "keep")
+
+
 class StreamingBlender:
     """:func:`blend_windows`, one window at a time: the same linear overlap blend, with frames handed back as soon as
     no later window can change them, so a long video is stitched holding at most one window of frames.
+
+    ``mode="keep"`` stitches coherent windows: over an overlap the frames keep the values they already have (the
+    earlier windows'), and the new window only adds the frames past them. :meth:`overlap` gives those values, for
+    sampling the new window conditioned on them.
 
     Push the windows in order of their starts (as :func:`window_starts` gives them, or as a stream discovers them:
     every start after the first must lie after the previous start and no later than the end of the frames covered
@@ -86,8 +97,11 @@ class StreamingBlender:
     it is cut by :meth:`finish`, as ``blend_windows`` cuts it).
     """
 
-    def __init__(self, frame_dim: int) -> None:
+    def __init__(self, frame_dim: int, mode: str = "blend") -> None:
+        if mode not in STITCH_MODES:
+            raise ValueError(f"`mode` must be one of {STITCH_MODES}, got {mode!r}")
         self.frame_dim = frame_dim
+        self.mode = mode
         self._pending: torch.Tensor | None = None  # frames [emitted, covered_until), frame axis first
         self._emitted = 0
         self._last_start: int | None = None
@@ -122,10 +136,19 @@ class StreamingBlender:
                              f"(up to {self.covered_until}); windows must reach past the previous one")
         blended = values.clone()
         if overlap > 0:
-            blended[:overlap] = _ramp_blend(pending, values[:overlap])
+            blended[:overlap] = pending if self.mode == "keep" else _ramp_blend(pending, values[:overlap])
         self._pending, self._last_start = blended, start
         self._emitted = start
         return finished.movedim(0, self.frame_dim) if finished.shape[0] else None
+
+    def overlap(self, start: int) -> torch.Tensor | None:
+        """The current values of the frames ``[start, covered_until)`` a window starting at ``start`` shares with the
+        windows pushed so far, along ``frame_dim`` (``None`` when it shares none)."""
+        if self._pending is None or start >= self.covered_until:
+            return None
+        if start < self._emitted:
+            raise ValueError(f"frames before {self._emitted} were handed back already; cannot read them from {start}")
+        return self._pending[start - self._emitted:].movedim(0, self.frame_dim)
 
     def finish(self, num_frames: int) -> torch.Tensor:
         """The remaining frames ``[emitted, num_frames)`` along ``frame_dim``; the blender is then spent."""
@@ -139,4 +162,4 @@ class StreamingBlender:
         return rest.movedim(0, self.frame_dim)
 
 
-__all__ = ["window_starts", "blend_windows", "StreamingBlender"]
+__all__ = ["window_starts", "blend_windows", "STITCH_MODES", "StreamingBlender"]
