@@ -181,3 +181,25 @@ def test_the_command_line_takes_the_window_mode(tiny_model_dir, tmp_path):  # no
     assert json.loads((out / "summary.json").read_text())["window_mode"] == "blend"
     with pytest.raises(SystemExit):
         main(["predict", str(video), "-o", str(out), "--window-mode", "average"])
+
+
+@pytest.mark.parametrize("mode", ["coherent", "blend"])
+def test_a_frames_prediction_does_not_depend_on_the_requested_range(tiny_model_dir, mode):  # noqa: F811
+    """Issue 16 item 9: windows come from the whole video's grid, whatever frames are asked for."""
+    from transformers import pipeline
+
+    gaze = pipeline("egocentric-gaze", model=str(tiny_model_dir))
+    video = random_video(100, seed=3)
+    run = lambda **kwargs: gaze(video, seed=1, fps=25, window_mode=mode, **kwargs).trajectories  # noqa: E731
+    whole = run()
+    to_64, to_96 = run(end_frame=64), run(end_frame=96)
+    assert to_64.shape[1] == 64 and to_96.shape[1] == 96
+    np.testing.assert_array_equal(to_64[:, 32:64], to_96[:, 32:64])
+    np.testing.assert_array_equal(to_96, whole[:, :96])
+    from_5 = run(start_frame=5)
+    np.testing.assert_array_equal(from_5, whole[:, 5:])
+    later = run(start_frame=40, end_frame=70)
+    if mode == "blend":  # a frame depends only on the windows covering it
+        np.testing.assert_array_equal(later, whole[:, 40:70])
+    else:  # coherent windows also depend on the windows before them: the chain starts at the first one run
+        assert later.shape == (4, 30, 2) and not np.allclose(later, whole[:, 40:70])

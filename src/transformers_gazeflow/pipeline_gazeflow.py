@@ -35,6 +35,7 @@ from .hub import load_video_processor
 from .inference import prepare_for_inference
 from .schema import point_estimate
 from .windowed_engine import GazeChunk, sampling_settings, stream_gaze
+from .windows import plan_windows
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +130,12 @@ class GazePrediction:
 
 @dataclass
 class VideoSource:
-    """A video ready to stream: where it comes from, its frame rate and size, and how to read its frames."""
+    """A video ready to stream: where it comes from, its frame rate and size, and how to read its frames.
+
+    ``open_frames()`` reads the requested frames ``[start_frame, start_frame + expected_frames)``;
+    ``open_frames(first, stop)`` any frames of the video (the windows covering the range may reach past it).
+    ``total_frames``: the whole video's length (its window grid), when known.
+    """
 
     name: str
     video_id: str
@@ -138,7 +144,8 @@ class VideoSource:
     height: int
     start_frame: int
     expected_frames: int | None
-    open_frames: Callable[[], Iterator[np.ndarray]]
+    open_frames: Callable[..., Iterator[np.ndarray]]
+    total_frames: int | None = None
 
 
 def _frame_range(start_frame: int | None, end_frame: int | None, total: int, name: str) -> tuple[int, int]:
@@ -164,7 +171,8 @@ def open_video_source(video: Any, fps: float | None = None, start_frame: int | N
         start, stop = _frame_range(start_frame, end_frame, info.num_frames, str(path))
         return VideoSource(name=str(path), video_id=path.stem, fps=float(fps or info.fps), width=info.width,
                            height=info.height, start_frame=start, expected_frames=stop - start,
-                           open_frames=lambda: iter_frames(path, start, stop))
+                           open_frames=lambda first=start, last=stop: iter_frames(path, first, last),
+                           total_frames=info.num_frames)
     if isinstance(video, (list, tuple)) and video and all(hasattr(im, "convert") for im in video):
         video = np.stack([np.asarray(im.convert("RGB")) for im in video])
     if isinstance(video, torch.Tensor):
@@ -180,23 +188,25 @@ def open_video_source(video: Any, fps: float | None = None, start_frame: int | N
     if fps is None:
         logger.warning("no fps= given for in-memory frames: frame times assume %s fps", DEFAULT_FPS)
     start, stop = _frame_range(start_frame, end_frame, video.shape[0], "the in-memory video")
-    frames = video[start:stop]
     return VideoSource(name="<array>", video_id="video", fps=float(fps or DEFAULT_FPS), width=int(video.shape[2]),
                        height=int(video.shape[1]), start_frame=start, expected_frames=stop - start,
-                       open_frames=lambda: iter(frames))
+                       open_frames=lambda first=start, last=stop: iter(video[first:last]),
+                       total_frames=int(video.shape[0]))
 
 
-def _checked_frames(source: VideoSource) -> Iterator[np.ndarray]:
-    """The source's frames; a file that yields clearly fewer frames than its container announces is truncated."""
+def _checked_frames(source: VideoSource, first: int | None = None, stop: int | None = None) -> Iterator[np.ndarray]:
+    """The source's frames (``[first, stop)``, default the requested ones); a file that yields clearly fewer frames
+    than its container announces is truncated."""
+    first = source.start_frame if first is None else first
     count = 0
-    for frame in source.open_frames():
+    for frame in source.open_frames() if stop is None else source.open_frames(first, stop):
         count += 1
         yield frame
-    expected = source.expected_frames
+    expected = source.expected_frames if stop is None else stop - first
     if expected is not None and count < expected:
         if count < expected * 0.99 - 1:
             raise VideoDecodeError(f"cannot decode video {source.name}: its container announces {expected} frames "
-                                   f"from frame {source.start_frame} but decoding stopped after {count} "
+                                   f"from frame {first} but decoding stopped after {count} "
                                    f"(truncated or damaged file)")
         logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
 
@@ -286,11 +296,20 @@ class GazeFlowPipeline(Pipeline):
                       solver: str | None = None, seed: int | None = None,
                       keep_frames: bool = False, window_mode: str | None = None) -> Iterator[GazeChunk]:
         """Stream a source through the model: finished :class:`~transformers_gazeflow.windowed_engine.GazeChunk` s in
-        order (with their raw frames when ``keep_frames``), for callers that consume frames as they come."""
+        order (with their raw frames when ``keep_frames``), for callers that consume frames as they come. A frame
+        range runs the windows of the whole video's grid that cover it (``windows.plan_windows``), so a frame's
+        prediction does not depend on the range's ends."""
         generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         settings = self._sampling_settings(num_samples, num_steps, solver, window_mode)
-        yield from stream_gaze(self.model, self.video_processor, _checked_frames(source), generator=generator,
-                               keep_frames=keep_frames, **settings)  # stream_gaze runs without autograd
+        plan = None
+        if source.total_frames is not None and source.expected_frames is not None:
+            config = self.model.config
+            plan = plan_windows(source.total_frames, config.num_frames, config.window_stride, source.start_frame,
+                                source.start_frame + source.expected_frames)
+        frames = _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start,
+                                                                              plan.decode_stop)
+        yield from stream_gaze(self.model, self.video_processor, frames, generator=generator, keep_frames=keep_frames,
+                               plan=plan, **settings)  # stream_gaze runs without autograd
 
     def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
                  num_steps: int | None = None, solver: str | None = None, seed: int | None = None,

@@ -62,7 +62,7 @@ from .schema import pad_last_frame, point_estimate
 from .scheduling_gazeflow import ModelFn, RegressionScheduler, draw_noise, scheduler_for
 from .configuration_gazeflow import WINDOW_MODES
 from .validation import check_objective_sampling, check_pixel_values, check_sampling_arguments
-from .windows import StreamingBlender, window_starts
+from .windows import StreamingBlender, WindowPlan, window_starts
 
 GazeFlowModel = nn.Module
 """Annotation of the ``GazeFlowModel`` the engine drives through its public methods (``encode_video``,
@@ -187,14 +187,15 @@ def to_unit_predictions(model_coordinates: torch.Tensor, sample_dim: int = 1) ->
 
 
 def iter_window_predictions(model: GazeFlowModel, windows: Iterable[Sequence[Window]], settings: SamplingSettings,
-                            generator: torch.Generator | None = None,
-                            use_condition_cache: bool = True) -> Iterator[SampledFrames]:
+                            generator: torch.Generator | None = None, use_condition_cache: bool = True,
+                            skip_windows: int = 0) -> Iterator[SampledFrames]:
     """Sample and stitch windows, yielding finished frames in order (together they cover the clip once).
 
     ``windows`` yields batches of windows in order of their starts (as ``window_starts`` gives them), each window
     ``(first frame, frames [B, n, 3, S, S])``; a batch is encoded together, and sampled together in ``blend`` mode
     (one after the other, each conditioned on the frames before it, in ``coherent`` mode). The clip ends with the
-    last window's last frame.
+    last window's last frame. ``skip_windows``: windows of the video before the first one given (their noise is
+    drawn and dropped, so each window draws what it draws in a run over the whole video).
     """
     config = model.config
     window = config.num_frames
@@ -205,6 +206,7 @@ def iter_window_predictions(model: GazeFlowModel, windows: Iterable[Sequence[Win
     blender = StreamingBlender(frame_dim=2)
     noise_of_frames = StreamingBlender(frame_dim=2, mode="keep") if coherent else None
     clip_end = 0
+    skipped = 0
 
     def finished(start: int, values: torch.Tensor) -> SampledFrames:
         trajectories, mean = to_unit_predictions(values)
@@ -212,6 +214,9 @@ def iter_window_predictions(model: GazeFlowModel, windows: Iterable[Sequence[Win
 
     for batch in windows:
         clips = batch[0][1].shape[0]
+        while skipped < skip_windows:  # the noise of the video's windows before the first one run, dropped
+            draw_noise((clips, settings.num_samples, window, 2), generator, device)
+            skipped += 1
         frames = torch.cat([pad_last_frame(clip, window) for _, clip in batch]).to(device)
         encoder_tokens = model.encode_video(frames)
         noises = [draw_noise((clips, settings.num_samples, window, 2), generator, device) for _ in batch]
@@ -353,6 +358,7 @@ def stream_gaze(
     generator: torch.Generator | None = None,
     keep_frames: bool = False,
     window_mode: str | None = None,
+    plan: WindowPlan | None = None,
 ) -> Iterator[GazeChunk]:
     """Sample K gaze trajectories over a stream of frames, yielding finished frames chunk by chunk.
 
@@ -361,6 +367,10 @@ def stream_gaze(
     together cover every frame once. Sampling settings left at None take the config's defaults; ``window_mode``
     ``"coherent"`` or ``"blend"`` (module docstring). Raises ``ValueError`` if the stream is empty or a frame is bad
     (naming the frame).
+
+    ``plan`` (``windows.plan_windows``): ``frames`` are the plan's frames ``[decode_start, decode_stop)`` of a longer
+    video, run with the windows of the whole video's grid; only frames ``[output_start, output_stop)`` are handed
+    out, chunk starts counted from ``output_start``.
     """
     settings = sampling_settings(model.config, num_samples, num_steps, solver, window_mode)
     window, stride = model.config.num_frames, model.config.window_stride
@@ -393,11 +403,19 @@ def stream_gaze(
             raise ValueError("the video has no frames to predict on")
         yield run(max(0, count - window), count)
 
-    for piece in iter_window_predictions(model, windows(), settings, generator):
-        trajectories = piece.trajectories[0].cpu().numpy()
-        points = piece.mean[0].cpu().numpy()
-        chunk_frames = [raw.popleft() for _ in range(trajectories.shape[1])] if keep_frames else None
-        yield GazeChunk(start=piece.start, trajectories=trajectories, points=points, frames=chunk_frames)
+    first = 0 if plan is None else plan.output_start - plan.decode_start  # output frames, in stream indices
+    stop = None if plan is None else plan.output_stop - plan.decode_start
+    skip = 0 if plan is None else plan.first_window
+    for piece in iter_window_predictions(model, windows(), settings, generator, skip_windows=skip):
+        piece_frames = [raw.popleft() for _ in range(piece.num_frames)] if keep_frames else None
+        low = max(first, piece.start)
+        high = piece.start + piece.num_frames if stop is None else min(stop, piece.start + piece.num_frames)
+        if high <= low:
+            continue
+        cut = slice(low - piece.start, high - piece.start)
+        yield GazeChunk(start=low - first, trajectories=piece.trajectories[0, :, cut].cpu().numpy(),
+                        points=piece.mean[0, cut].cpu().numpy(),
+                        frames=piece_frames[cut] if keep_frames else None)
 
 
 __all__ = [

@@ -14,11 +14,16 @@ With coherent windows (``window_mode="coherent"``, the windowed engine) window `
 the frames it shares with window ``i``, so the two agree there; the stitcher then keeps the earlier window's values
 over the overlap (:class:`StreamingBlender` with ``mode="keep"``) instead of ramping.
 
+A frame range of a longer video runs the windows of the *whole video's* grid that cover it (:func:`plan_windows`),
+so a frame's prediction does not change with where the requested range starts or ends.
+
 Training data uses the same :func:`window_starts` so that training windows cover a whole clip (data layer), and
 the windowed engine uses :class:`StreamingBlender` to stitch window predictions back together.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -41,6 +46,45 @@ def window_starts(num_frames: int, window: int, stride: int) -> list[int]:
     starts = list(range(0, last, stride))
     starts.append(last)
     return starts
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """The windows to run for frames ``[output_start, output_stop)`` of a video of ``num_frames`` frames.
+
+    Window starts come from the whole video's grid (:func:`window_starts` of the whole video), whatever range is
+    asked for, and only the windows covering the range run: so a predicted frame depends only on the frames of the
+    windows that cover it (with ``window_mode="blend"`` exactly; coherent windows also depend on the windows before
+    them, from the first one run). The frames ``[decode_start, decode_stop)`` are the ones those windows read.
+
+    Attributes:
+        starts: first frames of the windows to run, in video frame indices.
+        first_window: the index of ``starts[0]`` on the whole video's grid (window i draws the i-th noise).
+        decode_start, decode_stop: the frames to read.
+        output_start, output_stop: the frames asked for.
+    """
+
+    starts: tuple[int, ...]
+    first_window: int
+    decode_start: int
+    decode_stop: int
+    output_start: int
+    output_stop: int
+
+
+def plan_windows(num_frames: int, window: int, stride: int, start_frame: int = 0,
+                 end_frame: int | None = None) -> WindowPlan:
+    """The windows of the whole video's grid that cover frames ``[start_frame, end_frame)`` (end: the video's)."""
+    end_frame = num_frames if end_frame is None else end_frame
+    if not 0 <= start_frame < end_frame <= num_frames:
+        raise ValueError(f"frame range [{start_frame}, {end_frame}) must lie within the video's {num_frames} frames "
+                         f"and hold at least one frame")
+    grid = window_starts(num_frames, window, stride)
+    chosen = [i for i, start in enumerate(grid) if start < end_frame and start + window > start_frame]
+    starts = tuple(grid[i] for i in chosen)
+    return WindowPlan(starts=starts, first_window=chosen[0], decode_start=starts[0],
+                      decode_stop=min(starts[-1] + window, num_frames), output_start=start_frame,
+                      output_stop=end_frame)
 
 
 def _ramp_blend(earlier: torch.Tensor, later: torch.Tensor) -> torch.Tensor:
@@ -162,4 +206,4 @@ class StreamingBlender:
         return rest.movedim(0, self.frame_dim)
 
 
-__all__ = ["window_starts", "blend_windows", "STITCH_MODES", "StreamingBlender"]
+__all__ = ["window_starts", "WindowPlan", "plan_windows", "blend_windows", "STITCH_MODES", "StreamingBlender"]
