@@ -57,10 +57,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from .configuration_gazeflow import WINDOW_MODES
 from .geometry import clamp_unit, model_to_unit
 from .schema import pad_last_frame, point_estimate
 from .scheduling_gazeflow import ModelFn, RegressionScheduler, draw_noise, scheduler_for
-from .configuration_gazeflow import WINDOW_MODES
 from .validation import check_objective_sampling, check_pixel_values, check_sampling_arguments
 from .windows import StreamingBlender, WindowPlan, window_starts
 
