@@ -127,3 +127,9 @@ def test_the_scheduler_imports_only_torch_the_config_and_the_conventions():
         elif isinstance(node, ast.Import):
             assert all(alias.name.split(".")[0] in {"torch", "math"} for alias in node.names)
     assert ours <= {"configuration_gazeflow", "schema", "geometry"}, ours
+
+
+def test_progress_runs_from_noise_to_data_for_both_schedulers():
+    flow, ddim = FlowMatchingScheduler(5), DDIMScheduler(5, 1000)
+    assert [flow.progress(s) for s in flow.timesteps()] == flow.timesteps()
+    assert ddim.progress(999) == 0.0 and ddim.progress(-1) == 1.0 and ddim.progress(199) == 0.8

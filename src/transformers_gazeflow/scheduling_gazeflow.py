@@ -106,6 +106,10 @@ class FlowMatchingScheduler:
         """s_0 = 0, s_1 = 1 / S, ..., s_S = 1."""
         return [i / self.num_steps for i in range(self.num_steps + 1)]
 
+    def progress(self, flow_time: float) -> float:
+        """How far a time is along the path from noise (0) to data (1): s itself."""
+        return float(flow_time)
+
     def add_noise(self, clean: torch.Tensor, noise: torch.Tensor, flow_time: float | torch.Tensor) -> torch.Tensor:
         """The OT interpolant x_s = (1 - (1 - sigma_min) s) x_0 + s g (``flow_time`` a float or broadcastable)."""
         return (1 - (1 - self.sigma_min) * flow_time) * noise + flow_time * clean
@@ -191,6 +195,10 @@ class DDIMScheduler:
     def model_time(self, timestep: int | torch.Tensor) -> float | torch.Tensor:
         """tau = t / N, the time the network reads."""
         return timestep / self.num_timesteps
+
+    def progress(self, timestep: int) -> float:
+        """How far a timestep is from noise (0, t = N - 1) to data (1, t = -1): 1 - (t + 1) / N."""
+        return 1.0 - (timestep + 1) / self.num_timesteps
 
     def alpha_bar(self, timestep: int) -> float:
         """alpha_bar_t, with alpha_bar_{-1} = 1 (the clean end)."""

@@ -37,14 +37,17 @@ frame (``schema.pad_last_frame``) and cut back. Windows are stitched by ``window
   frames of x_s are set to the interpolant of the already-sampled trajectory g_prev with the *same* noise,
   x_s = (1 - (1 - sigma_min) s) x_0 + s g_prev (``FlowMatchingScheduler.add_noise``; DDIM: its own x_t), the new
   window's noise on the overlap frames being the noise those frames were sampled from; and their self-conditioning
-  input, the network's estimate of the clean trajectory, is g_prev itself (known there). Sample k of window i + 1
-  then continues sample k of window i: on the overlap the new window's own output agrees with g_prev up to the
-  network's error (with the bundled model, 4.5 px mean distance on 128x96 clips, against 13.5 px between independent
-  windows), and the two are joined by the same linear ramp as in blend mode. Each of the K samples is one continuous
-  trajectory through the whole video. Windows of a clip are sampled one after the other (window i + 1 needs window
+  input, the network's estimate of the clean trajectory, is g_prev itself (known there). For the last tenth of the
+  flow (``KNOWN_FRAMES_RELEASE``) the overlap frames are released and flow with the new ones, so the network
+  reconciles the two (with many steps, frames held to the end left a jump where the new frames begin: boundary
+  steps 3.1x the steps inside windows at S=50, 1.6x released). Sample k of window i + 1 then continues sample k of
+  window i: on the overlap the new window's own output agrees with g_prev up to the network's error (with the
+  bundled model at S=5, 4.5 px mean distance on 128x96 clips, against 13.5 px between independent windows), and the
+  two are joined by the same linear ramp as in blend mode. Each of the K samples is one continuous trajectory
+  through the whole video. Windows of a clip are sampled one after the other (window i + 1 needs window
   i); encoding stays batched, and clips and the K samples are batched together. The regression head reads no state,
   so its windows are only ramped. (Keeping g_prev over the whole overlap instead of ramping left a jump where the
-  new frames begin: 7 px median at the bundled model's window boundaries against 1.6 px inside windows.)
+  new frames begin: 7 px median at the bundled model's window boundaries against 1.6 px inside windows, S=5.)
 """
 
 from __future__ import annotations
@@ -67,6 +70,11 @@ from .windows import StreamingBlender, WindowPlan, window_starts
 GazeFlowModel = nn.Module
 """Annotation of the ``GazeFlowModel`` the engine drives through its public methods (``encode_video``,
 ``build_condition``, ``velocity``, ``config``); the engine never imports the model's module."""
+
+KNOWN_FRAMES_RELEASE = 0.9
+"""Coherent windows hold the frames they share with earlier windows on their noised path until this far along the
+flow (s, or 1 - (t + 1) / N for DDIM), then release them for the rest, so that the network reconciles them with the
+new frames before the ramp joins the two (module docstring). Below it for every step at S <= 9 (Euler)."""
 
 Window = tuple[int, torch.Tensor]
 """One window: its first frame and its processed frames ``[B, n, 3, S, S]`` (``n <= W``; fewer only for a clip
@@ -137,8 +145,8 @@ def sample_window(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num
 
     ``known`` ``[B, K, L, 2]``: the window's first L frames are already sampled (coherent windows). Every state the
     network reads holds them at their noised value under the window's own noise, ``scheduler.add_noise(known,
-    noise[:, :, :L], time)`` (the replacement method), and their self-conditioning input is their clean value (what
-    x1_hat estimates, known here); see the module docstring.
+    noise[:, :, :L], time)`` (the replacement method) until :data:`KNOWN_FRAMES_RELEASE`, and their
+    self-conditioning input is their clean value (what x1_hat estimates, known here); see the module docstring.
     """
     if use_condition_cache:
         velocity_fn = cached_velocity_fn(model, encoder_hidden_states, num_frames)
@@ -151,6 +159,8 @@ def sample_window(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num
     known_noise = noise[:, :, :overlap]
 
     def project(sample: torch.Tensor, time: float | int) -> torch.Tensor:
+        if scheduler.progress(time) >= KNOWN_FRAMES_RELEASE:
+            return sample
         return torch.cat([scheduler.add_noise(known, known_noise, time), sample[:, :, overlap:]], dim=2)
 
     def conditioned_fn(sample: torch.Tensor, time: float, self_condition: torch.Tensor) -> torch.Tensor:
