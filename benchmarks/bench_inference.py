@@ -25,7 +25,8 @@ from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.inference import autocast_context, prepare_for_inference, set_encoder_attention
-from transformers_gazeflow.sampling import draw_noise, sample_window
+from transformers_gazeflow.windowed_engine import sample_window
+from transformers_gazeflow.scheduling_gazeflow import draw_noise
 
 PAPER_KS_GRID_SECONDS = {  # Table ks_grid, time per 64-frame clip on one H100 (encoder included)
     (1, 1): 0.49, (1, 2): 0.49, (1, 5): 0.51, (1, 10): 0.54, (1, 50): 0.77,

@@ -27,7 +27,8 @@ import torch
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.sampling import FlowMatchingSampler, draw_noise, sample_window
+from transformers_gazeflow.windowed_engine import sample_window
+from transformers_gazeflow.scheduling_gazeflow import FlowMatchingScheduler, draw_noise
 
 SIGMA_MIN, SIGMA = 1e-3, 0.4
 MU = torch.tensor([0.3, -0.2], dtype=torch.float64)
@@ -42,7 +43,7 @@ def gaussian_velocity(x: torch.Tensor, s: float, _self_condition: torch.Tensor) 
 def known_ode_error(solver: str, num_steps: int) -> float:
     x0 = torch.randn(2000, 1, 1, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     exact = MU + math.sqrt(SIGMA_MIN ** 2 + SIGMA ** 2) * x0
-    return (FlowMatchingSampler(num_steps, solver).sample(gaussian_velocity, x0) - exact).abs().max().item()
+    return (FlowMatchingScheduler(num_steps, solver).sample(gaussian_velocity, x0) - exact).abs().max().item()
 
 
 def build_model(args) -> GazeFlowModel:
@@ -99,7 +100,7 @@ def main() -> None:
             result = sample_window(model, states, frames, noise, steps, solver)
             elapsed = 1000 * (time.perf_counter() - start)
             distance = (result - reference).norm(dim=-1).mean().item()
-            calls = steps * FlowMatchingSampler(steps, solver).calls_per_step
+            calls = steps * FlowMatchingScheduler(steps, solver).calls_per_step
             print(f"| {solver} | {steps} | {calls} | {distance:.4f} | {elapsed:.0f} |")
 
 

@@ -27,7 +27,7 @@ import torch
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.causal_streaming import GazeFlowStreamer
+from transformers_gazeflow.online_streaming import GazeFlowStreamer
 
 
 def build_model(preset: str, encoder_layers: int, device: str) -> GazeFlowModel:

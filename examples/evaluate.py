@@ -21,13 +21,12 @@ from pathlib import Path
 
 import numpy as np
 from accelerate import Accelerator
-from transformers import AutoConfig
 
-import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto classes)
-from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow import GazeFlowModel
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.evaluation import (
+from transformers_gazeflow.hub import ModelFolderError, load_model, load_video_processor
+from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
     dynamics_table_markdown,
     main_table_markdown,
@@ -68,19 +67,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load_model(path: str) -> tuple[GazeFlowModel, GazeFlowVideoProcessor]:
+def load_model_and_processor(path: str) -> tuple[GazeFlowModel, GazeFlowVideoProcessor]:
+    """The model (``hub.load_model``, whose errors name the folder) and the processor saved with it."""
     try:
-        config = AutoConfig.from_pretrained(path)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"--model_name_or_path {path} is not a GazeFlow model folder or hub id ({err})") from err
-    if not isinstance(config, GazeFlowConfig):
-        raise ValueError(f"--model_name_or_path {path} holds a {config.model_type!r} model, not a GazeFlow one")
-    model = GazeFlowModel.from_pretrained(path).eval()
-    try:
-        processor = GazeFlowVideoProcessor.from_pretrained(path)
-    except (OSError, FileNotFoundError, ValueError):
-        processor = GazeFlowVideoProcessor(size=config.image_size)
-    return model, processor
+        model = load_model(path)
+    except ModelFolderError as err:
+        raise ValueError(f"--model_name_or_path {path}: {err}") from err
+    return model, load_video_processor(path, model.config)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         predictions = baseline_predictions(args.baseline, train, examples, args.num_samples or 50, args.seed)
         seconds = None
     else:
-        model, processor = load_model(args.model_name_or_path)
+        model, processor = load_model_and_processor(args.model_name_or_path)
         model = model.to(accelerator.device)
         num_samples = args.num_samples or model.config.num_samples
         num_steps = args.num_steps or model.config.num_steps

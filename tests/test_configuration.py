@@ -45,6 +45,7 @@ def test_round_trip_keeps_the_nested_encoder_config(tmp_path):
         (dict(sigma_min=0.0), "sigma_min"),
         (dict(self_conditioning_prob=1.5), "self_conditioning_prob"),
         (dict(solver="rk4"), "solver"),
+        (dict(window_mode="average"), "window_mode"),
         (dict(num_samples=0), "num_samples"),
         (dict(num_steps=0), "num_steps"),
         (dict(heatmap_sigma=0.0), "heatmap_sigma"),

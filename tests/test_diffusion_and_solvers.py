@@ -7,9 +7,13 @@ import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
-from transformers_gazeflow.modeling_gazeflow_objectives import cosine_alphas_cumprod
-from transformers_gazeflow.sampling import FlowMatchingSampler, draw_noise
-from transformers_gazeflow.sampling_diffusion import DDIMSampler, ddim_timesteps
+from transformers_gazeflow.scheduling_gazeflow import (
+    DDIMScheduler,
+    FlowMatchingScheduler,
+    cosine_alphas_cumprod,
+    ddim_timesteps,
+    draw_noise,
+)
 
 
 def tiny_diffusion(seed: int = 0, **overrides) -> GazeFlowModel:
@@ -42,7 +46,7 @@ def test_ddim_timesteps_are_trailing():
 @pytest.mark.parametrize("num_steps", [1, 2, 5, 50])
 def test_ddim_with_the_true_noise_recovers_the_data_point_for_any_s(num_steps):
     """For data = one point g, eps(x_t) = (x_t - sqrt(ab) g) / sqrt(1 - ab) exactly; DDIM must land on g."""
-    sampler = DDIMSampler(num_steps, 1000)
+    sampler = DDIMScheduler(num_steps, 1000)
     g = torch.tensor([0.4, -0.7], dtype=torch.float64)
     calls = []
 
@@ -65,9 +69,11 @@ def test_diffusion_loss_is_epsilon_prediction_on_the_cosine_schedule():
     pixels = torch.randn(2, 8, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     gaze = unit_to_model(torch.rand(2, 8, 2, generator=torch.Generator().manual_seed(1)))
     out = model(pixel_values_videos=pixels, gaze=gaze, generator=torch.Generator().manual_seed(3))
-    generator = torch.Generator().manual_seed(3)
-    timestep = torch.randint(0, 1000, (2,), generator=generator)
-    noise = torch.randn(2, 8, 2, generator=generator)
+    # each example draws t, then eps, from its own stream, spawned from the generator one seed at a time
+    parent = torch.Generator().manual_seed(3)
+    streams = [torch.Generator().manual_seed(int(torch.randint(2**62, (1,), generator=parent))) for _ in range(2)]
+    timestep = torch.cat([torch.randint(0, 1000, (1,), generator=g) for g in streams])
+    noise = torch.stack([torch.randn(8, 2, generator=g) for g in streams])
     assert torch.equal(out.target_velocity, noise)
     assert torch.allclose(out.flow_time, timestep / 1000)
     alpha_bar = cosine_alphas_cumprod(1000)[timestep].float().view(2, 1, 1)
@@ -122,13 +128,13 @@ def gaussian_velocity(x, s, _self_condition):
 def solve_error(solver: str, num_steps: int) -> float:
     x0 = torch.randn(500, 1, 1, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     exact = MU + math.sqrt(SIGMA_MIN ** 2 + SIGMA ** 2) * x0  # the flow maps quantiles to quantiles
-    return (FlowMatchingSampler(num_steps, solver).sample(gaussian_velocity, x0) - exact).abs().max().item()
+    return (FlowMatchingScheduler(num_steps, solver).sample(gaussian_velocity, x0) - exact).abs().max().item()
 
 
 @pytest.mark.parametrize("solver", ["heun", "midpoint"])
 @pytest.mark.parametrize("num_steps", [1, 2, 3, 5])
 def test_second_order_solvers_beat_euler_at_equal_network_calls(solver, num_steps):
-    calls = FlowMatchingSampler(num_steps, solver).calls_per_step * num_steps
+    calls = FlowMatchingScheduler(num_steps, solver).calls_per_step * num_steps
     assert calls == 2 * num_steps
     assert solve_error(solver, num_steps) < 0.5 * solve_error("euler", calls)
 

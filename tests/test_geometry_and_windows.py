@@ -81,3 +81,55 @@ def test_blend_of_identical_windows_is_the_identity():
 def test_blend_cuts_a_short_single_window_back():
     values = torch.arange(64.0)
     assert torch.equal(blend_windows([values], [0], 10, frame_dim=0), torch.arange(10.0))
+
+
+def test_last_frame_padding_rule_for_tensors_and_arrays():
+    from transformers_gazeflow.schema import pad_last_frame
+
+    frames = torch.arange(6.0).view(1, 3, 2)
+    padded = pad_last_frame(frames, 5)
+    assert padded.shape == (1, 5, 2) and torch.equal(padded[0, 3:], frames[0, 2:].expand(2, 2))
+    assert pad_last_frame(frames, 3) is frames and pad_last_frame(frames, 2) is frames
+    array = np.arange(6).reshape(3, 2)
+    assert np.array_equal(pad_last_frame(array, 4, axis=0), [[0, 1], [2, 3], [4, 5], [4, 5]])
+
+
+def test_point_estimate_is_the_mean_of_the_samples():
+    from transformers_gazeflow.schema import point_estimate
+
+    samples = np.array([[[0.0, 0.2]], [[1.0, 0.4]]])  # [K=2, T=1, 2]
+    assert np.allclose(point_estimate(samples), [[0.5, 0.3]])
+    batched = torch.from_numpy(samples)[None]  # [B=1, K, T, 2]
+    assert torch.allclose(point_estimate(batched, sample_axis=1), torch.tensor([[[0.5, 0.3]]], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("num_frames,start,end,starts,first,decode", [
+    (96, 0, None, (0, 32), 0, (0, 96)),
+    (150, 0, 64, (0, 32), 0, (0, 96)),  # frame 63 is also covered by the window at 32
+    (150, 70, 80, (32, 64), 1, (32, 128)),
+    (150, 120, None, (64, 86), 2, (64, 150)),  # the last window is aligned to the video's end
+    (150, 140, None, (86,), 3, (86, 150)),
+    (40, 5, 33, (0,), 0, (0, 40)),  # one window: a video shorter than W
+])
+def test_plan_windows_takes_the_whole_videos_grid(num_frames, start, end, starts, first, decode):
+    from transformers_gazeflow.windows import plan_windows
+
+    plan = plan_windows(num_frames, 64, 32, start, end)
+    assert plan.starts == starts and plan.first_window == first
+    assert (plan.decode_start, plan.decode_stop) == decode
+    assert (plan.output_start, plan.output_stop) == (start, num_frames if end is None else end)
+    grid = window_starts(num_frames, 64, 32)
+    assert grid[first:first + len(starts)] == list(starts)  # a run of the whole video's grid
+    # every requested frame is covered, and every window run covers one
+    for frame in range(start, plan.output_stop):
+        assert any(s <= frame < s + 64 for s in plan.starts)
+    assert all(s < plan.output_stop and s + 64 > start for s in plan.starts)
+
+
+def test_plan_windows_rejects_a_bad_range():
+    from transformers_gazeflow.windows import plan_windows
+
+    with pytest.raises(ValueError, match="frame range"):
+        plan_windows(50, 16, 8, 10, 10)
+    with pytest.raises(ValueError, match="frame range"):
+        plan_windows(50, 16, 8, 0, 51)

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.inference import fast_generate, prepare_for_inference, reference_generate
+from transformers_gazeflow.inference import autocast_context, prepare_for_inference, set_encoder_attention
+from transformers_gazeflow.windowed_engine import generate_trajectories
 
 from .conftest import run_python
 
@@ -22,13 +23,22 @@ def model_with_lora():
     return model
 
 
+@torch.no_grad()
+def reference_path(model, pixels, **kwargs):
+    """The plain reference path, on a copy: eager encoder attention, LoRA as separate adapters, the condition
+    recomputed at every network call for K repeated features, one window at a time, fp32."""
+    reference = copy.deepcopy(model).float().eval()
+    set_encoder_attention(reference, "eager")
+    return generate_trajectories(reference, pixels, window_batch_size=1, use_condition_cache=False, **kwargs)
+
+
 def test_fast_path_matches_the_reference_path_in_fp32(model_with_lora):
     pixels = torch.randn(2, 21, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     kwargs = dict(num_samples=4, num_steps=3, solver="heun")
-    reference = reference_generate(model_with_lora, pixels, generator=torch.Generator().manual_seed(0), **kwargs)
+    reference = reference_path(model_with_lora, pixels, generator=torch.Generator().manual_seed(0), **kwargs)
     fast_model = prepare_for_inference(copy.deepcopy(model_with_lora))
     assert not fast_model.video_encoder.has_lora and model_with_lora.video_encoder.has_lora
-    fast = fast_generate(fast_model, pixels, generator=torch.Generator().manual_seed(0), window_batch_size=8, **kwargs)
+    fast = fast_model.generate(pixels, generator=torch.Generator().manual_seed(0), window_batch_size=8, **kwargs)
     assert fast.trajectories.shape == reference.trajectories.shape == (2, 4, 21, 2)
     assert torch.allclose(fast.trajectories, reference.trajectories, atol=1e-5), (
         (fast.trajectories - reference.trajectories).abs().max())
@@ -37,8 +47,9 @@ def test_fast_path_matches_the_reference_path_in_fp32(model_with_lora):
 def test_bf16_autocast_stays_within_bf16_tolerance(model_with_lora):
     pixels = torch.randn(1, 8, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     fast_model = prepare_for_inference(copy.deepcopy(model_with_lora))
-    full = fast_generate(fast_model, pixels, 8, 3, generator=torch.Generator().manual_seed(0))
-    half = fast_generate(fast_model, pixels, 8, 3, generator=torch.Generator().manual_seed(0), dtype=torch.bfloat16)
+    full = fast_model.generate(pixels, num_samples=8, num_steps=3, generator=torch.Generator().manual_seed(0))
+    with autocast_context(fast_model, torch.bfloat16):
+        half = fast_model.generate(pixels, num_samples=8, num_steps=3, generator=torch.Generator().manual_seed(0))
     assert half.trajectories.dtype == torch.float32
     difference = (half.trajectories - full.trajectories).abs()
     assert difference.max() > 0  # bf16 really ran
@@ -46,8 +57,6 @@ def test_bf16_autocast_stays_within_bf16_tolerance(model_with_lora):
 
 
 def test_encoder_attention_choice_is_checked(model_with_lora):
-    from transformers_gazeflow.inference import set_encoder_attention
-
     with pytest.raises(ValueError, match="attn_implementation"):
         set_encoder_attention(copy.deepcopy(model_with_lora), "flash")
 
@@ -55,16 +64,17 @@ def test_encoder_attention_choice_is_checked(model_with_lora):
 COMPILE_CHECK = """
 import copy, json, torch
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.inference import fast_generate, prepare_for_inference
+from transformers_gazeflow.inference import prepare_for_inference
 torch.manual_seed(0)
 model = GazeFlowModel(GazeFlowConfig.tiny()).eval()
 pixels = torch.randn(1, 8, 3, 32, 32, generator=torch.Generator().manual_seed(2))
 eager_model = prepare_for_inference(copy.deepcopy(model))
 compiled_model = prepare_for_inference(copy.deepcopy(model), compile=True)
-eager = fast_generate(eager_model, pixels, 4, 6, generator=torch.Generator().manual_seed(0))
+eager = eager_model.generate(pixels, num_samples=4, num_steps=6, generator=torch.Generator().manual_seed(0))
 with torch._dynamo.config.patch(error_on_recompile=True):
-    compiled = fast_generate(compiled_model, pixels, 4, 6, generator=torch.Generator().manual_seed(0))
-    again = fast_generate(compiled_model, pixels, 4, 6, generator=torch.Generator().manual_seed(0))
+    compiled = compiled_model.generate(pixels, num_samples=4, num_steps=6,
+                                       generator=torch.Generator().manual_seed(0))
+    again = compiled_model.generate(pixels, num_samples=4, num_steps=6, generator=torch.Generator().manual_seed(0))
 print(json.dumps({
     "max_difference": (compiled.trajectories - eager.trajectories).abs().max().item(),
     "repeat_identical": torch.equal(again.trajectories, compiled.trajectories),

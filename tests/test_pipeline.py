@@ -16,7 +16,7 @@ from transformers_gazeflow import GazeFlowPipeline, GazePrediction, default_mode
 from transformers_gazeflow.data.video import VideoDecodeError, write_video
 from transformers_gazeflow.hub import ModelFolderError, load_model
 from transformers_gazeflow.metrics.heatmaps import render_heatmaps
-from transformers_gazeflow.streaming import stream_gaze
+from transformers_gazeflow.windowed_engine import stream_gaze
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,

@@ -1,6 +1,7 @@
 """Behaviour is preserved across refactors: the bundled model's trajectories from ``generate`` and the pipeline
 equal the ones recorded before the model/engine refactor (tests/fixtures/reference_trajectories.npz, recorded by
-tests/fixtures/record_reference_trajectories.py on e69f2d4) to 1e-6, for the same seeds."""
+tests/fixtures/record_reference_trajectories.py on e69f2d4) to 1e-6, for the same seeds, with window_mode="blend".
+``pipeline_range`` was re-recorded once, when frame ranges started to use the whole video's window grid."""
 
 import importlib.util
 from pathlib import Path

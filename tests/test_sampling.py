@@ -3,8 +3,9 @@ import math
 import pytest
 import torch
 
-from transformers_gazeflow import FlowMatchingSampler, GazeFlowConfig, GazeFlowModel, model_to_unit
-from transformers_gazeflow.sampling import draw_noise, generate_trajectories, sample_window
+from transformers_gazeflow import FlowMatchingScheduler, GazeFlowConfig, GazeFlowModel, model_to_unit
+from transformers_gazeflow.windowed_engine import generate_trajectories, sample_window
+from transformers_gazeflow.scheduling_gazeflow import draw_noise
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_euler_equals_a_hand_rolled_euler(model):
 def test_solver_formulas_on_a_linear_field(solver, expected):
     """dx/ds = -x: each solver's amplification factor per step is known in closed form."""
     noise = torch.tensor([[[[1.0, -2.0]]]], dtype=torch.float64)
-    result = FlowMatchingSampler(5, solver).sample(lambda x, s, x1: -x, noise)
+    result = FlowMatchingScheduler(5, solver).sample(lambda x, s, x1: -x, noise)
     assert torch.allclose(result, noise * expected(0.2, 5))
     assert abs(result[0, 0, 0, 0].item() - math.exp(-1)) < 0.1
 
@@ -73,7 +74,7 @@ def test_sampler_passes_the_self_conditioning_estimate():
         seen.append((s, x1_hat.clone()))
         return torch.ones_like(x)
 
-    FlowMatchingSampler(2, "euler").sample(velocity_fn, torch.zeros(1, 1, 1, 2))
+    FlowMatchingScheduler(2, "euler").sample(velocity_fn, torch.zeros(1, 1, 1, 2))
     assert seen[0][0] == 0.0 and torch.equal(seen[0][1], torch.zeros(1, 1, 1, 2))
     # after step 0: x = 0, v = 1 at s = 0 -> x1_hat = 0 + (1 - 0) * 1 = 1
     assert seen[1][0] == 0.5 and torch.equal(seen[1][1], torch.ones(1, 1, 1, 2))
@@ -110,7 +111,7 @@ def test_sliding_windows_on_a_150_frame_video(model):
 
 def test_windows_are_blended_not_overwritten(model):
     pixels = torch.randn(1, 12, 3, 32, 32, generator=torch.Generator().manual_seed(4))
-    kwargs = dict(num_samples=2, num_steps=2)
+    kwargs = dict(num_samples=2, num_steps=2, window_mode="blend")
     both = model.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), **kwargs)
     generator = torch.Generator().manual_seed(0)
     first_noise = draw_noise((1, 2, 8, 2), generator, torch.device("cpu"))

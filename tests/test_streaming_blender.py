@@ -55,3 +55,28 @@ def test_streaming_blender_rejects_bad_orders():
     assert blender.finish(8).shape == (8, 2)
     with pytest.raises(ValueError, match="no window was pushed"):
         StreamingBlender(frame_dim=0).finish(3)
+
+
+def test_keep_mode_keeps_the_earlier_values_and_overlap_reads_them():
+    """mode="keep" (the noise of coherent windows): an overlap keeps what earlier windows gave it; ``overlap(start)``
+    is what a window starting there shares with the frames stitched so far."""
+    blender = StreamingBlender(frame_dim=1, mode="keep")
+    first, second, third = (torch.full((1, 8, 2), float(v)) for v in (1, 2, 3))
+    assert blender.overlap(0) is None
+    blender.push(first, 0)
+    assert torch.equal(blender.overlap(4), first[:, 4:]) and blender.overlap(8) is None
+    assert blender.push(second, 4).shape == (1, 4, 2)
+    third_start = 6  # an end-aligned window overlapping 6 frames
+    shared = blender.overlap(third_start)
+    assert torch.equal(shared, torch.cat([torch.full((1, 2, 2), 1.0), torch.full((1, 4, 2), 2.0)], dim=1))
+    blender.push(third, third_start)
+    rest = blender.finish(14)
+    assert torch.equal(rest[:, :2], torch.full((1, 2, 2), 1.0)) and torch.equal(rest[:, 2:6], torch.full((1, 4, 2), 2.0))
+    assert torch.equal(rest[:, 6:], torch.full((1, 8, 2), 3.0)[:, 6:])
+    blend = StreamingBlender(frame_dim=0)
+    blend.push(torch.zeros(8), 0)
+    blend.push(torch.ones(8), 4)
+    with pytest.raises(ValueError, match="handed back already"):
+        blend.overlap(2)
+    with pytest.raises(ValueError, match="mode"):
+        StreamingBlender(frame_dim=0, mode="average")

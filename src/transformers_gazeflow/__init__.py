@@ -9,10 +9,10 @@ the functions that need them.
 from transformers import AutoConfig, AutoModel
 from transformers.pipelines import PIPELINE_REGISTRY
 
-from .causal_streaming import GazeFlowStreamer, GazeFlowStreamOutput
+from .online_streaming import GazeFlowStreamer, GazeFlowStreamOutput
 from .configuration_gazeflow import GazeFlowConfig
 from .data.collator import GazeFlowDataCollator
-from .schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from .schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, point_estimate
 from .data.loading import ClipDroppedError, available_builders, gaze_builder, gaze_example_features, load_gaze_dataset
 from .data.processing import GazeFlowVideoProcessor
 from .data.synthetic import SyntheticGazeSettings, write_egtea_layout
@@ -27,8 +27,8 @@ from .modeling_gazeflow import (
     GazeFlowPreTrainedModel,
 )
 from .pipeline_gazeflow import GazeFlowPipeline, GazeHeatmaps, GazePrediction
-from .sampling import FlowMatchingSampler, generate_trajectories
-from .streaming import point_estimate, stream_gaze
+from .scheduling_gazeflow import DDIMScheduler, FlowMatchingScheduler, RegressionScheduler, scheduler_for
+from .windowed_engine import GazeChunk, generate_trajectories, stream_gaze
 from .windows import StreamingBlender, blend_windows, window_starts
 
 __version__ = "0.1.0.dev0"
@@ -61,7 +61,10 @@ __all__ = [
     "GazeFlowModelOutput",
     "GazeFlowGenerationOutput",
     "GazeFlowCondition",
-    "FlowMatchingSampler",
+    "FlowMatchingScheduler",
+    "DDIMScheduler",
+    "RegressionScheduler",
+    "scheduler_for",
     "GazeFlowStreamer",
     "GazeFlowStreamOutput",
     "generate_trajectories",
@@ -95,6 +98,7 @@ __all__ = [
     "GazePrediction",
     "GazeHeatmaps",
     "stream_gaze",
+    "GazeChunk",
     "point_estimate",
     "default_model_path",
     "default_model_available",

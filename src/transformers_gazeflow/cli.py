@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .configuration_gazeflow import SOLVERS
+from .configuration_gazeflow import SOLVERS, WINDOW_MODES
 from .data.video import VideoDecodeError, write_video
 from .export import GazeCsvWriter, write_summary
 from .geometry import unit_to_pixels
@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--num-samples", "-k", type=int, default=None, help="K sampled trajectories (default: config)")
         sub.add_argument("--num-steps", "-s", type=int, default=None, help="S ODE steps (default: config)")
         sub.add_argument("--solver", choices=SOLVERS, default=None, help="ODE solver (default: config)")
+        sub.add_argument("--window-mode", choices=WINDOW_MODES, default=None,
+                         help="joining overlapping windows: coherent (each sample one continuous trajectory) or blend "
+                              "(the paper's linear blend) (default: config)")
         sub.add_argument("--seed", type=int, default=0, help="noise seed (default 0)")
         sub.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: cpu)")
         sub.add_argument("--trail", type=int, default=8, help="frames in the point-estimate trail (default 8)")
@@ -87,7 +90,7 @@ def predict_video(video: str | os.PathLike, output_dir: str | os.PathLike, model
                   num_samples: int | None = None, num_steps: int | None = None, solver: str | None = None,
                   seed: int | None = 0, device: str | None = None, start_frame: int | None = None,
                   end_frame: int | None = None, trail: int = 8, heatmap: bool = True, overlay: bool = True,
-                  quiet: bool = True) -> dict[str, Any]:
+                  quiet: bool = True, window_mode: str | None = None) -> dict[str, Any]:
     """Run one video through the model, streaming, and write overlay/CSV/summary into ``output_dir``.
 
     Returns the summary. Partial outputs are removed when the run fails.
@@ -98,9 +101,9 @@ def predict_video(video: str | os.PathLike, output_dir: str | os.PathLike, model
     pipe = GazeFlowPipeline(model=load_model(location), device=device)
     loaded = time.perf_counter()
     config = pipe.model.config
-    settings = dict(num_samples=num_samples if num_samples is not None else config.num_samples,
-                    num_steps=num_steps if num_steps is not None else config.num_steps,
-                    solver=solver if solver is not None else config.solver)
+    from .windowed_engine import sampling_settings
+
+    settings = vars(sampling_settings(config, num_samples, num_steps, solver, window_mode))
     out_dir = Path(output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME}
@@ -146,6 +149,7 @@ def predict_video(video: str | os.PathLike, output_dir: str | os.PathLike, model
         summary = {
             "video": source.name, "video_id": source.video_id, "model": location,
             "num_samples": settings["num_samples"], "num_steps": settings["num_steps"], "solver": settings["solver"],
+            "window_mode": settings["window_mode"],
             "seed": seed, "device": str(pipe.device), "fps": source.fps, "width": source.width,
             "height": source.height, "start_frame": source.start_frame, "frames": frames_done,
             "point_estimate": "per-frame mean of the K samples",
@@ -210,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     options = dict(model=args.model, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver,
-                   seed=args.seed, device=args.device, trail=args.trail, heatmap=not args.no_heatmap,
+                   window_mode=args.window_mode, seed=args.seed, device=args.device, trail=args.trail, heatmap=not args.no_heatmap,
                    overlay=not args.no_overlay, quiet=args.quiet)
     try:
         if args.command == "predict":

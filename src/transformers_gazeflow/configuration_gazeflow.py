@@ -17,6 +17,7 @@ SOLVERS = ("euler", "heun", "midpoint")
 OBJECTIVES = ("flow_matching", "diffusion", "regression")
 POSITION_ENCODINGS = ("rope", "learned", "none")
 TASK_GUIDANCES = ("cross_attention", "concat")
+WINDOW_MODES = ("coherent", "blend")
 
 
 def _require(condition: bool, name: str, expected: str, value: Any) -> None:
@@ -41,6 +42,10 @@ class GazeFlowConfig(PretrainedConfig):
         rope_theta (`float`, defaults to 10000.0): base of the 1D RoPE over frame index (Appendix C.2).
         num_frames (`int`, defaults to 64): window length W in frames (Appendix E.3).
         window_stride (`int`, defaults to 32): stride W_s between sliding windows (Appendix E.3).
+        window_mode (`str`, defaults to `"coherent"`): how overlapping windows of a long clip are joined:
+            `"coherent"` samples each window conditioned on the frames it shares with the previous one, so each of
+            the K samples is one continuous trajectory (beyond the paper; see `windowed_engine`); `"blend"` samples
+            windows independently and blends them linearly over the overlap (the paper's Appendix E.3).
         sigma_min (`float`, defaults to 1e-3): sigma_min of the OT interpolant (Appendix E.4).
         self_conditioning_prob (`float`, defaults to 0.5): probability of self-conditioning in training (E.2).
         num_samples (`int`, defaults to 30): default K, trajectories sampled per clip (1 for `objective="regression"`).
@@ -88,6 +93,7 @@ class GazeFlowConfig(PretrainedConfig):
         rope_theta: float = 10000.0,
         num_frames: int = 64,
         window_stride: int = 32,
+        window_mode: str = "coherent",
         sigma_min: float = 1e-3,
         self_conditioning_prob: float = 0.5,
         num_samples: int | None = None,
@@ -131,6 +137,7 @@ class GazeFlowConfig(PretrainedConfig):
         self.rope_theta = rope_theta
         self.num_frames = num_frames
         self.window_stride = window_stride
+        self.window_mode = window_mode
         self.sigma_min = sigma_min
         self.self_conditioning_prob = self_conditioning_prob
         # K: 30 (the paper's recommendation), 1 for the deterministic regression head
@@ -185,6 +192,7 @@ class GazeFlowConfig(PretrainedConfig):
         _require(0.0 <= self.self_conditioning_prob <= 1.0, "self_conditioning_prob", "in [0, 1]",
                  self.self_conditioning_prob)
         _require(self.solver in SOLVERS, "solver", f"one of {SOLVERS}", self.solver)
+        _require(self.window_mode in WINDOW_MODES, "window_mode", f"one of {WINDOW_MODES}", self.window_mode)
         _require(self.heatmap_sigma > 0, "heatmap_sigma", "> 0 (pixels)", self.heatmap_sigma)
         _require(self.rope_theta > 0, "rope_theta", "> 0", self.rope_theta)
         _require(self.lora_alpha > 0, "lora_alpha", "> 0", self.lora_alpha)
@@ -272,4 +280,4 @@ class GazeFlowConfig(PretrainedConfig):
         return cls(**defaults)
 
 
-__all__ = ["GazeFlowConfig", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES"]
+__all__ = ["GazeFlowConfig", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES", "WINDOW_MODES"]

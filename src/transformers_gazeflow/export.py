@@ -29,7 +29,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .geometry import unit_to_pixels
-from .streaming import point_estimate
+from .schema import point_estimate
 
 CSV_COLUMNS = ("video_id", "frame_idx", "t_ms", "x_norm", "y_norm", "x_px", "y_px", "sample_id")
 POINT_ESTIMATE_ID = -1

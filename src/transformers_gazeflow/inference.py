@@ -2,28 +2,28 @@
 
 What makes GazeFlow fast lives in three places:
 
-* the sampler (:mod:`transformers_gazeflow.sampling`): the per-clip condition (c_v, c_task, every block's keys and
-  values) built once per window and shared by all K samples and S steps, and K x windows batched together;
+* the windowed engine (:mod:`transformers_gazeflow.windowed_engine`): the per-clip condition (c_v, c_task, every
+  block's keys and values) built once per window and shared by all K samples and S steps, and K x windows batched
+  together;
 * the attention kernels: ``scaled_dot_product_attention`` in the velocity network and the V-JEPA 2 encoder
   (``attn_implementation="sdpa"``, the default);
 * this module: LoRA merged into the encoder weights, bf16 autocast, and optional ``torch.compile`` of the
   velocity network (``mode="reduce-overhead"`` replays the sampler's steps as CUDA graphs on a GPU).
 
-The plain reference path (:func:`reference_generate`) does the same maths the slow way: eager encoder attention,
-LoRA unmerged, the condition recomputed for every network call with the features repeated K times, one window at
-a time. In fp32 both paths agree to 1e-5 (tested); in bf16 to bf16 tolerance.
+The plain reference path does the same maths the slow way: eager encoder attention (``set_encoder_attention``), LoRA
+unmerged, the condition recomputed for every network call with the features repeated K times
+(``generate_trajectories(..., use_condition_cache=False)``), one window at a time (``window_batch_size=1``). In fp32
+both paths agree to 1e-5 (tested); in bf16 (``autocast_context``) to bf16 tolerance.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Iterator
 
 import torch
 
-from .modeling_gazeflow import GazeFlowGenerationOutput, GazeFlowModel
-from .sampling import generate_trajectories
+from .modeling_gazeflow import GazeFlowModel
 
 
 def prepare_for_inference(model: GazeFlowModel, merge_lora: bool = True, compile: bool = False,
@@ -59,33 +59,4 @@ def autocast_context(model: GazeFlowModel, dtype: torch.dtype | None) -> Iterato
         yield
 
 
-@torch.no_grad()
-def fast_generate(model: GazeFlowModel, pixel_values_videos: torch.Tensor, num_samples: int, num_steps: int,
-                  solver: str = "euler", generator: torch.Generator | None = None, dtype: torch.dtype | None = None,
-                  window_batch_size: int = 8) -> GazeFlowGenerationOutput:
-    """Sample with the fast path (call :func:`prepare_for_inference` on the model first): condition cache,
-    batched windows and autocast in ``dtype``. Trajectories come back in fp32, unit coordinates."""
-    with autocast_context(model, dtype):
-        trajectories = generate_trajectories(
-            model, pixel_values_videos=pixel_values_videos, num_samples=num_samples, num_steps=num_steps,
-            solver=solver, generator=generator, window_batch_size=window_batch_size, use_condition_cache=True,
-        ).float()
-    return GazeFlowGenerationOutput(trajectories=trajectories, mean=trajectories.mean(dim=1))
-
-
-@torch.no_grad()
-def reference_generate(model: GazeFlowModel, pixel_values_videos: torch.Tensor, num_samples: int, num_steps: int,
-                       solver: str = "euler", generator: torch.Generator | None = None) -> GazeFlowGenerationOutput:
-    """The plain reference path, on a copy of ``model``: eager encoder attention, LoRA as separate adapters,
-    the condition recomputed at every network call for K repeated features, one window at a time, fp32."""
-    reference = copy.deepcopy(model).float().eval()
-    set_encoder_attention(reference, "eager")
-    trajectories = generate_trajectories(
-        reference, pixel_values_videos=pixel_values_videos, num_samples=num_samples, num_steps=num_steps,
-        solver=solver, generator=generator, window_batch_size=1, use_condition_cache=False,
-    )
-    return GazeFlowGenerationOutput(trajectories=trajectories, mean=trajectories.mean(dim=1))
-
-
-__all__ = ["prepare_for_inference", "set_encoder_attention", "autocast_context", "fast_generate",
-           "reference_generate"]
+__all__ = ["prepare_for_inference", "set_encoder_attention", "autocast_context"]

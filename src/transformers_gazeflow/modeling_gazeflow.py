@@ -12,7 +12,8 @@ The model has three parts, each a small named module:
 
 :meth:`GazeFlowModel.forward` returns the conditional flow-matching loss (Eq. cfm_loss with the OT interpolant of
 Appendix E.4 and self-conditioning of Appendix D.2); :meth:`GazeFlowModel.generate` samples trajectories through
-:mod:`transformers_gazeflow.sampling`, which owns solvers, seeds, self-conditioning state and sliding windows.
+:mod:`transformers_gazeflow.windowed_engine` (sliding windows, K samples, seeds) and the scheduler
+(:mod:`transformers_gazeflow.scheduling_gazeflow`: solvers and self-conditioning state).
 
 Every attention goes through transformers' attention interface (``config._attn_implementation``: ``"sdpa"`` by
 default, ``"eager"`` to get attention weights, ``"flex_attention"``), set with
@@ -511,6 +512,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         generator: torch.Generator | None = None,
         window_batch_size: int = 8,
         return_dict: bool | None = None,
+        window_mode: str | None = None,
     ) -> GazeFlowGenerationOutput | tuple:
         """Sample K gaze trajectories per clip with S ODE steps (paper Algorithm 1, Appendices D.2-D.3); with
         ``objective="diffusion"`` S DDIM steps, with ``objective="regression"`` one direct prediction (K = 1).
@@ -524,18 +526,19 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             num_samples, num_steps, solver: K, S and the ODE solver (defaults from the config).
             generator: a ``torch.Generator`` for the initial noise: the same seed gives the same samples.
             window_batch_size: windows encoded and sampled together.
+            window_mode: ``"coherent"`` (each window sampled conditioned on the frames it shares with the previous
+                one: every sample is one continuous trajectory) or ``"blend"`` (the paper's independent windows with
+                a linear blend); default from the config (see ``windowed_engine``).
         """
-        from .sampling import generate_trajectories
+        from .windowed_engine import generate_trajectories
 
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        trajectories = generate_trajectories(
+        sampled = generate_trajectories(
             self, pixel_values_videos=pixel_values_videos, encoder_hidden_states=encoder_hidden_states,
-            num_samples=num_samples if num_samples is not None else self.config.num_samples,
-            num_steps=num_steps if num_steps is not None else self.config.num_steps,
-            solver=solver if solver is not None else self.config.solver,
-            generator=generator, window_batch_size=window_batch_size,
+            num_samples=num_samples, num_steps=num_steps, solver=solver, generator=generator,
+            window_batch_size=window_batch_size, window_mode=window_mode,
         )
-        output = GazeFlowGenerationOutput(trajectories=trajectories, mean=trajectories.mean(dim=1))
+        output = GazeFlowGenerationOutput(trajectories=sampled.trajectories, mean=sampled.mean)
         return output if return_dict else output.to_tuple()
 
 

@@ -8,33 +8,41 @@ changes (paper Sections 3.2 and 4.4, Appendix F.4):
 * ``"diffusion"``: DDPM-style epsilon prediction (Ho et al. 2020) with the cosine schedule of Nichol & Dhariwal
   (2021) over ``diffusion_timesteps`` discrete steps; the network reads x_t and tau = t / diffusion_timesteps through
   the same time embedding and predicts the noise; self-conditioning feeds the clean estimate x0_hat (Chen et al.,
-  Analog Bits). Sampled with DDIM (``sampling_diffusion``).
+  Analog Bits). Sampled with DDIM.
 * ``"regression"``: a deterministic head over the same network and conditioning, predicting the trajectory
   directly from constant inputs (x = 0, s = :data:`REGRESSION_INPUT_TIME`, x1_hat = 0); masked MSE; K = 1.
 
 Every loss is ``sum(m * (prediction - target)^2) / (2 * sum(m))`` over valid frames m (blinks, untracked and padding
-frames excluded), the flow-matching normalisation.
+frames excluded), the flow-matching normalisation. Each example draws its time, noise and self-conditioning coin from
+its own random stream, so its loss does not depend on its batch neighbours for a fixed seed, and an ``eval()``
+forward is deterministic (``scheduling_gazeflow.example_generators``). The noise processes (interpolants, targets,
+clean estimates) are the scheduler's (``scheduling_gazeflow``); this module only draws, calls the network and
+compares. ``model`` is the ``GazeFlowModel``, read through ``model.config``, ``model.training`` and
+``model.velocity`` only, so this module never imports it.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from .modeling_gazeflow import GazeFlowCondition, GazeFlowModel
+from .scheduling_gazeflow import (
+    REGRESSION_INPUT_TIME,
+    DDIMScheduler,
+    FlowMatchingScheduler,
+    GeneratorArgument,
+    TrainingNoise,
+    draw_training_noise,
+    estimate_endpoint,
+    example_generators,
+)
 
-COSINE_SCHEDULE_OFFSET = 0.008
-"""s of the cosine schedule alpha_bar(tau) = f(tau) / f(0), f(tau) = cos^2(((tau + s) / (1 + s)) pi / 2)."""
-
-MAX_BETA = 0.999
-"""Per-step betas are clipped at 0.999 (Nichol & Dhariwal), so alpha_bar stays > 0 at the last step."""
-
-REGRESSION_INPUT_TIME = 0.0
-"""The constant flow time the regression head is called with (its x and x1_hat inputs are zeros)."""
+GazeFlowModel = torch.nn.Module
+"""Annotation of the ``GazeFlowModel`` argument: only ``model.config`` and ``model.velocity`` are used."""
+GazeFlowCondition = Any
+"""Annotation of the model's ``GazeFlowCondition``, passed through to ``model.velocity``."""
 
 
 @dataclass
@@ -45,15 +53,6 @@ class ObjectiveOutput:
     time: torch.Tensor | None
 
 
-def cosine_alphas_cumprod(num_timesteps: int) -> torch.Tensor:
-    """alpha_bar_t for t = 0 .. num_timesteps - 1 of the cosine schedule (float64): betas
-    ``1 - alpha_bar(tau_{t+1}) / alpha_bar(tau_t)`` with tau_t = t / num_timesteps, clipped at :data:`MAX_BETA`."""
-    steps = torch.arange(num_timesteps + 1, dtype=torch.float64) / num_timesteps
-    f = torch.cos((steps + COSINE_SCHEDULE_OFFSET) / (1 + COSINE_SCHEDULE_OFFSET) * math.pi / 2) ** 2
-    betas = (1 - f[1:] / f[:-1]).clamp(max=MAX_BETA)
-    return torch.cumprod(1 - betas, dim=0)
-
-
 def masked_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch.Tensor) -> torch.Tensor:
     """``sum(m (prediction - target)^2) / (2 sum(m))`` over ``[B, T, 2]`` with ``valid_mask [B, T]``."""
     weights = valid_mask.to(prediction.dtype).unsqueeze(-1)
@@ -61,65 +60,77 @@ def masked_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch
     return squared_error.sum() / (2 * weights.sum()).clamp_min(1.0)
 
 
-def _random_state(generator: torch.Generator | None, device: torch.device) -> torch.device:
-    return generator.device if generator is not None else device
+def _training_noise(model: GazeFlowModel, gaze: torch.Tensor, generator: GeneratorArgument,
+                    num_timesteps: int | None = None) -> TrainingNoise:
+    """Each example's draws from its own stream (``scheduling_gazeflow.example_generators``); in eval mode without a
+    generator, from a fixed seed, so the loss is the same on every call and the global RNG is untouched."""
+    generators = example_generators(generator, gaze.shape[0], deterministic=not model.training)
+    return draw_training_noise(tuple(gaze.shape), generators, model.config.self_conditioning_prob, gaze.device,
+                               gaze.dtype, num_timesteps)
+
+
+def _self_condition(model: GazeFlowModel, use_self_condition: torch.Tensor, first_pass) -> torch.Tensor | None:
+    """x1_hat of the second pass: the gradient-free first pass's estimate for the examples whose coin came up, zeros
+    for the others, chosen by a per-example mask (no Python branch on a tensor, so the loss traces). The first pass
+    runs whenever ``self_conditioning_prob > 0`` (a config constant); None when it is 0."""
+    if model.config.self_conditioning_prob <= 0:
+        return None
+    with torch.no_grad():
+        estimate = first_pass()
+    mask = use_self_condition.view(-1, *([1] * (estimate.dim() - 1)))
+    return torch.where(mask, estimate, torch.zeros_like(estimate)).detach()
 
 
 def flow_matching_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                       valid_mask: torch.Tensor, generator: torch.Generator | None) -> ObjectiveOutput:
-    """Eq. cfm_loss: s ~ U(0, 1), x_0 ~ N(0, I), x_s = (1 - (1 - sigma_min) s) x_0 + s g, target
-    u = g - (1 - sigma_min) x_0. With probability ``self_conditioning_prob`` a first, gradient-free pass gives
-    x1_hat = x_s + (1 - s) v for the second pass; otherwise x1_hat = 0 (Appendix D.2)."""
-    batch = gaze.shape[0]
-    device, rand_device = gaze.device, _random_state(generator, gaze.device)
-    sigma_min = model.config.sigma_min
-    flow_time = torch.rand(batch, generator=generator, device=rand_device).to(device)
-    noise = torch.randn(gaze.shape, generator=generator, device=rand_device).to(device=device, dtype=gaze.dtype)
-    use_self_condition = bool(torch.rand((), generator=generator, device=rand_device)
-                              < model.config.self_conditioning_prob)
-    s = flow_time.view(batch, 1, 1)
-    sample = (1 - (1 - sigma_min) * s) * noise + s * gaze
-    target = gaze - (1 - sigma_min) * noise
+                       valid_mask: torch.Tensor, generator: GeneratorArgument) -> ObjectiveOutput:
+    """Eq. cfm_loss with each example's s ~ U(0, 1), x_0 ~ N(0, I) and self-conditioning coin drawn from its own
+    stream (:func:`flow_matching_objective` does the rest)."""
+    return flow_matching_objective(model, condition, gaze, valid_mask, _training_noise(model, gaze, generator))
+
+
+def flow_matching_objective(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor,
+                            valid_mask: torch.Tensor, draws: TrainingNoise) -> ObjectiveOutput:
+    """Eq. cfm_loss for given draws: x_s = (1 - (1 - sigma_min) s) x_0 + s g, target u = g - (1 - sigma_min) x_0.
+    An example whose coin came up (probability ``self_conditioning_prob``) reads x1_hat = x_s + (1 - s) v from a
+    first, gradient-free pass; the others read x1_hat = 0 (Appendix D.2)."""
+    scheduler = FlowMatchingScheduler(sigma_min=model.config.sigma_min)
+    flow_time, noise = draws.time, draws.noise
+    s = flow_time.view(-1, 1, 1)
+    sample = scheduler.add_noise(gaze, noise, s)
+    target = scheduler.velocity_target(gaze, noise)
 
     sample_k, time_k = sample.unsqueeze(1), flow_time.unsqueeze(1)  # K = 1 trajectory per clip
-    self_condition = torch.zeros_like(sample_k)
-    if use_self_condition:
-        with torch.no_grad():
-            first = model.velocity(sample_k, time_k, condition, self_condition)
-            self_condition = (sample_k + (1 - s.unsqueeze(1)) * first).detach()
-    predicted = model.velocity(sample_k, time_k, condition, self_condition).squeeze(1)
+    zeros = torch.zeros_like(sample_k)
+    self_condition = _self_condition(model, draws.self_condition, lambda: estimate_endpoint(
+        sample_k, s.unsqueeze(1), model.velocity(sample_k, time_k, condition, zeros)))
+    predicted = model.velocity(sample_k, time_k, condition,
+                               zeros if self_condition is None else self_condition).squeeze(1)
     return ObjectiveOutput(masked_mse(predicted, target, valid_mask), predicted, target, flow_time)
 
 
 def diffusion_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                   valid_mask: torch.Tensor, generator: torch.Generator | None) -> ObjectiveOutput:
-    """Epsilon prediction: t ~ U{0 .. N - 1}, eps ~ N(0, I), x_t = sqrt(alpha_bar_t) g + sqrt(1 - alpha_bar_t) eps,
-    the network reads (x_t, tau = t / N) and predicts eps. Self-conditioning as in flow matching, with the clean
-    estimate x0_hat = (x_t - sqrt(1 - alpha_bar_t) eps_hat) / sqrt(alpha_bar_t), clipped to [-1, 1]."""
-    batch = gaze.shape[0]
-    num_timesteps = model.config.diffusion_timesteps
-    device, rand_device = gaze.device, _random_state(generator, gaze.device)
-    timestep = torch.randint(0, num_timesteps, (batch,), generator=generator, device=rand_device).to(device)
-    noise = torch.randn(gaze.shape, generator=generator, device=rand_device).to(device=device, dtype=gaze.dtype)
-    use_self_condition = bool(torch.rand((), generator=generator, device=rand_device)
-                              < model.config.self_conditioning_prob)
-    alpha_bar = cosine_alphas_cumprod(num_timesteps).to(device)[timestep].to(gaze.dtype).view(batch, 1, 1)
-    sample = alpha_bar.sqrt() * gaze + (1 - alpha_bar).sqrt() * noise
-    tau = (timestep.float() / num_timesteps).unsqueeze(1)
+                   valid_mask: torch.Tensor, generator: GeneratorArgument) -> ObjectiveOutput:
+    """Epsilon prediction: each example's t ~ U{0 .. N - 1}, eps ~ N(0, I) and coin from its own stream;
+    x_t = sqrt(alpha_bar_t) g + sqrt(1 - alpha_bar_t) eps, the network reads (x_t, tau = t / N) and predicts eps.
+    Self-conditioning as in flow matching, with the clean estimate
+    x0_hat = (x_t - sqrt(1 - alpha_bar_t) eps_hat) / sqrt(alpha_bar_t), clipped to [-1, 1]."""
+    scheduler = DDIMScheduler(num_timesteps=model.config.diffusion_timesteps)
+    draws = _training_noise(model, gaze, generator, scheduler.num_timesteps)
+    timestep, noise = draws.time, draws.noise
+    alpha_bar = scheduler.alpha_bar_of(timestep, gaze)
+    sample = scheduler.noised(gaze, noise, alpha_bar)
+    tau = scheduler.model_time(timestep.float()).unsqueeze(1)
 
     sample_k = sample.unsqueeze(1)
-    self_condition = torch.zeros_like(sample_k)
-    if use_self_condition:
-        with torch.no_grad():
-            first = model.velocity(sample_k, tau, condition, self_condition)
-            ab = alpha_bar.unsqueeze(1)
-            self_condition = ((sample_k - (1 - ab).sqrt() * first) / ab.sqrt()).clamp(-1, 1).detach()
-    predicted = model.velocity(sample_k, tau, condition, self_condition).squeeze(1)
+    zeros = torch.zeros_like(sample_k)
+    self_condition = _self_condition(model, draws.self_condition, lambda: scheduler.clean_estimate(
+        sample_k, model.velocity(sample_k, tau, condition, zeros), alpha_bar.unsqueeze(1)))
+    predicted = model.velocity(sample_k, tau, condition, zeros if self_condition is None else self_condition).squeeze(1)
     return ObjectiveOutput(masked_mse(predicted, noise, valid_mask), predicted, noise, tau.squeeze(1))
 
 
 def regression_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                    valid_mask: torch.Tensor, generator: torch.Generator | None) -> ObjectiveOutput:
+                    valid_mask: torch.Tensor, generator: GeneratorArgument) -> ObjectiveOutput:
     """Masked MSE between the directly predicted trajectory and g (the "- Joint Distribution Modeling" row)."""
     predicted = regression_predict(model, condition, gaze.new_zeros(gaze.shape[0], 1, *gaze.shape[1:])).squeeze(1)
     return ObjectiveOutput(masked_mse(predicted, gaze, valid_mask), predicted, gaze, None)
@@ -138,19 +149,17 @@ OBJECTIVE_LOSSES = {
 
 
 def objective_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor, valid_mask: torch.Tensor,
-                   generator: torch.Generator | None) -> ObjectiveOutput:
-    """The training loss of ``model.config.objective``."""
+                   generator: GeneratorArgument) -> ObjectiveOutput:
+    """The training loss of ``model.config.objective``. ``generator``: one ``torch.Generator``, a list of one per
+    example, or None (the global RNG in training, a fixed seed in eval mode); see ``scheduling_gazeflow``."""
     return OBJECTIVE_LOSSES[model.config.objective](model, condition, gaze, valid_mask, generator)
 
 
 __all__ = [
-    "COSINE_SCHEDULE_OFFSET",
-    "MAX_BETA",
-    "REGRESSION_INPUT_TIME",
     "ObjectiveOutput",
-    "cosine_alphas_cumprod",
     "masked_mse",
     "flow_matching_loss",
+    "flow_matching_objective",
     "diffusion_loss",
     "regression_loss",
     "regression_predict",

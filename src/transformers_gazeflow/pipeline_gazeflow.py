@@ -11,7 +11,7 @@ out["points_px"]  # [T, 2] point estimate per frame (the mean of the K samples),
 
 Inputs: a video file (anything PyAV opens), a ``[T, H, W, 3]`` uint8 array or tensor (grayscale ``[T, H, W]`` too),
 or a list of PIL images; for in-memory frames pass ``fps=`` (30 when not given). Long videos stream window by
-window through decode -> processor -> encoder -> sampler -> blend (:mod:`transformers_gazeflow.streaming`), so
+window through decode -> processor -> encoder -> sampler -> blend (:mod:`transformers_gazeflow.windowed_engine`), so
 memory does not grow with the video's length; only the small per-frame outputs are collected. Heatmaps are
 rendered on demand (:class:`GazeHeatmaps`), never held for the whole video.
 """
@@ -33,7 +33,9 @@ from .data.video import VideoDecodeError, iter_frames, probe_video
 from .geometry import unit_to_pixels
 from .hub import load_video_processor
 from .inference import prepare_for_inference
-from .streaming import GazeChunk, point_estimate, stream_gaze
+from .schema import point_estimate
+from .windowed_engine import GazeChunk, sampling_settings, stream_gaze
+from .windows import plan_windows
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +130,12 @@ class GazePrediction:
 
 @dataclass
 class VideoSource:
-    """A video ready to stream: where it comes from, its frame rate and size, and how to read its frames."""
+    """A video ready to stream: where it comes from, its frame rate and size, and how to read its frames.
+
+    ``open_frames()`` reads the requested frames ``[start_frame, start_frame + expected_frames)``;
+    ``open_frames(first, stop)`` any frames of the video (the windows covering the range may reach past it).
+    ``total_frames``: the whole video's length (its window grid), when known.
+    """
 
     name: str
     video_id: str
@@ -137,7 +144,8 @@ class VideoSource:
     height: int
     start_frame: int
     expected_frames: int | None
-    open_frames: Callable[[], Iterator[np.ndarray]]
+    open_frames: Callable[..., Iterator[np.ndarray]]
+    total_frames: int | None = None
 
 
 def _frame_range(start_frame: int | None, end_frame: int | None, total: int, name: str) -> tuple[int, int]:
@@ -163,7 +171,8 @@ def open_video_source(video: Any, fps: float | None = None, start_frame: int | N
         start, stop = _frame_range(start_frame, end_frame, info.num_frames, str(path))
         return VideoSource(name=str(path), video_id=path.stem, fps=float(fps or info.fps), width=info.width,
                            height=info.height, start_frame=start, expected_frames=stop - start,
-                           open_frames=lambda: iter_frames(path, start, stop))
+                           open_frames=lambda first=start, last=stop: iter_frames(path, first, last),
+                           total_frames=info.num_frames)
     if isinstance(video, (list, tuple)) and video and all(hasattr(im, "convert") for im in video):
         video = np.stack([np.asarray(im.convert("RGB")) for im in video])
     if isinstance(video, torch.Tensor):
@@ -179,23 +188,25 @@ def open_video_source(video: Any, fps: float | None = None, start_frame: int | N
     if fps is None:
         logger.warning("no fps= given for in-memory frames: frame times assume %s fps", DEFAULT_FPS)
     start, stop = _frame_range(start_frame, end_frame, video.shape[0], "the in-memory video")
-    frames = video[start:stop]
     return VideoSource(name="<array>", video_id="video", fps=float(fps or DEFAULT_FPS), width=int(video.shape[2]),
                        height=int(video.shape[1]), start_frame=start, expected_frames=stop - start,
-                       open_frames=lambda: iter(frames))
+                       open_frames=lambda first=start, last=stop: iter(video[first:last]),
+                       total_frames=int(video.shape[0]))
 
 
-def _checked_frames(source: VideoSource) -> Iterator[np.ndarray]:
-    """The source's frames; a file that yields clearly fewer frames than its container announces is truncated."""
+def _checked_frames(source: VideoSource, first: int | None = None, stop: int | None = None) -> Iterator[np.ndarray]:
+    """The source's frames (``[first, stop)``, default the requested ones); a file that yields clearly fewer frames
+    than its container announces is truncated."""
+    first = source.start_frame if first is None else first
     count = 0
-    for frame in source.open_frames():
+    for frame in source.open_frames() if stop is None else source.open_frames(first, stop):
         count += 1
         yield frame
-    expected = source.expected_frames
+    expected = source.expected_frames if stop is None else stop - first
     if expected is not None and count < expected:
         if count < expected * 0.99 - 1:
             raise VideoDecodeError(f"cannot decode video {source.name}: its container announces {expected} frames "
-                                   f"from frame {source.start_frame} but decoding stopped after {count} "
+                                   f"from frame {first} but decoding stopped after {count} "
                                    f"(truncated or damaged file)")
         logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
 
@@ -203,7 +214,8 @@ def _checked_frames(source: VideoSource) -> Iterator[np.ndarray]:
 class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
-    Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver`` (defaults from the model's config),
+    Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver``, ``window_mode`` (``"coherent"`` or
+    ``"blend"``, see ``windowed_engine``; defaults from the model's config),
     ``seed`` (noise seed; the same seed gives the same samples), ``return_heatmaps`` (attach a lazy
     :class:`GazeHeatmaps`), ``heatmap_sigma`` (px, default ``config.heatmap_sigma``), ``start_frame`` /
     ``end_frame`` (frame range, end exclusive) and ``fps`` (in-memory frames). ``device`` is chosen when the
@@ -231,14 +243,15 @@ class GazeFlowPipeline(Pipeline):
     def _sanitize_parameters(self, num_samples: int | None = None, num_steps: int | None = None,
                              solver: str | None = None, seed: int | None = None, return_heatmaps: bool | None = None,
                              heatmap_sigma: float | None = None, start_frame: int | None = None,
-                             end_frame: int | None = None, fps: float | None = None, **unknown):
+                             end_frame: int | None = None, fps: float | None = None, window_mode: str | None = None,
+                             **unknown):
         if unknown:
             raise TypeError(f"egocentric-gaze: unknown parameter(s) {sorted(unknown)}; known: num_samples, num_steps, "
-                            "solver, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps")
+                            "solver, window_mode, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps")
         preprocess = {k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items()
                       if v is not None}
         forward = {k: v for k, v in dict(num_samples=num_samples, num_steps=num_steps, solver=solver,
-                                         seed=seed).items() if v is not None}
+                                         window_mode=window_mode, seed=seed).items() if v is not None}
         postprocess = {k: v for k, v in dict(return_heatmaps=return_heatmaps, heatmap_sigma=heatmap_sigma).items()
                        if v is not None}
         return preprocess, forward, postprocess
@@ -273,27 +286,38 @@ class GazeFlowPipeline(Pipeline):
                    end_frame: int | None = None) -> dict[str, VideoSource]:
         return {"source": open_video_source(inputs, fps=fps, start_frame=start_frame, end_frame=end_frame)}
 
-    def _sampling_settings(self, num_samples: int | None, num_steps: int | None, solver: str | None) -> dict[str, Any]:
-        config = self.model.config
-        return dict(num_samples=num_samples if num_samples is not None else config.num_samples,
-                    num_steps=num_steps if num_steps is not None else config.num_steps,
-                    solver=solver if solver is not None else config.solver)
+    def _sampling_settings(self, num_samples: int | None, num_steps: int | None, solver: str | None,
+                           window_mode: str | None = None) -> dict[str, Any]:
+        settings = sampling_settings(self.model.config, num_samples, num_steps, solver, window_mode)
+        return dict(num_samples=settings.num_samples, num_steps=settings.num_steps, solver=settings.solver,
+                    window_mode=settings.window_mode)
 
     def stream_chunks(self, source: VideoSource, num_samples: int | None = None, num_steps: int | None = None,
                       solver: str | None = None, seed: int | None = None,
-                      keep_frames: bool = False) -> Iterator[GazeChunk]:
-        """Stream a source through the model: finished :class:`~transformers_gazeflow.streaming.GazeChunk` s in
-        order (with their raw frames when ``keep_frames``), for callers that consume frames as they come."""
+                      keep_frames: bool = False, window_mode: str | None = None) -> Iterator[GazeChunk]:
+        """Stream a source through the model: finished :class:`~transformers_gazeflow.windowed_engine.GazeChunk` s in
+        order (with their raw frames when ``keep_frames``), for callers that consume frames as they come. A frame
+        range runs the windows of the whole video's grid that cover it (``windows.plan_windows``), so a frame's
+        prediction does not depend on the range's ends."""
         generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
-        settings = self._sampling_settings(num_samples, num_steps, solver)
-        yield from stream_gaze(self.model, self.video_processor, _checked_frames(source), generator=generator,
-                               keep_frames=keep_frames, **settings)  # stream_gaze runs without autograd
+        settings = self._sampling_settings(num_samples, num_steps, solver, window_mode)
+        plan = None
+        if source.total_frames is not None and source.expected_frames is not None:
+            config = self.model.config
+            plan = plan_windows(source.total_frames, config.num_frames, config.window_stride, source.start_frame,
+                                source.start_frame + source.expected_frames)
+        frames = _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start,
+                                                                              plan.decode_stop)
+        yield from stream_gaze(self.model, self.video_processor, frames, generator=generator, keep_frames=keep_frames,
+                               plan=plan, **settings)  # stream_gaze runs without autograd
 
     def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
-                 num_steps: int | None = None, solver: str | None = None, seed: int | None = None) -> dict[str, Any]:
+                 num_steps: int | None = None, solver: str | None = None, seed: int | None = None,
+                 window_mode: str | None = None) -> dict[str, Any]:
         source = model_inputs["source"]
-        pieces = [chunk.trajectories for chunk in self.stream_chunks(source, num_samples, num_steps, solver, seed)]
-        settings = self._sampling_settings(num_samples, num_steps, solver)
+        pieces = [chunk.trajectories for chunk in self.stream_chunks(source, num_samples, num_steps, solver, seed,
+                                                                     window_mode=window_mode)]
+        settings = self._sampling_settings(num_samples, num_steps, solver, window_mode)
         return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, **settings}
 
     def postprocess(self, model_outputs: dict[str, Any], return_heatmaps: bool = False,

@@ -1,7 +1,7 @@
 """Make a saved model folder loadable with ``trust_remote_code=True``, without installing this package.
 
 Transformers' remote code reads ``auto_map`` (and ``custom_pipelines`` for a pipeline task) from ``config.json`` and
-imports the named modules from the folder itself; a module's relative imports (``from .sampling import ...``) are
+imports the named modules from the folder itself; a module's relative imports (``from .windows import ...``) are
 copied along, but only from the same folder (no subpackages). :func:`add_remote_code` therefore copies the source
 files the model and the ``egocentric-gaze`` pipeline need into the folder, flat: ``data/video.py``,
 ``data/processing.py`` and ``metrics/heatmaps.py`` become ``video.py``, ``processing.py`` and ``heatmaps.py``, and
@@ -38,12 +38,12 @@ REMOTE_CODE_FILES: dict[str, str] = {
     "modeling_gazeflow_objectives.py": "modeling_gazeflow_objectives.py",
     "modeling_gazeflow_variants.py": "modeling_gazeflow_variants.py",
     "validation.py": "validation.py",
-    "sampling.py": "sampling.py",
-    "sampling_diffusion.py": "sampling_diffusion.py",
+    "scheduling_gazeflow.py": "scheduling_gazeflow.py",
     "windows.py": "windows.py",
     "geometry.py": "geometry.py",
     "inference.py": "inference.py",
-    "streaming.py": "streaming.py",
+    "windowed_engine.py": "windowed_engine.py",
+    "schema.py": "schema.py",
     "hub.py": "hub.py",
     "pipeline_gazeflow.py": "pipeline_gazeflow.py",
     "video.py": "data/video.py",

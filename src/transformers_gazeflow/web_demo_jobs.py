@@ -31,7 +31,7 @@ from .export import GazeCsvWriter, write_summary
 from .geometry import unit_to_pixels
 from .hub import ModelFolderError, load_model, resolve_model
 from .pipeline_gazeflow import frame_times_ms, open_video_source
-from .streaming import point_estimate
+from .schema import point_estimate
 from .visualization import OverlayRenderer
 
 if TYPE_CHECKING:

@@ -10,11 +10,20 @@ Where two consecutive windows ``i`` and ``i + 1`` overlap, predictions are blend
 With the regular stride ``L = W_s`` and this is exactly the paper's ``alpha_tau``; only the last, end-aligned
 window can have a longer overlap, over which the same ramp is stretched.
 
+With coherent windows (``window_mode="coherent"``, the windowed engine) window ``i + 1`` is sampled conditioned on
+the frames it shares with window ``i``, so the two agree there; the stitcher then keeps the earlier window's values
+over the overlap (:class:`StreamingBlender` with ``mode="keep"``) instead of ramping.
+
+A frame range of a longer video runs the windows of the *whole video's* grid that cover it (:func:`plan_windows`),
+so a frame's prediction does not change with where the requested range starts or ends.
+
 Training data uses the same :func:`window_starts` so that training windows cover a whole clip (data layer), and
-the sampler uses :func:`blend_windows` to stitch window predictions back together.
+the windowed engine uses :class:`StreamingBlender` to stitch window predictions back together.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -37,6 +46,45 @@ def window_starts(num_frames: int, window: int, stride: int) -> list[int]:
     starts = list(range(0, last, stride))
     starts.append(last)
     return starts
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """The windows to run for frames ``[output_start, output_stop)`` of a video of ``num_frames`` frames.
+
+    Window starts come from the whole video's grid (:func:`window_starts` of the whole video), whatever range is
+    asked for, and only the windows covering the range run: so a predicted frame depends only on the frames of the
+    windows that cover it (with ``window_mode="blend"`` exactly; coherent windows also depend on the windows before
+    them, from the first one run). The frames ``[decode_start, decode_stop)`` are the ones those windows read.
+
+    Attributes:
+        starts: first frames of the windows to run, in video frame indices.
+        first_window: the index of ``starts[0]`` on the whole video's grid (window i draws the i-th noise).
+        decode_start, decode_stop: the frames to read.
+        output_start, output_stop: the frames asked for.
+    """
+
+    starts: tuple[int, ...]
+    first_window: int
+    decode_start: int
+    decode_stop: int
+    output_start: int
+    output_stop: int
+
+
+def plan_windows(num_frames: int, window: int, stride: int, start_frame: int = 0,
+                 end_frame: int | None = None) -> WindowPlan:
+    """The windows of the whole video's grid that cover frames ``[start_frame, end_frame)`` (end: the video's)."""
+    end_frame = num_frames if end_frame is None else end_frame
+    if not 0 <= start_frame < end_frame <= num_frames:
+        raise ValueError(f"frame range [{start_frame}, {end_frame}) must lie within the video's {num_frames} frames "
+                         f"and hold at least one frame")
+    grid = window_starts(num_frames, window, stride)
+    chosen = [i for i, start in enumerate(grid) if start < end_frame and start + window > start_frame]
+    starts = tuple(grid[i] for i in chosen)
+    return WindowPlan(starts=starts, first_window=chosen[0], decode_start=starts[0],
+                      decode_stop=min(starts[-1] + window, num_frames), output_start=start_frame,
+                      output_stop=end_frame)
 
 
 def _ramp_blend(earlier: torch.Tensor, later: torch.Tensor) -> torch.Tensor:
@@ -74,9 +122,16 @@ def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_fram
     return out.movedim(0, frame_dim)
 
 
+STITCH_MODES = ("blend", "keep")
+
+
 class StreamingBlender:
     """:func:`blend_windows`, one window at a time: the same linear overlap blend, with frames handed back as soon as
     no later window can change them, so a long video is stitched holding at most one window of frames.
+
+    ``mode="keep"`` stitches coherent windows: over an overlap the frames keep the values they already have (the
+    earlier windows'), and the new window only adds the frames past them. :meth:`overlap` gives those values, for
+    sampling the new window conditioned on them.
 
     Push the windows in order of their starts (as :func:`window_starts` gives them, or as a stream discovers them:
     every start after the first must lie after the previous start and no later than the end of the frames covered
@@ -86,8 +141,11 @@ class StreamingBlender:
     it is cut by :meth:`finish`, as ``blend_windows`` cuts it).
     """
 
-    def __init__(self, frame_dim: int) -> None:
+    def __init__(self, frame_dim: int, mode: str = "blend") -> None:
+        if mode not in STITCH_MODES:
+            raise ValueError(f"`mode` must be one of {STITCH_MODES}, got {mode!r}")
         self.frame_dim = frame_dim
+        self.mode = mode
         self._pending: torch.Tensor | None = None  # frames [emitted, covered_until), frame axis first
         self._emitted = 0
         self._last_start: int | None = None
@@ -122,10 +180,19 @@ class StreamingBlender:
                              f"(up to {self.covered_until}); windows must reach past the previous one")
         blended = values.clone()
         if overlap > 0:
-            blended[:overlap] = _ramp_blend(pending, values[:overlap])
+            blended[:overlap] = pending if self.mode == "keep" else _ramp_blend(pending, values[:overlap])
         self._pending, self._last_start = blended, start
         self._emitted = start
         return finished.movedim(0, self.frame_dim) if finished.shape[0] else None
+
+    def overlap(self, start: int) -> torch.Tensor | None:
+        """The current values of the frames ``[start, covered_until)`` a window starting at ``start`` shares with the
+        windows pushed so far, along ``frame_dim`` (``None`` when it shares none)."""
+        if self._pending is None or start >= self.covered_until:
+            return None
+        if start < self._emitted:
+            raise ValueError(f"frames before {self._emitted} were handed back already; cannot read them from {start}")
+        return self._pending[start - self._emitted:].movedim(0, self.frame_dim)
 
     def finish(self, num_frames: int) -> torch.Tensor:
         """The remaining frames ``[emitted, num_frames)`` along ``frame_dim``; the blender is then spent."""
@@ -139,4 +206,4 @@ class StreamingBlender:
         return rest.movedim(0, self.frame_dim)
 
 
-__all__ = ["window_starts", "blend_windows", "StreamingBlender"]
+__all__ = ["window_starts", "WindowPlan", "plan_windows", "blend_windows", "STITCH_MODES", "StreamingBlender"]

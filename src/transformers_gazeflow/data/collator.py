@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..geometry import unit_to_model
+from ..schema import pad_last_frame
 from .processing import GazeFlowVideoProcessor
 from .video import decode_frames
 
@@ -62,10 +63,7 @@ class GazeFlowDataCollator:
             raise ValueError(f"{name} ({clip}): decoding {example['video_path']} gave "
                              f"{frames.shape[0] if frames.ndim else 0} frames for a window of {n}")
         _check_size(example, frames, name, clip)
-        processed = self.processor.preprocess(frames)
-        pad = self.num_frames - n
-        if pad:
-            processed = torch.cat([processed, processed[-1:].expand(pad, *processed.shape[1:])])
+        processed = pad_last_frame(self.processor.preprocess(frames), self.num_frames, axis=0)
         return processed, (frames.shape[2], frames.shape[1])
 
     def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -95,7 +93,7 @@ class GazeFlowDataCollator:
 
             pad = width - n
             if pad:
-                gaze = np.concatenate([gaze, np.repeat(gaze[-1:], pad, axis=0)])
+                gaze = pad_last_frame(gaze, width, axis=0)
                 valid = np.concatenate([valid, np.zeros(pad, bool)])
                 gaze_type = np.concatenate([gaze_type, np.zeros(pad, np.int64)])
             pixels.append(inputs)

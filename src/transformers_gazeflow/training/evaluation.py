@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .data.collator import GazeFlowDataCollator
-from .data.processing import GazeFlowVideoProcessor
+from ..data.collator import GazeFlowDataCollator
+from ..data.processing import GazeFlowVideoProcessor
 
 MAIN_COLUMNS = (("AUC", "auc"), ("F1", "f1"), ("P", "precision"), ("R", "recall"), ("AAE", "aae"), ("NSS", "nss"),
                 ("CC", "cc"), ("KL", "kl"), ("SIM", "sim"))
@@ -39,7 +39,7 @@ def ground_truth(example: dict) -> dict:
 
 def clip_generator(seed: int, clip_id: str, device: torch.device | str = "cpu") -> torch.Generator:
     """The noise generator of one clip: seeded by ``seed`` and the clip id, independent of order and batching."""
-    from .metrics.baselines import clip_seed
+    from ..metrics.baselines import clip_seed
 
     return torch.Generator(device=device).manual_seed(clip_seed(seed, clip_id))
 
@@ -66,14 +66,13 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
     predictions: dict[int, np.ndarray] = {}
     seconds = 0.0
     for index in iterator:
-        # a fresh context per clip: accelerator.autocast() is a single-use generator context manager
-        autocast = accelerator.autocast() if accelerator is not None else _null_context()
         example = examples[index]
         batch = collator([example])
         frames = int(example["num_frames"])
         pixels = batch["pixel_values_videos"][:, :frames].to(device)
         _synchronize(device)
         start = time.perf_counter()
+        # a fresh context per clip: accelerator.autocast() is a single-use generator context manager
         with accelerator.autocast() if accelerator is not None else contextlib.nullcontext():
             output = model.generate(pixel_values_videos=pixels, num_samples=num_samples, num_steps=num_steps,
                                     solver=solver, generator=clip_generator(seed, str(example["clip_id"]), device))
@@ -97,7 +96,7 @@ def baseline_predictions(name: str, train_examples: Iterable[dict], examples: Se
     """Predictions of a prior fitted on ``train_examples`` (paper E.2): ``center_bias``, ``random_walk`` (each step
     drawn around the previous frame's ground truth, the paper's wording) or ``random_walk_free`` (a free-running
     walk from the clip centroid; see :class:`~transformers_gazeflow.metrics.RandomWalk`)."""
-    from .metrics import CenterBias, RandomWalk
+    from ..metrics import CenterBias, RandomWalk
 
     train = [ground_truth(example) for example in train_examples]
     if name == "center_bias":
@@ -111,7 +110,7 @@ def baseline_predictions(name: str, train_examples: Iterable[dict], examples: Se
 
 def score(examples: Sequence[dict], predictions: Sequence[Any], protocol: str = "paper", sigma_px: float = 25.0):
     """Run the evaluator over every (example, prediction) pair; returns its ``EvaluationResult``."""
-    from .metrics import GazeEvaluator
+    from ..metrics import GazeEvaluator
 
     if len(examples) != len(predictions):
         raise ValueError(f"{len(examples)} examples but {len(predictions)} predictions")

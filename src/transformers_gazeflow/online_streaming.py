@@ -1,5 +1,8 @@
 """Online gaze prediction with the causal GazeFlow (paper Appendix F.4): :class:`GazeFlowStreamer`.
 
+Online, not windowed: the windowed engine (``windowed_engine``) samples whole windows and hands frames out once no
+later window can change them; this streamer emits each frame's gaze as soon as the frame is seen.
+
 Frames arrive one at a time (a camera loop, a file decoded frame by frame); the gaze of frame t is emitted as soon
 as frame t has been seen. The causal model (``GazeFlowConfig(causal=True)``, ``modeling_gazeflow_causal``) makes
 this exact: its output at frame t reads frames <= t only, so the streamer computes, per frame, only what frame t
@@ -30,12 +33,11 @@ from dataclasses import dataclass
 
 import torch
 
-from .geometry import clamp_unit, model_to_unit
 from .modeling_gazeflow import GazeFlowModel
 from .modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
 from .modeling_gazeflow_layers import GazeFlowKeyValueCache
-from .sampling import draw_noise, sampler_for
-from .validation import check_objective_sampling, check_sampling_arguments
+from .scheduling_gazeflow import draw_noise, scheduler_for
+from .windowed_engine import sampling_settings, to_unit_predictions
 
 
 @dataclass
@@ -61,7 +63,7 @@ class GazeFlowStreamer:
     ```python
     >>> import torch
     >>> from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-    >>> from transformers_gazeflow.causal_streaming import GazeFlowStreamer
+    >>> from transformers_gazeflow.online_streaming import GazeFlowStreamer
     >>> model = GazeFlowModel(GazeFlowConfig.tiny(causal=True)).eval()
     >>> streamer = GazeFlowStreamer(model, num_samples=4, num_steps=2, generator=torch.Generator().manual_seed(0))
     >>> for frame in torch.randn(10, 3, 32, 32):  # normalised frames, one at a time
@@ -85,12 +87,9 @@ class GazeFlowStreamer:
             raise ValueError("GazeFlowStreamer needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
                              "F.4): the bidirectional model's output at frame t depends on later frames")
         self.model = model
-        self.num_samples = num_samples if num_samples is not None else config.num_samples
-        self.num_steps = num_steps if num_steps is not None else config.num_steps
-        self.solver = solver if solver is not None else config.solver
-        check_sampling_arguments(self.num_samples, self.num_steps, self.solver)
-        check_objective_sampling(config, self.num_samples, self.solver)
-        self.sampler = sampler_for(config, self.num_steps, self.solver)
+        settings = sampling_settings(config, num_samples, num_steps, solver)
+        self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
+        self.scheduler = scheduler_for(config, self.num_steps, self.solver)
         self.generator = generator
         self.processor = processor
         self.context = config.num_frames  # W: frames of attention context kept
@@ -125,16 +124,18 @@ class GazeFlowStreamer:
         return frame
 
     def _frame_condition(self, frame: torch.Tensor):
-        """Encoder tokens of frame t from its causal window, then c_v(t), c_task(t) and their keys/values."""
+        """Encoder tokens of frame t from its causal window, then the model's condition encoder: c_v(t) and, over the
+        frame summaries of the last W frames, the causal task bank's newest entry c_task(t); then their keys/values
+        (``model.condition_from_tokens``)."""
         model, config = self.model, self.model.config
         self.recent_frames.append(frame)
         tokens = encode_frame_causal(model.video_encoder, torch.stack(tuple(self.recent_frames), dim=1),
                                      config.causal_encoder_frames, config.tokens_per_frame)
         condition_encoder = model.condition_encoder
-        visual = condition_encoder.spatial_encoder(condition_encoder.visual_projection(tokens.unsqueeze(1)))
+        visual, _ = condition_encoder(tokens.unsqueeze(1))  # c_v(t) [B, 1, N, d]; the one-frame bank is not used
         task = None
         if condition_encoder.task_bank is not None:
-            self.frame_summaries.append(visual.mean(dim=2))
+            self.frame_summaries.append(visual.mean(dim=2))  # V_bar_t, the task bank's frame summary
             task = causal_task_tokens(condition_encoder.task_bank, torch.cat(tuple(self.frame_summaries), dim=1),
                                       last_only=True)
         return model.condition_from_tokens(visual, task, num_frames=1, frames_per_group=1)
@@ -173,9 +174,9 @@ class GazeFlowStreamer:
             call += 1
             return velocity
 
-        sample = self.sampler.sample(velocity_fn, noise.to(device=device, dtype=torch.float32))
-        trajectories = clamp_unit(model_to_unit(sample[:, :, 0].float()))
-        output = GazeFlowStreamOutput(self.frame_index, trajectories, trajectories.mean(dim=1))
+        sample = self.scheduler.sample(velocity_fn, noise.to(device=device, dtype=torch.float32))
+        trajectories, mean = to_unit_predictions(sample[:, :, 0])
+        output = GazeFlowStreamOutput(self.frame_index, trajectories, mean)
         self.batch_size = batch
         self.frame_index += 1
         return output
