@@ -11,10 +11,17 @@ def grey(height=48, width=64):
     return np.full((height, width, 3), 100, np.uint8)
 
 
-def test_colour_table_runs_dark_to_light():
+def test_the_heatmap_shows_on_dark_and_on_bright_scenes():
+    """Every level of the colour map that is drawn differs clearly from black and from white."""
     assert COLOUR_TABLE.shape == (256, 3) and COLOUR_TABLE.dtype == np.uint8
-    brightness = COLOUR_TABLE.astype(int).sum(axis=1)
-    assert brightness[0] == 0 and brightness[-1] > 600 and np.all(np.diff(brightness) >= -1)
+    heatmap = render_heatmaps(np.array([[[0.5, 0.5]]]), 64, 48, sigma=6.0)[0].numpy()
+    for level in (0, 255):
+        frame = np.full((48, 64, 3), level, np.uint8)
+        out = blend_heatmap(frame, heatmap)
+        at_peak = np.abs(out[24, 32].astype(int) - level).max()
+        at_two_sigma = np.abs(out[24, 32 + 12].astype(int) - level).max()
+        assert at_peak > 100 and at_two_sigma > 40, (level, at_peak, at_two_sigma)
+        np.testing.assert_array_equal(out[:, :10], frame[:, :10])  # 3.5 sigma away: untouched
 
 
 def test_heatmap_is_blended_where_the_mass_is():
