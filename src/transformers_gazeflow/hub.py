@@ -250,6 +250,31 @@ def weights_errors(location: str) -> Iterator[None]:
         raise ModelFolderError(f"{where}: cannot load the weights ({type(err).__name__}: {_first_line(err)})") from err
 
 
+def check_pickle_weights(location: str) -> None:
+    """A ``pytorch_model.bin`` must hold plain tensors: load it as torch does with ``weights_only=True`` (the unsafe
+    pickle is refused, naming the file, and never runs)."""
+    weights = weights_file(location) if Path(location).is_dir() else None
+    if weights is None or weights.suffix != ".bin":
+        return
+    import zipfile
+
+    import torch
+
+    with weights_errors(location):
+        torch.load(str(weights), map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(weights))
+
+
+def check_pipeline_model(model: str | os.PathLike) -> str:
+    """Everything :func:`load_model` checks before reading the weights, for a model that transformers will load
+    (``pipeline("egocentric-gaze", model=...)``): the folder, its config's fields, its weights file. Returns the
+    location."""
+    location = resolve_model(model)
+    if Path(location).is_dir():
+        load_config(location)
+        check_pickle_weights(location)
+    return location
+
+
 def load_model(model: str | os.PathLike | None = None, device: str | None = None) -> GazeFlowModel:
     """Load a GazeFlow model (``None``: the bundled default) for inference, with errors that name the model folder
     or the file that is wrong (:class:`ModelFolderError`)."""
@@ -453,6 +478,8 @@ __all__ = [
     "check_config_types",
     "check_finite_weights",
     "check_weights_file",
+    "check_pickle_weights",
+    "check_pipeline_model",
     "weights_errors",
     "weights_location",
     "resolve_model",

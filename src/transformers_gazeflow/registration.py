@@ -18,17 +18,22 @@ of transformers or of this package is under way any more (:func:`_flush`), that 
 returns to the user's code. A module imported before ``transformers_gazeflow`` is served at once. When everything
 is registered the finder removes itself.
 
-For the ``egocentric-gaze`` task only, ``transformers.pipeline`` is wrapped (:func:`_gazeflow_pipeline`) to check
-the model before transformers does: a local folder that is not a GazeFlow model raises
-:class:`~transformers_gazeflow.hub.ModelFolderError` (transformers would say ``Unrecognized model`` or fail on a
-missing file), and with no ``model=`` the bundled default is passed explicitly and loaded without transformers' "No
-model was supplied" warning or its "Loading weights" progress bar. Every other task goes straight through.
+For the ``egocentric-gaze`` task only, the model is checked before transformers reads it: ``pipeline()`` reads a
+model's config first, and the task's config read (``AutoConfig.from_pretrained(..., _from_pipeline=
+"egocentric-gaze")``, :func:`_checking_config_loader`) raises :class:`~transformers_gazeflow.hub.ModelFolderError`
+for a folder that is not a usable GazeFlow model (another or an unknown ``model_type``, no ``config.json``, a field of
+the wrong type, missing, truncated or unsafe weights), where transformers would say ``Unrecognized model`` or fail
+on a missing file. This works whatever the import order (``from transformers import pipeline`` before
+``import transformers_gazeflow`` included). With no ``model=``, the bundled default loads without transformers' "No
+model was supplied" warning (a log filter for that one message) and without its "Loading weights" bar (the task's
+auto class). Every other task and every other config read go straight through.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.abc
+import logging
 import os
 import sys
 import threading
@@ -65,53 +70,82 @@ def register_model() -> None:
 
 
 def register_pipeline() -> None:
-    """The ``egocentric-gaze`` task (default model: the bundled one) and the checking wrapper of ``pipeline``."""
+    """The ``egocentric-gaze`` task (default model: the bundled one), and the checks of its model (module doc)."""
     register_model()
-    from transformers import AutoModel
+    from transformers import AutoConfig
     from transformers.pipelines import PIPELINE_REGISTRY
 
     from .hub import default_model_path
     from .pipeline_gazeflow import GazeFlowPipeline
 
-    PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=GazeFlowPipeline, pt_model=AutoModel, type="video",
-                                        default={"model": (str(default_model_path()), None)})
-    pipelines = sys.modules[PIPELINES]
-    original = pipelines.pipeline
-    if getattr(original, "_gazeflow_checked", False):
-        return
-    wrapped = _gazeflow_pipeline(original)
-    pipelines.pipeline = wrapped
-    transformers = sys.modules.get("transformers")
-    if transformers is not None and vars(transformers).get("pipeline") is original:
-        transformers.pipeline = wrapped  # transformers' lazy module caches what it handed out
+    PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=GazeFlowPipeline, pt_model=_task_auto_model(),
+                                        type="video", default={"model": (str(default_model_path()), None)})
+    if not getattr(AutoConfig.from_pretrained, "_gazeflow_checked", False):
+        AutoConfig.from_pretrained = staticmethod(_checking_config_loader(AutoConfig.from_pretrained))
+    notices = logging.getLogger(PIPELINES)
+    if not any(isinstance(f, _DefaultModelNotice) for f in notices.filters):
+        notices.addFilter(_DefaultModelNotice())
 
 
-def _gazeflow_pipeline(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``transformers.pipeline`` with the model of an ``egocentric-gaze`` task checked first (see the module doc)."""
+def _checking_config_loader(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``AutoConfig.from_pretrained`` that first checks the model of an ``egocentric-gaze`` pipeline.
+
+    transformers' ``pipeline()`` reads the config of a model path first (``AutoConfig.from_pretrained(model,
+    _from_pipeline=task)``), so this is where a folder that is not a usable GazeFlow model gets a
+    :class:`~transformers_gazeflow.hub.ModelFolderError` naming it (:func:`~transformers_gazeflow.hub.
+    check_pipeline_model`) instead of transformers' ``Unrecognized model`` or missing-file errors. Any other call
+    goes straight through."""
 
     @functools.wraps(original)
-    def pipeline(task: str | None = None, model: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if task != TASK or not (model is None or isinstance(model, (str, os.PathLike))):
-            return original(task, model, *args, **kwargs)
+    def from_pretrained(pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("_from_pipeline") == TASK and isinstance(pretrained_model_name_or_path, (str, os.PathLike)):
+            from .hub import check_pipeline_model
+
+            check_pipeline_model(pretrained_model_name_or_path)
+        return original(pretrained_model_name_or_path, *args, **kwargs)
+
+    from_pretrained._gazeflow_checked = True  # type: ignore[attr-defined]
+    return from_pretrained
+
+
+class _DefaultModelNotice(logging.Filter):
+    """Drops transformers' "No model was supplied, defaulted to ..." for the bundled default: it is offline, in the
+    package, and the documented way to try the task."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from .hub import default_model_path
+
+        return not record.getMessage().startswith(f"No model was supplied, defaulted to {default_model_path()}")
+
+
+_auto_model: type | None = None
+
+
+def _task_auto_model() -> type:
+    """``AutoModel`` for the task's model (what ``pipeline()`` loads it with), without transformers' "Loading
+    weights" progress bar for the bundled default (a 2 MB model loads in a blink)."""
+    global _auto_model
+    if _auto_model is None:
+        from transformers import AutoModel
         from transformers.utils import logging as hf_logging
 
-        from .hub import load_config, resolve_model, weights_errors
+        from .hub import default_model_path
 
-        location = resolve_model(model)  # ModelFolderError for a folder that is not a GazeFlow model
-        if os.path.isdir(location):
-            load_config(location)  # a config field of the wrong type, named
-        bar_was_on = hf_logging.is_progress_bar_enabled()
-        if model is None:
-            hf_logging.disable_progress_bar()  # the bundled model is tiny: no "Loading weights" bar
-        try:
-            with weights_errors(location):
-                return original(task, location, *args, **kwargs)
-        finally:
-            if bar_was_on:
-                hf_logging.enable_progress_bar()
+        class GazeFlowAutoModel(AutoModel):
+            @classmethod
+            def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+                if str(pretrained_model_name_or_path) != str(default_model_path()):
+                    return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+                bar_was_on = hf_logging.is_progress_bar_enabled()
+                hf_logging.disable_progress_bar()
+                try:
+                    return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+                finally:
+                    if bar_was_on:
+                        hf_logging.enable_progress_bar()
 
-    pipeline._gazeflow_checked = True  # type: ignore[attr-defined]
-    return pipeline
+        _auto_model = GazeFlowAutoModel
+    return _auto_model
 
 
 HOOKS: dict[str, Callable[[], None]] = {
