@@ -232,7 +232,7 @@ class OverlayVideoWriter:
 
     def _raise_error(self) -> None:
         if self._error is not None:
-            raise RuntimeError(f"cannot encode the overlay video {self.path}: {self._error}") from self._error
+            raise OSError(f"cannot encode the overlay video {self.path}: {self._error}") from self._error
 
     def write(self, frame: np.ndarray) -> None:
         frame = np.asarray(frame)
