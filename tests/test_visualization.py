@@ -39,8 +39,12 @@ def test_heatmap_is_blended_where_the_mass_is():
     assert np.abs(out[24, 16].astype(int) - 100).sum() > 50  # at the peak: coloured
     np.testing.assert_array_equal(out[:, 50:], frame[:, 50:])  # far away: the frame as it was
     np.testing.assert_array_equal(blend_heatmap(frame, np.zeros((48, 64))), frame)
-    with pytest.raises(ValueError, match="same size"):
-        blend_heatmap(frame, np.zeros((10, 10)))
+    with pytest.raises(ValueError, match="same size"):  # a map larger than the frame, or a box reaching outside it
+        blend_heatmap(frame, np.zeros((60, 10)))
+    with pytest.raises(ValueError, match="box inside the frame"):
+        blend_heatmap(frame, np.ones((10, 10)), origin=(60, 0))
+    box = heatmap[10:39, 2:31]  # the same map given as a box of the frame (3.5 sigma around the mass): the same overlay
+    np.testing.assert_array_equal(blend_heatmap(frame, box, max_alpha=0.6, origin=(2, 10)), out)
 
 
 def test_samples_and_point_are_drawn_at_their_pixels():

@@ -78,16 +78,39 @@ class GroundTruth:
         return valid_mask(codes) & (codes != OFF_FRAME)
 
 
+HEATMAP_BOX_SIGMAS = 3.5
+"""The heatmap is rendered on the samples' box widened by this many sigma: beyond it no pixel reaches the 2% of
+the map's peak below which the overlay draws nothing (``visualization.HEATMAP_CUTOFF``)."""
+
+
 def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: np.ndarray, point: np.ndarray,
                          sigma_px: float, heatmap: bool = True, truth: np.ndarray | None = None) -> np.ndarray:
     """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates."""
     from .metrics.heatmaps import render_heatmaps  # the project's one trajectory -> map renderer
 
     height, width = frame.shape[:2]
-    maps = (render_heatmaps(samples[:, None], width, height, sigma=sigma_px)[0].numpy() if heatmap else None)
+    samples_px = unit_to_pixels(np.asarray(samples, np.float64), width, height)
     truth_px = unit_to_pixels(np.asarray(truth, np.float64), width, height) if truth is not None else None
-    return renderer.render(frame, unit_to_pixels(samples, width, height), unit_to_pixels(point, width, height),
-                           maps, truth_px)
+    maps, origin = None, (0, 0)
+    if heatmap:
+        reach = HEATMAP_BOX_SIGMAS * sigma_px
+        x0, y0 = (int(max(0, np.floor(samples_px[:, i].min() - reach))) for i in (0, 1))
+        x1 = int(min(width, np.ceil(samples_px[:, 0].max() + reach)))
+        y1 = int(min(height, np.ceil(samples_px[:, 1].max() + reach)))
+        if x1 > x0 and y1 > y0:  # the box's own unit coordinates: the same Gaussians at the same pixel centres
+            inside = (samples_px - [x0, y0]) / [x1 - x0, y1 - y0]
+            maps, origin = render_heatmaps(inside[:, None], x1 - x0, y1 - y0, sigma=sigma_px)[0].numpy(), (x0, y0)
+    return renderer.render(frame, samples_px, unit_to_pixels(point, width, height), maps, truth_px,
+                           heatmap_origin=origin)
+
+
+def describe_sigma(options: PredictOptions) -> str:
+    """How the heatmap sigma was chosen, for ``summary.json``."""
+    if options.heatmap_sigma_px is not None:
+        return f"{options.heatmap_sigma_px:g} px (--heatmap-sigma)"
+    if options.heatmap_sigma_fraction is not None:
+        return f"{100 * options.heatmap_sigma_fraction:g}% of the frame width (--heatmap-sigma)"
+    return f"{100 * HEATMAP_SIGMA_FRACTION:.2g}% of the frame width (the paper's 25 px at 640 px)"
 
 
 def _progress(total: int | None, quiet: bool, description: str):
@@ -168,11 +191,7 @@ class GazePredictor:
                 "point_estimate": "per-frame mean of the K samples",
                 "mean_point_norm": (point_sum / max(frames_done, 1)).tolist(),
                 "heatmap_sigma_px": round(sigma, 3),
-                "heatmap_sigma": (f"{options.heatmap_sigma_px:g} px (--heatmap-sigma)"
-                                  if options.heatmap_sigma_px is not None else
-                                  f"{100 * (options.heatmap_sigma_fraction or HEATMAP_SIGMA_FRACTION):.3g}% of the "
-                                  "frame width" + (" (the paper's 25 px at 640 px)"
-                                                   if options.heatmap_sigma_fraction is None else "")),
+                "heatmap_sigma": describe_sigma(options),
                 "outputs": outputs,
                 "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predicted - started, 3),
                             "ms_per_frame": round(1000.0 * (predicted - started) / max(frames_done, 1), 2)},
