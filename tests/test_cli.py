@@ -200,3 +200,19 @@ def test_console_script_is_installed():
         pytest.skip("the gazeflow console script is not on PATH (pip install -e . installs it)")
     result = subprocess.run([script, "predict", "--help"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "--output-dir" in result.stdout
+
+
+def test_the_readme_documents_every_option_and_gaze_csv_column():
+    from transformers_gazeflow.cli import COMMANDS, build_parser
+    from transformers_gazeflow.jobs import INDEX_COLUMNS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    for name in COMMANDS:
+        for action in commands[name]._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option != "--help":
+                    assert f"`{option}" in readme or f"{option}`" in readme or f"/{option}`" in readme, option
+    for column in CSV_COLUMNS + TRUTH_COLUMNS + INDEX_COLUMNS:
+        assert f"`{column}`" in readme, column

@@ -1,8 +1,8 @@
 """How ``import transformers_gazeflow`` registers GazeFlow with transformers without importing transformers.
 
 ``import transformers_gazeflow`` stays light (no torch, no transformers: the ``gazeflow`` command answers ``--help``
-in well under a second), yet the registrations of ``../shared/specs/conventions.md`` must be in place whenever
-transformers looks for them:
+in well under a second), yet the registrations transformers documents for a custom model and pipeline must be in
+place whenever transformers looks for them:
 
 * ``AutoConfig.register("gazeflow", GazeFlowConfig)`` and ``AutoModel.register(GazeFlowConfig, GazeFlowModel)``, so
   that ``AutoConfig`` / ``AutoModel.from_pretrained(folder)`` load a GazeFlow folder;
