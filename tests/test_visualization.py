@@ -155,3 +155,24 @@ def test_the_overlay_writer_encodes_in_the_background_and_abort_leaves_nothing(t
         broken.close()
     with pytest.raises(ValueError, match="uint8"):
         OverlayVideoWriter(tmp_path / "d.mp4", fps=10).write(np.zeros((4, 4, 3), np.float32))
+
+
+def test_the_overlay_writer_can_draw_in_its_thread(tmp_path):
+    from transformers_gazeflow.data.video import iter_frames
+
+    with OverlayVideoWriter(tmp_path / "drawn.mp4", fps=10, render=lambda level: np.full((16, 16, 3), level,
+                                                                                         np.uint8)) as writer:
+        for level in (0, 128, 255):
+            writer.write(level)
+    assert [int(frame.mean()) for frame in iter_frames(tmp_path / "drawn.mp4")] == pytest.approx([0, 128, 255], abs=3)
+
+    def broken(item):
+        raise KeyError("a drawing bug")
+
+    writer = OverlayVideoWriter(tmp_path / "bug.mp4", fps=10, render=broken)
+    with pytest.raises(KeyError, match="a drawing bug"):  # a bug is not disguised as a file error
+        for _ in range(100):
+            writer.write(0)
+        writer.close()
+    writer.abort()
+    assert not (tmp_path / "bug.mp4").exists()

@@ -152,7 +152,11 @@ class GazePredictor:
         scored = truth.scored() if truth is not None else None
         frames_done, point_sum, finished = 0, np.zeros(2), False
         started = time.perf_counter()
-        writer = OverlayVideoWriter(partial["overlay"], fps=source.fps) if options.overlay else None
+        def draw(item: tuple) -> np.ndarray:  # runs in the writer's thread, in frame order
+            frame, samples, point, shown = item
+            return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown)
+
+        writer = OverlayVideoWriter(partial["overlay"], fps=source.fps, render=draw) if options.overlay else None
         try:
             with GazeCsvWriter(partial["csv"], source.video_id, source.width, source.height, source.fps,
                                true_gaze=None if truth is None else truth.gaze,
@@ -172,8 +176,7 @@ class GazePredictor:
                         index = first + i
                         shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
                                  else None)
-                        writer.write(render_overlay_frame(renderer, frame, chunk.trajectories[:, i], points[i], sigma,
-                                                          heatmap=options.heatmap, truth=shown))
+                        writer.write((frame, chunk.trajectories[:, i], points[i], shown))
             outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
             if writer is not None:
                 writer.close()

@@ -14,9 +14,9 @@ drawn on the original frames at their native size, and encoded to H.264 in a bac
 * **samples**: small cyan dots with a dark rim; **point estimate**: a white ring with a dark rim and a trail of its
   last positions fading from green to white; **true gaze** (``gazeflow demo``): a magenta cross with a dark rim.
   Marks are drawn with PIL on the crop that holds them only. Sizes scale with ``min(H, W)``.
-* :class:`OverlayVideoWriter` encodes with libx264 (``preset=ultrafast``, ``crf=23``: the fastest preset, files
-  about 1.5x those of ``veryfast`` at this quality) in a thread, so encoding overlaps the model and the drawing of
-  the next frames.
+* :class:`OverlayVideoWriter` draws and encodes (libx264, ``preset=ultrafast``, ``crf=23``: the fastest preset,
+  files about 1.5x those of ``veryfast`` at this quality) in a background thread, so both overlap the decoding and
+  the model of the next frames (numpy, torch and FFmpeg release the GIL for their heavy work).
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ import os
 import queue
 import threading
 from collections import deque
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -194,21 +196,30 @@ class OverlayRenderer:
         return draw_gaze(out, samples_px, point_px, trail, truth_px, in_place=True)
 
 
-class OverlayVideoWriter:
-    """Encode RGB frames to an H.264 mp4 in a background thread (PyAV, libx264 ``preset``/``crf``; x264 picks its
-    own threads).
+def _checked_frame(frame: Any, path: Path) -> np.ndarray:
+    frame = np.asarray(frame)
+    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+        raise ValueError(f"{path}: frames must be uint8 [H, W, 3], got {frame.dtype} {frame.shape}")
+    return np.ascontiguousarray(frame)
 
-    ``write(frame)`` queues a frame (at most ``queued`` wait, so memory stays bounded) and re-raises an error of the
-    encoder thread; ``close()`` flushes and finishes a decodable file; ``abort()`` stops and deletes it. Odd sizes
-    are encoded in 4:4:4 (H.264 4:2:0 needs even sizes), as ``data.video.write_video`` does. Use as a context
-    manager: an exception inside the block aborts.
+
+class OverlayVideoWriter:
+    """Draw and encode overlay frames to an H.264 mp4 in a background thread (PyAV, libx264 ``preset``/``crf``; x264
+    picks its own threads).
+
+    ``write(item)`` queues an item (at most ``queued`` wait, so memory stays bounded) and re-raises an error of the
+    thread; the thread turns each item into a frame with ``render(item)`` (default: the item is the RGB frame
+    itself), so drawing runs beside the model too, and encodes it. ``close()`` flushes and finishes a decodable
+    file; ``abort()`` stops and deletes it. Odd sizes are encoded in 4:4:4 (H.264 4:2:0 needs even sizes), as
+    ``data.video.write_video`` does. Use as a context manager: an exception inside the block aborts.
     """
 
     _DONE = object()
 
     def __init__(self, path: str | os.PathLike, fps: float, preset: str = "ultrafast", crf: int = 23,
-                 queued: int = 8) -> None:
+                 queued: int = 8, render: Callable[[Any], np.ndarray] | None = None) -> None:
         self.path = Path(path)
+        self.render = render
         self.fps = Fraction(fps).limit_denominator(1001)
         self.preset, self.crf = preset, crf
         self.frames = 0
@@ -226,9 +237,10 @@ class OverlayVideoWriter:
             try:
                 stream = None
                 while True:
-                    frame = self._queue.get()
-                    if frame is self._DONE or self._stop.is_set():
+                    item = self._queue.get()
+                    if item is self._DONE or self._stop.is_set():
                         break
+                    frame = _checked_frame(self.render(item) if self.render is not None else item, self.path)
                     if stream is None:
                         height, width = frame.shape[:2]
                         stream = container.add_stream("libx264", rate=self.fps)
@@ -252,17 +264,23 @@ class OverlayVideoWriter:
                     break
 
     def _raise_error(self) -> None:
-        if self._error is not None:
-            raise OSError(f"cannot encode the overlay video {self.path}: {self._error}") from self._error
+        """Hand an error of the thread to the caller: the encoder's and the file system's as ``OSError`` naming the
+        file, anything else (a drawing bug) as it is."""
+        error = self._error
+        if error is None:
+            return
+        if isinstance(error, OSError) or type(error).__module__.split(".")[0] == "av":
+            raise OSError(f"cannot encode the overlay video {self.path}: {error}") from error
+        raise error
 
-    def write(self, frame: np.ndarray) -> None:
-        frame = np.asarray(frame)
-        if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
-            raise ValueError(f"{self.path}: frames must be uint8 [H, W, 3], got {frame.dtype} {frame.shape}")
+    def write(self, item: Any) -> None:
+        """Queue a frame (or, with ``render``, what ``render`` draws a frame from)."""
+        if self.render is None:
+            item = _checked_frame(item, self.path)
         while True:
             self._raise_error()
             try:
-                self._queue.put(np.ascontiguousarray(frame), timeout=0.5)
+                self._queue.put(item, timeout=0.5)
                 break
             except queue.Full:
                 continue
