@@ -249,12 +249,14 @@ def resolve_device(name: str | None, local_rank: int = 0) -> str:
 def _prepare_runtime(args: argparse.Namespace, local_rank: int = 0) -> str:
     """Import torch, set the threads and check the device (after the light checks, before the model loads)."""
     import torch
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device, local_rank)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own bar is over frames; no "Loading weights" bar
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    return resolve_device(args.device, local_rank)
+    return device
 
 
 def _predict_options(args: argparse.Namespace, quiet: bool | None = None):
@@ -296,12 +298,11 @@ def run_predict(args: argparse.Namespace) -> int:
     if not batch and not videos[0].exists():
         raise FileNotFoundError(f"video file not found: {videos[0]}")
     resolve_model(args.model)
+    device = _prepare_runtime(args, shard.local_rank)
     if not batch:
         from .pipeline_gazeflow import open_video_source
 
         open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)  # a bad video: now
-    device = _prepare_runtime(args, shard.local_rank)
-    if not batch:
         from .runner import GazePredictor
 
         summary = GazePredictor(args.model, device=device).predict(videos[0], output_dir, _predict_options(args))
