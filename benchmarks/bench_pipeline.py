@@ -4,8 +4,9 @@
 drifting gradient, numpy only, written with ``data.video.write_video``) goes through the command's code path
 (``runner.GazePredictor.predict``: decode -> processor -> encoder -> sampler -> blend -> CSV, plus the overlay:
 heatmap + samples + trail drawn, H.264 in a background thread) with the overlay and with ``--no-overlay``,
-alternating, ``--repeats`` times; it prints the median ms per frame of each, side by side, and the overlay's share.
-It also times the overlay's two parts alone on the same frames (drawing one frame; encoding one frame on this thread).
+alternating, ``--repeats`` times; it prints the median wall-clock and CPU ms per frame of each (CPU: all the process's
+threads, so it does not depend on whether a free core ran the overlay thread), side by side, and the overlay's share.
+It also times the overlay's two parts alone on the same frames (drawing one frame; encoding one frame).
 
     python benchmarks/bench_pipeline.py                                  # 256x192, 640x360, 1280x720; bundled model
     python benchmarks/bench_pipeline.py --sizes 1280x720 --frames 96 --repeats 5 --threads 1
@@ -120,12 +121,14 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
         video = work / f"generated_{width}x{height}.mp4"
         write_video(video, generated_frames(args.frames, width, height, args.fps), fps=args.fps)
         times: dict[bool, list[float]] = {True: [], False: []}
+        cpu: dict[bool, list[float]] = {True: [], False: []}
         for repeat in range(args.repeats):
             for overlay in ((True, False) if repeat % 2 == 0 else (False, True)):  # alternate the order
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 summary = predictor.predict(video, work / f"out_{size}_{overlay}", PredictOptions(overlay=overlay,
                                                                                                    **options))
                 times[overlay].append(1000 * (time.perf_counter() - started) / summary["frames"])
+                cpu[overlay].append(1000 * (time.process_time() - cpu_started) / summary["frames"])
         # the overlay's parts alone, on the same frames and predictions
         frames = list(iter_frames(video))
         samples = summary_samples(work / f"out_{size}_True" / "gaze.csv", len(frames))
@@ -142,16 +145,18 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
         writer.close()
         encode_ms = 1000 * (time.perf_counter() - started) / len(frames)
         none, with_overlay = statistics.median(times[False]), statistics.median(times[True])
-        rows.append((size, none, with_overlay, draw_ms, encode_ms))
-        print(f"  {size}: no overlay {times[False]}, overlay {times[True]} (ms/frame)", flush=True)
-    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} thread(s), model: {model or 'bundled default'}, "
+        rows.append((size, none, with_overlay, statistics.median(cpu[False]), statistics.median(cpu[True]), draw_ms,
+                     encode_ms))
+        print(f"  {size}: wall ms/frame: no overlay {[round(t, 1) for t in times[False]]}, overlay "
+              f"{[round(t, 1) for t in times[True]]}", flush=True)
+    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} thread(s), model: {args.model or 'bundled default'}, "
           f"{args.frames} frames at {args.fps:g} fps, median of {args.repeats}, load average {os.getloadavg()[0]:.1f}")
-    print("| frame size | --no-overlay ms/frame | overlay ms/frame | overlay adds | drawing alone ms/frame | "
-          "encoding alone ms/frame |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for size, none, with_overlay, draw_ms, encode_ms in rows:
-        print(f"| {size} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | {draw_ms:.1f} | "
-              f"{encode_ms:.1f} |")
+    print("| frame size | --no-overlay ms/frame | overlay ms/frame | overlay adds (wall) | --no-overlay CPU ms/frame | "
+          "overlay CPU ms/frame | overlay adds (CPU) | drawing alone ms/frame | encoding alone ms/frame |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for size, none, with_overlay, cpu_none, cpu_overlay, draw_ms, encode_ms in rows:
+        print(f"| {size} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | {cpu_none:.1f} | "
+              f"{cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | {draw_ms:.1f} | {encode_ms:.1f} |")
 
 
 def summary_samples(csv_path: Path, num_frames: int) -> np.ndarray:
@@ -180,8 +185,8 @@ def memory(args, work: Path, model: str | None) -> None:
                      args.num_steps)
         rows.append((minutes, result))
         print(f"  {result}", flush=True)
-    print(f"\ntorch {torch.__version__}, {args.threads} thread(s), model: {model or 'bundled default'}, "
-          f"overlay: {not args.no_overlay}")
+    print(f"\ntorch {torch.__version__}, {args.threads} thread(s), model: {args.model or 'bundled default'}, "
+          f"overlay: {not args.no_overlay}, load average {os.getloadavg()[0]:.1f}")
     print("| video | frames | ms/frame (whole command) | ms/frame (predict) | RSS first quarter | RSS last quarter "
           "| peak RSS |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
