@@ -170,3 +170,20 @@ def test_a_launcher_shards_by_rank_like_accelerate_launch(tmp_path, six_videos, 
     assert [row["video"] for row in rows] == videos and {row["status"] for row in rows} == {"ok"}
     assert all((Path(row["output_dir"]) / "gaze.csv").is_file() for row in rows)
     assert "[rank 0]" in results[0][0] and "[rank 1]" in results[1][0]
+
+
+def test_one_video_under_a_launcher_is_done_once(tmp_path, six_videos, tiny_model_dir, monkeypatch, capsys):
+    """Under torchrun / accelerate launch even a single video goes through the batch path: rank 0 takes it, rank 1
+    has nothing to do, and the index is complete when both are done."""
+    from transformers_gazeflow.cli import main
+
+    video, out = six_videos / "clip0.mp4", tmp_path / "out"
+    for rank in (1, 0):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        assert main(["predict", str(video), "--model", str(tiny_model_dir), "-o", str(out), "--no-overlay", "-q"]) == 0
+        if rank == 1:
+            assert {p.name for p in out.iterdir()} == {".gazeflow_index"}  # nothing predicted by rank 1
+    rows = read_rows(out / "index.csv")
+    assert [(row["video"], row["status"]) for row in rows] == [(str(video), "ok")]
+    assert (out / "clip0" / "gaze.csv").is_file() and not (out / "gaze.csv").exists()

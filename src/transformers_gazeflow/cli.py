@@ -295,6 +295,7 @@ def run_predict(args: argparse.Namespace) -> int:
         resolve_model(args.model)
         return _spawn_workers(args, output_dir)
     videos, batch = expand_videos(args.video)
+    batch = batch or shard.world > 1  # several processes share even one video's list: it is done once, by rank 0
     if not batch and not videos[0].exists():
         raise FileNotFoundError(f"video file not found: {videos[0]}")
     resolve_model(args.model)
