@@ -40,7 +40,7 @@ import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto cl
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.hub import write_model_card
+from transformers_gazeflow.hub import save_model_folder
 from transformers_gazeflow.training.checkpointing import (TRAINER_STATE, CheckpointError, TrainerState,
                                                           begin_lineage, load_checkpoint, publish_folder,
                                                           save_checkpoint, select_checkpoint)
@@ -57,15 +57,16 @@ class TrainingError(RuntimeError):
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train GazeFlow (conditional flow matching for egocentric gaze).")
+    parser = argparse.ArgumentParser(description="Train GazeFlow (conditional flow matching for egocentric gaze).",
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     data = parser.add_argument_group("data")
-    data.add_argument("--dataset_name", required=True, choices=DATASET_NAMES)
+    data.add_argument("--dataset_name", required=True, choices=DATASET_NAMES, help="the dataset to train on")
     data.add_argument("--data_dir", default=None, help="raw download (egtea/ego4d) or where synthetic clips go")
     data.add_argument("--dataset_config", default=None, help="builder config: split1..3 (egtea), glc (ego4d), "
                       "tiny/small/default/large (synthetic)")
     data.add_argument("--validation_fraction", type=float, default=0.05,
                       help="clips held out for validation where the dataset has no validation split")
-    data.add_argument("--dataloader_num_workers", type=int, default=2)
+    data.add_argument("--dataloader_num_workers", type=int, default=2, help="data loading worker processes")
     model = parser.add_argument_group("model")
     model.add_argument("--model_name_or_path", default=None, help="a GazeFlow model folder or hub id to start from")
     model.add_argument("--config_preset", choices=["paper", "tiny"], default="paper",
@@ -76,30 +77,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     model.add_argument("--encoder_name_or_path", default=None,
                        help="pretrained V-JEPA 2 checkpoint for the encoder (e.g. facebook/vjepa2-vitl-fpc64-256)")
     model.add_argument("--use_lora", action=argparse.BooleanOptionalAction, default=None,
-                       help="LoRA on the encoder (default: the config's, True for the paper's model)")
+                       help="LoRA on the encoder (None: the config's, True for the paper's model)")
     model.add_argument("--cache_features", action="store_true",
                        help="cache the frozen encoder's outputs once (needs a frozen encoder without LoRA)")
-    model.add_argument("--feature_cache_dir", default=None, help="default: <output_dir>/feature_cache")
+    model.add_argument("--feature_cache_dir", default=None,
+                       help="where --cache_features keeps the cache (None: <output_dir>/feature_cache)")
     train = parser.add_argument_group("training")
-    train.add_argument("--output_dir", required=True)
-    train.add_argument("--num_train_epochs", type=int, default=80)
+    train.add_argument("--output_dir", required=True, help="checkpoints and the final model folder")
+    train.add_argument("--num_train_epochs", type=int, default=80, help="epochs (the paper's 80)")
     train.add_argument("--max_train_steps", type=int, default=None, help="overrides --num_train_epochs")
-    train.add_argument("--per_device_train_batch_size", type=int, default=16)
-    train.add_argument("--per_device_eval_batch_size", type=int, default=None)
-    train.add_argument("--gradient_accumulation_steps", type=int, default=1)
-    train.add_argument("--learning_rate", type=float, default=1e-4)
-    train.add_argument("--min_learning_rate", type=float, default=1e-6)
-    train.add_argument("--num_warmup_steps", type=int, default=0)
-    train.add_argument("--weight_decay", type=float, default=1e-4)
-    train.add_argument("--max_grad_norm", type=float, default=1.0)
-    train.add_argument("--ema_decay", type=float, default=0.995)
+    train.add_argument("--per_device_train_batch_size", type=int, default=16, help="clips per process and step")
+    train.add_argument("--per_device_eval_batch_size", type=int, default=None,
+                       help="clips per process in validation (None: the training batch size)")
+    train.add_argument("--gradient_accumulation_steps", type=int, default=1,
+                       help="steps whose gradients are summed before an optimizer step")
+    train.add_argument("--learning_rate", type=float, default=1e-4, help="peak AdamW learning rate")
+    train.add_argument("--min_learning_rate", type=float, default=1e-6, help="learning rate at the end of the cosine")
+    train.add_argument("--num_warmup_steps", type=int, default=0, help="linear warm-up steps")
+    train.add_argument("--weight_decay", type=float, default=1e-4, help="AdamW weight decay")
+    train.add_argument("--max_grad_norm", type=float, default=1.0, help="gradient clipping norm")
+    train.add_argument("--ema_decay", type=float, default=0.995,
+                       help="EMA decay (validation and the saved model use the EMA weights)")
     train.add_argument("--mixed_precision", choices=["no", "bf16", "fp16"], default=None,
-                       help="default: bf16 on GPU, no on CPU")
-    train.add_argument("--seed", type=int, default=0)
+                       help="None: bf16 on GPU, no on CPU")
+    train.add_argument("--seed", type=int, default=0, help="seed of data order, initialisation and noise")
     train.add_argument("--checkpointing_steps", type=int, default=None, help="save a checkpoint every N steps")
     train.add_argument("--resume_from_checkpoint", default=None, help="a step_<N> folder, or 'latest'")
     train.add_argument("--early_stopping_patience", type=int, default=15, help="epochs without improvement")
-    train.add_argument("--logging_steps", type=int, default=10)
+    train.add_argument("--logging_steps", type=int, default=10, help="log the training loss every N steps")
     train.add_argument("--report_to", default="none", help="tensorboard, wandb, ... or 'none'")
     args = parser.parse_args(argv)
     for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs"):
@@ -358,8 +363,6 @@ def main(argv: list[str] | None = None) -> int:
         staging = output_dir / ".tmp_final"  # written whole, then moved in file by file (publish_folder)
         if staging.exists():
             shutil.rmtree(staging)
-        final.save_pretrained(staging)
-        processor.save_pretrained(staging)
         training = {
             "command": "python examples/train.py " + " ".join(sys.argv[1:] if argv is None else argv),
             "dataset": f"{args.dataset_name} ({args.dataset_config or 'default config'}), data_dir {args.data_dir}",
@@ -376,8 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         training["best validation loss (EMA)"] = state.best_validation_loss
         training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
-        write_model_card(
-            staging, final, title=f"GazeFlow trained on {args.dataset_name}",
+        save_model_folder(
+            final, staging, processor=processor, title=f"GazeFlow trained on {args.dataset_name}",
             description=f"A GazeFlow model trained by `examples/train.py` on {args.dataset_name}; it holds the EMA "
                         f"weights ({args.ema_decay}).",
             training="\n".join(f"- {key}: {value}" for key, value in training.items()),

@@ -15,7 +15,7 @@ import pytest
 
 from transformers_gazeflow.cli import main
 from transformers_gazeflow.data.video import iter_frames, probe_video
-from transformers_gazeflow.export import CSV_COLUMNS
+from transformers_gazeflow.export import CSV_COLUMNS, TRUTH_COLUMNS
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,
@@ -27,16 +27,17 @@ from .pipeline_fixtures import (  # noqa: F401  (fixtures)
 )
 
 
-def read_csv(path: Path) -> list[dict[str, str]]:
+def read_csv(path: Path, truth: bool = False) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS
+        assert tuple(reader.fieldnames) == CSV_COLUMNS + (TRUTH_COLUMNS if truth else ())
         return list(reader)
 
 
-def check_outputs(out_dir: Path, video: Path, num_samples: int = NUM_SAMPLES, overlay: bool = True) -> dict:
+def check_outputs(out_dir: Path, video: Path, num_samples: int = NUM_SAMPLES, overlay: bool = True,
+                  truth: bool = False) -> dict:
     info = probe_video(video)
-    rows = read_csv(out_dir / "gaze.csv")
+    rows = read_csv(out_dir / "gaze.csv", truth=truth)
     assert len(rows) == info.num_frames * (num_samples + 1)  # one row per frame and sample, plus the point estimate
     frames = np.array([int(r["frame_idx"]) for r in rows])
     samples = np.array([int(r["sample_id"]) for r in rows])
@@ -74,6 +75,7 @@ def test_predict_on_a_real_mp4_no_one_here_made(tmp_path, bikes_mp4, tiny_model_
     assert status == 0
     summary = check_outputs(out_dir, bikes_mp4)
     assert summary["model"] == str(tiny_model_dir) and summary["seed"] == 0
+    assert summary["heatmap_sigma_px"] == 25.0  # 3.9% of the 640 px width: the paper's 25 px at 640 px
     assert "250 frames" in capsys.readouterr().out
 
 
@@ -102,12 +104,44 @@ def test_frame_range(tmp_path, synthetic_clip_mp4, tiny_model_dir):
     assert probe_video(out_dir / "overlay.mp4").num_frames == 7
 
 
-def test_demo_writes_the_same_outputs_and_scores(tmp_path, tiny_model_dir, capsys):
+def test_heatmap_sigma_scales_with_the_frame_or_is_given(tmp_path, synthetic_clip_mp4, tiny_model_dir):
+    path, _ = synthetic_clip_mp4  # 64 x 48
+    expected = {(): 64 * 25 / 640, ("--heatmap-sigma", "4"): 4.0, ("--heatmap-sigma", "6px"): 6.0,
+                ("--heatmap-sigma", "10%"): 6.4}
+    for extra, sigma in expected.items():
+        out_dir = tmp_path / f"sigma{len(extra)}{extra[-1] if extra else ''}".replace("%", "pct")
+        assert main(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(out_dir), "--end-frame", "4",
+                     "-q", *extra]) == 0
+        summary = json.loads((out_dir / "summary.json").read_text())
+        assert summary["heatmap_sigma_px"] == pytest.approx(sigma), extra
+        assert ("3.9% of the frame width" in summary["heatmap_sigma"]) == (not extra)
+
+
+def test_demo_writes_the_truth_beside_the_prediction_and_scores_valid_frames(tmp_path, tiny_model_dir, capsys):
+    from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
+    from transformers_gazeflow.schema import OFF_FRAME, valid_mask
+
     out_dir = tmp_path / "demo"
-    assert main(["demo", "--model", str(tiny_model_dir), "-o", str(out_dir), "--frames", "20", "-q"]) == 0
-    summary = check_outputs(out_dir, out_dir / "demo_input.mp4")
+    assert main(["demo", "--model", str(tiny_model_dir), "-o", str(out_dir), "-q"]) == 0  # 96 frames
+    summary = check_outputs(out_dir, out_dir / "demo_input.mp4", truth=True)
+    clip = generate_clip(SyntheticGazeSettings(num_clips=1, min_frames=96, max_frames=96, width=256, height=192,
+                                               fps=24.0, seed=7), 0)  # the demo's clip
+    codes = np.asarray(clip.gaze.gaze_type)
+    rows = read_csv(out_dir / "gaze.csv", truth=True)
+    for row in rows[:: NUM_SAMPLES + 1]:  # every frame's point-estimate row carries the truth of its frame
+        frame = int(row["frame_idx"])
+        assert int(row["true_code"]) == codes[frame]
+        np.testing.assert_allclose([float(row["true_x_norm"]), float(row["true_y_norm"])], clip.gaze.gaze[frame],
+                                   atol=1e-6)
+    scored = valid_mask(codes) & (codes != OFF_FRAME)
+    assert (codes == OFF_FRAME).any() and (~valid_mask(codes)).any()  # the clip has frames the score must leave out
     demo = summary["demo"]
-    assert demo["frames_scored"] > 0 and 0 <= demo["point_estimate_error"] <= 1.5
+    assert demo["frames_scored"] == int(scored.sum())
+    assert demo["frames_left_out"] == {name: int((codes == code).sum()) for code, name in
+                                       ((0, "untracked"), (3, "blink/other"), (4, "off-frame")) if (codes == code).any()}
+    points = np.array([[float(r["x_norm"]), float(r["y_norm"])] for r in rows[:: NUM_SAMPLES + 1]])
+    expected = np.linalg.norm(points[scored] - clip.gaze.gaze[scored], axis=1).mean()
+    assert demo["point_estimate_error"] == pytest.approx(expected, abs=1e-4)
     assert "frame centre" in capsys.readouterr().out
 
 
@@ -119,6 +153,7 @@ def test_demo_without_a_bundled_model_says_so(tmp_path, capsys, monkeypatch):
     assert main(["demo", "-o", str(tmp_path / "d")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gazeflow: error: the bundled default model has no weights yet") and "--model" in err
+    assert not (tmp_path / "d").exists()
 
 
 # ---------------------------------------------------------------------------------------------- bad input
@@ -140,8 +175,8 @@ def test_bad_videos_exit_1_with_a_message_naming_them(tmp_path, bikes_mp4, tiny_
     for bad in (tmp_path / "missing.mp4", empty, text, truncated, faststart_truncated_mp4(tmp_path)):
         out_dir = tmp_path / f"out_{bad.stem}"
         err = run_bad(["predict", str(bad), "--model", str(tiny_model_dir), "-o", str(out_dir), "-q"], capsys)
-        assert bad.name in err
-        assert not out_dir.exists() or not list(out_dir.iterdir())  # nothing half-written is left behind
+        assert bad.name in err and "Errno" not in err
+        assert not out_dir.exists()  # nothing half-written is left behind, not even an empty folder
 
 
 def test_unknown_model_folder_exits_1_naming_it(tmp_path, synthetic_clip_mp4, not_a_gazeflow_folder, capsys):
@@ -165,3 +200,19 @@ def test_console_script_is_installed():
         pytest.skip("the gazeflow console script is not on PATH (pip install -e . installs it)")
     result = subprocess.run([script, "predict", "--help"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "--output-dir" in result.stdout
+
+
+def test_the_readme_documents_every_option_and_gaze_csv_column():
+    from transformers_gazeflow.cli import COMMANDS, build_parser
+    from transformers_gazeflow.jobs import INDEX_COLUMNS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    for name in COMMANDS:
+        for action in commands[name]._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option != "--help":
+                    assert f"`{option}" in readme or f"{option}`" in readme or f"/{option}`" in readme, option
+    for column in CSV_COLUMNS + TRUTH_COLUMNS + INDEX_COLUMNS:
+        assert f"`{column}`" in readme, column

@@ -7,7 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformers_gazeflow.export import CSV_COLUMNS, POINT_ESTIMATE_ID, GazeCsvWriter, write_gaze_csv, write_summary
+from transformers_gazeflow.export import (
+    CSV_COLUMNS,
+    POINT_ESTIMATE_ID,
+    TRUTH_COLUMNS,
+    GazeCsvWriter,
+    write_gaze_csv,
+    write_summary,
+)
 from transformers_gazeflow.pipeline_gazeflow import VideoSource, build_prediction
 
 
@@ -53,3 +60,35 @@ def test_bad_arguments(tmp_path):
     with GazeCsvWriter(tmp_path / "y.csv", "v", 10, 10, fps=5) as writer:
         with pytest.raises(ValueError, match=r"\[K, n, 2\]"):
             writer.write(0, np.zeros((4, 2)))
+
+
+def test_non_finite_gaze_is_never_written(tmp_path):
+    trajectories = np.full((2, 3, 2), 0.5)
+    trajectories[1, 2, 0] = np.nan
+    with GazeCsvWriter(tmp_path / "gaze.csv", "v", 10, 10, fps=5) as writer:
+        writer.write(0, trajectories[:, :2])
+        with pytest.raises(ValueError, match="non-finite gaze .* at frame 7"):
+            writer.write(5, trajectories)
+    text = (tmp_path / "gaze.csv").read_text()
+    assert "nan" not in text.lower() and len(rows(tmp_path / "gaze.csv")) == 2 * 3
+
+
+def test_summary_is_always_valid_json(tmp_path):
+    path = write_summary(tmp_path / "s.json", {"mean": [float("nan"), np.float32("inf")], "ok": 1.5,
+                                               "nested": {"x": np.array([np.nan, 2.0])}})
+    assert json.loads(path.read_text()) == {"mean": [None, None], "ok": 1.5, "nested": {"x": [None, 2.0]}}
+    assert not (tmp_path / "partial.s.json").exists()
+
+
+def test_truth_columns_follow_every_row_of_their_frame(tmp_path):
+    gaze = np.array([[0.1, 0.2], [np.nan, np.nan], [0.5, 1.2]])
+    codes = np.array([1, 0, 4])
+    with GazeCsvWriter(tmp_path / "g.csv", "v", 100, 50, fps=10, true_gaze=gaze, true_codes=codes) as writer:
+        writer.write(0, np.full((2, 3, 2), 0.5))
+    table = rows(tmp_path / "g.csv")
+    assert tuple(table[0]) == CSV_COLUMNS + TRUTH_COLUMNS and len(table) == 9
+    assert [(r["true_x_norm"], r["true_y_norm"], r["true_code"]) for r in table[::3]] == [
+        ("0.100000", "0.200000", "1"), ("", "", "0"), ("0.500000", "1.200000", "4")]
+    assert len({(r["true_x_norm"], r["true_code"]) for r in table[:3]}) == 1
+    with pytest.raises(ValueError, match="true_gaze must be"):
+        GazeCsvWriter(tmp_path / "x.csv", "v", 10, 10, fps=5, true_gaze=np.zeros((3, 2)), true_codes=np.zeros(2))

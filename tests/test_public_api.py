@@ -48,6 +48,30 @@ def test_importing_the_package_imports_neither_datasets_nor_evaluate_nor_av():
     assert stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_importing_the_package_is_light_and_names_load_on_first_use():
+    """No torch, transformers or numpy on import (the command starts fast); a name imports its module when used."""
+    code = ("import sys, transformers_gazeflow as tg\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'numpy') if m in sys.modules))\n"
+            "print(tg.FIXATION, tg.GazeFlowConfig.model_type, 'transformers' in sys.modules)\n"
+            "print(set(tg.__all__) <= set(dir(tg)))\n"
+            "try:\n    tg.no_such_name\nexcept AttributeError as err:\n    print(err)\n")
+    lines = run_python(code, cwd=HERE, timeout=300).strip().splitlines()[-4:]
+    assert lines == ["[]", "1 gazeflow True", "True", "module 'transformers_gazeflow' has no attribute 'no_such_name'"]
+
+
+def test_every_public_name_resolves():
+    for name in transformers_gazeflow.__all__:
+        assert getattr(transformers_gazeflow, name) is not None, name
+
+
+def test_the_command_knows_the_solvers_of_the_config():
+    """cli.py keeps its own copy so that it starts without importing transformers: it must stay equal."""
+    from transformers_gazeflow import cli
+    from transformers_gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
+
+    assert tuple(cli.SOLVERS) == tuple(SOLVERS) and tuple(cli.WINDOW_MODES) == tuple(WINDOW_MODES)
+
+
 def test_the_package_imports_where_datasets_evaluate_and_av_are_missing():
     """As on the GPU image: the model side works; the data side says what to install."""
     code = (f"import sys\nfor name in {HEAVY!r}:\n    sys.modules[name] = None  # `import name` now fails\n"

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowPipeline
-from transformers_gazeflow.hub import check_model_folder
-from transformers_gazeflow.remote_code import REMOTE_CODE_FILES, add_remote_code, flatten_imports, save_model_folder
+from transformers_gazeflow.hub import check_model_folder, save_model_folder
+from transformers_gazeflow.remote_code import REMOTE_CODE_FILES, add_remote_code, flatten_imports
 
 from .conftest import run_python
 from .pipeline_fixtures import random_video, single_torch_thread  # noqa: F401  (fixture)
@@ -34,7 +34,7 @@ def test_add_remote_code_needs_a_saved_model(tmp_path):
 def test_saved_folder_loads_with_remote_code_in_a_fresh_process_without_the_package(tmp_path):
     torch.manual_seed(0)
     model = GazeFlowModel(GazeFlowConfig.tiny())
-    folder = save_model_folder(model, tmp_path / "gazeflow_remote", title="Tiny GazeFlow",
+    folder = save_model_folder(model, tmp_path / "gazeflow_remote", title="Tiny GazeFlow", remote_code=True,
                                description="Random weights, for tests.", training="None.", limitations="Random.")
     check_model_folder(folder)
     config = json.loads((folder / "config.json").read_text())

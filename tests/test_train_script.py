@@ -152,6 +152,9 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(
         return output
 
     monkeypatch.setattr(train.GazeFlowModel, "forward", failing_forward)
+    # the run stops inside its loop, so its progress bar is never closed and would print after pytest's summary
+    bar = train.tqdm
+    monkeypatch.setattr(train, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
     with pytest.raises(train.TrainingError, match=r"non-finite training loss \(nan\) at step 3") as error:
         train.main([str(a) for a in TINY + ["--data_dir", data_dir, "--output_dir", tmp_path, "--max_train_steps", 5,
                                             "--checkpointing_steps", 2]])

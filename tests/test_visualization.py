@@ -4,17 +4,31 @@ import numpy as np
 import pytest
 
 from transformers_gazeflow.metrics.heatmaps import render_heatmaps
-from transformers_gazeflow.visualization import COLOUR_TABLE, OverlayRenderer, blend_heatmap, draw_gaze
+from transformers_gazeflow.visualization import (
+    COLOUR_TABLE,
+    OverlayRenderer,
+    OverlayVideoWriter,
+    blend_heatmap,
+    draw_gaze,
+    heatmap_sigma_px,
+)
 
 
 def grey(height=48, width=64):
     return np.full((height, width, 3), 100, np.uint8)
 
 
-def test_colour_table_runs_dark_to_light():
+def test_the_heatmap_shows_on_dark_and_on_bright_scenes():
+    """Every level of the colour map that is drawn differs clearly from black and from white."""
     assert COLOUR_TABLE.shape == (256, 3) and COLOUR_TABLE.dtype == np.uint8
-    brightness = COLOUR_TABLE.astype(int).sum(axis=1)
-    assert brightness[0] == 0 and brightness[-1] > 600 and np.all(np.diff(brightness) >= -1)
+    heatmap = render_heatmaps(np.array([[[0.5, 0.5]]]), 64, 48, sigma=6.0)[0].numpy()
+    for level in (0, 255):
+        frame = np.full((48, 64, 3), level, np.uint8)
+        out = blend_heatmap(frame, heatmap)
+        at_peak = np.abs(out[24, 32].astype(int) - level).max()
+        at_two_sigma = np.abs(out[24, 32 + 12].astype(int) - level).max()
+        assert at_peak > 100 and at_two_sigma > 40, (level, at_peak, at_two_sigma)
+        np.testing.assert_array_equal(out[:, :10], frame[:, :10])  # 3.5 sigma away: untouched
 
 
 def test_heatmap_is_blended_where_the_mass_is():
@@ -25,8 +39,12 @@ def test_heatmap_is_blended_where_the_mass_is():
     assert np.abs(out[24, 16].astype(int) - 100).sum() > 50  # at the peak: coloured
     np.testing.assert_array_equal(out[:, 50:], frame[:, 50:])  # far away: the frame as it was
     np.testing.assert_array_equal(blend_heatmap(frame, np.zeros((48, 64))), frame)
-    with pytest.raises(ValueError, match="same size"):
-        blend_heatmap(frame, np.zeros((10, 10)))
+    with pytest.raises(ValueError, match="same size"):  # a map larger than the frame, or a box reaching outside it
+        blend_heatmap(frame, np.zeros((60, 10)))
+    with pytest.raises(ValueError, match="box inside the frame"):
+        blend_heatmap(frame, np.ones((10, 10)), origin=(60, 0))
+    box = heatmap[10:39, 2:31]  # the same map given as a box of the frame (3.5 sigma around the mass): the same overlay
+    np.testing.assert_array_equal(blend_heatmap(frame, box, max_alpha=0.6, origin=(2, 10)), out)
 
 
 def test_samples_and_point_are_drawn_at_their_pixels():
@@ -51,3 +69,110 @@ def test_renderer_keeps_a_short_trail_and_odd_sizes():
         OverlayRenderer(trail=-1)
     with pytest.raises(ValueError, match="uint8"):
         renderer.render(frame.astype(np.float32), point[None], point)
+
+
+# ------------------------------------------------------------------------------------------- 720p, as the command draws
+def save_overlay_png(frame: np.ndarray, samples: np.ndarray, path, sigma_px: float | None = None, trail: int = 0):
+    """Draw one overlay frame exactly as ``gazeflow predict`` does (``runner.render_overlay_frame``: the heatmap at
+    3.9% of the width unless given, the samples, the point estimate) and save it as PNG. Returns (path, sigma)."""
+    from PIL import Image
+
+    from transformers_gazeflow.runner import render_overlay_frame
+
+    sigma = heatmap_sigma_px(frame.shape[1], sigma_px)
+    out = render_overlay_frame(OverlayRenderer(trail=trail), frame, samples, samples.mean(axis=0), sigma)
+    Image.fromarray(out).save(path)
+    return path, sigma
+
+
+@pytest.mark.parametrize("scene", ["grey noise", "black", "white"])
+def test_a_720p_overlay_frame_shows_the_heatmap(tmp_path, scene):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    height, width = 720, 1280
+    if scene == "grey noise":  # every brightness, dark to bright
+        frame = np.repeat(rng.integers(0, 256, (height, width, 1), dtype=np.uint8), 3, axis=2)
+    else:
+        frame = np.full((height, width, 3), 0 if scene == "black" else 255, np.uint8)
+    samples = np.array([0.62, 0.4]) + rng.normal(0, 0.003, (16, 2))  # K = 16 samples within ~4 px
+    path, sigma = save_overlay_png(frame, samples, tmp_path / "overlay_720p.png")
+    assert sigma == pytest.approx(50.0)  # 3.9% of 1280 px: the paper's 25 px at 640 px
+    shown = np.asarray(Image.open(path).convert("RGB")).astype(int)
+    assert shown.shape == frame.shape
+    ys, xs = np.mgrid[0:height, 0:width]
+    point = samples.mean(axis=0) * [width, height]
+    distance = np.hypot(xs + 0.5 - point[0], ys + 0.5 - point[1])
+    difference = np.abs(shown - frame).max(axis=2)
+    marks = distance <= 0.03 * height  # the point-estimate ring and the sample dots cover this disc (their colours may
+    near = (distance <= 2 * sigma) & ~marks  # equal a noise pixel's): the heatmap shows around it
+    assert difference[near].min() >= 25, difference[near].min()  # every pixel within 2 sigma visibly changed
+    far_from_samples = np.min([np.hypot(xs + 0.5 - x * width, ys + 0.5 - y * height) for x, y in samples], axis=0)
+    assert (difference[far_from_samples > 3 * sigma] == 0).all()  # far away: the frame exactly as it was
+
+
+def test_the_true_gaze_is_a_distinct_marker():
+    frame = grey(96, 128)
+    out = draw_gaze(frame, samples_px=np.array([[20.0, 20.0]]), point_px=np.array([30.0, 30.0]),
+                    truth_px=np.array([90.0, 60.0]))
+    magenta = (out[..., 0] > 200) & (out[..., 1] < 60) & (out[..., 2] > 150)
+    ys, xs = np.nonzero(magenta)
+    assert magenta.sum() > 10 and abs(xs.mean() - 90) < 2 and abs(ys.mean() - 60) < 2
+    assert not magenta[:, :60].any()  # only there
+    np.testing.assert_array_equal(draw_gaze(frame, np.zeros((0, 2)), truth_px=np.array([np.nan, np.nan])), frame)
+
+
+def test_heatmap_sigma_px():
+    assert heatmap_sigma_px(640) == pytest.approx(25.0) and heatmap_sigma_px(256) == pytest.approx(10.0)
+    assert heatmap_sigma_px(1280, sigma_px=7) == 7.0 and heatmap_sigma_px(200, fraction=0.1) == pytest.approx(20.0)
+    with pytest.raises(ValueError, match="> 0 px"):
+        heatmap_sigma_px(100, sigma_px=0)
+
+
+def test_the_overlay_writer_encodes_in_the_background_and_abort_leaves_nothing(tmp_path):
+    from transformers_gazeflow.data.video import iter_frames, probe_video
+
+    frames = [np.full((48, 64, 3), 20 * i, np.uint8) for i in range(10)]
+    with OverlayVideoWriter(tmp_path / "a.mp4", fps=12.5) as writer:
+        for frame in frames:
+            writer.write(frame)
+    info = probe_video(tmp_path / "a.mp4")
+    assert (info.num_frames, info.width, info.height, info.fps) == (10, 64, 48, 12.5)
+    decoded = list(iter_frames(tmp_path / "a.mp4"))
+    assert all(abs(int(d.mean()) - int(f.mean())) <= 3 for d, f in zip(decoded, frames))
+    odd = OverlayVideoWriter(tmp_path / "odd.mp4", fps=10)
+    odd.write(np.zeros((31, 17, 3), np.uint8))
+    assert probe_video(odd.close()).width == 17  # odd sizes in 4:4:4
+    with pytest.raises(RuntimeError, match="stop"):
+        with OverlayVideoWriter(tmp_path / "b.mp4", fps=10) as writer:
+            writer.write(frames[0])
+            raise RuntimeError("stop")
+    assert not (tmp_path / "b.mp4").exists()
+    broken = OverlayVideoWriter(tmp_path / "no_such_dir" / "c.mp4", fps=10)
+    with pytest.raises(OSError, match="cannot encode the overlay video"):
+        for frame in frames * 10:
+            broken.write(frame)
+        broken.close()
+    with pytest.raises(ValueError, match="uint8"):
+        OverlayVideoWriter(tmp_path / "d.mp4", fps=10).write(np.zeros((4, 4, 3), np.float32))
+
+
+def test_the_overlay_writer_can_draw_in_its_thread(tmp_path):
+    from transformers_gazeflow.data.video import iter_frames
+
+    with OverlayVideoWriter(tmp_path / "drawn.mp4", fps=10, render=lambda level: np.full((16, 16, 3), level,
+                                                                                         np.uint8)) as writer:
+        for level in (0, 128, 255):
+            writer.write(level)
+    assert [int(frame.mean()) for frame in iter_frames(tmp_path / "drawn.mp4")] == pytest.approx([0, 128, 255], abs=3)
+
+    def broken(item):
+        raise KeyError("a drawing bug")
+
+    writer = OverlayVideoWriter(tmp_path / "bug.mp4", fps=10, render=broken)
+    with pytest.raises(KeyError, match="a drawing bug"):  # a bug is not disguised as a file error
+        for _ in range(100):
+            writer.write(0)
+        writer.close()
+    writer.abort()
+    assert not (tmp_path / "bug.mp4").exists()

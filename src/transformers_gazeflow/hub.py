@@ -1,33 +1,46 @@
-"""Model folders: the bundled default model, loading a GazeFlow folder with clear errors, and model cards.
+"""Model folders: the one writer (:func:`save_model_folder`), loading with clear errors, the bundled default, cards.
 
-A GazeFlow model folder (what ``save_pretrained`` writes, and what a Hub repository holds) contains
-``config.json`` (``model_type: "gazeflow"``), ``model.safetensors`` and ``preprocessor_config.json`` (the
+A GazeFlow model folder (what :func:`save_model_folder` writes, and what a Hub repository holds) contains
+``config.json`` (``model_type: "gazeflow"``), ``model.safetensors``, ``preprocessor_config.json`` (the
 :class:`~transformers_gazeflow.data.processing.GazeFlowVideoProcessor`; when missing, the processor defaults to
-``size=config.image_size``), plus a ``README.md`` model card. :mod:`transformers_gazeflow.remote_code` adds what
-``trust_remote_code=True`` loading needs.
+``size=config.image_size``) and a ``README.md`` model card; with ``remote_code=True`` also the code that
+``trust_remote_code=True`` loading needs (:mod:`transformers_gazeflow.remote_code`). ``model.save_pretrained(dir)``
+alone writes only the config and the weights (the model knows nothing of the data processor or of cards: the model
+layer never imports the data layer), so every writer of model folders in the project (the pipeline's
+``save_pretrained``, ``examples/train.py``, :func:`bundle_default_model`) calls :func:`save_model_folder`.
 
-The package ships one such folder, ``default_model/``, used when no model is named (:func:`default_model_path`).
+Loading (:func:`load_model`) checks a folder before transformers reads it and names the file that is wrong: no
+``config.json`` or another ``model_type``, a config field of the wrong type, missing, empty or truncated weights, a
+pickle that is not plain weights (refused: loading it could run code), NaN or inf weights
+(:class:`ModelFolderError`, a ``ValueError``).
+
+The package ships one folder, ``default_model/``, used when no model is named (:func:`default_model_path`).
+
+This module imports neither torch nor transformers at import time (the ``gazeflow`` command checks a ``--model``
+folder before it loads them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .data.processing import PREPROCESSOR_CONFIG_NAME, GazeFlowVideoProcessor
-
 if TYPE_CHECKING:
     from .configuration_gazeflow import GazeFlowConfig
+    from .data.processing import GazeFlowVideoProcessor
     from .modeling_gazeflow import GazeFlowModel
 
 WEIGHTS_NAMES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
 class ModelFolderError(ValueError):
-    """A model location that is not a loadable GazeFlow model (missing, not GazeFlow, or without weights)."""
+    """A model location that is not a loadable GazeFlow model; the message names the folder or file and what is
+    wrong (missing, not GazeFlow, a bad config field, missing/truncated/unsafe/non-finite weights)."""
 
 
 def default_model_path() -> Path:
@@ -37,7 +50,15 @@ def default_model_path() -> Path:
 
 def has_weights(folder: str | os.PathLike) -> bool:
     """True when ``folder`` holds model weights (safetensors, sharded safetensors or a torch ``.bin``)."""
-    return any((Path(folder) / name).is_file() for name in WEIGHTS_NAMES)
+    return weights_file(folder) is not None
+
+
+def weights_file(folder: str | os.PathLike) -> Path | None:
+    """The weights file of a model folder (the first of :data:`WEIGHTS_NAMES` present), or None."""
+    for name in WEIGHTS_NAMES:
+        if (Path(folder) / name).is_file():
+            return Path(folder) / name
+    return None
 
 
 def default_model_available() -> bool:
@@ -46,25 +67,42 @@ def default_model_available() -> bool:
     return (folder / "config.json").is_file() and has_weights(folder)
 
 
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+def read_config_json(folder: str | os.PathLike) -> dict:
+    """``config.json`` of a folder as a dict; :class:`ModelFolderError` naming it if it is missing or not JSON."""
+    config_path = Path(folder) / "config.json"
+    if not config_path.is_file():
+        raise ModelFolderError(f"{folder} is not a GazeFlow model folder: it has no config.json")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ModelFolderError(f"{config_path}: not valid JSON ({err})") from err
+    if not isinstance(config, dict):
+        raise ModelFolderError(f"{config_path}: expected a JSON object, got {type(config).__name__}")
+    return config
+
+
 def check_model_folder(folder: str | os.PathLike) -> Path:
-    """Check that a local folder is a GazeFlow model folder; raise :class:`ModelFolderError` naming it if not."""
+    """Check that a local folder is a GazeFlow model folder (config.json with ``model_type: "gazeflow"`` and a
+    complete weights file, :func:`check_weights_file`), without importing torch or transformers; raise
+    :class:`ModelFolderError` naming the folder or the file if not."""
     path = Path(folder)
     if not path.exists():
         raise ModelFolderError(f"model folder not found: {path}")
     if not path.is_dir():
-        raise ModelFolderError(f"expected a model folder (written by save_pretrained), got the file {path}")
-    config_path = path / "config.json"
-    if not config_path.is_file():
-        raise ModelFolderError(f"{path} is not a GazeFlow model folder: it has no config.json")
-    try:
-        model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
-        raise ModelFolderError(f"{path} is not a GazeFlow model folder: config.json is not valid JSON ({err})") from err
+        raise ModelFolderError(f"expected a model folder (written by save_model_folder), got the file {path}")
+    model_type = read_config_json(path).get("model_type")
     if model_type != "gazeflow":
         raise ModelFolderError(f"{path} is not a GazeFlow model folder: config.json has model_type "
                                f"{model_type!r}, expected 'gazeflow'")
-    if not has_weights(path):
+    weights = weights_file(path)
+    if weights is None:
         raise ModelFolderError(f"{path} has a GazeFlow config.json but no weights ({' or '.join(WEIGHTS_NAMES)})")
+    check_weights_file(weights)
     return path
 
 
@@ -85,9 +123,178 @@ def resolve_model(model: str | os.PathLike | None) -> str:
     return text
 
 
+def _kind(value: object) -> str | None:
+    """The JSON kind a config default asks for (None: anything goes)."""
+    if isinstance(value, bool):
+        return "a boolean (true/false)"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return None
+
+
+def _fits(value: object, default: object) -> bool:
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, str):
+        return isinstance(value, str)
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    if isinstance(default, dict):
+        return isinstance(value, dict)
+    return True
+
+
+def check_config_types(config: dict, defaults: dict, where: str, prefix: str = "") -> None:
+    """Every field of ``config`` that has a typed default must have that type (``hidden_size: "64"`` is refused);
+    nested objects (``encoder_config``) are checked against their own defaults."""
+    for key, value in config.items():
+        if key not in defaults or defaults[key] is None or value is None:
+            continue
+        default = defaults[key]
+        if not _fits(value, default):
+            raise ModelFolderError(f"{where}: {prefix}{key} must be {_kind(default)}, got {type(value).__name__} "
+                                   f"{value!r}")
+        if isinstance(default, dict) and default:
+            check_config_types(value, default, where, prefix=f"{prefix}{key}.")
+
+
+def load_config(location: str) -> GazeFlowConfig:
+    """The :class:`GazeFlowConfig` of a model location, with errors that name ``config.json`` and the field."""
+    from .configuration_gazeflow import GazeFlowConfig
+
+    path = Path(location)
+    where = str(path / "config.json") if path.is_dir() else f"{location} (config.json)"
+    if path.is_dir():
+        check_config_types(read_config_json(path), GazeFlowConfig().to_dict(), where)
+    try:
+        return GazeFlowConfig.from_pretrained(location)
+    except OSError as err:
+        raise ModelFolderError(f"cannot load the GazeFlow model {location!r}: {_first_line(err)}") from err
+    except Exception as err:  # the config's own checks, transformers' and huggingface_hub's validators
+        raise ModelFolderError(f"{where}: {_first_line(err)}") from err
+
+
+def check_weights_file(weights: str | os.PathLike) -> Path:
+    """A weights file must not be empty, and a ``.safetensors`` file must hold what its header announces (an 8-byte
+    header length, a JSON header, then the tensor data up to the largest offset): truncated or damaged files are
+    refused here, naming the file, without reading the tensors (nor importing torch)."""
+    weights = Path(weights)
+    size = weights.stat().st_size
+    if size == 0:
+        raise ModelFolderError(f"{weights}: the file is empty (0 bytes)")
+    if weights.suffix != ".safetensors":
+        return weights
+    with weights.open("rb") as handle:
+        prefix = handle.read(8)
+        header_length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
+        if header_length < 2 or 8 + header_length > size:
+            raise ModelFolderError(f"{weights}: not a complete safetensors file (truncated or damaged: its header "
+                                   f"does not fit in the file's {size:,} bytes)")
+        try:
+            header = json.loads(handle.read(header_length))
+            end = max((int(entry["data_offsets"][1]) for key, entry in header.items() if key != "__metadata__"),
+                      default=0)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
+            raise ModelFolderError(f"{weights}: not a safetensors file (its header is not valid: {err})") from err
+    if 8 + header_length + end != size:
+        raise ModelFolderError(f"{weights}: not a complete safetensors file (truncated or damaged: its header "
+                               f"announces {8 + header_length + end:,} bytes, the file has {size:,})")
+    return weights
+
+
+def check_finite_weights(model: GazeFlowModel, where: str) -> None:
+    """Refuse a model whose parameters or buffers hold NaN or inf (it would write NaN gaze)."""
+    import torch
+
+    bad = [name for name, tensor in [*model.named_parameters(), *model.named_buffers()]
+           if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    if bad:
+        listed = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise ModelFolderError(f"{where}: {len(bad)} weight tensor(s) hold NaN or inf values ({listed}); "
+                               "the model cannot predict with them")
+
+
+def weights_location(location: str) -> str:
+    """The weights file of a local model folder, or the location itself (a Hub id): what error messages name."""
+    weights = weights_file(location) if Path(location).is_dir() else None
+    return str(weights) if weights is not None else location
+
+
+@contextlib.contextmanager
+def weights_errors(location: str) -> Iterator[None]:
+    """Turn the errors of reading a model's weights (transformers, safetensors, torch.load) into a one-line
+    :class:`ModelFolderError` naming the file; a pickle that is more than plain weights is refused."""
+    where = weights_location(location)
+    try:
+        yield
+    except ModelFolderError:
+        raise
+    except OSError as err:
+        raise ModelFolderError(f"cannot load the GazeFlow model {location!r}: {_first_line(err)}") from err
+    except Exception as err:
+        if type(err).__name__ == "UnpicklingError":
+            raise ModelFolderError(f"{where}: refused: this pickle holds more than plain weights and loading it "
+                                   "could run code (save the model as model.safetensors)") from err
+        raise ModelFolderError(f"{where}: cannot load the weights ({type(err).__name__}: {_first_line(err)})") from err
+
+
+def check_pickle_weights(location: str) -> None:
+    """A ``pytorch_model.bin`` must hold plain tensors: load it as torch does with ``weights_only=True`` (the unsafe
+    pickle is refused, naming the file, and never runs)."""
+    weights = weights_file(location) if Path(location).is_dir() else None
+    if weights is None or weights.suffix != ".bin":
+        return
+    import zipfile
+
+    import torch
+
+    with weights_errors(location):
+        torch.load(str(weights), map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(weights))
+
+
+def check_pipeline_model(model: str | os.PathLike) -> str:
+    """Everything :func:`load_model` checks before reading the weights, for a model that transformers will load
+    (``pipeline("egocentric-gaze", model=...)``): the folder, its config's fields, its weights file. Returns the
+    location."""
+    location = resolve_model(model)
+    if Path(location).is_dir():
+        load_config(location)
+        check_pickle_weights(location)
+    return location
+
+
+def load_model(model: str | os.PathLike | None = None, device: str | None = None) -> GazeFlowModel:
+    """Load a GazeFlow model (``None``: the bundled default) for inference, with errors that name the model folder
+    or the file that is wrong (:class:`ModelFolderError`)."""
+    from .modeling_gazeflow import GazeFlowModel
+
+    location = resolve_model(model)  # checks a local folder and its weights file
+    config = load_config(location)
+    with weights_errors(location):
+        loaded = GazeFlowModel.from_pretrained(location, config=config)
+    check_finite_weights(loaded, weights_location(location))
+    if device is not None:
+        loaded = loaded.to(device)
+    return loaded.eval()
+
+
 def load_video_processor(name_or_path: str | os.PathLike | None, config: GazeFlowConfig) -> GazeFlowVideoProcessor:
     """The processor saved with a model (``preprocessor_config.json`` in its folder or Hub repository), or the
     default ``GazeFlowVideoProcessor(size=config.image_size)`` when there is none. Its size must match the encoder."""
+    from .data.processing import PREPROCESSOR_CONFIG_NAME, GazeFlowVideoProcessor
+
     processor = None
     if name_or_path:
         path = Path(name_or_path)
@@ -111,20 +318,6 @@ def load_video_processor(name_or_path: str | os.PathLike | None, config: GazeFlo
         raise ModelFolderError(f"{name_or_path}: {PREPROCESSOR_CONFIG_NAME} resizes frames to {processor.size} px but "
                                f"the encoder reads {config.image_size} px frames")
     return processor
-
-
-def load_model(model: str | os.PathLike | None = None, device: str | None = None) -> GazeFlowModel:
-    """Load a GazeFlow model (``None``: the bundled default) for inference, with errors that name the model."""
-    from .modeling_gazeflow import GazeFlowModel
-
-    location = resolve_model(model)
-    try:
-        loaded = GazeFlowModel.from_pretrained(location)
-    except OSError as err:
-        raise ModelFolderError(f"cannot load the GazeFlow model {location!r}: {err}") from err
-    if device is not None:
-        loaded = loaded.to(device)
-    return loaded.eval()
 
 
 # Hub metadata: no `pipeline_tag` (the Hub only accepts its own task names); the task is named in the tags
@@ -151,7 +344,9 @@ K whole gaze trajectories, one (x, y) point per frame in [0, 1] image coordinate
 
 - Encoder: V-JEPA 2 ({encoder}), input {image_size}x{image_size}, windows of {num_frames} frames, stride {stride}.
 - Velocity network: d={hidden_size}, {layers} DenoiserBlocks, {heads} heads; {params} parameters in all.
-- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps; heatmaps with sigma {sigma} px.
+- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps. Evaluation maps: Gaussians of
+  sigma {sigma} px at the data's native size (`heatmap_sigma`); overlays and pipeline heatmaps use 3.9% of the
+  frame width unless given `heatmap_sigma` (the paper's 25 px at 640 px).
 
 ## Training
 
@@ -164,7 +359,7 @@ import transformers_gazeflow  # registers the model and the "egocentric-gaze" pi
 from transformers import pipeline
 
 gaze = pipeline("egocentric-gaze", model="{repo}")
-out = gaze("my_video.mp4", num_samples=30, num_steps=5, seed=0)
+out = gaze("my_video.mp4", num_samples=30, num_steps=5)  # seed=0 unless given
 out["points_px"]     # [T, 2] per-frame point estimate (mean of the K samples), pixels
 out["trajectories"]  # [K, T, 2] samples, [0, 1]
 ```
@@ -199,6 +394,45 @@ def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str
     return path
 
 
+def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
+                      processor: GazeFlowVideoProcessor | None = None, title: str = "GazeFlow",
+                      description: str = "A GazeFlow model.", training: str = "Not documented.",
+                      limitations: str = "Not documented.", repo: str | None = None,
+                      card: str | os.PathLike | None = None, remote_code: bool = False) -> Path:
+    """Write a complete GazeFlow model folder; the one writer of model folders in the project.
+
+    ``config.json`` and ``model.safetensors`` (``model.save_pretrained``), ``preprocessor_config.json`` (``processor``,
+    default ``GazeFlowVideoProcessor(size=config.image_size)``) and a ``README.md`` model card with Hub metadata
+    (``card``: an existing card to copy, e.g. the one of the folder the model was loaded from; otherwise one written
+    from ``title``, ``description``, ``training`` and ``limitations``). ``remote_code=True`` adds the model's and the
+    pipeline's code for ``trust_remote_code=True`` loading (:func:`transformers_gazeflow.remote_code.add_remote_code`).
+    The folder is ready for ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
+    """
+    import shutil
+
+    from .data.processing import GazeFlowVideoProcessor
+
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ModelFolderError(f"cannot write a model folder at {folder}: it is a file")
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    processor = processor if processor is not None else GazeFlowVideoProcessor(size=model.config.image_size)
+    processor.save_pretrained(folder)
+    destination = folder / "README.md"
+    if card is not None and Path(card).is_file():
+        if Path(card).resolve() != destination.resolve():
+            shutil.copyfile(card, destination)
+    else:
+        write_model_card(folder, model, title=title, description=description, training=training,
+                         limitations=limitations, repo=repo)
+    if remote_code:
+        from .remote_code import add_remote_code
+
+        add_remote_code(folder)
+    return folder
+
+
 MAX_DEFAULT_MODEL_MB = 20.0
 """Size limit of the bundled default model's ``model.safetensors`` (it ships inside the package)."""
 
@@ -207,10 +441,10 @@ def bundle_default_model(source: str | os.PathLike, training: str, description: 
                          destination: str | os.PathLike | None = None) -> Path:
     """Install a trained model folder as the bundled default (``default_model/``, or ``destination``).
 
-    Loads ``source`` (a folder written by ``examples/train.py`` / ``save_pretrained``), merges LoRA into the
-    encoder, writes ``config.json`` + ``model.safetensors`` + ``preprocessor_config.json`` and a model card
-    (``training``: exactly how it was trained; ``description``: what it is; ``limitations``), and checks the
-    weights stay within :data:`MAX_DEFAULT_MODEL_MB`. Returns the destination folder.
+    Loads ``source`` (a folder written by ``examples/train.py`` / :func:`save_model_folder`), merges LoRA into the
+    encoder, writes the folder with :func:`save_model_folder` (a card with ``training``: exactly how it was trained;
+    ``description``: what it is; ``limitations``), and checks the weights stay within :data:`MAX_DEFAULT_MODEL_MB`.
+    Returns the destination folder.
     """
     from .modeling_gazeflow import GazeFlowModel
 
@@ -220,30 +454,38 @@ def bundle_default_model(source: str | os.PathLike, training: str, description: 
         model.merge_lora()
     processor = load_video_processor(source_path, model.config)
     destination = Path(destination) if destination is not None else default_model_path()
-    destination.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(destination, safe_serialization=True)
+    save_model_folder(model, destination, processor=processor, title="GazeFlow default model (small, synthetic data)",
+                      description=description, training=training, limitations=limitations)
     weights = destination / "model.safetensors"
     size_mb = weights.stat().st_size / 2**20
     if size_mb > MAX_DEFAULT_MODEL_MB:
         weights.unlink()
         raise ModelFolderError(f"{source_path}: model.safetensors is {size_mb:.1f} MB, over the "
                                f"{MAX_DEFAULT_MODEL_MB:.0f} MB limit of the bundled model")
-    processor.save_pretrained(destination)
-    write_model_card(destination, model, title="GazeFlow default model (small, synthetic data)",
-                     description=description, training=training, limitations=limitations)
     return destination
 
 
 __all__ = [
     "MAX_DEFAULT_MODEL_MB",
+    "WEIGHTS_NAMES",
     "bundle_default_model",
     "ModelFolderError",
     "default_model_path",
     "default_model_available",
     "has_weights",
+    "weights_file",
     "check_model_folder",
+    "check_config_types",
+    "check_finite_weights",
+    "check_weights_file",
+    "check_pickle_weights",
+    "check_pipeline_model",
+    "weights_errors",
+    "weights_location",
     "resolve_model",
+    "load_config",
     "load_video_processor",
     "load_model",
+    "save_model_folder",
     "write_model_card",
 ]

@@ -5,7 +5,7 @@ import transformers_gazeflow  # registers the task
 from transformers import pipeline
 
 gaze = pipeline("egocentric-gaze", model="path/to/model")  # or no model: the bundled default
-out = gaze("video.mp4", num_samples=30, num_steps=5, seed=0)
+out = gaze("video.mp4", num_samples=30, num_steps=5)  # seed=0 by default: the same call gives the same samples
 out["points_px"]  # [T, 2] point estimate per frame (the mean of the K samples), pixels
 ```
 
@@ -31,9 +31,10 @@ from transformers import Pipeline
 
 from .data.video import VideoDecodeError, iter_frames, probe_video
 from .geometry import unit_to_pixels
-from .hub import load_video_processor
+from .hub import ModelFolderError, check_finite_weights, load_video_processor
 from .inference import prepare_for_inference
 from .schema import point_estimate
+from .visualization import heatmap_sigma_px
 from .windowed_engine import GazeChunk, sampling_settings, stream_gaze
 from .windows import plan_windows
 
@@ -41,6 +42,12 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_FPS = 30.0
 """Frame rate assumed for in-memory frames given without ``fps=`` (it only sets the frame times)."""
+
+DEFAULT_SEED = 0
+"""Noise seed when a call gives none, as the ``gazeflow`` command's ``--seed``: the same call gives the same samples.
+Pass ``seed=None`` for fresh noise from torch's global generator on every call."""
+
+_UNSET = object()
 
 
 class GazeHeatmaps:
@@ -215,11 +222,14 @@ class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
     Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver``, ``window_mode`` (``"coherent"`` or
-    ``"blend"``, see ``windowed_engine``; defaults from the model's config),
-    ``seed`` (noise seed; the same seed gives the same samples), ``return_heatmaps`` (attach a lazy
-    :class:`GazeHeatmaps`), ``heatmap_sigma`` (px, default ``config.heatmap_sigma``), ``start_frame`` /
-    ``end_frame`` (frame range, end exclusive) and ``fps`` (in-memory frames). ``device`` is chosen when the
-    pipeline is built (``pipeline(..., device="cuda")``). Returns a :class:`GazePrediction` per video.
+    ``"blend"``, see ``windowed_engine``; defaults from the model's config), ``seed`` (noise seed, default
+    :data:`DEFAULT_SEED` = 0 like the ``gazeflow`` command: the same seed gives the same samples; ``seed=None`` draws
+    fresh noise on every call), ``return_heatmaps`` (attach a lazy :class:`GazeHeatmaps`), ``heatmap_sigma`` (px;
+    default 3.9% of the frame width, the paper's 25 px at 640 px:
+    :func:`~transformers_gazeflow.visualization.heatmap_sigma_px`), ``start_frame`` / ``end_frame`` (frame range,
+    end exclusive; a range runs the windows of the whole video's grid that cover it, so a frame's prediction does not
+    depend on the range's ends) and ``fps`` (in-memory frames). ``device`` is chosen when the pipeline is built
+    (``pipeline(..., device="cuda")``). Returns a :class:`GazePrediction` per video.
 
     The pipeline puts its model on the inference fast path in place (eval mode, SDPA, LoRA merged).
     """
@@ -234,14 +244,16 @@ class GazeFlowPipeline(Pipeline):
         super().__init__(*args, **kwargs)
         model_type = getattr(self.model.config, "model_type", None)
         if model_type != "gazeflow" or not hasattr(self.model, "encode_video"):
-            raise ValueError(f"the egocentric-gaze pipeline needs a GazeFlow model, got "
-                             f"{type(self.model).__name__} (model_type {model_type!r})")
+            source = getattr(self.model, "name_or_path", "") or "the model given"
+            raise ModelFolderError(f"{source}: the egocentric-gaze pipeline needs a GazeFlow model, got "
+                                   f"{type(self.model).__name__} (model_type {model_type!r})")
+        check_finite_weights(self.model, getattr(self.model, "name_or_path", "") or "the model given")
         if self.video_processor is None:
             self.video_processor = load_video_processor(getattr(self.model, "name_or_path", None), self.model.config)
         prepare_for_inference(self.model)
 
     def _sanitize_parameters(self, num_samples: int | None = None, num_steps: int | None = None,
-                             solver: str | None = None, seed: int | None = None, return_heatmaps: bool | None = None,
+                             solver: str | None = None, seed: Any = _UNSET, return_heatmaps: bool | None = None,
                              heatmap_sigma: float | None = None, start_frame: int | None = None,
                              end_frame: int | None = None, fps: float | None = None, window_mode: str | None = None,
                              **unknown):
@@ -251,7 +263,9 @@ class GazeFlowPipeline(Pipeline):
         preprocess = {k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items()
                       if v is not None}
         forward = {k: v for k, v in dict(num_samples=num_samples, num_steps=num_steps, solver=solver,
-                                         window_mode=window_mode, seed=seed).items() if v is not None}
+                                         window_mode=window_mode).items() if v is not None}
+        if seed is not _UNSET:
+            forward["seed"] = seed
         postprocess = {k: v for k, v in dict(return_heatmaps=return_heatmaps, heatmap_sigma=heatmap_sigma).items()
                        if v is not None}
         return preprocess, forward, postprocess
@@ -267,19 +281,17 @@ class GazeFlowPipeline(Pipeline):
     def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> None:
         """Write a complete model folder (also what ``push_to_hub`` uploads): weights and config (safetensors), the
         processor, the model card (the source folder's ``README.md`` when it has one) and the remote code for
-        ``trust_remote_code=True`` (:func:`transformers_gazeflow.remote_code.save_model_folder`). ``kwargs`` of the
-        base class (``safe_serialization``, ``max_shard_size``) are accepted and ignored."""
-        import shutil
-
-        from .remote_code import save_model_folder
+        ``trust_remote_code=True`` (:func:`transformers_gazeflow.hub.save_model_folder`, the one writer of model
+        folders). ``kwargs`` of the base class (``safe_serialization``, ``max_shard_size``) are accepted and
+        ignored."""
+        from .hub import save_model_folder
 
         if kwargs.pop("push_to_hub", False):
             raise ValueError("save_pretrained(push_to_hub=True) is not supported: call pipe.push_to_hub(repo_id)")
-        save_model_folder(self.model, save_directory, processor=self.video_processor,
-                          description="A GazeFlow model saved from the egocentric-gaze pipeline.")
-        card = Path(str(getattr(self.model, "name_or_path", "") or "")) / "README.md"
-        if card.is_file() and card.resolve() != (Path(save_directory) / "README.md").resolve():
-            shutil.copyfile(card, Path(save_directory) / "README.md")
+        source_card = Path(str(getattr(self.model, "name_or_path", "") or "")) / "README.md"
+        save_model_folder(self.model, save_directory, processor=self.video_processor, remote_code=True,
+                          description="A GazeFlow model saved from the egocentric-gaze pipeline.",
+                          card=source_card if source_card.is_file() else None)
 
     # ------------------------------------------------------------------ the three steps
     def preprocess(self, inputs: Any, fps: float | None = None, start_frame: int | None = None,
@@ -293,7 +305,7 @@ class GazeFlowPipeline(Pipeline):
                     window_mode=settings.window_mode)
 
     def stream_chunks(self, source: VideoSource, num_samples: int | None = None, num_steps: int | None = None,
-                      solver: str | None = None, seed: int | None = None,
+                      solver: str | None = None, seed: int | None = DEFAULT_SEED,
                       keep_frames: bool = False, window_mode: str | None = None) -> Iterator[GazeChunk]:
         """Stream a source through the model: finished :class:`~transformers_gazeflow.windowed_engine.GazeChunk` s in
         order (with their raw frames when ``keep_frames``), for callers that consume frames as they come. A frame
@@ -312,7 +324,7 @@ class GazeFlowPipeline(Pipeline):
                                plan=plan, **settings)  # stream_gaze runs without autograd
 
     def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
-                 num_steps: int | None = None, solver: str | None = None, seed: int | None = None,
+                 num_steps: int | None = None, solver: str | None = None, seed: int | None = DEFAULT_SEED,
                  window_mode: str | None = None) -> dict[str, Any]:
         source = model_inputs["source"]
         pieces = [chunk.trajectories for chunk in self.stream_chunks(source, num_samples, num_steps, solver, seed,
@@ -325,8 +337,8 @@ class GazeFlowPipeline(Pipeline):
         source: VideoSource = model_outputs["source"]
         return build_prediction(source, model_outputs["trajectories"], model_outputs["num_samples"],
                                 model_outputs["num_steps"], model_outputs["solver"], model_outputs["seed"],
-                                heatmap_sigma=heatmap_sigma if heatmap_sigma is not None
-                                else self.model.config.heatmap_sigma, return_heatmaps=return_heatmaps)
+                                heatmap_sigma=heatmap_sigma_px(source.width, heatmap_sigma),
+                                return_heatmaps=return_heatmaps)
 
 
 def frame_times_ms(frame_indices: np.ndarray, fps: float) -> np.ndarray:
@@ -352,4 +364,4 @@ def build_prediction(source: VideoSource, trajectories: np.ndarray, num_samples:
 
 
 __all__ = ["GazeFlowPipeline", "GazePrediction", "GazeHeatmaps", "VideoSource", "open_video_source",
-           "build_prediction", "frame_times_ms", "DEFAULT_FPS"]
+           "build_prediction", "frame_times_ms", "DEFAULT_FPS", "DEFAULT_SEED"]

@@ -9,6 +9,9 @@ only their relative import lines are rewritten to match (``from .data.video impo
 ``from ..geometry import`` -> ``from .geometry import``). The code is otherwise byte for byte the package's, and
 every relative import of the copied files is checked to resolve inside the folder.
 
+Write such a folder with ``transformers_gazeflow.save_model_folder(model, folder, remote_code=True)`` (the one
+writer of model folders, :mod:`transformers_gazeflow.hub`), then:
+
 ```python
 from transformers import AutoModel, pipeline
 model = AutoModel.from_pretrained("path/or/hub-id", trust_remote_code=True)
@@ -46,6 +49,7 @@ REMOTE_CODE_FILES: dict[str, str] = {
     "schema.py": "schema.py",
     "hub.py": "hub.py",
     "pipeline_gazeflow.py": "pipeline_gazeflow.py",
+    "visualization.py": "visualization.py",  # the pipeline's default heatmap sigma
     "video.py": "data/video.py",
     "processing.py": "data/processing.py",
     "heatmaps.py": "metrics/heatmaps.py",
@@ -99,26 +103,4 @@ def add_remote_code(folder: str | os.PathLike) -> list[Path]:
     return written
 
 
-def save_model_folder(model, folder: str | os.PathLike, processor=None, title: str = "GazeFlow",
-                      description: str = "A GazeFlow model.", training: str = "Not documented.",
-                      limitations: str = "Not documented.", repo: str | None = None,
-                      remote_code: bool = True) -> Path:
-    """Write a complete, ``push_to_hub``-ready model folder: weights and config (``save_pretrained``, safetensors),
-    ``preprocessor_config.json``, a ``README.md`` model card and (``remote_code``) the code for
-    ``trust_remote_code=True``. Upload it with ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``."""
-    from .data.processing import GazeFlowVideoProcessor
-    from .hub import write_model_card
-
-    folder = Path(folder)
-    model.save_pretrained(folder)
-    processor = processor if processor is not None else GazeFlowVideoProcessor(size=model.config.image_size)
-    processor.save_pretrained(folder)
-    write_model_card(folder, model, title=title, description=description, training=training,
-                     limitations=limitations, repo=repo)
-    if remote_code:
-        add_remote_code(folder)
-    return folder
-
-
-__all__ = ["REMOTE_CODE_FILES", "AUTO_MAP", "CUSTOM_PIPELINES", "flatten_imports", "add_remote_code",
-           "save_model_folder"]
+__all__ = ["REMOTE_CODE_FILES", "AUTO_MAP", "CUSTOM_PIPELINES", "flatten_imports", "add_remote_code"]

@@ -1,46 +1,119 @@
-"""Overlay drawing in numpy and PIL (no OpenCV): the heatmap, the K samples and a short trail of the point estimate,
-drawn on the original frames at their native size.
+"""The overlay video: the heatmap, the K samples, the point estimate with its trail (and, in the demo, the true gaze)
+drawn on the original frames at their native size, and encoded to H.264 in a background thread.
 
-* heatmap: the frame's map (``metrics.heatmaps.render_heatmaps``) scaled by its own maximum, coloured with a
-  black-purple-orange-yellow ramp and blended in with an opacity that grows with the map's value, so the frame
-  stays visible where the model puts no mass;
-* samples: small cyan dots with a dark rim, one per sampled trajectory;
-* point estimate: a white ring with a dark rim, and a trail of its last positions fading from green to white.
-
-Sizes scale with the frame (``min(H, W)``), so a 64x48 clip and a 1080p video both read well.
+* **heatmap**: the frame's map (``metrics.heatmaps.render_heatmaps``, the project's one renderer: the mean over K of
+  peak-1 Gaussians) scaled by its own maximum, coloured blue -> cyan -> yellow -> red with an opacity that rises
+  from 0 at 2% of the peak to ``max_alpha`` at half the peak. The saturated hues differ from both black and white,
+  so the map shows on dark and on bright scenes, and pixels where the map is below 2% of its peak (beyond about
+  2.8 sigma of a lone sample) are left exactly as they were. The map is rendered only on the box of the samples
+  widened by 3.5 sigma (nothing outside reaches 2% of the peak) and blended in 16-bit integer arithmetic.
+* **sigma**: :data:`HEATMAP_SIGMA_FRACTION` of the frame width unless given in pixels (:func:`heatmap_sigma_px`):
+  the paper's 25 px at 640 px, so a 1280x720 overlay uses 50 px and a 256x192 one 10 px. (``config.heatmap_sigma``
+  is the evaluation's sigma in native pixels of the dataset, :mod:`transformers_gazeflow.metrics`; the overlay does
+  not read it.)
+* **samples**: small cyan dots with a dark rim; **point estimate**: a white ring with a dark rim and a trail of its
+  last positions fading from green to white; **true gaze** (``gazeflow demo``): a magenta cross with a dark rim.
+  Marks are drawn with PIL on the crop that holds them only. Sizes scale with ``min(H, W)``.
+* :class:`OverlayVideoWriter` draws and encodes (libx264, ``preset=ultrafast``, ``crf=23``: the fastest preset,
+  files about 1.5x those of ``veryfast`` at this quality) in a background thread, so both overlap the decoding and
+  the model of the next frames (numpy, torch and FFmpeg release the GIL for their heavy work).
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import queue
+import threading
 from collections import deque
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-_RAMP = np.array([[0, 0, 0], [80, 18, 123], [182, 54, 121], [251, 136, 97], [252, 253, 191]], dtype=np.float64)
+HEATMAP_SIGMA_FRACTION = 25.0 / 640.0
+"""Default heatmap sigma of overlays and pipeline heatmaps, as a fraction of the frame width: the paper's 25 px at
+640 px (3.9%)."""
+
+HEATMAP_ALPHA = 0.65
+"""Opacity of the heatmap at and above half its peak."""
+
+HEATMAP_CUTOFF = 0.02
+"""Fraction of the map's peak below which a pixel is left untouched."""
+
+_RAMP = np.array([[40, 70, 255], [0, 215, 255], [255, 240, 0], [255, 120, 0], [235, 20, 40]], dtype=np.float64)
+SAMPLE_COLOUR, SAMPLE_RIM = (0, 230, 255), (0, 40, 60)
+TRUTH_COLOUR, RIM = (255, 0, 200), (0, 0, 0)
+
+
+def heatmap_sigma_px(width: int, sigma_px: float | None = None, fraction: float | None = None) -> float:
+    """The heatmap sigma in pixels for a frame ``width`` px wide: ``sigma_px`` when given, else ``fraction`` (default
+    :data:`HEATMAP_SIGMA_FRACTION`) of the width."""
+    if sigma_px is not None:
+        if not sigma_px > 0:
+            raise ValueError(f"heatmap sigma must be > 0 px, got {sigma_px}")
+        return float(sigma_px)
+    fraction = HEATMAP_SIGMA_FRACTION if fraction is None else fraction
+    if not fraction > 0:
+        raise ValueError(f"heatmap sigma must be > 0% of the width, got {fraction:%}")
+    return float(fraction * width)
 
 
 def _colour_table() -> np.ndarray:
-    """256 RGB colours along the ramp (a magma-like map), uint8 ``[256, 3]``."""
+    """256 RGB colours along the ramp, uint8 ``[256, 3]`` (index: the map's level, 0 = nothing, 255 = peak)."""
     anchors = np.linspace(0.0, 1.0, len(_RAMP))
     levels = np.linspace(0.0, 1.0, 256)
     return np.stack([np.interp(levels, anchors, _RAMP[:, c]) for c in range(3)], axis=1).round().astype(np.uint8)
 
 
+@functools.lru_cache(maxsize=8)
+def _blend_tables(max_alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per level (0..255): the colour times its opacity and 256 minus the opacity, uint16 ``[256, 3]`` and ``[256]``.
+    The opacity is 0 up to :data:`HEATMAP_CUTOFF` and rises to ``max_alpha`` at half the peak (a smooth edge, no ring
+    where the map is cut); ``frame * (256 - a) + colour * a`` then fits in 16 bits."""
+    levels = np.arange(256) / 255.0
+    ramp = np.clip((levels - HEATMAP_CUTOFF) / (0.5 - HEATMAP_CUTOFF), 0.0, 1.0) ** 0.7
+    alpha = np.round(256 * max_alpha * ramp).astype(np.uint16)
+    return (COLOUR_TABLE.astype(np.uint16) * alpha[:, None]).astype(np.uint16), (256 - alpha).astype(np.uint16)
+
+
 COLOUR_TABLE = _colour_table()
 
 
-def blend_heatmap(frame: np.ndarray, heatmap: np.ndarray, max_alpha: float = 0.6) -> np.ndarray:
-    """Blend a heatmap ``[H, W]`` (any non-negative scale) onto an RGB frame ``[H, W, 3]`` uint8."""
-    if heatmap.shape != frame.shape[:2]:
-        raise ValueError(f"heatmap {heatmap.shape} and frame {frame.shape[:2]} must have the same size")
-    peak = float(heatmap.max())
-    if peak <= 0:
-        return frame.copy()
-    level = np.clip(heatmap / peak, 0.0, 1.0)
-    colours = COLOUR_TABLE[(level * 255).astype(np.uint8)].astype(np.float32)
-    alpha = (max_alpha * level)[..., None].astype(np.float32)
-    return (frame.astype(np.float32) * (1 - alpha) + colours * alpha).round().astype(np.uint8)
+def blend_heatmap(frame: np.ndarray, heatmap: np.ndarray, max_alpha: float = HEATMAP_ALPHA,
+                  origin: tuple[int, int] = (0, 0), out: np.ndarray | None = None) -> np.ndarray:
+    """Blend a heatmap (any non-negative scale) onto an RGB frame ``[H, W, 3]`` uint8.
+
+    ``heatmap`` covers the whole frame ``[H, W]``, or a box of it whose top-left pixel is ``origin`` (x, y).
+    Only the pixels above :data:`HEATMAP_CUTOFF` of the map's peak (and the box around them) are touched, in 16-bit
+    integer arithmetic. Writes into ``out`` (may be ``frame`` itself) or a copy of ``frame``; returns it."""
+    x0, y0 = origin
+    h, w = heatmap.shape
+    if not (0 <= x0 and 0 <= y0 and x0 + w <= frame.shape[1] and y0 + h <= frame.shape[0]):
+        raise ValueError(f"heatmap {heatmap.shape} at {origin} and frame {frame.shape[:2]} must have the same size "
+                         "(or the heatmap must be a box inside the frame)")
+    out = frame.copy() if out is None else out
+    peak = float(heatmap.max()) if heatmap.size else 0.0
+    if not peak > 0:
+        return out
+    threshold = HEATMAP_CUTOFF * peak
+    rows = np.flatnonzero(heatmap.max(axis=1) > threshold)
+    cols = np.flatnonzero(heatmap.max(axis=0) > threshold)
+    if rows.size == 0 or cols.size == 0:
+        return out
+    level = heatmap[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1] * np.float32(255.0 / peak)
+    level = np.minimum(level, 255.0, out=level).astype(np.uint8)
+    coloured, keep = _blend_tables(float(max_alpha))
+    target = out[y0 + rows[0]:y0 + rows[-1] + 1, x0 + cols[0]:x0 + cols[-1] + 1]
+    mixed = target.astype(np.uint16)
+    mixed *= np.take(keep, level)[..., None]  # np.take: a faster gather than fancy indexing
+    mixed += np.take(coloured, level, axis=0)
+    mixed >>= 8
+    target[...] = mixed
+    return out
 
 
 def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> tuple[int, int, int]:
@@ -48,35 +121,59 @@ def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> tuple[in
 
 
 def draw_gaze(frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray | None = None,
-              trail_px: np.ndarray | None = None) -> np.ndarray:
-    """Draw the K samples ``[K, 2]``, the trail ``[n, 2]`` (oldest first) and the point estimate ``[2]`` (pixels)."""
+              trail_px: np.ndarray | None = None, truth_px: np.ndarray | None = None,
+              in_place: bool = False) -> np.ndarray:
+    """Draw the K samples ``[K, 2]``, the trail ``[n, 2]`` (oldest first), the point estimate ``[2]`` and the true
+    gaze ``[2]`` (pixels; ``None`` or non-finite: not drawn). Returns a new frame (``in_place``: ``frame`` itself);
+    only the crop that holds the marks goes through PIL."""
     height, width = frame.shape[:2]
     unit = max(1.0, min(height, width) / 100.0)
-    image = Image.fromarray(frame)
+    radius, ring, cross = max(1.5, 0.9 * unit), max(3.0, 2.5 * unit), max(4.0, 3.0 * unit)
+    marks = [np.asarray(samples_px, dtype=np.float64).reshape(-1, 2)]
+    for extra in (point_px, truth_px, trail_px):
+        if extra is not None:
+            marks.append(np.asarray(extra, dtype=np.float64).reshape(-1, 2))
+    points = np.concatenate(marks)
+    points = points[np.isfinite(points).all(axis=1)]
+    out = frame if in_place else frame.copy()
+    if points.size == 0:
+        return out
+    margin = cross + unit + 3
+    x0, y0 = (int(max(0, np.floor(points[:, i].min() - margin))) for i in (0, 1))
+    x1 = int(min(width, np.ceil(points[:, 0].max() + margin)))
+    y1 = int(min(height, np.ceil(points[:, 1].max() + margin)))
+    if x1 <= x0 or y1 <= y0:
+        return out
+    image = Image.fromarray(np.ascontiguousarray(out[y0:y1, x0:x1]))
     draw = ImageDraw.Draw(image)
+    offset = np.array([x0, y0], dtype=np.float64)
     if trail_px is not None and len(trail_px) >= 2:
-        for i in range(1, len(trail_px)):
-            colour = _mix((40, 220, 90), (255, 255, 255), i / (len(trail_px) - 1))
-            (x0, y0), (x1, y1) = trail_px[i - 1], trail_px[i]
-            draw.line([(float(x0), float(y0)), (float(x1), float(y1))], fill=colour, width=max(1, int(unit)))
-    radius = max(1.5, 0.9 * unit)
-    for x, y in np.asarray(samples_px, dtype=np.float64).reshape(-1, 2):
-        draw.ellipse([x - radius, y - radius, x + radius, y + radius], fill=(0, 230, 255), outline=(0, 40, 60))
-    if point_px is not None:
-        x, y = (float(v) for v in point_px)
-        ring = max(3.0, 2.5 * unit)
-        draw.ellipse([x - ring - 1, y - ring - 1, x + ring + 1, y + ring + 1], outline=(0, 0, 0), width=1)
+        trail = np.asarray(trail_px, dtype=np.float64) - offset
+        for i in range(1, len(trail)):
+            colour = _mix((40, 220, 90), (255, 255, 255), i / (len(trail) - 1))
+            draw.line([tuple(trail[i - 1]), tuple(trail[i])], fill=colour, width=max(1, int(unit)))
+    for x, y in np.asarray(samples_px, dtype=np.float64).reshape(-1, 2) - offset:
+        draw.ellipse([x - radius, y - radius, x + radius, y + radius], fill=SAMPLE_COLOUR, outline=SAMPLE_RIM)
+    if truth_px is not None and np.isfinite(truth_px).all():
+        x, y = np.asarray(truth_px, dtype=np.float64) - offset
+        for colour, thickness in ((RIM, max(3, int(unit * 1.2) + 2)), (TRUTH_COLOUR, max(1, int(unit * 1.2)))):
+            draw.line([(x - cross, y - cross), (x + cross, y + cross)], fill=colour, width=thickness)
+            draw.line([(x - cross, y + cross), (x + cross, y - cross)], fill=colour, width=thickness)
+    if point_px is not None and np.isfinite(point_px).all():
+        x, y = np.asarray(point_px, dtype=np.float64) - offset
+        draw.ellipse([x - ring - 1, y - ring - 1, x + ring + 1, y + ring + 1], outline=RIM, width=1)
         draw.ellipse([x - ring, y - ring, x + ring, y + ring], outline=(255, 255, 255), width=max(1, int(unit * 0.8)))
-    return np.asarray(image)
+    out[y0:y1, x0:x1] = np.asarray(image)
+    return out
 
 
 class OverlayRenderer:
     """Draws frames one after another, keeping the trail of the last ``trail`` point estimates.
 
-    ``render(frame, samples_px, point_px, heatmap)`` returns the overlay frame (same size, uint8 RGB).
+    ``render(frame, samples_px, point_px, heatmap, truth_px)`` returns the overlay frame (same size, uint8 RGB).
     """
 
-    def __init__(self, trail: int = 8, heatmap_alpha: float = 0.6) -> None:
+    def __init__(self, trail: int = 8, heatmap_alpha: float = HEATMAP_ALPHA) -> None:
         if trail < 0:
             raise ValueError(f"trail must be >= 0 frames, got {trail}")
         if not 0.0 <= heatmap_alpha <= 1.0:
@@ -85,14 +182,148 @@ class OverlayRenderer:
         self._trail: deque[np.ndarray] = deque(maxlen=trail + 1)
 
     def render(self, frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray,
-               heatmap: np.ndarray | None = None) -> np.ndarray:
+               heatmap: np.ndarray | None = None, truth_px: np.ndarray | None = None,
+               heatmap_origin: tuple[int, int] = (0, 0)) -> np.ndarray:
+        """The overlay frame; ``heatmap`` is the whole frame's map or a box of it at ``heatmap_origin`` (x, y)."""
         frame = np.asarray(frame)
         if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
             raise ValueError(f"frame must be uint8 [H, W, 3], got {frame.dtype} {frame.shape}")
         self._trail.append(np.asarray(point_px, dtype=np.float64))
-        out = blend_heatmap(frame, heatmap, self.heatmap_alpha) if heatmap is not None else frame
+        out = frame.copy()
+        if heatmap is not None:
+            blend_heatmap(out, heatmap, self.heatmap_alpha, origin=heatmap_origin, out=out)
         trail = np.stack(self._trail) if len(self._trail) >= 2 else None
-        return draw_gaze(out, samples_px, point_px, trail)
+        return draw_gaze(out, samples_px, point_px, trail, truth_px, in_place=True)
 
 
-__all__ = ["COLOUR_TABLE", "blend_heatmap", "draw_gaze", "OverlayRenderer"]
+def _checked_frame(frame: Any, path: Path) -> np.ndarray:
+    frame = np.asarray(frame)
+    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+        raise ValueError(f"{path}: frames must be uint8 [H, W, 3], got {frame.dtype} {frame.shape}")
+    return np.ascontiguousarray(frame)
+
+
+class OverlayVideoWriter:
+    """Draw and encode overlay frames to an H.264 mp4 in a background thread (PyAV, libx264 ``preset``/``crf``; x264
+    picks its own threads).
+
+    ``write(item)`` queues an item (at most ``queued`` wait, so memory stays bounded) and re-raises an error of the
+    thread; the thread turns each item into a frame with ``render(item)`` (default: the item is the RGB frame
+    itself), so drawing runs beside the model too, and encodes it. ``close()`` flushes and finishes a decodable
+    file; ``abort()`` stops and deletes it. Odd sizes are encoded in 4:4:4 (H.264 4:2:0 needs even sizes), as
+    ``data.video.write_video`` does. Use as a context manager: an exception inside the block aborts.
+    """
+
+    _DONE = object()
+
+    def __init__(self, path: str | os.PathLike, fps: float, preset: str = "ultrafast", crf: int = 23,
+                 queued: int = 8, render: Callable[[Any], np.ndarray] | None = None) -> None:
+        self.path = Path(path)
+        self.render = render
+        self.fps = Fraction(fps).limit_denominator(1001)
+        self.preset, self.crf = preset, crf
+        self.frames = 0
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, queued))
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._encode, name="gazeflow-overlay-encoder", daemon=True)
+        self._thread.start()
+
+    def _encode(self) -> None:
+        try:
+            import av
+
+            container = av.open(str(self.path), mode="w")
+            try:
+                stream = None
+                while True:
+                    item = self._queue.get()
+                    if item is self._DONE or self._stop.is_set():
+                        break
+                    frame = _checked_frame(self.render(item) if self.render is not None else item, self.path)
+                    if stream is None:
+                        height, width = frame.shape[:2]
+                        stream = container.add_stream("libx264", rate=self.fps)
+                        stream.width, stream.height = width, height
+                        stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
+                        stream.options = {"crf": str(self.crf), "preset": self.preset}
+                    for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+                        container.mux(packet)
+                if stream is not None and not self._stop.is_set():
+                    for packet in stream.encode():
+                        container.mux(packet)
+            finally:
+                container.close()
+        except BaseException as err:  # handed to the writing thread by write() / close()
+            self._error = err
+            self._stop.set()
+            while True:  # unblock a writer waiting on a full queue
+                try:
+                    self._queue.get_nowait()
+                except queue.Empty:
+                    break
+
+    def _raise_error(self) -> None:
+        """Hand an error of the thread to the caller: the encoder's and the file system's as ``OSError`` naming the
+        file, anything else (a drawing bug) as it is."""
+        error = self._error
+        if error is None:
+            return
+        if isinstance(error, OSError) or type(error).__module__.split(".")[0] == "av":
+            raise OSError(f"cannot encode the overlay video {self.path}: {error}") from error
+        raise error
+
+    def write(self, item: Any) -> None:
+        """Queue a frame (or, with ``render``, what ``render`` draws a frame from)."""
+        if self.render is None:
+            item = _checked_frame(item, self.path)
+        while True:
+            self._raise_error()
+            try:
+                self._queue.put(item, timeout=0.5)
+                break
+            except queue.Full:
+                continue
+        self.frames += 1
+
+    def close(self) -> Path:
+        """Flush the encoder and finish the file; returns its path."""
+        if self._thread.is_alive():
+            while self._thread.is_alive():
+                try:
+                    self._queue.put(self._DONE, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
+            self._thread.join()
+        self._raise_error()
+        if self.frames == 0:
+            raise ValueError(f"{self.path}: no frames were written")
+        return self.path
+
+    def abort(self) -> None:
+        """Stop encoding and delete the file."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._queue.put_nowait(self._DONE)
+            except queue.Full:
+                try:
+                    self._queue.get_nowait()
+                except queue.Empty:
+                    pass
+            self._thread.join(timeout=0.1)
+        self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> OverlayVideoWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+__all__ = ["HEATMAP_SIGMA_FRACTION", "HEATMAP_ALPHA", "HEATMAP_CUTOFF", "COLOUR_TABLE", "heatmap_sigma_px",
+           "blend_heatmap", "draw_gaze", "OverlayRenderer", "OverlayVideoWriter"]

@@ -1,0 +1,275 @@
+"""One video through a loaded model into an output folder: the work behind ``gazeflow predict`` and ``gazeflow demo``.
+
+:class:`GazePredictor` loads a model once (:func:`transformers_gazeflow.hub.load_model`) and :meth:`~GazePredictor.
+predict` streams a video through it (:meth:`GazeFlowPipeline.stream_chunks`), writing into the output folder:
+
+* ``overlay.mp4``: the original frames at the original fps and size with the heatmap, the K samples, the point
+  estimate and its trail (and the true gaze when known) drawn on them (:mod:`transformers_gazeflow.visualization`),
+  encoded in a background thread;
+* ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.export`);
+* ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, outputs and timings.
+
+Outputs are written under ``partial.*`` names and renamed when complete, ``summary.json`` last: a folder with a
+``summary.json`` holds a finished prediction (what ``--resume`` looks for). When a run fails or is interrupted
+(an exception, Ctrl-C, SIGTERM turned into an exception by the command), the partial files are deleted, the encoder
+thread is stopped, and an output folder this run created is removed if it is left empty; earlier complete outputs
+in the folder are left as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .export import GazeCsvWriter, write_summary
+from .geometry import unit_to_pixels
+from .hub import load_model, resolve_model
+from .jobs import (
+    CSV_NAME,
+    OVERLAY_NAME,
+    SUMMARY_NAME,
+    IndexPart,
+    Shard,
+    finished_summary,
+    make_output_dir,
+    one_line,
+    remove_if_empty,
+)
+from .pipeline_gazeflow import GazeFlowPipeline, open_video_source
+from .schema import OFF_FRAME, valid_mask
+from .visualization import HEATMAP_SIGMA_FRACTION, OverlayRenderer, OverlayVideoWriter, heatmap_sigma_px
+from .windowed_engine import sampling_settings
+
+
+@dataclass
+class PredictOptions:
+    """How to predict and what to write (``None``: the model config's default for K, S, the solver and the window
+    mode)."""
+
+    num_samples: int | None = None
+    num_steps: int | None = None
+    solver: str | None = None
+    window_mode: str | None = None
+    seed: int | None = 0
+    start_frame: int | None = None
+    end_frame: int | None = None
+    trail: int = 8
+    heatmap: bool = True
+    heatmap_sigma_px: float | None = None
+    heatmap_sigma_fraction: float | None = None
+    overlay: bool = True
+    quiet: bool = True
+
+
+@dataclass
+class GroundTruth:
+    """The known gaze of a video, indexed by frame: unit coordinates ``[T, 2]`` and gaze-type codes ``[T]``."""
+
+    gaze: np.ndarray
+    codes: np.ndarray
+
+    def scored(self) -> np.ndarray:
+        """Frames whose true gaze is a position on the frame: valid by the schema's rule (not untracked, not a
+        blink) and not off-frame (an off-frame frame's point is only clamped to the border). ``[T]`` bool."""
+        codes = np.asarray(self.codes)
+        return valid_mask(codes) & (codes != OFF_FRAME)
+
+
+HEATMAP_BOX_SIGMAS = 3.5
+"""The heatmap is rendered on the samples' box widened by this many sigma: beyond it no pixel reaches the 2% of
+the map's peak below which the overlay draws nothing (``visualization.HEATMAP_CUTOFF``)."""
+
+
+def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: np.ndarray, point: np.ndarray,
+                         sigma_px: float, heatmap: bool = True, truth: np.ndarray | None = None) -> np.ndarray:
+    """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates."""
+    from .metrics.heatmaps import render_heatmaps  # the project's one trajectory -> map renderer
+
+    height, width = frame.shape[:2]
+    samples_px = unit_to_pixels(np.asarray(samples, np.float64), width, height)
+    truth_px = unit_to_pixels(np.asarray(truth, np.float64), width, height) if truth is not None else None
+    maps, origin = None, (0, 0)
+    if heatmap:
+        reach = HEATMAP_BOX_SIGMAS * sigma_px
+        x0, y0 = (int(max(0, np.floor(samples_px[:, i].min() - reach))) for i in (0, 1))
+        x1 = int(min(width, np.ceil(samples_px[:, 0].max() + reach)))
+        y1 = int(min(height, np.ceil(samples_px[:, 1].max() + reach)))
+        if x1 > x0 and y1 > y0:  # the box's own unit coordinates: the same Gaussians at the same pixel centres
+            inside = (samples_px - [x0, y0]) / [x1 - x0, y1 - y0]
+            maps, origin = render_heatmaps(inside[:, None], x1 - x0, y1 - y0, sigma=sigma_px)[0].numpy(), (x0, y0)
+    return renderer.render(frame, samples_px, unit_to_pixels(point, width, height), maps, truth_px,
+                           heatmap_origin=origin)
+
+
+def describe_sigma(options: PredictOptions) -> str:
+    """How the heatmap sigma was chosen, for ``summary.json``."""
+    if options.heatmap_sigma_px is not None:
+        return f"{options.heatmap_sigma_px:g} px (--heatmap-sigma)"
+    if options.heatmap_sigma_fraction is not None:
+        return f"{100 * options.heatmap_sigma_fraction:g}% of the frame width (--heatmap-sigma)"
+    return f"{100 * HEATMAP_SIGMA_FRACTION:.2g}% of the frame width (the paper's 25 px at 640 px)"
+
+
+def _progress(total: int | None, quiet: bool, description: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="frame", desc=description, disable=quiet, file=sys.stderr, leave=False)
+
+
+class GazePredictor:
+    """A GazeFlow model loaded once for inference (``model``: a folder or Hub id; None: the bundled default)."""
+
+    def __init__(self, model: str | os.PathLike | None = None, device: str | None = None) -> None:
+        started = time.perf_counter()
+        self.location = resolve_model(model)
+        self.pipe = GazeFlowPipeline(model=load_model(self.location), device=device)
+        self.load_s = time.perf_counter() - started
+
+    @property
+    def config(self):
+        return self.pipe.model.config
+
+    def settings(self, options: PredictOptions) -> dict[str, Any]:
+        return vars(sampling_settings(self.config, options.num_samples, options.num_steps, options.solver,
+                                      options.window_mode))
+
+    def predict(self, video: str | os.PathLike, output_dir: str | os.PathLike, options: PredictOptions,
+                truth: GroundTruth | None = None) -> dict[str, Any]:
+        """Predict gaze on ``video`` and write overlay/CSV/summary into ``output_dir``; returns the summary."""
+        source = open_video_source(video, start_frame=options.start_frame, end_frame=options.end_frame)
+        settings = self.settings(options)
+        sigma = heatmap_sigma_px(source.width, options.heatmap_sigma_px, options.heatmap_sigma_fraction)
+        out_dir = Path(output_dir)
+        created = make_output_dir(out_dir)
+        final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME}
+        partial = {key: path.with_name(f"partial.{path.name}") for key, path in final.items()}
+        renderer = OverlayRenderer(trail=options.trail)
+        scored = truth.scored() if truth is not None else None
+        frames_done, point_sum, finished = 0, np.zeros(2), False
+        started = time.perf_counter()
+        def draw(item: tuple) -> np.ndarray:  # runs in the writer's thread, in frame order
+            frame, samples, point, shown = item
+            return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown)
+
+        writer = OverlayVideoWriter(partial["overlay"], fps=source.fps, render=draw) if options.overlay else None
+        try:
+            with GazeCsvWriter(partial["csv"], source.video_id, source.width, source.height, source.fps,
+                               true_gaze=None if truth is None else truth.gaze,
+                               true_codes=None if truth is None else truth.codes) as csv_writer, \
+                    _progress(source.expected_frames, options.quiet, source.video_id) as bar:
+                for chunk in self.pipe.stream_chunks(source, seed=options.seed, keep_frames=writer is not None,
+                                                     **settings):
+                    first = source.start_frame + chunk.start
+                    csv_writer.write(first, chunk.trajectories)
+                    points = chunk.points
+                    point_sum = point_sum + points.sum(axis=0)
+                    frames_done += chunk.num_frames
+                    bar.update(chunk.num_frames)
+                    if writer is None:
+                        continue
+                    for i, frame in enumerate(chunk.frames):
+                        index = first + i
+                        shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
+                                 else None)
+                        writer.write((frame, chunk.trajectories[:, i], points[i], shown))
+            outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
+            if writer is not None:
+                writer.close()
+                outputs["overlay"] = str(final["overlay"])
+            predicted = time.perf_counter()
+            partial["csv"].replace(final["csv"])
+            if writer is not None:
+                partial["overlay"].replace(final["overlay"])
+            summary = {
+                "video": source.name, "video_id": source.video_id, "model": self.location,
+                "num_samples": settings["num_samples"], "num_steps": settings["num_steps"],
+                "solver": settings["solver"], "window_mode": settings["window_mode"], "seed": options.seed, "device": str(self.pipe.device),
+                "fps": source.fps, "width": source.width, "height": source.height,
+                "start_frame": source.start_frame, "frames": frames_done,
+                "point_estimate": "per-frame mean of the K samples",
+                "mean_point_norm": (point_sum / max(frames_done, 1)).tolist(),
+                "heatmap_sigma_px": round(sigma, 3),
+                "heatmap_sigma": describe_sigma(options),
+                "outputs": outputs,
+                "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predicted - started, 3),
+                            "ms_per_frame": round(1000.0 * (predicted - started) / max(frames_done, 1), 2)},
+            }
+            write_summary(final["summary"], summary)
+            finished = True
+            return summary
+        finally:
+            if writer is not None and not finished:
+                writer.abort()
+            for path in partial.values():
+                path.unlink(missing_ok=True)
+            if not finished:
+                remove_if_empty(created)
+
+
+def _index_row(video: Path, folder: Path, status: str, summary: dict | None = None, seconds: float | None = None,
+               error: str = "") -> dict[str, Any]:
+    summary = summary or {}
+    if seconds is None:
+        seconds = summary.get("timings", {}).get("predict_s", "")
+    return {"video": str(video), "output_dir": str(folder), "frames": summary.get("frames", ""),
+            "fps": summary.get("fps", ""), "seconds": "" if seconds == "" else round(float(seconds), 3),
+            "status": status, "error": error}
+
+
+def is_video_error(err: BaseException) -> bool:
+    """Errors that belong to one video of a batch (recorded as failed, the run goes on): a missing, unreadable or
+    undecodable file, a frame range past its end, non-finite predictions on it."""
+    from .data.video import VideoDecodeError
+
+    return isinstance(err, (VideoDecodeError, ValueError, OSError))
+
+
+def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: PredictOptions,
+              model: str | os.PathLike | None = None, device: str | None = None, shard: Shard = Shard(),
+              resume: bool = False, say=print) -> tuple[list[dict[str, Any]], Path | None]:
+    """Predict each ``(order, video, folder)`` of this process's share; a video that fails is recorded and the run
+    goes on. With ``resume``, a video whose folder already holds its finished prediction is skipped. The model is
+    loaded once, and only when some video needs it (a model that cannot be loaded stops the run before anything is
+    written). Returns this process's index rows and ``index.csv`` if this process completed it
+    (:class:`~transformers_gazeflow.jobs.IndexPart`)."""
+    done = {order: finished_summary(folder, video) if resume else None for order, video, folder in jobs}
+    predictor = GazePredictor(model, device=device) if any(summary is None for summary in done.values()) else None
+    make_output_dir(output_dir)
+    part = IndexPart(output_dir, shard)
+    tag = f"[rank {shard.rank}] " if shard.world > 1 else ""
+    for position, (order, video, folder) in enumerate(jobs, start=1):
+        count = f"{tag}[{position}/{len(jobs)}] {video}"
+        if done[order] is not None:
+            part.add(order, _index_row(video, folder, "skipped", done[order]))
+            say(f"gazeflow: {count}: skipped, already done in {folder}")
+            continue
+        started = time.perf_counter()
+        try:
+            summary = predictor.predict(video, folder, options)
+        except Exception as err:
+            if not is_video_error(err):
+                raise
+            part.add(order, _index_row(video, folder, "failed", seconds=time.perf_counter() - started,
+                                       error=one_line(err)))
+            say(f"gazeflow: {count}: failed: {one_line(err)}")
+            continue
+        part.add(order, _index_row(video, folder, "ok", summary))
+        say(f"gazeflow: {count}: {summary['frames']} frames in {summary['timings']['predict_s']:.1f} s -> {folder}")
+    return part.rows, part.finish()
+
+
+def predict_video(video: str | os.PathLike, output_dir: str | os.PathLike, model: str | None = None,
+                  device: str | None = None, **options: Any) -> dict[str, Any]:
+    """Load a model and predict one video into ``output_dir`` (``options``: the fields of :class:`PredictOptions`).
+    Returns the summary."""
+    return GazePredictor(model, device=device).predict(video, output_dir, PredictOptions(**options))
+
+
+__all__ = ["OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "PredictOptions", "GroundTruth", "GazePredictor",
+           "predict_video", "run_batch", "is_video_error", "render_overlay_frame"]

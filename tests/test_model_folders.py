@@ -1,0 +1,207 @@
+"""Model folders: one writer (hub.save_model_folder), registration with transformers from a light package, and
+loading that names the file when a folder is not a usable GazeFlow model (issue 17, items 6-7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import pipeline
+
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowPipeline
+from transformers_gazeflow.cli import main
+from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+from transformers_gazeflow.data.video import write_video
+from transformers_gazeflow.hub import ModelFolderError, check_model_folder, load_model, save_model_folder
+from transformers_gazeflow.remote_code import REMOTE_CODE_FILES
+
+from .conftest import run_python
+from .pipeline_fixtures import random_video, single_torch_thread, tiny_model_dir  # noqa: F401  (fixtures)
+
+
+class RunsCode:
+    """A pickle that runs code when loaded without weights_only (it would create ``marker``)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+@pytest.fixture(scope="module")
+def broken_folders(tmp_path_factory, tiny_model_dir) -> dict[str, tuple[Path, str]]:
+    """Copies of a good folder, each broken one way: (folder, what the message must say)."""
+    root = tmp_path_factory.mktemp("broken")
+
+    def copy(name: str) -> Path:
+        folder = root / name
+        shutil.copytree(tiny_model_dir, folder)
+        return folder
+
+    weights = tiny_model_dir / "model.safetensors"
+    cases = {}
+    folder = copy("truncated")
+    (folder / "model.safetensors").write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    cases["truncated"] = (folder, f"{folder / 'model.safetensors'}: not a complete safetensors file")
+    folder = copy("empty_weights")
+    (folder / "model.safetensors").write_bytes(b"")
+    cases["empty_weights"] = (folder, f"{folder / 'model.safetensors'}: the file is empty (0 bytes)")
+    folder = copy("string_field")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "hidden_size": "64"}))
+    cases["string_field"] = (folder, f"{folder / 'config.json'}: hidden_size must be an integer, got str '64'")
+    folder = copy("nested_field")
+    config["encoder_config"]["num_hidden_layers"] = 2.5
+    (folder / "config.json").write_text(json.dumps(config))
+    cases["nested_field"] = (folder, "config.json: encoder_config.num_hidden_layers must be an integer, got float 2.5")
+    folder = copy("pickle")
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(RunsCode(root / "code_ran")))
+    cases["pickle"] = (folder, f"{folder / 'pytorch_model.bin'}: refused: this pickle holds more than plain weights")
+    folder = copy("nan")
+    model = GazeFlowModel.from_pretrained(tiny_model_dir)
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] = float("inf")
+    model.save_pretrained(folder)
+    cases["nan"] = (folder, "1 weight tensor(s) hold NaN or inf values")
+    folder = root / "bert"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 8}))
+    cases["other_model_type"] = (folder, f"{folder} is not a GazeFlow model folder: config.json has model_type 'bert'")
+    folder = root / "no_such_type"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "frobnicator"}))
+    cases["unknown_model_type"] = (folder, "model_type 'frobnicator', expected 'gazeflow'")
+    folder = root / "empty"
+    folder.mkdir()
+    cases["empty_folder"] = (folder, f"{folder} is not a GazeFlow model folder: it has no config.json")
+    folder = root / "random_files"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello")
+    (folder / "weights.bin").write_bytes(os.urandom(256))
+    cases["random_files"] = (folder, f"{folder} is not a GazeFlow model folder: it has no config.json")
+    folder = copy("bad_json")
+    (folder / "config.json").write_text('{"model_type": "gazeflow", ')
+    cases["bad_json"] = (folder, f"{folder / 'config.json'}: not valid JSON")
+    return cases
+
+
+CASES = ["truncated", "empty_weights", "string_field", "nested_field", "pickle", "nan", "other_model_type",
+         "unknown_model_type", "empty_folder", "random_files", "bad_json"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_load_model_and_the_pipeline_name_what_is_wrong(broken_folders, case):
+    folder, message = broken_folders[case]
+    with pytest.raises(ModelFolderError) as loading:
+        load_model(folder)
+    assert message in str(loading.value) and "\n" not in str(loading.value)
+    with pytest.raises(ModelFolderError) as building:
+        pipeline("egocentric-gaze", model=str(folder))
+    assert message.split(": ", 1)[-1] in str(building.value)
+    assert not (folder.parent / "code_ran").exists()  # the crafted pickle never ran
+
+
+@pytest.mark.parametrize("case", ["truncated", "string_field", "pickle", "nan", "random_files"])
+def test_the_command_prints_one_line_naming_the_file(broken_folders, case, tmp_path, capsys):
+    folder, message = broken_folders[case]
+    video = write_video(tmp_path / "clip.mp4", random_video(6), fps=10)
+    assert main(["predict", str(video), "--model", str(folder), "-o", str(tmp_path / "out"), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("gazeflow: error: ") and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_save_model_folder_writes_a_complete_folder(tmp_path):
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny())
+    folder = save_model_folder(model, tmp_path / "model", title="Tiny", description="For a test.")
+    assert {p.name for p in folder.iterdir()} == {"config.json", "model.safetensors", "preprocessor_config.json",
+                                                  "README.md"}
+    assert GazeFlowVideoProcessor.from_pretrained(folder).size == model.config.image_size
+    assert "# Tiny" in (folder / "README.md").read_text() and "For a test." in (folder / "README.md").read_text()
+    check_model_folder(folder)
+    video = random_video(9, seed=3)
+    again = GazeFlowPipeline(model=load_model(folder))
+    np.testing.assert_allclose(again(video).trajectories, GazeFlowPipeline(model=model)(video).trajectories, atol=1e-6)
+    with_code = save_model_folder(model, tmp_path / "remote", remote_code=True, card=folder / "README.md")
+    assert all((with_code / name).is_file() for name in REMOTE_CODE_FILES)
+    assert (with_code / "README.md").read_text() == (folder / "README.md").read_text()
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(ModelFolderError, match="a_file: it is a file"):
+        save_model_folder(model, tmp_path / "a_file")
+
+
+def test_the_pipeline_seed_defaults_to_0_and_none_draws_fresh_noise(tiny_model_dir):
+    gaze = pipeline("egocentric-gaze", model=str(tiny_model_dir))
+    video = random_video(7, seed=1)
+    first, second = gaze(video), gaze(video)
+    np.testing.assert_array_equal(first.trajectories, second.trajectories)
+    np.testing.assert_array_equal(first.trajectories, gaze(video, seed=0).trajectories)
+    assert first.seed == 0
+    assert not np.allclose(gaze(video, seed=None).trajectories, gaze(video, seed=None).trajectories)
+
+
+# ------------------------------------------------------------------------------------------- registration
+def fresh(code: str, folder: Path) -> list[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    return run_python(textwrap.dedent(code).replace("FOLDER", repr(str(folder))), cwd=folder.parent,
+                      env=env).strip().splitlines()
+
+
+def test_import_registers_with_transformers_on_first_use_in_a_fresh_interpreter(tiny_model_dir):
+    """``import transformers_gazeflow`` is light; then the Auto classes and the task work, and the bundled default
+    loads without transformers' "No model was supplied" warning or its "Loading weights" bar."""
+    from transformers_gazeflow import default_model_available
+
+    code = textwrap.dedent("""
+        import sys, warnings
+        warnings.simplefilter("error", RuntimeWarning)  # a failed registration warns
+        import transformers_gazeflow
+        print(sorted(m for m in ("torch", "transformers", "numpy") if m in sys.modules))
+        from transformers import AutoConfig, AutoModel, pipeline
+        print(type(AutoConfig.from_pretrained(FOLDER)).__name__, type(AutoModel.from_pretrained(FOLDER)).__name__)
+        print(type(pipeline("egocentric-gaze", model=FOLDER)).__name__)
+        if transformers_gazeflow.default_model_available():
+            import numpy as np
+            print("--- the bundled default ---", file=sys.stderr, flush=True)
+            print("default", pipeline("egocentric-gaze")(np.zeros((3, 24, 32, 3), np.uint8), fps=5).num_frames)
+    """).replace("FOLDER", repr(str(tiny_model_dir)))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                            cwd=tiny_model_dir.parent, env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert lines[:3] == ["[]", "GazeFlowConfig GazeFlowModel", "GazeFlowPipeline"]
+    if default_model_available():
+        assert lines[3] == "default 3"
+        default_stderr = result.stderr.split("--- the bundled default ---")[-1]
+        assert "No model was supplied" not in default_stderr and "Loading weights" not in default_stderr, default_stderr
+        assert "Loading weights" in result.stderr  # transformers' bar is still there for other models
+
+
+def test_registration_works_whatever_was_imported_first(tiny_model_dir):
+    lines = fresh("""
+        from transformers import pipeline, AutoModel          # transformers' modules first
+        import transformers_gazeflow
+        from transformers_gazeflow import GazeFlowConfig     # then a class of the package
+        from transformers import pipeline as again
+        print(type(AutoModel.from_pretrained(FOLDER)).__name__, type(pipeline("egocentric-gaze", model=FOLDER)).__name__,
+              again is pipeline)
+    """, tiny_model_dir)
+    assert lines[-1] == "GazeFlowModel GazeFlowPipeline True"
+    lines = fresh("""
+        from transformers_gazeflow.configuration_gazeflow import GazeFlowConfig  # a submodule first
+        from transformers import AutoConfig
+        print(type(AutoConfig.from_pretrained(FOLDER)).__name__)
+    """, tiny_model_dir)
+    assert lines[-1] == "GazeFlowConfig"
