@@ -171,7 +171,7 @@ def test_coherent_samples_are_continuous_through_window_boundaries():
     assert all_steps["coherent"] < all_steps["blend"], all_steps
 
 
-def test_the_command_line_takes_the_window_mode(tiny_model_dir, tmp_path):  # noqa: F811
+def test_the_command_line_takes_the_window_mode(tiny_model_dir, tmp_path, capsys):  # noqa: F811
     from transformers_gazeflow.cli import main
     from transformers_gazeflow.data.video import write_video
 
@@ -180,8 +180,8 @@ def test_the_command_line_takes_the_window_mode(tiny_model_dir, tmp_path):  # no
     assert main(["predict", str(video), "--model", str(tiny_model_dir), "-o", str(out), "--window-mode", "blend",
                  "--no-overlay", "-q"]) == 0
     assert json.loads((out / "summary.json").read_text())["window_mode"] == "blend"
-    with pytest.raises(SystemExit):
-        main(["predict", str(video), "-o", str(out), "--window-mode", "average"])
+    assert main(["predict", str(video), "-o", str(tmp_path / "bad"), "--window-mode", "average"]) == 2  # usage error
+    assert "--window-mode: invalid choice: 'average'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("mode", ["coherent", "blend"])
