@@ -5,7 +5,10 @@ drawn on the original frames at their native size.
   black-purple-orange-yellow ramp and blended in with an opacity that grows with the map's value, so the frame
   stays visible where the model puts no mass;
 * samples: small cyan dots with a dark rim, one per sampled trajectory;
-* point estimate: a white ring with a dark rim, and a trail of its last positions fading from green to white.
+* point estimate: a white ring with a dark rim, and a trail of its last positions fading from green to white;
+* ground truth (:func:`draw_ground_truth`, for analysis figures): a filled red disc, or where the recording left the
+  frame (gaze type off-frame, clamped to the border) a hollow red ring with a yellow halo (paper Figure
+  failure_cases).
 
 Sizes scale with the frame (``min(H, W)``), so a 64x48 clip and a 1080p video both read well.
 """
@@ -70,6 +73,26 @@ def draw_gaze(frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray | 
     return np.asarray(image)
 
 
+def draw_ground_truth(frame: np.ndarray, point_px: np.ndarray, off_frame: bool = False) -> np.ndarray:
+    """Draw the recorded gaze ``[2]`` (pixels): a filled red disc with a dark rim, or with ``off_frame`` (the eye
+    left the camera's view and the point is clamped to the border) a hollow red ring in a yellow halo."""
+    height, width = frame.shape[:2]
+    unit = max(1.0, min(height, width) / 100.0)
+    image = Image.fromarray(np.asarray(frame, dtype=np.uint8))
+    draw = ImageDraw.Draw(image)
+    x, y = (float(v) for v in np.asarray(point_px, dtype=np.float64).reshape(2))
+    if off_frame:
+        ring, line = max(4.0, 3.5 * unit), max(2, int(round(unit)))
+        draw.ellipse([x - ring - line, y - ring - line, x + ring + line, y + ring + line], outline=(255, 230, 0),
+                     width=2 * line)
+        draw.ellipse([x - ring, y - ring, x + ring, y + ring], outline=(230, 20, 20), width=line)
+    else:
+        radius = max(2.5, 2.0 * unit)
+        draw.ellipse([x - radius - 1, y - radius - 1, x + radius + 1, y + radius + 1], fill=(40, 0, 0))
+        draw.ellipse([x - radius, y - radius, x + radius, y + radius], fill=(230, 20, 20))
+    return np.asarray(image)
+
+
 class OverlayRenderer:
     """Draws frames one after another, keeping the trail of the last ``trail`` point estimates.
 
@@ -95,4 +118,4 @@ class OverlayRenderer:
         return draw_gaze(out, samples_px, point_px, trail)
 
 
-__all__ = ["COLOUR_TABLE", "blend_heatmap", "draw_gaze", "OverlayRenderer"]
+__all__ = ["COLOUR_TABLE", "blend_heatmap", "draw_gaze", "draw_ground_truth", "OverlayRenderer"]
