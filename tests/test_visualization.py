@@ -10,6 +10,7 @@ from transformers_gazeflow.visualization import (
     OverlayVideoWriter,
     blend_heatmap,
     draw_gaze,
+    draw_ground_truth,
     heatmap_sigma_px,
 )
 
@@ -55,6 +56,17 @@ def test_samples_and_point_are_drawn_at_their_pixels():
     ring = out[20:29, 28:37].reshape(-1, 3)
     assert (ring == 255).all(axis=1).any()  # the white ring of the point estimate
     assert tuple(out[0, 0]) == (100, 100, 100)
+
+
+def test_ground_truth_is_a_red_disc_or_an_off_frame_ring():
+    frame = grey()
+    disc = draw_ground_truth(frame, np.array([32.0, 24.0]))
+    assert tuple(disc[24, 32]) == (230, 20, 20) and tuple(disc[0, 0]) == (100, 100, 100)
+    ring = draw_ground_truth(frame, np.array([63.9, 24.0]), off_frame=True)  # clamped to the right border
+    assert tuple(ring[24, 63]) == (100, 100, 100)  # hollow: the centre is the frame
+    colours = {tuple(c) for c in ring[14:35, 50:64].reshape(-1, 3)}
+    assert (230, 20, 20) in colours and (255, 230, 0) in colours  # the red ring and its yellow halo
+    assert frame[24, 32].tolist() == [100, 100, 100]  # the input is left as it was
 
 
 def test_renderer_keeps_a_short_trail_and_odd_sizes():

@@ -17,6 +17,9 @@ drawn on the original frames at their native size, and encoded to H.264 in a bac
 * :class:`OverlayVideoWriter` draws and encodes (libx264, ``preset=ultrafast``, ``crf=23``: the fastest preset,
   files about 1.5x those of ``veryfast`` at this quality) in a background thread, so both overlap the decoding and
   the model of the next frames (numpy, torch and FFmpeg release the GIL for their heavy work).
+* **ground truth in analysis figures** (:func:`draw_ground_truth`): a filled red disc, or where the recording left
+  the frame (gaze type off-frame, clamped to the border) a hollow red ring with a yellow halo (paper Figure
+  failure_cases).
 """
 
 from __future__ import annotations
@@ -165,6 +168,26 @@ def draw_gaze(frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray | 
         draw.ellipse([x - ring, y - ring, x + ring, y + ring], outline=(255, 255, 255), width=max(1, int(unit * 0.8)))
     out[y0:y1, x0:x1] = np.asarray(image)
     return out
+
+
+def draw_ground_truth(frame: np.ndarray, point_px: np.ndarray, off_frame: bool = False) -> np.ndarray:
+    """Draw the recorded gaze ``[2]`` (pixels): a filled red disc with a dark rim, or with ``off_frame`` (the eye
+    left the camera's view and the point is clamped to the border) a hollow red ring in a yellow halo."""
+    height, width = frame.shape[:2]
+    unit = max(1.0, min(height, width) / 100.0)
+    image = Image.fromarray(np.asarray(frame, dtype=np.uint8))
+    draw = ImageDraw.Draw(image)
+    x, y = (float(v) for v in np.asarray(point_px, dtype=np.float64).reshape(2))
+    if off_frame:
+        ring, line = max(4.0, 3.5 * unit), max(2, int(round(unit)))
+        draw.ellipse([x - ring - line, y - ring - line, x + ring + line, y + ring + line], outline=(255, 230, 0),
+                     width=2 * line)
+        draw.ellipse([x - ring, y - ring, x + ring, y + ring], outline=(230, 20, 20), width=line)
+    else:
+        radius = max(2.5, 2.0 * unit)
+        draw.ellipse([x - radius - 1, y - radius - 1, x + radius + 1, y + radius + 1], fill=(40, 0, 0))
+        draw.ellipse([x - radius, y - radius, x + radius, y + radius], fill=(230, 20, 20))
+    return np.asarray(image)
 
 
 class OverlayRenderer:
@@ -326,4 +349,4 @@ class OverlayVideoWriter:
 
 
 __all__ = ["HEATMAP_SIGMA_FRACTION", "HEATMAP_ALPHA", "HEATMAP_CUTOFF", "COLOUR_TABLE", "heatmap_sigma_px",
-           "blend_heatmap", "draw_gaze", "OverlayRenderer", "OverlayVideoWriter"]
+           "blend_heatmap", "draw_gaze", "draw_ground_truth", "OverlayRenderer", "OverlayVideoWriter"]
