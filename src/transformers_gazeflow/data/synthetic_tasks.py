@@ -1,0 +1,483 @@
+"""Synthetic grounding tasks: clips whose gaze target is decided by what the frames show, one documented rule each.
+
+A ladder for finding out whether (and from what) a model reads the video (issue 13, "Grounding"). Every clip shows
+a still, softly textured surface with a few moving objects; the gaze is a fixation/saccade process that follows
+one *target* object most of the time. What makes an object the target is the task's rule:
+
+=======================  =============================================================================================
+task                     rule (what a model must read to find the target)
+=======================  =============================================================================================
+``moving_object``        rung 1: the only moving object; the others (same colour and shape) stand still.
+``fixed_colour``         rung 2: the red object among distractors of other colours (red is the target in every clip).
+``colour_cue``           rung 3: a cue square in the top-left corner shows a colour; the target is the object of that
+                         colour among 3-4 objects of distinct colours (the colours change from clip to clip).
+``colour_cue_occluded``  rung 4: ``colour_cue`` plus grey bars drifting over the scene (they hide objects, the
+                         target too) and more saccades away from the target, each followed by a saccade back.
+``shape_cue``            a held-out task (not used to choose settings): the cue shows a shape; the objects share one
+                         colour and have distinct shapes; the target is the object of the cue's shape.
+=======================  =============================================================================================
+
+Everything is in unit coordinates of the frame (``geometry``: ``(0, 0)`` top-left, ``(1, 1)`` bottom-right) and
+fully determined by ``(settings, clip index)``.
+
+The gaze process (all tasks): a sequence of fixations joined by saccades.
+
+* Fixation anchor: the target with probability :data:`TARGET_PROBABILITY` (``colour_cue_occluded``: every
+  fixation away from the target is followed by one on the target); otherwise another object (2/3) or a still point
+  on the surface (1/3). A fixation on an object follows it (smooth pursuit).
+* Fixation duration: log-normal, median 0.40 s on the target and 0.25 s elsewhere (sigma 0.45 in log space), at
+  least 2 frames. Within a fixation: a landing error N(0, 0.012) per axis, a drift (random walk, 0.0012 per frame
+  per axis) and a jitter N(0, 0.0008).
+* Saccade: the main sequence, duration ``21 ms + 2.2 ms/deg * amplitude`` over a :data:`FIELD_OF_VIEW_DEG` wide
+  frame, at least one frame, minimum-jerk profile; its frames are coded 2 (saccade), fixation frames 1.
+* Blinks: :data:`BLINK_RATE_HZ` per second, 2-3 frames each, coded 3 (invalid), holding the last point.
+
+:func:`simulate_fixation_saccade` is the same kind of process with no scene at all (fixations that drift in place):
+the known truth of the pure-dynamics probe, ``examples/dynamics_probe.py``.
+
+Writers: :func:`write_task_egtea_layout` writes a task's clips in the raw EGTEA Gaze+ layout (the EGTEA builder
+reads them; one gaze sample per frame), so ``examples/train.py --dataset_name egtea`` and ``examples/evaluate.py``
+run on them unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .gaze_formats import BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
+from .video import write_video
+
+TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue")
+LADDER: tuple[str, ...] = TASK_NAMES[:4]
+"""The four rungs, easiest first; ``shape_cue`` is kept apart as a held-out task."""
+
+OBJECT_COLORS: tuple[tuple[int, int, int], ...] = (
+    (225, 35, 35), (35, 190, 60), (40, 90, 235), (240, 215, 30), (215, 45, 205), (30, 205, 215),
+)
+OBJECT_COLOR_NAMES: tuple[str, ...] = ("red", "green", "blue", "yellow", "magenta", "cyan")
+SHAPES: tuple[str, ...] = ("disc", "square", "triangle", "diamond")
+OCCLUDER_COLOR = (128, 128, 128)
+FIELD_OF_VIEW_DEG = 60.0
+TARGET_PROBABILITY = 0.8
+BLINK_RATE_HZ = 0.2
+CUE_CENTRE = (0.07, 0.09)
+CUE_HALF_SIZE = 0.045
+
+
+@dataclass(frozen=True)
+class GroundingTaskSettings:
+    """Everything that determines a task's clips (equal settings give identical clips)."""
+
+    task: str = "colour_cue"
+    num_clips: int = 200
+    min_frames: int = 48
+    max_frames: int = 96
+    width: int = 128
+    height: int = 96
+    fps: float = 24.0
+    seed: int = 0
+    min_objects: int = 3
+    max_objects: int = 4
+    test_fraction: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.task not in TASK_NAMES:
+            raise ValueError(f"task must be one of {TASK_NAMES}, got {self.task!r}")
+        for name, minimum in (("num_clips", 1), ("min_frames", 2), ("max_frames", 2), ("width", 16), ("height", 16),
+                              ("seed", 0), ("min_objects", 2), ("max_objects", 2)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+        if self.max_frames < self.min_frames:
+            raise ValueError(f"max_frames ({self.max_frames}) must be >= min_frames ({self.min_frames})")
+        if self.max_objects < self.min_objects or self.max_objects > len(SHAPES):
+            raise ValueError(f"need min_objects <= max_objects <= {len(SHAPES)}, got {self.min_objects}, "
+                             f"{self.max_objects}")
+        if not (isinstance(self.fps, (int, float)) and self.fps > 0):
+            raise ValueError(f"fps must be a positive number, got {self.fps!r}")
+        if not 0 <= self.test_fraction < 1:
+            raise ValueError(f"test_fraction must be in [0, 1), got {self.test_fraction!r}")
+
+
+@dataclass(frozen=True)
+class TaskObject:
+    shape: str
+    color: tuple[int, int, int]
+    radius: float  # in units of the frame width
+    track: np.ndarray  # [T, 2] unit coordinates of its centre
+    angle: np.ndarray  # [T] rotation, radians
+
+
+@dataclass(frozen=True)
+class TaskClip:
+    """One clip of a grounding task: its scene (drawn on demand by :meth:`frames`) and its gaze.
+
+    ``objects[0]`` is the target; ``label`` is what the cue names (a colour index for the colour tasks, a shape index
+    for ``shape_cue``, 0 otherwise); ``fixated`` is, per frame, the index of the object the gaze serves (-1: a point
+    on the surface or a saccade).
+    """
+
+    clip_id: str
+    task: str
+    label: int
+    width: int
+    height: int
+    fps: float
+    background: np.ndarray  # float32 [H, W, 3]
+    objects: tuple[TaskObject, ...]
+    occluders: tuple[np.ndarray, ...]  # each [T, 4]: x0, y0, x1, y1 (unit) of a bar drawn over the objects
+    cue: tuple[str, tuple[int, int, int]] | None  # (shape, colour) of the cue glyph, or None
+    gaze: np.ndarray  # float32 [T, 2]
+    gaze_type: np.ndarray  # int8 [T]: 1 fixation, 2 saccade, 3 blink
+    fixated: np.ndarray  # int16 [T]
+
+    @property
+    def num_frames(self) -> int:
+        return int(self.gaze.shape[0])
+
+    @property
+    def target(self) -> TaskObject:
+        return self.objects[0]
+
+    def frame(self, t: int) -> np.ndarray:
+        return render_task_frame(self, t)
+
+    def frames(self):
+        for t in range(self.num_frames):
+            yield render_task_frame(self, t)
+
+    def render(self) -> np.ndarray:
+        return np.stack(list(self.frames()))
+
+
+# ---------------------------------------------------------------------------------------------------- scene
+def _smooth_path(rng: np.random.Generator, num_frames: int, fps: float, amplitude: float,
+                 frequencies: tuple[float, float], components: int = 3) -> np.ndarray:
+    """A smooth 2-D wander around 0 (sum of sinusoids), standard deviation about ``amplitude`` per axis."""
+    seconds = np.arange(num_frames)[:, None, None] / fps
+    freq = rng.uniform(*frequencies, (1, components, 2))
+    phase = rng.uniform(0, 2 * np.pi, (1, components, 2))
+    weight = rng.uniform(0.5, 1.0, (1, components, 2))
+    weight *= amplitude * math.sqrt(2) / np.sqrt((weight ** 2).sum(axis=1, keepdims=True))
+    return (weight * np.sin(2 * np.pi * freq * seconds + phase)).sum(axis=1)
+
+
+def _background(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
+    """A still, low-contrast surface: a muted base colour, smooth waves and fine grain."""
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    u, v = xx / width, yy / height
+    base = rng.uniform(110, 170, 3).astype(np.float32)
+    waves = np.zeros_like(u)
+    for _ in range(3):
+        fx, fy = rng.uniform(-3, 3, 2)
+        waves += np.sin(2 * np.pi * (fx * u + fy * v) + rng.uniform(0, 2 * np.pi)) / 3
+    texture = base * (1 + 0.08 * waves[..., None]) + rng.normal(0, 4, (height, width, 3))
+    return np.clip(texture, 0, 255).astype(np.float32)
+
+
+def _homes(rng: np.random.Generator, count: int) -> list[np.ndarray]:
+    """Object home positions spread over the frame (at least 0.22 apart when possible), away from the cue."""
+    homes: list[np.ndarray] = []
+    for _ in range(count):
+        for _attempt in range(50):
+            candidate = rng.uniform([0.2, 0.22], [0.82, 0.8])
+            if all(np.linalg.norm(candidate - h) > 0.22 for h in homes):
+                break
+        homes.append(candidate)
+    return homes
+
+
+def _objects(rng: np.random.Generator, settings: GroundingTaskSettings, num_frames: int) -> tuple[
+        tuple[TaskObject, ...], int, tuple[str, tuple[int, int, int]] | None]:
+    """The task's objects (target first), the cue's label and the cue glyph."""
+    task = settings.task
+    count = int(rng.integers(settings.min_objects, settings.max_objects + 1))
+    homes = _homes(rng, count)
+    label, cue = 0, None
+    if task == "moving_object":
+        shape, color = SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[int(rng.integers(len(OBJECT_COLORS)))]
+        looks = [(shape, color)] * count
+    elif task == "fixed_colour":
+        others = rng.permutation(np.arange(1, len(OBJECT_COLORS)))[:count - 1]
+        looks = [(SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[i]) for i in [0, *others]]
+    elif task in ("colour_cue", "colour_cue_occluded"):
+        colors = rng.permutation(len(OBJECT_COLORS))[:count]
+        shape = SHAPES[int(rng.integers(len(SHAPES)))]
+        looks = [(shape, OBJECT_COLORS[i]) for i in colors]
+        label, cue = int(colors[0]), ("square", OBJECT_COLORS[int(colors[0])])
+    else:  # shape_cue
+        shapes = rng.permutation(len(SHAPES))[:count]
+        color = OBJECT_COLORS[int(rng.integers(len(OBJECT_COLORS)))]
+        looks = [(SHAPES[i], color) for i in shapes]
+        label, cue = int(shapes[0]), (SHAPES[int(shapes[0])], (245, 245, 245))
+    objects = []
+    for k, ((shape, color), home) in enumerate(zip(looks, homes)):
+        still = task == "moving_object" and k > 0
+        path = np.zeros((num_frames, 2)) if still else _smooth_path(rng, num_frames, settings.fps, 0.08, (0.08, 0.35))
+        track = np.clip(home + path, 0.1, 0.9)
+        spin = 0.0 if still else rng.normal(0, 0.5)
+        angle = rng.uniform(0, 2 * np.pi) + spin * np.arange(num_frames) / settings.fps
+        objects.append(TaskObject(shape, color, float(rng.uniform(0.06, 0.075)), track, angle))
+    return tuple(objects), label, cue
+
+
+def _occluders(rng: np.random.Generator, settings: GroundingTaskSettings, num_frames: int) -> tuple[np.ndarray, ...]:
+    """``colour_cue_occluded``: 1-2 vertical grey bars (0.08-0.12 wide) sweeping across the frame."""
+    if settings.task != "colour_cue_occluded":
+        return ()
+    bars = []
+    for _ in range(int(rng.integers(1, 3))):
+        half = rng.uniform(0.04, 0.06)
+        speed = rng.choice([-1, 1]) * rng.uniform(0.15, 0.35) / settings.fps  # frame widths per frame
+        x = rng.uniform(0.15, 0.85) + speed * np.arange(num_frames)
+        x = 0.15 + np.abs((x - 0.15) % 1.4 - 0.7)  # bounce between 0.15 and 0.85
+        bars.append(np.stack([x - half, np.full(num_frames, 0.18), x + half, np.full(num_frames, 1.0)], axis=1))
+    return tuple(bars)
+
+
+# ---------------------------------------------------------------------------------------------------- gaze
+def _min_jerk(u: np.ndarray) -> np.ndarray:
+    return u ** 3 * (10 - 15 * u + 6 * u ** 2)
+
+
+def saccade_frames(amplitude: float, fps: float) -> int:
+    """Frames a saccade of ``amplitude`` (unit widths) lasts by the main sequence, ``21 ms + 2.2 ms/deg``, >= 1."""
+    duration_ms = 21.0 + 2.2 * amplitude * FIELD_OF_VIEW_DEG
+    return max(1, int(round(duration_ms * fps / 1000.0)))
+
+
+def simulate_task_gaze(rng: np.random.Generator, objects: tuple[TaskObject, ...], num_frames: int, fps: float,
+                       back_and_forth: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gaze ``[T, 2]``, type ``[T]`` and fixated object ``[T]`` over the objects (the module docstring's process)."""
+    gaze = np.zeros((num_frames, 2))
+    gaze_type = np.ones(num_frames, np.int8)
+    fixated = np.full(num_frames, -1, np.int16)
+    t, away = 0, False
+    while t < num_frames:
+        on_target = (away and back_and_forth) or rng.random() < TARGET_PROBABILITY
+        if on_target:
+            index, anchor = 0, objects[0].track
+        elif len(objects) > 1 and rng.random() < 2 / 3:
+            index = 1 + int(rng.integers(len(objects) - 1))
+            anchor = objects[index].track
+        else:
+            index, anchor = -1, np.tile(rng.uniform(0.15, 0.85, 2), (num_frames, 1))
+        away = index != 0
+        median_s = 0.40 if index == 0 else 0.25
+        duration = max(2, int(round(fps * median_s * math.exp(rng.normal(0, 0.45)))))
+        landing = rng.normal(0, 0.012, 2)
+        start = t
+        if t > 0:
+            goal = anchor[min(t, num_frames - 1)] + landing
+            steps = saccade_frames(float(np.linalg.norm(goal - gaze[t - 1])), fps)
+            target = anchor[min(t + steps, num_frames - 1)] + landing
+            u = _min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
+            frames = np.arange(t, min(t + steps, num_frames))
+            gaze[frames] = gaze[t - 1] + (target - gaze[t - 1]) * u[:len(frames)]
+            gaze_type[frames] = 2
+            start = t + steps
+        stop = min(start + duration, num_frames)
+        if start < stop:
+            length = stop - start
+            drift = np.cumsum(rng.normal(0, 0.0012, (length, 2)), axis=0)
+            gaze[start:stop] = anchor[start:stop] + landing + drift + rng.normal(0, 0.0008, (length, 2))
+            fixated[start:stop] = index
+        t = stop
+    gaze = np.clip(gaze, 0.01, 0.99)
+    for _ in range(int(rng.poisson(BLINK_RATE_HZ * num_frames / fps))):
+        first = int(rng.integers(1, num_frames))
+        last = min(num_frames, first + int(rng.integers(2, 4)))
+        gaze_type[first:last] = 3
+        gaze[first:last] = gaze[first - 1]
+    return gaze.astype(np.float32), gaze_type, fixated
+
+
+FIXATION_MEDIAN_S = 0.25
+"""Median fixation duration of :func:`simulate_fixation_saccade` (log-normal, sigma 0.5 in log space)."""
+SACCADE_MEDIAN_AMPLITUDE = 0.12
+"""Median saccade amplitude of :func:`simulate_fixation_saccade` (log-normal, sigma 0.6), in frame widths."""
+FIXATION_DRIFT = 0.0015
+FIXATION_JITTER = 0.0008
+
+
+def simulate_fixation_saccade(rng: np.random.Generator, num_windows: int, num_frames: int,
+                              fps: float = 24.0) -> np.ndarray:
+    """Windows ``[n, T, 2]`` (unit coordinates) of a pure fixation/saccade process, with no scene at all: the
+    known truth of the pure-dynamics probe (``examples/dynamics_probe.py``).
+
+    Each window starts at a uniform point of ``[0.2, 0.8]^2`` inside a fixation already under way (a uniform part of
+    its duration is left). A fixation lasts a log-normal time (median :data:`FIXATION_MEDIAN_S`, sigma 0.5, at least
+    2 frames) and drifts: a random walk of :data:`FIXATION_DRIFT` per frame and axis plus a jitter of
+    :data:`FIXATION_JITTER` per frame and axis. A saccade follows: a log-normal amplitude (median
+    :data:`SACCADE_MEDIAN_AMPLITUDE`, sigma 0.6, within ``[0.03, 0.5]``) in a uniform direction, its end kept within
+    ``[0.05, 0.95]``; its duration is the main sequence (:func:`saccade_frames`) and its frames follow a minimum-jerk
+    profile. At 24 fps the median step (a fixation frame) is about 0.0029 frame widths, the mean about 0.02.
+    """
+    if isinstance(num_windows, bool) or not isinstance(num_windows, (int, np.integer)) or num_windows < 0:
+        raise ValueError(f"num_windows must be an int >= 0, got {num_windows!r}")
+    if isinstance(num_frames, bool) or not isinstance(num_frames, (int, np.integer)) or num_frames < 2:
+        raise ValueError(f"num_frames must be an int >= 2, got {num_frames!r}")
+    out = np.empty((num_windows, num_frames, 2))
+    for window in range(num_windows):
+        position = rng.uniform(0.2, 0.8, 2)
+        points: list[np.ndarray] = []
+        first = True
+        while len(points) < num_frames:
+            duration = max(2, int(round(fps * FIXATION_MEDIAN_S * math.exp(rng.normal(0, 0.5)))))
+            if first:
+                duration, first = int(rng.integers(1, duration + 1)), False
+            drift = np.cumsum(rng.normal(0, FIXATION_DRIFT, (duration, 2)), axis=0)
+            points.extend(position + drift + rng.normal(0, FIXATION_JITTER, (duration, 2)))
+            position = position + drift[-1]
+            amplitude = float(np.clip(SACCADE_MEDIAN_AMPLITUDE * math.exp(rng.normal(0, 0.6)), 0.03, 0.5))
+            angle = rng.uniform(0, 2 * math.pi)
+            target = np.clip(position + amplitude * np.array([math.cos(angle), math.sin(angle)]), 0.05, 0.95)
+            steps = saccade_frames(float(np.linalg.norm(target - position)), fps)
+            u = _min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
+            points.extend(position + (target - position) * u)
+            position = target
+        out[window] = np.asarray(points[:num_frames])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- clips
+def clip_split(settings: GroundingTaskSettings, index: int) -> str:
+    """``"test"`` for a seeded ``test_fraction`` of the clips (at least one when there are 3 or more), else train."""
+    order = np.random.default_rng([settings.seed, 1 << 20]).permutation(settings.num_clips)
+    num_test = int(round(settings.test_fraction * settings.num_clips))
+    if settings.num_clips >= 3 and settings.test_fraction > 0:
+        num_test = max(num_test, 1)
+    return "test" if index in set(order[:num_test].tolist()) else "train"
+
+
+def generate_task_clip(settings: GroundingTaskSettings, index: int) -> TaskClip:
+    """Simulate clip ``index`` of a task (no pixels are drawn until its frames are asked for)."""
+    if not 0 <= index < settings.num_clips:
+        raise ValueError(f"index must be in [0, {settings.num_clips}), got {index}")
+    rng = np.random.default_rng([settings.seed, TASK_NAMES.index(settings.task), index])
+    num_frames = int(rng.integers(settings.min_frames, settings.max_frames + 1))
+    background = _background(rng, settings.height, settings.width)
+    objects, label, cue = _objects(rng, settings, num_frames)
+    occluders = _occluders(rng, settings, num_frames)
+    gaze, gaze_type, fixated = simulate_task_gaze(rng, objects, num_frames, settings.fps,
+                                                  back_and_forth=settings.task == "colour_cue_occluded")
+    return TaskClip(clip_id=f"{settings.task}_{settings.seed}_{index:05d}", task=settings.task, label=label,
+                    width=settings.width, height=settings.height, fps=float(settings.fps), background=background,
+                    objects=objects, occluders=occluders, cue=cue, gaze=gaze, gaze_type=gaze_type, fixated=fixated)
+
+
+# ---------------------------------------------------------------------------------------------------- drawing
+def _signed_distance(shape: str, qx: np.ndarray, qy: np.ndarray, radius: float) -> np.ndarray:
+    if shape == "disc":
+        return np.hypot(qx, qy) - radius
+    if shape == "square":
+        return np.maximum(np.abs(qx), np.abs(qy)) - 0.8 * radius
+    if shape == "triangle":
+        return np.maximum.reduce([-qy, 0.866 * qx + 0.5 * qy, -0.866 * qx + 0.5 * qy]) - 0.5 * radius
+    if shape == "diamond":
+        return (np.abs(qx) + np.abs(qy)) * 0.7071 - 0.72 * radius
+    raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES}")
+
+
+def _paint(frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float,
+           color: tuple[int, int, int]) -> None:
+    """Draw a shape centred at pixel ``(cx, cy)`` with a dark outline and a one-pixel antialiased edge."""
+    height, width = frame.shape[:2]
+    x0, x1 = max(int(cx - radius - 2), 0), min(int(cx + radius + 3), width)
+    y0, y1 = max(int(cy - radius - 2), 0), min(int(cy + radius + 3), height)
+    if x0 >= x1 or y0 >= y1:
+        return
+    ys, xs = np.mgrid[y0:y1, x0:x1].astype(np.float32) + 0.5
+    dx, dy = xs - cx, ys - cy
+    c, s = math.cos(angle), math.sin(angle)
+    distance = _signed_distance(shape, c * dx + s * dy, -s * dx + c * dy, radius)
+    body = np.where((distance > -1.2)[..., None], np.asarray(color, np.float32) * 0.45, np.asarray(color, np.float32))
+    alpha = np.clip(0.5 - distance, 0.0, 1.0)[..., None]
+    frame[y0:y1, x0:x1] = frame[y0:y1, x0:x1] * (1 - alpha) + body * alpha
+
+
+def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
+    """Frame ``t`` of a clip as RGB uint8 ``[H, W, 3]``: surface, objects (target among them, in random order
+    of drawing fixed per clip), occluder bars over them, then the cue in its dark frame."""
+    width, height = clip.width, clip.height
+    frame = clip.background.copy()
+    for obj in clip.objects[::-1]:
+        cx, cy = obj.track[t, 0] * width, obj.track[t, 1] * height
+        _paint(frame, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t]), obj.color)
+    for bar in clip.occluders:
+        x0, y0, x1, y1 = bar[t]
+        frame[int(y0 * height):int(math.ceil(y1 * height)), max(int(x0 * width), 0):int(math.ceil(x1 * width))] = \
+            OCCLUDER_COLOR
+    if clip.cue is not None:
+        shape, color = clip.cue
+        cx, cy = CUE_CENTRE[0] * width, CUE_CENTRE[1] * height
+        half = CUE_HALF_SIZE * width
+        frame[max(int(cy - half - 2), 0):int(cy + half + 2), max(int(cx - half - 2), 0):int(cx + half + 2)] = 25.0
+        if shape == "square":
+            frame[int(cy - half):int(cy + half), int(cx - half):int(cx + half)] = color
+        else:
+            _paint(frame, cx, cy, shape, half * 1.25, 0.0, color)
+    return np.clip(frame, 0, 255).astype(np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------------- writers
+EGTEA_SESSION_CLIPS = 4
+
+
+def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskSettings) -> list[TaskClip]:
+    """Write a task's clips in the raw EGTEA Gaze+ layout (``cropped_clips/``, ``gaze_data/``, ``train_split1.txt``,
+    ``test_split1.txt``, ``action_idx.txt``), readable by the EGTEA builder with its default options.
+
+    Sessions of :data:`EGTEA_SESSION_CLIPS` clips, each clip's F numbers following the previous one's; one BeGaze
+    sample per frame (``Fixation``/``Saccade``/``Blink`` rows, pixels of the 1280x960 gaze space); a clip's action
+    is its cue label + 1 (1-based, as in the split files). ``settings.fps`` must be 24 (EGTEA's frame axis).
+    Returns the clips in index order.
+    """
+    if settings.fps != 24:
+        raise ValueError(f"settings.fps must be 24 for the EGTEA layout (its F numbers count 24 fps frames), "
+                         f"got {settings.fps}")
+    out_dir = Path(out_dir)
+    if (out_dir / "train_split1.txt").exists():
+        raise FileExistsError(f"{out_dir} already holds an EGTEA layout (train_split1.txt); use an empty folder")
+    clips, lines = [], {"train": [], "test": []}
+    labels = OBJECT_COLOR_NAMES if settings.task != "shape_cue" else SHAPES
+    for first in range(0, settings.num_clips, EGTEA_SESSION_CLIPS):
+        session = f"OP{first // EGTEA_SESSION_CLIPS + 1:02d}-R01-{settings.task.replace('_', '')}"
+        rows, cursor = [], 1
+        for index in range(first, min(first + EGTEA_SESSION_CLIPS, settings.num_clips)):
+            clip = generate_task_clip(settings, index)
+            f_start, f_end = cursor + 5, cursor + 5 + clip.num_frames - 1
+            a, b = int(round((f_start - 1) / 24 * 1000)), int(round(f_end / 24 * 1000))
+            name = format_egtea_clip_name(session, a, b, f_start, f_end)
+            write_video(out_dir / "cropped_clips" / session / f"{name}.mp4", clip.frames(), fps=24)
+            pixels = clip.gaze.astype(np.float64) * np.array([BEGAZE_WIDTH, BEGAZE_HEIGHT])
+            events = {1: "Fixation", 2: "Saccade", 3: "Blink"}
+            for k in range(clip.num_frames):
+                frame = f_start - 1 + k
+                rows.append((int(round(frame / 24 * 1e6)), float(pixels[k, 0]), float(pixels[k, 1]), frame,
+                             events[int(clip.gaze_type[k])]))
+            lines[clip_split(settings, index)].append(f"{name} {clip.label + 1} {clip.label + 1} {clip.label + 1}")
+            clips.append(clip)
+            cursor = f_end + 1
+        header = ["## Sample Rate:\t24", f"## Calibration Area:\t{BEGAZE_WIDTH}\t{BEGAZE_HEIGHT}",
+                  "## Format:\tTime Type Trial X Y Frame Event"]
+        (out_dir / "gaze_data").mkdir(parents=True, exist_ok=True)
+        (out_dir / "gaze_data" / f"{session}.txt").write_text("\n".join(begaze_lines(rows, fmt=1, header=header))
+                                                              + "\n", encoding="utf-8")
+    for split, split_lines in lines.items():
+        with open(out_dir / f"{split}_split1.txt", "w", encoding="utf-8", newline="") as handle:
+            handle.write("".join(line + "\r\n" for line in split_lines))
+    names = [f"look at {label}" for label in labels]
+    for kind in ("action", "verb", "noun"):
+        (out_dir / f"{kind}_idx.txt").write_text("".join(f"{n} {i + 1}\n" for i, n in enumerate(names)),
+                                                 encoding="utf-8")
+    return clips
+
+
+__all__ = ["TASK_NAMES", "LADDER", "GroundingTaskSettings", "TaskClip", "TaskObject", "generate_task_clip",
+           "render_task_frame", "simulate_task_gaze", "simulate_fixation_saccade", "saccade_frames", "clip_split", "write_task_egtea_layout"]

@@ -1,0 +1,129 @@
+"""The grounding-task generators (data/synthetic_tasks.py): each task's rule holds in the clips, the gaze serves the
+target, and the EGTEA-layout writer's files are read back exactly by the EGTEA builder."""
+
+import numpy as np
+import pytest
+
+from transformers_gazeflow.data.loading import load_gaze_dataset
+from transformers_gazeflow.data.synthetic_tasks import (
+    OBJECT_COLORS,
+    SHAPES,
+    TASK_NAMES,
+    GroundingTaskSettings,
+    clip_split,
+    generate_task_clip,
+    write_task_egtea_layout,
+)
+
+
+def _clips(task, n=12, **kwargs):
+    settings = GroundingTaskSettings(task=task, num_clips=n, min_frames=24, max_frames=40, width=64, height=48,
+                                     **kwargs)
+    return [generate_task_clip(settings, i) for i in range(n)]
+
+
+def _moves(track):
+    return float(np.linalg.norm(np.diff(track, axis=0), axis=-1).sum())
+
+
+@pytest.mark.parametrize("task", TASK_NAMES)
+def test_gaze_serves_the_target_and_is_well_formed(task):
+    clips = _clips(task)
+    on_target, on_other, target_distance = [], [], []
+    for clip in clips:
+        assert clip.gaze.shape == (clip.num_frames, 2) and clip.gaze.dtype == np.float32
+        assert (clip.gaze >= 0).all() and (clip.gaze <= 1).all()
+        assert set(np.unique(clip.gaze_type)) <= {1, 2, 3}
+        fixating = clip.fixated >= 0
+        distance = np.linalg.norm(clip.gaze - clip.target.track, axis=-1)
+        on_target.append((clip.fixated == 0).mean())
+        target_distance.append(distance[clip.fixated == 0])
+        on_other.append((fixating & (clip.fixated != 0)).mean())
+    assert np.mean(on_target) > 0.55 and np.mean(on_target) > 2 * np.mean(on_other)
+    # a fixation on the target stays within an object radius or so of its centre
+    assert np.median(np.concatenate(target_distance)) < 0.05
+
+
+def test_each_task_rule_holds():
+    for clip in _clips("moving_object"):
+        assert _moves(clip.target.track) > 0.05
+        assert all(_moves(o.track) == 0 for o in clip.objects[1:])
+        assert len({(o.shape, o.color) for o in clip.objects}) == 1  # only motion tells the target apart
+    for clip in _clips("fixed_colour"):
+        assert clip.target.color == OBJECT_COLORS[0] and all(o.color != OBJECT_COLORS[0] for o in clip.objects[1:])
+    for task in ("colour_cue", "colour_cue_occluded"):
+        labels = set()
+        for clip in _clips(task):
+            colours = [o.color for o in clip.objects]
+            assert len(set(colours)) == len(colours) and clip.cue == ("square", OBJECT_COLORS[clip.label])
+            assert clip.target.color == OBJECT_COLORS[clip.label]
+            labels.add(clip.label)
+            assert bool(clip.occluders) == (task == "colour_cue_occluded")
+        assert len(labels) >= 3  # the cue changes from clip to clip
+    for clip in _clips("shape_cue"):
+        shapes = [o.shape for o in clip.objects]
+        assert len(set(shapes)) == len(shapes) and len({o.color for o in clip.objects}) == 1
+        assert clip.cue[0] == clip.target.shape == SHAPES[clip.label]
+
+
+def test_the_cue_is_drawn_in_the_corner_and_occluders_hide_objects():
+    clip = _clips("colour_cue", n=1)[0]
+    frame = clip.frame(0).astype(int)
+    corner = frame[:8, :8].reshape(-1, 3)
+    assert (np.abs(corner - np.asarray(OBJECT_COLORS[clip.label])).sum(axis=1) < 10).sum() >= 4
+    hidden = 0
+    for clip in _clips("colour_cue_occluded", n=6):
+        for t in range(clip.num_frames):
+            x0, _, x1, _ = clip.occluders[0][t]
+            centre = clip.target.track[t]
+            if x0 + 0.01 < centre[0] < x1 - 0.01 and centre[1] > 0.2:
+                pixel = clip.frame(t)[int(centre[1] * clip.height), int(centre[0] * clip.width)]
+                assert tuple(pixel) == (128, 128, 128)
+                hidden += 1
+    assert hidden > 0
+
+
+def test_clips_are_determined_by_settings_and_index():
+    a, b = _clips("colour_cue", n=3), _clips("colour_cue", n=3)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.gaze, y.gaze)
+        np.testing.assert_array_equal(x.frame(5), y.frame(5))
+    other = _clips("colour_cue", n=3, seed=1)
+    assert not np.array_equal(a[0].gaze, other[0].gaze)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(task="look_around"), "task must be one of"),
+    (dict(num_clips=0), "num_clips"),
+    (dict(min_frames=30, max_frames=20), "max_frames"),
+    (dict(max_objects=5), "max_objects"),
+    (dict(test_fraction=1.0), "test_fraction"),
+])
+def test_bad_settings_name_themselves(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        GroundingTaskSettings(**kwargs)
+
+
+def test_egtea_layout_reads_back_through_the_builder(tmp_path):
+    settings = GroundingTaskSettings(task="colour_cue", num_clips=6, min_frames=20, max_frames=34, width=64,
+                                     height=48, test_fraction=0.34)
+    clips = write_task_egtea_layout(tmp_path / "raw", settings)
+    built = load_gaze_dataset("egtea", data_dir=tmp_path / "raw", cache_dir=tmp_path / "cache", windows="first",
+                              window_frames=64)
+    by_id = {clip.clip_id: clip for clip in clips}
+    assert sorted(built) == ["test", "train"]
+    for split in ("train", "test"):
+        examples = built[split]
+        assert len(examples) == sum(clip_split(settings, i) == split for i in range(6))
+        for example in examples:
+            matches = [c for c in clips if c.num_frames == example["num_frames"]
+                       and np.allclose(np.asarray(example["gaze"]), c.gaze, atol=1e-3)]
+            assert len(matches) == 1, example["clip_id"]
+            clip = matches[0]
+            assert list(example["gaze_type"]) == clip.gaze_type.tolist()
+            assert example["action"] == clip.label and (example["width"], example["height"]) == (64, 48)
+            assert by_id[clip.clip_id] is clip
+    with pytest.raises(FileExistsError, match="already holds an EGTEA layout"):
+        write_task_egtea_layout(tmp_path / "raw", settings)
+    with pytest.raises(ValueError, match="fps must be 24"):
+        write_task_egtea_layout(tmp_path / "other", GroundingTaskSettings(fps=30.0))

@@ -1,0 +1,112 @@
+"""examples/dynamics_probe.py: the true process it is scored against, its figures, and a tiny end-to-end run."""
+
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformers_gazeflow.data.synthetic_tasks import saccade_frames, simulate_fixation_saccade
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "examples" / "dynamics_probe.py"
+TINY = ["--max_train_steps", "3", "--num_warmup_steps", "1", "--eval_windows", "2", "--num_samples", "2",
+        "--reference_windows", "30", "--num_steps", "1", "2",
+        "--config_overrides", "hidden_size=32,num_hidden_layers=1,intermediate_size=64"]
+
+
+@pytest.fixture(scope="module")
+def probe():
+    spec = importlib.util.spec_from_file_location("dynamics_probe", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def test_the_true_process_has_drifting_fixations_and_main_sequence_saccades():
+    windows = simulate_fixation_saccade(np.random.default_rng(0), 400, 16)
+    assert windows.shape == (400, 16, 2) and np.isfinite(windows).all()
+    assert windows.min() > 0.0 and windows.max() < 1.0
+    steps = np.linalg.norm(np.diff(windows, axis=1), axis=-1).ravel()
+    assert 0.002 < np.median(steps) < 0.004  # fixation frames: drift + jitter
+    assert 0.012 < steps.mean() < 0.03  # saccades make the mean several times the median
+    assert (steps > 0.03).mean() > 0.05  # and there are saccade frames
+    again = simulate_fixation_saccade(np.random.default_rng(0), 400, 16)
+    np.testing.assert_array_equal(windows, again)
+    # the main sequence: longer saccades last longer, a small one lasts one frame at 24 fps
+    assert saccade_frames(0.05, 24.0) == 1
+    assert saccade_frames(0.5, 24.0) > saccade_frames(0.1, 24.0)
+    assert saccade_frames(0.5, 240.0) == math.floor((21 + 2.2 * 30) * 0.24 + 0.5)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(num_windows=-1, num_frames=16), "num_windows"),
+    (dict(num_windows=2, num_frames=1), "num_frames"),
+    (dict(num_windows=2.5, num_frames=16), "num_windows"),
+])
+def test_the_true_process_refuses_bad_sizes(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        simulate_fixation_saccade(np.random.default_rng(0), **kwargs)
+
+
+def test_figures_of_the_references(probe):
+    true_steps = np.abs(np.random.default_rng(1).lognormal(-6, 1.0, 5000))
+    same = probe.step_figures(true_steps, true_steps)
+    assert same["median_ratio"] == 1.0 and same["mean_ratio"] == 1.0
+    assert same["jsd_linear"] == pytest.approx(0.0, abs=1e-12) and same["jsd_log"] == pytest.approx(0.0, abs=1e-12)
+    assert same["w1_ratio"] == pytest.approx(0.0, abs=1e-12)
+    still = probe.step_figures(np.zeros(1000), true_steps)
+    assert still["median_ratio"] == 0.0 and still["w1_ratio"] == pytest.approx(1.0)
+    # the linear bins put a motionless trajectory and most true steps in the same first bin; the log bins do not
+    assert still["jsd_log"] > 0.6 > still["jsd_linear"]
+    twice = probe.step_figures(2 * true_steps, true_steps)
+    assert twice["median_ratio"] == pytest.approx(2.0) and twice["w1_ratio"] == pytest.approx(1.0)
+    assert 0.02 < twice["jsd_log"] < still["jsd_log"]
+
+
+def test_a_tiny_run_prints_every_row(probe, capsys):
+    assert probe.main(TINY) == 0
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("| ")]
+    rows = {line.split(" | ")[0][2:] + " S=" + line.split(" | ")[1]: line for line in table[1:]}
+    assert set(rows) == {"true process (independent draw: the floor) S=-", "motionless S=-",
+                         "flow_matching S=1", "flow_matching S=2", "regression S=-"}
+    for line in table[1:]:
+        values = [float(cell.split(" ")[0]) for cell in line.strip("| ").split(" | ")[5:]]
+        assert len(values) == 5 and all(np.isfinite(values)), line
+    assert rows["motionless S=-"].split(" | ")[-1].strip(" |") == "1.000"  # W1 of standing still = the mean step
+    assert "flow_matching seed 0: 3 steps" in out and "CPU s" in out
+
+
+def test_cpu_cap_stops_training_early(probe):
+    args = probe.parse_args(TINY[:-2] + ["--max_train_steps", "1000", "--max_cpu_minutes", "0.0001",
+                                         "--config_overrides", "hidden_size=32,num_hidden_layers=1"])
+    true_steps = np.linspace(0.001, 0.05, 100)
+    result = probe.train_and_probe(args, "flow_matching", 0, true_steps)
+    assert result.train_steps < 1000 and set(result.figures) == {1, 2}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--config_overrides", "hidden_size=30"], "--config_overrides gives an invalid config"),
+    (["--config_overrides", "hidden_size"], "expected key=value"),
+    (["--num_frames", "3"], "--num_frames must be an even int"),
+    (["--num_steps", "0"], "--num_steps must all be >= 1"),
+    (["--max_cpu_minutes", "0"], "--max_cpu_minutes must be > 0"),
+])
+def test_bad_arguments_name_themselves(probe, capsys, extra, message):
+    with pytest.raises(SystemExit) as exit_info:
+        probe.parse_args(TINY + extra)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_command_line_reports_a_bad_config_in_one_line():
+    result = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--config_overrides", "num_attention_heads=3"],
+                            capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 2
+    assert "--config_overrides gives an invalid config" in result.stderr and "Traceback" not in result.stderr
