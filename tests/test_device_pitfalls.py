@@ -1,0 +1,36 @@
+"""CUDA pitfalls found without a GPU, each pinned by a test that runs on the CPU.
+
+The model runs on the ``meta`` device under :class:`tests.device_audit.HostDeviceAudit`: a tensor made on the CPU
+and combined with the device's raises there as it would on CUDA, and every host -> device copy is recorded with
+the line that made it. On CUDA such a copy from pageable memory waits for the whole stream: inside the sampler's
+loop it would stall the GPU at every network call.
+"""
+
+import pytest
+import torch
+
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+
+from .device_audit import HostDeviceAudit
+
+
+def meta_model(**overrides) -> GazeFlowModel:
+    torch.manual_seed(0)
+    return GazeFlowModel(GazeFlowConfig.tiny(**overrides)).eval().to("meta")
+
+
+@pytest.mark.parametrize("solver", ["euler", "heun"])
+def test_generate_on_a_device_copies_nothing_from_the_host_but_the_noise(solver):
+    model = meta_model(use_lora=True)
+    pixels = torch.randn(1, 12, 3, 32, 32, device="meta")  # two windows of 8 frames (stride 4)
+    with HostDeviceAudit() as audit:
+        out = model.generate(pixel_values_videos=pixels, num_samples=4, num_steps=3, solver=solver)
+    assert out.trajectories.device.type == "meta" and out.trajectories.shape == (1, 4, 12, 2)
+    assert audit.transfers == [], [str(t) for t in audit.transfers]
+
+    with HostDeviceAudit() as audit:  # a CPU generator: the noise is drawn on the CPU (the same seed anywhere)
+        model.generate(pixel_values_videos=pixels, num_samples=4, num_steps=3, solver=solver,
+                       generator=torch.Generator().manual_seed(0))
+    copies = audit.host_to_device()
+    assert [t.shape for t in copies] == [(1, 4, 8, 2)] * 2, [str(t) for t in audit.transfers]  # one per window
+    assert audit.device_to_host() == []
