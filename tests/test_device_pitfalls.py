@@ -34,3 +34,14 @@ def test_generate_on_a_device_copies_nothing_from_the_host_but_the_noise(solver)
     copies = audit.host_to_device()
     assert [t.shape for t in copies] == [(1, 4, 8, 2)] * 2, [str(t) for t in audit.transfers]  # one per window
     assert audit.device_to_host() == []
+
+
+def test_streamer_push_copies_nothing_from_the_host():
+    from transformers_gazeflow import GazeFlowStreamer
+
+    streamer = GazeFlowStreamer(meta_model(causal=True), num_samples=4, num_steps=2)
+    frames = torch.randn(3, 3, 32, 32, device="meta")  # frames already on the device, as a camera loop would push
+    with HostDeviceAudit() as audit:
+        outputs = [streamer.push(frame) for frame in frames]
+    assert [o.trajectories.shape for o in outputs] == [(1, 4, 2)] * 3 and outputs[-1].mean.device.type == "meta"
+    assert audit.transfers == [], [str(t) for t in audit.transfers]
