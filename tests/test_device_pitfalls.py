@@ -45,3 +45,47 @@ def test_streamer_push_copies_nothing_from_the_host():
         outputs = [streamer.push(frame) for frame in frames]
     assert [o.trajectories.shape for o in outputs] == [(1, 4, 2)] * 3 and outputs[-1].mean.device.type == "meta"
     assert audit.transfers == [], [str(t) for t in audit.transfers]
+
+
+def static_output_compile(calls: list):
+    """A stand-in for ``torch.compile(mode="reduce-overhead")`` on CUDA: the compiled function returns its output in
+    one static buffer that the next call overwrites, as a CUDA graph replay does."""
+
+    def compile(function, mode=None, dynamic=None, **kwargs):
+        calls.append(mode)
+        static: dict = {}
+
+        def replay(*args, **kw):
+            out = function(*args, **kw)
+            buffer = static.setdefault(tuple(out.shape), torch.empty_like(out))
+            return buffer.copy_(out)
+
+        return replay
+
+    return compile
+
+
+@pytest.mark.parametrize("solver,objective", [("heun", "flow_matching"), ("euler", "regression"),
+                                              ("midpoint", "flow_matching"), ("euler", "flow_matching")])
+def test_cuda_graph_outputs_are_copied_out_before_the_next_replay(monkeypatch, solver, objective):
+    """Heun keeps the first velocity of a step across the second network call, and the regression head's windows
+    are the network's outputs, kept across later windows: with CUDA graphs (``compile_mode="reduce-overhead"``) the
+    next replay would overwrite them (torch raises "accessing tensor output of CUDAGraphs that has been
+    overwritten"). Midpoint and Euler read each output before the next call (checked too)."""
+    from transformers_gazeflow.inference import prepare_for_inference
+
+    torch.manual_seed(0)
+    eager = GazeFlowModel(GazeFlowConfig.tiny(objective=objective)).eval()
+    compiled = GazeFlowModel(GazeFlowConfig.tiny(objective=objective)).eval()
+    compiled.load_state_dict(eager.state_dict())
+    calls: list = []
+    monkeypatch.setattr(torch, "compile", static_output_compile(calls))
+    prepare_for_inference(compiled, compile=True, compile_mode="reduce-overhead")
+    assert calls == ["reduce-overhead"]
+    pixels = torch.randn(1, 12, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    samples = 1 if objective == "regression" else 4
+    kwargs = dict(num_samples=samples, num_steps=3, solver=solver, window_batch_size=1)
+    expected = eager.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), **kwargs)
+    got = compiled.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), **kwargs)
+    assert torch.allclose(got.trajectories, expected.trajectories, atol=1e-6), (
+        (got.trajectories - expected.trajectories).abs().max())
