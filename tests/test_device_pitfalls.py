@@ -89,3 +89,14 @@ def test_cuda_graph_outputs_are_copied_out_before_the_next_replay(monkeypatch, s
     got = compiled.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), **kwargs)
     assert torch.allclose(got.trajectories, expected.trajectories, atol=1e-6), (
         (got.trajectories - expected.trajectories).abs().max())
+
+
+def test_learned_positions_are_checked_without_reading_the_device():
+    model = meta_model(position_encoding="learned")
+    tokens = torch.randn(1, 4 * model.config.tokens_per_frame, 32, device="meta")  # 4 tubelets = 8 frames
+    with HostDeviceAudit() as audit:
+        model.generate(encoder_hidden_states=tokens, num_samples=2, num_steps=2)
+    assert audit.transfers == [], [str(t) for t in audit.transfers]
+    too_long = torch.randn(1, 8 * model.config.tokens_per_frame, 32, device="meta")  # 16 frames > the table's 8
+    with pytest.raises(ValueError, match="table of num_frames=8 rows; a window of 16 frames"):
+        model.generate(encoder_hidden_states=too_long, num_samples=2, num_steps=2)

@@ -46,9 +46,9 @@ class GazeFlowFramePosition(nn.Module):
         """``hidden_states [..., T, d]`` plus the learned table's rows at ``positions`` (``"learned"``), else as is."""
         if self.mode != "learned":
             return hidden_states
-        if int(positions.max()) >= self.max_positions:
+        if positions.shape[0] > self.max_positions:  # the shape, not positions.max(): no wait for the device
             raise ValueError(f"position_encoding='learned' has a table of num_frames={self.max_positions} rows; "
-                             f"frame index {int(positions.max())} is out of range (use windows of at most "
+                             f"a window of {positions.shape[0]} frames is out of range (use windows of at most "
                              f"{self.max_positions} frames)")
         return hidden_states + self.embedding[positions].to(hidden_states.dtype)
 
