@@ -100,3 +100,31 @@ def test_learned_positions_are_checked_without_reading_the_device():
     too_long = torch.randn(1, 8 * model.config.tokens_per_frame, 32, device="meta")  # 16 frames > the table's 8
     with pytest.raises(ValueError, match="table of num_frames=8 rows; a window of 16 frames"):
         model.generate(encoder_hidden_states=too_long, num_samples=2, num_steps=2)
+
+
+def test_feature_cache_stores_fp32_tokens_under_autocast(tmp_path, monkeypatch):
+    """train.py builds the cache under ``accelerator.autocast()``: on the CPU the encoder then returns bf16 tokens
+    (on CUDA its last layer norm returns fp32), so a cache built with ``--mixed_precision bf16`` on one device
+    would feed bf16 tokens to a later fp32 run of the same cache, which fails in W_proj."""
+    from transformers_gazeflow.data.collator import GazeFlowDataCollator
+    from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+    from transformers_gazeflow.training.datasets import load_training_splits
+    from transformers_gazeflow.training.feature_cache import (CachedFeatureCollator, FeatureCache,
+                                                              cache_fingerprint)
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
+    train, _ = load_training_splits("synthetic", tmp_path / "synthetic", "tiny", window_frames=8, window_stride=4)
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False)).eval()
+    processor = GazeFlowVideoProcessor(size=model.config.image_size)
+    examples = [train[i] for i in range(4)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert model.encode_video(GazeFlowDataCollator(processor, 8)(examples)["pixel_values_videos"]).dtype == \
+            torch.bfloat16  # what the cache receives
+        cache = FeatureCache(tmp_path / "cache", cache_fingerprint(model, processor)).build(
+            model, [examples], GazeFlowDataCollator(processor, 8), batch_size=4)
+    batch = CachedFeatureCollator(cache, processor, num_frames=8)(examples)
+    assert batch["encoder_hidden_states"].dtype == torch.float32
+    loss = model(encoder_hidden_states=batch["encoder_hidden_states"], gaze=batch["gaze"],
+                 valid_mask=batch["valid_mask"]).loss  # an fp32 run of the same cache
+    assert torch.isfinite(loss)
