@@ -94,13 +94,32 @@ def requirement_closure() -> tuple[set[str], list[str]]:
     return needed, problems
 
 
-def pip_commands(stale_own: bool = False, site: str = "/tmp/site") -> dict[str, list[list[str]]]:
+def find_target_python() -> str:
+    """A CPython 3.12 here, to build the sdist-only wheels for the GPU image's Python: ``$PYTHON312``, else
+    ``python3.12`` on the PATH, else a pyenv install; ``python3.12`` (for the printed commands) when none runs."""
+    import glob
+
+    candidates = [os.environ.get("PYTHON312"), shutil.which("python3.12"),
+                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    for candidate in filter(None, candidates):
+        try:
+            version = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                     capture_output=True, text=True, timeout=60)
+        except OSError:
+            continue
+        if version.returncode == 0 and version.stdout.strip() == ".".join(TARGET_PYTHON):
+            return candidate
+    return f"python{'.'.join(TARGET_PYTHON)}"
+
+
+def pip_commands(stale_own: bool = False, site: str = "/tmp/site",
+                 target_python: str | None = None) -> dict[str, list[list[str]]]:
     """``download``: the commands run here (``--prepare-wheels``); ``install``: the ones run on the GPU machine."""
     download = []
     for name, version, from_sdist in wheel_list():
         if from_sdist:
-            download.append([f"python{'.'.join(TARGET_PYTHON)}", "-m", "pip", "wheel", "--no-deps", "--no-binary",
-                             name, "-w", ".whl", f"{name}=={version}"])
+            download.append([target_python or f"python{'.'.join(TARGET_PYTHON)}", "-m", "pip", "wheel", "--no-deps",
+                             "--no-binary", name, "-w", ".whl", f"{name}=={version}"])
         else:
             platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
             download.append(["python3", "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",
@@ -147,9 +166,12 @@ def prepare_wheels() -> int:
     if WHEELS.exists():
         shutil.rmtree(WHEELS)
     OWN_WHEELS.mkdir(parents=True)
-    for command in pip_commands()["download"][:-1]:
+    for command in pip_commands(target_python=find_target_python())["download"][:-1]:
         print("$ " + " ".join(command), flush=True)
-        subprocess.run(command, cwd=REPO, check=True)
+        if subprocess.run(command, cwd=REPO).returncode != 0:
+            print(f"prepare-wheels: this command failed: {' '.join(command)} (sdist builds need a CPython "
+                  f"{'.'.join(TARGET_PYTHON)}: set PYTHON312)", file=sys.stderr)
+            return 1
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "project"
         for name in ("src", "datasets_scripts"):
@@ -159,7 +181,9 @@ def prepare_wheels() -> int:
         command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(OWN_WHEELS),
                    str(project)]
         print("$ " + " ".join(command), flush=True)
-        subprocess.run(command, check=True)
+        if subprocess.run(command).returncode != 0:
+            print(f"prepare-wheels: building this package's wheel failed: {' '.join(command)}", file=sys.stderr)
+            return 1
     record = {"source_hash": source_hash(), **(git_commit() or {})}
     SOURCE_RECORD.write_text(json.dumps(record, indent=1))
     sizes = {p.name: p.stat().st_size for p in WHEELS.rglob("*.whl")}
