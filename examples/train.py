@@ -273,9 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         accelerator.init_trackers("gazeflow", config={k: v for k, v in vars(args).items()
                                                       if isinstance(v, (int, float, str, bool))})
     effective_batch = args.per_device_train_batch_size * accelerator.num_processes * args.gradient_accumulation_steps
-    logger.info("training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes, %.2fM trainable",
-                max_train_steps, num_epochs, steps_per_epoch, effective_batch, mixed_precision,
-                accelerator.num_processes, sum(p.numel() for p in trainable) / 1e6)
+    logger.info("training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes on %s, %.2fM "
+                "trainable", max_train_steps, num_epochs, steps_per_epoch, effective_batch, mixed_precision,
+                accelerator.num_processes, accelerator.device.type, sum(p.numel() for p in trainable) / 1e6)
 
     # ------------------------------------------------------------------ training loop
     progress = tqdm(total=max_train_steps, initial=state.completed_steps, disable=not accelerator.is_local_main_process,

@@ -36,8 +36,21 @@ def prepare_for_inference(model: GazeFlowModel, merge_lora: bool = True, compile
     if merge_lora and model.video_encoder.has_lora:
         model.merge_lora()
     if compile:
-        model.velocity_network.compile(mode=compile_mode, dynamic=False)
+        # static shapes: the flow time enters as a tensor, so one graph serves every solver step
+        network = model.velocity_network
+        compiled = torch.compile(network.forward, mode=compile_mode, dynamic=False)
+        if compile_mode in CUDA_GRAPH_COMPILE_MODES:
+            # a CUDA graph replay returns its output in a static buffer that the next replay overwrites, while Heun
+            # keeps a step's first velocity across its second call and a clip keeps each window's samples: copy the
+            # output ([B, K, T, 2], a few KB) out before anything else runs
+            network.forward = lambda *args, **kwargs: compiled(*args, **kwargs).clone()
+        else:
+            network.forward = compiled
     return model
+
+
+CUDA_GRAPH_COMPILE_MODES = ("reduce-overhead", "max-autotune")
+"""``torch.compile`` modes that replay CUDA graphs on a GPU (their outputs live in static buffers)."""
 
 
 def set_encoder_attention(model: GazeFlowModel, attn_implementation: str) -> None:

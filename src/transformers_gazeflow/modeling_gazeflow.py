@@ -410,8 +410,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 f"clips of {condition.num_frames} frames (expected [{condition.batch_size}, K, "
                 f"{condition.num_frames}, 2])"
             )
-        if not torch.is_tensor(flow_time):
-            flow_time = torch.tensor(float(flow_time), device=sample.device)
+        if not torch.is_tensor(flow_time):  # filled on the device: torch.tensor(s, device=...) would be a blocking copy
+            flow_time = torch.full((), float(flow_time), device=sample.device)
         flow_time = flow_time.to(device=sample.device, dtype=torch.float32).expand(batch, samples)
         if self_condition is None:
             self_condition = torch.zeros_like(sample)

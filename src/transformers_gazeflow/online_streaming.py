@@ -160,7 +160,7 @@ class GazeFlowStreamer:
         condition = self._frame_condition(frame)
         if noise is None:
             noise = draw_noise(shape, self.generator, device)
-        positions = torch.tensor([self._position()], device=device)
+        positions = torch.full((1,), self._position(), device=device)  # no blocking host->device copy per frame
         network = self.model.velocity_network
         call = 0
 

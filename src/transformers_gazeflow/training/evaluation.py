@@ -38,7 +38,9 @@ def ground_truth(example: dict) -> dict:
 
 
 def clip_generator(seed: int, clip_id: str, device: torch.device | str = "cpu") -> torch.Generator:
-    """The noise generator of one clip: seeded by ``seed`` and the clip id, independent of order and batching."""
+    """The noise generator of one clip: seeded by ``seed`` and the clip id, independent of order and batching.
+    :func:`predict_clips` keeps it on the CPU whatever the model's device (the noise is drawn there and moved), so a
+    seed gives the same samples on a GPU as on the CPU; a CUDA generator would draw other numbers."""
     from ..metrics.baselines import clip_seed
 
     return torch.Generator(device=device).manual_seed(clip_seed(seed, clip_id))
@@ -75,7 +77,7 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
         # a fresh context per clip: accelerator.autocast() is a single-use generator context manager
         with accelerator.autocast() if accelerator is not None else contextlib.nullcontext():
             output = model.generate(pixel_values_videos=pixels, num_samples=num_samples, num_steps=num_steps,
-                                    solver=solver, generator=clip_generator(seed, str(example["clip_id"]), device))
+                                    solver=solver, generator=clip_generator(seed, str(example["clip_id"])))
         _synchronize(device)
         seconds += time.perf_counter() - start
         predictions[index] = output.trajectories[0].float().cpu().numpy()

@@ -124,7 +124,9 @@ class FeatureCache:
         def flush() -> None:
             if not pending_inputs:
                 return
-            tokens = model.encode_video(torch.stack(pending_inputs).to(device)).to("cpu").contiguous()
+            # stored in fp32 whatever the autocast: CPU autocast returns bf16 tokens (CUDA's layer norm returns fp32),
+            # and a bf16 cache would break a later run without autocast ("mat1 and mat2 must have the same dtype")
+            tokens = model.encode_video(torch.stack(pending_inputs).to(device)).to("cpu", torch.float32).contiguous()
             shard = f"shard-r{rank:03d}-{len(set(entries.values())):06d}.safetensors"
             tensors = {key: tokens[i].clone() for i, key in enumerate(pending_keys)}
             _save_safetensors(tensors, self.directory / shard)

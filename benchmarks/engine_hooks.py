@@ -1,0 +1,38 @@
+"""The one place where benchmarks reach past the public API into the engine's internals.
+
+``bench_inference.py`` times the encoder and the sampler of one window apart, and ``bench_streaming.py`` times a
+streamer frame's condition apart from its sampling: both need pieces the public API (``GazeFlowModel.generate``,
+``prepare_for_inference``, ``GazeFlowStreamer``) does not expose. They import them from here, so that when the engine
+moves them only this file changes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from transformers_gazeflow.inference import autocast_context, set_encoder_attention
+
+from transformers_gazeflow.scheduling_gazeflow import draw_noise
+from transformers_gazeflow.windowed_engine import sample_window
+
+
+def time_streamer_condition(streamer, synchronize: Callable[[], None]) -> list[float]:
+    """Wrap the streamer's per-frame condition (encoder on the frame's causal window, c_v, c_task, keys/values) so
+    that each call's wall time (seconds, device synchronised) is appended to the returned list."""
+    condition_times: list[float] = []
+    frame_condition = streamer._frame_condition
+
+    def timed_condition(frame):
+        synchronize()
+        start = time.perf_counter()
+        result = frame_condition(frame)
+        synchronize()
+        condition_times.append(time.perf_counter() - start)
+        return result
+
+    streamer._frame_condition = timed_condition
+    return condition_times
+
+
+__all__ = ["autocast_context", "set_encoder_attention", "draw_noise", "sample_window", "time_streamer_condition"]

@@ -1,0 +1,558 @@
+"""The Python half of ``benchmarks/gpu_suite.sh``: wheels, environment, pre-flight, the predict throughput run and
+the summary. Run by the script; each subcommand also runs alone (``python benchmarks/gpu_suite_tools.py --help``).
+
+Subcommands:
+  pip-commands [--stale-own]   the pip commands that download (here) and install (on the GPU) the wheels
+  prepare-wheels               download/build them into .whl/ (needs PyPI; run on the development machine)
+  check-wheel-list             every requirement of this package and its carried wheels is in the image or carried
+  source-hash                  the hash of the sources that go into this package's wheel
+  environment OUT --device D   OUT/environment.json: device line, versions, commit
+  preflight OUT --device D     import every package, check versions against the carried wheels' requirements,
+                               and on CUDA a bf16 matmul and flash attention
+  predict OUT --device D       gazeflow predict --no-overlay on a generated video (frames per second)
+  missed-targets OUT           the benchmarks whose targets were missed (the profile step's input)
+  summary OUT [OUT ...] -o F   summary.md from one or several suite output folders
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import importlib.metadata as metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+WHEELS = REPO / ".whl"
+OWN_WHEELS = WHEELS / "own"
+SOURCE_RECORD = OWN_WHEELS / "SOURCE.json"
+PACKAGE = "transformers-gazeflow"
+PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+             "manylinux1_x86_64"]
+TARGET_PYTHON = ("3", "12")
+CARRY_LIMIT_MIB = 64  # the device tool's limit on what travels: the working tree plus the carried paths
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# ---------------------------------------------------------------------------------------------------- wheels
+def wheel_list() -> list[tuple[str, str, bool]]:
+    """``(name, version, built_from_sdist)`` of every line of ``gpu_wheels.txt``."""
+    entries = []
+    for line in (HERE / "gpu_wheels.txt").read_text().splitlines():
+        fields = line.split("#", 1)[0].split()
+        if fields:
+            name, version = fields[0].split("==")
+            entries.append((name, version, "sdist" in fields[1:]))
+    return entries
+
+
+def image_packages() -> set[str]:
+    lines = (HERE / "gpu_image_packages.txt").read_text().splitlines()
+    return {normalize(line.strip()) for line in lines if line.strip() and not line.startswith("#")}
+
+
+def requirement_closure() -> tuple[set[str], list[str]]:
+    """Names this package needs on the GPU (install_requires, the ``test`` extra, and their requirements, for
+    CPython 3.12 on Linux) that the image lacks, and the problems found (a need neither in the image nor carried)."""
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+
+    environment = {**default_environment(), "python_version": ".".join(TARGET_PYTHON), "sys_platform": "linux",
+                   "platform_system": "Linux", "platform_machine": "x86_64"}
+    image, carried = image_packages(), {normalize(name) for name, _, _ in wheel_list()}
+    needed, problems, queue = set(), [], [(normalize(PACKAGE), "test")]
+    while queue:
+        name, extra = queue.pop()
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            problems.append(f"{name}: not installed here, so its requirements cannot be read")
+            continue
+        for line in requires:
+            requirement = Requirement(line)
+            if requirement.marker and not requirement.marker.evaluate({**environment, "extra": extra}):
+                continue
+            child = normalize(requirement.name)
+            if child in image or child in needed:
+                continue
+            needed.add(child)
+            if child not in carried:
+                problems.append(f"{child} (needed by {name}) is neither in the GPU image nor in gpu_wheels.txt")
+            queue.append((child, ""))
+    return needed, problems
+
+
+def find_target_python() -> str:
+    """A CPython 3.12 here, to build the sdist-only wheels for the GPU image's Python: ``$PYTHON312``, else
+    ``python3.12`` on the PATH, else a pyenv install; ``python3.12`` (for the printed commands) when none runs."""
+    import glob
+
+    candidates = [os.environ.get("PYTHON312"), shutil.which("python3.12"),
+                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    for candidate in filter(None, candidates):
+        try:
+            version = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                     capture_output=True, text=True, timeout=60)
+        except OSError:
+            continue
+        if version.returncode == 0 and version.stdout.strip() == ".".join(TARGET_PYTHON):
+            return candidate
+    return f"python{'.'.join(TARGET_PYTHON)}"
+
+
+def pip_commands(stale_own: bool = False, site: str = "/tmp/site",
+                 target_python: str | None = None) -> dict[str, list[list[str]]]:
+    """``download``: the commands run here (``--prepare-wheels``); ``install``: the ones run on the GPU machine."""
+    download = []
+    for name, version, from_sdist in wheel_list():
+        if from_sdist:
+            download.append([target_python or f"python{'.'.join(TARGET_PYTHON)}", "-m", "pip", "wheel", "--no-deps",
+                             "--no-binary", name, "-w", ".whl", f"{name}=={version}"])
+        else:
+            platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
+            download.append(["python3", "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",
+                             ".".join(TARGET_PYTHON), "--implementation", "cp", *platforms, "-d", ".whl",
+                             f"{name}=={version}"])
+    download.append(["python3", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", ".whl/own",
+                     "<a copy of src/, datasets_scripts/, setup.py, README.md>"])
+    install_base = ["python3", "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
+                    "--upgrade", "--target", site]
+    own = ["--no-build-isolation", "."] if stale_own else [".whl/own/transformers_gazeflow-*.whl"]
+    return {"download": download, "install": [install_base + [".whl/*.whl"], install_base + own]}
+
+
+def source_hash(root: Path = REPO) -> str:
+    """sha256 of every file that goes into this package's wheel (src/, datasets_scripts/, setup.py, README.md)."""
+    digest = hashlib.sha256()
+    files = [root / "setup.py", root / "README.md"]
+    for folder in ("src", "datasets_scripts"):
+        files += [p for p in sorted((root / folder).rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+                  and ".egg-info" not in str(p) and p.suffix != ".pyc"]
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def git_commit() -> dict | None:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                                capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def prepare_wheels() -> int:
+    """Download and build every carried wheel into .whl/ and record the sources of this package's wheel."""
+    needed, problems = requirement_closure()
+    for problem in problems:
+        print(f"gpu_wheels.txt: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    if WHEELS.exists():
+        shutil.rmtree(WHEELS)
+    OWN_WHEELS.mkdir(parents=True)
+    for command in pip_commands(target_python=find_target_python())["download"][:-1]:
+        print("$ " + " ".join(command), flush=True)
+        if subprocess.run(command, cwd=REPO).returncode != 0:
+            print(f"prepare-wheels: this command failed: {' '.join(command)} (sdist builds need a CPython "
+                  f"{'.'.join(TARGET_PYTHON)}: set PYTHON312)", file=sys.stderr)
+            return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "project"
+        for name in ("src", "datasets_scripts"):
+            shutil.copytree(REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        for name in ("setup.py", "README.md"):
+            shutil.copy(REPO / name, project / name)
+        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(OWN_WHEELS),
+                   str(project)]
+        print("$ " + " ".join(command), flush=True)
+        if subprocess.run(command).returncode != 0:
+            print(f"prepare-wheels: building this package's wheel failed: {' '.join(command)}", file=sys.stderr)
+            return 1
+    record = {"source_hash": source_hash(), **(git_commit() or {})}
+    SOURCE_RECORD.write_text(json.dumps(record, indent=1))
+    sizes = {p.name: p.stat().st_size for p in WHEELS.rglob("*.whl")}
+    for name, size in sorted(sizes.items()):
+        print(f"{size / 2**20:8.2f} MiB  {name}")
+    total = sum(sizes.values()) / 2**20
+    print(f"{total:8.2f} MiB  in .whl/ (carry limit {CARRY_LIMIT_MIB} MiB with the working tree); {record}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- environment
+def version_of(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment(out_dir: Path, device: str) -> dict:
+    import torch
+
+    info: dict = {"device_type": device, "python": sys.version.split()[0], "torch": torch.__version__,
+                  "cuda": torch.version.cuda, "hostname": os.uname().nodename}
+    for name in ("transformers", "accelerate", "peft", "numpy", "datasets", "evaluate", "av", "safetensors",
+                 PACKAGE):
+        info[name] = version_of(name)
+    if device.startswith("cuda"):
+        properties = torch.cuda.get_device_properties(0)
+        info.update(device=torch.cuda.get_device_name(0), capability=".".join(map(str, torch.cuda.get_device_capability(0))),
+                    memory_gib=round(properties.total_memory / 2**30, 1), multiprocessors=properties.multi_processor_count)
+    else:
+        info["device"] = "CPU"
+    tree = source_hash()
+    commit = git_commit()
+    if commit is None and SOURCE_RECORD.exists():  # the device machine gets the tree without .git
+        commit = json.loads(SOURCE_RECORD.read_text())
+        commit["tree_matches_record"] = commit.get("source_hash") == tree
+    info["source"] = {"tree_hash": tree, **(commit or {})}
+    (out_dir / "environment.json").write_text(json.dumps(info, indent=1))
+    print(json.dumps(info, indent=1))
+    return info
+
+
+def preflight(out_dir: Path, device: str) -> int:
+    """Import everything the suite needs, check the installed versions against every carried wheel's and this
+    package's requirements, and on CUDA run a bf16 matmul and flash attention once."""
+    from packaging.requirements import Requirement
+
+    report: dict = {"imports": {}, "requirements": [], "cuda": {}}
+    modules = ["torch", "transformers", "accelerate", "peft", "safetensors", "numpy", "scipy", "datasets", "evaluate",
+               "av", "pysaliency", "skvideo", "pytest", "transformers_gazeflow", "transformers_gazeflow.cli"]
+    failed = False
+    for module in modules:
+        start = time.perf_counter()
+        try:
+            imported = importlib.import_module(module)
+            report["imports"][module] = {"ok": True, "version": getattr(imported, "__version__", None),
+                                         "seconds": round(time.perf_counter() - start, 2),
+                                         "file": getattr(imported, "__file__", None)}
+        except Exception as err:  # noqa: BLE001 - every failure is reported, not raised
+            failed = True
+            report["imports"][module] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+    report["gazeflow_command"] = shutil.which("gazeflow")
+    for name in [PACKAGE] + [name for name, _, _ in wheel_list()]:
+        requires = metadata.requires(name) if version_of(name) else None
+        for line in requires or []:
+            requirement = Requirement(line)
+            if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+                continue
+            installed = version_of(requirement.name)
+            if installed is None or (requirement.specifier and not requirement.specifier.contains(installed, True)):
+                report["requirements"].append(f"{name} needs {requirement}, found {installed}")
+    if device.startswith("cuda"):
+        report["cuda"] = cuda_sanity()
+        failed = failed or not report["cuda"].get("ok", False)
+    (out_dir / "preflight.json").write_text(json.dumps(report, indent=1))
+    for module, result in report["imports"].items():
+        print(f"{'ok  ' if result['ok'] else 'FAIL'} import {module}: {result.get('version') or result.get('error')}")
+    print(f"gazeflow command: {report['gazeflow_command']}")
+    for problem in report["requirements"]:
+        print(f"requirement not met: {problem}")
+    if report["cuda"]:
+        print(f"cuda: {report['cuda']}")
+    return 1 if failed else 0
+
+
+def cuda_sanity() -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    result: dict = {"cudnn": torch.backends.cudnn.version(), "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+                    "tf32_cudnn": torch.backends.cudnn.allow_tf32}
+    try:
+        a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        for _ in range(3):
+            a @ b
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(10):
+            a @ b
+        torch.cuda.synchronize()
+        result["bf16_matmul_tflops"] = round(10 * 2 * 8192**3 / (time.perf_counter() - start) / 1e12, 1)
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        q = torch.randn(1, 16, 8192, 64, device="cuda", dtype=torch.bfloat16)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            F.scaled_dot_product_attention(q, q, q)
+        torch.cuda.synchronize()
+        result["flash_attention"] = True
+        result["ok"] = True
+    except Exception as err:  # noqa: BLE001
+        result.update(ok=False, error=f"{type(err).__name__}: {err}")
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------- predict
+def gazeflow_command() -> list[str]:
+    script = shutil.which("gazeflow")
+    return [script] if script else [sys.executable, "-m", "transformers_gazeflow.cli"]
+
+
+def make_model(folder: Path, preset: str) -> Path:
+    import torch
+
+    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+    from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+
+    torch.manual_seed(0)
+    config = GazeFlowConfig.tiny() if preset == "tiny" else GazeFlowConfig(use_lora=False)
+    GazeFlowModel(config).save_pretrained(folder)
+    GazeFlowVideoProcessor(size=config.image_size).save_pretrained(folder)
+    return folder
+
+
+def predict_throughput(out_dir: Path, device: str, tiny: bool, minutes: float | None = None) -> int:
+    """``gazeflow predict --no-overlay`` (the console script) on a generated video, with the bundled model and a
+    random model of the paper's geometry (``--tiny``: the tiny test model), K=30, S=5; frames per second."""
+    sys.path.insert(0, str(HERE))
+    from bench_pipeline import generated_frames
+
+    from transformers_gazeflow.data.video import write_video
+
+    minutes = minutes if minutes is not None else (0.05 if tiny else 10.0)
+    size, fps = (64, 24.0) if tiny else (256, 24.0)
+    work = Path(tempfile.mkdtemp(prefix="gazeflow_predict_"))
+    video = work / "generated.mp4"
+    frames = int(round(minutes * 60 * fps))
+    start = time.perf_counter()
+    write_video(video, generated_frames(frames, size, size, fps), fps=fps)
+    figures: dict = {"benchmark": "predict", "video": f"{minutes:g} min {size}x{size} at {fps:g} fps, {frames} frames",
+                     "video_seconds_to_generate": round(time.perf_counter() - start, 1), "runs": {}}
+    print(f"generated {video} ({figures['video']}) in {figures['video_seconds_to_generate']} s", flush=True)
+    models = {"bundled": None, "tiny random" if tiny else "paper geometry, random weights":
+              make_model(work / "model", "tiny" if tiny else "paper")}
+    status = 0
+    for name, model in models.items():
+        command = gazeflow_command() + ["predict", str(video), "--no-overlay", "--device", device, "-k", "30", "-s", "5",
+                                        "--quiet", "-o", str(work / f"out_{len(figures['runs'])}")]
+        command += ["--model", str(model)] if model else []
+        print("$ " + " ".join(command), flush=True)
+        start = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        print(result.stdout + result.stderr[-3000:], flush=True)
+        if result.returncode != 0:
+            status = result.returncode
+            figures["runs"][name] = {"command": " ".join(command), "exit_code": result.returncode}
+            continue
+        summary = json.loads((Path(command[command.index("-o") + 1]) / "summary.json").read_text())
+        timings = summary["timings"]
+        figures["runs"][name] = {"command": " ".join(command), "exit_code": 0, "frames": summary["frames"],
+                                 "device": summary["device"], "load_s": timings["load_s"],
+                                 "predict_s": timings["predict_s"], "ms_per_frame": timings["ms_per_frame"],
+                                 "frames_per_second": summary["frames"] / max(timings["predict_s"], 1e-9),
+                                 "command_wall_s": round(wall, 1)}
+    (out_dir / "predict.json").write_text(json.dumps(figures, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+    return status
+
+
+# ---------------------------------------------------------------------------------------------------- summary
+def load(folder: Path, name: str) -> dict | None:
+    path = folder / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def missed_targets(out_dir: Path) -> list[str]:
+    """``inference`` when any target of an inference run was missed, ``streaming`` when the streamer's was."""
+    missed = []
+    for name in ("inference.json", "inference-compile.json"):
+        figures = load(out_dir, name)
+        if figures and not all(figures["targets_met"].values()) and "inference" not in missed:
+            missed.append("inference")
+    figures = load(out_dir, "streaming.json")
+    if figures and not all(figures["targets_met"].values()):
+        missed.append("streaming")
+    return missed
+
+
+def test_counts(folder: Path, name: str) -> dict | None:
+    import xml.etree.ElementTree as ElementTree
+
+    path = folder / name
+    if not path.exists():
+        return None
+    suites = ElementTree.parse(path).getroot()
+    suite = suites if suites.tag == "testsuite" else suites.find("testsuite")
+    counts = {key: int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped")}
+    counts["failed"] = [case.get("classname", "") + "::" + case.get("name", "") for case in suite.iter("testcase")
+                        if case.find("failure") is not None or case.find("error") is not None]
+    return counts
+
+
+def fmt(value, digits: int = 2) -> str:
+    return "-" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
+
+
+def met(flag: bool | None) -> str:
+    return "-" if flag is None else ("**met**" if flag else "**missed**")
+
+
+def summary(folders: list[Path], output: Path) -> str:
+    """One markdown page from the suite's output folders (several calls of the device tool: one folder each)."""
+    lines = ["# GPU suite summary", ""]
+    environments = [e for e in (load(f, "environment.json") for f in folders) if e]
+    for env in environments[:1]:
+        source = env.get("source", {})
+        tree = ("the tree matches it" if source.get("tree_matches_record", True) and not source.get("dirty")
+                else "the tree differs from it (uncommitted or later changes)")
+        lines += [f"- device: `{env.get('device')}`" + (f" (capability {env['capability']}, {env['memory_gib']} GiB, "
+                                                         f"{env['multiprocessors']} SMs)" if "capability" in env else ""),
+                  f"- commit: `{source.get('commit', 'unknown')}`; {tree}; source hash {source.get('tree_hash', '?')[:12]}",
+                  f"- python {env['python']}, torch {env['torch']} (CUDA {env['cuda']}), transformers "
+                  f"{env['transformers']}, accelerate {env['accelerate']}, peft {env['peft']}, numpy {env['numpy']}"]
+    if any(e.get("device_type") == "cpu" for e in environments):
+        lines.append("- **a dry run on the CPU**: the figures check that every step runs, not the targets")
+    lines += ["", "## Steps", "", "| step | exit code | seconds | command |", "| --- | ---: | ---: | --- |"]
+    for folder in folders:
+        status = folder / "status.tsv"
+        for row in status.read_text().splitlines() if status.exists() else []:
+            step, code, seconds, command = (row.split("\t") + ["", "", "", ""])[:4]
+            lines.append(f"| {step} | {code} | {seconds} | `{command}` |")
+
+    def first(name: str) -> dict | None:
+        return next((figures for figures in (load(f, name) for f in folders) if figures), None)
+
+    inference = {label: first(name) for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json"))}
+    streaming, predict = first("streaming.json"), first("predict.json")
+    lines += ["", "## Targets (issue 15: one H100, bf16, K=30, S=5)", "",
+              "| figure | path | target | ours | paper | ours / paper | |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for label, figures in inference.items():
+        if not figures:
+            continue
+        at, targets, paper = figures["at"], figures["targets"], figures["paper"]
+        peak = (figures["peak_memory_gb"] or {}).get("fast")
+        rows = [("encoder ms per clip", targets["encoder_ms"], figures["encoder_ms"]["fast"], paper["encoder_ms"],
+                 "encoder_ms"),
+                (f"sampler ms per clip (K={at['K']}, S={at['S']})", targets["sampler_ms"], at["sampler_ms"]["fast"],
+                 None, "sampler_ms"),
+                (f"end to end ms per frame (K={at['K']}, S={at['S']})", targets["ms_per_frame"],
+                 at["ms_per_frame"]["fast"], paper["ms_per_frame_k30_s5"], "ms_per_frame"),
+                ("peak memory GB, one clip", targets["peak_memory_gb"], peak, paper["peak_memory_gb"], "peak_memory_gb")]
+        for name, target, ours, theirs, key in rows:
+            ratio = None if ours is None or theirs is None else ours / theirs
+            lines.append(f"| {name} | {label} | {fmt(target)} | {fmt(ours, 3)} | {fmt(theirs)} | {fmt(ratio, 4)} | "
+                         f"{met(figures['targets_met'][key])} |")
+    if streaming:
+        total = streaming["ms_per_frame"]["streamer, total"]
+        lines.append(f"| causal streamer p99 ms per frame (K={streaming['K']}, S={streaming['S']}; p50 "
+                     f"{total['p50']:.2f}) | {streaming['dtype']} | {streaming['target_p99_ms']} | {total['p99']:.2f} | - "
+                     f"| - | {met(streaming['targets_met']['p99_ms'])} |")
+    for name, run in (predict or {}).get("runs", {}).items():
+        if run.get("exit_code") == 0:
+            lines.append(f"| gazeflow predict --no-overlay frames per second ({predict['video']}) | {name} | - | "
+                         f"{run['frames_per_second']:.1f} | 88 (Table method_time, K=30, S=5) | "
+                         f"{run['frames_per_second'] / 88:.2f} | |")
+    for label, figures in inference.items():
+        if figures and figures.get("ks_grid_ratio_to_paper"):
+            lines += ["", f"## Table ks_grid, {label}: our end-to-end ms per 64-frame clip / the paper's", "",
+                      "| K \\ S | " + " | ".join(figures["sampler_ms_grid"][next(iter(figures["sampler_ms_grid"]))]) + " |",
+                      "| --- |" + " ---: |" * len(figures["sampler_ms_grid"][next(iter(figures["sampler_ms_grid"]))])]
+            for k, row in figures["sampler_ms_grid"].items():
+                cells = [f"{figures['encoder_ms']['fast'] + ms:.1f} ms ({figures['ks_grid_ratio_to_paper'].get(k, {}).get(s, float('nan')):.4f})"
+                         for s, ms in row.items()]
+                lines.append(f"| {k} | " + " | ".join(cells) + " |")
+        if figures and figures.get("method_time_ours_ms_per_frame"):
+            lines += ["", f"## Table method_time, {label} (ms per frame)", "", "| method | paper | ours | ours / paper |",
+                      "| --- | ---: | ---: | ---: |"]
+            for name, theirs in figures["paper"]["method_ms_per_frame"].items():
+                ours = figures["method_time_ours_ms_per_frame"].get(name)
+                lines.append(f"| {name} | {theirs} | {fmt(ours, 3)} | {fmt(None if ours is None else ours / theirs, 4)} |")
+        if figures:
+            at = figures["at"]
+            lines += ["", f"Fast vs reference ({label}, K={at['K']}, S={at['S']}): encoder "
+                      f"{figures['encoder_ms']['reference'] / figures['encoder_ms']['fast']:.1f}x, sampler "
+                      f"{at['sampler_ms']['reference'] / at['sampler_ms']['fast']:.1f}x, end to end "
+                      f"{at['ms_per_frame']['reference'] / at['ms_per_frame']['fast']:.1f}x; trajectories differ by "
+                      f"{at['max_abs_difference']:.1e}; GazeFlowModel.generate {figures['generate_ms_per_frame']:.3f} ms "
+                      f"per frame."]
+    for folder in folders:
+        counts = test_counts(folder, "tests.xml")
+        if counts:
+            lines += ["", f"## tests/gpu: {counts['tests']} tests, {counts['failures'] + counts['errors']} failed, "
+                      f"{counts['skipped']} skipped"] + [f"- failed: `{name}`" for name in counts["failed"]]
+        full = test_counts(folder, "fulltests.xml")
+        if full:
+            lines += ["", f"## whole suite with CUDA visible: {full['tests']} tests, "
+                      f"{full['failures'] + full['errors']} failed, {full['skipped']} skipped"]
+    for folder in folders:
+        for name in ("profile-inference.json", "profile-streaming.json"):
+            figures = load(folder, name)
+            if figures and figures.get("profile"):
+                lines += ["", f"## Profile ({name[:-5]}): where the time goes", "", "| op | calls | device ms | CPU ms |",
+                          "| --- | ---: | ---: | ---: |"]
+                lines += [f"| `{row['name']}` | {row['calls']} | {fmt(row['device_ms'])} | {row['cpu_ms']:.2f} |"
+                          for row in figures["profile"]]
+    text = "\n".join(lines) + "\n"
+    output.write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    pip = commands.add_parser("pip-commands")
+    pip.add_argument("--stale-own", action="store_true", help="install this package from the tree, not its wheel")
+    commands.add_parser("prepare-wheels")
+    commands.add_parser("check-wheel-list")
+    commands.add_parser("source-hash")
+    for name in ("environment", "preflight", "predict"):
+        sub = commands.add_parser(name)
+        sub.add_argument("out_dir", type=Path)
+        sub.add_argument("--device", default="cuda")
+        sub.add_argument("--tiny", action="store_true")
+    commands.add_parser("missed-targets").add_argument("out_dir", type=Path)
+    merge = commands.add_parser("summary")
+    merge.add_argument("folders", type=Path, nargs="+")
+    merge.add_argument("-o", "--output", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.command == "pip-commands":
+        for group, commands_ in pip_commands(args.stale_own).items():
+            for command in commands_:
+                print(f"{group}: " + " ".join(command))
+        return 0
+    if args.command == "prepare-wheels":
+        return prepare_wheels()
+    if args.command == "check-wheel-list":
+        needed, problems = requirement_closure()
+        print("the GPU image lacks: " + " ".join(sorted(needed)))
+        for problem in problems:
+            print(f"problem: {problem}")
+        return 1 if problems else 0
+    if args.command == "source-hash":
+        print(source_hash())
+        return 0
+    if args.command == "environment":
+        environment(args.out_dir, args.device)
+        return 0
+    if args.command == "preflight":
+        return preflight(args.out_dir, args.device)
+    if args.command == "predict":
+        return predict_throughput(args.out_dir, args.device, args.tiny)
+    if args.command == "missed-targets":
+        print(" ".join(missed_targets(args.out_dir)))
+        return 0
+    summary(args.folders, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

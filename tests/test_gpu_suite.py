@@ -1,0 +1,146 @@
+"""``benchmarks/gpu_suite.sh`` on the CPU, so that the GPU suite cannot rot before a GPU runs it: the dry run names every
+step and the pip commands (which must carry every package the GPU image lacks), ``--device cpu --tiny`` runs every
+step and writes its figures, and the summary reads them (issue 15)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SUITE = REPO / "benchmarks" / "gpu_suite.sh"
+STEPS = ["install", "preflight", "tests", "inference", "inference-compile", "streaming", "profile", "predict"]
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import gpu_suite_tools  # noqa: E402
+
+
+def suite(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(["bash", str(SUITE), *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def status(out_dir: Path) -> dict[str, str]:
+    rows = [line.split("\t") for line in (out_dir / "status.tsv").read_text().splitlines()]
+    return {row[0]: row[1] for row in rows}
+
+
+def test_the_wheel_list_carries_every_package_the_gpu_image_lacks():
+    needed, problems = gpu_suite_tools.requirement_closure()
+    assert problems == []
+    carried = {gpu_suite_tools.normalize(name) for name, _, _ in gpu_suite_tools.wheel_list()}
+    assert {"datasets", "evaluate", "av", "pysaliency", "scikit-video"} <= needed <= carried
+    assert carried - needed == set(), "gpu_wheels.txt carries a wheel nothing needs"
+    image = gpu_suite_tools.image_packages()
+    assert {"torch", "transformers", "accelerate", "peft", "numpy", "pytest"} <= image and not carried & image
+
+
+def test_dry_run_prints_every_step_and_the_pip_commands(tmp_path):
+    result = suite(str(tmp_path), "--device", "cpu", "--tiny", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert status(tmp_path) == {"environment": "dry-run", **{step: "dry-run" for step in STEPS}}
+    downloads = [line for line in result.stdout.splitlines() if "pip download" in line or "pip wheel" in line]
+    for name, version, from_sdist in gpu_suite_tools.wheel_list():
+        assert any(f" {name}=={version}" in line and ("--no-binary" in line) == from_sdist for line in downloads), name
+    assert all("--python-version 3.12" in line for line in downloads if "pip download" in line)
+    installs = [line for line in result.stdout.splitlines() if "pip install" in line]
+    assert len(installs) == 2 and all("--no-deps" in line and "--target /tmp/site" in line for line in installs)
+    assert installs[0].endswith(".whl/*.whl")
+    assert (tmp_path / "summary.md").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--only", "tests,bench"], "unknown step 'bench'"),
+    (["--device", "tpu"], "--device must be cuda or cpu, got 'tpu'"),
+    (["--frobnicate"], "unknown argument '--frobnicate'"),
+])
+def test_bad_arguments_are_named(tmp_path, args, message):
+    result = suite(str(tmp_path), *args)
+    assert result.returncode == 2 and message in result.stderr
+
+
+def inference_figures(encoder_ms: float, ms_per_frame: float, peak: float | None, compile_: bool = False) -> dict:
+    k_s = {"K": 30, "S": 5}
+    return {
+        "benchmark": "inference", "compile": compile_, "targets": {"encoder_ms": 30.0, "sampler_ms": 5.0,
+                                                                   "ms_per_frame": 0.5, "peak_memory_gb": 3.0},
+        "paper": {"encoder_ms": 450.0, "ms_per_frame_k30_s5": 11.4, "sampler_ms_k50_s50": 2920.0,
+                  "peak_memory_gb": 9.2, "method_ms_per_frame": {"GazeFlow (K=30, S=5)": 11.4}},
+        "encoder_ms": {"fast": encoder_ms, "reference": 10 * encoder_ms},
+        "sampler_ms_grid": {"30": {"5": 2.0}}, "ks_grid_ratio_to_paper": {"30": {"5": (encoder_ms + 2.0) / 730}},
+        "generate_ms_per_frame": ms_per_frame, "method_time_ours_ms_per_frame": {"GazeFlow (K=30, S=5)": ms_per_frame},
+        "at": {**k_s, "sampler_ms": {"fast": 2.0, "reference": 200.0},
+               "ms_per_frame": {"fast": ms_per_frame, "reference": 10 * ms_per_frame}, "max_abs_difference": 1e-3},
+        "peak_memory_gb": None if peak is None else {"fast": peak, "reference": 2 * peak},
+        "targets_met": {"encoder_ms": encoder_ms <= 30, "sampler_ms": True, "ms_per_frame": ms_per_frame <= 0.5,
+                        "peak_memory_gb": peak is not None and peak <= 3},
+    }
+
+
+def test_summary_merges_the_calls_and_marks_each_target(tmp_path):
+    first, second = tmp_path / "call1", tmp_path / "call2"
+    first.mkdir(), second.mkdir()
+    (first / "environment.json").write_text(json.dumps({
+        "device_type": "cuda", "device": "NVIDIA H100 80GB HBM3", "capability": "9.0", "memory_gib": 79.2,
+        "multiprocessors": 132, "python": "3.12.3", "torch": "2.11.0+cu130", "cuda": "13.0", "transformers": "5.17.0",
+        "accelerate": "1.15.0", "peft": "0.18.0", "numpy": "2.5.2",
+        "source": {"tree_hash": "ab" * 32, "commit": "c0ffee", "dirty": False, "tree_matches_record": True}}))
+    (first / "status.tsv").write_text("inference\t0\t200.1\tpython benchmarks/bench_inference.py --json x\n")
+    (first / "inference.json").write_text(json.dumps(inference_figures(15.0, 0.4, 2.5)))
+    (second / "status.tsv").write_text("streaming\t1\t50.0\tpython benchmarks/bench_streaming.py\n")
+    (second / "inference-compile.json").write_text(json.dumps(inference_figures(45.0, 0.6, None, compile_=True)))
+    (second / "streaming.json").write_text(json.dumps({
+        "K": 30, "S": 5, "dtype": "bf16", "target_p99_ms": 5.0, "targets_met": {"p99_ms": False},
+        "ms_per_frame": {"streamer, total": {"mean": 4.0, "p50": 3.9, "p95": 5.5, "p99": 6.25, "max": 7.0}}}))
+    text = gpu_suite_tools.summary([first, second], tmp_path / "summary.md")
+    assert "device: `NVIDIA H100 80GB HBM3` (capability 9.0, 79.2 GiB, 132 SMs)" in text
+    assert "commit: `c0ffee`; the tree matches it" in text
+    assert "| inference | 0 | 200.1 |" in text and "| streaming | 1 | 50.0 |" in text
+    assert "| encoder ms per clip | eager | 30.00 | 15.000 | 450.00 | 0.0333 | **met** |" in text
+    assert "| encoder ms per clip | compiled | 30.00 | 45.000 | 450.00 | 0.1000 | **missed** |" in text
+    assert "| peak memory GB, one clip | compiled | 3.00 | - | 9.20 | - | **missed** |" in text
+    assert "| causal streamer p99 ms per frame (K=30, S=5; p50 3.90) | bf16 | 5.0 | 6.25 |" in text
+    assert gpu_suite_tools.missed_targets(first) == [] and gpu_suite_tools.missed_targets(second) == [
+        "inference", "streaming"]
+
+
+def figures(out_dir: Path, name: str) -> dict:
+    return json.loads((out_dir / name).read_text())
+
+
+@pytest.mark.slow
+def test_every_benchmark_step_runs_on_the_cpu_and_writes_its_figures(tmp_path):
+    bundle = tmp_path / "bundle"
+    result = suite(str(tmp_path / "out"), "--device", "cpu", "--tiny", "--only",
+                   "preflight,inference,streaming,profile,predict", "--bundle", str(bundle))
+    out = tmp_path / "out"
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert status(out) == {step: "0" for step in ["environment", "preflight", "inference", "streaming", "profile",
+                                                   "predict"]}
+    assert all(entry["ok"] for entry in figures(out, "preflight.json")["imports"].values())
+    inference = figures(out, "inference.json")
+    assert inference["encoder_ms"]["fast"] > 0 and inference["at"]["max_abs_difference"] < 1e-4
+    assert set(inference["targets_met"]) == {"encoder_ms", "sampler_ms", "ms_per_frame", "peak_memory_gb"}
+    streaming = figures(out, "streaming.json")
+    assert streaming["ms_per_frame"]["streamer, total"]["p99"] > 0 and (streaming["K"], streaming["S"]) == (30, 5)
+    assert figures(out, "profile-inference.json")["profile"] and figures(out, "profile-streaming.json")["profile"]
+    runs = figures(out, "predict.json")["runs"]
+    assert len(runs) == 2 and all(run["exit_code"] == 0 and run["frames_per_second"] > 0 for run in runs.values())
+    summary = (bundle / "summary.md").read_text()
+    assert "device: `CPU`" in summary and "a dry run on the CPU" in summary and "commit: `" in summary
+    assert "| end to end ms per frame (K=2, S=2) | eager |" in summary and "gazeflow predict --no-overlay" in summary
+    assert (bundle / "gpu_suite.tar.gz").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_the_gpu_tests_and_the_compiled_benchmark_run_on_the_cpu(tmp_path):
+    result = suite(str(tmp_path), "--device", "cpu", "--tiny", "--only", "tests,inference-compile")
+    assert result.returncode == 0, result.stdout[-3000:] + (tmp_path / "tests.log").read_text()[-3000:]
+    counts = gpu_suite_tools.test_counts(tmp_path, "tests.xml")
+    assert counts["tests"] >= 12 and counts["failures"] == counts["errors"] == counts["skipped"] == 0, counts
+    compiled = figures(tmp_path, "inference-compile.json")
+    assert compiled["compile"] and compiled["at"]["max_abs_difference"] < 1e-4
