@@ -132,7 +132,7 @@ class GazeFlowStreamer:
         tokens = encode_frame_causal(model.video_encoder, torch.stack(tuple(self.recent_frames), dim=1),
                                      config.causal_encoder_frames, config.tokens_per_frame)
         condition_encoder = model.condition_encoder
-        visual, _ = condition_encoder(tokens.unsqueeze(1))  # c_v(t) [B, 1, N, d]; the one-frame bank is not used
+        visual = condition_encoder(tokens.unsqueeze(1)).visual_tokens  # c_v(t) [B, 1, N, d]; the one-frame bank is unused
         task = None
         if condition_encoder.task_bank is not None:
             self.frame_summaries.append(visual.mean(dim=2))  # V_bar_t, the task bank's frame summary

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..geometry import unit_to_pixels
 from ..schema import OFF_FRAME, valid_mask
-from ..streaming import point_estimate
+from ..schema import point_estimate
 
 FLAGS = ("off_frame", "border_after_saccade")
 
