@@ -415,7 +415,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         flow_time = flow_time.to(device=sample.device, dtype=torch.float32).expand(batch, samples)
         if self_condition is None:
             self_condition = torch.zeros_like(sample)
-        recorder = _VELOCITY_RECORDER.get()
+        # Dynamo cannot trace a ContextVar: under torch.compile the loss's call is not recorded (eager forward is)
+        recorder = None if torch.compiler.is_compiling() else _VELOCITY_RECORDER.get()
         record_attentions = recorder is not None and recorder.output_attentions
         record_hidden_states = recorder is not None and recorder.output_hidden_states
         output = self.velocity_network(sample, flow_time, self_condition, condition,
