@@ -136,6 +136,35 @@ def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.Pa
     return _save(figure, path, dpi)
 
 
+PROBE_COLOURS = {"q": "#1f5fbf", "p": "#2a9d8f", "pq": "#8e44ad", "union": "#e6862e", "chance": "#9e9e9e"}
+
+
+def probe_figure(table: dict, path: str | os.PathLike, dpi: int = 110) -> Path:
+    """The probe table as bars: top-1 accuracy (%) of every probe input per label head, the chance row in grey."""
+    from .probing import ROW_LABELS, ROW_ORDER
+
+    heads = {head: result for head, result in table["heads"].items() if result}
+    if not heads:
+        raise ValueError("the probe table has no head with labels: nothing to draw")
+    rows = [row for row in ROW_ORDER if any(row in result["rows"] for result in heads.values())]
+    figure = _figure(1.2 + 1.6 * len(heads) * max(len(rows), 3) / 4, 3.2)
+    ax = figure.subplots()
+    width = 0.8 / len(rows)
+    for r, row in enumerate(rows):
+        values = [100 * (result["rows"].get(row, {}).get("top1") or 0.0) for result in heads.values()]
+        bars = ax.bar(np.arange(len(heads)) + (r - (len(rows) - 1) / 2) * width, values, width,
+                      color=PROBE_COLOURS[row], label=ROW_LABELS[row])
+        ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
+    ax.set_xticks(np.arange(len(heads)),
+                  [f"{head} ({result['num_classes']} classes, {result['clips']['test']} test clips)"
+                   for head, result in heads.items()], fontsize=7)
+    ax.set_ylabel("top-1 accuracy on held-out clips (%)", fontsize=8)
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("Linear probes of the task-token bank", fontsize=9)
+    return _save(figure, path, dpi)
+
+
 def _layer_colours(layers: int) -> list:
     from matplotlib import colormaps
 
@@ -225,6 +254,6 @@ def failure_cases_figure(rows: Sequence[FailureRow], path: str | os.PathLike, dp
     return _save(figure, path, dpi)
 
 
-__all__ = ["REGION_COLOURS", "self_attention_grid_figure", "self_attention_offset_figure",
+__all__ = ["REGION_COLOURS", "PROBE_COLOURS", "probe_figure", "self_attention_grid_figure", "self_attention_offset_figure",
            "attribution_scatter_figure", "group_breakdown_figure", "FailureRow", "evenly_spaced",
            "failure_cases_figure"]
