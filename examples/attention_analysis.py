@@ -32,7 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.analysis.attention import SelfAttentionPatterns, HeadRoles, role_rule_from_mapping, roles_json
+from transformers_gazeflow.analysis.attention import (
+    HeadRoles,
+    SelfAttentionPatterns,
+    role_rule_from_mapping,
+    roles_json,
+)
 from transformers_gazeflow.analysis.attribution import (
     RegionAttribution,
     attribution_json,
@@ -58,8 +63,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model_name_or_path", default=None,
                         help="a GazeFlow model folder or hub id (default: the bundled model)")
     parser.add_argument("--dataset_name", required=True, help="synthetic, egtea, ego4d or a builder folder")
-    parser.add_argument("--data_dir", default=None, help="the dataset's raw folder (synthetic: rendered here if absent)")
+    parser.add_argument("--data_dir", default=None,
+                        help="the dataset's raw folder (synthetic: rendered here if absent)")
     parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
+    parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
     parser.add_argument("--split", default="test", help="the clips analysed")
     parser.add_argument("--max_clips", type=int, default=None, help="analyse at most N clips (quick checks)")
     parser.add_argument("--flow_time", type=float, default=0.5, help="the flow time s in [0, 1] the network is run at")
@@ -135,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     window = int(model.config.num_frames)
     try:
         examples = load_first_windows(args.dataset_name, args.data_dir, args.split, args.dataset_config, window,
-                                      args.max_clips)
+                                      args.max_clips,
+                                      args.cache_dir)
     except (ValueError, KeyError, FileNotFoundError) as err:
         raise ValueError(f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
                          f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from err

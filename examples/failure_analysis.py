@@ -47,10 +47,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model_name_or_path", default=None,
                         help="a GazeFlow model folder or hub id (default: the bundled model)")
     parser.add_argument("--dataset_name", required=True, help="synthetic, egtea, ego4d or a builder folder")
-    parser.add_argument("--data_dir", default=None, help="the dataset's raw folder (synthetic: rendered here if absent)")
+    parser.add_argument("--data_dir", default=None,
+                        help="the dataset's raw folder (synthetic: rendered here if absent)")
     parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
+    parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
     parser.add_argument("--split", default="test", help="the clips analysed")
-    parser.add_argument("--window_frames", type=int, default=64, help="frames of each clip's first window (protocol: 64)")
+    parser.add_argument("--window_frames", type=int, default=64,
+                        help="frames of each clip's first window (protocol: 64)")
     parser.add_argument("--max_clips", type=int, default=None, help="analyse at most N clips (quick checks)")
     parser.add_argument("--num_samples", type=int, default=None, help="K (default: the model config's)")
     parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
@@ -101,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
     try:
         examples = load_first_windows(args.dataset_name, args.data_dir, args.split, args.dataset_config,
-                                      args.window_frames, args.max_clips)
+                                      args.window_frames, args.max_clips,
+                                      args.cache_dir)
     except (ValueError, KeyError, FileNotFoundError) as err:
         raise ValueError(f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
                          f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from err

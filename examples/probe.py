@@ -42,8 +42,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model_name_or_path", default=None,
                         help="a GazeFlow model folder or hub id (default: the bundled model)")
     parser.add_argument("--dataset_name", required=True, help="synthetic, egtea, ego4d or a builder folder")
-    parser.add_argument("--data_dir", default=None, help="the dataset's raw folder (synthetic: rendered here if absent)")
+    parser.add_argument("--data_dir", default=None,
+                        help="the dataset's raw folder (synthetic: rendered here if absent)")
     parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
+    parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
     parser.add_argument("--train_split", default="train", help="the clips the probes are fitted on")
     parser.add_argument("--validation_split", default="validation",
                         help="the clips the weight decay is chosen on; 'none': hold out --validation_fraction of "
@@ -75,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def load_split(args: argparse.Namespace, option: str, split: str, window: int) -> list[dict]:
     try:
         examples = load_first_windows(args.dataset_name, args.data_dir, split, args.dataset_config, window,
-                                      args.max_clips)
+                                      args.max_clips,
+                                      args.cache_dir)
     except (ValueError, KeyError, FileNotFoundError) as err:
         raise ValueError(f"{option} {split} of {args.dataset_name} (--data_dir {args.data_dir}): "
                          f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from err

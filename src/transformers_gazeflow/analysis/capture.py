@@ -40,13 +40,15 @@ def load_analysis_model(model_name_or_path: str | None, device: str | None = Non
 
 
 def load_first_windows(dataset_name: str, data_dir: str | None, split: str, config_name: str | None,
-                       window_frames: int, max_clips: int | None = None) -> list[dict[str, Any]]:
+                       window_frames: int, max_clips: int | None = None,
+                       cache_dir: str | None = None) -> list[dict[str, Any]]:
     """Each clip's first window of at most ``window_frames`` frames (the evaluation protocol's windows) of one split
-    of a gaze dataset (``data.loading.load_gaze_dataset``), the first ``max_clips`` clips when given."""
+    of a gaze dataset (``data.loading.load_gaze_dataset``, built under ``cache_dir``: default the datasets cache), the
+    first ``max_clips`` clips when given."""
     from ..data.loading import load_gaze_dataset
 
     dataset = load_gaze_dataset(dataset_name, data_dir=data_dir, split=split, config_name=config_name,
-                                windows="first", window_frames=window_frames,
+                                cache_dir=cache_dir, windows="first", window_frames=window_frames,
                                 window_stride=min(32, window_frames))
     count = len(dataset) if max_clips is None else min(max_clips, len(dataset))
     return [dataset[i] for i in range(count)]
@@ -139,4 +141,5 @@ def clip_attentions(model, processor: GazeFlowVideoProcessor, example: dict[str,
     return ClipAttentions(str(example["clip_id"]), int(example["num_frames"]), self_attention, visual_attention)
 
 
-__all__ = ["load_analysis_model", "load_first_windows", "use_eager_attention", "clip_task_banks", "ClipAttentions", "clip_attentions"]
+__all__ = ["load_analysis_model", "load_first_windows", "use_eager_attention", "clip_task_banks", "ClipAttentions",
+           "clip_attentions"]

@@ -254,6 +254,7 @@ def failure_cases_figure(rows: Sequence[FailureRow], path: str | os.PathLike, dp
     return _save(figure, path, dpi)
 
 
-__all__ = ["REGION_COLOURS", "PROBE_COLOURS", "probe_figure", "self_attention_grid_figure", "self_attention_offset_figure",
+__all__ = ["REGION_COLOURS", "PROBE_COLOURS", "probe_figure", "self_attention_grid_figure",
+           "self_attention_offset_figure",
            "attribution_scatter_figure", "group_breakdown_figure", "FailureRow", "evenly_spaced",
            "failure_cases_figure"]
