@@ -118,7 +118,11 @@ def main(argv: list[str] | None = None) -> int:
                         "validation": args.validation_split, "test": args.test_split}
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    markdown = probe_table_markdown(table)
+    labelled = {head: result for head, result in table["heads"].items() if result}
+    markdown = probe_table_markdown({**table, "heads": labelled})
+    unlabelled = sorted(set(table["heads"]) - set(labelled))
+    if unlabelled:
+        markdown += f"\n\n(no labels for {', '.join(unlabelled)} in some split: not probed)"
     report = (f"## Task-token bank probe: {table['model']} on {args.dataset_name} / {args.test_split}\n\n{markdown}\n\n"
               f"Top-k in percent on held-out clips; M = {table['num_queries']} learnable queries; clips per split "
               + ", ".join(f"{head}: {json.dumps(result['clips'])}" for head, result in table["heads"].items() if result)
