@@ -18,7 +18,8 @@ interpolant between K noise draws and the recorded gaze (``analysis.capture.clip
   active object and elsewhere, normalised per (clip, layer, head), averaged over clips; and per label group
   (--group_by). Masks: the synthetic dataset's exact masks (default for --dataset_name synthetic), or --mask_dir in
   one of the layouts of ``analysis.masks`` (``<CLIP>.npz``, ``<CLIP>/<frame>.npz`` or
-  ``<CLIP>/<region>/<frame>.png``). Writes ``attribution.md``, ``attribution.json``, ``attribution_scatter.png``
+  ``<CLIP>/<region>/<frame>.png``). Uniform attention (each region's share of the token area) is the reference.
+  Writes ``attribution.md``, ``attribution.json``, ``attribution_scatter.png``
   and ``attribution_by_group.png``.
 
 ``report.md`` gathers both tables.
@@ -27,6 +28,7 @@ interpolant between K noise draws and the recorded gaze (``analysis.capture.clip
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -39,8 +41,8 @@ from transformers_gazeflow.analysis.attention import (
     roles_json,
 )
 from transformers_gazeflow.analysis.attribution import (
+    REGIONS,
     RegionAttribution,
-    attribution_json,
     region_attention_mass,
     tubelet_region_tokens,
 )
@@ -154,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     tubelet = int(model.config.frames_per_encoder_group)
     patterns = SelfAttentionPatterns(args.grid or window)
     attribution = RegionAttribution()
+    area = RegionAttribution()  # the reference: uniform attention over the tokens gives the regions' area share
     for index, example in enumerate(examples):
         captured = clip_attentions(model, processor, example, args.flow_time, args.num_samples, args.seed + index)
         n = captured.num_frames
@@ -166,8 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         except MaskNotFoundError as err:
             raise ValueError(f"--mask_dir {args.mask_dir or args.data_dir}: {err}") from err
         weights = captured.visual_cross_attention.mean(axis=1)[:, :, :n]  # [L, H, n, N], the K draws averaged
-        attribution.add(captured.clip_id, region_attention_mass(weights, tubelet_region_tokens(regions, tubelet)),
-                        int(example.get(args.group_by, -1)))
+        tokens = tubelet_region_tokens(regions, tubelet)
+        group = int(example.get(args.group_by, -1))
+        attribution.add(captured.clip_id, region_attention_mass(weights, tokens), group)
+        area.add(captured.clip_id, region_attention_mass(np.full((1, 1) + weights.shape[2:], 1.0), tokens), group)
     if patterns.num_clips == 0:
         raise ValueError(f"--split {args.split}: no clip has two frames or more")
     roles = HeadRoles.from_patterns(patterns.mean(), args.rule, patterns.num_clips)
@@ -183,10 +188,15 @@ def main(argv: list[str] | None = None) -> int:
                self_attention_offset_figure(roles, out / "self_attn_offset.png")]
     if attribution.clip_ids:
         names = group_names(source, args.group_by)
-        report += ["", "### Visual cross-attention: hand / active object / background", "", attribution.markdown()]
-        (out / "attribution.md").write_text(attribution.markdown() + "\n")
-        (out / "attribution.json").write_text(attribution_json(attribution, names))
-        written.append(attribution_scatter_figure(attribution, out / "attribution_scatter.png"))
+        reference = area.global_mean()
+        table = attribution.markdown() + (
+            "\n\nUniform attention (each region's share of the token area, the reference a head beats or not): hand "
+            f"{100 * reference[0]:.1f}%, object {100 * reference[1]:.1f}%, background {100 * reference[2]:.1f}%.")
+        report += ["", "### Visual cross-attention: hand / active object / background", "", table]
+        (out / "attribution.md").write_text(table + "\n")
+        result = {**attribution.to_json(names), "uniform_attention": dict(zip(REGIONS, reference.round(6).tolist()))}
+        (out / "attribution.json").write_text(json.dumps(result, indent=2))
+        written.append(attribution_scatter_figure(attribution, out / "attribution_scatter.png", reference=reference))
         if attribution.group_counts():
             written.append(group_breakdown_figure(attribution, out / "attribution_by_group.png", names,
                                                   args.top_groups))

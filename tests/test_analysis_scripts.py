@@ -173,6 +173,8 @@ def test_attention_analysis_writes_roles_attribution_and_figures(tmp_path, model
         total = head["hand_mean"] + head["object_mean"] + head["background_mean"]
         assert total == pytest.approx(1.0, abs=1e-6)
     assert sum(attribution["global_mean"].values()) == pytest.approx(1.0, abs=1e-5)
+    assert sum(attribution["uniform_attention"].values()) == pytest.approx(1.0, abs=1e-5)
+    assert 0 < attribution["uniform_attention"]["hand"] < 0.5 and 0 < attribution["uniform_attention"]["object"] < 0.5
     assert attribution["global_mean"]["hand"] > 0 and attribution["global_mean"]["object"] > 0
     assert set(attribution["groups"]) <= {"take red disc", "cut green square", "stir blue triangle",
                                           "wash yellow diamond"} and attribution["groups"]
@@ -210,6 +212,8 @@ def test_attention_analysis_with_a_mask_folder(tmp_path, model_dir, data, loaded
                     for layer in range(expected.shape[0])])
     assert np.allclose(got, expected, atol=1e-6)
     assert all(h["object_mean"] == 0 for h in result["heads"])
+    # the reference: uniform attention puts half its mass on the top half, the hand
+    assert result["uniform_attention"] == {"hand": 0.5, "object": 0.0, "background": 0.5}
 
 
 def test_failure_analysis_writes_errors_flags_and_the_worst_clips(tmp_path, model_dir, data):

@@ -109,8 +109,10 @@ def self_attention_offset_figure(roles: HeadRoles, path: str | os.PathLike, dpi:
     return _save(figure, path, dpi)
 
 
-def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.PathLike, dpi: int = 110) -> Path:
-    """Figure head_semantic_taxonomy: hand (x) vs object (y) mass of every (layer, head), in percent."""
+def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.PathLike, dpi: int = 110,
+                               reference: Sequence[float] | None = None) -> Path:
+    """Figure head_semantic_taxonomy: hand (x) vs object (y) mass of every (layer, head), in percent; with
+    ``reference`` (hand, object, background shares, e.g. of uniform attention: the regions' area) a black star."""
     mean, std = 100 * attribution.mean(), 100 * attribution.std()
     overall = 100 * attribution.global_mean()
     layers, heads = mean.shape[:2]
@@ -128,6 +130,9 @@ def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.Pa
     ax.axhline(overall[1], color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(f"attention mass on the hand (%)  [mean {overall[0]:.1f}%, dotted]", fontsize=8)
     ax.set_ylabel(f"attention mass on the active object (%)  [mean {overall[1]:.1f}%, dotted]", fontsize=8)
+    if reference is not None:
+        ax.plot(100 * reference[0], 100 * reference[1], marker="*", markersize=12, color="black", linestyle="none",
+                label="uniform attention (area share)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7, title="visual cross-attention", title_fontsize=7)
