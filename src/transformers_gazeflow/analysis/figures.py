@@ -152,7 +152,7 @@ def probe_figure(table: dict, path: str | os.PathLike, dpi: int = 110) -> Path:
     if not heads:
         raise ValueError("the probe table has no head with labels: nothing to draw")
     rows = [row for row in ROW_ORDER if any(row in result["rows"] for result in heads.values())]
-    figure = _figure(1.2 + 1.6 * len(heads) * max(len(rows), 3) / 4, 3.2)
+    figure = _figure(3.2 + 1.8 * len(heads), 3.2)
     ax = figure.subplots()
     width = 0.8 / len(rows)
     for r, row in enumerate(rows):
@@ -165,7 +165,8 @@ def probe_figure(table: dict, path: str | os.PathLike, dpi: int = 110) -> Path:
                    for head, result in heads.items()], fontsize=7)
     ax.set_ylabel("top-1 accuracy on held-out clips (%)", fontsize=8)
     ax.set_ylim(0, 105)
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    handles, labels = ax.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside right upper", fontsize=6)
     ax.set_title("Linear probes of the task-token bank", fontsize=9)
     return _save(figure, path, dpi)
 
