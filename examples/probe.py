@@ -10,8 +10,9 @@ carry the task?
 The model is frozen; each clip's first window gives one bank (``analysis.capture.clip_task_banks``). For each label
 head (``action``, ``verb``, ``noun``; -1 = absent) a logistic-regression probe per input (q alone, p alone, both) is
 fitted on the training clips, its weight decay chosen on the validation clips, and scored on the test clips
-(``analysis.probing``). Writes ``probe.md`` (the paper's layout, with the union and chance rows), ``probe.json`` and
-``probe.png`` to ``--output_dir``.
+(``analysis.probing``). A control row probes the frozen video encoder's own tokens, mean-pooled: what the bank
+carries beyond it is what the condition encoder adds. Writes ``probe.md`` (the paper's layout, with the union,
+control and chance rows), ``probe.json`` and ``probe.png`` to ``--output_dir``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.analysis.capture import clip_task_banks, load_analysis_model, load_first_windows
+from transformers_gazeflow.analysis.capture import (
+    clip_encoder_features,
+    clip_task_banks,
+    load_analysis_model,
+    load_first_windows,
+)
 from transformers_gazeflow.analysis.figures import probe_figure
 from transformers_gazeflow.analysis.probing import (
     DEFAULT_WEIGHT_DECAYS,
@@ -57,6 +63,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the label heads to probe")
     parser.add_argument("--weight_decays", type=float, nargs="+", default=list(DEFAULT_WEIGHT_DECAYS),
                         help="the L2 weights tried on the validation clips")
+    parser.add_argument("--no_encoder_control", action="store_true",
+                        help="leave out the control row (a probe on the video encoder's own mean-pooled tokens, "
+                             "which tells what the bank adds over the frames' features)")
     parser.add_argument("--max_clips", type=int, default=None, help="use at most N clips per split (quick checks)")
     parser.add_argument("--batch_size", type=int, default=8, help="clips encoded together")
     parser.add_argument("--seed", type=int, default=0, help="seed of the held-out validation clips")
@@ -94,22 +103,33 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelFolderError, OSError, ValueError) as err:
         raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
     window = int(model.config.num_frames)
-    train = clip_task_banks(model, processor, load_split(args, "--train_split", args.train_split, window),
-                            args.batch_size)
-    test = clip_task_banks(model, processor, load_split(args, "--test_split", args.test_split, window),
-                           args.batch_size)
+    splits = {"train": load_split(args, "--train_split", args.train_split, window),
+              "test": load_split(args, "--test_split", args.test_split, window)}
+    if args.validation_split.lower() != "none":
+        splits["validation"] = load_split(args, "--validation_split", args.validation_split, window)
+    held_out = None
     if args.validation_split.lower() == "none":
-        order = np.random.default_rng(args.seed).permutation(len(train.clip_ids))
+        order = np.random.default_rng(args.seed).permutation(len(splits["train"]))
         held = max(1, int(round(args.validation_fraction * len(order))))
         if held >= len(order):
             raise ValueError(f"--train_split {args.train_split} has {len(order)} clips: too few to hold out "
                              "validation clips (give --validation_split)")
-        validation, train = train.subset(np.sort(order[:held])), train.subset(np.sort(order[held:]))
-    else:
-        validation = clip_task_banks(model, processor,
-                                     load_split(args, "--validation_split", args.validation_split, window),
-                                     args.batch_size)
-    table = probe_table(train, validation, test, heads=args.heads, weight_decays=args.weight_decays)
+        held_out = (np.sort(order[:held]), np.sort(order[held:]))
+
+    def probe(extract) -> dict:
+        """The probe table of one feature extractor over the three splits."""
+        banks = {name: extract(model, processor, examples, args.batch_size) for name, examples in splits.items()}
+        if held_out is not None:
+            banks["validation"], banks["train"] = banks["train"].subset(held_out[0]), banks["train"].subset(held_out[1])
+        return probe_table(banks["train"], banks["validation"], banks["test"], heads=args.heads,
+                           weight_decays=args.weight_decays)
+
+    table = probe(clip_task_banks)
+    if not args.no_encoder_control:
+        control = probe(clip_encoder_features)
+        for head, result in table["heads"].items():
+            if result is not None:
+                result["rows"]["encoder"] = control["heads"][head]["rows"]["p"]
     if all(result is None for result in table["heads"].values()):
         raise ValueError(f"--heads {' '.join(args.heads)}: no clip of some split is labelled for any of them "
                          "(labels -1 = absent)")

@@ -136,7 +136,7 @@ def test_probe_script_writes_the_table_json_and_figure(tmp_path, model_dir, data
     action = table["heads"]["action"]
     assert table["heads"]["verb"] is None and table["heads"]["noun"] is None  # synthetic: action only
     assert action["clips"] == {"train": 4, "validation": 1, "test": 1}
-    assert set(action["rows"]) == {"q", "p", "pq", "union", "chance"}
+    assert set(action["rows"]) == {"q", "p", "pq", "union", "encoder", "chance"}
     for row in action["rows"].values():
         assert row["top1"] in (0.0, 1.0)  # one test clip
         assert row["top5"] is None  # top-5 of 4 classes is not measurable
@@ -144,6 +144,7 @@ def test_probe_script_writes_the_table_json_and_figure(tmp_path, model_dir, data
     markdown = (tmp_path / "probe.md").read_text()
     assert "| chance (most frequent train classes) |" in markdown and "| p ∪ q_1..M |" in markdown
     assert "Verb" not in markdown.split("\n\n")[1] and "no labels for noun, verb" in markdown
+    assert "| control: the encoder's tokens, mean-pooled |" in markdown
     assert markdown.strip() in capsys.readouterr().out
     opened_png(tmp_path / "probe.png")
 
@@ -154,6 +155,22 @@ def test_probe_holds_out_validation_clips_from_train(tmp_path, model_dir, data):
                       ["--validation_fraction", "0.25", "--output_dir", str(tmp_path)]) == 0
     table = json.loads((tmp_path / "probe.json").read_text())
     assert table["heads"]["action"]["clips"] == {"train": 3, "validation": 1, "test": 1}
+    assert probe.main(common(model_dir, data, "--validation_split", "none") +
+                      ["--no_encoder_control", "--output_dir", str(tmp_path / "plain")]) == 0
+    assert "encoder" not in json.loads((tmp_path / "plain" / "probe.json").read_text())["heads"]["action"]["rows"]
+
+
+def test_encoder_control_is_the_pooled_encoder_tokens(loaded):
+    from transformers_gazeflow.analysis.capture import clip_encoder_features
+    from transformers_gazeflow.data.collator import GazeFlowDataCollator
+
+    model, processor, examples = loaded
+    control = clip_encoder_features(model, processor, examples, batch_size=3)
+    assert control.num_queries == 0 and control.global_tokens.shape == (len(examples), 32)
+    batch = GazeFlowDataCollator(processor, num_frames=model.config.num_frames)(examples[1:2])
+    with torch.no_grad():
+        tokens = model.encode_video(batch["pixel_values_videos"])
+    assert np.allclose(control.global_tokens[1], tokens[0].mean(dim=0).numpy(), atol=1e-6)
 
 
 def test_attention_analysis_writes_roles_attribution_and_figures(tmp_path, model_dir, data):

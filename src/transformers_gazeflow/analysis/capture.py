@@ -72,6 +72,11 @@ def _check_window(model, examples: Sequence[dict[str, Any]]) -> int:
     return window
 
 
+def _labels(examples: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    return {head: np.asarray([-1 if e.get(head) is None else int(e[head]) for e in examples], np.int64)
+            for head in LABEL_HEADS}
+
+
 @torch.no_grad()
 def clip_task_banks(model, processor: GazeFlowVideoProcessor, examples: Sequence[dict[str, Any]],
                     batch_size: int = 8) -> TaskBankSet:
@@ -94,9 +99,28 @@ def clip_task_banks(model, processor: GazeFlowVideoProcessor, examples: Sequence
         bank = encoded.task_tokens.float().cpu().numpy()
         pooled.append(bank[:, 0])
         queries.append(bank[:, 1:])
-    labels = {head: np.asarray([int(e.get(head, -1) if e.get(head) is not None else -1) for e in examples], np.int64)
-              for head in LABEL_HEADS}
+    labels = _labels(examples)
     return TaskBankSet([str(e["clip_id"]) for e in examples], np.concatenate(pooled), np.concatenate(queries), labels)
+
+
+@torch.no_grad()
+def clip_encoder_features(model, processor: GazeFlowVideoProcessor, examples: Sequence[dict[str, Any]],
+                          batch_size: int = 8) -> TaskBankSet:
+    """The probe's control: each example's video-encoder tokens ``[G * N, D]`` mean-pooled to ``[D]`` (before W_proj
+    and the task bank), as a :class:`TaskBankSet` with these as ``global_tokens`` and no queries (M = 0)."""
+    if not examples:
+        raise ValueError("clip_encoder_features needs at least one example")
+    window = _check_window(model, examples)
+    collator = GazeFlowDataCollator(processor, num_frames=window)
+    device = _device(model)
+    pooled = []
+    for first in range(0, len(examples), batch_size):
+        batch = collator(list(examples[first:first + batch_size]))
+        pooled.append(model.encode_video(batch["pixel_values_videos"].to(device)).float().mean(dim=1).cpu().numpy())
+    features = np.concatenate(pooled)
+    labels = _labels(examples)
+    return TaskBankSet([str(e["clip_id"]) for e in examples], features, np.zeros((len(features), 0, features.shape[1]),
+                                                                                   np.float32), labels)
 
 
 @dataclass
@@ -141,5 +165,6 @@ def clip_attentions(model, processor: GazeFlowVideoProcessor, example: dict[str,
     return ClipAttentions(str(example["clip_id"]), int(example["num_frames"]), self_attention, visual_attention)
 
 
-__all__ = ["load_analysis_model", "load_first_windows", "use_eager_attention", "clip_task_banks", "ClipAttentions",
+__all__ = ["load_analysis_model", "load_first_windows", "use_eager_attention", "clip_task_banks",
+           "clip_encoder_features", "ClipAttentions",
            "clip_attentions"]

@@ -141,7 +141,8 @@ def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.Pa
     return _save(figure, path, dpi)
 
 
-PROBE_COLOURS = {"q": "#1f5fbf", "p": "#2a9d8f", "pq": "#8e44ad", "union": "#e6862e", "chance": "#9e9e9e"}
+PROBE_COLOURS = {"q": "#1f5fbf", "p": "#2a9d8f", "pq": "#8e44ad", "union": "#e6862e", "encoder": "#5d4037",
+                 "chance": "#9e9e9e"}
 
 
 def probe_figure(table: dict, path: str | os.PathLike, dpi: int = 110) -> Path:
