@@ -38,6 +38,8 @@ EXTRAS = {
     # the web demo (`gazeflow app`, app.py): Gradio for the page (tested with 6.31, the Space's sdk_version),
     # matplotlib for the x(t)/y(t) plot
     "app": ["gradio>=6.0", "matplotlib>=3.7"],
+    # the analysis figures (examples/probe.py, attention_analysis.py, failure_analysis.py; analysis/figures.py)
+    "analysis": ["matplotlib>=3.7"],
 }
 
 # The dataset builders (datasets_scripts/<name>/<name>.py + README.md) ship inside the wheel as

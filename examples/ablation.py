@@ -9,6 +9,7 @@ calls), DDIM at S for diffusion.
 
     python examples/ablation.py --data_dir data/synthetic --dataset_config small --output_dir runs/ablation
     python examples/ablation.py ... --variants full regression no_task_cross_attention no_rope --max_train_steps 2000
+    python examples/ablation.py ... --variants pe_compare k_sweep      # Tables pe_compare and k_sweep (Appendix F)
 
 Writes ``<output_dir>/ablation.md`` (the tables, each with the commands that made it) and ``ablation.json``; every
 variant's model and ``results.json`` stay under ``<output_dir>/<variant>/``. Runs are skipped when their
@@ -38,13 +39,26 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "pooled_only": ("Pooled token only (M=0)", "num_task_queries=0"),
     "diffusion": ("Diffusion (DDIM)", "objective=diffusion"),
     "causal": ("Causal", "causal=True"),
+    # Table k_sweep: M learnable task queries, the global pool token kept
+    **{f"task_queries_{m}": (f"M={m}", f"num_task_queries={m}") for m in (1, 2, 4, 8, 16)},
 }
 DEFAULT_VARIANTS = ("full", "no_visual_cross_attention", "no_task_cross_attention", "no_rope", "regression")
+#: names that stand for a paper table's variants in --variants
+VARIANT_GROUPS: dict[str, tuple[str, ...]] = {
+    "ablation": DEFAULT_VARIANTS,
+    "pe_compare": ("full", "pooled_only", "concat", "learned_pe"),
+    "k_sweep": tuple(f"task_queries_{m}" for m in (1, 2, 4, 8, 16)),
+}
+#: Table pe_compare's rows (its own labels) and columns
+PE_COMPARE_ROWS = {"full": "Default", "pooled_only": "w/o Learnable Queries", "concat": "Concat",
+                   "learned_pe": "Learnable PE"}
 
 ABLATION_COLUMNS = (("AUC", "auc", 1.0, 3), ("F1", "f1", 1.0, 3), ("P", "precision", 1.0, 3),
                     ("R", "recall", 1.0, 3), ("AAE", "aae", 1.0, 2), ("ADE (x10^2 px)", "ade_mean", 1e-2, 3),
                     ("DTW (x10^2 px)", "dtw_mean", 1e-2, 3), ("Disp Mean (x H)", "displacement_mean_ratio", 1.0, 2),
                     ("Disp Med (x H)", "displacement_median_ratio", 1.0, 2), ("JSD", "displacement_jsd", 1.0, 4))
+#: the columns of Tables pe_compare and k_sweep
+SHORT_COLUMNS = ABLATION_COLUMNS[:5]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -52,7 +66,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data_dir", required=True, help="synthetic clips are rendered here if absent")
     parser.add_argument("--dataset_config", default="small", help="synthetic builder config: tiny/small/default/large")
     parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS), choices=sorted(VARIANTS))
+    parser.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS),
+                        choices=sorted(VARIANTS) + sorted(VARIANT_GROUPS),
+                        help="variants to train and score; a table's name stands for its variants: ablation "
+                             "(Table ablation, the default), pe_compare (Default / w/o learnable queries / concat / "
+                             "learnable PE) and k_sweep (M = 1, 2, 4, 8, 16 task queries)")
     parser.add_argument("--config_preset", choices=["paper", "tiny"], default="tiny",
                         help="base config of every variant (tiny: CPU-sized; paper: ViT-L + d=256)")
     parser.add_argument("--config_overrides", default="",
@@ -68,7 +86,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true")
     parser.add_argument("--dry_run", action="store_true", help="print the commands only")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.variants = expand_variants(args.variants)
+    return args
+
+
+def expand_variants(names: list[str]) -> list[str]:
+    """``--variants`` with table names replaced by their variants, each variant once, in the order given."""
+    expanded: list[str] = []
+    for name in names:
+        for variant in VARIANT_GROUPS.get(name, (name,)):
+            if variant not in expanded:
+                expanded.append(variant)
+    return expanded
 
 
 def run(command: list[str], dry_run: bool) -> None:
@@ -122,12 +152,29 @@ def cell(metrics: dict, key: str, scale: float, digits: int) -> str:
     return "-" if value is None or value != value else f"{value * scale:.{digits}f}"
 
 
-def ablation_table(rows: dict[str, dict]) -> str:
-    lines = ["| Variant | " + " | ".join(c[0] for c in ABLATION_COLUMNS) + " |",
-             "| --- |" + " ---: |" * len(ABLATION_COLUMNS)]
+def ablation_table(rows: dict[str, dict], columns=ABLATION_COLUMNS, first: str = "Variant") -> str:
+    lines = [f"| {first} | " + " | ".join(c[0] for c in columns) + " |", "| --- |" + " ---: |" * len(columns)]
     for label, metrics in rows.items():
-        lines.append(f"| {label} | " + " | ".join(cell(metrics, k, s, d) for _, k, s, d in ABLATION_COLUMNS) + " |")
+        lines.append(f"| {label} | " + " | ".join(cell(metrics, k, s, d) for _, k, s, d in columns) + " |")
     return "\n".join(lines)
+
+
+def paper_tables(metrics: dict[str, dict]) -> str:
+    """Tables ablation, pe_compare and k_sweep from ``{variant: metrics}``: each with the rows that were run (a
+    table is left out when fewer than two of its variants were)."""
+    sections = []
+    ablation = {VARIANTS[v][0]: m for v, m in metrics.items()
+                if v not in VARIANT_GROUPS["k_sweep"] and v not in ("pooled_only", "concat", "learned_pe")}
+    if ablation:
+        sections.append(ablation_table(ablation))
+    pe_compare = {PE_COMPARE_ROWS[v]: metrics[v] for v in VARIANT_GROUPS["pe_compare"] if v in metrics}
+    if len(pe_compare) >= 2:
+        sections.append("### Table pe_compare\n\n" + ablation_table(pe_compare, SHORT_COLUMNS))
+    k_sweep = {VARIANTS[v][0].removeprefix("M="): metrics[v] for v in VARIANT_GROUPS["k_sweep"] if v in metrics}
+    if len(k_sweep) >= 2:
+        sections.append("### Table k_sweep (M learnable task queries, the pool token kept)\n\n"
+                        + ablation_table(k_sweep, SHORT_COLUMNS, first="M"))
+    return "\n\n".join(sections)
 
 
 def sweep_table(rows: list[tuple[str, int, int, dict]]) -> str:
@@ -146,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     output.mkdir(parents=True, exist_ok=True)
     commands: list[str] = []
     rows: dict[str, dict] = {}
+    by_variant: dict[str, dict] = {}
     for variant in args.variants:
         model_dir = output / variant / "model"
         command = train_command(args, variant, model_dir)
@@ -159,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         results = evaluated(args, eval_cmd, output / variant / "eval")
         if results is not None:
             rows[VARIANTS[variant][0]] = results["metrics"]
+            by_variant[variant] = results["metrics"]
 
     sweeps: list[tuple[str, int, int, dict]] = []
     for variant, samplers in (("full", ("euler", "heun")), ("diffusion", ("ddim",))):
@@ -180,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sweeps.sort(key=lambda r: (r[0], r[1]))
     report = (f"## Ablations on synthetic / {args.dataset_config} ({args.config_preset} preset, "
-              f"{args.max_train_steps} steps, frozen encoder)\n\n{ablation_table(rows)}\n")
+              f"{args.max_train_steps} steps, frozen encoder)\n\n{paper_tables(by_variant)}\n")
     if sweeps:
         report += f"\n## Few-step sampling (equal network calls: Euler 2S vs Heun S)\n\n{sweep_table(sweeps)}\n"
     report += "\nCommands:\n\n```\n" + "\n".join(commands) + "\n```\n"

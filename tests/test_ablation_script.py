@@ -29,6 +29,9 @@ def test_every_variant_is_a_valid_config_and_differs_from_full(ablation, tmp_pat
         config = GazeFlowConfig.tiny(**values)  # raises if a variant's switches are not a valid config
         if variant == "full":
             assert "--config_overrides" not in command
+        elif variant in ablation.VARIANT_GROUPS["k_sweep"]:  # M set outright: equal to the base's M for one of them
+            assert command[command.index("--config_overrides") + 1] == switches
+            assert config.num_task_queries == int(variant.rsplit("_", 1)[1])
         else:
             assert command[command.index("--config_overrides") + 1] == switches
             assert any(getattr(config, k) != getattr(GazeFlowConfig.tiny(), k) for k in values)
@@ -59,3 +62,31 @@ def test_regression_is_evaluated_with_its_single_sample(ablation, tmp_path):
     assert "--num_samples" not in ablation.evaluate_command(args, "regression", tmp_path, tmp_path, "r")
     full = ablation.evaluate_command(args, "full", tmp_path, tmp_path, "f")
     assert full[full.index("--num_samples") + 1] == "10"
+
+
+def test_table_names_stand_for_their_variants(ablation, tmp_path):
+    args = ablation.parse_args(["--data_dir", str(tmp_path), "--output_dir", str(tmp_path),
+                                "--variants", "pe_compare", "k_sweep", "full"])
+    assert args.variants == ["full", "pooled_only", "concat", "learned_pe", "task_queries_1", "task_queries_2",
+                             "task_queries_4", "task_queries_8", "task_queries_16"]
+    assert ablation.parse_args(["--data_dir", "d", "--output_dir", "o"]).variants == list(ablation.DEFAULT_VARIANTS)
+
+
+def test_pe_compare_and_k_sweep_tables(ablation):
+    def metrics(f1):
+        return dict(auc=0.9, f1=f1, precision=0.4, recall=0.6, aae=9.0, ade_mean=50.0)
+
+    tables = ablation.paper_tables({"full": metrics(0.5), "pooled_only": metrics(0.48), "concat": metrics(0.47),
+                                    "task_queries_1": metrics(0.41), "task_queries_16": metrics(0.42)})
+    ablation_part, pe_part, k_part = tables.split("\n\n### ")
+    assert "| Full | 0.900 | 0.500 |" in ablation_part and "Concat" not in ablation_part
+    pe_lines = pe_part.splitlines()
+    assert pe_lines[0] == "Table pe_compare" and pe_lines[2] == "| Variant | AUC | F1 | P | R | AAE |"
+    assert pe_lines[4:] == ["| Default | 0.900 | 0.500 | 0.400 | 0.600 | 9.00 |",
+                            "| w/o Learnable Queries | 0.900 | 0.480 | 0.400 | 0.600 | 9.00 |",
+                            "| Concat | 0.900 | 0.470 | 0.400 | 0.600 | 9.00 |"]
+    k_lines = k_part.splitlines()
+    assert k_lines[2] == "| M | AUC | F1 | P | R | AAE |"
+    assert k_lines[4:] == ["| 1 | 0.900 | 0.410 | 0.400 | 0.600 | 9.00 |", "| 16 | 0.900 | 0.420 | 0.400 | 0.600 | 9.00 |"]
+    # one variant of a table is not a table
+    assert "pe_compare" not in ablation.paper_tables({"full": metrics(0.5), "task_queries_1": metrics(0.4)})

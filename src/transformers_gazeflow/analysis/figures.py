@@ -109,8 +109,10 @@ def self_attention_offset_figure(roles: HeadRoles, path: str | os.PathLike, dpi:
     return _save(figure, path, dpi)
 
 
-def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.PathLike, dpi: int = 110) -> Path:
-    """Figure head_semantic_taxonomy: hand (x) vs object (y) mass of every (layer, head), in percent."""
+def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.PathLike, dpi: int = 110,
+                               reference: Sequence[float] | None = None) -> Path:
+    """Figure head_semantic_taxonomy: hand (x) vs object (y) mass of every (layer, head), in percent; with
+    ``reference`` (hand, object, background shares, e.g. of uniform attention: the regions' area) a black star."""
     mean, std = 100 * attribution.mean(), 100 * attribution.std()
     overall = 100 * attribution.global_mean()
     layers, heads = mean.shape[:2]
@@ -128,11 +130,45 @@ def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.Pa
     ax.axhline(overall[1], color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(f"attention mass on the hand (%)  [mean {overall[0]:.1f}%, dotted]", fontsize=8)
     ax.set_ylabel(f"attention mass on the active object (%)  [mean {overall[1]:.1f}%, dotted]", fontsize=8)
+    if reference is not None:
+        ax.plot(100 * reference[0], 100 * reference[1], marker="*", markersize=12, color="black", linestyle="none",
+                label="uniform attention (area share)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7, title="visual cross-attention", title_fontsize=7)
     ax.set_title(f"Hand vs active-object attention per (layer, head), {len(attribution.clip_ids)} clips; "
                  "bars: clip-wise s.d.", fontsize=8)
+    return _save(figure, path, dpi)
+
+
+PROBE_COLOURS = {"q": "#1f5fbf", "p": "#2a9d8f", "pq": "#8e44ad", "union": "#e6862e", "encoder": "#5d4037",
+                 "chance": "#9e9e9e"}
+
+
+def probe_figure(table: dict, path: str | os.PathLike, dpi: int = 110) -> Path:
+    """The probe table as bars: top-1 accuracy (%) of every probe input per label head, the chance row in grey."""
+    from .probing import ROW_LABELS, ROW_ORDER
+
+    heads = {head: result for head, result in table["heads"].items() if result}
+    if not heads:
+        raise ValueError("the probe table has no head with labels: nothing to draw")
+    rows = [row for row in ROW_ORDER if any(row in result["rows"] for result in heads.values())]
+    figure = _figure(3.2 + 1.8 * len(heads), 3.2)
+    ax = figure.subplots()
+    width = 0.8 / len(rows)
+    for r, row in enumerate(rows):
+        values = [100 * (result["rows"].get(row, {}).get("top1") or 0.0) for result in heads.values()]
+        bars = ax.bar(np.arange(len(heads)) + (r - (len(rows) - 1) / 2) * width, values, width,
+                      color=PROBE_COLOURS[row], label=ROW_LABELS[row])
+        ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
+    ax.set_xticks(np.arange(len(heads)),
+                  [f"{head} ({result['num_classes']} classes, {result['clips']['test']} test clips)"
+                   for head, result in heads.items()], fontsize=7)
+    ax.set_ylabel("top-1 accuracy on held-out clips (%)", fontsize=8)
+    ax.set_ylim(0, 105)
+    handles, labels = ax.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside right upper", fontsize=6)
+    ax.set_title("Linear probes of the task-token bank", fontsize=9)
     return _save(figure, path, dpi)
 
 
@@ -225,6 +261,7 @@ def failure_cases_figure(rows: Sequence[FailureRow], path: str | os.PathLike, dp
     return _save(figure, path, dpi)
 
 
-__all__ = ["REGION_COLOURS", "self_attention_grid_figure", "self_attention_offset_figure",
+__all__ = ["REGION_COLOURS", "PROBE_COLOURS", "probe_figure", "self_attention_grid_figure",
+           "self_attention_offset_figure",
            "attribution_scatter_figure", "group_breakdown_figure", "FailureRow", "evenly_spaced",
            "failure_cases_figure"]

@@ -28,8 +28,9 @@ import torch
 LABEL_HEADS = ("action", "verb", "noun")
 PROBE_INPUTS = ("q", "p", "pq")
 ROW_LABELS = {"q": "q_1..M alone", "p": "p alone", "pq": "[p; q_1..M] (one probe)", "union": "p ∪ q_1..M",
-              "chance": "chance (most frequent train classes)"}
-ROW_ORDER = ("q", "p", "pq", "union", "chance")
+              "encoder": "control: the encoder's tokens, mean-pooled", "chance": "chance (most frequent train classes)"}
+#: ``encoder``: an optional control row (a probe on the frozen video encoder's own pooled tokens, added by the caller)
+ROW_ORDER = ("q", "p", "pq", "union", "encoder", "chance")
 DEFAULT_WEIGHT_DECAYS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 TOP_K = (1, 5)
 NO_LABEL = -1
