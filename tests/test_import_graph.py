@@ -274,3 +274,57 @@ def test_find_cycle_sees_a_cycle_through_a_lazy_import(tmp_path):
     cycle = find_cycle(build_graph(root).edges)
     assert cycle is not None and cycle[0] == cycle[-1] and set(cycle) == {"a", "b", "c"}
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# --- docs/architecture.md ---------------------------------------------------------------------------------------
+ARCHITECTURE_DOC = PACKAGE.parents[1] / "docs" / "architecture.md"
+
+
+def equation_table_names(text: str) -> list[str]:
+    """The dotted names in the last column of the doc's equation table."""
+    section = text.split("## Paper equations", 1)[1]
+    names = []
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith(("| Paper", "| ---")):
+            last_cell = line.rstrip(" |").rsplit("|", 1)[1]
+            names += [name for name in last_cell.split("`") if name.startswith(PACKAGE_NAME + ".")]
+    return names
+
+
+def resolve(dotted: str):
+    """Import the longest module prefix of ``dotted`` and walk the rest as attributes."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            target = getattr(target, attribute)
+        return target
+    raise ModuleNotFoundError(dotted)
+
+
+def test_every_function_in_the_architecture_docs_equation_table_exists():
+    names = equation_table_names(ARCHITECTURE_DOC.read_text(encoding="utf-8"))
+    assert len(names) >= 15
+    missing = []
+    for name in names:
+        try:
+            assert callable(resolve(name))
+        except (AttributeError, ModuleNotFoundError, AssertionError):
+            missing.append(name)
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+
+
+def test_the_architecture_doc_names_every_layer_and_a_missing_name_is_caught():
+    text = ARCHITECTURE_DOC.read_text(encoding="utf-8")
+    for layer in LAYERS:
+        assert layer in text, layer
+    with pytest.raises(AttributeError):
+        resolve(f"{PACKAGE_NAME}.windows.no_such_function")
+    broken = "## Paper equations\n| Paper | What | Implemented by |\n| --- | --- | --- |\n" \
+             f"| Eq. x | y | `{PACKAGE_NAME}.geometry.clamp_unit` and `{PACKAGE_NAME}.schema.valid_mask` |\n"
+    assert equation_table_names(broken) == [f"{PACKAGE_NAME}.geometry.clamp_unit", f"{PACKAGE_NAME}.schema.valid_mask"]
