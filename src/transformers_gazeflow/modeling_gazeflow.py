@@ -263,6 +263,10 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         """The V-JEPA 2 patch embedding (so ``enable_input_require_grads`` reaches the encoder's input)."""
         return self.video_encoder.get_input_embeddings()
 
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        """Replace the V-JEPA 2 patch embedding (the counterpart of :meth:`get_input_embeddings`)."""
+        self.video_encoder.set_input_embeddings(value)
+
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):
         """``PreTrainedModel.from_pretrained``, plus one case: a plain checkpoint (its encoder's LoRA target layers
