@@ -7,8 +7,11 @@
     accelerate launch --config_file examples/accelerate_multi_gpu.yaml examples/evaluate.py ...   # data parallel
     python examples/evaluate.py ... --grid                                   # the K x S sweep (Table ks_grid)
 
-Prints and writes (``results.json``, ``results.md``) the main-table row (AUC, F1, P, R, AAE, NSS, CC, KL, SIM) and
-the dynamics row (ADE and DTW mean/best, displacement ratios to human, JSD). Each clip's first 64-frame window is
+Prints and writes (``results.md``) the paper's two tables (``metrics.tables``): the main-table row (AUC, F1, P, R, AAE,
+NSS, CC, KL, SIM) and the dynamics row (ADE and DTW mean/best, step ratios to human, JSD on linear and log bins,
+Wasserstein-1) with the reference rows a method is read against (a motionless trajectory, human against human).
+``results.json`` holds the run's settings and ``EvaluationResult.to_dict()`` (metrics, dynamics references, PR curve,
+clip ids; undefined values as ``null``). Each clip's first 64-frame window is
 scored at frames [0, 9, ..., 63] with the fixation filter (``../shared/specs/evaluation.md``).
 """
 
@@ -28,9 +31,10 @@ from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.hub import ModelFolderError, load_model, load_video_processor
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
-    dynamics_table_markdown,
-    main_table_markdown,
+    grid_table_markdown,
     predict_clips,
+    report_markdown,
+    results_record,
     score,
 )
 from transformers_gazeflow.training.datasets import DATASET_NAMES
@@ -121,19 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     sigma = args.sigma_px or (25.0 if args.baseline else model.config.heatmap_sigma)
     results["sigma_px"] = sigma
     result = score(examples, predictions, args.protocol, sigma)
-    results["metrics"] = result.metrics
-    if seconds is not None:
-        results["seconds_per_clip"] = seconds
-    main_table = main_table_markdown({method: result.metrics})
-    dynamics_table = dynamics_table_markdown({method: result.metrics})
-    report = f"## {method} on {args.dataset_name} / {args.split} ({len(examples)} clips, protocol {args.protocol})\n\n" \
-             f"{main_table}\n\n{dynamics_table}\n"
+    report = report_markdown(method, result, title=f"{method} on {args.dataset_name} / {args.split} "
+                                                   f"({len(examples)} clips, protocol {args.protocol})")
     if "grid" in results:
-        report += "\n| K \\ S | " + " | ".join(str(s) for s in GRID_S) + " |\n|---|" + "---:|" * len(GRID_S) + "\n"
-        for k in GRID_K:
-            report += f"| {k} | " + " | ".join(f"{results['grid'][f'K={k},S={s}']['f1']:.3f} "
-                                               f"({results['grid'][f'K={k},S={s}']['seconds_per_clip']:.2f} s)"
-                                               for s in GRID_S) + " |\n"
+        report += "\n" + grid_table_markdown(results["grid"], GRID_K, GRID_S)
+    results = results_record(results, result, seconds)
     print(report)
     if args.output_dir:
         out = Path(args.output_dir)

@@ -59,6 +59,12 @@ def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, model_d
     markdown = (tmp_path / "results.md").read_text()
     assert "| AUC | F1 | P | R | AAE |" in markdown and "JSD" in markdown and markdown.strip() in result.stdout
     assert (tmp_path / "frame_scores.npz").exists()
+    # the tables are metrics.tables' (log-bin JSD, W1) with the dynamics reference rows; the JSON is to_dict()'s
+    assert "JSD (log bins)" in markdown and "W1 (px)" in markdown
+    assert "| Motionless (never moves) |" in markdown and "| Human vs human (alternating clips) |" in markdown
+    assert set(results["dynamics_references"]) == {"motionless", "human_halves"}
+    assert "pr_curve" in results and len(results["clip_ids"]) == results["clips"]
+    json.loads((tmp_path / "results.json").read_text(), parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
 
 
 @pytest.mark.parametrize("baseline", ["center_bias", "random_walk", "random_walk_free"])

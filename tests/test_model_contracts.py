@@ -296,6 +296,41 @@ def test_input_embeddings_are_the_patch_embedding_and_require_grads_reaches_them
     assert seen == [False, True, False]  # the frozen patch embedding, then made to require grads, then not
 
 
+def test_set_input_embeddings_replaces_the_patch_embedding_the_encoder_runs():
+    """``get_input_embeddings`` / ``set_input_embeddings`` are a pair (ModelTesterMixin's get/set check, as vision
+    models state it): a replacement is what the model returns and what the encoder calls."""
+    model = tiny().eval()
+    pixels = clips(1)[0]
+    with torch.no_grad():
+        before = model.encode_video(pixels)
+    original = model.get_input_embeddings()
+    replacement = copy.deepcopy(original)
+    with torch.no_grad():
+        replacement.proj.weight.mul_(2.0)
+    model.set_input_embeddings(replacement)
+    assert model.get_input_embeddings() is replacement and model.video_encoder.get_input_embeddings() is replacement
+    assert model.get_output_embeddings() is None
+    with torch.no_grad():
+        assert not torch.allclose(model.encode_video(pixels), before)
+        model.set_input_embeddings(original)
+        torch.testing.assert_close(model.encode_video(pixels), before, atol=0, rtol=0)
+
+
+def test_tuple_outputs_are_the_model_outputs_fields_in_order():
+    """``return_dict=False`` gives exactly ``ModelOutput.to_tuple()`` (ModelTesterMixin's outputs equivalence)."""
+    model = tiny(attn_implementation="eager").eval()
+    with torch.no_grad():
+        as_dict = model(**loss_inputs(output_attentions=True, output_hidden_states=True))
+        as_tuple = model(**loss_inputs(output_attentions=True, output_hidden_states=True), return_dict=False)
+    expected = as_dict.to_tuple()
+    assert isinstance(as_tuple, tuple) and len(as_tuple) == len(expected)
+    flat_tuple = torch.utils._pytree.tree_leaves(as_tuple)
+    flat_expected = torch.utils._pytree.tree_leaves(expected)
+    assert len(flat_tuple) == len(flat_expected) > 10
+    for got, want in zip(flat_tuple, flat_expected):
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+
+
 @pytest.mark.parametrize("use_reentrant", [False, True], ids=["non-reentrant", "reentrant"])
 @pytest.mark.parametrize("overrides", [{}, dict(causal=True)], ids=["bidirectional", "causal"])
 def test_gradient_checkpointing_trains_exactly_like_the_plain_run(use_reentrant, overrides):
@@ -497,3 +532,20 @@ def test_config_round_trips_like_transformers_configs(tmp_path):
     assert isinstance(GazeFlowConfig().encoder_config, VJEPA2Config)
     reloaded = GazeFlowConfig.from_pretrained(tmp_path / "sub" / "folder", num_steps=7)
     assert reloaded.num_steps == 7 and reloaded.encoder_config.to_dict() == config.encoder_config.to_dict()
+
+
+def test_the_streamer_checks_learned_positions_itself_and_the_network_never_reads_them():
+    """The causal streamer knows each frame's position as a Python int; the velocity network must not read the
+    ``positions`` tensor's values (``int(positions.max())`` waits for the device at every frame). On the ``meta``
+    device any such read raises."""
+    from transformers_gazeflow import GazeFlowStreamer
+
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny(causal=True, position_encoding="learned")).eval().to("meta")
+    streamer = GazeFlowStreamer(model, num_samples=2, num_steps=2)
+    outputs = [streamer.push(frame) for frame in torch.randn(3, 3, 32, 32, device="meta")]
+    assert [o.trajectories.shape for o in outputs] == [(1, 2, 2)] * 3
+    # the check itself still holds: a position past the table is a one-line error before any network call
+    streamer._position = lambda: model.config.num_frames
+    with pytest.raises(ValueError, match=f"frame index {model.config.num_frames} is out of range"):
+        streamer.push(torch.randn(3, 32, 32, device="meta"))

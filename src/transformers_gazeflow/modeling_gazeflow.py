@@ -99,13 +99,15 @@ class GazeFlowVelocityNetwork(nn.Module):
         ``[B, K, T, 2]``, or a :class:`GazeFlowVelocityOutput` with ``output_attentions`` / ``output_hidden_states``.
 
         ``positions`` (frame indices of the T tokens, default ``0 .. T - 1``) and ``caches`` (one self-attention
-        key/value cache per block) are for the causal streamer, which feeds the newest frame only.
+        key/value cache per block) are for the causal streamer, which feeds the newest frame only. Given
+        ``positions``, the caller checks them against a learned position table (the streamer does, with the position
+        it holds as a Python int): reading their values here would wait for the device at every call.
         """
         batch, samples, frames, _ = sample.shape
         hidden = (self.coordinate_embedding(sample) + self.self_condition_embedding(self_condition)
                   + self.time_embedding(flow_time).unsqueeze(2))
-        if self.frame_position is not None and not torch.compiler.is_compiling():  # reads values: eager only
-            self.frame_position.check_last_position(int(positions.max()) if positions is not None else frames - 1)
+        if self.frame_position is not None and positions is None and not torch.compiler.is_compiling():
+            self.frame_position.check_last_position(frames - 1)  # a Python int: no device read
         if positions is None:
             positions = torch.arange(frames, device=sample.device)
         if self.frame_position is not None:
@@ -260,6 +262,10 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
     def get_input_embeddings(self) -> nn.Module:
         """The V-JEPA 2 patch embedding (so ``enable_input_require_grads`` reaches the encoder's input)."""
         return self.video_encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        """Replace the V-JEPA 2 patch embedding (the counterpart of :meth:`get_input_embeddings`)."""
+        self.video_encoder.set_input_embeddings(value)
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs):

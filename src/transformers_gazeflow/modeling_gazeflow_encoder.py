@@ -140,6 +140,10 @@ class GazeFlowVideoEncoder(PreTrainedModel):
         """The 3D patch embedding (tubelet x patch convolution), the encoder's input embedding."""
         return self.vjepa2.embeddings.patch_embeddings
 
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        """Replace the 3D patch embedding (it maps frames ``[B, C, T, S, S]`` to tokens ``[B, T/2 * N, D]``)."""
+        self.vjepa2.embeddings.patch_embeddings = value
+
     def forward(self, pixel_values_videos: torch.Tensor, output_attentions: bool = False,
                 output_hidden_states: bool = False) -> torch.Tensor | BaseModelOutput:
         encoder = self.vjepa2

@@ -160,8 +160,11 @@ class GazeFlowStreamer:
         condition = self._frame_condition(frame)
         if noise is None:
             noise = draw_noise(shape, self.generator, device)
-        positions = torch.full((1,), self._position(), device=device)  # no blocking host->device copy per frame
+        position = self._position()
         network = self.model.velocity_network
+        if network.frame_position is not None:  # checked on the Python int: the network never reads the device
+            network.frame_position.check_last_position(position)
+        positions = torch.full((1,), position, device=device)  # no blocking host->device copy per frame
         call = 0
 
         def velocity_fn(sample: torch.Tensor, flow_time: float, self_condition: torch.Tensor) -> torch.Tensor:

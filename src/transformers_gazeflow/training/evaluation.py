@@ -5,7 +5,9 @@
   processes; under Accelerate each process predicts its share and the results are gathered once.
 * :func:`baseline_predictions` gives the Center Bias and Random Walk priors for the same clips.
 * :func:`score` feeds (ground truth, prediction) pairs to :class:`~transformers_gazeflow.metrics.GazeEvaluator`.
-* :func:`main_table_markdown` / :func:`dynamics_table_markdown` format the paper's two rows.
+* :func:`report_markdown` prints the paper's two tables with :mod:`~transformers_gazeflow.metrics.tables` (the
+  dynamics table with its motionless / human-halves reference rows), :func:`grid_table_markdown` the K x S sweep, and
+  :func:`results_record` is what ``results.json`` holds (the run, then ``EvaluationResult.to_dict()``).
 """
 
 from __future__ import annotations
@@ -21,12 +23,6 @@ import torch
 from ..data.collator import GazeFlowDataCollator
 from ..data.processing import GazeFlowVideoProcessor
 
-MAIN_COLUMNS = (("AUC", "auc"), ("F1", "f1"), ("P", "precision"), ("R", "recall"), ("AAE", "aae"), ("NSS", "nss"),
-                ("CC", "cc"), ("KL", "kl"), ("SIM", "sim"))
-DYNAMICS_COLUMNS = (("ADE mean (x10^2 px)", "ade_mean", 1e-2), ("ADE best", "ade_best", 1e-2),
-                    ("DTW mean (x10^2 px)", "dtw_mean", 1e-2), ("DTW best", "dtw_best", 1e-2),
-                    ("disp. mean / human", "displacement_mean_ratio", 1.0),
-                    ("disp. median / human", "displacement_median_ratio", 1.0), ("JSD", "displacement_jsd", 1.0))
 BASELINES = ("random_walk", "random_walk_free")
 
 
@@ -122,27 +118,39 @@ def score(examples: Sequence[dict], predictions: Sequence[Any], protocol: str = 
     return evaluator.compute()
 
 
-def main_table_markdown(rows: dict[str, dict[str, float]]) -> str:
-    header = "| Method | " + " | ".join(name for name, _ in MAIN_COLUMNS) + " |"
-    lines = [header, "| --- |" + " ---: |" * len(MAIN_COLUMNS)]
-    for method, metrics in rows.items():
-        cells = [_cell(metrics.get(key), 2 if key == "aae" else 3) for _, key in MAIN_COLUMNS]
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def report_markdown(method: str, result, title: str | None = None) -> str:
+    """The paper's two tables for one evaluated method, formatted by :mod:`~transformers_gazeflow.metrics.tables`
+    (the one home of the tables' columns): the main table, then the dynamics table with the evaluation's reference
+    rows (a motionless trajectory, human against human) below the method. ``result`` is an ``EvaluationResult``;
+    ``title``, when given, heads the report as a markdown ``##`` line."""
+    from ..metrics.tables import dynamics_table_markdown, main_table_markdown
+
+    tables = (f"{main_table_markdown({method: result.metrics})}\n\n"
+              f"{dynamics_table_markdown({method: result.metrics}, result.dynamics_references)}\n")
+    return f"## {title}\n\n{tables}" if title else tables
 
 
-def dynamics_table_markdown(rows: dict[str, dict[str, float]]) -> str:
-    header = "| Method | " + " | ".join(name for name, _, _ in DYNAMICS_COLUMNS) + " |"
-    lines = [header, "| --- |" + " ---: |" * len(DYNAMICS_COLUMNS)]
-    for method, metrics in rows.items():
-        cells = [_cell(None if metrics.get(key) is None else metrics[key] * scale, 3) for _, key, scale in
-                 DYNAMICS_COLUMNS]
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def grid_table_markdown(grid: dict[str, dict[str, float]], ks: Sequence[int], steps: Sequence[int]) -> str:
+    """The K x S sweep (paper Table ks_grid): F1 and seconds per clip for each ``grid["K=k,S=s"]``; a missing cell
+    prints ``-``."""
+    lines = ["| K \\ S | " + " | ".join(str(s) for s in steps) + " |", "|---|" + "---:|" * len(steps)]
+    for k in ks:
+        cells = []
+        for s in steps:
+            entry = grid.get(f"K={k},S={s}")
+            cells.append("-" if entry is None else f"{entry['f1']:.3f} ({entry['seconds_per_clip']:.2f} s)")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
-def _cell(value: float | None, digits: int) -> str:
-    return "-" if value is None or value != value else f"{value:.{digits}f}"
+def results_record(run: dict[str, Any], result, seconds_per_clip: float | None = None) -> dict[str, Any]:
+    """What ``results.json`` holds: the run's description (method, dataset, split, clips, protocol, sampler
+    settings, sweep), then ``result.to_dict()`` (``metrics``, ``dynamics_references``, ``pr_curve``, ``clip_ids``;
+    NaN written as ``null``) and the mean seconds per clip when the run was timed."""
+    record = {**run, **result.to_dict()}
+    if seconds_per_clip is not None:
+        record["seconds_per_clip"] = float(seconds_per_clip)
+    return record
 
 
 def _synchronize(device: torch.device) -> None:
@@ -150,5 +158,5 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-__all__ = ["BASELINES", "predict_clips", "baseline_predictions", "score", "ground_truth", "clip_generator", "main_table_markdown",
-           "dynamics_table_markdown", "MAIN_COLUMNS", "DYNAMICS_COLUMNS"]
+__all__ = ["BASELINES", "predict_clips", "baseline_predictions", "score", "ground_truth", "clip_generator",
+           "report_markdown", "grid_table_markdown", "results_record"]

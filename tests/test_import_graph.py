@@ -1,0 +1,330 @@
+"""The whole package's import graph, read with ``ast`` (spec architecture.md, "Rules of the house").
+
+Every import counts: module level, inside functions (lazy) and under ``TYPE_CHECKING``. A package ``__init__``'s own
+re-exports are set aside (an ``__init__`` only re-exports and registers), and an import *through* a package
+(``from .data import decode_frames``, ``from transformers_gazeflow import GazeFlowModel``) is followed to the module
+that defines the name, so the graph's edges are "this module uses that module". The tests fail on an import cycle,
+on a module importing a layer it must not (nothing below the model imports it, metrics never import the model, the
+scheduler imports neither objectives nor samplers, ...), and on a module past 600 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+PACKAGE_NAME = "transformers_gazeflow"
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / PACKAGE_NAME
+MAX_LINES = 600
+
+
+@dataclass
+class ImportGraph:
+    """Modules (dotted names relative to the package; a package is its ``__init__``) and what each imports."""
+
+    modules: dict[str, Path]
+    packages: set[str]
+    edges: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _reexports(init: Path, package: str, modules: dict[str, Path]) -> dict[str, str]:
+    """``name -> defining module`` for a package ``__init__``: its ``from .x import name`` lines, and a lazy
+    ``_EXPORTS = {"name": "module"}`` table (the top-level package imports on first attribute access)."""
+    found: dict[str, str] = {}
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            target = f"{package}.{node.module}" if package else node.module
+            for alias in node.names:
+                found[alias.asname or alias.name] = target
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets) and node.value is not None:
+                for name, module in ast.literal_eval(node.value).items():
+                    found[name] = f"{package}.{module}" if package else module
+    return {name: target for name, target in found.items() if target in modules}
+
+
+def build_graph(root: Path = PACKAGE) -> ImportGraph:
+    modules = {_module_name(path, root): path for path in sorted(root.rglob("*.py"))
+               if "__pycache__" not in path.parts}
+    packages = {_module_name(path, root) for path in root.rglob("__init__.py")}
+    graph = ImportGraph(modules=modules, packages=packages)
+    reexports = {package: _reexports(modules[package], package, modules) for package in packages}
+
+    def resolve(base: str, names: list[str]) -> set[str]:
+        """Modules reached by ``from <base> import names`` (``base`` relative to the package, '' = the package)."""
+        targets = set()
+        for name in names:
+            submodule = f"{base}.{name}" if base else name
+            if submodule in modules:
+                targets.add(submodule)
+            elif base in packages and name in reexports[base]:
+                targets.add(reexports[base][name])
+            elif base in modules:
+                targets.add(base)
+        return targets
+
+    for module, path in modules.items():
+        if module in packages:
+            graph.edges[module] = set()  # an __init__'s re-exports are set aside
+            continue
+        package_parts = module.split(".")[:-1]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [alias.name for alias in node.names]
+                if node.level:
+                    anchor = package_parts[: len(package_parts) - (node.level - 1)]
+                    base = ".".join(anchor + (node.module.split(".") if node.module else []))
+                    targets |= resolve(base, names)
+                elif node.module == PACKAGE_NAME:
+                    targets |= resolve("", names)
+                elif node.module and node.module.startswith(PACKAGE_NAME + "."):
+                    targets |= resolve(node.module[len(PACKAGE_NAME) + 1:], names)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith(PACKAGE_NAME + "."):
+                        dotted = alias.name[len(PACKAGE_NAME) + 1:]
+                        if dotted in modules:
+                            targets.add(dotted)
+        targets.discard(module)
+        graph.edges[module] = {t for t in targets if t}  # '' = a name the top package defines itself
+    return graph
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a list of modules (first == last), or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = finished
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for imported in sorted(edges.get(module, ())):
+            if state.get(imported) == 1:
+                return path[path.index(imported):] + [imported]
+            if imported not in state:
+                cycle = visit(imported)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(edges):
+        if module not in state:
+            cycle = visit(module)
+            if cycle:
+                return cycle
+    return None
+
+
+# The layers of spec architecture.md, lowest first; a module may import its own layer and the layers listed for it.
+LAYERS: dict[str, tuple[str, ...]] = {
+    # coordinate frames, gaze-type codes + valid rule, the window grid and blend
+    "conventions": ("geometry", "schema", "windows"),
+    "config": ("configuration_gazeflow",),
+    "data": ("data",),
+    "scheduler": ("scheduling_gazeflow",),
+    "modeling": ("modeling_gazeflow", "validation"),
+    # the windowed engine, the online (causal) streamer, the inference fast path
+    "engine": ("windowed_engine", "online_streaming", "inference"),
+    "metrics": ("metrics",),
+    "user face": ("pipeline_gazeflow", "visualization", "export", "cli", "runner", "jobs", "demo", "web_demo",
+                  "web_demo_jobs", "hub", "remote_code", "registration"),
+    "recipes": ("training",),
+    "analysis": ("analysis",),
+}
+MAY_IMPORT: dict[str, set[str]] = {
+    "conventions": set(),
+    "config": {"conventions"},
+    "data": {"conventions"},
+    "scheduler": {"conventions", "config"},
+    "modeling": {"conventions", "config", "scheduler"},
+    "engine": {"conventions", "config", "scheduler", "modeling"},
+    "metrics": {"conventions"},
+    "user face": {"conventions", "config", "data", "scheduler", "modeling", "engine", "metrics"},
+    "recipes": {"conventions", "config", "data", "scheduler", "modeling", "engine", "metrics"},
+    # analysis figures are drawn with the overlay's marks (visualization), so analysis sits above the user face
+    "analysis": {"conventions", "config", "data", "scheduler", "modeling", "engine", "metrics", "user face",
+                 "recipes"},
+}
+# Documented exceptions, each a lazy import inside one function, with the reason.
+ALLOWED_UPWARD = {
+    # GazeFlowModel.generate() is the engine's front door (the spec: "generate(), the pipeline and evaluation call
+    # it"); the engine never imports the model module, so the pair forms no cycle (checked below).
+    ("modeling_gazeflow", "windowed_engine"),
+}
+
+
+def layer_of(module: str) -> str:
+    """The layer a module belongs to: the longest listed prefix (``data.synthetic.scene`` -> data)."""
+    matches = [(len(prefix), layer) for layer, prefixes in LAYERS.items() for prefix in prefixes
+               if module == prefix or module.startswith(prefix + ".") or module.startswith(prefix + "_")]
+    if not matches:
+        raise AssertionError(f"module {module!r} has no layer in LAYERS: add it where it belongs")
+    return max(matches)[1]
+
+
+@pytest.fixture(scope="module")
+def graph() -> ImportGraph:
+    return build_graph()
+
+
+def test_the_package_has_no_import_cycle(graph):
+    cycle = find_cycle(graph.edges)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_every_module_has_a_layer(graph):
+    for module in graph.modules:
+        if module and module not in graph.packages:
+            layer_of(module)
+
+
+def test_every_import_follows_the_layers(graph):
+    wrong = []
+    for module, imported in graph.edges.items():
+        if not module or module in graph.packages:
+            continue
+        layer = layer_of(module)
+        for target in sorted(imported):
+            if target in graph.packages and target not in graph.modules:
+                continue
+            target_layer = layer_of(target) if target else "user face"
+            if target_layer != layer and target_layer not in MAY_IMPORT[layer] \
+                    and (module, target) not in ALLOWED_UPWARD:
+                wrong.append(f"{module} ({layer}) imports {target} ({target_layer})")
+    assert not wrong, "layer violations:\n" + "\n".join(wrong)
+
+
+def test_nothing_below_the_model_imports_it(graph):
+    model_users = {m for m, imported in graph.edges.items() if "modeling_gazeflow" in imported}
+    below = {m for m in model_users if layer_of(m) in {"conventions", "config", "data", "scheduler", "metrics"}
+             or (layer_of(m) == "modeling" and m != "modeling_gazeflow")}
+    assert not below, sorted(below)
+
+
+def test_the_scheduler_imports_neither_objectives_nor_samplers(graph):
+    assert not graph.edges["scheduling_gazeflow"] & {
+        "modeling_gazeflow", "modeling_gazeflow_objectives", "windowed_engine", "online_streaming"}
+
+
+def test_the_allowed_upward_imports_are_lazy_and_one_way(graph):
+    for module, target in ALLOWED_UPWARD:
+        assert target in graph.edges[module], f"{module} no longer imports {target}: drop the exception"
+        assert module not in graph.edges[target]
+        tree = ast.parse(graph.modules[module].read_text(encoding="utf-8"))
+        top_level = {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
+        assert target not in top_level, f"{module} imports {target} at module level"
+
+
+def test_no_module_is_past_600_lines(graph):
+    long = {m: n for m, path in graph.modules.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, long
+
+
+# --- the walker itself ------------------------------------------------------------------------------------------
+
+
+def _write_package(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / PACKAGE_NAME / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root / PACKAGE_NAME
+
+
+def test_the_walker_counts_lazy_type_checking_and_absolute_imports(tmp_path):
+    root = _write_package(tmp_path, {
+        "__init__.py": '_EXPORTS = {"Model": "model"}\n',
+        "model.py": "class Model: ...\n",
+        "geometry.py": "",
+        "engine.py": "",
+        "data/__init__.py": "from .video import decode\n",
+        "data/video.py": "def decode(): ...\n",
+        "data/sub/__init__.py": "",
+        "data/sub/scene.py": "from ..video import decode\nfrom ... import geometry\n",
+        "probe.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .model import Model\n"
+                     "def f():\n    from .engine import run\n    from .data import decode\n"
+                     "    import transformers_gazeflow.geometry\n    from transformers_gazeflow import Model\n"),
+    })
+    graph = build_graph(root)
+    assert graph.edges["probe"] == {"model", "engine", "data.video", "geometry"}
+    assert graph.edges["data.sub.scene"] == {"data.video", "geometry"}
+    assert graph.edges["data"] == set()  # an __init__'s re-exports are set aside
+
+
+def test_find_cycle_sees_a_cycle_through_a_lazy_import(tmp_path):
+    root = _write_package(tmp_path, {
+        "__init__.py": "", "a.py": "from .b import x\n", "b.py": "def g():\n    from .c import y\n",
+        "c.py": "from . import a\n"})
+    cycle = find_cycle(build_graph(root).edges)
+    assert cycle is not None and cycle[0] == cycle[-1] and set(cycle) == {"a", "b", "c"}
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# --- docs/architecture.md ---------------------------------------------------------------------------------------
+ARCHITECTURE_DOC = PACKAGE.parents[1] / "docs" / "architecture.md"
+
+
+def equation_table_names(text: str) -> list[str]:
+    """The dotted names in the last column of the doc's equation table."""
+    section = text.split("## Paper equations", 1)[1]
+    names = []
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith(("| Paper", "| ---")):
+            last_cell = line.rstrip(" |").rsplit("|", 1)[1]
+            names += [name for name in last_cell.split("`") if name.startswith(PACKAGE_NAME + ".")]
+    return names
+
+
+def resolve(dotted: str):
+    """Import the longest module prefix of ``dotted`` and walk the rest as attributes."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            target = getattr(target, attribute)
+        return target
+    raise ModuleNotFoundError(dotted)
+
+
+def test_every_function_in_the_architecture_docs_equation_table_exists():
+    names = equation_table_names(ARCHITECTURE_DOC.read_text(encoding="utf-8"))
+    assert len(names) >= 15
+    missing = []
+    for name in names:
+        try:
+            assert callable(resolve(name))
+        except (AttributeError, ModuleNotFoundError, AssertionError):
+            missing.append(name)
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+
+
+def test_the_architecture_doc_names_every_layer_and_a_missing_name_is_caught():
+    text = ARCHITECTURE_DOC.read_text(encoding="utf-8")
+    for layer in LAYERS:
+        assert layer in text, layer
+    with pytest.raises(AttributeError):
+        resolve(f"{PACKAGE_NAME}.windows.no_such_function")
+    broken = "## Paper equations\n| Paper | What | Implemented by |\n| --- | --- | --- |\n" \
+             f"| Eq. x | y | `{PACKAGE_NAME}.geometry.clamp_unit` and `{PACKAGE_NAME}.schema.valid_mask` |\n"
+    assert equation_table_names(broken) == [f"{PACKAGE_NAME}.geometry.clamp_unit", f"{PACKAGE_NAME}.schema.valid_mask"]
