@@ -17,16 +17,16 @@ import pytest
 
 from transformers_gazeflow.cli import build_parser
 from transformers_gazeflow.data.video import iter_frames, probe_video, write_video
-from transformers_gazeflow.export import CSV_COLUMNS
+from transformers_gazeflow.demo import score_points
+from transformers_gazeflow.export import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.visualization import TRUTH_COLOUR, draw_gaze
 from transformers_gazeflow.web_demo_jobs import (
-    TRUTH_COLOUR,
     DemoInputError,
     DemoLimits,
     JobSettings,
+    JobStopped,
     PipelineCache,
     check_upload,
-    demo_scores,
-    draw_truth,
     prepare_demo_clip,
     run_job,
     trajectory_figure,
@@ -43,10 +43,10 @@ from .pipeline_fixtures import (  # noqa: F401  (fixtures)
 )
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
+def read_rows(path: Path, truth: bool = False) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS
+        assert tuple(reader.fieldnames) == CSV_COLUMNS + (TRUTH_COLUMNS if truth else ())
         return list(reader)
 
 
@@ -157,19 +157,25 @@ def test_demo_clip_is_rendered_once_recognised_by_content_and_scored_against_its
     assert clip.matches(upload)
     result = run_job(upload, JobSettings(start_frame=8, end_frame=40), tmp_path / "job", pipelines, demo_clip=clip)
     assert result.truth is not None and result.truth.shape == (32, 2)
-    valid = clip.valid[8:40]
+    valid = clip.scored[8:40]  # valid and on the frame: off-frame frames (code 4) are not scored, as in gazeflow demo
+    assert valid.sum() > 16 and not (clip.truth.codes[8:40][valid] == 4).any()
     np.testing.assert_allclose(result.truth[valid], clip.gaze[8:40][valid])
     assert np.isnan(result.truth[~valid]).all()
     demo = result.summary["demo"]
-    expected = demo_scores(result.trajectories.mean(axis=0), result.truth)
+    expected = score_points(np.arange(8, 40), result.trajectories.mean(axis=0), clip.truth)  # gazeflow demo's score
     assert demo == expected and demo["frames_scored"] == int(valid.sum())
     assert "true gaze" in result.message
-    # the true gaze is drawn on the overlay: green pixels where the clip's gaze is valid
+    # the CSV carries the true gaze beside the prediction, as gazeflow demo's does
+    rows = read_rows(result.csv, truth=True)
+    points = [r for r in rows if r["sample_id"] == "-1"]
+    assert [int(r["true_code"]) for r in points] == clip.truth.codes[8:40].tolist()
+    np.testing.assert_allclose([float(r["true_x_norm"]) for r in points], clip.gaze[8:40, 0], atol=1e-6)
+    # the true gaze is drawn on the overlay with the command's marker where the clip's gaze is on the frame
     overlay = next(iter_frames(result.overlay, 0, 1))
-    x, y = (clip.gaze[8] * [256, 192]).astype(int) if clip.valid[8] else (None, None)
-    if x is not None:
-        patch = overlay[max(y - 2, 0):y + 3, max(x - 2, 0):x + 3].astype(int)
-        assert ((patch[..., 1] > 180) & (patch[..., 0] < 150) & (patch[..., 2] < 150)).any()
+    assert clip.scored[8]
+    x, y = (clip.gaze[8] * [256, 192]).astype(int)
+    patch = overlay[max(y - 3, 0):y + 4, max(x - 3, 0):x + 4].astype(int)
+    assert (np.abs(patch - TRUTH_COLOUR).max(axis=-1) < 70).any()
 
     other = tmp_path / "other.mp4"  # one changed byte is another video: no true gaze
     data = bytearray(clip.path.read_bytes())
@@ -178,12 +184,12 @@ def test_demo_clip_is_rendered_once_recognised_by_content_and_scored_against_its
     assert not clip.matches(other)
 
 
-def test_draw_truth_draws_a_green_cross_and_skips_unknown_gaze():
+def test_the_demo_draws_the_true_gaze_with_the_commands_marker_and_skips_unknown_gaze():
     frame = np.zeros((100, 120, 3), np.uint8)
-    drawn = draw_truth(frame, np.array([60.0, 50.0]))
-    assert tuple(drawn[50, 60]) == TRUTH_COLOUR and tuple(drawn[50, 62]) == TRUTH_COLOUR
+    drawn = draw_gaze(frame, np.zeros((0, 2)), truth_px=np.array([60.0, 50.0]))
+    assert tuple(drawn[50, 60]) == TRUTH_COLOUR and tuple(drawn[52, 62]) == TRUTH_COLOUR
     assert tuple(drawn[10, 10]) == (0, 0, 0) and frame.sum() == 0  # the input is not changed
-    np.testing.assert_array_equal(draw_truth(frame, np.array([np.nan, np.nan])), frame)
+    np.testing.assert_array_equal(draw_gaze(frame, np.zeros((0, 2)), truth_px=np.array([np.nan, np.nan])), frame)
 
 
 @pytest.mark.parametrize("kind, pattern", [
