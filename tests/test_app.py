@@ -295,6 +295,44 @@ def test_trajectory_figure_draws_the_point_estimate_the_samples_and_the_truth():
     assert len(trajectory_figure(times, trajectories).axes[0].get_lines()) == 6  # no truth line without truth
 
 
+def test_job_offers_the_window_modes_of_the_pipeline(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
+    from transformers import pipeline
+
+    pipe = pipeline("egocentric-gaze", model=str(tiny_model_dir))
+    results = {}
+    for mode in ("coherent", "blend"):
+        result = run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), window_mode=mode, end_frame=40),
+                         tmp_path / mode, pipelines)
+        expected = pipe(str(bikes_mp4), seed=0, end_frame=40, window_mode=mode)
+        np.testing.assert_allclose(result.trajectories, expected.trajectories, atol=1e-6)
+        assert result.summary["window_mode"] == mode and f"{mode} windows" in result.message
+        results[mode] = result.trajectories
+    assert run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), end_frame=8), tmp_path / "default",
+                   pipelines).summary["window_mode"] == "coherent"  # the default, as the pipeline's
+    with pytest.raises(DemoInputError, match=r"^window mode must be one of coherent, blend, got 'smooth'$"):
+        run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), window_mode="smooth", end_frame=8),
+                tmp_path / "bad", pipelines)
+
+
+def test_a_stopped_job_ends_at_the_next_chunk_and_keeps_nothing(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
+    import threading
+
+    cancel = threading.Event()
+    progress: list[int] = []
+
+    def report(done: int, total: int) -> None:
+        progress.append(done)
+        cancel.set()  # the Stop button, pressed while the first chunk is reported
+
+    job = tmp_path / "job"
+    job.mkdir()
+    with pytest.raises(JobStopped, match=r"^bikes\.mp4: stopped after \d+ of 100 frames; nothing was kept$"):
+        run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), end_frame=100), job, pipelines,
+                on_progress=report, cancel=cancel)
+    assert len(progress) == 1 and progress[0] < 100
+    assert list(job.iterdir()) == []  # no overlay, CSV or summary, partial or final
+
+
 def test_limits_are_checked():
     with pytest.raises(ValueError, match="limits must be positive"):
         DemoLimits(max_upload_mb=0)
@@ -352,11 +390,31 @@ def test_handler_shows_bad_input_as_a_status_line_and_keeps_no_files(demo, bad_v
         assert list(demo.work_dir.iterdir()) == []
 
 
+def test_stop_ends_the_sessions_running_job_only(demo, bikes_mp4, tiny_model_dir):
+    assert demo.stop("nobody") is False and demo.stop(None) is False
+    stopped: list[bool] = []
+
+    def progress(*args, **kwargs) -> None:
+        if kwargs.get("unit") == "frames":  # a chunk is done: press Stop for another session, then for this one
+            stopped.append(demo.stop("another session"))
+            stopped.append(demo.stop("session-1"))
+
+    outputs = list(demo.predict(str(bikes_mp4), str(tiny_model_dir), 4, 3, "euler", 0, 0, 100, True, "blend",
+                                progress=progress, session="session-1"))
+    assert stopped[:2] == [False, True]
+    (status, overlay, figure, files), = outputs
+    assert status.startswith("**Stopped.** bikes.mp4: stopped after ") and (overlay, figure, files) == (None,) * 3
+    assert demo._running == {} and list(demo.work_dir.iterdir()) == []
+
+
 def test_page_has_the_inputs_and_a_bounded_queue(demo):
     config = demo.blocks.get_config_file()
     ids = {c["props"].get("elem_id") for c in config["components"]}
     assert {"gazeflow-video", "gazeflow-run", "gazeflow-overlay", "gazeflow-plot", "gazeflow-downloads",
-            "gazeflow-status", "gazeflow-examples", "gazeflow-start", "gazeflow-end", "gazeflow-k"} <= ids
+            "gazeflow-status", "gazeflow-examples", "gazeflow-start", "gazeflow-end", "gazeflow-k",
+            "gazeflow-window-mode", "gazeflow-stop"} <= ids
+    (mode,) = [c["props"] for c in config["components"] if c["props"].get("elem_id") == "gazeflow-window-mode"]
+    assert mode["value"] == "coherent" and [choice[0] for choice in mode["choices"]] == ["coherent", "blend"]
     (predict,) = [fn for fn in demo.blocks.fns.values() if fn.api_name == "predict"]
     assert predict.concurrency_limit == 3 and demo.blocks._queue.max_size == 16
     assert demo.demo_clip.path.is_file()
