@@ -255,8 +255,8 @@ class GazeFlowDemo:
                             solver = gr.Dropdown(list(SOLVERS), value=config.solver, label="Solver")
                             window_mode = gr.Dropdown(list(WINDOW_MODES),
                                                       value=getattr(config, "window_mode", "coherent"),
-                                                      label="Window mode (coherent: a frame depends only on the "
-                                                            "windows covering it)", elem_id="gazeflow-window-mode")
+                                                      label="Window mode", elem_id="gazeflow-window-mode",
+                                                      info="coherent: a frame depends only on its windows")
                             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
                         with gr.Row():
                             start_frame = gr.Number(value=0, precision=0, minimum=0, label="Start frame",

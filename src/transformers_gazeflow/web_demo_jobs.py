@@ -38,6 +38,7 @@ from .jobs import CSV_NAME, OVERLAY_NAME, SUMMARY_NAME
 from .pipeline_gazeflow import frame_times_ms
 from .runner import GazePredictor, GroundTruth, PredictOptions, RunCancelled
 from .schema import point_estimate
+from .visualization import TRUTH_COLOUR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 
 MAX_SAMPLES, MAX_STEPS = 64, 100
 """Upper bounds on K and S in the demo (each job's cost grows with K x S)."""
+TRUTH_HEX = "#{:02x}{:02x}{:02x}".format(*TRUTH_COLOUR)
+"""The true gaze's colour in the figure: the overlay's true-gaze marker's."""
 DEMO_CLIP_NAME = "gazeflow_demo_clip.mp4"
 DEMO_CLIP_FRAMES = 96
 """The web demo's clip: ``gazeflow demo``'s default clip (:func:`transformers_gazeflow.demo.demo_clip`)."""
@@ -405,7 +408,7 @@ def trajectory_figure(times_s: np.ndarray, trajectories: np.ndarray, truth: np.n
             ax.plot(times_s, sample, color="#17becf", alpha=min(0.35, 4.0 / num_samples), linewidth=0.6)
         ax.plot(times_s, points[:, axis], color="#1f4e9c", linewidth=1.8, label="point estimate (mean of K)")
         if truth is not None:
-            ax.plot(times_s, truth[:, axis], color="#2ca02c", linewidth=1.4, linestyle="--", label="true gaze")
+            ax.plot(times_s, truth[:, axis], color=TRUTH_HEX, linewidth=1.4, linestyle="--", label="true gaze")
         ax.set_ylim(0.0, 1.0)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
