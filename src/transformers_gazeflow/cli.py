@@ -331,11 +331,12 @@ def _batch_status(rows: list[dict], index: Path | None, output_dir: Path, world:
     rows = read_index(index) if index is not None else rows
     counts = {status: sum(row["status"] == status for row in rows) for status in ("ok", "skipped", "failed")}
     where = index if index is not None else output_dir / INDEX_NAME
+    videos = f"{len(rows)} video{'' if len(rows) == 1 else 's'}"
     if index is not None or world == 1:
-        print(f"gazeflow: {len(rows)} videos: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} "
+        print(f"gazeflow: {videos}: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} "
               f"failed -> {where}")
     else:
-        print(f"gazeflow: {len(rows)} videos in this process: {counts['ok']} ok, {counts['skipped']} skipped, "
+        print(f"gazeflow: {videos} in this process: {counts['ok']} ok, {counts['skipped']} skipped, "
               f"{counts['failed']} failed ({where} is written by the last process to finish)")
     if counts["failed"]:
         print(f"gazeflow: error: {counts['failed']} of {len(rows)} videos failed (their errors are in {where})",
