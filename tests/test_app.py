@@ -440,6 +440,19 @@ def test_gazeflow_app_options():
     assert (args.model, args.host, args.port, args.share) == ("m", "0.0.0.0", 8000, True)
 
 
+def test_ctrl_c_stops_gazeflow_app_in_one_line_about_the_app(monkeypatch, capsys):
+    import transformers_gazeflow.web_demo as web_demo
+    from transformers_gazeflow.cli import main
+
+    def serve(**kwargs):
+        raise KeyboardInterrupt  # Ctrl-C while the page is served
+
+    monkeypatch.setattr(web_demo, "serve", serve)
+    assert main(["app", "--port", "7997"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "gazeflow: interrupted (SIGINT): the web demo stopped"
+
+
 BLOCK_GRADIO = """
 import importlib.abc, sys
 class Block(importlib.abc.MetaPathFinder):

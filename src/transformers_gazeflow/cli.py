@@ -463,6 +463,13 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def _stopped(argv: list[str]) -> str:
+    """What a signal ended, for its one line."""
+    if argv[:1] == ["app"]:
+        return "the web demo stopped"
+    return "partial outputs of the video under way were removed"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gazeflow`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -479,14 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             if debug:
                 raise
-            print("\ngazeflow: interrupted (SIGINT): partial outputs of the video under way were removed",
-                  file=sys.stderr)
+            print(f"\ngazeflow: interrupted (SIGINT): {_stopped(argv)}", file=sys.stderr)
             return EXIT_SIGINT
         except Terminated:
             if debug:
                 raise
-            print("gazeflow: terminated (SIGTERM): partial outputs of the video under way were removed",
-                  file=sys.stderr)
+            print(f"gazeflow: terminated (SIGTERM): {_stopped(argv)}", file=sys.stderr)
             return EXIT_SIGTERM
         except Exception as err:
             if debug or not _is_user_error(err):
