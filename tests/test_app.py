@@ -17,16 +17,16 @@ import pytest
 
 from transformers_gazeflow.cli import build_parser
 from transformers_gazeflow.data.video import iter_frames, probe_video, write_video
-from transformers_gazeflow.export import CSV_COLUMNS
+from transformers_gazeflow.demo import score_points
+from transformers_gazeflow.export import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.visualization import TRUTH_COLOUR, draw_gaze
 from transformers_gazeflow.web_demo_jobs import (
-    TRUTH_COLOUR,
     DemoInputError,
     DemoLimits,
     JobSettings,
+    JobStopped,
     PipelineCache,
     check_upload,
-    demo_scores,
-    draw_truth,
     prepare_demo_clip,
     run_job,
     trajectory_figure,
@@ -43,10 +43,10 @@ from .pipeline_fixtures import (  # noqa: F401  (fixtures)
 )
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
+def read_rows(path: Path, truth: bool = False) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS
+        assert tuple(reader.fieldnames) == CSV_COLUMNS + (TRUTH_COLUMNS if truth else ())
         return list(reader)
 
 
@@ -157,19 +157,25 @@ def test_demo_clip_is_rendered_once_recognised_by_content_and_scored_against_its
     assert clip.matches(upload)
     result = run_job(upload, JobSettings(start_frame=8, end_frame=40), tmp_path / "job", pipelines, demo_clip=clip)
     assert result.truth is not None and result.truth.shape == (32, 2)
-    valid = clip.valid[8:40]
+    valid = clip.scored[8:40]  # valid and on the frame: off-frame frames (code 4) are not scored, as in gazeflow demo
+    assert valid.sum() > 16 and not (clip.truth.codes[8:40][valid] == 4).any()
     np.testing.assert_allclose(result.truth[valid], clip.gaze[8:40][valid])
     assert np.isnan(result.truth[~valid]).all()
     demo = result.summary["demo"]
-    expected = demo_scores(result.trajectories.mean(axis=0), result.truth)
+    expected = score_points(np.arange(8, 40), result.trajectories.mean(axis=0), clip.truth)  # gazeflow demo's score
     assert demo == expected and demo["frames_scored"] == int(valid.sum())
     assert "true gaze" in result.message
-    # the true gaze is drawn on the overlay: green pixels where the clip's gaze is valid
+    # the CSV carries the true gaze beside the prediction, as gazeflow demo's does
+    rows = read_rows(result.csv, truth=True)
+    points = [r for r in rows if r["sample_id"] == "-1"]
+    assert [int(r["true_code"]) for r in points] == clip.truth.codes[8:40].tolist()
+    np.testing.assert_allclose([float(r["true_x_norm"]) for r in points], clip.gaze[8:40, 0], atol=1e-6)
+    # the true gaze is drawn on the overlay with the command's marker where the clip's gaze is on the frame
     overlay = next(iter_frames(result.overlay, 0, 1))
-    x, y = (clip.gaze[8] * [256, 192]).astype(int) if clip.valid[8] else (None, None)
-    if x is not None:
-        patch = overlay[max(y - 2, 0):y + 3, max(x - 2, 0):x + 3].astype(int)
-        assert ((patch[..., 1] > 180) & (patch[..., 0] < 150) & (patch[..., 2] < 150)).any()
+    assert clip.scored[8]
+    x, y = (clip.gaze[8] * [256, 192]).astype(int)
+    patch = overlay[max(y - 3, 0):y + 4, max(x - 3, 0):x + 4].astype(int)
+    assert (np.abs(patch - TRUTH_COLOUR).max(axis=-1) < 70).any()
 
     other = tmp_path / "other.mp4"  # one changed byte is another video: no true gaze
     data = bytearray(clip.path.read_bytes())
@@ -178,12 +184,12 @@ def test_demo_clip_is_rendered_once_recognised_by_content_and_scored_against_its
     assert not clip.matches(other)
 
 
-def test_draw_truth_draws_a_green_cross_and_skips_unknown_gaze():
+def test_the_demo_draws_the_true_gaze_with_the_commands_marker_and_skips_unknown_gaze():
     frame = np.zeros((100, 120, 3), np.uint8)
-    drawn = draw_truth(frame, np.array([60.0, 50.0]))
-    assert tuple(drawn[50, 60]) == TRUTH_COLOUR and tuple(drawn[50, 62]) == TRUTH_COLOUR
+    drawn = draw_gaze(frame, np.zeros((0, 2)), truth_px=np.array([60.0, 50.0]))
+    assert tuple(drawn[50, 60]) == TRUTH_COLOUR and tuple(drawn[52, 62]) == TRUTH_COLOUR
     assert tuple(drawn[10, 10]) == (0, 0, 0) and frame.sum() == 0  # the input is not changed
-    np.testing.assert_array_equal(draw_truth(frame, np.array([np.nan, np.nan])), frame)
+    np.testing.assert_array_equal(draw_gaze(frame, np.zeros((0, 2)), truth_px=np.array([np.nan, np.nan])), frame)
 
 
 @pytest.mark.parametrize("kind, pattern", [
@@ -289,6 +295,44 @@ def test_trajectory_figure_draws_the_point_estimate_the_samples_and_the_truth():
     assert len(trajectory_figure(times, trajectories).axes[0].get_lines()) == 6  # no truth line without truth
 
 
+def test_job_offers_the_window_modes_of_the_pipeline(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
+    from transformers import pipeline
+
+    pipe = pipeline("egocentric-gaze", model=str(tiny_model_dir))
+    results = {}
+    for mode in ("coherent", "blend"):
+        result = run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), window_mode=mode, end_frame=40),
+                         tmp_path / mode, pipelines)
+        expected = pipe(str(bikes_mp4), seed=0, end_frame=40, window_mode=mode)
+        np.testing.assert_allclose(result.trajectories, expected.trajectories, atol=1e-6)
+        assert result.summary["window_mode"] == mode and f"{mode} windows" in result.message
+        results[mode] = result.trajectories
+    assert run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), end_frame=8), tmp_path / "default",
+                   pipelines).summary["window_mode"] == "coherent"  # the default, as the pipeline's
+    with pytest.raises(DemoInputError, match=r"^window mode must be one of coherent, blend, got 'smooth'$"):
+        run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), window_mode="smooth", end_frame=8),
+                tmp_path / "bad", pipelines)
+
+
+def test_a_stopped_job_ends_at_the_next_chunk_and_keeps_nothing(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
+    import threading
+
+    cancel = threading.Event()
+    progress: list[int] = []
+
+    def report(done: int, total: int) -> None:
+        progress.append(done)
+        cancel.set()  # the Stop button, pressed while the first chunk is reported
+
+    job = tmp_path / "job"
+    job.mkdir()
+    with pytest.raises(JobStopped, match=r"^bikes\.mp4: stopped after \d+ of 100 frames; nothing was kept$"):
+        run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), end_frame=100), job, pipelines,
+                on_progress=report, cancel=cancel)
+    assert len(progress) == 1 and progress[0] < 100
+    assert list(job.iterdir()) == []  # no overlay, CSV or summary, partial or final
+
+
 def test_limits_are_checked():
     with pytest.raises(ValueError, match="limits must be positive"):
         DemoLimits(max_upload_mb=0)
@@ -346,11 +390,31 @@ def test_handler_shows_bad_input_as_a_status_line_and_keeps_no_files(demo, bad_v
         assert list(demo.work_dir.iterdir()) == []
 
 
+def test_stop_ends_the_sessions_running_job_only(demo, bikes_mp4, tiny_model_dir):
+    assert demo.stop("nobody") is False and demo.stop(None) is False
+    stopped: list[bool] = []
+
+    def progress(*args, **kwargs) -> None:
+        if kwargs.get("unit") == "frames":  # a chunk is done: press Stop for another session, then for this one
+            stopped.append(demo.stop("another session"))
+            stopped.append(demo.stop("session-1"))
+
+    outputs = list(demo.predict(str(bikes_mp4), str(tiny_model_dir), 4, 3, "euler", 0, 0, 100, True, "blend",
+                                progress=progress, session="session-1"))
+    assert stopped[:2] == [False, True]
+    (status, overlay, figure, files), = outputs
+    assert status.startswith("**Stopped.** bikes.mp4: stopped after ") and (overlay, figure, files) == (None,) * 3
+    assert demo._running == {} and list(demo.work_dir.iterdir()) == []
+
+
 def test_page_has_the_inputs_and_a_bounded_queue(demo):
     config = demo.blocks.get_config_file()
     ids = {c["props"].get("elem_id") for c in config["components"]}
     assert {"gazeflow-video", "gazeflow-run", "gazeflow-overlay", "gazeflow-plot", "gazeflow-downloads",
-            "gazeflow-status", "gazeflow-examples", "gazeflow-start", "gazeflow-end", "gazeflow-k"} <= ids
+            "gazeflow-status", "gazeflow-examples", "gazeflow-start", "gazeflow-end", "gazeflow-k",
+            "gazeflow-window-mode", "gazeflow-stop"} <= ids
+    (mode,) = [c["props"] for c in config["components"] if c["props"].get("elem_id") == "gazeflow-window-mode"]
+    assert mode["value"] == "coherent" and [choice[0] for choice in mode["choices"]] == ["coherent", "blend"]
     (predict,) = [fn for fn in demo.blocks.fns.values() if fn.api_name == "predict"]
     assert predict.concurrency_limit == 3 and demo.blocks._queue.max_size == 16
     assert demo.demo_clip.path.is_file()
@@ -374,6 +438,19 @@ def test_gazeflow_app_options():
     assert (args.model, args.host, args.port, args.share) == (None, "127.0.0.1", None, False)
     args = build_parser().parse_args(["app", "--model", "m", "--host", "0.0.0.0", "--port", "8000", "--share"])
     assert (args.model, args.host, args.port, args.share) == ("m", "0.0.0.0", 8000, True)
+
+
+def test_ctrl_c_stops_gazeflow_app_in_one_line_about_the_app(monkeypatch, capsys):
+    import transformers_gazeflow.web_demo as web_demo
+    from transformers_gazeflow.cli import main
+
+    def serve(**kwargs):
+        raise KeyboardInterrupt  # Ctrl-C while the page is served
+
+    monkeypatch.setattr(web_demo, "serve", serve)
+    assert main(["app", "--port", "7997"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "gazeflow: interrupted (SIGINT): the web demo stopped"
 
 
 BLOCK_GRADIO = """

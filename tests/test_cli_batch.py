@@ -67,6 +67,19 @@ def test_inputs_expand_from_files_folders_globs_and_lists(tmp_path, six_videos):
             expand_videos([bad])
 
 
+def test_a_video_named_twice_is_done_once(tmp_path, six_videos):
+    everything = sorted(six_videos.glob("*.mp4"))
+    first = everything[0]
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"{first}\n")
+    link = tmp_path / "link.mp4"
+    link.symlink_to(first)
+    inputs = [str(first), str(six_videos / "." / first.name), str(listing), str(link), str(six_videos / "*.mp4")]
+    videos, batch = expand_videos(inputs)
+    assert batch and videos == everything  # each once, where it first appears: one folder each, no hash suffix
+    assert output_folders(videos, tmp_path / "out") == [tmp_path / "out" / video.stem for video in everything]
+
+
 def test_output_folders_are_named_after_the_videos_and_never_collide(tmp_path):
     videos = [tmp_path / "a" / "walk.mp4", tmp_path / "b" / "walk.mp4", tmp_path / "cook.mov"]
     folders = output_folders(videos, tmp_path / "out")

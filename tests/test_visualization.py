@@ -188,3 +188,25 @@ def test_the_overlay_writer_can_draw_in_its_thread(tmp_path):
         writer.close()
     writer.abort()
     assert not (tmp_path / "bug.mp4").exists()
+
+
+def test_the_overlay_writer_pads_odd_sizes_to_an_even_4_2_0_video_for_browsers(tmp_path):
+    import av
+
+    from transformers_gazeflow.data.video import iter_frames
+    from transformers_gazeflow.visualization import pad_to_even
+
+    frame = grey(47, 63)
+    padded = pad_to_even(frame)
+    assert padded.shape == (48, 64, 3) and pad_to_even(padded) is padded
+    np.testing.assert_array_equal(padded[:47, :63], frame)
+    np.testing.assert_array_equal(padded[47, :63], frame[46])  # the edge row repeated
+    for even, expected in ((True, ((64, 48), "yuv420p")), (False, ((63, 47), "yuv444p"))):
+        path = tmp_path / f"even_{even}.mp4"
+        with OverlayVideoWriter(path, fps=10, even_size=even) as writer:
+            for _ in range(3):
+                writer.write(frame)
+        with av.open(str(path)) as container:
+            context = container.streams.video[0].codec_context
+            assert ((context.width, context.height), context.pix_fmt) == expected
+        assert len(list(iter_frames(path))) == 3

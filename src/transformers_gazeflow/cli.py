@@ -331,11 +331,12 @@ def _batch_status(rows: list[dict], index: Path | None, output_dir: Path, world:
     rows = read_index(index) if index is not None else rows
     counts = {status: sum(row["status"] == status for row in rows) for status in ("ok", "skipped", "failed")}
     where = index if index is not None else output_dir / INDEX_NAME
+    videos = f"{len(rows)} video{'' if len(rows) == 1 else 's'}"
     if index is not None or world == 1:
-        print(f"gazeflow: {len(rows)} videos: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} "
+        print(f"gazeflow: {videos}: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} "
               f"failed -> {where}")
     else:
-        print(f"gazeflow: {len(rows)} videos in this process: {counts['ok']} ok, {counts['skipped']} skipped, "
+        print(f"gazeflow: {videos} in this process: {counts['ok']} ok, {counts['skipped']} skipped, "
               f"{counts['failed']} failed ({where} is written by the last process to finish)")
     if counts["failed"]:
         print(f"gazeflow: error: {counts['failed']} of {len(rows)} videos failed (their errors are in {where})",
@@ -462,6 +463,13 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def _stopped(argv: list[str]) -> str:
+    """What a signal ended, for its one line."""
+    if argv[:1] == ["app"]:
+        return "the web demo stopped"
+    return "partial outputs of the video under way were removed"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gazeflow`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -478,14 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             if debug:
                 raise
-            print("\ngazeflow: interrupted (SIGINT): partial outputs of the video under way were removed",
-                  file=sys.stderr)
+            print(f"\ngazeflow: interrupted (SIGINT): {_stopped(argv)}", file=sys.stderr)
             return EXIT_SIGINT
         except Terminated:
             if debug:
                 raise
-            print("gazeflow: terminated (SIGTERM): partial outputs of the video under way were removed",
-                  file=sys.stderr)
+            print(f"gazeflow: terminated (SIGTERM): {_stopped(argv)}", file=sys.stderr)
             return EXIT_SIGTERM
         except Exception as err:
             if debug or not _is_user_error(err):

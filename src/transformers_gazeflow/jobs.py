@@ -2,7 +2,7 @@
 
 * **Inputs** (:func:`expand_videos`): video files, folders (their video files, sorted), glob patterns (``'clips/*.mp4'``,
   quoted so that the shell leaves them to us) and text files of paths (``.txt`` / ``.list``: one path per line,
-  ``#`` comments, relative paths read from the list's folder).
+  ``#`` comments, relative paths read from the list's folder); a file named twice is predicted once.
 * **Output folders** (:func:`output_folders`): one per video under ``--output-dir``, named after the video's file
   name without extension; when two videos share a name, each gets ``<name>-<8 hex digits of its path's hash>``.
   A lone video file given as the only input writes straight into ``--output-dir`` (no index).
@@ -79,7 +79,20 @@ def expand_videos(inputs: list[str]) -> tuple[list[Path], bool]:
             videos.extend(found)
         else:
             videos.append(path)
-    return videos, batch
+    return _first_of_each(videos), batch
+
+
+def _first_of_each(videos: list[Path]) -> list[Path]:
+    """``videos`` with each file kept once, where it first appears: a video named twice (by a glob and a list, or
+    as ``a.mp4`` and ``./a.mp4`` or through a link) is one video, predicted once into one folder."""
+    seen: set[str] = set()
+    unique = []
+    for video in videos:
+        key = os.path.realpath(video)
+        if key not in seen:
+            seen.add(key)
+            unique.append(video)
+    return unique
 
 
 def output_folders(videos: list[Path], output_dir: Path) -> list[Path]:

@@ -14,6 +14,11 @@ Outputs are written under ``partial.*`` names and renamed when complete, ``summa
 (an exception, Ctrl-C, SIGTERM turned into an exception by the command), the partial files are deleted, the encoder
 thread is stopped, and an output folder this run created is removed if it is left empty; earlier complete outputs
 in the folder are left as they were.
+
+The same loop serves the web demo (:mod:`transformers_gazeflow.web_demo_jobs`): :meth:`GazePredictor.from_pipeline`
+wraps a pipeline it already holds, ``on_chunk`` sees every finished chunk (its progress bar, its x(t)/y(t) figure)
+and stops the run by raising (its Stop button: :class:`RunCancelled`), and ``PredictOptions.even_size`` pads odd
+overlays to the even size browsers play.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +52,17 @@ from .schema import OFF_FRAME, valid_mask
 from .visualization import HEATMAP_SIGMA_FRACTION, OverlayRenderer, OverlayVideoWriter, heatmap_sigma_px
 from .windowed_engine import sampling_settings
 
+if TYPE_CHECKING:
+    from .windowed_engine import GazeChunk
+
+ChunkCallback = Callable[["GazeChunk", int, int], None]
+"""``on_chunk(chunk, frames_done, frames_total)``: called after each chunk's rows are written; raising stops the run
+(its partial files are removed)."""
+
+
+class RunCancelled(Exception):
+    """Raised by an ``on_chunk`` callback to stop a run on request (the web demo's Stop button)."""
+
 
 @dataclass
 class PredictOptions:
@@ -65,6 +82,8 @@ class PredictOptions:
     heatmap_sigma_fraction: float | None = None
     overlay: bool = True
     quiet: bool = True
+    even_size: bool = False
+    """Pad an odd-sized overlay by one edge row/column to H.264 4:2:0, which browsers play (the web demo)."""
 
 
 @dataclass
@@ -131,6 +150,13 @@ class GazePredictor:
         self.pipe = GazeFlowPipeline(model=load_model(self.location), device=device)
         self.load_s = time.perf_counter() - started
 
+    @classmethod
+    def from_pipeline(cls, pipe: GazeFlowPipeline, location: str, load_s: float = 0.0) -> GazePredictor:
+        """A predictor over a pipeline already loaded from ``location`` (the web demo's cache of models)."""
+        predictor = cls.__new__(cls)
+        predictor.location, predictor.pipe, predictor.load_s = location, pipe, load_s
+        return predictor
+
     @property
     def config(self):
         return self.pipe.model.config
@@ -140,8 +166,9 @@ class GazePredictor:
                                       options.window_mode))
 
     def predict(self, video: str | os.PathLike, output_dir: str | os.PathLike, options: PredictOptions,
-                truth: GroundTruth | None = None) -> dict[str, Any]:
-        """Predict gaze on ``video`` and write overlay/CSV/summary into ``output_dir``; returns the summary."""
+                truth: GroundTruth | None = None, on_chunk: ChunkCallback | None = None) -> dict[str, Any]:
+        """Predict gaze on ``video`` and write overlay/CSV/summary into ``output_dir``; returns the summary.
+        ``on_chunk(chunk, frames_done, frames_total)`` is called after each chunk's rows are written (raise to stop)."""
         source = open_video_source(video, start_frame=options.start_frame, end_frame=options.end_frame)
         settings = self.settings(options)
         sigma = heatmap_sigma_px(source.width, options.heatmap_sigma_px, options.heatmap_sigma_fraction)
@@ -157,7 +184,8 @@ class GazePredictor:
             frame, samples, point, shown = item
             return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown)
 
-        writer = OverlayVideoWriter(partial["overlay"], fps=source.fps, render=draw) if options.overlay else None
+        writer = (OverlayVideoWriter(partial["overlay"], fps=source.fps, render=draw, even_size=options.even_size)
+                  if options.overlay else None)
         try:
             with GazeCsvWriter(partial["csv"], source.video_id, source.width, source.height, source.fps,
                                true_gaze=None if truth is None else truth.gaze,
@@ -171,13 +199,14 @@ class GazePredictor:
                     point_sum = point_sum + points.sum(axis=0)
                     frames_done += chunk.num_frames
                     bar.update(chunk.num_frames)
-                    if writer is None:
-                        continue
-                    for i, frame in enumerate(chunk.frames):
-                        index = first + i
-                        shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
-                                 else None)
-                        writer.write((frame, chunk.trajectories[:, i], points[i], shown))
+                    if writer is not None:
+                        for i, frame in enumerate(chunk.frames):
+                            index = first + i
+                            shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
+                                     else None)
+                            writer.write((frame, chunk.trajectories[:, i], points[i], shown))
+                    if on_chunk is not None:
+                        on_chunk(chunk, frames_done, source.expected_frames or frames_done)
             outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
             if writer is not None:
                 writer.close()
@@ -194,7 +223,7 @@ class GazePredictor:
                 "start_frame": source.start_frame, "frames": frames_done,
                 "point_estimate": "per-frame mean of the K samples",
                 "mean_point_norm": (point_sum / max(frames_done, 1)).tolist(),
-                "heatmap_sigma_px": round(sigma, 3),
+                "heatmap": bool(options.overlay and options.heatmap), "heatmap_sigma_px": round(sigma, 3),
                 "heatmap_sigma": describe_sigma(options),
                 "outputs": outputs,
                 "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predicted - started, 3),
@@ -271,5 +300,5 @@ def predict_video(video: str | os.PathLike, output_dir: str | os.PathLike, model
     return GazePredictor(model, device=device).predict(video, output_dir, PredictOptions(**options))
 
 
-__all__ = ["OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "PredictOptions", "GroundTruth", "GazePredictor",
+__all__ = ["OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "PredictOptions", "GroundTruth", "GazePredictor", "RunCancelled",
            "predict_video", "run_batch", "is_video_error", "render_overlay_frame"]

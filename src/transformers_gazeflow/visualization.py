@@ -16,7 +16,9 @@ drawn on the original frames at their native size, and encoded to H.264 in a bac
   Marks are drawn with PIL on the crop that holds them only. Sizes scale with ``min(H, W)``.
 * :class:`OverlayVideoWriter` draws and encodes (libx264, ``preset=ultrafast``, ``crf=23``: the fastest preset,
   files about 1.5x those of ``veryfast`` at this quality) in a background thread, so both overlap the decoding and
-  the model of the next frames (numpy, torch and FFmpeg release the GIL for their heavy work).
+  the model of the next frames (numpy, torch and FFmpeg release the GIL for their heavy work). With ``even_size``
+  (the web demo) an odd height/width is padded by one repeated edge row/column (:func:`pad_to_even`), so the file is
+  H.264 4:2:0, the only chroma format browsers play; without it odd sizes are encoded in 4:4:4 at the native size.
 * **ground truth in analysis figures** (:func:`draw_ground_truth`): a filled red disc, or where the recording left
   the frame (gaze type off-frame, clamped to the border) a hollow red ring with a yellow halo (paper Figure
   failure_cases).
@@ -219,6 +221,15 @@ class OverlayRenderer:
         return draw_gaze(out, samples_px, point_px, trail, truth_px, in_place=True)
 
 
+def pad_to_even(frame: np.ndarray) -> np.ndarray:
+    """Pad an odd height/width by one repeated edge row/column (H.264 4:2:0, what browsers play, needs even sizes);
+    an even-sized frame is returned as it is. The picture and its pixel coordinates are unchanged."""
+    height, width = frame.shape[:2]
+    if height % 2 == 0 and width % 2 == 0:
+        return frame
+    return np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
+
+
 def _checked_frame(frame: Any, path: Path) -> np.ndarray:
     frame = np.asarray(frame)
     if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
@@ -234,14 +245,16 @@ class OverlayVideoWriter:
     thread; the thread turns each item into a frame with ``render(item)`` (default: the item is the RGB frame
     itself), so drawing runs beside the model too, and encodes it. ``close()`` flushes and finishes a decodable
     file; ``abort()`` stops and deletes it. Odd sizes are encoded in 4:4:4 (H.264 4:2:0 needs even sizes), as
-    ``data.video.write_video`` does. Use as a context manager: an exception inside the block aborts.
+    ``data.video.write_video`` does, or with ``even_size`` padded to even (:func:`pad_to_even`) and encoded in 4:2:0,
+    which browsers play. Use as a context manager: an exception inside the block aborts.
     """
 
     _DONE = object()
 
     def __init__(self, path: str | os.PathLike, fps: float, preset: str = "ultrafast", crf: int = 23,
-                 queued: int = 8, render: Callable[[Any], np.ndarray] | None = None) -> None:
+                 queued: int = 8, render: Callable[[Any], np.ndarray] | None = None, even_size: bool = False) -> None:
         self.path = Path(path)
+        self.even_size = even_size
         self.render = render
         self.fps = Fraction(fps).limit_denominator(1001)
         self.preset, self.crf = preset, crf
@@ -264,6 +277,8 @@ class OverlayVideoWriter:
                     if item is self._DONE or self._stop.is_set():
                         break
                     frame = _checked_frame(self.render(item) if self.render is not None else item, self.path)
+                    if self.even_size:
+                        frame = np.ascontiguousarray(pad_to_even(frame))
                     if stream is None:
                         height, width = frame.shape[:2]
                         stream = container.add_stream("libx264", rate=self.fps)
@@ -349,4 +364,5 @@ class OverlayVideoWriter:
 
 
 __all__ = ["HEATMAP_SIGMA_FRACTION", "HEATMAP_ALPHA", "HEATMAP_CUTOFF", "COLOUR_TABLE", "heatmap_sigma_px",
-           "blend_heatmap", "draw_gaze", "draw_ground_truth", "OverlayRenderer", "OverlayVideoWriter"]
+           "blend_heatmap", "draw_gaze", "draw_ground_truth", "OverlayRenderer", "OverlayVideoWriter", "pad_to_even",
+           "TRUTH_COLOUR"]

@@ -7,10 +7,12 @@ GazeFlowDemo(model=None).launch(host="127.0.0.1", port=7860)   # or: gazeflow ap
 ```
 
 The page takes a video upload (or the bundled demo clip, a synthetic clip with known gaze, in one click), a model
-folder or Hub id (default: the bundled model), K, S, the solver, the seed, a frame range and the heatmap switch. It
-shows a progress bar over frames while the video streams through the model, then the overlay video, a plot of x(t)
-and y(t) (the point estimate, with the K samples as a faint band and, for the demo clip, the true gaze), and links
-to ``gaze.csv`` and ``summary.json``. The work itself is :mod:`transformers_gazeflow.web_demo_jobs`.
+folder or Hub id (default: the bundled model), K, S, the solver, the window mode (coherent, the default, or blend,
+as the pipeline's ``window_mode``), the seed, a frame range and the heatmap switch. It shows a progress bar over
+frames while the video streams through the model (a Stop button ends the session's running job at the next chunk),
+then the overlay video, a plot of x(t) and y(t) (the point estimate, with the K samples as a faint band and, for the
+demo clip, the true gaze), and links to ``gaze.csv`` and ``summary.json``. The work itself is
+:mod:`transformers_gazeflow.web_demo_jobs`, over the same loop as ``gazeflow predict``.
 
 - Limits and concurrency come from the arguments or, for a Space, from the environment: ``GAZEFLOW_APP_MAX_UPLOAD_MB``
   (default 100), ``GAZEFLOW_APP_MAX_DURATION_S`` (seconds of video per run, default 120), ``GAZEFLOW_APP_MAX_JOBS``
@@ -33,13 +35,15 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .configuration_gazeflow import SOLVERS
+from .configuration_gazeflow import SOLVERS, WINDOW_MODES
 from .web_demo_jobs import (
     MAX_SAMPLES,
     DemoInputError,
+    JobStopped,
     DemoLimits,
     JobSettings,
     PipelineCache,
@@ -66,7 +70,7 @@ not real gaze; point the model box at a model trained on EGTEA Gaze+ or Ego4D fo
 
 READY = "Upload a video (or click the demo clip), then press **Predict gaze**."
 LEGEND = ("Overlay: heatmap of the K samples, cyan dots = the K samples, white ring = point estimate with its trail; "
-          "green cross = the true gaze (demo clip only).")
+          "magenta cross = the true gaze (demo clip only).")
 
 
 ENV_MODEL = "GAZEFLOW_MODEL"
@@ -148,31 +152,43 @@ class GazeFlowDemo:
         self.model = model.strip() if isinstance(model, str) and model.strip() else None
         _, pipe = self.pipelines.get(self.model)  # fails now (ModelFolderError) for a bad model
         self.demo_clip = prepare_demo_clip(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+        self._running: dict[str, threading.Event] = {}  # session -> its running job's stop event
+        self._running_lock = threading.Lock()
         self.blocks = self._build(gr, pipe.model.config)
 
     # ------------------------------------------------------------------ the job behind the button
     def predict(self, video: str | None, model: str, num_samples: Any, num_steps: Any, solver: str, seed: Any,
-                start_frame: Any, end_frame: Any, heatmap: bool, progress: Any = None):
+                start_frame: Any, end_frame: Any, heatmap: bool, window_mode: str | None = None, progress: Any = None,
+                session: str | None = None):
         """Run one job; yields ``(status, overlay, figure, [gaze.csv, summary.json])`` once, then removes the job's
         folder (Gradio has copied the files it serves by the time the generator is resumed or closed). A bad input
-        yields its message as the status (and shows it as a notice) with the outputs cleared."""
+        yields its message as the status (and shows it as a notice) with the outputs cleared. ``session`` (the
+        page's session) lets :meth:`stop` end the job at its next chunk."""
         import gradio as gr
 
         job_dir = Path(tempfile.mkdtemp(prefix="gazeflow-job-", dir=self.work_dir))
+        cancel = threading.Event()
+        if session is not None:
+            with self._running_lock:
+                self._running[session] = cancel
         try:
             if progress is not None:
                 progress(0.0, desc="checking the video, loading the model")
             settings = JobSettings(model=model or self.model, num_samples=num_samples, num_steps=num_steps,
-                                   solver=solver, seed=seed, start_frame=start_frame, end_frame=end_frame or None,
-                                   heatmap=bool(heatmap))
+                                   solver=solver, window_mode=window_mode or None, seed=seed,
+                                   start_frame=start_frame, end_frame=end_frame or None, heatmap=bool(heatmap))
 
             def report(done: int, total: int) -> None:
                 if progress is not None:
                     progress((done, total), desc="predicting gaze", unit="frames")
 
             try:
-                result = run_job(video, settings, job_dir, self.pipelines, self.limits, self.demo_clip, report)
+                result = run_job(video, settings, job_dir, self.pipelines, self.limits, self.demo_clip, report,
+                                 cancel=cancel)
                 figure = trajectory_figure(result.times_s, result.trajectories, result.truth)
+            except JobStopped as err:
+                yield f"**Stopped.** {err}", None, None, None
+                return
             except DemoInputError as err:
                 message = str(err)
             except Exception as err:  # a bug, not the user's input: keep serving, log the traceback
@@ -187,16 +203,35 @@ class GazeFlowDemo:
             gr.Warning(message, duration=None, title="Could not run")
             yield f"**Could not run:** {message}", None, None, None
         finally:
+            if session is not None:
+                with self._running_lock:
+                    if self._running.get(session) is cancel:
+                        del self._running[session]
             shutil.rmtree(job_dir, ignore_errors=True)
+
+    def stop(self, session: str | None) -> bool:
+        """Ask the session's running job to stop at its next chunk; False when it runs none."""
+        with self._running_lock:
+            cancel = self._running.get(session) if session is not None else None
+        if cancel is None:
+            return False
+        cancel.set()
+        return True
 
     # ------------------------------------------------------------------ the page
     def _build(self, gr, config) -> gradio.Blocks:
         demo = self
 
-        def predict(video, model, num_samples, num_steps, solver, seed, start_frame, end_frame, heatmap,
-                    progress=gr.Progress()):
+        def predict(video, model, num_samples, num_steps, solver, window_mode, seed, start_frame, end_frame, heatmap,
+                    request=None, progress=gr.Progress()):
             yield from demo.predict(video, model, num_samples, num_steps, solver, seed, start_frame, end_frame,
-                                    heatmap, progress)
+                                    heatmap, window_mode, progress, session=getattr(request, "session_hash", None))
+
+        def stop(request=None) -> None:
+            demo.stop(getattr(request, "session_hash", None))
+
+        # Gradio passes the request to a parameter annotated gr.Request (set here: gradio is imported lazily)
+        predict.__annotations__["request"] = stop.__annotations__["request"] = gr.Request
 
         limits = self.limits
         with gr.Blocks(title="GazeFlow: egocentric gaze prediction", analytics_enabled=False,
@@ -218,6 +253,10 @@ class GazeFlowDemo:
                                                   label="S (ODE steps)", elem_id="gazeflow-s")
                         with gr.Row():
                             solver = gr.Dropdown(list(SOLVERS), value=config.solver, label="Solver")
+                            window_mode = gr.Dropdown(list(WINDOW_MODES),
+                                                      value=getattr(config, "window_mode", "coherent"),
+                                                      label="Window mode", elem_id="gazeflow-window-mode",
+                                                      info="coherent: a frame depends only on its windows")
                             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
                         with gr.Row():
                             start_frame = gr.Number(value=0, precision=0, minimum=0, label="Start frame",
@@ -226,7 +265,9 @@ class GazeFlowDemo:
                                                   label="End frame (excluded; 0: to the end)",
                                                   elem_id="gazeflow-end")
                         heatmap = gr.Checkbox(value=True, label="Heatmap on the overlay")
-                    run = gr.Button("Predict gaze", variant="primary", elem_id="gazeflow-run")
+                    with gr.Row():
+                        run = gr.Button("Predict gaze", variant="primary", elem_id="gazeflow-run")
+                        stop_button = gr.Button("Stop", variant="stop", elem_id="gazeflow-stop")
                 with gr.Column(scale=1):
                     status = gr.Markdown(READY, elem_id="gazeflow-status")
                     overlay = gr.Video(label="Overlay", interactive=False, autoplay=True, loop=True,
@@ -235,9 +276,10 @@ class GazeFlowDemo:
                     plot = gr.Plot(label="Gaze over time", format="png", elem_id="gazeflow-plot")
                     downloads = gr.File(label="Downloads: gaze.csv, summary.json", file_count="multiple",
                                         interactive=False, elem_id="gazeflow-downloads")
-            run.click(predict, inputs=[video, model, num_samples, num_steps, solver, seed, start_frame, end_frame,
-                                       heatmap], outputs=[status, overlay, plot, downloads],
+            run.click(predict, inputs=[video, model, num_samples, num_steps, solver, window_mode, seed, start_frame,
+                                       end_frame, heatmap], outputs=[status, overlay, plot, downloads],
                       concurrency_limit=self.max_concurrent_jobs, api_name="predict")
+            stop_button.click(stop, inputs=None, outputs=None, queue=False, api_name="stop")
         blocks.queue(max_size=self.max_queue, default_concurrency_limit=self.max_concurrent_jobs)
         return blocks
 

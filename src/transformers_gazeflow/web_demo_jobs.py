@@ -1,10 +1,14 @@
-"""The web demo's work, without the web page: check an upload, stream it through the ``egocentric-gaze`` pipeline
-with progress, and write one job's outputs into one folder.
+"""The web demo's work, without the web page: check an upload and its settings, then run it through the same loop
+as ``gazeflow predict`` (:meth:`transformers_gazeflow.runner.GazePredictor.predict`) into one job folder.
 
-A job writes ``overlay.mp4`` (browser-playable H.264, 4:2:0, even size), ``gaze.csv`` (:mod:`.export`'s format) and
-``summary.json``, and returns the K sampled trajectories for the x(t)/y(t) figure (:func:`trajectory_figure`). For
-the bundled demo clip (:func:`prepare_demo_clip`, a synthetic clip with known gaze, recognised by its content) the
-true gaze is drawn on the overlay and the figure, and the summary says how far the point estimate lies from it.
+A job writes ``overlay.mp4`` (browser-playable H.264 4:2:0: odd sizes padded to even, ``PredictOptions.even_size``),
+``gaze.csv`` (:mod:`.export`'s format) and ``summary.json``, and returns the K sampled trajectories for the x(t)/y(t)
+figure (:func:`trajectory_figure`). The overlay, the heatmap sigma (a fraction of the frame width) and the CSV are the
+command's. For the bundled demo clip (:func:`prepare_demo_clip`, ``gazeflow demo``'s clip, recognised by its
+content) the true gaze is drawn on the overlay (the command's magenta cross), written to the CSV's truth columns and
+the figure, and the summary scores the point estimate against it as ``gazeflow demo`` does
+(:func:`transformers_gazeflow.demo.score_points`: valid, on-frame frames only). A job reports progress per chunk
+and stops at the next chunk when its ``cancel`` event is set (:class:`JobStopped`, nothing left behind).
 
 Nothing here imports Gradio: :mod:`transformers_gazeflow.web_demo` puts the page over these functions. Every
 problem with an upload or a setting raises :class:`DemoInputError` with a one-line message naming the file (by its
@@ -18,34 +22,36 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .configuration_gazeflow import SOLVERS
+from .configuration_gazeflow import SOLVERS, WINDOW_MODES
 from .data.video import VideoDecodeError, VideoInfo, iter_frames, probe_video, write_video
-from .export import GazeCsvWriter, write_summary
-from .geometry import unit_to_pixels
+from .demo import demo_clip, score_points
+from .export import write_summary
 from .hub import ModelFolderError, load_model, resolve_model
-from .pipeline_gazeflow import frame_times_ms, open_video_source
+from .jobs import CSV_NAME, OVERLAY_NAME, SUMMARY_NAME
+from .pipeline_gazeflow import frame_times_ms
+from .runner import GazePredictor, GroundTruth, PredictOptions, RunCancelled
 from .schema import point_estimate
-from .visualization import OverlayRenderer
+from .visualization import TRUTH_COLOUR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .pipeline_gazeflow import GazeFlowPipeline
 
-OVERLAY_NAME, CSV_NAME, SUMMARY_NAME = "overlay.mp4", "gaze.csv", "summary.json"
 MAX_SAMPLES, MAX_STEPS = 64, 100
 """Upper bounds on K and S in the demo (each job's cost grows with K x S)."""
-TRUTH_COLOUR = (60, 255, 60)
+TRUTH_HEX = "#{:02x}{:02x}{:02x}".format(*TRUTH_COLOUR)
+"""The true gaze's colour in the figure: the overlay's true-gaze marker's."""
 DEMO_CLIP_NAME = "gazeflow_demo_clip.mp4"
-# the clip `gazeflow demo` renders: 96 frames, 256x192, 24 fps, seed 7
-DEMO_CLIP_SETTINGS = dict(num_clips=1, min_frames=96, max_frames=96, width=256, height=192, fps=24.0, seed=7)
+DEMO_CLIP_FRAMES = 96
+"""The web demo's clip: ``gazeflow demo``'s default clip (:func:`transformers_gazeflow.demo.demo_clip`)."""
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -56,6 +62,10 @@ class DemoInputError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(str(message).split()))
+
+
+class JobStopped(DemoInputError):
+    """The job was stopped on request (its ``cancel`` event) before it finished; nothing of it is kept."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,7 @@ class JobSettings:
     num_samples: int | None = None
     num_steps: int | None = None
     solver: str | None = None
+    window_mode: str | None = None
     seed: int | None = 0
     start_frame: int | None = None
     end_frame: int | None = None
@@ -119,25 +130,33 @@ def _sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class DemoClip:
-    """The bundled demo clip: a synthetic egocentric clip with its true gaze, recognised by size and SHA-256."""
+    """The bundled demo clip: ``gazeflow demo``'s synthetic clip with its true gaze, recognised by size and SHA-256."""
 
     path: Path
-    gaze: np.ndarray  # [T, 2] unit coordinates
-    valid: np.ndarray  # [T] bool
+    truth: GroundTruth
     size: int
     sha256: str
+
+    @property
+    def gaze(self) -> np.ndarray:
+        """The true gaze, ``[T, 2]`` unit coordinates."""
+        return self.truth.gaze
+
+    @property
+    def scored(self) -> np.ndarray:
+        """``[T]`` bool: frames whose true gaze is a position on the frame (:meth:`GroundTruth.scored`)."""
+        return self.truth.scored()
 
     def matches(self, path: str | os.PathLike) -> bool:
         path = Path(path)
         return path.is_file() and path.stat().st_size == self.size and _sha256(path) == self.sha256
 
-    def truth(self, frame_indices: np.ndarray) -> np.ndarray:
-        """The true gaze on these frames, ``[n, 2]``, NaN where it is not valid (blink, untracked, off-frame)."""
+    def gaze_at(self, frame_indices: np.ndarray) -> np.ndarray:
+        """The true gaze on these frames, ``[n, 2]``, NaN where it is not scored (untracked, blink, off-frame)."""
         frame_indices = np.asarray(frame_indices, dtype=np.int64)
         truth = np.full((len(frame_indices), 2), np.nan)
-        inside = frame_indices < len(self.gaze)
-        keep = inside.copy()
-        keep[inside] = self.valid[frame_indices[inside]]
+        keep = frame_indices < len(self.gaze)
+        keep[keep] = self.scored[frame_indices[keep]]
         truth[keep] = self.gaze[frame_indices[keep]]
         return truth
 
@@ -145,13 +164,13 @@ class DemoClip:
 def prepare_demo_clip(folder: str | os.PathLike) -> DemoClip:
     """Render the demo clip into ``folder`` once (later calls reuse the file) and return it with its true gaze.
 
-    The clip is the one ``gazeflow demo`` renders (:data:`DEMO_CLIP_SETTINGS`); the folder name carries the
-    synthetic generator's version, so a changed generator renders a new clip instead of pairing stale pixels with
-    new gaze.
+    The clip is the one ``gazeflow demo`` renders (:func:`transformers_gazeflow.demo.demo_clip`); the folder name
+    carries the synthetic generator's version, so a changed generator renders a new clip instead of pairing stale
+    pixels with new gaze.
     """
-    from .data.synthetic import GENERATOR_VERSION, SyntheticGazeSettings, generate_clip
+    from .data.synthetic import GENERATOR_VERSION
 
-    clip = generate_clip(SyntheticGazeSettings(**DEMO_CLIP_SETTINGS), 0)
+    clip, truth = demo_clip(DEMO_CLIP_FRAMES)
     target = Path(folder) / f"demo_clip_v{GENERATOR_VERSION}"
     path = target / DEMO_CLIP_NAME
     if not path.is_file():
@@ -162,8 +181,7 @@ def prepare_demo_clip(folder: str | os.PathLike) -> DemoClip:
             partial.replace(path)
         finally:
             partial.unlink(missing_ok=True)
-    return DemoClip(path=path, gaze=np.asarray(clip.gaze.gaze, np.float64), valid=np.asarray(clip.gaze.valid, bool),
-                    size=path.stat().st_size, sha256=_sha256(path))
+    return DemoClip(path=path, truth=truth, size=path.stat().st_size, sha256=_sha256(path))
 
 
 class PipelineCache:
@@ -295,48 +313,27 @@ def check_frame_range(info: VideoInfo, name: str, start_frame: Any, end_frame: A
     return start, stop
 
 
-def _sampling(settings: JobSettings, config) -> dict[str, Any]:
+def job_options(settings: JobSettings, config, start: int, stop: int, seed: int | None) -> PredictOptions:
+    """The runner's options for a job, K and S within the demo's bounds, the solver and window mode known."""
     num_samples = _as_int(settings.num_samples, "K (samples)", 1, MAX_SAMPLES)
     num_steps = _as_int(settings.num_steps, "S (steps)", 1, MAX_STEPS)
     solver = settings.solver or config.solver
     if solver not in SOLVERS:
         raise DemoInputError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
-    return dict(num_samples=num_samples if num_samples is not None else config.num_samples,
-                num_steps=num_steps if num_steps is not None else config.num_steps, solver=solver)
-
-
-def _even(frame: np.ndarray) -> np.ndarray:
-    """Pad an odd height/width by one repeated edge row/column: browsers play H.264 in 4:2:0 only, which needs an
-    even size (``write_video`` falls back to 4:4:4 for odd sizes, which Chromium does not play)."""
-    height, width = frame.shape[:2]
-    if height % 2 == 0 and width % 2 == 0:
-        return frame
-    return np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
-
-
-def draw_truth(frame: np.ndarray, point_px: np.ndarray) -> np.ndarray:
-    """Draw the true gaze ``[2]`` (pixels) as a green cross with a dark rim, sized like the overlay's markers."""
-    from PIL import Image, ImageDraw
-
-    if not np.all(np.isfinite(point_px)):
-        return frame
-    height, width = frame.shape[:2]
-    unit = max(1.0, min(height, width) / 100.0)
-    arm, line = max(4.0, 3.5 * unit), max(1, int(round(0.8 * unit)))
-    image = Image.fromarray(frame)
-    draw = ImageDraw.Draw(image)
-    x, y = (float(v) for v in point_px)
-    for colour, extra in (((0, 0, 0), 1), (TRUTH_COLOUR, 0)):
-        draw.line([(x - arm - extra, y), (x + arm + extra, y)], fill=colour, width=line + 2 * extra)
-        draw.line([(x, y - arm - extra), (x, y + arm + extra)], fill=colour, width=line + 2 * extra)
-    return np.asarray(image)
+    window_mode = settings.window_mode or None
+    if window_mode is not None and window_mode not in WINDOW_MODES:
+        raise DemoInputError(f"window mode must be one of {', '.join(WINDOW_MODES)}, got {window_mode!r}")
+    return PredictOptions(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode,
+                          seed=seed, start_frame=start, end_frame=stop, trail=settings.trail,
+                          heatmap=bool(settings.heatmap), even_size=True)
 
 
 def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str | os.PathLike,
             pipelines: PipelineCache, limits: DemoLimits = DemoLimits(), demo_clip: DemoClip | None = None,
-            on_progress: ProgressCallback | None = None) -> JobResult:
+            on_progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> JobResult:
     """Check ``video``, stream it through the model and write ``overlay.mp4``, ``gaze.csv`` and ``summary.json`` into
-    ``job_dir`` (which the caller removes). ``on_progress(frames_done, frames_total)`` is called as frames finish.
+    ``job_dir`` (which the caller removes). ``on_progress(frames_done, frames_total)`` is called as frames finish;
+    setting ``cancel`` stops the job at the next chunk (:class:`JobStopped`, its partial files removed).
 
     Raises :class:`DemoInputError` for anything wrong with the upload, the settings or the model."""
     started = time.perf_counter()
@@ -348,86 +345,49 @@ def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str
         location, pipe = pipelines.get(settings.model)
     except (ModelFolderError, OSError) as err:
         raise DemoInputError(f"model {settings.model!r}: {err}") from err
-    config = pipe.model.config
-    sampling = _sampling(settings, config)
+    predictor = GazePredictor.from_pipeline(pipe, location)
+    options = job_options(settings, pipe.model.config, start, stop, seed)
+    truth = demo_clip.truth if demo_clip is not None and demo_clip.matches(path) else None
     loaded = time.perf_counter()
-    source = open_video_source(path, start_frame=start, end_frame=stop)
-    truth_all = demo_clip if demo_clip is not None and demo_clip.matches(path) else None
-    out_dir = Path(job_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    overlay_path, csv_path, summary_path = out_dir / OVERLAY_NAME, out_dir / CSV_NAME, out_dir / SUMMARY_NAME
-    renderer = OverlayRenderer(trail=settings.trail)
-    total = stop - start
     pieces: list[np.ndarray] = []
 
-    def overlay_frames(writer: GazeCsvWriter) -> Iterator[np.ndarray]:
-        from .metrics.heatmaps import render_heatmaps
-
-        done = 0
-        for chunk in pipe.stream_chunks(source, seed=seed, keep_frames=True, **sampling):
-            writer.write(start + chunk.start, chunk.trajectories)
-            pieces.append(chunk.trajectories)
-            samples_px = unit_to_pixels(chunk.trajectories, info.width, info.height)
-            points_px = unit_to_pixels(chunk.points, info.width, info.height)
-            truth_px = (unit_to_pixels(truth_all.truth(start + chunk.start + np.arange(chunk.num_frames)), info.width,
-                                       info.height) if truth_all is not None else None)
-            for i, frame in enumerate(chunk.frames):
-                maps = (render_heatmaps(chunk.trajectories[:, i:i + 1], info.width, info.height,
-                                        sigma=config.heatmap_sigma)[0].numpy() if settings.heatmap else None)
-                drawn = renderer.render(frame, samples_px[:, i], points_px[i], maps)
-                if truth_px is not None:
-                    drawn = draw_truth(drawn, truth_px[i])
-                yield _even(drawn)
-            done += chunk.num_frames
-            if on_progress is not None:
-                on_progress(done, total)
+    def on_chunk(chunk, done: int, total: int) -> None:
+        pieces.append(np.asarray(chunk.trajectories))
+        if on_progress is not None:
+            on_progress(done, total)
+        if cancel is not None and cancel.is_set():
+            raise RunCancelled(f"stopped after {done} of {total} frames")
 
     try:
-        with GazeCsvWriter(csv_path, source.video_id, info.width, info.height, source.fps) as writer:
-            write_video(overlay_path, overlay_frames(writer), fps=source.fps)
+        summary = predictor.predict(path, job_dir, options, truth=truth, on_chunk=on_chunk)
+    except RunCancelled as err:
+        raise JobStopped(f"{path.name}: {err}; nothing was kept") from err
     except VideoDecodeError as err:
         raise DemoInputError(f"{path.name} cannot be decoded to the end: {_without_path(err, path)}") from err
     except ValueError as err:  # the sampler's argument checks (e.g. K > 1 for a regression model)
         raise DemoInputError(f"{path.name}: {_without_path(err, path)}") from err
-    finished = time.perf_counter()
+    out_dir = Path(job_dir)
     trajectories = np.concatenate(pieces, axis=1)
     frame_indices = start + np.arange(trajectories.shape[1])
-    truth = truth_all.truth(frame_indices) if truth_all is not None else None
-    frames = int(trajectories.shape[1])
-    summary: dict[str, Any] = {
-        "video": path.name, "video_id": source.video_id, "model": location, **sampling, "seed": seed,
-        "device": str(pipe.device), "fps": source.fps, "width": info.width, "height": info.height,
-        "start_frame": start, "frames": frames, "heatmap": bool(settings.heatmap),
-        "point_estimate": "per-frame mean of the K samples", "heatmap_sigma_px": config.heatmap_sigma,
-        "mean_point_norm": point_estimate(trajectories).mean(axis=0).tolist(),
-        "outputs": [OVERLAY_NAME, CSV_NAME, SUMMARY_NAME],
-        "timings": {"load_s": round(loaded - started, 3), "predict_s": round(finished - loaded, 3),
-                    "ms_per_frame": round(1000.0 * (finished - loaded) / max(frames, 1), 2)},
-    }
-    message = (f"{frames} frames of {path.name} in {finished - loaded:.1f} s "
-               f"({summary['timings']['ms_per_frame']:.0f} ms/frame); K={sampling['num_samples']}, "
-               f"S={sampling['num_steps']}, {sampling['solver']}, seed {seed}.")
+    frames, timings = int(trajectories.shape[1]), summary["timings"]
+    # what users download names no server path: the upload by its name, the outputs by theirs
+    summary.update(video=path.name, outputs=[OVERLAY_NAME, CSV_NAME, SUMMARY_NAME])
+    timings["load_s"] = round(loaded - started, 3)
+    message = (f"{frames} frames of {path.name} in {timings['predict_s']:.1f} s ({timings['ms_per_frame']:.0f} "
+               f"ms/frame); K={summary['num_samples']}, S={summary['num_steps']}, {summary['solver']}, "
+               f"{summary['window_mode']} windows, seed {seed}.")
     if truth is not None:
-        summary["demo"] = demo_scores(point_estimate(trajectories), truth)
+        summary["demo"] = score_points(frame_indices, point_estimate(trajectories), truth)
         demo = summary["demo"]
-        message += (f" Demo clip: the point estimate lies {demo['point_estimate_error']:.3f} from the true gaze (green "
-                    f"cross) on average, the frame centre {demo['frame_centre_error']:.3f} (unit coordinates).")
-    write_summary(summary_path, summary)
-    return JobResult(overlay=overlay_path, csv=csv_path, summary_path=summary_path, summary=summary,
-                     trajectories=trajectories, times_s=frame_times_ms(frame_indices, source.fps) / 1000.0,
-                     truth=truth, message=message)
-
-
-def demo_scores(points: np.ndarray, truth: np.ndarray) -> dict[str, float]:
-    """Mean distance (unit coordinates) of the point estimate and of the frame centre to the true gaze, over the
-    frames where the true gaze is valid (not NaN)."""
-    valid = np.all(np.isfinite(truth), axis=1)
-    if not valid.any():
-        return {"frames_scored": 0}
-    model_error = float(np.linalg.norm(points[valid] - truth[valid], axis=1).mean())
-    centre_error = float(np.linalg.norm(truth[valid] - 0.5, axis=1).mean())
-    return {"frames_scored": int(valid.sum()), "point_estimate_error": round(model_error, 4),
-            "frame_centre_error": round(centre_error, 4)}
+        if demo["frames_scored"]:
+            message += (f" Demo clip: the point estimate lies {demo['point_estimate_error']:.3f} from the true gaze "
+                        f"(magenta cross) on average, the frame centre {demo['frame_centre_error']:.3f} (unit "
+                        f"coordinates, {demo['frames_scored']} frames with the gaze on the frame).")
+    write_summary(out_dir / SUMMARY_NAME, summary)
+    return JobResult(overlay=out_dir / OVERLAY_NAME, csv=out_dir / CSV_NAME, summary_path=out_dir / SUMMARY_NAME,
+                     summary=summary, trajectories=trajectories,
+                     times_s=frame_times_ms(frame_indices, summary["fps"]) / 1000.0,
+                     truth=demo_clip.gaze_at(frame_indices) if truth is not None else None, message=message)
 
 
 def trajectory_figure(times_s: np.ndarray, trajectories: np.ndarray, truth: np.ndarray | None = None) -> Figure:
@@ -448,7 +408,7 @@ def trajectory_figure(times_s: np.ndarray, trajectories: np.ndarray, truth: np.n
             ax.plot(times_s, sample, color="#17becf", alpha=min(0.35, 4.0 / num_samples), linewidth=0.6)
         ax.plot(times_s, points[:, axis], color="#1f4e9c", linewidth=1.8, label="point estimate (mean of K)")
         if truth is not None:
-            ax.plot(times_s, truth[:, axis], color="#2ca02c", linewidth=1.4, linestyle="--", label="true gaze")
+            ax.plot(times_s, truth[:, axis], color=TRUTH_HEX, linewidth=1.4, linestyle="--", label="true gaze")
         ax.set_ylim(0.0, 1.0)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
@@ -459,6 +419,6 @@ def trajectory_figure(times_s: np.ndarray, trajectories: np.ndarray, truth: np.n
     return figure
 
 
-__all__ = ["DemoInputError", "DemoLimits", "JobSettings", "JobResult", "DemoClip", "PipelineCache", "check_upload",
-           "check_frame_range", "draw_truth", "prepare_demo_clip", "run_job", "demo_scores", "trajectory_figure",
-           "OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "MAX_SAMPLES", "MAX_STEPS", "DEMO_CLIP_SETTINGS"]
+__all__ = ["DemoInputError", "JobStopped", "DemoLimits", "JobSettings", "JobResult", "DemoClip", "PipelineCache",
+           "check_upload", "check_frame_range", "job_options", "prepare_demo_clip", "run_job", "trajectory_figure",
+           "OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "MAX_SAMPLES", "MAX_STEPS", "DEMO_CLIP_FRAMES"]
