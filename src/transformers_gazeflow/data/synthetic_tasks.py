@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .gaze_formats import BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
+from .egtea_format import BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
 from .video import write_video
 
 TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue")
