@@ -10,6 +10,7 @@ each S, and prints the step-distribution figures against the true process:
     python examples/dynamics_probe.py                                   # flow matching and regression, S = 5, 50
     python examples/dynamics_probe.py --max_cpu_minutes 15 --seeds 0 1 2
     python examples/dynamics_probe.py --config_overrides "hidden_size=128,num_hidden_layers=4"
+    python examples/dynamics_probe.py --flow_time_sampling uniform late_quadratic --batch_size 64 --seeds 0 1 2
 
 Figures (steps are ``|g_t - g_{t-1}|`` in unit coordinates, pooled over windows and samples):
 
@@ -41,6 +42,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from transformers import VJEPA2Config, get_cosine_with_min_lr_schedule_with_warmup
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
 from transformers_gazeflow.data.synthetic_tasks import simulate_fixation_saccade
 from transformers_gazeflow.geometry import unit_to_model
 from transformers_gazeflow.metrics.dynamics import displacement_histograms, jensen_shannon
@@ -58,6 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--objectives", nargs="+", default=["flow_matching", "regression"], choices=OBJECTIVES)
     parser.add_argument("--num_steps", type=int, nargs="+", default=[5, 50], help="S values to sample with")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--flow_time_sampling", nargs="+", default=["uniform"], choices=FLOW_TIME_SAMPLINGS,
+                        help="flow matching's training-time distributions to compare (config.flow_time_sampling; "
+                             "'uniform' is the paper's); each one is a separate flow-matching run")
     parser.add_argument("--max_train_steps", type=int, default=4000)
     parser.add_argument("--max_cpu_minutes", type=float, default=None,
                         help="stop each run's training once it has used this much CPU time (all objectives and "
@@ -86,8 +91,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--max_cpu_minutes must be > 0, got {args.max_cpu_minutes}")
     try:
         args.overrides = parse_overrides(args.config_overrides)
-        for objective in args.objectives:
-            probe_config(objective, args.num_frames, args.overrides)
+        for objective, sampling in probe_variants(args):
+            probe_config(objective, args.num_frames, args.overrides, sampling)
     except ValueError as err:
         parser.error(str(err))
     return args
@@ -137,7 +142,18 @@ def step_figures(steps: np.ndarray, true_steps: np.ndarray) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------------------------------- model
-def probe_config(objective: str, num_frames: int, overrides: dict) -> GazeFlowConfig:
+def probe_variants(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(objective, flow_time_sampling) runs: flow matching once per ``--flow_time_sampling``, the others once."""
+    return [(objective, sampling) for objective in args.objectives
+            for sampling in (args.flow_time_sampling if objective == "flow_matching" else ["uniform"])]
+
+
+def variant_name(objective: str, sampling: str) -> str:
+    return f"{objective} ({sampling} s)" if objective == "flow_matching" else objective
+
+
+def probe_config(objective: str, num_frames: int, overrides: dict, flow_time_sampling: str = "uniform"
+                 ) -> GazeFlowConfig:
     """The probe's model: a one-token-per-frame encoder (its tokens are replaced by constants) and the small
     recipe's velocity network (d=64, 3 DenoiserBlocks, 4 heads), with ``overrides`` on top."""
     encoder = VJEPA2Config(crop_size=16, patch_size=16, tubelet_size=2, frames_per_clip=num_frames, hidden_size=8,
@@ -145,7 +161,8 @@ def probe_config(objective: str, num_frames: int, overrides: dict) -> GazeFlowCo
                            pred_num_hidden_layers=1, pred_num_attention_heads=2)
     settings = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=256,
                     num_spatial_layers=1, num_task_queries=4, num_frames=num_frames, window_stride=num_frames // 2,
-                    use_lora=False, objective=objective, num_samples=1 if objective == "regression" else 8)
+                    use_lora=False, objective=objective, num_samples=1 if objective == "regression" else 8,
+                    flow_time_sampling=flow_time_sampling)
     settings.update(overrides)
     try:
         return GazeFlowConfig(encoder_config=encoder, **settings)
@@ -162,7 +179,7 @@ def constant_tokens(config: GazeFlowConfig, batch: int) -> torch.Tensor:
 
 @dataclass
 class RunResult:
-    objective: str
+    objective: str  # the row name: the objective, with flow matching's time sampling
     seed: int
     train_steps: int
     cpu_seconds: float
@@ -170,9 +187,10 @@ class RunResult:
     figures: dict[int, dict[str, float]]  # S -> figures (regression: one entry under S = 1)
 
 
-def train_and_probe(args: argparse.Namespace, objective: str, seed: int, true_steps: np.ndarray) -> RunResult:
+def train_and_probe(args: argparse.Namespace, objective: str, seed: int, true_steps: np.ndarray,
+                    flow_time_sampling: str = "uniform") -> RunResult:
     torch.manual_seed(seed)
-    config = probe_config(objective, args.num_frames, args.overrides)
+    config = probe_config(objective, args.num_frames, args.overrides, flow_time_sampling)
     model = GazeFlowModel(config)
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -209,7 +227,8 @@ def train_and_probe(args: argparse.Namespace, objective: str, seed: int, true_st
         out = trained.generate(encoder_hidden_states=eval_tokens, num_samples=samples, num_steps=num_steps,
                                generator=torch.Generator().manual_seed(10_000 + seed))
         figures[num_steps] = step_figures(steps_of(out.trajectories.numpy().astype(np.float64)), true_steps)
-    return RunResult(objective, seed, steps_done, cpu_seconds, wall_seconds, figures)
+    return RunResult(variant_name(objective, flow_time_sampling), seed, steps_done, cpu_seconds, wall_seconds,
+                     figures)
 
 
 # ---------------------------------------------------------------------------------------------------- report
@@ -256,12 +275,12 @@ def main(argv: list[str] | None = None) -> int:
           f"coordinates), {args.num_frames}-frame windows at {FPS:g} fps", flush=True)
     results = []
     for seed in args.seeds:
-        for objective in args.objectives:
-            result = train_and_probe(args, objective, seed, true_steps)
+        for objective, sampling in probe_variants(args):
+            result = train_and_probe(args, objective, seed, true_steps, sampling)
             results.append(result)
             summary = ", ".join(f"S={s}: median x{f['median_ratio']:.2f}, log-JSD {f['jsd_log']:.3f}, "
                                 f"W1 x{f['w1_ratio']:.2f}" for s, f in result.figures.items())
-            print(f"{objective} seed {seed}: {result.train_steps} steps, {result.cpu_seconds:.0f} CPU s, "
+            print(f"{result.objective} seed {seed}: {result.train_steps} steps, {result.cpu_seconds:.0f} CPU s, "
                   f"{result.wall_seconds:.0f} wall s; {summary}", flush=True)
     print()
     print(report(results, references))

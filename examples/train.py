@@ -13,6 +13,15 @@ AdamW (0.9, 0.999), weight decay 1e-4, lr 1e-4 cosine to 1e-6, effective batch 1
 saved model use the EMA weights), gradient clipping 1.0, bf16 on GPU, early stopping with patience 15 on the
 validation loss. The model comes from ``--model_name_or_path`` or from ``GazeFlowConfig()`` (the paper's) with
 ``--config_overrides``.
+
+``--recipe NAME`` sets every knob of a documented recipe (``transformers_gazeflow.training.recipes``), each still
+overridable on the command line; the small-scale recipe, on 2 CPU cores in <= 25 minutes:
+
+    python examples/train.py --recipe small-cpu --dataset_name synthetic --data_dir data/synthetic_small \
+        --dataset_config small --output_dir runs/small_cpu
+
+The saved model holds the EMA weights of the epoch with the best validation loss (not the last step's); its card
+says which step that was and what it scored.
 """
 
 from __future__ import annotations
@@ -42,11 +51,12 @@ from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.hub import save_model_folder
 from transformers_gazeflow.training.checkpointing import (TRAINER_STATE, CheckpointError, TrainerState,
-                                                          begin_lineage, load_checkpoint, publish_folder,
-                                                          save_checkpoint, select_checkpoint)
+                                                          begin_lineage, load_best_ema_state, load_checkpoint,
+                                                          publish_folder, save_checkpoint, select_checkpoint)
 from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
 from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
+from transformers_gazeflow.training.recipes import RECIPES, recipe_help
 
 logger = logging.getLogger("train")
 MODEL_INPUTS = ("pixel_values_videos", "encoder_hidden_states", "gaze", "valid_mask")
@@ -56,9 +66,21 @@ class TrainingError(RuntimeError):
     """A condition that stops training with a message (non-finite loss, bad arguments found late)."""
 
 
+def recipe_name(argv: list[str] | None) -> str | None:
+    """The ``--recipe`` of ``argv`` (or ``sys.argv``), before the full parse; None when absent or unknown (the full
+    parse then names the bad choice)."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--recipe", default=None)
+    known, _ = pre.parse_known_args(argv)
+    return known.recipe if known.recipe in RECIPES else None
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Train GazeFlow (conditional flow matching for egocentric gaze).",
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default=None,
+                        help="a named recipe that sets the defaults of every argument below (each still overridable; "
+                             "--config_overrides is merged over the recipe's): " + recipe_help())
     data = parser.add_argument_group("data")
     data.add_argument("--dataset_name", required=True, choices=DATASET_NAMES, help="the dataset to train on")
     data.add_argument("--data_dir", default=None, help="raw download (egtea/ego4d) or where synthetic clips go")
@@ -78,7 +100,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="pretrained V-JEPA 2 checkpoint for the encoder (e.g. facebook/vjepa2-vitl-fpc64-256)")
     model.add_argument("--use_lora", action=argparse.BooleanOptionalAction, default=None,
                        help="LoRA on the encoder (None: the config's, True for the paper's model)")
-    model.add_argument("--cache_features", action="store_true",
+    model.add_argument("--cache_features", action=argparse.BooleanOptionalAction, default=False,
                        help="cache the frozen encoder's outputs once (needs a frozen encoder without LoRA)")
     model.add_argument("--feature_cache_dir", default=None,
                        help="where --cache_features keeps the cache (None: <output_dir>/feature_cache)")
@@ -106,7 +128,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     train.add_argument("--early_stopping_patience", type=int, default=15, help="epochs without improvement")
     train.add_argument("--logging_steps", type=int, default=10, help="log the training loss every N steps")
     train.add_argument("--report_to", default="none", help="tensorboard, wandb, ... or 'none'")
+    recipe = RECIPES.get(recipe_name(argv))
+    if recipe is not None:
+        unknown = sorted(set(recipe.arguments) - {action.dest for action in parser._actions})
+        if unknown:
+            raise AssertionError(f"recipe {recipe.name} sets unknown arguments {unknown}")
+        parser.set_defaults(**recipe.arguments, config_overrides=recipe.config_overrides_text())
     args = parser.parse_args(argv)
+    if recipe is not None and args.config_overrides != recipe.config_overrides_text():
+        # the command line's overrides go over the recipe's (parse_config_overrides: later keys win)
+        args.config_overrides = recipe.config_overrides_text() + "," + (args.config_overrides or "")
     for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
@@ -114,6 +145,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--max_train_steps must be >= 1, got {args.max_train_steps}")
     if args.checkpointing_steps is not None and args.checkpointing_steps < 1:
         parser.error(f"--checkpointing_steps must be >= 1, got {args.checkpointing_steps}")
+    if args.early_stopping_patience < 1:
+        parser.error(f"--early_stopping_patience must be >= 1, got {args.early_stopping_patience}")
     return args
 
 
@@ -192,6 +225,11 @@ def validation_loss(model, dataloader, accelerator: Accelerator, seed: int) -> f
     return (total / count.clamp_min(1)).item()
 
 
+def cpu_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A detached CPU copy of ``module``'s weights (the best-validation EMA snapshot)."""
+    return {key: value.detach().to("cpu", copy=True) for key, value in module.state_dict().items()}
+
+
 def parameter_checksum(model) -> float:
     return float(sum(p.detach().double().sum().item() for p in model.parameters()))
 
@@ -265,8 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     checkpointed = dict(model=model, optimizer=optimizer, scheduler=scheduler, ema=ema)  # what a checkpoint holds
 
     state = TrainerState()
+    best_ema_state: dict | None = None  # the EMA weights of the best validation loss so far (state.best_step)
     if resume_from is not None:
         state = load_checkpoint(resume_from, accelerator, **checkpointed)
+        best_ema_state = load_best_ema_state(resume_from, state)
         logger.info("resumed from %s at step %d (epoch %d)", resume_from, state.completed_steps, state.epoch)
     begin_lineage(output_dir, resume_from, accelerator)
     if accelerator.is_main_process and args.report_to != "none":
@@ -323,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
             running = 0.0
             if args.checkpointing_steps and state.completed_steps % args.checkpointing_steps == 0:
                 try:
-                    last_checkpoint = save_checkpoint(accelerator, output_dir, state, **checkpointed)
+                    last_checkpoint = save_checkpoint(accelerator, output_dir, state, **checkpointed,
+                                                      best_ema_state=best_ema_state)
                 except CheckpointError as err:  # the weights went NaN/inf: that checkpoint would not be a good one
                     raise TrainingError(f"{err}. Last good checkpoint: {last_checkpoint or 'none saved yet'}") from err
             if state.completed_steps >= max_train_steps:
@@ -340,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             accelerator.log({"validation/loss": val_loss}, step=state.completed_steps)
             if state.best_validation_loss is None or val_loss < state.best_validation_loss:
                 state.best_validation_loss, state.epochs_without_improvement = val_loss, 0
+                state.best_step, best_ema_state = state.completed_steps, cpu_state_dict(ema.module)
             else:
                 state.epochs_without_improvement += 1
         if epoch_finished:
@@ -360,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         final = ema.module
+        if best_ema_state is not None:  # the saved model is the best validation loss's EMA, not the last step's
+            final.load_state_dict(best_ema_state)
+        best_record = next((r for r in state.history if r["step"] == state.best_step), None)
         staging = output_dir / ".tmp_final"  # written whole, then moved in file by file (publish_folder)
         if staging.exists():
             shutil.rmtree(staging)
@@ -373,22 +418,29 @@ def main(argv: list[str] | None = None) -> int:
             "batch": f"effective {effective_batch} ({args.per_device_train_batch_size} x {accelerator.num_processes} "
                      f"processes x {args.gradient_accumulation_steps} accumulation)",
             "precision": mixed_precision,
+            "recipe": args.recipe or "none (every argument as given)",
             "EMA": f"{args.ema_decay} (this model holds the EMA weights)",
             "feature cache": bool(args.cache_features),
             "wall time": f"{time.time() - started:.0f} s",
         }
         training["best validation loss (EMA)"] = state.best_validation_loss
+        training["saved weights"] = (
+            f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), the best "
+            f"validation loss: {state.best_validation_loss:.5f}" if state.best_step is not None else
+            f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)")
         training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
         save_model_folder(
             final, staging, processor=processor, title=f"GazeFlow trained on {args.dataset_name}",
             description=f"A GazeFlow model trained by `examples/train.py` on {args.dataset_name}; it holds the EMA "
-                        f"weights ({args.ema_decay}).",
+                        f"weights ({args.ema_decay}) "
+                        + (f"of step {state.best_step}, the best validation loss ({state.best_validation_loss:.5f})."
+                           if state.best_step is not None else "of the last step."),
             training="\n".join(f"- {key}: {value}" for key, value in training.items()),
             limitations="Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.",
             repo=str(output_dir))
         state.save(staging)
         publish_folder(staging, output_dir, last=TRAINER_STATE)
-        logger.info("saved the EMA model to %s", output_dir)
+        logger.info("saved the EMA model of step %s to %s", state.best_step or state.completed_steps, output_dir)
     accelerator.end_training()
     return 0
 

@@ -76,12 +76,23 @@ def test_a_tiny_run_prints_every_row(probe, capsys):
     table = [line for line in out.splitlines() if line.startswith("| ")]
     rows = {line.split(" | ")[0][2:] + " S=" + line.split(" | ")[1]: line for line in table[1:]}
     assert set(rows) == {"true process (independent draw: the floor) S=-", "motionless S=-",
-                         "flow_matching S=1", "flow_matching S=2", "regression S=-"}
+                         "flow_matching (uniform s) S=1", "flow_matching (uniform s) S=2", "regression S=-"}
     for line in table[1:]:
         values = [float(cell.split(" ")[0]) for cell in line.strip("| ").split(" | ")[5:]]
         assert len(values) == 5 and all(np.isfinite(values)), line
     assert rows["motionless S=-"].split(" | ")[-1].strip(" |") == "1.000"  # W1 of standing still = the mean step
-    assert "flow_matching seed 0: 3 steps" in out and "CPU s" in out
+    assert "flow_matching (uniform s) seed 0: 3 steps" in out and "CPU s" in out
+
+
+def test_each_time_sampling_is_its_own_flow_matching_run(probe, capsys):
+    assert probe.main(TINY + ["--objectives", "flow_matching", "--flow_time_sampling", "uniform",
+                              "late_quadratic"]) == 0
+    out = capsys.readouterr().out
+    names = {line.split(" | ")[0][2:] for line in out.splitlines() if line.startswith("| ")}
+    assert {"flow_matching (uniform s)", "flow_matching (late_quadratic s)"} <= names
+    assert "regression" not in names
+    args = probe.parse_args(TINY + ["--flow_time_sampling", "logit_normal"])
+    assert probe.probe_config("flow_matching", 16, args.overrides, "logit_normal").flow_time_sampling == "logit_normal"
 
 
 def test_cpu_cap_stops_training_early(probe):
@@ -98,6 +109,7 @@ def test_cpu_cap_stops_training_early(probe):
     (["--num_frames", "3"], "--num_frames must be an even int"),
     (["--num_steps", "0"], "--num_steps must all be >= 1"),
     (["--max_cpu_minutes", "0"], "--max_cpu_minutes must be > 0"),
+    (["--flow_time_sampling", "late"], "--flow_time_sampling: invalid choice"),
 ])
 def test_bad_arguments_name_themselves(probe, capsys, extra, message):
     with pytest.raises(SystemExit) as exit_info:

@@ -18,6 +18,7 @@ OBJECTIVES = ("flow_matching", "diffusion", "regression")
 POSITION_ENCODINGS = ("rope", "learned", "none")
 TASK_GUIDANCES = ("cross_attention", "concat")
 WINDOW_MODES = ("coherent", "blend")
+FLOW_TIME_SAMPLINGS = ("uniform", "late_quadratic", "logit_normal")
 
 
 def _require(condition: bool, name: str, expected: str, value: Any) -> None:
@@ -47,6 +48,11 @@ class GazeFlowConfig(PretrainedConfig):
             the K samples is one continuous trajectory (beyond the paper; see `windowed_engine`); `"blend"` samples
             windows independently and blends them linearly over the overlap (the paper's Appendix E.3).
         sigma_min (`float`, defaults to 1e-3): sigma_min of the OT interpolant (Appendix E.4).
+        flow_time_sampling (`str`, defaults to `"uniform"`): how flow matching draws its training time s from one
+            uniform u per example: `"uniform"` s = u (the paper's Algorithm 1), `"late_quadratic"`
+            s = 1 - (1 - u)^2 (more draws near the data end, where sub-pixel precision is learned; beyond the
+            paper) or `"logit_normal"` s = sigmoid(Phi^-1(u)) (Esser et al. 2024; beyond the paper). See
+            `scheduling_gazeflow.flow_time_from_uniform`.
         self_conditioning_prob (`float`, defaults to 0.5): probability of self-conditioning in training (E.2).
         num_samples (`int`, defaults to 30): default K, trajectories sampled per clip (1 for `objective="regression"`).
         num_steps (`int`, defaults to 5): default S, ODE steps per trajectory.
@@ -95,6 +101,7 @@ class GazeFlowConfig(PretrainedConfig):
         window_stride: int = 32,
         window_mode: str = "coherent",
         sigma_min: float = 1e-3,
+        flow_time_sampling: str = "uniform",
         self_conditioning_prob: float = 0.5,
         num_samples: int | None = None,
         num_steps: int = 5,
@@ -139,6 +146,7 @@ class GazeFlowConfig(PretrainedConfig):
         self.window_stride = window_stride
         self.window_mode = window_mode
         self.sigma_min = sigma_min
+        self.flow_time_sampling = flow_time_sampling
         self.self_conditioning_prob = self_conditioning_prob
         # K: 30 (the paper's recommendation), 1 for the deterministic regression head
         self.num_samples = num_samples if num_samples is not None else (1 if objective == "regression" else 30)
@@ -189,6 +197,8 @@ class GazeFlowConfig(PretrainedConfig):
         _require(self.num_frames % tubelet == 0, "num_frames",
                  f"a multiple of the encoder's tubelet_size={tubelet}", self.num_frames)
         _require(0.0 < self.sigma_min < 1.0, "sigma_min", "in (0, 1)", self.sigma_min)
+        _require(self.flow_time_sampling in FLOW_TIME_SAMPLINGS, "flow_time_sampling",
+                 f"one of {FLOW_TIME_SAMPLINGS}", self.flow_time_sampling)
         _require(0.0 <= self.self_conditioning_prob <= 1.0, "self_conditioning_prob", "in [0, 1]",
                  self.self_conditioning_prob)
         _require(self.solver in SOLVERS, "solver", f"one of {SOLVERS}", self.solver)
@@ -280,4 +290,5 @@ class GazeFlowConfig(PretrainedConfig):
         return cls(**defaults)
 
 
-__all__ = ["GazeFlowConfig", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES", "WINDOW_MODES"]
+__all__ = ["GazeFlowConfig", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES", "WINDOW_MODES",
+           "FLOW_TIME_SAMPLINGS"]

@@ -66,7 +66,8 @@ def _training_noise(model: GazeFlowModel, gaze: torch.Tensor, generator: Generat
     generator, from a fixed seed, so the loss is the same on every call and the global RNG is untouched."""
     generators = example_generators(generator, gaze.shape[0], deterministic=not model.training)
     return draw_training_noise(tuple(gaze.shape), generators, model.config.self_conditioning_prob, gaze.device,
-                               gaze.dtype, num_timesteps)
+                               gaze.dtype, num_timesteps,
+                               flow_time_sampling=model.config.flow_time_sampling)
 
 
 def _self_condition(model: GazeFlowModel, use_self_condition: torch.Tensor, first_pass) -> torch.Tensor | None:

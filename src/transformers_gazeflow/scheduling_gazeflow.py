@@ -17,6 +17,7 @@ constants.
 | the regression head's constant inputs | Section 4.4 | :data:`REGRESSION_INPUT_TIME`, :class:`RegressionScheduler` |
 | x_0 ~ N(0, I) at inference | Algorithm 1 | :func:`draw_noise` |
 | training draws: s (or t), x_0, the self-conditioning coin | Algorithm 1, Appendix D.2 | :func:`draw_training_noise` |
+| s from one uniform draw: uniform (paper), late_quadratic, logit_normal | Algorithm 1 (uniform) | :func:`flow_time_from_uniform` |
 
 Every ``step`` is pure: it maps (x, x1_hat, time, next time) to the next (x, x1_hat) and holds no state. A step can
 take a ``project(x, time)`` callback, applied to every state the network is evaluated at: the windowed engine
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .configuration_gazeflow import SOLVERS
+from .configuration_gazeflow import FLOW_TIME_SAMPLINGS, SOLVERS
 
 ModelFn = Callable[[torch.Tensor, float, torch.Tensor], torch.Tensor]
 """``model_fn(x, time, x1_hat) -> output``: tensors ``[B, K, T, 2]`` in model coordinates; ``time`` is the float the
@@ -306,6 +307,28 @@ def example_generators(generator: GeneratorArgument, batch_size: int, determinis
     return [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
 
 
+def flow_time_from_uniform(uniform: torch.Tensor, sampling: str = "uniform") -> torch.Tensor:
+    """The training time s of flow matching from a draw u ~ U(0, 1), by ``config.flow_time_sampling``:
+
+    * ``"uniform"``: s = u, the paper's s ~ U(0, 1) (Algorithm 1);
+    * ``"late_quadratic"``: s = 1 - (1 - u)^2, density 1 / (2 sqrt(1 - s)): more draws near the data end s = 1
+      (P(s > 0.96) = 0.2 against 0.04), where the network learns the sub-pixel, frame-to-frame precision;
+    * ``"logit_normal"``: s = sigmoid(Phi^-1(u)), the logit-normal(0, 1) of Esser et al. 2024 (mass in the middle).
+
+    Each maps the same single draw, so every example's random stream (time, noise, coin) is consumed identically
+    whatever the choice; ``"uniform"`` returns ``uniform`` itself (bit-identical to the paper's draws).
+    """
+    if sampling == "uniform":
+        return uniform
+    if sampling == "late_quadratic":
+        return 1.0 - (1.0 - uniform) ** 2
+    if sampling == "logit_normal":
+        # u in [0, 1): clamp away from 0 so erfinv stays finite; sigmoid(Phi^-1(u)), Phi^-1(u) = sqrt(2) erfinv(2u - 1)
+        centred = (2.0 * uniform.double() - 1.0).clamp(-1.0 + 1e-12, 1.0 - 1e-12)
+        return torch.sigmoid(math.sqrt(2.0) * torch.erfinv(centred)).to(uniform.dtype)
+    raise ValueError(f"`flow_time_sampling` must be one of {FLOW_TIME_SAMPLINGS}, got {sampling!r}")
+
+
 @dataclass
 class TrainingNoise:
     """One batch's training draws, each example's from its own stream.
@@ -322,10 +345,14 @@ class TrainingNoise:
 
 
 def draw_training_noise(shape: tuple[int, int, int], generators: list[torch.Generator], self_conditioning_prob: float,
-                        device: torch.device, dtype: torch.dtype, num_timesteps: int | None = None) -> TrainingNoise:
-    """Each example draws, from its own generator and in this order: its time (s ~ U(0, 1), or with
-    ``num_timesteps`` an integer t ~ U{0 .. N - 1}), its noise ``[T, 2]`` and its coin u ~ U(0, 1) (self-conditioning
-    when u < ``self_conditioning_prob``)."""
+                        device: torch.device, dtype: torch.dtype, num_timesteps: int | None = None,
+                        flow_time_sampling: str = "uniform") -> TrainingNoise:
+    """Each example draws, from its own generator and in this order: its time (s from one u ~ U(0, 1) mapped by
+    :func:`flow_time_from_uniform` with ``flow_time_sampling``, or with ``num_timesteps`` an integer
+    t ~ U{0 .. N - 1}), its noise ``[T, 2]`` and its coin u ~ U(0, 1) (self-conditioning when
+    u < ``self_conditioning_prob``)."""
+    if num_timesteps is None and flow_time_sampling not in FLOW_TIME_SAMPLINGS:
+        raise ValueError(f"`flow_time_sampling` must be one of {FLOW_TIME_SAMPLINGS}, got {flow_time_sampling!r}")
     batch, frames, width = shape
     times, noises, coins = [], [], []
     for g in generators:
@@ -337,7 +364,7 @@ def draw_training_noise(shape: tuple[int, int, int], generators: list[torch.Gene
         coins.append(torch.rand(1, generator=g, device=g.device))
     time = torch.cat(times).to(device)
     if num_timesteps is None:
-        time = time.float()
+        time = flow_time_from_uniform(time.float(), flow_time_sampling)
     return TrainingNoise(time=time, noise=torch.stack(noises).to(device=device, dtype=dtype),
                          self_condition=torch.cat(coins).to(device) < self_conditioning_prob)
 
@@ -360,6 +387,7 @@ __all__ = [
     "draw_noise",
     "GeneratorArgument",
     "example_generators",
+    "flow_time_from_uniform",
     "TrainingNoise",
     "draw_training_noise",
 ]

@@ -6,6 +6,7 @@ A checkpoint ``step_<N>/`` holds the whole training state as safetensors files (
 | --- | --- |
 | ``model.safetensors`` | the trained model's parameters and buffers |
 | ``ema.safetensors`` | the EMA model (``AveragedModel``: ``module.*`` and ``n_averaged``) |
+| ``best_ema.safetensors`` | the EMA weights of the best validation loss so far (when there is one; ``best_step``) |
 | ``optimizer.safetensors``, ``scheduler.safetensors`` | their ``state_dict()`` (``scaler.safetensors`` under fp16) |
 | ``rng_state_<rank>.safetensors`` | each process's Python, NumPy, torch CPU and device generators |
 | ``trainer_state.json`` | where the loop stands (:class:`TrainerState`) |
@@ -47,7 +48,7 @@ INDEX_FORMAT = "gazeflow-checkpoint-index/1"
 TRAINER_STATE = "trainer_state.json"
 MANIFEST = "manifest.json"
 INDEX = "checkpoints.json"
-MODEL_FILE, EMA_FILE = "model.safetensors", "ema.safetensors"
+MODEL_FILE, EMA_FILE, BEST_EMA_FILE = "model.safetensors", "ema.safetensors", "best_ema.safetensors"
 OPTIMIZER_FILE, SCHEDULER_FILE, SCALER_FILE = "optimizer.safetensors", "scheduler.safetensors", "scaler.safetensors"
 _WEIGHT_FILES = (MODEL_FILE, EMA_FILE, OPTIMIZER_FILE)  # checked for NaN/inf on resume
 _STEP_DIR = re.compile(r"^step_(\d+)$")
@@ -69,6 +70,10 @@ def rng_file(process_index: int) -> str:
     return f"rng_state_{process_index}.safetensors"
 
 
+_OPTIONAL_STATE_FIELDS = ("best_step",)
+"""Trainer-state fields that older checkpoints lack (their default applies)."""
+
+
 @dataclass
 class TrainerState:
     """What the loop needs besides the weights and optimizer to continue exactly where it stopped."""
@@ -77,6 +82,7 @@ class TrainerState:
     epoch: int = 0
     step_in_epoch: int = 0  # optimizer steps already taken in ``epoch``
     best_validation_loss: float | None = None
+    best_step: int | None = None  # the step whose EMA weights scored best_validation_loss (``best_ema.safetensors``)
     epochs_without_improvement: int = 0
     history: list[dict] = field(default_factory=list)
     accelerator_step: int = 0  # Accelerate's micro-batch counter for gradient accumulation
@@ -98,15 +104,17 @@ class TrainerState:
         unexpected = sorted(set(data) - set(names))
         if unexpected:
             raise CheckpointError(f"{path}: not a trainer state (unexpected {unexpected}; expected the fields {names})")
-        kinds = {"history": (list,), "best_validation_loss": (float, int, type(None))}
+        kinds = {"history": (list,), "best_validation_loss": (float, int, type(None)), "best_step": (int, type(None))}
         for name in names:
+            if name not in data and name in _OPTIONAL_STATE_FIELDS:  # written before the field existed
+                continue
             if name not in data:
                 raise CheckpointError(f"{path}: {name} is missing")
             value, expected = data[name], kinds.get(name, (int,))
             if isinstance(value, bool) or not isinstance(value, expected):
                 raise CheckpointError(f"{path}: {name} is {value!r}, expected "
                                       f"{' or '.join(kind.__name__ for kind in expected)}")
-            if expected == (int,) and value < 0:
+            if expected in ((int,), (int, type(None))) and value is not None and value < 0:
                 raise CheckpointError(f"{path}: {name} is {value}, expected >= 0")
         return cls(**data)
 
@@ -371,8 +379,9 @@ def begin_lineage(output_dir: str | os.PathLike, resumed_from: Path | None, acce
 
 # ---------------------------------------------------------------------------------------------------- save / load
 def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerState, *, model, optimizer, scheduler,
-                    ema) -> Path:
+                    ema, best_ema_state: dict | None = None) -> Path:
     """Write ``output_dir/step_<N>`` (N = ``state.completed_steps``) atomically and append it to the lineage.
+    ``best_ema_state``: the best-validation EMA weights (a ``state_dict``), written as ``best_ema.safetensors``.
 
     Every process calls it. Refuses (``CheckpointError``) to write weights holding NaN or inf: a checkpoint is
     only ever a good one.
@@ -397,6 +406,8 @@ def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerSt
                   (EMA_FILE, lambda path: write_module_file(path, ema)),
                   (OPTIMIZER_FILE, lambda path: write_state_file(path, optimizer.state_dict())),
                   (SCHEDULER_FILE, lambda path: write_state_file(path, scheduler.state_dict()))]
+        if best_ema_state is not None:
+            pieces.append((BEST_EMA_FILE, lambda path: write_state_file(path, best_ema_state)))
         if getattr(accelerator, "scaler", None) is not None:
             pieces.append((SCALER_FILE, lambda path: write_state_file(path, accelerator.scaler.state_dict())))
         for filename, write in pieces:
@@ -453,6 +464,20 @@ def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer,
     return state
 
 
+def load_best_ema_state(folder: str | os.PathLike, state: TrainerState) -> dict | None:
+    """The best-validation EMA ``state_dict`` a checkpoint holds (None when ``state.best_step`` is None);
+    ``CheckpointError`` naming the file when the state says there is one and it is missing or unreadable."""
+    if state.best_step is None:
+        return None
+    path = Path(folder) / BEST_EMA_FILE
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing (trainer_state.json names best_step {state.best_step})")
+    try:
+        return read_state_file(path)
+    except StateFileError as err:
+        raise CheckpointError(str(err)) from err
+
+
 def publish_folder(staging: Path, destination: Path, last: str = TRAINER_STATE) -> None:
     """Move every file of ``staging`` into ``destination`` by atomic renames, ``last`` last, then remove
     ``staging``: each file of ``destination`` is complete (old or new) at every moment, and ``last`` marks the end.
@@ -477,7 +502,7 @@ def _load_state_dict(path: Path, target) -> None:
 
 
 __all__ = [
-    "TrainerState", "CheckpointError", "save_checkpoint", "load_checkpoint", "find_checkpoint", "select_checkpoint",
+    "TrainerState", "CheckpointError", "save_checkpoint", "load_checkpoint", "load_best_ema_state", "find_checkpoint", "select_checkpoint",
     "begin_lineage", "verify_checkpoint", "read_index", "write_manifest", "write_json_atomically", "publish_folder",
     "TRAINER_STATE", "MANIFEST", "INDEX",
 ]
