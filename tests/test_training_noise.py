@@ -74,10 +74,11 @@ def test_eval_forward_is_deterministic_and_leaves_the_global_rng_alone():
         second = model(encoder_hidden_states=tokens, gaze=gaze).loss
     assert torch.equal(first, second)
     assert torch.equal(torch.get_rng_state(), state)
-    with torch.no_grad():  # the same as asking for the documented seed
-        explicit = model(encoder_hidden_states=tokens, gaze=gaze,
-                         generator=torch.Generator().manual_seed(EVAL_NOISE_SEED)).loss
-    assert torch.equal(first, explicit)
+    with torch.no_grad():  # the documented draws: s = 0.5 for every clip, the same noise for every clip
+        out = model(encoder_hidden_states=tokens, gaze=gaze)
+    assert torch.equal(out.flow_time, torch.full((2,), 0.5))
+    # the OT target is u = g - (1 - sigma_min) x_0: with the same x_0 for both clips, it differs by g_0 - g_1 only
+    assert torch.allclose(out.target_velocity[0] - out.target_velocity[1], gaze[0] - gaze[1], atol=1e-6)
     model.train()  # training without a generator draws from the global RNG: every call differs
     with torch.no_grad():
         losses = {model(encoder_hidden_states=tokens, gaze=gaze).loss.item() for _ in range(3)}
@@ -155,3 +156,44 @@ def test_bad_generator_arguments_are_named():
     with pytest.raises(ValueError, match="`generator` must be a torch.Generator"):
         model(encoder_hidden_states=tokens, gaze=gaze, generator=3)
     assert len(example_generators(None, 4, deterministic=True)) == 4
+
+
+@pytest.mark.parametrize("objective", ["flow_matching", "diffusion"])
+def test_in_eval_mode_a_clips_loss_depends_on_the_clip_alone(objective):
+    """Without a generator, eval() gives each clip the same draws wherever it sits in whatever batch."""
+    model = tiny_model(objective=objective).eval()
+    tokens, gaze = clips(3, seed=4)
+    with torch.no_grad():
+        batched = model(encoder_hidden_states=tokens, gaze=gaze)
+        for index in range(3):
+            alone = model(encoder_hidden_states=tokens[index:index + 1], gaze=gaze[index:index + 1])
+            assert torch.allclose(per_example_loss(batched, index), alone.loss, atol=1e-6)
+        swapped = model(encoder_hidden_states=tokens.flip(0), gaze=gaze.flip(0))
+    assert torch.allclose(per_example_loss(batched, 0), per_example_loss(swapped, 2), atol=1e-6)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic-batch"])
+def test_the_eval_loss_exports_with_torch_export(dynamic):
+    """transformers' export test exports the whole forward in eval mode (non-strict): no tensor value is read and
+    the batch is not looped over, so a dynamic batch exports too, and the program gives the eager loss."""
+    model = tiny_model(self_conditioning_prob=0.5).eval()
+    tokens, gaze = clips(2, seed=2)
+
+    class Loss(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, tokens, gaze):
+            return self.model(encoder_hidden_states=tokens, gaze=gaze).loss
+
+    wrapper = Loss(model)
+    shapes = {"tokens": {0: torch.export.Dim("batch", min=1, max=8)},
+              "gaze": {0: torch.export.Dim("batch", min=1, max=8)}} if dynamic else None
+    program = torch.export.export(wrapper, (tokens, gaze), dynamic_shapes=shapes, strict=False)
+    with torch.no_grad():
+        assert torch.allclose(program.module()(tokens, gaze), wrapper(tokens, gaze), atol=1e-6)
+        if dynamic:
+            more_tokens, more_gaze = clips(3, seed=5)
+            assert torch.allclose(program.module()(more_tokens, more_gaze), wrapper(more_tokens, more_gaze),
+                                  atol=1e-6)

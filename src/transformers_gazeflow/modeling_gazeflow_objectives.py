@@ -34,6 +34,7 @@ from .scheduling_gazeflow import (
     FlowMatchingScheduler,
     GeneratorArgument,
     TrainingNoise,
+    draw_eval_noise,
     draw_training_noise,
     estimate_endpoint,
     example_generators,
@@ -63,8 +64,12 @@ def masked_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch
 def _training_noise(model: GazeFlowModel, gaze: torch.Tensor, generator: GeneratorArgument,
                     num_timesteps: int | None = None) -> TrainingNoise:
     """Each example's draws from its own stream (``scheduling_gazeflow.example_generators``); in eval mode without a
-    generator, from a fixed seed, so the loss is the same on every call and the global RNG is untouched."""
-    generators = example_generators(generator, gaze.shape[0], deterministic=not model.training)
+    generator, fixed draws, the same for every example (``scheduling_gazeflow.draw_eval_noise``), so a clip's loss
+    is the same on every call and in any batch, the global RNG is untouched, and the loss exports."""
+    if generator is None and not model.training:
+        return draw_eval_noise(tuple(gaze.shape), model.config.self_conditioning_prob, gaze.device, gaze.dtype,
+                               num_timesteps, flow_time_sampling=model.config.flow_time_sampling)
+    generators = example_generators(generator, gaze.shape[0], deterministic=False)
     return draw_training_noise(tuple(gaze.shape), generators, model.config.self_conditioning_prob, gaze.device,
                                gaze.dtype, num_timesteps,
                                flow_time_sampling=model.config.flow_time_sampling)

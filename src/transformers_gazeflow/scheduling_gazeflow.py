@@ -28,8 +28,11 @@ replacement method); ``project=None`` is the plain ODE.
 its noise and its self-conditioning coin from its own random stream, in that order, so a clip's loss never depends
 on what it is batched with. The streams come from a list of generators (one per example), or are spawned from one
 generator (example i's stream is seeded by the i-th of B seeds drawn from it one by one), or, with no generator,
-from the global RNG in training and from a fixed seed (:data:`EVAL_NOISE_SEED`) in eval mode, so that an
-``eval()`` forward gives the same loss on every call and leaves the global RNG untouched.
+from the global RNG in training. In eval mode with no generator the draws are fixed numbers, the same for every
+example (:func:`draw_eval_noise`: s from u = 0.5, the noise from an evenly spread sequence, no generator), so an
+``eval()`` forward gives a clip the same loss on every call, whatever its batch and its position in it, leaves the
+global RNG untouched, and exports with ``torch.export`` (a generator in the graph would advance on every call). For
+a validation loss that averages over flow times, pass a generator (``examples/train.py`` does).
 """
 
 from __future__ import annotations
@@ -60,7 +63,11 @@ REGRESSION_INPUT_TIME = 0.0
 """The constant flow time the regression head is called with (its x and x1_hat inputs are zeros)."""
 
 EVAL_NOISE_SEED = 0
-"""Seed of the training draws of a forward pass in eval mode without a generator (a deterministic loss)."""
+"""Seed of the parent stream that :func:`example_generators` spawns from with ``deterministic=True``."""
+EVAL_WEYL_STEP = (math.sqrt(5.0) - 1.0) / 2.0
+EVAL_WEYL_OFFSET = 0.5
+"""The eval-mode noise without a generator (:func:`draw_eval_noise`): the sequence frac(offset + k * step), k = 1, 2,
+..., step = 1 / phi (the golden ratio), mapped to N(0, 1) quantiles."""
 
 _SEED_BOUND = 2**62
 
@@ -356,18 +363,58 @@ def draw_training_noise(shape: tuple[int, int, int], generators: list[torch.Gene
     batch, frames, width = shape
     times, noises, coins = [], [], []
     for g in generators:
-        if num_timesteps is None:
-            times.append(torch.rand(1, generator=g, device=g.device))
-        else:
-            times.append(torch.randint(0, num_timesteps, (1,), generator=g, device=g.device))
-        noises.append(torch.randn(frames, width, generator=g, device=g.device))
-        coins.append(torch.rand(1, generator=g, device=g.device))
+        time, noise, coin = _draw_example(g, frames, width, num_timesteps)
+        times.append(time)
+        noises.append(noise)
+        coins.append(coin)
     time = torch.cat(times).to(device)
     if num_timesteps is None:
         time = flow_time_from_uniform(time.float(), flow_time_sampling)
     return TrainingNoise(time=time, noise=torch.stack(noises).to(device=device, dtype=dtype),
                          self_condition=torch.cat(coins).to(device) < self_conditioning_prob)
 
+
+
+def _draw_example(generator: torch.Generator, frames: int, width: int,
+                  num_timesteps: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One example's draws from its stream, in the documented order: time u (or t), noise ``[T, 2]``, coin."""
+    device = generator.device
+    if num_timesteps is None:
+        time = torch.rand(1, generator=generator, device=device)
+    else:
+        time = torch.randint(0, num_timesteps, (1,), generator=generator, device=device)
+    noise = torch.randn(frames, width, generator=generator, device=device)
+    return time, noise, torch.rand(1, generator=generator, device=device)
+
+
+def _weyl_uniform(count: int, offset: float, device: torch.device) -> torch.Tensor:
+    """``count`` fixed, evenly spread values in (0, 1): the additive (Weyl) sequence frac(offset + k / phi), computed
+    from ``arange`` in float64 (no generator, no state: the same numbers in eager mode and in an exported graph)."""
+    index = torch.arange(1, count + 1, dtype=torch.float64, device=device)
+    return torch.frac(offset + index * EVAL_WEYL_STEP).clamp(1e-6, 1 - 1e-6)
+
+
+def draw_eval_noise(shape: tuple[int, int, int], self_conditioning_prob: float, device: torch.device,
+                    dtype: torch.dtype, num_timesteps: int | None = None,
+                    flow_time_sampling: str = "uniform") -> TrainingNoise:
+    """The eval-mode draws without a generator: fixed numbers, the same for every example (so a clip's eval loss
+    depends on the clip alone) and computed without a generator or a read of a tensor value (``torch.export`` gives
+    the eager loss, with a dynamic batch too). The time is the uniform u = 0.5 mapped like a training draw (s = 0.5
+    for the paper's uniform sampling; t = N / 2 for diffusion), the noise ``[T, 2]`` is N(0, I) quantiles of an evenly
+    spread sequence, and the self-conditioning coin is u = 0.5 (the second pass runs when ``self_conditioning_prob`` >
+    0.5)."""
+    if num_timesteps is None and flow_time_sampling not in FLOW_TIME_SAMPLINGS:
+        raise ValueError(f"`flow_time_sampling` must be one of {FLOW_TIME_SAMPLINGS}, got {flow_time_sampling!r}")
+    batch, frames, width = shape
+    half = torch.full((1,), 0.5, device=device)
+    if num_timesteps is None:
+        time = flow_time_from_uniform(half, flow_time_sampling)
+    else:
+        time = torch.full((1,), num_timesteps // 2, dtype=torch.int64, device=device)
+    uniform = _weyl_uniform(frames * width, EVAL_WEYL_OFFSET, device)
+    noise = (math.sqrt(2.0) * torch.erfinv(2.0 * uniform - 1.0)).reshape(frames, width).to(dtype)
+    return TrainingNoise(time=time.expand(batch), noise=noise.unsqueeze(0).expand(batch, frames, width),
+                         self_condition=(half < self_conditioning_prob).expand(batch))
 
 __all__ = [
     "ModelFn",
@@ -376,6 +423,8 @@ __all__ = [
     "MAX_BETA",
     "REGRESSION_INPUT_TIME",
     "EVAL_NOISE_SEED",
+    "EVAL_WEYL_STEP",
+    "EVAL_WEYL_OFFSET",
     "estimate_endpoint",
     "FlowMatchingScheduler",
     "cosine_alphas_cumprod",
@@ -390,4 +439,5 @@ __all__ = [
     "flow_time_from_uniform",
     "TrainingNoise",
     "draw_training_noise",
+    "draw_eval_noise",
 ]
