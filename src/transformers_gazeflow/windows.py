@@ -1,4 +1,4 @@
-"""Temporal windowing of long clips, in one place (paper Appendix E.3, "Sliding-Window Inference for Long Clips").
+"""Temporal windowing of long clips, in one place (paper Appendix D.3, "Sliding-Window Inference for Long Clips").
 
 The velocity network is trained on windows of ``W`` frames (``config.num_frames``, 64 in the paper). A clip of
 ``T`` frames is covered by windows that start every ``stride`` frames (``config.window_stride``, ``W / 2``); the
@@ -11,8 +11,10 @@ With the regular stride ``L = W_s`` and this is exactly the paper's ``alpha_tau`
 window can have a longer overlap, over which the same ramp is stretched.
 
 With coherent windows (``window_mode="coherent"``, the windowed engine) window ``i + 1`` is sampled conditioned on
-the frames it shares with window ``i``, so the two agree there; the stitcher then keeps the earlier window's values
-over the overlap (:class:`StreamingBlender` with ``mode="keep"``) instead of ramping.
+the frames it shares with window ``i``, so the two nearly agree there (the shared frames are held until the last
+tenth of the flow, then released); the outputs are still ramped over the overlap as above, and a second
+:class:`StreamingBlender` with ``mode="keep"`` keeps, per frame, the noise x_0 of the window that sampled it first,
+so the next window reuses it.
 
 A frame range of a longer video runs the windows of the *whole video's* grid that cover it (:func:`plan_windows`),
 so a frame's prediction does not change with where the requested range starts or ends.
