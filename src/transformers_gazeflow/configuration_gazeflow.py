@@ -41,12 +41,12 @@ class GazeFlowConfig(PretrainedConfig):
         num_task_queries (`int`, defaults to 4): learnable task queries M of the task-token bank (Eq. task_slots).
         task_gate_init (`float`, defaults to -2.0): initial value of the task cross-attention gate g^(l).
         rope_theta (`float`, defaults to 10000.0): base of the 1D RoPE over frame index (Appendix C.2).
-        num_frames (`int`, defaults to 64): window length W in frames (Appendix E.3).
-        window_stride (`int`, defaults to 32): stride W_s between sliding windows (Appendix E.3).
+        num_frames (`int`, defaults to 64): window length W in frames (Appendix D.3).
+        window_stride (`int`, defaults to 32): stride W_s between sliding windows (Appendix D.3).
         window_mode (`str`, defaults to `"coherent"`): how overlapping windows of a long clip are joined:
             `"coherent"` samples each window conditioned on the frames it shares with the previous one, so each of
             the K samples is one continuous trajectory (beyond the paper; see `windowed_engine`); `"blend"` samples
-            windows independently and blends them linearly over the overlap (the paper's Appendix E.3).
+            windows independently and blends them linearly over the overlap (the paper's Appendix D.3).
         sigma_min (`float`, defaults to 1e-3): sigma_min of the OT interpolant (Appendix E.4).
         flow_time_sampling (`str`, defaults to `"uniform"`): how flow matching draws its training time s from one
             uniform u per example: `"uniform"` s = u (the paper's Algorithm 1), `"late_quadratic"`

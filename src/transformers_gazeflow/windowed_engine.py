@@ -27,7 +27,7 @@ frame (``schema.pad_last_frame``) and cut back. Windows are stitched by ``window
 
 **Joining windows** (``window_mode``):
 
-* ``"blend"`` (the paper's Appendix E.3): windows are sampled independently and sample k of window i is ramped
+* ``"blend"`` (the paper's Appendix D.3): windows are sampled independently and sample k of window i is ramped
   linearly into sample k of window i + 1 over their overlap. The two are unrelated draws, so the ramp manufactures
   motion (issue 13: median step 2.3x human on 64-frame clips against 1.3x for windows sampled alone).
 * ``"coherent"`` (the default; beyond the paper): window i + 1 is sampled *conditioned on* the L frames it shares
