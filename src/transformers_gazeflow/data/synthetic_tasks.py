@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from .egtea_format import BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
+from .synthetic.scene import _smooth_path
 from .video import write_video
 
 TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue")
@@ -156,15 +157,6 @@ class TaskClip:
 
 
 # ---------------------------------------------------------------------------------------------------- scene
-def _smooth_path(rng: np.random.Generator, num_frames: int, fps: float, amplitude: float,
-                 frequencies: tuple[float, float], components: int = 3) -> np.ndarray:
-    """A smooth 2-D wander around 0 (sum of sinusoids), standard deviation about ``amplitude`` per axis."""
-    seconds = np.arange(num_frames)[:, None, None] / fps
-    freq = rng.uniform(*frequencies, (1, components, 2))
-    phase = rng.uniform(0, 2 * np.pi, (1, components, 2))
-    weight = rng.uniform(0.5, 1.0, (1, components, 2))
-    weight *= amplitude * math.sqrt(2) / np.sqrt((weight ** 2).sum(axis=1, keepdims=True))
-    return (weight * np.sin(2 * np.pi * freq * seconds + phase)).sum(axis=1)
 
 
 def _background(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
