@@ -46,7 +46,12 @@ from transformers_gazeflow.analysis.attribution import (
     region_attention_mass,
     tubelet_region_tokens,
 )
-from transformers_gazeflow.analysis.capture import clip_attentions, load_analysis_model, load_first_windows
+from transformers_gazeflow.analysis.capture import (
+    add_model_and_dataset_arguments,
+    clip_attentions,
+    load_analysis_model,
+    load_first_windows,
+)
 from transformers_gazeflow.analysis.figures import (
     attribution_scatter_figure,
     group_breakdown_figure,
@@ -62,13 +67,7 @@ PROG = "attention_analysis.py"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description="Roles of the gaze self-attention heads and hand/object "
                                                             "attribution of the visual cross-attention heads.")
-    parser.add_argument("--model_name_or_path", default=None,
-                        help="a GazeFlow model folder or hub id (default: the bundled model)")
-    parser.add_argument("--dataset_name", required=True, help="synthetic, egtea, ego4d or a builder folder")
-    parser.add_argument("--data_dir", default=None,
-                        help="the dataset's raw folder (synthetic: rendered here if absent)")
-    parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
-    parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
+    add_model_and_dataset_arguments(parser)
     parser.add_argument("--split", default="test", help="the clips analysed")
     parser.add_argument("--max_clips", type=int, default=None, help="analyse at most N clips (quick checks)")
     parser.add_argument("--flow_time", type=float, default=0.5, help="the flow time s in [0, 1] the network is run at")

@@ -23,7 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.analysis.capture import load_analysis_model, load_first_windows
+from transformers_gazeflow.analysis.capture import (
+    add_model_and_dataset_arguments,
+    load_analysis_model,
+    load_first_windows,
+)
 from transformers_gazeflow.analysis.failures import (
     FailureRule,
     clip_failures,
@@ -44,13 +48,7 @@ PROG = "failure_analysis.py"
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description="Per-clip errors and the frames that carry them.")
-    parser.add_argument("--model_name_or_path", default=None,
-                        help="a GazeFlow model folder or hub id (default: the bundled model)")
-    parser.add_argument("--dataset_name", required=True, help="synthetic, egtea, ego4d or a builder folder")
-    parser.add_argument("--data_dir", default=None,
-                        help="the dataset's raw folder (synthetic: rendered here if absent)")
-    parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
-    parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
+    add_model_and_dataset_arguments(parser)
     parser.add_argument("--split", default="test", help="the clips analysed")
     parser.add_argument("--window_frames", type=int, default=64,
                         help="frames of each clip's first window (protocol: 64)")

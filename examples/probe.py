@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from transformers_gazeflow.analysis.capture import (
+    add_model_and_dataset_arguments,
     clip_encoder_features,
     clip_task_banks,
     load_analysis_model,
@@ -45,13 +46,7 @@ PROG = "probe.py"
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description="Linear probes of a frozen GazeFlow's task-token bank.")
-    parser.add_argument("--model_name_or_path", default=None,
-                        help="a GazeFlow model folder or hub id (default: the bundled model)")
-    parser.add_argument("--dataset_name", required=True, help="synthetic, egtea, ego4d or a builder folder")
-    parser.add_argument("--data_dir", default=None,
-                        help="the dataset's raw folder (synthetic: rendered here if absent)")
-    parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
-    parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
+    add_model_and_dataset_arguments(parser)
     parser.add_argument("--train_split", default="train", help="the clips the probes are fitted on")
     parser.add_argument("--validation_split", default="validation",
                         help="the clips the weight decay is chosen on; 'none': hold out --validation_fraction of "

@@ -15,6 +15,7 @@ config.num_frames`` by the collator (its ``num_frames`` real frames first).
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -165,6 +166,19 @@ def clip_attentions(model, processor: GazeFlowVideoProcessor, example: dict[str,
     return ClipAttentions(str(example["clip_id"]), int(example["num_frames"]), self_attention, visual_attention)
 
 
-__all__ = ["load_analysis_model", "load_first_windows", "use_eager_attention", "clip_task_banks",
+
+def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+    """The analysis commands' common options: the model (``--model_name_or_path``) and the dataset it is run on
+    (``--dataset_name``, ``--data_dir``, ``--dataset_config``, ``--cache_dir``), as :func:`load_first_windows` reads
+    them."""
+    parser.add_argument("--model_name_or_path", default=None,
+                        help="a GazeFlow model folder or hub id (default: the bundled model)")
+    parser.add_argument("--dataset_name", required=True, help="synthetic, egtea, ego4d or a builder folder")
+    parser.add_argument("--data_dir", default=None,
+                        help="the dataset's raw folder (synthetic: rendered here if absent)")
+    parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
+    parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
+
+__all__ = ["add_model_and_dataset_arguments", "load_analysis_model", "load_first_windows", "use_eager_attention", "clip_task_banks",
            "clip_encoder_features", "ClipAttentions",
            "clip_attentions"]
