@@ -363,28 +363,18 @@ def draw_training_noise(shape: tuple[int, int, int], generators: list[torch.Gene
     batch, frames, width = shape
     times, noises, coins = [], [], []
     for g in generators:
-        time, noise, coin = _draw_example(g, frames, width, num_timesteps)
-        times.append(time)
-        noises.append(noise)
-        coins.append(coin)
+        if num_timesteps is None:
+            times.append(torch.rand(1, generator=g, device=g.device))
+        else:
+            times.append(torch.randint(0, num_timesteps, (1,), generator=g, device=g.device))
+        noises.append(torch.randn(frames, width, generator=g, device=g.device))
+        coins.append(torch.rand(1, generator=g, device=g.device))
     time = torch.cat(times).to(device)
     if num_timesteps is None:
         time = flow_time_from_uniform(time.float(), flow_time_sampling)
     return TrainingNoise(time=time, noise=torch.stack(noises).to(device=device, dtype=dtype),
                          self_condition=torch.cat(coins).to(device) < self_conditioning_prob)
 
-
-
-def _draw_example(generator: torch.Generator, frames: int, width: int,
-                  num_timesteps: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One example's draws from its stream, in the documented order: time u (or t), noise ``[T, 2]``, coin."""
-    device = generator.device
-    if num_timesteps is None:
-        time = torch.rand(1, generator=generator, device=device)
-    else:
-        time = torch.randint(0, num_timesteps, (1,), generator=generator, device=device)
-    noise = torch.randn(frames, width, generator=generator, device=device)
-    return time, noise, torch.rand(1, generator=generator, device=device)
 
 
 def _weyl_uniform(count: int, offset: float, device: torch.device) -> torch.Tensor:
@@ -403,8 +393,6 @@ def draw_eval_noise(shape: tuple[int, int, int], self_conditioning_prob: float, 
     for the paper's uniform sampling; t = N / 2 for diffusion), the noise ``[T, 2]`` is N(0, I) quantiles of an evenly
     spread sequence, and the self-conditioning coin is u = 0.5 (the second pass runs when ``self_conditioning_prob`` >
     0.5)."""
-    if num_timesteps is None and flow_time_sampling not in FLOW_TIME_SAMPLINGS:
-        raise ValueError(f"`flow_time_sampling` must be one of {FLOW_TIME_SAMPLINGS}, got {flow_time_sampling!r}")
     batch, frames, width = shape
     half = torch.full((1,), 0.5, device=device)
     if num_timesteps is None:
