@@ -54,6 +54,13 @@ class GazeFlowConfig(PretrainedConfig):
             paper) or `"logit_normal"` s = sigmoid(Phi^-1(u)) (Esser et al. 2024; beyond the paper). See
             `scheduling_gazeflow.flow_time_from_uniform`.
         self_conditioning_prob (`float`, defaults to 0.5): probability of self-conditioning in training (E.2).
+        grounding_loss_weight (`float`, defaults to 0.0): weight lambda_g of the auxiliary grounding loss (beyond the
+            paper): a linear head scores every spatial token of c_v per frame group, trained by cross-entropy to
+            put its mass on the tokens around the recorded gaze, so c_v learns to mark *what is looked at* from the
+            frames alone. The loss is `L_cfm + lambda_g * L_ground`; 0 is the paper's model (no head, no extra
+            weights). See `modeling_gazeflow_objectives.grounding_loss`.
+        grounding_sigma (`float`, defaults to 0.5): width of the grounding target, a Gaussian over the patch
+            centres around the gaze point, in patch widths.
         num_samples (`int`, defaults to 30): default K, trajectories sampled per clip (1 for `objective="regression"`).
         num_steps (`int`, defaults to 5): default S, ODE steps per trajectory.
         solver (`str`, defaults to `"euler"`): ODE solver, one of `"euler"`, `"heun"`, `"midpoint"`.
@@ -103,6 +110,8 @@ class GazeFlowConfig(PretrainedConfig):
         sigma_min: float = 1e-3,
         flow_time_sampling: str = "uniform",
         self_conditioning_prob: float = 0.5,
+        grounding_loss_weight: float = 0.0,
+        grounding_sigma: float = 0.5,
         num_samples: int | None = None,
         num_steps: int = 5,
         solver: str = "euler",
@@ -148,6 +157,8 @@ class GazeFlowConfig(PretrainedConfig):
         self.sigma_min = sigma_min
         self.flow_time_sampling = flow_time_sampling
         self.self_conditioning_prob = self_conditioning_prob
+        self.grounding_loss_weight = grounding_loss_weight
+        self.grounding_sigma = grounding_sigma
         # K: 30 (the paper's recommendation), 1 for the deterministic regression head
         self.num_samples = num_samples if num_samples is not None else (1 if objective == "regression" else 30)
         self.num_steps = num_steps
@@ -201,6 +212,11 @@ class GazeFlowConfig(PretrainedConfig):
                  f"one of {FLOW_TIME_SAMPLINGS}", self.flow_time_sampling)
         _require(0.0 <= self.self_conditioning_prob <= 1.0, "self_conditioning_prob", "in [0, 1]",
                  self.self_conditioning_prob)
+        _require(isinstance(self.grounding_loss_weight, (int, float)) and not isinstance(self.grounding_loss_weight, bool)
+                 and self.grounding_loss_weight >= 0, "grounding_loss_weight", ">= 0 (0: no grounding head)",
+                 self.grounding_loss_weight)
+        _require(isinstance(self.grounding_sigma, (int, float)) and self.grounding_sigma > 0, "grounding_sigma",
+                 "> 0 (patch widths)", self.grounding_sigma)
         _require(self.solver in SOLVERS, "solver", f"one of {SOLVERS}", self.solver)
         _require(self.window_mode in WINDOW_MODES, "window_mode", f"one of {WINDOW_MODES}", self.window_mode)
         _require(self.heatmap_sigma > 0, "heatmap_sigma", "> 0 (pixels)", self.heatmap_sigma)
@@ -235,6 +251,11 @@ class GazeFlowConfig(PretrainedConfig):
         tubelet = self.encoder_config.tubelet_size
         _require(self.causal_encoder_frames % tubelet == 0, "causal_encoder_frames",
                  f"a multiple of the encoder's tubelet_size={tubelet}", self.causal_encoder_frames)
+
+    @property
+    def uses_grounding_head(self) -> bool:
+        """Whether the model has the auxiliary grounding head over c_v (``grounding_loss_weight > 0``)."""
+        return self.grounding_loss_weight > 0
 
     @property
     def uses_task_bank(self) -> bool:

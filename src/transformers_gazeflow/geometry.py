@@ -32,6 +32,19 @@ def model_to_unit(points: ArrayLike) -> ArrayLike:
     return (points + 1.0) * 0.5
 
 
+def patch_centres(grid_size: int, device: torch.device | str | None = None,
+                  dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Model coordinates ``[N, 2]`` (``N = grid_size ** 2``) of the centres of a ``grid_size x grid_size`` token
+    grid over the whole frame, in the encoder's token order (row-major: token ``row * grid_size + col`` covers
+    columns ``[col, col + 1) / grid_size`` and rows ``[row, row + 1) / grid_size`` of the frame, in unit
+    coordinates). The processor resizes the whole frame, so the grid covers exactly what the gaze is measured on."""
+    if not isinstance(grid_size, int) or grid_size < 1:
+        raise ValueError(f"patch_centres: grid_size must be an int >= 1, got {grid_size!r}")
+    centres_1d = (torch.arange(grid_size, device=device, dtype=dtype) + 0.5) / grid_size
+    rows, cols = torch.meshgrid(centres_1d, centres_1d, indexing="ij")
+    return unit_to_model(torch.stack([cols.reshape(-1), rows.reshape(-1)], dim=-1))
+
+
 def _frame_size(width: float, height: float, like: ArrayLike) -> ArrayLike:
     if width <= 0 or height <= 0:
         raise ValueError(f"frame size must be positive, got width={width}, height={height}")
@@ -58,4 +71,4 @@ def clamp_unit(points: ArrayLike) -> ArrayLike:
     return np.clip(points, 0.0, 1.0)
 
 
-__all__ = ["unit_to_model", "model_to_unit", "unit_to_pixels", "pixels_to_unit", "clamp_unit"]
+__all__ = ["unit_to_model", "model_to_unit", "unit_to_pixels", "pixels_to_unit", "clamp_unit", "patch_centres"]

@@ -57,7 +57,8 @@ from .modeling_gazeflow_layers import (
     causal_attention_mask,
     init_standard_weights,
 )
-from .modeling_gazeflow_objectives import objective_loss
+from .geometry import patch_centres
+from .modeling_gazeflow_objectives import grounding_loss, objective_loss
 from .modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput, GazeFlowVelocityOutput
 from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition, GazeFlowTaskConcat
 from .validation import check_encoder_hidden_states, check_pixel_values, check_training_targets
@@ -494,8 +495,13 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         with _record_velocity_outputs(output_attentions, output_hidden_states) as recorder:
             result = objective_loss(self, condition, gaze, valid_mask, generator)
         velocity_outputs = recorder.last if recorder.last is not None else GazeFlowVelocityOutput()
+        loss, ground_loss, grounding_logits = result.loss, None, None
+        if self.condition_encoder.grounding_head is not None:
+            grounding_logits = self.condition_encoder.grounding_head(condition.visual_tokens)
+            ground_loss = self.grounding_loss(grounding_logits, gaze, valid_mask)
+            loss = loss + self.config.grounding_loss_weight * ground_loss
         output = GazeFlowModelOutput(
-            loss=result.loss, predicted_velocity=result.prediction, target_velocity=result.target,
+            loss=loss, predicted_velocity=result.prediction, target_velocity=result.target,
             flow_time=result.time, encoder_hidden_states=encoder_outputs.hidden_states,
             encoder_attentions=encoder_outputs.attentions,
             spatial_hidden_states=condition_outputs.spatial_hidden_states,
@@ -504,8 +510,20 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             hidden_states=velocity_outputs.hidden_states, attentions=velocity_outputs.attentions,
             visual_cross_attentions=velocity_outputs.visual_cross_attentions,
             task_cross_attentions=velocity_outputs.task_cross_attentions,
+            objective_loss=result.loss if ground_loss is not None else None, grounding_loss=ground_loss,
+            grounding_logits=grounding_logits,
         )
         return output if return_dict else output.to_tuple()
+
+    def grounding_loss(self, grounding_logits: torch.Tensor, gaze: torch.Tensor,
+                       valid_mask: torch.Tensor) -> torch.Tensor:
+        """L_ground of ``grounding_logits [B, G, N]`` against ``gaze [B, T, 2]`` (model coordinates) on the
+        ``valid_mask [B, T]`` frames: the target is a Gaussian of ``config.grounding_sigma`` patch widths around
+        each frame's gaze over the token grid (see ``modeling_gazeflow_objectives.grounding_loss``)."""
+        grid_size = self.config.image_size // self.config.encoder_config.patch_size
+        centres = patch_centres(grid_size, device=grounding_logits.device)
+        sigma = self.config.grounding_sigma * 2.0 / grid_size  # patch widths -> model units (the frame spans 2)
+        return grounding_loss(grounding_logits, gaze, valid_mask, centres, sigma)
 
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()

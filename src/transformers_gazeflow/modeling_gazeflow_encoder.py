@@ -295,6 +295,21 @@ class GazeFlowTaskTokenBank(nn.Module):
         return BaseModelOutput(last_hidden_state=task_tokens, attentions=(weights,))
 
 
+# ---------------------------------------------------------------------------------------------------- grounding
+class GazeFlowGroundingHead(nn.Module):
+    """The auxiliary grounding head (beyond the paper; ``config.grounding_loss_weight > 0``): one linear score per
+    spatial token of c_v, ``[B, G, N, d] -> [B, G, N]`` logits whose softmax over the N tokens of a frame group is
+    trained to point at the recorded gaze (``modeling_gazeflow_objectives.grounding_loss``). It reads c_v only, so
+    what it learns must be in the frames; the velocity network reads the same c_v."""
+
+    def __init__(self, config: GazeFlowConfig):
+        super().__init__()
+        self.score = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, visual_tokens: torch.Tensor) -> torch.Tensor:
+        return self.score(visual_tokens).squeeze(-1)
+
+
 # ---------------------------------------------------------------------------------------------------- E_psi head
 @dataclass
 class GazeFlowConditionEncoderOutput(ModelOutput):
@@ -324,6 +339,7 @@ class GazeFlowConditionEncoder(nn.Module):
         self.visual_projection = nn.Linear(config.encoder_config.hidden_size, config.hidden_size)
         self.spatial_encoder = GazeFlowSpatialEncoder(config)
         self.task_bank = GazeFlowTaskTokenBank(config) if config.uses_task_bank else None
+        self.grounding_head = GazeFlowGroundingHead(config) if config.uses_grounding_head else None
 
     def forward(self, encoder_tokens: torch.Tensor, output_attentions: bool = False,
                 output_hidden_states: bool = False) -> GazeFlowConditionEncoderOutput:
@@ -348,6 +364,7 @@ __all__ = [
     "GazeFlowSpatialEncoderLayer",
     "GazeFlowSpatialEncoder",
     "GazeFlowTaskTokenBank",
+    "GazeFlowGroundingHead",
     "GazeFlowConditionEncoderOutput",
     "GazeFlowConditionEncoder",
 ]

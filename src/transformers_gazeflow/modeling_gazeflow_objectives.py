@@ -147,6 +147,33 @@ def regression_predict(model: GazeFlowModel, condition: GazeFlowCondition, zeros
     return model.velocity(zeros, REGRESSION_INPUT_TIME, condition, zeros)
 
 
+def grounding_loss(token_logits: torch.Tensor, gaze: torch.Tensor, valid_mask: torch.Tensor,
+                   token_centres: torch.Tensor, sigma: float) -> torch.Tensor:
+    """The auxiliary grounding loss L_ground (beyond the paper; ``config.grounding_loss_weight``).
+
+    ``token_logits [B, G, N]``: the grounding head's score of each spatial token of each frame group (G groups of
+    ``T / G`` frames that read the same tokens); ``gaze [B, T, 2]`` in model coordinates; ``valid_mask [B, T]``;
+    ``token_centres [N, 2]``: the tokens' centres in model coordinates (``geometry.patch_centres``); ``sigma``: the
+    target's width in model units. Each valid frame's target is a softmax over the tokens of
+    ``-|centre_n - g_t|^2 / (2 sigma^2)``, a Gaussian around its gaze normalised over the grid; a group's target is
+    the mean over its valid frames. The loss is the cross-entropy between the targets and ``softmax(token_logits)``,
+    averaged over the groups with at least one valid frame (0 when there is none)."""
+    batch, groups, num_tokens = token_logits.shape
+    frames = gaze.shape[1]
+    if frames % groups != 0 or token_centres.shape != (num_tokens, 2):
+        raise ValueError(f"grounding_loss: {frames} frames do not split into {groups} groups, or token_centres "
+                         f"{tuple(token_centres.shape)} is not ({num_tokens}, 2)")
+    squared_distance = (gaze.float().unsqueeze(2) - token_centres.float().view(1, 1, num_tokens, 2)).pow(2).sum(-1)
+    frame_targets = torch.softmax(-squared_distance / (2 * sigma ** 2), dim=-1)  # [B, T, N]
+    frame_weights = valid_mask.to(frame_targets.dtype)
+    group_targets = (frame_targets * frame_weights.unsqueeze(-1)).view(batch, groups, -1, num_tokens).sum(2)
+    group_weights = frame_weights.view(batch, groups, -1).sum(2)  # valid frames per group
+    group_targets = group_targets / group_weights.clamp_min(1.0).unsqueeze(-1)
+    cross_entropy = -(group_targets * torch.log_softmax(token_logits.float(), dim=-1)).sum(-1)  # [B, G]
+    has_valid = (group_weights > 0).to(cross_entropy.dtype)
+    return (cross_entropy * has_valid).sum() / has_valid.sum().clamp_min(1.0)
+
+
 OBJECTIVE_LOSSES = {
     "flow_matching": flow_matching_loss,
     "diffusion": diffusion_loss,
@@ -170,4 +197,5 @@ __all__ = [
     "regression_loss",
     "regression_predict",
     "objective_loss",
+    "grounding_loss",
 ]

@@ -15,7 +15,8 @@ class GazeFlowModelOutput(ModelOutput):
 
     Args:
         loss: the masked loss of ``config.objective`` (flow matching: Eq. cfm_loss), mean over valid frames and
-            coordinates.
+            coordinates; with the grounding head (``config.grounding_loss_weight > 0``) plus
+            ``grounding_loss_weight * grounding_loss``.
         predicted_velocity: the network's output ``[B, T, 2]``: v_theta(x_s, s, c) for flow matching, the noise
             estimate eps_hat for diffusion, the trajectory for regression.
         target_velocity: its target ``[B, T, 2]``: ``g - (1 - sigma_min) x_0`` for flow matching, the noise eps for
@@ -40,6 +41,10 @@ class GazeFlowModelOutput(ModelOutput):
         visual_cross_attentions: (``output_attentions``) every block's per-frame visual cross-attention
             ``[B, H, T, N]``: row t is frame t's gaze token over frame t's N spatial tokens.
         task_cross_attentions: (``output_attentions``) every block's task cross-attention ``[B, H, T, M + 1]``.
+        objective_loss: (grounding head only) the loss of ``config.objective`` alone.
+        grounding_loss: (grounding head only) L_ground, the auxiliary grounding cross-entropy (unweighted).
+        grounding_logits: (grounding head only) the head's score of every spatial token, ``[B, G, N]``: its
+            softmax over N is where the model expects the gaze in frame group g.
 
     Attention weights are formed by ``attn_implementation="eager"``; other kernels give None entries.
     """
@@ -57,6 +62,9 @@ class GazeFlowModelOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
     visual_cross_attentions: tuple[torch.FloatTensor, ...] | None = None
     task_cross_attentions: tuple[torch.FloatTensor, ...] | None = None
+    objective_loss: torch.FloatTensor | None = None
+    grounding_loss: torch.FloatTensor | None = None
+    grounding_logits: torch.FloatTensor | None = None
 
 
 @dataclass

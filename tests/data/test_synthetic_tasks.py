@@ -64,6 +64,13 @@ def test_each_task_rule_holds():
         shapes = [o.shape for o in clip.objects]
         assert len(set(shapes)) == len(shapes) and len({o.color for o in clip.objects}) == 1
         assert clip.cue[0] == clip.target.shape == SHAPES[clip.label]
+    shapes_seen = set()
+    for clip in _clips("corner_colour_cue"):
+        colours = [o.color for o in clip.objects]
+        assert len(set(colours)) == len(colours) and clip.cue == ("disc", OBJECT_COLORS[clip.label])
+        assert clip.target.color == OBJECT_COLORS[clip.label]
+        shapes_seen.update(o.shape for o in clip.objects)
+    assert len(shapes_seen) >= 3  # shapes vary: only the colour names the target
 
 
 def test_the_cue_is_drawn_in_the_corner_and_occluders_hide_objects():
@@ -71,6 +78,11 @@ def test_the_cue_is_drawn_in_the_corner_and_occluders_hide_objects():
     frame = clip.frame(0).astype(int)
     corner = frame[:8, :8].reshape(-1, 3)
     assert (np.abs(corner - np.asarray(OBJECT_COLORS[clip.label])).sum(axis=1) < 10).sum() >= 4
+    clip = _clips("corner_colour_cue", n=1)[0]
+    frame = clip.frame(0).astype(int)
+    for region, expected in ((frame[-8:, -8:], True), (frame[:8, :8], False)):
+        matches = (np.abs(region.reshape(-1, 3) - np.asarray(OBJECT_COLORS[clip.label])).sum(axis=1) < 10).sum()
+        assert (matches >= 4) == expected
     hidden = 0
     for clip in _clips("colour_cue_occluded", n=6):
         for t in range(clip.num_frames):

@@ -15,6 +15,9 @@ task                     rule (what a model must read to find the target)
                          target too) and more saccades away from the target, each followed by a saccade back.
 ``shape_cue``            a held-out task (not used to choose settings): the cue shows a shape; the objects share one
                          colour and have distinct shapes; the target is the object of the cue's shape.
+``corner_colour_cue``    a second held-out task (added after ``shape_cue`` had been scored once, and not used to
+                         choose settings either): a cue disc in the *bottom-right* corner shows a colour; the target
+                         is the object of that colour among 3-4 objects of distinct colours *and* random shapes.
 =======================  =============================================================================================
 
 Everything is in unit coordinates of the frame (``geometry``: ``(0, 0)`` top-left, ``(1, 1)`` bottom-right) and
@@ -53,9 +56,10 @@ from .egtea_format import BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egte
 from .synthetic.scene import _smooth_path
 from .video import write_video
 
-TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue")
+TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue",
+                               "corner_colour_cue")
 LADDER: tuple[str, ...] = TASK_NAMES[:4]
-"""The four rungs, easiest first; ``shape_cue`` is kept apart as a held-out task."""
+"""The four rungs, easiest first; ``shape_cue`` and ``corner_colour_cue`` are kept apart as held-out tasks."""
 
 OBJECT_COLORS: tuple[tuple[int, int, int], ...] = (
     (225, 35, 35), (35, 190, 60), (40, 90, 235), (240, 215, 30), (215, 45, 205), (30, 205, 215),
@@ -67,6 +71,7 @@ FIELD_OF_VIEW_DEG = 60.0
 TARGET_PROBABILITY = 0.8
 BLINK_RATE_HZ = 0.2
 CUE_CENTRE = (0.07, 0.09)
+CORNER_CUE_CENTRE = (0.93, 0.91)
 CUE_HALF_SIZE = 0.045
 
 
@@ -202,6 +207,10 @@ def _objects(rng: np.random.Generator, settings: GroundingTaskSettings, num_fram
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
         looks = [(shape, OBJECT_COLORS[i]) for i in colors]
         label, cue = int(colors[0]), ("square", OBJECT_COLORS[int(colors[0])])
+    elif task == "corner_colour_cue":
+        colors = rng.permutation(len(OBJECT_COLORS))[:count]
+        looks = [(SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[i]) for i in colors]
+        label, cue = int(colors[0]), ("disc", OBJECT_COLORS[int(colors[0])])
     else:  # shape_cue
         shapes = rng.permutation(len(SHAPES))[:count]
         color = OBJECT_COLORS[int(rng.integers(len(OBJECT_COLORS)))]
@@ -407,7 +416,8 @@ def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
             OCCLUDER_COLOR
     if clip.cue is not None:
         shape, color = clip.cue
-        cx, cy = CUE_CENTRE[0] * width, CUE_CENTRE[1] * height
+        centre = CORNER_CUE_CENTRE if clip.task == "corner_colour_cue" else CUE_CENTRE
+        cx, cy = centre[0] * width, centre[1] * height
         half = CUE_HALF_SIZE * width
         frame[max(int(cy - half - 2), 0):int(cy + half + 2), max(int(cx - half - 2), 0):int(cx + half + 2)] = 25.0
         if shape == "square":
