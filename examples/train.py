@@ -210,19 +210,30 @@ def model_inputs(batch: dict) -> dict:
 
 
 @torch.no_grad()
-def validation_loss(model, dataloader, accelerator: Accelerator, seed: int) -> float:
-    """Mean flow-matching loss over the validation windows, with fixed s, x_0 and coin draws (comparable across
-    epochs, and drawing nothing from the training random state)."""
+def validation_loss(model, dataloader, accelerator: Accelerator, seed: int) -> tuple[float, float | None]:
+    """Mean loss of ``config.objective`` (flow matching: Eq. cfm_loss) over the validation windows, with fixed s,
+    x_0 and coin draws (comparable across epochs, and drawing nothing from the training random state); and, for a
+    model with the grounding head, the mean grounding loss beside it (else None).
+
+    Early stopping and the best-weights choice read the first number only: the grounding loss is a training aid,
+    and on small datasets it starts to overfit epochs before the flow-matching loss stops improving."""
     model.eval()
     generator = torch.Generator(device=accelerator.device).manual_seed(seed)
-    total, count = torch.zeros((), device=accelerator.device), torch.zeros((), device=accelerator.device)
+    zero = lambda: torch.zeros((), device=accelerator.device)  # noqa: E731
+    objective_total, grounding_total, count = zero(), zero(), zero()
+    has_grounding = False
     for batch in dataloader:
         with accelerator.autocast():
-            loss = model(**model_inputs(batch), generator=generator).loss
+            output = model(**model_inputs(batch), generator=generator)
         size = torch.tensor(float(batch["gaze"].shape[0]), device=accelerator.device)
-        total += accelerator.reduce(loss.detach().float() * size, "sum")
+        objective = output.objective_loss if output.objective_loss is not None else output.loss
+        objective_total += accelerator.reduce(objective.detach().float() * size, "sum")
+        if output.grounding_loss is not None:
+            has_grounding = True
+            grounding_total += accelerator.reduce(output.grounding_loss.detach().float() * size, "sum")
         count += accelerator.reduce(size, "sum")
-    return (total / count.clamp_min(1)).item()
+    count = count.clamp_min(1)
+    return (objective_total / count).item(), ((grounding_total / count).item() if has_grounding else None)
 
 
 def cpu_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -373,8 +384,12 @@ def main(argv: list[str] | None = None) -> int:
 
         # end of epoch (or of training): validation with the EMA weights, early stopping
         epoch_finished = not stop or state.step_in_epoch >= steps_per_epoch
-        val_loss = validation_loss(ema.module, validation_loader, accelerator, args.seed) if len(validation_set) else None
+        val_loss, val_grounding = (validation_loss(ema.module, validation_loader, accelerator, args.seed)
+                                   if len(validation_set) else (None, None))
         record = {"epoch": epoch, "step": state.completed_steps, "validation_loss": val_loss}
+        if val_grounding is not None:
+            record["validation_grounding_loss"] = val_grounding
+            logger.info("epoch %d validation grounding loss (EMA) %.5f", epoch, val_grounding)
         state.history.append(record)
         logger.info("epoch %d step %d validation loss (EMA) %s", epoch, state.completed_steps, val_loss)
         if val_loss is not None:

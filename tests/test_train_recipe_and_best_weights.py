@@ -32,7 +32,7 @@ def test_a_recipe_sets_every_knob_and_each_stays_overridable(train):
         assert getattr(args, name) == value, name
     overrides = train.parse_config_overrides(args.config_overrides)
     assert overrides["hidden_size"] == 64 and overrides["encoder_config"]["crop_size"] == 64
-    assert args.use_lora is False and args.cache_features is True and args.max_train_steps == 6000
+    assert args.use_lora is False and args.cache_features is True and args.max_train_steps == 4000
 
     changed = train.parse_args(["--recipe", "small-cpu", "--dataset_name", "synthetic", "--output_dir", "out",
                                 "--learning_rate", "3e-4", "--no-cache_features", "--max_train_steps", "10",
@@ -41,7 +41,8 @@ def test_a_recipe_sets_every_knob_and_each_stays_overridable(train):
     assert changed.per_device_train_batch_size == SMALL_CPU.arguments["per_device_train_batch_size"]
     merged = train.parse_config_overrides(changed.config_overrides)
     assert merged["hidden_size"] == 128 and merged["flow_time_sampling"] == "late_quadratic"
-    assert merged["num_hidden_layers"] == 3 and merged["encoder_config"]["patch_size"] == 16  # the rest kept
+    assert merged["num_hidden_layers"] == 3 and merged["encoder_config"]["patch_size"] == 8  # the rest kept
+    assert merged["grounding_loss_weight"] == 1.0
 
     plain = train.parse_args(["--dataset_name", "synthetic", "--output_dir", "out"])
     assert plain.recipe is None and plain.learning_rate == 1e-4 and plain.config_overrides is None
@@ -76,7 +77,7 @@ def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, m
 
     def scripted_validation(model, dataloader, accelerator, seed):
         snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-        return next(scripted)
+        return next(scripted), None
 
     monkeypatch.setattr(train, "validation_loss", scripted_validation)
     bar = train.tqdm
@@ -108,7 +109,7 @@ def test_resume_keeps_the_best_weights_it_had(train, tmp_path, monkeypatch):
     def scripted_validation(model, dataloader, accelerator, seed):  # best at the first epoch, worse after
         losses.setdefault("calls", 0)
         losses["calls"] += 1
-        return 0.2 if losses["calls"] == 1 else 0.9
+        return (0.2 if losses["calls"] == 1 else 0.9), None
 
     monkeypatch.setattr(train, "validation_loss", scripted_validation)
     bar = train.tqdm
@@ -143,3 +144,36 @@ def test_an_old_trainer_state_without_best_step_still_loads(tmp_path):
     (tmp_path / "trainer_state.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match="best_step is -1, expected >= 0"):
         TrainerState.load(tmp_path)
+
+
+def test_validation_reads_the_flow_matching_loss_and_reports_grounding_beside_it(train):
+    """With the grounding head, early stopping reads the flow-matching validation loss alone (the grounding
+    cross-entropy, which overfits sooner on small data, is reported beside it); without it, the plain loss."""
+    from accelerate import Accelerator
+
+    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+
+    torch.manual_seed(0)
+    accelerator = Accelerator(cpu=True)
+    batches = []
+    generator = torch.Generator().manual_seed(0)
+    for size in (3, 2):
+        config = GazeFlowConfig.tiny(use_lora=False)
+        tokens = torch.randn(size, 4 * config.tokens_per_frame, config.encoder_config.hidden_size, generator=generator)
+        gaze = torch.rand(size, config.num_frames, 2, generator=generator) * 2 - 1
+        batches.append({"encoder_hidden_states": tokens, "gaze": gaze})
+    grounded = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, grounding_loss_weight=2.0))
+    objective, grounding = train.validation_loss(grounded, batches, accelerator, seed=0)
+    expected_objective, expected_grounding = [], []
+    generator = torch.Generator().manual_seed(0)
+    for batch in batches:
+        output = grounded(**batch, generator=generator)
+        expected_objective.append(output.objective_loss.item() * batch["gaze"].shape[0])
+        expected_grounding.append(output.grounding_loss.item() * batch["gaze"].shape[0])
+    assert objective == pytest.approx(sum(expected_objective) / 5, rel=1e-5)
+    assert grounding == pytest.approx(sum(expected_grounding) / 5, rel=1e-5)
+    plain = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False))
+    loss, none = train.validation_loss(plain, batches, accelerator, seed=0)
+    generator = torch.Generator().manual_seed(0)
+    expected = sum(plain(**batch, generator=generator).loss.item() * batch["gaze"].shape[0] for batch in batches) / 5
+    assert none is None and loss == pytest.approx(expected, rel=1e-5)

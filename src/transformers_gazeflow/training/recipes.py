@@ -33,10 +33,11 @@ class Recipe:
 
 SMALL_CPU = Recipe(
     name="small-cpu",
-    summary="tiny random frozen encoder (64x64 input, patch 16, 2 layers of width 64) with its outputs cached once, "
-            "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), batch 16, lr 1e-3 cosine "
-            "(100 warm-up steps), EMA 0.995, at most 6,000 steps, early stopping after 5 epochs without a better "
-            "validation loss, the best-validation EMA weights saved; <= 25 minutes on 2 CPU cores",
+    summary="tiny random frozen encoder (64x64 input, patch 8, 2 layers of width 64) with its outputs cached once, "
+            "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), 2 spatial layers, the "
+            "grounding loss on c_v (weight 1, sigma 1 patch), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
+            "0.995, at most 4,000 steps, early stopping after 5 epochs without a better validation loss, the "
+            "best-validation EMA weights saved; <= 25 minutes on 2 CPU cores",
     arguments=dict(
         config_preset="tiny",
         use_lora=False,
@@ -48,7 +49,7 @@ SMALL_CPU = Recipe(
         weight_decay=1e-4,
         max_grad_norm=1.0,
         ema_decay=0.995,
-        max_train_steps=6000,
+        max_train_steps=4000,
         early_stopping_patience=5,
         validation_fraction=0.1,
         dataloader_num_workers=0,
@@ -57,7 +58,7 @@ SMALL_CPU = Recipe(
     ),
     config_overrides={
         "encoder_config.crop_size": 64,
-        "encoder_config.patch_size": 16,
+        "encoder_config.patch_size": 8,
         "encoder_config.hidden_size": 64,
         "encoder_config.num_attention_heads": 4,
         "encoder_config.num_hidden_layers": 2,
@@ -66,8 +67,10 @@ SMALL_CPU = Recipe(
         "num_attention_heads": 4,
         "intermediate_size": 256,
         "num_hidden_layers": 3,
-        "num_spatial_layers": 1,
+        "num_spatial_layers": 2,
         "num_task_queries": 4,
+        "grounding_loss_weight": 1.0,
+        "grounding_sigma": 1.0,
         "num_frames": 16,
         "window_stride": 8,
         "heatmap_sigma": 5.0,
