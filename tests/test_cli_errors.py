@@ -129,8 +129,11 @@ def _long_video(folder: Path, frames: int = 1500) -> Path:
 def _interrupt(tmp_path: Path, model: Path, signum: int, overlay: bool, out: Path) -> subprocess.CompletedProcess:
     args = [sys.executable, "-m", "transformers_gazeflow.cli", "predict", str(_long_video(tmp_path)), "--model",
             str(model), "-o", str(out), "-q", *([] if overlay else ["--no-overlay"])]
+    # a shell's background job (CI scripts run with `cmd &`) starts with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: give the command the disposition of a terminal's foreground job
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+                               env={**os.environ, "OMP_NUM_THREADS": "1"},
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     partial = out / "partial.gaze.csv"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
