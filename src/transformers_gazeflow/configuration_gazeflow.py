@@ -284,9 +284,14 @@ class GazeFlowConfig(PretrainedConfig):
         return self.encoder_config.crop_size
 
     @property
+    def token_grid_size(self) -> int:
+        """Side of the per-frame token grid: crop size / patch size (16 for the default encoder)."""
+        return self.encoder_config.crop_size // self.encoder_config.patch_size
+
+    @property
     def tokens_per_frame(self) -> int:
         """N, the spatial tokens per frame (16 x 16 = 256 for the default encoder)."""
-        return (self.encoder_config.crop_size // self.encoder_config.patch_size) ** 2
+        return self.token_grid_size ** 2
 
     @property
     def tubelet_size(self) -> int:

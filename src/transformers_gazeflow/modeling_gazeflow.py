@@ -520,7 +520,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         """L_ground of ``grounding_logits [B, G, N]`` against ``gaze [B, T, 2]`` (model coordinates) on the
         ``valid_mask [B, T]`` frames: the target is a Gaussian of ``config.grounding_sigma`` patch widths around
         each frame's gaze over the token grid (see ``modeling_gazeflow_objectives.grounding_loss``)."""
-        grid_size = self.config.image_size // self.config.encoder_config.patch_size
+        grid_size = self.config.token_grid_size
         centres = patch_centres(grid_size, device=grounding_logits.device)
         sigma = self.config.grounding_sigma * 2.0 / grid_size  # patch widths -> model units (the frame spans 2)
         return grounding_loss(grounding_logits, gaze, valid_mask, centres, sigma)

@@ -224,7 +224,7 @@ class GazeFlowSpatialEncoder(nn.Module):
 
     def __init__(self, config: GazeFlowConfig):
         super().__init__()
-        self.grid_size = config.image_size // config.encoder_config.patch_size
+        self.grid_size = config.token_grid_size
         self.hidden_size = config.hidden_size
         self.register_buffer("position_encoding", self.compute_position_encoding(), persistent=False)
         self.layers = nn.ModuleList([GazeFlowSpatialEncoderLayer(config) for _ in range(config.num_spatial_layers)])

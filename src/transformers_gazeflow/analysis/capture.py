@@ -166,7 +166,6 @@ def clip_attentions(model, processor: GazeFlowVideoProcessor, example: dict[str,
     return ClipAttentions(str(example["clip_id"]), int(example["num_frames"]), self_attention, visual_attention)
 
 
-
 def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     """The analysis commands' common options: the model (``--model_name_or_path``) and the dataset it is run on
     (``--dataset_name``, ``--data_dir``, ``--dataset_config``, ``--cache_dir``), as :func:`load_first_windows` reads
@@ -179,6 +178,6 @@ def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
     parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
 
-__all__ = ["add_model_and_dataset_arguments", "load_analysis_model", "load_first_windows", "use_eager_attention", "clip_task_banks",
-           "clip_encoder_features", "ClipAttentions",
-           "clip_attentions"]
+
+__all__ = ["add_model_and_dataset_arguments", "load_analysis_model", "load_first_windows", "use_eager_attention",
+           "clip_task_banks", "clip_encoder_features", "ClipAttentions", "clip_attentions"]
