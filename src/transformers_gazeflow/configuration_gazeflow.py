@@ -212,9 +212,9 @@ class GazeFlowConfig(PretrainedConfig):
                  f"one of {FLOW_TIME_SAMPLINGS}", self.flow_time_sampling)
         _require(0.0 <= self.self_conditioning_prob <= 1.0, "self_conditioning_prob", "in [0, 1]",
                  self.self_conditioning_prob)
-        _require(isinstance(self.grounding_loss_weight, (int, float)) and not isinstance(self.grounding_loss_weight, bool)
-                 and self.grounding_loss_weight >= 0, "grounding_loss_weight", ">= 0 (0: no grounding head)",
-                 self.grounding_loss_weight)
+        weight = self.grounding_loss_weight
+        _require(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight >= 0,
+                 "grounding_loss_weight", ">= 0 (0: no grounding head)", weight)
         _require(isinstance(self.grounding_sigma, (int, float)) and self.grounding_sigma > 0, "grounding_sigma",
                  "> 0 (patch widths)", self.grounding_sigma)
         _require(self.solver in SOLVERS, "solver", f"one of {SOLVERS}", self.solver)
