@@ -89,6 +89,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     data.add_argument("--validation_fraction", type=float, default=0.05,
                       help="clips held out for validation where the dataset has no validation split")
     data.add_argument("--dataloader_num_workers", type=int, default=2, help="data loading worker processes")
+    data.add_argument("--horizontal_flip_probability", type=float, default=0.0,
+                      help="chance that a training window is mirrored left to right, frames and gaze together "
+                           "(augmentation; validation never is); with --cache_features the training windows are "
+                           "also encoded mirrored")
     model = parser.add_argument_group("model")
     model.add_argument("--model_name_or_path", default=None, help="a GazeFlow model folder or hub id to start from")
     model.add_argument("--config_preset", choices=["paper", "tiny"], default="paper",
@@ -147,6 +151,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--checkpointing_steps must be >= 1, got {args.checkpointing_steps}")
     if args.early_stopping_patience < 1:
         parser.error(f"--early_stopping_patience must be >= 1, got {args.early_stopping_patience}")
+    if not 0.0 <= args.horizontal_flip_probability <= 1.0:
+        parser.error(f"--horizontal_flip_probability must be in [0, 1], got {args.horizontal_flip_probability}")
     return args
 
 
@@ -277,7 +283,10 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError(f"--dataset_name {args.dataset_name} with --data_dir {args.data_dir} gave no training window")
     logger.info("windows: %d train, %d validation", len(train_set), len(validation_set))
 
+    flip_probability = args.horizontal_flip_probability
     collator = GazeFlowDataCollator(processor, num_frames=config.num_frames)
+    train_collator = GazeFlowDataCollator(processor, num_frames=config.num_frames,
+                                          horizontal_flip_probability=flip_probability)
     if args.cache_features:
         if config.use_lora or not config.freeze_encoder:
             raise ValueError("--cache_features needs a frozen encoder without LoRA (add --no-use_lora): the encoder's "
@@ -288,15 +297,17 @@ def main(argv: list[str] | None = None) -> int:
         with accelerator.autocast():
             cache.build(encoder_model, [train_set, validation_set], collator,
                         batch_size=args.per_device_eval_batch_size or args.per_device_train_batch_size,
-                        accelerator=accelerator)
+                        accelerator=accelerator, flipped_datasets=[train_set] if flip_probability > 0 else [])
         collator = CachedFeatureCollator(cache, processor, num_frames=config.num_frames)
+        train_collator = CachedFeatureCollator(cache, processor, num_frames=config.num_frames,
+                                               horizontal_flip_probability=flip_probability)
 
-    loader_kwargs = dict(collate_fn=collator, num_workers=args.dataloader_num_workers,
-                         persistent_workers=args.dataloader_num_workers > 0)
+    loader_kwargs = dict(num_workers=args.dataloader_num_workers, persistent_workers=args.dataloader_num_workers > 0)
     train_loader = DataLoader(train_set, shuffle=True, batch_size=args.per_device_train_batch_size,
-                              generator=torch.Generator().manual_seed(args.seed), **loader_kwargs)
+                              generator=torch.Generator().manual_seed(args.seed), collate_fn=train_collator,
+                              **loader_kwargs)
     validation_loader = DataLoader(validation_set, batch_size=args.per_device_eval_batch_size
-                                   or args.per_device_train_batch_size, **loader_kwargs)
+                                   or args.per_device_train_batch_size, collate_fn=collator, **loader_kwargs)
 
     # ------------------------------------------------------------------ optimiser and schedule
     trainable = [p for p in model.parameters() if p.requires_grad]

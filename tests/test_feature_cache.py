@@ -69,3 +69,30 @@ def test_a_cache_for_another_fingerprint_is_rebuilt_and_missing_keys_are_named(t
     assert cache.covers([example_key(train[0])])
     with pytest.raises(KeyError, match="not in the feature cache"):
         cache.load("no-such-clip@0")
+
+
+def test_mirrored_windows_are_encoded_mirrored_and_served_with_mirrored_gaze(tmp_path, setting):
+    model, processor, train, validation = setting
+    collator = GazeFlowDataCollator(processor, num_frames=8)
+    cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(
+        model, [train, validation], collator, batch_size=5, flipped_datasets=[train])
+    examples = [train[i] for i in range(min(len(train), 5))]
+    assert cache.covers([example_key(e, flipped=True) for e in examples])
+    assert not cache.covers([example_key(validation[0], flipped=True)])  # validation is never mirrored
+    with torch.no_grad():
+        expected = model.encode_video(GazeFlowDataCollator(processor, num_frames=8, horizontal_flip_probability=1.0)(
+            examples)["pixel_values_videos"])
+    for i, example in enumerate(examples):
+        tokens = cache.load(example_key(example, flipped=True))
+        assert torch.allclose(tokens, expected[i], atol=1e-5)
+        # the encoder's tokens of a mirrored window are not the tokens of the window, mirrored or not
+        assert not torch.allclose(tokens, cache.load(example_key(example)), atol=1e-3)
+    batch = CachedFeatureCollator(cache, processor, num_frames=8, horizontal_flip_probability=1.0)(examples)
+    plain = collator(examples)
+    assert torch.allclose(batch["encoder_hidden_states"], expected, atol=1e-5)
+    assert torch.allclose(batch["gaze"][..., 0], -plain["gaze"][..., 0], atol=1e-6)
+    assert torch.equal(batch["gaze"][..., 1], plain["gaze"][..., 1])
+    # a cache without the mirrored copies says which window is missing
+    unflipped = FeatureCache(tmp_path / "plain", cache_fingerprint(model, processor)).build(model, [train], collator)
+    with pytest.raises(KeyError, match=r":hflip is not in the feature cache"):
+        CachedFeatureCollator(unflipped, processor, num_frames=8, horizontal_flip_probability=1.0)(examples[:1])

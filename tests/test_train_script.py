@@ -102,6 +102,20 @@ def test_feature_cache_is_built_once_and_rebuilt_for_another_encoder(tmp_path, e
     assert "checksum" in first.stdout
 
 
+def test_flip_augmentation_caches_mirrored_training_windows_only(tmp_path, env, data_dir):
+    import json
+
+    cache_dir = tmp_path / "cache"
+    run_train(TINY + ["--data_dir", data_dir, "--max_train_steps", 2, "--no-use_lora", "--cache_features",
+                      "--feature_cache_dir", cache_dir, "--horizontal_flip_probability", "0.5",
+                      "--output_dir", tmp_path / "out"], env)
+    keys = list(json.loads((cache_dir / "manifest.json").read_text())["entries"])
+    mirrored = {key.removesuffix(":hflip") for key in keys if key.endswith(":hflip")}
+    plain = {key for key in keys if not key.endswith(":hflip")}
+    # every training window has its mirrored copy; the validation windows (the rest) have none
+    assert mirrored and mirrored < plain
+
+
 def test_feature_cache_needs_a_frozen_encoder_without_lora(tmp_path, env, data_dir):
     result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path, "--max_train_steps", 1,
                                "--cache_features"], env, check=False)
@@ -115,6 +129,7 @@ def test_feature_cache_needs_a_frozen_encoder_without_lora(tmp_path, env, data_d
         (["--dataset_name", "egtea", "--data_dir", "/nonexistent/egtea"], "--data_dir /nonexistent/egtea does not exist"),
         (["--dataset_name", "egtea"], "--data_dir is required"),
         (["--resume_from_checkpoint", "/nonexistent/step_9"], "--resume_from_checkpoint: /nonexistent/step_9"),
+        (["--horizontal_flip_probability", "1.5"], "--horizontal_flip_probability must be in [0, 1], got 1.5"),
     ],
 )
 def test_bad_arguments_name_themselves(tmp_path, env, extra, message):

@@ -131,3 +131,58 @@ def test_missing_video_file_is_named(tmp_path):
     example = _example(tmp_path / "gone.mp4", 4)
     with pytest.raises(FileNotFoundError, match="gone.mp4"):
         GazeFlowDataCollator(GazeFlowVideoProcessor(size=8), num_frames=4)([example])
+
+
+def test_horizontal_flip_mirrors_frames_and_gaze_together(tiny_clip):
+    path, _ = tiny_clip
+    proc = GazeFlowVideoProcessor(size=16)
+    examples = [_example(path, 8, start=2, seed=3), _example(path, 5, start=15, clip="short", seed=4)]
+    plain = GazeFlowDataCollator(proc, num_frames=8)(examples)
+    mirrored = GazeFlowDataCollator(proc, num_frames=8, horizontal_flip_probability=1.0)(examples)
+    # the gradient frames are not left-right symmetric, so a mirror is a real change
+    assert not torch.equal(mirrored["pixel_values_videos"], plain["pixel_values_videos"])
+    assert torch.equal(mirrored["pixel_values_videos"], plain["pixel_values_videos"].flip(-1))
+    # unit x -> 1 - x is model x -> -x; y, validity and the gaze types do not change
+    assert torch.allclose(mirrored["gaze"][..., 0], -plain["gaze"][..., 0], atol=1e-6)
+    assert torch.equal(mirrored["gaze"][..., 1], plain["gaze"][..., 1])
+    assert torch.equal(mirrored["valid_mask"], plain["valid_mask"])
+    assert torch.equal(mirrored["gaze_type"], plain["gaze_type"])
+    assert examples[0]["gaze"] == _example(path, 8, start=2, seed=3)["gaze"]  # the example itself is untouched
+
+
+def test_horizontal_flip_draws_per_example_from_the_seeded_generator(tiny_clip):
+    path, _ = tiny_clip
+    proc = GazeFlowVideoProcessor(size=16)
+    examples = [_example(path, 4, start=i, seed=i) for i in range(12)]
+    plain = GazeFlowDataCollator(proc, num_frames=4)(examples)
+    collate = GazeFlowDataCollator(proc, num_frames=4, horizontal_flip_probability=0.5)
+
+    def flipped_rows():
+        batch = collate(examples)
+        rows = []
+        for i in range(len(examples)):
+            same = torch.equal(batch["gaze"][i], plain["gaze"][i])
+            mirror = torch.allclose(batch["gaze"][i, :, 0], -plain["gaze"][i, :, 0], atol=1e-6)
+            assert same != mirror  # each example is either untouched or mirrored whole
+            assert torch.equal(batch["pixel_values_videos"][i],
+                               plain["pixel_values_videos"][i].flip(-1) if mirror else plain["pixel_values_videos"][i])
+            rows.append(mirror)
+        return rows
+
+    torch.manual_seed(5)
+    first = flipped_rows()
+    torch.manual_seed(5)
+    assert flipped_rows() == first  # reproducible under the training seed
+    assert 0 < sum(first) < len(examples)  # a mix at p = 0.5 (12 draws: both outcomes)
+    # p = 0 draws nothing from the generator, so an unaugmented run's random stream is unchanged
+    torch.manual_seed(5)
+    GazeFlowDataCollator(proc, num_frames=4)(examples)
+    after = torch.rand(())
+    torch.manual_seed(5)
+    assert torch.equal(torch.rand(()), after)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "0.5", True, float("nan")])
+def test_a_bad_flip_probability_is_named(bad):
+    with pytest.raises(ValueError, match=r"horizontal_flip_probability must be a number in \[0, 1\]"):
+        GazeFlowDataCollator(GazeFlowVideoProcessor(size=8), num_frames=4, horizontal_flip_probability=bad)

@@ -6,6 +6,11 @@ of one clip, with its video as a path. The collator decodes exactly that window
 windows shorter than ``num_frames`` by repeating the last frame (and the last gaze point); padded frames are
 never valid. Gaze goes from unit ``[0, 1]`` to model ``[-1, 1]`` coordinates here, through
 :func:`~transformers_gazeflow.geometry.unit_to_model` (the one place the data layer converts).
+
+Training augmentation (beyond the paper): with ``horizontal_flip_probability`` p > 0 each example is mirrored left
+to right with probability p, frames and gaze together (``x -> 1 - x`` in unit coordinates; the processor resizes the
+whole frame, so mirroring the processed frames equals mirroring the decoded ones). The draws come from torch's
+global generator (seeded by the training script; a DataLoader worker has its own seeded stream).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ class GazeFlowDataCollator:
         processor: the :class:`GazeFlowVideoProcessor` that resizes and normalises the frames.
         num_frames: window length ``W`` of the batch; shorter examples are padded up to it.
         decode_fn: ``(path, start, num_frames) -> uint8 [n, H, W, 3]``; defaults to PyAV decoding of that range.
+        horizontal_flip_probability: the chance that an example is mirrored left to right (training augmentation;
+            0, the default, never mirrors: keep it 0 for validation and evaluation).
 
     Returns a dict with
         ``pixel_values_videos`` float32 ``[B, W, 3, S, S]``, ``gaze`` float32 ``[B, W, 2]`` in ``[-1, 1]``,
@@ -43,20 +50,28 @@ class GazeFlowDataCollator:
     """
 
     def __init__(self, processor: GazeFlowVideoProcessor, num_frames: int = 64,
-                 decode_fn: Callable[[str, int, int], np.ndarray] | None = None) -> None:
+                 decode_fn: Callable[[str, int, int], np.ndarray] | None = None,
+                 horizontal_flip_probability: float = 0.0) -> None:
         if not isinstance(processor, GazeFlowVideoProcessor):
             raise ValueError(f"processor must be a GazeFlowVideoProcessor, got {type(processor).__name__}")
         if isinstance(num_frames, bool) or not isinstance(num_frames, int) or num_frames < 1:
             raise ValueError(f"num_frames must be a positive int (the batch window length), got {num_frames!r}")
+        if (isinstance(horizontal_flip_probability, bool) or not isinstance(horizontal_flip_probability, (int, float))
+                or not 0.0 <= horizontal_flip_probability <= 1.0):
+            raise ValueError("horizontal_flip_probability must be a number in [0, 1], got "
+                             f"{horizontal_flip_probability!r}")
         self.processor = processor
+        self.horizontal_flip_probability = float(horizontal_flip_probability)
         self.num_frames = num_frames
         self.decode_fn = decode_fn if decode_fn is not None else _decode_window
 
     input_key = "pixel_values_videos"
 
-    def load_inputs(self, example: Mapping[str, Any], name: str, clip: str) -> tuple[torch.Tensor, tuple[int, int]]:
+    def load_inputs(self, example: Mapping[str, Any], name: str, clip: str,
+                    flipped: bool = False) -> tuple[torch.Tensor, tuple[int, int]]:
         """The model input of one example, padded to ``num_frames``: its window decoded, processed, and padded by
-        repeating the last frame. Returns ``([W, 3, S, S], (width, height) of the decoded frames)``."""
+        repeating the last frame; mirrored left to right when ``flipped``. Returns ``([W, 3, S, S], (width, height)
+        of the decoded frames)``."""
         n, start = int(example["num_frames"]), int(example["window_start"])
         frames = np.asarray(self.decode_fn(str(example["video_path"]), start, n))
         if frames.ndim < 3 or frames.shape[0] != n:
@@ -64,7 +79,17 @@ class GazeFlowDataCollator:
                              f"{frames.shape[0] if frames.ndim else 0} frames for a window of {n}")
         _check_size(example, frames, name, clip)
         processed = pad_last_frame(self.processor.preprocess(frames), self.num_frames, axis=0)
+        if flipped:
+            processed = processed.flip(-1)
         return processed, (frames.shape[2], frames.shape[1])
+
+    def draw_flip(self) -> bool:
+        """Whether the next example is mirrored: a draw of torch's global generator when the probability is
+        strictly between 0 and 1 (none at 0 or 1, so an unaugmented run consumes no random numbers)."""
+        p = self.horizontal_flip_probability
+        if p <= 0.0 or p >= 1.0:
+            return p >= 1.0
+        return bool(torch.rand(()) < p)
 
     def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if isinstance(examples, Mapping) or not isinstance(examples, Sequence) or len(examples) == 0:
@@ -89,7 +114,11 @@ class GazeFlowDataCollator:
             if start < 0:
                 raise ValueError(f"{name} ({clip}): window_start must be >= 0, got {start}")
             gaze, valid, gaze_type = _per_frame_fields(example, n, name, clip)
-            inputs, frame_size = self.load_inputs(example, name, clip)
+            flipped = self.draw_flip()
+            inputs, frame_size = self.load_inputs(example, name, clip, flipped=flipped)
+            if flipped:
+                gaze = gaze.copy()
+                gaze[:, 0] = 1.0 - gaze[:, 0]
 
             pad = width - n
             if pad:

@@ -4,7 +4,10 @@ With a frozen encoder and no LoRA nothing before W_proj trains, so the encoder's
 are the same at every epoch. :class:`FeatureCache` computes them once (each process encodes its share of the
 windows), stores them in safetensors shards keyed ``"<clip_id>@<window_start>"``, and
 :class:`CachedFeatureCollator` serves them as ``encoder_hidden_states`` in place of decoded frames, so later epochs
-train the velocity network without decoding video or running the encoder.
+train the velocity network without decoding video or running the encoder. For horizontal-flip augmentation
+(:class:`~transformers_gazeflow.data.collator.GazeFlowDataCollator`'s ``horizontal_flip_probability``) the
+training windows are also encoded mirrored, under ``"<clip_id>@<window_start>:hflip"``: the encoder's tokens of a
+mirrored window are not the mirrored tokens, so the mirrored frames go through the encoder themselves.
 
 The cache is tied to what produced it: a fingerprint of the encoder (its config and a hash of its weights), the
 processor (its settings) and the window length. A cache made with anything else is detected and rebuilt, never
@@ -31,11 +34,13 @@ logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
+FLIPPED_SUFFIX = ":hflip"
 
 
-def example_key(example: Mapping[str, Any]) -> str:
-    """The cache key of one window: ``"<clip_id>@<window_start>"`` (the builders' example key)."""
-    return f"{example['clip_id']}@{int(example['window_start'])}"
+def example_key(example: Mapping[str, Any], flipped: bool = False) -> str:
+    """The cache key of one window: ``"<clip_id>@<window_start>"`` (the builders' example key), with
+    ``":hflip"`` appended for its mirrored copy."""
+    return f"{example['clip_id']}@{int(example['window_start'])}" + (FLIPPED_SUFFIX if flipped else "")
 
 
 def cache_fingerprint(model, processor: GazeFlowVideoProcessor) -> str:
@@ -91,13 +96,17 @@ class FeatureCache:
     # ------------------------------------------------------------------ building
     @torch.no_grad()
     def build(self, model, datasets: Sequence[Sequence[Mapping[str, Any]]], collator: GazeFlowDataCollator,
-              batch_size: int = 8, accelerator=None) -> "FeatureCache":
-        """Encode every window of ``datasets`` not yet cached (all of them if the cache was made for anything
-        else). With an ``accelerator``, each process encodes every ``num_processes``-th window."""
+              batch_size: int = 8, accelerator=None,
+              flipped_datasets: Sequence[Sequence[Mapping[str, Any]]] = ()) -> "FeatureCache":
+        """Encode every window of ``datasets``, and the mirrored copy of every window of ``flipped_datasets``, not
+        yet cached (all of them if the cache was made for anything else). With an ``accelerator``, each process
+        encodes the windows of every ``num_processes``-th video."""
         rank = accelerator.process_index if accelerator is not None else 0
         world = accelerator.num_processes if accelerator is not None else 1
         is_main = rank == 0
-        keys = [example_key(example) for dataset in datasets for example in dataset]
+        requests = ([(example, False) for dataset in datasets for example in dataset]
+                    + [(example, True) for dataset in flipped_datasets for example in dataset])
+        keys = [example_key(example, flipped) for example, flipped in requests]
         if self.covers(keys):
             logger.info("feature cache %s is up to date (%d windows)", self.directory, len(keys))
             return self.open()
@@ -111,10 +120,9 @@ class FeatureCache:
             self.directory.mkdir(parents=True)
         _barrier(accelerator)
 
-        examples = [example for dataset in datasets for example in dataset]
-        by_video: dict[str, list[Mapping[str, Any]]] = {}
-        for example in examples:
-            by_video.setdefault(str(example["video_path"]), []).append(example)
+        by_video: dict[str, list[tuple[Mapping[str, Any], bool]]] = {}
+        for example, flipped in requests:
+            by_video.setdefault(str(example["video_path"]), []).append((example, flipped))
         videos = sorted(by_video)[rank::world]  # each process encodes the windows of its share of the videos
         device = next(model.parameters()).device
         entries: dict[str, str] = {}
@@ -173,26 +181,28 @@ class FeatureCache:
         return state
 
 
-def window_inputs(examples: Sequence[Mapping[str, Any]], collator: GazeFlowDataCollator):
-    """Yield ``(key, model input [W, 3, S, S])`` for windows of one video, decoding the video once.
+def window_inputs(requests: Sequence[tuple[Mapping[str, Any], bool]], collator: GazeFlowDataCollator):
+    """Yield ``(key, model input [W, 3, S, S])`` for ``(example, flipped)`` windows of one video, decoding the video
+    once.
 
-    The frames covering every window are decoded and processed once, then each window is cut out and padded
-    exactly as :meth:`GazeFlowDataCollator.load_inputs` does (the processor works frame by frame, so processing the
-    union and slicing equals processing each window).
+    The frames covering every window are decoded and processed once, then each window is cut out, padded and (when
+    ``flipped``) mirrored exactly as :meth:`GazeFlowDataCollator.load_inputs` does (the processor works frame by
+    frame, so processing the union and slicing equals processing each window).
     """
     from ..data.video import decode_frames
 
+    examples = [example for example, _ in requests]
     first = min(int(example["window_start"]) for example in examples)
     last = max(int(example["window_start"]) + int(example["num_frames"]) for example in examples)
     frames = decode_frames(str(examples[0]["video_path"]), first, last - first)
     processed = collator.processor.preprocess(frames)
-    for example in examples:
+    for example, flipped in requests:
         start, count = int(example["window_start"]) - first, int(example["num_frames"])
         window = processed[start:start + count]
         pad = collator.num_frames - count
         if pad > 0:
             window = torch.cat([window, window[-1:].expand(pad, *window.shape[1:])])
-        yield example_key(example), window
+        yield example_key(example, flipped), (window.flip(-1) if flipped else window)
 
 
 class CachedFeatureCollator(GazeFlowDataCollator):
@@ -201,12 +211,14 @@ class CachedFeatureCollator(GazeFlowDataCollator):
 
     input_key = "encoder_hidden_states"
 
-    def __init__(self, cache: FeatureCache, processor: GazeFlowVideoProcessor, num_frames: int = 64):
-        super().__init__(processor, num_frames)
+    def __init__(self, cache: FeatureCache, processor: GazeFlowVideoProcessor, num_frames: int = 64,
+                 horizontal_flip_probability: float = 0.0):
+        super().__init__(processor, num_frames, horizontal_flip_probability=horizontal_flip_probability)
         self.cache = cache
 
-    def load_inputs(self, example: Mapping[str, Any], name: str, clip: str) -> tuple[torch.Tensor, tuple[int, int]]:
-        return self.cache.load(example_key(example)), (int(example["width"]), int(example["height"]))
+    def load_inputs(self, example: Mapping[str, Any], name: str, clip: str,
+                    flipped: bool = False) -> tuple[torch.Tensor, tuple[int, int]]:
+        return self.cache.load(example_key(example, flipped)), (int(example["width"]), int(example["height"]))
 
 
 def _save_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
