@@ -71,6 +71,10 @@ def test_each_task_rule_holds():
         assert clip.target.color == OBJECT_COLORS[clip.label]
         shapes_seen.update(o.shape for o in clip.objects)
     assert len(shapes_seen) >= 3  # shapes vary: only the colour names the target
+    for clip in _clips("occluded_corner_cue"):
+        colours = [o.color for o in clip.objects]
+        assert len(set(colours)) == len(colours) and clip.cue == ("diamond", OBJECT_COLORS[clip.label])
+        assert clip.target.color == OBJECT_COLORS[clip.label] and clip.occluders
 
 
 def test_the_cue_is_drawn_in_the_corner_and_occluders_hide_objects():
@@ -81,6 +85,11 @@ def test_the_cue_is_drawn_in_the_corner_and_occluders_hide_objects():
     clip = _clips("corner_colour_cue", n=1)[0]
     frame = clip.frame(0).astype(int)
     for region, expected in ((frame[-8:, -8:], True), (frame[:8, :8], False)):
+        matches = (np.abs(region.reshape(-1, 3) - np.asarray(OBJECT_COLORS[clip.label])).sum(axis=1) < 10).sum()
+        assert (matches >= 4) == expected
+    clip = _clips("occluded_corner_cue", n=1)[0]
+    frame = clip.frame(0).astype(int)
+    for region, expected in ((frame[:8, -8:], True), (frame[:8, :8], False), (frame[-8:, -8:], False)):
         matches = (np.abs(region.reshape(-1, 3) - np.asarray(OBJECT_COLORS[clip.label])).sum(axis=1) < 10).sum()
         assert (matches >= 4) == expected
     hidden = 0

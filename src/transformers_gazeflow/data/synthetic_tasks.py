@@ -18,6 +18,10 @@ task                     rule (what a model must read to find the target)
 ``corner_colour_cue``    a second held-out task (added after ``shape_cue`` had been scored once, and not used to
                          choose settings either): a cue disc in the *bottom-right* corner shows a colour; the target
                          is the object of that colour among 3-4 objects of distinct colours *and* random shapes.
+``occluded_corner_cue``  a third held-out task (added after the horizontal-flip augmentation was chosen, to check the
+                         recipe once more): a cue *diamond* in the *top-right* corner shows a colour; the target is the
+                         object of that colour among 3-4 objects of distinct colours and random shapes, with the
+                         occluder bars and the saccades away and back of ``colour_cue_occluded``.
 =======================  =============================================================================================
 
 Everything is in unit coordinates of the frame (``geometry``: ``(0, 0)`` top-left, ``(1, 1)`` bottom-right) and
@@ -57,9 +61,12 @@ from .synthetic.scene import _smooth_path
 from .video import write_video
 
 TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue",
-                               "corner_colour_cue")
+                               "corner_colour_cue", "occluded_corner_cue")
 LADDER: tuple[str, ...] = TASK_NAMES[:4]
-"""The four rungs, easiest first; ``shape_cue`` and ``corner_colour_cue`` are kept apart as held-out tasks."""
+"""The four rungs, easiest first; ``shape_cue``, ``corner_colour_cue`` and ``occluded_corner_cue`` are kept apart as
+held-out tasks."""
+OCCLUDED_TASKS: tuple[str, ...] = ("colour_cue_occluded", "occluded_corner_cue")
+"""Tasks with occluder bars and a saccade back to the target after every fixation away from it."""
 
 OBJECT_COLORS: tuple[tuple[int, int, int], ...] = (
     (225, 35, 35), (35, 190, 60), (40, 90, 235), (240, 215, 30), (215, 45, 205), (30, 205, 215),
@@ -72,6 +79,9 @@ TARGET_PROBABILITY = 0.8
 BLINK_RATE_HZ = 0.2
 CUE_CENTRE = (0.07, 0.09)
 CORNER_CUE_CENTRE = (0.93, 0.91)
+TOP_RIGHT_CUE_CENTRE = (0.93, 0.09)
+CUE_CENTRES = {"corner_colour_cue": CORNER_CUE_CENTRE, "occluded_corner_cue": TOP_RIGHT_CUE_CENTRE}
+"""Where a task's cue sits when not at :data:`CUE_CENTRE` (top-left)."""
 CUE_HALF_SIZE = 0.045
 
 
@@ -207,10 +217,11 @@ def _objects(rng: np.random.Generator, settings: GroundingTaskSettings, num_fram
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
         looks = [(shape, OBJECT_COLORS[i]) for i in colors]
         label, cue = int(colors[0]), ("square", OBJECT_COLORS[int(colors[0])])
-    elif task == "corner_colour_cue":
+    elif task in ("corner_colour_cue", "occluded_corner_cue"):
         colors = rng.permutation(len(OBJECT_COLORS))[:count]
         looks = [(SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[i]) for i in colors]
-        label, cue = int(colors[0]), ("disc", OBJECT_COLORS[int(colors[0])])
+        glyph = "disc" if task == "corner_colour_cue" else "diamond"
+        label, cue = int(colors[0]), (glyph, OBJECT_COLORS[int(colors[0])])
     else:  # shape_cue
         shapes = rng.permutation(len(SHAPES))[:count]
         color = OBJECT_COLORS[int(rng.integers(len(OBJECT_COLORS)))]
@@ -228,8 +239,8 @@ def _objects(rng: np.random.Generator, settings: GroundingTaskSettings, num_fram
 
 
 def _occluders(rng: np.random.Generator, settings: GroundingTaskSettings, num_frames: int) -> tuple[np.ndarray, ...]:
-    """``colour_cue_occluded``: 1-2 vertical grey bars (0.08-0.12 wide) sweeping across the frame."""
-    if settings.task != "colour_cue_occluded":
+    """:data:`OCCLUDED_TASKS`: 1-2 vertical grey bars (0.08-0.12 wide) sweeping across the frame."""
+    if settings.task not in OCCLUDED_TASKS:
         return ()
     bars = []
     for _ in range(int(rng.integers(1, 3))):
@@ -366,7 +377,7 @@ def generate_task_clip(settings: GroundingTaskSettings, index: int) -> TaskClip:
     objects, label, cue = _objects(rng, settings, num_frames)
     occluders = _occluders(rng, settings, num_frames)
     gaze, gaze_type, fixated = simulate_task_gaze(rng, objects, num_frames, settings.fps,
-                                                  back_and_forth=settings.task == "colour_cue_occluded")
+                                                  back_and_forth=settings.task in OCCLUDED_TASKS)
     return TaskClip(clip_id=f"{settings.task}_{settings.seed}_{index:05d}", task=settings.task, label=label,
                     width=settings.width, height=settings.height, fps=float(settings.fps), background=background,
                     objects=objects, occluders=occluders, cue=cue, gaze=gaze, gaze_type=gaze_type, fixated=fixated)
@@ -416,7 +427,7 @@ def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
             OCCLUDER_COLOR
     if clip.cue is not None:
         shape, color = clip.cue
-        centre = CORNER_CUE_CENTRE if clip.task == "corner_colour_cue" else CUE_CENTRE
+        centre = CUE_CENTRES.get(clip.task, CUE_CENTRE)
         cx, cy = centre[0] * width, centre[1] * height
         half = CUE_HALF_SIZE * width
         frame[max(int(cy - half - 2), 0):int(cy + half + 2), max(int(cx - half - 2), 0):int(cx + half + 2)] = 25.0
@@ -481,5 +492,5 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
     return clips
 
 
-__all__ = ["TASK_NAMES", "LADDER", "GroundingTaskSettings", "TaskClip", "TaskObject", "generate_task_clip",
+__all__ = ["TASK_NAMES", "LADDER", "OCCLUDED_TASKS", "GroundingTaskSettings", "TaskClip", "TaskObject", "generate_task_clip",
            "render_task_frame", "simulate_task_gaze", "simulate_fixation_saccade", "saccade_frames", "clip_split", "write_task_egtea_layout"]
