@@ -35,7 +35,8 @@ SMALL_CPU = Recipe(
     name="small-cpu",
     summary="tiny random frozen encoder (64x64 input, patch 8, 2 layers of width 64) with its outputs cached once, "
             "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), 2 spatial layers, the "
-            "grounding loss on c_v (weight 1, sigma 1 patch), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
+            "grounding loss on c_v (weight 1, sigma 1 patch), horizontal-flip augmentation (p 0.5, the mirrored "
+            "windows cached too), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
             "0.995, at most 4,000 steps, early stopping after 5 epochs without a better validation loss, the "
             "best-validation EMA weights saved; <= 25 minutes on 2 CPU cores",
     arguments=dict(
@@ -52,6 +53,7 @@ SMALL_CPU = Recipe(
         max_train_steps=4000,
         early_stopping_patience=5,
         validation_fraction=0.1,
+        horizontal_flip_probability=0.5,
         dataloader_num_workers=0,
         mixed_precision="no",
         seed=0,
