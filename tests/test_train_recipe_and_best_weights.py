@@ -53,6 +53,7 @@ def test_the_recipe_builds_the_documented_model(train):
     config = train.build_model(args).config
     assert (config.hidden_size, config.num_hidden_layers, config.num_frames, config.window_stride) == (64, 3, 16, 8)
     assert config.encoder_config.crop_size == 64 and config.use_lora is False
+    assert (config.encoder_config.patch_size, config.encoder_config.hidden_size) == (8, 128)
     assert (config.num_samples, config.num_steps, config.flow_time_sampling) == (16, 5, "uniform")
 
 

@@ -33,7 +33,7 @@ class Recipe:
 
 SMALL_CPU = Recipe(
     name="small-cpu",
-    summary="tiny random frozen encoder (64x64 input, patch 8, 2 layers of width 64) with its outputs cached once, "
+    summary="tiny random frozen encoder (64x64 input, patch 8, 2 layers of width 128) with its outputs cached once, "
             "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), 2 spatial layers, the "
             "grounding loss on c_v (weight 1, sigma 1 patch), horizontal-flip augmentation (p 0.5, the mirrored "
             "windows cached too), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
@@ -61,7 +61,7 @@ SMALL_CPU = Recipe(
     config_overrides={
         "encoder_config.crop_size": 64,
         "encoder_config.patch_size": 8,
-        "encoder_config.hidden_size": 64,
+        "encoder_config.hidden_size": 128,
         "encoder_config.num_attention_heads": 4,
         "encoder_config.num_hidden_layers": 2,
         "encoder_config.frames_per_clip": 16,
