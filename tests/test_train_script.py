@@ -64,15 +64,16 @@ def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
     assert a.keys() == b.keys() and all(torch.equal(a[key], b[key]) for key in a)
 
 
-def test_resume_reaches_the_same_parameters(tmp_path, env, data_dir):
+@pytest.mark.parametrize("augmentation", [[], ["--horizontal_flip_probability", "0.5"]], ids=["plain", "flips"])
+def test_resume_reaches_the_same_parameters(tmp_path, env, data_dir, augmentation):
     full = tmp_path / "full"
-    run_train(TINY + ["--data_dir", data_dir, "--output_dir", full, "--max_train_steps", 4, "--checkpointing_steps", 2],
-              env)
+    run_train(TINY + augmentation + ["--data_dir", data_dir, "--output_dir", full, "--max_train_steps", 4,
+                                     "--checkpointing_steps", 2], env)
     assert sorted(p.name for p in full.glob("step_*")) == ["step_2", "step_4"]
     assert not list(full.glob(".tmp_step_*"))
     resumed = tmp_path / "resumed"
-    result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", resumed, "--max_train_steps", 4,
-                               "--resume_from_checkpoint", full / "step_2"], env)
+    result = run_train(TINY + augmentation + ["--data_dir", data_dir, "--output_dir", resumed, "--max_train_steps", 4,
+                                              "--resume_from_checkpoint", full / "step_2"], env)
     assert "resumed from" in result.stderr
     a = load_file(full / "model.safetensors")  # the EMA weights after step 4
     b = load_file(resumed / "model.safetensors")
