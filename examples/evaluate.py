@@ -83,6 +83,17 @@ def load_model_and_processor(path: str) -> tuple[GazeFlowModel, GazeFlowVideoPro
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     accelerator = Accelerator()
+    try:
+        return run_evaluation(args, accelerator)
+    finally:
+        # every process leaves its process group before the interpreter exits: a process that finishes early
+        # (the non-main ones return as soon as the predictions are gathered) and exits with the group still
+        # open can abort in the communication backend's teardown ("terminate called without an active exception")
+        accelerator.end_training()
+
+
+def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
+    """Predict (sharded over the processes) and, on the main process, score and write the results."""
     evaluated = load_gaze_dataset(args.dataset_name, data_dir=args.data_dir, split=args.split,
                                   config_name=args.dataset_config, windows="first", window_frames=PROTOCOL_WINDOW)
     examples = [evaluated[i] for i in range(len(evaluated) if args.max_clips is None else
