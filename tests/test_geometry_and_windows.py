@@ -133,3 +133,15 @@ def test_plan_windows_rejects_a_bad_range():
         plan_windows(50, 16, 8, 10, 10)
     with pytest.raises(ValueError, match="frame range"):
         plan_windows(50, 16, 8, 0, 51)
+
+
+def test_mirroring_unit_points_flips_x_and_leaves_the_input():
+    from transformers_gazeflow.geometry import mirror_unit_horizontally
+
+    points = np.array([[0.2, 0.7], [1.0, 0.0]], dtype=np.float32)
+    mirrored = mirror_unit_horizontally(points)
+    np.testing.assert_array_equal(mirrored, np.array([[0.8, 0.7], [0.0, 0.0]], dtype=np.float32))
+    assert mirrored.dtype == np.float32 and points[0, 0] == np.float32(0.2)
+    tensor = torch.tensor([[[0.25, 0.5]]])
+    assert torch.equal(mirror_unit_horizontally(tensor), torch.tensor([[[0.75, 0.5]]]))
+    assert tensor[0, 0, 0] == 0.25

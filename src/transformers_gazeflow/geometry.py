@@ -32,6 +32,13 @@ def model_to_unit(points: ArrayLike) -> ArrayLike:
     return (points + 1.0) * 0.5
 
 
+def mirror_unit_horizontally(points: ArrayLike) -> ArrayLike:
+    """The unit-coordinate points ``[..., 2]`` of a frame mirrored left to right: ``(x, y) -> (1 - x, y)``."""
+    mirrored = points.clone() if isinstance(points, torch.Tensor) else np.array(points, copy=True)
+    mirrored[..., 0] = 1.0 - mirrored[..., 0]
+    return mirrored
+
+
 def patch_centres(grid_size: int, device: torch.device | str | None = None,
                   dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Model coordinates ``[N, 2]`` (``N = grid_size ** 2``) of the centres of a ``grid_size x grid_size`` token
@@ -71,4 +78,5 @@ def clamp_unit(points: ArrayLike) -> ArrayLike:
     return np.clip(points, 0.0, 1.0)
 
 
-__all__ = ["unit_to_model", "model_to_unit", "unit_to_pixels", "pixels_to_unit", "clamp_unit", "patch_centres"]
+__all__ = ["unit_to_model", "model_to_unit", "unit_to_pixels", "pixels_to_unit", "clamp_unit", "mirror_unit_horizontally",
+           "patch_centres"]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..geometry import unit_to_model
+from ..geometry import mirror_unit_horizontally, unit_to_model
 from ..schema import pad_last_frame
 from .processing import GazeFlowVideoProcessor
 from .video import decode_frames
@@ -78,10 +78,13 @@ class GazeFlowDataCollator:
             raise ValueError(f"{name} ({clip}): decoding {example['video_path']} gave "
                              f"{frames.shape[0] if frames.ndim else 0} frames for a window of {n}")
         _check_size(example, frames, name, clip)
-        processed = pad_last_frame(self.processor.preprocess(frames), self.num_frames, axis=0)
-        if flipped:
-            processed = processed.flip(-1)
-        return processed, (frames.shape[2], frames.shape[1])
+        return self.finish_window(self.processor.preprocess(frames), flipped), (frames.shape[2], frames.shape[1])
+
+    def finish_window(self, processed: torch.Tensor, flipped: bool = False) -> torch.Tensor:
+        """A processed window ``[n, 3, S, S]`` as the model reads it: padded to ``num_frames`` by repeating its last
+        frame, and mirrored left to right when ``flipped`` (the feature cache finishes its windows here too)."""
+        window = pad_last_frame(processed, self.num_frames, axis=0)
+        return window.flip(-1) if flipped else window
 
     def draw_flip(self) -> bool:
         """Whether the next example is mirrored: a draw of torch's global generator when the probability is
@@ -117,8 +120,7 @@ class GazeFlowDataCollator:
             flipped = self.draw_flip()
             inputs, frame_size = self.load_inputs(example, name, clip, flipped=flipped)
             if flipped:
-                gaze = gaze.copy()
-                gaze[:, 0] = 1.0 - gaze[:, 0]
+                gaze = mirror_unit_horizontally(gaze)
 
             pad = width - n
             if pad:

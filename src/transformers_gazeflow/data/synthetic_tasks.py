@@ -492,5 +492,6 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
     return clips
 
 
-__all__ = ["TASK_NAMES", "LADDER", "OCCLUDED_TASKS", "GroundingTaskSettings", "TaskClip", "TaskObject", "generate_task_clip",
-           "render_task_frame", "simulate_task_gaze", "simulate_fixation_saccade", "saccade_frames", "clip_split", "write_task_egtea_layout"]
+__all__ = ["TASK_NAMES", "LADDER", "OCCLUDED_TASKS", "GroundingTaskSettings", "TaskClip", "TaskObject",
+           "generate_task_clip", "render_task_frame", "simulate_task_gaze", "simulate_fixation_saccade",
+           "saccade_frames", "clip_split", "write_task_egtea_layout"]

@@ -185,9 +185,10 @@ def window_inputs(requests: Sequence[tuple[Mapping[str, Any], bool]], collator: 
     """Yield ``(key, model input [W, 3, S, S])`` for ``(example, flipped)`` windows of one video, decoding the video
     once.
 
-    The frames covering every window are decoded and processed once, then each window is cut out, padded and (when
-    ``flipped``) mirrored exactly as :meth:`GazeFlowDataCollator.load_inputs` does (the processor works frame by
-    frame, so processing the union and slicing equals processing each window).
+    The frames covering every window are decoded and processed once, then each window is cut out and finished
+    (padded, and mirrored when ``flipped``) by :meth:`GazeFlowDataCollator.finish_window`, as
+    :meth:`GazeFlowDataCollator.load_inputs` does (the processor works frame by frame, so processing the union and
+    slicing equals processing each window).
     """
     from ..data.video import decode_frames
 
@@ -198,11 +199,7 @@ def window_inputs(requests: Sequence[tuple[Mapping[str, Any], bool]], collator: 
     processed = collator.processor.preprocess(frames)
     for example, flipped in requests:
         start, count = int(example["window_start"]) - first, int(example["num_frames"])
-        window = processed[start:start + count]
-        pad = collator.num_frames - count
-        if pad > 0:
-            window = torch.cat([window, window[-1:].expand(pad, *window.shape[1:])])
-        yield example_key(example, flipped), (window.flip(-1) if flipped else window)
+        yield example_key(example, flipped), collator.finish_window(processed[start:start + count], flipped)
 
 
 class CachedFeatureCollator(GazeFlowDataCollator):
