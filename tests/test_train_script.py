@@ -1,6 +1,7 @@
 """examples/train.py end to end on the tiny synthetic dataset: two processes, resume, the feature cache, bad input."""
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -104,8 +105,6 @@ def test_feature_cache_is_built_once_and_rebuilt_for_another_encoder(tmp_path, e
 
 
 def test_flip_augmentation_caches_mirrored_training_windows_only(tmp_path, env, data_dir):
-    import json
-
     cache_dir = tmp_path / "cache"
     run_train(TINY + ["--data_dir", data_dir, "--max_train_steps", 2, "--no-use_lora", "--cache_features",
                       "--feature_cache_dir", cache_dir, "--horizontal_flip_probability", "0.5",
