@@ -38,6 +38,7 @@ from transformers_gazeflow.training.evaluation import (
     score,
 )
 from transformers_gazeflow.training.datasets import DATASET_NAMES
+from transformers_gazeflow.training.processes import leave_process_group
 
 PROTOCOL_WINDOW = 64
 GRID_K = (1, 10, 30, 50)
@@ -88,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         # every process leaves its process group before the interpreter exits: a process that finishes early
         # (the non-main ones return as soon as the predictions are gathered) and exits with the group still
-        # open can abort in the communication backend's teardown ("terminate called without an active exception")
-        accelerator.end_training()
+        # open can abort in the communication backend's teardown ("terminate called without an active exception");
+        # no wait for the others: the main process may score for longer than a collective's timeout
+        leave_process_group(accelerator, wait_for_everyone=False)
 
 
 def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:

@@ -56,6 +56,7 @@ from transformers_gazeflow.training.checkpointing import (TRAINER_STATE, Checkpo
 from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
 from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
+from transformers_gazeflow.training.processes import leave_process_group
 from transformers_gazeflow.training.recipes import RECIPES, recipe_help
 
 logger = logging.getLogger("train")
@@ -467,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         state.save(staging)
         publish_folder(staging, output_dir, last=TRAINER_STATE)
         logger.info("saved the EMA model of step %s to %s", state.best_step or state.completed_steps, output_dir)
-    accelerator.end_training()
+    leave_process_group(accelerator)  # after the main process has saved: every process tears down together
     return 0
 
 
