@@ -78,5 +78,5 @@ def clamp_unit(points: ArrayLike) -> ArrayLike:
     return np.clip(points, 0.0, 1.0)
 
 
-__all__ = ["unit_to_model", "model_to_unit", "unit_to_pixels", "pixels_to_unit", "clamp_unit", "mirror_unit_horizontally",
-           "patch_centres"]
+__all__ = ["unit_to_model", "model_to_unit", "unit_to_pixels", "pixels_to_unit", "clamp_unit",
+           "mirror_unit_horizontally", "patch_centres"]
