@@ -36,7 +36,9 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration, ProjectConfiguration, set_seed
@@ -47,7 +49,7 @@ from transformers import AutoConfig, get_cosine_with_min_lr_schedule_with_warmup
 
 import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto classes)
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.data.collator import GazeFlowDataCollator
+from transformers_gazeflow.data.collator import FLIP_STATE_KEY, GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.hub import save_model_folder
 from transformers_gazeflow.training.checkpointing import (TRAINER_STATE, CheckpointError, TrainerState,
@@ -128,6 +130,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     train.add_argument("--mixed_precision", choices=["no", "bf16", "fp16"], default=None,
                        help="None: bf16 on GPU, no on CPU")
     train.add_argument("--seed", type=int, default=0, help="seed of data order, initialisation and noise")
+    train.add_argument("--trial_starts", type=int, default=1,
+                       help="train this many starts (seeds --seed, --seed + 1, ...: initialisation outside the "
+                            "encoder, data order, flips, noise; one encoder draw and feature cache) for "
+                            "--trial_steps steps each, then continue the one with the lowest validation grounding "
+                            "loss (EMA; the validation loss without the grounding head) from its checkpoint; a "
+                            "start that stalls costs --trial_steps steps instead of the run")
+    train.add_argument("--trial_steps", type=int, default=1000,
+                       help="optimizer steps of each trial start (on the full run's learning-rate schedule)")
     train.add_argument("--checkpointing_steps", type=int, default=None, help="save a checkpoint every N steps")
     train.add_argument("--resume_from_checkpoint", default=None, help="a step_<N> folder, or 'latest'")
     train.add_argument("--early_stopping_patience", type=int, default=15, help="epochs without improvement")
@@ -150,6 +160,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--max_train_steps must be >= 1, got {args.max_train_steps}")
     if args.checkpointing_steps is not None and args.checkpointing_steps < 1:
         parser.error(f"--checkpointing_steps must be >= 1, got {args.checkpointing_steps}")
+    for name in ("trial_starts", "trial_steps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.early_stopping_patience < 1:
         parser.error(f"--early_stopping_patience must be >= 1, got {args.early_stopping_patience}")
     if not 0.0 <= args.horizontal_flip_probability <= 1.0:
@@ -252,6 +265,242 @@ def parameter_checksum(model) -> float:
     return float(sum(p.detach().double().sum().item() for p in model.parameters()))
 
 
+class TrainingSetup(NamedTuple):
+    """What every run of one ``train.py`` invocation shares: the arguments, the Accelerator, the data and collators
+    (with the feature cache, built once), and the length of the schedule."""
+
+    args: argparse.Namespace
+    accelerator: Accelerator
+    processor: GazeFlowVideoProcessor
+    train_set: Any
+    validation_set: Any
+    collator: Any
+    train_collator: Any
+    steps_per_epoch: int
+    max_train_steps: int
+    num_epochs: int
+
+
+class TrainingRun:
+    """One initialisation's training objects and where its loop stands. A plain run has one; ``--trial_starts N``
+    builds one per trial start, then one for the chosen start's continuation (restored from its checkpoint).
+    ``seed``: of the data order, the initialisation outside the encoder, the flips and the noise."""
+
+    def __init__(self, seed: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
+                 ema: AveragedModel, train_loader: DataLoader, validation_loader: DataLoader, trainable: list,
+                 flip_generator: torch.Generator | None = None) -> None:
+        self.seed, self.model, self.optimizer, self.scheduler, self.ema = seed, model, optimizer, scheduler, ema
+        self.train_loader, self.validation_loader, self.trainable = train_loader, validation_loader, trainable
+        self.state = TrainerState(seed=seed)
+        self.best_ema_state: dict | None = None  # the EMA weights of the best validation loss so far (best_step)
+        self.last_checkpoint: Path | None = None
+        self.flip_generator = flip_generator  # the training collator's (flip augmentation in this process)
+        self.flip_state: torch.Tensor | None = None  # flip_generator's state after the last batch consumed
+
+    @property
+    def checkpointed(self) -> dict:
+        """What a checkpoint holds besides the trainer state."""
+        return dict(model=self.model, optimizer=self.optimizer, scheduler=self.scheduler, ema=self.ema)
+
+    def save(self, accelerator: Accelerator, folder: Path) -> Path:
+        """A checkpoint of where the run stands, in ``folder/step_<N>``."""
+        self.last_checkpoint = save_checkpoint(accelerator, folder, self.state, **self.checkpointed,
+                                               best_ema_state=self.best_ema_state, flip_generator_state=self.flip_state)
+        return self.last_checkpoint
+
+    def restore(self, accelerator: Accelerator, checkpoint: Path) -> None:
+        """Continue from ``checkpoint``: weights, optimizer, schedule, EMA, random state, trainer state."""
+        self.state = load_checkpoint(checkpoint, accelerator, **self.checkpointed, flip_generator=self.flip_generator)
+        self.best_ema_state = load_best_ema_state(checkpoint, self.state)
+        self.last_checkpoint = checkpoint
+
+
+def prepare_run(setup: TrainingSetup, model: torch.nn.Module, seed: int) -> TrainingRun:
+    """Loaders, AdamW, the cosine schedule and the EMA around ``model``, prepared by Accelerate. The caller has
+    seeded the global generators (``set_seed``) before building ``model``: the data order follows the seed they
+    were last set with (Accelerate's seedable sampler), the rest follows their state now."""
+    args, accelerator = setup.args, setup.accelerator
+    flip_generator = None
+    if 0.0 < args.horizontal_flip_probability < 1.0 and args.dataloader_num_workers == 0:
+        # the run's own flip stream, one per process (workers keep torch's per-worker global streams)
+        flip_generator = torch.Generator().manual_seed(
+            int(np.random.SeedSequence([seed, accelerator.process_index]).generate_state(1)[0]))
+    setup.train_collator.flip_generator = flip_generator
+    loader_kwargs = dict(num_workers=args.dataloader_num_workers, persistent_workers=args.dataloader_num_workers > 0)
+    train_loader = DataLoader(setup.train_set, shuffle=True, batch_size=args.per_device_train_batch_size,
+                              generator=torch.Generator().manual_seed(seed), collate_fn=setup.train_collator,
+                              **loader_kwargs)
+    validation_loader = DataLoader(setup.validation_set, batch_size=args.per_device_eval_batch_size
+                                   or args.per_device_train_batch_size, collate_fn=setup.collator, **loader_kwargs)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, betas=(0.9, 0.999), weight_decay=args.weight_decay)
+    scheduler = get_cosine_with_min_lr_schedule_with_warmup(
+        optimizer, num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
+        num_training_steps=setup.max_train_steps * accelerator.num_processes, min_lr=args.min_learning_rate)
+    model, optimizer, train_loader, validation_loader, scheduler = accelerator.prepare(
+        model, optimizer, train_loader, validation_loader, scheduler)
+    ema = AveragedModel(accelerator.unwrap_model(model), multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
+    return TrainingRun(seed=seed, model=model, optimizer=optimizer, scheduler=scheduler, ema=ema,
+                       train_loader=train_loader, validation_loader=validation_loader, trainable=trainable,
+                       flip_generator=flip_generator)
+
+
+def train_epochs(setup: TrainingSetup, run: TrainingRun, checkpoint_dir: Path, pause_at_step: int | None = None,
+                 description: str = "training") -> bool:
+    """The training loop from where ``run.state`` stands: steps, the EMA, checkpoints every
+    ``--checkpointing_steps`` into ``checkpoint_dir``, validation of the EMA weights at each epoch's end, the
+    best-validation EMA snapshot, early stopping. Returns True when training is over (the last step, or early
+    stopping); False when it paused after step ``pause_at_step`` (a trial start's end), before any end-of-epoch
+    work, so that continuing from a checkpoint written now gives the same run as never pausing."""
+    args, accelerator, state = setup.args, setup.accelerator, run.state
+    model, optimizer, scheduler, ema = run.model, run.optimizer, run.scheduler, run.ema
+    if state.epochs_without_improvement >= args.early_stopping_patience:  # a checkpoint written as early stopping hit
+        return True
+    progress = tqdm(total=setup.max_train_steps, initial=state.completed_steps,
+                    disable=not accelerator.is_local_main_process, desc=description)
+    stop = False
+    try:
+        for epoch in range(state.epoch, setup.num_epochs):
+            model.train()
+            run.train_loader.set_epoch(epoch)
+            batches = run.train_loader
+            if state.completed_steps >= setup.max_train_steps:  # resumed from the last step's checkpoint: no step more
+                batches, stop = [], True
+            elif epoch == state.epoch and state.step_in_epoch > 0:
+                batches = accelerator.skip_first_batches(run.train_loader,
+                                                         state.step_in_epoch * args.gradient_accumulation_steps)
+            running = 0.0
+            for batch in batches:
+                with accelerator.accumulate(model):
+                    with accelerator.autocast():
+                        loss = model(**model_inputs(batch)).loss
+                    finite = accelerator.reduce(torch.isfinite(loss.detach()).float(), "min")
+                    if finite.item() < 1:
+                        raise TrainingError(
+                            f"non-finite training loss ({loss.item()}) at step {state.completed_steps + 1} (epoch "
+                            f"{epoch}); stopped before the update. Last good checkpoint: "
+                            f"{run.last_checkpoint or 'none saved yet'}")
+                    accelerator.backward(loss)
+                    if FLIP_STATE_KEY in batch:
+                        run.flip_state = batch[FLIP_STATE_KEY]
+                    if accelerator.sync_gradients:
+                        accelerator.clip_grad_norm_(run.trainable, args.max_grad_norm)
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad()
+                running += loss.detach().float().item() / args.gradient_accumulation_steps
+                if not accelerator.sync_gradients:
+                    continue
+                ema.update_parameters(accelerator.unwrap_model(model))
+                state.completed_steps += 1
+                state.step_in_epoch += 1
+                fault_point(f"step {state.completed_steps}")
+                progress.update(1)
+                if state.completed_steps % args.logging_steps == 0 or state.completed_steps == 1:
+                    lr = scheduler.get_last_lr()[0]
+                    progress.set_postfix(loss=f"{running:.4f}", lr=f"{lr:.2e}")
+                    logger.info("step %d epoch %d loss %.5f lr %.3e", state.completed_steps, epoch, running, lr)
+                    accelerator.log({"train/loss": running, "train/lr": lr}, step=state.completed_steps)
+                running = 0.0
+                if args.checkpointing_steps and state.completed_steps % args.checkpointing_steps == 0:
+                    try:
+                        run.save(accelerator, checkpoint_dir)
+                    except CheckpointError as err:  # the weights went NaN/inf: that checkpoint would not be good
+                        raise TrainingError(f"{err}. Last good checkpoint: {run.last_checkpoint or 'none saved yet'}"
+                                            ) from err
+                if state.completed_steps >= setup.max_train_steps:
+                    stop = True
+                    break
+                if pause_at_step is not None and state.completed_steps >= pause_at_step:
+                    return False
+
+            # end of epoch (or of training): validation with the EMA weights, early stopping
+            epoch_finished = not stop or state.step_in_epoch >= setup.steps_per_epoch
+            val_loss, val_grounding = (validation_loss(ema.module, run.validation_loader, accelerator, args.seed)
+                                       if len(setup.validation_set) else (None, None))
+            record = {"epoch": epoch, "step": state.completed_steps, "validation_loss": val_loss}
+            if val_grounding is not None:
+                record["validation_grounding_loss"] = val_grounding
+                logger.info("epoch %d validation grounding loss (EMA) %.5f", epoch, val_grounding)
+            state.history.append(record)
+            logger.info("epoch %d step %d validation loss (EMA) %s", epoch, state.completed_steps, val_loss)
+            if val_loss is not None:
+                accelerator.log({"validation/loss": val_loss}, step=state.completed_steps)
+                if state.best_validation_loss is None or val_loss < state.best_validation_loss:
+                    state.best_validation_loss, state.epochs_without_improvement = val_loss, 0
+                    state.best_step, run.best_ema_state = state.completed_steps, cpu_state_dict(ema.module)
+                else:
+                    state.epochs_without_improvement += 1
+            if epoch_finished:
+                state.epoch, state.step_in_epoch = epoch + 1, 0
+            if stop:
+                break
+            if state.epochs_without_improvement >= args.early_stopping_patience:
+                logger.info("early stopping: no validation improvement for %d epochs",
+                            state.epochs_without_improvement)
+                break
+    finally:
+        progress.close()
+    return True
+
+
+def trial_score(record: dict) -> float:
+    """What chooses among trial starts (lower is better): the validation grounding loss (EMA) where the model has the
+    grounding head (whether c_v has found the target; a run that stalls shows there first, docs/results.md), else the
+    validation loss of ``config.objective``."""
+    grounding = record.get("validation_grounding_loss")
+    return grounding if grounding is not None else record["validation_loss"]
+
+
+def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder_state: dict,
+                     output_dir: Path) -> tuple[dict, list[dict]]:
+    """``--trial_starts N``: train N starts for ``--trial_steps`` steps each on the run's full schedule, the start
+    ``t`` seeded with ``--seed`` + t (initialisation outside the encoder, data order, flips, noise) and sharing the
+    encoder (``encoder_state``, the draw of ``--seed``, so one feature cache serves all). Each start ends with a
+    checkpoint in ``<output_dir>/trials/seed_<seed>/`` and its validation losses (EMA). Start 0 is the plain run of
+    ``--seed`` (``first_model`` as built for it). Returns the chosen start's record (lowest :func:`trial_score`)
+    and every start's."""
+    args, accelerator = setup.args, setup.accelerator
+    if not len(setup.validation_set):
+        raise ValueError(f"--trial_starts {args.trial_starts}: no validation windows to choose a start by (set "
+                         f"--validation_fraction above 0, or use --trial_starts 1)")
+    pause_at = min(args.trial_steps, setup.max_train_steps)
+    records: list[dict] = []
+    for index in range(args.trial_starts):
+        seed = args.seed + index
+        if index == 0:
+            model = first_model
+        else:
+            set_seed(seed)
+            model = build_model(args)
+            model.video_encoder.load_state_dict(encoder_state)
+        trial_dir = output_dir / "trials" / f"seed_{seed}"
+        if accelerator.is_main_process and trial_dir.exists():
+            shutil.rmtree(trial_dir)  # a previous invocation's start: never mixed into this one's
+        if accelerator.is_main_process:
+            trial_dir.mkdir(parents=True)
+        begin_lineage(trial_dir, None, accelerator)
+        run = prepare_run(setup, model, seed)
+        logger.info("trial start %d of %d (seed %d): %d steps", index + 1, args.trial_starts, seed, pause_at)
+        finished = train_epochs(setup, run, trial_dir, pause_at_step=pause_at,
+                                description=f"trial start {index + 1}/{args.trial_starts}")
+        checkpoint = run.save(accelerator, trial_dir)  # before the validation below: a loader's start draws a seed
+        val_loss, val_grounding = validation_loss(run.ema.module, run.validation_loader, accelerator, args.seed)
+        record = {"seed": seed, "step": run.state.completed_steps, "validation_loss": val_loss,
+                  "validation_grounding_loss": val_grounding, "finished": finished, "checkpoint": str(checkpoint)}
+        records.append(record)
+        logger.info("trial start %d (seed %d) at step %d: validation loss (EMA) %.5f%s", index + 1, seed,
+                    record["step"], val_loss,
+                    f", grounding {val_grounding:.5f}" if val_grounding is not None else "")
+        del run, model
+        accelerator.free_memory()
+    chosen = min(records, key=trial_score)
+    logger.info("trial starts: continuing seed %d's (the lowest %s, %.5f)", chosen["seed"],
+                "validation grounding loss" if chosen["validation_grounding_loss"] is not None else "validation loss",
+                trial_score(chosen))
+    return chosen, records
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     output_dir = Path(args.output_dir)
@@ -303,134 +552,65 @@ def main(argv: list[str] | None = None) -> int:
         train_collator = CachedFeatureCollator(cache, processor, num_frames=config.num_frames,
                                                horizontal_flip_probability=flip_probability)
 
-    loader_kwargs = dict(num_workers=args.dataloader_num_workers, persistent_workers=args.dataloader_num_workers > 0)
-    train_loader = DataLoader(train_set, shuffle=True, batch_size=args.per_device_train_batch_size,
-                              generator=torch.Generator().manual_seed(args.seed), collate_fn=train_collator,
-                              **loader_kwargs)
-    validation_loader = DataLoader(validation_set, batch_size=args.per_device_eval_batch_size
-                                   or args.per_device_train_batch_size, collate_fn=collator, **loader_kwargs)
-
-    # ------------------------------------------------------------------ optimiser and schedule
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, betas=(0.9, 0.999), weight_decay=args.weight_decay)
     steps_per_epoch = math.ceil(math.ceil(len(train_set) / (args.per_device_train_batch_size * accelerator.num_processes))
                                 / args.gradient_accumulation_steps)
     max_train_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
-    num_epochs = math.ceil(max_train_steps / steps_per_epoch)
-    scheduler = get_cosine_with_min_lr_schedule_with_warmup(
-        optimizer, num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
-        num_training_steps=max_train_steps * accelerator.num_processes, min_lr=args.min_learning_rate)
-    model, optimizer, train_loader, validation_loader, scheduler = accelerator.prepare(
-        model, optimizer, train_loader, validation_loader, scheduler)
-    ema = AveragedModel(accelerator.unwrap_model(model), multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
-    checkpointed = dict(model=model, optimizer=optimizer, scheduler=scheduler, ema=ema)  # what a checkpoint holds
+    setup = TrainingSetup(args=args, accelerator=accelerator, processor=processor, train_set=train_set,
+                          validation_set=validation_set, collator=collator, train_collator=train_collator,
+                          steps_per_epoch=steps_per_epoch, max_train_steps=max_train_steps,
+                          num_epochs=math.ceil(max_train_steps / steps_per_epoch))
+    started = time.time()
 
-    state = TrainerState()
-    best_ema_state: dict | None = None  # the EMA weights of the best validation loss so far (state.best_step)
+    # ------------------------------------------------------------------ trial starts (--trial_starts), or one run
+    trials: list[dict] = []
+    chosen_trial: dict | None = None
+    resumed_state = TrainerState.load(resume_from) if resume_from is not None else None
+    if args.trial_starts > 1 and resume_from is None:
+        encoder_state = cpu_state_dict(model.video_encoder)
+        chosen_trial, trials = run_trial_starts(setup, model, encoder_state, output_dir)
+        resume_from, run_seed = Path(chosen_trial["checkpoint"]), chosen_trial["seed"]
+        set_seed(run_seed)
+        model = build_model(args)  # its weights, optimizer and random state come from the chosen start's checkpoint
+        model.video_encoder.load_state_dict(encoder_state)
+    else:
+        if args.trial_starts > 1:
+            logger.info("--trial_starts %d: resuming, so no new trial starts", args.trial_starts)
+        run_seed = resumed_state.seed if resumed_state is not None and resumed_state.seed is not None else args.seed
+        if resume_from is not None:
+            if run_seed != args.seed:
+                logger.info("resuming the run of seed %d (its checkpoint's data order and random state)", run_seed)
+            set_seed(run_seed)  # the data order of the checkpoint's run; its random state is restored below
+    run = prepare_run(setup, model, run_seed)
     if resume_from is not None:
-        state = load_checkpoint(resume_from, accelerator, **checkpointed)
-        best_ema_state = load_best_ema_state(resume_from, state)
-        logger.info("resumed from %s at step %d (epoch %d)", resume_from, state.completed_steps, state.epoch)
+        run.restore(accelerator, resume_from)
+        logger.info("resumed from %s at step %d (epoch %d)", resume_from, run.state.completed_steps, run.state.epoch)
+    if trials:
+        run.state.trial_starts = trials
+    state = run.state
     begin_lineage(output_dir, resume_from, accelerator)
     if accelerator.is_main_process and args.report_to != "none":
         accelerator.init_trackers("gazeflow", config={k: v for k, v in vars(args).items()
                                                       if isinstance(v, (int, float, str, bool))})
     effective_batch = args.per_device_train_batch_size * accelerator.num_processes * args.gradient_accumulation_steps
     logger.info("training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes on %s, %.2fM "
-                "trainable", max_train_steps, num_epochs, steps_per_epoch, effective_batch, mixed_precision,
-                accelerator.num_processes, accelerator.device.type, sum(p.numel() for p in trainable) / 1e6)
+                "trainable", max_train_steps, setup.num_epochs, steps_per_epoch, effective_batch, mixed_precision,
+                accelerator.num_processes, accelerator.device.type, sum(p.numel() for p in run.trainable) / 1e6)
 
     # ------------------------------------------------------------------ training loop
-    progress = tqdm(total=max_train_steps, initial=state.completed_steps, disable=not accelerator.is_local_main_process,
-                    desc="training")
-    last_checkpoint = resume_from
-    started = time.time()
-    stop = False
-    for epoch in range(state.epoch, num_epochs):
-        model.train()
-        train_loader.set_epoch(epoch)
-        batches = train_loader
-        if state.completed_steps >= max_train_steps:  # resumed from the last step's checkpoint: no step more
-            batches, stop = [], True
-        elif epoch == state.epoch and state.step_in_epoch > 0:
-            batches = accelerator.skip_first_batches(train_loader, state.step_in_epoch * args.gradient_accumulation_steps)
-        running = 0.0
-        for batch in batches:
-            with accelerator.accumulate(model):
-                with accelerator.autocast():
-                    loss = model(**model_inputs(batch)).loss
-                finite = accelerator.reduce(torch.isfinite(loss.detach()).float(), "min")
-                if finite.item() < 1:
-                    raise TrainingError(
-                        f"non-finite training loss ({loss.item()}) at step {state.completed_steps + 1} (epoch {epoch}); "
-                        f"stopped before the update. Last good checkpoint: {last_checkpoint or 'none saved yet'}")
-                accelerator.backward(loss)
-                if accelerator.sync_gradients:
-                    accelerator.clip_grad_norm_(trainable, args.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
-            running += loss.detach().float().item() / args.gradient_accumulation_steps
-            if not accelerator.sync_gradients:
-                continue
-            ema.update_parameters(accelerator.unwrap_model(model))
-            state.completed_steps += 1
-            state.step_in_epoch += 1
-            fault_point(f"step {state.completed_steps}")
-            progress.update(1)
-            if state.completed_steps % args.logging_steps == 0 or state.completed_steps == 1:
-                lr = scheduler.get_last_lr()[0]
-                progress.set_postfix(loss=f"{running:.4f}", lr=f"{lr:.2e}")
-                logger.info("step %d epoch %d loss %.5f lr %.3e", state.completed_steps, epoch, running, lr)
-                accelerator.log({"train/loss": running, "train/lr": lr}, step=state.completed_steps)
-            running = 0.0
-            if args.checkpointing_steps and state.completed_steps % args.checkpointing_steps == 0:
-                try:
-                    last_checkpoint = save_checkpoint(accelerator, output_dir, state, **checkpointed,
-                                                      best_ema_state=best_ema_state)
-                except CheckpointError as err:  # the weights went NaN/inf: that checkpoint would not be a good one
-                    raise TrainingError(f"{err}. Last good checkpoint: {last_checkpoint or 'none saved yet'}") from err
-            if state.completed_steps >= max_train_steps:
-                stop = True
-                break
-
-        # end of epoch (or of training): validation with the EMA weights, early stopping
-        epoch_finished = not stop or state.step_in_epoch >= steps_per_epoch
-        val_loss, val_grounding = (validation_loss(ema.module, validation_loader, accelerator, args.seed)
-                                   if len(validation_set) else (None, None))
-        record = {"epoch": epoch, "step": state.completed_steps, "validation_loss": val_loss}
-        if val_grounding is not None:
-            record["validation_grounding_loss"] = val_grounding
-            logger.info("epoch %d validation grounding loss (EMA) %.5f", epoch, val_grounding)
-        state.history.append(record)
-        logger.info("epoch %d step %d validation loss (EMA) %s", epoch, state.completed_steps, val_loss)
-        if val_loss is not None:
-            accelerator.log({"validation/loss": val_loss}, step=state.completed_steps)
-            if state.best_validation_loss is None or val_loss < state.best_validation_loss:
-                state.best_validation_loss, state.epochs_without_improvement = val_loss, 0
-                state.best_step, best_ema_state = state.completed_steps, cpu_state_dict(ema.module)
-            else:
-                state.epochs_without_improvement += 1
-        if epoch_finished:
-            state.epoch, state.step_in_epoch = epoch + 1, 0
-        if stop:
-            break
-        if state.epochs_without_improvement >= args.early_stopping_patience:
-            logger.info("early stopping: no validation improvement for %d epochs", state.epochs_without_improvement)
-            break
-    progress.close()
+    if chosen_trial is None or not chosen_trial["finished"]:
+        train_epochs(setup, run, output_dir)
 
     # ------------------------------------------------------------------ replicas in sync, final model
-    checksum = parameter_checksum(accelerator.unwrap_model(model))
+    checksum = parameter_checksum(accelerator.unwrap_model(run.model))
     checksums = accelerator.gather(torch.tensor([checksum], device=accelerator.device, dtype=torch.float64))
     print(f"[rank {accelerator.process_index}] parameter checksum {checksum:.10e}", flush=True)
     if not torch.allclose(checksums, checksums[0].expand_as(checksums), rtol=0, atol=1e-9):
         raise TrainingError(f"replicas diverged: parameter checksums {checksums.tolist()}")
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        final = ema.module
-        if best_ema_state is not None:  # the saved model is the best validation loss's EMA, not the last step's
-            final.load_state_dict(best_ema_state)
+        final = run.ema.module
+        if run.best_ema_state is not None:  # the saved model is the best validation loss's EMA, not the last step's
+            final.load_state_dict(run.best_ema_state)
         best_record = next((r for r in state.history if r["step"] == state.best_step), None)
         staging = output_dir / ".tmp_final"  # written whole, then moved in file by file (publish_folder)
         if staging.exists():
@@ -450,6 +630,8 @@ def main(argv: list[str] | None = None) -> int:
             "feature cache": bool(args.cache_features),
             "wall time": f"{time.time() - started:.0f} s",
         }
+        if state.trial_starts:
+            training["trial starts"] = describe_trial_starts(state.trial_starts, state.seed)
         training["best validation loss (EMA)"] = state.best_validation_loss
         training["saved weights"] = (
             f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), the best "
@@ -470,6 +652,15 @@ def main(argv: list[str] | None = None) -> int:
         logger.info("saved the EMA model of step %s to %s", state.best_step or state.completed_steps, output_dir)
     leave_process_group(accelerator)  # after the main process has saved: every process tears down together
     return 0
+
+
+def describe_trial_starts(records: list[dict], continued_seed: int | None) -> str:
+    """The model card's line on the trial starts: each start's seed and score, and which one was continued."""
+    scored = "validation grounding loss" if records[0].get("validation_grounding_loss") is not None else \
+        "validation loss"
+    starts = ", ".join(f"seed {r['seed']} {trial_score(r):.5f} (step {r['step']})" for r in records)
+    return (f"{len(records)} starts sharing one encoder draw; {scored} (EMA) at their end: "
+            f"{starts}; continued: seed {continued_seed}'s")
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -79,8 +79,8 @@ def test_resume_reaches_the_same_parameters(tmp_path, env, data_dir, augmentatio
     a = load_file(full / "model.safetensors")  # the EMA weights after step 4
     b = load_file(resumed / "model.safetensors")
     assert a.keys() == b.keys()
-    for key in a:
-        assert torch.allclose(a[key], b[key], atol=1e-6, rtol=0), key
+    for key in a:  # bit for bit, flips too (the loader's look-ahead batch draws its flips again, the same ones)
+        assert torch.equal(a[key], b[key]), key
     card = (full / "README.md").read_text()
     assert "EMA" in card and "validation" in card.lower() and "synthetic" in card
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformers_gazeflow.data.collator import GazeFlowDataCollator
+from transformers_gazeflow.data.collator import FLIP_STATE_KEY, GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.data.video import decode_frames, write_video
 
@@ -186,3 +186,32 @@ def test_horizontal_flip_draws_per_example_from_the_seeded_generator(tiny_clip):
 def test_a_bad_flip_probability_is_named(bad):
     with pytest.raises(ValueError, match=r"horizontal_flip_probability must be a number in \[0, 1\]"):
         GazeFlowDataCollator(GazeFlowVideoProcessor(size=8), num_frames=4, horizontal_flip_probability=bad)
+
+
+def test_a_flip_generator_draws_alone_and_each_batch_carries_its_state(tiny_clip):
+    """With ``flip_generator`` the draws leave torch's global generator alone, and a collator set to a batch's
+    ``flip_generator_state`` draws the next batch's flips again (what a resumed training run relies on)."""
+    path, _ = tiny_clip
+    proc = GazeFlowVideoProcessor(size=16)
+    examples = [_example(path, 4, start=i, seed=i) for i in range(12)]
+    plain = GazeFlowDataCollator(proc, num_frames=4)(examples)
+    assert FLIP_STATE_KEY not in plain
+
+    def mirrored_rows(batch):
+        return [bool(torch.allclose(batch["gaze"][i, :, 0], -plain["gaze"][i, :, 0], atol=1e-6))
+                for i in range(len(examples))]
+
+    collate = GazeFlowDataCollator(proc, num_frames=4, horizontal_flip_probability=0.5,
+                                   flip_generator=torch.Generator().manual_seed(7))
+    global_before = torch.get_rng_state()
+    first, second = collate(examples), collate(examples)
+    assert torch.equal(torch.get_rng_state(), global_before)  # the global stream is the model's noise alone
+    assert 0 < sum(mirrored_rows(first)) < len(examples)
+    assert mirrored_rows(first) != mirrored_rows(second)  # the stream goes on from batch to batch
+
+    again = GazeFlowDataCollator(proc, num_frames=4, horizontal_flip_probability=0.5,
+                                 flip_generator=torch.Generator().manual_seed(0))
+    again.flip_generator.set_state(first[FLIP_STATE_KEY])  # the state after the first batch's draws
+    assert mirrored_rows(again(examples)) == mirrored_rows(second)
+    with pytest.raises(ValueError, match="flip_generator must be a torch.Generator or None, got int"):
+        GazeFlowDataCollator(proc, num_frames=4, horizontal_flip_probability=0.5, flip_generator=7)

@@ -9,8 +9,12 @@ never valid. Gaze goes from unit ``[0, 1]`` to model ``[-1, 1]`` coordinates her
 
 Training augmentation (beyond the paper): with ``horizontal_flip_probability`` p > 0 each example is mirrored left
 to right with probability p, frames and gaze together (``x -> 1 - x`` in unit coordinates; the processor resizes the
-whole frame, so mirroring the processed frames equals mirroring the decoded ones). The draws come from torch's
-global generator (seeded by the training script; a DataLoader worker has its own seeded stream).
+whole frame, so mirroring the processed frames equals mirroring the decoded ones). The draws come from
+``flip_generator`` when one is given, else from torch's global generator (a DataLoader worker has its own seeded
+stream). With a generator each batch carries its state after the batch's draws (``flip_generator_state``): the
+training loop checkpoints the state of the last batch it consumed, so a resumed run draws the same flips as an
+uninterrupted one although the loader collates a batch ahead (the global generator, which the loader's look-ahead
+would advance before the checkpoint, is left to the model's noise).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from .video import decode_frames
 # gaze points of valid frames may sit this far outside [0, 1] (float round-off of the loaders' clamping)
 _UNIT_TOLERANCE = 1e-4
 _REQUIRED_KEYS = ("clip_id", "video_path", "window_start", "num_frames", "gaze", "valid")
+FLIP_STATE_KEY = "flip_generator_state"
+"""The batch key of ``flip_generator``'s state after the batch's draws (present when the collator has one)."""
 
 
 class GazeFlowDataCollator:
@@ -40,6 +46,7 @@ class GazeFlowDataCollator:
         decode_fn: ``(path, start, num_frames) -> uint8 [n, H, W, 3]``; defaults to PyAV decoding of that range.
         horizontal_flip_probability: the chance that an example is mirrored left to right (training augmentation;
             0, the default, never mirrors: keep it 0 for validation and evaluation).
+        flip_generator: the ``torch.Generator`` of the mirroring draws (None: torch's global generator).
 
     Returns a dict with
         ``pixel_values_videos`` float32 ``[B, W, 3, S, S]``, ``gaze`` float32 ``[B, W, 2]`` in ``[-1, 1]``,
@@ -51,7 +58,7 @@ class GazeFlowDataCollator:
 
     def __init__(self, processor: GazeFlowVideoProcessor, num_frames: int = 64,
                  decode_fn: Callable[[str, int, int], np.ndarray] | None = None,
-                 horizontal_flip_probability: float = 0.0) -> None:
+                 horizontal_flip_probability: float = 0.0, flip_generator: torch.Generator | None = None) -> None:
         if not isinstance(processor, GazeFlowVideoProcessor):
             raise ValueError(f"processor must be a GazeFlowVideoProcessor, got {type(processor).__name__}")
         if isinstance(num_frames, bool) or not isinstance(num_frames, int) or num_frames < 1:
@@ -60,8 +67,11 @@ class GazeFlowDataCollator:
                 or not 0.0 <= horizontal_flip_probability <= 1.0):
             raise ValueError("horizontal_flip_probability must be a number in [0, 1], got "
                              f"{horizontal_flip_probability!r}")
+        if flip_generator is not None and not isinstance(flip_generator, torch.Generator):
+            raise ValueError(f"flip_generator must be a torch.Generator or None, got {type(flip_generator).__name__}")
         self.processor = processor
         self.horizontal_flip_probability = float(horizontal_flip_probability)
+        self.flip_generator = flip_generator
         self.num_frames = num_frames
         self.decode_fn = decode_fn if decode_fn is not None else _decode_window
 
@@ -87,12 +97,13 @@ class GazeFlowDataCollator:
         return window.flip(-1) if flipped else window
 
     def draw_flip(self) -> bool:
-        """Whether the next example is mirrored: a draw of torch's global generator when the probability is
-        strictly between 0 and 1 (none at 0 or 1, so an unaugmented run consumes no random numbers)."""
+        """Whether the next example is mirrored: a draw of ``flip_generator`` (else torch's global generator) when
+        the probability is strictly between 0 and 1 (none at 0 or 1, so an unaugmented run consumes no random
+        numbers)."""
         p = self.horizontal_flip_probability
         if p <= 0.0 or p >= 1.0:
             return p >= 1.0
-        return bool(torch.rand(()) < p)
+        return bool(torch.rand((), generator=self.flip_generator) < p)
 
     def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if isinstance(examples, Mapping) or not isinstance(examples, Sequence) or len(examples) == 0:
@@ -154,6 +165,8 @@ class GazeFlowDataCollator:
         }
         for key in ("window_start", "num_frames", "width", "height", "action", "verb", "noun"):
             batch[key] = torch.tensor(meta[key], dtype=torch.int64)
+        if self.flip_generator is not None:
+            batch[FLIP_STATE_KEY] = self.flip_generator.get_state()
         return batch
 
 

@@ -8,7 +8,8 @@ A checkpoint ``step_<N>/`` holds the whole training state as safetensors files (
 | ``ema.safetensors`` | the EMA model (``AveragedModel``: ``module.*`` and ``n_averaged``) |
 | ``best_ema.safetensors`` | the EMA weights of the best validation loss so far (when there is one; ``best_step``) |
 | ``optimizer.safetensors``, ``scheduler.safetensors`` | their ``state_dict()`` (``scaler.safetensors`` under fp16) |
-| ``rng_state_<rank>.safetensors`` | each process's Python, NumPy, torch CPU and device generators |
+| ``rng_state_<rank>.safetensors`` | each process's Python, NumPy, torch CPU and device generators, and the flip |
+| | augmentation's generator as of the last batch the loop consumed (``flip_generator``, when the run has one) |
 | ``trainer_state.json`` | where the loop stands (:class:`TrainerState`) |
 | ``manifest.json`` | size and sha256 of every other file, written last |
 
@@ -52,6 +53,7 @@ MODEL_FILE, EMA_FILE, BEST_EMA_FILE = "model.safetensors", "ema.safetensors", "b
 OPTIMIZER_FILE, SCHEDULER_FILE, SCALER_FILE = "optimizer.safetensors", "scheduler.safetensors", "scaler.safetensors"
 _WEIGHT_FILES = (MODEL_FILE, EMA_FILE, OPTIMIZER_FILE)  # checked for NaN/inf on resume
 _STEP_DIR = re.compile(r"^step_(\d+)$")
+FLIP_GENERATOR_KEY = "flip_generator"  # in rng_state_<rank>.safetensors, beside capture_rng_state()'s generators
 _HASH_CHUNK = 1 << 20
 
 
@@ -70,7 +72,7 @@ def rng_file(process_index: int) -> str:
     return f"rng_state_{process_index}.safetensors"
 
 
-_OPTIONAL_STATE_FIELDS = ("best_step",)
+_OPTIONAL_STATE_FIELDS = ("best_step", "seed", "trial_starts")
 """Trainer-state fields that older checkpoints lack (their default applies)."""
 
 
@@ -87,6 +89,8 @@ class TrainerState:
     history: list[dict] = field(default_factory=list)
     accelerator_step: int = 0  # Accelerate's micro-batch counter for gradient accumulation
     num_processes: int = 1  # a resume needs as many (each process's random state is part of the state)
+    seed: int | None = None  # the run's seed (its data order); a trial start's differs from --seed
+    trial_starts: list[dict] = field(default_factory=list)  # --trial_starts: each start's seed, step, losses
 
     def save(self, folder: Path) -> None:
         path = Path(folder) / TRAINER_STATE
@@ -104,7 +108,8 @@ class TrainerState:
         unexpected = sorted(set(data) - set(names))
         if unexpected:
             raise CheckpointError(f"{path}: not a trainer state (unexpected {unexpected}; expected the fields {names})")
-        kinds = {"history": (list,), "best_validation_loss": (float, int, type(None)), "best_step": (int, type(None))}
+        kinds = {"history": (list,), "best_validation_loss": (float, int, type(None)), "best_step": (int, type(None)),
+                 "seed": (int, type(None)), "trial_starts": (list,)}
         for name in names:
             if name not in data and name in _OPTIONAL_STATE_FIELDS:  # written before the field existed
                 continue
@@ -379,9 +384,11 @@ def begin_lineage(output_dir: str | os.PathLike, resumed_from: Path | None, acce
 
 # ---------------------------------------------------------------------------------------------------- save / load
 def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerState, *, model, optimizer, scheduler,
-                    ema, best_ema_state: dict | None = None) -> Path:
+                    ema, best_ema_state: dict | None = None, flip_generator_state=None) -> Path:
     """Write ``output_dir/step_<N>`` (N = ``state.completed_steps``) atomically and append it to the lineage.
     ``best_ema_state``: the best-validation EMA weights (a ``state_dict``), written as ``best_ema.safetensors``.
+    ``flip_generator_state``: this process's flip-augmentation generator state after the last batch the loop
+    consumed (the collator's ``flip_generator_state``), kept with the process's random state.
 
     Every process calls it. Refuses (``CheckpointError``) to write weights holding NaN or inf: a checkpoint is
     only ever a good one.
@@ -413,7 +420,10 @@ def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerSt
         for filename, write in pieces:
             write(partial / filename)
             fault_point(f"{name}/{filename}")
-    write_state_file(partial / rng_file(accelerator.process_index), capture_rng_state())
+    random_state = capture_rng_state()
+    if flip_generator_state is not None:
+        random_state[FLIP_GENERATOR_KEY] = flip_generator_state.detach().to("cpu")
+    write_state_file(partial / rng_file(accelerator.process_index), random_state)
     fault_point(f"{name}/{rng_file(accelerator.process_index)}")
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
@@ -434,9 +444,11 @@ def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerSt
     return final
 
 
-def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer, scheduler, ema) -> TrainerState:
+def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer, scheduler, ema,
+                    flip_generator=None) -> TrainerState:
     """Restore a checkpoint verified by :func:`find_checkpoint` into the prepared objects, on every process:
-    weights, EMA, optimizer, scheduler, gradient scaler, this process's random generators, Accelerate's step.
+    weights, EMA, optimizer, scheduler, gradient scaler, this process's random generators (and ``flip_generator``,
+    the collator's, when given and the checkpoint holds its state), Accelerate's step.
     ``CheckpointError`` naming the file when something does not fit (another model config, another number of
     processes)."""
     _check_supported(accelerator)
@@ -457,7 +469,17 @@ def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer,
                 raise CheckpointError(f"{folder / SCALER_FILE}: missing (this run uses fp16 loss scaling, the "
                                       f"checkpoint's run did not)")
             _load_state_dict(folder / SCALER_FILE, scaler)
-        read_rng_file(folder / rng_file(accelerator.process_index))
+        random_state = read_rng_file(folder / rng_file(accelerator.process_index))
+        if flip_generator is not None:
+            if FLIP_GENERATOR_KEY in random_state:
+                try:
+                    flip_generator.set_state(random_state[FLIP_GENERATOR_KEY])
+                except (TypeError, RuntimeError) as err:
+                    raise CheckpointError(f"{folder / rng_file(accelerator.process_index)}: not a usable "
+                                          f"{FLIP_GENERATOR_KEY} state ({err})") from err
+            else:
+                logger.warning("%s: holds no flip-augmentation generator state (written without one): the flips "
+                               "from here on differ from the interrupted run's", folder)
     except StateFileError as err:
         raise CheckpointError(str(err)) from err
     accelerator.step = state.accelerator_step

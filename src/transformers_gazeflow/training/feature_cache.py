@@ -209,8 +209,9 @@ class CachedFeatureCollator(GazeFlowDataCollator):
     input_key = "encoder_hidden_states"
 
     def __init__(self, cache: FeatureCache, processor: GazeFlowVideoProcessor, num_frames: int = 64,
-                 horizontal_flip_probability: float = 0.0):
-        super().__init__(processor, num_frames, horizontal_flip_probability=horizontal_flip_probability)
+                 horizontal_flip_probability: float = 0.0, flip_generator: torch.Generator | None = None):
+        super().__init__(processor, num_frames, horizontal_flip_probability=horizontal_flip_probability,
+                         flip_generator=flip_generator)
         self.cache = cache
 
     def load_inputs(self, example: Mapping[str, Any], name: str, clip: str,

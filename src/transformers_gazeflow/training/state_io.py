@@ -188,13 +188,15 @@ def restore_rng_state(state: dict) -> None:
             backend.set_rng_state_all(state[name])
 
 
-def read_rng_file(path: Path) -> None:
-    """Restore this process's generators from ``path`` (``StateFileError`` naming it when it does not fit)."""
+def read_rng_file(path: Path) -> dict:
+    """Restore this process's generators from ``path`` (``StateFileError`` naming it when it does not fit); returns
+    the file's whole state (with any entry beside :func:`capture_rng_state`'s, for the caller)."""
     state = read_state_file(path)
     try:
         restore_rng_state(state)
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         raise StateFileError(f"{path}: not a usable random state ({type(err).__name__}: {err})") from err
+    return state
 
 
 __all__ = [
