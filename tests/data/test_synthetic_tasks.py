@@ -1,12 +1,15 @@
 """The grounding-task generators (data/synthetic_tasks.py): each task's rule holds in the clips, the gaze serves the
 target, and the EGTEA-layout writer's files are read back exactly by the EGTEA builder."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.synthetic_tasks import (
     OBJECT_COLORS,
+    OCCLUDED_TASKS,
     SHAPES,
     TASK_NAMES,
     GroundingTaskSettings,
@@ -75,6 +78,44 @@ def test_each_task_rule_holds():
         colours = [o.color for o in clip.objects]
         assert len(set(colours)) == len(colours) and clip.cue == ("diamond", OBJECT_COLORS[clip.label])
         assert clip.target.color == OBJECT_COLORS[clip.label] and clip.occluders
+    shapes_seen, counts = set(), set()
+    for clip in _clips("stripe_cue", n=30):
+        colours = [o.color for o in clip.objects]
+        assert len(set(colours)) == len(colours) and clip.cue == ("stripe", OBJECT_COLORS[clip.label])
+        assert clip.target.color == OBJECT_COLORS[clip.label] and clip.occluders
+        shapes_seen.update(o.shape for o in clip.objects)
+        counts.add(len(clip.objects))
+    assert len(shapes_seen) >= 3 and counts == {3, 4, 5}  # one object more than the other tasks' 3-4
+    assert "stripe_cue" in OCCLUDED_TASKS
+
+
+@pytest.mark.parametrize("size", [(64, 48), (128, 96)])
+def test_the_stripe_cue_is_a_bar_in_the_bottom_left_corner_in_the_target_colour(size):
+    width, height = size
+    settings = GroundingTaskSettings(task="stripe_cue", num_clips=4, min_frames=24, max_frames=40, width=width,
+                                     height=height)
+    boxes = set()
+    for index in range(4):
+        clip = generate_task_clip(settings, index)
+        bare = dataclasses.replace(clip, cue=None)
+        for t in (0, clip.num_frames // 2, clip.num_frames - 1):
+            frame, without = clip.frame(t).astype(int), bare.frame(t).astype(int)
+            changed = (frame != without).any(axis=-1)
+            ys, xs = np.nonzero(changed)
+            # everything the cue draws lies in the bottom-left corner
+            assert xs.max() < 0.2 * width and ys.min() >= 0.8 * height
+            coloured = (frame == np.asarray(clip.target.color)).all(axis=-1) & changed
+            cy, cx = np.nonzero(coloured)
+            box = (cy.min(), cy.max(), cx.min(), cx.max())
+            bar_h, bar_w = box[1] - box[0] + 1, box[3] - box[2] + 1
+            assert coloured[box[0]:box[1] + 1, box[2]:box[3] + 1].all()  # a solid bar
+            assert bar_w >= 3 * bar_h and bar_h >= 2  # horizontal, about 3 times as long as tall
+            # the rest of what the cue draws is its dark frame, around the bar
+            assert (frame[changed & ~coloured] == 25).all()
+            assert (frame[max(box[0] - 2, 0):box[1] + 3, max(box[2] - 2, 0):box[3] + 3][~coloured[
+                max(box[0] - 2, 0):box[1] + 3, max(box[2] - 2, 0):box[3] + 3]] == 25).all()
+            boxes.add(box)
+    assert len(boxes) == 1  # the same place in every frame of every clip
 
 
 def test_the_cue_is_drawn_in_the_corner_and_occluders_hide_objects():
@@ -104,17 +145,49 @@ def test_the_cue_is_drawn_in_the_corner_and_occluders_hide_objects():
     assert hidden > 0
 
 
-def test_clips_are_determined_by_settings_and_index():
-    a, b = _clips("colour_cue", n=3), _clips("colour_cue", n=3)
+@pytest.mark.parametrize("task", ["colour_cue", "stripe_cue"])
+def test_clips_are_determined_by_settings_and_index(task):
+    a, b = _clips(task, n=3), _clips(task, n=3)
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x.gaze, y.gaze)
         np.testing.assert_array_equal(x.frame(5), y.frame(5))
-    other = _clips("colour_cue", n=3, seed=1)
+    # clip i does not depend on how many clips the settings hold
+    alone = generate_task_clip(GroundingTaskSettings(task=task, num_clips=40, min_frames=24, max_frames=40, width=64,
+                                                     height=48), 2)
+    np.testing.assert_array_equal(alone.gaze, a[2].gaze)
+    np.testing.assert_array_equal(alone.frame(5), a[2].frame(5))
+    other = _clips(task, n=3, seed=1)
     assert not np.array_equal(a[0].gaze, other[0].gaze)
+
+
+# clip 1 of each task at the test size (64 x 48, 24-40 frames, seed 0), as main wrote it before ``stripe_cue`` was
+# added: task, frames, label, objects, sum of fixated, sum of gaze_type, sum of gaze, sum of frame 5's pixels
+EXISTING_CLIPS = [
+    ("moving_object", 39, 0, 3, 2, 46, 46.34882, 1228814),
+    ("fixed_colour", 35, 0, 4, -2, 43, 29.43397, 1244268),
+    ("colour_cue", 40, 0, 4, -3, 46, 54.68471, 1290299),
+    ("colour_cue_occluded", 39, 1, 3, 36, 43, 45.10372, 1247006),
+    ("shape_cue", 35, 2, 4, -2, 37, 25.34593, 1297661),
+    ("corner_colour_cue", 33, 1, 3, -7, 36, 34.94067, 1348753),
+    ("occluded_corner_cue", 40, 2, 4, -3, 43, 35.17072, 1328758),
+]
+
+
+@pytest.mark.parametrize("task, frames, label, objects, fixated, gaze_type, gaze, pixels", EXISTING_CLIPS)
+def test_earlier_tasks_clips_are_unchanged(task, frames, label, objects, fixated, gaze_type, gaze, pixels):
+    clip = _clips(task, n=2)[1]
+    assert (clip.num_frames, clip.label, len(clip.objects)) == (frames, label, objects)
+    assert int(clip.fixated.astype(np.int64).sum()) == fixated
+    assert int(clip.gaze_type.astype(np.int64).sum()) == gaze_type
+    assert float(clip.gaze.astype(np.float64).sum()) == pytest.approx(gaze, abs=2e-5)
+    assert int(clip.frame(5).astype(np.int64).sum()) == pytest.approx(pixels, abs=20)
 
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(task="look_around"), "task must be one of"),
+    (dict(task="stripe_cues"), "task must be one of"),
+    (dict(task="stripe_cue", max_objects=5), "max_objects"),
+    (dict(task="stripe_cue", min_objects=1), "min_objects"),
     (dict(num_clips=0), "num_clips"),
     (dict(min_frames=30, max_frames=20), "max_frames"),
     (dict(max_objects=5), "max_objects"),
@@ -123,10 +196,13 @@ def test_clips_are_determined_by_settings_and_index():
 def test_bad_settings_name_themselves(kwargs, message):
     with pytest.raises(ValueError, match=message):
         GroundingTaskSettings(**kwargs)
+    with pytest.raises(ValueError, match="index must be in"):
+        generate_task_clip(GroundingTaskSettings(task="stripe_cue", num_clips=3), 3)
 
 
-def test_egtea_layout_reads_back_through_the_builder(tmp_path):
-    settings = GroundingTaskSettings(task="colour_cue", num_clips=6, min_frames=20, max_frames=34, width=64,
+@pytest.mark.parametrize("task", ["colour_cue", "stripe_cue"])
+def test_egtea_layout_reads_back_through_the_builder(tmp_path, task):
+    settings = GroundingTaskSettings(task=task, num_clips=6, min_frames=20, max_frames=34, width=64,
                                      height=48, test_fraction=0.34)
     clips = write_task_egtea_layout(tmp_path / "raw", settings)
     built = load_gaze_dataset("egtea", data_dir=tmp_path / "raw", cache_dir=tmp_path / "cache", windows="first",

@@ -22,6 +22,11 @@ task                     rule (what a model must read to find the target)
                          recipe once more): a cue *diamond* in the *top-right* corner shows a colour; the target is the
                          object of that colour among 3-4 objects of distinct colours and random shapes, with the
                          occluder bars and the saccades away and back of ``colour_cue_occluded``.
+``stripe_cue``           a fourth held-out task, added after trial starts were chosen, never used to choose settings:
+                         a cue *stripe* (a horizontal bar, about 3 times as long as it is tall) in the *bottom-left*
+                         corner shows a colour; the target is the object of that colour among 3-5 objects (one more
+                         than the other tasks' 3-4: ``max_objects + 1``) of distinct colours and random shapes, with
+                         the occluder bars and the saccades away and back of ``colour_cue_occluded``.
 =======================  =============================================================================================
 
 Everything is in unit coordinates of the frame (``geometry``: ``(0, 0)`` top-left, ``(1, 1)`` bottom-right) and
@@ -29,9 +34,9 @@ fully determined by ``(settings, clip index)``.
 
 The gaze process (all tasks): a sequence of fixations joined by saccades.
 
-* Fixation anchor: the target with probability :data:`TARGET_PROBABILITY` (``colour_cue_occluded``: every
-  fixation away from the target is followed by one on the target); otherwise another object (2/3) or a still point
-  on the surface (1/3). A fixation on an object follows it (smooth pursuit).
+* Fixation anchor: the target with probability :data:`TARGET_PROBABILITY` (the tasks of :data:`OCCLUDED_TASKS`:
+  every fixation away from the target is followed by one on the target); otherwise another object (2/3) or a still
+  point on the surface (1/3). A fixation on an object follows it (smooth pursuit).
 * Fixation duration: log-normal, median 0.40 s on the target and 0.25 s elsewhere (sigma 0.45 in log space), at
   least 2 frames. Within a fixation: a landing error N(0, 0.012) per axis, a drift (random walk, 0.0012 per frame
   per axis) and a jitter N(0, 0.0008).
@@ -61,11 +66,11 @@ from .synthetic.scene import _smooth_path
 from .video import write_video
 
 TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue",
-                               "corner_colour_cue", "occluded_corner_cue")
+                               "corner_colour_cue", "occluded_corner_cue", "stripe_cue")
 LADDER: tuple[str, ...] = TASK_NAMES[:4]
-"""The four rungs, easiest first; ``shape_cue``, ``corner_colour_cue`` and ``occluded_corner_cue`` are kept apart as
-held-out tasks."""
-OCCLUDED_TASKS: tuple[str, ...] = ("colour_cue_occluded", "occluded_corner_cue")
+"""The four rungs, easiest first; ``shape_cue``, ``corner_colour_cue``, ``occluded_corner_cue`` and ``stripe_cue``
+are kept apart as held-out tasks."""
+OCCLUDED_TASKS: tuple[str, ...] = ("colour_cue_occluded", "occluded_corner_cue", "stripe_cue")
 """Tasks with occluder bars and a saccade back to the target after every fixation away from it."""
 
 OBJECT_COLORS: tuple[tuple[int, int, int], ...] = (
@@ -80,14 +85,26 @@ BLINK_RATE_HZ = 0.2
 CUE_CENTRE = (0.07, 0.09)
 CORNER_CUE_CENTRE = (0.93, 0.91)
 TOP_RIGHT_CUE_CENTRE = (0.93, 0.09)
-CUE_CENTRES = {"corner_colour_cue": CORNER_CUE_CENTRE, "occluded_corner_cue": TOP_RIGHT_CUE_CENTRE}
+BOTTOM_LEFT_CUE_CENTRE = (0.08, 0.91)
+CUE_CENTRES = {"corner_colour_cue": CORNER_CUE_CENTRE, "occluded_corner_cue": TOP_RIGHT_CUE_CENTRE,
+               "stripe_cue": BOTTOM_LEFT_CUE_CENTRE}
 """Where a task's cue sits when not at :data:`CUE_CENTRE` (top-left)."""
 CUE_HALF_SIZE = 0.045
+STRIPE_HALF_SIZE = (0.06, 0.02)
+"""Half length and half height of ``stripe_cue``'s cue bar, in frame widths (a 15 x 5 pixel bar at 128 x 96)."""
+CUE_GLYPHS = {"corner_colour_cue": "disc", "occluded_corner_cue": "diamond", "stripe_cue": "stripe"}
+"""The glyph of a corner cue task's colour cue."""
+EXTRA_OBJECTS = {"stripe_cue": 1}
+"""Objects a task may draw beyond ``settings.max_objects`` (``stripe_cue``: ``min_objects`` to ``max_objects + 1``)."""
 
 
 @dataclass(frozen=True)
 class GroundingTaskSettings:
-    """Everything that determines a task's clips (equal settings give identical clips)."""
+    """Everything that determines a task's clips (equal settings give identical clips).
+
+    A clip has ``min_objects`` to ``max_objects`` objects, one more at most for the tasks of :data:`EXTRA_OBJECTS`
+    (``stripe_cue``: 3-5 at the defaults).
+    """
 
     task: str = "colour_cue"
     num_clips: int = 200
@@ -203,7 +220,7 @@ def _objects(rng: np.random.Generator, settings: GroundingTaskSettings, num_fram
         tuple[TaskObject, ...], int, tuple[str, tuple[int, int, int]] | None]:
     """The task's objects (target first), the cue's label and the cue glyph."""
     task = settings.task
-    count = int(rng.integers(settings.min_objects, settings.max_objects + 1))
+    count = int(rng.integers(settings.min_objects, settings.max_objects + 1 + EXTRA_OBJECTS.get(task, 0)))
     homes = _homes(rng, count)
     label, cue = 0, None
     if task == "moving_object":
@@ -217,11 +234,10 @@ def _objects(rng: np.random.Generator, settings: GroundingTaskSettings, num_fram
         shape = SHAPES[int(rng.integers(len(SHAPES)))]
         looks = [(shape, OBJECT_COLORS[i]) for i in colors]
         label, cue = int(colors[0]), ("square", OBJECT_COLORS[int(colors[0])])
-    elif task in ("corner_colour_cue", "occluded_corner_cue"):
+    elif task in CUE_GLYPHS:  # corner_colour_cue, occluded_corner_cue, stripe_cue
         colors = rng.permutation(len(OBJECT_COLORS))[:count]
         looks = [(SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[i]) for i in colors]
-        glyph = "disc" if task == "corner_colour_cue" else "diamond"
-        label, cue = int(colors[0]), (glyph, OBJECT_COLORS[int(colors[0])])
+        label, cue = int(colors[0]), (CUE_GLYPHS[task], OBJECT_COLORS[int(colors[0])])
     else:  # shape_cue
         shapes = rng.permutation(len(SHAPES))[:count]
         color = OBJECT_COLORS[int(rng.integers(len(OBJECT_COLORS)))]
@@ -415,7 +431,8 @@ def _paint(frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, a
 
 def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
     """Frame ``t`` of a clip as RGB uint8 ``[H, W, 3]``: surface, objects (target among them, in random order
-    of drawing fixed per clip), occluder bars over them, then the cue in its dark frame."""
+    of drawing fixed per clip), occluder bars over them, then the cue in its dark frame (a frame 2 pixels wider than
+    the glyph on every side; ``stripe_cue``: a bar of :data:`STRIPE_HALF_SIZE` in a frame of its own shape)."""
     width, height = clip.width, clip.height
     frame = clip.background.copy()
     for obj in clip.objects[::-1]:
@@ -430,9 +447,10 @@ def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
         centre = CUE_CENTRES.get(clip.task, CUE_CENTRE)
         cx, cy = centre[0] * width, centre[1] * height
         half = CUE_HALF_SIZE * width
-        frame[max(int(cy - half - 2), 0):int(cy + half + 2), max(int(cx - half - 2), 0):int(cx + half + 2)] = 25.0
-        if shape == "square":
-            frame[int(cy - half):int(cy + half), int(cx - half):int(cx + half)] = color
+        hx, hy = (STRIPE_HALF_SIZE[0] * width, STRIPE_HALF_SIZE[1] * width) if shape == "stripe" else (half, half)
+        frame[max(int(cy - hy - 2), 0):int(cy + hy + 2), max(int(cx - hx - 2), 0):int(cx + hx + 2)] = 25.0
+        if shape in ("square", "stripe"):
+            frame[int(cy - hy):int(cy + hy), int(cx - hx):int(cx + hx)] = color
         else:
             _paint(frame, cx, cy, shape, half * 1.25, 0.0, color)
     return np.clip(frame, 0, 255).astype(np.uint8)
