@@ -517,8 +517,15 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger().setLevel(logging.WARNING)
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
-    resume_from = (select_checkpoint(args.resume_from_checkpoint, output_dir, accelerator)
-                   if args.resume_from_checkpoint else None)
+    try:
+        resume_from = (select_checkpoint(args.resume_from_checkpoint, output_dir, accelerator)
+                       if args.resume_from_checkpoint else None)
+    except FileNotFoundError as err:
+        if args.resume_from_checkpoint == "latest" and (output_dir / "trials").is_dir():
+            raise FileNotFoundError(f"{err}; {output_dir / 'trials'} holds the trial starts of a run stopped before "
+                                    f"it continued one: rerun the command without --resume_from_checkpoint (the trial "
+                                    f"starts begin again)") from err
+        raise
 
     # ------------------------------------------------------------------ model, processor, data
     set_seed(args.seed)  # the same initial weights on every process

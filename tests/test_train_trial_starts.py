@@ -101,3 +101,13 @@ def test_bad_trial_arguments_name_themselves(train, capsys, extra, message):
     with pytest.raises(SystemExit) as exit_info:
         train.parse_args(["--dataset_name", "synthetic", "--output_dir", "out", *extra])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_latest_after_a_stop_during_the_trial_starts_says_to_rerun(train, tmp_path, capsys):
+    (tmp_path / "run" / "trials" / "seed_0").mkdir(parents=True)  # what a run killed during its first start leaves
+    code = train.cli([str(a) for a in TINY + ["--data_dir", tmp_path / "data", "--output_dir", tmp_path / "run",
+                                              "--trial_starts", 2, "--resume_from_checkpoint", "latest"]])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("train.py: error: --resume_from_checkpoint latest: no checkpoint under")
+    assert "holds the trial starts of a run stopped before it continued one: rerun the command without " \
+           "--resume_from_checkpoint" in err and "Traceback" not in err
