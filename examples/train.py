@@ -457,9 +457,10 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
     """``--trial_starts N``: train N starts for ``--trial_steps`` steps each on the run's full schedule, the start
     ``t`` seeded with ``--seed`` + t (initialisation outside the encoder, data order, flips, noise) and sharing the
     encoder (``encoder_state``, the draw of ``--seed``, so one feature cache serves all). Each start ends with a
-    checkpoint in ``<output_dir>/trials/seed_<seed>/`` and its validation losses (EMA). Start 0 is the plain run of
-    ``--seed`` (``first_model`` as built for it). Returns the chosen start's record (lowest :func:`trial_score`)
-    and every start's."""
+    checkpoint in ``<output_dir>/trials/seed_<seed>/`` and its validation losses (EMA); the folders of the starts not
+    chosen are removed (a checkpoint of the paper's model is gigabytes). Start 0 is the plain run of ``--seed``
+    (``first_model`` as built for it). Returns the chosen start's record (lowest :func:`trial_score`) and every
+    start's."""
     args, accelerator = setup.args, setup.accelerator
     if not len(setup.validation_set):
         raise ValueError(f"--trial_starts {args.trial_starts}: no validation windows to choose a start by (set "
@@ -498,6 +499,11 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
     logger.info("trial starts: continuing seed %d's (the lowest %s, %.5f)", chosen["seed"],
                 "validation grounding loss" if chosen["validation_grounding_loss"] is not None else "validation loss",
                 trial_score(chosen))
+    if accelerator.is_main_process:  # the starts not continued: their losses stay in the log, card and state
+        for record in records:
+            if record is not chosen:
+                shutil.rmtree(Path(record["checkpoint"]).parent, ignore_errors=True)
+    accelerator.wait_for_everyone()
     return chosen, records
 
 

@@ -63,9 +63,10 @@ def test_the_chosen_start_of_the_seed_is_the_plain_run_bit_for_bit(train, quiet,
     assert state.seed == 0 and [r["seed"] for r in state.trial_starts] == [0, 1]
     assert all(r["step"] == 3 and r["validation_grounding_loss"] is not None for r in state.trial_starts)
     assert state.completed_steps == 8
-    for record in state.trial_starts:  # every start left a checkpoint that verifies
+    for record in state.trial_starts:  # the chosen start's checkpoint is kept (the lineage's root), the other removed
         assert Path(record["checkpoint"]).parent == tmp_path / "trial" / "trials" / f"seed_{record['seed']}"
-        assert (Path(record["checkpoint"]) / "manifest.json").is_file()
+    assert (tmp_path / "trial" / "trials" / "seed_0" / "step_3" / "manifest.json").is_file()
+    assert not (tmp_path / "trial" / "trials" / "seed_1").exists()
     card = (tmp_path / "trial" / "README.md").read_text()
     assert "- trial starts: 2 starts sharing one encoder draw" in card and "continued: seed 0's" in card
     assert "--trial_starts 2" in card
