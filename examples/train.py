@@ -271,7 +271,6 @@ class TrainingSetup(NamedTuple):
 
     args: argparse.Namespace
     accelerator: Accelerator
-    processor: GazeFlowVideoProcessor
     train_set: Any
     validation_set: Any
     collator: Any
@@ -284,12 +283,13 @@ class TrainingSetup(NamedTuple):
 class TrainingRun:
     """One initialisation's training objects and where its loop stands. A plain run has one; ``--trial_starts N``
     builds one per trial start, then one for the chosen start's continuation (restored from its checkpoint).
-    ``seed``: of the data order, the initialisation outside the encoder, the flips and the noise."""
+    ``seed`` (kept in ``state.seed``): of the data order, the initialisation outside the encoder, the flips and the
+    noise."""
 
     def __init__(self, seed: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
                  ema: AveragedModel, train_loader: DataLoader, validation_loader: DataLoader, trainable: list,
                  flip_generator: torch.Generator | None = None) -> None:
-        self.seed, self.model, self.optimizer, self.scheduler, self.ema = seed, model, optimizer, scheduler, ema
+        self.model, self.optimizer, self.scheduler, self.ema = model, optimizer, scheduler, ema
         self.train_loader, self.validation_loader, self.trainable = train_loader, validation_loader, trainable
         self.state = TrainerState(seed=seed)
         self.best_ema_state: dict | None = None  # the EMA weights of the best validation loss so far (best_step)
@@ -444,6 +444,19 @@ def train_epochs(setup: TrainingSetup, run: TrainingRun, checkpoint_dir: Path, p
     return True
 
 
+def build_start_model(args: argparse.Namespace, seed: int, encoder_state: dict) -> GazeFlowModel:
+    """The model of trial start ``seed``: initialised under ``seed``, with the run's one encoder draw."""
+    set_seed(seed)
+    model = build_model(args)
+    model.video_encoder.load_state_dict(encoder_state)
+    return model
+
+
+def trial_score_name(record: dict) -> str:
+    """Which loss :func:`trial_score` reads for ``record``."""
+    return "validation grounding loss" if record.get("validation_grounding_loss") is not None else "validation loss"
+
+
 def trial_score(record: dict) -> float:
     """What chooses among trial starts (lower is better): the validation grounding loss (EMA) where the model has the
     grounding head (whether c_v has found the target; a run that stalls shows there first, docs/results.md), else the
@@ -469,12 +482,7 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
     records: list[dict] = []
     for index in range(args.trial_starts):
         seed = args.seed + index
-        if index == 0:
-            model = first_model
-        else:
-            set_seed(seed)
-            model = build_model(args)
-            model.video_encoder.load_state_dict(encoder_state)
+        model = first_model if index == 0 else build_start_model(args, seed, encoder_state)
         trial_dir = output_dir / "trials" / f"seed_{seed}"
         if accelerator.is_main_process and trial_dir.exists():
             shutil.rmtree(trial_dir)  # a previous invocation's start: never mixed into this one's
@@ -496,8 +504,7 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
         del run, model
         accelerator.free_memory()
     chosen = min(records, key=trial_score)
-    logger.info("trial starts: continuing seed %d's (the lowest %s, %.5f)", chosen["seed"],
-                "validation grounding loss" if chosen["validation_grounding_loss"] is not None else "validation loss",
+    logger.info("trial starts: continuing seed %d's (the lowest %s, %.5f)", chosen["seed"], trial_score_name(chosen),
                 trial_score(chosen))
     if accelerator.is_main_process:  # the starts not continued: their losses stay in the log, card and state
         for record in records:
@@ -568,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     steps_per_epoch = math.ceil(math.ceil(len(train_set) / (args.per_device_train_batch_size * accelerator.num_processes))
                                 / args.gradient_accumulation_steps)
     max_train_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
-    setup = TrainingSetup(args=args, accelerator=accelerator, processor=processor, train_set=train_set,
+    setup = TrainingSetup(args=args, accelerator=accelerator, train_set=train_set,
                           validation_set=validation_set, collator=collator, train_collator=train_collator,
                           steps_per_epoch=steps_per_epoch, max_train_steps=max_train_steps,
                           num_epochs=math.ceil(max_train_steps / steps_per_epoch))
@@ -582,9 +589,8 @@ def main(argv: list[str] | None = None) -> int:
         encoder_state = cpu_state_dict(model.video_encoder)
         chosen_trial, trials = run_trial_starts(setup, model, encoder_state, output_dir)
         resume_from, run_seed = Path(chosen_trial["checkpoint"]), chosen_trial["seed"]
-        set_seed(run_seed)
-        model = build_model(args)  # its weights, optimizer and random state come from the chosen start's checkpoint
-        model.video_encoder.load_state_dict(encoder_state)
+        # its weights, optimizer and random state come from the chosen start's checkpoint
+        model = build_start_model(args, run_seed, encoder_state)
     else:
         if args.trial_starts > 1:
             logger.info("--trial_starts %d: resuming, so no new trial starts", args.trial_starts)
@@ -669,10 +675,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def describe_trial_starts(records: list[dict], continued_seed: int | None) -> str:
     """The model card's line on the trial starts: each start's seed and score, and which one was continued."""
-    scored = "validation grounding loss" if records[0].get("validation_grounding_loss") is not None else \
-        "validation loss"
     starts = ", ".join(f"seed {r['seed']} {trial_score(r):.5f} (step {r['step']})" for r in records)
-    return (f"{len(records)} starts sharing one encoder draw; {scored} (EMA) at their end: "
+    return (f"{len(records)} starts sharing one encoder draw; {trial_score_name(records[0])} (EMA) at their end: "
             f"{starts}; continued: seed {continued_seed}'s")
 
 
