@@ -68,7 +68,7 @@ setup(
         "transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"],
     },
     include_package_data=True,
-    entry_points={"console_scripts": ["gazeflow = transformers_gazeflow.cli:main"]},
+    entry_points={"console_scripts": ["gazeflow = transformers_gazeflow.commands.cli:main"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS,
     classifiers=[

@@ -1,6 +1,6 @@
 """End-to-end inference cost: encoder, sampler grid, ms per frame and peak memory, fast path vs reference path.
 
-The fast path (``transformers_gazeflow.inference``): SDPA in the encoder and the velocity network, LoRA merged,
+The fast path (``transformers_gazeflow.generation.inference``): SDPA in the encoder and the velocity network, LoRA merged,
 the per-clip condition cache shared across K, K x windows batched, autocast (bf16 on GPU), optionally
 ``torch.compile`` (``--compile``; on CUDA with ``mode="reduce-overhead"``, i.e. CUDA graphs). The reference path:
 eager encoder attention, LoRA unmerged, the condition recomputed at every network call for K repeated features,
@@ -32,7 +32,7 @@ from engine_hooks import autocast_context, draw_noise, sample_window, set_encode
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.inference import prepare_for_inference
+from transformers_gazeflow.generation.inference import prepare_for_inference
 
 PAPER_KS_GRID_SECONDS = {  # Table ks_grid, time per 64-frame clip on one H100 (encoder included)
     (1, 1): 0.49, (1, 2): 0.49, (1, 5): 0.51, (1, 10): 0.54, (1, 50): 0.77,

@@ -19,7 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.windowed_engine import cached_velocity_fn, recompute_velocity_fn
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import cached_velocity_fn, recompute_velocity_fn
 
 
 def paper_size_model() -> GazeFlowModel:

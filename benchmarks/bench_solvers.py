@@ -27,8 +27,8 @@ import torch
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.windowed_engine import sample_window
-from transformers_gazeflow.scheduling_gazeflow import FlowMatchingScheduler, draw_noise
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import sample_window
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import FlowMatchingScheduler, draw_noise
 
 SIGMA_MIN, SIGMA = 1e-3, 0.4
 MU = torch.tensor([0.3, -0.2], dtype=torch.float64)

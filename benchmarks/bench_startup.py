@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 def command() -> list[str]:
     """The installed console script next to this Python, else the module."""
     script = shutil.which("gazeflow", path=os.path.dirname(sys.executable))
-    return [script] if script else [sys.executable, "-m", "transformers_gazeflow.cli"]
+    return [script] if script else [sys.executable, "-m", "transformers_gazeflow.commands.cli"]
 
 
 def timed(argv: list[str], cwd: str, expect: int) -> float:

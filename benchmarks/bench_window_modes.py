@@ -26,9 +26,9 @@ import torch
 import transformers_gazeflow
 from transformers_gazeflow import GazeFlowVideoProcessor, load_model
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
-from transformers_gazeflow.geometry import unit_to_pixels
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.metrics.dynamics import displacement_statistics, displacements
-from transformers_gazeflow.windows import window_starts
+from transformers_gazeflow.models.gazeflow.windows import window_starts
 
 
 def boundary_steps(num_frames: int, window: int, stride: int) -> np.ndarray:

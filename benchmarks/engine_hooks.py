@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from transformers_gazeflow.inference import autocast_context, set_encoder_attention
+from transformers_gazeflow.generation.inference import autocast_context, set_encoder_attention
 
-from transformers_gazeflow.scheduling_gazeflow import draw_noise
-from transformers_gazeflow.windowed_engine import sample_window
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import sample_window
 
 
 def time_streamer_condition(streamer, synchronize: Callable[[], None]) -> list[float]:

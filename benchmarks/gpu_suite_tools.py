@@ -247,7 +247,7 @@ def preflight(out_dir: Path, device: str) -> int:
 
     report: dict = {"imports": {}, "requirements": [], "cuda": {}}
     modules = ["torch", "transformers", "accelerate", "peft", "safetensors", "numpy", "scipy", "datasets", "evaluate",
-               "av", "pysaliency", "skvideo", "pytest", "transformers_gazeflow", "transformers_gazeflow.cli"]
+               "av", "pysaliency", "skvideo", "pytest", "transformers_gazeflow", "transformers_gazeflow.commands.cli"]
     failed = False
     for module in modules:
         start = time.perf_counter()
@@ -316,7 +316,7 @@ def cuda_sanity() -> dict:
 # ---------------------------------------------------------------------------------------------------- predict
 def gazeflow_command() -> list[str]:
     script = shutil.which("gazeflow")
-    return [script] if script else [sys.executable, "-m", "transformers_gazeflow.cli"]
+    return [script] if script else [sys.executable, "-m", "transformers_gazeflow.commands.cli"]
 
 
 def make_model(folder: Path, preset: str) -> Path:

@@ -59,7 +59,7 @@ from transformers_gazeflow.analysis.figures import (
     self_attention_offset_figure,
 )
 from transformers_gazeflow.analysis.masks import MaskFolderSource, MaskNotFoundError, SyntheticMaskSource
-from transformers_gazeflow.hub import ModelFolderError
+from transformers_gazeflow.hub.model_folders import ModelFolderError
 
 PROG = "attention_analysis.py"
 

@@ -28,7 +28,7 @@ from accelerate import Accelerator
 from transformers_gazeflow import GazeFlowModel
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.hub import ModelFolderError, load_model, load_video_processor
+from transformers_gazeflow.hub.model_folders import ModelFolderError, load_model, load_video_processor
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
     grid_table_markdown,

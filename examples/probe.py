@@ -39,7 +39,7 @@ from transformers_gazeflow.analysis.probing import (
     probe_table_json,
     probe_table_markdown,
 )
-from transformers_gazeflow.hub import ModelFolderError
+from transformers_gazeflow.hub.model_folders import ModelFolderError
 
 PROG = "probe.py"
 

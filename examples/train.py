@@ -51,7 +51,7 @@ import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto cl
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import FLIP_STATE_KEY, GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.hub import save_model_folder
+from transformers_gazeflow.hub.model_folders import save_model_folder
 from transformers_gazeflow.training.checkpointing import (TRAINER_STATE, CheckpointError, TrainerState,
                                                           begin_lineage, load_best_ema_state, load_checkpoint,
                                                           publish_folder, save_checkpoint, select_checkpoint)

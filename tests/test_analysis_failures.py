@@ -15,7 +15,7 @@ from transformers_gazeflow.analysis.failures import (
     point_errors,
     worst_clips,
 )
-from transformers_gazeflow.schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE
+from transformers_gazeflow.data.gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE
 
 W, H = 100, 100
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformers_gazeflow.cli import build_parser
+from transformers_gazeflow.commands.cli import build_parser
 from transformers_gazeflow.data.video import iter_frames, probe_video, write_video
-from transformers_gazeflow.demo import score_points
-from transformers_gazeflow.export import CSV_COLUMNS, TRUTH_COLUMNS
-from transformers_gazeflow.visualization import TRUTH_COLOUR, draw_gaze
-from transformers_gazeflow.web_demo_jobs import (
+from transformers_gazeflow.commands.demo import score_points
+from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.outputs.overlay import TRUTH_COLOUR, draw_gaze
+from transformers_gazeflow.commands.web_demo_jobs import (
     DemoInputError,
     DemoLimits,
     JobSettings,
@@ -350,7 +350,7 @@ def test_check_upload_returns_the_video_info(bikes_mp4):
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     pytest.importorskip("gradio", reason="the web demo needs gradio: pip install -e '.[app]'")
-    from transformers_gazeflow.web_demo import GazeFlowDemo
+    from transformers_gazeflow.commands.web_demo import GazeFlowDemo
 
     root = tmp_path_factory.mktemp("web_demo")
     return GazeFlowDemo(limits=DemoLimits(max_duration_s=5), max_concurrent_jobs=3, cache_dir=root / "cache",
@@ -422,7 +422,7 @@ def test_page_has_the_inputs_and_a_bounded_queue(demo):
 
 def test_limits_from_the_environment(monkeypatch):
     pytest.importorskip("gradio", reason="the web demo needs gradio: pip install -e '.[app]'")
-    from transformers_gazeflow.web_demo import limits_from_env
+    from transformers_gazeflow.commands.web_demo import limits_from_env
 
     monkeypatch.setenv("GAZEFLOW_APP_MAX_UPLOAD_MB", "12.5")
     monkeypatch.setenv("GAZEFLOW_APP_MAX_DURATION_S", "30")
@@ -441,8 +441,8 @@ def test_gazeflow_app_options():
 
 
 def test_ctrl_c_stops_gazeflow_app_in_one_line_about_the_app(monkeypatch, capsys):
-    import transformers_gazeflow.web_demo as web_demo
-    from transformers_gazeflow.cli import main
+    import transformers_gazeflow.commands.web_demo as web_demo
+    from transformers_gazeflow.commands.cli import main
 
     def serve(**kwargs):
         raise KeyboardInterrupt  # Ctrl-C while the page is served
@@ -465,8 +465,8 @@ sys.meta_path.insert(0, Block())
 
 def test_package_and_command_work_without_gradio_and_app_says_how_to_install_it(tmp_path):
     code = BLOCK_GRADIO + """
-import transformers_gazeflow, transformers_gazeflow.web_demo_jobs
-from transformers_gazeflow.cli import main
+import transformers_gazeflow, transformers_gazeflow.commands.web_demo_jobs
+from transformers_gazeflow.commands.cli import main
 assert "gradio" not in sys.modules
 status = main(["app", "--port", "7999"])
 print("status", status)
@@ -499,7 +499,7 @@ def test_root_app_builds_the_demo_from_the_environment_and_a_bad_model_stops_gaz
     pytest.importorskip("gradio", reason="the web demo needs gradio: pip install -e '.[app]'")
     out = run_python(f"""
 import os, runpy
-from transformers_gazeflow.cli import main
+from transformers_gazeflow.commands.cli import main
 print("status", main(["app", "--model", {str(not_a_gazeflow_folder)!r}, "--port", "7998"]))
 os.environ.update(GAZEFLOW_MODEL={str(tiny_model_dir)!r}, GAZEFLOW_APP_MAX_JOBS="4", XDG_CACHE_HOME={str(tmp_path)!r})
 space = runpy.run_path({str(REPO / "app.py")!r}, run_name="space")  # not __main__: builds, does not serve

@@ -95,7 +95,7 @@ def server(tmp_path_factory) -> Iterator[Server]:
                GRADIO_ANALYTICS_ENABLED="False", GAZEFLOW_APP_MAX_UPLOAD_MB=str(MAX_UPLOAD_MB),
                GAZEFLOW_APP_MAX_DURATION_S=str(MAX_DURATION_S), GAZEFLOW_APP_MAX_JOBS="2")
     script = Path(sys.executable).with_name("gazeflow")  # the console script, as a user starts it
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "transformers_gazeflow.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "transformers_gazeflow.commands.cli"]
     log = root / "server.log"
     with log.open("w") as output:
         process = subprocess.Popen([*command, "app", "--host", "127.0.0.1", "--port", str(port)], env=env, cwd=root,

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformers_gazeflow.cli import main
+from transformers_gazeflow.commands.cli import main
 from transformers_gazeflow.data.video import iter_frames, probe_video
-from transformers_gazeflow.export import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,
@@ -119,7 +119,7 @@ def test_heatmap_sigma_scales_with_the_frame_or_is_given(tmp_path, synthetic_cli
 
 def test_demo_writes_the_truth_beside_the_prediction_and_scores_valid_frames(tmp_path, tiny_model_dir, capsys):
     from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
-    from transformers_gazeflow.schema import OFF_FRAME, valid_mask
+    from transformers_gazeflow.data.gaze_types import OFF_FRAME, valid_mask
 
     out_dir = tmp_path / "demo"
     assert main(["demo", "--model", str(tiny_model_dir), "-o", str(out_dir), "-q"]) == 0  # 96 frames
@@ -146,7 +146,7 @@ def test_demo_writes_the_truth_beside_the_prediction_and_scores_valid_frames(tmp
 
 
 def test_demo_without_a_bundled_model_says_so(tmp_path, capsys, monkeypatch):
-    import transformers_gazeflow.hub as hub
+    import transformers_gazeflow.hub.model_folders as hub
 
     (tmp_path / "no_weights").mkdir()
     monkeypatch.setattr(hub, "default_model_path", lambda: tmp_path / "no_weights")  # as if the weights were missing
@@ -203,8 +203,8 @@ def test_console_script_is_installed():
 
 
 def test_the_readme_documents_every_option_and_gaze_csv_column():
-    from transformers_gazeflow.cli import COMMANDS, build_parser
-    from transformers_gazeflow.jobs import INDEX_COLUMNS
+    from transformers_gazeflow.commands.cli import COMMANDS, build_parser
+    from transformers_gazeflow.commands.batch import INDEX_COLUMNS
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     parser = build_parser()
@@ -216,3 +216,12 @@ def test_the_readme_documents_every_option_and_gaze_csv_column():
                     assert f"`{option}" in readme or f"{option}`" in readme or f"/{option}`" in readme, option
     for column in CSV_COLUMNS + TRUTH_COLUMNS + INDEX_COLUMNS:
         assert f"`{column}`" in readme, column
+
+
+@pytest.mark.parametrize("module", ["transformers_gazeflow", "transformers_gazeflow.cli"])
+def test_the_command_runs_as_a_module_the_way_launchers_start_it(module):
+    """``python -m transformers_gazeflow.cli`` (the README's ``accelerate launch -m`` form, kept from the flat layout)
+    and ``python -m transformers_gazeflow`` run the ``gazeflow`` command."""
+    done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("gazeflow ")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from transformers_gazeflow.data.video import write_video
-from transformers_gazeflow.jobs import (
+from transformers_gazeflow.commands.batch import (
     INDEX_COLUMNS,
     IndexPart,
     InputError,
@@ -118,7 +118,7 @@ def test_errors_read_as_one_line():
 # ------------------------------------------------------------------------------------------- the command
 def gazeflow(*args, env: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=900)
 
 
@@ -168,11 +168,11 @@ def read_part(path: Path) -> list[int]:
 
 
 def test_a_launcher_shards_by_rank_like_accelerate_launch(tmp_path, six_videos, tiny_model_dir):
-    """What ``accelerate launch -m transformers_gazeflow.cli predict ...`` does: every process gets RANK and
+    """What ``accelerate launch -m transformers_gazeflow.commands.cli predict ...`` does: every process gets RANK and
     WORLD_SIZE; each predicts its share and the last one to finish writes the index."""
     out = tmp_path / "out"
     videos = [str(v) for v in sorted(six_videos.glob("*.mp4")) if v.name != "clip3.mp4"]
-    args = [sys.executable, "-m", "transformers_gazeflow.cli", "predict", *videos, "--model", str(tiny_model_dir),
+    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "predict", *videos, "--model", str(tiny_model_dir),
             "-o", str(out), "--no-overlay", "-k", "2", "-s", "1"]
     processes = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   env={**os.environ, "OMP_NUM_THREADS": "1", "RANK": str(rank), "WORLD_SIZE": "2",
@@ -188,7 +188,7 @@ def test_a_launcher_shards_by_rank_like_accelerate_launch(tmp_path, six_videos, 
 def test_one_video_under_a_launcher_is_done_once(tmp_path, six_videos, tiny_model_dir, monkeypatch, capsys):
     """Under torchrun / accelerate launch even a single video goes through the batch path: rank 0 takes it, rank 1
     has nothing to do, and the index is complete when both are done."""
-    from transformers_gazeflow.cli import main
+    from transformers_gazeflow.commands.cli import main
 
     video, out = six_videos / "clip0.mp4", tmp_path / "out"
     for rank in (1, 0):

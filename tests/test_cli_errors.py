@@ -29,9 +29,9 @@ HEAVY = ("torch", "transformers", "numpy")
 
 
 def gazeflow(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 600):
-    """Run ``python -m transformers_gazeflow.cli *args`` (the ``gazeflow`` console script's code)."""
+    """Run ``python -m transformers_gazeflow.commands.cli *args`` (the ``gazeflow`` console script's code)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.cli", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)], capture_output=True,
                           text=True, env=env, cwd=cwd, timeout=timeout)
 
 
@@ -57,7 +57,7 @@ def test_help_version_and_argument_errors_import_neither_torch_nor_transformers(
         "unknown": ["predict", "v.mp4", "-o", out, "--num-sample", "3"],
         "command": ["frobnicate"],
     }
-    code = ("import io, json, sys, contextlib\nfrom transformers_gazeflow.cli import main\nresults = {}\n"
+    code = ("import io, json, sys, contextlib\nfrom transformers_gazeflow.commands.cli import main\nresults = {}\n"
             f"for name, argv in {json.dumps({k: [str(a) for a in v] for k, v in cases.items()})}.items():\n"
             "    err, out = io.StringIO(), io.StringIO()\n"
             "    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):\n"
@@ -127,7 +127,7 @@ def _long_video(folder: Path, frames: int = 1500) -> Path:
 
 
 def _interrupt(tmp_path: Path, model: Path, signum: int, overlay: bool, out: Path) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "transformers_gazeflow.cli", "predict", str(_long_video(tmp_path)), "--model",
+    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "predict", str(_long_video(tmp_path)), "--model",
             str(model), "-o", str(out), "-q", *([] if overlay else ["--no-overlay"])]
     # a shell's background job (CI scripts run with `cmd &`) starts with SIGINT ignored, and Python then installs no
     # KeyboardInterrupt handler: give the command the disposition of a terminal's foreground job

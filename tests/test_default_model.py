@@ -15,7 +15,7 @@ import zipfile
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.hub import bundle_default_model
+from transformers_gazeflow.hub.model_folders import bundle_default_model
 
 from .conftest import build_wheel, run_python
 
@@ -34,7 +34,7 @@ def test_wheel_ships_the_default_model_and_the_command_uses_it_offline(tmp_path)
     for name in ("config.json", "model.safetensors", "preprocessor_config.json", "README.md"):
         assert f"transformers_gazeflow/default_model/{name}" in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "gazeflow = transformers_gazeflow.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "gazeflow = transformers_gazeflow.commands.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)  # a pure-python wheel installs by unpacking
@@ -48,7 +48,7 @@ def test_wheel_ships_the_default_model_and_the_command_uses_it_offline(tmp_path)
         assert transformers_gazeflow.default_model_available()
         out = pipeline("egocentric-gaze")(np.zeros((5, 24, 32, 3), np.uint8), seed=0, fps=5)
         assert out.trajectories.shape == (4, 5, 2), out.trajectories.shape
-        from transformers_gazeflow.cli import main
+        from transformers_gazeflow.commands.cli import main
         sys.exit(main(["demo", "-o", {str(demo_dir)!r}, "--frames", "10", "-q", "--threads", "1"]))
     """)
     env = dict(os.environ, PYTHONPATH=str(site), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")

@@ -72,7 +72,7 @@ def test_cuda_graph_outputs_are_copied_out_before_the_next_replay(monkeypatch, s
     are the network's outputs, kept across later windows: with CUDA graphs (``compile_mode="reduce-overhead"``) the
     next replay would overwrite them (torch raises "accessing tensor output of CUDAGraphs that has been
     overwritten"). Midpoint and Euler read each output before the next call (checked too)."""
-    from transformers_gazeflow.inference import prepare_for_inference
+    from transformers_gazeflow.generation.inference import prepare_for_inference
 
     torch.manual_seed(0)
     eager = GazeFlowModel(GazeFlowConfig.tiny(objective=objective)).eval()

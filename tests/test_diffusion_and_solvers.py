@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
-from transformers_gazeflow.scheduling_gazeflow import (
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
     DDIMScheduler,
     FlowMatchingScheduler,
     cosine_alphas_cumprod,

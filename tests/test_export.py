@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformers_gazeflow.export import (
+from transformers_gazeflow.outputs.writers import (
     CSV_COLUMNS,
     POINT_ESTIMATE_ID,
     TRUTH_COLUMNS,
@@ -15,7 +15,7 @@ from transformers_gazeflow.export import (
     write_gaze_csv,
     write_summary,
 )
-from transformers_gazeflow.pipeline_gazeflow import VideoSource, build_prediction
+from transformers_gazeflow.pipelines.egocentric_gaze import VideoSource, build_prediction
 
 
 def rows(path):

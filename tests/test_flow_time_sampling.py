@@ -9,8 +9,8 @@ import torch
 from scipy import stats
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
-from transformers_gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
-from transformers_gazeflow.scheduling_gazeflow import draw_training_noise, flow_time_from_uniform
+from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_training_noise, flow_time_from_uniform
 
 DRAWS = 20_000
 

@@ -84,7 +84,7 @@ def test_blend_cuts_a_short_single_window_back():
 
 
 def test_last_frame_padding_rule_for_tensors_and_arrays():
-    from transformers_gazeflow.schema import pad_last_frame
+    from transformers_gazeflow.models.gazeflow.windows import pad_last_frame
 
     frames = torch.arange(6.0).view(1, 3, 2)
     padded = pad_last_frame(frames, 5)
@@ -95,7 +95,7 @@ def test_last_frame_padding_rule_for_tensors_and_arrays():
 
 
 def test_point_estimate_is_the_mean_of_the_samples():
-    from transformers_gazeflow.schema import point_estimate
+    from transformers_gazeflow.models.gazeflow.generation_gazeflow import point_estimate
 
     samples = np.array([[[0.0, 0.2]], [[1.0, 0.4]]])  # [K=2, T=1, 2]
     assert np.allclose(point_estimate(samples), [[0.5, 0.3]])
@@ -112,7 +112,7 @@ def test_point_estimate_is_the_mean_of_the_samples():
     (40, 5, 33, (0,), 0, (0, 40)),  # one window: a video shorter than W
 ])
 def test_plan_windows_takes_the_whole_videos_grid(num_frames, start, end, starts, first, decode):
-    from transformers_gazeflow.windows import plan_windows
+    from transformers_gazeflow.models.gazeflow.windows import plan_windows
 
     plan = plan_windows(num_frames, 64, 32, start, end)
     assert plan.starts == starts and plan.first_window == first
@@ -127,7 +127,7 @@ def test_plan_windows_takes_the_whole_videos_grid(num_frames, start, end, starts
 
 
 def test_plan_windows_rejects_a_bad_range():
-    from transformers_gazeflow.windows import plan_windows
+    from transformers_gazeflow.models.gazeflow.windows import plan_windows
 
     with pytest.raises(ValueError, match="frame range"):
         plan_windows(50, 16, 8, 10, 10)
@@ -136,7 +136,7 @@ def test_plan_windows_rejects_a_bad_range():
 
 
 def test_mirroring_unit_points_flips_x_and_leaves_the_input():
-    from transformers_gazeflow.geometry import mirror_unit_horizontally
+    from transformers_gazeflow.models.gazeflow.geometry import mirror_unit_horizontally
 
     points = np.array([[0.2, 0.7], [1.0, 0.0]], dtype=np.float32)
     mirrored = mirror_unit_horizontally(points)

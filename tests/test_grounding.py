@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.geometry import patch_centres
-from transformers_gazeflow.modeling_gazeflow_objectives import grounding_loss
+from transformers_gazeflow.models.gazeflow.geometry import patch_centres
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import grounding_loss
 
 
 def tiny(seed: int = 0, **overrides) -> GazeFlowModel:

@@ -130,48 +130,48 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-# The layers of spec architecture.md, lowest first; a module may import its own layer and the layers listed for it.
+# The layers of spec architecture.md, lowest first, as the package's folders; a module may import its own layer and
+# the layers listed for it. The conventions are the lowest floor: coordinate frames and the window grid live in the
+# model folder (which must be self-contained, so the model can read them), gaze-type codes and the valid rule in the
+# data layer (the unified schema); none of them imports anything of ours.
+CONVENTIONS = ("models.gazeflow.geometry", "models.gazeflow.windows", "data.gaze_types")
 LAYERS: dict[str, tuple[str, ...]] = {
-    # coordinate frames, gaze-type codes + valid rule, the window grid and blend
-    "conventions": ("geometry", "schema", "windows"),
-    "config": ("configuration_gazeflow",),
+    "conventions": CONVENTIONS,
+    "model": ("models",),
     "data": ("data",),
-    "scheduler": ("scheduling_gazeflow",),
-    "modeling": ("modeling_gazeflow", "validation"),
-    # the windowed engine, the online (causal) streamer, the inference fast path
-    "engine": ("windowed_engine", "online_streaming", "inference"),
     "metrics": ("metrics",),
-    "user face": ("pipeline_gazeflow", "visualization", "export", "cli", "runner", "jobs", "demo", "web_demo",
-                  "web_demo_jobs", "hub", "remote_code", "registration"),
+    "generation": ("generation",),
+    "hub": ("hub",),
+    "pipelines": ("pipelines",),
+    "outputs": ("outputs",),
     "recipes": ("training",),
+    "commands": ("commands", "cli", "__main__"),
     "analysis": ("analysis",),
+    "registration": ("registration",),
 }
+BELOW_THE_MODEL = {"conventions", "data", "metrics"}
 MAY_IMPORT: dict[str, set[str]] = {
     "conventions": set(),
-    "config": {"conventions"},
+    "model": {"conventions"},
     "data": {"conventions"},
-    "scheduler": {"conventions", "config"},
-    "modeling": {"conventions", "config", "scheduler"},
-    "engine": {"conventions", "config", "scheduler", "modeling"},
     "metrics": {"conventions"},
-    "user face": {"conventions", "config", "data", "scheduler", "modeling", "engine", "metrics"},
-    "recipes": {"conventions", "config", "data", "scheduler", "modeling", "engine", "metrics"},
-    # analysis figures are drawn with the overlay's marks (visualization), so analysis sits above the user face
-    "analysis": {"conventions", "config", "data", "scheduler", "modeling", "engine", "metrics", "user face",
-                 "recipes"},
+    "generation": {"conventions", "model"},
+    "hub": {"conventions", "model", "data"},
+    "pipelines": {"conventions", "model", "data", "metrics", "generation", "hub"},
+    "outputs": {"conventions", "model", "data", "metrics"},
+    "recipes": {"conventions", "model", "data", "metrics", "generation", "hub"},
+    "commands": {"conventions", "model", "data", "metrics", "generation", "hub", "pipelines", "outputs"},
+    # analysis figures are drawn with the overlay's marks, and the analyses run the recipes' evaluation loop
+    "analysis": {"conventions", "model", "data", "metrics", "generation", "hub", "pipelines", "outputs", "recipes"},
+    "registration": {"model", "hub", "pipelines"},
 }
-# Documented exceptions, each a lazy import inside one function, with the reason.
-ALLOWED_UPWARD = {
-    # GazeFlowModel.generate() is the engine's front door (the spec: "generate(), the pipeline and evaluation call
-    # it"); the engine never imports the model module, so the pair forms no cycle (checked below).
-    ("modeling_gazeflow", "windowed_engine"),
-}
+MODEL_FOLDER = "models.gazeflow"
 
 
 def layer_of(module: str) -> str:
     """The layer a module belongs to: the longest listed prefix (``data.synthetic.scene`` -> data)."""
     matches = [(len(prefix), layer) for layer, prefixes in LAYERS.items() for prefix in prefixes
-               if module == prefix or module.startswith(prefix + ".") or module.startswith(prefix + "_")]
+               if module == prefix or module.startswith(prefix + ".")]
     if not matches:
         raise AssertionError(f"module {module!r} has no layer in LAYERS: add it where it belongs")
     return max(matches)[1]
@@ -202,32 +202,40 @@ def test_every_import_follows_the_layers(graph):
         for target in sorted(imported):
             if target in graph.packages and target not in graph.modules:
                 continue
-            target_layer = layer_of(target) if target else "user face"
-            if target_layer != layer and target_layer not in MAY_IMPORT[layer] \
-                    and (module, target) not in ALLOWED_UPWARD:
+            target_layer = layer_of(target) if target else "registration"
+            if target_layer != layer and target_layer not in MAY_IMPORT[layer]:
                 wrong.append(f"{module} ({layer}) imports {target} ({target_layer})")
     assert not wrong, "layer violations:\n" + "\n".join(wrong)
 
 
-def test_nothing_below_the_model_imports_it(graph):
-    model_users = {m for m, imported in graph.edges.items() if "modeling_gazeflow" in imported}
-    below = {m for m in model_users if layer_of(m) in {"conventions", "config", "data", "scheduler", "metrics"}
-             or (layer_of(m) == "modeling" and m != "modeling_gazeflow")}
+def test_at_most_four_modules_sit_in_the_package_root(graph):
+    root = sorted(m for m in graph.modules if m and "." not in m and m not in graph.packages)
+    assert len(root) + 1 <= 4, root  # + the package's __init__
+
+
+def test_the_model_folder_imports_nothing_of_the_package_outside_it(graph):
+    outside = {f"{module} -> {target}" for module, imported in graph.edges.items()
+               if module.startswith(MODEL_FOLDER + ".") for target in imported
+               if not target.startswith(MODEL_FOLDER + ".")}
+    assert not outside, sorted(outside)
+
+
+def test_the_conventions_import_nothing_of_ours(graph):
+    for module in CONVENTIONS:
+        assert not graph.edges[module], (module, graph.edges[module])
+
+
+def test_nothing_below_the_model_imports_its_network(graph):
+    network = {m for m in graph.modules if m.startswith(MODEL_FOLDER + ".") and m not in CONVENTIONS}
+    below = {f"{m} -> {sorted(graph.edges[m] & network)}" for m in graph.edges
+             if m and m not in graph.packages and layer_of(m) in BELOW_THE_MODEL and graph.edges[m] & network}
     assert not below, sorted(below)
 
 
 def test_the_scheduler_imports_neither_objectives_nor_samplers(graph):
-    assert not graph.edges["scheduling_gazeflow"] & {
-        "modeling_gazeflow", "modeling_gazeflow_objectives", "windowed_engine", "online_streaming"}
-
-
-def test_the_allowed_upward_imports_are_lazy_and_one_way(graph):
-    for module, target in ALLOWED_UPWARD:
-        assert target in graph.edges[module], f"{module} no longer imports {target}: drop the exception"
-        assert module not in graph.edges[target]
-        tree = ast.parse(graph.modules[module].read_text(encoding="utf-8"))
-        top_level = {node.module for node in tree.body if isinstance(node, ast.ImportFrom)}
-        assert target not in top_level, f"{module} imports {target} at module level"
+    assert not graph.edges[f"{MODEL_FOLDER}.scheduling_gazeflow"] & {
+        f"{MODEL_FOLDER}.modeling_gazeflow", f"{MODEL_FOLDER}.modeling_gazeflow_objectives",
+        f"{MODEL_FOLDER}.generation_gazeflow", "generation.online", "generation.windowed"}
 
 
 def test_no_module_is_past_600_lines(graph):

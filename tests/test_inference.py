@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.inference import autocast_context, prepare_for_inference, set_encoder_attention
-from transformers_gazeflow.windowed_engine import generate_trajectories
+from transformers_gazeflow.generation.inference import autocast_context, prepare_for_inference, set_encoder_attention
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import generate_trajectories
 
 from .conftest import run_python
 
@@ -64,7 +64,7 @@ def test_encoder_attention_choice_is_checked(model_with_lora):
 COMPILE_CHECK = """
 import copy, json, torch
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.inference import prepare_for_inference
+from transformers_gazeflow.generation.inference import prepare_for_inference
 torch.manual_seed(0)
 model = GazeFlowModel(GazeFlowConfig.tiny()).eval()
 pixels = torch.randn(1, 8, 3, 32, 32, generator=torch.Generator().manual_seed(2))

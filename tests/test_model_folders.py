@@ -18,11 +18,16 @@ import torch
 from transformers import pipeline
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowPipeline
-from transformers_gazeflow.cli import main
+from transformers_gazeflow.commands.cli import main
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.data.video import write_video
-from transformers_gazeflow.hub import ModelFolderError, check_model_folder, load_model, save_model_folder
-from transformers_gazeflow.remote_code import REMOTE_CODE_FILES
+from transformers_gazeflow.hub.model_folders import (
+    ModelFolderError,
+    check_model_folder,
+    load_model,
+    save_model_folder,
+)
+from transformers_gazeflow.hub.remote_code import REMOTE_CODE_FILES
 
 from .conftest import run_python
 from .pipeline_fixtures import random_video, single_torch_thread, tiny_model_dir  # noqa: F401  (fixtures)
@@ -200,7 +205,7 @@ def test_registration_works_whatever_was_imported_first(tiny_model_dir):
     """, tiny_model_dir)
     assert lines[-1] == "GazeFlowModel GazeFlowPipeline True"
     lines = fresh("""
-        from transformers_gazeflow.configuration_gazeflow import GazeFlowConfig  # a submodule first
+        from transformers_gazeflow.models.gazeflow.configuration_gazeflow import GazeFlowConfig  # a submodule first
         from transformers import AutoConfig
         print(type(AutoConfig.from_pretrained(FOLDER)).__name__)
     """, tiny_model_dir)

@@ -1,24 +1,24 @@
-"""The model side's import graph, read with ``ast`` (every import counts: module level, inside functions and under
+"""The model folder's import graph, read with ``ast`` (every import counts: module level, inside functions and under
 ``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, layers, encoder side, causal
-variant, ablation switches, outputs) import only each other and the conventions, never the model or anything above
-it, and form no cycle."""
+variant, ablation switches, outputs) import only each other and the conventions (the folder's ``geometry`` and
+``windows``), never the model, its windowed sampling or anything above it, and form no cycle."""
 
 import ast
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformers_gazeflow"
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformers_gazeflow" / "models" / "gazeflow"
 BELOW_THE_MODEL = (
     "configuration_gazeflow",
-    "validation",
+    "modeling_gazeflow_checks",
     "modeling_gazeflow_layers",
     "modeling_gazeflow_encoder",
     "modeling_gazeflow_causal",
     "modeling_gazeflow_variants",
     "modeling_gazeflow_outputs",
 )
-CONVENTIONS = ("geometry", "schema")
+CONVENTIONS = ("geometry", "windows")
 
 
 def package_imports(module: str, package: Path = PACKAGE) -> set[str]:

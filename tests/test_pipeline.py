@@ -14,9 +14,9 @@ from transformers.pipelines import PIPELINE_REGISTRY
 import transformers_gazeflow  # noqa: F401  (registers the task)
 from transformers_gazeflow import GazeFlowPipeline, GazePrediction, default_model_available, default_model_path
 from transformers_gazeflow.data.video import VideoDecodeError, write_video
-from transformers_gazeflow.hub import ModelFolderError, load_model
+from transformers_gazeflow.hub.model_folders import ModelFolderError, load_model
 from transformers_gazeflow.metrics.heatmaps import render_heatmaps
-from transformers_gazeflow.windowed_engine import stream_gaze
+from transformers_gazeflow.generation.windowed import stream_gaze
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,
@@ -253,4 +253,4 @@ def test_default_model_folder_is_package_data():
     assert folder.parent == Path(transformers_gazeflow.__file__).resolve().parent and folder.name == "default_model"
     assert (folder / "README.md").is_file()  # the model card (or, until the weights land, what is missing)
     setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text()
-    assert '"default_model/*"' in setup and "gazeflow = transformers_gazeflow.cli:main" in setup
+    assert '"default_model/*"' in setup and "gazeflow = transformers_gazeflow.commands.cli:main" in setup

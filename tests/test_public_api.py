@@ -34,7 +34,7 @@ def test_the_data_api_is_re_exported_from_its_one_home():
     for name, module in DATA_API.items():
         assert name in transformers_gazeflow.__all__
         assert getattr(transformers_gazeflow, name) is getattr(sys.modules[module], name), name
-    from transformers_gazeflow import schema
+    from transformers_gazeflow.data import gaze_types as schema
 
     for name, code in CODES.items():
         assert name in transformers_gazeflow.__all__
@@ -66,8 +66,8 @@ def test_every_public_name_resolves():
 
 def test_the_command_knows_the_solvers_of_the_config():
     """cli.py keeps its own copy so that it starts without importing transformers: it must stay equal."""
-    from transformers_gazeflow import cli
-    from transformers_gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
+    from transformers_gazeflow.commands import cli
+    from transformers_gazeflow.models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
 
     assert tuple(cli.SOLVERS) == tuple(SOLVERS) and tuple(cli.WINDOW_MODES) == tuple(WINDOW_MODES)
 

@@ -5,25 +5,37 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import transformers_gazeflow
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowPipeline
-from transformers_gazeflow.hub import check_model_folder, save_model_folder
-from transformers_gazeflow.remote_code import REMOTE_CODE_FILES, add_remote_code, flatten_imports
+from transformers_gazeflow.hub.model_folders import check_model_folder, save_model_folder
+from transformers_gazeflow.hub.remote_code import REMOTE_CODE_FILES, add_remote_code, flatten_imports
 
 from .conftest import run_python
 from .pipeline_fixtures import random_video, single_torch_thread  # noqa: F401  (fixture)
 
 
 def test_flatten_imports_only_touches_relative_import_lines():
-    source = ("from ..geometry import unit_to_pixels\nfrom .data.video import iter_frames\n"
-              "    from .metrics.heatmaps import render_heatmaps\nfrom .sampling import x\n# from .data.video import\n")
-    assert flatten_imports(source) == ("from .geometry import unit_to_pixels\nfrom .video import iter_frames\n"
-                                       "    from .heatmaps import render_heatmaps\nfrom .sampling import x\n"
-                                       "# from .data.video import\n")
+    source = ("from ..models.gazeflow.geometry import unit_to_pixels\nfrom ..data.video import iter_frames\n"
+              "    from ..metrics.heatmaps import render_heatmaps\nfrom .windowed import x\n# from ..data.video import\n"
+              "from transformers import Pipeline\n")
+    assert flatten_imports(source, "generation/windowed.py") == (
+        "from .geometry import unit_to_pixels\nfrom .video import iter_frames\n"
+        "    from .heatmaps import render_heatmaps\nfrom .windowed import x\n# from ..data.video import\n"
+        "from transformers import Pipeline\n")
+
+
+def test_the_model_folder_is_copied_as_it_is():
+    package = Path(transformers_gazeflow.__file__).parent
+    for name, source in REMOTE_CODE_FILES.items():
+        if source.startswith("models/gazeflow/"):
+            text = (package / source).read_text(encoding="utf-8")
+            assert flatten_imports(text, source) == text, name
 
 
 def test_add_remote_code_needs_a_saved_model(tmp_path):
@@ -92,7 +104,7 @@ def test_pipeline_save_pretrained_writes_a_complete_folder(tmp_path):
 
 
 def test_bundle_default_model_writes_a_complete_small_folder(tmp_path):
-    from transformers_gazeflow.hub import bundle_default_model, load_model
+    from transformers_gazeflow.hub.model_folders import bundle_default_model, load_model
 
     torch.manual_seed(0)
     trained = tmp_path / "trained"
@@ -112,3 +124,29 @@ def test_bundle_default_model_writes_a_complete_small_folder(tmp_path):
     video = torch.from_numpy(random_video(9, seed=1))
     expected = GazeFlowPipeline(model=GazeFlowModel.from_pretrained(trained))(video, seed=0).trajectories
     np.testing.assert_allclose(GazeFlowPipeline(model=bundled)(video, seed=0).trajectories, expected, atol=1e-5)
+
+
+def test_a_remote_code_folder_saved_before_the_package_moved_into_folders_still_loads(tmp_path):
+    """A folder written by commit 60e8cbe (flat package layout) loads both ways and agrees with today's package."""
+    import tarfile
+
+    with tarfile.open(Path(__file__).parent / "fixtures" / "remote_code_folder_60e8cbe.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    folder = tmp_path / "remote_code_folder_60e8cbe"
+    video = random_video(11, seed=5)
+    np.save(tmp_path / "video.npy", video)
+    expected = GazeFlowPipeline(model=GazeFlowModel.from_pretrained(folder))(video, seed=3, fps=10).trajectories
+
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["transformers_gazeflow"] = None  # the folder's own (old) code runs
+        import numpy as np
+        from transformers import pipeline
+        gaze = pipeline("egocentric-gaze", model={str(folder)!r}, trust_remote_code=True)
+        np.save({str(tmp_path / "old_code.npy")!r}, gaze(np.load({str(tmp_path / "video.npy")!r}), seed=3, fps=10).trajectories)
+        print("old-remote-code-ok")
+    """)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": "",
+           "OMP_NUM_THREADS": "1"}
+    assert "old-remote-code-ok" in run_python(script, cwd=tmp_path, env=env)
+    np.testing.assert_allclose(np.load(tmp_path / "old_code.npy"), expected, atol=1e-6)

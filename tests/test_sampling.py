@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from transformers_gazeflow import FlowMatchingScheduler, GazeFlowConfig, GazeFlowModel, model_to_unit
-from transformers_gazeflow.windowed_engine import generate_trajectories, sample_window
-from transformers_gazeflow.scheduling_gazeflow import draw_noise
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import generate_trajectories, sample_window
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from transformers_gazeflow.windows import StreamingBlender, blend_windows, window_starts
+from transformers_gazeflow.models.gazeflow.windows import StreamingBlender, blend_windows, window_starts
 
 
 @pytest.mark.parametrize("num_frames", [1, 5, 8, 9, 12, 13, 16, 17, 31, 64, 100])

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
-from transformers_gazeflow.modeling_gazeflow_objectives import flow_matching_objective, masked_mse
-from transformers_gazeflow.scheduling_gazeflow import (
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import flow_matching_objective, masked_mse
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
     EVAL_NOISE_SEED,
     TrainingNoise,
     draw_training_noise,

@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 
 from transformers_gazeflow.metrics.heatmaps import render_heatmaps
-from transformers_gazeflow.visualization import (
+from transformers_gazeflow.outputs.overlay import (
     COLOUR_TABLE,
     OverlayRenderer,
     OverlayVideoWriter,
     blend_heatmap,
     draw_gaze,
     draw_ground_truth,
-    heatmap_sigma_px,
 )
+from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px
 
 
 def grey(height=48, width=64):
@@ -89,7 +89,7 @@ def save_overlay_png(frame: np.ndarray, samples: np.ndarray, path, sigma_px: flo
     3.9% of the width unless given, the samples, the point estimate) and save it as PNG. Returns (path, sigma)."""
     from PIL import Image
 
-    from transformers_gazeflow.runner import render_overlay_frame
+    from transformers_gazeflow.commands.predict import render_overlay_frame
 
     sigma = heatmap_sigma_px(frame.shape[1], sigma_px)
     out = render_overlay_frame(OverlayRenderer(trail=trail), frame, samples, samples.mean(axis=0), sigma)
@@ -194,7 +194,7 @@ def test_the_overlay_writer_pads_odd_sizes_to_an_even_4_2_0_video_for_browsers(t
     import av
 
     from transformers_gazeflow.data.video import iter_frames
-    from transformers_gazeflow.visualization import pad_to_even
+    from transformers_gazeflow.outputs.overlay import pad_to_even
 
     frame = grey(47, 63)
     padded = pad_to_even(frame)

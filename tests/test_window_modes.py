@@ -9,8 +9,8 @@ import torch
 
 import transformers_gazeflow
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowVideoProcessor, load_model, model_to_unit
-from transformers_gazeflow.scheduling_gazeflow import draw_noise
-from transformers_gazeflow.windowed_engine import stream_gaze
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
+from transformers_gazeflow.generation.windowed import stream_gaze
 
 from .pipeline_fixtures import random_video, single_torch_thread, tiny_model_dir  # noqa: F401  (fixtures)
 
@@ -183,7 +183,7 @@ def test_coherent_samples_are_continuous_through_window_boundaries():
 
 
 def test_the_command_line_takes_the_window_mode(tiny_model_dir, tmp_path, capsys):  # noqa: F811
-    from transformers_gazeflow.cli import main
+    from transformers_gazeflow.commands.cli import main
     from transformers_gazeflow.data.video import write_video
 
     video = write_video(tmp_path / "clip.mp4", random_video(12, seed=1), fps=12)

@@ -37,7 +37,7 @@ from transformers_gazeflow.data.loading import (
     validate_options,
 )
 from transformers_gazeflow.data.video import VideoDecodeError, VideoInfo, probe_video
-from transformers_gazeflow.schema import UNTRACKED
+from transformers_gazeflow.data.gaze_types import UNTRACKED
 
 logger = logging.getLogger(__name__)
 

@@ -27,33 +27,33 @@ __version__ = "0.1.0.dev0"
 # public name -> the module (relative to this package) that is its one home
 _EXPORTS: dict[str, str] = {
     # the model
-    "GazeFlowConfig": "configuration_gazeflow",
-    "GazeFlowModel": "modeling_gazeflow",
-    "GazeFlowPreTrainedModel": "modeling_gazeflow",
-    "GazeFlowModelOutput": "modeling_gazeflow",
-    "GazeFlowGenerationOutput": "modeling_gazeflow",
-    "GazeFlowCondition": "modeling_gazeflow",
-    "FlowMatchingScheduler": "scheduling_gazeflow",
-    "DDIMScheduler": "scheduling_gazeflow",
-    "RegressionScheduler": "scheduling_gazeflow",
-    "scheduler_for": "scheduling_gazeflow",
-    "generate_trajectories": "windowed_engine",
-    "GazeFlowStreamer": "online_streaming",
-    "GazeFlowStreamOutput": "online_streaming",
+    "GazeFlowConfig": "models.gazeflow.configuration_gazeflow",
+    "GazeFlowModel": "models.gazeflow.modeling_gazeflow",
+    "GazeFlowPreTrainedModel": "models.gazeflow.modeling_gazeflow",
+    "GazeFlowModelOutput": "models.gazeflow.modeling_gazeflow",
+    "GazeFlowGenerationOutput": "models.gazeflow.modeling_gazeflow",
+    "GazeFlowCondition": "models.gazeflow.modeling_gazeflow",
+    "FlowMatchingScheduler": "models.gazeflow.scheduling_gazeflow",
+    "DDIMScheduler": "models.gazeflow.scheduling_gazeflow",
+    "RegressionScheduler": "models.gazeflow.scheduling_gazeflow",
+    "scheduler_for": "models.gazeflow.scheduling_gazeflow",
+    "generate_trajectories": "models.gazeflow.generation_gazeflow",
+    "GazeFlowStreamer": "generation.online",
+    "GazeFlowStreamOutput": "generation.online",
     # conventions
-    "unit_to_model": "geometry",
-    "model_to_unit": "geometry",
-    "unit_to_pixels": "geometry",
-    "pixels_to_unit": "geometry",
-    "clamp_unit": "geometry",
-    "UNTRACKED": "schema",
-    "FIXATION": "schema",
-    "SACCADE": "schema",
-    "BLINK_OR_OTHER": "schema",
-    "OFF_FRAME": "schema",
-    "window_starts": "windows",
-    "blend_windows": "windows",
-    "StreamingBlender": "windows",
+    "unit_to_model": "models.gazeflow.geometry",
+    "model_to_unit": "models.gazeflow.geometry",
+    "unit_to_pixels": "models.gazeflow.geometry",
+    "pixels_to_unit": "models.gazeflow.geometry",
+    "clamp_unit": "models.gazeflow.geometry",
+    "UNTRACKED": "data.gaze_types",
+    "FIXATION": "data.gaze_types",
+    "SACCADE": "data.gaze_types",
+    "BLINK_OR_OTHER": "data.gaze_types",
+    "OFF_FRAME": "data.gaze_types",
+    "window_starts": "models.gazeflow.windows",
+    "blend_windows": "models.gazeflow.windows",
+    "StreamingBlender": "models.gazeflow.windows",
     # data: datasets, processing, collation, video
     "load_gaze_dataset": "data.loading",
     "gaze_builder": "data.loading",
@@ -69,17 +69,17 @@ _EXPORTS: dict[str, str] = {
     "write_video": "data.video",
     "VideoDecodeError": "data.video",
     # the user's face: pipeline, model folders
-    "GazeFlowPipeline": "pipeline_gazeflow",
-    "GazePrediction": "pipeline_gazeflow",
-    "GazeHeatmaps": "pipeline_gazeflow",
-    "stream_gaze": "windowed_engine",
-    "GazeChunk": "windowed_engine",
-    "point_estimate": "schema",
-    "default_model_path": "hub",
-    "default_model_available": "hub",
-    "load_model": "hub",
-    "save_model_folder": "hub",
-    "ModelFolderError": "hub",
+    "GazeFlowPipeline": "pipelines.egocentric_gaze",
+    "GazePrediction": "pipelines.egocentric_gaze",
+    "GazeHeatmaps": "pipelines.egocentric_gaze",
+    "stream_gaze": "generation.windowed",
+    "GazeChunk": "generation.windowed",
+    "point_estimate": "models.gazeflow.generation_gazeflow",
+    "default_model_path": "hub.model_folders",
+    "default_model_available": "hub.model_folders",
+    "load_model": "hub.model_folders",
+    "save_model_folder": "hub.model_folders",
+    "ModelFolderError": "hub.model_folders",
     # metrics (and scipy beneath them)
     "GazeEvaluator": "metrics",
     "evaluate_predictions": "metrics",
@@ -110,14 +110,20 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real names
-    from .configuration_gazeflow import GazeFlowConfig
+    from .models.gazeflow.configuration_gazeflow import GazeFlowConfig
     from .data.collator import GazeFlowDataCollator
     from .data.loading import ClipDroppedError, available_builders, gaze_builder, gaze_example_features, load_gaze_dataset
     from .data.processing import GazeFlowVideoProcessor
     from .data.synthetic import SyntheticGazeSettings, write_egtea_layout
     from .data.video import VideoDecodeError, decode_frames, probe_video, write_video
-    from .geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
-    from .hub import ModelFolderError, default_model_available, default_model_path, load_model, save_model_folder
+    from .models.gazeflow.geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
+    from .hub.model_folders import (
+        ModelFolderError,
+        default_model_available,
+        default_model_path,
+        load_model,
+        save_model_folder,
+    )
     from .metrics import (
         CenterBias,
         ClipGroundTruth,
@@ -130,18 +136,25 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         paired_wilcoxon,
         render_heatmaps,
     )
-    from .modeling_gazeflow import (
+    from .models.gazeflow.modeling_gazeflow import (
         GazeFlowCondition,
         GazeFlowGenerationOutput,
         GazeFlowModel,
         GazeFlowModelOutput,
         GazeFlowPreTrainedModel,
     )
-    from .pipeline_gazeflow import GazeFlowPipeline, GazeHeatmaps, GazePrediction
-    from .online_streaming import GazeFlowStreamer, GazeFlowStreamOutput
-    from .scheduling_gazeflow import DDIMScheduler, FlowMatchingScheduler, RegressionScheduler, scheduler_for
-    from .schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, point_estimate
-    from .windowed_engine import GazeChunk, generate_trajectories, stream_gaze
-    from .windows import StreamingBlender, blend_windows, window_starts
+    from .pipelines.egocentric_gaze import GazeFlowPipeline, GazeHeatmaps, GazePrediction
+    from .generation.online import GazeFlowStreamer, GazeFlowStreamOutput
+    from .models.gazeflow.scheduling_gazeflow import (
+        DDIMScheduler,
+        FlowMatchingScheduler,
+        RegressionScheduler,
+        scheduler_for,
+    )
+    from .data.gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+    from .models.gazeflow.generation_gazeflow import point_estimate
+    from .generation.windowed import GazeChunk, stream_gaze
+    from .models.gazeflow.generation_gazeflow import generate_trajectories
+    from .models.gazeflow.windows import StreamingBlender, blend_windows, window_starts
 
 _install_registration()

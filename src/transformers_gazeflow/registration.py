@@ -7,7 +7,7 @@ place whenever transformers looks for them:
 * ``AutoConfig.register("gazeflow", GazeFlowConfig)`` and ``AutoModel.register(GazeFlowConfig, GazeFlowModel)``, so
   that ``AutoConfig`` / ``AutoModel.from_pretrained(folder)`` load a GazeFlow folder;
 * ``PIPELINE_REGISTRY.register_pipeline("egocentric-gaze", ...)``, so that ``pipeline("egocentric-gaze")`` builds a
-  :class:`~transformers_gazeflow.pipeline_gazeflow.GazeFlowPipeline`.
+  :class:`~transformers_gazeflow.pipelines.egocentric_gaze.GazeFlowPipeline`.
 
 transformers reads these tables only from three of its own modules, ``transformers.models.auto.configuration_auto``,
 ``transformers.models.auto.modeling_auto`` and ``transformers.pipelines``, and a program reaches them only by
@@ -20,7 +20,7 @@ is registered the finder removes itself.
 
 For the ``egocentric-gaze`` task only, the model is checked before transformers reads it: ``pipeline()`` reads a
 model's config first, and the task's config read (``AutoConfig.from_pretrained(..., _from_pipeline=
-"egocentric-gaze")``, :func:`_checking_config_loader`) raises :class:`~transformers_gazeflow.hub.ModelFolderError`
+"egocentric-gaze")``, :func:`_checking_config_loader`) raises :class:`~transformers_gazeflow.hub.model_folders.ModelFolderError`
 for a folder that is not a usable GazeFlow model (another or an unknown ``model_type``, no ``config.json``, a field of
 the wrong type, missing, truncated or unsafe weights), where transformers would say ``Unrecognized model`` or fail
 on a missing file. This works whatever the import order (``from transformers import pipeline`` before
@@ -53,7 +53,7 @@ def register_config() -> None:
     """``AutoConfig.register("gazeflow", GazeFlowConfig)``."""
     from transformers import AutoConfig
 
-    from .configuration_gazeflow import GazeFlowConfig
+    from .models.gazeflow.configuration_gazeflow import GazeFlowConfig
 
     AutoConfig.register(GazeFlowConfig.model_type, GazeFlowConfig, exist_ok=True)
 
@@ -63,8 +63,8 @@ def register_model() -> None:
     register_config()
     from transformers import AutoModel
 
-    from .configuration_gazeflow import GazeFlowConfig
-    from .modeling_gazeflow import GazeFlowModel
+    from .models.gazeflow.configuration_gazeflow import GazeFlowConfig
+    from .models.gazeflow.modeling_gazeflow import GazeFlowModel
 
     AutoModel.register(GazeFlowConfig, GazeFlowModel, exist_ok=True)
 
@@ -75,8 +75,8 @@ def register_pipeline() -> None:
     from transformers import AutoConfig
     from transformers.pipelines import PIPELINE_REGISTRY
 
-    from .hub import default_model_path
-    from .pipeline_gazeflow import GazeFlowPipeline
+    from .hub.model_folders import default_model_path
+    from .pipelines.egocentric_gaze import GazeFlowPipeline
 
     PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=GazeFlowPipeline, pt_model=_task_auto_model(),
                                         type="video", default={"model": (str(default_model_path()), None)})
@@ -92,14 +92,14 @@ def _checking_config_loader(original: Callable[..., Any]) -> Callable[..., Any]:
 
     transformers' ``pipeline()`` reads the config of a model path first (``AutoConfig.from_pretrained(model,
     _from_pipeline=task)``), so this is where a folder that is not a usable GazeFlow model gets a
-    :class:`~transformers_gazeflow.hub.ModelFolderError` naming it (:func:`~transformers_gazeflow.hub.
+    :class:`~transformers_gazeflow.hub.model_folders.ModelFolderError` naming it (:func:`~transformers_gazeflow.hub.model_folders.
     check_pipeline_model`) instead of transformers' ``Unrecognized model`` or missing-file errors. Any other call
     goes straight through."""
 
     @functools.wraps(original)
     def from_pretrained(pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("_from_pipeline") == TASK and isinstance(pretrained_model_name_or_path, (str, os.PathLike)):
-            from .hub import check_pipeline_model
+            from .hub.model_folders import check_pipeline_model
 
             check_pipeline_model(pretrained_model_name_or_path)
         return original(pretrained_model_name_or_path, *args, **kwargs)
@@ -113,7 +113,7 @@ class _DefaultModelNotice(logging.Filter):
     package, and the documented way to try the task."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from .hub import default_model_path
+        from .hub.model_folders import default_model_path
 
         return not record.getMessage().startswith(f"No model was supplied, defaulted to {default_model_path()}")
 
@@ -129,7 +129,7 @@ def _task_auto_model() -> type:
         from transformers import AutoModel
         from transformers.utils import logging as hf_logging
 
-        from .hub import default_model_path
+        from .hub.model_folders import default_model_path
 
         class GazeFlowAutoModel(AutoModel):
             @classmethod

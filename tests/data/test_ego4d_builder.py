@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from transformers_gazeflow import schema
+from transformers_gazeflow.data import gaze_types as schema
 from transformers_gazeflow.data.loading import ClipDroppedError, gaze_builder, load_gaze_dataset
 
 from .raw_fixtures import glc_clip, make_ego4d_root, write_clip, write_cut_clip

@@ -5,7 +5,7 @@ import logging
 import numpy as np
 import pytest
 
-from transformers_gazeflow import schema
+from transformers_gazeflow.data import gaze_types as schema
 from transformers_gazeflow.data.loading import ClipDroppedError, gaze_builder, load_gaze_dataset
 from transformers_gazeflow.data.video import VideoDecodeError
 

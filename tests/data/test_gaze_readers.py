@@ -8,7 +8,7 @@ import pytest
 from transformers_gazeflow.data import ego4d_format as ego4d
 from transformers_gazeflow.data import egtea_format as egtea
 from transformers_gazeflow.data import gaze_common as common
-from transformers_gazeflow.schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from transformers_gazeflow.data.gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 
 from .raw_fixtures import begaze_row, write_begaze, write_clip, write_ego4d_gaze_csv
 

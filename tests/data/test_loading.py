@@ -77,8 +77,8 @@ def _relative(paths, root=PACKAGE):
 def test_the_cache_key_covers_the_package_modules_each_builder_imports():
     egtea = loading.builder_code_files(loading.builder_file("egtea"))
     assert egtea[0] == loading.builder_file("egtea")
-    assert _relative(egtea) == ["data/egtea_format.py", "data/gaze_common.py", "data/loading.py", "data/video.py",
-                                "geometry.py", "schema.py", "windows.py"]
+    assert _relative(egtea) == ["data/egtea_format.py", "data/gaze_common.py", "data/gaze_types.py", "data/loading.py",
+                                "data/video.py", "models/gazeflow/geometry.py", "models/gazeflow/windows.py"]
     synthetic = _relative(loading.builder_code_files(loading.builder_file("synthetic")))
     assert {"data/synthetic/dataset.py", "data/synthetic/gaze.py", "data/synthetic/scene.py",
             "data/synthetic/settings.py", "data/gaze_common.py", "data/loading.py", "data/video.py"} <= set(synthetic)
@@ -108,9 +108,10 @@ def test_the_cache_key_follows_a_subpackage_s_re_exports_to_their_modules(tmp_pa
     ("data/gaze_common.py", {"egtea", "ego4d", "synthetic"}),
     ("data/egtea_format.py", {"egtea"}),
     ("data/ego4d_format.py", {"ego4d"}),
-    ("schema.py", {"egtea", "ego4d", "synthetic"}),
+    ("data/gaze_types.py", {"egtea", "ego4d", "synthetic"}),
     ("data/loading.py", {"egtea", "ego4d", "synthetic"}),
-    ("windows.py", {"egtea", "ego4d", "synthetic"}),
+    ("models/gazeflow/windows.py", {"egtea", "ego4d", "synthetic"}),
+    ("models/gazeflow/modeling_gazeflow.py", set()),
     ("data/collator.py", set()),
 ])
 def test_editing_a_module_changes_the_cache_key_of_exactly_the_builders_that_import_it(tmp_path, edited,

@@ -14,7 +14,7 @@ from transformers_gazeflow.data.synthetic import (
     task_names,
 )
 from transformers_gazeflow.data.gaze_common import fill_untracked
-from transformers_gazeflow.schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from transformers_gazeflow.data.gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from transformers_gazeflow.data.synthetic.scene import TASK_COLORS
 from transformers_gazeflow.data.video import decode_frames, probe_video
 

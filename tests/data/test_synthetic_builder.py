@@ -12,7 +12,7 @@ import torch
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.data.synthetic import MANIFEST_NAME, load_dataset_records
-from transformers_gazeflow.windows import window_starts
+from transformers_gazeflow.models.gazeflow.windows import window_starts
 
 BUILDER_FILE = Path(__file__).resolve().parents[2] / "datasets_scripts" / "synthetic_gaze" / "synthetic_gaze.py"
 

@@ -9,7 +9,7 @@ COMPILE_CHECK = """
 import copy, json, sys, torch
 from torch._dynamo.utils import counters
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.inference import prepare_for_inference
+from transformers_gazeflow.generation.inference import prepare_for_inference
 
 device = torch.device(sys.argv[1])
 torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False

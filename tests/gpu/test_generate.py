@@ -6,7 +6,7 @@ import copy
 import torch
 
 from transformers_gazeflow import GazeFlowModel
-from transformers_gazeflow.inference import prepare_for_inference
+from transformers_gazeflow.generation.inference import prepare_for_inference
 
 from .conftest import assert_bf16_close, assert_fp32_close, full_fp32, tiny_lora_model
 

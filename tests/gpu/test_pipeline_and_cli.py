@@ -35,7 +35,7 @@ def test_pipeline_on_a_real_mp4_equals_the_cpu(device, bikes_mp4):
 def gazeflow_command() -> list[str]:
     """The installed console script, else the same entry point through ``python -m``."""
     script = shutil.which("gazeflow")
-    return [script] if script else [sys.executable, "-m", "transformers_gazeflow.cli"]
+    return [script] if script else [sys.executable, "-m", "transformers_gazeflow.commands.cli"]
 
 
 def predict(video, out_dir, device: str, model_dir) -> tuple[dict, np.ndarray]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformers_gazeflow.geometry import unit_to_pixels
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.metrics import heatmaps as hm
 
 # cv2.getGaussianKernel(19, 0, cv2.CV_32F) as printed by opencv-python-headless 5.0.0 (OpenCV is not a dependency)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformers_gazeflow.geometry import unit_to_pixels
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.metrics import heatmaps as hm
 from transformers_gazeflow.metrics import saliency as sal
 from transformers_gazeflow.metrics.scoring import NativeFrameScorer

@@ -25,14 +25,14 @@ import torch
 
 from ..data.collator import GazeFlowDataCollator
 from ..data.processing import GazeFlowVideoProcessor
-from ..scheduling_gazeflow import FlowMatchingScheduler
+from ..models.gazeflow.scheduling_gazeflow import FlowMatchingScheduler
 from .probing import LABEL_HEADS, TaskBankSet
 
 
 def load_analysis_model(model_name_or_path: str | None, device: str | None = None):
     """``(model, processor)`` for the analyses: ``hub.load_model`` (``None``: the bundled default; its errors name
     the folder), eval mode, eager attention, and the processor saved with it."""
-    from ..hub import default_model_path, load_model, load_video_processor
+    from ..hub.model_folders import default_model_path, load_model, load_video_processor
 
     model = load_model(model_name_or_path, device=device)
     use_eager_attention(model)

@@ -9,7 +9,7 @@
 * :func:`group_breakdown_figure` - Figure per_verb_breakdown: per label group, the hand / object / background mass
   of each layer (mean over heads and clips) as stacked bars;
 * :func:`failure_cases_figure` - Figure failure_cases: rows of evenly spaced frames with the K samples and the
-  recorded gaze drawn by :mod:`transformers_gazeflow.visualization`.
+  recorded gaze drawn by :mod:`transformers_gazeflow.outputs.overlay`.
 
 Figures are drawn on :class:`matplotlib.figure.Figure` objects (no pyplot state, no display needed).
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..visualization import draw_gaze, draw_ground_truth
+from ..outputs.overlay import draw_gaze, draw_ground_truth
 from .attention import ROLE_COLOURS, ROLES, HeadRoles, offset_shares, offsets
 from .attribution import REGIONS, RegionAttribution
 

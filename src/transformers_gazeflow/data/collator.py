@@ -5,7 +5,7 @@ of one clip, with its video as a path. The collator decodes exactly that window
 (:func:`~transformers_gazeflow.data.video.decode_frames`), runs the :class:`GazeFlowVideoProcessor`, and pads
 windows shorter than ``num_frames`` by repeating the last frame (and the last gaze point); padded frames are
 never valid. Gaze goes from unit ``[0, 1]`` to model ``[-1, 1]`` coordinates here, through
-:func:`~transformers_gazeflow.geometry.unit_to_model` (the one place the data layer converts).
+:func:`~transformers_gazeflow.models.gazeflow.geometry.unit_to_model` (the one place the data layer converts).
 
 Training augmentation (beyond the paper): with ``horizontal_flip_probability`` p > 0 each example is mirrored left
 to right with probability p, frames and gaze together (``x -> 1 - x`` in unit coordinates; the processor resizes the
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..geometry import mirror_unit_horizontally, unit_to_model
-from ..schema import pad_last_frame
+from ..models.gazeflow.geometry import mirror_unit_horizontally, unit_to_model
+from ..models.gazeflow.windows import pad_last_frame
 from .processing import GazeFlowVideoProcessor
 from .video import decode_frames
 

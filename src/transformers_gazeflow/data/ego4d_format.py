@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..geometry import unit_to_pixels
-from ..schema import FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from ..models.gazeflow.geometry import unit_to_pixels
+from .gaze_types import FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from .gaze_common import (
     PARITY_FIXED,
     PARITY_GLC,

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..geometry import pixels_to_unit
-from ..schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+from ..models.gazeflow.geometry import pixels_to_unit
+from .gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from .gaze_common import (
     PARITY_FIXED,
     PARITY_GLC,

@@ -2,7 +2,7 @@
 
 Spec: ``../shared/specs/data.md`` ("Unified example schema"). The per-format readers build on this module:
 :mod:`.egtea_format` (SMI BeGaze exports of EGTEA Gaze+) and :mod:`.ego4d_format` (Ego4D gaze CSVs). The gaze-type
-codes and the ``valid`` rule live in :mod:`transformers_gazeflow.schema`.
+codes and the ``valid`` rule live in :mod:`transformers_gazeflow.data.gaze_types`.
 
 What lives here, and nowhere else:
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..schema import UNTRACKED, valid_mask
+from .gaze_types import UNTRACKED, valid_mask
 
 logger = logging.getLogger(__name__)
 

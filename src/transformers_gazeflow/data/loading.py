@@ -13,7 +13,7 @@ checkout they are read from ``datasets_scripts/<name>/``. So this works from an 
 
 Shared by all builders (and only here): the unified example schema (:func:`gaze_example_features`,
 ``../shared/specs/data.md``, "Unified example schema"), the builder options (:class:`GazeBuilderConfig`), the
-windowing of a clip into examples (:func:`clip_window_examples`, after :func:`~transformers_gazeflow.windows.window_starts`)
+windowing of a clip into examples (:func:`clip_window_examples`, after :func:`~transformers_gazeflow.models.gazeflow.windows.window_starts`)
 and the record of what a build skipped or dropped (:class:`BuildLog`).
 """
 
@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ..windows import window_starts
-from ..schema import valid_mask
+from ..models.gazeflow.windows import window_starts
+from .gaze_types import valid_mask
 from .gaze_common import PARITY_FIXED, ParseReport, check_parity
 
 logger = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def clip_window_examples(*, clip_id: str, video_path: str | os.PathLike, clip_fi
                          noun: int = NO_LABEL) -> Iterator[tuple[str, dict]]:
     """The examples of one clip whose per-frame gaze is ``gaze`` [T, 2] / ``gaze_type`` [T].
 
-    ``mode="all"``: windows at :func:`~transformers_gazeflow.windows.window_starts` ``(T, window_frames,
+    ``mode="all"``: windows at :func:`~transformers_gazeflow.models.gazeflow.windows.window_starts` ``(T, window_frames,
     window_stride)``, covering the whole clip; ``mode="first"``: the first window only. A clip shorter than a window
     is one example of ``T`` frames (not padded here). ``window_start`` counts frames of the video file, so a clip
     that starts at frame ``clip_first_frame`` of a longer video yields ``clip_first_frame + local start``.

@@ -19,7 +19,7 @@
   compared with each other.
 
 Trajectories are ``[K, T, 2]`` (or ``[T, 2]``) in native pixels here; convert unit coordinates with
-``transformers_gazeflow.geometry.unit_to_pixels`` first.
+``transformers_gazeflow.models.gazeflow.geometry.unit_to_pixels`` first.
 """
 
 from __future__ import annotations
@@ -297,7 +297,7 @@ def trajectory_dynamics(trajectories, gaze, valid, width: int, height: int, bins
     clips) and the displacement statistics pooled over all clips (absent when no clip has two consecutive valid
     frames). Inputs per clip, in unit coordinates of a ``width x height`` frame: ``trajectories [K, T, 2]``,
     ``gaze [T, 2]``, ``valid [T]``."""
-    from ..geometry import unit_to_pixels
+    from ..models.gazeflow.geometry import unit_to_pixels
 
     trajectories, gaze, valid = list(trajectories), list(gaze), list(valid)
     if not trajectories:

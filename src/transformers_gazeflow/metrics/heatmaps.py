@@ -33,10 +33,28 @@ import math
 import numpy as np
 import torch
 
-from ..geometry import unit_to_pixels
+from ..models.gazeflow.geometry import unit_to_pixels
 
 DEFAULT_SIGMA_PX = 25.0
 """Gaussian bandwidth of predicted and ground-truth maps at native resolution (paper Appendix E.3)."""
+
+HEATMAP_SIGMA_FRACTION = 25.0 / 640.0
+"""Default heatmap sigma of overlays and pipeline heatmaps, as a fraction of the frame width: the paper's 25 px at
+640 px (3.9%)."""
+
+
+def heatmap_sigma_px(width: int, sigma_px: float | None = None, fraction: float | None = None) -> float:
+    """The heatmap sigma in pixels for a frame ``width`` px wide: ``sigma_px`` when given, else ``fraction`` (default
+    :data:`HEATMAP_SIGMA_FRACTION`) of the width."""
+    if sigma_px is not None:
+        if not sigma_px > 0:
+            raise ValueError(f"heatmap sigma must be > 0 px, got {sigma_px}")
+        return float(sigma_px)
+    fraction = HEATMAP_SIGMA_FRACTION if fraction is None else fraction
+    if not fraction > 0:
+        raise ValueError(f"heatmap sigma must be > 0% of the width, got {fraction:%}")
+    return float(fraction * width)
+
 
 GLC_GRID = 64
 """GLC's map size (its 256 px crop at stride 4)."""
@@ -399,6 +417,8 @@ def glc_minmax(maps) -> torch.Tensor:
 
 __all__ = [
     "DEFAULT_SIGMA_PX",
+    "HEATMAP_SIGMA_FRACTION",
+    "heatmap_sigma_px",
     "GLC_GRID",
     "GLC_CROP",
     "GLC_KERNEL_SIZE",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..geometry import unit_to_pixels
+from ..models.gazeflow.geometry import unit_to_pixels
 from . import heatmaps as hm
 from . import jitter as jit
 from . import saliency as sal

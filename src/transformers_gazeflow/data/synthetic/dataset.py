@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...schema import UNTRACKED
+from ..gaze_types import UNTRACKED
 from ..gaze_common import fill_untracked
 from ..masks import RegionMasks
 from ..video import write_video

@@ -4,7 +4,7 @@ over 2-4 frames with a minimum-jerk profile, blinks and untracked runs (invalid)
 The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest of the time it visits
 distractors, the hands, the surface, or leaves the frame. Codes follow the unified schema
 (``../shared/specs/data.md``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame (clamped);
-``valid`` = not untracked and not blink (both defined in ``schema.py`` only). Coordinates are unit
+``valid`` = not untracked and not blink (both defined in ``data.gaze_types`` only). Coordinates are unit
 ``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders' rule
 (:func:`~transformers_gazeflow.data.gaze_common.fill_untracked`: the last valid point is held), so no step is
 invented by missing samples.
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...geometry import clamp_unit
-from ...schema import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
+from ...models.gazeflow.geometry import clamp_unit
+from ..gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
 from ..gaze_common import fill_untracked
 from .scene import Scene
 
@@ -48,7 +48,7 @@ class SimulatedGaze:
 
     @property
     def valid(self) -> np.ndarray:
-        """bool [T]: the frame enters the loss (:func:`~transformers_gazeflow.schema.valid_mask` of ``gaze_type``)."""
+        """bool [T]: the frame enters the loss (:func:`~transformers_gazeflow.data.gaze_types.valid_mask` of ``gaze_type``)."""
         return valid_mask(self.gaze_type)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...geometry import unit_to_pixels
+from ...models.gazeflow.geometry import unit_to_pixels
 
 # one saturated colour and one shape per task (the task's "served" object); at most len(TASK_COLORS) tasks
 TASK_COLORS: tuple[tuple[int, int, int], ...] = (

@@ -21,7 +21,7 @@ Rows come frame by frame: the point estimate first, then the samples in order. W
 ================  ===========================================================================================
 ``true_x_norm``   the true gaze x in ``[0, 1]`` of the width (empty where no position is known)
 ``true_y_norm``   the true gaze y in ``[0, 1]`` of the height
-``true_code``     its gaze type (``schema.py``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame
+``true_code``     its gaze type (``data.gaze_types``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame
 ================  ===========================================================================================
 
 No row ever holds NaN: non-finite predictions stop the writer with an error (nothing of that chunk is written), and
@@ -39,8 +39,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .geometry import unit_to_pixels
-from .schema import point_estimate
+from ..models.gazeflow.geometry import unit_to_pixels
+from ..models.gazeflow.generation_gazeflow import point_estimate
 
 CSV_COLUMNS = ("video_id", "frame_idx", "t_ms", "x_norm", "y_norm", "x_px", "y_px", "sample_id")
 TRUTH_COLUMNS = ("true_x_norm", "true_y_norm", "true_code")
@@ -121,7 +121,7 @@ class GazeCsvWriter:
 
 
 def write_gaze_csv(path: str | os.PathLike, prediction: Any) -> Path:
-    """Write a pipeline output (:class:`~transformers_gazeflow.pipeline_gazeflow.GazePrediction`) as ``gaze.csv``."""
+    """Write a pipeline output (:class:`~transformers_gazeflow.pipelines.egocentric_gaze.GazePrediction`) as ``gaze.csv``."""
     with GazeCsvWriter(path, prediction.video_id, prediction.width, prediction.height, prediction.fps) as writer:
         writer.write(int(prediction.frame_indices[0]), prediction.trajectories)
     return Path(path)

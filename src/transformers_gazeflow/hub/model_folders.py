@@ -4,7 +4,7 @@ A GazeFlow model folder (what :func:`save_model_folder` writes, and what a Hub r
 ``config.json`` (``model_type: "gazeflow"``), ``model.safetensors``, ``preprocessor_config.json`` (the
 :class:`~transformers_gazeflow.data.processing.GazeFlowVideoProcessor`; when missing, the processor defaults to
 ``size=config.image_size``) and a ``README.md`` model card; with ``remote_code=True`` also the code that
-``trust_remote_code=True`` loading needs (:mod:`transformers_gazeflow.remote_code`). ``model.save_pretrained(dir)``
+``trust_remote_code=True`` loading needs (:mod:`transformers_gazeflow.hub.remote_code`). ``model.save_pretrained(dir)``
 alone writes only the config and the weights (the model knows nothing of the data processor or of cards: the model
 layer never imports the data layer), so every writer of model folders in the project (the pipeline's
 ``save_pretrained``, ``examples/train.py``, :func:`bundle_default_model`) calls :func:`save_model_folder`.
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .configuration_gazeflow import GazeFlowConfig
-    from .data.processing import GazeFlowVideoProcessor
-    from .modeling_gazeflow import GazeFlowModel
+    from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
+    from ..data.processing import GazeFlowVideoProcessor
+    from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 
 WEIGHTS_NAMES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
@@ -45,7 +45,7 @@ class ModelFolderError(ValueError):
 
 def default_model_path() -> Path:
     """The folder of the bundled default model (package data ``transformers_gazeflow/default_model/``)."""
-    return Path(__file__).resolve().parent / "default_model"
+    return Path(__file__).resolve().parents[1] / "default_model"
 
 
 def has_weights(folder: str | os.PathLike) -> bool:
@@ -172,7 +172,7 @@ def check_config_types(config: dict, defaults: dict, where: str, prefix: str = "
 
 def load_config(location: str) -> GazeFlowConfig:
     """The :class:`GazeFlowConfig` of a model location, with errors that name ``config.json`` and the field."""
-    from .configuration_gazeflow import GazeFlowConfig
+    from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
 
     path = Path(location)
     where = str(path / "config.json") if path.is_dir() else f"{location} (config.json)"
@@ -278,7 +278,7 @@ def check_pipeline_model(model: str | os.PathLike) -> str:
 def load_model(model: str | os.PathLike | None = None, device: str | None = None) -> GazeFlowModel:
     """Load a GazeFlow model (``None``: the bundled default) for inference, with errors that name the model folder
     or the file that is wrong (:class:`ModelFolderError`)."""
-    from .modeling_gazeflow import GazeFlowModel
+    from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 
     location = resolve_model(model)  # checks a local folder and its weights file
     config = load_config(location)
@@ -293,7 +293,7 @@ def load_model(model: str | os.PathLike | None = None, device: str | None = None
 def load_video_processor(name_or_path: str | os.PathLike | None, config: GazeFlowConfig) -> GazeFlowVideoProcessor:
     """The processor saved with a model (``preprocessor_config.json`` in its folder or Hub repository), or the
     default ``GazeFlowVideoProcessor(size=config.image_size)`` when there is none. Its size must match the encoder."""
-    from .data.processing import PREPROCESSOR_CONFIG_NAME, GazeFlowVideoProcessor
+    from ..data.processing import PREPROCESSOR_CONFIG_NAME, GazeFlowVideoProcessor
 
     processor = None
     if name_or_path:
@@ -405,12 +405,12 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
     default ``GazeFlowVideoProcessor(size=config.image_size)``) and a ``README.md`` model card with Hub metadata
     (``card``: an existing card to copy, e.g. the one of the folder the model was loaded from; otherwise one written
     from ``title``, ``description``, ``training`` and ``limitations``). ``remote_code=True`` adds the model's and the
-    pipeline's code for ``trust_remote_code=True`` loading (:func:`transformers_gazeflow.remote_code.add_remote_code`).
+    pipeline's code for ``trust_remote_code=True`` loading (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`).
     The folder is ready for ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
     """
     import shutil
 
-    from .data.processing import GazeFlowVideoProcessor
+    from ..data.processing import GazeFlowVideoProcessor
 
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
@@ -446,7 +446,7 @@ def bundle_default_model(source: str | os.PathLike, training: str, description: 
     ``description``: what it is; ``limitations``), and checks the weights stay within :data:`MAX_DEFAULT_MODEL_MB`.
     Returns the destination folder.
     """
-    from .modeling_gazeflow import GazeFlowModel
+    from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 
     source_path = check_model_folder(source)
     model = GazeFlowModel.from_pretrained(source_path)

@@ -1,5 +1,5 @@
 """The web demo's work, without the web page: check an upload and its settings, then run it through the same loop
-as ``gazeflow predict`` (:meth:`transformers_gazeflow.runner.GazePredictor.predict`) into one job folder.
+as ``gazeflow predict`` (:meth:`transformers_gazeflow.commands.predict.GazePredictor.predict`) into one job folder.
 
 A job writes ``overlay.mp4`` (browser-playable H.264 4:2:0: odd sizes padded to even, ``PredictOptions.even_size``),
 ``gaze.csv`` (:mod:`.export`'s format) and ``summary.json``, and returns the K sampled trajectories for the x(t)/y(t)
@@ -7,10 +7,10 @@ figure (:func:`trajectory_figure`). The overlay, the heatmap sigma (a fraction o
 command's. For the bundled demo clip (:func:`prepare_demo_clip`, ``gazeflow demo``'s clip, recognised by its
 content) the true gaze is drawn on the overlay (the command's magenta cross), written to the CSV's truth columns and
 the figure, and the summary scores the point estimate against it as ``gazeflow demo`` does
-(:func:`transformers_gazeflow.demo.score_points`: valid, on-frame frames only). A job reports progress per chunk
+(:func:`transformers_gazeflow.commands.demo.score_points`: valid, on-frame frames only). A job reports progress per chunk
 and stops at the next chunk when its ``cancel`` event is set (:class:`JobStopped`, nothing left behind).
 
-Nothing here imports Gradio: :mod:`transformers_gazeflow.web_demo` puts the page over these functions. Every
+Nothing here imports Gradio: :mod:`transformers_gazeflow.commands.web_demo` puts the page over these functions. Every
 problem with an upload or a setting raises :class:`DemoInputError` with a one-line message naming the file (by its
 own name, never the server's path) and what was expected; the page shows that message as it is.
 """
@@ -29,21 +29,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .configuration_gazeflow import SOLVERS, WINDOW_MODES
-from .data.video import VideoDecodeError, VideoInfo, iter_frames, probe_video, write_video
+from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
+from ..data.video import VideoDecodeError, VideoInfo, iter_frames, probe_video, write_video
 from .demo import demo_clip, score_points
-from .export import write_summary
-from .hub import ModelFolderError, load_model, resolve_model
-from .jobs import CSV_NAME, OVERLAY_NAME, SUMMARY_NAME
-from .pipeline_gazeflow import frame_times_ms
-from .runner import GazePredictor, GroundTruth, PredictOptions, RunCancelled
-from .schema import point_estimate
-from .visualization import TRUTH_COLOUR
+from ..outputs.writers import write_summary
+from ..hub.model_folders import ModelFolderError, load_model, resolve_model
+from .batch import CSV_NAME, OVERLAY_NAME, SUMMARY_NAME
+from ..pipelines.egocentric_gaze import frame_times_ms
+from .predict import GazePredictor, GroundTruth, PredictOptions, RunCancelled
+from ..models.gazeflow.generation_gazeflow import point_estimate
+from ..outputs.overlay import TRUTH_COLOUR
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .pipeline_gazeflow import GazeFlowPipeline
+    from ..pipelines.egocentric_gaze import GazeFlowPipeline
 
 MAX_SAMPLES, MAX_STEPS = 64, 100
 """Upper bounds on K and S in the demo (each job's cost grows with K x S)."""
@@ -51,7 +51,7 @@ TRUTH_HEX = "#{:02x}{:02x}{:02x}".format(*TRUTH_COLOUR)
 """The true gaze's colour in the figure: the overlay's true-gaze marker's."""
 DEMO_CLIP_NAME = "gazeflow_demo_clip.mp4"
 DEMO_CLIP_FRAMES = 96
-"""The web demo's clip: ``gazeflow demo``'s default clip (:func:`transformers_gazeflow.demo.demo_clip`)."""
+"""The web demo's clip: ``gazeflow demo``'s default clip (:func:`transformers_gazeflow.commands.demo.demo_clip`)."""
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -164,11 +164,11 @@ class DemoClip:
 def prepare_demo_clip(folder: str | os.PathLike) -> DemoClip:
     """Render the demo clip into ``folder`` once (later calls reuse the file) and return it with its true gaze.
 
-    The clip is the one ``gazeflow demo`` renders (:func:`transformers_gazeflow.demo.demo_clip`); the folder name
+    The clip is the one ``gazeflow demo`` renders (:func:`transformers_gazeflow.commands.demo.demo_clip`); the folder name
     carries the synthetic generator's version, so a changed generator renders a new clip instead of pairing stale
     pixels with new gaze.
     """
-    from .data.synthetic import GENERATOR_VERSION
+    from ..data.synthetic import GENERATOR_VERSION
 
     clip, truth = demo_clip(DEMO_CLIP_FRAMES)
     target = Path(folder) / f"demo_clip_v{GENERATOR_VERSION}"
@@ -200,7 +200,7 @@ class PipelineCache:
 
     def get(self, model: str | None) -> tuple[str, GazeFlowPipeline]:
         """``(location, pipeline)`` for a model folder or Hub id (``None`` or blank: the bundled model)."""
-        from .pipeline_gazeflow import GazeFlowPipeline
+        from ..pipelines.egocentric_gaze import GazeFlowPipeline
 
         model = model.strip() if isinstance(model, str) else model
         location = resolve_model(model or None)  # ModelFolderError naming a bad folder

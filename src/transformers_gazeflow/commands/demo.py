@@ -1,7 +1,7 @@
 """``gazeflow demo``: a generated egocentric clip with known gaze through the model, the truth beside the prediction.
 
 A synthetic clip (:mod:`transformers_gazeflow.data.synthetic`, 256x192 at 24 fps, seed 7) is written to
-``demo_input.mp4`` and predicted like any video (:class:`~transformers_gazeflow.runner.GazePredictor`), with its
+``demo_input.mp4`` and predicted like any video (:class:`~transformers_gazeflow.commands.predict.GazePredictor`), with its
 true gaze drawn on the overlay (a magenta cross, on frames where it is a position on the frame) and written to
 ``gaze.csv`` (``true_x_norm``, ``true_y_norm``, ``true_code`` on every row). ``summary.json`` gains ``demo``: the
 mean distance (unit coordinates) from the true gaze of the point estimate and of the frame centre, over the frames
@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .data.video import write_video
-from .export import write_summary
-from .jobs import CSV_NAME, SUMMARY_NAME, make_output_dir, remove_if_empty
-from .runner import GazePredictor, GroundTruth, PredictOptions
-from .schema import GAZE_TYPE_NAMES
+from ..data.video import write_video
+from ..outputs.writers import write_summary
+from .batch import CSV_NAME, SUMMARY_NAME, make_output_dir, remove_if_empty
+from .predict import GazePredictor, GroundTruth, PredictOptions
+from ..data.gaze_types import GAZE_TYPE_NAMES
 
 DEMO_VIDEO_NAME = "demo_input.mp4"
 
@@ -34,7 +34,7 @@ DEMO_CLIP_SIZE, DEMO_CLIP_FPS, DEMO_CLIP_SEED = (256, 192), 24.0, 7
 def demo_clip(num_frames: int = 96):
     """The demo clip of ``num_frames`` frames (a :class:`~transformers_gazeflow.data.synthetic.SyntheticClip`) and
     its true gaze as a :class:`GroundTruth`."""
-    from .data.synthetic import SyntheticGazeSettings, generate_clip
+    from ..data.synthetic import SyntheticGazeSettings, generate_clip
 
     width, height = DEMO_CLIP_SIZE
     settings = SyntheticGazeSettings(num_clips=1, min_frames=num_frames, max_frames=num_frames, width=width,

@@ -26,8 +26,27 @@ the windowed engine uses :class:`StreamingBlender` to stitch window predictions 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
+import numpy as np
 import torch
+
+ArrayLike = TypeVar("ArrayLike", torch.Tensor, np.ndarray)
+
+
+def pad_last_frame(frames: ArrayLike, length: int, axis: int = 1) -> ArrayLike:
+    """Pad ``frames`` to ``length`` entries along ``axis`` by repeating the last one (Appendix D.3); longer or equal
+    inputs come back unchanged."""
+    missing = length - frames.shape[axis]
+    if missing <= 0:
+        return frames
+    if isinstance(frames, torch.Tensor):
+        last = frames.narrow(axis, frames.shape[axis] - 1, 1)
+        sizes = list(frames.shape)
+        sizes[axis] = missing
+        return torch.cat([frames, last.expand(*sizes)], dim=axis)
+    last = np.take(frames, [frames.shape[axis] - 1], axis=axis)
+    return np.concatenate([frames, np.repeat(last, missing, axis=axis)], axis=axis)
 
 
 def window_starts(num_frames: int, window: int, stride: int) -> list[int]:
@@ -208,4 +227,4 @@ class StreamingBlender:
         return rest.movedim(0, self.frame_dim)
 
 
-__all__ = ["window_starts", "WindowPlan", "plan_windows", "blend_windows", "STITCH_MODES", "StreamingBlender"]
+__all__ = ["pad_last_frame", "window_starts", "WindowPlan", "plan_windows", "blend_windows", "STITCH_MODES", "StreamingBlender"]

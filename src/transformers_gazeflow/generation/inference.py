@@ -2,7 +2,7 @@
 
 What makes GazeFlow fast lives in three places:
 
-* the windowed engine (:mod:`transformers_gazeflow.windowed_engine`): the per-clip condition (c_v, c_task, every
+* the windowed engine (:mod:`transformers_gazeflow.models.gazeflow.generation_gazeflow`): the per-clip condition (c_v, c_task, every
   block's keys and values) built once per window and shared by all K samples and S steps, and K x windows batched
   together;
 * the attention kernels: ``scaled_dot_product_attention`` in the velocity network and the V-JEPA 2 encoder
@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import torch
 
-from .modeling_gazeflow import GazeFlowModel
+from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 
 
 def prepare_for_inference(model: GazeFlowModel, merge_lora: bool = True, compile: bool = False,

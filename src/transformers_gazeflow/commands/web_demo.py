@@ -1,7 +1,7 @@
 """The web demo: a Gradio page over the ``egocentric-gaze`` pipeline, as a Hugging Face Space runs it.
 
 ```python
-from transformers_gazeflow.web_demo import GazeFlowDemo
+from transformers_gazeflow.commands.web_demo import GazeFlowDemo
 
 GazeFlowDemo(model=None).launch(host="127.0.0.1", port=7860)   # or: gazeflow app; or: python app.py (a Space)
 ```
@@ -12,7 +12,7 @@ as the pipeline's ``window_mode``), the seed, a frame range and the heatmap swit
 frames while the video streams through the model (a Stop button ends the session's running job at the next chunk),
 then the overlay video, a plot of x(t) and y(t) (the point estimate, with the K samples as a faint band and, for the
 demo clip, the true gaze), and links to ``gaze.csv`` and ``summary.json``. The work itself is
-:mod:`transformers_gazeflow.web_demo_jobs`, over the same loop as ``gazeflow predict``.
+:mod:`transformers_gazeflow.commands.web_demo_jobs`, over the same loop as ``gazeflow predict``.
 
 - Limits and concurrency come from the arguments or, for a Space, from the environment: ``GAZEFLOW_APP_MAX_UPLOAD_MB``
   (default 100), ``GAZEFLOW_APP_MAX_DURATION_S`` (seconds of video per run, default 120), ``GAZEFLOW_APP_MAX_JOBS``
@@ -39,7 +39,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .configuration_gazeflow import SOLVERS, WINDOW_MODES
+from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
 from .web_demo_jobs import (
     MAX_SAMPLES,
     DemoInputError,
@@ -297,7 +297,7 @@ def serve(model: str | None = None, host: str = "127.0.0.1", port: int | None = 
     ``gazeflow: error: ...`` and returns 1."""
     from transformers.utils import logging as hf_logging
 
-    from .hub import ModelFolderError
+    from ..hub.model_folders import ModelFolderError
 
     hf_logging.disable_progress_bar()  # no "Loading weights" bar in the server's log
     try:

@@ -1,6 +1,6 @@
 """Online gaze prediction with the causal GazeFlow (paper Appendix F.4): :class:`GazeFlowStreamer`.
 
-Online, not windowed: the windowed engine (``windowed_engine``) samples whole windows and hands frames out once no
+Online, not windowed: the windowed engine (``generation_gazeflow``, ``generation.windowed``) samples whole windows and hands frames out once no
 later window can change them; this streamer emits each frame's gaze as soon as the frame is seen.
 
 Frames arrive one at a time (a camera loop, a file decoded frame by frame); the gaze of frame t is emitted as soon
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import torch
 
-from .modeling_gazeflow import GazeFlowModel
-from .modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
-from .modeling_gazeflow_layers import GazeFlowKeyValueCache
-from .scheduling_gazeflow import draw_noise, scheduler_for
-from .windowed_engine import sampling_settings, to_unit_predictions
+from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
+from ..models.gazeflow.modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
+from ..models.gazeflow.modeling_gazeflow_layers import GazeFlowKeyValueCache
+from ..models.gazeflow.scheduling_gazeflow import draw_noise, scheduler_for
+from ..models.gazeflow.generation_gazeflow import sampling_settings, to_unit_predictions
 
 
 @dataclass
@@ -63,7 +63,7 @@ class GazeFlowStreamer:
     ```python
     >>> import torch
     >>> from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-    >>> from transformers_gazeflow.online_streaming import GazeFlowStreamer
+    >>> from transformers_gazeflow.generation.online import GazeFlowStreamer
     >>> model = GazeFlowModel(GazeFlowConfig.tiny(causal=True)).eval()
     >>> streamer = GazeFlowStreamer(model, num_samples=4, num_steps=2, generator=torch.Generator().manual_seed(0))
     >>> for frame in torch.randn(10, 3, 32, 32):  # normalised frames, one at a time

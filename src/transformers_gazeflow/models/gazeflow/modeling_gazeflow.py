@@ -12,8 +12,8 @@ The model has three parts, each a small named module:
 
 :meth:`GazeFlowModel.forward` returns the conditional flow-matching loss (Eq. cfm_loss with the OT interpolant of
 Appendix E.4 and self-conditioning of Appendix D.2); :meth:`GazeFlowModel.generate` samples trajectories through
-:mod:`transformers_gazeflow.windowed_engine` (sliding windows, K samples, seeds) and the scheduler
-(:mod:`transformers_gazeflow.scheduling_gazeflow`: solvers and self-conditioning state).
+:mod:`transformers_gazeflow.models.gazeflow.generation_gazeflow` (sliding windows, K samples, seeds) and the scheduler
+(:mod:`transformers_gazeflow.models.gazeflow.scheduling_gazeflow`: solvers and self-conditioning state).
 
 Every attention goes through transformers' attention interface (``config._attn_implementation``: ``"sdpa"`` by
 default, ``"eager"`` to get attention weights, ``"flex_attention"``), set with
@@ -38,6 +38,7 @@ from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
+from .generation_gazeflow import generate_trajectories
 from .modeling_gazeflow_causal import encode_video_causal
 from .modeling_gazeflow_encoder import (
     GazeFlowCondition,
@@ -61,7 +62,7 @@ from .geometry import patch_centres
 from .modeling_gazeflow_objectives import grounding_loss, objective_loss
 from .modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput, GazeFlowVelocityOutput
 from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition, GazeFlowTaskConcat
-from .validation import check_encoder_hidden_states, check_pixel_values, check_training_targets
+from .modeling_gazeflow_checks import check_encoder_hidden_states, check_pixel_values, check_training_targets
 
 
 # ---------------------------------------------------------------------------------------------------- network
@@ -544,8 +545,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
 
         Args:
             pixel_values_videos: normalised frames ``[B, T, 3, S, S]`` of any length T >= 1; longer than
-                ``config.num_frames`` -> sliding windows with a linear blend; shorter -> padded by repeating the
-                last frame and cut back. T frames in, T frames out.
+                ``config.num_frames`` -> sliding windows joined as ``window_mode`` says; shorter -> padded by
+                repeating the last frame and cut back. T frames in, T frames out.
             encoder_hidden_states: instead of frames, encoder tokens ``[B, G * N, D]`` of one window of
                 ``G * tubelet`` frames.
             num_samples, num_steps, solver: K, S and the ODE solver (defaults from the config).
@@ -553,10 +554,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             window_batch_size: windows encoded and sampled together.
             window_mode: ``"coherent"`` (each window sampled conditioned on the frames it shares with the previous
                 one: every sample is one continuous trajectory) or ``"blend"`` (the paper's independent windows with
-                a linear blend); default from the config (see ``windowed_engine``).
+                a linear blend); default from the config (see ``generation_gazeflow``).
         """
-        from .windowed_engine import generate_trajectories
-
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         sampled = generate_trajectories(
             self, pixel_values_videos=pixel_values_videos, encoder_hidden_states=encoder_hidden_states,

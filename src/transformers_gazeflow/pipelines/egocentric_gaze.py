@@ -11,7 +11,7 @@ out["points_px"]  # [T, 2] point estimate per frame (the mean of the K samples),
 
 Inputs: a video file (anything PyAV opens), a ``[T, H, W, 3]`` uint8 array or tensor (grayscale ``[T, H, W]`` too),
 or a list of PIL images; for in-memory frames pass ``fps=`` (30 when not given). Long videos stream window by
-window through decode -> processor -> encoder -> sampler -> blend (:mod:`transformers_gazeflow.windowed_engine`), so
+window through decode -> processor -> encoder -> sampler -> blend (:mod:`transformers_gazeflow.models.gazeflow.generation_gazeflow`), so
 memory does not grow with the video's length; only the small per-frame outputs are collected. Heatmaps are
 rendered on demand (:class:`GazeHeatmaps`), never held for the whole video.
 """
@@ -29,14 +29,15 @@ import numpy as np
 import torch
 from transformers import Pipeline
 
-from .data.video import VideoDecodeError, iter_frames, probe_video
-from .geometry import unit_to_pixels
-from .hub import ModelFolderError, check_finite_weights, load_video_processor
-from .inference import prepare_for_inference
-from .schema import point_estimate
-from .visualization import heatmap_sigma_px
-from .windowed_engine import GazeChunk, sampling_settings, stream_gaze
-from .windows import plan_windows
+from ..data.video import VideoDecodeError, iter_frames, probe_video
+from ..models.gazeflow.geometry import unit_to_pixels
+from ..hub.model_folders import ModelFolderError, check_finite_weights, load_video_processor
+from ..generation.inference import prepare_for_inference
+from ..models.gazeflow.generation_gazeflow import point_estimate
+from ..metrics.heatmaps import heatmap_sigma_px
+from ..generation.windowed import GazeChunk, stream_gaze
+from ..models.gazeflow.generation_gazeflow import sampling_settings
+from ..models.gazeflow.windows import plan_windows
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class GazeHeatmaps:
         """Maps of frames ``[start, stop)``, ``[n, H, W]`` float32 in ``[0, 1]``."""
         if not 0 <= start < stop <= len(self):
             raise IndexError(f"frame range [{start}, {stop}) is outside the {len(self)} frames")
-        from .metrics.heatmaps import render_heatmaps  # imported on first use: metrics pulls in scipy
+        from ..metrics.heatmaps import render_heatmaps  # imported on first use: metrics pulls in scipy
 
         maps = render_heatmaps(self.trajectories[:, start:stop], self.width, self.height, sigma=self.sigma)
         return maps.numpy()
@@ -222,11 +223,11 @@ class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
     Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver``, ``window_mode`` (``"coherent"`` or
-    ``"blend"``, see ``windowed_engine``; defaults from the model's config), ``seed`` (noise seed, default
+    ``"blend"``, see ``generation_gazeflow``; defaults from the model's config), ``seed`` (noise seed, default
     :data:`DEFAULT_SEED` = 0 like the ``gazeflow`` command: the same seed gives the same samples; ``seed=None`` draws
     fresh noise on every call), ``return_heatmaps`` (attach a lazy :class:`GazeHeatmaps`), ``heatmap_sigma`` (px;
     default 3.9% of the frame width, the paper's 25 px at 640 px:
-    :func:`~transformers_gazeflow.visualization.heatmap_sigma_px`), ``start_frame`` / ``end_frame`` (frame range,
+    :func:`~transformers_gazeflow.metrics.heatmaps.heatmap_sigma_px`), ``start_frame`` / ``end_frame`` (frame range,
     end exclusive; a range runs the windows of the whole video's grid that cover it, so a frame's prediction does not
     depend on the range's ends) and ``fps`` (in-memory frames). ``device`` is chosen when the pipeline is built
     (``pipeline(..., device="cuda")``). Returns a :class:`GazePrediction` per video.
@@ -281,10 +282,10 @@ class GazeFlowPipeline(Pipeline):
     def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> None:
         """Write a complete model folder (also what ``push_to_hub`` uploads): weights and config (safetensors), the
         processor, the model card (the source folder's ``README.md`` when it has one) and the remote code for
-        ``trust_remote_code=True`` (:func:`transformers_gazeflow.hub.save_model_folder`, the one writer of model
+        ``trust_remote_code=True`` (:func:`transformers_gazeflow.hub.model_folders.save_model_folder`, the one writer of model
         folders). ``kwargs`` of the base class (``safe_serialization``, ``max_shard_size``) are accepted and
         ignored."""
-        from .hub import save_model_folder
+        from ..hub.model_folders import save_model_folder
 
         if kwargs.pop("push_to_hub", False):
             raise ValueError("save_pretrained(push_to_hub=True) is not supported: call pipe.push_to_hub(repo_id)")
@@ -307,7 +308,7 @@ class GazeFlowPipeline(Pipeline):
     def stream_chunks(self, source: VideoSource, num_samples: int | None = None, num_steps: int | None = None,
                       solver: str | None = None, seed: int | None = DEFAULT_SEED,
                       keep_frames: bool = False, window_mode: str | None = None) -> Iterator[GazeChunk]:
-        """Stream a source through the model: finished :class:`~transformers_gazeflow.windowed_engine.GazeChunk` s in
+        """Stream a source through the model: finished :class:`~transformers_gazeflow.generation.windowed.GazeChunk` s in
         order (with their raw frames when ``keep_frames``), for callers that consume frames as they come. A frame
         range runs the windows of the whole video's grid that cover it (``windows.plan_windows``), so a frame's
         prediction does not depend on the range's ends."""

@@ -9,21 +9,17 @@ order, in batches that it encodes and samples together, and yields finished fram
 change them. Two sources feed it:
 
 * :func:`generate_trajectories` (``GazeFlowModel.generate``, evaluation): frames in memory ``[B, T, 3, S, S]``,
-  the windows of :func:`~transformers_gazeflow.windows.window_starts`, ``window_batch_size`` at a time;
-* :func:`stream_gaze` (the ``egocentric-gaze`` pipeline, the ``gazeflow`` command): raw frames read one at a time
-  from any iterable, each processed on arrival and each window run as soon as its frames are known. The windows are
-  those of ``window_starts``, found without knowing the clip's length: a regular window ``[s, s + W)`` is not the
-  last exactly when frame ``s + W`` exists, so it runs once that frame arrives; when the stream ends, the last window
-  is aligned to the end of the clip (or, for a clip of at most ``W`` frames, padded). At any time the stream holds at
-  most ``W + 1`` processed frames, one pending window of trajectories and (``keep_frames``) the raw frames not yet
-  handed out (at most ``W + stride + 1``): memory does not grow with the video.
+  the windows of :func:`~transformers_gazeflow.models.gazeflow.windows.window_starts`, ``window_batch_size`` at a time;
+* ``transformers_gazeflow.generation.windowed.stream_gaze`` (the ``egocentric-gaze`` pipeline, the ``gazeflow``
+  command): raw frames read one at a time from any iterable, each processed on arrival and each window run as soon
+  as its frames are known, so memory does not grow with the video.
 
 The noise of window i is the i-th draw of shape ``[B, K, W, 2]`` from the generator, so results do not depend on how
 windows are batched or whether they are streamed (streamed trajectories equal ``generate``'s, tested), and a clip of
 one window draws exactly what a single-window call draws. A clip shorter than ``W`` is padded by repeating its last
-frame (``schema.pad_last_frame``) and cut back. Windows are stitched by ``windows.StreamingBlender``, then
+frame (``windows.pad_last_frame``) and cut back. Windows are stitched by ``windows.StreamingBlender``, then
 :func:`to_unit_predictions` converts to unit coordinates, clamps into the frame and takes the point estimate
-(``schema.point_estimate``): one function for every path.
+(:func:`point_estimate`): one function for every path.
 
 **Joining windows** (``window_mode``):
 
@@ -52,24 +48,36 @@ frame (``schema.pad_last_frame``) and cut back. Windows are stitched by ``window
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
-from torch import nn
 
-from .configuration_gazeflow import WINDOW_MODES
+from .configuration_gazeflow import WINDOW_MODES, GazeFlowConfig
 from .geometry import clamp_unit, model_to_unit
-from .schema import pad_last_frame, point_estimate
+from .modeling_gazeflow_checks import check_objective_sampling, check_pixel_values, check_sampling_arguments
 from .scheduling_gazeflow import ModelFn, RegressionScheduler, draw_noise, scheduler_for
-from .validation import check_objective_sampling, check_pixel_values, check_sampling_arguments
-from .windows import StreamingBlender, WindowPlan, window_starts
+from .windows import StreamingBlender, pad_last_frame, window_starts
 
-GazeFlowModel = nn.Module
-"""Annotation of the ``GazeFlowModel`` the engine drives through its public methods (``encode_video``,
-``build_condition``, ``velocity``, ``config``); the engine never imports the model's module."""
+ArrayLike = TypeVar("ArrayLike", torch.Tensor, np.ndarray)
+
+
+class WindowedModel(Protocol):
+    """What the engine reads of a ``GazeFlowModel``: its config and the three steps of a window (the model's module
+    imports this one, so the engine names the steps instead of the class)."""
+
+    config: GazeFlowConfig
+
+    def parameters(self) -> Iterator[torch.nn.Parameter]: ...
+
+    def encode_video(self, pixel_values_videos: torch.Tensor) -> torch.Tensor: ...
+
+    def build_condition(self, encoder_hidden_states: torch.Tensor, num_frames: int, **kwargs: Any) -> Any: ...
+
+    def velocity(self, sample: torch.Tensor, flow_time: Any, condition: Any,
+                 self_condition: torch.Tensor) -> torch.Tensor: ...
 
 KNOWN_FRAMES_RELEASE = 0.9
 """Coherent windows hold the frames they share with earlier windows on their noised path until this far along the
@@ -110,7 +118,7 @@ def sampling_settings(config, num_samples: int | None = None, num_steps: int | N
 
 
 # ---------------------------------------------------------------------------------------------------- one window
-def cached_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int) -> ModelFn:
+def cached_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int) -> ModelFn:
     """The fast path: the condition (c_v, c_task and every block's keys/values) is built once per clip here and
     reused by every call, for all K samples at once (never copied K times)."""
     condition = model.build_condition(encoder_hidden_states, num_frames)
@@ -121,7 +129,7 @@ def cached_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Tensor
     return velocity_fn
 
 
-def recompute_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int,
+def recompute_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int,
                           num_samples: int) -> ModelFn:
     """The plain reference path, as the paper counts it (~100 GFLOPs per call): every call repeats the encoder
     tokens K times and recomputes W_proj, the per-frame spatial encoder, the task bank and all keys/values."""
@@ -137,7 +145,7 @@ def recompute_velocity_fn(model: GazeFlowModel, encoder_hidden_states: torch.Ten
     return velocity_fn
 
 
-def sample_window(model: GazeFlowModel, encoder_hidden_states: torch.Tensor, num_frames: int, noise: torch.Tensor,
+def sample_window(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int, noise: torch.Tensor,
                   num_steps: int, solver: str, use_condition_cache: bool = True,
                   known: torch.Tensor | None = None) -> torch.Tensor:
     """Trajectories ``[B, K, T, 2]`` in model coordinates for one window's encoder tokens and noise ``[B, K, T, 2]``,
@@ -189,6 +197,14 @@ class SampledFrames:
         return self.trajectories.shape[2]
 
 
+def point_estimate(trajectories: ArrayLike, sample_axis: int = 0) -> ArrayLike:
+    """The per-frame point estimate: the mean over the K samples along ``sample_axis`` (``[K, T, 2] -> [T, 2]`` by
+    default, ``[B, K, T, 2] -> [B, T, 2]`` with ``sample_axis=1``)."""
+    if isinstance(trajectories, torch.Tensor):
+        return trajectories.mean(dim=sample_axis)
+    return trajectories.mean(axis=sample_axis)
+
+
 def to_unit_predictions(model_coordinates: torch.Tensor, sample_dim: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """Samples in model coordinates -> (unit coordinates clamped into the frame, float32; their point estimate, the
     mean over ``sample_dim``). The one place every path turns model outputs into predictions."""
@@ -196,7 +212,7 @@ def to_unit_predictions(model_coordinates: torch.Tensor, sample_dim: int = 1) ->
     return trajectories, point_estimate(trajectories, sample_dim)
 
 
-def iter_window_predictions(model: GazeFlowModel, windows: Iterable[Sequence[Window]], settings: SamplingSettings,
+def iter_window_predictions(model: WindowedModel, windows: Iterable[Sequence[Window]], settings: SamplingSettings,
                             generator: torch.Generator | None = None, use_condition_cache: bool = True,
                             skip_windows: int = 0) -> Iterator[SampledFrames]:
     """Sample and stitch windows, yielding finished frames in order (together they cover the clip once).
@@ -247,7 +263,7 @@ def iter_window_predictions(model: GazeFlowModel, windows: Iterable[Sequence[Win
     yield finished(blender.emitted, blender.finish(clip_end))
 
 
-def sample_coherent_window(model: GazeFlowModel, encoder_tokens: torch.Tensor, noise: torch.Tensor,
+def sample_coherent_window(model: WindowedModel, encoder_tokens: torch.Tensor, noise: torch.Tensor,
                            settings: SamplingSettings, use_condition_cache: bool, stitched: StreamingBlender,
                            noise_of_frames: StreamingBlender, start: int) -> torch.Tensor:
     """One coherent window starting at ``start``: its overlap with the frames stitched so far (``stitched``) is known,
@@ -262,7 +278,7 @@ def sample_coherent_window(model: GazeFlowModel, encoder_tokens: torch.Tensor, n
 
 # ---------------------------------------------------------------------------------------------------- in memory
 def generate_trajectories(
-    model: GazeFlowModel,
+    model: WindowedModel,
     pixel_values_videos: torch.Tensor | None = None,
     encoder_hidden_states: torch.Tensor | None = None,
     num_samples: int | None = None,
@@ -313,121 +329,6 @@ def generate_trajectories(
                          mean=torch.cat([p.mean for p in pieces], dim=1))
 
 
-# ---------------------------------------------------------------------------------------------------- streamed
-@dataclass
-class GazeChunk:
-    """Finished frames handed out by :func:`stream_gaze`.
-
-    Args:
-        start: index of the chunk's first frame, counted from the first frame of the stream.
-        trajectories: the K samples on these frames, ``[K, n, 2]`` float32 unit coordinates ``[0, 1]``.
-        points: the point estimate of each frame (the mean of the K samples), ``[n, 2]`` unit coordinates.
-        frames: the chunk's raw RGB frames ``[H, W, 3]`` uint8 (only with ``keep_frames``, else None).
-    """
-
-    start: int
-    trajectories: np.ndarray
-    points: np.ndarray
-    frames: list[np.ndarray] | None = None
-
-    @property
-    def num_frames(self) -> int:
-        return self.trajectories.shape[1]
-
-
-def as_rgb_frame(frame, index: int, size: tuple[int, int] | None) -> np.ndarray:
-    """Check one frame (numpy/torch/PIL, RGB ``[H, W, 3]`` or grayscale ``[H, W]``/``[H, W, 1]``, uint8) -> RGB."""
-    if hasattr(frame, "convert") and hasattr(frame, "size"):  # a PIL image
-        frame = np.asarray(frame.convert("RGB"))
-    elif isinstance(frame, torch.Tensor):
-        frame = frame.detach().cpu().numpy()
-    if not isinstance(frame, np.ndarray):
-        raise ValueError(f"frame {index}: expected an image array [H, W, 3] of uint8, got {type(frame).__name__}")
-    if frame.dtype != np.uint8:
-        raise ValueError(f"frame {index}: pixels must be uint8 (0..255), got dtype {frame.dtype}")
-    if frame.ndim == 3 and frame.shape[2] == 1:
-        frame = frame[..., 0]
-    if frame.ndim == 2:
-        frame = np.repeat(frame[..., None], 3, axis=2)
-    if frame.ndim != 3 or frame.shape[2] != 3 or min(frame.shape[:2]) < 1:
-        raise ValueError(f"frame {index}: expected shape [H, W, 3] (or grayscale [H, W]), got {frame.shape}")
-    if size is not None and frame.shape[:2] != size:
-        raise ValueError(f"frame {index} is {frame.shape[1]}x{frame.shape[0]} but the video's frames are "
-                         f"{size[1]}x{size[0]}: all frames of a video must have one size")
-    return frame
-
-
-@torch.no_grad()
-def stream_gaze(
-    model: GazeFlowModel,
-    processor,
-    frames: Iterable,
-    num_samples: int | None = None,
-    num_steps: int | None = None,
-    solver: str | None = None,
-    generator: torch.Generator | None = None,
-    keep_frames: bool = False,
-    window_mode: str | None = None,
-    plan: WindowPlan | None = None,
-) -> Iterator[GazeChunk]:
-    """Sample K gaze trajectories over a stream of frames, yielding finished frames chunk by chunk.
-
-    ``frames`` yields RGB ``[H, W, 3]`` (or grayscale) uint8 frames of one size, as numpy arrays, tensors or PIL
-    images; ``processor`` (a ``GazeFlowVideoProcessor``) resizes and normalises each. Chunks come in order and
-    together cover every frame once. Sampling settings left at None take the config's defaults; ``window_mode``
-    ``"coherent"`` or ``"blend"`` (module docstring). Raises ``ValueError`` if the stream is empty or a frame is bad
-    (naming the frame).
-
-    ``plan`` (``windows.plan_windows``): ``frames`` are the plan's frames ``[decode_start, decode_stop)`` of a longer
-    video, run with the windows of the whole video's grid; only frames ``[output_start, output_stop)`` are handed
-    out, chunk starts counted from ``output_start``.
-    """
-    settings = sampling_settings(model.config, num_samples, num_steps, solver, window_mode)
-    window, stride = model.config.num_frames, model.config.window_stride
-    raw: deque[np.ndarray] = deque()  # raw frames not handed out yet (keep_frames only)
-
-    def windows() -> Iterator[list[Window]]:
-        processed: list[torch.Tensor] = []  # processed frames [buffer_start, count), each [3, S, S]
-        buffer_start, count, next_regular = 0, 0, 0
-        size: tuple[int, int] | None = None
-
-        def run(start: int, stop: int) -> list[Window]:
-            nonlocal buffer_start
-            clip = torch.stack(processed[start - buffer_start:stop - buffer_start]).unsqueeze(0)
-            # later windows start after `start`: earlier processed frames are never read again
-            del processed[:start + 1 - buffer_start]
-            buffer_start = start + 1
-            return [(start, clip)]
-
-        for frame in frames:
-            frame = as_rgb_frame(frame, count, size)
-            size = frame.shape[:2]
-            processed.append(processor.preprocess(frame[None])[0])
-            if keep_frames:
-                raw.append(frame)
-            count += 1
-            if count == next_regular + window + 1:  # frame next_regular + W exists: that window is not the last one
-                yield run(next_regular, next_regular + window)
-                next_regular += stride
-        if count == 0:
-            raise ValueError("the video has no frames to predict on")
-        yield run(max(0, count - window), count)
-
-    first = 0 if plan is None else plan.output_start - plan.decode_start  # output frames, in stream indices
-    stop = None if plan is None else plan.output_stop - plan.decode_start
-    skip = 0 if plan is None else plan.first_window
-    for piece in iter_window_predictions(model, windows(), settings, generator, skip_windows=skip):
-        piece_frames = [raw.popleft() for _ in range(piece.num_frames)] if keep_frames else None
-        low = max(first, piece.start)
-        high = piece.start + piece.num_frames if stop is None else min(stop, piece.start + piece.num_frames)
-        if high <= low:
-            continue
-        cut = slice(low - piece.start, high - piece.start)
-        yield GazeChunk(start=low - first, trajectories=piece.trajectories[0, :, cut].cpu().numpy(),
-                        points=piece.mean[0, cut].cpu().numpy(),
-                        frames=piece_frames[cut] if keep_frames else None)
-
-
 __all__ = [
     "SamplingSettings",
     "sampling_settings",
@@ -436,10 +337,8 @@ __all__ = [
     "sample_window",
     "sample_coherent_window",
     "SampledFrames",
+    "point_estimate",
     "to_unit_predictions",
     "iter_window_predictions",
     "generate_trajectories",
-    "GazeChunk",
-    "as_rgb_frame",
-    "stream_gaze",
 ]

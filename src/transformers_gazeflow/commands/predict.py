@@ -1,12 +1,12 @@
 """One video through a loaded model into an output folder: the work behind ``gazeflow predict`` and ``gazeflow demo``.
 
-:class:`GazePredictor` loads a model once (:func:`transformers_gazeflow.hub.load_model`) and :meth:`~GazePredictor.
+:class:`GazePredictor` loads a model once (:func:`transformers_gazeflow.hub.model_folders.load_model`) and :meth:`~GazePredictor.
 predict` streams a video through it (:meth:`GazeFlowPipeline.stream_chunks`), writing into the output folder:
 
 * ``overlay.mp4``: the original frames at the original fps and size with the heatmap, the K samples, the point
-  estimate and its trail (and the true gaze when known) drawn on them (:mod:`transformers_gazeflow.visualization`),
+  estimate and its trail (and the true gaze when known) drawn on them (:mod:`transformers_gazeflow.outputs.overlay`),
   encoded in a background thread;
-* ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.export`);
+* ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.outputs.writers`);
 * ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, outputs and timings.
 
 Outputs are written under ``partial.*`` names and renamed when complete, ``summary.json`` last: a folder with a
@@ -15,7 +15,7 @@ Outputs are written under ``partial.*`` names and renamed when complete, ``summa
 thread is stopped, and an output folder this run created is removed if it is left empty; earlier complete outputs
 in the folder are left as they were.
 
-The same loop serves the web demo (:mod:`transformers_gazeflow.web_demo_jobs`): :meth:`GazePredictor.from_pipeline`
+The same loop serves the web demo (:mod:`transformers_gazeflow.commands.web_demo_jobs`): :meth:`GazePredictor.from_pipeline`
 wraps a pipeline it already holds, ``on_chunk`` sees every finished chunk (its progress bar, its x(t)/y(t) figure)
 and stops the run by raising (its Stop button: :class:`RunCancelled`), and ``PredictOptions.even_size`` pads odd
 overlays to the even size browsers play.
@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .export import GazeCsvWriter, write_summary
-from .geometry import unit_to_pixels
-from .hub import load_model, resolve_model
-from .jobs import (
+from ..outputs.writers import GazeCsvWriter, write_summary
+from ..models.gazeflow.geometry import unit_to_pixels
+from ..hub.model_folders import load_model, resolve_model
+from .batch import (
     CSV_NAME,
     OVERLAY_NAME,
     SUMMARY_NAME,
@@ -47,13 +47,14 @@ from .jobs import (
     one_line,
     remove_if_empty,
 )
-from .pipeline_gazeflow import GazeFlowPipeline, open_video_source
-from .schema import OFF_FRAME, valid_mask
-from .visualization import HEATMAP_SIGMA_FRACTION, OverlayRenderer, OverlayVideoWriter, heatmap_sigma_px
-from .windowed_engine import sampling_settings
+from ..pipelines.egocentric_gaze import GazeFlowPipeline, open_video_source
+from ..data.gaze_types import OFF_FRAME, valid_mask
+from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
+from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
+from ..models.gazeflow.generation_gazeflow import sampling_settings
 
 if TYPE_CHECKING:
-    from .windowed_engine import GazeChunk
+    from ..generation.windowed import GazeChunk
 
 ChunkCallback = Callable[["GazeChunk", int, int], None]
 """``on_chunk(chunk, frames_done, frames_total)``: called after each chunk's rows are written; raising stops the run
@@ -102,13 +103,13 @@ class GroundTruth:
 
 HEATMAP_BOX_SIGMAS = 3.5
 """The heatmap is rendered on the samples' box widened by this many sigma: beyond it no pixel reaches the 2% of
-the map's peak below which the overlay draws nothing (``visualization.HEATMAP_CUTOFF``)."""
+the map's peak below which the overlay draws nothing (``outputs.overlay.HEATMAP_CUTOFF``)."""
 
 
 def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: np.ndarray, point: np.ndarray,
                          sigma_px: float, heatmap: bool = True, truth: np.ndarray | None = None) -> np.ndarray:
     """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates."""
-    from .metrics.heatmaps import render_heatmaps  # the project's one trajectory -> map renderer
+    from ..metrics.heatmaps import render_heatmaps  # the project's one trajectory -> map renderer
 
     height, width = frame.shape[:2]
     samples_px = unit_to_pixels(np.asarray(samples, np.float64), width, height)
@@ -254,7 +255,7 @@ def _index_row(video: Path, folder: Path, status: str, summary: dict | None = No
 def is_video_error(err: BaseException) -> bool:
     """Errors that belong to one video of a batch (recorded as failed, the run goes on): a missing, unreadable or
     undecodable file, a frame range past its end, non-finite predictions on it."""
-    from .data.video import VideoDecodeError
+    from ..data.video import VideoDecodeError
 
     return isinstance(err, (VideoDecodeError, ValueError, OSError))
 
@@ -266,7 +267,7 @@ def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: Pre
     goes on. With ``resume``, a video whose folder already holds its finished prediction is skipped. The model is
     loaded once, and only when some video needs it (a model that cannot be loaded stops the run before anything is
     written). Returns this process's index rows and ``index.csv`` if this process completed it
-    (:class:`~transformers_gazeflow.jobs.IndexPart`)."""
+    (:class:`~transformers_gazeflow.commands.batch.IndexPart`)."""
     done = {order: finished_summary(folder, video) if resume else None for order, video, folder in jobs}
     predictor = GazePredictor(model, device=device) if any(summary is None for summary in done.values()) else None
     make_output_dir(output_dir)

@@ -45,7 +45,7 @@ class GazeFlowConfig(PretrainedConfig):
         window_stride (`int`, defaults to 32): stride W_s between sliding windows (Appendix D.3).
         window_mode (`str`, defaults to `"coherent"`): how overlapping windows of a long clip are joined:
             `"coherent"` samples each window conditioned on the frames it shares with the previous one, so each of
-            the K samples is one continuous trajectory (beyond the paper; see `windowed_engine`); `"blend"` samples
+            the K samples is one continuous trajectory (beyond the paper; see `generation_gazeflow`); `"blend"` samples
             windows independently and blends them linearly over the overlap (the paper's Appendix D.3).
         sigma_min (`float`, defaults to 1e-3): sigma_min of the OT interpolant (Appendix E.4).
         flow_time_sampling (`str`, defaults to `"uniform"`): how flow matching draws its training time s from one

@@ -7,7 +7,8 @@ drawn on the original frames at their native size, and encoded to H.264 in a bac
   so the map shows on dark and on bright scenes, and pixels where the map is below 2% of its peak (beyond about
   2.8 sigma of a lone sample) are left exactly as they were. The map is rendered only on the box of the samples
   widened by 3.5 sigma (nothing outside reaches 2% of the peak) and blended in 16-bit integer arithmetic.
-* **sigma**: :data:`HEATMAP_SIGMA_FRACTION` of the frame width unless given in pixels (:func:`heatmap_sigma_px`):
+* **sigma**: ``metrics.heatmaps.HEATMAP_SIGMA_FRACTION`` of the frame width unless given in pixels
+  (``metrics.heatmaps.heatmap_sigma_px``):
   the paper's 25 px at 640 px, so a 1280x720 overlay uses 50 px and a 256x192 one 10 px. (``config.heatmap_sigma``
   is the evaluation's sigma in native pixels of the dataset, :mod:`transformers_gazeflow.metrics`; the overlay does
   not read it.)
@@ -39,10 +40,6 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-HEATMAP_SIGMA_FRACTION = 25.0 / 640.0
-"""Default heatmap sigma of overlays and pipeline heatmaps, as a fraction of the frame width: the paper's 25 px at
-640 px (3.9%)."""
-
 HEATMAP_ALPHA = 0.65
 """Opacity of the heatmap at and above half its peak."""
 
@@ -52,19 +49,6 @@ HEATMAP_CUTOFF = 0.02
 _RAMP = np.array([[40, 70, 255], [0, 215, 255], [255, 240, 0], [255, 120, 0], [235, 20, 40]], dtype=np.float64)
 SAMPLE_COLOUR, SAMPLE_RIM = (0, 230, 255), (0, 40, 60)
 TRUTH_COLOUR, RIM = (255, 0, 200), (0, 0, 0)
-
-
-def heatmap_sigma_px(width: int, sigma_px: float | None = None, fraction: float | None = None) -> float:
-    """The heatmap sigma in pixels for a frame ``width`` px wide: ``sigma_px`` when given, else ``fraction`` (default
-    :data:`HEATMAP_SIGMA_FRACTION`) of the width."""
-    if sigma_px is not None:
-        if not sigma_px > 0:
-            raise ValueError(f"heatmap sigma must be > 0 px, got {sigma_px}")
-        return float(sigma_px)
-    fraction = HEATMAP_SIGMA_FRACTION if fraction is None else fraction
-    if not fraction > 0:
-        raise ValueError(f"heatmap sigma must be > 0% of the width, got {fraction:%}")
-    return float(fraction * width)
 
 
 def _colour_table() -> np.ndarray:
@@ -363,6 +347,6 @@ class OverlayVideoWriter:
             self.abort()
 
 
-__all__ = ["HEATMAP_SIGMA_FRACTION", "HEATMAP_ALPHA", "HEATMAP_CUTOFF", "COLOUR_TABLE", "heatmap_sigma_px",
+__all__ = ["HEATMAP_ALPHA", "HEATMAP_CUTOFF", "COLOUR_TABLE",
            "blend_heatmap", "draw_gaze", "draw_ground_truth", "OverlayRenderer", "OverlayVideoWriter", "pad_to_even",
            "TRUTH_COLOUR"]

@@ -1,0 +1,504 @@
+"""The ``gazeflow`` command: ``gazeflow predict``, ``gazeflow demo``, ``gazeflow app`` (the web demo) and whatever
+else registers itself in :data:`COMMANDS`.
+
+``gazeflow predict VIDEO... --output-dir DIR`` streams videos through the model and writes, per video,
+``overlay.mp4``, ``gaze.csv`` and ``summary.json`` (:mod:`transformers_gazeflow.commands.predict`); several videos, a folder, a
+glob or a text file of paths give one folder per video and ``index.csv`` (:mod:`transformers_gazeflow.commands.batch`),
+optionally over several processes (``--num-processes N``, or ``torchrun`` / ``accelerate launch -m
+transformers_gazeflow.commands.cli predict ...``). ``gazeflow demo`` runs a generated clip with known gaze
+(:mod:`transformers_gazeflow.commands.demo`).
+
+Fast start: this module imports neither torch, transformers nor numpy. Every argument is checked first (in well
+under a second), then the inputs (files, the model folder, the device), and only then is the model loaded.
+
+Errors: every user error prints one line ``gazeflow: error: ...`` naming the argument or file and what was expected,
+and exits with status 2 for a bad command line and 1 for a bad input (video, model folder, device, output folder);
+``GAZEFLOW_DEBUG=1`` shows the traceback instead. Ctrl-C (SIGINT) exits with 130 and SIGTERM with 143, after
+removing the partial outputs of the video under way (finished videos are kept; ``--resume`` continues).
+
+Adding a command (``gazeflow app`` below is one)::
+
+    def add_app_arguments(parser):                 # reuse add_model_arguments(parser), add_runtime_arguments(parser)
+        parser.add_argument("--port", type=int, default=7860)
+
+    def run_app(args) -> int:                      # import heavy things here, not at the top of the module
+        from .app import launch
+        return launch(args)
+
+    register_command(Command("app", "a web demo in the browser", add_app_arguments, run_app))
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+
+SOLVERS = ("euler", "heun", "midpoint")
+WINDOW_MODES = ("coherent", "blend")
+"""The ODE solvers and window modes of ``configuration_gazeflow.SOLVERS`` / ``WINDOW_MODES`` (a test keeps them equal; importing the configuration
+would import transformers and cost seconds at every start)."""
+DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
+EXIT_USAGE, EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 2, 1, 130, 143
+WORKER_ENV = "GAZEFLOW_WORKER"
+"""Set in the processes that ``--num-processes`` starts (they read their shard from RANK / WORLD_SIZE)."""
+
+
+class UsageError(ValueError):
+    """A bad command line: the message names the argument and what was expected (exit status 2)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that partial outputs are cleaned up like on Ctrl-C."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A ``gazeflow`` subcommand: its arguments and what it runs (returns the exit status)."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str | None = None
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def register_command(command: Command) -> Command:
+    """Add a subcommand to ``gazeflow`` (see the module docstring)."""
+    COMMANDS[command.name] = command
+    return command
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``gazeflow: error: ...``) raised as :class:`UsageError` instead of exiting."""
+
+    def error(self, message: str):  # noqa: D102
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Shows ``(default: X)`` after an option's help unless the help already says it or there is nothing to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or not action.option_strings or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _versions() -> str:
+    from importlib import metadata
+
+    found = []
+    for package in ("torch", "transformers"):
+        try:
+            found.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{package} not installed")
+    return f"gazeflow {__version__} (transformers-gazeflow; {', '.join(found)}; Python {sys.version.split()[0]})"
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_versions())
+        parser.exit()
+
+
+def heatmap_sigma(text: str) -> tuple[str, float]:
+    """``--heatmap-sigma``: pixels (``25``, ``25px``) or a percentage of the frame width (``3.9%``)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(px|%)?\s*", text, flags=re.IGNORECASE)
+    value = float(match.group(1)) if match else 0.0
+    if not match or not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive size in pixels (25, 25px) or a percentage "
+                                         "of the frame width (3.9%)")
+    return ("fraction", value / 100.0) if match.group(2) == "%" else ("px", value)
+
+
+# ------------------------------------------------------------------------------------------- shared arguments
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model and sampling")
+    group.add_argument("--model", default=None,
+                       help="model folder or Hub id (default: the bundled model, offline)")
+    group.add_argument("--num-samples", "-k", type=int, default=None,
+                       help="K sampled trajectories (default: the model config's)")
+    group.add_argument("--num-steps", "-s", type=int, default=None, help="S ODE steps (default: the model config's)")
+    group.add_argument("--solver", choices=SOLVERS, default=None, help="ODE solver (default: the model config's)")
+    group.add_argument("--window-mode", choices=WINDOW_MODES, default=None,
+                       help="joining overlapping windows: coherent (each sample one continuous trajectory) or blend "
+                            "(the paper's linear blend of independent windows) (default: the model config's)")
+    group.add_argument("--seed", type=int, default=0, help="noise seed: the same seed gives the same samples")
+
+
+def add_overlay_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("overlay video")
+    group.add_argument("--no-overlay", action="store_true", help="write only gaze.csv and summary.json")
+    group.add_argument("--no-heatmap", action="store_true", help="do not draw the heatmap on the overlay")
+    group.add_argument("--heatmap-sigma", type=heatmap_sigma, default=None, metavar="SIGMA",
+                       help="heatmap Gaussian sigma, in pixels (25) or %% of the frame width (3.9%%) "
+                            "(default: 3.9%% of the width, the paper's 25 px at 640 px)")
+    group.add_argument("--trail", type=int, default=8, help="frames in the point-estimate trail")
+
+
+def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("runtime")
+    group.add_argument("--device", default=None,
+                       help="cpu, cuda, cuda:N or mps (default: cpu; under a launcher, cuda means cuda:LOCAL_RANK)")
+    group.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+    group.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
+def _add_predict_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("video", nargs="+",
+                        help="video files, folders of videos, quoted glob patterns ('clips/*.mp4') or text files "
+                             "listing one video path per line (.txt)")
+    parser.add_argument("--output-dir", "-o", required=True,
+                        help="output folder (several videos: one subfolder per video and index.csv)")
+    parser.add_argument("--start-frame", type=int, default=None, help="first frame to process (default 0)")
+    parser.add_argument("--end-frame", type=int, default=None, help="stop before this frame (default: the end)")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip videos whose output folder already holds a finished prediction")
+    parser.add_argument("--num-processes", type=int, default=1,
+                        help="share the videos among N processes (on CPU or one GPU each with --device cuda)")
+    add_model_arguments(parser)
+    add_overlay_arguments(parser)
+    add_runtime_arguments(parser)
+
+
+def _add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output-dir", "-o", default="gazeflow_demo", help="output folder")
+    parser.add_argument("--frames", type=int, default=96, help="frames of the generated clip")
+    add_model_arguments(parser)
+    add_overlay_arguments(parser)
+    add_runtime_arguments(parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gazeflow", description="Egocentric gaze prediction with GazeFlow.", allow_abbrev=False,
+                     epilog="Errors: one line 'gazeflow: error: ...', exit status 2 (command line) or 1 (input); "
+                            "GAZEFLOW_DEBUG=1 shows the traceback.")
+    parser.add_argument("--version", action=_VersionAction, help="print the versions and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for command in COMMANDS.values():
+        sub = commands.add_parser(command.name, help=command.help, description=command.description or command.help,
+                                  formatter_class=_Formatter, allow_abbrev=False)
+        command.add_arguments(sub)
+    return parser
+
+
+# ------------------------------------------------------------------------------------------- checks
+def _at_least(args: argparse.Namespace, name: str, minimum: int, meaning: str) -> None:
+    value = getattr(args, name, None)
+    if value is not None and value < minimum:
+        raise UsageError(f"--{name.replace('_', '-')} {value}: expected an integer >= {minimum} ({meaning})")
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every check that needs nothing but the command line (no file read, nothing imported)."""
+    _at_least(args, "num_samples", 1, "the number K of sampled trajectories")
+    _at_least(args, "num_steps", 1, "the number S of ODE steps")
+    _at_least(args, "threads", 1, "CPU threads")
+    _at_least(args, "trail", 0, "frames in the trail")
+    _at_least(args, "frames", 1, "frames of the demo clip")
+    _at_least(args, "num_processes", 1, "processes")
+    _at_least(args, "start_frame", 0, "the first frame, counted from 0")
+    _at_least(args, "end_frame", 1, "the frame to stop before")
+    start, end = getattr(args, "start_frame", None), getattr(args, "end_frame", None)
+    if start is not None and end is not None and end <= start:
+        raise UsageError(f"--end-frame {end} must be greater than --start-frame {start}")
+    device = getattr(args, "device", None)
+    if device is not None and not DEVICE_PATTERN.fullmatch(device):
+        raise UsageError(f"--device {device!r}: unknown device, expected cpu, cuda, cuda:N or mps")
+
+
+def resolve_device(name: str | None, local_rank: int = 0) -> str:
+    """The torch device for ``--device`` (imports torch): ``cuda`` under a launcher is ``cuda:LOCAL_RANK``; a device
+    this machine does not have is a one-line error."""
+    if name is None or name == "cpu":
+        return "cpu"
+    import torch
+
+    kind, _, index = name.partition(":")
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            reason = (f"this torch ({torch.__version__}) was built without CUDA" if torch.version.cuda is None
+                      else "no CUDA GPU is visible (driver, CUDA_VISIBLE_DEVICES)")
+            raise ValueError(f"--device {name}: {reason}; use --device cpu")
+        count = torch.cuda.device_count()
+        number = int(index) if index else local_rank % count
+        if number >= count:
+            raise ValueError(f"--device {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+        return f"cuda:{number}"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_available():
+        raise ValueError(f"--device {name}: MPS is not available here (it needs Apple silicon and a macOS build of "
+                         "torch); use --device cpu")
+    return "mps"
+
+
+def _prepare_runtime(args: argparse.Namespace, local_rank: int = 0) -> str:
+    """Import torch, set the threads and check the device (after the light checks, before the model loads)."""
+    import torch
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device, local_rank)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own bar is over frames; no "Loading weights" bar
+    return device
+
+
+def _predict_options(args: argparse.Namespace, quiet: bool | None = None):
+    from .predict import PredictOptions
+
+    kind, value = args.heatmap_sigma or (None, None)
+    return PredictOptions(num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver, seed=args.seed,
+                          window_mode=getattr(args, "window_mode", None),
+                          start_frame=getattr(args, "start_frame", None), end_frame=getattr(args, "end_frame", None),
+                          trail=args.trail, heatmap=not args.no_heatmap,
+                          heatmap_sigma_px=value if kind == "px" else None,
+                          heatmap_sigma_fraction=value if kind == "fraction" else None, overlay=not args.no_overlay,
+                          quiet=args.quiet if quiet is None else quiet)
+
+
+def _report(summary: dict[str, Any]) -> None:
+    timings = summary["timings"]
+    print(f"gazeflow: {summary['frames']} frames of {summary['video']} in {timings['predict_s']:.1f} s "
+          f"({timings['ms_per_frame']:.1f} ms/frame) -> {Path(summary['outputs']['csv']).parent}")
+
+
+# ------------------------------------------------------------------------------------------- predict
+def run_predict(args: argparse.Namespace) -> int:
+    from ..hub.model_folders import resolve_model
+    from .batch import check_output_dir, expand_videos, output_folders, shard_from_env
+
+    check_arguments(args)
+    output_dir = Path(args.output_dir).expanduser()
+    check_output_dir(output_dir)
+    worker = bool(os.environ.get(WORKER_ENV))
+    shard = shard_from_env()
+    if args.num_processes > 1 and not worker:
+        if shard.world > 1:
+            raise UsageError(f"--num-processes {args.num_processes}: this process is already one of "
+                             f"{shard.world} (RANK/WORLD_SIZE are set by a launcher); use one or the other")
+        expand_videos(args.video)  # bad inputs and a bad model folder fail once, here, not in every process
+        resolve_model(args.model)
+        return _spawn_workers(args, output_dir)
+    videos, batch = expand_videos(args.video)
+    batch = batch or shard.world > 1  # several processes share even one video's list: it is done once, by rank 0
+    if not batch and not videos[0].exists():
+        raise FileNotFoundError(f"video file not found: {videos[0]}")
+    resolve_model(args.model)
+    device = _prepare_runtime(args, shard.local_rank)
+    if not batch:
+        from ..pipelines.egocentric_gaze import open_video_source
+
+        open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)  # a bad video: now
+        from .predict import GazePredictor
+
+        summary = GazePredictor(args.model, device=device).predict(videos[0], output_dir, _predict_options(args))
+        _report(summary)
+        return 0
+    from .predict import run_batch
+
+    jobs = shard.take([(order, video, folder) for order, (video, folder)
+                       in enumerate(zip(videos, output_folders(videos, output_dir)))])
+    rows, index = run_batch(jobs, output_dir, _predict_options(args, quiet=args.quiet or shard.world > 1),
+                            model=args.model, device=device, shard=shard, resume=args.resume)
+    if worker:  # the process that started this one reports
+        return EXIT_INPUT if any(row["status"] == "failed" for row in rows) else 0
+    return _batch_status(rows, index, output_dir, shard.world)
+
+
+def _batch_status(rows: list[dict], index: Path | None, output_dir: Path, world: int) -> int:
+    from .batch import INDEX_NAME, read_index
+
+    rows = read_index(index) if index is not None else rows
+    counts = {status: sum(row["status"] == status for row in rows) for status in ("ok", "skipped", "failed")}
+    where = index if index is not None else output_dir / INDEX_NAME
+    videos = f"{len(rows)} video{'' if len(rows) == 1 else 's'}"
+    if index is not None or world == 1:
+        print(f"gazeflow: {videos}: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} "
+              f"failed -> {where}")
+    else:
+        print(f"gazeflow: {videos} in this process: {counts['ok']} ok, {counts['skipped']} skipped, "
+              f"{counts['failed']} failed ({where} is written by the last process to finish)")
+    if counts["failed"]:
+        print(f"gazeflow: error: {counts['failed']} of {len(rows)} videos failed (their errors are in {where})",
+              file=sys.stderr)
+        return EXIT_INPUT
+    return 0
+
+
+def _spawn_workers(args: argparse.Namespace, output_dir: Path) -> int:
+    """``--num-processes N``: run N copies of this command, process i with RANK=i of WORLD_SIZE=N (as torchrun
+    would), wait for them, and report the merged index. SIGINT/SIGTERM are passed on to them."""
+    import subprocess
+
+    from .batch import INDEX_NAME, read_index
+
+    count = args.num_processes
+    argv = list(args.argv)
+    if args.threads is None:
+        argv += ["--threads", str(max(1, (os.cpu_count() or 1) // count))]
+    processes = []
+    for rank in range(count):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(count), LOCAL_RANK=str(rank), **{WORKER_ENV: "1"})
+        processes.append(subprocess.Popen([sys.executable, "-m", "transformers_gazeflow.commands.cli", *argv], env=env))
+    try:
+        codes = [process.wait() for process in processes]
+    except BaseException:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait()
+        raise
+    index = output_dir / INDEX_NAME
+    if all(code in (0, EXIT_INPUT) for code in codes) and index.is_file():
+        rows = read_index(index)
+        return _batch_status(rows, index, output_dir, 1)
+    failed = [f"process {rank} exited with {code}" for rank, code in enumerate(codes) if code != 0]
+    raise OSError(f"{'; '.join(failed)} (see their messages above)")
+
+
+# ------------------------------------------------------------------------------------------- demo
+def run_demo_command(args: argparse.Namespace) -> int:
+    from ..hub.model_folders import resolve_model
+    from .batch import check_output_dir
+
+    check_arguments(args)
+    output_dir = Path(args.output_dir).expanduser()
+    check_output_dir(output_dir)
+    resolve_model(args.model)  # fails before rendering when there is no model
+    device = _prepare_runtime(args)
+    from .demo import run_demo
+
+    summary = run_demo(output_dir, num_frames=args.frames, model=args.model, device=device,
+                       options=_predict_options(args))
+    _report(summary)
+    demo = summary["demo"]
+    if demo["frames_scored"]:
+        print(f"gazeflow: demo: point estimate {demo['point_estimate_error']:.3f} from the true gaze on average, "
+              f"frame centre {demo['frame_centre_error']:.3f} (unit coordinates, {demo['frames_scored']} frames with "
+              "a valid on-frame true gaze)")
+    return 0
+
+
+register_command(Command(
+    "predict", "predict gaze on videos", _add_predict_arguments, run_predict,
+    description="Predict gaze on one or many videos: overlay.mp4, gaze.csv and summary.json per video (and "
+                "index.csv for several)."))
+register_command(Command(
+    "demo", "run the bundled model on a generated clip with known gaze", _add_demo_arguments, run_demo_command,
+    description="Render a synthetic egocentric clip with known gaze, predict on it, draw the true gaze beside the "
+                "prediction and score the point estimate against it."))
+
+
+# ------------------------------------------------------------------------------------------- app
+def _add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=None, help="model the page starts with (default: the bundled model)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
+    parser.add_argument("--port", type=int, default=None, help="port (default: Gradio's, 7860)")
+    parser.add_argument("--share", action="store_true", help="also make a public gradio.live link (off by default)")
+
+
+def run_app(args: argparse.Namespace) -> int:
+    if args.port is not None and not 0 < args.port < 65536:
+        raise UsageError(f"--port {args.port}: expected a port number from 1 to 65535")
+    from .web_demo import serve  # the web demo (transformers_gazeflow.commands.web_demo); gradio is imported there only
+
+    return serve(model=args.model, host=args.host, port=args.port, share=args.share)
+
+
+register_command(Command("app", "serve the web demo (needs the [app] extra: gradio)", _add_app_arguments, run_app,
+                         description="Serve the GazeFlow web demo (a Gradio page over the egocentric-gaze pipeline)."))
+
+
+# ------------------------------------------------------------------------------------------- main
+def _is_user_error(err: BaseException) -> bool:
+    from ..hub.model_folders import ModelFolderError
+
+    if isinstance(err, (UsageError, ModelFolderError, OSError, ValueError)):
+        return True
+    video = sys.modules.get("transformers_gazeflow.data.video")
+    return video is not None and isinstance(err, video.VideoDecodeError)
+
+
+@contextmanager
+def _signals_as_exceptions():
+    """SIGTERM raises :class:`Terminated` in the main thread while the command runs (then the old handler is back)."""
+    if sys.platform == "win32" or not _in_main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _stopped(argv: list[str]) -> str:
+    """What a signal ended, for its one line."""
+    if argv[:1] == ["app"]:
+        return "the web demo stopped"
+    return "partial outputs of the video under way were removed"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gazeflow`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = bool(os.environ.get("GAZEFLOW_DEBUG"))
+    from .batch import one_line
+
+    with _signals_as_exceptions():
+        try:
+            args = build_parser().parse_args(argv)
+            args.argv = argv  # what --num-processes passes on to its processes
+            return COMMANDS[args.command].run(args)
+        except SystemExit as done:  # --help, --version
+            return done.code if isinstance(done.code, int) else 0
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            print(f"\ngazeflow: interrupted (SIGINT): {_stopped(argv)}", file=sys.stderr)
+            return EXIT_SIGINT
+        except Terminated:
+            if debug:
+                raise
+            print(f"gazeflow: terminated (SIGTERM): {_stopped(argv)}", file=sys.stderr)
+            return EXIT_SIGTERM
+        except Exception as err:
+            if debug or not _is_user_error(err):
+                raise
+            print(f"gazeflow: error: {one_line(err)}", file=sys.stderr)
+            return EXIT_USAGE if isinstance(err, UsageError) else EXIT_INPUT
+
+
+if __name__ == "__main__":  # pragma: no cover  (python -m transformers_gazeflow.commands.cli, accelerate launch -m ...)
+    sys.exit(main())

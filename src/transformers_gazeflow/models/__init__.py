@@ -1,0 +1,1 @@
+"""The model folders: ``gazeflow/``, self-contained as a transformers model folder is."""

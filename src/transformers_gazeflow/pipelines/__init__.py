@@ -1,0 +1,1 @@
+"""The ``egocentric-gaze`` pipeline (``egocentric_gaze``)."""
