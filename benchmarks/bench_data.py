@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"== gaze parsing ({args.rows:,} rows, best of {args.repeats}) ==")
         for fmt in (1, 2):
             path = write_begaze_file(tmp / f"begaze{fmt}.txt", args.rows, fmt)
-            seconds = best_of(args.repeats, lambda: parse_begaze(path))
+            seconds = best_of(args.repeats, lambda path=path: parse_begaze(path))
             track = parse_begaze(path)
             verdict = "OK" if seconds < 1.0 else "SLOWER than the 1 s target"
             print(f"BeGaze format {fmt}: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s "

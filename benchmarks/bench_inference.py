@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> dict:
     for samples in args.grid_k:
         row = []
         for steps in args.grid_s:
-            grid[samples, steps] = timed(lambda: sample_fast(samples, steps), device, args.repeats, warmup)
+            grid[samples, steps] = timed(lambda k=samples, s=steps: sample_fast(k, s), device, args.repeats, warmup)
             row.append(f"{grid[samples, steps] * 1e3:>10.2f}")
         print(f"{samples:>8} " + "".join(row), flush=True)
     figures["sampler_ms_grid"] = {str(k): {str(s): 1e3 * grid[k, s] for s in args.grid_s} for k in args.grid_k}

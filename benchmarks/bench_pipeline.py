@@ -109,10 +109,10 @@ def run(video: Path, model: str, out_dir: Path, overlay: bool, num_samples: int 
 def overlay_costs(args, work: Path, model: str | None) -> None:
     import statistics
 
-    from transformers_gazeflow.data.video import iter_frames, write_video
     from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions, render_overlay_frame
-    from transformers_gazeflow.outputs.overlay import OverlayRenderer, OverlayVideoWriter
+    from transformers_gazeflow.data.video import iter_frames, write_video
     from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px
+    from transformers_gazeflow.outputs.overlay import OverlayRenderer, OverlayVideoWriter
 
     predictor = GazePredictor(model)
     options = dict(num_samples=args.num_samples, num_steps=args.num_steps, quiet=True)

@@ -71,8 +71,8 @@ def main() -> None:
             x = torch.randn(1, samples, frames, 2)
             cached = cached_velocity_fn(model, tokens, frames)
             reference = recompute_velocity_fn(model, tokens, frames, samples)
-            step_cached = count_flops(lambda: cached(x, 0.5, x))
-            step_reference = count_flops(lambda: reference(x, 0.5, x))
+            step_cached = count_flops(lambda fn=cached, x=x: fn(x, 0.5, x))
+            step_reference = count_flops(lambda fn=reference, x=x: fn(x, 0.5, x))
             clip_cached = build_flops + args.num_steps * step_cached
             clip_reference = args.num_steps * step_reference
             print(f"{samples:>4} {step_cached / 1e9:>18.3f} {step_reference / 1e9:>21.2f} "
@@ -85,8 +85,8 @@ def main() -> None:
             x = torch.randn(1, samples, frames, 2)
             cached = cached_velocity_fn(model, tokens, frames)
             reference = recompute_velocity_fn(model, tokens, frames, samples)
-            t_cached = wall_time(lambda: cached(x, 0.5, x), args.repeats)
-            t_reference = wall_time(lambda: reference(x, 0.5, x), args.repeats)
+            t_cached = wall_time(lambda fn=cached, x=x: fn(x, 0.5, x), args.repeats)
+            t_reference = wall_time(lambda fn=reference, x=x: fn(x, 0.5, x), args.repeats)
             print(f"{samples:>4} {t_cached * 1e3:>15.1f} {t_reference * 1e3:>18.1f} {t_reference / t_cached:>7.1f}x")
 
 

@@ -26,8 +26,8 @@ import torch
 import transformers_gazeflow
 from transformers_gazeflow import GazeFlowVideoProcessor, load_model
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
-from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.metrics.dynamics import displacement_statistics, displacements
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.models.gazeflow.windows import window_starts
 
 

@@ -12,9 +12,8 @@ import time
 from collections.abc import Callable
 
 from transformers_gazeflow.generation.inference import autocast_context, set_encoder_attention
-
-from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import sample_window
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 
 
 def time_streamer_condition(streamer, synchronize: Callable[[], None]) -> list[float]:

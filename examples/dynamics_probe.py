@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -42,10 +41,10 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from transformers import VJEPA2Config, get_cosine_with_min_lr_schedule_with_warmup
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
 from transformers_gazeflow.data.synthetic_tasks import simulate_fixation_saccade
-from transformers_gazeflow.models.gazeflow.geometry import unit_to_model
 from transformers_gazeflow.metrics.dynamics import displacement_histograms, jensen_shannon
+from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_model
 
 OBJECTIVES = ("flow_matching", "regression", "diffusion")
 LOG_BINS = 50

@@ -29,6 +29,7 @@ from transformers_gazeflow import GazeFlowModel
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.hub.model_folders import ModelFolderError, load_model, load_video_processor
+from transformers_gazeflow.training.datasets import DATASET_NAMES
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
     grid_table_markdown,
@@ -37,7 +38,6 @@ from transformers_gazeflow.training.evaluation import (
     results_record,
     score,
 )
-from transformers_gazeflow.training.datasets import DATASET_NAMES
 from transformers_gazeflow.training.processes import leave_process_group
 
 PROTOCOL_WINDOW = 64

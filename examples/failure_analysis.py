@@ -37,10 +37,10 @@ from transformers_gazeflow.analysis.failures import (
     worst_clips,
 )
 from transformers_gazeflow.analysis.figures import FailureRow, evenly_spaced, failure_cases_figure
-from transformers_gazeflow.data.video import decode_frames
-from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
-from transformers_gazeflow.hub.model_folders import ModelFolderError
 from transformers_gazeflow.data.gaze_types import OFF_FRAME
+from transformers_gazeflow.data.video import decode_frames
+from transformers_gazeflow.hub.model_folders import ModelFolderError
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.training.evaluation import predict_clips
 
 PROG = "failure_analysis.py"

@@ -31,7 +31,6 @@ import ast
 import json
 import logging
 import math
-import os
 import shutil
 import sys
 import time
@@ -52,9 +51,17 @@ from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import FLIP_STATE_KEY, GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.hub.model_folders import save_model_folder
-from transformers_gazeflow.training.checkpointing import (TRAINER_STATE, CheckpointError, TrainerState,
-                                                          begin_lineage, load_best_ema_state, load_checkpoint,
-                                                          publish_folder, save_checkpoint, select_checkpoint)
+from transformers_gazeflow.training.checkpointing import (
+    TRAINER_STATE,
+    CheckpointError,
+    TrainerState,
+    begin_lineage,
+    load_best_ema_state,
+    load_checkpoint,
+    publish_folder,
+    save_checkpoint,
+    select_checkpoint,
+)
 from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
 from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint

@@ -15,13 +15,13 @@ import torch
 from PIL import Image
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.analysis.attention import ROLES
 from transformers_gazeflow.analysis.capture import (
     clip_attentions,
     clip_task_banks,
     load_analysis_model,
     load_first_windows,
 )
-from transformers_gazeflow.analysis.attention import ROLES
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -16,10 +16,7 @@ import numpy as np
 import pytest
 
 from transformers_gazeflow.commands.cli import build_parser
-from transformers_gazeflow.data.video import iter_frames, probe_video, write_video
 from transformers_gazeflow.commands.demo import score_points
-from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
-from transformers_gazeflow.outputs.overlay import TRUTH_COLOUR, draw_gaze
 from transformers_gazeflow.commands.web_demo_jobs import (
     DemoInputError,
     DemoLimits,
@@ -31,6 +28,9 @@ from transformers_gazeflow.commands.web_demo_jobs import (
     run_job,
     trajectory_figure,
 )
+from transformers_gazeflow.data.video import iter_frames, probe_video, write_video
+from transformers_gazeflow.outputs.overlay import TRUTH_COLOUR, draw_gaze
+from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
 
 from .conftest import REPO, run_python
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
@@ -211,7 +211,8 @@ def test_bad_uploads_get_one_line_messages_naming_the_file_not_the_server_path(k
 
 
 def test_no_upload_and_limits(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
-    def refused(video, limits=DemoLimits(), **settings) -> str:
+    def refused(video, limits=None, **settings) -> str:
+        limits = limits or DemoLimits()
         with pytest.raises(DemoInputError) as caught:
             run_job(video, JobSettings(model=str(tiny_model_dir), **settings), tmp_path / "job", pipelines, limits)
         assert "\n" not in str(caught.value)

@@ -7,8 +7,8 @@ import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_encoder_windows, causal_task_tokens
 from transformers_gazeflow.generation.online import GazeFlowStreamer
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_encoder_windows, causal_task_tokens
 
 
 def tiny_model(seed: int = 0, **overrides) -> GazeFlowModel:

@@ -19,11 +19,25 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from transformers import get_cosine_with_min_lr_schedule_with_warmup
 
 from transformers_gazeflow.training import checkpointing
-from transformers_gazeflow.training.checkpointing import (INDEX, MANIFEST, CheckpointError, TrainerState,
-                                                          begin_lineage, find_checkpoint, load_checkpoint,
-                                                          read_index, save_checkpoint, verify_checkpoint)
-from transformers_gazeflow.training.state_io import (StateFileError, decode_tree, encode_tree, read_state_file,
-                                                     write_state_file)
+from transformers_gazeflow.training.checkpointing import (
+    INDEX,
+    MANIFEST,
+    CheckpointError,
+    TrainerState,
+    begin_lineage,
+    find_checkpoint,
+    load_checkpoint,
+    read_index,
+    save_checkpoint,
+    verify_checkpoint,
+)
+from transformers_gazeflow.training.state_io import (
+    StateFileError,
+    decode_tree,
+    encode_tree,
+    read_state_file,
+    write_state_file,
+)
 
 LOGGER = checkpointing.logger.name
 

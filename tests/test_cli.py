@@ -118,8 +118,8 @@ def test_heatmap_sigma_scales_with_the_frame_or_is_given(tmp_path, synthetic_cli
 
 
 def test_demo_writes_the_truth_beside_the_prediction_and_scores_valid_frames(tmp_path, tiny_model_dir, capsys):
-    from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
     from transformers_gazeflow.data.gaze_types import OFF_FRAME, valid_mask
+    from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
 
     out_dir = tmp_path / "demo"
     assert main(["demo", "--model", str(tiny_model_dir), "-o", str(out_dir), "-q"]) == 0  # 96 frames
@@ -203,8 +203,8 @@ def test_console_script_is_installed():
 
 
 def test_the_readme_documents_every_option_and_gaze_csv_column():
-    from transformers_gazeflow.commands.cli import COMMANDS, build_parser
     from transformers_gazeflow.commands.batch import INDEX_COLUMNS
+    from transformers_gazeflow.commands.cli import COMMANDS, build_parser
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     parser = build_parser()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from transformers_gazeflow.data.video import write_video
 from transformers_gazeflow.commands.batch import (
     INDEX_COLUMNS,
     IndexPart,
@@ -24,6 +23,7 @@ from transformers_gazeflow.commands.batch import (
     output_folders,
     shard_from_env,
 )
+from transformers_gazeflow.data.video import write_video
 
 from .pipeline_fixtures import random_video, single_torch_thread, tiny_model_dir  # noqa: F401  (fixtures)
 

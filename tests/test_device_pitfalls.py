@@ -109,8 +109,7 @@ def test_feature_cache_stores_fp32_tokens_under_autocast(tmp_path, monkeypatch):
     from transformers_gazeflow.data.collator import GazeFlowDataCollator
     from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
     from transformers_gazeflow.training.datasets import load_training_splits
-    from transformers_gazeflow.training.feature_cache import (CachedFeatureCollator, FeatureCache,
-                                                              cache_fingerprint)
+    from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
 
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
     train, _ = load_training_splits("synthetic", tmp_path / "synthetic", "tiny", window_frames=8, window_stride=4)

@@ -14,9 +14,9 @@ from transformers.pipelines import PIPELINE_REGISTRY
 import transformers_gazeflow  # noqa: F401  (registers the task)
 from transformers_gazeflow import GazeFlowPipeline, GazePrediction, default_model_available, default_model_path
 from transformers_gazeflow.data.video import VideoDecodeError, write_video
+from transformers_gazeflow.generation.windowed import stream_gaze
 from transformers_gazeflow.hub.model_folders import ModelFolderError, load_model
 from transformers_gazeflow.metrics.heatmaps import render_heatmaps
-from transformers_gazeflow.generation.windowed import stream_gaze
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,

@@ -7,7 +7,6 @@ import torch
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import flow_matching_objective, masked_mse
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
-    EVAL_NOISE_SEED,
     TrainingNoise,
     draw_training_noise,
     example_generators,

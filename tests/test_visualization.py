@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from transformers_gazeflow.metrics.heatmaps import render_heatmaps
+from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px, render_heatmaps
 from transformers_gazeflow.outputs.overlay import (
     COLOUR_TABLE,
     OverlayRenderer,
@@ -12,7 +12,6 @@ from transformers_gazeflow.outputs.overlay import (
     draw_gaze,
     draw_ground_truth,
 )
-from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px
 
 
 def grey(height=48, width=64):

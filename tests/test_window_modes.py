@@ -9,8 +9,8 @@ import torch
 
 import transformers_gazeflow
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowVideoProcessor, load_model, model_to_unit
-from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 from transformers_gazeflow.generation.windowed import stream_gaze
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 
 from .pipeline_fixtures import random_video, single_torch_thread, tiny_model_dir  # noqa: F401  (fixtures)
 

@@ -28,6 +28,7 @@ from transformers_gazeflow.data.ego4d_format import (
     read_untracked_intervals,
 )
 from transformers_gazeflow.data.gaze_common import PARITY_GLC, GazeTrack, ParseReport, read_text
+from transformers_gazeflow.data.gaze_types import UNTRACKED
 from transformers_gazeflow.data.loading import (
     BuildLog,
     GazeBuilderOptions,
@@ -37,7 +38,6 @@ from transformers_gazeflow.data.loading import (
     validate_options,
 )
 from transformers_gazeflow.data.video import VideoDecodeError, VideoInfo, probe_video
-from transformers_gazeflow.data.gaze_types import UNTRACKED
 
 logger = logging.getLogger(__name__)
 

@@ -110,13 +110,20 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real names
-    from .models.gazeflow.configuration_gazeflow import GazeFlowConfig
     from .data.collator import GazeFlowDataCollator
-    from .data.loading import ClipDroppedError, available_builders, gaze_builder, gaze_example_features, load_gaze_dataset
+    from .data.gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
+    from .data.loading import (
+        ClipDroppedError,
+        available_builders,
+        gaze_builder,
+        gaze_example_features,
+        load_gaze_dataset,
+    )
     from .data.processing import GazeFlowVideoProcessor
     from .data.synthetic import SyntheticGazeSettings, write_egtea_layout
     from .data.video import VideoDecodeError, decode_frames, probe_video, write_video
-    from .models.gazeflow.geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
+    from .generation.online import GazeFlowStreamer, GazeFlowStreamOutput
+    from .generation.windowed import GazeChunk, stream_gaze
     from .hub.model_folders import (
         ModelFolderError,
         default_model_available,
@@ -136,6 +143,9 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         paired_wilcoxon,
         render_heatmaps,
     )
+    from .models.gazeflow.configuration_gazeflow import GazeFlowConfig
+    from .models.gazeflow.generation_gazeflow import generate_trajectories, point_estimate
+    from .models.gazeflow.geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
     from .models.gazeflow.modeling_gazeflow import (
         GazeFlowCondition,
         GazeFlowGenerationOutput,
@@ -143,18 +153,13 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         GazeFlowModelOutput,
         GazeFlowPreTrainedModel,
     )
-    from .pipelines.egocentric_gaze import GazeFlowPipeline, GazeHeatmaps, GazePrediction
-    from .generation.online import GazeFlowStreamer, GazeFlowStreamOutput
     from .models.gazeflow.scheduling_gazeflow import (
         DDIMScheduler,
         FlowMatchingScheduler,
         RegressionScheduler,
         scheduler_for,
     )
-    from .data.gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
-    from .models.gazeflow.generation_gazeflow import point_estimate
-    from .generation.windowed import GazeChunk, stream_gaze
-    from .models.gazeflow.generation_gazeflow import generate_trajectories
     from .models.gazeflow.windows import StreamingBlender, blend_windows, window_starts
+    from .pipelines.egocentric_gaze import GazeFlowPipeline, GazeHeatmaps, GazePrediction
 
 _install_registration()

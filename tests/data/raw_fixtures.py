@@ -100,7 +100,7 @@ def make_egtea_root(root: Path, train: list[EgteaFixtureClip], test: list[EgteaF
     for clip in train + test:
         write_clip(root / "cropped_clips" / clip.video / f"{clip.name}.mp4", clip.num_frames, fps=fps)
     (root / "gaze_data").mkdir(parents=True, exist_ok=True)
-    for video, (samples, fmt, file_name) in gaze.items():
+    for samples, fmt, file_name in gaze.values():
         write_begaze(root / "gaze_data" / file_name, samples, fmt=fmt)
     for split, clips in (("train", train), ("test", test)):
         lines = [f"{c.name} {c.action} {c.verb} {c.noun}" for c in clips]

@@ -11,8 +11,7 @@ from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.gaze_types import UNTRACKED, valid_mask
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.data.synthetic import SyntheticGazeSettings
-from transformers_gazeflow.data.synthetic import write_egtea_layout
+from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, write_egtea_layout
 from transformers_gazeflow.models.gazeflow.windows import window_starts
 
 # 4 tiny clips (34, 47, 42 and 17 frames; 2 train, 2 test) with every gaze type in them: 15 untracked frames,

@@ -3,6 +3,8 @@ import json
 import numpy as np
 import pytest
 
+from transformers_gazeflow.data.gaze_common import fill_untracked
+from transformers_gazeflow.data.gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from transformers_gazeflow.data.synthetic import (
     ANNOTATIONS_NAME,
     MANIFEST_NAME,
@@ -13,8 +15,6 @@ from transformers_gazeflow.data.synthetic import (
     split_assignment,
     task_names,
 )
-from transformers_gazeflow.data.gaze_common import fill_untracked
-from transformers_gazeflow.data.gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from transformers_gazeflow.data.synthetic.scene import TASK_COLORS
 from transformers_gazeflow.data.video import decode_frames, probe_video
 
@@ -253,8 +253,13 @@ def test_the_default_scenario_draws_the_clip_exactly_as_before_the_registry():
 
 
 def test_a_new_scenario_is_one_registered_generator(tmp_path, monkeypatch):
-    from transformers_gazeflow.data.synthetic import SCENARIOS, get_scenario, register_scenario, simulate_gaze
-    from transformers_gazeflow.data.synthetic import served_object
+    from transformers_gazeflow.data.synthetic import (
+        SCENARIOS,
+        get_scenario,
+        register_scenario,
+        served_object,
+        simulate_gaze,
+    )
 
     def still_target(rng, settings, task, num_frames):
         """The default scene with the target held still at the centre of the frame."""

@@ -6,8 +6,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from transformers_gazeflow.data.synthetic import SyntheticGazeSettings
-from transformers_gazeflow.data.synthetic import write_egtea_layout
+from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, write_egtea_layout
 from transformers_gazeflow.data.video import probe_video
 
 SETTINGS = SyntheticGazeSettings(num_clips=5, min_frames=16, max_frames=40, width=64, height=48, seed=7,

@@ -14,8 +14,8 @@ from safetensors.torch import load_file
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.training.evaluation import predict_clips
 from transformers_gazeflow.training.datasets import load_training_splits
+from transformers_gazeflow.training.evaluation import predict_clips
 from transformers_gazeflow.training.feature_cache import FeatureCache, cache_fingerprint, example_key
 
 from .conftest import FP32_TOLERANCE, assert_fp32_close, full_fp32

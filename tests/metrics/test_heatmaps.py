@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.metrics import heatmaps as hm
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 
 # cv2.getGaussianKernel(19, 0, cv2.CV_32F) as printed by opencv-python-headless 5.0.0 (OpenCV is not a dependency)
 OPENCV_KERNEL_19 = [

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.metrics import heatmaps as hm
 from transformers_gazeflow.metrics import protocol as proto
 from transformers_gazeflow.metrics import saliency as sal
@@ -17,6 +16,7 @@ from transformers_gazeflow.metrics.protocol import (
     protocol_frame_indices,
 )
 from transformers_gazeflow.metrics.significance import paired_wilcoxon
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 
 from .conftest import make_clip, noisy_trajectories
 

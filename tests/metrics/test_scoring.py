@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.metrics import heatmaps as hm
 from transformers_gazeflow.metrics import saliency as sal
 from transformers_gazeflow.metrics.scoring import NativeFrameScorer
+from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 
 W, H, SIGMA = 160, 120, 8.0
 THRESHOLDS = np.linspace(0, 0.02, 11)

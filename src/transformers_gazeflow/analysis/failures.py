@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..models.gazeflow.geometry import unit_to_pixels
 from ..data.gaze_types import OFF_FRAME, valid_mask
 from ..models.gazeflow.generation_gazeflow import point_estimate
+from ..models.gazeflow.geometry import unit_to_pixels
 
 FLAGS = ("off_frame", "border_after_saccade")
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ..data.gaze_types import GAZE_TYPE_NAMES
 from ..data.video import write_video
 from ..outputs.writers import write_summary
 from .batch import CSV_NAME, SUMMARY_NAME, make_output_dir, remove_if_empty
 from .predict import GazePredictor, GroundTruth, PredictOptions
-from ..data.gaze_types import GAZE_TYPE_NAMES
 
 DEMO_VIDEO_NAME = "demo_input.mp4"
 

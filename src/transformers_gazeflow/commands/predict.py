@@ -26,16 +26,21 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..outputs.writers import GazeCsvWriter, write_summary
-from ..models.gazeflow.geometry import unit_to_pixels
+from ..data.gaze_types import OFF_FRAME, valid_mask
 from ..hub.model_folders import load_model, resolve_model
+from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
+from ..models.gazeflow.generation_gazeflow import sampling_settings
+from ..models.gazeflow.geometry import unit_to_pixels
+from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
+from ..outputs.writers import GazeCsvWriter, write_summary
+from ..pipelines.egocentric_gaze import GazeFlowPipeline, open_video_source
 from .batch import (
     CSV_NAME,
     OVERLAY_NAME,
@@ -47,11 +52,6 @@ from .batch import (
     one_line,
     remove_if_empty,
 )
-from ..pipelines.egocentric_gaze import GazeFlowPipeline, open_video_source
-from ..data.gaze_types import OFF_FRAME, valid_mask
-from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
-from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
-from ..models.gazeflow.generation_gazeflow import sampling_settings
 
 if TYPE_CHECKING:
     from ..generation.windowed import GazeChunk
@@ -261,13 +261,14 @@ def is_video_error(err: BaseException) -> bool:
 
 
 def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: PredictOptions,
-              model: str | os.PathLike | None = None, device: str | None = None, shard: Shard = Shard(),
+              model: str | os.PathLike | None = None, device: str | None = None, shard: Shard | None = None,
               resume: bool = False, say=print) -> tuple[list[dict[str, Any]], Path | None]:
     """Predict each ``(order, video, folder)`` of this process's share; a video that fails is recorded and the run
     goes on. With ``resume``, a video whose folder already holds its finished prediction is skipped. The model is
     loaded once, and only when some video needs it (a model that cannot be loaded stops the run before anything is
     written). Returns this process's index rows and ``index.csv`` if this process completed it
     (:class:`~transformers_gazeflow.commands.batch.IndexPart`)."""
+    shard = shard if shard is not None else Shard()
     done = {order: finished_summary(folder, video) if resume else None for order, video, folder in jobs}
     predictor = GazePredictor(model, device=device) if any(summary is None for summary in done.values()) else None
     make_output_dir(output_dir)

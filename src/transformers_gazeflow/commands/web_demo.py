@@ -43,9 +43,9 @@ from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
 from .web_demo_jobs import (
     MAX_SAMPLES,
     DemoInputError,
-    JobStopped,
     DemoLimits,
     JobSettings,
+    JobStopped,
     PipelineCache,
     prepare_demo_clip,
     run_job,
@@ -223,7 +223,7 @@ class GazeFlowDemo:
         demo = self
 
         def predict(video, model, num_samples, num_steps, solver, window_mode, seed, start_frame, end_frame, heatmap,
-                    request=None, progress=gr.Progress()):
+                    request=None, progress=gr.Progress()):  # noqa: B008 (Gradio's own idiom)
             yield from demo.predict(video, model, num_samples, num_steps, solver, seed, start_frame, end_frame,
                                     heatmap, window_mode, progress, session=getattr(request, "session_hash", None))
 

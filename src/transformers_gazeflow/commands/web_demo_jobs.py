@@ -29,16 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
 from ..data.video import VideoDecodeError, VideoInfo, iter_frames, probe_video, write_video
-from .demo import demo_clip, score_points
-from ..outputs.writers import write_summary
 from ..hub.model_folders import ModelFolderError, load_model, resolve_model
-from .batch import CSV_NAME, OVERLAY_NAME, SUMMARY_NAME
-from ..pipelines.egocentric_gaze import frame_times_ms
-from .predict import GazePredictor, GroundTruth, PredictOptions, RunCancelled
+from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
 from ..models.gazeflow.generation_gazeflow import point_estimate
 from ..outputs.overlay import TRUTH_COLOUR
+from ..outputs.writers import write_summary
+from ..pipelines.egocentric_gaze import frame_times_ms
+from .batch import CSV_NAME, OVERLAY_NAME, SUMMARY_NAME
+from .demo import demo_clip, score_points
+from .predict import GazePredictor, GroundTruth, PredictOptions, RunCancelled
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

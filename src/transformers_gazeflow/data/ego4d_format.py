@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from ..models.gazeflow.geometry import unit_to_pixels
-from .gaze_types import FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from .gaze_common import (
     PARITY_FIXED,
     PARITY_GLC,
@@ -36,6 +35,7 @@ from .gaze_common import (
     read_text_bytes,
     tokens_to_float,
 )
+from .gaze_types import FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 
 # --- Ego4D constants (data.md, "Ego4D gaze subset") ---
 EGO4D_GAZE_HEADER_PREFIX = "component_idx,component_timestamp_s,"

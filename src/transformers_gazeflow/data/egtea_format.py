@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from ..models.gazeflow.geometry import pixels_to_unit
-from .gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from .gaze_common import (
     PARITY_FIXED,
     PARITY_GLC,
@@ -37,6 +36,7 @@ from .gaze_common import (
     read_text_bytes,
     tokens_to_float,
 )
+from .gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 
 # --- EGTEA Gaze+ / BeGaze constants (data.md, "EGTEA Gaze+") ---
 BEGAZE_WIDTH, BEGAZE_HEIGHT = 1280, 960  # gaze pixel space of the BeGaze exports

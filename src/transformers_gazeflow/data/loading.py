@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..models.gazeflow.windows import window_starts
-from .gaze_types import valid_mask
 from .gaze_common import PARITY_FIXED, ParseReport, check_parity
+from .gaze_types import valid_mask
 
 logger = logging.getLogger(__name__)
 

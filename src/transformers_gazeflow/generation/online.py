@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..models.gazeflow.generation_gazeflow import sampling_settings, to_unit_predictions
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 from ..models.gazeflow.modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
 from ..models.gazeflow.modeling_gazeflow_layers import GazeFlowKeyValueCache
 from ..models.gazeflow.scheduling_gazeflow import draw_noise, scheduler_for
-from ..models.gazeflow.generation_gazeflow import sampling_settings, to_unit_predictions
 
 
 @dataclass

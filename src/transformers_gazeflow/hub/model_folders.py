@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
     from ..data.processing import GazeFlowVideoProcessor
+    from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
     from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 
 WEIGHTS_NAMES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")

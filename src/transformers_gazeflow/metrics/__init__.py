@@ -38,8 +38,8 @@ from .protocol import (
     evaluate_predictions,
     protocol_frame_indices,
 )
-from .significance import WilcoxonResult, paired_wilcoxon
 from .saliency import angular_error, auc_judd, cc, center_of_mass, glc_aae, glc_auc, kl_div, nss, sim
+from .significance import WilcoxonResult, paired_wilcoxon
 from .tables import dynamics_table_markdown, main_table_markdown
 
 __all__ = [

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..data.gaze_types import FIXATION
 from ..models.gazeflow.geometry import clamp_unit, pixels_to_unit, unit_to_pixels
 from .heatmaps import render_gaussian_map
-from ..data.gaze_types import FIXATION
 from .protocol import ClipGroundTruth, ClipPrediction
 
 

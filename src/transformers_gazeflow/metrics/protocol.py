@@ -31,8 +31,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..models.gazeflow.geometry import unit_to_pixels
 from ..data.gaze_types import FIXATION, GAZE_TYPE_CODES
+from ..models.gazeflow.geometry import unit_to_pixels
 from . import dynamics as dyn
 from . import heatmaps as hm
 from . import saliency as sal

@@ -21,7 +21,6 @@ functions.
 
 from __future__ import annotations
 
-
 import numpy as np
 import torch
 

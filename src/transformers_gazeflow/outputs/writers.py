@@ -39,8 +39,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..models.gazeflow.geometry import unit_to_pixels
 from ..models.gazeflow.generation_gazeflow import point_estimate
+from ..models.gazeflow.geometry import unit_to_pixels
 
 CSV_COLUMNS = ("video_id", "frame_idx", "t_ms", "x_norm", "y_norm", "x_px", "y_px", "sample_id")
 TRUTH_COLUMNS = ("true_x_norm", "true_y_norm", "true_code")

@@ -30,13 +30,12 @@ import torch
 from transformers import Pipeline
 
 from ..data.video import VideoDecodeError, iter_frames, probe_video
-from ..models.gazeflow.geometry import unit_to_pixels
-from ..hub.model_folders import ModelFolderError, check_finite_weights, load_video_processor
 from ..generation.inference import prepare_for_inference
-from ..models.gazeflow.generation_gazeflow import point_estimate
-from ..metrics.heatmaps import heatmap_sigma_px
 from ..generation.windowed import GazeChunk, stream_gaze
-from ..models.gazeflow.generation_gazeflow import sampling_settings
+from ..hub.model_folders import ModelFolderError, check_finite_weights, load_video_processor
+from ..metrics.heatmaps import heatmap_sigma_px
+from ..models.gazeflow.generation_gazeflow import point_estimate, sampling_settings
+from ..models.gazeflow.geometry import unit_to_pixels
 from ..models.gazeflow.windows import plan_windows
 
 logger = logging.getLogger(__name__)

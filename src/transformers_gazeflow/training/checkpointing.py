@@ -38,9 +38,19 @@ from pathlib import Path
 from typing import Any
 
 from .faults import fault_point
-from .state_io import (StateFileError, capture_rng_state, first_non_finite_parameter, first_non_finite_tensor,
-                       fsync_file, read_module_file, read_rng_file, read_state_file, restore_tuples,
-                       write_module_file, write_state_file)
+from .state_io import (
+    StateFileError,
+    capture_rng_state,
+    first_non_finite_parameter,
+    first_non_finite_tensor,
+    fsync_file,
+    read_module_file,
+    read_rng_file,
+    read_state_file,
+    restore_tuples,
+    write_module_file,
+    write_state_file,
+)
 
 logger = logging.getLogger(__name__)
 

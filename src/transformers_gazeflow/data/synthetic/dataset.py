@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ..gaze_types import UNTRACKED
 from ..gaze_common import fill_untracked
+from ..gaze_types import UNTRACKED
 from ..masks import RegionMasks
 from ..video import write_video
 from .gaze import SimulatedGaze

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from ...models.gazeflow.geometry import unit_to_pixels
-from ..gaze_types import BLINK_OR_OTHER, OFF_FRAME, SACCADE, UNTRACKED
 from ..egtea_format import BEGAZE_FPS, BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
+from ..gaze_types import BLINK_OR_OTHER, OFF_FRAME, SACCADE, UNTRACKED
 from ..video import write_video
 from .dataset import SyntheticClip, generate_clip, split_assignment, task_names
 from .scene import TASK_COLOR_NAMES, TASK_SHAPES

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...models.gazeflow.geometry import clamp_unit
-from ..gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
 from ..gaze_common import fill_untracked
+from ..gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED, valid_mask
 from .scene import Scene
 
 # where a fixation goes: the task's target most of the time (what makes the task predictive of gaze)

@@ -39,7 +39,9 @@ from transformers.modeling_outputs import BaseModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
 from .generation_gazeflow import generate_trajectories
+from .geometry import patch_centres
 from .modeling_gazeflow_causal import encode_video_causal
+from .modeling_gazeflow_checks import check_encoder_hidden_states, check_pixel_values, check_training_targets
 from .modeling_gazeflow_encoder import (
     GazeFlowCondition,
     GazeFlowConditionEncoder,
@@ -58,11 +60,9 @@ from .modeling_gazeflow_layers import (
     causal_attention_mask,
     init_standard_weights,
 )
-from .geometry import patch_centres
 from .modeling_gazeflow_objectives import grounding_loss, objective_loss
 from .modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput, GazeFlowVelocityOutput
 from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition, GazeFlowTaskConcat
-from .modeling_gazeflow_checks import check_encoder_hidden_states, check_pixel_values, check_training_targets
 
 
 # ---------------------------------------------------------------------------------------------------- network

@@ -2,6 +2,7 @@
 
 import datasets
 import evaluate
+
 from transformers_gazeflow.metrics.dynamics import trajectory_dynamics
 
 _DESCRIPTION = """

@@ -2,6 +2,7 @@
 
 import datasets
 import evaluate
+
 from transformers_gazeflow.metrics.protocol import evaluate_frames
 
 _DESCRIPTION = """
