@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.outputs.writers import (
     CSV_COLUMNS,
     POINT_ESTIMATE_ID,
@@ -42,7 +43,8 @@ def test_csv_rows_in_chunks(tmp_path):
 def test_pipeline_output_to_csv(tmp_path):
     source = VideoSource(name="v.mp4", video_id="v", fps=10.0, width=64, height=48, start_frame=3,
                          expected_frames=4, open_frames=lambda: iter(()))
-    prediction = build_prediction(source, np.full((2, 4, 2), 0.5, np.float32), 2, 1, "euler", 0, heatmap_sigma=5.0)
+    settings = SamplingSettings(num_samples=2, num_steps=1, solver="euler")
+    prediction = build_prediction(source, np.full((2, 4, 2), 0.5, np.float32), settings, 0, heatmap_sigma=5.0)
     table = rows(write_gaze_csv(tmp_path / "g.csv", prediction))
     assert len(table) == 4 * 3 and table[0]["frame_idx"] == "3" and table[0]["t_ms"] == "300.000"
     assert {(r["x_px"], r["y_px"]) for r in table} == {("32.00", "24.00")}

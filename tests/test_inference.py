@@ -6,7 +6,7 @@ import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.generation.inference import autocast_context, prepare_for_inference, set_encoder_attention
-from transformers_gazeflow.models.gazeflow.generation_gazeflow import generate_trajectories
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, generate_trajectories
 
 from .conftest import run_python
 
@@ -29,7 +29,10 @@ def reference_path(model, pixels, **kwargs):
     recomputed at every network call for K repeated features, one window at a time, fp32."""
     reference = copy.deepcopy(model).float().eval()
     set_encoder_attention(reference, "eager")
-    return generate_trajectories(reference, pixels, window_batch_size=1, use_condition_cache=False, **kwargs)
+    generator = kwargs.pop("generator", None)
+    settings = SamplingSettings.resolve(reference.config, **kwargs)
+    return generate_trajectories(reference, pixels, settings=settings, generator=generator, window_batch_size=1,
+                                 use_condition_cache=False)
 
 
 def test_fast_path_matches_the_reference_path_in_fp32(model_with_lora):

@@ -12,11 +12,19 @@ from transformers import pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
 import transformers_gazeflow  # noqa: F401  (registers the task)
-from transformers_gazeflow import GazeFlowPipeline, GazePrediction, default_model_available, default_model_path
+from transformers_gazeflow import (
+    GazeFlowConfig,
+    GazeFlowModel,
+    GazeFlowPipeline,
+    GazePrediction,
+    default_model_available,
+    default_model_path,
+)
 from transformers_gazeflow.data.video import VideoDecodeError, write_video
 from transformers_gazeflow.generation.windowed import stream_gaze
 from transformers_gazeflow.hub.model_folders import ModelFolderError, load_model
 from transformers_gazeflow.metrics.heatmaps import render_heatmaps
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,
@@ -154,7 +162,8 @@ def test_stream_is_lazy_and_holds_about_one_window(gaze):
             yield frame
 
     handed_out = 0
-    for chunk in stream_gaze(gaze.model, gaze.video_processor, frames(), 2, 1, keep_frames=True):
+    settings = SamplingSettings.resolve(gaze.model.config, num_samples=2, num_steps=1)
+    for chunk in stream_gaze(gaze.model, gaze.video_processor, frames(), settings, keep_frames=True):
         assert len(chunk.frames) == chunk.num_frames and chunk.start == handed_out
         handed_out += chunk.num_frames
         if pulled < 200:
@@ -254,3 +263,29 @@ def test_default_model_folder_is_package_data():
     assert (folder / "README.md").is_file()  # the model card (or, until the weights land, what is missing)
     setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text()
     assert '"default_model/*"' in setup and "gazeflow = transformers_gazeflow.commands.cli:main" in setup
+
+
+def test_a_pipeline_does_not_change_the_model_it_was_given():
+    """Building a pipeline puts *its own copy* on the fast path (LoRA merged, eval mode): the caller's model keeps its
+    LoRA adapters, ``config.use_lora``, training mode and weights, and gives the pipeline's samples itself."""
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny(use_lora=True)).train()
+    weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    gaze = GazeFlowPipeline(model=model)
+    video = random_video(9, seed=4)
+    out = gaze(video, seed=5, fps=10)
+    assert model.training and model.config.use_lora and model.video_encoder.has_lora
+    assert gaze.model is not model and not gaze.model.training and not gaze.model.video_encoder.has_lora
+    assert model.state_dict().keys() == weights.keys()
+    assert all(torch.equal(model.state_dict()[name], tensor) for name, tensor in weights.items())
+    model.eval()
+    expected = model.generate(pixel_values_videos=gaze.video_processor.preprocess(video)[None],
+                              generator=torch.Generator().manual_seed(5))
+    np.testing.assert_allclose(out.trajectories, expected.trajectories[0].numpy(), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("mode", ["coherent", "blend"])
+def test_the_output_says_how_windows_were_joined(gaze, mode):
+    out = gaze(random_video(20, seed=1), window_mode=mode, num_samples=2, num_steps=1)
+    assert out.window_mode == out["window_mode"] == mode
+    assert gaze(random_video(5, seed=1)).window_mode == gaze.model.config.window_mode

@@ -10,6 +10,7 @@ import torch
 import transformers_gazeflow
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowVideoProcessor, load_model, model_to_unit
 from transformers_gazeflow.generation.windowed import stream_gaze
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 
 from .pipeline_fixtures import random_video, single_torch_thread, tiny_model_dir  # noqa: F401  (fixtures)
@@ -121,8 +122,8 @@ def test_the_regression_head_has_nothing_to_condition():
 def test_streaming_equals_generate(model, mode, num_frames):
     processor = GazeFlowVideoProcessor(size=32)
     video = random_video(num_frames, seed=num_frames)
-    chunks = list(stream_gaze(model, processor, iter(video), 3, 2, generator=torch.Generator().manual_seed(7),
-                              window_mode=mode))
+    settings = SamplingSettings.resolve(model.config, num_samples=3, num_steps=2, window_mode=mode)
+    chunks = list(stream_gaze(model, processor, iter(video), settings, generator=torch.Generator().manual_seed(7)))
     assert [c.start for c in chunks] == list(np.cumsum([0] + [c.num_frames for c in chunks[:-1]]))
     streamed = np.concatenate([c.trajectories for c in chunks], axis=1)
     expected = model.generate(pixel_values_videos=processor.preprocess(video)[None], num_samples=3, num_steps=2,

@@ -36,7 +36,7 @@ import numpy as np
 from ..data.gaze_types import OFF_FRAME, valid_mask
 from ..hub.model_folders import load_model, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
-from ..models.gazeflow.generation_gazeflow import sampling_settings
+from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from ..models.gazeflow.geometry import unit_to_pixels
 from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
 from ..outputs.writers import GazeCsvWriter, write_summary
@@ -162,9 +162,11 @@ class GazePredictor:
     def config(self):
         return self.pipe.model.config
 
-    def settings(self, options: PredictOptions) -> dict[str, Any]:
-        return vars(sampling_settings(self.config, options.num_samples, options.num_steps, options.solver,
-                                      options.window_mode))
+    def settings(self, options: PredictOptions) -> SamplingSettings:
+        """The run's sampling settings: the options' K, S, solver and window mode over the model's defaults,
+        resolved once here and passed down."""
+        return SamplingSettings.resolve(self.config, options.num_samples, options.num_steps, options.solver,
+                                        options.window_mode)
 
     def predict(self, video: str | os.PathLike, output_dir: str | os.PathLike, options: PredictOptions,
                 truth: GroundTruth | None = None, on_chunk: ChunkCallback | None = None) -> dict[str, Any]:
@@ -192,8 +194,8 @@ class GazePredictor:
                                true_gaze=None if truth is None else truth.gaze,
                                true_codes=None if truth is None else truth.codes) as csv_writer, \
                     _progress(source.expected_frames, options.quiet, source.video_id) as bar:
-                for chunk in self.pipe.stream_chunks(source, seed=options.seed, keep_frames=writer is not None,
-                                                     **settings):
+                for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
+                                                     keep_frames=writer is not None):
                     first = source.start_frame + chunk.start
                     csv_writer.write(first, chunk.trajectories)
                     points = chunk.points
@@ -218,8 +220,7 @@ class GazePredictor:
                 partial["overlay"].replace(final["overlay"])
             summary = {
                 "video": source.name, "video_id": source.video_id, "model": self.location,
-                "num_samples": settings["num_samples"], "num_steps": settings["num_steps"],
-                "solver": settings["solver"], "window_mode": settings["window_mode"], "seed": options.seed, "device": str(self.pipe.device),
+                **settings.to_dict(), "seed": options.seed, "device": str(self.pipe.device),
                 "fps": source.fps, "width": source.width, "height": source.height,
                 "start_frame": source.start_frame, "frames": frames_done,
                 "point_estimate": "per-frame mean of the K samples",

@@ -17,6 +17,7 @@ own name, never the server's path) and what was expected; the page shows that me
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import threading
@@ -90,20 +91,12 @@ class DemoLimits:
         return int(self.max_upload_mb * (1 << 20))
 
 
-@dataclass(frozen=True)
-class JobSettings:
-    """What the page's controls ask for (``None``: the model's default; ``end_frame`` is exclusive)."""
+@dataclass
+class JobSettings(PredictOptions):
+    """What the page's controls ask for: the ``gazeflow`` command's :class:`PredictOptions` (``None``: the model's
+    default; ``end_frame`` is exclusive) and the model to run (None: the page's model)."""
 
     model: str | None = None
-    num_samples: int | None = None
-    num_steps: int | None = None
-    solver: str | None = None
-    window_mode: str | None = None
-    seed: int | None = 0
-    start_frame: int | None = None
-    end_frame: int | None = None
-    heatmap: bool = True
-    trail: int = 8
 
 
 @dataclass
@@ -313,19 +306,21 @@ def check_frame_range(info: VideoInfo, name: str, start_frame: Any, end_frame: A
     return start, stop
 
 
-def job_options(settings: JobSettings, config, start: int, stop: int, seed: int | None) -> PredictOptions:
-    """The runner's options for a job, K and S within the demo's bounds, the solver and window mode known."""
+def job_options(settings: JobSettings, start: int, stop: int, seed: int | None) -> PredictOptions:
+    """The job's options: K and S within the demo's bounds, the solver and window mode known (None: the model's),
+    the checked frame range and seed, odd overlay sizes padded for browsers."""
     num_samples = _as_int(settings.num_samples, "K (samples)", 1, MAX_SAMPLES)
     num_steps = _as_int(settings.num_steps, "S (steps)", 1, MAX_STEPS)
-    solver = settings.solver or config.solver
-    if solver not in SOLVERS:
+    solver = settings.solver or None
+    if solver is not None and solver not in SOLVERS:
         raise DemoInputError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     window_mode = settings.window_mode or None
     if window_mode is not None and window_mode not in WINDOW_MODES:
         raise DemoInputError(f"window mode must be one of {', '.join(WINDOW_MODES)}, got {window_mode!r}")
-    return PredictOptions(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode,
-                          seed=seed, start_frame=start, end_frame=stop, trail=settings.trail,
-                          heatmap=bool(settings.heatmap), even_size=True)
+    fields = {field.name: getattr(settings, field.name) for field in dataclasses.fields(PredictOptions)}
+    fields.update(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode, seed=seed,
+                  start_frame=start, end_frame=stop, heatmap=bool(settings.heatmap), even_size=True)
+    return PredictOptions(**fields)
 
 
 def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str | os.PathLike,
@@ -346,7 +341,7 @@ def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str
     except (ModelFolderError, OSError) as err:
         raise DemoInputError(f"model {settings.model!r}: {err}") from err
     predictor = GazePredictor.from_pipeline(pipe, location)
-    options = job_options(settings, pipe.model.config, start, stop, seed)
+    options = job_options(settings, start, stop, seed)
     truth = demo_clip.truth if demo_clip is not None and demo_clip.matches(path) else None
     loaded = time.perf_counter()
     pieces: list[np.ndarray] = []

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models.gazeflow.generation_gazeflow import sampling_settings, to_unit_predictions
+from ..models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 from ..models.gazeflow.modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
 from ..models.gazeflow.modeling_gazeflow_layers import GazeFlowKeyValueCache
@@ -87,7 +87,7 @@ class GazeFlowStreamer:
             raise ValueError("GazeFlowStreamer needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
                              "F.4): the bidirectional model's output at frame t depends on later frames")
         self.model = model
-        settings = sampling_settings(config, num_samples, num_steps, solver)
+        settings = SamplingSettings.resolve(config, num_samples, num_steps, solver)
         self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
         self.scheduler = scheduler_for(config, self.num_steps, self.solver)
         self.generator = generator

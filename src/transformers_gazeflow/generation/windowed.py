@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..models.gazeflow.generation_gazeflow import Window, iter_window_predictions, sampling_settings
+from ..models.gazeflow.generation_gazeflow import SamplingSettings, Window, iter_window_predictions
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 from ..models.gazeflow.windows import WindowPlan
 
@@ -72,27 +72,23 @@ def stream_gaze(
     model: GazeFlowModel,
     processor,
     frames: Iterable,
-    num_samples: int | None = None,
-    num_steps: int | None = None,
-    solver: str | None = None,
+    settings: SamplingSettings | None = None,
     generator: torch.Generator | None = None,
     keep_frames: bool = False,
-    window_mode: str | None = None,
     plan: WindowPlan | None = None,
 ) -> Iterator[GazeChunk]:
     """Sample K gaze trajectories over a stream of frames, yielding finished frames chunk by chunk.
 
     ``frames`` yields RGB ``[H, W, 3]`` (or grayscale) uint8 frames of one size, as numpy arrays, tensors or PIL
     images; ``processor`` (a ``GazeFlowVideoProcessor``) resizes and normalises each. Chunks come in order and
-    together cover every frame once. Sampling settings left at None take the config's defaults; ``window_mode``
-    ``"coherent"`` or ``"blend"`` (module docstring). Raises ``ValueError`` if the stream is empty or a frame is bad
-    (naming the frame).
+    together cover every frame once. ``settings``: K, S, the solver and the window mode (``SamplingSettings``; None:
+    the model's defaults). Raises ``ValueError`` if the stream is empty or a frame is bad (naming the frame).
 
     ``plan`` (``windows.plan_windows``): ``frames`` are the plan's frames ``[decode_start, decode_stop)`` of a longer
     video, run with the windows of the whole video's grid; only frames ``[output_start, output_stop)`` are handed
     out, chunk starts counted from ``output_start``.
     """
-    settings = sampling_settings(model.config, num_samples, num_steps, solver, window_mode)
+    settings = settings if settings is not None else SamplingSettings.resolve(model.config)
     window, stride = model.config.num_frames, model.config.window_stride
     raw: deque[np.ndarray] = deque()  # raw frames not handed out yet (keep_frames only)
 

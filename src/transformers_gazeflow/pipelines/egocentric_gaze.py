@@ -18,6 +18,7 @@ rendered on demand (:class:`GazeHeatmaps`), never held for the whole video.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -34,7 +35,7 @@ from ..generation.inference import prepare_for_inference
 from ..generation.windowed import GazeChunk, stream_gaze
 from ..hub.model_folders import ModelFolderError, check_finite_weights, load_video_processor
 from ..metrics.heatmaps import heatmap_sigma_px
-from ..models.gazeflow.generation_gazeflow import point_estimate, sampling_settings
+from ..models.gazeflow.generation_gazeflow import SamplingSettings, point_estimate
 from ..models.gazeflow.geometry import unit_to_pixels
 from ..models.gazeflow.windows import plan_windows
 
@@ -116,6 +117,7 @@ class GazePrediction:
     num_samples: int
     num_steps: int
     solver: str
+    window_mode: str  # how overlapping windows were joined: "coherent" or "blend"
     seed: int | None
     heatmaps: GazeHeatmaps | None = field(default=None, repr=False)
 
@@ -231,7 +233,9 @@ class GazeFlowPipeline(Pipeline):
     depend on the range's ends) and ``fps`` (in-memory frames). ``device`` is chosen when the pipeline is built
     (``pipeline(..., device="cuda")``). Returns a :class:`GazePrediction` per video.
 
-    The pipeline puts its model on the inference fast path in place (eval mode, SDPA, LoRA merged).
+    The pipeline runs its own copy of the model it is given, put on the inference fast path (eval mode, SDPA, LoRA
+    merged): the caller's model is left as it was (its weights, ``config.use_lora`` and training mode), at the cost
+    of holding the weights twice while the caller keeps its model.
     """
 
     _load_processor = False
@@ -240,8 +244,8 @@ class GazeFlowPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = False
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, model: Any, *args, **kwargs) -> None:
+        super().__init__(copy.deepcopy(model), *args, **kwargs)  # the fast path below changes the model in place
         model_type = getattr(self.model.config, "model_type", None)
         if model_type != "gazeflow" or not hasattr(self.model, "encode_video"):
             source = getattr(self.model, "name_or_path", "") or "the model given"
@@ -298,21 +302,14 @@ class GazeFlowPipeline(Pipeline):
                    end_frame: int | None = None) -> dict[str, VideoSource]:
         return {"source": open_video_source(inputs, fps=fps, start_frame=start_frame, end_frame=end_frame)}
 
-    def _sampling_settings(self, num_samples: int | None, num_steps: int | None, solver: str | None,
-                           window_mode: str | None = None) -> dict[str, Any]:
-        settings = sampling_settings(self.model.config, num_samples, num_steps, solver, window_mode)
-        return dict(num_samples=settings.num_samples, num_steps=settings.num_steps, solver=settings.solver,
-                    window_mode=settings.window_mode)
-
-    def stream_chunks(self, source: VideoSource, num_samples: int | None = None, num_steps: int | None = None,
-                      solver: str | None = None, seed: int | None = DEFAULT_SEED,
-                      keep_frames: bool = False, window_mode: str | None = None) -> Iterator[GazeChunk]:
-        """Stream a source through the model: finished :class:`~transformers_gazeflow.generation.windowed.GazeChunk` s in
-        order (with their raw frames when ``keep_frames``), for callers that consume frames as they come. A frame
-        range runs the windows of the whole video's grid that cover it (``windows.plan_windows``), so a frame's
-        prediction does not depend on the range's ends."""
+    def stream_chunks(self, source: VideoSource, settings: SamplingSettings | None = None,
+                      seed: int | None = DEFAULT_SEED, keep_frames: bool = False) -> Iterator[GazeChunk]:
+        """Stream a source through the model: finished :class:`~transformers_gazeflow.generation.windowed.GazeChunk`
+        s in order (with their raw frames when ``keep_frames``), for callers that consume frames as they come.
+        ``settings``: K, S, the solver and the window mode (``SamplingSettings``; None: the model's defaults). A
+        frame range runs the windows of the whole video's grid that cover it (``windows.plan_windows``), so a
+        frame's prediction does not depend on the range's ends."""
         generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
-        settings = self._sampling_settings(num_samples, num_steps, solver, window_mode)
         plan = None
         if source.total_frames is not None and source.expected_frames is not None:
             config = self.model.config
@@ -320,24 +317,22 @@ class GazeFlowPipeline(Pipeline):
                                 source.start_frame + source.expected_frames)
         frames = _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start,
                                                                               plan.decode_stop)
-        yield from stream_gaze(self.model, self.video_processor, frames, generator=generator, keep_frames=keep_frames,
-                               plan=plan, **settings)  # stream_gaze runs without autograd
+        yield from stream_gaze(self.model, self.video_processor, frames, settings, generator=generator,
+                               keep_frames=keep_frames, plan=plan)  # stream_gaze runs without autograd
 
     def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
                  num_steps: int | None = None, solver: str | None = None, seed: int | None = DEFAULT_SEED,
                  window_mode: str | None = None) -> dict[str, Any]:
         source = model_inputs["source"]
-        pieces = [chunk.trajectories for chunk in self.stream_chunks(source, num_samples, num_steps, solver, seed,
-                                                                     window_mode=window_mode)]
-        settings = self._sampling_settings(num_samples, num_steps, solver, window_mode)
-        return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, **settings}
+        settings = SamplingSettings.resolve(self.model.config, num_samples, num_steps, solver, window_mode)
+        pieces = [chunk.trajectories for chunk in self.stream_chunks(source, settings, seed)]
+        return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, "settings": settings}
 
     def postprocess(self, model_outputs: dict[str, Any], return_heatmaps: bool = False,
                     heatmap_sigma: float | None = None) -> GazePrediction:
         source: VideoSource = model_outputs["source"]
-        return build_prediction(source, model_outputs["trajectories"], model_outputs["num_samples"],
-                                model_outputs["num_steps"], model_outputs["solver"], model_outputs["seed"],
-                                heatmap_sigma=heatmap_sigma_px(source.width, heatmap_sigma),
+        return build_prediction(source, model_outputs["trajectories"], model_outputs["settings"],
+                                model_outputs["seed"], heatmap_sigma=heatmap_sigma_px(source.width, heatmap_sigma),
                                 return_heatmaps=return_heatmaps)
 
 
@@ -346,8 +341,8 @@ def frame_times_ms(frame_indices: np.ndarray, fps: float) -> np.ndarray:
     return np.asarray(frame_indices, dtype=np.float64) * (1000.0 / fps)
 
 
-def build_prediction(source: VideoSource, trajectories: np.ndarray, num_samples: int, num_steps: int, solver: str,
-                     seed: int | None, heatmap_sigma: float, return_heatmaps: bool = False) -> GazePrediction:
+def build_prediction(source: VideoSource, trajectories: np.ndarray, settings: SamplingSettings, seed: int | None,
+                     heatmap_sigma: float, return_heatmaps: bool = False) -> GazePrediction:
     """Assemble a :class:`GazePrediction` from a source and its ``[K, T, 2]`` unit trajectories."""
     trajectories = np.asarray(trajectories, dtype=np.float32)
     points = point_estimate(trajectories)
@@ -357,8 +352,8 @@ def build_prediction(source: VideoSource, trajectories: np.ndarray, num_samples:
         trajectories_px=unit_to_pixels(trajectories, source.width, source.height).astype(np.float32),
         points=points, points_px=unit_to_pixels(points, source.width, source.height).astype(np.float32),
         frame_indices=frame_indices, times_ms=frame_times_ms(frame_indices, source.fps), fps=source.fps,
-        width=source.width, height=source.height, num_samples=num_samples, num_steps=num_steps, solver=solver,
-        seed=seed,
+        width=source.width, height=source.height, num_samples=settings.num_samples, num_steps=settings.num_steps,
+        solver=settings.solver, window_mode=settings.window_mode, seed=seed,
         heatmaps=GazeHeatmaps(trajectories, source.width, source.height, heatmap_sigma) if return_heatmaps else None,
     )
 

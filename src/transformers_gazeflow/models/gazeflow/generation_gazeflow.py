@@ -92,29 +92,37 @@ shorter than a window, padded here)."""
 # ---------------------------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
 class SamplingSettings:
-    """K, S, the ODE solver and the window mode of one sampling call, after the config's defaults are applied."""
+    """K, S, the ODE solver and the window mode of one sampling call, resolved once (:meth:`resolve`) from the
+    call's arguments and the model's defaults and then passed down as one object: ``generate()``, the pipeline, the
+    ``gazeflow`` command and the web demo resolve once, the engine and the streamer only read it."""
 
     num_samples: int
     num_steps: int
     solver: str
     window_mode: str = "coherent"
 
+    @classmethod
+    def resolve(cls, config: GazeFlowConfig, num_samples: int | None = None, num_steps: int | None = None,
+                solver: str | None = None, window_mode: str | None = None) -> SamplingSettings:
+        """The settings of a sampling call: each argument left at None takes the model's default (``config``'s
+        ``num_samples``, ``num_steps``, ``solver``, ``window_mode``); all are checked against the config's objective
+        (one-line ``ValueError`` naming the argument)."""
+        settings = cls(
+            num_samples=num_samples if num_samples is not None else config.num_samples,
+            num_steps=num_steps if num_steps is not None else config.num_steps,
+            solver=solver if solver is not None else config.solver,
+            window_mode=window_mode if window_mode is not None else getattr(config, "window_mode", "coherent"),
+        )
+        check_sampling_arguments(settings.num_samples, settings.num_steps, settings.solver)
+        check_objective_sampling(config, settings.num_samples, settings.solver)
+        if settings.window_mode not in WINDOW_MODES:
+            raise ValueError(f"`window_mode` must be one of {WINDOW_MODES}, got {settings.window_mode!r}")
+        return settings
 
-def sampling_settings(config, num_samples: int | None = None, num_steps: int | None = None,
-                      solver: str | None = None, window_mode: str | None = None) -> SamplingSettings:
-    """The settings of a sampling call: each argument left at None takes the config's default (``num_samples``,
-    ``num_steps``, ``solver``, ``window_mode``); all are checked against the config's objective."""
-    settings = SamplingSettings(
-        num_samples=num_samples if num_samples is not None else config.num_samples,
-        num_steps=num_steps if num_steps is not None else config.num_steps,
-        solver=solver if solver is not None else config.solver,
-        window_mode=window_mode if window_mode is not None else getattr(config, "window_mode", "coherent"),
-    )
-    check_sampling_arguments(settings.num_samples, settings.num_steps, settings.solver)
-    check_objective_sampling(config, settings.num_samples, settings.solver)
-    if settings.window_mode not in WINDOW_MODES:
-        raise ValueError(f"`window_mode` must be one of {WINDOW_MODES}, got {settings.window_mode!r}")
-    return settings
+    def to_dict(self) -> dict[str, Any]:
+        """The four fields as a dict (``num_samples``, ``num_steps``, ``solver``, ``window_mode``)."""
+        return dict(num_samples=self.num_samples, num_steps=self.num_steps, solver=self.solver,
+                    window_mode=self.window_mode)
 
 
 # ---------------------------------------------------------------------------------------------------- one window
@@ -281,24 +289,21 @@ def generate_trajectories(
     model: WindowedModel,
     pixel_values_videos: torch.Tensor | None = None,
     encoder_hidden_states: torch.Tensor | None = None,
-    num_samples: int | None = None,
-    num_steps: int | None = None,
-    solver: str | None = None,
+    settings: SamplingSettings | None = None,
     generator: torch.Generator | None = None,
     window_batch_size: int = 8,
     use_condition_cache: bool = True,
-    window_mode: str | None = None,
 ) -> SampledFrames:
     """K trajectories per clip ``[B, K, T, 2]`` and their point estimate ``[B, T, 2]``, unit coordinates, clamped.
 
     Frames ``[B, T, 3, S, S]`` of any length go through windows of ``config.num_frames`` (stride
     ``config.window_stride``), ``window_batch_size`` windows encoded and sampled together. Or give
-    ``encoder_hidden_states`` ``[B, G * N, D]``: the tokens of one window of ``G * tubelet`` frames. Sampling
-    settings left at None take the config's defaults; ``window_mode`` ``"coherent"`` or ``"blend"`` (module
-    docstring). ``use_condition_cache=False`` recomputes the condition at every network call (the plain reference
-    path, same results).
+    ``encoder_hidden_states`` ``[B, G * N, D]``: the tokens of one window of ``G * tubelet`` frames. ``settings``:
+    K, S, the solver and the window mode (:class:`SamplingSettings`; None: the model's defaults).
+    ``use_condition_cache=False`` recomputes the condition at every network call (the plain reference path, same
+    results).
     """
-    settings = sampling_settings(model.config, num_samples, num_steps, solver, window_mode)
+    settings = settings if settings is not None else SamplingSettings.resolve(model.config)
     if (pixel_values_videos is None) == (encoder_hidden_states is None):
         raise ValueError("generate: give exactly one of `pixel_values_videos` [B, T, 3, S, S] or "
                          "`encoder_hidden_states` [B, G * N, D]")
@@ -331,7 +336,6 @@ def generate_trajectories(
 
 __all__ = [
     "SamplingSettings",
-    "sampling_settings",
     "cached_velocity_fn",
     "recompute_velocity_fn",
     "sample_window",

@@ -38,7 +38,7 @@ from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
-from .generation_gazeflow import generate_trajectories
+from .generation_gazeflow import SamplingSettings, generate_trajectories
 from .geometry import patch_centres
 from .modeling_gazeflow_causal import encode_video_causal
 from .modeling_gazeflow_checks import check_encoder_hidden_states, check_pixel_values, check_training_targets
@@ -557,10 +557,10 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 a linear blend); default from the config (see ``generation_gazeflow``).
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        settings = SamplingSettings.resolve(self.config, num_samples, num_steps, solver, window_mode)
         sampled = generate_trajectories(
             self, pixel_values_videos=pixel_values_videos, encoder_hidden_states=encoder_hidden_states,
-            num_samples=num_samples, num_steps=num_steps, solver=solver, generator=generator,
-            window_batch_size=window_batch_size, window_mode=window_mode,
+            settings=settings, generator=generator, window_batch_size=window_batch_size,
         )
         output = GazeFlowGenerationOutput(trajectories=sampled.trajectories, mean=sampled.mean)
         return output if return_dict else output.to_tuple()
