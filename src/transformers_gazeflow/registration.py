@@ -20,13 +20,14 @@ is registered the finder removes itself.
 
 For the ``egocentric-gaze`` task only, the model is checked before transformers reads it: ``pipeline()`` reads a
 model's config first, and the task's config read (``AutoConfig.from_pretrained(..., _from_pipeline=
-"egocentric-gaze")``, :func:`_checking_config_loader`) raises :class:`~transformers_gazeflow.hub.model_folders.ModelFolderError`
-for a folder that is not a usable GazeFlow model (another or an unknown ``model_type``, no ``config.json``, a field of
-the wrong type, missing, truncated or unsafe weights), where transformers would say ``Unrecognized model`` or fail
-on a missing file. This works whatever the import order (``from transformers import pipeline`` before
-``import transformers_gazeflow`` included). With no ``model=``, the bundled default loads without transformers' "No
-model was supplied" warning (a log filter for that one message) and without its "Loading weights" bar (the task's
-auto class). Every other task and every other config read go straight through.
+"egocentric-gaze")``, :func:`_checking_config_loader`) raises
+:class:`~transformers_gazeflow.hub.model_folders.ModelFolderError` for a folder that is not a usable GazeFlow model
+(another or an unknown ``model_type``, no ``config.json``, a field of the wrong type, missing, truncated or unsafe
+weights), where transformers would say ``Unrecognized model`` or fail on a missing file. This works whatever the
+import order (``from transformers import pipeline`` before ``import transformers_gazeflow`` included). With no
+``model=``, the bundled default loads without transformers' "No model was supplied" warning (a log filter for that
+one message) and without its "Loading weights" bar (the task's auto class). Every other task and every other config
+read go straight through.
 """
 
 from __future__ import annotations
@@ -92,9 +93,9 @@ def _checking_config_loader(original: Callable[..., Any]) -> Callable[..., Any]:
 
     transformers' ``pipeline()`` reads the config of a model path first (``AutoConfig.from_pretrained(model,
     _from_pipeline=task)``), so this is where a folder that is not a usable GazeFlow model gets a
-    :class:`~transformers_gazeflow.hub.model_folders.ModelFolderError` naming it (:func:`~transformers_gazeflow.hub.model_folders.
-    check_pipeline_model`) instead of transformers' ``Unrecognized model`` or missing-file errors. Any other call
-    goes straight through."""
+    :class:`~transformers_gazeflow.hub.model_folders.ModelFolderError` naming it
+    (:func:`~transformers_gazeflow.hub.model_folders.check_pipeline_model`) instead of transformers' ``Unrecognized
+    model`` or missing-file errors. Any other call goes straight through."""
 
     @functools.wraps(original)
     def from_pretrained(pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> Any:

@@ -1,8 +1,8 @@
 """The bookkeeping of a ``gazeflow predict`` run over many videos, in plain Python (no torch, no numpy).
 
-* **Inputs** (:func:`expand_videos`): video files, folders (their video files, sorted), glob patterns (``'clips/*.mp4'``,
-  quoted so that the shell leaves them to us) and text files of paths (``.txt`` / ``.list``: one path per line,
-  ``#`` comments, relative paths read from the list's folder); a file named twice is predicted once.
+* **Inputs** (:func:`expand_videos`): video files, folders (their video files, sorted), glob patterns
+  (``'clips/*.mp4'``, quoted so that the shell leaves them to us) and text files of paths (``.txt`` / ``.list``: one
+  path per line, ``#`` comments, relative paths read from the list's folder); a file named twice is predicted once.
 * **Output folders** (:func:`output_folders`): one per video under ``--output-dir``, named after the video's file
   name without extension; when two videos share a name, each gets ``<name>-<8 hex digits of its path's hash>``.
   A lone video file given as the only input writes straight into ``--output-dir`` (no index).
@@ -255,4 +255,5 @@ def read_index(path: Path) -> list[dict[str, str]]:
 
 __all__ = ["INDEX_NAME", "INDEX_COLUMNS", "VIDEO_SUFFIXES", "LIST_SUFFIXES", "InputError", "expand_videos",
            "output_folders", "check_output_dir", "make_output_dir", "remove_if_empty", "finished_summary", "Shard",
-           "shard_from_env", "IndexPart", "merge_index", "read_index", "one_line", "OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME"]
+           "shard_from_env", "IndexPart", "merge_index", "read_index", "one_line", "OVERLAY_NAME", "CSV_NAME",
+           "SUMMARY_NAME"]

@@ -2,11 +2,11 @@
 else registers itself in :data:`COMMANDS`.
 
 ``gazeflow predict VIDEO... --output-dir DIR`` streams videos through the model and writes, per video,
-``overlay.mp4``, ``gaze.csv`` and ``summary.json`` (:mod:`transformers_gazeflow.commands.predict`); several videos, a folder, a
-glob or a text file of paths give one folder per video and ``index.csv`` (:mod:`transformers_gazeflow.commands.batch`),
-optionally over several processes (``--num-processes N``, or ``torchrun`` / ``accelerate launch -m
-transformers_gazeflow.commands.cli predict ...``). ``gazeflow demo`` runs a generated clip with known gaze
-(:mod:`transformers_gazeflow.commands.demo`).
+``overlay.mp4``, ``gaze.csv`` and ``summary.json`` (:mod:`transformers_gazeflow.commands.predict`); several videos, a
+folder, a glob or a text file of paths give one folder per video and ``index.csv``
+(:mod:`transformers_gazeflow.commands.batch`), optionally over several processes (``--num-processes N``, or
+``torchrun`` / ``accelerate launch -m transformers_gazeflow.commands.cli predict ...``). ``gazeflow demo`` runs a
+generated clip with known gaze (:mod:`transformers_gazeflow.commands.demo`).
 
 Fast start: this module imports neither torch, transformers nor numpy. Every argument is checked first (in well
 under a second), then the inputs (files, the model folder, the device), and only then is the model loaded.
@@ -45,8 +45,8 @@ from .. import __version__
 
 SOLVERS = ("euler", "heun", "midpoint")
 WINDOW_MODES = ("coherent", "blend")
-"""The ODE solvers and window modes of ``configuration_gazeflow.SOLVERS`` / ``WINDOW_MODES`` (a test keeps them equal; importing the configuration
-would import transformers and cost seconds at every start)."""
+"""The ODE solvers and window modes of ``configuration_gazeflow.SOLVERS`` / ``WINDOW_MODES`` (a test keeps them equal;
+importing the configuration would import transformers and cost seconds at every start)."""
 DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
 EXIT_USAGE, EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 2, 1, 130, 143
 WORKER_ENV = "GAZEFLOW_WORKER"

@@ -1,13 +1,15 @@
 """One video through a loaded model into an output folder: the work behind ``gazeflow predict`` and ``gazeflow demo``.
 
-:class:`GazePredictor` loads a model once (:func:`transformers_gazeflow.hub.model_folders.load_model`) and :meth:`~GazePredictor.
-predict` streams a video through it (:meth:`GazeFlowPipeline.stream_chunks`), writing into the output folder:
+:class:`GazePredictor` loads a model once (:func:`transformers_gazeflow.hub.model_folders.load_model`) and
+:meth:`~GazePredictor.predict` streams a video through it (:meth:`GazeFlowPipeline.stream_chunks`), writing into the
+output folder:
 
 * ``overlay.mp4``: the original frames at the original fps and size with the heatmap, the K samples, the point
   estimate and its trail (and the true gaze when known) drawn on them (:mod:`transformers_gazeflow.outputs.overlay`),
   encoded in a background thread;
 * ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.outputs.writers`);
-* ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, outputs and timings.
+* ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, outputs and
+  timings.
 
 Outputs are written under ``partial.*`` names and renamed when complete, ``summary.json`` last: a folder with a
 ``summary.json`` holds a finished prediction (what ``--resume`` looks for). When a run fails or is interrupted
@@ -15,10 +17,10 @@ Outputs are written under ``partial.*`` names and renamed when complete, ``summa
 thread is stopped, and an output folder this run created is removed if it is left empty; earlier complete outputs
 in the folder are left as they were.
 
-The same loop serves the web demo (:mod:`transformers_gazeflow.commands.web_demo_jobs`): :meth:`GazePredictor.from_pipeline`
-wraps a pipeline it already holds, ``on_chunk`` sees every finished chunk (its progress bar, its x(t)/y(t) figure)
-and stops the run by raising (its Stop button: :class:`RunCancelled`), and ``PredictOptions.even_size`` pads odd
-overlays to the even size browsers play.
+The same loop serves the web demo (:mod:`transformers_gazeflow.commands.web_demo_jobs`):
+:meth:`GazePredictor.from_pipeline` wraps a pipeline it already holds, ``on_chunk`` sees every finished chunk (its
+progress bar, its x(t)/y(t) figure) and stops the run by raising (its Stop button: :class:`RunCancelled`), and
+``PredictOptions.even_size`` pads odd overlays to the even size browsers play.
 """
 
 from __future__ import annotations

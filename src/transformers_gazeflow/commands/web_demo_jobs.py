@@ -7,8 +7,8 @@ figure (:func:`trajectory_figure`). The overlay, the heatmap sigma (a fraction o
 command's. For the bundled demo clip (:func:`prepare_demo_clip`, ``gazeflow demo``'s clip, recognised by its
 content) the true gaze is drawn on the overlay (the command's magenta cross), written to the CSV's truth columns and
 the figure, and the summary scores the point estimate against it as ``gazeflow demo`` does
-(:func:`transformers_gazeflow.commands.demo.score_points`: valid, on-frame frames only). A job reports progress per chunk
-and stops at the next chunk when its ``cancel`` event is set (:class:`JobStopped`, nothing left behind).
+(:func:`transformers_gazeflow.commands.demo.score_points`: valid, on-frame frames only). A job reports progress per
+chunk and stops at the next chunk when its ``cancel`` event is set (:class:`JobStopped`, nothing left behind).
 
 Nothing here imports Gradio: :mod:`transformers_gazeflow.commands.web_demo` puts the page over these functions. Every
 problem with an upload or a setting raises :class:`DemoInputError` with a one-line message naming the file (by its
@@ -157,8 +157,8 @@ class DemoClip:
 def prepare_demo_clip(folder: str | os.PathLike) -> DemoClip:
     """Render the demo clip into ``folder`` once (later calls reuse the file) and return it with its true gaze.
 
-    The clip is the one ``gazeflow demo`` renders (:func:`transformers_gazeflow.commands.demo.demo_clip`); the folder name
-    carries the synthetic generator's version, so a changed generator renders a new clip instead of pairing stale
+    The clip is the one ``gazeflow demo`` renders (:func:`transformers_gazeflow.commands.demo.demo_clip`); the folder
+    name carries the synthetic generator's version, so a changed generator renders a new clip instead of pairing stale
     pixels with new gaze.
     """
     from ..data.synthetic import GENERATOR_VERSION

@@ -85,7 +85,8 @@ def read_ego4d_gaze_csv(path: str | Path) -> Ego4dGazeSamples:
     if not path.is_file():
         raise FileNotFoundError(f"Ego4D gaze file not found: {path}")
     if not is_ego4d_gaze_csv(path):
-        raise ValueError(f"{path} is not an Ego4D gaze CSV: its header does not start with {EGO4D_GAZE_HEADER_PREFIX!r}")
+        raise ValueError(f"{path} is not an Ego4D gaze CSV: its header does not start with "
+                         f"{EGO4D_GAZE_HEADER_PREFIX!r}")
     data, encoding = read_text_bytes(path)  # UTF-16/32 and byte-order marks read as UTF-8
     lines = data.split(b"\n")
     if lines and not lines[-1].strip():

@@ -1,4 +1,4 @@
-"""Gaze-type codes and the valid rule of the unified gaze schema, in one place (the data spec, "Unified example schema").
+"""Gaze-type codes and the valid rule of the unified example schema, in one place.
 
 One of the conventions at the bottom of the package with the model folder's ``geometry`` and ``windows``: it imports
 nothing of ours, and the readers, the synthetic data, the metrics and the commands read their codes from here.

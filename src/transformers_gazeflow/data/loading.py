@@ -11,10 +11,10 @@ loading-script form, and :func:`load_gaze_dataset` imports it from its file and 
 The builders ship inside the wheel as ``transformers_gazeflow/_builders/<name>/`` (see ``setup.py``); in a source
 checkout they are read from ``datasets_scripts/<name>/``. So this works from an installed wheel, from any cwd.
 
-Shared by all builders (and only here): the unified example schema (:func:`gaze_example_features`,
-``../shared/specs/data.md``, "Unified example schema"), the builder options (:class:`GazeBuilderConfig`), the
-windowing of a clip into examples (:func:`clip_window_examples`, after :func:`~transformers_gazeflow.models.gazeflow.windows.window_starts`)
-and the record of what a build skipped or dropped (:class:`BuildLog`).
+Shared by all builders (and only here): the unified example schema (:func:`gaze_example_features`), the builder
+options (:class:`GazeBuilderConfig`), the windowing of a clip into examples (:func:`clip_window_examples`, after
+:func:`~transformers_gazeflow.models.gazeflow.windows.window_starts`) and the record of what a build skipped or
+dropped (:class:`BuildLog`).
 """
 
 from __future__ import annotations

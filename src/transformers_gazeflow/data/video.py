@@ -219,7 +219,8 @@ def write_video(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: floa
             if frame.ndim == 2:
                 frame = np.repeat(frame[..., None], 3, axis=2)
             if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
-                raise ValueError(f"write_video({path}): frames must be uint8 [H, W, 3], got {frame.dtype} {frame.shape}")
+                raise ValueError(f"write_video({path}): frames must be uint8 [H, W, 3], "
+                                 f"got {frame.dtype} {frame.shape}")
             if stream is None:
                 height, width = frame.shape[:2]
                 stream = container.add_stream(codec, rate=rate)

@@ -2,9 +2,9 @@
 
 What makes GazeFlow fast lives in three places:
 
-* the windowed engine (:mod:`transformers_gazeflow.models.gazeflow.generation_gazeflow`): the per-clip condition (c_v, c_task, every
-  block's keys and values) built once per window and shared by all K samples and S steps, and K x windows batched
-  together;
+* the windowed engine (:mod:`transformers_gazeflow.models.gazeflow.generation_gazeflow`): the per-clip condition
+  (c_v, c_task, every block's keys and values) built once per window and shared by all K samples and S steps, and
+  K x windows batched together;
 * the attention kernels: ``scaled_dot_product_attention`` in the velocity network and the V-JEPA 2 encoder
   (``attn_implementation="sdpa"``, the default);
 * this module: LoRA merged into the encoder weights, bf16 autocast, and optional ``torch.compile`` of the

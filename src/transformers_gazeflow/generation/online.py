@@ -1,7 +1,8 @@
 """Online gaze prediction with the causal GazeFlow (paper Appendix F.4): :class:`GazeFlowStreamer`.
 
-Online, not windowed: the windowed engine (``generation_gazeflow``, ``generation.windowed``) samples whole windows and hands frames out once no
-later window can change them; this streamer emits each frame's gaze as soon as the frame is seen.
+Online, not windowed: the windowed engine (``generation_gazeflow``, ``generation.windowed``) samples whole windows
+and hands frames out once no later window can change them; this streamer emits each frame's gaze as soon as the
+frame is seen.
 
 Frames arrive one at a time (a camera loop, a file decoded frame by frame); the gaze of frame t is emitted as soon
 as frame t has been seen. The causal model (``GazeFlowConfig(causal=True)``, ``modeling_gazeflow_causal``) makes
@@ -132,7 +133,8 @@ class GazeFlowStreamer:
         tokens = encode_frame_causal(model.video_encoder, torch.stack(tuple(self.recent_frames), dim=1),
                                      config.causal_encoder_frames, config.tokens_per_frame)
         condition_encoder = model.condition_encoder
-        visual = condition_encoder(tokens.unsqueeze(1)).visual_tokens  # c_v(t) [B, 1, N, d]; the one-frame bank is unused
+        # c_v(t) [B, 1, N, d]; the one-frame bank is unused
+        visual = condition_encoder(tokens.unsqueeze(1)).visual_tokens
         task = None
         if condition_encoder.task_bank is not None:
             self.frame_summaries.append(visual.mean(dim=2))  # V_bar_t, the task bank's frame summary

@@ -1,4 +1,5 @@
-"""The windowed engine fed from a stream of raw frames: the ``egocentric-gaze`` pipeline's and ``gazeflow predict``'s path.
+"""The windowed engine fed from a stream of raw frames: the path of the ``egocentric-gaze`` pipeline and of
+``gazeflow predict``.
 
 :func:`stream_gaze` reads raw frames one at a time from any iterable, processes each on arrival and hands each window
 to the model's one loop over windows (:func:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.

@@ -405,8 +405,9 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
     default ``GazeFlowVideoProcessor(size=config.image_size)``) and a ``README.md`` model card with Hub metadata
     (``card``: an existing card to copy, e.g. the one of the folder the model was loaded from; otherwise one written
     from ``title``, ``description``, ``training`` and ``limitations``). ``remote_code=True`` adds the model's and the
-    pipeline's code for ``trust_remote_code=True`` loading (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`).
-    The folder is ready for ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
+    pipeline's code for ``trust_remote_code=True`` loading
+    (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`). The folder is ready for
+    ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
     """
     import shutil
 

@@ -320,7 +320,8 @@ def glc_resized_size(width: int, height: int, crop: int = GLC_CROP) -> tuple[int
 
 
 def glc_crop_gaze(gaze, width: int, height: int, crop: int = GLC_CROP, clip: bool = True) -> np.ndarray:
-    """Gaze mapped into GLC's test crop: ``clip((x * new_w - off_x) / crop, 0, 1)`` with ``off = ceil((new - crop) / 2)``.
+    """Gaze mapped into GLC's test crop: ``clip((x * new_w - off_x) / crop, 0, 1)`` with
+    ``off = ceil((new - crop) / 2)``.
 
     ``gaze [..., 2]`` unit coordinates of the native frame -> float64 ``[..., 2]`` unit coordinates of the crop.
     ``clip=False`` keeps points that fall outside the crop outside (used for predicted samples, whose Gaussians
@@ -385,7 +386,8 @@ def glc_gt_heatmaps(gaze_crop, grid: int = GLC_GRID, ksize: int = GLC_KERNEL_SIZ
 
 
 def glc_frame_softmax(logits, temperature: float = 2.0) -> torch.Tensor:
-    """GLC's test-time prediction map: a softmax over each frame's cells of ``logits / temperature`` (``[..., h, w]``)."""
+    """GLC's test-time prediction map: a softmax over each frame's cells of ``logits / temperature``
+    (``[..., h, w]``)."""
     t = _as_tensor(logits, "logits", torch.float32)
     if t.ndim < 2:
         raise ValueError(f"logits must have shape [..., h, w], got {tuple(t.shape)}")

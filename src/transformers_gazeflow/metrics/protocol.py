@@ -50,7 +50,8 @@ FRAME_METRICS = ("auc", "nss", "cc", "kl", "sim", "aae")
 _DTW_FLUSH_CLIPS = 32
 
 
-def protocol_frame_indices(num_frames: int, window: int = PROTOCOL_WINDOW, count: int = PROTOCOL_NUM_FRAMES) -> np.ndarray:
+def protocol_frame_indices(num_frames: int, window: int = PROTOCOL_WINDOW,
+                           count: int = PROTOCOL_NUM_FRAMES) -> np.ndarray:
     """Local protocol frames ``linspace(0, window - 1, count)`` (``[0, 9, ..., 63]``), clamped to ``num_frames - 1``."""
     if num_frames < 1:
         raise ValueError(f"num_frames must be >= 1, got {num_frames}")
@@ -74,7 +75,8 @@ class ClipGroundTruth:
     height: int
 
     @classmethod
-    def from_any(cls, item: Any, where: str = "ground truth", window: int | None = PROTOCOL_WINDOW) -> "ClipGroundTruth":
+    def from_any(cls, item: Any, where: str = "ground truth",
+                 window: int | None = PROTOCOL_WINDOW) -> "ClipGroundTruth":
         """Build and check from a ``ClipGroundTruth``, a dataclass or a mapping with the schema's fields.
 
         Inputs longer than ``window`` (the protocol window, 64 frames) are cut to it; ``None`` keeps every frame.
@@ -104,7 +106,8 @@ class ClipGroundTruth:
         if valid.shape != (t,):
             raise ValueError(f"{where}: valid must have shape [T] = [{t}] like gaze, got {valid.shape}")
         if not np.isin(gaze_type, GAZE_TYPE_CODES).all():
-            raise ValueError(f"{where}: gaze_type must hold unified codes {GAZE_TYPE_CODES}, got {np.unique(gaze_type)}")
+            raise ValueError(f"{where}: gaze_type must hold unified codes {GAZE_TYPE_CODES}, "
+                             f"got {np.unique(gaze_type)}")
         if not np.isfinite(gaze).all():
             raise ValueError(f"{where}: gaze contains NaN or inf")
         if gaze.min() < 0 or gaze.max() > 1:
@@ -274,7 +277,8 @@ class GazeEvaluator:
         gts = list(ground_truths)
         preds = list(predictions)
         if len(gts) != len(preds):
-            raise ValueError(f"ground_truths and predictions must have the same length, got {len(gts)} and {len(preds)}")
+            raise ValueError(f"ground_truths and predictions must have the same length, "
+                             f"got {len(gts)} and {len(preds)}")
         for gt, pred in zip(gts, preds):
             self.add(gt, pred)
 
@@ -367,7 +371,8 @@ class GazeEvaluator:
             return hm.glc_minmax(hm.glc_distribution(maps))
         return hm.render_heatmaps(pts, gt.width, gt.height, sigma=self.sigma_px, dtype=self.dtype, keep_shape=True)
 
-    def _score_frames(self, gt, maps: torch.Tensor, traj, frames: np.ndarray, kept: np.ndarray, clip_index: int) -> None:
+    def _score_frames(self, gt, maps: torch.Tensor, traj, frames: np.ndarray, kept: np.ndarray,
+                      clip_index: int) -> None:
         gaze = gt.gaze[frames]
         if self.protocol == "glc":
             gaze_crop = hm.glc_crop_gaze(gaze, gt.width, gt.height)

@@ -327,7 +327,8 @@ def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFA
     if not 0 < fov_deg < 180:
         raise ValueError(f"fov_deg must be in (0, 180), got {fov_deg}")
     focal = (width / 2) / math.tan(math.radians(fov_deg) / 2)
-    return _ray_angle(p[..., 0] - width / 2, p[..., 1] - height / 2, g[..., 0] - width / 2, g[..., 1] - height / 2, focal)
+    return _ray_angle(p[..., 0] - width / 2, p[..., 1] - height / 2,
+                      g[..., 0] - width / 2, g[..., 1] - height / 2, focal)
 
 
 def _ray_angle(ax, ay, bx, by, focal: float) -> torch.Tensor:

@@ -121,7 +121,8 @@ class GazeCsvWriter:
 
 
 def write_gaze_csv(path: str | os.PathLike, prediction: Any) -> Path:
-    """Write a pipeline output (:class:`~transformers_gazeflow.pipelines.egocentric_gaze.GazePrediction`) as ``gaze.csv``."""
+    """Write a pipeline output (:class:`~transformers_gazeflow.pipelines.egocentric_gaze.GazePrediction`) as
+    ``gaze.csv``."""
     with GazeCsvWriter(path, prediction.video_id, prediction.width, prediction.height, prediction.fps) as writer:
         writer.write(int(prediction.frame_indices[0]), prediction.trajectories)
     return Path(path)

@@ -11,9 +11,10 @@ out["points_px"]  # [T, 2] point estimate per frame (the mean of the K samples),
 
 Inputs: a video file (anything PyAV opens), a ``[T, H, W, 3]`` uint8 array or tensor (grayscale ``[T, H, W]`` too),
 or a list of PIL images; for in-memory frames pass ``fps=`` (30 when not given). Long videos stream window by
-window through decode -> processor -> encoder -> sampler -> blend (:mod:`transformers_gazeflow.models.gazeflow.generation_gazeflow`), so
-memory does not grow with the video's length; only the small per-frame outputs are collected. Heatmaps are
-rendered on demand (:class:`GazeHeatmaps`), never held for the whole video.
+window through decode -> processor -> encoder -> sampler -> blend
+(:mod:`transformers_gazeflow.models.gazeflow.generation_gazeflow`), so memory does not grow with the video's length;
+only the small per-frame outputs are collected. Heatmaps are rendered on demand (:class:`GazeHeatmaps`), never held
+for the whole video.
 """
 
 from __future__ import annotations
@@ -285,8 +286,8 @@ class GazeFlowPipeline(Pipeline):
     def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> None:
         """Write a complete model folder (also what ``push_to_hub`` uploads): weights and config (safetensors), the
         processor, the model card (the source folder's ``README.md`` when it has one) and the remote code for
-        ``trust_remote_code=True`` (:func:`transformers_gazeflow.hub.model_folders.save_model_folder`, the one writer of model
-        folders). ``kwargs`` of the base class (``safe_serialization``, ``max_shard_size``) are accepted and
+        ``trust_remote_code=True`` (:func:`transformers_gazeflow.hub.model_folders.save_model_folder`, the one writer
+        of model folders). ``kwargs`` of the base class (``safe_serialization``, ``max_shard_size``) are accepted and
         ignored."""
         from ..hub.model_folders import save_model_folder
 

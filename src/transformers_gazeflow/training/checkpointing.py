@@ -534,7 +534,8 @@ def _load_state_dict(path: Path, target) -> None:
 
 
 __all__ = [
-    "TrainerState", "CheckpointError", "save_checkpoint", "load_checkpoint", "load_best_ema_state", "find_checkpoint", "select_checkpoint",
+    "TrainerState", "CheckpointError", "save_checkpoint", "load_checkpoint", "load_best_ema_state", "find_checkpoint",
+    "select_checkpoint",
     "begin_lineage", "verify_checkpoint", "read_index", "write_manifest", "write_json_atomically", "publish_folder",
     "TRAINER_STATE", "MANIFEST", "INDEX",
 ]

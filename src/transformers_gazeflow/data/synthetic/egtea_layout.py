@@ -14,9 +14,9 @@ row of frame ``start - 1 + k`` (the reference's alignment). Clips of one session
 with short gaps in which the gaze keeps being recorded.
 
 Gaze files are written by :func:`~.egtea_format.begaze_lines` (format 1: rows ``Time Type Trial X Y Frame Event``
-after 34 ``##`` header lines, line 10 ``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps gives two samples on one frame in
-four (their mean is the frame's point); blinks are ``Blink`` rows, untracked frames have no row at all, and
-off-frame samples keep their raw, out-of-range pixels.
+after 34 ``##`` header lines, line 10 ``## Number of Samples: N``). The tracker's 30 Hz against the video's 24 fps
+gives two samples on one frame in four (their mean is the frame's point); blinks are ``Blink`` rows, untracked frames
+have no row at all, and off-frame samples keep their raw, out-of-range pixels.
 """
 
 from __future__ import annotations

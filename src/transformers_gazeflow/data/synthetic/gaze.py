@@ -48,7 +48,8 @@ class SimulatedGaze:
 
     @property
     def valid(self) -> np.ndarray:
-        """bool [T]: the frame enters the loss (:func:`~transformers_gazeflow.data.gaze_types.valid_mask` of ``gaze_type``)."""
+        """bool [T]: the frame enters the loss (:func:`~transformers_gazeflow.data.gaze_types.valid_mask` of
+        ``gaze_type``)."""
         return valid_mask(self.gaze_type)
 
 

@@ -69,7 +69,8 @@ def check_training_targets(gaze: torch.Tensor,
         valid_mask = torch.ones(gaze.shape[:2], dtype=torch.bool, device=gaze.device)
     if not torch.is_tensor(valid_mask) or tuple(valid_mask.shape) != tuple(gaze.shape[:2]):
         shape = tuple(valid_mask.shape) if torch.is_tensor(valid_mask) else type(valid_mask)
-        raise ValueError(f"`valid_mask` must have shape {tuple(gaze.shape[:2])} (batch, frames) like `gaze`, got {shape}")
+        raise ValueError(f"`valid_mask` must have shape {tuple(gaze.shape[:2])} (batch, frames) like `gaze`, "
+                         f"got {shape}")
     valid_mask = valid_mask.bool()
     if not torch.compiler.is_compiling():  # these read tensor values: checked eagerly, outside traced graphs
         valid_gaze = gaze[valid_mask]
@@ -80,7 +81,8 @@ def check_training_targets(gaze: torch.Tensor,
         if valid_gaze.numel() and valid_gaze.abs().max() > 1.0 + 1e-5:
             raise ValueError(f"`gaze` must lie in model coordinates [-1, 1] (unit coordinates x map to 2x - 1), got "
                              f"values in [{valid_gaze.min().item():.4f}, {valid_gaze.max().item():.4f}]")
-    gaze = torch.where(valid_mask.unsqueeze(-1), gaze, torch.nan_to_num(gaze, nan=0.0, posinf=0.0, neginf=0.0).clamp(-1.0, 1.0))
+    finite = torch.nan_to_num(gaze, nan=0.0, posinf=0.0, neginf=0.0).clamp(-1.0, 1.0)
+    gaze = torch.where(valid_mask.unsqueeze(-1), gaze, finite)
     return gaze, valid_mask
 
 
@@ -99,9 +101,10 @@ def check_objective_sampling(config: GazeFlowConfig, num_samples: int, solver: s
         raise ValueError(f"`num_samples` (K) must be 1 with objective='regression' (a deterministic head predicts one "
                          f"trajectory), got {num_samples}")
     if config.objective != "flow_matching" and solver != "euler":
+        sampler = "DDIM" if config.objective == "diffusion" else "one call"
         raise ValueError(f"`solver`={solver!r} applies to objective='flow_matching' only; objective="
-                         f"{config.objective!r} samples with {'DDIM' if config.objective == 'diffusion' else 'one call'}"
-                         f" (leave solver at its default 'euler')")
+                         f"{config.objective!r} samples with {sampler} (leave solver at its default 'euler')")
 
 
-__all__ = ["check_objective_sampling", "check_pixel_values", "check_encoder_hidden_states", "check_training_targets", "check_sampling_arguments"]
+__all__ = ["check_objective_sampling", "check_pixel_values", "check_encoder_hidden_states", "check_training_targets",
+           "check_sampling_arguments"]

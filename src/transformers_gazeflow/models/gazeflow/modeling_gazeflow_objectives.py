@@ -143,7 +143,8 @@ def regression_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: to
 
 
 def regression_predict(model: GazeFlowModel, condition: GazeFlowCondition, zeros: torch.Tensor) -> torch.Tensor:
-    """The regression head's trajectory ``[B, 1, T, 2]``: the network at x = 0, s = REGRESSION_INPUT_TIME, x1_hat = 0."""
+    """The regression head's trajectory ``[B, 1, T, 2]``: the network at x = 0, s = REGRESSION_INPUT_TIME,
+    x1_hat = 0."""
     return model.velocity(zeros, REGRESSION_INPUT_TIME, condition, zeros)
 
 

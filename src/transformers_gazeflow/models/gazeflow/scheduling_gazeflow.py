@@ -11,13 +11,13 @@ constants.
 | OT interpolant x_s = (1 - (1 - sigma_min) s) x_0 + s g | Appendix E.4 | :meth:`FlowMatchingScheduler.add_noise` |
 | velocity target u = g - (1 - sigma_min) x_0 | Eq. cfm_loss | :meth:`FlowMatchingScheduler.velocity_target` |
 | self-conditioning endpoint x1_hat = x_s + (1 - s) v | Appendix D.2 | :func:`estimate_endpoint` |
-| Euler (Algorithm 1), Heun, midpoint over S uniform steps | Algorithm 1, Appendix D | :meth:`FlowMatchingScheduler.step` |
+| Euler (Algorithm 1), Heun, midpoint; S uniform steps | Algorithm 1, Appendix D | :meth:`FlowMatchingScheduler.step` |
 | cosine schedule alpha_bar (Nichol & Dhariwal 2021) | Appendix F.4 | :func:`cosine_alphas_cumprod` |
 | DDIM (Song et al. 2021, eta = 0) and its x_t, clean estimate | Appendix F.4 | :class:`DDIMScheduler` |
 | the regression head's constant inputs | Section 4.4 | :data:`REGRESSION_INPUT_TIME`, :class:`RegressionScheduler` |
 | x_0 ~ N(0, I) at inference | Algorithm 1 | :func:`draw_noise` |
 | training draws: s (or t), x_0, the self-conditioning coin | Algorithm 1, Appendix D.2 | :func:`draw_training_noise` |
-| s from one uniform draw: uniform (paper), late_quadratic, logit_normal | Algorithm 1 (uniform) | :func:`flow_time_from_uniform` |
+| s from a uniform draw: uniform (paper), late_quadratic, logit_normal | Algorithm 1 | :func:`flow_time_from_uniform` |
 
 Every ``step`` is pure: it maps (x, x1_hat, time, next time) to the next (x, x1_hat) and holds no state. A step can
 take a ``project(x, time)`` callback, applied to every state the network is evaluated at: the windowed engine

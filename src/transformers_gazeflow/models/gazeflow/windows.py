@@ -117,7 +117,8 @@ def _ramp_blend(earlier: torch.Tensor, later: torch.Tensor) -> torch.Tensor:
     return (1 - ramp) * earlier + ramp * later
 
 
-def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_frames: int, frame_dim: int) -> torch.Tensor:
+def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_frames: int,
+                  frame_dim: int) -> torch.Tensor:
     """Stitch per-window predictions into one sequence of ``num_frames`` frames with the linear overlap blend.
 
     ``window_values[i]`` holds the prediction of window ``i`` along dimension ``frame_dim`` (its length is the
@@ -227,4 +228,5 @@ class StreamingBlender:
         return rest.movedim(0, self.frame_dim)
 
 
-__all__ = ["pad_last_frame", "window_starts", "WindowPlan", "plan_windows", "blend_windows", "STITCH_MODES", "StreamingBlender"]
+__all__ = ["pad_last_frame", "window_starts", "WindowPlan", "plan_windows", "blend_windows", "STITCH_MODES",
+           "StreamingBlender"]
