@@ -1,6 +1,7 @@
 """Batches of the unified example schema: decode each window, process it, pad it, convert gaze to model coords.
 
-An example (``../shared/specs/data.md``, "Unified example schema") is one window of at most ``num_frames`` frames
+An example (the unified example schema, :func:`~transformers_gazeflow.data.loading.gaze_example_features`) is one
+window of at most ``num_frames`` frames
 of one clip, with its video as a path. The collator decodes exactly that window
 (:func:`~transformers_gazeflow.data.video.decode_frames`), runs the :class:`GazeFlowVideoProcessor`, and pads
 windows shorter than ``num_frames`` by repeating the last frame (and the last gaze point); padded frames are

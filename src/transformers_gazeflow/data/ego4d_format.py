@@ -1,6 +1,6 @@
 """Ego4D gaze raw formats: gaze CSVs found by content, per-frame labels, GLC's clip lists and untracked intervals.
 
-Spec: ``../shared/specs/data.md``, "Ego4D gaze subset". Reference behaviour: GLC (``BolinLai/GLC``:
+The raw layout of Ego4D's gaze subset (the gaze CSVs of its download). Reference behaviour: GLC (``BolinLai/GLC``:
 ``slowfast/datasets/ego4d_gaze.py``, ``data/preprocessing.py``).
 
 What lives here, and nowhere else: Ego4D gaze CSVs, found by content (:func:`is_ego4d_gaze_csv`,

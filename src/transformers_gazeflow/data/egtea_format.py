@@ -1,6 +1,6 @@
 """EGTEA Gaze+ raw formats: SMI BeGaze text exports (read and written), clip names, frame alignment, class indexes.
 
-Spec: ``../shared/specs/data.md``, "EGTEA Gaze+". Reference behaviour: GLC (``BolinLai/GLC``:
+The raw layout of the EGTEA Gaze+ download. Reference behaviour: GLC (``BolinLai/GLC``:
 ``data/gaze_io_sample.py``, ``slowfast/datasets/egtea_gaze.py``).
 
 What lives here, and nowhere else: BeGaze exports, formats 1 and 2, read and written (:func:`read_begaze`,

@@ -1,6 +1,6 @@
 """What both raw gaze readers share: the ``parity`` modes, the untracked-frame rule, parse reports and tracks.
 
-Spec: ``../shared/specs/data.md`` ("Unified example schema"). The per-format readers build on this module:
+Both readers produce the unified example schema's gaze fields. The per-format readers build on this module:
 :mod:`.egtea_format` (SMI BeGaze exports of EGTEA Gaze+) and :mod:`.ego4d_format` (Ego4D gaze CSVs). The gaze-type
 codes and the ``valid`` rule live in :mod:`transformers_gazeflow.data.gaze_types`.
 

@@ -1,8 +1,8 @@
 """The dataset loader: find, import and run a gaze dataset builder, and the contract every builder shares.
 
-``datasets`` 4 and later refuse loading scripts in ``load_dataset`` (``../shared/specs/conventions.md``,
-"Datasets"), so each folder under ``datasets_scripts/`` holds a ``GeneratorBasedBuilder`` in the classic
-loading-script form, and :func:`load_gaze_dataset` imports it from its file and runs it directly::
+``datasets`` 4 and later refuse loading scripts in ``load_dataset``, so each folder under ``datasets_scripts/`` holds a
+``GeneratorBasedBuilder`` in the classic loading-script form, and :func:`load_gaze_dataset` imports it from its file and
+runs it directly::
 
     builder = EgteaGaze(data_dir=..., config_name="split1")
     builder.download_and_prepare()
@@ -91,7 +91,7 @@ def gaze_example_features():
 
 @dataclasses.dataclass
 class GazeBuilderOptions:
-    """The options every gaze builder takes (issue 4, "Design guidance"); mixed into each ``BuilderConfig``.
+    """The options every gaze builder takes; mixed into each ``BuilderConfig``.
 
     * ``parity``: ``"fixed"`` (default: the spec's fixes) or ``"glc"`` (the reference loaders' quirks exactly).
     * ``window_frames`` (64) and ``window_stride`` (32): the example windows.

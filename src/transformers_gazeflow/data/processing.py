@@ -1,6 +1,6 @@
 """The video processor: whole frames resized to the encoder's size and normalised, in torch, without torchvision.
 
-``../shared/specs/conventions.md`` ("Transformers"): ``VJEPA2VideoProcessor`` needs torchvision and centre-crops
+Why not transformers' own: ``VJEPA2VideoProcessor`` needs torchvision and centre-crops
 (shortest edge 292, crop 256), which would cut gaze targets off the frame. GazeFlow instead resizes the *whole*
 frame to ``size x size`` (bilinear, antialiased, ``align_corners=False``) and normalises with the ImageNet mean/std.
 Because the whole frame is kept, a point at unit coordinates ``(u, v)`` of the native frame is at the same unit

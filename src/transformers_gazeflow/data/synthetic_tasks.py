@@ -1,6 +1,6 @@
 """Synthetic grounding tasks: clips whose gaze target is decided by what the frames show, one documented rule each.
 
-A ladder for finding out whether (and from what) a model reads the video (issue 13, "Grounding"). Every clip shows
+A ladder for finding out whether (and from what) a model reads the video (grounding). Every clip shows
 a still, softly textured surface with a few moving objects; the gaze is a fixation/saccade process that follows
 one *target* object most of the time. What makes an object the target is the task's rule:
 

@@ -1,7 +1,7 @@
 """Video files through PyAV: probing, decoding a frame range, streaming frames, and writing mp4.
 
-PyAV (``av``) carries FFmpeg inside its wheels, so nothing else is needed (``../shared/specs/conventions.md``,
-"Video"). Frames are always returned as RGB ``uint8`` arrays ``[H, W, 3]``, whatever the stored pixel format
+PyAV (``av``) carries FFmpeg inside its wheels, so nothing else is needed (no system FFmpeg).
+Frames are always returned as RGB ``uint8`` arrays ``[H, W, 3]``, whatever the stored pixel format
 (grayscale and odd sizes included). Decoding a range seeks to the nearest key frame before it and decodes only
 up to its end, so memory is bounded by the window, never by the video.
 

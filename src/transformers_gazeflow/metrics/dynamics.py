@@ -6,12 +6,12 @@
 * Displacements: per-step ``|g_t - g_{t-1}|`` in native px over valid consecutive frames; mean and median as ratios
   to the human values; Jensen-Shannon divergence (base e) between the two histograms, 100 bins over the union range
   (``displacement_jsd``, the paper's, kept for comparability).
-* Step-distribution distances that a motionless trajectory cannot game (issue 13): the paper's linear bins are about
-  0.4 px wide on 128 px frames, so most human fixation steps share the first bin with a trajectory that never moves
-  (which then scores 0.17, better than any sampler). ``displacement_log_jsd`` is the JSD over log-spaced bins: a
-  first bin ``[0, floor)`` (``floor = 0.1`` px by default: sub-pixel tracker noise and exact zeros), then
-  ``bins = 50`` bins with edges ``geomspace(floor, max, bins + 1)`` up to the largest step of either set (the union
-  range), so small steps are resolved in proportion to their size. ``displacement_w1_px`` is the Wasserstein-1
+* Step-distribution distances that a motionless trajectory cannot game (beyond the paper): the paper's linear bins are
+  about 0.4 px wide on 128 px frames, so most human fixation steps share the first bin with a trajectory that never
+  moves (which then scores 0.17, better than any sampler). ``displacement_log_jsd`` is the JSD over log-spaced bins: a
+  first bin ``[0, floor)`` (``floor = 0.1`` px by default: sub-pixel tracker noise and exact zeros), then ``bins = 50``
+  bins with edges ``geomspace(floor, max, bins + 1)`` up to the largest step of either set (the union range), so small
+  steps are resolved in proportion to their size. ``displacement_w1_px`` is the Wasserstein-1
   distance between the two step distributions (``integral |F_pred - F_human|``, no bins at all) in px, and
   ``displacement_w1_relative`` the same divided by the human mean step (a motionless trajectory scores exactly 1).
 * References for every dynamics table (:func:`motionless_reference`, :func:`human_halves_reference`): the scores of a

@@ -1,4 +1,4 @@
-"""MIT's AUC-Judd jitter, in expectation (spec evaluation.md, "Metrics"; issue 17, item 11).
+"""MIT's AUC-Judd jitter, in expectation: the exact expected AUC-Judd under MIT's tie-breaking noise.
 
 MIT's ``AUC_Judd.m`` adds ``rand * 1e-7`` (uniform on ``[0, 1e-7)``) to every pixel of the map before ranking;
 ``pysaliency``'s ``AUC_Judd(jitter=True)`` adds ``randn * 1e-7``. Values closer than the jitter are then ranked at

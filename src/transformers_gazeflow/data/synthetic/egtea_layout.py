@@ -1,5 +1,6 @@
 """Synthetic clips written in the raw EGTEA Gaze+ layout, so the EGTEA builder can be tested end to end on files
-made from scratch (``../shared/specs/data.md``, "EGTEA Gaze+")::
+made from scratch (the layout of the EGTEA Gaze+ download, as :mod:`~transformers_gazeflow.data.egtea_format`
+reads it)::
 
     <out_dir>/cropped_clips/<VIDEO>/<CLIP>.mp4        24 fps clips
     <out_dir>/gaze_data/<VIDEO>.txt                   SMI BeGaze export, format 1, pixels of a 1280x960 space

@@ -1,12 +1,11 @@
 """Human-like synthetic gaze over a simulated scene: fixations that track an object with drift and jitter, saccades
 over 2-4 frames with a minimum-jerk profile, blinks and untracked runs (invalid), off-frame glances (clamped).
 
-The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest of the time it visits
-distractors, the hands, the surface, or leaves the frame. Codes follow the unified schema
-(``../shared/specs/data.md``): 0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame (clamped);
-``valid`` = not untracked and not blink (both defined in ``data.gaze_types`` only). Coordinates are unit
-``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders' rule
-(:func:`~transformers_gazeflow.data.gaze_common.fill_untracked`: the last valid point is held), so no step is
+The gaze mostly serves the task's target object (``Scene.objects[0]``); the rest of the time it visits distractors, the
+hands, the surface, or leaves the frame. Codes follow the unified example schema: 0 untracked, 1 fixation, 2 saccade, 3
+blink/other, 4 off-frame (clamped); ``valid`` = not untracked and not blink (both defined in ``data.gaze_types`` only).
+Coordinates are unit ``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders'
+rule (:func:`~transformers_gazeflow.data.gaze_common.fill_untracked`: the last valid point is held), so no step is
 invented by missing samples.
 """
 

@@ -1,7 +1,7 @@
 """GazeFlow configuration: every knob of the model and its sampler, validated on construction.
 
-Defaults follow the paper (``../shared/paper/gazeflow.tex`` Section 3, Appendices C-E.4) and
-``../shared/specs/model.md``: a V-JEPA 2 ViT-L encoder (``encoder_config``), a d=256 velocity network with six
+Defaults follow the paper (Section 3, Appendices C-E.4) and our reading of what it leaves open: a V-JEPA 2 ViT-L
+encoder (``encoder_config``), a d=256 velocity network with six
 DenoiserBlocks of 8 heads, M=4 learnable task queries, 64-frame windows with stride 32, the OT interpolant with
 ``sigma_min = 1e-3``, self-conditioning with probability 0.5, and LoRA r=16 / alpha=32 / dropout 0.05 on the
 encoder's query and value projections.

@@ -1,6 +1,6 @@
 """Coordinate conventions of GazeFlow, in one place.
 
-Three frames of reference are used across the project (``../shared/specs/data.md``, "Unified example schema"):
+Three frames of reference are used across the project:
 
 * **unit** coordinates: ``(x, y)`` in ``[0, 1]`` of the native video frame, origin at the top-left corner,
   ``x`` to the right, ``y`` down. Datasets, the pipeline, CSV export and metrics speak this frame.

@@ -1,4 +1,4 @@
-"""The causal variant of GazeFlow (paper Appendix F.4; ``../shared/specs/model.md``, "Left open"): ``causal=True``.
+"""The causal variant of GazeFlow (paper Appendix F.4, with our reading of what it leaves open): ``causal=True``.
 
 The paper's causal model "adds a causal mask to the time-aware self-attention, builds the task-token bank from past
 and current frames, and extracts visual features with a causal sliding window". Everything the causal switch

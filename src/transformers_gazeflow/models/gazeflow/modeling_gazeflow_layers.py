@@ -3,7 +3,7 @@
 Small named modules, each implementing one piece of the paper:
 
 * :func:`sinusoidal_embedding` - the sinusoidal features under the timestep, coordinate and self-conditioning
-  embeddings (our reading of what Section 3.2 leaves open, ``../shared/specs/model.md``).
+  embeddings (our reading of what Section 3.2 leaves open).
 * :func:`sincos_2d_position_encoding` - the 2D sinusoidal spatial position encoding (Appendix C.1).
 * :class:`GazeFlowRotaryEmbedding` - 1D RoPE over the frame index, base theta (Appendix C.2).
 * :func:`eager_attention_forward` and :class:`GazeFlowAttention` - multi-head attention through transformers'
