@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
         path = write_ego4d_file(tmp / "ego4d.csv", args.rows)
         frames = int(args.rows / 250 * 30)
         seconds = best_of(args.repeats, lambda: parse_ego4d_gaze(path, frames, 30.0))
-        print(f"Ego4D gaze CSV: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s (labels {frames:,} frames at 30 fps)")
+        print(f"Ego4D gaze CSV: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s "
+              f"(labels {frames:,} frames at 30 fps)")
 
         video = args.video or generated_video(tmp / "video.mp4", args.video_frames, 640, 480)
         info = probe_video(video)

@@ -1,7 +1,7 @@
 """End-to-end inference cost: encoder, sampler grid, ms per frame and peak memory, fast path vs reference path.
 
-The fast path (``transformers_gazeflow.generation.inference``): SDPA in the encoder and the velocity network, LoRA merged,
-the per-clip condition cache shared across K, K x windows batched, autocast (bf16 on GPU), optionally
+The fast path (``transformers_gazeflow.generation.inference``): SDPA in the encoder and the velocity network, LoRA
+merged, the per-clip condition cache shared across K, K x windows batched, autocast (bf16 on GPU), optionally
 ``torch.compile`` (``--compile``; on CUDA with ``mode="reduce-overhead"``, i.e. CUDA graphs). The reference path:
 eager encoder attention, LoRA unmerged, the condition recomputed at every network call for K repeated features,
 fp32. A default V-JEPA 2 ViT-L config with random weights stands in for the checkpoint (same cost).

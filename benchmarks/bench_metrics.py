@@ -62,7 +62,8 @@ def main() -> None:
     print(f"protocol={args.protocol} clips={args.clips} frames={int(m['num_frames'])} K={args.samples} "
           f"maps={args.width}x{args.height} threads={torch.get_num_threads()}")
     print(f"time: {wall:.1f} s wall, {cpu:.1f} s CPU ({1000 * wall / args.clips:.1f} ms per clip)")
-    print(f"peak memory (RSS): {peak_rss:.0f} MB ({peak_rss - base_rss:.0f} MB over the {base_rss:.0f} MB after imports)")
+    print(f"peak memory (RSS): {peak_rss:.0f} MB "
+          f"({peak_rss - base_rss:.0f} MB over the {base_rss:.0f} MB after imports)")
     print("metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in m.items()))
 
 

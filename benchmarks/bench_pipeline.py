@@ -150,14 +150,16 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
                      encode_ms))
         print(f"  {size}: wall ms/frame: no overlay {[round(t, 1) for t in times[False]]}, overlay "
               f"{[round(t, 1) for t in times[True]]}", flush=True)
-    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} thread(s), model: {args.model or 'bundled default'}, "
-          f"{args.frames} frames at {args.fps:g} fps, median of {args.repeats}, load average {os.getloadavg()[0]:.1f}")
+    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} thread(s), "
+          f"model: {args.model or 'bundled default'}, {args.frames} frames at {args.fps:g} fps, "
+          f"median of {args.repeats}, load average {os.getloadavg()[0]:.1f}")
     print("| frame size | --no-overlay ms/frame | overlay ms/frame | overlay adds (wall) | --no-overlay CPU ms/frame | "
           "overlay CPU ms/frame | overlay adds (CPU) | drawing alone ms/frame | encoding alone ms/frame |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for size, none, with_overlay, cpu_none, cpu_overlay, draw_ms, encode_ms in rows:
-        print(f"| {size} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | {cpu_none:.1f} | "
-              f"{cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | {draw_ms:.1f} | {encode_ms:.1f} |")
+        print(f"| {size} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | "
+              f"{cpu_none:.1f} | {cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | {draw_ms:.1f} | "
+              f"{encode_ms:.1f} |")
 
 
 def summary_samples(csv_path: Path, num_frames: int) -> np.ndarray:

@@ -129,8 +129,8 @@ def pip_commands(stale_own: bool = False, site: str = "/tmp/site",
                              f"{name}=={version}"])
     download.append(["python3", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", ".whl/own",
                      "<a copy of src/, datasets_scripts/, setup.py, README.md>"])
-    install_base = ["python3", "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
-                    "--upgrade", "--target", site]
+    install_base = ["python3", "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                    "--no-cache-dir", "--upgrade", "--target", site]
     own = ["--no-build-isolation", "."] if stale_own else [".whl/own/transformers_gazeflow-*.whl"]
     return {"download": download, "install": [install_base + [".whl/*.whl"], install_base + own]}
 
@@ -214,8 +214,10 @@ def environment(out_dir: Path, device: str) -> dict:
         info[name] = version_of(name)
     if device.startswith("cuda"):
         properties = torch.cuda.get_device_properties(0)
-        info.update(device=torch.cuda.get_device_name(0), capability=".".join(map(str, torch.cuda.get_device_capability(0))),
-                    memory_gib=round(properties.total_memory / 2**30, 1), multiprocessors=properties.multi_processor_count)
+        info.update(device=torch.cuda.get_device_name(0),
+                    capability=".".join(map(str, torch.cuda.get_device_capability(0))),
+                    memory_gib=round(properties.total_memory / 2**30, 1),
+                    multiprocessors=properties.multi_processor_count)
     else:
         info["device"] = "CPU"
     tree = source_hash()
@@ -354,8 +356,8 @@ def predict_throughput(out_dir: Path, device: str, tiny: bool, minutes: float | 
               make_model(work / "model", "tiny" if tiny else "paper")}
     status = 0
     for name, model in models.items():
-        command = gazeflow_command() + ["predict", str(video), "--no-overlay", "--device", device, "-k", "30", "-s", "5",
-                                        "--quiet", "-o", str(work / f"out_{len(figures['runs'])}")]
+        command = gazeflow_command() + ["predict", str(video), "--no-overlay", "--device", device, "-k", "30",
+                                        "-s", "5", "--quiet", "-o", str(work / f"out_{len(figures['runs'])}")]
         command += ["--model", str(model)] if model else []
         print("$ " + " ".join(command), flush=True)
         start = time.perf_counter()
@@ -427,9 +429,11 @@ def summary(folders: list[Path], output: Path) -> str:
         source = env.get("source", {})
         tree = ("the tree matches it" if source.get("tree_matches_record", True) and not source.get("dirty")
                 else "the tree differs from it (uncommitted or later changes)")
-        lines += [f"- device: `{env.get('device')}`" + (f" (capability {env['capability']}, {env['memory_gib']} GiB, "
-                                                         f"{env['multiprocessors']} SMs)" if "capability" in env else ""),
-                  f"- commit: `{source.get('commit', 'unknown')}`; {tree}; source hash {source.get('tree_hash', '?')[:12]}",
+        card = (f" (capability {env['capability']}, {env['memory_gib']} GiB, {env['multiprocessors']} SMs)"
+                if "capability" in env else "")
+        lines += [f"- device: `{env.get('device')}`" + card,
+                  f"- commit: `{source.get('commit', 'unknown')}`; {tree}; "
+                  f"source hash {source.get('tree_hash', '?')[:12]}",
                   f"- python {env['python']}, torch {env['torch']} (CUDA {env['cuda']}), transformers "
                   f"{env['transformers']}, accelerate {env['accelerate']}, peft {env['peft']}, numpy {env['numpy']}"]
     if any(e.get("device_type") == "cpu" for e in environments):
@@ -444,10 +448,12 @@ def summary(folders: list[Path], output: Path) -> str:
     def first(name: str) -> dict | None:
         return next((figures for figures in (load(f, name) for f in folders) if figures), None)
 
-    inference = {label: first(name) for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json"))}
+    inference = {label: first(name)
+                 for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json"))}
     streaming, predict = first("streaming.json"), first("predict.json")
-    lines += ["", "## Targets (issue 15: one H100, bf16, K=30, S=5)", "",
-              "| figure | path | target | ours | paper | ours / paper | |", "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    lines += ["", "## Targets (one H100, bf16, K=30, S=5)", "",
+              "| figure | path | target | ours | paper | ours / paper | |",
+              "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for label, figures in inference.items():
         if not figures:
             continue
@@ -459,7 +465,8 @@ def summary(folders: list[Path], output: Path) -> str:
                  None, "sampler_ms"),
                 (f"end to end ms per frame (K={at['K']}, S={at['S']})", targets["ms_per_frame"],
                  at["ms_per_frame"]["fast"], paper["ms_per_frame_k30_s5"], "ms_per_frame"),
-                ("peak memory GB, one clip", targets["peak_memory_gb"], peak, paper["peak_memory_gb"], "peak_memory_gb")]
+                ("peak memory GB, one clip", targets["peak_memory_gb"], peak, paper["peak_memory_gb"],
+                 "peak_memory_gb")]
         for name, target, ours, theirs, key in rows:
             ratio = None if ours is None or theirs is None else ours / theirs
             lines.append(f"| {name} | {label} | {fmt(target)} | {fmt(ours, 3)} | {fmt(theirs)} | {fmt(ratio, 4)} | "
@@ -467,8 +474,8 @@ def summary(folders: list[Path], output: Path) -> str:
     if streaming:
         total = streaming["ms_per_frame"]["streamer, total"]
         lines.append(f"| causal streamer p99 ms per frame (K={streaming['K']}, S={streaming['S']}; p50 "
-                     f"{total['p50']:.2f}) | {streaming['dtype']} | {streaming['target_p99_ms']} | {total['p99']:.2f} | - "
-                     f"| - | {met(streaming['targets_met']['p99_ms'])} |")
+                     f"{total['p50']:.2f}) | {streaming['dtype']} | {streaming['target_p99_ms']} | "
+                     f"{total['p99']:.2f} | - | - | {met(streaming['targets_met']['p99_ms'])} |")
     for name, run in (predict or {}).get("runs", {}).items():
         if run.get("exit_code") == 0:
             lines.append(f"| gazeflow predict --no-overlay frames per second ({predict['video']}) | {name} | - | "
@@ -476,27 +483,30 @@ def summary(folders: list[Path], output: Path) -> str:
                          f"{run['frames_per_second'] / 88:.2f} | |")
     for label, figures in inference.items():
         if figures and figures.get("ks_grid_ratio_to_paper"):
+            first_row = figures["sampler_ms_grid"][next(iter(figures["sampler_ms_grid"]))]
             lines += ["", f"## Table ks_grid, {label}: our end-to-end ms per 64-frame clip / the paper's", "",
-                      "| K \\ S | " + " | ".join(figures["sampler_ms_grid"][next(iter(figures["sampler_ms_grid"]))]) + " |",
-                      "| --- |" + " ---: |" * len(figures["sampler_ms_grid"][next(iter(figures["sampler_ms_grid"]))])]
+                      "| K \\ S | " + " | ".join(first_row) + " |",
+                      "| --- |" + " ---: |" * len(first_row)]
             for k, row in figures["sampler_ms_grid"].items():
-                cells = [f"{figures['encoder_ms']['fast'] + ms:.1f} ms ({figures['ks_grid_ratio_to_paper'].get(k, {}).get(s, float('nan')):.4f})"
+                ratios = figures["ks_grid_ratio_to_paper"].get(k, {})
+                cells = [f"{figures['encoder_ms']['fast'] + ms:.1f} ms ({ratios.get(s, float('nan')):.4f})"
                          for s, ms in row.items()]
                 lines.append(f"| {k} | " + " | ".join(cells) + " |")
         if figures and figures.get("method_time_ours_ms_per_frame"):
-            lines += ["", f"## Table method_time, {label} (ms per frame)", "", "| method | paper | ours | ours / paper |",
-                      "| --- | ---: | ---: | ---: |"]
+            lines += ["", f"## Table method_time, {label} (ms per frame)", "",
+                      "| method | paper | ours | ours / paper |", "| --- | ---: | ---: | ---: |"]
             for name, theirs in figures["paper"]["method_ms_per_frame"].items():
                 ours = figures["method_time_ours_ms_per_frame"].get(name)
-                lines.append(f"| {name} | {theirs} | {fmt(ours, 3)} | {fmt(None if ours is None else ours / theirs, 4)} |")
+                ratio = None if ours is None else ours / theirs
+                lines.append(f"| {name} | {theirs} | {fmt(ours, 3)} | {fmt(ratio, 4)} |")
         if figures:
             at = figures["at"]
             lines += ["", f"Fast vs reference ({label}, K={at['K']}, S={at['S']}): encoder "
                       f"{figures['encoder_ms']['reference'] / figures['encoder_ms']['fast']:.1f}x, sampler "
                       f"{at['sampler_ms']['reference'] / at['sampler_ms']['fast']:.1f}x, end to end "
                       f"{at['ms_per_frame']['reference'] / at['ms_per_frame']['fast']:.1f}x; trajectories differ by "
-                      f"{at['max_abs_difference']:.1e}; GazeFlowModel.generate {figures['generate_ms_per_frame']:.3f} ms "
-                      f"per frame."]
+                      f"{at['max_abs_difference']:.1e}; GazeFlowModel.generate "
+                      f"{figures['generate_ms_per_frame']:.3f} ms per frame."]
     for folder in folders:
         counts = test_counts(folder, "tests.xml")
         if counts:
@@ -510,8 +520,8 @@ def summary(folders: list[Path], output: Path) -> str:
         for name in ("profile-inference.json", "profile-streaming.json"):
             figures = load(folder, name)
             if figures and figures.get("profile"):
-                lines += ["", f"## Profile ({name[:-5]}): where the time goes", "", "| op | calls | device ms | CPU ms |",
-                          "| --- | ---: | ---: | ---: |"]
+                lines += ["", f"## Profile ({name[:-5]}): where the time goes", "",
+                          "| op | calls | device ms | CPU ms |", "| --- | ---: | ---: | ---: |"]
                 lines += [f"| `{row['name']}` | {row['calls']} | {fmt(row['device_ms'])} | {row['cpu_ms']:.2f} |"
                           for row in figures["profile"]]
     text = "\n".join(lines) + "\n"

@@ -57,7 +57,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dataset_config", default=None)
     parser.add_argument("--split", default="test")
     parser.add_argument("--train_split", default="train", help="where the baselines are fitted")
-    parser.add_argument("--num_samples", type=int, default=None, help="K (default: the model config's; 50 for baselines)")
+    parser.add_argument("--num_samples", type=int, default=None,
+                        help="K (default: the model config's; 50 for baselines)")
     parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
     parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"])
     parser.add_argument("--protocol", default="paper", choices=["paper", "glc"])

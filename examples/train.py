@@ -106,7 +106,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     model = parser.add_argument_group("model")
     model.add_argument("--model_name_or_path", default=None, help="a GazeFlow model folder or hub id to start from")
     model.add_argument("--config_preset", choices=["paper", "tiny"], default="paper",
-                       help="base config without --model_name_or_path: the paper's (ViT-L) or a tiny one for smoke runs")
+                       help="base config without --model_name_or_path: the paper's (ViT-L) or a tiny one for smoke "
+                            "runs")
     model.add_argument("--config_overrides", default=None,
                        help="comma-separated key=value over the preset config, e.g. "
                             "'hidden_size=128,encoder_config.num_hidden_layers=4' (ignored with --model_name_or_path)")
@@ -579,8 +580,8 @@ def main(argv: list[str] | None = None) -> int:
         train_collator = CachedFeatureCollator(cache, processor, num_frames=config.num_frames,
                                                horizontal_flip_probability=flip_probability)
 
-    steps_per_epoch = math.ceil(math.ceil(len(train_set) / (args.per_device_train_batch_size * accelerator.num_processes))
-                                / args.gradient_accumulation_steps)
+    global_batch_size = args.per_device_train_batch_size * accelerator.num_processes
+    steps_per_epoch = math.ceil(math.ceil(len(train_set) / global_batch_size) / args.gradient_accumulation_steps)
     max_train_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
     setup = TrainingSetup(args=args, accelerator=accelerator, train_set=train_set,
                           validation_set=validation_set, collator=collator, train_collator=train_collator,
@@ -660,8 +661,8 @@ def main(argv: list[str] | None = None) -> int:
             training["trial starts"] = describe_trial_starts(state.trial_starts, state.seed)
         training["best validation loss (EMA)"] = state.best_validation_loss
         training["saved weights"] = (
-            f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), the best "
-            f"validation loss: {state.best_validation_loss:.5f}" if state.best_step is not None else
+            f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), "
+            f"the best validation loss: {state.best_validation_loss:.5f}" if state.best_step is not None else
             f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)")
         training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
         save_model_folder(

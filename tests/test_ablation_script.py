@@ -87,6 +87,7 @@ def test_pe_compare_and_k_sweep_tables(ablation):
                             "| Concat | 0.900 | 0.470 | 0.400 | 0.600 | 9.00 |"]
     k_lines = k_part.splitlines()
     assert k_lines[2] == "| M | AUC | F1 | P | R | AAE |"
-    assert k_lines[4:] == ["| 1 | 0.900 | 0.410 | 0.400 | 0.600 | 9.00 |", "| 16 | 0.900 | 0.420 | 0.400 | 0.600 | 9.00 |"]
+    assert k_lines[4:] == ["| 1 | 0.900 | 0.410 | 0.400 | 0.600 | 9.00 |",
+                           "| 16 | 0.900 | 0.420 | 0.400 | 0.600 | 9.00 |"]
     # one variant of a table is not a table
     assert "pe_compare" not in ablation.paper_tables({"full": metrics(0.5), "task_queries_1": metrics(0.4)})

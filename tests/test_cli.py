@@ -137,8 +137,9 @@ def test_demo_writes_the_truth_beside_the_prediction_and_scores_valid_frames(tmp
     assert (codes == OFF_FRAME).any() and (~valid_mask(codes)).any()  # the clip has frames the score must leave out
     demo = summary["demo"]
     assert demo["frames_scored"] == int(scored.sum())
-    assert demo["frames_left_out"] == {name: int((codes == code).sum()) for code, name in
-                                       ((0, "untracked"), (3, "blink/other"), (4, "off-frame")) if (codes == code).any()}
+    left_out_codes = ((0, "untracked"), (3, "blink/other"), (4, "off-frame"))
+    assert demo["frames_left_out"] == {name: int((codes == code).sum()) for code, name in left_out_codes
+                                       if (codes == code).any()}
     points = np.array([[float(r["x_norm"]), float(r["y_norm"])] for r in rows[:: NUM_SAMPLES + 1]])
     expected = np.linalg.norm(points[scored] - clip.gaze.gaze[scored], axis=1).mean()
     assert demo["point_estimate_error"] == pytest.approx(expected, abs=1e-4)

@@ -59,7 +59,8 @@ def test_inputs_expand_from_files_folders_globs_and_lists(tmp_path, six_videos):
     assert expand_videos([str(listing), str(everything[0])]) == ([everything[1], tmp_path / os.path.relpath(
         everything[2], tmp_path), everything[0]], True)
     (tmp_path / "empty").mkdir()
-    for bad, message in ((str(tmp_path / "empty"), "holds no video files"), (str(tmp_path / "*.avi"), "no file matches"),
+    for bad, message in ((str(tmp_path / "empty"), "holds no video files"),
+                         (str(tmp_path / "*.avi"), "no file matches"),
                          (str(tmp_path / "blank.txt"), "names no video")):
         if bad.endswith(".txt"):
             Path(bad).write_text("# nothing\n")
@@ -118,8 +119,8 @@ def test_errors_read_as_one_line():
 # ------------------------------------------------------------------------------------------- the command
 def gazeflow(*args, env: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=900)
+    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=900)
 
 
 def test_two_processes_share_six_videos_one_broken_and_resume_skips_the_done(tmp_path, six_videos, tiny_model_dir):
@@ -172,8 +173,8 @@ def test_a_launcher_shards_by_rank_like_accelerate_launch(tmp_path, six_videos, 
     WORLD_SIZE; each predicts its share and the last one to finish writes the index."""
     out = tmp_path / "out"
     videos = [str(v) for v in sorted(six_videos.glob("*.mp4")) if v.name != "clip3.mp4"]
-    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "predict", *videos, "--model", str(tiny_model_dir),
-            "-o", str(out), "--no-overlay", "-k", "2", "-s", "1"]
+    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "predict", *videos,
+            "--model", str(tiny_model_dir), "-o", str(out), "--no-overlay", "-k", "2", "-s", "1"]
     processes = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   env={**os.environ, "OMP_NUM_THREADS": "1", "RANK": str(rank), "WORLD_SIZE": "2",
                                        "LOCAL_RANK": str(rank)}) for rank in range(2)]

@@ -31,8 +31,8 @@ HEAVY = ("torch", "transformers", "numpy")
 def gazeflow(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 600):
     """Run ``python -m transformers_gazeflow.commands.cli *args`` (the ``gazeflow`` console script's code)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
 
 
 def one_error_line(result, status: int) -> str:
@@ -73,7 +73,8 @@ def test_help_version_and_argument_errors_import_neither_torch_nor_transformers(
     assert results["version"][1].startswith(f"gazeflow {__version__}")
     expected = {"samples": "--num-samples 0: expected an integer >= 1", "steps": "--num-steps -1",
                 "threads": "--threads 0: expected an integer >= 1", "device": "--device 'gpu': unknown device",
-                "sigma": "argument --heatmap-sigma: '-3'", "range": "--end-frame 4 must be greater than --start-frame 9",
+                "sigma": "argument --heatmap-sigma: '-3'",
+                "range": "--end-frame 4 must be greater than --start-frame 9",
                 "frames": "--frames 0", "unknown": "unrecognized arguments: --num-sample",
                 "command": "argument COMMAND: invalid choice: 'frobnicate'"}
     for name, text in expected.items():
@@ -127,8 +128,8 @@ def _long_video(folder: Path, frames: int = 1500) -> Path:
 
 
 def _interrupt(tmp_path: Path, model: Path, signum: int, overlay: bool, out: Path) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "predict", str(_long_video(tmp_path)), "--model",
-            str(model), "-o", str(out), "-q", *([] if overlay else ["--no-overlay"])]
+    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "predict", str(_long_video(tmp_path)),
+            "--model", str(model), "-o", str(out), "-q", *([] if overlay else ["--no-overlay"])]
     # a shell's background job (CI scripts run with `cmd &`) starts with SIGINT ignored, and Python then installs no
     # KeyboardInterrupt handler: give the command the disposition of a terminal's foreground job
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -1,8 +1,8 @@
 """The bundled default model ships in the wheel and is what the pipeline and the command use with no model, offline.
 
 So as not to depend on the bundled model's weights, this installs a tiny random model in its place in a copy of
-the project, builds a wheel, installs it by unpacking, and runs `pipeline("egocentric-gaze")` and `gazeflow demo` with no model
-in a fresh process with HF_HUB_OFFLINE=1.
+the project, builds a wheel, installs it by unpacking, and runs `pipeline("egocentric-gaze")` and `gazeflow demo` with
+no model in a fresh process with HF_HUB_OFFLINE=1.
 """
 
 from __future__ import annotations

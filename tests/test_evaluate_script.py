@@ -40,7 +40,8 @@ def run(args, env, launcher=None, check=True):
     command = (launcher or [sys.executable]) + [str(EVALUATE)] + [str(a) for a in args]
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     if check and result.returncode != 0:
-        raise AssertionError(f"evaluate.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-4000:]}")
+        raise AssertionError(f"evaluate.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-4000:]}")
     return result
 
 

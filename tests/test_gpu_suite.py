@@ -1,6 +1,6 @@
-"""``benchmarks/gpu_suite.sh`` on the CPU, so that the GPU suite cannot rot before a GPU runs it: the dry run names every
-step and the pip commands (which must carry every package the GPU image lacks), ``--device cpu --tiny`` runs every
-step and writes its figures, and the summary reads them (issue 15)."""
+"""``benchmarks/gpu_suite.sh`` on the CPU, so that the GPU suite cannot rot before a GPU runs it: the dry run names
+every step and the pip commands (which must carry every package the GPU image lacks), ``--device cpu --tiny`` runs
+every step and writes its figures, and the summary reads them."""
 
 import json
 import os

@@ -60,7 +60,8 @@ def test_grounding_loss_is_the_cross_entropy_to_a_gaussian_around_the_gaze():
     assert torch.allclose(grounding_loss(logits, gaze, valid, centres, sigma), expected)
     pointing = torch.tensor([[[0.0, 5.0, 0.0, 0.0]]])
     elsewhere = torch.tensor([[[0.0, 0.0, 5.0, 0.0]]])
-    assert grounding_loss(pointing, gaze, valid, centres, sigma) < grounding_loss(elsewhere, gaze, valid, centres, sigma)
+    assert (grounding_loss(pointing, gaze, valid, centres, sigma)
+            < grounding_loss(elsewhere, gaze, valid, centres, sigma))
 
 
 def test_grounding_loss_reads_valid_frames_only():

@@ -183,7 +183,8 @@ def test_import_registers_with_transformers_on_first_use_in_a_fresh_interpreter(
             print("default", pipeline("egocentric-gaze")(np.zeros((3, 24, 32, 3), np.uint8), fps=5).num_frames)
     """).replace("FOLDER", repr(str(tiny_model_dir)))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                            cwd=tiny_model_dir.parent, env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+                            cwd=tiny_model_dir.parent,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     assert lines[:3] == ["[]", "GazeFlowConfig GazeFlowModel", "GazeFlowPipeline"]
@@ -200,8 +201,8 @@ def test_registration_works_whatever_was_imported_first(tiny_model_dir):
         import transformers_gazeflow
         from transformers_gazeflow import GazeFlowConfig     # then a class of the package
         from transformers import pipeline as again
-        print(type(AutoModel.from_pretrained(FOLDER)).__name__, type(pipeline("egocentric-gaze", model=FOLDER)).__name__,
-              again is pipeline)
+        print(type(AutoModel.from_pretrained(FOLDER)).__name__,
+              type(pipeline("egocentric-gaze", model=FOLDER)).__name__, again is pipeline)
     """, tiny_model_dir)
     assert lines[-1] == "GazeFlowModel GazeFlowPipeline True"
     lines = fresh("""

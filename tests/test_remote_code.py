@@ -22,8 +22,8 @@ from .pipeline_fixtures import random_video, single_torch_thread  # noqa: F401  
 
 def test_flatten_imports_only_touches_relative_import_lines():
     source = ("from ..models.gazeflow.geometry import unit_to_pixels\nfrom ..data.video import iter_frames\n"
-              "    from ..metrics.heatmaps import render_heatmaps\nfrom .windowed import x\n# from ..data.video import\n"
-              "from transformers import Pipeline\n")
+              "    from ..metrics.heatmaps import render_heatmaps\nfrom .windowed import x\n"
+              "# from ..data.video import\nfrom transformers import Pipeline\n")
     assert flatten_imports(source, "generation/windowed.py") == (
         "from .geometry import unit_to_pixels\nfrom .video import iter_frames\n"
         "    from .heatmaps import render_heatmaps\nfrom .windowed import x\n# from ..data.video import\n"
@@ -143,7 +143,8 @@ def test_a_remote_code_folder_saved_before_the_package_moved_into_folders_still_
         import numpy as np
         from transformers import pipeline
         gaze = pipeline("egocentric-gaze", model={str(folder)!r}, trust_remote_code=True)
-        np.save({str(tmp_path / "old_code.npy")!r}, gaze(np.load({str(tmp_path / "video.npy")!r}), seed=3, fps=10).trajectories)
+        result = gaze(np.load({str(tmp_path / "video.npy")!r}), seed=3, fps=10)
+        np.save({str(tmp_path / "old_code.npy")!r}, result.trajectories)
         print("old-remote-code-ok")
     """)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": "",

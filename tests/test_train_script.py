@@ -35,12 +35,14 @@ def run_train(args, env, launcher=None, check=True):
     command = (launcher or [sys.executable]) + [str(TRAIN)] + [str(a) for a in args]
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     if check and result.returncode != 0:
-        raise AssertionError(f"train.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+        raise AssertionError(f"train.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-5000:]}")
     return result
 
 
 def checksums(output: str) -> dict[int, float]:
-    return {int(rank): float(value) for rank, value in re.findall(r"\[rank (\d+)\] parameter checksum ([-+0-9.eE]+)", output)}
+    pattern = r"\[rank (\d+)\] parameter checksum ([-+0-9.eE]+)"
+    return {int(rank): float(value) for rank, value in re.findall(pattern, output)}
 
 
 def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
@@ -97,8 +99,8 @@ def test_feature_cache_is_built_once_and_rebuilt_for_another_encoder(tmp_path, e
     second = run_train(args + ["--output_dir", tmp_path / "b"], env)
     assert "up to date" in second.stderr
     assert [p.stat().st_mtime_ns for p in sorted(cache_dir.glob("*.safetensors"))] == mtimes
-    other = run_train(args + ["--output_dir", tmp_path / "c", "--config_overrides", "encoder_config.num_hidden_layers=1"],
-                      env)
+    other = run_train(args + ["--output_dir", tmp_path / "c",
+                              "--config_overrides", "encoder_config.num_hidden_layers=1"], env)
     assert "different encoder or processor: rebuilding" in other.stderr
     assert (cache_dir / "manifest.json").read_text() != manifest
     assert "checksum" in first.stdout
@@ -126,7 +128,8 @@ def test_feature_cache_needs_a_frozen_encoder_without_lora(tmp_path, env, data_d
     "extra,message",
     [
         (["--dataset_name", "imagenet"], "--dataset_name"),
-        (["--dataset_name", "egtea", "--data_dir", "/nonexistent/egtea"], "--data_dir /nonexistent/egtea does not exist"),
+        (["--dataset_name", "egtea", "--data_dir", "/nonexistent/egtea"],
+         "--data_dir /nonexistent/egtea does not exist"),
         (["--dataset_name", "egtea"], "--data_dir is required"),
         (["--resume_from_checkpoint", "/nonexistent/step_9"], "--resume_from_checkpoint: /nonexistent/step_9"),
         (["--horizontal_flip_probability", "1.5"], "--horizontal_flip_probability must be in [0, 1], got 1.5"),

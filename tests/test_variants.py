@@ -101,7 +101,8 @@ def test_without_visual_cross_attention_the_video_enters_only_through_the_task_b
 def test_without_task_cross_attention_the_bank_is_gone_and_only_visual_tokens_matter():
     model = tiny_model(use_task_cross_attention=False)
     assert model.condition_encoder.task_bank is None
-    assert all(block.task_attention is None and not hasattr(block, "task_gate") for block in model.velocity_network.blocks)
+    assert all(block.task_attention is None and not hasattr(block, "task_gate")
+               for block in model.velocity_network.blocks)
     full = tiny_model()
     per_block = 4 * (32 * 32 + 32) + 2 * 32 + 32  # task attention + its LayerNorm + the gate
     bank = count(full.condition_encoder.task_bank)

@@ -52,8 +52,8 @@ _HOMEPAGE = "https://cbs.ic.gatech.edu/fpv/"
 _LICENSE = "EGTEA Gaze+ terms of use (research only); obtain the data from the homepage."
 
 LAYOUT = """<data_dir>/
-  cropped_clips/<VIDEO>/<CLIP>.mp4      e.g. cropped_clips/OP01-R01-PastaSalad/OP01-R01-PastaSalad-1002316-1004005-F024051-F024101.mp4
-  gaze_data/<VIDEO>.txt                 (OP* sessions) or gaze_data/<VIDEO>-GazeData.txt (P* sessions): SMI BeGaze exports
+  cropped_clips/<VIDEO>/<CLIP>.mp4      e.g. OP01-R01-PastaSalad/OP01-R01-PastaSalad-1002316-1004005-F024051-F024101.mp4
+  gaze_data/<VIDEO>.txt                 (OP* sessions) or <VIDEO>-GazeData.txt (P* sessions): SMI BeGaze exports
   train_split{N}.txt, test_split{N}.txt lines "<CLIP> <action> <verb> <noun> [...]", ids 1-based, N in 1..3
   action_idx.txt                        optional, lines "<action name> <id>" (also verb_idx.txt, noun_idx.txt)
 """

@@ -39,7 +39,8 @@ def op_samples():
         elif f == OFF_FRAME:
             samples.append((1400.0, 2.0 * f, f, "Fixation"))
         else:
-            samples.append((3.0 * f, 2.0 * f, f, "Blink" if f == BLINK_FRAME else ("Saccade" if f % 5 == 0 else "Fixation")))
+            event = "Blink" if f == BLINK_FRAME else ("Saccade" if f % 5 == 0 else "Fixation")
+            samples.append((3.0 * f, 2.0 * f, f, event))
     return samples
 
 
@@ -53,7 +54,8 @@ def egtea_root(tmp_path_factory):
                                                   "OP03-R01-PastaSalad.txt")})
     # malformed split lines: counted, never clips
     with open(root / "train_split1.txt", "ab") as handle:
-        handle.write(f"{SHORT.name} 107 1 1\r\n{SHORT.name} 0 1 1\r\nnot-a-clip 1 2 3\r\n{SHORT.name} x 1 1\r\n".encode())
+        handle.write(f"{SHORT.name} 107 1 1\r\n{SHORT.name} 0 1 1\r\n"
+                     f"not-a-clip 1 2 3\r\n{SHORT.name} x 1 1\r\n".encode())
     # malformed rows in the OP gaze file: counted, never data
     with open(root / "gaze_data" / f"{OP}.txt", "a") as handle:
         handle.write("1\tSMP\t1\t5.0\t5.0\n1\tSMP\t1\tx\t5.0\t3\tFixation\n")
@@ -271,7 +273,8 @@ def test_a_video_shorter_than_its_names_frame_range_is_kept_shortened_and_counte
 
 def test_clip_at_another_frame_rate_is_dropped(tmp_path):
     root = make_egtea_root(tmp_path / "r", train=[SHORT, PIZZA], test=[], gaze={
-        OP: (op_samples(), 1, f"{OP}.txt"), P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt")})
+        OP: (op_samples(), 1, f"{OP}.txt"),
+        P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt")})
     write_clip(root / "cropped_clips" / P / f"{PIZZA.name}.mp4", 20, fps=30)
     builder = gaze_builder("egtea", root, cache_dir=tmp_path / "c")
     builder.download_and_prepare()
@@ -281,7 +284,8 @@ def test_clip_at_another_frame_rate_is_dropped(tmp_path):
 
 def test_split_files_with_a_byte_order_mark_keep_their_first_clip_and_non_text_is_named(tmp_path):
     root = make_egtea_root(tmp_path / "r", train=[SHORT, PIZZA], test=[], gaze={
-        OP: (op_samples(), 1, f"{OP}.txt"), P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt")})
+        OP: (op_samples(), 1, f"{OP}.txt"),
+        P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt")})
     split = root / "train_split1.txt"
     split.write_bytes(b"\xef\xbb\xbf" + split.read_bytes())  # saved by a Windows editor
     builder, ds = build(root, tmp_path / "c")

@@ -343,7 +343,8 @@ def loop_begaze_glc(samples):
         else:
             table[frame, 0], table[frame, 1] = px, py
         table[frame, 2] = codes.get(event, 3)
-    gaze = np.stack([np.clip(table[:, 0], 0, 1279) / np.float32(1280), np.clip(table[:, 1], 0, 959) / np.float32(960)], 1)
+    gaze = np.stack([np.clip(table[:, 0], 0, 1279) / np.float32(1280),
+                     np.clip(table[:, 1], 0, 959) / np.float32(960)], 1)
     gaze[table[:, 2] == 0] = 0.5
     return gaze, table[:, 2].astype(np.int8)
 

@@ -166,7 +166,8 @@ def _can_build_wheels() -> bool:
     return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
 
 
-@pytest.mark.skipif(not _can_build_wheels(), reason="needs pip and setuptools>=70.1 (or wheel) to build a wheel offline")
+@pytest.mark.skipif(not _can_build_wheels(),
+                    reason="needs pip and setuptools>=70.1 (or wheel) to build a wheel offline")
 def test_wheel_ships_the_builders_and_loads_them_outside_the_repository(egtea_root, tmp_path):
     wheel = build_wheel(tmp_path, timeout=180)
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -225,7 +225,8 @@ def test_an_annotation_line_without_a_needed_key_is_named(tmp_path):
     line = json.loads((out / ANNOTATIONS_NAME).read_text())
     del line["gaze_type"]
     (out / ANNOTATIONS_NAME).write_text(json.dumps(line) + "\n")
-    with pytest.raises(ValueError, match=rf"{ANNOTATIONS_NAME}, line 1: expected a clip record .* lacks \['gaze_type'\]"):
+    message = rf"{ANNOTATIONS_NAME}, line 1: expected a clip record .* lacks \['gaze_type'\]"
+    with pytest.raises(ValueError, match=message):
         load_dataset_records(out)
 
 

@@ -72,7 +72,8 @@ def test_free_random_walk_uses_no_ground_truth_after_the_start():
     anchored = RandomWalk.fit(train)
     assert not np.allclose(anchored.sample(clip, 16, seed=1), anchored.sample(reversed_clip, 16, seed=1))
     steps = np.diff(a * [96, 72], axis=1)
-    inside = (a[:, 1:] > 0.01).all(-1) & (a[:, 1:] < 0.99).all(-1) & (a[:, :-1] > 0.01).all(-1) & (a[:, :-1] < 0.99).all(-1)
+    inside = ((a[:, 1:] > 0.01).all(-1) & (a[:, 1:] < 0.99).all(-1)
+              & (a[:, :-1] > 0.01).all(-1) & (a[:, :-1] < 0.99).all(-1))
     assert np.sqrt((steps[inside] ** 2).sum(-1).mean() / 2) == pytest.approx(free.sigma_px, rel=0.2)
     assert ((a >= 0) & (a <= 1)).all()
     with pytest.raises(ValueError, match="anchor"):

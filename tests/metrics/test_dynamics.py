@@ -110,7 +110,7 @@ def test_bad_trajectory_inputs():
         dyn.displacements(np.zeros((3, 2)), valid=[True])
 
 
-# ------------------------------------------------------------------------------------------------ ungameable (issue 13)
+# ----------------------------------------------------------------------------------------------------------- ungameable
 
 
 def test_w1_of_shifted_samples_is_the_shift_and_matches_scipy():

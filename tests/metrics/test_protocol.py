@@ -258,7 +258,7 @@ def test_bad_streams_and_settings(tiny_set):
         GazeEvaluator(protocol="glc").add(clips[0], {"heatmaps": np.ones((30, 40))})
 
 
-# ------------------------------------------------------------------------------------------------ map scale (item 12)
+# ------------------------------------------------------------------------------------------------------------ map scale
 
 
 def _native_maps(clips, preds, scale: str):
@@ -372,7 +372,7 @@ def test_single_valid_frame_and_one_sample():
     assert "displacement_jsd" not in res.metrics and "displacement_w1_px" not in res.metrics
 
 
-# ------------------------------------------------------------------------------------------------ dynamics rows (issue 13)
+# -------------------------------------------------------------------------------------------------------- dynamics rows
 
 
 def test_dynamics_references_and_tables(tiny_set):

@@ -123,7 +123,8 @@ def test_expected_auc_hand_cases():
     diffs = torch.tensor([-2 * a, -a, -0.5 * a, 0.0, 0.5 * a, a, 2 * a], dtype=torch.float64)
     np.testing.assert_allclose(above_probability(diffs, a).numpy(), [0, 0, 0.125, 0.5, 0.875, 1, 1], atol=1e-15)
     # normal jitter of std a: the difference has std a sqrt(2)
-    assert float(above_probability(torch.tensor(a, dtype=torch.float64), a, "normal")) == pytest.approx(0.5 * math.erfc(-0.5), abs=1e-15)
+    normal = float(above_probability(torch.tensor(a, dtype=torch.float64), a, "normal"))
+    assert normal == pytest.approx(0.5 * math.erfc(-0.5), abs=1e-15)
     # no jitter: the step, half at an exact tie
     assert above_probability(diffs, 0.0).tolist() == [0, 0, 0, 0.5, 1, 1, 1]
     # one fixation at 0.5 among pixels 0.5 + 0.5a, 0.5 - 0.5a, 0.5 (tie), 1.0 and 0.0 (far)
