@@ -11,11 +11,11 @@ fp32. A default V-JEPA 2 ViT-L config with random weights stands in for the chec
     python benchmarks/bench_inference.py --preset tiny         # the tiny test model (a smoke run, any device)
     python benchmarks/bench_inference.py --json out.json       # also write every figure as JSON
 
-Printed side by side with the paper (one H100, bf16, 64-frame clip; ``../shared/paper/gazeflow.tex``, Appendix
-"Efficiency"): encoder ~450 ms per clip; K=50, S=50: 3.37 s per clip of which Euler sampling 2.92 s; K=30, S=5:
-0.73 s per clip = 11.4 ms per frame (Table ks_grid gives the whole K x S grid, Table method_time the ms per frame of
-every method); peak memory 9.2 GB. Targets (issue 15, one H100, bf16): encoder <= 30 ms per clip, sampler < 5 ms
-per clip and end to end <= 0.5 ms per frame at K=30, S=5, peak memory <= 3 GB.
+Printed side by side with the paper (one H100, bf16, 64-frame clip; the paper's Appendix "Efficiency"): encoder ~450 ms
+per clip; K=50, S=50: 3.37 s per clip of which Euler sampling 2.92 s; K=30, S=5: 0.73 s per clip = 11.4 ms per frame
+(Table ks_grid gives the whole K x S grid, Table method_time the ms per frame of every method); peak memory 9.2 GB.
+Targets (one H100, bf16): encoder <= 30 ms per clip, sampler < 5 ms per clip and end to end <= 0.5 ms per frame at K=30,
+S=5, peak memory <= 3 GB.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ PAPER_SAMPLER_MS_K50_S50 = 2920.0  # "Euler sampling takes ~2.92 s" (K=50, S=50)
 PAPER_MS_PER_FRAME = 11.4  # K=30, S=5
 PAPER_PEAK_GB = 9.2
 PAPER_FRAMES = 64
-TARGETS = {"encoder_ms": 30.0, "sampler_ms": 5.0, "ms_per_frame": 0.5, "peak_memory_gb": 3.0}  # issue 15, at K=30, S=5
+TARGETS = {"encoder_ms": 30.0, "sampler_ms": 5.0, "ms_per_frame": 0.5, "peak_memory_gb": 3.0}  # at K=30, S=5
 
 
 def synchronize(device: torch.device) -> None:

@@ -4,7 +4,7 @@ import of the package, each in a fresh process, measured side by side in one run
     python benchmarks/bench_startup.py                # 5 repeats
     python benchmarks/bench_startup.py --repeats 10 --with-train-help
 
-Targets (issue 16): ``gazeflow --help`` and argument errors under 1.5 s on the 2-core development machine. For
+Targets: ``gazeflow --help`` and argument errors under 1.5 s on the 2-core development machine. For
 scale, the run also times ``import torch`` and ``import transformers_gazeflow`` followed by
 ``from transformers import pipeline`` (what a real prediction pays before it starts), which the command now pays only
 after every argument has been checked.

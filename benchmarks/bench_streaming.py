@@ -16,7 +16,7 @@ baseline's per-frame latency.
     python benchmarks/bench_streaming.py --encoder-layers 24 --device cuda --frames 300 --json streaming.json
     python benchmarks/bench_streaming.py --preset tiny --frames 40
 
-On a GPU the streamer runs under bf16 autocast (``--dtype``). Target (issue 15, one H100, bf16, K=30, S=5): p99 <= 5 ms
+On a GPU the streamer runs under bf16 autocast (``--dtype``). Target (one H100, bf16, K=30, S=5): p99 <= 5 ms
 per frame (XR rendering at 90 Hz leaves 11 ms per frame). ``--profile`` adds a torch.profiler table of a few frames.
 """
 
@@ -35,7 +35,7 @@ from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowStreamer
 
-TARGET_P99_MS = 5.0  # issue 15: K=30, S=5, one H100, bf16
+TARGET_P99_MS = 5.0  # K=30, S=5, one H100, bf16
 
 
 def build_model(preset: str, encoder_layers: int, device: str) -> GazeFlowModel:

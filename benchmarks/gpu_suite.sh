@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU suite (issue 15): everything that has never run on a GPU, run and measured in one command.
+# The GPU suite: everything that has never run on a GPU, run and measured in one command.
 #
 #   benchmarks/gpu_suite.sh OUT_DIR [--device cuda|cpu] [--tiny] [--only STEP[,STEP...]] [--bundle DIR]
 #                                   [--dry-run] [--install | --no-install]

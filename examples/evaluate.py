@@ -12,7 +12,7 @@ NSS, CC, KL, SIM) and the dynamics row (ADE and DTW mean/best, step ratios to hu
 Wasserstein-1) with the reference rows a method is read against (a motionless trajectory, human against human).
 ``results.json`` holds the run's settings and ``EvaluationResult.to_dict()`` (metrics, dynamics references, PR curve,
 clip ids; undefined values as ``null``). Each clip's first 64-frame window is
-scored at frames [0, 9, ..., 63] with the fixation filter (``../shared/specs/evaluation.md``).
+scored at frames [0, 9, ..., 63] with the fixation filter (the protocol of ``docs/metrics.md``).
 """
 
 from __future__ import annotations

@@ -307,7 +307,7 @@ def test_a_checkpoint_of_two_processes_is_not_resumed_by_one(run_dir, accelerato
 
 # ---------------------------------------------------------------------------------------------------- lineage
 def test_latest_follows_the_lineage_of_an_explicit_resume_not_the_highest_step(run_dir, accelerator, caplog):
-    """Issue 17 item 1: resume from step_2 of a run that reached step_6, save step_4 again, crash: ``latest`` is the
+    """Resume from step_2 of a run that reached step_6, save step_4 again, crash: ``latest`` is the
     new step_4, not the abandoned step_6."""
     assert [e["path"] for e in read_index(run_dir)] == ["step_2", "step_4", "step_6"]
     resumed = Trainer(accelerator)

@@ -1,5 +1,5 @@
 """Kill -9 training at chosen points (``GAZEFLOW_KILL_AT``), damage its checkpoints, resume with ``latest``: the
-result is the uninterrupted run's, bit for bit, and every bad file is named (issue 17, items 1-5).
+result is the uninterrupted run's, bit for bit, and every bad file is named.
 
 Runs ``examples/train.py`` on the tiny synthetic dataset, 9 steps of batch 8 (8 steps per epoch, so a resume
 crosses an epoch end), a checkpoint every 3 steps. Each run is a forked process (``train_forkserver.py``): a few
@@ -120,7 +120,7 @@ def test_kill_9_anywhere_then_latest_ends_bit_for_bit_like_an_uninterrupted_run(
 
 
 def test_a_crash_during_the_final_save_trains_no_extra_step(server, data_dir, reference, copy_of_reference):
-    """Issue 17 item 2: the run died after its step_9 checkpoint, while writing the model; relaunched, it used to
+    """The run died after its step_9 checkpoint, while writing the model; relaunched, it used to
     train a 10th step."""
     for name in ("model.safetensors", "trainer_state.json", "README.md"):
         (copy_of_reference / name).unlink()
@@ -131,7 +131,7 @@ def test_a_crash_during_the_final_save_trains_no_extra_step(server, data_dir, re
 
 def test_latest_after_an_explicit_resume_and_a_crash_takes_the_new_lineage(server, data_dir, reference,
                                                                           copy_of_reference):
-    """Issue 17 item 1: resume from step_3 of a finished run, crash at step 8 (the new step_6 written): ``latest``
+    """Resume from step_3 of a finished run, crash at step 8 (the new step_6 written): ``latest``
     is the new step_6, not the old run's step_9 -- here made to differ, as an older run with other settings would."""
     run = copy_of_reference
     old = load_file(run / "step_9" / "model.safetensors")
@@ -146,7 +146,7 @@ def test_latest_after_an_explicit_resume_and_a_crash_takes_the_new_lineage(serve
 
 def test_a_truncated_random_state_falls_back_to_the_previous_checkpoint_and_stays_exact(server, data_dir, reference,
                                                                                        copy_of_reference):
-    """Issue 17 item 3: a damaged newest checkpoint (here its random state, which Accelerate skipped with an INFO
+    """A damaged newest checkpoint (here its random state, which Accelerate skipped with an INFO
     line) is named in a warning, and the run resumes from the newest good one, still exact."""
     rng = copy_of_reference / "step_9" / "rng_state_0.safetensors"
     rng.write_bytes(rng.read_bytes()[:100])
@@ -158,7 +158,7 @@ def test_a_truncated_random_state_falls_back_to_the_previous_checkpoint_and_stay
 
 def test_nan_weights_in_the_newest_checkpoint_are_named_and_never_called_good(server, data_dir, reference,
                                                                              copy_of_reference):
-    """Issue 17 item 3: NaN weights (with a consistent manifest) in step_9: ``latest`` names the file and resumes
+    """NaN weights (with a consistent manifest) in step_9: ``latest`` names the file and resumes
     step_6; an explicit resume stops with the file's name. No message calls step_9 good."""
     model_file = copy_of_reference / "step_9" / "model.safetensors"
     weights = load_file(model_file)
@@ -183,7 +183,7 @@ class _Payload:
 
 
 def test_crafted_pickles_in_a_checkpoint_never_run(server, data_dir, reference, copy_of_reference):
-    """Issue 17 item 4: Accelerate's load_state unpickled ``custom_checkpoint_0.pkl`` (the EMA) with
+    """Accelerate's load_state unpickled ``custom_checkpoint_0.pkl`` (the EMA) with
     ``weights_only=False``; a payload there ran on resume. Checkpoints now hold no pickle, and files the manifest
     does not list are never read."""
     marker = copy_of_reference / "payload_ran"
@@ -197,7 +197,7 @@ def test_crafted_pickles_in_a_checkpoint_never_run(server, data_dir, reference, 
 
 
 def test_bad_json_in_trainer_state_names_the_file(server, data_dir, copy_of_reference):
-    """Issue 17 item 5: ``train.py: error: Expecting ',' delimiter`` did not say which file."""
+    """A trainer state that is not JSON is named (``train.py: error: Expecting ',' delimiter`` used to name no file)."""
     state_file = copy_of_reference / "step_9" / "trainer_state.json"
     state_file.write_text(state_file.read_text().replace(",", "", 1))
     write_manifest(state_file.parent, 9)  # consistent checksums: the JSON itself is what is wrong

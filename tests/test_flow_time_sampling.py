@@ -1,4 +1,4 @@
-"""Flow matching's training-time distribution (``config.flow_time_sampling``, issue 13): the paper's uniform s, the
+"""Flow matching's training-time distribution (``config.flow_time_sampling``): the paper's uniform s, the
 late-quadratic s = 1 - (1 - u)^2 and the logit-normal s, drawn in the one scheduler from one uniform per example."""
 
 import math

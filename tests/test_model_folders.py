@@ -1,5 +1,5 @@
 """Model folders: one writer (hub.save_model_folder), registration with transformers from a light package, and
-loading that names the file when a folder is not a usable GazeFlow model (issue 17, items 6-7)."""
+loading that names the file when a folder is not a usable GazeFlow model."""
 
 from __future__ import annotations
 

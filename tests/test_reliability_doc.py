@@ -1,4 +1,5 @@
-"""docs/reliability.md names a test for every guarantee and every fault of issue 17: each named test must exist."""
+"""docs/reliability.md names a test for every guarantee and every fault in its fault table: each named test must
+exist."""
 
 from __future__ import annotations
 

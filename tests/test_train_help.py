@@ -1,4 +1,4 @@
-"""examples/train.py --help shows a help text and the default of every option (issue 16, item 8)."""
+"""examples/train.py --help shows a help text and the default of every option."""
 
 import importlib.util
 import re

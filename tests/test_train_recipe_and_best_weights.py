@@ -1,4 +1,4 @@
-"""examples/train.py's named recipes (``--recipe``) and its best-validation EMA weights (issue 13)."""
+"""examples/train.py's named recipes (``--recipe``) and its best-validation EMA weights."""
 
 import importlib.util
 import json

@@ -183,7 +183,7 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(
 
 def test_weights_gone_nan_are_not_checkpointed_and_the_last_good_checkpoint_is_named(tmp_path, env, data_dir,
                                                                                      monkeypatch):
-    """Issue 17 item 3: an update that leaves NaN weights with a finite loss used to be saved as step_4, and the
+    """An update that leaves NaN weights with a finite loss used to be saved as step_4, and the
     next step's NaN loss then called step_4 the last good checkpoint."""
     for key in ("HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "OMP_NUM_THREADS"):
         monkeypatch.setenv(key, env[key])

@@ -1,4 +1,4 @@
-"""examples/train.py ``--trial_starts N``: N starts share one encoder draw, the chosen one continues exactly (issue 13).
+"""examples/train.py ``--trial_starts N``: N starts share one encoder draw, the chosen one continues exactly.
 
 The choice (lowest validation grounding loss) is scripted here through ``trial_score`` so that each branch runs: the
 start of ``--seed`` chosen must give the plain run bit for bit; another start chosen must give what resuming its

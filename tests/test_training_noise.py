@@ -1,4 +1,4 @@
-"""The loss's randomness (issue 14, causes 5-7): per-example streams, eval-mode determinism, and the self-conditioning
+"""The loss's randomness, independent of batching: per-example streams, eval-mode determinism, and the self-conditioning
 coin as a per-example mask (no Python branch on a tensor)."""
 
 import pytest

@@ -1,5 +1,6 @@
-"""The ablation switches of issue 8: each is saved in the config, validated, and changes the computation as the
-paper's ablation says (Sections 4.4-4.5). Tiny seeded models; every assertion compares real computations."""
+"""The ablation switches (``GazeFlowConfig``'s variants): each is saved in the config, validated, and changes the
+computation as the paper's ablation says (Sections 4.4-4.5). Tiny seeded models; every assertion compares real
+computations."""
 
 import dataclasses
 

@@ -149,7 +149,7 @@ def boundary_and_inside_steps(trajectories: np.ndarray, num_frames: int, window:
 def test_coherent_samples_are_continuous_through_window_boundaries():
     """With the bundled model on synthetic clips: a coherent sample's step into a window's new frames is of the size
     of its steps inside windows, far from the jump between two unrelated samples that independent windows would
-    make, and coherent samples move less than blended ones (issue 13).
+    make, and coherent samples move less than blended ones.
 
     The step into the new frames is 1.2-1.4x the median step inside windows for the bundled models measured (it is
     the first frame the window samples freely); a jump (sample k's last shared frame to another sample's next
@@ -198,7 +198,7 @@ def test_the_command_line_takes_the_window_mode(tiny_model_dir, tmp_path, capsys
 
 @pytest.mark.parametrize("mode", ["coherent", "blend"])
 def test_a_frames_prediction_does_not_depend_on_the_requested_range(tiny_model_dir, mode):  # noqa: F811
-    """Issue 16 item 9: windows come from the whole video's grid, whatever frames are asked for."""
+    """Windows come from the whole video's grid, whatever frames are asked for."""
     from transformers import pipeline
 
     gaze = pipeline("egocentric-gaze", model=str(tiny_model_dir))

@@ -2,7 +2,7 @@
 
 A ``datasets.GeneratorBasedBuilder`` in the classic loading-script form. ``datasets`` 4+ refuses scripts in
 ``load_dataset``; use ``transformers_gazeflow.load_gaze_dataset("ego4d", data_dir=..., split=...)`` or the builder
-directly. Raw formats and GLC quirks: ``../shared/specs/data.md``, "Ego4D gaze subset"; the parsing rules live in
+directly. The raw formats and GLC's quirks (the parsing rules) live in
 ``transformers_gazeflow.data.ego4d_format``. Clips are GLC's 5-second clips, read straight from the full videos by
 frame range (no cutting step). The dataset card (``README.md`` beside this file) lists the expected folder layout.
 """
@@ -175,8 +175,8 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
         return clips
 
     def _video(self, root: Path, uid: str) -> tuple[VideoInfo, GazeTrack] | _VideoProblem:
-        """The probed full video of ``uid`` and its per-frame gaze, or why its clips must be dropped (a missing,
-        empty, truncated or undecodable video: item 9 of issue 17). A missing gaze CSV is a layout error."""
+        """The probed full video of ``uid`` and its per-frame gaze, or why its clips must be dropped (a missing, empty,
+        truncated or undecodable video drops its clips, never the build). A missing gaze CSV is a layout error."""
         if uid not in self._videos:
             video_path = root / "full_scale.gaze" / f"{uid}.mp4"
             if uid not in self._gaze_files:

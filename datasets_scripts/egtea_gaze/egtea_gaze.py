@@ -2,9 +2,9 @@
 
 A ``datasets.GeneratorBasedBuilder`` in the classic loading-script form. ``datasets`` 4+ refuses scripts in
 ``load_dataset``; use ``transformers_gazeflow.load_gaze_dataset("egtea", data_dir=..., split=...)`` or the builder
-directly. Raw formats, alignment and GLC quirks: ``../shared/specs/data.md``, "EGTEA Gaze+"; the parsing rules
-live in ``transformers_gazeflow.data.egtea_format``. The dataset card (``README.md`` beside this file) lists the
-expected folder layout.
+directly. The raw formats, the alignment and GLC's quirks (the parsing rules) live in
+``transformers_gazeflow.data.egtea_format``. The dataset card (``README.md`` beside this file) lists the expected folder
+layout.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Writers of small raw-format fixtures, as the real downloads lay them out (``../shared/specs/data.md``).
+"""Writers of small raw-format fixtures, as the real downloads lay them out.
 
 Nothing here is a real dataset: tests generate BeGaze exports (formats 1 and 2), EGTEA folders with tiny mp4 clips,
 Ego4D gaze CSVs (named ``<uid>.mp4`` like the download), GLC's lists and untracked-interval files.

@@ -1,4 +1,4 @@
-"""The Ego4D gaze builder on generated raw-format fixtures (``../shared/specs/data.md``, "Ego4D gaze subset")."""
+"""The Ego4D gaze builder on generated raw-format fixtures (the layout of Ego4D's gaze download)."""
 
 import numpy as np
 import pytest
@@ -173,7 +173,7 @@ def test_missing_or_undecodable_full_video(tmp_path):
 
 @pytest.mark.parametrize("clip_source", ["lists", "derive"])
 def test_missing_empty_or_truncated_full_videos_drop_their_clips_counted_and_named(tmp_path, clip_source):
-    """Issue 17, item 9: a bad full video drops its clips with a logged reason naming it; the build goes on."""
+    """A bad full video drops its clips with a logged reason naming it; the build goes on."""
     t, x, y = gaze_b()
     uids = {"missing": "video-m", "empty": "video-e", "cut": "video-c"}
     root = make_ego4d_root(tmp_path / "r", videos={A: 6}, gaze={u: (t, x, y) for u in (A, *uids.values())},

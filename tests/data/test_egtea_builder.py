@@ -1,4 +1,4 @@
-"""The EGTEA Gaze+ builder on generated raw-format fixtures (``../shared/specs/data.md``, "EGTEA Gaze+")."""
+"""The EGTEA Gaze+ builder on generated raw-format fixtures (the layout of the EGTEA Gaze+ download)."""
 
 import logging
 
@@ -205,7 +205,7 @@ def test_undecodable_video_raises_naming_the_file(tmp_path):
         load_gaze_dataset("egtea", root, cache_dir=tmp_path / "c", strict=True)  # strict: a bad video raises
 
 
-# issue 17, item 9: one missing, empty or truncated video no longer aborts the build
+# One missing, empty or truncated video no longer aborts the build
 MISSING = EgteaFixtureClip(egtea_clip_name(OP, 131, 146), 16)
 EMPTY = EgteaFixtureClip(egtea_clip_name(OP, 147, 162), 16)
 CUT = EgteaFixtureClip(egtea_clip_name(OP, 150, 197), 48)  # cut after its mp4 index: still opens
@@ -253,7 +253,7 @@ def test_strict_raises_on_each_kind_of_bad_video_naming_the_file(tmp_path, bad, 
 
 
 def test_a_video_shorter_than_its_names_frame_range_is_kept_shortened_and_counted(tmp_path):
-    """Issue 17, item 10: the clip keeps the frames its video has (local frame k still reads F_start - 1 + k), and
+    """The clip keeps the frames its video has (local frame k still reads F_start - 1 + k), and
     the build log counts it; strict raises naming the file."""
     shorter = EgteaFixtureClip(egtea_clip_name(OP, 11, 40), 16)  # its name lists 30 frames
     root = make_egtea_root(tmp_path / "r", train=[shorter, LONG], test=[], gaze={OP: (op_samples(), 1, f"{OP}.txt")})

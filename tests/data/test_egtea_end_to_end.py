@@ -1,4 +1,4 @@
-"""The EGTEA Gaze+ builder end to end on files made from scratch (issue 4): synthetic clips written in the raw
+"""The EGTEA Gaze+ builder end to end on files made from scratch: synthetic clips written in the raw
 EGTEA layout (``write_egtea_layout``: mp4 clips, BeGaze format-1 text at 1280x960, CRLF split files, both gaze file
 names) -> ``load_gaze_dataset("egtea", ...)`` in both parity modes -> the examples hold what the writer says a
 parser must read back -> the collator turns them into model inputs."""

@@ -1,5 +1,5 @@
 """The raw gaze readers and their conversion rules: ``data/egtea_format.py``, ``data/ego4d_format.py`` and
-``data/gaze_common.py`` (spec: ``../shared/specs/data.md``)."""
+``data/gaze_common.py``."""
 
 
 import numpy as np
@@ -135,7 +135,7 @@ def test_begaze_parses_100k_rows(tmp_path):
     assert track.report.rows_kept == n and len(track) == (n - 1) * 24 // 30 + 1
 
 
-# issue 17, item 10: a row cut inside its event token, and the encodings an export may come in
+# A row cut inside its event token, and the encodings an export may come in
 
 @pytest.mark.parametrize("fmt", [1, 2])
 @pytest.mark.parametrize("cut", ["F", "Fixat", "Saccad", "Bli"])

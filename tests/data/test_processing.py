@@ -164,7 +164,7 @@ def test_from_pretrained_errors(tmp_path):
 
 
 def test_a_config_that_is_not_json_is_named(tmp_path):
-    """Every bad input gets one line naming the file and what was expected (issue 17's data items)."""
+    """Every bad input gets one line naming the file and what was expected."""
     (tmp_path / "preprocessor_config.json").write_text('{"size": 32,')
     with pytest.raises(ValueError, match=r"preprocessor_config.json: expected a JSON object of processor settings, "
                                          r"but it is not valid JSON"):

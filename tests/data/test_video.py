@@ -75,7 +75,7 @@ def test_write_video_rejects_bad_frames(tmp_path):
 
 @pytest.mark.parametrize("index_first", [True, False])
 def test_a_clip_cut_short_is_found_by_probe_check_end(tmp_path, index_first):
-    """Issue 17, item 9: an mp4 cut after its index still opens and lists every frame; ``check_end`` finds the cut
+    """An mp4 cut after its index still opens and lists every frame; ``check_end`` finds the cut
     by demuxing from the last key frame (no decoding) and names the file. One whose index was cut off does not open."""
     cut = write_cut_clip(tmp_path / "cut.mp4", 48, keep=0.5, index_first=index_first)
     if index_first:

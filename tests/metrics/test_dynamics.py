@@ -154,9 +154,9 @@ def test_motionless_reference_hand_computed():
 
 
 def test_standing_still_wins_the_linear_jsd_but_not_log_jsd_or_w1():
-    """The gaming issue 13 describes: most human steps are fixation noise (75% of |N(0, 0.2 px)|, saccades of 5 px on
-    average); a method whose fixations wander (|N(0, 1 px)|, 4.5x the human median step) and a trajectory that never
-    moves. The paper's linear-bin JSD prefers standing still (0.12 vs 0.17); the log-bin JSD and W1 do not."""
+    """The gaming the log-bin JSD and W1 resist: most human steps are fixation noise (75% of |N(0, 0.2 px)|, saccades of
+    5 px on average); a method whose fixations wander (|N(0, 1 px)|, 4.5x the human median step) and a trajectory that
+    never moves. The paper's linear-bin JSD prefers standing still (0.12 vs 0.17); the log-bin JSD and W1 do not."""
     rng = np.random.default_rng(4)
 
     def steps(n, noise):

@@ -273,7 +273,7 @@ def _native_maps(clips, preds, scale: str):
 
 @pytest.mark.parametrize("protocol", ["paper", "glc"])
 def test_scores_do_not_depend_on_the_map_scale(tiny_set, protocol):
-    """Issue 17 item 12: the same maps at peak-1 and at sum-1 scale score the same on every metric. GLC's fixed
+    """The same maps at peak-1 and at sum-1 scale score the same on every metric. GLC's fixed
     +1e-6 in its min-max would not give that: the paper protocol thresholds the plain min-max map, and the glc protocol
     brings maps of ours to GLC's own scale (sum 1 over its grid) before GLC's min-max."""
     clips, preds = tiny_set
@@ -305,7 +305,7 @@ def _far_outside_clip():
 
 
 def test_samples_far_outside_the_frame_are_scored_by_their_shape():
-    """Issue 17 item 13: every sample about 10 sigma outside the frame (inside the accepted [-0.5, 1.5]) used to
+    """Every sample about 10 sigma outside the frame (inside the accepted [-0.5, 1.5]) used to
     render an all-zero map and raise ZeroDivisionError; the map is now rendered to scale and scored by its shape, as
     the exact (unfloored, float64) Gaussians score."""
     clip, traj = _far_outside_clip()

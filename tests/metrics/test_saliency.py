@@ -84,7 +84,7 @@ def _mit_auc_judd_draws(pred: np.ndarray, fix: np.ndarray, draws: int, seed: int
 
 @pytest.mark.parametrize("num_fix", [1, 3])
 def test_default_auc_is_the_expectation_of_pysaliency_jitter(pysaliency, num_fix):
-    """Issue 17 item 11: the default equals the average of pysaliency's AUC_Judd(jitter=True) over its seeds, where
+    """The default equals the average of pysaliency's AUC_Judd(jitter=True) over its seeds, where
     the old rule (exact ties only) read 0.12 lower on this map (it ranks the tail below 1e-7 in order; MIT does not)."""
     pred, fix = _tail_heavy_case()
     fix = fix[:num_fix]
