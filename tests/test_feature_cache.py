@@ -96,3 +96,34 @@ def test_mirrored_windows_are_encoded_mirrored_and_served_with_mirrored_gaze(tmp
     unflipped = FeatureCache(tmp_path / "plain", cache_fingerprint(model, processor)).build(model, [train], collator)
     with pytest.raises(KeyError, match=r":hflip is not in the feature cache"):
         CachedFeatureCollator(unflipped, processor, num_frames=8, horizontal_flip_probability=1.0)(examples[:1])
+
+
+def test_a_causal_model_caches_its_per_frame_tokens_plain_and_mirrored(tmp_path, setting):
+    """``causal=True``: the cache holds the per-frame tokens of causal encoder windows ([T * N, D], what the causal
+    model reads), the mirrored windows' own tokens, and training on the cache gives the loss of training on frames."""
+    _, processor, train, validation = setting
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, causal=True)).eval()
+    collator = GazeFlowDataCollator(processor, num_frames=8)
+    flipping = GazeFlowDataCollator(processor, num_frames=8, horizontal_flip_probability=1.0)
+    assert cache_fingerprint(model, processor) != cache_fingerprint(
+        GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, causal=False)), processor)
+    cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(
+        model, [train, validation], collator, batch_size=5, flipped_datasets=[train])
+    examples = [train[i] for i in range(min(len(train), 6))]
+    with torch.no_grad():
+        plain = model.encode_video(collator(examples)["pixel_values_videos"])
+        mirrored = model.encode_video(flipping(examples)["pixel_values_videos"])
+    assert plain.shape == (len(examples), 8 * model.config.tokens_per_frame, 32)  # one token group per frame
+    for i, example in enumerate(examples):
+        assert torch.equal(cache.load(example_key(example)), plain[i])
+        assert torch.equal(cache.load(example_key(example, flipped=True)), mirrored[i])
+    for frames_collator, cached_collator in (
+            (collator, CachedFeatureCollator(cache, processor, num_frames=8)),
+            (flipping, CachedFeatureCollator(cache, processor, num_frames=8, horizontal_flip_probability=1.0))):
+        cached, decoded = cached_collator(examples), frames_collator(examples)
+        assert torch.equal(cached["gaze"], decoded["gaze"])
+        losses = [model(gaze=batch["gaze"], valid_mask=batch["valid_mask"], generator=torch.Generator().manual_seed(1),
+                        **{key: batch[key] for key in ("pixel_values_videos", "encoder_hidden_states") if key in batch}
+                        ).loss for batch in (cached, decoded)]
+        assert torch.allclose(losses[0], losses[1], atol=1e-6)

@@ -118,6 +118,31 @@ def test_flip_augmentation_caches_mirrored_training_windows_only(tmp_path, env, 
     assert mirrored and mirrored < plain
 
 
+def test_a_causal_model_trains_on_its_per_frame_cached_tokens_with_flips(tmp_path, env, data_dir):
+    """``--config_overrides causal=True`` with the feature cache and flips: the cache holds one token group per frame
+    (the causal encoder windows' tokens, plain and mirrored) and the saved model is causal and streams."""
+    from safetensors import safe_open
+
+    from transformers_gazeflow import GazeFlowModel
+    from transformers_gazeflow.generation.online import GazeFlowStreamer
+
+    cache_dir = tmp_path / "cache"
+    run_train(TINY + ["--data_dir", data_dir, "--max_train_steps", 2, "--no-use_lora", "--cache_features",
+                      "--feature_cache_dir", cache_dir, "--horizontal_flip_probability", "0.5",
+                      "--config_overrides", "causal=True", "--output_dir", tmp_path / "out"], env)
+    model = GazeFlowModel.from_pretrained(tmp_path / "out").eval()
+    config = model.config
+    assert config.causal
+    entries = json.loads((cache_dir / "manifest.json").read_text())["entries"]
+    key = next(key for key in entries if key.endswith(":hflip"))
+    with safe_open(str(cache_dir / entries[key]), framework="pt") as shard:
+        tokens = shard.get_tensor(key)
+    assert tokens.shape == (config.num_frames * config.tokens_per_frame, config.encoder_config.hidden_size)
+    streamer = GazeFlowStreamer(model, num_samples=2, num_steps=1, generator=torch.Generator().manual_seed(0))
+    out = streamer.push(torch.zeros(3, config.image_size, config.image_size))
+    assert out.trajectories.shape == (1, 2, 2)
+
+
 def test_feature_cache_needs_a_frozen_encoder_without_lora(tmp_path, env, data_dir):
     result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path, "--max_train_steps", 1,
                                "--cache_features"], env, check=False)
