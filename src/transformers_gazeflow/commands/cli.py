@@ -6,7 +6,8 @@ else registers itself in :data:`COMMANDS`.
 folder, a glob or a text file of paths give one folder per video and ``index.csv``
 (:mod:`transformers_gazeflow.commands.batch`), optionally over several processes (``--num-processes N``, or
 ``torchrun`` / ``accelerate launch -m transformers_gazeflow.commands.cli predict ...``). ``gazeflow demo`` runs a
-generated clip with known gaze (:mod:`transformers_gazeflow.commands.demo`).
+generated clip with known gaze (:mod:`transformers_gazeflow.commands.demo`). ``gazeflow stream SOURCE`` predicts
+online with a causal model, one JSON line per frame (:mod:`transformers_gazeflow.commands.stream`).
 
 Fast start: this module imports neither torch, transformers nor numpy. Every argument is checked first (in well
 under a second), then the inputs (files, the model folder, the device), and only then is the model loaded.
@@ -410,6 +411,65 @@ register_command(Command(
                 "prediction and score the point estimate against it."))
 
 
+# ------------------------------------------------------------------------------------------- stream
+def _add_stream_arguments(parser: argparse.ArgumentParser) -> None:
+    from .stream import add_stream_arguments  # light: nothing heavy is imported before the model loads
+
+    add_stream_arguments(parser, SOLVERS)
+
+
+def _check_stream_arguments(args: argparse.Namespace) -> None:
+    """``gazeflow stream``'s command line (nothing opened): sets ``args.raw_size`` and ``args.options``."""
+    from .stream_sources import parse_raw_size, source_kind
+
+    check_arguments(args)
+    stdin = source_kind(args.source) == "stdin"
+    if args.raw is not None and not stdin:
+        raise UsageError(f"--raw is for raw frames on stdin (SOURCE -), not for {args.source}")
+    if args.raw is None and stdin:
+        raise UsageError("SOURCE - reads raw RGB frames from stdin: give their size with --raw WIDTHxHEIGHT")
+    try:
+        args.raw_size = parse_raw_size(args.raw) if stdin else None
+    except ValueError as err:
+        raise UsageError(f"--raw {err}") from None
+    if args.fps is not None and not (stdin and args.fps > 0):
+        raise UsageError(f"--fps {args.fps}: expected a positive frame rate, and only with SOURCE - (a file, camera "
+                         "or URL has its own)")
+    pairs = [option.partition("=") for option in args.source_option]
+    bad = next((option for option, (key, sep, _) in zip(args.source_option, pairs) if not (key and sep)), None)
+    if bad is not None:
+        raise UsageError(f"--source-option {bad!r}: expected KEY=VALUE (e.g. video_size=640x480)")
+    args.options = {key: value for key, _, value in pairs}
+    onnx = args.backend == "onnxruntime"
+    if onnx != (args.onnx is not None):
+        raise UsageError("--backend onnxruntime needs --onnx DIR (a folder written by gazeflow export-streamer)"
+                         if onnx else "--onnx DIR needs --backend onnxruntime")
+    torch_only = ("--compile", args.compile), ("--dtype", args.dtype != "float32"), ("--model", args.model)
+    for name, given in torch_only if onnx else ():
+        if given:
+            raise UsageError(f"{name} is for --backend torch (the step exported in --onnx fixes the model and its "
+                             "precision)")
+    for name, value in (("--csv", args.csv), ("--summary", args.summary)):
+        if value is not None and (Path(value).is_dir() or not Path(value).expanduser().parent.is_dir()):
+            raise UsageError(f"{name} {value}: expected a file in an existing folder")
+
+
+def _run_stream(args: argparse.Namespace) -> int:
+    _check_stream_arguments(args)
+    from .stream import run_stream
+
+    return run_stream(args, resolve_device)
+
+
+register_command(Command(
+    "stream", "online gaze, frame by frame, from a file, camera, URL or stdin (causal model)", _add_stream_arguments,
+    _run_stream,
+    description="Predict gaze online with a causal GazeFlow: one JSON line per frame on stdout (frame, time_s, x/y "
+                "in unit coordinates and pixels, the samples' spread r50_px/r90_px, latency_ms), or CSV with "
+                "--csv; a latency summary on stderr at the end. SOURCE: a video file, a camera (/dev/video0), a "
+                "stream URL, or - for raw RGB frames on stdin (--raw WIDTHxHEIGHT)."))
+
+
 # ------------------------------------------------------------------------------------------- app
 def _add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, help="model the page starts with (default: the bundled model)")
@@ -467,6 +527,8 @@ def _stopped(argv: list[str]) -> str:
     """What a signal ended, for its one line."""
     if argv[:1] == ["app"]:
         return "the web demo stopped"
+    if argv[:1] == ["stream"]:
+        return "the stream stopped (its summary is above)"
     return "partial outputs of the video under way were removed"
 
 

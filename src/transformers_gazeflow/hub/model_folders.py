@@ -14,7 +14,8 @@ Loading (:func:`load_model`) checks a folder before transformers reads it and na
 pickle that is not plain weights (refused: loading it could run code), NaN or inf weights
 (:class:`ModelFolderError`, a ``ValueError``).
 
-The package ships one folder, ``default_model/``, used when no model is named (:func:`default_model_path`).
+The package ships two folders: ``default_model/``, used when no model is named (:func:`default_model_path`), and
+``default_model_causal/``, the causal model that online prediction uses (``default_model_path(causal=True)``).
 
 This module imports neither torch nor transformers at import time (the ``gazeflow`` command checks a ``--model``
 folder before it loads them).
@@ -43,9 +44,15 @@ class ModelFolderError(ValueError):
     wrong (missing, not GazeFlow, a bad config field, missing/truncated/unsafe/non-finite weights)."""
 
 
-def default_model_path() -> Path:
-    """The folder of the bundled default model (package data ``transformers_gazeflow/default_model/``)."""
-    return Path(__file__).resolve().parents[1] / "default_model"
+DEFAULT_MODEL_FOLDERS = {False: "default_model", True: "default_model_causal"}
+"""The bundled models' package-data folders: the windowed (bidirectional) model and the causal one (paper Appendix
+F.4) that ``gazeflow stream`` and ``GazeFlowStreamer`` run online."""
+
+
+def default_model_path(causal: bool = False) -> Path:
+    """The folder of the bundled default model (package data ``transformers_gazeflow/default_model/``), or with
+    ``causal=True`` of the bundled causal model (``default_model_causal/``)."""
+    return Path(__file__).resolve().parents[1] / DEFAULT_MODEL_FOLDERS[bool(causal)]
 
 
 def has_weights(folder: str | os.PathLike) -> bool:
@@ -61,9 +68,9 @@ def weights_file(folder: str | os.PathLike) -> Path | None:
     return None
 
 
-def default_model_available() -> bool:
-    """True when the bundled default model has its config and weights (the trained model is dropped in later)."""
-    folder = default_model_path()
+def default_model_available(causal: bool = False) -> bool:
+    """True when the bundled default model (``causal=True``: the causal one) has its config and weights."""
+    folder = default_model_path(causal)
     return (folder / "config.json").is_file() and has_weights(folder)
 
 
@@ -440,7 +447,8 @@ MAX_DEFAULT_MODEL_MB = 20.0
 
 def bundle_default_model(source: str | os.PathLike, training: str, description: str, limitations: str,
                          destination: str | os.PathLike | None = None) -> Path:
-    """Install a trained model folder as the bundled default (``default_model/``, or ``destination``).
+    """Install a trained model folder as a bundled model: ``default_model/``, or for a causal model
+    (``config.causal``) ``default_model_causal/``, or ``destination``.
 
     Loads ``source`` (a folder written by ``examples/train.py`` / :func:`save_model_folder`), merges LoRA into the
     encoder, writes the folder with :func:`save_model_folder` (a card with ``training``: exactly how it was trained;
@@ -454,8 +462,10 @@ def bundle_default_model(source: str | os.PathLike, training: str, description: 
     if model.video_encoder.has_lora:
         model.merge_lora()
     processor = load_video_processor(source_path, model.config)
-    destination = Path(destination) if destination is not None else default_model_path()
-    save_model_folder(model, destination, processor=processor, title="GazeFlow default model (small, synthetic data)",
+    causal = bool(model.config.causal)
+    destination = Path(destination) if destination is not None else default_model_path(causal)
+    title = f"GazeFlow {'causal ' if causal else ''}default model (small, synthetic data)"
+    save_model_folder(model, destination, processor=processor, title=title,
                       description=description, training=training, limitations=limitations)
     weights = destination / "model.safetensors"
     size_mb = weights.stat().st_size / 2**20

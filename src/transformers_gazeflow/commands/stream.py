@@ -1,0 +1,282 @@
+"""``gazeflow stream SOURCE``: online gaze, frame by frame, from a file, a camera, a stream URL or raw RGB on stdin.
+
+The causal GazeFlow (paper Appendix F.4, ``GazeFlowConfig(causal=True)``) predicts frame t's gaze from frames <= t,
+so each frame's gaze is written as soon as the frame has been seen (:class:`~transformers_gazeflow.generation.online.
+GazeFlowStreamer`). Per frame, one line of JSON on stdout (or a CSV row with ``--csv FILE``), the fields of
+:data:`FIELDS`:
+
+* ``frame``: the frame's index in the source (frames dropped by ``--realtime`` leave gaps); ``time_s``: its time in
+  seconds (``stream_sources.SourceFrame``);
+* ``x``, ``y``: the point estimate (mean of the K samples) in unit coordinates, [0, 1] from the top-left corner;
+  ``x_px``, ``y_px``: the same in pixels of the source frame;
+* ``r50_px``, ``r90_px``: the spread of the K samples, the radius around the point estimate holding 50% and 90% of
+  them (pixels);
+* ``latency_ms``: milliseconds from the frame's arrival (decoded and handed over by the feed) to its line.
+
+At the end, and on Ctrl-C / SIGTERM, a latency summary (p50 / p95 / p99, frames, drops, frames/s) goes to stderr
+and, with ``--summary FILE``, to a JSON file. Backends: ``torch`` (the model itself) and ``onnxruntime`` (the
+per-frame step exported by ``gazeflow export-streamer``).
+
+This module imports nothing heavy at import time (the ``gazeflow`` command builds its parser from it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
+DTYPES = ("float32", "bfloat16", "float16")
+BACKENDS = ("torch", "onnxruntime")
+PERCENTILES = (50, 95, 99)
+SPREAD_QUANTILES = (0.5, 0.9)
+STOPPED_BY = {"KeyboardInterrupt": "SIGINT", "Terminated": "SIGTERM"}
+"""How a stream that ends on an exception says it stopped (``cli.Terminated`` is SIGTERM); any other: "error"."""
+
+
+def add_stream_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ...]) -> None:
+    """The command's arguments (``solvers``: the ODE solvers ``--solver`` offers); ``cli`` checks them."""
+    parser.add_argument("source", metavar="SOURCE",
+                        help="a video file, a camera (/dev/video0), a stream URL (rtsp://, http://, udp://, ...) or - "
+                             "for raw RGB frames on stdin (with --raw WIDTHxHEIGHT)")
+    source = parser.add_argument_group("source")
+    source.add_argument("--raw", default=None, metavar="WIDTHxHEIGHT",
+                        help="SOURCE - only: stdin carries raw RGB24 frames of this size (W * H * 3 bytes each)")
+    source.add_argument("--fps", type=float, default=None,
+                        help="SOURCE - only: the frame rate that gives time_s (default: each frame's arrival time)")
+    source.add_argument("--realtime", action=argparse.BooleanOptionalAction, default=None,
+                        help="play a file at its frame rate and drop frames while the model is behind (counted); "
+                             "default: on for cameras and URLs, off for files and stdin (every frame)")
+    source.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an FFmpeg option for opening SOURCE, repeatable (video_size=640x480, framerate=30, "
+                             "rtsp_transport=tcp)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--csv", default=None, metavar="FILE",
+                        help="write CSV rows to FILE instead of JSON lines on stdout")
+    output.add_argument("--summary", default=None, metavar="FILE", help="also write the latency summary as JSON")
+    model = parser.add_argument_group("model and sampling")
+    model.add_argument("--model", default=None,
+                       help="a causal model folder or Hub id (default: the bundled causal model, offline)")
+    model.add_argument("--num-samples", "-k", type=int, default=None, help="K samples (default: the model config's)")
+    model.add_argument("--num-steps", "-s", type=int, default=None, help="S ODE steps (default: the model config's)")
+    model.add_argument("--solver", choices=solvers, default=None, help="ODE solver (default: the model config's)")
+    model.add_argument("--seed", type=int, default=0, help="noise seed: the same seed gives the same samples")
+    runtime = parser.add_argument_group("runtime")
+    runtime.add_argument("--backend", choices=BACKENDS, default="torch",
+                         help="torch (the model) or onnxruntime (the step exported by gazeflow export-streamer)")
+    runtime.add_argument("--onnx", default=None, metavar="DIR",
+                         help="--backend onnxruntime: the folder written by gazeflow export-streamer")
+    runtime.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (default: cpu)")
+    runtime.add_argument("--dtype", choices=DTYPES, default="float32",
+                         help="the network's matmuls in this precision (autocast; the ODE state stays float32)")
+    runtime.add_argument("--compile", action="store_true", help="torch.compile the velocity network (torch backend)")
+    runtime.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+
+
+# ------------------------------------------------------------------------------------------- records
+def spread_radii(samples_px, centre_px) -> tuple[float, ...]:
+    """Radii around ``centre_px [2]`` holding 50% and 90% of ``samples_px [K, 2]`` (linear quantiles of the
+    distances)."""
+    import numpy as np
+
+    distances = np.linalg.norm(np.asarray(samples_px, dtype=np.float64) - np.asarray(centre_px), axis=-1)
+    return tuple(float(value) for value in np.quantile(distances, SPREAD_QUANTILES))
+
+
+def frame_record(frame, samples, mean, width: int, height: int, arrival: float) -> dict[str, Any]:
+    """One output line: ``samples [K, 2]`` and ``mean [2]`` in unit coordinates, of a ``width x height`` frame."""
+    import numpy as np
+
+    from ..models.gazeflow.geometry import unit_to_pixels
+
+    mean = np.asarray(mean, dtype=np.float64)
+    centre = unit_to_pixels(mean, width, height)
+    r50, r90 = spread_radii(unit_to_pixels(np.asarray(samples, dtype=np.float64), width, height), centre)
+    return {"frame": frame.index, "time_s": round(frame.time_s, 6), "x": float(mean[0]), "y": float(mean[1]),
+            "x_px": round(float(centre[0]), 3), "y_px": round(float(centre[1]), 3), "r50_px": round(r50, 3),
+            "r90_px": round(r90, 3), "latency_ms": round((time.perf_counter() - arrival) * 1e3, 3)}
+
+
+class RecordWriter:
+    """JSON lines on stdout, or CSV rows in a file (``--csv``); every record flushed at once."""
+
+    def __init__(self, csv_path: str | None):
+        import csv
+
+        self.handle = open(csv_path, "w", newline="", encoding="utf-8") if csv_path else sys.stdout
+        self.csv = csv.DictWriter(self.handle, fieldnames=FIELDS) if csv_path else None
+        if self.csv is not None:
+            self.csv.writeheader()
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.csv is not None:
+            self.csv.writerow(record)
+        else:
+            self.handle.write(json.dumps(record) + "\n")
+        self.handle.flush()
+
+    def close(self) -> None:
+        if self.handle is not sys.stdout:
+            self.handle.close()
+
+
+def latency_summary(latencies_ms: list[float], wall_s: float, decoded: int, dropped: int) -> dict[str, Any]:
+    """Frames, drops, frames/s and the latency percentiles of a run."""
+    import numpy as np
+
+    values = np.asarray(latencies_ms, dtype=np.float64)
+    latency = ({f"p{p}": round(float(np.percentile(values, p)), 3) for p in PERCENTILES}
+               | {"mean": round(float(values.mean()), 3), "max": round(float(values.max()), 3)}) if len(values) else {}
+    return {"frames": len(latencies_ms), "source_frames": decoded, "dropped": dropped, "wall_s": round(wall_s, 3),
+            "frames_per_s": round(len(latencies_ms) / wall_s, 3) if wall_s > 0 else None, "latency_ms": latency}
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    latency = summary["latency_ms"]
+    timing = (", ".join(f"p{p} {latency[f'p{p}']:.1f} ms" for p in PERCENTILES) if latency else "no frame")
+    rate = f"{summary['frames_per_s']:.1f} frames/s" if summary["frames_per_s"] else "-"
+    return (f"gazeflow: stream: {summary['frames']} frames of {summary['source']} ({summary['dropped']} dropped) in "
+            f"{summary['wall_s']:.2f} s, {rate}; latency {timing} ({summary['backend']}, {summary['device']})")
+
+
+# ------------------------------------------------------------------------------------------- the torch backend
+class TorchStepper:
+    """Frame in, gaze out, through :class:`GazeFlowStreamer` (the model itself): ``step(pixels [H, W, 3] uint8)``
+    -> ``(samples [K, 2], mean [2])`` in unit coordinates."""
+
+    def __init__(self, model, processor, num_samples: int | None, num_steps: int | None, solver: str | None,
+                 seed: int, dtype: str):
+        import torch
+
+        from ..generation.inference import autocast_context
+        from ..generation.online import GazeFlowStreamer
+
+        self.streamer = GazeFlowStreamer(model, num_samples=num_samples, num_steps=num_steps, solver=solver,
+                                         generator=torch.Generator().manual_seed(seed), processor=processor)
+        self.autocast = lambda: autocast_context(model, getattr(torch, dtype))
+        self.num_samples, self.num_steps = self.streamer.num_samples, self.streamer.num_steps
+
+    def step(self, pixels):
+        import torch
+
+        with self.autocast():
+            output = self.streamer.push(torch.from_numpy(pixels))
+        return output.trajectories[0].float().cpu().numpy(), output.mean[0].float().cpu().numpy()
+
+
+def causal_model_location(model: str | None) -> str:
+    """``--model`` checked for the stream (a local folder must be causal); None: the bundled causal model."""
+    from ..hub.model_folders import (
+        ModelFolderError,
+        default_model_available,
+        default_model_path,
+        read_config_json,
+        resolve_model,
+    )
+
+    if model is None:
+        if not default_model_available(causal=True):
+            raise ModelFolderError(f"the bundled causal model has no weights ({default_model_path(causal=True)}); "
+                                   "pass a causal model folder with --model")
+        model = str(default_model_path(causal=True))
+    location = resolve_model(model)
+    if Path(location).is_dir() and not read_config_json(location).get("causal", False):
+        raise ModelFolderError(not_causal_message(location))
+    return location
+
+
+def not_causal_message(location: str) -> str:
+    return (f"--model {location}: gazeflow stream needs a causal model (config.json \"causal\": true, paper "
+            "Appendix F.4; train one with examples/train.py --config_overrides causal=True), this one is the "
+            "windowed bidirectional model: use gazeflow predict for it")
+
+
+def load_torch_stepper(args: argparse.Namespace, device: str) -> tuple[TorchStepper, str]:
+    from ..generation.inference import prepare_for_inference
+    from ..hub.model_folders import load_model, load_video_processor
+
+    location = causal_model_location(args.model)
+    model = load_model(location, device=device)
+    if not model.config.causal:  # a Hub id, read only now
+        raise ValueError(not_causal_message(location))
+    prepare_for_inference(model, compile=args.compile)
+    processor = load_video_processor(location, model.config)
+    stepper = TorchStepper(model, processor, args.num_samples, args.num_steps, args.solver, args.seed, args.dtype)
+    return stepper, location
+
+
+# ------------------------------------------------------------------------------------------- the command
+def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], str]) -> int:
+    """Run ``gazeflow stream`` on arguments that ``cli`` has checked (``args.raw_size``, ``args.options`` set);
+    ``resolve_device`` turns ``--device`` into a torch device (after the source has opened)."""
+    from .stream_sources import FrameFeed, open_source
+
+    source = open_source(args.source, getattr(args, "raw_size", None), args.fps, args.options)
+    try:
+        if args.backend == "onnxruntime":
+            from .stream_export import load_onnx_stepper
+
+            stepper, model_name, device = load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed), \
+                args.onnx, "cpu"
+        else:
+            import torch
+            from transformers.utils import logging as hf_logging
+
+            if args.threads is not None:
+                torch.set_num_threads(args.threads)
+            device = resolve_device(args.device)
+            hf_logging.disable_progress_bar()  # stderr carries only the summary (or one error line)
+            stepper, model_name = load_torch_stepper(args, device)
+    except BaseException:
+        source.close()
+        raise
+    realtime = source.live if args.realtime is None else args.realtime
+    feed = FrameFeed(source, realtime=realtime, pace=realtime and source.kind == "file")
+    writer = RecordWriter(args.csv)
+    latencies: list[float] = []
+    stopped = "end"
+    started = time.perf_counter()
+    feed.start()
+    try:
+        for frame in feed:
+            samples, mean = stepper.step(frame.pixels)
+            record = frame_record(frame, samples, mean, source.width, source.height, frame.arrival)
+            latencies.append(record["latency_ms"])
+            writer.write(record)
+    except BrokenPipeError:  # the reader went away (`gazeflow stream ... | head`): stop quietly
+        stopped = "output closed"
+        _silence_stdout()
+    except BaseException as err:
+        # by name: under `python -m ...commands.cli` the signal handler's Terminated is __main__'s class
+        stopped = STOPPED_BY.get(type(err).__name__, "error")
+        raise
+    finally:
+        feed.stop()
+        writer.close()
+        summary = {"source": args.source, "backend": args.backend, "model": model_name, "device": device,
+                   "num_samples": stepper.num_samples, "num_steps": stepper.num_steps, "realtime": realtime,
+                   "stopped": stopped, **latency_summary(latencies, time.perf_counter() - started, feed.decoded,
+                                                          feed.dropped)}
+        if args.summary:
+            Path(args.summary).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        if stopped != "error":  # an error is one line of its own
+            print(summary_line(summary), file=sys.stderr, flush=True)
+    return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not fail on the closed pipe again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+__all__ = ["FIELDS", "add_stream_arguments", "run_stream", "frame_record", "spread_radii", "latency_summary",
+           "TorchStepper", "causal_model_location"]
