@@ -6,6 +6,7 @@
     python examples/evaluate.py --baseline center_bias --dataset_name egtea --data_dir /data/egtea ...
     accelerate launch --config_file examples/accelerate_multi_gpu.yaml examples/evaluate.py ...   # data parallel
     python examples/evaluate.py ... --grid                                   # the K x S sweep (Table ks_grid)
+    python examples/evaluate.py ... --online               # a causal model frame by frame, as gazeflow stream runs
 
 Prints and writes (``results.md``) the paper's two tables (``metrics.tables``): the main-table row (AUC, F1, P, R, AAE,
 NSS, CC, KL, SIM) and the dynamics row (ADE and DTW mean/best, step ratios to human, JSD on linear and log bins,
@@ -67,6 +68,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "baselines; the paper's 25 px is for 640x480 frames)")
     parser.add_argument("--max_clips", type=int, default=None, help="evaluate only the first N clips (quick checks)")
     parser.add_argument("--grid", action="store_true", help="the K x S sweep of Table ks_grid (F1 and time per clip)")
+    parser.add_argument("--online", action="store_true",
+                        help="a causal model (causal=True) predicting online, frame by frame (GazeFlowStreamer, as "
+                             "gazeflow stream does), instead of generate() over the whole window")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--method_name", default=None, help="the row's name in the tables")
     parser.add_argument("--output_dir", default=None, help="where results.json/results.md go (default: print only)")
@@ -115,6 +119,9 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     else:
         model, processor = load_model_and_processor(args.model_name_or_path)
         model = model.to(accelerator.device)
+        if args.online and not model.config.causal:
+            raise ValueError(f"--online needs a causal model (config causal=true); {args.model_name_or_path} is the "
+                             "windowed bidirectional model")
         num_samples = args.num_samples or model.config.num_samples
         num_steps = args.num_steps or model.config.num_steps
         solver = args.solver or model.config.solver
@@ -131,8 +138,9 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
                         grid[f"K={k},S={s}"] = {"f1": f1, "seconds_per_clip": seconds}
                         print(f"K={k:>2} S={s:>2}: F1 {f1:.4f}, {seconds:.3f} s per clip", flush=True)
             results["grid"] = grid
+        results["online"] = args.online
         predictions, seconds = predict_clips(model, examples, processor, num_samples, num_steps, solver, args.seed,
-                                             accelerator=accelerator, progress=True)
+                                             accelerator=accelerator, progress=True, online=args.online)
     if not accelerator.is_main_process:
         return 0
 

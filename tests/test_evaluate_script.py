@@ -92,3 +92,15 @@ def test_a_folder_that_is_not_a_gazeflow_model(tmp_path, env, data_dir):
     (tmp_path / "empty").mkdir()
     result = run(["--model_name_or_path", tmp_path / "empty", *data_args(data_dir)], env, check=False)
     assert result.returncode == 1 and "--model_name_or_path" in result.stderr and "not a GazeFlow" in result.stderr
+
+
+def test_online_needs_a_causal_model_and_scores_it_frame_by_frame(tmp_path, env, data_dir, model_dir):
+    result = run(["--model_name_or_path", model_dir, *data_args(data_dir), "--online"], env, check=False)
+    assert result.returncode == 1 and "--online needs a causal model" in result.stderr
+    causal = tmp_path / "causal"
+    torch.manual_seed(0)
+    GazeFlowModel(GazeFlowConfig.tiny(causal=True, heatmap_sigma=5.0)).save_pretrained(causal)
+    run(["--model_name_or_path", causal, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2, "--max_clips", 2,
+         "--online", "--output_dir", tmp_path / "out"], env)
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["online"] is True and results["clips"] == 2 and 0.0 <= results["metrics"]["auc"] <= 1.0

@@ -43,6 +43,27 @@ def test_predict_clips_without_an_accelerator(clips):
     np.testing.assert_array_equal(alone[0], predictions[1])
 
 
+def test_online_predictions_are_the_streamer_frame_by_frame(clips):
+    """``online=True``: a causal model's clip pushed frame by frame through GazeFlowStreamer with the clip's own
+    generator (not generate() over the window, which draws its noise per window)."""
+    from transformers_gazeflow.data.collator import GazeFlowDataCollator
+    from transformers_gazeflow.generation.online import GazeFlowStreamer
+
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny(causal=True)).eval()
+    processor = GazeFlowVideoProcessor(size=32)
+    predictions, _ = predict_clips(model, clips, processor, num_samples=3, num_steps=2, solver="euler", seed=5,
+                                   window=12, online=True)
+    assert [p.shape for p in predictions] == [(3, 12, 2), (3, 8, 2)]
+    frames = GazeFlowDataCollator(processor, num_frames=12)([clips[0]])["pixel_values_videos"][0]
+    streamer = GazeFlowStreamer(model, num_samples=3, num_steps=2, generator=clip_generator(5, "clip0"))
+    expected = torch.stack([streamer.push(frame).trajectories[0] for frame in frames], dim=1).numpy()
+    np.testing.assert_array_equal(predictions[0], expected)
+    windowed, _ = predict_clips(model, clips, processor, num_samples=3, num_steps=2, solver="euler", seed=5,
+                                window=12)
+    assert not np.allclose(windowed[0], predictions[0], atol=1e-3)  # generate() draws its noise per window
+
+
 def scored_result(num_clips: int = 3, frames: int = 64, seed: int = 0):
     """A real ``EvaluationResult``: the protocol over random-walk ground truth and K noisy trajectories."""
     from transformers_gazeflow.training.evaluation import score

@@ -2,7 +2,8 @@
 
 * :func:`predict_clips` samples K trajectories for each clip's first window (the protocol window, 64 frames), each
   clip with its own seeded generator so results do not depend on batching or on how clips are split between
-  processes; under Accelerate each process predicts its share and the results are gathered once.
+  processes; under Accelerate each process predicts its share and the results are gathered once. With ``online``
+  a causal model predicts frame by frame instead (:func:`stream_clip`).
 * :func:`baseline_predictions` gives the Center Bias and Random Walk priors for the same clips.
 * :func:`score` feeds (ground truth, prediction) pairs to :class:`~transformers_gazeflow.metrics.GazeEvaluator`.
 * :func:`report_markdown` prints the paper's two tables with :mod:`~transformers_gazeflow.metrics.tables` (the
@@ -45,11 +46,12 @@ def clip_generator(seed: int, clip_id: str, device: torch.device | str = "cpu") 
 @torch.no_grad()
 def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProcessor, num_samples: int,
                   num_steps: int, solver: str, seed: int = 0, window: int = 64, accelerator=None,
-                  progress: bool = False) -> tuple[list[np.ndarray], float]:
+                  progress: bool = False, online: bool = False) -> tuple[list[np.ndarray], float]:
     """K trajectories ``[K, n, 2]`` (unit coordinates) for each example's window, and the mean seconds per clip.
 
-    With an ``accelerator``, process r predicts examples r, r + P, ... and the predictions are gathered in the
-    original order on every process.
+    ``online``: a causal model's frame-by-frame prediction (:func:`stream_clip`, what ``gazeflow stream`` does)
+    instead of ``model.generate`` over the whole window. With an ``accelerator``, process r predicts examples r,
+    r + P, ... and the predictions are gathered in the original order on every process.
     """
     rank = accelerator.process_index if accelerator is not None else 0
     world = accelerator.num_processes if accelerator is not None else 1
@@ -72,11 +74,15 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
         start = time.perf_counter()
         # a fresh context per clip: accelerator.autocast() is a single-use generator context manager
         with accelerator.autocast() if accelerator is not None else contextlib.nullcontext():
-            output = model.generate(pixel_values_videos=pixels, num_samples=num_samples, num_steps=num_steps,
-                                    solver=solver, generator=clip_generator(seed, str(example["clip_id"])))
+            generator = clip_generator(seed, str(example["clip_id"]))
+            if online:
+                trajectories = stream_clip(model, pixels[0], num_samples, num_steps, solver, generator)
+            else:
+                trajectories = model.generate(pixel_values_videos=pixels, num_samples=num_samples,
+                                              num_steps=num_steps, solver=solver, generator=generator).trajectories[0]
         _synchronize(device)
         seconds += time.perf_counter() - start
-        predictions[index] = output.trajectories[0].float().cpu().numpy()
+        predictions[index] = trajectories.float().cpu().numpy()
     if accelerator is not None and world > 1:
         from accelerate.utils import gather_object
 
@@ -87,6 +93,18 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
             seconds += part_seconds
     ordered = [predictions[i] for i in range(len(examples))]
     return ordered, seconds / max(len(examples), 1)
+
+
+def stream_clip(model, frames: torch.Tensor, num_samples: int, num_steps: int, solver: str,
+                generator: torch.Generator) -> torch.Tensor:
+    """The causal model's online prediction of a clip, ``frames [T, 3, S, S]`` pushed one at a time through
+    :class:`~transformers_gazeflow.generation.online.GazeFlowStreamer`: K trajectories ``[K, T, 2]``, frame t's
+    samples made from frames <= t only."""
+    from ..generation.online import GazeFlowStreamer
+
+    streamer = GazeFlowStreamer(model, num_samples=num_samples, num_steps=num_steps, solver=solver,
+                                generator=generator)
+    return torch.stack([streamer.push(frame).trajectories[0] for frame in frames], dim=1)
 
 
 def baseline_predictions(name: str, train_examples: Iterable[dict], examples: Sequence[dict], num_samples: int = 50,
