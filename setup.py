@@ -64,8 +64,9 @@ setup(
     packages=find_packages("src") + sorted(BUILDERS),
     package_data={
         **{name: ["README.md"] for name in BUILDERS},
-        # the bundled default model (config.json, model.safetensors, preprocessor_config.json, README.md card)
-        "transformers_gazeflow": ["default_model/*"],
+        # the bundled default models (config.json, model.safetensors, preprocessor_config.json, README.md card): the
+        # windowed one and the causal one that `gazeflow stream` runs online
+        "transformers_gazeflow": ["default_model/*", "default_model_causal/*"],
         # the evaluate modules are loaded from their folders by evaluate.load(<dir>), so they ship as data files
         "transformers_gazeflow.metrics": ["evaluate_modules/*/*.py", "evaluate_modules/*/README.md"],
     },
