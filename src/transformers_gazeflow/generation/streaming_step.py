@@ -40,7 +40,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
-from ..models.gazeflow.generation_gazeflow import sampling_settings, to_unit_predictions
+from ..models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 from ..models.gazeflow.modeling_gazeflow_layers import GazeFlowRingKeyValueCache
 from ..models.gazeflow.modeling_gazeflow_streaming import (
@@ -130,7 +130,7 @@ class GazeFlowStreamerStep(nn.Module):
         dtype = parameter.dtype if dtype is None else dtype
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"`dtype` must be a floating torch.dtype (e.g. torch.bfloat16), got {dtype!r}")
-        settings = sampling_settings(config, num_samples, num_steps, solver)
+        settings = SamplingSettings.resolve(config, num_samples, num_steps, solver)
         self.config, self.dtype = config, dtype
         self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
         self.scheduler = scheduler_for(config, self.num_steps, self.solver)
