@@ -40,6 +40,10 @@ EXTRAS = {
     # the web demo (`gazeflow app`, app.py): Gradio for the page (tested with 6.31, the Space's sdk_version),
     # matplotlib for the x(t)/y(t) plot
     "app": ["gradio>=6.0", "matplotlib>=3.7"],
+    # exporting the causal streamer's per-frame step for devices (`gazeflow export-streamer --format onnx`: torch's
+    # dynamo exporter writes ONNX through onnxscript) and running it (`gazeflow stream --backend onnxruntime`);
+    # optional because the package, the model and the torch backend need none of them
+    "onnx": ["onnx>=1.16", "onnxscript>=0.2", "onnxruntime>=1.18"],
     # the analysis figures (examples/probe.py, attention_analysis.py, failure_analysis.py; analysis/figures.py)
     "analysis": ["matplotlib>=3.7"],
 }

@@ -245,7 +245,7 @@ def test_bad_arguments_are_one_line_and_import_nothing_heavy(tmp_path):
     results = json.loads(run_python(code, cwd=tmp_path, timeout=300).strip().splitlines()[-1])
     assert results.pop("imported") == []
     status, stdout, stderr = results.pop("help")
-    assert status == 0 and "--raw WIDTHxHEIGHT" in stdout and "--realtime" in stdout and not stderr
+    assert status == 0 and "--raw WIDTHxHEIGHT" in stdout and "--realtime" in stdout and not stderr, (status, stderr)
     expected = {"raw": "--raw '640by480': expected WIDTHxHEIGHT", "raw_zero": "--raw '0x480': expected WIDTHxHEIGHT",
                 "no_raw": "SOURCE - reads raw RGB frames from stdin: give their size with --raw WIDTHxHEIGHT",
                 "raw_file": "--raw is for raw frames on stdin (SOURCE -), not for v.mp4",

@@ -418,45 +418,14 @@ def _add_stream_arguments(parser: argparse.ArgumentParser) -> None:
     add_stream_arguments(parser, SOLVERS)
 
 
-def _check_stream_arguments(args: argparse.Namespace) -> None:
-    """``gazeflow stream``'s command line (nothing opened): sets ``args.raw_size`` and ``args.options``."""
-    from .stream_sources import parse_raw_size, source_kind
+def _run_stream(args: argparse.Namespace) -> int:
+    from .stream import check_stream_arguments, run_stream
 
     check_arguments(args)
-    stdin = source_kind(args.source) == "stdin"
-    if args.raw is not None and not stdin:
-        raise UsageError(f"--raw is for raw frames on stdin (SOURCE -), not for {args.source}")
-    if args.raw is None and stdin:
-        raise UsageError("SOURCE - reads raw RGB frames from stdin: give their size with --raw WIDTHxHEIGHT")
     try:
-        args.raw_size = parse_raw_size(args.raw) if stdin else None
-    except ValueError as err:
-        raise UsageError(f"--raw {err}") from None
-    if args.fps is not None and not (stdin and args.fps > 0):
-        raise UsageError(f"--fps {args.fps}: expected a positive frame rate, and only with SOURCE - (a file, camera "
-                         "or URL has its own)")
-    pairs = [option.partition("=") for option in args.source_option]
-    bad = next((option for option, (key, sep, _) in zip(args.source_option, pairs) if not (key and sep)), None)
-    if bad is not None:
-        raise UsageError(f"--source-option {bad!r}: expected KEY=VALUE (e.g. video_size=640x480)")
-    args.options = {key: value for key, _, value in pairs}
-    onnx = args.backend == "onnxruntime"
-    if onnx != (args.onnx is not None):
-        raise UsageError("--backend onnxruntime needs --onnx DIR (a folder written by gazeflow export-streamer)"
-                         if onnx else "--onnx DIR needs --backend onnxruntime")
-    torch_only = ("--compile", args.compile), ("--dtype", args.dtype != "float32"), ("--model", args.model)
-    for name, given in torch_only if onnx else ():
-        if given:
-            raise UsageError(f"{name} is for --backend torch (the step exported in --onnx fixes the model and its "
-                             "precision)")
-    for name, value in (("--csv", args.csv), ("--summary", args.summary)):
-        if value is not None and (Path(value).is_dir() or not Path(value).expanduser().parent.is_dir()):
-            raise UsageError(f"{name} {value}: expected a file in an existing folder")
-
-
-def _run_stream(args: argparse.Namespace) -> int:
-    _check_stream_arguments(args)
-    from .stream import run_stream
+        check_stream_arguments(args)
+    except ValueError as err:  # the command line alone is wrong: exit status 2
+        raise UsageError(str(err)) from None
 
     return run_stream(args, resolve_device)
 
@@ -468,6 +437,39 @@ register_command(Command(
                 "in unit coordinates and pixels, the samples' spread r50_px/r90_px, latency_ms), or CSV with "
                 "--csv; a latency summary on stderr at the end. SOURCE: a video file, a camera (/dev/video0), a "
                 "stream URL, or - for raw RGB frames on stdin (--raw WIDTHxHEIGHT)."))
+
+
+def _add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    from .stream import add_export_arguments
+
+    add_export_arguments(parser, SOLVERS)
+
+
+def _run_export_streamer(args: argparse.Namespace) -> int:
+    check_arguments(args)
+    _at_least(args, "opset", 17, "the ONNX opset; the step needs 17 or later")
+    output_dir = Path(args.output_dir).expanduser()
+    if output_dir.exists() and not output_dir.is_dir():
+        raise UsageError(f"--output-dir {output_dir}: is an existing file, expected a folder")
+    from .stream import causal_model_location
+    from .stream_export import export_streamer
+
+    interface = export_streamer(causal_model_location(args.model), output_dir, args.num_samples, args.num_steps,
+                                args.solver, args.opset)
+    checked = interface["checked"]
+    check = (f"onnxruntime gives torch's gaze within {checked['max_abs_difference']:.1e} over {checked['frames']} "
+             "frames" if checked["frames"] else checked["note"])
+    print(f"gazeflow: the streamer step (K={interface['num_samples']}, S={interface['num_steps']}) -> "
+          f"{output_dir / interface['file']} and {output_dir / 'streamer.json'}; {check}")
+    return 0
+
+
+register_command(Command(
+    "export-streamer", "export the causal streamer's per-frame step for devices (ONNX)", _add_export_arguments,
+    _run_export_streamer,
+    description="Export the causal model's per-frame step (frame, noise, state) -> (gaze, next state) as ONNX, with "
+                "streamer.json naming its inputs, outputs, shapes, dtypes and how to start the state; "
+                "gazeflow stream --backend onnxruntime --onnx DIR runs it."))
 
 
 # ------------------------------------------------------------------------------------------- app

@@ -78,6 +78,60 @@ def add_stream_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ..
     runtime.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
 
 
+def check_stream_arguments(args: argparse.Namespace) -> None:
+    """``gazeflow stream``'s own command-line checks (nothing opened, nothing heavy imported; a ValueError names
+    the argument): sets ``args.raw_size`` and ``args.options``."""
+    from .stream_sources import parse_raw_size, source_kind
+
+    stdin = source_kind(args.source) == "stdin"
+    if args.raw is not None and not stdin:
+        raise ValueError(f"--raw is for raw frames on stdin (SOURCE -), not for {args.source}")
+    if args.raw is None and stdin:
+        raise ValueError("SOURCE - reads raw RGB frames from stdin: give their size with --raw WIDTHxHEIGHT")
+    try:
+        args.raw_size = parse_raw_size(args.raw) if stdin else None
+    except ValueError as err:
+        raise ValueError(f"--raw {err}") from None
+    if args.fps is not None and not (stdin and args.fps > 0):
+        raise ValueError(f"--fps {args.fps}: expected a positive frame rate, and only with SOURCE - (a file, camera "
+                         "or URL has its own)")
+    pairs = [option.partition("=") for option in args.source_option]
+    bad = next((option for option, (key, sep, _) in zip(args.source_option, pairs) if not (key and sep)), None)
+    if bad is not None:
+        raise ValueError(f"--source-option {bad!r}: expected KEY=VALUE (e.g. video_size=640x480)")
+    args.options = {key: value for key, _, value in pairs}
+    onnx = args.backend == "onnxruntime"
+    if onnx != (args.onnx is not None):
+        raise ValueError("--backend onnxruntime needs --onnx DIR (a folder written by gazeflow export-streamer)"
+                         if onnx else "--onnx DIR needs --backend onnxruntime")
+    torch_only = (("--compile", args.compile), ("--dtype", args.dtype != "float32"), ("--model", args.model),
+                  ("--device", args.device not in (None, "cpu")))
+    for name, given in torch_only if onnx else ():
+        if given:
+            raise ValueError(f"{name} is for --backend torch (the step exported in --onnx fixes the model and its "
+                             "precision)")
+    for name, value in (("--csv", args.csv), ("--summary", args.summary)):
+        if value is not None and (Path(value).is_dir() or not Path(value).expanduser().parent.is_dir()):
+            raise ValueError(f"{name} {value}: expected a file in an existing folder")
+
+
+def add_export_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ...]) -> None:
+    """``gazeflow export-streamer``'s arguments (``commands.stream_export`` does the work)."""
+    parser.add_argument("--format", choices=("onnx",), default="onnx",
+                        help="onnx: the per-frame step (frame, noise, state) -> (gaze, next state), opset >= 17")
+    parser.add_argument("--output-dir", "-o", required=True,
+                        help="folder for step.onnx, streamer.json (inputs, outputs, shapes, dtypes, the state's "
+                             "start), preprocessor_config.json and config.json")
+    parser.add_argument("--model", default=None,
+                        help="a causal model folder or Hub id (default: the bundled causal model, offline)")
+    parser.add_argument("--num-samples", "-k", type=int, default=None,
+                        help="K samples, fixed in the graph (default: the model config's)")
+    parser.add_argument("--num-steps", "-s", type=int, default=None,
+                        help="S ODE steps, fixed in the graph (default: the model config's)")
+    parser.add_argument("--solver", choices=solvers, default=None, help="ODE solver (default: the model config's)")
+    parser.add_argument("--opset", type=int, default=18, help="ONNX opset (>= 17)")
+
+
 # ------------------------------------------------------------------------------------------- records
 def spread_radii(samples_px, centre_px) -> tuple[float, ...]:
     """Radii around ``centre_px [2]`` holding 50% and 90% of ``samples_px [K, 2]`` (linear quantiles of the
@@ -221,8 +275,8 @@ def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], 
         if args.backend == "onnxruntime":
             from .stream_export import load_onnx_stepper
 
-            stepper, model_name, device = load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed), \
-                args.onnx, "cpu"
+            stepper = load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, args.threads)
+            model_name, device = args.onnx, "cpu"
         else:
             import torch
             from transformers.utils import logging as hf_logging
