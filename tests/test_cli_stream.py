@@ -274,3 +274,18 @@ def test_the_stream_stops_quietly_when_its_reader_goes_away(tmp_path, causal_mod
         assert process.wait(timeout=120) == 0, stderr
     (line,) = stderr.strip().splitlines()
     assert line.startswith("gazeflow: stream: ") and "Traceback" not in stderr
+
+
+def test_the_warm_up_before_a_compiled_stream_leaves_its_samples_as_they_were(causal_model_dir):
+    """``--compile`` compiles on a blank frame first; the stream then starts afresh (same state, same noise)."""
+    from transformers_gazeflow.commands.stream import TorchStepper
+
+    model = GazeFlowModel.from_pretrained(causal_model_dir).eval()
+    processor = GazeFlowVideoProcessor.from_pretrained(causal_model_dir)
+    frames = random_video(10, 24, 32, seed=6)
+    plain, warmed = (TorchStepper(model, processor, None, None, None, seed=4) for _ in range(2))
+    warmed.warm_up(24, 32)
+    for frame in frames:
+        (samples, mean), (warm_samples, warm_mean) = plain.step(frame), warmed.step(frame)
+        np.testing.assert_array_equal(samples, warm_samples)
+        np.testing.assert_array_equal(mean, warm_mean)

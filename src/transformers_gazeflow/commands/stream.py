@@ -35,6 +35,9 @@ DTYPES = ("float32", "bfloat16", "float16")
 BACKENDS = ("torch", "onnxruntime")
 PERCENTILES = (50, 95, 99)
 SPREAD_QUANTILES = (0.5, 0.9)
+COMPILE_ON_CUDA, COMPILE_ELSEWHERE = "reduce-overhead", "default"
+"""``--compile``'s ``GazeFlowStreamer(compile=...)`` mode: compiled and replayed as a CUDA graph on a GPU, compiled
+elsewhere."""
 STOPPED_BY = {"KeyboardInterrupt": "SIGINT", "Terminated": "SIGTERM"}
 """How a stream that ends on an exception says it stopped (``cli.Terminated`` is SIGTERM); any other: "error"."""
 
@@ -73,8 +76,11 @@ def add_stream_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ..
                          help="--backend onnxruntime: the folder written by gazeflow export-streamer")
     runtime.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (default: cpu)")
     runtime.add_argument("--dtype", choices=DTYPES, default="float32",
-                         help="the network's matmuls in this precision (autocast; the ODE state stays float32)")
-    runtime.add_argument("--compile", action="store_true", help="torch.compile the velocity network (torch backend)")
+                         help="the step's weights and arithmetic in this precision (bfloat16 on a GPU; the ODE state "
+                              "stays float32)")
+    runtime.add_argument("--compile", action="store_true",
+                         help="torch.compile the per-frame step (one graph; on CUDA replayed as a CUDA graph); the "
+                              "first frame pays the compilation")
     runtime.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
 
 
@@ -201,25 +207,33 @@ def summary_line(summary: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------- the torch backend
 class TorchStepper:
     """Frame in, gaze out, through :class:`GazeFlowStreamer` (the model itself): ``step(pixels [H, W, 3] uint8)``
-    -> ``(samples [K, 2], mean [2])`` in unit coordinates."""
+    -> ``(samples [K, 2], mean [2])`` in unit coordinates. ``compile``: a ``GazeFlowStreamer(compile=...)`` mode;
+    ``dtype``: the dtype its step computes in (weights cast once; the ODE state stays float32)."""
 
     def __init__(self, model, processor, num_samples: int | None, num_steps: int | None, solver: str | None,
-                 seed: int, dtype: str):
+                 seed: int, dtype: str = "float32", compile: str | None = None):
         import torch
 
-        from ..generation.inference import autocast_context
         from ..generation.online import GazeFlowStreamer
 
         self.streamer = GazeFlowStreamer(model, num_samples=num_samples, num_steps=num_steps, solver=solver,
-                                         generator=torch.Generator().manual_seed(seed), processor=processor)
-        self.autocast = lambda: autocast_context(model, getattr(torch, dtype))
-        self.num_samples, self.num_steps = self.streamer.num_samples, self.streamer.num_steps
+                                         generator=torch.Generator().manual_seed(seed), processor=processor,
+                                         compile=compile, dtype=getattr(torch, dtype))
+        self.num_samples, self.num_steps, self.seed = self.streamer.num_samples, self.streamer.num_steps, seed
+
+    def warm_up(self, height: int, width: int) -> None:
+        """Compile (or capture) the step on a blank frame before the stream starts, so that the first real frame's
+        latency is not the compilation's; the stream then starts afresh (state zeroed in place, noise reseeded)."""
+        import numpy as np
+
+        self.step(np.zeros((height, width, 3), np.uint8))
+        self.streamer.reset()
+        self.streamer.generator.manual_seed(self.seed)
 
     def step(self, pixels):
         import torch
 
-        with self.autocast():
-            output = self.streamer.push(torch.from_numpy(pixels))
+        output = self.streamer.push(torch.from_numpy(pixels))
         return output.trajectories[0].float().cpu().numpy(), output.mean[0].float().cpu().numpy()
 
 
@@ -258,13 +272,34 @@ def load_torch_stepper(args: argparse.Namespace, device: str) -> tuple[TorchStep
     model = load_model(location, device=device)
     if not model.config.causal:  # a Hub id, read only now
         raise ValueError(not_causal_message(location))
-    prepare_for_inference(model, compile=args.compile)
+    prepare_for_inference(model)  # eval, SDPA, LoRA merged
     processor = load_video_processor(location, model.config)
-    stepper = TorchStepper(model, processor, args.num_samples, args.num_steps, args.solver, args.seed, args.dtype)
+    compile = (COMPILE_ON_CUDA if device.startswith("cuda") else COMPILE_ELSEWHERE) if args.compile else None
+    stepper = TorchStepper(model, processor, args.num_samples, args.num_steps, args.solver, args.seed, args.dtype,
+                           compile)
     return stepper, location
 
 
 # ------------------------------------------------------------------------------------------- the command
+def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None], str], source):
+    """The backend's stepper, the model's name and the device; with ``--compile`` compiled before the first frame."""
+    if args.backend == "onnxruntime":
+        from .stream_export import load_onnx_stepper
+
+        return load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, args.threads), args.onnx, "cpu"
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    hf_logging.disable_progress_bar()  # stderr carries only the summary (or one error line)
+    stepper, model_name = load_torch_stepper(args, device)
+    if args.compile:
+        stepper.warm_up(source.height, source.width)
+    return stepper, model_name, device
+
+
 def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], str]) -> int:
     """Run ``gazeflow stream`` on arguments that ``cli`` has checked (``args.raw_size``, ``args.options`` set);
     ``resolve_device`` turns ``--device`` into a torch device (after the source has opened)."""
@@ -272,20 +307,7 @@ def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], 
 
     source = open_source(args.source, getattr(args, "raw_size", None), args.fps, args.options)
     try:
-        if args.backend == "onnxruntime":
-            from .stream_export import load_onnx_stepper
-
-            stepper = load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, args.threads)
-            model_name, device = args.onnx, "cpu"
-        else:
-            import torch
-            from transformers.utils import logging as hf_logging
-
-            if args.threads is not None:
-                torch.set_num_threads(args.threads)
-            device = resolve_device(args.device)
-            hf_logging.disable_progress_bar()  # stderr carries only the summary (or one error line)
-            stepper, model_name = load_torch_stepper(args, device)
+        stepper, model_name, device = load_stepper(args, resolve_device, source)
     except BaseException:
         source.close()
         raise
