@@ -1,0 +1,124 @@
+"""Frames per second of ``gazeflow stream``'s backends on the bundled causal model, side by side in one run.
+
+What ``gazeflow stream`` runs per frame, through its own steppers (``commands.stream.TorchStepper``,
+``commands.stream_export.OnnxStepper``): the raw RGB frame resized and normalised, the frame's noise drawn, the
+causal step (encoder on the frame's causal window, condition, S ODE steps on the K samples against the ring
+caches), the samples back as numpy. Backends:
+
+* ``torch``: ``GazeFlowStreamer`` eager;
+* ``torch-compiled``: the same step under ``torch.compile`` (one graph; compiled before the timed frames);
+* ``onnxruntime``: the step exported by ``gazeflow export-streamer`` (this run exports it to a temporary folder) in
+  onnxruntime's CPU provider.
+
+Each backend streams the same frames with the same seed (their gaze is compared: the largest difference in unit
+coordinates is printed), ``--warmup`` frames first, then ``--frames`` timed ones; rounds alternate between the
+backends so that a machine's load falls on all of them alike. Printed per backend: per-frame p50 / p95 in ms and
+frames/s at the p50 (1000 / p50), with the ratio to eager. Target: >= 60 frames/s at the p50 on 2 CPU cores
+(``--threads 2``; pin the process to two cores with ``taskset -c 0,1`` on a larger machine).
+
+    python benchmarks/bench_stream_backends.py --threads 2
+    taskset -c 0,1 python benchmarks/bench_stream_backends.py --threads 2 --json stream_backends.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from transformers_gazeflow.commands.stream import TorchStepper
+from transformers_gazeflow.hub.model_folders import default_model_path, load_model, load_video_processor
+
+BACKENDS = ("torch", "torch-compiled", "onnxruntime")
+TARGET_FRAMES_PER_S = 60.0  # p50, 2 CPU cores
+
+
+def make_steppers(model_dir: str, backends: list[str], seed: int, threads: int, export_dir: Path) -> dict:
+    model = load_model(model_dir)
+    processor = load_video_processor(model_dir, model.config)
+    steppers = {}
+    for backend in backends:
+        if backend == "onnxruntime":
+            from transformers_gazeflow.commands.stream_export import OnnxStepper, export_streamer
+
+            export_streamer(model_dir, export_dir)
+            steppers[backend] = OnnxStepper(export_dir, seed=seed, threads=threads)
+        else:
+            compile = "default" if backend == "torch-compiled" else None
+            steppers[backend] = TorchStepper(model, processor, None, None, None, seed, compile=compile)
+    return steppers
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(default_model_path(causal=True)), help="a causal model folder")
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--frames", type=int, default=300, help="timed frames per backend")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed frames per backend first")
+    parser.add_argument("--rounds", type=int, default=5, help="the timed frames in this many alternating rounds")
+    parser.add_argument("--size", default="128x96", help="source frames, WIDTHxHEIGHT (the synthetic data's)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="also write the figures here")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    width, height = (int(v) for v in args.size.split("x"))
+    frames = np.random.default_rng(0).integers(0, 256, (args.warmup + args.frames, height, width, 3), np.uint8)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        started = time.perf_counter()
+        steppers = make_steppers(args.model, args.backends, args.seed, args.threads, Path(scratch) / "onnx")
+        for stepper in steppers.values():  # warm-up frames: compilation, allocations, caches
+            if isinstance(stepper, TorchStepper) and stepper.streamer.compile:
+                stepper.warm_up(height, width)
+            for frame in frames[:args.warmup]:
+                stepper.step(frame)
+        print(f"setup (loading, export, compilation, warm-up): {time.perf_counter() - started:.1f} s", flush=True)
+        times = {name: [] for name in steppers}
+        points = {name: [] for name in steppers}
+        timed = frames[args.warmup:]
+        for chunk in np.array_split(np.arange(len(timed)), args.rounds):
+            for name, stepper in steppers.items():
+                for index in chunk:
+                    start = time.perf_counter()
+                    _, mean = stepper.step(timed[index])
+                    times[name].append((time.perf_counter() - start) * 1e3)
+                    points[name].append(mean)
+
+    config = load_model(args.model).config
+    print(f"{args.model}: K={config.num_samples}, S={config.num_steps}, {config.image_size}x{config.image_size} "
+          f"input, W={config.num_frames}; {args.size} frames, {args.threads} threads, torch {torch.__version__}")
+    eager_p50 = percentile(times["torch"], 50) if "torch" in times else None
+    rows = {}
+    print(f"{'backend':<16}{'p50 ms':>9}{'p95 ms':>9}{'frames/s':>10}{'vs eager':>10}{'max |dx|':>11}")
+    for name in steppers:
+        p50, p95 = percentile(times[name], 50), percentile(times[name], 95)
+        difference = (float(np.abs(np.asarray(points[name]) - np.asarray(points["torch"])).max())
+                      if "torch" in points else float("nan"))
+        rows[name] = {"p50_ms": p50, "p95_ms": p95, "mean_ms": statistics.fmean(times[name]),
+                      "frames_per_s_at_p50": 1e3 / p50, "speedup_vs_eager": eager_p50 / p50 if eager_p50 else None,
+                      "max_abs_difference_vs_eager": difference}
+        print(f"{name:<16}{p50:>9.2f}{p95:>9.2f}{1e3 / p50:>10.1f}"
+              f"{(eager_p50 / p50 if eager_p50 else float('nan')):>9.2f}x{difference:>11.1e}")
+    best = max(rows, key=lambda name: rows[name]["frames_per_s_at_p50"])
+    verdict = "meets" if rows[best]["frames_per_s_at_p50"] >= TARGET_FRAMES_PER_S else "misses"
+    print(f"best: {best}, {rows[best]['frames_per_s_at_p50']:.1f} frames/s at the p50: {verdict} the target of "
+          f">= {TARGET_FRAMES_PER_S:.0f} frames/s on {args.threads} threads")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"model": args.model, "threads": args.threads, "size": args.size,
+                                               "frames": args.frames, "torch": torch.__version__, "backends": rows,
+                                               "best": best}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
