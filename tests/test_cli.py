@@ -150,7 +150,7 @@ def test_demo_without_a_bundled_model_says_so(tmp_path, capsys, monkeypatch):
     import transformers_gazeflow.hub.model_folders as hub
 
     (tmp_path / "no_weights").mkdir()
-    monkeypatch.setattr(hub, "default_model_path", lambda: tmp_path / "no_weights")  # as if the weights were missing
+    monkeypatch.setattr(hub, "default_model_path", lambda causal=False: tmp_path / "no_weights")  # as if no weights
     assert main(["demo", "-o", str(tmp_path / "d")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("gazeflow: error: the bundled default model has no weights yet") and "--model" in err
