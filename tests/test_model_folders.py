@@ -64,11 +64,11 @@ def broken_folders(tmp_path_factory, tiny_model_dir) -> dict[str, tuple[Path, st
     folder = copy("string_field")
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "hidden_size": "64"}))
-    cases["string_field"] = (folder, f"{folder / 'config.json'}: hidden_size must be an integer, got str '64'")
+    cases["string_field"] = (folder, f"{folder / 'config.json'}: hidden_size must be an int >= 1, got str '64'")
     folder = copy("nested_field")
     config["encoder_config"]["num_hidden_layers"] = 2.5
     (folder / "config.json").write_text(json.dumps(config))
-    cases["nested_field"] = (folder, "config.json: encoder_config.num_hidden_layers must be an integer, got float 2.5")
+    cases["nested_field"] = (folder, "config.json: encoder_config.num_hidden_layers must be int, got float 2.5")
     folder = copy("pickle")
     (folder / "model.safetensors").unlink()
     (folder / "pytorch_model.bin").write_bytes(pickle.dumps(RunsCode(root / "code_ran")))
