@@ -24,6 +24,7 @@ from transformers_gazeflow.data.video import write_video
 from transformers_gazeflow.hub.model_folders import (
     ModelFolderError,
     check_model_folder,
+    load_config,
     load_model,
     save_model_folder,
 )
@@ -115,6 +116,24 @@ def test_load_model_and_the_pipeline_name_what_is_wrong(broken_folders, case):
         pipeline("egocentric-gaze", model=str(folder))
     assert message.split(": ", 1)[-1] in str(building.value)
     assert not (folder.parent / "code_ran").exists()  # the crafted pickle never ran
+
+
+@pytest.mark.parametrize("edit,message", [
+    ({"sigma_min": 2.0}, "sigma_min must be a number in (0, 1), got 2.0"),
+    ({"solver": "rk4"}, "solver must be one of ('euler', 'heun', 'midpoint'), got 'rk4'"),
+    ({"use_lora": "yes"}, "use_lora must be a bool, got str 'yes'"),
+    ({"lora_target_modules": "query"}, "lora_target_modules must be a non-empty list of module names, got str 'query'"),
+    ({"window_stride": 64}, "window_stride must be <= num_frames=8 (windows must overlap or touch), got 64"),
+    ({"encoder_config": {"model_type": "bert"}}, "encoder_config.model_type must be 'vjepa2' (a V-JEPA 2 encoder), "
+                                                 "got 'bert'"),
+])
+def test_a_bad_config_value_is_one_line_naming_the_file_and_the_field(tmp_path, edit, message):
+    """The config checks its own fields (type, range, choices, and how they combine); loading a folder turns its
+    error into one line that names config.json."""
+    (tmp_path / "config.json").write_text(json.dumps({**GazeFlowConfig.tiny().to_dict(), **edit}))
+    with pytest.raises(ModelFolderError) as error:
+        load_config(str(tmp_path))
+    assert str(error.value) == f"{tmp_path / 'config.json'}: {message}"
 
 
 @pytest.mark.parametrize("case", ["truncated", "string_field", "pickle", "nan", "random_files"])

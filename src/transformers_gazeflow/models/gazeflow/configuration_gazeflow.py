@@ -324,8 +324,10 @@ class GazeFlowConfig(PreTrainedConfig):
         the 2D sin-cos position encoding; the encoder's frames split into whole patches."""
         _require(self.hidden_size % self.num_attention_heads == 0, "hidden_size",
                  f"divisible by num_attention_heads={self.num_attention_heads}", self.hidden_size)
-        _require(self.head_dim % 2 == 0, "hidden_size / num_attention_heads", "even (RoPE rotates pairs)",
-                 self.head_dim)
+        if self.head_dim % 2:
+            raise GazeFlowConfigError("num_attention_heads", "must be a divisor of hidden_size that leaves an even "
+                                      f"head size d_h (RoPE rotates pairs), got {self.num_attention_heads} "
+                                      f"(d_h = {self.hidden_size} / {self.num_attention_heads} = {self.head_dim})")
         _require(self.hidden_size % 4 == 0, "hidden_size", "divisible by 4 (2D sin-cos position encoding)",
                  self.hidden_size)
         crop, patch = self.encoder_config.crop_size, self.encoder_config.patch_size
