@@ -110,11 +110,11 @@ def _encoder_config(value: VJEPA2Config | dict | None) -> VJEPA2Config:
                                                                f"{model_type!r}")
     try:
         return VJEPA2Config(**values)
-    except StrictDataclassFieldValidationError as err:
-        named = re.match(r"Validation error for field '([^']+)'", str(err))
-        name = named.group(1) if named else "?"
-        raise _field_error(VJEPA2Config, err, name, values.get(name), prefix="encoder_config.") from err
     except (StrictDataclassError, ValueError, TypeError) as err:
+        named = re.match(r"Validation error for field '([^']+)'", str(err))  # how @strict names a field
+        if isinstance(err, StrictDataclassFieldValidationError) and named:
+            name = named.group(1)
+            raise _field_error(VJEPA2Config, err, name, values.get(name), prefix="encoder_config.") from err
         raise GazeFlowConfigError("encoder_config", f"is not a valid VJEPA2Config: "
                                                     f"{' '.join(str(err).split())}") from err
 
