@@ -10,7 +10,8 @@ HERE = Path(__file__).parent
 # torch/transformers releases (see README, "Requirements").
 INSTALL_REQUIRES = [
     "torch>=2.4",
-    "transformers>=5.0",
+    # 5.4: the first release whose configs are strict dataclasses (huggingface_hub @strict), as GazeFlowConfig is
+    "transformers>=5.4",
     "peft>=0.13",
     "accelerate>=1.0",
     "safetensors>=0.4",

@@ -123,67 +123,24 @@ def resolve_model(model: str | os.PathLike | None) -> str:
     return text
 
 
-def _kind(value: object) -> str | None:
-    """The JSON kind a config default asks for (None: anything goes)."""
-    if isinstance(value, bool):
-        return "a boolean (true/false)"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return None
-
-
-def _fits(value: object, default: object) -> bool:
-    if isinstance(default, bool):
-        return isinstance(value, bool)
-    if isinstance(default, int):
-        return isinstance(value, int) and not isinstance(value, bool)
-    if isinstance(default, float):
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if isinstance(default, str):
-        return isinstance(value, str)
-    if isinstance(default, (list, tuple)):
-        return isinstance(value, (list, tuple))
-    if isinstance(default, dict):
-        return isinstance(value, dict)
-    return True
-
-
-def check_config_types(config: dict, defaults: dict, where: str, prefix: str = "") -> None:
-    """Every field of ``config`` that has a typed default must have that type (``hidden_size: "64"`` is refused);
-    nested objects (``encoder_config``) are checked against their own defaults."""
-    for key, value in config.items():
-        if key not in defaults or defaults[key] is None or value is None:
-            continue
-        default = defaults[key]
-        if not _fits(value, default):
-            raise ModelFolderError(f"{where}: {prefix}{key} must be {_kind(default)}, got {type(value).__name__} "
-                                   f"{value!r}")
-        if isinstance(default, dict) and default:
-            check_config_types(value, default, where, prefix=f"{prefix}{key}.")
-
-
 def load_config(location: str) -> GazeFlowConfig:
-    """The :class:`GazeFlowConfig` of a model location, with errors that name ``config.json`` and the field."""
-    from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
+    """The :class:`GazeFlowConfig` of a model location, with errors that name ``config.json`` and the field (the
+    config checks its own fields' types and values: ``hidden_size: "64"`` is refused)."""
+    from huggingface_hub.errors import StrictDataclassError
+
+    from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig, GazeFlowConfigError
 
     path = Path(location)
     where = str(path / "config.json") if path.is_dir() else f"{location} (config.json)"
-    if path.is_dir():
-        check_config_types(read_config_json(path), GazeFlowConfig().to_dict(), where)
     try:
         return GazeFlowConfig.from_pretrained(location)
+    except GazeFlowConfigError as err:
+        raise ModelFolderError(f"{where}: {err.field} {err.problem}") from err
     except OSError as err:
         raise ModelFolderError(f"cannot load the GazeFlow model {location!r}: {_first_line(err)}") from err
-    except Exception as err:  # the config's own checks, transformers' and huggingface_hub's validators
-        raise ModelFolderError(f"{where}: {_first_line(err)}") from err
+    except Exception as err:  # transformers' own checks (a strict check's first line names it, its cause says why)
+        reason = err.__cause__ if isinstance(err, StrictDataclassError) and err.__cause__ else err
+        raise ModelFolderError(f"{where}: {_first_line(reason)}") from err
 
 
 def check_weights_file(weights: str | os.PathLike) -> Path:
@@ -476,7 +433,6 @@ __all__ = [
     "has_weights",
     "weights_file",
     "check_model_folder",
-    "check_config_types",
     "check_finite_weights",
     "check_weights_file",
     "check_pickle_weights",
