@@ -10,12 +10,12 @@ HERE = Path(__file__).parent
 # torch/transformers releases (see README, "Requirements").
 INSTALL_REQUIRES = [
     "torch>=2.4",
-    # 5.4: the first release whose configs are strict dataclasses (huggingface_hub @strict), as GazeFlowConfig is
-    "transformers>=5.4",
+    # 5.11: configs as strict dataclasses (from 5.4, as GazeFlowConfig is) and Pipeline.video_processor (from 5.11)
+    "transformers>=5.11",
     "peft>=0.13",
     "accelerate>=1.0",
     "safetensors>=0.4",
-    "huggingface-hub>=0.30",
+    "huggingface-hub>=1.5",  # what transformers 5.11 needs; @strict dataclasses
     "numpy>=1.24",
     "av>=12",
     "pillow>=10",

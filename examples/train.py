@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
 import logging
 import math
@@ -70,6 +71,8 @@ from transformers_gazeflow.training.recipes import RECIPES, recipe_help
 
 logger = logging.getLogger("train")
 MODEL_INPUTS = ("pixel_values_videos", "encoder_hidden_states", "gaze", "valid_mask")
+CONFIG_FIELDS = frozenset(field.name for field in dataclasses.fields(GazeFlowConfig))
+"""The names GazeFlowConfig takes: a preset's values are carried over by name."""
 
 
 class TrainingError(RuntimeError):
@@ -222,7 +225,7 @@ def build_model(args: argparse.Namespace) -> GazeFlowModel:
     encoder.update(encoder_overrides)
     use_lora = args.use_lora if args.use_lora is not None else overrides.pop("use_lora", base.use_lora)
     settings = {key: value for key, value in base.to_diff_dict().items()
-                if key in GazeFlowConfig.__init__.__code__.co_varnames and key != "encoder_config"}
+                if key in CONFIG_FIELDS and key != "encoder_config"}
     config = GazeFlowConfig(encoder_config=encoder, **{**settings, **overrides, "use_lora": False})
     model = GazeFlowModel(config)
     if args.encoder_name_or_path is not None:
