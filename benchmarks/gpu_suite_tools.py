@@ -490,10 +490,11 @@ def summary(folders: list[Path], output: Path) -> str:
             if "error" in row:
                 lines.append(f"| {mode} | failed: {row['error'][:200]} | | | | | | | |")
                 continue
-            ms = row["ms_per_frame"]
+            ms, difference = row["ms_per_frame"], row.get("max_abs_difference_to_eager")
+            difference = "-" if difference is None else f"{difference:.1e}"
             lines.append(f"| {mode} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {row['setup_s']:.1f} | "
                          f"{row['aten_ops_per_frame']:.0f} | {fmt(row.get('cuda_kernels_per_frame'), 0)} | "
-                         f"{fmt(row.get('peak_memory_gb'))} | {fmt(row.get('max_abs_difference_to_eager'), 4)} |")
+                         f"{fmt(row.get('peak_memory_gb'))} | {difference} |")
     for label, figures in inference.items():
         if figures and figures.get("ks_grid_ratio_to_paper"):
             first_row = figures["sampler_ms_grid"][next(iter(figures["sampler_ms_grid"]))]
