@@ -12,7 +12,10 @@ The API that ``GazeFlowStreamer``, the ``gazeflow stream`` command and the ONNX 
 ``frame`` ``[B, 3, S, S]`` normalised pixels (any float dtype), ``noise`` x_0 ``[B, K, 1, 2]`` float32 (model
 coordinates); ``trajectories`` ``[B, K, 2]`` the K samples' gaze at the frame in unit coordinates, clamped, float32;
 ``mean`` ``[B, 2]`` their mean. ``step`` is an ``nn.Module``: its weights are buffers prepared once in ``dtype`` (the
-model's own dtype by default; ``torch.bfloat16`` on a GPU) and it holds no stream state of its own.
+model's own dtype by default; ``torch.bfloat16`` on a GPU) and it holds no stream state of its own. The prepared
+weights are a second copy of the encoder's and the velocity network's (in ``dtype``: half the fp32 model's size in
+bf16); W_proj, the spatial encoder and the task bank's attention are the model's own modules when ``dtype`` is the
+model's, else cast copies. The model is never changed.
 
 **The state** (a pytree of tensors, so it passes through ``torch.compile`` and ``torch.export``, both tested; every
 shape fixed when it is made, none changes from frame 0 on; nothing is read back to the host per frame):
@@ -144,7 +147,7 @@ class GazeFlowStreamerStep(nn.Module):
         self.encoder_frames, self.tokens_per_frame = config.causal_encoder_frames, config.tokens_per_frame
         self.video_encoder = GazeFlowStreamingVideoEncoder(model.video_encoder, self.encoder_frames,
                                                            self.tokens_per_frame, dtype).eval()
-        self.condition = GazeFlowStreamingCondition(model, dtype).eval()
+        self.condition = GazeFlowStreamingCondition(model, dtype)  # may share the model's modules: not .eval()'d
         self.velocity_network = GazeFlowStreamingVelocityNetwork(
             model.velocity_network, config, dtype, scheduler_flow_times(self.scheduler)).eval()
         device = parameter.device
