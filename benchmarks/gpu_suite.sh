@@ -19,7 +19,9 @@
 #   inference          bench_inference.py: ViT-L (24 layers), 64 frames of 256x256, random weights, bf16, fast vs
 #                      reference path, K x S grid {1,10,30,50} x {1,2,5,10,50}, side by side with the paper
 #   inference-compile  the same with --compile (torch.compile, CUDA graphs)
-#   streaming          bench_streaming.py: the causal streamer at K=30, S=5, ViT-L, bf16, p50/p99 per frame
+#   streaming          bench_streaming.py: the causal streamer at K=30, S=5, ViT-L, bf16: the previous streamer, the static
+#                      step eager, captured as a CUDA graph and compiled (reduce-overhead); p50/p95/p99 per frame,
+#                      aten ops and CUDA kernels per frame, peak memory
 #   profile            torch.profiler tables of the benchmarks above whose targets were missed (in this OUT_DIR)
 #   predict            gazeflow predict --no-overlay on a generated 10-minute 256x256 video: frames per second
 # Then OUT_DIR/summary.md: the device line, the commit, every command, every figure against the targets.
@@ -154,7 +156,7 @@ bench_args() {  # bench_args inference|streaming: the benchmark's arguments for 
   else
     case "$1" in
       inference) echo "--frames 64 --encoder-layers 24 --grid-k 1 10 30 50 --grid-s 1 2 5 10 50 --reference-k 30 --reference-s 5" ;;
-      streaming) echo "--encoder-layers 24 --frames 300 --warmup 20 --baseline-frames 3 --num-samples 30 --num-steps 5" ;;
+      streaming) echo "--encoder-layers 24 --frames 200 --warmup 20 --reference-frames 60 --baseline-frames 3 --num-samples 30 --num-steps 5" ;;
     esac
   fi
 }

@@ -481,6 +481,20 @@ def summary(folders: list[Path], output: Path) -> str:
             lines.append(f"| gazeflow predict --no-overlay frames per second ({predict['video']}) | {name} | - | "
                          f"{run['frames_per_second']:.1f} | 88 (Table method_time, K=30, S=5) | "
                          f"{run['frames_per_second'] / 88:.2f} | |")
+    if streaming and streaming.get("modes"):
+        lines += ["", f"## Causal streamer by mode (K={streaming['K']}, S={streaming['S']}, {streaming['dtype']}; "
+                  f"best: {streaming.get('primary_mode')})", "",
+                  "| mode | p50 ms | p95 ms | p99 ms | setup s | aten ops / frame | CUDA kernels / frame | peak GB | "
+                  "max abs diff to eager |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for mode, row in streaming["modes"].items():
+            if "error" in row:
+                lines.append(f"| {mode} | failed: {row['error'][:200]} | | | | | | | |")
+                continue
+            ms, difference = row["ms_per_frame"], row.get("max_abs_difference_to_eager")
+            difference = "-" if difference is None else f"{difference:.1e}"
+            lines.append(f"| {mode} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {row['setup_s']:.1f} | "
+                         f"{row['aten_ops_per_frame']:.0f} | {fmt(row.get('cuda_kernels_per_frame'), 0)} | "
+                         f"{fmt(row.get('peak_memory_gb'))} | {difference} |")
     for label, figures in inference.items():
         if figures and figures.get("ks_grid_ratio_to_paper"):
             first_row = figures["sampler_ms_grid"][next(iter(figures["sampler_ms_grid"]))]

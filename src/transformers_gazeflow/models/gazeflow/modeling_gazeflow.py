@@ -100,10 +100,11 @@ class GazeFlowVelocityNetwork(nn.Module):
         """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns the velocity
         ``[B, K, T, 2]``, or a :class:`GazeFlowVelocityOutput` with ``output_attentions`` / ``output_hidden_states``.
 
-        ``positions`` (frame indices of the T tokens, default ``0 .. T - 1``) and ``caches`` (one self-attention
-        key/value cache per block) are for the causal streamer, which feeds the newest frame only. Given
-        ``positions``, the caller checks them against a learned position table (the streamer does, with the position
-        it holds as a Python int): reading their values here would wait for the device at every call.
+        ``positions`` (frame indices of the T tokens, default ``0 .. T - 1``) and ``caches`` (one growing
+        self-attention key/value cache per block) feed the newest frames only: plain incremental decoding, the
+        reference the causal streamer's static step (``modeling_gazeflow_streaming``, ring caches) is tested against.
+        Given ``positions``, the caller checks them against a learned position table: reading their values here would
+        wait for the device at every call.
         """
         batch, samples, frames, _ = sample.shape
         hidden = (self.coordinate_embedding(sample) + self.self_condition_embedding(self_condition)

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
+import torch.utils._pytree as pytree
 from torch import nn
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
@@ -265,7 +267,10 @@ class GazeFlowAttention(nn.Module):
 
 class GazeFlowKeyValueCache:
     """Keys/values ``[B, H, L, d_h]`` of past frames for one self-attention, kept for at most ``max_length`` frames
-    (the window W: older frames drop out, so the per-frame work is bounded)."""
+    (the window W: older frames drop out, so the per-frame work is bounded).
+
+    The plain, growing form: every update concatenates and trims, so its shapes change over the first W frames. It
+    is the reference that :class:`GazeFlowRingKeyValueCache` (static shapes, the streamer's) is checked against."""
 
     def __init__(self, max_length: int):
         self.max_length = max_length
@@ -281,6 +286,42 @@ class GazeFlowKeyValueCache:
     @property
     def length(self) -> int:
         return 0 if self.key is None else self.key.shape[-2]
+
+
+@dataclass
+class GazeFlowRingKeyValueCache:
+    """Keys/values of the last W frames for one self-attention in W fixed slots (a ring buffer), ``key`` and
+    ``value`` ``[N, H, W, d_h]``.
+
+    Frame t is written to slot ``t mod W``, over the frame W frames older, in place (``index_copy_``): the shapes and
+    the storage never change from frame 0 on, so a step using it compiles to one graph, replays as a CUDA graph and
+    exports. Which slots hold a frame yet is an attention mask over the slots (``modeling_gazeflow_streaming``), not a
+    slice; the slots' order is not the frames' order, which attention does not see (with RoPE the keys carry their
+    own positions).
+    """
+
+    key: torch.Tensor
+    value: torch.Tensor
+
+    @classmethod
+    def empty(cls, rows: int, heads: int, slots: int, head_dim: int, dtype: torch.dtype,
+              device: torch.device | str) -> GazeFlowRingKeyValueCache:
+        """A zero-filled cache of ``slots`` frames for ``rows`` query rows."""
+        return cls(*(torch.zeros(rows, heads, slots, head_dim, dtype=dtype, device=device) for _ in range(2)))
+
+    def write(self, slot: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write the newest frame's ``key``/``value [N, H, 1, d_h]`` into ``slot`` (``[1]`` int64) and return the
+        whole buffers."""
+        self.key.index_copy_(2, slot, key)
+        self.value.index_copy_(2, slot, value)
+        return self.key, self.value
+
+
+try:  # a pytree of its two tensors, so that a step taking caches compiles and exports
+    pytree.register_dataclass(GazeFlowRingKeyValueCache,
+                              serialized_type_name=f"{__name__}.GazeFlowRingKeyValueCache")
+except ValueError:  # already registered (the module was imported twice under one name)
+    pass
 
 
 class GazeFlowMLP(nn.Module):
@@ -478,6 +519,7 @@ __all__ = [
     "attention_function",
     "GazeFlowAttention",
     "GazeFlowKeyValueCache",
+    "GazeFlowRingKeyValueCache",
     "GazeFlowMLP",
     "LORA_FACTOR",
     "mark_lora_factors",
