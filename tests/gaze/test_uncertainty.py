@@ -12,9 +12,9 @@ from transformers_gazeflow.gaze.uncertainty import (
     describe_uncertainty,
     fit_region_scale,
     merge_coverage,
-    reliability_markdown,
     reliability_table,
 )
+from transformers_gazeflow.metrics.tables import reliability_table_markdown
 from transformers_gazeflow.models.gazeflow.geometry import PinholeCamera
 
 
@@ -78,7 +78,7 @@ def test_the_region_scale_fit_on_a_known_distribution():
     for row in rows:
         assert row["raw"] < row["nominal"] - 0.15  # the raw spread is far too narrow
         assert row["calibrated"] == pytest.approx(row["nominal"], abs=0.03)
-    text = reliability_markdown(rows, data.frames, scale)
+    text = reliability_table_markdown(rows, data.frames, scale)
     assert "| 0.90 |" in text and "calibrated, s = " in text and "3000 frames" in text
 
 

@@ -17,7 +17,8 @@ For a frame with K sampled points ``p_1..p_K`` and the point estimate ``m`` (the
 * **calibrated region**: the disc of radius ``s r_q`` around ``m``. The one scale ``s`` is fitted on held-out
   frames with known gaze (:func:`fit_region_scale`) so that the q-region holds the true gaze a share ``q`` of the
   time, for ``q`` in :data:`REGION_LEVELS` (0.5 to 0.95) together: ``s`` minimises the mean absolute gap between
-  the nominal ``q`` and the observed coverage. :func:`reliability_table` is that coverage, nominal against observed.
+  the nominal ``q`` and the observed coverage. :func:`reliability_table` is that coverage, nominal against observed
+(printed by ``metrics.tables.reliability_table_markdown``).
 """
 
 from __future__ import annotations
@@ -259,24 +260,7 @@ def reliability_table(data: CoverageData, scale: float | None = None) -> list[di
     return rows
 
 
-def reliability_markdown(rows: list[dict[str, float]], frames: int, scale: float | None = None) -> str:
-    """The reliability table as markdown: nominal q against the observed coverage of the raw and calibrated
-    regions."""
-    calibrated = scale is not None
-    head = "| nominal q | observed (raw spread) |"
-    head += f" observed (calibrated, s = {scale:.3f}) |" if calibrated else ""
-    lines = [head, "| ---: | ---: |" + (" ---: |" if calibrated else "")]
-    for row in rows:
-        cells = f"| {row['nominal']:.2f} | {row['raw']:.3f} |"
-        lines.append(cells + (f" {row['calibrated']:.3f} |" if calibrated else ""))
-    gap_raw = np.mean([abs(r["raw"] - r["nominal"]) for r in rows])
-    note = f"\n{frames} frames; mean |observed - nominal|: raw {gap_raw:.3f}"
-    if calibrated:
-        note += f", calibrated {np.mean([abs(r['calibrated'] - r['nominal']) for r in rows]):.3f}"
-    return "\n".join(lines) + note + "\n"
-
-
 __all__ = ["SPREAD_LEVELS", "REGION_LEVELS", "MODE_NEIGHBOUR_SHARE", "MODE_MIN_SHARE", "GazeUncertainty",
            "CoverageData", "radius_quantiles", "mode_bandwidth", "count_modes", "describe_uncertainty",
            "check_region_scale", "coverage_ratios", "merge_coverage", "calibration_gap", "fit_region_scale",
-           "reliability_table", "reliability_markdown"]
+           "reliability_table"]
