@@ -14,10 +14,12 @@ offset): a frame whose residual ``|g - p'|`` exceeds ``k = 2.45 sigma`` (``sigma
 
 ``model="auto"`` (the default) chooses by held-out error: the frames are cut into 5 consecutive blocks, each
 candidate is fitted on 4 and scored (median pixel error) on the fifth, and ``offset_scale`` is kept only when its
-mean held-out error is at least 5% below the offset's (:data:`SCALE_MIN_GAIN`); with fewer than
-:data:`MIN_FRAMES_FOR_SCALE` frames the offset is used. The corrected gaze is clamped to the frame like every
-prediction. A :class:`WearerCalibration` records the model it was fitted for (its location and the fingerprint of
-its weights): applying it to another model's gaze is refused.
+mean held-out error is at least 5% below the offset's (:data:`SCALE_MIN_GAIN`). A scale is only identifiable where
+the gaze moved across the frame, so the offset is used outright with fewer than :data:`MIN_FRAMES_FOR_SCALE`
+frames or when the predicted points span less than :data:`MIN_SPAN_FOR_SCALE` of the frame (between their 10th and
+90th percentiles) on either axis: a few seconds on one object fix the offset, not a scale. The corrected gaze
+is clamped to the frame like every prediction. A :class:`WearerCalibration` records the model it was fitted for
+(its location and the fingerprint of its weights): applying it to another model's gaze is refused.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ HUBER_K = 2.45
 """Huber threshold in units of the residuals' Gaussian scale (95% of 2-D Gaussian residuals lie within it)."""
 HELD_OUT_BLOCKS = 5
 MIN_FRAMES_FOR_SCALE = 20
+MIN_SPAN_FOR_SCALE = 0.25
 SCALE_MIN_GAIN = 0.05
 IRLS_STEPS = 50
 
@@ -114,7 +117,8 @@ def choose_and_fit(predicted_px: np.ndarray, tracker_px: np.ndarray, width: int,
     correction and the held-out errors (px) of the candidates compared (empty when none were)."""
     if model != "auto":
         return fit_correction(predicted_px, tracker_px, width, height, model), {}
-    if len(predicted_px) < MIN_FRAMES_FOR_SCALE:
+    span = np.subtract(*np.percentile(np.asarray(predicted_px, np.float64), [90, 10], axis=0)) / [width, height]
+    if len(predicted_px) < MIN_FRAMES_FOR_SCALE or (span < MIN_SPAN_FOR_SCALE).any():
         return fit_correction(predicted_px, tracker_px, width, height, "offset"), {}
     errors = {name: held_out_error(predicted_px, tracker_px, width, height, name) for name in CALIBRATION_MODELS}
     chosen = "offset_scale" if errors["offset_scale"] < (1 - SCALE_MIN_GAIN) * errors["offset"] else "offset"

@@ -118,6 +118,18 @@ class GazeCsvWriter:
                               + (TRUTH_COLUMNS if true_gaze is not None else ()))
         self.rows = 0
 
+    def check(self, first_frame: int, trajectories: np.ndarray) -> np.ndarray:
+        """Samples ``[K, n, 2]`` as float64, or a one-line error: a wrong shape, non-finite gaze (naming the frame)."""
+        trajectories = np.asarray(trajectories, dtype=np.float64)
+        if trajectories.ndim != 3 or trajectories.shape[-1] != 2:
+            raise ValueError(f"trajectories must be [K, n, 2], got {trajectories.shape}")
+        finite = np.isfinite(trajectories).all(axis=(0, 2))
+        if not finite.all():
+            bad = first_frame + int(np.flatnonzero(~finite)[0])
+            raise ValueError(f"{self.path.name}: the model predicted non-finite gaze (NaN or inf) at frame {bad}; "
+                             "nothing of it is written (are the model's weights or the input frames broken?)")
+        return trajectories
+
     def _truth(self, frame: int) -> tuple[str, ...]:
         if self.true_gaze is None:
             return ()
@@ -132,14 +144,7 @@ class GazeCsvWriter:
         with ``readouts``, their :class:`~transformers_gazeflow.gaze.readout.FrameReadout`)."""
         if self.readouts != (readout is not None):
             raise ValueError("a writer with readouts needs each chunk's readout, one without takes none")
-        trajectories = np.asarray(trajectories, dtype=np.float64)
-        if trajectories.ndim != 3 or trajectories.shape[-1] != 2:
-            raise ValueError(f"trajectories must be [K, n, 2], got {trajectories.shape}")
-        finite = np.isfinite(trajectories).all(axis=(0, 2))
-        if not finite.all():
-            bad = first_frame + int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"{self.path.name}: the model predicted non-finite gaze (NaN or inf) at frame {bad}; "
-                             "nothing of it is written (are the model's weights or the input frames broken?)")
+        trajectories = self.check(first_frame, trajectories)
         points = point_estimate(trajectories)[None]  # [1, n, 2]
         everything = np.concatenate([points, trajectories])  # [1 + K, n, 2]
         pixels = unit_to_pixels(everything, self.width, self.height)

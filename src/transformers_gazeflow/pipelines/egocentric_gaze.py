@@ -34,7 +34,7 @@ from transformers import Pipeline
 from ..data.video import VideoDecodeError, iter_frames, probe_video
 from ..generation.inference import prepare_for_inference
 from ..generation.windowed import GazeChunk, stream_gaze
-from ..hub.model_folders import ModelFolderError, check_finite_weights, load_video_processor
+from ..hub.model_folders import ModelFolderError, check_finite_weights, load_video_processor, model_fingerprint
 from ..metrics.heatmaps import heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings, point_estimate
 from ..models.gazeflow.geometry import unit_to_pixels
@@ -255,6 +255,7 @@ class GazeFlowPipeline(Pipeline):
         check_finite_weights(self.model, getattr(self.model, "name_or_path", "") or "the model given")
         if self.video_processor is None:
             self.video_processor = load_video_processor(getattr(self.model, "name_or_path", None), self.model.config)
+        self.model_fingerprint = model_fingerprint(self.model)  # the weights as given, before LoRA is merged
         prepare_for_inference(self.model)
 
     def _sanitize_parameters(self, num_samples: int | None = None, num_steps: int | None = None,

@@ -180,6 +180,27 @@ class PinholeCamera:
         return values
 
 
+@dataclass(frozen=True)
+class FieldOfView:
+    """A camera given by its field of view (degrees): :meth:`for_frame` is the pinhole camera of a frame size,
+    principal point at the centre (:meth:`PinholeCamera.from_fov`; ``vertical_deg`` None: square pixels)."""
+
+    horizontal_deg: float = DEFAULT_HORIZONTAL_FOV_DEG
+    vertical_deg: float | None = None
+
+    def __post_init__(self) -> None:
+        check_fov(self.horizontal_deg, "horizontal")
+        if self.vertical_deg is not None:
+            check_fov(self.vertical_deg, "vertical")
+
+    def for_frame(self, width: int, height: int) -> PinholeCamera:
+        return PinholeCamera.from_fov(width, height, self.horizontal_deg, self.vertical_deg)
+
+    def to_dict(self) -> dict:
+        return {"horizontal_fov_deg": float(self.horizontal_deg),
+                "vertical_fov_deg": None if self.vertical_deg is None else float(self.vertical_deg)}
+
+
 def check_fov(degrees: float, which: str = "horizontal") -> float:
     """A field of view in degrees must lie in (0, 180) (a pinhole camera sees less than a half space)."""
     value = float(degrees)
@@ -206,5 +227,6 @@ def ray_angle_deg(ax: ArrayLike, ay: ArrayLike, bx: ArrayLike, by: ArrayLike, fx
 
 
 __all__ = ["unit_to_model", "model_to_unit", "unit_to_pixels", "pixels_to_unit", "clamp_unit",
-           "mirror_unit_horizontally", "patch_centres", "DEFAULT_HORIZONTAL_FOV_DEG", "PinholeCamera", "check_fov",
+           "mirror_unit_horizontally", "patch_centres", "DEFAULT_HORIZONTAL_FOV_DEG", "PinholeCamera", "FieldOfView",
+           "check_fov",
            "ray_angle_deg"]
