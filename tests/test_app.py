@@ -30,7 +30,7 @@ from transformers_gazeflow.commands.web_demo_jobs import (
 )
 from transformers_gazeflow.data.video import iter_frames, probe_video, write_video
 from transformers_gazeflow.outputs.overlay import TRUTH_COLOUR, draw_gaze
-from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.outputs.writers import CSV_COLUMNS, READOUT_COLUMNS, TRUTH_COLUMNS
 
 from .conftest import REPO, run_python
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
@@ -46,7 +46,7 @@ from .pipeline_fixtures import (  # noqa: F401  (fixtures)
 def read_rows(path: Path, truth: bool = False) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS + (TRUTH_COLUMNS if truth else ())
+        assert tuple(reader.fieldnames) == CSV_COLUMNS + READOUT_COLUMNS + (TRUTH_COLUMNS if truth else ())
         return list(reader)
 
 

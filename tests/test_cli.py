@@ -15,7 +15,7 @@ import pytest
 
 from transformers_gazeflow.commands.cli import main
 from transformers_gazeflow.data.video import iter_frames, probe_video
-from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.outputs.writers import CSV_COLUMNS, READOUT_COLUMNS, TRUTH_COLUMNS
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,
@@ -30,7 +30,7 @@ from .pipeline_fixtures import (  # noqa: F401  (fixtures)
 def read_csv(path: Path, truth: bool = False) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS + (TRUTH_COLUMNS if truth else ())
+        assert tuple(reader.fieldnames) == CSV_COLUMNS + READOUT_COLUMNS + (TRUTH_COLUMNS if truth else ())
         return list(reader)
 
 
