@@ -218,9 +218,9 @@ class GazePredictor:
         source = open_video_source(video, start_frame=options.start_frame, end_frame=options.end_frame)
         settings = self.settings(options)
         sigma = heatmap_sigma_px(source.width, options.heatmap_sigma_px, options.heatmap_sigma_fraction)
+        calibration = self.wearer_calibration(options)  # a calibration of another model: before anything is written
         out_dir = Path(output_dir)
         created = make_output_dir(out_dir)
-        calibration = self.wearer_calibration(options)
         final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME,
                  "fixations": out_dir / FIXATIONS_NAME, "saccades": out_dir / SACCADES_NAME,
                  "scanpaths": out_dir / SCANPATHS_NAME}

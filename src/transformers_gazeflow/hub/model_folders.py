@@ -360,7 +360,8 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
                       processor: GazeFlowVideoProcessor | None = None, title: str = "GazeFlow",
                       description: str = "A GazeFlow model.", training: str = "Not documented.",
                       limitations: str = "Not documented.", repo: str | None = None,
-                      card: str | os.PathLike | None = None, remote_code: bool = False) -> Path:
+                      card: str | os.PathLike | None = None, remote_code: bool = False,
+                      region_calibration: dict | None = None) -> Path:
     """Write a complete GazeFlow model folder; the one writer of model folders in the project.
 
     ``config.json`` and ``model.safetensors`` (``model.save_pretrained``), ``preprocessor_config.json`` (``processor``,
@@ -368,8 +369,9 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
     (``card``: an existing card to copy, e.g. the one of the folder the model was loaded from; otherwise one written
     from ``title``, ``description``, ``training`` and ``limitations``). ``remote_code=True`` adds the model's and the
     pipeline's code for ``trust_remote_code=True`` loading
-    (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`). The folder is ready for
-    ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
+    (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`). ``region_calibration`` (a
+    :func:`load_region_calibration` record, e.g. the source folder's) is written as ``region_calibration.json``. The
+    folder is ready for ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
     """
     import shutil
 
@@ -393,6 +395,9 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
         from .remote_code import add_remote_code
 
         add_remote_code(folder)
+    if region_calibration is not None:
+        record = dict(region_calibration)
+        save_region_calibration(folder, record.pop("scale"), record)
     return folder
 
 
@@ -484,7 +489,8 @@ def bundle_default_model(source: str | os.PathLike, training: str, description: 
     processor = load_video_processor(source_path, model.config)
     destination = Path(destination) if destination is not None else default_model_path()
     save_model_folder(model, destination, processor=processor, title="GazeFlow default model (small, synthetic data)",
-                      description=description, training=training, limitations=limitations)
+                      description=description, training=training, limitations=limitations,
+                      region_calibration=load_region_calibration(source_path))
     weights = destination / "model.safetensors"
     size_mb = weights.stat().st_size / 2**20
     if size_mb > MAX_DEFAULT_MODEL_MB:

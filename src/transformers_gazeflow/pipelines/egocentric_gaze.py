@@ -320,9 +320,11 @@ class GazeFlowPipeline(Pipeline):
         if kwargs.pop("push_to_hub", False):
             raise ValueError("save_pretrained(push_to_hub=True) is not supported: call pipe.push_to_hub(repo_id)")
         source_card = Path(str(getattr(self.model, "name_or_path", "") or "")) / "README.md"
+        source = str(getattr(self.model, "name_or_path", "") or "")
         save_model_folder(self.model, save_directory, processor=self.video_processor, remote_code=True,
                           description="A GazeFlow model saved from the egocentric-gaze pipeline.",
-                          card=source_card if source_card.is_file() else None)
+                          card=source_card if source_card.is_file() else None,
+                          region_calibration=load_region_calibration(source) if Path(source).is_dir() else None)
 
     # ------------------------------------------------------------------ the three steps
     def preprocess(self, inputs: Any, fps: float | None = None, start_frame: int | None = None,
