@@ -137,7 +137,7 @@ def report_markdown(method: str, result, title: str | None = None, events: dict 
     tables = (f"{main_table_markdown({method: result.metrics})}\n\n"
               f"{dynamics_table_markdown({method: result.metrics}, result.dynamics_references)}\n")
     if events is not None:
-        tables += f"\nFixations and saccades ({events['labeller']}):\n\n"
+        tables += f"\nFixations and saccades ({events['heading']}):\n\n"
         tables += f"{events_table_markdown(method, events['metrics'], events['labeller'])}\n"
     if reliability is not None:
         tables += f"\nUncertainty regions ({reliability['scale_source']}):\n\n"
@@ -188,7 +188,8 @@ def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fo
                             [t["height"] for t in truths], fov_deg=fov_deg)
     defined = {row: {key: (None if value != value else value) for key, value in values.items()}
                for row, values in metrics.items()}  # NaN (no event of a kind) as None: valid JSON
-    return {"labeller": f"I-VT at 30 deg/s, {fov_deg:g} degree horizontal field of view", "metrics": defined}
+    return {"labeller": "I-VT", "heading": f"I-VT at 30 deg/s, a {fov_deg:g} degree horizontal field of view",
+            "metrics": defined}
 
 
 def grid_table_markdown(grid: dict[str, dict[str, float]], ks: Sequence[int], steps: Sequence[int]) -> str:
