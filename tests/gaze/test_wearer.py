@@ -40,6 +40,11 @@ def test_the_model_is_chosen_by_held_out_error():
     assert correction.offset_px == pytest.approx((5.0, -10.0), abs=1.0)
     few, errors = choose_and_fit(predicted[:10], scaled[:10], 640, 480)
     assert few.model == "offset" and errors == {}  # too few frames to compare: the offset
+    # a few seconds on one object: the gaze spans a tenth of the frame, which fixes an offset but not a scale
+    narrow = centre + 0.1 * (predicted - centre)
+    narrow_tracker = centre + 1.2 * (narrow - centre) + [5.0, -10.0] + rng.normal(0, 3, (200, 2))
+    one_object, errors = choose_and_fit(narrow, narrow_tracker, 640, 480)
+    assert one_object.model == "offset" and errors == {}
 
 
 def test_the_calibration_file_round_trips_and_refuses_another_model(tmp_path):

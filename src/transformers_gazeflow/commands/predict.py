@@ -241,9 +241,7 @@ class GazePredictor:
                     _progress(source.expected_frames, options.quiet, source.video_id) as bar:
                 for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
                                                      keep_frames=writer is not None):
-                    if calibration is not None:
-                        corrected = calibration.apply(chunk.trajectories)
-                        chunk = replace(chunk, trajectories=corrected, points=corrected.mean(axis=0))
+                    chunk = corrected_chunk(chunk, calibration)
                     first = source.start_frame + chunk.start
                     region90 = csv_writer.write(first, chunk.trajectories).region(0.9)
                     points = chunk.points
@@ -260,14 +258,13 @@ class GazePredictor:
                         on_chunk(chunk, frames_done, source.expected_frames or frames_done)
                 readouts = csv_writer.close()
             outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
-            for name in readouts.pop("files"):
-                partial[name].replace(final[name])
-                outputs[name] = str(final[name])
             if writer is not None:
                 writer.close()
                 outputs["overlay"] = str(final["overlay"])
             predicted = time.perf_counter()
-            partial["csv"].replace(final["csv"])
+            for name in ("csv", *readouts.pop("files")):
+                partial[name].replace(final[name])
+                outputs[name] = str(final[name])
             if writer is not None:
                 partial["overlay"].replace(final["overlay"])
             summary = {
@@ -279,12 +276,7 @@ class GazePredictor:
                 "mean_point_norm": (point_sum / max(frames_done, 1)).tolist(),
                 "heatmap": bool(options.overlay and options.heatmap), "heatmap_sigma_px": round(sigma, 3),
                 "heatmap_sigma": describe_sigma(options),
-                **readouts, "camera_given": options.camera is not None,
-                "wearer_calibration": None if calibration is None else {
-                    "file": None if isinstance(options.calibration, WearerCalibration) else str(options.calibration),
-                    "correction": calibration.model, "offset": list(calibration.offset),
-                    "scale": list(calibration.scale)},
-                "outputs": outputs,
+                **readout_summary(readouts, options, calibration), "outputs": outputs,
                 "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predicted - started, 3),
                             "ms_per_frame": round(1000.0 * (predicted - started) / max(frames_done, 1), 2)},
             }
@@ -298,6 +290,24 @@ class GazePredictor:
                 path.unlink(missing_ok=True)
             if not finished:
                 remove_if_empty(created)
+
+
+def corrected_chunk(chunk: GazeChunk, calibration: WearerCalibration | None) -> GazeChunk:
+    """The chunk with every sample corrected by a wearer calibration (and the point estimate their new mean)."""
+    if calibration is None:
+        return chunk
+    corrected = calibration.apply(chunk.trajectories)
+    return replace(chunk, trajectories=corrected, points=corrected.mean(axis=0))
+
+
+def readout_summary(readouts: dict[str, Any], options: PredictOptions,
+                    calibration: WearerCalibration | None) -> dict[str, Any]:
+    """What ``summary.json`` says of the readouts: the camera (and whether it was given), the event labeller, the
+    region scale, event counts, the mean 90% spread, and the wearer calibration applied."""
+    applied = None if calibration is None else {
+        "file": None if isinstance(options.calibration, WearerCalibration) else str(options.calibration),
+        "correction": calibration.model, "offset": list(calibration.offset), "scale": list(calibration.scale)}
+    return {**readouts, "camera_given": options.camera is not None, "wearer_calibration": applied}
 
 
 def _index_row(video: Path, folder: Path, status: str, summary: dict | None = None, seconds: float | None = None,
