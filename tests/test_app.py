@@ -123,6 +123,9 @@ def test_job_on_a_real_mp4_is_the_pipeline_and_writes_playable_outputs(tmp_path,
         stream = container.streams.video[0]
         assert (stream.codec_context.name, stream.codec_context.pix_fmt) == ("h264", "yuv420p")
     assert "24 frames of bikes.mp4" in result.message
+    fixations, saccades = result.summary["point_estimate_fixations"], result.summary["point_estimate_saccades"]
+    assert f"makes {fixations} fixations and {saccades} saccades" in result.message  # the events, minimally
+    assert f"within {result.summary['mean_spread90_px']:.1f} px" in result.message  # and the spread
 
 
 def test_odd_sized_video_gives_an_even_4_2_0_overlay_with_the_same_picture(tmp_path, tiny_model_dir, pipelines):
