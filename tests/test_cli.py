@@ -15,7 +15,13 @@ import pytest
 
 from transformers_gazeflow.commands.cli import main
 from transformers_gazeflow.data.video import iter_frames, probe_video
-from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.outputs.writers import (
+    CSV_COLUMNS,
+    FIXATION_COLUMNS,
+    READOUT_COLUMNS,
+    SACCADE_COLUMNS,
+    TRUTH_COLUMNS,
+)
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,
@@ -30,7 +36,7 @@ from .pipeline_fixtures import (  # noqa: F401  (fixtures)
 def read_csv(path: Path, truth: bool = False) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS + (TRUTH_COLUMNS if truth else ())
+        assert tuple(reader.fieldnames) == CSV_COLUMNS + READOUT_COLUMNS + (TRUTH_COLUMNS if truth else ())
         return list(reader)
 
 
@@ -215,7 +221,7 @@ def test_the_readme_documents_every_option_and_gaze_csv_column():
             for option in action.option_strings:
                 if option.startswith("--") and option != "--help":
                     assert f"`{option}" in readme or f"{option}`" in readme or f"/{option}`" in readme, option
-    for column in CSV_COLUMNS + TRUTH_COLUMNS + INDEX_COLUMNS:
+    for column in CSV_COLUMNS + READOUT_COLUMNS + TRUTH_COLUMNS + INDEX_COLUMNS + FIXATION_COLUMNS + SACCADE_COLUMNS:
         assert f"`{column}`" in readme, column
 
 

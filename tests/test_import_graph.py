@@ -139,6 +139,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "conventions": CONVENTIONS,
     "model": ("models",),
     "data": ("data",),
+    "gaze": ("gaze",),
     "metrics": ("metrics",),
     "generation": ("generation",),
     "hub": ("hub",),
@@ -149,20 +150,23 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "analysis": ("analysis",),
     "registration": ("registration",),
 }
-BELOW_THE_MODEL = {"conventions", "data", "metrics"}
+BELOW_THE_MODEL = {"conventions", "data", "gaze", "metrics"}
 MAY_IMPORT: dict[str, set[str]] = {
     "conventions": set(),
     "model": {"conventions"},
     "data": {"conventions"},
-    "metrics": {"conventions"},
+    # what K samples tell (uncertainty, events, a wearer's correction): maths on trajectories, like the metrics
+    "gaze": {"conventions"},
+    "metrics": {"conventions", "gaze"},
     "generation": {"conventions", "model"},
     "hub": {"conventions", "model", "data"},
-    "pipelines": {"conventions", "model", "data", "metrics", "generation", "hub"},
-    "outputs": {"conventions", "model", "data", "metrics"},
-    "recipes": {"conventions", "model", "data", "metrics", "generation", "hub"},
-    "commands": {"conventions", "model", "data", "metrics", "generation", "hub", "pipelines", "outputs"},
+    "pipelines": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub"},
+    "outputs": {"conventions", "model", "data", "gaze", "metrics"},
+    "recipes": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub"},
+    "commands": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub", "pipelines", "outputs"},
     # analysis figures are drawn with the overlay's marks, and the analyses run the recipes' evaluation loop
-    "analysis": {"conventions", "model", "data", "metrics", "generation", "hub", "pipelines", "outputs", "recipes"},
+    "analysis": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub", "pipelines", "outputs",
+                 "recipes"},
     "registration": {"model", "hub", "pipelines"},
 }
 MODEL_FOLDER = "models.gazeflow"

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .readout_arguments import add_calibrate_arguments, add_readout_arguments, readout_options
 
 SOLVERS = ("euler", "heun", "midpoint")
 WINDOW_MODES = ("coherent", "blend")
@@ -176,6 +177,7 @@ def _add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share the videos among N processes (on CPU or one GPU each with --device cuda)")
     add_model_arguments(parser)
     add_overlay_arguments(parser)
+    add_readout_arguments(parser)
     add_runtime_arguments(parser)
 
 
@@ -273,7 +275,7 @@ def _predict_options(args: argparse.Namespace, quiet: bool | None = None):
                           trail=args.trail, heatmap=not args.no_heatmap,
                           heatmap_sigma_px=value if kind == "px" else None,
                           heatmap_sigma_fraction=value if kind == "fraction" else None, overlay=not args.no_overlay,
-                          quiet=args.quiet if quiet is None else quiet)
+                          quiet=args.quiet if quiet is None else quiet, **readout_options(args))
 
 
 def _report(summary: dict[str, Any]) -> None:
@@ -408,6 +410,46 @@ register_command(Command(
     "demo", "run the bundled model on a generated clip with known gaze", _add_demo_arguments, run_demo_command,
     description="Render a synthetic egocentric clip with known gaze, predict on it, draw the true gaze beside the "
                 "prediction and score the point estimate against it."))
+
+
+# ------------------------------------------------------------------------------------------- calibrate
+def _add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
+    add_calibrate_arguments(parser)
+    add_model_arguments(parser)
+    add_runtime_arguments(parser)
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from ..hub.model_folders import resolve_model
+
+    check_arguments(args)
+    if not Path(args.video).is_file():
+        raise FileNotFoundError(f"video file not found: {args.video}")
+    if not Path(args.gaze).is_file():
+        raise FileNotFoundError(f"tracker gaze file not found: {args.gaze}")
+    resolve_model(args.model)
+    device = _prepare_runtime(args)
+    from .calibrate import calibrate_wearer
+    from .predict import PredictOptions
+
+    options = PredictOptions(num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver,
+                             window_mode=args.window_mode, seed=args.seed)
+    done = calibrate_wearer(args.video, args.gaze, args.output, model=args.model, device=device,
+                            seconds=args.seconds, start_frame=args.start_frame, correction=args.correction,
+                            options=options)
+    fit = done["calibration"]
+    scale = "" if fit.model == "offset" else f", scale ({fit.scale[0]:.3f}, {fit.scale[1]:.3f})"
+    print(f"gazeflow: {fit.model} from {done['frames']} frames ({done['seconds']:.1f} s) of {args.gaze}: offset "
+          f"({fit.offset[0]:+.4f}, {fit.offset[1]:+.4f}) of the frame{scale}; median error on them "
+          f"{done['error_before_px']:.1f} px -> {done['error_after_px']:.1f} px -> {args.output}")
+    return 0
+
+
+register_command(Command(
+    "calibrate", "fit a wearer's correction from a few seconds of eye-tracker gaze", _add_calibrate_arguments,
+    run_calibrate, description="Fit a per-wearer correction (offset, or offset and scale) of the model's gaze from "
+                               "the wearer's eye-tracker gaze on a video; apply it with 'gazeflow predict "
+                               "--calibration'."))
 
 
 # ------------------------------------------------------------------------------------------- app

@@ -7,9 +7,16 @@ output folder:
 * ``overlay.mp4``: the original frames at the original fps and size with the heatmap, the K samples, the point
   estimate and its trail (and the true gaze when known) drawn on them (:mod:`transformers_gazeflow.outputs.overlay`),
   encoded in a background thread;
-* ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.outputs.writers`);
-* ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, outputs and
-  timings.
+* ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.outputs.writers`),
+  with degrees, event labels and the uncertainty of each frame (:mod:`transformers_gazeflow.outputs.readouts`);
+* ``fixations.csv``, ``saccades.csv`` (the events of the point estimate and of each sample) and ``scanpaths.json``
+  (the fixations for pysaliency);
+* ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, the camera, the
+  event labeller, the region scale, the wearer calibration, outputs and timings.
+
+``PredictOptions.camera`` (``--fov`` / ``--intrinsics``; the metrics' 60 degree camera by default) turns pixels into
+degrees; ``PredictOptions.calibration`` (``--calibration``) corrects every sample with a wearer calibration fitted
+for this model (``gazeflow calibrate``), before anything is written.
 
 Outputs are written under ``partial.*`` names and renamed when complete, ``summary.json`` last: a folder with a
 ``summary.json`` holds a finished prediction (what ``--resume`` looks for). When a run fails or is interrupted
@@ -29,19 +36,22 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..data.gaze_types import OFF_FRAME, valid_mask
-from ..hub.model_folders import load_model, resolve_model
+from ..gaze.events import EventSettings
+from ..gaze.wearer import WearerCalibration
+from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
-from ..models.gazeflow.geometry import unit_to_pixels
+from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixels
 from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
-from ..outputs.writers import GazeCsvWriter, write_summary
+from ..outputs.readouts import SCANPATHS_NAME, ReadoutFiles
+from ..outputs.writers import FIXATIONS_NAME, SACCADES_NAME, write_summary
 from ..pipelines.egocentric_gaze import GazeFlowPipeline, open_video_source
 from .batch import (
     CSV_NAME,
@@ -87,6 +97,14 @@ class PredictOptions:
     quiet: bool = True
     even_size: bool = False
     """Pad an odd-sized overlay by one edge row/column to H.264 4:2:0, which browsers play (the web demo)."""
+    camera: FieldOfView | PinholeCamera | None = None
+    """The camera for degrees (None: the metrics' 60 degree horizontal field of view)."""
+    events: EventSettings | None = None
+    """How frames are labelled fixation or saccade (None: I-VT at 30 deg/s)."""
+    calibration: str | os.PathLike | WearerCalibration | None = None
+    """A wearer calibration (``calib.json`` or the object) applied to every sample."""
+    region: bool = False
+    """Outline the calibrated 90% uncertainty region on the overlay."""
 
 
 @dataclass
@@ -109,8 +127,10 @@ the map's peak below which the overlay draws nothing (``outputs.overlay.HEATMAP_
 
 
 def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: np.ndarray, point: np.ndarray,
-                         sigma_px: float, heatmap: bool = True, truth: np.ndarray | None = None) -> np.ndarray:
-    """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates."""
+                         sigma_px: float, heatmap: bool = True, truth: np.ndarray | None = None,
+                         region_px: float | None = None) -> np.ndarray:
+    """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates;
+    ``region_px``: the radius of the uncertainty region to outline (None: none)."""
     from ..metrics.heatmaps import render_heatmaps  # the project's one trajectory -> map renderer
 
     height, width = frame.shape[:2]
@@ -126,7 +146,7 @@ def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: 
             inside = (samples_px - [x0, y0]) / [x1 - x0, y1 - y0]
             maps, origin = render_heatmaps(inside[:, None], x1 - x0, y1 - y0, sigma=sigma_px)[0].numpy(), (x0, y0)
     return renderer.render(frame, samples_px, unit_to_pixels(point, width, height), maps, truth_px,
-                           heatmap_origin=origin)
+                           heatmap_origin=origin, region_px=region_px)
 
 
 def describe_sigma(options: PredictOptions) -> str:
@@ -164,6 +184,27 @@ class GazePredictor:
     def config(self):
         return self.pipe.model.config
 
+    def wearer_calibration(self, options: PredictOptions) -> WearerCalibration | None:
+        """The options' wearer calibration, read and checked against this model (one-line errors)."""
+        calibration = options.calibration
+        if calibration is None:
+            return None
+        where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
+        if not isinstance(calibration, WearerCalibration):
+            calibration = WearerCalibration.read(calibration)
+        calibration.check_model(self.pipe.model_fingerprint, self.location, where=where)
+        return calibration
+
+    def _readout_files(self, source, settings: SamplingSettings, options: PredictOptions, paths: dict[str, Path],
+                       truth: GroundTruth | None) -> ReadoutFiles:
+        region = load_region_calibration(self.location)
+        return ReadoutFiles(paths["csv"], paths["csv"].parent, source.video_id, source.width, source.height,
+                            source.fps, settings.num_samples, (options.camera or FieldOfView()).for_frame(
+                                source.width, source.height), options.events,
+                            None if region is None else region["scale"], prefix="partial.",
+                            true_gaze=None if truth is None else truth.gaze,
+                            true_codes=None if truth is None else truth.codes)
+
     def settings(self, options: PredictOptions) -> SamplingSettings:
         """The run's sampling settings: the options' K, S, solver and window mode over the model's defaults,
         resolved once here and passed down."""
@@ -177,29 +218,32 @@ class GazePredictor:
         source = open_video_source(video, start_frame=options.start_frame, end_frame=options.end_frame)
         settings = self.settings(options)
         sigma = heatmap_sigma_px(source.width, options.heatmap_sigma_px, options.heatmap_sigma_fraction)
+        calibration = self.wearer_calibration(options)  # a calibration of another model: before anything is written
         out_dir = Path(output_dir)
         created = make_output_dir(out_dir)
-        final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME}
+        final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME,
+                 "fixations": out_dir / FIXATIONS_NAME, "saccades": out_dir / SACCADES_NAME,
+                 "scanpaths": out_dir / SCANPATHS_NAME}
         partial = {key: path.with_name(f"partial.{path.name}") for key, path in final.items()}
         renderer = OverlayRenderer(trail=options.trail)
         scored = truth.scored() if truth is not None else None
         frames_done, point_sum, finished = 0, np.zeros(2), False
         started = time.perf_counter()
         def draw(item: tuple) -> np.ndarray:  # runs in the writer's thread, in frame order
-            frame, samples, point, shown = item
-            return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown)
+            frame, samples, point, shown, region = item
+            return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown,
+                                        region_px=region if options.region else None)
 
         writer = (OverlayVideoWriter(partial["overlay"], fps=source.fps, render=draw, even_size=options.even_size)
                   if options.overlay else None)
         try:
-            with GazeCsvWriter(partial["csv"], source.video_id, source.width, source.height, source.fps,
-                               true_gaze=None if truth is None else truth.gaze,
-                               true_codes=None if truth is None else truth.codes) as csv_writer, \
+            with self._readout_files(source, settings, options, partial, truth) as csv_writer, \
                     _progress(source.expected_frames, options.quiet, source.video_id) as bar:
                 for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
                                                      keep_frames=writer is not None):
+                    chunk = corrected_chunk(chunk, calibration)
                     first = source.start_frame + chunk.start
-                    csv_writer.write(first, chunk.trajectories)
+                    region90 = csv_writer.write(first, chunk.trajectories).region(0.9)
                     points = chunk.points
                     point_sum = point_sum + points.sum(axis=0)
                     frames_done += chunk.num_frames
@@ -209,15 +253,18 @@ class GazePredictor:
                             index = first + i
                             shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
                                      else None)
-                            writer.write((frame, chunk.trajectories[:, i], points[i], shown))
+                            writer.write((frame, chunk.trajectories[:, i], points[i], shown, region90[i]))
                     if on_chunk is not None:
                         on_chunk(chunk, frames_done, source.expected_frames or frames_done)
+                readouts = csv_writer.close()
             outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
             if writer is not None:
                 writer.close()
                 outputs["overlay"] = str(final["overlay"])
             predicted = time.perf_counter()
-            partial["csv"].replace(final["csv"])
+            for name in ("csv", *readouts.pop("files")):
+                partial[name].replace(final[name])
+                outputs[name] = str(final[name])
             if writer is not None:
                 partial["overlay"].replace(final["overlay"])
             summary = {
@@ -229,7 +276,7 @@ class GazePredictor:
                 "mean_point_norm": (point_sum / max(frames_done, 1)).tolist(),
                 "heatmap": bool(options.overlay and options.heatmap), "heatmap_sigma_px": round(sigma, 3),
                 "heatmap_sigma": describe_sigma(options),
-                "outputs": outputs,
+                **readout_summary(readouts, options, calibration), "outputs": outputs,
                 "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predicted - started, 3),
                             "ms_per_frame": round(1000.0 * (predicted - started) / max(frames_done, 1), 2)},
             }
@@ -243,6 +290,24 @@ class GazePredictor:
                 path.unlink(missing_ok=True)
             if not finished:
                 remove_if_empty(created)
+
+
+def corrected_chunk(chunk: GazeChunk, calibration: WearerCalibration | None) -> GazeChunk:
+    """The chunk with every sample corrected by a wearer calibration (and the point estimate their new mean)."""
+    if calibration is None:
+        return chunk
+    corrected = calibration.apply(chunk.trajectories)
+    return replace(chunk, trajectories=corrected, points=corrected.mean(axis=0))
+
+
+def readout_summary(readouts: dict[str, Any], options: PredictOptions,
+                    calibration: WearerCalibration | None) -> dict[str, Any]:
+    """What ``summary.json`` says of the readouts: the camera (and whether it was given), the event labeller, the
+    region scale, event counts, the mean 90% spread, and the wearer calibration applied."""
+    applied = None if calibration is None else {
+        "file": None if isinstance(options.calibration, WearerCalibration) else str(options.calibration),
+        "correction": calibration.model, "offset": list(calibration.offset), "scale": list(calibration.scale)}
+    return {**readouts, "camera_given": options.camera is not None, "wearer_calibration": applied}
 
 
 def _index_row(video: Path, folder: Path, status: str, summary: dict | None = None, seconds: float | None = None,

@@ -370,7 +370,10 @@ def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str
     timings["load_s"] = round(loaded - started, 3)
     message = (f"{frames} frames of {path.name} in {timings['predict_s']:.1f} s ({timings['ms_per_frame']:.0f} "
                f"ms/frame); K={summary['num_samples']}, S={summary['num_steps']}, {summary['solver']}, "
-               f"{summary['window_mode']} windows, seed {seed}.")
+               f"{summary['window_mode']} windows, seed {seed}. The point estimate makes "
+               f"{summary['point_estimate_fixations']} fixations and {summary['point_estimate_saccades']} saccades "
+               f"(I-VT, 60 degree camera); 90% of the samples lie within {summary['mean_spread90_px']:.1f} px of it "
+               "on average (gaze.csv holds each frame's spread and each row's event).")
     if truth is not None:
         summary["demo"] = score_points(frame_indices, point_estimate(trajectories), truth)
         demo = summary["demo"]

@@ -16,6 +16,11 @@ pickle that is not plain weights (refused: loading it could run code), NaN or in
 
 The package ships one folder, ``default_model/``, used when no model is named (:func:`default_model_path`).
 
+A folder may also hold ``region_calibration.json`` (:data:`REGION_CALIBRATION_NAME`): the scale that calibrates the
+model's uncertainty regions (``gaze.uncertainty.fit_region_scale``), written by :func:`save_region_calibration`
+and read back, when present, by :func:`load_region_calibration`. :func:`model_fingerprint` names a model's weights
+(what a wearer calibration records).
+
 This module imports neither torch nor transformers at import time (the ``gazeflow`` command checks a ``--model``
 folder before it loads them).
 """
@@ -355,7 +360,8 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
                       processor: GazeFlowVideoProcessor | None = None, title: str = "GazeFlow",
                       description: str = "A GazeFlow model.", training: str = "Not documented.",
                       limitations: str = "Not documented.", repo: str | None = None,
-                      card: str | os.PathLike | None = None, remote_code: bool = False) -> Path:
+                      card: str | os.PathLike | None = None, remote_code: bool = False,
+                      region_calibration: dict | None = None) -> Path:
     """Write a complete GazeFlow model folder; the one writer of model folders in the project.
 
     ``config.json`` and ``model.safetensors`` (``model.save_pretrained``), ``preprocessor_config.json`` (``processor``,
@@ -363,8 +369,9 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
     (``card``: an existing card to copy, e.g. the one of the folder the model was loaded from; otherwise one written
     from ``title``, ``description``, ``training`` and ``limitations``). ``remote_code=True`` adds the model's and the
     pipeline's code for ``trust_remote_code=True`` loading
-    (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`). The folder is ready for
-    ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
+    (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`). ``region_calibration`` (a
+    :func:`load_region_calibration` record, e.g. the source folder's) is written as ``region_calibration.json``. The
+    folder is ready for ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
     """
     import shutil
 
@@ -388,7 +395,76 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
         from .remote_code import add_remote_code
 
         add_remote_code(folder)
+    if region_calibration is not None:
+        record = dict(region_calibration)
+        save_region_calibration(folder, record.pop("scale"), record)
     return folder
+
+
+REGION_CALIBRATION_NAME = "region_calibration.json"
+"""The model folder's file holding the scale of its calibrated uncertainty regions."""
+
+
+def save_region_calibration(folder: str | os.PathLike, scale: float, record: dict | None = None) -> Path:
+    """Write ``region_calibration.json`` into a model folder: ``{"scale": s, ...record}`` (``record``: how it was
+    fitted: data, split, frames, levels, the reliability before and after). Returns its path."""
+    scale = float(scale)
+    if not (scale > 0 and scale != float("inf")):
+        raise ValueError(f"region scale must be a finite positive number, got {scale}")
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ModelFolderError(f"cannot write {REGION_CALIBRATION_NAME}: {folder} is not a model folder")
+    path = folder / REGION_CALIBRATION_NAME
+    partial = path.with_name(f"partial.{path.name}")
+    partial.write_text(json.dumps({"scale": scale, **(record or {})}, indent=2) + "\n", encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def load_region_calibration(location: str | os.PathLike | None) -> dict | None:
+    """The ``region_calibration.json`` of a model location (a folder, or a Hub id from its cache/download), or None
+    when it has none; a file that is there but wrong is a :class:`ModelFolderError` naming it."""
+    if location is None:
+        return None
+    path = Path(location) / REGION_CALIBRATION_NAME
+    if not Path(location).is_dir():
+        from transformers.utils import cached_file
+
+        try:
+            found = cached_file(str(location), REGION_CALIBRATION_NAME, _raise_exceptions_for_missing_entries=False,
+                                _raise_exceptions_for_connection_errors=False)
+        except OSError:
+            found = None
+        if not found:
+            return None
+        path = Path(found)
+    elif not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        scale = float(record["scale"])
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:
+        raise ModelFolderError(f"{path}: expected a JSON object with a number 'scale' ({err})") from None
+    if not (scale > 0 and scale != float("inf")):
+        raise ModelFolderError(f"{path}: scale must be a finite positive number, got {record['scale']!r}")
+    return {**record, "scale": scale}
+
+
+def model_fingerprint(model: GazeFlowModel) -> str:
+    """A short fingerprint of a model's weights as loaded: sha256 over every parameter and buffer's name, shape,
+    dtype and 64 of its values spread evenly over it (float32), first 16 hex digits. Two trainings of one
+    architecture differ in it; the same weights loaded twice agree. Cheap at any model size."""
+    import hashlib
+
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        flat = tensor.detach().reshape(-1)
+        picks = torch.linspace(0, max(flat.numel() - 1, 0), min(64, flat.numel())).long().to(flat.device)
+        digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
+        digest.update(flat[picks].to("cpu", torch.float32).numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 MAX_DEFAULT_MODEL_MB = 20.0
@@ -413,7 +489,8 @@ def bundle_default_model(source: str | os.PathLike, training: str, description: 
     processor = load_video_processor(source_path, model.config)
     destination = Path(destination) if destination is not None else default_model_path()
     save_model_folder(model, destination, processor=processor, title="GazeFlow default model (small, synthetic data)",
-                      description=description, training=training, limitations=limitations)
+                      description=description, training=training, limitations=limitations,
+                      region_calibration=load_region_calibration(source_path))
     weights = destination / "model.safetensors"
     size_mb = weights.stat().st_size / 2**20
     if size_mb > MAX_DEFAULT_MODEL_MB:
@@ -425,6 +502,10 @@ def bundle_default_model(source: str | os.PathLike, training: str, description: 
 
 __all__ = [
     "MAX_DEFAULT_MODEL_MB",
+    "REGION_CALIBRATION_NAME",
+    "save_region_calibration",
+    "load_region_calibration",
+    "model_fingerprint",
     "WEIGHTS_NAMES",
     "bundle_default_model",
     "ModelFolderError",

@@ -7,10 +7,10 @@ copied along, but only from the same folder (no subpackages). :func:`add_remote_
 * the model folder ``models/gazeflow/`` as it is: its modules import only each other (and torch, transformers,
   peft, numpy), as a transformers model folder does, so their text is copied unchanged;
 * what the ``egocentric-gaze`` pipeline needs beyond the model: the pipeline, the windowed engine fed from raw
-  frames, the inference fast path, video decoding, the processor, the heatmap renderer and the model-folder
-  checks, whose relative imports are rewritten to the flat names (``from ..data.video import`` ->
-  ``from .video import``; nothing else changes). Every relative import of the copied files is checked to resolve
-  inside the folder.
+  frames, the inference fast path, video decoding, the processor, the heatmap renderer, the model-folder checks
+  and the readouts (uncertainty, events, a wearer's correction, gaze-type codes), whose relative imports are
+  rewritten to the flat names (``from ..data.video import`` -> ``from .video import``; nothing else changes).
+  Every relative import of the copied files is checked to resolve inside the folder.
 
 Write such a folder with ``transformers_gazeflow.save_model_folder(model, folder, remote_code=True)`` (the one
 writer of model folders, :mod:`transformers_gazeflow.hub.model_folders`), then:
@@ -44,6 +44,10 @@ PIPELINE_FILES: dict[str, str] = {
     "video.py": "data/video.py",
     "processing.py": "data/processing.py",
     "heatmaps.py": "metrics/heatmaps.py",
+    "gaze_uncertainty.py": "gaze/uncertainty.py",  # the readouts the pipeline attaches when asked
+    "gaze_events.py": "gaze/events.py",
+    "gaze_wearer.py": "gaze/wearer.py",
+    "gaze_types.py": "data/gaze_types.py",
 }
 
 
