@@ -75,6 +75,20 @@ class GazeFlowCondition:
     def batch_size(self) -> int:
         return self.visual_tokens.shape[0]
 
+    def select_clips(self, rows: slice) -> GazeFlowCondition:
+        """The condition of the clips ``rows`` of the batch (views, no copy): the windows of a batch are built
+        together and sampled one at a time."""
+
+        def cut(tensor: torch.Tensor | None) -> torch.Tensor | None:
+            return None if tensor is None else tensor[rows]
+
+        def cut_pairs(pairs: tuple) -> tuple:
+            return tuple(None if pair is None else (pair[0][rows], pair[1][rows]) for pair in pairs)
+
+        return GazeFlowCondition(cut(self.visual_tokens), cut(self.task_tokens), cut_pairs(self.visual_key_values),
+                                 cut_pairs(self.task_key_values), self.num_frames, self.frames_per_group,
+                                 self.task_per_frame)
+
     def dynamic_shapes(self, batch: object) -> list:
         """``torch.export`` dynamic-shape spec of this condition with its clip batch (every tensor's dimension 0)
         marked ``batch`` (e.g. ``torch.export.Dim("batch")``), in the form export expects for this pytree node."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 import torch.utils._pytree as pytree
 from torch import nn
 from transformers import initialization as init
@@ -43,16 +44,25 @@ COORDINATE_EMBEDDING_SCALE = 100.0
 change of x_s, e.g. an ODE solver's error, can change v_theta)."""
 
 
+def sinusoidal_frequencies(dim: int, max_period: float = 10000.0) -> torch.Tensor:
+    """The ``dim / 2`` frequencies ``w_j = max_period^(-j / (dim / 2))`` of :func:`sinusoidal_embedding`."""
+    half = dim // 2
+    exponent = torch.arange(half, dtype=torch.float32) / half
+    return torch.exp(-math.log(max_period) * exponent)
+
+
+def sinusoidal_features(values: torch.Tensor, frequencies: torch.Tensor, scale: float) -> torch.Tensor:
+    """``[cos(scale v w_j), sin(scale v w_j)]`` for ``values [...]`` and ``frequencies [dim / 2]``: ``[..., dim]``."""
+    angles = values.float().unsqueeze(-1) * scale * frequencies
+    return torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)
+
+
 def sinusoidal_embedding(values: torch.Tensor, dim: int, scale: float, max_period: float = 10000.0) -> torch.Tensor:
     """Sinusoidal features ``[cos(scale v w_j), sin(scale v w_j)]``, ``w_j = max_period^(-j / (dim / 2))``.
 
     ``values`` of shape ``[...]`` give features ``[..., dim]``.
     """
-    half = dim // 2
-    exponent = torch.arange(half, dtype=torch.float32, device=values.device) / half
-    frequencies = torch.exp(-math.log(max_period) * exponent)
-    angles = values.float().unsqueeze(-1) * scale * frequencies
-    return torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)
+    return sinusoidal_features(values, sinusoidal_frequencies(dim, max_period).to(values.device), scale)
 
 
 def sincos_2d_position_encoding(grid_size: int, dim: int) -> torch.Tensor:
@@ -75,7 +85,8 @@ class GazeFlowSinusoidalMLP(nn.Module):
     """Sinusoidal features followed by a 2-layer MLP (Linear -> SiLU -> Linear) to width d.
 
     Used for the flow time s (per trajectory), the gaze coordinates x_s and the self-conditioning input x1_hat
-    (per frame, each of the two coordinates getting d/2 features).
+    (per frame, each of the two coordinates getting d/2 features). The frequencies are a buffer computed once
+    (:func:`sinusoidal_frequencies`; recomputed by ``_init_weights`` after loading).
     """
 
     def __init__(self, num_inputs: int, hidden_size: int, scale: float):
@@ -86,16 +97,25 @@ class GazeFlowSinusoidalMLP(nn.Module):
         self.linear_in = nn.Linear(hidden_size, hidden_size)
         self.act = nn.SiLU()
         self.linear_out = nn.Linear(hidden_size, hidden_size)
+        self.register_buffer("frequencies", self.compute_frequencies(), persistent=False)
+
+    def compute_frequencies(self) -> torch.Tensor:
+        """The frequencies of each input's ``feature_size / num_inputs`` features."""
+        return sinusoidal_frequencies(self.feature_size // self.num_inputs)
+
+    def features(self, values: torch.Tensor) -> torch.Tensor:
+        """Sinusoidal features ``[..., d]`` of ``values`` (``[...]`` for one input, ``[..., num_inputs]`` for more):
+        each input's ``[cos, sin]`` block in turn."""
+        if self.num_inputs == 1:
+            return sinusoidal_features(values, self.frequencies, self.scale)
+        return sinusoidal_features(values, self.frequencies, self.scale).flatten(-2)
+
+    def project(self, features: torch.Tensor) -> torch.Tensor:
+        """The MLP on sinusoidal features ``[..., d]``."""
+        return self.linear_out(self.act(self.linear_in(features.to(self.linear_in.weight.dtype))))
 
     def forward(self, values: torch.Tensor) -> torch.Tensor:
-        if self.num_inputs == 1:
-            features = sinusoidal_embedding(values, self.feature_size, self.scale)
-        else:
-            per_input = self.feature_size // self.num_inputs
-            features = torch.cat([sinusoidal_embedding(values[..., i], per_input, self.scale)
-                                  for i in range(self.num_inputs)], dim=-1)
-        features = features.to(self.linear_in.weight.dtype)
-        return self.linear_out(self.act(self.linear_in(features)))
+        return self.project(self.features(values))
 
 
 class GazeFlowRotaryEmbedding(nn.Module):
@@ -109,24 +129,43 @@ class GazeFlowRotaryEmbedding(nn.Module):
         super().__init__()
         self.head_dim, self.theta = head_dim, theta
         self.register_buffer("inv_freq", self.compute_inv_freq(), persistent=False)
+        self._tables: dict = {}
 
     def compute_inv_freq(self) -> torch.Tensor:
         """theta^(-2j / d_h) for j = 0 .. d_h / 2 - 1 (recomputed by ``_init_weights`` after loading)."""
         return self.theta ** (-torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim)
 
     def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cosines and sines ``[len(positions), d_h]`` at the frame indices ``positions``, each angle repeated for
-        the two channels of a pair."""
+        """The rotation at the frame indices ``positions``: cosines and signed sines ``[len(positions), d_h]``, each
+        angle repeated for the two channels of a pair and the sine negated on the pair's first channel (what
+        :func:`apply_rotary` reads)."""
         angles = positions.float()[:, None] * self.inv_freq.to(positions.device)[None, :]
         angles = angles.repeat_interleave(2, dim=-1)
-        return angles.cos(), angles.sin()
+        sign = torch.ones(self.head_dim, device=positions.device)
+        sign[0::2] = -1.0
+        return angles.cos(), angles.sin() * sign
+
+    def table(self, num_frames: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` at the positions ``0 .. num_frames - 1``, computed once per length and device (the
+        frequencies are a constant of the config: the table only changes with them)."""
+        if torch.compiler.is_compiling():
+            return self(torch.arange(num_frames, device=device))
+        key = (num_frames, str(device), self.inv_freq.data_ptr(), self.inv_freq._version)
+        if key not in self._tables:
+            self._tables = {key: self(torch.arange(num_frames, device=device))}
+        return self._tables[key]
 
 
-def apply_rotary(states: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate the interleaved channel pairs of ``states [..., T, d_h]`` by the RoPE angles (Appendix C.2)."""
-    pairs = states.unflatten(-1, (-1, 2))
-    rotated = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
-    return states * cos.to(states.dtype) + rotated * sin.to(states.dtype)
+def swap_pairs(states: torch.Tensor) -> torch.Tensor:
+    """``(x_2j, x_2j+1) -> (x_2j+1, x_2j)`` over the last dimension of ``states [..., d_h]``."""
+    return states.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
+
+
+def apply_rotary(states: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """Rotate the interleaved channel pairs of ``states [..., T, d_h]`` by the RoPE angles (Appendix C.2):
+    ``(x_2j, x_2j+1) -> (x_2j cos - x_2j+1 sin, x_2j+1 cos + x_2j sin)``, with ``cos`` and ``signed_sin`` of
+    :meth:`GazeFlowRotaryEmbedding.forward` (the sine carries the pair's sign)."""
+    return states * cos.to(states.dtype) + swap_pairs(states) * signed_sin.to(states.dtype)
 
 
 def additive_attention_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -177,6 +216,35 @@ def attention_function(implementation: str | None) -> Callable[..., tuple[torch.
     return ALL_ATTENTION_FUNCTIONS[implementation]  # transformers releases before AttentionInterface.get_interface
 
 
+def stacked_linear_weights(owner: nn.Module, layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The weights and biases of ``layers`` (Linears reading the same input) stacked along the output dimension,
+    so that one matmul gives their outputs side by side (each output column is the same dot product as in its own
+    layer). Without autograd they are kept on ``owner`` between calls while every source weight is unchanged (same
+    storage, same version counter, which in-place updates such as an optimizer step bump); with autograd (training)
+    or under ``torch.compile`` they are stacked on every call."""
+    params = [p for layer in layers for p in (layer.weight, layer.bias) if p is not None]
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(p.requires_grad for p in params)):
+        return _stack_weights(layers)
+    names = tuple(id(layer) for layer in layers)
+    cached = owner.__dict__.setdefault("_stacked_weights", {}).get(names)
+    state = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params)
+    if cached is None or cached[0] != state:
+        # the sources are kept with the stack, so their storage cannot be reused by a later weight at the same address
+        cached = (state, _stack_weights(layers), [p.detach() for p in params])
+        owner.__dict__["_stacked_weights"][names] = cached
+    return cached[1]
+
+
+def _stack_weights(layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    weight = torch.cat([layer.weight for layer in layers])
+    biases = [layer.bias for layer in layers]
+    if all(bias is None for bias in biases):
+        return weight, None
+    biases = [torch.zeros(layer.out_features, dtype=weight.dtype, device=weight.device) if bias is None else bias
+              for layer, bias in zip(layers, biases)]
+    return weight, torch.cat(biases)
+
+
 class GazeFlowAttention(nn.Module):
     """Multi-head attention (``H`` heads of ``d_h = d / H``) with layer-specific Q/K/V/O projections.
 
@@ -209,11 +277,19 @@ class GazeFlowAttention(nn.Module):
         return states.transpose(-3, -2).flatten(-2)
 
     def project_key_value(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values of ``context [..., L, d]``, each ``[..., H, L, d_h]``."""
-        return self.split_heads(self.k_proj(context)), self.split_heads(self.v_proj(context))
+        """Keys and values of ``context [..., L, d]``, each ``[..., H, L, d_h]`` (one matmul for both)."""
+        weight, bias = stacked_linear_weights(self, (self.k_proj, self.v_proj))
+        key_value = F.linear(context, weight, bias).unflatten(-1, (2, self.num_heads, self.head_dim))
+        return key_value.select(-3, 0).transpose(-3, -2), key_value.select(-3, 1).transpose(-3, -2)
 
     def project_query(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return self.split_heads(self.q_proj(hidden_states))
+
+    def project_query_key_value(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """Queries, keys and values of ``hidden_states [B, L, d]`` from one matmul, ``[3, B, H, L, d_h]``."""
+        weight, bias = stacked_linear_weights(self, (self.q_proj, self.k_proj, self.v_proj))
+        projected = F.linear(hidden_states, weight, bias).unflatten(-1, (3, self.num_heads, self.head_dim))
+        return projected.permute(2, 0, 3, 1, 4)
 
     def attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                   attention_mask: torch.Tensor | None = None,
@@ -255,10 +331,13 @@ class GazeFlowAttention(nn.Module):
         are appended to the cache and the queries attend to every cached frame (all of them are in the past, so
         no mask is needed).
         """
-        query = self.project_query(hidden_states)
-        key, value = self.project_key_value(hidden_states)
-        if rotary is not None:
-            query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
+        projected = self.project_query_key_value(hidden_states)
+        if rotary is not None:  # queries and keys rotated together
+            query_key = apply_rotary(projected[:2], *rotary)
+            query, key = query_key[0], query_key[1]
+        else:
+            query, key = projected[0], projected[1]
+        value = projected[2]
         if cache is not None:
             key, value = cache.update(key, value)
             attention_mask = None
