@@ -145,12 +145,18 @@ class TimeEmbeddings:
                  device: torch.device) -> torch.Tensor | None:
         if torch.is_tensor(flow_time):  # a traced or per-sample time: computed by the network itself
             return None
-        key = (float(flow_time), batch, samples, str(device), torch.is_autocast_enabled(device.type),
-               torch.get_autocast_dtype(device.type))
+        key = (float(flow_time), batch, samples, str(device), _autocast_state(device.type))
         embedding = self._embeddings.get(key)
         if embedding is None:
             embedding = self._embeddings[key] = self.model.embed_flow_time(flow_time, batch, samples, device)
         return embedding
+
+
+def _autocast_state(device_type: str) -> tuple:
+    try:
+        return torch.is_autocast_enabled(device_type), torch.get_autocast_dtype(device_type)
+    except RuntimeError:  # a device type autocast does not know (meta)
+        return False, None
 
 
 def condition_velocity_fn(model: WindowedModel, condition: Any,
