@@ -237,7 +237,9 @@ class BackgroundFrames:
             if chunk:
                 self._put(chunk)
             self._put(self._END)
-        except BaseException as err:  # handed to the consumer, raised there
+        except BaseException as err:  # handed to the consumer after the frames read before it, raised there
+            if chunk and not self._put(chunk):
+                return
             self._put(err)
         finally:
             close = getattr(iterator, "close", None)
