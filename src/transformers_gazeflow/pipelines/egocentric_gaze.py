@@ -236,6 +236,27 @@ def _checked_frames(source: VideoSource, first: int | None = None, stop: int | N
         logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
 
 
+class _TimedFrames:
+    """Frames read in the consumer's loop (no thread), timing the reads as :class:`BackgroundFrames` does."""
+
+    def __init__(self, frames: Iterator[np.ndarray]) -> None:
+        self.frames, self.read_s, self.wait_s = frames, 0.0, 0.0
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        while True:
+            started = time.perf_counter()
+            frame = next(self.frames, None)
+            elapsed = time.perf_counter() - started
+            self.read_s += elapsed
+            self.wait_s += elapsed
+            if frame is None:
+                return
+            yield frame
+
+    def close(self) -> None:
+        self.frames.close()
+
+
 class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
@@ -368,21 +389,28 @@ class GazeFlowPipeline(Pipeline):
                                 source.start_frame + source.expected_frames)
         frames = _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start,
                                                                               plan.decode_stop)
-        reader = BackgroundFrames(frames) if self.decode_in_thread else None
+        reader = BackgroundFrames(frames) if self.decode_in_thread else _TimedFrames(frames)
         settings = settings if settings is not None else SamplingSettings.resolve(self.model.config)
-        sampler = window_sampler(self.model, settings, self.cuda_graphs)
+        sampler = self.window_sampler(settings)
         started = time.perf_counter()
         try:  # stream_gaze runs without autograd
-            yield from stream_gaze(self.model, self.video_processor, reader if reader is not None else frames,
-                                   settings, generator=generator, keep_frames=keep_frames, plan=plan,
-                                   window_batch_size=self.window_batch_size, sampler=sampler, stage=clock)
+            yield from stream_gaze(self.model, self.video_processor, reader, settings, generator=generator,
+                                   keep_frames=keep_frames, plan=plan, window_batch_size=self.window_batch_size,
+                                   sampler=sampler, stage=clock)
         finally:
-            if reader is not None:
-                reader.close()
+            reader.close()
             if clock is not None:
-                clock.add("decode", reader.read_s if reader is not None else 0.0)
-                clock.add("wait_for_frames", reader.wait_s if reader is not None else 0.0)
+                clock.add("decode", reader.read_s)
+                clock.add("wait_for_frames", reader.wait_s)
                 clock.add("stream", time.perf_counter() - started)
+
+    def window_sampler(self, settings: SamplingSettings):
+        """The run's window sampler for ``settings``, kept across videos (its E_time(s) and, on CUDA, its captured
+        graphs serve every video sampled with the same settings)."""
+        samplers = self.__dict__.setdefault("_window_samplers", {})
+        if settings not in samplers:
+            samplers[settings] = window_sampler(self.model, settings, self.cuda_graphs)
+        return samplers[settings]
 
     def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
                  num_steps: int | None = None, solver: str | None = None, seed: int | None = DEFAULT_SEED,
