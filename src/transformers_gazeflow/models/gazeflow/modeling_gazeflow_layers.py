@@ -320,7 +320,7 @@ class GazeFlowAttention(nn.Module):
                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """:meth:`attention`, then the output projection: the output ``[B, L, d]`` and the weights (or None)."""
         context, weights = self.attention(query, key, value, attention_mask, output_attentions)
-        return self.o_proj(context.flatten(-2)), weights
+        return self.o_proj(context.reshape(*context.shape[:-2], -1)), weights
 
     def self_attention(self, hidden_states: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
                        attention_mask: torch.Tensor | None = None, cache: GazeFlowKeyValueCache | None = None,
@@ -452,20 +452,20 @@ def init_standard_weights(module: nn.Module, std: float) -> None:
         init.zeros_(module.bias)
 
 
-def _per_group_queries(queries: torch.Tensor, groups: int) -> torch.Tensor:
-    """Gaze-token queries ``[B, K, T, H, d_h]`` -> ``[B * G, H, g * K, d_h]``: the g frames x K samples of a group
-    become one query block that reads the group's keys (T = G * g)."""
-    batch, samples, frames, heads, head_dim = queries.shape
-    queries = queries.view(batch, samples, groups, frames // groups, heads, head_dim)
-    return queries.permute(0, 2, 4, 3, 1, 5).reshape(batch * groups, heads, frames * samples // groups, head_dim)
+def _group_major(states: torch.Tensor, groups: int) -> torch.Tensor:
+    """Gaze tokens ``[B, K, T, d]`` -> ``[B * G, g * K, d]`` (one copy): the g frames x K samples of a group become
+    one block of rows that reads the group's keys (T = G * g)."""
+    batch, samples, frames, width = states.shape
+    states = states.view(batch, samples, groups, frames // groups, width).permute(0, 2, 3, 1, 4)
+    return states.reshape(batch * groups, frames // groups * samples, width)
 
 
-def _per_group_context_to_tokens(context: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
-    """A per-group context ``[B * G, g * K, H, d_h]`` back to gaze tokens ``[B, K, T, H * d_h]``."""
-    groups = context.shape[0] // batch
-    rows, heads, head_dim = context.shape[1:]
-    context = context.view(batch, groups, rows // samples, samples, heads, head_dim)
-    return context.permute(0, 3, 1, 2, 4, 5).reshape(batch, samples, groups * rows // samples, heads * head_dim)
+def _sample_major(states: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
+    """Per-group rows ``[B * G, g * K, d]`` back to gaze tokens ``[B, K, T, d]`` (a view, no copy)."""
+    rows, width = states.shape[1:]
+    groups = states.shape[0] // batch
+    states = states.view(batch, groups, rows // samples, samples, width).permute(0, 3, 1, 2, 4)
+    return states.reshape(batch, samples, groups * rows // samples, width)
 
 
 def _per_group_weights_to_frames(weights: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
@@ -534,7 +534,7 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
         visual_weights = task_weights = None
 
         # (1) time-aware self-attention over the T frames of each trajectory, RoPE on q and k
-        flat = self.self_attention_norm(hidden_states).reshape(batch * samples, frames, width)
+        flat = self.self_attention_norm(hidden_states).view(batch * samples, frames, width)
         update, self_weights = self.self_attention.self_attention(flat, rotary, self_attention_mask, cache,
                                                                   output_attentions)
         hidden_states = hidden_states + update.view(batch, samples, frames, width)
@@ -573,12 +573,12 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Cross-attention of gaze tokens ``[B, K, T, d]`` to per-group keys/values ``[B, G, H, S, d_h]``; returns
         the update ``[B, K, T, d]`` and the weights ``[B * K, H, T, S]`` (or None)."""
-        batch, samples, frames, _ = normed_states.shape
-        query = attention.q_proj(normed_states).unflatten(-1, (attention.num_heads, attention.head_dim))
-        query = _per_group_queries(query, key.shape[1])
-        context, weights = attention.attention(query, key.flatten(0, 1), value.flatten(0, 1),
+        batch, samples, _, width = normed_states.shape
+        grouped = _group_major(normed_states, key.shape[1])  # the output projection is applied in this order too
+        query = attention.q_proj(grouped).view(*grouped.shape[:2], attention.num_heads, attention.head_dim)
+        context, weights = attention.attention(query.transpose(1, 2), key.flatten(0, 1), value.flatten(0, 1),
                                                output_attentions=output_attentions)
-        update = attention.o_proj(_per_group_context_to_tokens(context, batch, samples))
+        update = _sample_major(attention.o_proj(context.reshape(*grouped.shape[:2], width)), batch, samples)
         if weights is not None:
             weights = _per_group_weights_to_frames(weights, batch, samples).flatten(0, 1)
         return update, weights
