@@ -24,6 +24,11 @@ IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 PREPROCESSOR_CONFIG_NAME = "preprocessor_config.json"
 _RESAMPLE_MODES = ("bilinear", "bicubic")
+HOST_CHUNK_BYTES = 8 * 2**20
+"""On the CPU, frames are converted to float and resized at most this many bytes of floats at a time (fewer than
+``chunk_frames`` frames when they are large): a block this size is reused from the heap, where a larger one is
+mapped fresh, page by page, for every chunk (which cost more than the resize itself at 640x480). Each frame is
+processed on its own either way: the output does not depend on the chunking."""
 
 
 class GazeFlowVideoProcessor:
@@ -96,8 +101,11 @@ class GazeFlowVideoProcessor:
         mean = torch.tensor(self.image_mean, dtype=torch.float32, device=device).view(1, 3, 1, 1)
         std = torch.tensor(self.image_std, dtype=torch.float32, device=device).view(1, 3, 1, 1)
         out = torch.empty((frames.shape[0], 3, self.size, self.size), dtype=torch.float32, device=device)
-        for start in range(0, frames.shape[0], self.chunk_frames):
-            chunk = frames[start:start + self.chunk_frames].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
+        step = self.chunk_frames
+        if device.type == "cpu":  # float working memory per chunk under HOST_CHUNK_BYTES: reused, not page-faulted in
+            step = max(1, min(step, HOST_CHUNK_BYTES // (4 * frames[0].numel())))
+        for start in range(0, frames.shape[0], step):
+            chunk = frames[start:start + step].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
             if chunk.shape[-2:] != (self.size, self.size):
                 chunk = F.interpolate(chunk, size=(self.size, self.size), mode=self.resample, align_corners=False,
                                       antialias=self.antialias)
