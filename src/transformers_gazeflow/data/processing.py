@@ -101,9 +101,7 @@ class GazeFlowVideoProcessor:
         mean = torch.tensor(self.image_mean, dtype=torch.float32, device=device).view(1, 3, 1, 1)
         std = torch.tensor(self.image_std, dtype=torch.float32, device=device).view(1, 3, 1, 1)
         out = torch.empty((frames.shape[0], 3, self.size, self.size), dtype=torch.float32, device=device)
-        step = self.chunk_frames
-        if device.type == "cpu":  # float working memory per chunk under HOST_CHUNK_BYTES: reused, not page-faulted in
-            step = max(1, min(step, HOST_CHUNK_BYTES // (4 * frames[0].numel())))
+        step = self.host_chunk_frames(frames.shape[1:]) if device.type == "cpu" else self.chunk_frames
         for start in range(0, frames.shape[0], step):
             chunk = frames[start:start + step].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
             if chunk.shape[-2:] != (self.size, self.size):
@@ -111,6 +109,12 @@ class GazeFlowVideoProcessor:
                                       antialias=self.antialias)
             out[start:start + chunk.shape[0]] = (chunk - mean) / std
         return out
+
+    def host_chunk_frames(self, frame_shape: tuple[int, ...]) -> int:
+        """Frames of ``frame_shape`` (``[H, W, 3]``) converted and resized at once on the CPU: ``chunk_frames``, fewer
+        when their floats would pass :data:`HOST_CHUNK_BYTES`."""
+        values = int(np.prod(frame_shape[:2])) * 3
+        return max(1, min(self.chunk_frames, HOST_CHUNK_BYTES // (4 * values)))
 
     def __call__(self, videos: Any) -> dict[str, torch.Tensor]:
         """Process a batch of videos into ``{"pixel_values_videos": [B, T, 3, size, size]}``.

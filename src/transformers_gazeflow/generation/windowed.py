@@ -141,12 +141,16 @@ def _no_stage(name: str) -> nullcontext:
 # ---------------------------------------------------------------------------------------------------- frames in
 def process_frames(processor, frames: list[np.ndarray], device: torch.device) -> torch.Tensor:
     """Resize and normalise raw frames ``[H, W, 3]`` uint8 together on ``device``: ``[n, 3, S, S]`` float32, by the
-    processor's :meth:`preprocess` (moved there through pinned memory on CUDA, without waiting)."""
+    processor's :meth:`preprocess` (moved there through pinned memory on CUDA, without waiting). On the host, frames
+    are stacked as few at a time as the processor works on (``host_chunk_frames``): a stack of a whole batch of large
+    frames would be mapped fresh, page by page."""
     if device.type == "cuda":
         batch = torch.empty((len(frames), *frames[0].shape), dtype=torch.uint8, pin_memory=True)
         np.stack(frames, out=batch.numpy())
         return processor.preprocess(batch.to(device, non_blocking=True))
-    return processor.preprocess(np.stack(frames)).to(device)
+    step = processor.host_chunk_frames(frames[0].shape)
+    pieces = [processor.preprocess(np.stack(frames[i:i + step])) for i in range(0, len(frames), step)]
+    return (pieces[0] if len(pieces) == 1 else torch.cat(pieces)).to(device)
 
 
 class _HostCopies:

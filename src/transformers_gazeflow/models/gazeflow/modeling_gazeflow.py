@@ -58,6 +58,8 @@ from .modeling_gazeflow_layers import (
     GazeFlowRotaryEmbedding,
     GazeFlowSinusoidalMLP,
     causal_attention_mask,
+    embed_gaze,
+    flow_time_tensor,
     init_standard_weights,
 )
 from .modeling_gazeflow_objectives import grounding_loss, objective_loss
@@ -96,8 +98,8 @@ class GazeFlowVelocityNetwork(nn.Module):
     def forward(self, sample: torch.Tensor, flow_time: torch.Tensor | None, self_condition: torch.Tensor,
                 condition: GazeFlowCondition, positions: torch.Tensor | None = None,
                 caches: list[GazeFlowKeyValueCache] | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False,
-                time_embedding: torch.Tensor | None = None) -> torch.Tensor | GazeFlowVelocityOutput:
+                output_hidden_states: bool = False, time_embedding: torch.Tensor | None = None,
+                ) -> torch.Tensor | GazeFlowVelocityOutput:
         """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns the velocity
         ``[B, K, T, 2]``, or a :class:`GazeFlowVelocityOutput` with ``output_attentions`` / ``output_hidden_states``.
 
@@ -106,13 +108,14 @@ class GazeFlowVelocityNetwork(nn.Module):
         reference the causal streamer's static step (``modeling_gazeflow_streaming``, ring caches) is tested against.
         Given ``positions``, the caller checks them against a learned position table: reading their values here would
         wait for the device at every call.
-        ``time_embedding``: E_time(s) ``[B, K, d]`` already computed by :meth:`embed_time` (a sampler visits the
-        same S times in every window); ``flow_time`` is then not read.
+        ``time_embedding``: E_time(s) ``[B, K, d]`` already computed (a sampler visits the same S times in every
+        window); ``flow_time`` is then not read.
         """
         batch, samples, frames, _ = sample.shape
         if time_embedding is None:
-            time_embedding = self.embed_time(flow_time)
-        hidden = self.embed_gaze(sample, self_condition) + time_embedding.unsqueeze(2)
+            time_embedding = self.time_embedding(flow_time)
+        hidden = (embed_gaze(self.coordinate_embedding, self.self_condition_embedding, sample, self_condition)
+                  + time_embedding.unsqueeze(2))
         if self.frame_position is not None and positions is None and not torch.compiler.is_compiling():
             self.frame_position.check_last_position(frames - 1)  # a Python int: no device read
         if self.frame_position is not None:
@@ -149,20 +152,6 @@ class GazeFlowVelocityNetwork(nn.Module):
         return GazeFlowVelocityOutput(
             velocity=velocity, hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
             attentions=self_weights, visual_cross_attentions=visual_weights, task_cross_attentions=task_weights)
-
-    def embed_time(self, flow_time: torch.Tensor) -> torch.Tensor:
-        """E_time(s): ``flow_time [B, K]`` -> ``[B, K, d]``."""
-        return self.time_embedding(flow_time)
-
-    def embed_gaze(self, sample: torch.Tensor, self_condition: torch.Tensor) -> torch.Tensor:
-        """E_coord(x_s) + E_self(x1_hat) ``[B, K, T, d]``: the sinusoidal features of both come from one pass over
-        the four coordinates (the two embeddings share their scale and frequencies), each then through its own MLP."""
-        coordinate, self_conditioning = self.coordinate_embedding, self.self_condition_embedding
-        if coordinate.scale != self_conditioning.scale or coordinate.feature_size != self_conditioning.feature_size:
-            return coordinate(sample) + self_conditioning(self_condition)
-        features = coordinate.features(torch.cat([sample, self_condition], dim=-1))
-        width = coordinate.feature_size
-        return coordinate.project(features[..., :width]) + self_conditioning.project(features[..., width:])
 
 
 # ---------------------------------------------------------------------------------------------------- model
@@ -434,8 +423,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         ``output_attentions`` / ``output_hidden_states`` a :class:`GazeFlowVelocityOutput` holding every block's
         gaze self-attention ``[B * K, H, T, T]``, visual cross-attention ``[B * K, H, T, N]``, task
         cross-attention ``[B * K, H, T, M + 1]`` and gaze tokens ``[B, K, T, d]`` at this flow time (weights need
-        ``attn_implementation="eager"``). ``time_embedding``: E_time(s) ``[B, K, d]`` when the caller already has it
-        (:meth:`embed_flow_time`; the sampler computes each of its S times once)."""
+        ``attn_implementation="eager"``). ``time_embedding``: E_time(s) ``[B, K, d]`` (:meth:`embed_flow_time`)."""
         batch, samples, frames, _ = sample.shape
         if batch != condition.batch_size or frames != condition.num_frames:
             raise ValueError(
@@ -444,7 +432,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 f"{condition.num_frames}, 2])"
             )
         if time_embedding is None:
-            flow_time = self.flow_time_tensor(flow_time, batch, samples, sample.device)
+            flow_time = flow_time_tensor(flow_time, batch, samples, sample.device)
         if self_condition is None:
             self_condition = torch.zeros_like(sample)
         # Dynamo cannot trace a ContextVar: under torch.compile the loss's call is not recorded (eager forward is)
@@ -461,19 +449,11 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             return output
         return output.velocity
 
-    @staticmethod
-    def flow_time_tensor(flow_time: torch.Tensor | float, batch: int, samples: int,
-                         device: torch.device) -> torch.Tensor:
-        """The flow time as the network reads it: ``[B, K]`` float32 on ``device``."""
-        if not torch.is_tensor(flow_time):  # filled on the device: torch.tensor(s, device=...) would be a blocking copy
-            flow_time = torch.full((), float(flow_time), device=device)
-        return flow_time.to(device=device, dtype=torch.float32).expand(batch, samples)
-
     def embed_flow_time(self, flow_time: torch.Tensor | float, batch: int, samples: int,
                         device: torch.device) -> torch.Tensor:
         """E_time(s) ``[B, K, d]`` exactly as :meth:`velocity` computes it for ``flow_time`` (a float or ``[B, K]``),
         for callers that evaluate the network at the same time many times."""
-        return self.velocity_network.embed_time(self.flow_time_tensor(flow_time, batch, samples, device))
+        return self.velocity_network.time_embedding(flow_time_tensor(flow_time, batch, samples, device))
 
     # ------------------------------------------------------------------ training
     def forward(

@@ -118,6 +118,24 @@ class GazeFlowSinusoidalMLP(nn.Module):
         return self.project(self.features(values))
 
 
+def embed_gaze(coordinate: GazeFlowSinusoidalMLP, self_conditioning: GazeFlowSinusoidalMLP, sample: torch.Tensor,
+               self_condition: torch.Tensor) -> torch.Tensor:
+    """E_coord(x_s) + E_self(x1_hat) ``[..., T, d]``: when the two embeddings share their scale and frequencies, the
+    sinusoidal features of both come from one pass over the four coordinates, each then through its own MLP."""
+    if coordinate.scale != self_conditioning.scale or coordinate.feature_size != self_conditioning.feature_size:
+        return coordinate(sample) + self_conditioning(self_condition)
+    features = coordinate.features(torch.cat([sample, self_condition], dim=-1))
+    width = coordinate.feature_size
+    return coordinate.project(features[..., :width]) + self_conditioning.project(features[..., width:])
+
+
+def flow_time_tensor(flow_time: torch.Tensor | float, batch: int, samples: int, device: torch.device) -> torch.Tensor:
+    """The flow time s as the network reads it: ``[B, K]`` float32 on ``device``."""
+    if not torch.is_tensor(flow_time):  # filled on the device: torch.tensor(s, device=...) would be a blocking copy
+        flow_time = torch.full((), float(flow_time), device=device)
+    return flow_time.to(device=device, dtype=torch.float32).expand(batch, samples)
+
+
 class GazeFlowRotaryEmbedding(nn.Module):
     """1D rotary position embedding over the frame index p (paper Appendix C.2), the default frame position.
 
@@ -590,6 +608,8 @@ __all__ = [
     "sinusoidal_embedding",
     "sincos_2d_position_encoding",
     "GazeFlowSinusoidalMLP",
+    "embed_gaze",
+    "flow_time_tensor",
     "GazeFlowRotaryEmbedding",
     "apply_rotary",
     "additive_attention_mask",
