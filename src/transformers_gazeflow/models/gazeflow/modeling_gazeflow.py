@@ -108,8 +108,7 @@ class GazeFlowVelocityNetwork(nn.Module):
         reference the causal streamer's static step (``modeling_gazeflow_streaming``, ring caches) is tested against.
         Given ``positions``, the caller checks them against a learned position table: reading their values here would
         wait for the device at every call.
-        ``time_embedding``: E_time(s) ``[B, K, d]`` already computed (a sampler visits the same S times in every
-        window); ``flow_time`` is then not read.
+        ``time_embedding``: E_time(s) ``[B, K, d]`` computed already (``flow_time`` is then not read).
         """
         batch, samples, frames, _ = sample.shape
         if time_embedding is None:
