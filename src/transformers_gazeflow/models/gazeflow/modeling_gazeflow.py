@@ -124,7 +124,7 @@ class GazeFlowVelocityNetwork(nn.Module):
             hidden = self.task_concat(hidden, condition.task_tokens, condition.frames_per_group)
         rotary_cos, rotary_sin = None, None
         if self.rotary_embedding is not None:
-            rotary_cos, rotary_sin = self.rotary_embedding(positions) if positions is not None \
+            rotary_cos, rotary_sin = self.rotary_embedding.signed(positions) if positions is not None \
                 else self.rotary_embedding.table(frames, sample.device)
         mask = causal_attention_mask(frames, sample.device) if self.causal and caches is None else None
 

@@ -39,7 +39,7 @@ from .modeling_gazeflow_causal import causal_task_bank
 from .modeling_gazeflow_layers import (
     GazeFlowAttention,
     GazeFlowMLP,
-    apply_rotary,
+    apply_signed_rotary,
     init_standard_weights,
     mark_lora_factors,
     sincos_2d_position_encoding,
@@ -227,7 +227,7 @@ def _vjepa2_rope_tables(attention, tokens: int, dtype: torch.dtype,
     """Cosines and signed sines ``[tokens, d_h]`` of V-JEPA 2's 3D RoPE over the head: its depth, height and width
     sections as ``rotate_queries_or_keys`` computes them (in the activations' dtype, its sections' layout), the rest
     of the head left unrotated (cosine 1, sine 0). The sine is negated on each pair's first channel, as
-    ``modeling_gazeflow_layers.apply_rotary`` reads it."""
+    ``modeling_gazeflow_layers.apply_signed_rotary`` reads it."""
     positions = attention.get_position_ids(torch.empty(1, tokens, 0, device=device))
     cosines, sines = [], []
     for position, width in zip(positions, (attention.d_dim, attention.h_dim, attention.w_dim)):
@@ -261,7 +261,7 @@ class GazeFlowFusedRopeAttention(VJEPA2RopeAttention):
         projected = F.linear(hidden_states, weight, bias).view(batch, tokens, 3, self.num_attention_heads,
                                                                 self.attention_head_size).permute(2, 0, 3, 1, 4)
         cos, signed_sin = self._rope_tables(tokens, projected.dtype, projected.device)
-        query_key = apply_rotary(projected[:2], cos, signed_sin)
+        query_key = apply_signed_rotary(projected[:2], cos, signed_sin)
         attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
                                                                     vjepa2_eager_attention_forward)
         context, weights = attention_interface(self, query_key[0], query_key[1], projected[2], None,
