@@ -200,17 +200,37 @@ def test_time_embeddings_are_computed_once_per_flow_time_and_change_nothing(solv
     noise = draw_noise((1, 3, 8, 2), torch.Generator().manual_seed(0), torch.device("cpu"))
     settings = SamplingSettings.resolve(model.config, num_samples=3, num_steps=4, solver=solver)
     with torch.no_grad():
-        plain = model.velocity_network
         calls = []
-        original = plain.embed_time
-        plain.embed_time = lambda flow_time: calls.append(1) or original(flow_time)
+        hook = model.velocity_network.time_embedding.register_forward_hook(lambda *_: calls.append(1))
         sampler = WindowSampler(model, settings)
         condition = model.build_condition(tokens, 8)
         first = sampler(condition, noise)
         second = sampler(condition, noise)
-        plain.embed_time = original
+        hook.remove()
         expected = sample_window(model, tokens, 8, noise, 4, solver, use_condition_cache=False)
     assert isinstance(sampler.time_embeddings, TimeEmbeddings)
     assert len(calls) == (4 if solver == "euler" else 5)  # the distinct flow times (Heun: s_0..s_4), once per run
     assert torch.equal(first, second)
     torch.testing.assert_close(first, expected, rtol=0, atol=1e-5)  # the plain reference path
+
+
+def test_frames_checked_and_processed_in_the_reading_thread_feed_the_stream_unchanged(tiny_model_dir):  # noqa: F811
+    """On the CPU the reading thread also checks and processes the frames (FramePreparer): the stream gives what it
+    gives from raw frames, and a bad frame is still a one-line error naming it."""
+    from transformers_gazeflow.generation.windowed import FramePreparer, stream_gaze
+
+    gaze = GazeFlowPipeline(model=load_model(tiny_model_dir), device="cpu")
+    video = random_video(29, seed=6)
+    settings = SamplingSettings.resolve(gaze.model.config, num_samples=2, num_steps=2)
+
+    def run(frames):
+        chunks = stream_gaze(gaze.model, gaze.video_processor, frames, settings,
+                             generator=torch.Generator().manual_seed(0), window_batch_size=2)
+        return np.concatenate([chunk.trajectories for chunk in chunks], axis=1)
+
+    prepared = BackgroundFrames(iter(video), chunk=5, transform=FramePreparer(gaze.video_processor))
+    # (chunks of 5 frames can make a batch of 3 windows ready at once: equal up to float rounding)
+    np.testing.assert_allclose(run(prepared), run(iter(video)), rtol=0, atol=1e-6)
+    bad = [*video[:7], video[7, :10], *video[8:]]
+    with pytest.raises(ValueError, match="frame 7 is 10x48 but the video's frames are 64x48"):
+        run(BackgroundFrames(iter(bad), chunk=3, transform=FramePreparer(gaze.video_processor)))

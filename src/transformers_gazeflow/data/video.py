@@ -16,7 +16,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -191,19 +191,22 @@ class BackgroundFrames:
     ``capacity`` frames ahead of the consumer, handed over ``chunk`` frames at a time: decoding then runs beside the
     model instead of in series with it (PyAV releases the GIL while FFmpeg decodes, with FFmpeg's own threads).
 
-    Iterating yields the frames in order; an error raised while reading is raised again in the consumer, with its
-    traceback. Stopping early (``close()``, or the consuming generator being closed) stops the thread, which closes
-    the source (and so its file) itself. ``read_s``: seconds the thread spent reading frames; ``wait_s``: seconds
-    the consumer waited for them (both read after the iteration).
+    Iterating yields the frames in order (or, with ``transform``, the items ``transform(chunk)`` returns for each
+    chunk of frames, computed in the thread too); an error raised while reading is raised again in the consumer,
+    with its traceback. Stopping early (``close()``, or the consuming generator being closed) stops the thread,
+    which closes the source (and so its file) itself. ``read_s``: seconds the thread spent reading frames;
+    ``wait_s``: seconds the consumer waited for them (both read after the iteration).
     """
 
     _END = object()
 
-    def __init__(self, frames: Iterable, capacity: int = 64, chunk: int = 8) -> None:
+    def __init__(self, frames: Iterable, capacity: int = 64, chunk: int = 8,
+                 transform: Callable[[list], list] | None = None) -> None:
         if capacity < 1 or chunk < 1:
             raise ValueError(f"capacity and chunk must be >= 1, got {capacity} and {chunk}")
         self._frames = frames
         self._chunk = chunk
+        self._transform = transform
         self._queue: queue.Queue = queue.Queue(maxsize=max(1, capacity // chunk))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, name="gazeflow-decode", daemon=True)
@@ -219,6 +222,9 @@ class BackgroundFrames:
                 continue
         return False
 
+    def _deliver(self, chunk: list) -> bool:
+        return self._put(self._transform(chunk) if self._transform is not None else chunk)
+
     def _read(self) -> None:
         iterator = iter(self._frames)
         chunk: list = []
@@ -231,16 +237,21 @@ class BackgroundFrames:
                     break
                 chunk.append(frame)
                 if len(chunk) == self._chunk:
-                    if not self._put(chunk):
+                    full, chunk = chunk, []
+                    if not self._deliver(full):
                         return
-                    chunk = []
             if chunk:
-                self._put(chunk)
+                full, chunk = chunk, []
+                self._deliver(full)
             self._put(self._END)
         except BaseException as err:  # handed to the consumer after the frames read before it, raised there
-            if chunk and not self._put(chunk):
-                return
-            self._put(err)
+            failure = err
+            try:
+                delivered = not chunk or self._deliver(chunk)
+            except BaseException as earlier:  # the transform failed on one of those frames: that error first
+                delivered, failure = True, earlier
+            if delivered:
+                self._put(failure)
         finally:
             close = getattr(iterator, "close", None)
             if close is not None:

@@ -153,6 +153,35 @@ def process_frames(processor, frames: list[np.ndarray], device: torch.device) ->
     return (pieces[0] if len(pieces) == 1 else torch.cat(pieces)).to(device)
 
 
+@dataclass
+class PreparedFrames:
+    """Consecutive frames checked and processed ahead of the stream (by :class:`FramePreparer`, e.g. in the reading
+    thread): the raw RGB frames and their processed form ``[n, 3, S, S]`` on the host."""
+
+    raw: list[np.ndarray]
+    processed: torch.Tensor
+
+
+class FramePreparer:
+    """Checks (:func:`as_rgb_frame`, counting frames across calls) and processes chunks of raw frames on the host,
+    for a reading thread to run beside the model (``data.video.BackgroundFrames(..., transform=FramePreparer(p))``);
+    :func:`stream_gaze` takes the :class:`PreparedFrames` it returns in place of raw frames."""
+
+    def __init__(self, processor) -> None:
+        self.processor = processor
+        self.count = 0
+        self.size: tuple[int, int] | None = None
+
+    def __call__(self, chunk: list) -> list[PreparedFrames]:
+        frames = []
+        for frame in chunk:
+            frame = as_rgb_frame(frame, self.count, self.size)
+            self.size = frame.shape[:2]
+            self.count += 1
+            frames.append(frame)
+        return [PreparedFrames(frames, process_frames(self.processor, frames, torch.device("cpu")))]
+
+
 class _HostCopies:
     """Finished frames on their way to the host: on CUDA each piece is copied into pinned memory by a non-blocking
     copy, and handed out once the copy has completed (or, when ``depth`` pieces wait, once the oldest has), so the
@@ -260,20 +289,25 @@ def _chunks(ready: Iterator[tuple], raw: deque | None) -> Iterator[GazeChunk]:
 
 def _window_batches(model: GazeFlowModel, processor, frames: Iterable, batch_size: int, device: torch.device,
                     stage: Stage, raw: deque | None) -> Iterator[list[Window]]:
-    """Batches of ready windows ``(start, processed frames [1, n, 3, S, S])`` from a stream of raw frames."""
+    """Batches of ready windows ``(start, processed frames [1, n, 3, S, S])`` from a stream of raw frames (or of
+    :class:`PreparedFrames`)."""
     window, stride = model.config.num_frames, model.config.window_stride
     processed = None  # processed frames [buffer_start, buffer_start + len), on the device
     buffer_start, count, next_regular = 0, 0, 0
-    unprocessed: list[np.ndarray] = []  # raw frames [buffer_start + len(processed), count)
+    unprocessed: list[np.ndarray] = []  # raw frames [buffer_start + len(processed), count), to process
+    prepared: list[torch.Tensor] = []  # or those frames already processed on the host
     ready: list[int] = []
     size: tuple[int, int] | None = None
 
     def run(starts: list[int], end: int) -> list[Window]:
         nonlocal processed, buffer_start
-        with stage("preprocess"):
-            new = process_frames(processor, unprocessed, device)
-            processed = new if processed is None else torch.cat([processed, new])
+        if unprocessed or prepared:  # (the last batch may have no new frame)
+            with stage("preprocess"):
+                new = process_frames(processor, unprocessed, device) if unprocessed else \
+                    torch.cat(prepared).to(device, non_blocking=True)
+                processed = new if processed is None else torch.cat([processed, new])
         unprocessed.clear()
+        prepared.clear()
         batch = [(start, processed[start - buffer_start:min(start + window, end) - buffer_start][None])
                  for start in starts]
         # later windows start after the batch's last one: earlier processed frames are never read again
@@ -281,22 +315,28 @@ def _window_batches(model: GazeFlowModel, processor, frames: Iterable, batch_siz
         processed, buffer_start = processed[drop:], buffer_start + drop
         return batch
 
-    for frame in frames:
-        frame = as_rgb_frame(frame, count, size)
-        size = frame.shape[:2]
-        unprocessed.append(frame)
-        if raw is not None:
-            raw.append(frame)
-        count += 1
-        if count == next_regular + window + 1:  # frame next_regular + W exists: that window is not the last one
-            ready.append(next_regular)
-            next_regular += stride
-            if len(ready) == batch_size:
-                yield run(ready, count)
-                ready = []
+    for item in frames:
+        if isinstance(item, PreparedFrames):  # checked and processed already
+            new_frames = item.raw
+            prepared.append(item.processed)
+        else:
+            new_frames = [as_rgb_frame(item, count, size)]
+            size = new_frames[0].shape[:2]
+            unprocessed.extend(new_frames)
+        for frame in new_frames:
+            if raw is not None:
+                raw.append(frame)
+            count += 1
+            if count == next_regular + window + 1:  # frame next_regular + W exists: that window is not the last one
+                ready.append(next_regular)
+                next_regular += stride
+        if len(ready) >= batch_size:  # (a chunk of prepared frames can make several windows ready at once)
+            yield run(ready, count)
+            ready = []
     if count == 0:
         raise ValueError("the video has no frames to predict on")
     yield run([*ready, max(0, count - window)], count)
 
 
-__all__ = ["GazeChunk", "StageClock", "as_rgb_frame", "process_frames", "stream_gaze", "DEFAULT_WINDOW_BATCH_SIZE"]
+__all__ = ["GazeChunk", "StageClock", "PreparedFrames", "FramePreparer", "as_rgb_frame", "process_frames",
+           "stream_gaze", "DEFAULT_WINDOW_BATCH_SIZE"]

@@ -39,7 +39,7 @@ from ..gaze.events import EventSettings, GazeEvents, detect_events
 from ..gaze.uncertainty import GazeUncertainty, describe_uncertainty
 from ..gaze.wearer import WearerCalibration
 from ..generation.inference import prepare_for_inference, resolve_inference_dtype, window_sampler
-from ..generation.windowed import DEFAULT_WINDOW_BATCH_SIZE, GazeChunk, StageClock, stream_gaze
+from ..generation.windowed import DEFAULT_WINDOW_BATCH_SIZE, FramePreparer, GazeChunk, StageClock, stream_gaze
 from ..hub.model_folders import (
     ModelFolderError,
     check_finite_weights,
@@ -379,8 +379,9 @@ class GazeFlowPipeline(Pipeline):
         ``settings``: K, S, the solver and the window mode (``SamplingSettings``; None: the model's defaults). A
         frame range runs the windows of the whole video's grid that cover it (``windows.plan_windows``), so a
         frame's prediction does not depend on the range's ends. Frames are read in a background thread
-        (``decode_in_thread``) and windows run ``window_batch_size`` at a time; ``clock`` (a ``StageClock``)
-        collects the time of each stage (decode: the reading thread's time)."""
+        (``decode_in_thread``; on the CPU the thread also checks and processes them) and windows run
+        ``window_batch_size`` at a time; ``clock`` (a ``StageClock``) collects the time of each stage (decode: the
+        reading thread's time, processing included on the CPU)."""
         generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         plan = None
         if source.total_frames is not None and source.expected_frames is not None:
@@ -389,7 +390,11 @@ class GazeFlowPipeline(Pipeline):
                                 source.start_frame + source.expected_frames)
         frames = _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start,
                                                                               plan.decode_stop)
-        reader = BackgroundFrames(frames) if self.decode_in_thread else _TimedFrames(frames)
+        if self.decode_in_thread:  # on the CPU the thread also checks and processes the frames, beside the model
+            host = self.device.type == "cpu"
+            reader = BackgroundFrames(frames, transform=FramePreparer(self.video_processor) if host else None)
+        else:
+            reader = _TimedFrames(frames)
         settings = settings if settings is not None else SamplingSettings.resolve(self.model.config)
         sampler = self.window_sampler(settings)
         started = time.perf_counter()
