@@ -232,5 +232,5 @@ def test_frames_checked_and_processed_in_the_reading_thread_feed_the_stream_unch
     # (chunks of 5 frames can make a batch of 3 windows ready at once: equal up to float rounding)
     np.testing.assert_allclose(run(prepared), run(iter(video)), rtol=0, atol=1e-6)
     bad = [*video[:7], video[7, :10], *video[8:]]
-    with pytest.raises(ValueError, match="frame 7 is 10x48 but the video's frames are 64x48"):
+    with pytest.raises(ValueError, match="frame 7 is 64x10 but the video.s frames are 64x48"):
         run(BackgroundFrames(iter(bad), chunk=3, transform=FramePreparer(gaze.video_processor)))
