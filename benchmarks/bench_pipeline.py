@@ -369,13 +369,14 @@ def decode_ratio(args, work: Path) -> dict:
                 count = predictors[name].predict(video, work / f"ratio_{name}", options)["frames"]
             times[name].append(1000 * (time.perf_counter() - started) / count)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    print(f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, bundled model, torch threads "
+    print(f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
           f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})")
     print("| path | ms / frame | / decoding alone |")
     print("| --- | ---: | ---: |")
     for name, value in medians.items():
         print(f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x |")
-    return {"benchmark": "pipeline-decode-ratio", "size": args.ratio_size, "frames": args.ratio_frames,
+    return {"benchmark": "pipeline-decode-ratio", "model": args.model or "bundled", "size": args.ratio_size,
+            "frames": args.ratio_frames,
             "threads": torch.get_num_threads(), "ms_per_frame": medians, "runs_ms_per_frame": times,
             "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in PATHS}}
 
