@@ -98,8 +98,7 @@ class GazeFlowVideoProcessor:
         """Resize and normalise one video: uint8 ``[T, H, W, 3]`` -> float32 ``[T, 3, size, size]``."""
         frames = self._as_video_tensor(video, "video")
         device = frames.device  # a tensor on an accelerator is processed there
-        mean = torch.tensor(self.image_mean, dtype=torch.float32, device=device).view(1, 3, 1, 1)
-        std = torch.tensor(self.image_std, dtype=torch.float32, device=device).view(1, 3, 1, 1)
+        mean, std = self._normalisation(device)
         out = torch.empty((frames.shape[0], 3, self.size, self.size), dtype=torch.float32, device=device)
         step = self.host_chunk_frames(frames.shape[1:]) if device.type == "cpu" else self.chunk_frames
         for start in range(0, frames.shape[0], step):
@@ -109,6 +108,17 @@ class GazeFlowVideoProcessor:
                                       antialias=self.antialias)
             out[start:start + chunk.shape[0]] = (chunk - mean) / std
         return out
+
+    def _normalisation(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean and std ``[1, 3, 1, 1]`` on ``device``, made once per device: ``torch.tensor(..., device=cuda)``
+        is a copy from the host that waits for the device, which a stream processing frames on every batch must
+        not do."""
+        key = (str(device), tuple(self.image_mean), tuple(self.image_std))
+        cached = self.__dict__.setdefault("_normalisation_cache", {})
+        if key not in cached:
+            cached[key] = tuple(torch.tensor(values, dtype=torch.float32).view(1, 3, 1, 1).to(device)
+                                for values in (self.image_mean, self.image_std))
+        return cached[key]
 
     def host_chunk_frames(self, frame_shape: tuple[int, ...]) -> int:
         """Frames of ``frame_shape`` (``[H, W, 3]``) converted and resized at once on the CPU: ``chunk_frames``, fewer
