@@ -179,6 +179,12 @@ def _add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     add_overlay_arguments(parser)
     add_readout_arguments(parser)
     add_runtime_arguments(parser)
+    group = parser.add_argument_group("speed")
+    group.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
+                       help="dtype of the weights (default auto: bfloat16 on CUDA, float32 on CPU)")
+    group.add_argument("--compile", action="store_true",
+                       help="torch.compile the velocity network (on CUDA each window's sampling steps are replayed "
+                            "as a CUDA graph either way, where that is faster)")
 
 
 def _add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -313,7 +319,8 @@ def run_predict(args: argparse.Namespace) -> int:
         open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)  # a bad video: now
         from .predict import GazePredictor
 
-        summary = GazePredictor(args.model, device=device).predict(videos[0], output_dir, _predict_options(args))
+        predictor = GazePredictor(args.model, device=device, dtype=args.dtype, compile=args.compile)
+        summary = predictor.predict(videos[0], output_dir, _predict_options(args))
         _report(summary)
         return 0
     from .predict import run_batch
@@ -321,7 +328,8 @@ def run_predict(args: argparse.Namespace) -> int:
     jobs = shard.take([(order, video, folder) for order, (video, folder)
                        in enumerate(zip(videos, output_folders(videos, output_dir)))])
     rows, index = run_batch(jobs, output_dir, _predict_options(args, quiet=args.quiet or shard.world > 1),
-                            model=args.model, device=device, shard=shard, resume=args.resume)
+                            model=args.model, device=device, shard=shard, resume=args.resume, dtype=args.dtype,
+                            compile=args.compile)
     if worker:  # the process that started this one reports
         return EXIT_INPUT if any(row["status"] == "failed" for row in rows) else 0
     return _batch_status(rows, index, output_dir, shard.world)

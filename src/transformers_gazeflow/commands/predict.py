@@ -45,6 +45,7 @@ import numpy as np
 from ..data.gaze_types import OFF_FRAME, valid_mask
 from ..gaze.events import EventSettings
 from ..gaze.wearer import WearerCalibration
+from ..generation.windowed import StageClock
 from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
@@ -121,6 +122,14 @@ class GroundTruth:
         return valid_mask(codes) & (codes != OFF_FRAME)
 
 
+STAGES_MEASURED = (
+    "decode: the reading thread's time in PyAV (beside the model); wait_for_frames: the time the model's loop waited "
+    "for frames (decoding was the bottleneck for that long); preprocess, encode, sample: on CUDA the time between "
+    "CUDA events recorded around each stage on the stream without waiting (read once at the end), elsewhere the "
+    "stage's wall time; write: gaze.csv and handing frames to the overlay thread; stream: the whole stream's wall "
+    "time. Stages overlap, so they do not add up to predict_s")
+"""How ``summary.json``'s ``timings.stages_s`` are measured (written next to them)."""
+
 HEATMAP_BOX_SIGMAS = 3.5
 """The heatmap is rendered on the samples' box widened by this many sigma: beyond it no pixel reaches the 2% of
 the map's peak below which the overlay draws nothing (``outputs.overlay.HEATMAP_CUTOFF``)."""
@@ -167,10 +176,12 @@ def _progress(total: int | None, quiet: bool, description: str):
 class GazePredictor:
     """A GazeFlow model loaded once for inference (``model``: a folder or Hub id; None: the bundled default)."""
 
-    def __init__(self, model: str | os.PathLike | None = None, device: str | None = None) -> None:
+    def __init__(self, model: str | os.PathLike | None = None, device: str | None = None, dtype: str = "auto",
+                 compile: bool = False, **pipeline_options: Any) -> None:
         started = time.perf_counter()
         self.location = resolve_model(model)
-        self.pipe = GazeFlowPipeline(model=load_model(self.location), device=device)
+        self.pipe = GazeFlowPipeline(model=load_model(self.location), device=device, dtype=dtype, compile=compile,
+                                     **pipeline_options)
         self.load_s = time.perf_counter() - started
 
     @classmethod
@@ -228,6 +239,7 @@ class GazePredictor:
         renderer = OverlayRenderer(trail=options.trail)
         scored = truth.scored() if truth is not None else None
         frames_done, point_sum, finished = 0, np.zeros(2), False
+        clock, write_s = StageClock(self.pipe.device), 0.0
         started = time.perf_counter()
         def draw(item: tuple) -> np.ndarray:  # runs in the writer's thread, in frame order
             frame, samples, point, shown, region = item
@@ -240,7 +252,8 @@ class GazePredictor:
             with self._readout_files(source, settings, options, partial, truth) as csv_writer, \
                     _progress(source.expected_frames, options.quiet, source.video_id) as bar:
                 for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
-                                                     keep_frames=writer is not None):
+                                                     keep_frames=writer is not None, clock=clock):
+                    writing = time.perf_counter()
                     chunk = corrected_chunk(chunk, calibration)
                     first = source.start_frame + chunk.start
                     region90 = csv_writer.write(first, chunk.trajectories).region(0.9)
@@ -254,6 +267,7 @@ class GazePredictor:
                             shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
                                      else None)
                             writer.write((frame, chunk.trajectories[:, i], points[i], shown, region90[i]))
+                    write_s += time.perf_counter() - writing
                     if on_chunk is not None:
                         on_chunk(chunk, frames_done, source.expected_frames or frames_done)
                 readouts = csv_writer.close()
@@ -270,6 +284,7 @@ class GazePredictor:
             summary = {
                 "video": source.name, "video_id": source.video_id, "model": self.location,
                 **settings.to_dict(), "seed": options.seed, "device": str(self.pipe.device),
+                "dtype": str(self.pipe.inference_dtype).removeprefix("torch."),
                 "fps": source.fps, "width": source.width, "height": source.height,
                 "start_frame": source.start_frame, "frames": frames_done,
                 "point_estimate": "per-frame mean of the K samples",
@@ -278,7 +293,9 @@ class GazePredictor:
                 "heatmap_sigma": describe_sigma(options),
                 **readout_summary(readouts, options, calibration), "outputs": outputs,
                 "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predicted - started, 3),
-                            "ms_per_frame": round(1000.0 * (predicted - started) / max(frames_done, 1), 2)},
+                            "ms_per_frame": round(1000.0 * (predicted - started) / max(frames_done, 1), 2),
+                            "stages_s": {**clock.totals(), "write": round(write_s, 4)},
+                            "stages_measured": STAGES_MEASURED},
             }
             write_summary(final["summary"], summary)
             finished = True
@@ -330,7 +347,8 @@ def is_video_error(err: BaseException) -> bool:
 
 def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: PredictOptions,
               model: str | os.PathLike | None = None, device: str | None = None, shard: Shard | None = None,
-              resume: bool = False, say=print) -> tuple[list[dict[str, Any]], Path | None]:
+              resume: bool = False, say=print, dtype: str = "auto",
+              compile: bool = False) -> tuple[list[dict[str, Any]], Path | None]:
     """Predict each ``(order, video, folder)`` of this process's share; a video that fails is recorded and the run
     goes on. With ``resume``, a video whose folder already holds its finished prediction is skipped. The model is
     loaded once, and only when some video needs it (a model that cannot be loaded stops the run before anything is
@@ -338,7 +356,8 @@ def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: Pre
     (:class:`~transformers_gazeflow.commands.batch.IndexPart`)."""
     shard = shard if shard is not None else Shard()
     done = {order: finished_summary(folder, video) if resume else None for order, video, folder in jobs}
-    predictor = GazePredictor(model, device=device) if any(summary is None for summary in done.values()) else None
+    needed = any(summary is None for summary in done.values())
+    predictor = GazePredictor(model, device=device, dtype=dtype, compile=compile) if needed else None
     make_output_dir(output_dir)
     part = IndexPart(output_dir, shard)
     tag = f"[rank {shard.rank}] " if shard.world > 1 else ""
@@ -364,10 +383,10 @@ def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: Pre
 
 
 def predict_video(video: str | os.PathLike, output_dir: str | os.PathLike, model: str | None = None,
-                  device: str | None = None, **options: Any) -> dict[str, Any]:
+                  device: str | None = None, dtype: str = "auto", **options: Any) -> dict[str, Any]:
     """Load a model and predict one video into ``output_dir`` (``options``: the fields of :class:`PredictOptions`).
     Returns the summary."""
-    return GazePredictor(model, device=device).predict(video, output_dir, PredictOptions(**options))
+    return GazePredictor(model, device=device, dtype=dtype).predict(video, output_dir, PredictOptions(**options))
 
 
 __all__ = ["OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "PredictOptions", "GroundTruth", "GazePredictor", "RunCancelled",

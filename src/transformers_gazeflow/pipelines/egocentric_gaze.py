@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -33,12 +34,12 @@ import numpy as np
 import torch
 from transformers import Pipeline
 
-from ..data.video import VideoDecodeError, iter_frames, probe_video
+from ..data.video import BackgroundFrames, VideoDecodeError, iter_frames, probe_video
 from ..gaze.events import EventSettings, GazeEvents, detect_events
 from ..gaze.uncertainty import GazeUncertainty, describe_uncertainty
 from ..gaze.wearer import WearerCalibration
-from ..generation.inference import prepare_for_inference
-from ..generation.windowed import GazeChunk, stream_gaze
+from ..generation.inference import prepare_for_inference, resolve_inference_dtype, window_sampler
+from ..generation.windowed import DEFAULT_WINDOW_BATCH_SIZE, FramePreparer, GazeChunk, StageClock, stream_gaze
 from ..hub.model_folders import (
     ModelFolderError,
     check_finite_weights,
@@ -235,6 +236,27 @@ def _checked_frames(source: VideoSource, first: int | None = None, stop: int | N
         logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
 
 
+class _TimedFrames:
+    """Frames read in the consumer's loop (no thread), timing the reads as :class:`BackgroundFrames` does."""
+
+    def __init__(self, frames: Iterator[np.ndarray]) -> None:
+        self.frames, self.read_s, self.wait_s = frames, 0.0, 0.0
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        while True:
+            started = time.perf_counter()
+            frame = next(self.frames, None)
+            elapsed = time.perf_counter() - started
+            self.read_s += elapsed
+            self.wait_s += elapsed
+            if frame is None:
+                return
+            yield frame
+
+    def close(self) -> None:
+        self.frames.close()
+
+
 class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
@@ -254,9 +276,17 @@ class GazeFlowPipeline(Pipeline):
     ``device`` is chosen when the pipeline is built (``pipeline(..., device="cuda")``). Returns a
     :class:`GazePrediction` per video.
 
+    Construction parameters (besides transformers' ``model``, ``device``): ``dtype`` of the weights (``"auto"``:
+    bfloat16 on CUDA, float32 elsewhere; ``"float32"``, ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``),
+    ``window_batch_size`` (windows encoded together and read ahead of the sampler, default 8),
+    ``decode_in_thread`` (read frames in a background thread, default True), ``cuda_graphs`` (replay each window's
+    sampling steps as a CUDA graph; None: on CUDA, for each window shape where the replay is faster than eager
+    sampling) and ``compile`` (``torch.compile`` the velocity network).
+
     The pipeline runs its own copy of the model it is given, put on the inference fast path (eval mode, SDPA, LoRA
-    merged): the caller's model is left as it was (its weights, ``config.use_lora`` and training mode), at the cost
-    of holding the weights twice while the caller keeps its model.
+    merged, attention fused, the weights in ``dtype``): the caller's model is left as it was (its weights,
+    ``config.use_lora`` and training mode), at the cost of holding the weights twice while the caller keeps its
+    model. :meth:`save_pretrained` writes that copy (in ``dtype``).
     """
 
     _load_processor = False
@@ -265,7 +295,9 @@ class GazeFlowPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = False
 
-    def __init__(self, model: Any, *args, **kwargs) -> None:
+    def __init__(self, model: Any, *args, dtype: str | torch.dtype | None = "auto",
+                 window_batch_size: int = DEFAULT_WINDOW_BATCH_SIZE, decode_in_thread: bool = True,
+                 cuda_graphs: bool | None = None, compile: bool = False, **kwargs) -> None:
         super().__init__(copy.deepcopy(model), *args, **kwargs)  # the fast path below changes the model in place
         model_type = getattr(self.model.config, "model_type", None)
         if model_type != "gazeflow" or not hasattr(self.model, "encode_video"):
@@ -276,7 +308,15 @@ class GazeFlowPipeline(Pipeline):
         if self.video_processor is None:
             self.video_processor = load_video_processor(getattr(self.model, "name_or_path", None), self.model.config)
         self.model_fingerprint = model_fingerprint(self.model)  # the weights as given, before LoRA is merged
-        prepare_for_inference(self.model)
+        if not isinstance(window_batch_size, int) or isinstance(window_batch_size, bool) or window_batch_size < 1:
+            raise ValueError(f"`window_batch_size` must be an int >= 1, got {window_batch_size!r}")
+        self.window_batch_size = window_batch_size
+        self.decode_in_thread = bool(decode_in_thread)
+        self.inference_dtype = resolve_inference_dtype(dtype, self.device)
+        if cuda_graphs and self.device.type != "cuda":
+            raise ValueError(f"cuda_graphs=True needs a CUDA device, the pipeline runs on {self.device}")
+        self.cuda_graphs = cuda_graphs
+        prepare_for_inference(self.model, dtype=self.inference_dtype, compile=compile)
 
     def _sanitize_parameters(self, num_samples: int | None = None, num_steps: int | None = None,
                              solver: str | None = None, seed: Any = _UNSET, return_heatmaps: bool | None = None,
@@ -332,12 +372,16 @@ class GazeFlowPipeline(Pipeline):
         return {"source": open_video_source(inputs, fps=fps, start_frame=start_frame, end_frame=end_frame)}
 
     def stream_chunks(self, source: VideoSource, settings: SamplingSettings | None = None,
-                      seed: int | None = DEFAULT_SEED, keep_frames: bool = False) -> Iterator[GazeChunk]:
+                      seed: int | None = DEFAULT_SEED, keep_frames: bool = False,
+                      clock: StageClock | None = None) -> Iterator[GazeChunk]:
         """Stream a source through the model: finished :class:`~transformers_gazeflow.generation.windowed.GazeChunk`
         s in order (with their raw frames when ``keep_frames``), for callers that consume frames as they come.
         ``settings``: K, S, the solver and the window mode (``SamplingSettings``; None: the model's defaults). A
         frame range runs the windows of the whole video's grid that cover it (``windows.plan_windows``), so a
-        frame's prediction does not depend on the range's ends."""
+        frame's prediction does not depend on the range's ends. Frames are read in a background thread
+        (``decode_in_thread``; on the CPU the thread also checks and processes them) and windows run
+        ``window_batch_size`` at a time; ``clock`` (a ``StageClock``) collects the time of each stage (decode: the
+        reading thread's time, processing included on the CPU)."""
         generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         plan = None
         if source.total_frames is not None and source.expected_frames is not None:
@@ -346,8 +390,32 @@ class GazeFlowPipeline(Pipeline):
                                 source.start_frame + source.expected_frames)
         frames = _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start,
                                                                               plan.decode_stop)
-        yield from stream_gaze(self.model, self.video_processor, frames, settings, generator=generator,
-                               keep_frames=keep_frames, plan=plan)  # stream_gaze runs without autograd
+        if self.decode_in_thread:  # on the CPU the thread also checks and processes the frames, beside the model
+            host = self.device.type == "cpu"
+            reader = BackgroundFrames(frames, transform=FramePreparer(self.video_processor) if host else None)
+        else:
+            reader = _TimedFrames(frames)
+        settings = settings if settings is not None else SamplingSettings.resolve(self.model.config)
+        sampler = self.window_sampler(settings)
+        started = time.perf_counter()
+        try:  # stream_gaze runs without autograd
+            yield from stream_gaze(self.model, self.video_processor, reader, settings, generator=generator,
+                                   keep_frames=keep_frames, plan=plan, window_batch_size=self.window_batch_size,
+                                   sampler=sampler, stage=clock)
+        finally:
+            reader.close()
+            if clock is not None:
+                clock.add("decode", reader.read_s)
+                clock.add("wait_for_frames", reader.wait_s)
+                clock.add("stream", time.perf_counter() - started)
+
+    def window_sampler(self, settings: SamplingSettings):
+        """The run's window sampler for ``settings``, kept across videos (its E_time(s) and, on CUDA, its captured
+        graphs serve every video sampled with the same settings)."""
+        samplers = self.__dict__.setdefault("_window_samplers", {})
+        if settings not in samplers:
+            samplers[settings] = window_sampler(self.model, settings, self.cuda_graphs)
+        return samplers[settings]
 
     def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
                  num_steps: int | None = None, solver: str | None = None, seed: int | None = DEFAULT_SEED,
