@@ -339,15 +339,18 @@ remote code (see the project README).
 def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str, description: str, training: str,
                      limitations: str, repo: str | None = None) -> Path:
     """Write ``README.md`` (a Hub model card with metadata) into a model folder; returns its path."""
+    from ..models.gazeflow.generation_gazeflow import SamplingSettings
+
     config = model.config
     encoder = config.encoder_config
+    defaults = SamplingSettings.resolve(config)
     text = MODEL_CARD_TEMPLATE.format(
         title=title, description=description, training=training, limitations=limitations,
         encoder=f"hidden {encoder.hidden_size}, {encoder.num_hidden_layers} layers",
         image_size=config.image_size, num_frames=config.num_frames, stride=config.window_stride,
         hidden_size=config.hidden_size, layers=config.num_hidden_layers, heads=config.num_attention_heads,
-        params=f"{sum(p.numel() for p in model.parameters()):,}", num_samples=config.num_samples,
-        num_steps=config.num_steps, solver=config.solver, sigma=config.heatmap_sigma,
+        params=f"{sum(p.numel() for p in model.parameters()):,}", num_samples=defaults.num_samples,
+        num_steps=defaults.num_steps, solver=defaults.solver, sigma=config.heatmap_sigma,
         repo=repo or str(folder),
     )
     path = Path(folder) / "README.md"
