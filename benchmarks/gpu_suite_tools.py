@@ -410,6 +410,7 @@ def test_counts(folder: Path, name: str) -> dict | None:
     counts = {key: int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped")}
     counts["failed"] = [case.get("classname", "") + "::" + case.get("name", "") for case in suite.iter("testcase")
                         if case.find("failure") is not None or case.find("error") is not None]
+    counts["skip_reasons"] = [skipped.get("message", "") for skipped in suite.iter("skipped")]
     return counts
 
 
