@@ -68,6 +68,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..data.atomic_files import atomic_write
 from ..gaze.events import GazeEvents
 from ..gaze.readout import FrameReadout
 from ..models.gazeflow.generation_gazeflow import point_estimate
@@ -246,11 +247,7 @@ def write_summary(path: str | os.PathLike, summary: dict[str, Any]) -> Path:
     ``null``): the file is either the previous one or the complete new one, always valid JSON."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_jsonable(summary), indent=2, allow_nan=False) + "\n"
-    partial = path.with_name(f"partial.{path.name}")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
-    return path
+    return atomic_write(path, json.dumps(_jsonable(summary), indent=2, allow_nan=False) + "\n")
 
 
 __all__ = ["CSV_COLUMNS", "TRUTH_COLUMNS", "READOUT_COLUMNS", "FIXATION_COLUMNS", "SACCADE_COLUMNS",
