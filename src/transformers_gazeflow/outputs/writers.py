@@ -218,14 +218,6 @@ def write_events(folder: str | os.PathLike, events: GazeEvents, video_id: str, w
     return fixations, saccades
 
 
-def write_gaze_csv(path: str | os.PathLike, prediction: Any) -> Path:
-    """Write a pipeline output (:class:`~transformers_gazeflow.pipelines.egocentric_gaze.GazePrediction`) as
-    ``gaze.csv``."""
-    with GazeCsvWriter(path, prediction.video_id, prediction.width, prediction.height, prediction.fps) as writer:
-        writer.write(int(prediction.frame_indices[0]), prediction.trajectories)
-    return Path(path)
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -251,5 +243,5 @@ def write_summary(path: str | os.PathLike, summary: dict[str, Any]) -> Path:
 
 
 __all__ = ["CSV_COLUMNS", "TRUTH_COLUMNS", "READOUT_COLUMNS", "FIXATION_COLUMNS", "SACCADE_COLUMNS",
-           "POINT_ESTIMATE_ID", "FIXATIONS_NAME", "SACCADES_NAME", "GazeCsvWriter", "write_gaze_csv", "write_events",
+           "POINT_ESTIMATE_ID", "FIXATIONS_NAME", "SACCADES_NAME", "GazeCsvWriter", "write_events",
            "write_summary"]
