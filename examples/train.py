@@ -11,8 +11,8 @@ One GPU, several GPUs or CPU, the same script (paper Appendix E.4 defaults):
 
 AdamW (0.9, 0.999), weight decay 1e-4, lr 1e-4 cosine to 1e-6, effective batch 16, EMA 0.995 (validation and the
 saved model use the EMA weights), gradient clipping 1.0, bf16 on GPU, early stopping with patience 15 on the
-validation loss. The model comes from ``--model_name_or_path`` or from ``GazeFlowConfig()`` (the paper's) with
-``--config_overrides``.
+validation loss. The model comes from ``--model_name_or_path`` (with the processor saved beside it) or from
+``GazeFlowConfig()`` (the paper's) with ``--config_overrides``.
 
 ``--recipe NAME`` sets every knob of a documented recipe (``transformers_gazeflow.training.recipes``), each still
 overridable on the command line; the small-scale recipe, on 2 CPU cores in <= 25 minutes:
@@ -52,7 +52,7 @@ import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto cl
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import FLIP_STATE_KEY, GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.hub.model_folders import save_model_folder
+from transformers_gazeflow.hub.model_folders import load_video_processor, save_model_folder
 from transformers_gazeflow.training.checkpointing import (
     TRAINER_STATE,
     CheckpointError,
@@ -118,7 +118,8 @@ def add_data_arguments(data: argparse._ArgumentGroup) -> None:
 
 
 def add_model_arguments(model: argparse._ArgumentGroup) -> None:
-    model.add_argument("--model_name_or_path", default=None, help="a GazeFlow model folder or hub id to start from")
+    model.add_argument("--model_name_or_path", default=None,
+                       help="a GazeFlow model folder or hub id to start from (its weights and processor)")
     model.add_argument("--config_preset", choices=["paper", "tiny"], default="paper",
                        help="base config without --model_name_or_path: the paper's (ViT-L) or a tiny one for smoke "
                             "runs")
@@ -592,7 +593,8 @@ def main(argv: list[str] | None = None) -> int:
     resume_from = checkpoint_to_resume(args, output_dir, accelerator)
     set_seed(args.seed)  # the same initial weights on every process
     model = build_model(args)
-    processor = GazeFlowVideoProcessor(size=model.config.image_size)
+    # the processor saved with --model_name_or_path's model (its preprocessor_config.json), else the default
+    processor = load_video_processor(args.model_name_or_path, model.config)
     setup = build_setup(args, accelerator, model, processor, output_dir, mixed_precision)
     started = time.time()
     run, chosen_trial = start_run(setup, model, resume_from, output_dir)
