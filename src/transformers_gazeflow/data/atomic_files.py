@@ -3,10 +3,12 @@
 :func:`atomic_write` writes a file under a temporary name beside it and renames it into place (``os.replace``, atomic
 on POSIX and Windows within one folder), so a reader, a crash or an interrupt sees either the previous file or the
 complete new one, never a mix; the temporary is removed when the writing fails. Checkpoints, the feature cache, the
-command's outputs, the web demo's clip and the synthetic data set all write through it.
+command's outputs, the web demo's clip, the synthetic data set, a wearer's calibration and a model folder's region
+calibration all write through it.
 
-It sits in the data layer because that is the lowest layer every writer (data, outputs, recipes, commands) may
-import; the model folder, which must stay self-contained, writes through transformers' ``save_pretrained`` instead.
+It is one of the conventions at the bottom of the package (it imports nothing of ours), so every layer that writes a
+file (data, gaze, hub, outputs, recipes, commands) may import it; the model folder, which must stay self-contained,
+writes through transformers' ``save_pretrained`` instead.
 """
 
 from __future__ import annotations
