@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..data.atomic_files import atomic_write
+
 if TYPE_CHECKING:
     from ..data.processing import GazeFlowVideoProcessor
     from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
@@ -417,11 +419,8 @@ def save_region_calibration(folder: str | os.PathLike, scale: float, record: dic
     folder = Path(folder)
     if not folder.is_dir():
         raise ModelFolderError(f"cannot write {REGION_CALIBRATION_NAME}: {folder} is not a model folder")
-    path = folder / REGION_CALIBRATION_NAME
-    partial = path.with_name(f"partial.{path.name}")
-    partial.write_text(json.dumps({"scale": scale, **(record or {})}, indent=2) + "\n", encoding="utf-8")
-    partial.replace(path)
-    return path
+    text = json.dumps({"scale": scale, **(record or {})}, indent=2) + "\n"
+    return atomic_write(folder / REGION_CALIBRATION_NAME, text)
 
 
 def load_region_calibration(location: str | os.PathLike | None) -> dict | None:
