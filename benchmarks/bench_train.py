@@ -45,7 +45,13 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from torch.utils.data import DataLoader, RandomSampler
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.training.device_speed import FrozenWeightCast, adamw, compile_encoder_layers, loader_options
+from transformers_gazeflow.training.device_speed import (
+    FrozenWeightCast,
+    adamw,
+    compile_encoder_layers,
+    enable_gradient_checkpointing,
+    loader_options,
+)
 
 EGTEA_TRAIN_CLIPS = 8299  # split 1 (data spec, "EGTEA Gaze+")
 EGO4D_TRAIN_CLIPS = 15310  # GLC's train_ego4d_gaze.csv (data spec, "Ego4D gaze subset")
@@ -89,12 +95,6 @@ def make_config(preset: str) -> GazeFlowConfig:
     return GazeFlowConfig.tiny(use_lora=True) if preset == "tiny" else GazeFlowConfig(use_lora=True)
 
 
-def enable_checkpointing(model: GazeFlowModel) -> None:
-    """Gradient (activation) checkpointing of every layer, by the name of the installed transformers."""
-    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
-    enable()
-
-
 class TrainStep:
     """One model, optimizer and EMA set up as ``variant`` says; ``__call__(batch)`` runs one training step."""
 
@@ -104,7 +104,7 @@ class TrainStep:
             self.model = GazeFlowModel(config).train()
         self.device, self.variant = device, variant
         if variant.checkpointing:
-            enable_checkpointing(self.model)
+            enable_gradient_checkpointing(self.model)
         on_gpu = device.type == "cuda"
         self.cast = FrozenWeightCast(self.model) if variant.fast and on_gpu else None
         if variant.compile:

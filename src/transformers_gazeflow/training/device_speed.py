@@ -108,6 +108,12 @@ def adamw(parameters: list[torch.nn.Parameter], device: torch.device | str, **kw
     return torch.optim.AdamW(parameters, **kwargs)
 
 
+def enable_gradient_checkpointing(model: nn.Module) -> None:
+    """Gradient (activation) checkpointing of every layer, by the name the installed transformers gives it."""
+    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+    enable()
+
+
 def compile_encoder_layers(model: nn.Module, **compile_kwargs) -> int:
     """``torch.compile`` each layer of the video encoder in place (``nn.Module.compile``: names, parameters and
     checkpoints are unchanged); returns how many were compiled."""
@@ -118,4 +124,4 @@ def compile_encoder_layers(model: nn.Module, **compile_kwargs) -> int:
 
 
 __all__ = ["AUTO_WORKERS_CAP", "FrozenWeightCast", "adamw", "auto_workers", "compile_encoder_layers",
-           "loader_options"]
+           "enable_gradient_checkpointing", "loader_options"]
