@@ -230,20 +230,22 @@ bench_args() {  # bench_args inference|streaming|train: the benchmark's argument
   fi
 }
 
-streaming_offers() {  # streaming_offers FLAG: whether bench_streaming.py has it (it grows while the round runs)
-  "$PYTHON" benchmarks/bench_streaming.py --help 2>/dev/null | grep -q -- "$1"
+streaming_offers() {  # streaming_offers PATTERN: whether bench_streaming.py's usage line has it (it grows this round)
+  local usage
+  usage="$("$PYTHON" benchmarks/bench_streaming.py --help 2>/dev/null | sed -n '/^usage:/,/^$/p')"
+  grep -q -- "$1" <<<"$usage"
 }
 
 streaming_step() {  # streaming_step eager|compile: the paper's geometry, then the bundled model's size if offered
   local mode="$1" status=0 compile=() suffix=""
   [ "$mode" = compile ] && { compile=(--compile); suffix="-compile"; }
-  if [ "$mode" = compile ] && ! streaming_offers "--compile"; then
+  if [ "$mode" = compile ] && ! streaming_offers "\[--compile\]"; then
     echo "bench_streaming.py has no --compile yet: nothing to run"; return 0
   fi
   # shellcheck disable=SC2046
   timeout --kill-after=10 "$STEP_LIMIT" "$PYTHON" benchmarks/bench_streaming.py --device "$DEVICE" \
     $(bench_args streaming) ${compile[@]+"${compile[@]}"} --json "$OUT_DIR/streaming$suffix.json" || status=$?
-  if [ "$TINY" = 0 ] && streaming_offers "bundled"; then
+  if [ "$TINY" = 0 ] && streaming_offers "--preset {[a-z,]*bundled"; then
     timeout --kill-after=10 "$(step_limit "streaming$suffix")" "$PYTHON" benchmarks/bench_streaming.py \
       --device "$DEVICE" --preset bundled --frames 300 --warmup 20 --baseline-frames 3 --num-samples 30 \
       --num-steps 5 ${compile[@]+"${compile[@]}"} --json "$OUT_DIR/streaming$suffix-bundled.json" || status=$?
