@@ -51,14 +51,14 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
 PYTHON="${PYTHON:-python3}"
 SITE="${GAZEFLOW_SUITE_SITE:-/tmp/site}"
-ALL_STEPS="install preflight tests train inference inference-compile streaming predict streaming-compile profile"
+ALL_STEPS="install preflight tests train inference predict streaming inference-compile streaming-compile profile"
 KNOWN_STEPS="$ALL_STEPS fulltests"
 OPTIONAL_STEPS="streaming-compile profile fulltests"
-# seconds on one H100: the estimate (from the first GPU run, trimmed) and the step's own limit
-declare -A ESTIMATE=([install]=15 [environment]=5 [preflight]=15 [tests]=60 [train]=110 [inference]=25 [inference-compile]=45
-                     [streaming]=45 [predict]=90 [streaming-compile]=50 [profile]=45 [fulltests]=400)
-declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=150 [train]=150 [inference]=75 [inference-compile]=100
-                  [streaming]=90 [predict]=150 [streaming-compile]=90 [profile]=75 [fulltests]=600)
+# seconds: the estimate (what each step took in the one-call run on an H200, trimmed where noted) and its own limit
+declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=80 [train]=115 [inference]=30 [predict]=70
+                     [streaming]=50 [inference-compile]=62 [streaming-compile]=60 [profile]=45 [fulltests]=400)
+declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=150 [inference]=60 [predict]=110
+                  [streaming]=80 [inference-compile]=90 [streaming-compile]=80 [profile]=70 [fulltests]=600)
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
@@ -224,8 +224,9 @@ bench_args() {  # bench_args inference|streaming|train: the benchmark's argument
   else
     case "$1" in
       inference) echo "--frames 64 --encoder-layers 24 --grid-k 30 50 --grid-s 5 50 --reference-k 30 --reference-s 5" ;;
-      streaming) echo "--encoder-layers 24 --frames 300 --warmup 20 --baseline-frames 3 --num-samples 30 --num-steps 5" ;;
-      train) echo "--variants B4+probe B4 B4+fast B8+fast B8+fast+ckpt B4+fast+compile --workers 6 12 --data-steps 8" ;;
+      streaming) echo "--encoder-layers 24 --frames 150 --warmup 20 --baseline-frames 2 --num-samples 30 --num-steps 5" ;;
+      train) echo "--variants B4+probe B4 B4+fast B8+fast B8+fast+ckpt B8+fast+compile --data-variants B8+fast+compile
+                   --workers 12 --data-steps 8" ;;
     esac
   fi
 }
@@ -247,7 +248,7 @@ streaming_step() {  # streaming_step eager|compile: the paper's geometry, then t
     $(bench_args streaming) ${compile[@]+"${compile[@]}"} --json "$OUT_DIR/streaming$suffix.json" || status=$?
   if [ "$TINY" = 0 ] && streaming_offers "--preset {[a-z,]*bundled"; then
     timeout --kill-after=10 "$(step_limit "streaming$suffix")" "$PYTHON" benchmarks/bench_streaming.py \
-      --device "$DEVICE" --preset bundled --frames 300 --warmup 20 --baseline-frames 3 --num-samples 30 \
+      --device "$DEVICE" --preset bundled --frames 150 --warmup 20 --baseline-frames 2 --num-samples 30 \
       --num-steps 5 ${compile[@]+"${compile[@]}"} --json "$OUT_DIR/streaming$suffix-bundled.json" || status=$?
   fi
   return $status
@@ -272,11 +273,12 @@ profile_step() {  # the profiler tables of the benchmarks whose targets were mis
   return $status
 }
 
-tests_step() {  # tests/gpu, in parallel (one test file per worker) where pytest-xdist is installed
-  local parallel=()
-  "$PYTHON" -c "import xdist" 2>/dev/null && parallel=(-n 4 --dist loadfile)
-  GAZEFLOW_TEST_DEVICE="$DEVICE" timeout --kill-after=10 "$STEP_LIMIT" "$PYTHON" -m pytest -q tests/gpu \
-    -p no:cacheprovider -rs ${parallel[@]+"${parallel[@]}"} --junitxml="$OUT_DIR/tests.xml"
+tests_step() {  # tests/gpu, in 4 processes of 4 CPU threads each where pytest-xdist is installed (the GPU image)
+  local parallel=() threads="${OMP_NUM_THREADS:-}"
+  if "$PYTHON" -c "import xdist" 2>/dev/null; then parallel=(-n 4 --dist load -p no:benchmark); threads=4; fi
+  GAZEFLOW_TEST_DEVICE="$DEVICE" OMP_NUM_THREADS="${threads:-$(nproc)}" timeout --kill-after=10 "$STEP_LIMIT" \
+    "$PYTHON" -m pytest -q tests/gpu -p no:cacheprovider -rs ${parallel[@]+"${parallel[@]}"} \
+    --junitxml="$OUT_DIR/tests.xml"
 }
 
 PREPARE_PID=""
@@ -294,8 +296,11 @@ wait_prepare() {  # once: wait for the background inputs and record how long the
   [ -n "$PREPARE_PID" ] || return 0
   local rc=0
   wait "$PREPARE_PID" || rc=$?
-  record prepare "$rc" "$(( $(date +%s) - PREPARE_STARTED ))" "${TOOLS[*]} prepare $WORK (in the background)"
-  echo "   prepare: exit $rc (ready at $(elapsed) s)"
+  local took
+  took=$("$PYTHON" -c "import json, sys; print(json.load(open(sys.argv[1])).get('seconds', '?'))" \
+    "$WORK/prepared.json" 2>/dev/null || echo "?")
+  record prepare "$rc" "$took" "${TOOLS[*]} prepare $WORK (in the background, from $((PREPARE_STARTED - SUITE_START)) s)"
+  echo "   prepare: exit $rc, took $took s (waited for until $(elapsed) s)"
   PREPARE_PID=""
 }
 

@@ -124,3 +124,22 @@ def test_the_cast_without_bf16_autocast_is_named(tmp_path):
     assert result.returncode == 1
     assert "train.py: error: --frozen_weights_in_bf16 needs bf16 autocast (--mixed_precision bf16), got " \
            "--mixed_precision no" in result.stderr, result.stderr[-2000:]
+
+
+def test_the_one_gpu_recipe_is_the_papers_optimisation_with_the_fast_settings():
+    import importlib.util
+
+    from transformers_gazeflow.training.recipes import PAPER_ONE_GPU
+
+    spec = importlib.util.spec_from_file_location("gazeflow_train_device_speed", REPO / "examples" / "train.py")
+    train_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_module)
+    args = train_module.parse_args(["--recipe", "paper-1gpu", "--dataset_name", "egtea", "--data_dir", "d",
+                                    "--output_dir", "out"])
+    for name, value in PAPER_ONE_GPU.arguments.items():
+        assert getattr(args, name) == value, name
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 16  # the paper's effective batch
+    assert (args.learning_rate, args.min_learning_rate, args.weight_decay, args.ema_decay) == (1e-4, 1e-6, 1e-4, 0.995)
+    assert args.config_preset == "paper" and args.use_lora and args.torch_compile
+    assert args.dataloader_num_workers is None  # one per free core on a GPU
+    assert args.config_overrides in (None, "")

@@ -55,7 +55,7 @@ def test_dry_run_prints_every_step_and_the_pip_commands(tmp_path):
     assert (tmp_path / "summary.md").exists()
     plan = result.stdout[result.stdout.index("plan:"):result.stdout.index("== install")]
     assert "budget 3600 s" in plan and all(f"  {step} " in plan for step in STEPS)
-    assert "  profile            optional" in plan and "  train              required        110s" in plan
+    assert "  profile            optional" in plan and "  train              required        115s" in plan
 
 
 def test_a_step_past_its_limit_is_stopped_and_optional_steps_wait_for_the_budget(tmp_path):
@@ -64,7 +64,7 @@ def test_a_step_past_its_limit_is_stopped_and_optional_steps_wait_for_the_budget
     assert result.returncode == 1 and "steps that failed or timed out: preflight" in result.stdout
     assert status(tmp_path) == {"environment": "0", "preflight": "timeout 1 s", "profile": "skipped (budget)"}
     summary = (tmp_path / "summary.md").read_text()
-    assert "| preflight | required | 15 | 1 | timeout 1 s |" in summary
+    assert "| preflight | required | 16 | 1 | timeout 1 s |" in summary
     assert "| profile | optional | 45 | 900 | skipped (budget) | 0 |" in summary
 
 
@@ -188,7 +188,7 @@ def test_the_bundle_holds_the_summary_of_every_step(one_call):
     summary = (bundle / "summary.md").read_text()
     assert "device: `CPU`" in summary and "a dry run on the CPU" in summary and "commit: `" in summary
     assert "| end to end ms per frame (K=2, S=2) | eager |" in summary and "gazeflow predict --no-overlay" in summary
-    assert "| train | required | 110 | 900 | 0 |" in summary and "## Training throughput (CPU, tiny geometry" in summary
+    assert "| train | required | 115 | 900 | 0 |" in summary and "## Training throughput (CPU, tiny geometry" in summary
     assert "| 60e8cbe probe, B4, model only (H100) | 7.50 | 24.6 | 45.4 |" in summary
     assert "## tests/gpu: " in summary and "## Table ks_grid, compiled" in summary
     assert (bundle / "gpu_suite.tar.gz").stat().st_size > 0
