@@ -24,7 +24,7 @@
 #   inference-compile  the same with --compile (torch.compile, CUDA graphs)
 #   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L)
 #                      and, where the script offers it, the bundled model's size; p50/p95/p99 per frame
-#   predict            gazeflow predict --no-overlay on generated 1-minute videos: the bundled model and the paper's
+#   predict            gazeflow predict --no-overlay on generated 30-second videos: the bundled model and the paper's
 #                      geometry at 256x256, the paper's geometry at 640x480; frames per second
 #   streaming-compile  (optional) the streamer compiled, where bench_streaming.py offers --compile
 #   profile            (optional) torch.profiler tables of the benchmarks above whose targets were missed
@@ -39,7 +39,7 @@
 # ---------------------------------------------------------------------------------------------------------------
 # Before (here, once; needs PyPI and a python3.12 for pysaliency's sdist):
 #   benchmarks/gpu_suite.sh --prepare-wheels      # ~41 MiB in .whl/ (av alone 34 MiB), plus ~3 MiB of tree
-# On the GPU machine, ONE `run` call of the device tool (carry [".whl"]; timeout_s 540; the machine is bare, so
+# On the GPU machine, ONE `run` call of the device tool (carry [".whl"]; timeout_s 560; the machine is bare, so
 # the suite installs first):
 #   bash benchmarks/gpu_suite.sh /tmp/g --bundle "$OUT"
 # Its two files come back under files_at: summary.md goes into docs/benchmarks.md ("H100"); the tarball holds
