@@ -21,11 +21,11 @@
 #                      fed by the EGTEA data path with N workers; the loader alone beside it; GPU-hours)
 #   inference          bench_inference.py: ViT-L (24 layers), 64 frames of 256x256, random weights, bf16, fast vs
 #                      reference path, K x S grid {30,50} x {5,50} (the paper's Table method_time rows)
-#   inference-compile  the same with --compile (torch.compile, CUDA graphs)
-#   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L)
-#                      and, where the script offers it, the bundled model's size; p50/p95/p99 per frame
 #   predict            gazeflow predict --no-overlay on generated 30-second videos: the bundled model and the paper's
 #                      geometry at 256x256, the paper's geometry at 640x480; frames per second
+#   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L)
+#                      and, where the script offers it, the bundled model's size; p50/p95/p99 per frame
+#   inference-compile  bench_inference.py as above with --compile (torch.compile, CUDA graphs)
 #   streaming-compile  (optional) the streamer compiled, where bench_streaming.py offers --compile
 #   profile            (optional) torch.profiler tables of the benchmarks above whose targets were missed
 #   fulltests          (only with --only) the whole test suite with the GPU visible, OUT_DIR/fulltests.xml
