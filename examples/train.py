@@ -199,6 +199,8 @@ def add_device_speed_arguments(parser: argparse.ArgumentParser) -> None:
                        help="recompute each layer's activations in the backward pass (less memory, a slower step)")
     speed.add_argument("--torch_compile", action=argparse.BooleanOptionalAction, default=False,
                        help="torch.compile each encoder layer (regional compilation; the first steps compile)")
+    speed.add_argument("--torch_compile_backend", default="inductor",
+                       help="the torch.compile backend of --torch_compile (e.g. aot_eager: traced, not code-generated)")
     speed.add_argument("--frozen_weights_in_bf16", action=argparse.BooleanOptionalAction, default=None,
                        help="cast the frozen encoder's matrix weights to bf16 once (the products are the same under "
                             "bf16 autocast; the saved model keeps float32). None: on with bf16 on a GPU")
@@ -378,7 +380,7 @@ def prepare_run(setup: TrainingSetup, model: torch.nn.Module, seed: int) -> Trai
         model, optimizer, train_loader, validation_loader, scheduler)
     ema = AveragedModel(accelerator.unwrap_model(model), multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
     if args.torch_compile:  # after the EMA's copy: the EMA (validation, the saved model) stays eager
-        compile_encoder_layers(accelerator.unwrap_model(model))
+        compile_encoder_layers(accelerator.unwrap_model(model), backend=args.torch_compile_backend)
     return TrainingRun(seed=seed, model=model, optimizer=optimizer, scheduler=scheduler, ema=ema,
                        train_loader=train_loader, validation_loader=validation_loader, trainable=trainable,
                        flip_generator=flip_generator, frozen_cast=frozen_cast)

@@ -190,5 +190,5 @@ def test_the_bundle_holds_the_summary_of_every_step(one_call):
     assert "| end to end ms per frame (K=2, S=2) | eager |" in summary and "gazeflow predict --no-overlay" in summary
     assert "| train | required | 115 | 900 | 0 |" in summary and "## Training throughput (CPU, tiny geometry" in summary
     assert "| 60e8cbe probe, B4, model only (H100) | 7.50 | 24.6 | 45.4 |" in summary
-    assert "## tests/gpu: " in summary and "## Table ks_grid, compiled" in summary
+    assert "## tests/gpu: " in summary and "Fast vs reference (compiled, K=2, S=2)" in summary
     assert (bundle / "gpu_suite.tar.gz").stat().st_size > 0
