@@ -23,10 +23,12 @@
 #                      reference path, K x S grid {30,50} x {5,50} (the paper's Table method_time rows)
 #   predict            gazeflow predict --no-overlay on generated 30-second videos: the bundled model and the paper's
 #                      geometry at 256x256, the paper's geometry at 640x480; frames per second
-#   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L)
-#                      and, where the script offers it, the bundled model's size; p50/p95/p99 per frame
-#   inference-compile  bench_inference.py as above with --compile (torch.compile, CUDA graphs)
-#   streaming-compile  (optional) the streamer compiled, where bench_streaming.py offers --compile
+#   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L), every
+#                      mode side by side (the previous streamer, the static step eager, captured as a CUDA graph,
+#                      compiled with reduce-overhead): p50/p95/p99 per frame, aten ops and CUDA kernels per frame,
+#                      peak memory
+#   inference-compile  (optional) bench_inference.py as above with --compile (torch.compile, CUDA graphs)
+#   streaming-bundled  (optional) the streamer's modes at the bundled model's size (causal)
 #   profile            (optional) torch.profiler tables of the benchmarks above whose targets were missed
 #   fulltests          (only with --only) the whole test suite with the GPU visible, OUT_DIR/fulltests.xml
 # Time: every step runs under its own time limit (the plan printed first gives each step's estimate and limit), and
@@ -51,14 +53,14 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
 PYTHON="${PYTHON:-python3}"
 SITE="${GAZEFLOW_SUITE_SITE:-/tmp/site}"
-ALL_STEPS="install preflight tests train inference predict streaming inference-compile streaming-compile profile"
+ALL_STEPS="install preflight tests train inference predict streaming inference-compile streaming-bundled profile"
 KNOWN_STEPS="$ALL_STEPS fulltests"
-OPTIONAL_STEPS="streaming-compile profile fulltests"
+OPTIONAL_STEPS="inference-compile streaming-bundled profile fulltests"
 # seconds: the estimate (what each step took in the one-call run on an H200, trimmed where noted) and its own limit
 declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=80 [train]=115 [inference]=30 [predict]=70
-                     [streaming]=50 [inference-compile]=62 [streaming-compile]=60 [profile]=45 [fulltests]=400)
+                     [streaming]=90 [inference-compile]=62 [streaming-bundled]=60 [profile]=45 [fulltests]=400)
 declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=150 [inference]=60 [predict]=110
-                  [streaming]=80 [inference-compile]=90 [streaming-compile]=80 [profile]=70 [fulltests]=600)
+                  [streaming]=130 [inference-compile]=90 [streaming-bundled]=90 [profile]=70 [fulltests]=600)
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
@@ -214,44 +216,27 @@ run_step() {  # run_step NAME COMMAND...: log, time (under the step's limit) and
   echo "   exit $rc, $(tail -c 300 "$log" | tail -n 1)"
 }
 
-bench_args() {  # bench_args inference|streaming|train: the benchmark's arguments for the device and --tiny
+bench_args() {  # bench_args inference|streaming|streaming-bundled|train: a benchmark's arguments for the device
   if [ "$TINY" = 1 ]; then
     case "$1" in
       inference) echo "--preset tiny --grid-k 2 --grid-s 1 2 --reference-k 2 --reference-s 2 --repeats 1" ;;
-      streaming) echo "--preset tiny --frames 12 --warmup 2 --baseline-frames 1 --num-samples 30 --num-steps 5" ;;
+      streaming) echo "--preset tiny --frames 12 --warmup 2 --reference-frames 6 --baseline-frames 1 --num-samples 30
+                       --num-steps 5" ;;
+      streaming-bundled) echo "--preset bundled --frames 8 --warmup 2 --reference-frames 4 --baseline-frames 1
+                               --num-samples 30 --num-steps 5" ;;
       train) echo "--preset tiny --variants B2+probe B2+fast+ckpt --data-steps 2 --workers 0 2 --steps 1" ;;
     esac
   else
     case "$1" in
       inference) echo "--frames 64 --encoder-layers 24 --grid-k 30 50 --grid-s 5 50 --reference-k 30 --reference-s 5" ;;
-      streaming) echo "--encoder-layers 24 --frames 150 --warmup 20 --baseline-frames 2 --num-samples 30 --num-steps 5" ;;
+      streaming) echo "--encoder-layers 24 --frames 150 --warmup 20 --reference-frames 40 --baseline-frames 2
+                       --num-samples 30 --num-steps 5" ;;
+      streaming-bundled) echo "--preset bundled --frames 150 --warmup 20 --reference-frames 40 --baseline-frames 2
+                               --num-samples 30 --num-steps 5" ;;
       train) echo "--variants B4+probe B4 B4+fast B8+fast B8+fast+ckpt B8+fast+compile --data-variants B8+fast+compile
                    --workers 12 --data-steps 8" ;;
     esac
   fi
-}
-
-streaming_offers() {  # streaming_offers PATTERN: whether bench_streaming.py's usage line has it (it grows this round)
-  local usage
-  usage="$("$PYTHON" benchmarks/bench_streaming.py --help 2>/dev/null | sed -n '/^usage:/,/^$/p')"
-  grep -q -- "$1" <<<"$usage"
-}
-
-streaming_step() {  # streaming_step eager|compile: the paper's geometry, then the bundled model's size if offered
-  local mode="$1" status=0 compile=() suffix=""
-  [ "$mode" = compile ] && { compile=(--compile); suffix="-compile"; }
-  if [ "$mode" = compile ] && ! streaming_offers "\[--compile\]"; then
-    echo "bench_streaming.py has no --compile yet: nothing to run"; return 0
-  fi
-  # shellcheck disable=SC2046
-  timeout --kill-after=10 "$STEP_LIMIT" "$PYTHON" benchmarks/bench_streaming.py --device "$DEVICE" \
-    $(bench_args streaming) ${compile[@]+"${compile[@]}"} --json "$OUT_DIR/streaming$suffix.json" || status=$?
-  if [ "$TINY" = 0 ] && streaming_offers "--preset {[a-z,]*bundled"; then
-    timeout --kill-after=10 "$(step_limit "streaming$suffix")" "$PYTHON" benchmarks/bench_streaming.py \
-      --device "$DEVICE" --preset bundled --frames 150 --warmup 20 --baseline-frames 2 --num-samples 30 \
-      --num-steps 5 ${compile[@]+"${compile[@]}"} --json "$OUT_DIR/streaming$suffix-bundled.json" || status=$?
-  fi
-  return $status
 }
 
 profile_step() {  # the profiler tables of the benchmarks whose targets were missed in this OUT_DIR (--tiny: all)
@@ -329,8 +314,10 @@ for step in $ALL_STEPS fulltests; do
                  --json "$OUT_DIR/inference.json" ;;
     inference-compile) run_step inference-compile "$PYTHON" benchmarks/bench_inference.py --device "$DEVICE" \
                          $(bench_args inference) --compile --json "$OUT_DIR/inference-compile.json" ;;
-    streaming) run_step streaming streaming_step eager ;;
-    streaming-compile) run_step streaming-compile streaming_step compile ;;
+    streaming) run_step streaming "$PYTHON" benchmarks/bench_streaming.py --device "$DEVICE" $(bench_args streaming) \
+                 --json "$OUT_DIR/streaming.json" ;;
+    streaming-bundled) run_step streaming-bundled "$PYTHON" benchmarks/bench_streaming.py --device "$DEVICE" \
+                         $(bench_args streaming-bundled) --json "$OUT_DIR/streaming-bundled.json" ;;
     profile) run_step profile profile_step ;;
     predict) run_step predict "${TOOLS[@]}" predict "$OUT_DIR" --device "$DEVICE" --work "$WORK" \
                $([ "$TINY" = 1 ] && echo --tiny) ;;

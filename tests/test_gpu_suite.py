@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "benchmarks" / "gpu_suite.sh"
 STEPS = ["install", "preflight", "tests", "train", "inference", "inference-compile", "streaming", "predict",
-         "streaming-compile", "profile"]
+         "streaming-bundled", "profile"]
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gpu_suite_tools  # noqa: E402
@@ -111,7 +111,12 @@ def test_summary_merges_the_calls_and_marks_each_target(tmp_path):
     (second / "inference-compile.json").write_text(json.dumps(inference_figures(45.0, 0.6, None, compile_=True)))
     (second / "streaming.json").write_text(json.dumps({
         "K": 30, "S": 5, "dtype": "bf16", "target_p99_ms": 5.0, "targets_met": {"p99_ms": False},
-        "ms_per_frame": {"streamer, total": {"mean": 4.0, "p50": 3.9, "p95": 5.5, "p99": 6.25, "max": 7.0}}}))
+        "ms_per_frame": {"streamer, total": {"mean": 4.0, "p50": 3.9, "p95": 5.5, "p99": 6.25, "max": 7.0}},
+        "primary_mode": "cuda-graph", "modes": {
+            "cuda-graph": {"ms_per_frame": {"p50": 3.9, "p95": 5.5, "p99": 6.25}, "setup_s": 0.2,
+                           "aten_ops_per_frame": 14.0, "cuda_kernels_per_frame": 1413.0, "peak_memory_gb": 3.08,
+                           "max_abs_difference_to_eager": 0.0},
+            "reduce-overhead": {"error": "RuntimeError: no compiler"}}}))
     text = gpu_suite_tools.summary([first, second], tmp_path / "summary.md")
     assert "device: `NVIDIA H100 80GB HBM3` (capability 9.0, 79.2 GiB, 132 SMs)" in text
     assert "commit: `c0ffee`; the tree matches it" in text
@@ -119,8 +124,11 @@ def test_summary_merges_the_calls_and_marks_each_target(tmp_path):
     assert "| encoder ms per clip | eager | 30.00 | 15.000 | 450.00 | 0.0333 | **met** |" in text
     assert "| encoder ms per clip | compiled | 30.00 | 45.000 | 450.00 | 0.1000 | **missed** |" in text
     assert "| peak memory GB, one clip | compiled | 3.00 | - | 9.20 | - | **missed** |" in text
-    assert "| causal streamer p99 ms per frame, paper geometry (K=30, S=5; p50 3.90, p95 5.50) | bf16 | 5.0 | 6.25 |" \
-        in text
+    assert ("| causal streamer p99 ms per frame, paper geometry (K=30, S=5; cuda-graph; p50 3.90, p95 5.50) | bf16 | "
+            "5.0 | 6.25 |") in text
+    assert "## Causal streamer by mode, paper geometry (K=30, S=5, bf16; best: cuda-graph)" in text
+    assert "| cuda-graph | 3.90 | 5.50 | 6.25 | 0.2 | 14 | 1413 | 3.08 | 0.0e+00 |" in text
+    assert "| reduce-overhead | failed: RuntimeError: no compiler |" in text
     assert gpu_suite_tools.missed_targets(first) == [] and gpu_suite_tools.missed_targets(second) == [
         "inference", "streaming"]
 
@@ -129,7 +137,7 @@ def figures(out_dir: Path, name: str) -> dict:
     return json.loads((out_dir / name).read_text())
 
 
-ONE_CALL = "preflight,tests,train,inference,inference-compile,streaming,predict,streaming-compile,profile"
+ONE_CALL = "preflight,tests,train,inference,inference-compile,streaming,predict,streaming-bundled,profile"
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +162,9 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
     assert compiled["compile"] and compiled["at"]["max_abs_difference"] < 1e-4
     streaming = figures(out, "streaming.json")
     assert streaming["ms_per_frame"]["streamer, total"]["p99"] > 0 and (streaming["K"], streaming["S"]) == (30, 5)
+    assert set(streaming["modes"]) == {"reference", "eager"} and streaming["primary_mode"] == "eager"
+    bundled = figures(out, "streaming-bundled.json")
+    assert bundled["preset"] == "bundled" and bundled["ms_per_frame"]["streamer, total"]["p99"] > 0
     assert figures(out, "profile-inference.json")["profile"] and figures(out, "profile-streaming.json")["profile"]
     runs = figures(out, "predict.json")["runs"]
     assert set(runs) == {"bundled", "tiny random, 160x120"}
