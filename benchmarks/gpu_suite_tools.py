@@ -482,6 +482,8 @@ def test_counts(folder: Path, name: str) -> dict | None:
     counts = {key: int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped")}
     counts["failed"] = [case.get("classname", "") + "::" + case.get("name", "") for case in suite.iter("testcase")
                         if case.find("failure") is not None or case.find("error") is not None]
+    counts["skip_reasons"] = [case.find("skipped").get("message", "") for case in suite.iter("testcase")
+                              if case.find("skipped") is not None]
     return counts
 
 
@@ -664,7 +666,8 @@ def tests_and_profile_lines(folders: list[Path]) -> list[str]:
         counts = test_counts(folder, "tests.xml")
         if counts:
             lines += ["", f"## tests/gpu: {counts['tests']} tests, {counts['failures'] + counts['errors']} failed, "
-                      f"{counts['skipped']} skipped"] + [f"- failed: `{name}`" for name in counts["failed"]]
+                      f"{counts['skipped']} skipped"] + [f"- failed: `{name}`" for name in counts["failed"]] + [
+                          f"- skipped: {reason}" for reason in counts["skip_reasons"]]
         full = test_counts(folder, "fulltests.xml")
         if full:
             lines += ["", f"## whole suite with CUDA visible: {full['tests']} tests, "
