@@ -21,13 +21,17 @@
 #                      fed by the EGTEA data path with N workers; the loader alone beside it; GPU-hours)
 #   inference          bench_inference.py: ViT-L (24 layers), 64 frames of 256x256, random weights, bf16, fast vs
 #                      reference path, K x S grid {30,50} x {5,50} (the paper's Table method_time rows)
-#   predict            gazeflow predict --no-overlay on generated 30-second videos: the bundled model and the paper's
-#                      geometry at 256x256, the paper's geometry at 640x480; frames per second
+#   pipeline           bench_pipeline.py --throughput: gazeflow predict --no-overlay's path on generated 30-second
+#                      videos, the bundled model and the paper's geometry at 256x256 and 640x480, serial and
+#                      overlapped side by side; frames per second and the stage times
 #   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L), every
 #                      mode side by side (the previous streamer, the static step eager, captured as a CUDA graph,
 #                      compiled with reduce-overhead): p50/p95/p99 per frame, aten ops and CUDA kernels per frame,
 #                      peak memory
 #   inference-compile  (optional) bench_inference.py as above with --compile (torch.compile, CUDA graphs)
+#   predict            (optional) the console command itself, `gazeflow predict --no-overlay`, on generated 30-second
+#                      videos (process start and model load timed apart): the bundled model and the paper's geometry
+#                      at 256x256, the paper's geometry at 640x480; frames per second
 #   streaming-bundled  (optional) the streamer's modes at the bundled model's size (causal)
 #   profile            (optional) torch.profiler tables of the benchmarks above whose targets were missed
 #   fulltests          (only with --only) the whole test suite with the GPU visible, OUT_DIR/fulltests.xml
@@ -53,13 +57,15 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
 PYTHON="${PYTHON:-python3}"
 SITE="${GAZEFLOW_SUITE_SITE:-/tmp/site}"
-ALL_STEPS="install preflight tests train inference predict streaming inference-compile streaming-bundled profile"
+ALL_STEPS="install preflight tests train inference pipeline streaming inference-compile predict streaming-bundled profile"
 KNOWN_STEPS="$ALL_STEPS fulltests"
-OPTIONAL_STEPS="inference-compile streaming-bundled profile fulltests"
+OPTIONAL_STEPS="inference-compile predict streaming-bundled profile fulltests"
 # seconds: the estimate (what each step took in the one-call run on an H200, trimmed where noted) and its own limit
-declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=80 [train]=115 [inference]=30 [predict]=70
+declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=80 [train]=105 [inference]=40 [pipeline]=90
+                     [predict]=70
                      [streaming]=90 [inference-compile]=62 [streaming-bundled]=60 [profile]=45 [fulltests]=400)
-declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=150 [inference]=60 [predict]=110
+declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=140 [inference]=75 [pipeline]=130
+                  [predict]=110
                   [streaming]=130 [inference-compile]=90 [streaming-bundled]=90 [profile]=70 [fulltests]=600)
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
@@ -225,6 +231,7 @@ bench_args() {  # bench_args inference|streaming|streaming-bundled|train: a benc
       streaming-bundled) echo "--preset bundled --frames 8 --warmup 2 --reference-frames 4 --baseline-frames 1
                                --num-samples 30 --num-steps 5" ;;
       train) echo "--preset tiny --variants B2+probe B2+fast+ckpt --data-steps 2 --workers 0 2 --steps 1" ;;
+      pipeline) echo "--throughput --throughput-models tiny --throughput-sizes 64x64 160x120 --seconds 2" ;;
     esac
   else
     case "$1" in
@@ -233,8 +240,9 @@ bench_args() {  # bench_args inference|streaming|streaming-bundled|train: a benc
                        --num-samples 30 --num-steps 5" ;;
       streaming-bundled) echo "--preset bundled --frames 150 --warmup 20 --reference-frames 40 --baseline-frames 2
                                --num-samples 30 --num-steps 5" ;;
-      train) echo "--variants B4+probe B4 B4+fast B8+fast B8+fast+ckpt B8+fast+compile --data-variants B8+fast+compile
-                   --workers 12 --data-steps 8" ;;
+      train) echo "--variants B4+probe B4+fast B8+fast B8+fast+compile --data-variants B8+fast+compile --workers 12
+                   --data-steps 8" ;;
+      pipeline) echo "--throughput --seconds 30" ;;
     esac
   fi
 }
@@ -319,6 +327,8 @@ for step in $ALL_STEPS fulltests; do
     streaming-bundled) run_step streaming-bundled "$PYTHON" benchmarks/bench_streaming.py --device "$DEVICE" \
                          $(bench_args streaming-bundled) --json "$OUT_DIR/streaming-bundled.json" ;;
     profile) run_step profile profile_step ;;
+    pipeline) run_step pipeline "$PYTHON" benchmarks/bench_pipeline.py --device "$DEVICE" $(bench_args pipeline) \
+                --json "$OUT_DIR/pipeline.json" ;;
     predict) run_step predict "${TOOLS[@]}" predict "$OUT_DIR" --device "$DEVICE" --work "$WORK" \
                $([ "$TINY" = 1 ] && echo --tiny) ;;
   esac

@@ -623,6 +623,31 @@ def target_lines(first) -> list[str]:
     return lines
 
 
+PIPELINE_TARGET_FPS = {("bundled", "256x256"): 1000, ("bundled", "640x480"): 1000, ("paper", "256x256"): 400,
+                       ("paper", "640x480"): 300}
+"""frames per second that gazeflow predict --no-overlay's path should reach on one H100 (model, video size)."""
+PAPER_FPS = 88  # Table method_time: GazeFlow at K=30, S=5
+
+
+def pipeline_lines(pipeline: dict | None) -> list[str]:
+    """bench_pipeline.py --throughput: each model, size and path (serial, overlapped) side by side."""
+    runs = ((pipeline or {}).get("throughput") or {}).get("runs")
+    if not runs:
+        return []
+    figures = pipeline["throughput"]
+    lines = ["", f"## Pipeline: gazeflow predict --no-overlay's path (bench_pipeline.py --throughput; "
+             f"K={figures['K']}, S={figures['S']}, {figures['seconds']:g} s videos at 24 fps)", "",
+             "| model | size | path | dtype | frames / s | target | / paper's 88 | ms / frame | stages s |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for run in runs:
+        target = PIPELINE_TARGET_FPS.get((run["model"], run["size"]))
+        stages = ", ".join(f"{name} {seconds:.2f}" for name, seconds in run.get("stages_s", {}).items())
+        lines.append(f"| {run['model']} | {run['size']} | {run['path']} | {run['dtype']} | "
+                     f"{run['frames_per_second']:.0f} | {fmt(target)} | {run['frames_per_second'] / PAPER_FPS:.2f} | "
+                     f"{run['ms_per_frame']:.2f} | {stages} |")
+    return lines
+
+
 def inference_table_lines(label: str, figures: dict) -> list[str]:
     """Table ks_grid and Table method_time of one inference run, and the fast path against the reference."""
     lines = []
@@ -692,7 +717,7 @@ def summary(folders: list[Path], output: Path) -> str:
     lines = header_lines(folders) + step_lines(folders) + target_lines(first)
     for name, label in STREAMING_FILES.items():
         lines += streaming_mode_lines(label, first(name) or {})
-    lines += train_lines(first("train.json"))
+    lines += pipeline_lines(first("pipeline.json")) + train_lines(first("train.json"))
     for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json")):
         figures = first(name)
         if figures:

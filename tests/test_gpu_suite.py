@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "benchmarks" / "gpu_suite.sh"
-STEPS = ["install", "preflight", "tests", "train", "inference", "inference-compile", "streaming", "predict",
+STEPS = ["install", "preflight", "tests", "train", "inference", "pipeline", "streaming", "inference-compile", "predict",
          "streaming-bundled", "profile"]
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -55,7 +55,7 @@ def test_dry_run_prints_every_step_and_the_pip_commands(tmp_path):
     assert (tmp_path / "summary.md").exists()
     plan = result.stdout[result.stdout.index("plan:"):result.stdout.index("== install")]
     assert "budget 3600 s" in plan and all(f"  {step} " in plan for step in STEPS)
-    assert "  profile            optional" in plan and "  train              required        115s" in plan
+    assert "  profile            optional" in plan and "  train              required        105s" in plan
 
 
 def test_a_step_past_its_limit_is_stopped_and_optional_steps_wait_for_the_budget(tmp_path):
@@ -137,7 +137,7 @@ def figures(out_dir: Path, name: str) -> dict:
     return json.loads((out_dir / name).read_text())
 
 
-ONE_CALL = "preflight,tests,train,inference,inference-compile,streaming,predict,streaming-bundled,profile"
+ONE_CALL = "preflight,tests,train,inference,pipeline,streaming,inference-compile,predict,streaming-bundled,profile"
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +166,10 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
     bundled = figures(out, "streaming-bundled.json")
     assert bundled["preset"] == "bundled" and bundled["ms_per_frame"]["streamer, total"]["p99"] > 0
     assert figures(out, "profile-inference.json")["profile"] and figures(out, "profile-streaming.json")["profile"]
+    pipeline = figures(out, "pipeline.json")["throughput"]["runs"]
+    assert {(run["size"], run["path"]) for run in pipeline} == {
+        (size, path) for size in ("64x64", "160x120") for path in ("serial", "overlapped")}
+    assert all(run["frames_per_second"] > 0 for run in pipeline)
     runs = figures(out, "predict.json")["runs"]
     assert set(runs) == {"bundled", "tiny random, 160x120"}
     assert all(run["exit_code"] == 0 and run["frames_per_second"] > 0 for run in runs.values())
@@ -202,7 +206,9 @@ def test_the_bundle_holds_the_summary_of_every_step(one_call):
     summary = (bundle / "summary.md").read_text()
     assert "device: `CPU`" in summary and "a dry run on the CPU" in summary and "commit: `" in summary
     assert "| end to end ms per frame (K=2, S=2) | eager |" in summary and "gazeflow predict --no-overlay" in summary
-    assert "| train | required | 115 | 900 | 0 |" in summary and "## Training throughput (CPU, tiny geometry" in summary
+    assert "## Pipeline: gazeflow predict --no-overlay's path (bench_pipeline.py --throughput; K=30, S=5" in summary
+    assert "| tiny | 160x120 | overlapped | float32 |" in summary
+    assert "| train | required | 105 | 900 | 0 |" in summary and "## Training throughput (CPU, tiny geometry" in summary
     assert "| 60e8cbe probe, B4, model only (H100) | 7.50 | 24.6 | 45.4 |" in summary
     assert "## tests/gpu: " in summary and "Fast vs reference (compiled, K=2, S=2)" in summary
     assert (bundle / "gpu_suite.tar.gz").stat().st_size > 0
