@@ -65,6 +65,13 @@ from transformers_gazeflow.training.checkpointing import (
     select_checkpoint,
 )
 from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
+from transformers_gazeflow.training.device_speed import (
+    FrozenWeightCast,
+    adamw,
+    compile_encoder_layers,
+    enable_gradient_checkpointing,
+    loader_options,
+)
 from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
 from transformers_gazeflow.training.processes import leave_process_group
@@ -98,6 +105,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_data_arguments(parser.add_argument_group("data"))
     add_model_arguments(parser.add_argument_group("model"))
     add_training_arguments(parser.add_argument_group("training"))
+    add_device_speed_arguments(parser)
     args = parse_with_recipe(parser, argv)
     check_arguments(parser, args)
     return args
@@ -110,7 +118,9 @@ def add_data_arguments(data: argparse._ArgumentGroup) -> None:
                       "tiny/small/default/large (synthetic)")
     data.add_argument("--validation_fraction", type=float, default=0.05,
                       help="clips held out for validation where the dataset has no validation split")
-    data.add_argument("--dataloader_num_workers", type=int, default=2, help="data loading worker processes")
+    data.add_argument("--dataloader_num_workers", type=int, default=None,
+                      help="data loading worker processes (None: 2 on the CPU; on a GPU one per free core, at most "
+                           "12, so that decoding keeps up with the steps)")
     data.add_argument("--horizontal_flip_probability", type=float, default=0.0,
                       help="chance that a training window is mirrored left to right, frames and gaze together "
                            "(augmentation; validation never is); with --cache_features the training windows are "
@@ -202,6 +212,21 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(f"--early_stopping_patience must be >= 1, got {args.early_stopping_patience}")
     if not 0.0 <= args.horizontal_flip_probability <= 1.0:
         parser.error(f"--horizontal_flip_probability must be in [0, 1], got {args.horizontal_flip_probability}")
+
+
+def add_device_speed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The GPU speed settings (``transformers_gazeflow.training.device_speed``); none changes a CPU run unless
+    asked for."""
+    speed = parser.add_argument_group("speed")
+    speed.add_argument("--gradient_checkpointing", action=argparse.BooleanOptionalAction, default=False,
+                       help="recompute each layer's activations in the backward pass (less memory, a slower step)")
+    speed.add_argument("--torch_compile", action=argparse.BooleanOptionalAction, default=False,
+                       help="torch.compile each encoder layer (regional compilation; the first steps compile)")
+    speed.add_argument("--torch_compile_backend", default="inductor",
+                       help="the torch.compile backend of --torch_compile (e.g. aot_eager: traced, not code-generated)")
+    speed.add_argument("--frozen_weights_in_bf16", action=argparse.BooleanOptionalAction, default=None,
+                       help="cast the frozen encoder's matrix weights to bf16 once (the products are the same under "
+                            "bf16 autocast; the saved model keeps float32). None: on with bf16 on a GPU")
 
 
 # ---------------------------------------------------------------------------------------------------- model
@@ -323,7 +348,7 @@ class TrainingRun:
 
     def __init__(self, seed: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
                  ema: AveragedModel, train_loader: DataLoader, validation_loader: DataLoader, trainable: list,
-                 flip_generator: torch.Generator | None = None) -> None:
+                 flip_generator: torch.Generator | None = None, frozen_cast: FrozenWeightCast | None = None) -> None:
         self.model, self.optimizer, self.scheduler, self.ema = model, optimizer, scheduler, ema
         self.train_loader, self.validation_loader, self.trainable = train_loader, validation_loader, trainable
         self.state = TrainerState(seed=seed)
@@ -331,6 +356,7 @@ class TrainingRun:
         self.last_checkpoint: Path | None = None
         self.flip_generator = flip_generator  # the training collator's (flip augmentation in this process)
         self.flip_state: torch.Tensor | None = None  # flip_generator's state after the last batch consumed
+        self.frozen_cast = frozen_cast  # the frozen weights cast to bf16 (their float32 originals, for saving)
 
     @property
     def checkpointed(self) -> dict:
@@ -355,29 +381,48 @@ def prepare_run(setup: TrainingSetup, model: torch.nn.Module, seed: int) -> Trai
     seeded the global generators (``set_seed``) before building ``model``: the data order follows the seed they
     were last set with (Accelerate's seedable sampler), the rest follows their state now."""
     args, accelerator = setup.args, setup.accelerator
+    loader_kwargs = loader_options(args.dataloader_num_workers, accelerator.device, accelerator.num_processes)
     flip_generator = None
-    if 0.0 < args.horizontal_flip_probability < 1.0 and args.dataloader_num_workers == 0:
+    if 0.0 < args.horizontal_flip_probability < 1.0 and loader_kwargs["num_workers"] == 0:
         # the run's own flip stream, one per process (workers keep torch's per-worker global streams)
         flip_generator = torch.Generator().manual_seed(
             int(np.random.SeedSequence([seed, accelerator.process_index]).generate_state(1)[0]))
     setup.train_collator.flip_generator = flip_generator
-    loader_kwargs = dict(num_workers=args.dataloader_num_workers, persistent_workers=args.dataloader_num_workers > 0)
     train_loader = DataLoader(setup.train_set, shuffle=True, batch_size=args.per_device_train_batch_size,
                               generator=torch.Generator().manual_seed(seed), collate_fn=setup.train_collator,
                               **loader_kwargs)
     validation_loader = DataLoader(setup.validation_set, batch_size=args.per_device_eval_batch_size
                                    or args.per_device_train_batch_size, collate_fn=setup.collator, **loader_kwargs)
+    frozen_cast = apply_speed_settings(model, args, accelerator)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, betas=(0.9, 0.999), weight_decay=args.weight_decay)
+    optimizer = adamw(trainable, accelerator.device, lr=args.learning_rate, betas=(0.9, 0.999),
+                      weight_decay=args.weight_decay)
     scheduler = get_cosine_with_min_lr_schedule_with_warmup(
         optimizer, num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
         num_training_steps=setup.max_train_steps * accelerator.num_processes, min_lr=args.min_learning_rate)
     model, optimizer, train_loader, validation_loader, scheduler = accelerator.prepare(
         model, optimizer, train_loader, validation_loader, scheduler)
     ema = AveragedModel(accelerator.unwrap_model(model), multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
+    if args.torch_compile:  # after the EMA's copy: the EMA (validation, the saved model) stays eager
+        compile_encoder_layers(accelerator.unwrap_model(model), backend=args.torch_compile_backend)
     return TrainingRun(seed=seed, model=model, optimizer=optimizer, scheduler=scheduler, ema=ema,
                        train_loader=train_loader, validation_loader=validation_loader, trainable=trainable,
-                       flip_generator=flip_generator)
+                       flip_generator=flip_generator, frozen_cast=frozen_cast)
+
+
+def apply_speed_settings(model: torch.nn.Module, args: argparse.Namespace,
+                         accelerator: Accelerator) -> FrozenWeightCast | None:
+    """``--gradient_checkpointing`` and ``--frozen_weights_in_bf16`` on ``model``, before its optimizer and EMA are
+    built; returns the cast (None when the weights keep float32)."""
+    if args.gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    bf16 = accelerator.mixed_precision == "bf16"
+    if args.frozen_weights_in_bf16 and not bf16:
+        raise ValueError(f"--frozen_weights_in_bf16 needs bf16 autocast (--mixed_precision bf16), got "
+                         f"--mixed_precision {accelerator.mixed_precision}")
+    cast = args.frozen_weights_in_bf16 if args.frozen_weights_in_bf16 is not None else (
+        bf16 and accelerator.device.type == "cuda")
+    return FrozenWeightCast(model, torch.bfloat16) if cast else None
 
 
 class EpochEnd(enum.Enum):
@@ -623,7 +668,7 @@ def start_accelerator(args: argparse.Namespace, output_dir: Path, mixed_precisio
         mixed_precision=mixed_precision,
         log_with=None if args.report_to == "none" else args.report_to,
         project_config=ProjectConfiguration(project_dir=str(output_dir)),
-        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True, non_blocking=torch.cuda.is_available()),
     )
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     if not accelerator.is_main_process:
@@ -781,6 +826,8 @@ def save_final_model(setup: TrainingSetup, run: TrainingRun, processor: GazeFlow
     final = run.ema.module
     if run.best_ema_state is not None:  # the saved model is the best validation loss's EMA, not the last step's
         final.load_state_dict(run.best_ema_state)
+    if run.frozen_cast is not None:  # the frozen weights as loaded, in float32
+        run.frozen_cast.restore(final)
     staging = output_dir / ".tmp_final"
     if staging.exists():
         shutil.rmtree(staging)
