@@ -12,13 +12,17 @@ The API that ``GazeFlowStreamer``, the ``gazeflow stream`` command and the ONNX 
 ``frame`` ``[B, 3, S, S]`` normalised pixels (any float dtype), ``noise`` x_0 ``[B, K, 1, 2]`` float32 (model
 coordinates); ``trajectories`` ``[B, K, 2]`` the K samples' gaze at the frame in unit coordinates, clamped, float32;
 ``mean`` ``[B, 2]`` their mean. ``step`` is an ``nn.Module``: its weights are buffers prepared once in ``dtype`` (the
-model's own dtype by default; ``torch.bfloat16`` on a GPU) and it holds no stream state of its own.
+model's own dtype by default; ``torch.bfloat16`` on a GPU) and it holds no stream state of its own. The prepared
+weights are a second copy of the encoder's and the velocity network's (in ``dtype``: half the fp32 model's size in
+bf16); W_proj, the spatial encoder and the task bank's attention are the model's own modules when ``dtype`` is the
+model's, else cast copies. The model is never changed.
 
-**The state** (a pytree of tensors, so it passes through ``torch.compile`` and ``torch.export``; every shape fixed when
-it is made, none changes from frame 0 on; nothing is read back to the host per frame):
+**The state** (a pytree of tensors, so it passes through ``torch.compile`` and ``torch.export``, both tested; every
+shape fixed when it is made, none changes from frame 0 on; nothing is read back to the host per frame):
 
-* ``frame_index`` ``[]`` int64: t, the index of the next frame. Every position is derived from it on the device:
-  the ring slot ``t mod W``, which slots hold frames, the RoPE angles (``modeling_gazeflow_streaming``);
+* ``frame_index`` ``[]`` int64: t, the index of the next frame. The ring slot ``t mod W`` and the RoPE angles are
+  derived from it on the device (``modeling_gazeflow_streaming``);
+* ``written`` ``[W]`` bool: which ring slots hold a frame (the attention masks and the task bank's mean read it);
 * ``frames`` ``[B, w, 3, S, S]``: a ring of the last w = ``causal_encoder_frames`` frames; the encoder reads them in
   time order (an index, frames before the first read the first, as ``causal_encoder_windows`` pads);
 * ``summaries`` ``[B, W, d]`` and ``summary_cache`` (keys/values ``[B, H, W, d_h]``): rings of the last W frame
@@ -29,7 +33,11 @@ it is made, none changes from frame 0 on; nothing is read back to the host per f
 Past W frames each ring overwrites its oldest slot, so memory is fixed and the context slides: frame t attends to
 frames t - W + 1 .. t, which with RoPE (offsets only) equals the model run on the last W frames with the same gaze
 history; learned positions give the newest frame the table's last row. Within the first W frames the outputs equal
-``model.generate`` on the prefix with the same noise.
+``model.generate`` on the prefix with the same noise. Positions are only ever compared with each other, so a stream
+may start at any frame index (``state.frame_index.fill_(t0)`` before its first frame): RoPE angles are formed in
+float64 and reduced mod 2 pi, and a stream at t = 10^7 equals the same stream at 0 (tested).
+
+How the step runs (eager, ``torch.compile``, a captured CUDA graph) is :mod:`.streaming_runners`.
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ class StreamerState:
     """Everything a stream carries from one frame to the next, as fixed-size tensors (see the module docstring)."""
 
     frame_index: torch.Tensor
+    written: torch.Tensor
     frames: torch.Tensor
     summaries: torch.Tensor | None
     summary_cache: GazeFlowRingKeyValueCache | None
@@ -138,17 +147,16 @@ class GazeFlowStreamerStep(nn.Module):
         self.encoder_frames, self.tokens_per_frame = config.causal_encoder_frames, config.tokens_per_frame
         self.video_encoder = GazeFlowStreamingVideoEncoder(model.video_encoder, self.encoder_frames,
                                                            self.tokens_per_frame, dtype).eval()
-        self.condition = GazeFlowStreamingCondition(model, dtype).eval()
+        self.condition = GazeFlowStreamingCondition(model, dtype)  # may share the model's modules: not .eval()'d
         self.velocity_network = GazeFlowStreamingVelocityNetwork(
             model.velocity_network, config, dtype, scheduler_flow_times(self.scheduler)).eval()
         device = parameter.device
-        self.register_buffer("slot_index", torch.arange(self.context, device=device), persistent=False)
         self.register_buffer("window_offsets", torch.arange(1 - self.encoder_frames, 1, device=device),
                              persistent=False)
 
     @property
     def device(self) -> torch.device:
-        return self.slot_index.device
+        return self.window_offsets.device
 
     def new_state(self, batch_size: int) -> StreamerState:
         """A zero state for a stream of ``batch_size`` clips (frame index 0), on the step's device."""
@@ -164,6 +172,7 @@ class GazeFlowStreamerStep(nn.Module):
         condition = self.condition
         return StreamerState(
             frame_index=torch.zeros((), dtype=torch.int64, device=device),
+            written=torch.zeros(self.context, dtype=torch.bool, device=device),
             frames=torch.zeros(batch_size, self.encoder_frames, channels, size, size, dtype=self.dtype, device=device),
             summaries=torch.zeros(batch_size, self.context, width, dtype=self.dtype, device=device)
             if condition.has_task_bank else None,
@@ -174,13 +183,15 @@ class GazeFlowStreamerStep(nn.Module):
 
     def encode_frame(self, frame: torch.Tensor, state: StreamerState,
                      positions: StreamingPositions) -> StreamingCondition:
-        """Frame t's condition: the frame written to the window ring, the encoder on frames t - w + 1 .. t (the
-        last tubelet's N tokens are frame t's), then :class:`GazeFlowStreamingCondition` (summary rings updated)."""
-        window = self.encoder_frames
-        state.frames.index_copy_(1, torch.remainder(state.frame_index, window).view(1),
-                                 frame.unsqueeze(1).to(self.dtype))
-        order = torch.remainder((state.frame_index + self.window_offsets).clamp(min=0), window)
-        tokens = self.video_encoder(state.frames.index_select(1, order))  # [B, N, D]
+        """Frame t's condition: the frame written to the window ring (the stream's first frame to every slot: frames
+        before it read it, as ``causal_encoder_windows`` pads), the encoder on frames t - w + 1 .. t in time order
+        (the last tubelet's N tokens are frame t's), then :class:`GazeFlowStreamingCondition` (rings updated)."""
+        ring, window = state.frames, self.encoder_frames
+        frame = frame.unsqueeze(1).to(ring.dtype)
+        ring.copy_(torch.where(positions.first, frame.expand_as(ring), ring))
+        ring.index_copy_(1, torch.remainder(positions.frame_index, window).view(1), frame)
+        order = torch.remainder(positions.frame_index + self.window_offsets, window)
+        tokens = self.video_encoder(ring.index_select(1, order))  # [B, N, D]
         return self.condition(tokens, state.summaries, state.summary_cache, positions)
 
     def sample(self, noise: torch.Tensor, condition: StreamingCondition, state: StreamerState,
@@ -188,7 +199,7 @@ class GazeFlowStreamerStep(nn.Module):
         """The scheduler's sampler from x_0 = ``noise`` ``[B, K, 1, 2]`` to x_1 (float32), call c of the network
         reading and writing the ring caches ``state.self_attention[c]``."""
         network = self.velocity_network
-        frame = network.frame_inputs(state.frame_index, positions, condition, noise.shape[0] * noise.shape[1])
+        frame = network.frame_inputs(positions, condition, noise.shape[0] * noise.shape[1])
         call = 0
 
         def velocity_fn(sample: torch.Tensor, flow_time: float, self_condition: torch.Tensor) -> torch.Tensor:
@@ -206,7 +217,7 @@ class GazeFlowStreamerStep(nn.Module):
                 state: StreamerState) -> tuple[torch.Tensor, torch.Tensor]:
         """Frame t's K samples ``[B, K, 2]`` and their mean ``[B, 2]`` (unit coordinates, clamped, float32); the
         state moves to frame t + 1 in place."""
-        positions = streaming_positions(state.frame_index, self.slot_index, self.dtype)
+        positions = streaming_positions(state.frame_index, state.written, self.dtype)
         condition = self.encode_frame(frame, state, positions)
         sample = self.sample(noise, condition, state, positions)
         state.frame_index.add_(1)

@@ -15,19 +15,20 @@ replayed as a CUDA graph and exported:
   embedding of each sampler call and the embedding biases folded into one bias per call) and the self-attention's
   keys/values in :class:`~.modeling_gazeflow_layers.GazeFlowRingKeyValueCache` buffers (one per call and block).
 * :class:`StreamingPositions` and :func:`streaming_positions` - what frame t's index gives every part: the ring slot
-  ``t mod W``, the mask of the slots that hold a frame (``min(t + 1, W)`` of them) and the count.
+  ``t mod W``, the mask of the slots that hold a frame (the last ``min(t + 1, W)``) and their count.
 * :func:`rotary_phases` - RoPE angles of a frame index reduced mod 2 pi in float64 (see below).
 
 **Positions over a long stream.** RoPE rotates the query and key of frame t by ``t * theta^(-2j / d_h)``
 (Appendix C.2); the logit of a query and a key depends on their offset only. A key is rotated once, when its frame
 is written to the ring, by its absolute index t, and every query by its own t. Absolute indices grow without bound:
-in float32 the angle t * 1 at t = 10^5 is off by up to 4e-3 rad (its ulp is 7.8e-3), and by t = 10^7 (31 hours at
-90 Hz) the rotation is noise. :func:`rotary_phases` therefore computes the angle in float64 and reduces it mod 2 pi
-before the cosine (float64 holds t * theta^(-2j / d_h) to 1e-9 rad for any stream shorter than 10^7 years), so the
-rotated keys are as precise at t = 10^7 as at t = 0: the same float32/bf16 rounding of cos and sin as in a window.
-The alternative, re-rotating all W cached keys by their offset to the newest frame at every call, would cost W
-times the rotation work and several more kernels per block and call. Learned positions take the last row of their
-table from frame W - 1 on (the newest frame is the window's last), as they did before.
+a float32 angle t * theta^(-2j / d_h) near t = 10^5 is rounded by up to 4e-3 rad (half its ulp), a query-key offset
+by twice that, and from t = 10^7 (31 hours at 90 Hz) on the rotation is noise (ulp 1 rad). :func:`rotary_phases`
+therefore forms the angle in float64 (rounded by 1e-9 rad at t = 10^7, 1e-6 rad at t = 10^10) and reduces it mod
+2 pi before the cosine, so frame 10^7's rotated keys carry the same float32/bf16 rounding of cos and sin as frame
+0's (tested: a stream started at t = 10^7 equals the same stream started at 0). The alternative, storing keys
+unrotated and rotating all W cached keys by their offset to the newest frame at every call, would cost W times the
+rotation work and several more kernels per block and call. Learned positions take the row of the newest frame in
+the window, min(t, W - 1), as before.
 
 Everything here is the model's own computation rearranged: the streamer built on it equals the causal model run on
 the same prefix with the same noise within the first W frames (tests); the rearrangements (fused products, folded
@@ -68,28 +69,37 @@ def rotary_phases(frame_index: torch.Tensor, inverse_frequencies: torch.Tensor) 
 
 @dataclass
 class StreamingPositions:
-    """What frame t's index gives the per-frame step (every field a tensor: nothing is read on the host).
+    """Where frame t goes and what the rings hold once it is there (every field a tensor: nothing is read on the
+    host). All rings of a stream share the slot ``t mod W``.
 
     Attributes:
+        frame_index: ``[]`` int64, t (RoPE rotates by it).
         slot: ``[1]`` int64, ``t mod W``: the ring slot frame t is written to.
-        slot_mask: ``[W]`` additive mask (0 for slots holding one of the last ``min(t + 1, W)`` frames, the dtype's
-            lowest value for slots not written yet), in the run's dtype.
-        count: ``[]`` float, ``min(t + 1, W)``: the frames the ring holds once frame t is written.
+        slot_mask: ``[W]`` additive mask in the run's dtype: 0 for the slots holding a frame (at most the last W,
+            frame t's included), the dtype's lowest value for slots not written yet.
+        count: ``[]`` int64, how many slots hold a frame (``min(t + 1, W)`` for a stream started at frame 0).
+        first: ``[]`` bool, whether frame t is the stream's first.
     """
 
+    frame_index: torch.Tensor
     slot: torch.Tensor
     slot_mask: torch.Tensor
     count: torch.Tensor
+    first: torch.Tensor
 
 
-def streaming_positions(frame_index: torch.Tensor, slot_index: torch.Tensor, dtype: torch.dtype) -> StreamingPositions:
-    """:class:`StreamingPositions` of frame ``frame_index`` (``[]`` int64) for a ring of ``len(slot_index)`` slots
-    (``slot_index = arange(W)``). The ring fills slots 0, 1, ... in order, so slot j holds a frame once t >= j."""
-    slots = slot_index.shape[0]
-    lowest = torch.finfo(dtype).min
-    slot_mask = torch.where(slot_index <= frame_index, 0.0, lowest).to(dtype)
-    count = (frame_index + 1).clamp(max=slots).to(dtype)
-    return StreamingPositions(slot=torch.remainder(frame_index, slots).view(1), slot_mask=slot_mask, count=count)
+def streaming_positions(frame_index: torch.Tensor, written: torch.Tensor, dtype: torch.dtype) -> StreamingPositions:
+    """:class:`StreamingPositions` of frame ``frame_index`` (``[]`` int64) for rings of ``len(written)`` slots;
+    ``written`` ``[W]`` bool (which slots hold a frame, the state's) is updated in place to include frame t's slot.
+
+    A slot is valid because a frame was written to it, not because of t: a stream may start at any frame index
+    (a stream resumed at t = 10^7 behaves as one started at 0, which is how the long-stream test runs)."""
+    slots = written.shape[0]
+    slot = torch.remainder(frame_index, slots).view(1)
+    first = ~written.any()
+    written.index_fill_(0, slot, True)
+    slot_mask = torch.where(written, 0.0, torch.finfo(dtype).min).to(dtype)
+    return StreamingPositions(frame_index, slot, slot_mask, written.sum(), first)
 
 
 def cast_copy(module: nn.Module, dtype: torch.dtype) -> nn.Module:
@@ -179,7 +189,7 @@ class GazeFlowStreamingCondition(nn.Module):
         """c_task(t) ``[B, M + 1, d]`` over the summary ring, after writing V_bar_t (in place) into it."""
         summary = visual_tokens.mean(dim=1, keepdim=True)  # V_bar_t [B, 1, d]
         summaries.index_copy_(1, positions.slot, summary)
-        pooled = summaries.sum(dim=1, keepdim=True) / positions.count  # p_t: slots not written yet hold zeros
+        pooled = summaries.sum(dim=1, keepdim=True) / positions.count.to(summaries.dtype)  # p_t; unwritten: 0
         if self.num_queries == 0:
             return pooled
         keys, values = summary_cache.write(positions.slot, *self.bank_attention.project_key_value(summary))
@@ -397,20 +407,19 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
     def num_calls(self) -> int:
         return len(self.flow_times)
 
-    def frame_inputs(self, frame_index: torch.Tensor, positions: StreamingPositions, condition: StreamingCondition,
+    def frame_inputs(self, positions: StreamingPositions, condition: StreamingCondition,
                      rows: int) -> StreamingFrameInputs:
-        """The per-frame constants of every call of frame ``frame_index`` (``[]`` int64), for ``rows = B K``."""
+        """The per-frame constants of every call of frame t, for ``rows = B K`` gaze tokens."""
         biases, concat_bias = self.call_biases, None
-        if self.learned_positions:  # the newest frame is the window's last from frame W - 1 on
-            last_row = self.position_table.shape[0] - 1
-            biases = biases + self.position_table.index_select(0, frame_index.clamp(max=last_row).view(1))
+        if self.learned_positions:  # the newest frame's row in the window: min(t, W - 1)
+            biases = biases + self.position_table.index_select(0, (positions.count - 1).view(1))
         if self.task_concat:  # [h; vec(c_task)] W^T = h W_h^T + vec(c_task) W_c^T, the second once per frame
             batch = condition.task_tokens.shape[0]
             bank = torch.addmm(self.concat_bias, condition.task_tokens.reshape(batch, -1), self.concat_bank_weight)
             concat_bias = bank.repeat_interleave(rows // batch, dim=0)  # [B K, d]
         cos = sin = None
         if self.rotary:
-            phases = rotary_phases(frame_index, self.rotary_frequencies)
+            phases = rotary_phases(positions.frame_index, self.rotary_frequencies)
             cos, sin = phases.cos().to(self.dtype), phases.sin().to(self.dtype)
         mask = positions.slot_mask.view(1, 1, 1, -1).expand(rows, 1, 1, -1)
         return StreamingFrameInputs(biases, concat_bias, mask, cos, sin)
