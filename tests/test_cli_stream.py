@@ -210,6 +210,13 @@ def test_bad_sources_and_models_are_one_line(capsys, monkeypatch, tmp_path, synt
                     "lists them)")
     line, _ = error_of(tmp_path / "missing.mp4", "--model", causal_model_dir)
     assert "video file not found" in line and "missing.mp4" in line
+    (tmp_path / "notes.mp4").write_text("not a video\n")
+    line, _ = error_of(tmp_path / "notes.mp4", "--model", causal_model_dir)
+    assert line.startswith(f"gazeflow: error: cannot decode video {tmp_path / 'notes.mp4'}: ")
+    line, _ = error_of(tmp_path, "--model", causal_model_dir)
+    assert line == f"gazeflow: error: expected a video file, got a directory: {tmp_path}"
+    line, _ = error_of(path, "--model", tmp_path)
+    assert line == f"gazeflow: error: {tmp_path} is not a GazeFlow model folder: it has no config.json"
     line, _ = error_of("rtsp://127.0.0.1:9/none", "--model", causal_model_dir)
     assert line.startswith("gazeflow: error: cannot open url rtsp://127.0.0.1:9/none")
     with_stdin(monkeypatch, random_video(3, 8, 8).tobytes()[:-10])

@@ -107,6 +107,11 @@ def test_export_and_backend_errors_are_one_line(capsys, tmp_path, exported, tiny
     assert status == 1 and "needs a causal model" in line and str(tiny_model_dir) in line
     status, line = error_of("export-streamer", "-o", tmp_path / "x", "--opset", 13)
     assert status == 2 and "--opset 13: expected an integer >= 17" in line
+    (tmp_path / "taken").write_text("a file")
+    status, line = error_of("export-streamer", "-o", tmp_path / "taken")
+    assert status == 2 and f"--output-dir {tmp_path / 'taken'}: is an existing file, expected a folder" in line
+    status, line = error_of("export-streamer", "--model", tmp_path / "nowhere", "-o", tmp_path / "x")
+    assert status == 1 and line == f"gazeflow: error: model folder not found: {tmp_path / 'nowhere'}"
     video = write_video(tmp_path / "v.mp4", random_video(3, 16, 16), fps=10)
     status, line = error_of("stream", video, "--backend", "onnxruntime", "--onnx", tmp_path / "none")
     assert status == 1 and f"--onnx {tmp_path / 'none'}: no such folder" in line
