@@ -39,11 +39,20 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from .readout_arguments import add_calibrate_arguments, add_readout_arguments, readout_options
+from .stream import (  # light: nothing heavy is imported before the model loads
+    EXPORT_DESCRIPTION,
+    EXPORT_HELP,
+    STREAM_DESCRIPTION,
+    STREAM_HELP,
+    add_export_arguments,
+    add_stream_arguments,
+)
 
 SOLVERS = ("euler", "heun", "midpoint")
 WINDOW_MODES = ("coherent", "blend")
@@ -422,64 +431,33 @@ register_command(Command(
 
 
 # ------------------------------------------------------------------------------------------- stream
-def _add_stream_arguments(parser: argparse.ArgumentParser) -> None:
-    from .stream import add_stream_arguments  # light: nothing heavy is imported before the model loads
-
-    add_stream_arguments(parser, SOLVERS)
+def _checked(args: argparse.Namespace, check: Callable[[argparse.Namespace], None]) -> None:
+    """The common checks, then a command's own (a ValueError there: the command line alone is wrong, exit 2)."""
+    check_arguments(args)
+    try:
+        check(args)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _run_stream(args: argparse.Namespace) -> int:
     from .stream import check_stream_arguments, run_stream
 
-    check_arguments(args)
-    try:
-        check_stream_arguments(args)
-    except ValueError as err:  # the command line alone is wrong: exit status 2
-        raise UsageError(str(err)) from None
-
+    _checked(args, check_stream_arguments)
     return run_stream(args, resolve_device)
 
 
-register_command(Command(
-    "stream", "online gaze, frame by frame, from a file, camera, URL or stdin (causal model)", _add_stream_arguments,
-    _run_stream,
-    description="Predict gaze online with a causal GazeFlow: one JSON line per frame on stdout (frame, time_s, x/y "
-                "in unit coordinates and pixels, the samples' spread r50_px/r90_px, latency_ms), or CSV with "
-                "--csv; a latency summary on stderr at the end. SOURCE: a video file, a camera (/dev/video0), a "
-                "stream URL, or - for raw RGB frames on stdin (--raw WIDTHxHEIGHT)."))
-
-
-def _add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    from .stream import add_export_arguments
-
-    add_export_arguments(parser, SOLVERS)
-
-
 def _run_export_streamer(args: argparse.Namespace) -> int:
-    check_arguments(args)
-    _at_least(args, "opset", 17, "the ONNX opset; the step needs 17 or later")
-    output_dir = Path(args.output_dir).expanduser()
-    if output_dir.exists() and not output_dir.is_dir():
-        raise UsageError(f"--output-dir {output_dir}: is an existing file, expected a folder")
-    from .stream import causal_model_location
-    from .stream_export import export_streamer
+    from .stream import check_export_arguments, run_export_streamer
 
-    interface = export_streamer(causal_model_location(args.model), output_dir, args.num_samples, args.num_steps,
-                                args.solver, args.opset)
-    checked = interface["checked"]
-    check = (f"onnxruntime gives torch's gaze within {checked['max_abs_difference']:.1e} over {checked['frames']} "
-             "frames" if checked["frames"] else checked["note"])
-    print(f"gazeflow: the streamer step (K={interface['num_samples']}, S={interface['num_steps']}) -> "
-          f"{output_dir / interface['file']} and {output_dir / 'streamer.json'}; {check}")
-    return 0
+    _checked(args, check_export_arguments)
+    return run_export_streamer(args)
 
 
-register_command(Command(
-    "export-streamer", "export the causal streamer's per-frame step for devices (ONNX)", _add_export_arguments,
-    _run_export_streamer,
-    description="Export the causal model's per-frame step (frame, noise, state) -> (gaze, next state) as ONNX, with "
-                "streamer.json naming its inputs, outputs, shapes, dtypes and how to start the state; "
-                "gazeflow stream --backend onnxruntime --onnx DIR runs it."))
+register_command(Command("stream", STREAM_HELP, partial(add_stream_arguments, solvers=SOLVERS), _run_stream,
+                         description=STREAM_DESCRIPTION))
+register_command(Command("export-streamer", EXPORT_HELP, partial(add_export_arguments, solvers=SOLVERS),
+                         _run_export_streamer, description=EXPORT_DESCRIPTION))
 
 
 # ------------------------------------------------------------------------------------------- calibrate

@@ -38,6 +38,19 @@ SPREAD_QUANTILES = (0.5, 0.9)
 COMPILE_ON_CUDA, COMPILE_ELSEWHERE = "reduce-overhead", "default"
 """``--compile``'s ``GazeFlowStreamer(compile=...)`` mode: compiled and replayed as a CUDA graph on a GPU, compiled
 elsewhere."""
+STREAM_HELP = "online gaze, frame by frame, from a file, camera, URL or stdin (causal model)"
+STREAM_DESCRIPTION = (
+    "Predict gaze online with a causal GazeFlow: one JSON line per frame on stdout (frame, time_s, x/y in unit "
+    "coordinates and pixels, the samples' spread r50_px/r90_px, latency_ms), or CSV with --csv; a latency summary on "
+    "stderr at the end. SOURCE: a video file, a camera (/dev/video0), a stream URL, or - for raw RGB frames on stdin "
+    "(--raw WIDTHxHEIGHT).")
+EXPORT_HELP = "export the causal streamer's per-frame step for devices (ONNX)"
+EXPORT_DESCRIPTION = (
+    "Export the causal model's per-frame step (frame, noise, state) -> (gaze, next state) as ONNX, with "
+    "streamer.json naming its inputs, outputs, shapes, dtypes and how to start the state; gazeflow stream --backend "
+    "onnxruntime --onnx DIR runs it.")
+DEFAULT_OPSET, MIN_OPSET = 18, 17
+"""``stream_export``'s (not imported from there: it imports torch; a test keeps them equal)."""
 STOPPED_BY = {"KeyboardInterrupt": "SIGINT", "Terminated": "SIGTERM"}
 """How a stream that ends on an exception says it stopped (``cli.Terminated`` is SIGTERM); any other: "error"."""
 
@@ -135,7 +148,33 @@ def add_export_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ..
     parser.add_argument("--num-steps", "-s", type=int, default=None,
                         help="S ODE steps, fixed in the graph (default: the model config's)")
     parser.add_argument("--solver", choices=solvers, default=None, help="ODE solver (default: the model config's)")
-    parser.add_argument("--opset", type=int, default=18, help="ONNX opset (>= 17)")
+    parser.add_argument("--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (>= {MIN_OPSET})")
+
+
+def check_export_arguments(args: argparse.Namespace) -> None:
+    """``gazeflow export-streamer``'s own command-line checks (a ValueError names the argument)."""
+    if args.opset < MIN_OPSET:
+        raise ValueError(f"--opset {args.opset}: expected an integer >= {MIN_OPSET} (the ONNX opset; the step needs "
+                         f"{MIN_OPSET} or later)")
+    output_dir = Path(args.output_dir).expanduser()
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(f"--output-dir {output_dir}: is an existing file, expected a folder")
+
+
+def run_export_streamer(args: argparse.Namespace) -> int:
+    """Run ``gazeflow export-streamer`` on checked arguments: the export, then one line saying what was written and
+    how closely onnxruntime followed torch."""
+    from .stream_export import export_streamer
+
+    output_dir = Path(args.output_dir).expanduser()
+    interface = export_streamer(causal_model_location(args.model), output_dir, args.num_samples, args.num_steps,
+                                args.solver, args.opset)
+    checked = interface["checked"]
+    check = (f"onnxruntime gives torch's gaze within {checked['max_abs_difference']:.1e} over {checked['frames']} "
+             "frames" if checked["frames"] else checked["note"])
+    print(f"gazeflow: the streamer step (K={interface['num_samples']}, S={interface['num_steps']}) -> "
+          f"{output_dir / interface['file']} and {output_dir / 'streamer.json'}; {check}")
+    return 0
 
 
 # ------------------------------------------------------------------------------------------- records

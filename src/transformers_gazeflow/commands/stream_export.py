@@ -41,10 +41,10 @@ from torch import nn
 from ..generation.streaming_step import GazeFlowStreamerStep, StreamerState
 from ..models.gazeflow.scheduling_gazeflow import draw_noise
 
+DEFAULT_OPSET, MIN_OPSET = 18, 17
 EXPORT_FORMATS = ("onnx",)
 STEP_FILE, INTERFACE_FILE = "step.onnx", "streamer.json"
 INTERFACE_FORMAT = "gazeflow-streamer-step/1"
-DEFAULT_OPSET, MIN_OPSET = 18, 17
 INPUTS, OUTPUTS = ("frame", "noise"), ("gaze_samples", "gaze_point")
 CHECK_FRAMES, CHECK_TOLERANCE = 24, 1e-3
 """Frames the export runs through onnxruntime beside torch (past the W-frame context, so the rings wrap) and the
