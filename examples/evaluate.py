@@ -41,6 +41,7 @@ from transformers_gazeflow.hub.model_folders import (
     load_video_processor,
     save_region_calibration,
 )
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.training.datasets import DATASET_NAMES
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
@@ -165,9 +166,8 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     else:
         model, processor = load_model_and_processor(args.model_name_or_path)
         model = model.to(accelerator.device)
-        num_samples = args.num_samples or model.config.num_samples
-        num_steps = args.num_steps or model.config.num_steps
-        solver = args.solver or model.config.solver
+        settings = SamplingSettings.resolve(model.config, args.num_samples, args.num_steps, args.solver)
+        num_samples, num_steps, solver = settings.num_samples, settings.num_steps, settings.solver
         results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
         if args.grid:
             grid = {}

@@ -244,6 +244,22 @@ def test_hidden_states_are_the_states_the_model_computes():
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("objective", ["flow_matching", "diffusion", "regression"])
+def test_every_objective_returns_the_states_of_its_loss_call_not_of_the_self_conditioning_pass(objective):
+    """The objectives pass the output flags to the network call whose prediction enters the loss: its last hidden
+    state gives the predicted velocity, and asking for the states changes nothing of the loss."""
+    model = tiny(objective=objective, self_conditioning_prob=1.0, attn_implementation="eager").train()
+    out = model(**loss_inputs(output_attentions=True, output_hidden_states=True))
+    plain = model(**loss_inputs())
+    assert torch.equal(out.loss, plain.loss) and plain.hidden_states is None and plain.attentions is None
+    assert len(out.hidden_states) == LAYERS["num_hidden_layers"] + 1
+    assert len(out.attentions) == LAYERS["num_hidden_layers"] and out.attentions[0].shape == (2, HEADS, FRAMES, FRAMES)
+    network = model.velocity_network
+    with torch.no_grad():
+        torch.testing.assert_close(network.output_head(network.output_norm(out.hidden_states[-1])).squeeze(1),
+                                   out.predicted_velocity)
+
+
 def test_hidden_states_and_attentions_keep_their_gradients():
     """transformers' test_retain_grad_hidden_states_attentions: the returned tensors are the ones the loss used."""
     model = tiny(attn_implementation="eager")

@@ -47,7 +47,8 @@ def checksums(output: str) -> dict[int, float]:
 
 def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
     """... and a two-process checkpoint (one random state per process) resumes exactly with two processes."""
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
+    # --standalone: a rendezvous on a free local port (a fixed port fails when another run holds it)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "run", "--max_train_steps", 4,
                                "--checkpointing_steps", 2],
                        {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)
@@ -58,7 +59,6 @@ def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
     assert (tmp_path / "run" / "model.safetensors").exists() and (tmp_path / "run" / "README.md").exists()
     written = {p.name for p in (tmp_path / "run" / "step_2").iterdir()}
     assert {"rng_state_0.safetensors", "rng_state_1.safetensors"} <= written
-    torchrun[-1] = "29534"
     resumed = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "resumed", "--max_train_steps", 4,
                                 "--resume_from_checkpoint", tmp_path / "run" / "step_2"],
                         {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)
@@ -150,6 +150,24 @@ def test_a_folder_that_is_not_a_gazeflow_model(tmp_path, env, data_dir):
         result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "out", "--model_name_or_path",
                                    folder], env, check=False)
         assert result.returncode == 1 and message in result.stderr and "--model_name_or_path" in result.stderr
+
+
+def test_a_model_folder_trains_with_its_own_processor_and_keeps_it(tmp_path, env, data_dir):
+    """--model_name_or_path FOLDER: the folder's preprocessor_config.json processes the frames and is saved with the
+    trained model (a default processor used to replace it)."""
+    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+    from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+    from transformers_gazeflow.hub.model_folders import save_model_folder
+
+    config = GazeFlowConfig.tiny()
+    processor = GazeFlowVideoProcessor(size=config.image_size, image_mean=[0.5, 0.4, 0.3], image_std=[0.2, 0.3, 0.4],
+                                       resample="bicubic")
+    assert processor != GazeFlowVideoProcessor(size=config.image_size)
+    torch.manual_seed(0)
+    save_model_folder(GazeFlowModel(config), tmp_path / "start", processor=processor)
+    run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "out", "--model_name_or_path",
+                      tmp_path / "start", "--max_train_steps", 1], env)
+    assert GazeFlowVideoProcessor.from_pretrained(tmp_path / "out") == processor
 
 
 def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, env, data_dir, monkeypatch):

@@ -16,16 +16,16 @@ and exits with status 2 for a bad command line and 1 for a bad input (video, mod
 ``GAZEFLOW_DEBUG=1`` shows the traceback instead. Ctrl-C (SIGINT) exits with 130 and SIGTERM with 143, after
 removing the partial outputs of the video under way (finished videos are kept; ``--resume`` continues).
 
-Adding a command (``gazeflow app`` below is one)::
+Adding a command (``gazeflow app`` below is one, shortened)::
 
     def add_app_arguments(parser):                 # reuse add_model_arguments(parser), add_runtime_arguments(parser)
-        parser.add_argument("--port", type=int, default=7860)
+        parser.add_argument("--port", type=int, default=None)
 
     def run_app(args) -> int:                      # import heavy things here, not at the top of the module
-        from .app import launch
-        return launch(args)
+        from .web_demo import serve
+        return serve(port=args.port)
 
-    register_command(Command("app", "a web demo in the browser", add_app_arguments, run_app))
+    register_command(Command("app", "serve the web demo", add_app_arguments, run_app))
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,7 @@ from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixel
 from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
 from ..outputs.readouts import SCANPATHS_NAME, ReadoutFiles
 from ..outputs.writers import FIXATIONS_NAME, SACCADES_NAME, write_summary
-from ..pipelines.egocentric_gaze import GazeFlowPipeline, open_video_source
+from ..pipelines.egocentric_gaze import GazeFlowPipeline, VideoSource, open_video_source
 from .batch import (
     CSV_NAME,
     OVERLAY_NAME,
@@ -225,7 +225,8 @@ class GazePredictor:
     def predict(self, video: str | os.PathLike, output_dir: str | os.PathLike, options: PredictOptions,
                 truth: GroundTruth | None = None, on_chunk: ChunkCallback | None = None) -> dict[str, Any]:
         """Predict gaze on ``video`` and write overlay/CSV/summary into ``output_dir``; returns the summary.
-        ``on_chunk(chunk, frames_done, frames_total)`` is called after each chunk's rows are written (raise to stop)."""
+        ``on_chunk(chunk, frames_done, frames_total)`` is called after each chunk's rows are written (raise to
+        stop)."""
         source = open_video_source(video, start_frame=options.start_frame, end_frame=options.end_frame)
         settings = self.settings(options)
         sigma = heatmap_sigma_px(source.width, options.heatmap_sigma_px, options.heatmap_sigma_fraction)
@@ -235,69 +236,26 @@ class GazePredictor:
         final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME,
                  "fixations": out_dir / FIXATIONS_NAME, "saccades": out_dir / SACCADES_NAME,
                  "scanpaths": out_dir / SCANPATHS_NAME}
-        partial = {key: path.with_name(f"partial.{path.name}") for key, path in final.items()}
-        renderer = OverlayRenderer(trail=options.trail)
-        scored = truth.scored() if truth is not None else None
-        frames_done, point_sum, finished = 0, np.zeros(2), False
-        clock, write_s = StageClock(self.pipe.device), 0.0
+        # the streamed files; summary.json is written whole by write_summary
+        partial = {key: path.with_name(f"partial.{path.name}") for key, path in final.items() if key != "summary"}
+        finished = False
+        streamed = StreamedTotals(clock=StageClock(self.pipe.device))
         started = time.perf_counter()
-        def draw(item: tuple) -> np.ndarray:  # runs in the writer's thread, in frame order
-            frame, samples, point, shown, region = item
-            return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown,
-                                        region_px=region if options.region else None)
-
-        writer = (OverlayVideoWriter(partial["overlay"], fps=source.fps, render=draw, even_size=options.even_size)
-                  if options.overlay else None)
+        writer = _overlay_writer(partial["overlay"], source, options, sigma) if options.overlay else None
         try:
-            with self._readout_files(source, settings, options, partial, truth) as csv_writer, \
-                    _progress(source.expected_frames, options.quiet, source.video_id) as bar:
-                for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
-                                                     keep_frames=writer is not None, clock=clock):
-                    writing = time.perf_counter()
-                    chunk = corrected_chunk(chunk, calibration)
-                    first = source.start_frame + chunk.start
-                    region90 = csv_writer.write(first, chunk.trajectories).region(0.9)
-                    points = chunk.points
-                    point_sum = point_sum + points.sum(axis=0)
-                    frames_done += chunk.num_frames
-                    bar.update(chunk.num_frames)
-                    if writer is not None:
-                        for i, frame in enumerate(chunk.frames):
-                            index = first + i
-                            shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
-                                     else None)
-                            writer.write((frame, chunk.trajectories[:, i], points[i], shown, region90[i]))
-                    write_s += time.perf_counter() - writing
-                    if on_chunk is not None:
-                        on_chunk(chunk, frames_done, source.expected_frames or frames_done)
-                readouts = csv_writer.close()
+            self._stream(source, settings, options, partial, writer, truth, calibration, on_chunk, streamed)
             outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
             if writer is not None:
                 writer.close()
                 outputs["overlay"] = str(final["overlay"])
-            predicted = time.perf_counter()
-            for name in ("csv", *readouts.pop("files")):
+            predict_s = time.perf_counter() - started
+            for name in ("csv", *streamed.readouts.pop("files")):
                 partial[name].replace(final[name])
                 outputs[name] = str(final[name])
             if writer is not None:
                 partial["overlay"].replace(final["overlay"])
-            summary = {
-                "video": source.name, "video_id": source.video_id, "model": self.location,
-                **settings.to_dict(), "seed": options.seed, "device": str(self.pipe.device),
-                "dtype": str(self.pipe.inference_dtype).removeprefix("torch."),
-                "fps": source.fps, "width": source.width, "height": source.height,
-                "start_frame": source.start_frame, "frames": frames_done,
-                "point_estimate": "per-frame mean of the K samples",
-                "mean_point_norm": (point_sum / max(frames_done, 1)).tolist(),
-                "heatmap": bool(options.overlay and options.heatmap), "heatmap_sigma_px": round(sigma, 3),
-                "heatmap_sigma": describe_sigma(options),
-                **readout_summary(readouts, options, calibration), "outputs": outputs,
-                "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predicted - started, 3),
-                            "ms_per_frame": round(1000.0 * (predicted - started) / max(frames_done, 1), 2),
-                            "stages_s": {**clock.totals(), "write": round(write_s, 4)},
-                            "stages_measured": STAGES_MEASURED},
-            }
-            write_summary(final["summary"], summary)
+            summary = self.summary(source, settings, options, sigma, streamed, calibration, outputs, predict_s)
+            write_summary(final["summary"], summary)  # last: a folder with a summary.json holds a finished prediction
             finished = True
             return summary
         finally:
@@ -307,6 +265,85 @@ class GazePredictor:
                 path.unlink(missing_ok=True)
             if not finished:
                 remove_if_empty(created)
+
+    def _stream(self, source: VideoSource, settings: SamplingSettings, options: PredictOptions,
+                partial: dict[str, Path], writer: OverlayVideoWriter | None, truth: GroundTruth | None,
+                calibration: WearerCalibration | None, on_chunk: ChunkCallback | None,
+                totals: StreamedTotals) -> None:
+        """Stream the video through the model chunk by chunk (corrected by the wearer ``calibration``): its rows and
+        readouts into the ``partial`` files, its frames (with the true gaze where it is scored and the 90% region)
+        to the overlay ``writer``, then ``on_chunk``; adding up ``totals``."""
+        scored = truth.scored() if truth is not None else None
+        with self._readout_files(source, settings, options, partial, truth) as csv_writer, \
+                _progress(source.expected_frames, options.quiet, source.video_id) as bar:
+            for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
+                                                 keep_frames=writer is not None, clock=totals.clock):
+                writing = time.perf_counter()
+                chunk = corrected_chunk(chunk, calibration)
+                first = source.start_frame + chunk.start
+                region90 = csv_writer.write(first, chunk.trajectories).region(0.9)
+                points = chunk.points
+                totals.point_sum = totals.point_sum + points.sum(axis=0)
+                totals.frames += chunk.num_frames
+                bar.update(chunk.num_frames)
+                if writer is not None:
+                    for offset, frame in enumerate(chunk.frames):
+                        index = first + offset
+                        shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
+                                 else None)
+                        writer.write((frame, chunk.trajectories[:, offset], points[offset], shown, region90[offset]))
+                totals.write_s += time.perf_counter() - writing
+                if on_chunk is not None:
+                    on_chunk(chunk, totals.frames, source.expected_frames or totals.frames)
+            totals.readouts = csv_writer.close()
+
+    def summary(self, source: VideoSource, settings: SamplingSettings, options: PredictOptions, sigma: float,
+                streamed: StreamedTotals, calibration: WearerCalibration | None, outputs: dict[str, str],
+                predict_s: float) -> dict[str, Any]:
+        """``summary.json`` of one prediction: video, model, sampling settings, frames, the mean point estimate,
+        the heatmap, the readouts (:func:`readout_summary`), the output files and the timings (with each stage's,
+        :data:`STAGES_MEASURED`)."""
+        frames = max(streamed.frames, 1)
+        return {
+            "video": source.name, "video_id": source.video_id, "model": self.location,
+            **settings.to_dict(), "seed": options.seed, "device": str(self.pipe.device),
+            "dtype": str(self.pipe.inference_dtype).removeprefix("torch."),
+            "fps": source.fps, "width": source.width, "height": source.height,
+            "start_frame": source.start_frame, "frames": streamed.frames,
+            "point_estimate": "per-frame mean of the K samples",
+            "mean_point_norm": (streamed.point_sum / frames).tolist(),
+            "heatmap": bool(options.overlay and options.heatmap), "heatmap_sigma_px": round(sigma, 3),
+            "heatmap_sigma": describe_sigma(options),
+            **readout_summary(streamed.readouts, options, calibration), "outputs": outputs,
+            "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predict_s, 3),
+                        "ms_per_frame": round(1000.0 * predict_s / frames, 2),
+                        "stages_s": {**streamed.clock.totals(), "write": round(streamed.write_s, 4)},
+                        "stages_measured": STAGES_MEASURED},
+        }
+
+
+@dataclass
+class StreamedTotals:
+    """What a prediction measures while it streams: the frames done, the sum of their point estimates, what the
+    readout files report when closed, the stages' clock and the time spent writing."""
+
+    clock: StageClock
+    frames: int = 0
+    point_sum: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    readouts: dict[str, Any] = field(default_factory=dict)
+    write_s: float = 0.0
+
+
+def _overlay_writer(path: Path, source: VideoSource, options: PredictOptions, sigma: float) -> OverlayVideoWriter:
+    """The overlay video's writer: it draws each frame in its own thread, in frame order."""
+    renderer = OverlayRenderer(trail=options.trail)
+
+    def draw(item: tuple) -> np.ndarray:
+        frame, samples, point, shown, region = item
+        return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown,
+                                    region_px=region if options.region else None)
+
+    return OverlayVideoWriter(path, fps=source.fps, render=draw, even_size=options.even_size)
 
 
 def corrected_chunk(chunk: GazeChunk, calibration: WearerCalibration | None) -> GazeChunk:

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.atomic_files import atomic_write
 from ..models.gazeflow.geometry import clamp_unit, pixels_to_unit, unit_to_pixels
 
 CALIBRATION_MODELS = ("offset", "offset_scale")
@@ -196,10 +197,7 @@ class WearerCalibration:
     def write(self, path: str | os.PathLike) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"partial.{path.name}")
-        partial.write_text(self.to_json(), encoding="utf-8")
-        partial.replace(path)
-        return path
+        return atomic_write(path, self.to_json())
 
 
 def pixel_errors(points: np.ndarray, truth: np.ndarray, width: int, height: int) -> np.ndarray:

@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..data.atomic_files import atomic_write
+
 if TYPE_CHECKING:
     from ..data.processing import GazeFlowVideoProcessor
     from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
@@ -339,15 +341,18 @@ remote code (see the project README).
 def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str, description: str, training: str,
                      limitations: str, repo: str | None = None) -> Path:
     """Write ``README.md`` (a Hub model card with metadata) into a model folder; returns its path."""
+    from ..models.gazeflow.generation_gazeflow import SamplingSettings
+
     config = model.config
     encoder = config.encoder_config
+    defaults = SamplingSettings.resolve(config)
     text = MODEL_CARD_TEMPLATE.format(
         title=title, description=description, training=training, limitations=limitations,
         encoder=f"hidden {encoder.hidden_size}, {encoder.num_hidden_layers} layers",
         image_size=config.image_size, num_frames=config.num_frames, stride=config.window_stride,
         hidden_size=config.hidden_size, layers=config.num_hidden_layers, heads=config.num_attention_heads,
-        params=f"{sum(p.numel() for p in model.parameters()):,}", num_samples=config.num_samples,
-        num_steps=config.num_steps, solver=config.solver, sigma=config.heatmap_sigma,
+        params=f"{sum(p.numel() for p in model.parameters()):,}", num_samples=defaults.num_samples,
+        num_steps=defaults.num_steps, solver=defaults.solver, sigma=config.heatmap_sigma,
         repo=repo or str(folder),
     )
     path = Path(folder) / "README.md"
@@ -414,11 +419,8 @@ def save_region_calibration(folder: str | os.PathLike, scale: float, record: dic
     folder = Path(folder)
     if not folder.is_dir():
         raise ModelFolderError(f"cannot write {REGION_CALIBRATION_NAME}: {folder} is not a model folder")
-    path = folder / REGION_CALIBRATION_NAME
-    partial = path.with_name(f"partial.{path.name}")
-    partial.write_text(json.dumps({"scale": scale, **(record or {})}, indent=2) + "\n", encoding="utf-8")
-    partial.replace(path)
-    return path
+    text = json.dumps({"scale": scale, **(record or {})}, indent=2) + "\n"
+    return atomic_write(folder / REGION_CALIBRATION_NAME, text)
 
 
 def load_region_calibration(location: str | os.PathLike | None) -> dict | None:

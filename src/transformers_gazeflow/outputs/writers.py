@@ -68,6 +68,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..data.atomic_files import atomic_write
 from ..gaze.events import GazeEvents
 from ..gaze.readout import FrameReadout
 from ..models.gazeflow.generation_gazeflow import point_estimate
@@ -217,14 +218,6 @@ def write_events(folder: str | os.PathLike, events: GazeEvents, video_id: str, w
     return fixations, saccades
 
 
-def write_gaze_csv(path: str | os.PathLike, prediction: Any) -> Path:
-    """Write a pipeline output (:class:`~transformers_gazeflow.pipelines.egocentric_gaze.GazePrediction`) as
-    ``gaze.csv``."""
-    with GazeCsvWriter(path, prediction.video_id, prediction.width, prediction.height, prediction.fps) as writer:
-        writer.write(int(prediction.frame_indices[0]), prediction.trajectories)
-    return Path(path)
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -246,13 +239,9 @@ def write_summary(path: str | os.PathLike, summary: dict[str, Any]) -> Path:
     ``null``): the file is either the previous one or the complete new one, always valid JSON."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_jsonable(summary), indent=2, allow_nan=False) + "\n"
-    partial = path.with_name(f"partial.{path.name}")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
-    return path
+    return atomic_write(path, json.dumps(_jsonable(summary), indent=2, allow_nan=False) + "\n")
 
 
 __all__ = ["CSV_COLUMNS", "TRUTH_COLUMNS", "READOUT_COLUMNS", "FIXATION_COLUMNS", "SACCADE_COLUMNS",
-           "POINT_ESTIMATE_ID", "FIXATIONS_NAME", "SACCADES_NAME", "GazeCsvWriter", "write_gaze_csv", "write_events",
+           "POINT_ESTIMATE_ID", "FIXATIONS_NAME", "SACCADES_NAME", "GazeCsvWriter", "write_events",
            "write_summary"]

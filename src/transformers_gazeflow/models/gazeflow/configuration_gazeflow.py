@@ -10,6 +10,16 @@ encoder (``encoder_config``), a d=256 velocity network with six DenoiserBlocks o
 queries, 64-frame windows with stride 32, the OT interpolant with ``sigma_min = 1e-3``, self-conditioning with
 probability 0.5, and LoRA r=16 / alpha=32 / dropout 0.05 on the encoder's query and value projections.
 
+**Where the sampling defaults live.** K (``num_samples``), S (``num_steps``), the ``solver`` and the ``window_mode``
+are the trained model's recommended way to sample it, and they stay here, in ``config.json``, beside the
+architecture: every model folder written so far (the bundled ones, remote-code folders, users' checkpoints) carries
+them there and loads unchanged, and ``AutoModel``, the pipeline and ``trust_remote_code`` read ``config.json`` and
+nothing else. They are read in one place only, ``generation_gazeflow.SamplingSettings.resolve`` (a call's
+arguments over these defaults, checked against the objective once); the engine, the streamer, the pipeline, the
+command, the web demo and the model card take the resolved object. ``heatmap_sigma`` is the evaluation protocol's
+map width in native pixels of the data the model was trained on (``examples/evaluate.py``'s default ``--sigma_px``);
+overlays and pipeline heatmaps scale theirs with the frame instead (``metrics.heatmaps.heatmap_sigma_px``).
+
 Note for readers: this module must not use ``from __future__ import annotations``: the strict checks read the
 fields' annotations as types, and string annotations are not checked.
 """

@@ -26,10 +26,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -74,8 +70,8 @@ class GazeFlowVelocityNetwork(nn.Module):
     """The conditional velocity network v_theta(x_s, s, c) (paper Section 3.2, Appendix C).
 
     Gaze tokens h_t = E_coord(x_s,t) + E_time(s) + E_self(x1_hat_t) (our reading of what the paper leaves open,
-    ``model.md``), L DenoiserBlocks, then LayerNorm + Linear(d -> 2) per frame: a velocity in R^{2T}. The frame
-    position is 1D RoPE on the self-attention's queries and keys (Appendix C.2); the ablations' learned position
+    ``docs/specs/model.md``), L DenoiserBlocks, then LayerNorm + Linear(d -> 2) per frame: a velocity in R^{2T}. The
+    frame position is 1D RoPE on the self-attention's queries and keys (Appendix C.2); the ablations' learned position
     table and concatenated task bank come from ``modeling_gazeflow_variants``.
 
     ``forward`` is free of Python branches on tensor values, so it exports with ``torch.export`` (the condition is
@@ -226,28 +222,6 @@ def _is_plain_encoder_checkpoint(keys: set[str], lora_targets: list[str]) -> boo
         return False
     return any(key.startswith("video_encoder.") and key.endswith(".weight") and key.split(".")[-2] in lora_targets
                for key in keys)
-
-
-@dataclass
-class _VelocityRecorder:
-    output_attentions: bool
-    output_hidden_states: bool
-    last: GazeFlowVelocityOutput | None = None
-
-
-_VELOCITY_RECORDER: ContextVar[_VelocityRecorder | None] = ContextVar("gazeflow_velocity_recorder", default=None)
-"""Set by :meth:`GazeFlowModel.forward` while the objective runs, so that :meth:`GazeFlowModel.velocity` reports the
-attentions / hidden states of the loss's network call (the last one; a self-conditioning pass comes before it)."""
-
-
-@contextmanager
-def _record_velocity_outputs(output_attentions: bool, output_hidden_states: bool) -> Iterator[_VelocityRecorder]:
-    recorder = _VelocityRecorder(output_attentions, output_hidden_states)
-    token = _VELOCITY_RECORDER.set(recorder if output_attentions or output_hidden_states else None)
-    try:
-        yield recorder
-    finally:
-        _VELOCITY_RECORDER.reset(token)
 
 
 class GazeFlowModel(GazeFlowPreTrainedModel):
@@ -440,19 +414,9 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             flow_time = flow_time_tensor(flow_time, batch, samples, sample.device)
         if self_condition is None:
             self_condition = torch.zeros_like(sample)
-        # Dynamo cannot trace a ContextVar: under torch.compile the loss's call is not recorded (eager forward is)
-        recorder = None if torch.compiler.is_compiling() else _VELOCITY_RECORDER.get()
-        record_attentions = recorder is not None and recorder.output_attentions
-        record_hidden_states = recorder is not None and recorder.output_hidden_states
-        output = self.velocity_network(sample, flow_time, self_condition, condition,
-                                       output_attentions=output_attentions or record_attentions,
-                                       output_hidden_states=output_hidden_states or record_hidden_states,
-                                       time_embedding=time_embedding)
-        if recorder is not None:
-            recorder.last = output
-        if output_attentions or output_hidden_states or not isinstance(output, GazeFlowVelocityOutput):
-            return output
-        return output.velocity
+        return self.velocity_network(sample, flow_time, self_condition, condition,
+                                     output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+                                     time_embedding=time_embedding)
 
     def embed_flow_time(self, flow_time: torch.Tensor | float, batch: int, samples: int,
                         device: torch.device) -> torch.Tensor:
@@ -517,9 +481,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             if isinstance(encoder_hidden_states, BaseModelOutput):
                 encoder_outputs, encoder_hidden_states = encoder_hidden_states, encoder_hidden_states.last_hidden_state
         condition, condition_outputs = self.encode_condition(encoder_hidden_states, frames, **flags)
-        with _record_velocity_outputs(output_attentions, output_hidden_states) as recorder:
-            result = objective_loss(self, condition, gaze, valid_mask, generator)
-        velocity_outputs = recorder.last if recorder.last is not None else GazeFlowVelocityOutput()
+        result = objective_loss(self, condition, gaze, valid_mask, generator, **flags)
+        velocity_outputs = result.network_outputs or GazeFlowVelocityOutput()
         loss, ground_loss, grounding_logits = result.loss, None, None
         if self.condition_encoder.grounding_head is not None:
             grounding_logits = self.condition_encoder.grounding_head(condition.visual_tokens)

@@ -123,11 +123,6 @@ class GazeFlowAttention(nn.Module):
         """``[..., L, d] -> [..., H, L, d_h]``."""
         return states.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2)
 
-    @staticmethod
-    def merge_heads(states: torch.Tensor) -> torch.Tensor:
-        """``[..., H, L, d_h] -> [..., L, d]``."""
-        return states.transpose(-3, -2).flatten(-2)
-
     def project_key_value(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of ``context [..., L, d]``, each ``[..., H, L, d_h]`` (one matmul for both)."""
         rows = linear_rows(self, (self.k_proj, self.v_proj), context.reshape(-1, context.shape[-1]))
