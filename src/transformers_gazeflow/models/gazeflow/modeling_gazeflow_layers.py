@@ -9,6 +9,8 @@ Small named modules, each implementing one piece of the paper:
   attention interface (``ALL_ATTENTION_FUNCTIONS``: ``"sdpa"``, ``"flex_attention"``, ...; this eager function is
   the fallback), so ``config._attn_implementation`` picks the kernel of every attention of the model. Keys/values
   can be projected once and reused (the per-clip condition cache).
+* :func:`single_query_attention_forward` - the same attention for one query per sequence (a cache's newest
+  frame), registered in the attention interface as :data:`SINGLE_QUERY_ATTENTION` (the streamer's CPU kernel).
 * :func:`additive_attention_mask` / :func:`causal_attention_mask` - boolean "may attend" patterns as the additive
   masks every attention implementation reads (the causal variant's masks, Appendix F.4).
 * :class:`GazeFlowDenoiserBlock` - the four pre-norm residual sub-layers of Appendix C.3 (Eqs. sa_out, ca_out,
@@ -26,7 +28,7 @@ import torch.utils._pytree as pytree
 from torch import nn
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
 from transformers.utils import logging
 
 from .configuration_gazeflow import GazeFlowConfig
@@ -84,6 +86,47 @@ def eager_attention_forward(
     weights = nn.functional.dropout(weights, p=dropout, training=module.training)
     context = torch.matmul(weights, value).transpose(1, 2).contiguous()
     return context, weights
+
+
+SINGLE_QUERY_ATTENTION = "gazeflow_single_query"
+"""The name :func:`single_query_attention_forward` is registered under in transformers' attention interface."""
+
+
+def single_query_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """softmax(q k^T * scaling + mask) v for one query per sequence (``L = 1``: incremental decoding, the newest
+    frame attending to a key/value cache), as elementwise products and sums over the key axis.
+
+    The same attention as :func:`eager_attention_forward` (float rounding aside), without the layout copies and
+    batched-matmul folding a one-row product costs on a CPU: about half the ops SDPA dispatches there. On CUDA one
+    fused SDPA kernel beats its five elementwise kernels, so callers choose it for CPUs only. ``query [B, H, 1, d_h]``
+    (any strides), ``key``/``value [B, H, S, d_h]``, ``attention_mask`` additive ``[B or 1, H or 1, 1, S]``. Returns
+    the context ``[B, 1, H, d_h]`` and no weights; other query lengths go to :func:`eager_attention_forward`.
+    """
+    if query.shape[-2] != 1:
+        context, _ = eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout)
+        return context, None
+    scores = (query * key).sum(-1)  # [B, H, S]
+    if scaling != 1.0:
+        scores = scores * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask.flatten(-2)
+    weights = scores.softmax(-1) if scores.dtype == torch.float32 else \
+        scores.softmax(-1, dtype=torch.float32).to(scores.dtype)
+    if dropout > 0.0:
+        weights = nn.functional.dropout(weights, p=dropout, training=module.training)
+    return (weights.unsqueeze(-1) * value).sum(-2).unsqueeze(1), None
+
+
+AttentionInterface.register(SINGLE_QUERY_ATTENTION, single_query_attention_forward)
 
 
 def attention_function(implementation: str | None) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
@@ -506,6 +549,8 @@ __all__ = [
     "additive_attention_mask",
     "causal_attention_mask",
     "eager_attention_forward",
+    "SINGLE_QUERY_ATTENTION",
+    "single_query_attention_forward",
     "attention_function",
     "GazeFlowAttention",
     "GazeFlowKeyValueCache",

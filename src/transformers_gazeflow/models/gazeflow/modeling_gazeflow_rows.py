@@ -5,7 +5,9 @@
   :class:`PairSwapped`, which RoPE reads), kept between calls without autograd while the source weights are
   unchanged;
 * :func:`linear_rows` - those Linears on ``rows [R, in]``: one ``addmm``;
-* :func:`layer_norm_rows` - a ``LayerNorm`` on rows.
+* :func:`layer_norm_rows` - a ``LayerNorm`` on rows;
+* :class:`PreparedRowLayers` - the same two layers for modules that keep their weights as prepared buffers
+  (``<name>_weight`` / ``<name>_bias``: the streamer's), with the same device-dependent bias.
 
 Every output is the same computation as the modules' own forward (``F.linear`` on a 2-D input is this ``addmm``, and
 on a 3-D or 4-D one it is the same ``addmm`` between views; ``F.layer_norm`` calls the same kernel), so outputs do
@@ -133,4 +135,40 @@ def layer_norm_rows(norm: nn.LayerNorm, rows: torch.Tensor) -> torch.Tensor:
     return torch.native_layer_norm(rows, norm.normalized_shape, norm.weight, norm.bias, norm.eps)[0]
 
 
-__all__ = ["PairSwapped", "linear_weights", "linear_rows", "layer_norm_rows"]
+class PreparedRowLayers(nn.Module):
+    """A module whose Linears and layer norms are prepared buffers: a Linear ``name`` as ``<name>_weight`` ``W^T
+    [in, out]`` and ``<name>_bias`` ``[out]``, a layer norm ``name`` as ``<name>_weight`` / ``<name>_bias`` ``[d]``.
+
+    :meth:`linear` is ``torch.addmm(b, rows, W^T)``, with the bias broadcast to the row count once and kept on a CPU
+    outside ``torch.compile`` (the module docstring's device-dependent choice); :meth:`layer_norm` calls the layer
+    norm's kernel directly. Both are the same computations as ``F.linear`` / ``F.layer_norm``."""
+
+    layer_norm_eps: float
+
+    def linear(self, name: str, rows: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """Linear ``name`` on ``rows [R, in]`` (``bias`` in place of its own, e.g. one with more folded in: used as
+        it is given)."""
+        if bias is None:
+            bias = getattr(self, f"{name}_bias")
+            if rows.device.type == "cpu" and not torch.compiler.is_compiling():
+                bias = self._broadcast_bias(name, bias, rows.shape[0])
+        return torch.addmm(bias, rows, getattr(self, f"{name}_weight"))
+
+    def _broadcast_bias(self, name: str, bias: torch.Tensor, rows: int) -> torch.Tensor:
+        kept = self.__dict__.setdefault("_broadcast_biases", {})
+        key = (name, rows, bias.data_ptr(), bias._version)
+        broadcast = kept.get(key)
+        if broadcast is None:
+            if len(kept) > 64:
+                kept.clear()
+            broadcast = kept[key] = bias.expand(rows, -1)
+        return broadcast
+
+    def layer_norm(self, name: str, rows: torch.Tensor) -> torch.Tensor:
+        """Layer norm ``name`` over the last dimension of ``rows``."""
+        weight = getattr(self, f"{name}_weight")
+        return torch.native_layer_norm(rows, weight.shape, weight, getattr(self, f"{name}_bias"),
+                                       self.layer_norm_eps)[0]
+
+
+__all__ = ["PairSwapped", "linear_weights", "linear_rows", "layer_norm_rows", "PreparedRowLayers"]

@@ -48,11 +48,13 @@ from torch.nn import functional
 from .configuration_gazeflow import GazeFlowConfig
 from .modeling_gazeflow_layers import (
     COORDINATE_EMBEDDING_SCALE,
+    SINGLE_QUERY_ATTENTION,
     GazeFlowAttention,
     GazeFlowDenoiserBlock,
     GazeFlowRingKeyValueCache,
     attention_function,
 )
+from .modeling_gazeflow_rows import PreparedRowLayers
 
 ONE_TURN = 2 * math.pi
 """RoPE angles are reduced modulo one turn."""
@@ -224,7 +226,7 @@ class StreamingCondition:
 
 
 # ---------------------------------------------------------------------------------------------------- network
-class GazeFlowStreamingBlock(nn.Module):
+class GazeFlowStreamingBlock(PreparedRowLayers):
     """One ``GazeFlowDenoiserBlock`` on the newest frame's gaze tokens ``[B K, d]``, its weights prepared once.
 
     (1) self-attention: the query and the key of frame t (RoPE-rotated by t) and its value, then the K samples'
@@ -241,14 +243,14 @@ class GazeFlowStreamingBlock(nn.Module):
         self.hidden_size, self.head_dim = config.hidden_size, config.head_dim
         self.num_heads = config.num_attention_heads
         self.scaling = self.head_dim ** -0.5
-        self.eps = config.layer_norm_eps
+        self.layer_norm_eps = config.layer_norm_eps
         self.rotary = rotary
         self.has_visual = block.visual_attention is not None
         self.has_task = block.task_attention is not None
         attention = block.self_attention
-        projections = [attention.q_proj, attention.k_proj]
-        weight = torch.cat([p.weight.detach() for p in projections])  # [2d, d]: q then k
-        bias = torch.cat([p.bias.detach() for p in projections])
+        # [2d, d]: q (with the attention's scale 1 / sqrt(d_h) folded in) then k
+        weight = torch.cat([attention.q_proj.weight.detach() * self.scaling, attention.k_proj.weight.detach()])
+        bias = torch.cat([attention.q_proj.bias.detach() * self.scaling, attention.k_proj.bias.detach()])
         if rotary:  # q, k, then their pair-swapped copies: rotation = qk * cos + swapped * sin
             weight = torch.cat([weight, _pair_swap(weight.t()).t()])
             bias = torch.cat([bias, _pair_swap(bias)])
@@ -281,10 +283,6 @@ class GazeFlowStreamingBlock(nn.Module):
     def _norm(self, name: str, norm: nn.LayerNorm, dtype: torch.dtype) -> None:
         self._buffers_from({f"{name}_weight": norm.weight, f"{name}_bias": norm.bias}, dtype)
 
-    def _layer_norm(self, hidden: torch.Tensor, name: str) -> torch.Tensor:
-        return functional.layer_norm(hidden, (self.hidden_size,), getattr(self, f"{name}_weight"),
-                                     getattr(self, f"{name}_bias"), self.eps)
-
     def _attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor | None) -> torch.Tensor:
         """The configured attention kernel: context ``[B', L, H, d_h]``."""
@@ -292,30 +290,41 @@ class GazeFlowStreamingBlock(nn.Module):
             self, query, key, value, mask, scaling=self.scaling, dropout=0.0, is_causal=False)
         return context
 
+    def _attend_single_query(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                             mask: torch.Tensor) -> torch.Tensor:
+        """The newest frame's query (already scaled) against the ring: context ``[B K, 1, H, d_h]``. On a CPU, for
+        the math kernels (``sdpa``, ``eager``), :data:`SINGLE_QUERY_ATTENTION`, the same attention in half the ops;
+        elsewhere the configured kernel (on CUDA one fused SDPA kernel)."""
+        implementation = self.config._attn_implementation
+        if query.device.type == "cpu" and implementation in (None, "eager", "sdpa"):
+            implementation = SINGLE_QUERY_ATTENTION
+        context, _ = attention_function(implementation)(
+            self, query, key, value, mask, scaling=1.0, dropout=0.0, is_causal=False)
+        return context
+
     def _self_attention(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache, frame: StreamingFrameInputs,
                         positions: StreamingPositions) -> torch.Tensor:
         rows, width = hidden.shape
-        projected = torch.addmm(self.qkv_bias, self._layer_norm(hidden, "self_norm"), self.qkv_weight)
+        projected = self.linear("qkv", self.layer_norm("self_norm", hidden))
         query_key = projected[:, :2 * width]
         if self.rotary:
             query_key = query_key * frame.rotary_cos + projected[:, 2 * width:4 * width] * frame.rotary_sin
         value = projected[:, -width:]
         split = (rows, self.num_heads, 1, self.head_dim)
         keys, values = cache.write(positions.slot, query_key[:, width:].view(split), value.view(split))
-        context = self._attend(query_key[:, :width].view(split), keys, values, frame.self_attention_mask)
-        return hidden + torch.addmm(self.self_out_bias, context.reshape(rows, width), self.self_out_weight)
+        context = self._attend_single_query(query_key[:, :width].view(split), keys, values,
+                                            frame.self_attention_mask)
+        return hidden + self.linear("self_out", context.reshape(rows, width))
 
     def _cross_attention(self, hidden: torch.Tensor, name: str, key_value: tuple[torch.Tensor, torch.Tensor],
                          batch: int) -> torch.Tensor:
         """The update of per-frame cross-attention ``name`` ("visual" or "task"): the K samples of each clip query
         its frame's keys/values (``_per_group_cross_attention`` with one frame)."""
         rows, width = hidden.shape
-        query = torch.addmm(getattr(self, f"{name}_query_bias"), self._layer_norm(hidden, f"{name}_norm"),
-                            getattr(self, f"{name}_query_weight"))
+        query = self.linear(f"{name}_query", self.layer_norm(f"{name}_norm", hidden))
         query = query.view(batch, rows // batch, self.num_heads, self.head_dim).transpose(1, 2)  # [B, H, K, d_h]
         context = self._attend(query, *key_value, None)  # [B, K, H, d_h]
-        return torch.addmm(getattr(self, f"{name}_out_bias"), context.reshape(rows, width),
-                           getattr(self, f"{name}_out_weight"))
+        return self.linear(f"{name}_out", context.reshape(rows, width))
 
     def forward(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache, frame: StreamingFrameInputs,
                 positions: StreamingPositions, visual_kv: tuple[torch.Tensor, torch.Tensor] | None,
@@ -325,8 +334,8 @@ class GazeFlowStreamingBlock(nn.Module):
             hidden = hidden + self._cross_attention(hidden, "visual", visual_kv, batch)
         if self.has_task:
             hidden = torch.addcmul(hidden, self.task_gate, self._cross_attention(hidden, "task", task_kv, batch))
-        update = functional.gelu(torch.addmm(self.fc1_bias, self._layer_norm(hidden, "mlp_norm"), self.fc1_weight))
-        return hidden + torch.addmm(self.fc2_bias, update, self.fc2_weight)
+        update = functional.gelu(self.linear("fc1", self.layer_norm("mlp_norm", hidden)))
+        return hidden + self.linear("fc2", update)
 
 
 @dataclass
@@ -339,7 +348,7 @@ class StreamingFrameInputs:
             biases, E_time(s) of that call, the learned position's row).
         concat_bias: ``[B K, d]``, the concatenated task bank's share of ``task_guidance="concat"``'s projection
             (with its bias), else None.
-        self_attention_mask: ``[B K, 1, 1, W]`` additive mask of the ring slots.
+        self_attention_mask: ``[1, 1, 1, W]`` additive mask of the ring slots.
         rotary_cos, rotary_sin: ``[2 d]`` RoPE cosines/sines of frame t for the query and key columns (None
             without RoPE).
     """
@@ -351,7 +360,7 @@ class StreamingFrameInputs:
     rotary_sin: torch.Tensor | None
 
 
-class GazeFlowStreamingVelocityNetwork(nn.Module):
+class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
     """v_theta(x_s, s, c) on the newest frame's K gaze tokens: ``GazeFlowVelocityNetwork`` with T = 1 and a ring
     key/value cache per block (Section 3.2, Appendix C; the causal variant of Appendix F.4).
 
@@ -401,7 +410,7 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
         for name, tensor in buffers.items():
             keep = torch.float64 if name == "rotary_frequencies" else dtype
             self.register_buffer(name, tensor.detach().to(keep).contiguous(), persistent=False)
-        self.eps = config.layer_norm_eps
+        self.layer_norm_eps = config.layer_norm_eps
 
     @property
     def num_calls(self) -> int:
@@ -421,7 +430,7 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
         if self.rotary:
             phases = rotary_phases(positions.frame_index, self.rotary_frequencies)
             cos, sin = phases.cos().to(self.dtype), phases.sin().to(self.dtype)
-        mask = positions.slot_mask.view(1, 1, 1, -1).expand(rows, 1, 1, -1)
+        mask = positions.slot_mask.view(1, 1, 1, -1)  # broadcast over the B K rows and the heads
         return StreamingFrameInputs(biases, concat_bias, mask, cos, sin)
 
     def embed(self, sample: torch.Tensor, self_condition: torch.Tensor, call: int,
@@ -432,8 +441,8 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
         values = torch.cat([sample, self_condition], dim=-1).view(rows, 4)  # x, y of x_s, then of x1_hat
         angles = values.unsqueeze(-1) * COORDINATE_EMBEDDING_SCALE * self.frequencies  # as sinusoidal_embedding
         features = torch.cat([angles.cos(), angles.sin()], dim=-1).view(rows, 2 * self.hidden_size).to(self.dtype)
-        hidden = functional.silu(torch.addmm(self.embedding_in_bias, features, self.embedding_in_weight))
-        hidden = torch.addmm(frame.call_biases[call], hidden, self.embedding_out_weight)
+        hidden = functional.silu(self.linear("embedding_in", features))
+        hidden = self.linear("embedding_out", hidden, frame.call_biases[call])
         if frame.concat_bias is not None:
             hidden = torch.addmm(frame.concat_bias, hidden, self.concat_hidden_weight)
         return hidden
@@ -449,9 +458,7 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
         for block, cache, visual_kv, task_kv in zip(self.blocks, caches, condition.visual_key_values,
                                                     condition.task_key_values):
             hidden = block(hidden, cache, frame, positions, visual_kv, task_kv, batch)
-        hidden = functional.layer_norm(hidden, (self.hidden_size,), self.output_norm_weight, self.output_norm_bias,
-                                       self.eps)
-        velocity = torch.addmm(self.output_bias, hidden, self.output_weight)
+        velocity = self.linear("output", self.layer_norm("output_norm", hidden))
         return velocity.view(batch, samples, 1, 2).float()
 
 
