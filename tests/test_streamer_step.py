@@ -202,4 +202,4 @@ def test_streamer_on_a_bf16_model_keeps_the_model_as_it_is():
     streamer = GazeFlowStreamer(model, num_samples=2, num_steps=2, generator=torch.Generator().manual_seed(0))
     out = streamer.push(torch.randn(3, 32, 32))
     assert out.trajectories.dtype == torch.float32 and streamer.step.dtype == torch.bfloat16
-    assert streamer.step.velocity_network.blocks[0].qkv_weight.dtype == torch.bfloat16
+    assert all(buffer.dtype == torch.bfloat16 for buffer in streamer.step.velocity_network.blocks[0].buffers())

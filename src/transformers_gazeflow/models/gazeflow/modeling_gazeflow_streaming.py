@@ -11,9 +11,12 @@ replayed as a CUDA graph and exported:
   projected for all blocks in one matrix product, once per frame for all K samples and S steps.
 * :class:`GazeFlowStreamingVelocityNetwork` - v_theta on the newest frame's K gaze tokens, one network call of the
   sampler: the blocks of ``GazeFlowVelocityNetwork`` (Eqs. sa_out, ca_out, task_xattn) with their weights prepared
-  once (cast to the run's dtype, Q/K/V fused, the RoPE pair swap folded into extra output columns, the flow-time
-  embedding of each sampler call and the embedding biases folded into one bias per call) and the self-attention's
-  keys/values in :class:`~.modeling_gazeflow_layers.GazeFlowRingKeyValueCache` buffers (one per call and block).
+  once (cast to the run's dtype, Q/K/V fused, the attention scale folded into the query columns, the flow-time
+  embedding of each sampler call and the embedding biases folded into one bias per call; frame t's RoPE rotation
+  folded into the Q/K/V projection once per frame for all S calls) and the self-attention's keys/values in
+  :class:`~.modeling_gazeflow_layers.GazeFlowRingKeyValueCache` buffers (one per call and block). On a CPU the
+  newest query attends to the ring through the single-query kernel registered in transformers' attention
+  interface (``modeling_gazeflow_layers.single_query_attention_forward``).
 * :class:`StreamingPositions` and :func:`streaming_positions` - what frame t's index gives every part: the ring slot
   ``t mod W``, the mask of the slots that hold a frame (the last ``min(t + 1, W)``) and their count.
 * :func:`rotary_phases` - RoPE angles of a frame index reduced mod 2 pi in float64 (see below).
@@ -251,12 +254,14 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         # [2d, d]: q (with the attention's scale 1 / sqrt(d_h) folded in) then k
         weight = torch.cat([attention.q_proj.weight.detach() * self.scaling, attention.k_proj.weight.detach()])
         bias = torch.cat([attention.q_proj.bias.detach() * self.scaling, attention.k_proj.bias.detach()])
-        if rotary:  # q, k, then their pair-swapped copies: rotation = qk * cos + swapped * sin
-            weight = torch.cat([weight, _pair_swap(weight.t()).t()])
-            bias = torch.cat([bias, _pair_swap(bias)])
-        weight = torch.cat([weight, attention.v_proj.weight.detach()])
-        bias = torch.cat([bias, attention.v_proj.bias.detach()])
-        self._buffers_from({"qkv_weight": weight.t(), "qkv_bias": bias}, dtype)
+        value_weight, value_bias = attention.v_proj.weight.detach(), attention.v_proj.bias.detach()
+        if rotary:  # q and k, their pair-swapped copies and v apart: rotated once per frame (rotated_projection)
+            self._buffers_from({"qk_weight": weight.t(), "qk_bias": bias, "qk_swapped_weight": _pair_swap(weight.t()),
+                                "qk_swapped_bias": _pair_swap(bias), "value_weight": value_weight.t(),
+                                "value_bias": value_bias}, dtype)
+        else:
+            self._buffers_from({"qkv_weight": torch.cat([weight, value_weight]).t(),
+                                "qkv_bias": torch.cat([bias, value_bias])}, dtype)
         self._linear("self_out", attention.o_proj, dtype)
         self._norm("self_norm", block.self_attention_norm, dtype)
         if self.has_visual:
@@ -302,17 +307,31 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
             self, query, key, value, mask, scaling=1.0, dropout=0.0, is_causal=False)
         return context
 
-    def _self_attention(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache, frame: StreamingFrameInputs,
+    def rotated_projection(self, rotary_cos: torch.Tensor, rotary_sin: torch.Tensor,
+                           rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The self-attention's Q/K/V projection ``(W^T [d, 3 d], b)`` with frame t's RoPE rotation (Appendix C.2)
+        folded into its query and key columns: ``x W_rot + b_rot`` is ``(x W + b) * cos + (x W_swap + b_swap) *
+        sin`` (``rotary_*`` ``[2 d]``), made once per frame for every sampler call (all rows of a call are frame
+        t). The bias is broadcast to the ``rows`` of a call on a CPU (``PreparedRowLayers``)."""
+        weight = torch.cat([torch.addcmul(self.qk_weight * rotary_cos, self.qk_swapped_weight, rotary_sin),
+                            self.value_weight], dim=1)
+        bias = torch.cat([torch.addcmul(self.qk_bias * rotary_cos, self.qk_swapped_bias, rotary_sin),
+                          self.value_bias])
+        return weight, (bias.expand(rows, -1) if bias.device.type == "cpu" else bias)
+
+    def _self_attention(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache,
+                        projection: tuple[torch.Tensor, torch.Tensor] | None, frame: StreamingFrameInputs,
                         positions: StreamingPositions) -> torch.Tensor:
         rows, width = hidden.shape
-        projected = self.linear("qkv", self.layer_norm("self_norm", hidden))
-        query_key = projected[:, :2 * width]
-        if self.rotary:
-            query_key = query_key * frame.rotary_cos + projected[:, 2 * width:4 * width] * frame.rotary_sin
-        value = projected[:, -width:]
+        normed = self.layer_norm("self_norm", hidden)
+        if projection is None:
+            projected = self.linear("qkv", normed)
+        else:
+            projected = torch.addmm(projection[1], normed, projection[0])
         split = (rows, self.num_heads, 1, self.head_dim)
-        keys, values = cache.write(positions.slot, query_key[:, width:].view(split), value.view(split))
-        context = self._attend_single_query(query_key[:, :width].view(split), keys, values,
+        keys, values = cache.write(positions.slot, projected[:, width:2 * width].view(split),
+                                   projected[:, 2 * width:].view(split))
+        context = self._attend_single_query(projected[:, :width].view(split), keys, values,
                                             frame.self_attention_mask)
         return hidden + self.linear("self_out", context.reshape(rows, width))
 
@@ -326,10 +345,13 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         context = self._attend(query, *key_value, None)  # [B, K, H, d_h]
         return self.linear(f"{name}_out", context.reshape(rows, width))
 
-    def forward(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache, frame: StreamingFrameInputs,
+    def forward(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache,
+                projection: tuple[torch.Tensor, torch.Tensor] | None, frame: StreamingFrameInputs,
                 positions: StreamingPositions, visual_kv: tuple[torch.Tensor, torch.Tensor] | None,
                 task_kv: tuple[torch.Tensor, torch.Tensor] | None, batch: int) -> torch.Tensor:
-        hidden = self._self_attention(hidden, cache, frame, positions)
+        """``hidden [B K, d]`` -> ``[B K, d]``; ``projection`` the block's :meth:`rotated_projection` of frame t
+        (None without RoPE)."""
+        hidden = self._self_attention(hidden, cache, projection, frame, positions)
         if self.has_visual:
             hidden = hidden + self._cross_attention(hidden, "visual", visual_kv, batch)
         if self.has_task:
@@ -349,15 +371,14 @@ class StreamingFrameInputs:
         concat_bias: ``[B K, d]``, the concatenated task bank's share of ``task_guidance="concat"``'s projection
             (with its bias), else None.
         self_attention_mask: ``[1, 1, 1, W]`` additive mask of the ring slots.
-        rotary_cos, rotary_sin: ``[2 d]`` RoPE cosines/sines of frame t for the query and key columns (None
-            without RoPE).
+        projections: per block, the self-attention's Q/K/V projection with frame t's RoPE rotation folded in
+            (:meth:`GazeFlowStreamingBlock.rotated_projection`; None without RoPE).
     """
 
     call_biases: torch.Tensor
     concat_bias: torch.Tensor | None
     self_attention_mask: torch.Tensor
-    rotary_cos: torch.Tensor | None
-    rotary_sin: torch.Tensor | None
+    projections: tuple[tuple[torch.Tensor, torch.Tensor] | None, ...]
 
 
 class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
@@ -426,12 +447,13 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
             batch = condition.task_tokens.shape[0]
             bank = torch.addmm(self.concat_bias, condition.task_tokens.reshape(batch, -1), self.concat_bank_weight)
             concat_bias = bank.repeat_interleave(rows // batch, dim=0)  # [B K, d]
-        cos = sin = None
+        projections = (None,) * len(self.blocks)
         if self.rotary:
             phases = rotary_phases(positions.frame_index, self.rotary_frequencies)
             cos, sin = phases.cos().to(self.dtype), phases.sin().to(self.dtype)
+            projections = tuple(block.rotated_projection(cos, sin, rows) for block in self.blocks)
         mask = positions.slot_mask.view(1, 1, 1, -1)  # broadcast over the B K rows and the heads
-        return StreamingFrameInputs(biases, concat_bias, mask, cos, sin)
+        return StreamingFrameInputs(biases, concat_bias, mask, projections)
 
     def embed(self, sample: torch.Tensor, self_condition: torch.Tensor, call: int,
               frame: StreamingFrameInputs) -> torch.Tensor:
@@ -455,9 +477,10 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         caches, one per block, updated in place."""
         batch, samples = sample.shape[:2]
         hidden = self.embed(sample, self_condition, call, frame)
-        for block, cache, visual_kv, task_kv in zip(self.blocks, caches, condition.visual_key_values,
-                                                    condition.task_key_values):
-            hidden = block(hidden, cache, frame, positions, visual_kv, task_kv, batch)
+        for block, cache, projection, visual_kv, task_kv in zip(self.blocks, caches, frame.projections,
+                                                                condition.visual_key_values,
+                                                                condition.task_key_values):
+            hidden = block(hidden, cache, projection, frame, positions, visual_kv, task_kv, batch)
         velocity = self.linear("output", self.layer_norm("output_norm", hidden))
         return velocity.view(batch, samples, 1, 2).float()
 
