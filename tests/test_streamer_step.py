@@ -148,6 +148,7 @@ def test_bf16_step_casts_its_weights_once_and_leaves_the_model():
     fp32 = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
     bf16 = GazeFlowStreamerStep(model, num_samples=3, num_steps=2, dtype=torch.bfloat16)
     kept = {"velocity_network.frequencies": torch.float32,  # sinusoidal features of float32 coordinates
+            "velocity_network.coordinate_scale": torch.float32,  # their scale, as the Python float it replaces
             "velocity_network.rotary_frequencies": torch.float64}  # RoPE angles (long streams)
     assert {name: b.dtype for name, b in bf16.named_buffers() if b.is_floating_point() and b.dtype != torch.bfloat16
             } == kept

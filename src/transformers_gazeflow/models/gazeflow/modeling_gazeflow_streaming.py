@@ -366,8 +366,8 @@ class StreamingFrameInputs:
     :meth:`GazeFlowStreamingVelocityNetwork.frame_inputs`).
 
     Attributes:
-        call_biases: ``[calls, d]``: per sampler call, the constant part of the gaze-token input (the embeddings'
-            biases, E_time(s) of that call, the learned position's row).
+        call_biases: ``[calls, d]`` (on a CPU broadcast to ``[calls, B K, d]``): per sampler call, the constant
+            part of the gaze-token input (the embeddings' biases, E_time(s) of that call, the learned position's row).
         concat_bias: ``[B K, d]``, the concatenated task bank's share of ``task_guidance="concat"``'s projection
             (with its bias), else None.
         self_attention_mask: ``[1, 1, 1, W]`` additive mask of the ring slots.
@@ -405,6 +405,9 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         half = coordinate.feature_size // coordinate.num_inputs // 2
         exponent = torch.arange(half, dtype=torch.float32, device=times.device) / half
         self.register_buffer("frequencies", torch.exp(-math.log(10000.0) * exponent), persistent=False)
+        # float32 as the angles: the same product as the Python float, without wrapping it at every call
+        self.register_buffer("coordinate_scale", torch.tensor(COORDINATE_EMBEDDING_SCALE, device=times.device),
+                             persistent=False)
         first = torch.block_diag(coordinate.linear_in.weight.detach(), self_condition.linear_in.weight.detach())
         second = torch.cat([coordinate.linear_out.weight.detach(), self_condition.linear_out.weight.detach()], dim=1)
         output_bias = coordinate.linear_out.bias.detach() + self_condition.linear_out.bias.detach()
@@ -453,6 +456,8 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
             cos, sin = phases.cos().to(self.dtype), phases.sin().to(self.dtype)
             projections = tuple(block.rotated_projection(cos, sin, rows) for block in self.blocks)
         mask = positions.slot_mask.view(1, 1, 1, -1)  # broadcast over the B K rows and the heads
+        if biases.device.type == "cpu":  # each call's bias broadcast to the rows once (PreparedRowLayers)
+            biases = biases.unsqueeze(1).expand(-1, rows, -1)
         return StreamingFrameInputs(biases, concat_bias, mask, projections)
 
     def embed(self, sample: torch.Tensor, self_condition: torch.Tensor, call: int,
@@ -461,8 +466,9 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         (+ the learned position; then the concatenated task bank's projection)."""
         rows = sample.shape[0] * sample.shape[1]
         values = torch.cat([sample, self_condition], dim=-1).view(rows, 4)  # x, y of x_s, then of x1_hat
-        angles = values.unsqueeze(-1) * COORDINATE_EMBEDDING_SCALE * self.frequencies  # as sinusoidal_embedding
-        features = torch.cat([angles.cos(), angles.sin()], dim=-1).view(rows, 2 * self.hidden_size).to(self.dtype)
+        angles = values.unsqueeze(-1) * self.coordinate_scale * self.frequencies  # as sinusoidal_embedding
+        features = torch.cat([angles.cos(), angles.sin()], dim=-1).view(rows, 2 * self.hidden_size)
+        features = features if features.dtype == self.dtype else features.to(self.dtype)
         hidden = functional.silu(self.linear("embedding_in", features))
         hidden = self.linear("embedding_out", hidden, frame.call_biases[call])
         if frame.concat_bias is not None:
@@ -482,7 +488,8 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
                                                                 condition.task_key_values):
             hidden = block(hidden, cache, projection, frame, positions, visual_kv, task_kv, batch)
         velocity = self.linear("output", self.layer_norm("output_norm", hidden))
-        return velocity.view(batch, samples, 1, 2).float()
+        velocity = velocity.view(batch, samples, 1, 2)
+        return velocity if velocity.dtype == torch.float32 else velocity.float()
 
 
 __all__ = [
