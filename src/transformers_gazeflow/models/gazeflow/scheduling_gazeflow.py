@@ -436,6 +436,7 @@ __all__ = [
     "EVAL_WEYL_STEP",
     "EVAL_WEYL_OFFSET",
     "estimate_endpoint",
+    "scaled",
     "FlowMatchingScheduler",
     "cosine_alphas_cumprod",
     "ddim_timesteps",
