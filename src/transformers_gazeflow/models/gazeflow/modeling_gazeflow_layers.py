@@ -117,13 +117,15 @@ def single_query_attention_forward(
     scores = (query * key).sum(-1)  # [B, H, S]
     if scaling != 1.0:
         scores = scores * scaling
-    if attention_mask is not None:
-        scores = scores + attention_mask.flatten(-2)
+    if attention_mask is not None:  # [..., 1, S] -> [..., S] (views: a dimension of size 1 drops from any strides)
+        scores = scores + attention_mask.view(*attention_mask.shape[:-2], attention_mask.shape[-1])
     weights = scores.softmax(-1) if scores.dtype == torch.float32 else \
         scores.softmax(-1, dtype=torch.float32).to(scores.dtype)
     if dropout > 0.0:
         weights = nn.functional.dropout(weights, p=dropout, training=module.training)
-    return (weights.unsqueeze(-1) * value).sum(-2).unsqueeze(1), None
+    batch, heads, slots = weights.shape
+    context = (weights.view(batch, heads, slots, 1) * value).sum(-2)  # [B, H, d_h]
+    return context.view(batch, 1, heads, -1), None
 
 
 AttentionInterface.register(SINGLE_QUERY_ATTENTION, single_query_attention_forward)
