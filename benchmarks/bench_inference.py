@@ -98,9 +98,77 @@ def build_models(args, device: torch.device) -> tuple[GazeFlowModel, GazeFlowMod
             if "lora_B" in name:
                 parameter.copy_(torch.randn(parameter.shape, generator=generator).to(device) * 0.01)
     set_encoder_attention(reference, "eager")
+    weights = torch.bfloat16 if args.dtype == "bf16" and args.weights == "cast" else None
     fast = prepare_for_inference(copy.deepcopy(reference), merge_lora=True, compile=args.compile,
-                                 compile_mode="reduce-overhead" if (args.compile and device.type == "cuda") else None)
+                                 compile_mode="reduce-overhead" if (args.compile and device.type == "cuda") else None,
+                                 dtype=weights)
     return fast, reference
+
+
+def encoder_variants(args, reference: GazeFlowModel, pixels: torch.Tensor, device: torch.device) -> dict:
+    """The encoder of one clip, ms, each way it can run: bf16 by autocast (the fast path before) or with the weights
+    cast once, transformers' V-JEPA 2 attention or the fused one (one matmul for q, k, v; RoPE tables once), each
+    SDPA backend, and with ``--compile`` ``torch.compile`` of the fused encoder."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    gpu = device.type == "cuda"
+    low = torch.bfloat16 if gpu else torch.float32
+    plain = prepare_for_inference(copy.deepcopy(reference), fuse_attention=False)  # LoRA merged, fp32 weights
+    timings = {}
+
+    def encode(model, autocast=None):
+        def run():
+            with torch.no_grad(), autocast_context(model, autocast):
+                return model.encode_video(pixels)
+        return run
+
+    if gpu:
+        timings["autocast bf16, transformers' attention (the fast path before)"] = 1e3 * timed(
+            encode(plain, torch.bfloat16), device, args.repeats)
+    unfused = copy.deepcopy(plain).to(low)
+    timings[f"{low} weights, transformers' attention"] = 1e3 * timed(encode(unfused), device, args.repeats)
+    fused = unfused
+    fused.video_encoder.fuse_attention()
+    timings[f"{low} weights, fused attention"] = 1e3 * timed(encode(fused), device, args.repeats)
+    if gpu:
+        for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION):
+            try:
+                with sdpa_kernel(backend):
+                    timings[f"{low} weights, fused attention, SDPA {backend.name}"] = 1e3 * timed(
+                        encode(fused), device, args.repeats)
+            except RuntimeError as err:
+                print(f"  SDPA {backend.name}: not available ({str(err).splitlines()[0][:100]})")
+    if args.compile:
+        fused.video_encoder.forward = torch.compile(fused.video_encoder.forward, dynamic=False)
+        timings[f"{low} weights, fused attention, torch.compile"] = 1e3 * timed(encode(fused), device, args.repeats,
+                                                                                 warmup=2)
+    print("\nencoder ms / clip, each way it can run:")
+    for name, ms in timings.items():
+        print(f"  {name}: {ms:.1f}")
+    del plain, fused
+    return timings
+
+
+def sampler_cuda_graph_ms(args, fast: GazeFlowModel, tokens: torch.Tensor, frames: int, device: torch.device,
+                          samples: int, steps: int) -> dict:
+    """One window's sampler (condition built beforehand), ms: eager against its CUDA graph replay
+    (``CUDAGraphWindowSampler``), and the largest difference between the two."""
+    from transformers_gazeflow.generation.inference import CUDAGraphWindowSampler
+    from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, WindowSampler
+
+    settings = SamplingSettings.resolve(fast.config, samples, steps, "euler")
+    eager = WindowSampler(fast, settings)
+    graphed = CUDAGraphWindowSampler(WindowSampler(fast, settings))
+    noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
+    with torch.no_grad():
+        condition = fast.build_condition(tokens, frames)
+        eager_ms = 1e3 * timed(lambda: eager(condition, noise), device, args.repeats, warmup=2)
+        graph_ms = 1e3 * timed(lambda: graphed(condition, noise), device, args.repeats, warmup=3)
+        difference = (graphed(condition, noise).float() - eager(condition, noise).float()).abs().max().item()
+    captured = any(entry is not False for entry in graphed.graphs.values())
+    print(f"sampler ms / window (condition built once, K={samples}, S={steps}): eager {eager_ms:.2f}, CUDA graph "
+          f"{graph_ms:.2f} (captured: {captured}; max |diff| {difference:.1e}); target {TARGETS['sampler_ms']:.0f}")
+    return {"eager": eager_ms, "cuda_graph": graph_ms, "captured": captured, "max_abs_difference": difference}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -109,7 +177,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", choices=["paper", "tiny"], default="paper",
                         help="paper: V-JEPA 2 ViT-L geometry at 256 px (default); tiny: the 32 px test model")
     parser.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
-                        help="fast-path autocast dtype (default: bf16 on GPU, fp32 on CPU)")
+                        help="fast-path dtype (default: bf16 on GPU, fp32 on CPU)")
+    parser.add_argument("--weights", choices=["cast", "autocast"], default="cast",
+                        help="bf16 by casting the weights once (default, what the pipeline does) or by autocast")
+    parser.add_argument("--no-encoder-variants", action="store_true",
+                        help="skip the encoder's variants (autocast/cast, fused attention, SDPA backends)")
     parser.add_argument("--frames", type=int, default=None, help="frames per clip (default: 64 GPU, 16 CPU)")
     parser.add_argument("--encoder-layers", type=int, default=None, help="default: 24 GPU (ViT-L), 4 CPU")
     parser.add_argument("--grid-k", type=int, nargs="+", default=None, help="K values (GPU: 1 10 30 50)")
@@ -147,11 +219,11 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     device = torch.device(args.device)
     gpu = device.type == "cuda"
-    dtype = {"bf16": torch.bfloat16, "fp32": None}[args.dtype]
+    dtype = {"bf16": torch.bfloat16, "fp32": None}[args.dtype] if args.weights == "autocast" else None
     device_name = torch.cuda.get_device_name(device) if gpu else "CPU"
     warmup = 3 if args.compile else 1
     print(f"device {device_name}; torch {torch.__version__}; threads {torch.get_num_threads()}; fast-path dtype "
-          f"{dtype or torch.float32}; preset {args.preset}; {args.frames} frames; encoder layers "
+          f"{args.dtype} ({args.weights}); preset {args.preset}; {args.frames} frames; encoder layers "
           f"{args.encoder_layers}; compile {args.compile}", flush=True)
     figures: dict = {"benchmark": "inference", "device": device_name, "torch": torch.__version__,
                      "dtype": args.dtype, "preset": args.preset, "frames": args.frames,
@@ -199,6 +271,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"(fast / paper = {encoder_fast * 1e3 / PAPER_ENCODER_MS:.3f}); target {TARGETS['encoder_ms']:.0f} ms",
           flush=True)
 
+    if not args.no_encoder_variants:
+        figures["encoder_variants_ms"] = encoder_variants(args, reference, pixels, device)
     tokens_fast = encode_fast()
     tokens_reference = encode_reference()
 
@@ -273,6 +347,8 @@ def main(argv: list[str] | None = None) -> dict:
                      "ms_per_frame": {"fast": 1e3 * clip_fast / frames, "reference": 1e3 * clip_reference / frames},
                      "max_abs_difference": difference}
 
+    if gpu and not args.compile:
+        figures["sampler_cuda_graph_ms"] = sampler_cuda_graph_ms(args, fast, tokens_fast, frames, device, k, s)
     peak_fast = peak_memory_gb(lambda: (encode_fast(), sample_fast(k, s)), device)
     peak_reference = peak_memory_gb(lambda: (encode_reference(), sample_reference(k, s)), device)
     figures["peak_memory_gb"] = None if peak_fast is None else {"fast": peak_fast, "reference": peak_reference}

@@ -18,19 +18,21 @@ from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 
 def time_streamer_condition(streamer, synchronize: Callable[[], None]) -> list[float]:
     """Wrap the streamer's per-frame condition (encoder on the frame's causal window, c_v, c_task, keys/values) so
-    that each call's wall time (seconds, device synchronised) is appended to the returned list."""
+    that each call's wall time (seconds, device synchronised) is appended to the returned list: the eager static
+    step's ``encode_frame`` (``GazeFlowStreamer``), or the previous streamer's ``_frame_condition``."""
     condition_times: list[float] = []
-    frame_condition = streamer._frame_condition
+    owner, name = (streamer.step, "encode_frame") if hasattr(streamer, "step") else (streamer, "_frame_condition")
+    frame_condition = getattr(owner, name)
 
-    def timed_condition(frame):
+    def timed_condition(*args):
         synchronize()
         start = time.perf_counter()
-        result = frame_condition(frame)
+        result = frame_condition(*args)
         synchronize()
         condition_times.append(time.perf_counter() - start)
         return result
 
-    streamer._frame_condition = timed_condition
+    setattr(owner, name, timed_condition)
     return condition_times
 
 

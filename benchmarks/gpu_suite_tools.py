@@ -9,7 +9,8 @@ Subcommands:
   environment OUT --device D   OUT/environment.json: device line, versions, commit
   preflight OUT --device D     import every package, check versions against the carried wheels' requirements,
                                and on CUDA a bf16 matmul and flash attention
-  predict OUT --device D       gazeflow predict --no-overlay on a generated video (frames per second)
+  prepare WORK [--tiny]        the predict and train steps' inputs (videos, a paper-geometry model, EGTEA clips)
+  predict OUT --device D       gazeflow predict --no-overlay on generated videos (frames per second)
   missed-targets OUT           the benchmarks whose targets were missed (the profile step's input)
   summary OUT [OUT ...] -o F   summary.md from one or several suite output folders
 """
@@ -334,49 +335,119 @@ def make_model(folder: Path, preset: str) -> Path:
     return folder
 
 
-def predict_throughput(out_dir: Path, device: str, tiny: bool, minutes: float | None = None) -> int:
-    """``gazeflow predict --no-overlay`` (the console script) on a generated video, with the bundled model and a
-    random model of the paper's geometry (``--tiny``: the tiny test model), K=30, S=5; frames per second."""
+PREDICT_SIZES = {"tiny": [(64, 64), (160, 120)], "paper": [(256, 256), (640, 480)]}
+"""The generated videos of the predict step (WIDTH, HEIGHT): the encoder's input size, and EGTEA Gaze+'s."""
+PREDICT_MINUTES = {"tiny": 0.05, "paper": 0.5}
+
+
+def video_name(size: tuple[int, int]) -> str:
+    return f"video_{size[0]}x{size[1]}.mp4"
+
+
+def write_generated_video(path: Path, size: tuple[int, int], minutes: float, fps: float = 24.0) -> dict:
+    """A generated video (bench_pipeline's moving disc) of ``minutes`` at ``fps``; returns what it is."""
     sys.path.insert(0, str(HERE))
     from bench_pipeline import generated_frames
 
     from transformers_gazeflow.data.video import write_video
 
-    minutes = minutes if minutes is not None else (0.05 if tiny else 10.0)
-    size, fps = (64, 24.0) if tiny else (256, 24.0)
-    work = Path(tempfile.mkdtemp(prefix="gazeflow_predict_"))
-    video = work / "generated.mp4"
     frames = int(round(minutes * 60 * fps))
     start = time.perf_counter()
-    write_video(video, generated_frames(frames, size, size, fps), fps=fps)
-    figures: dict = {"benchmark": "predict", "video": f"{minutes:g} min {size}x{size} at {fps:g} fps, {frames} frames",
-                     "video_seconds_to_generate": round(time.perf_counter() - start, 1), "runs": {}}
-    print(f"generated {video} ({figures['video']}) in {figures['video_seconds_to_generate']} s", flush=True)
-    models = {"bundled": None, "tiny random" if tiny else "paper geometry, random weights":
-              make_model(work / "model", "tiny" if tiny else "paper")}
+    write_video(path, generated_frames(frames, size[0], size[1], fps), fps=fps)
+    return {"path": str(path), "description": f"{minutes:g} min {size[0]}x{size[1]} at {fps:g} fps, {frames} frames",
+            "seconds_to_write": round(time.perf_counter() - start, 1)}
+
+
+def prepare_train_clips(folder: Path, tiny: bool) -> dict:
+    """The train step's EGTEA-layout clips (``bench_train.py --prepare-data``)."""
+    sys.path.insert(0, str(HERE))
+    import bench_train
+
+    start = time.perf_counter()
+    bench_train.main(["--prepare-data", str(folder), "--preset", "tiny" if tiny else "paper"])
+    return {"path": str(folder), "seconds_to_write": round(time.perf_counter() - start, 1)}
+
+
+def prepare(work: Path, tiny: bool) -> int:
+    """The predict and train steps' inputs, made in parallel (the suite runs this in the background while the
+    preflight and the tests run): the videos, the random paper-geometry model folder, the EGTEA-layout clips.
+    ``work/prepared.json`` says what was made and how long it took."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    preset = "tiny" if tiny else "paper"
+    work.mkdir(parents=True, exist_ok=True)
+    jobs = {video_name(size): (write_generated_video, work / video_name(size), size, PREDICT_MINUTES[preset])
+            for size in PREDICT_SIZES[preset]}
+    jobs["model"] = (make_model_timed, work / "model", preset)
+    jobs["egtea"] = (prepare_train_clips, work / "egtea", tiny)
+    status, made, start = 0, {}, time.perf_counter()
+    with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = {name: pool.submit(*job) for name, job in jobs.items()}
+        for name, future in futures.items():
+            try:
+                made[name] = future.result()
+                print(f"prepared {name}: {made[name]}", flush=True)
+            except Exception as err:  # noqa: BLE001 - reported; the step that needs it says what is missing
+                status = 1
+                made[name] = {"error": f"{type(err).__name__}: {err}"}
+                print(f"prepare {name} failed: {made[name]['error']}", flush=True)
+    made["seconds"] = round(time.perf_counter() - start, 1)
+    (work / "prepared.json").write_text(json.dumps(made, indent=1))
+    return status
+
+
+def make_model_timed(folder: Path, preset: str) -> dict:
+    start = time.perf_counter()
+    make_model(folder, preset)
+    return {"path": str(folder), "seconds_to_write": round(time.perf_counter() - start, 1)}
+
+
+def predict_runs(work: Path, tiny: bool) -> dict[str, tuple[Path | None, Path]]:
+    """The predict step's runs: name -> (model folder or None for the bundled model, video)."""
+    small, large = PREDICT_SIZES["tiny" if tiny else "paper"]
+    if tiny:  # the same code as the three runs below, in two (CI runs this)
+        return {"bundled": (None, work / video_name(small)),
+                f"tiny random, {large[0]}x{large[1]}": (work / "model", work / video_name(large))}
+    model = "paper geometry, random weights"
+    return {"bundled": (None, work / video_name(small)),
+            model: (work / "model", work / video_name(small)),
+            f"{model}, {large[0]}x{large[1]}": (work / "model", work / video_name(large))}
+
+
+def predict_throughput(out_dir: Path, device: str, tiny: bool, work: Path | None = None) -> int:
+    """``gazeflow predict --no-overlay`` (the console script) on generated videos, K=30, S=5, frames per second:
+    the bundled model and a random model of the paper's geometry (``--tiny``: the tiny test model) on a video of the
+    encoder's input size, and the paper's geometry on a 640x480 video (EGTEA Gaze+'s size). ``work``: where
+    ``prepare`` left its inputs (made here when missing)."""
+    work = work or Path(tempfile.mkdtemp(prefix="gazeflow_predict_"))
+    if not (work / "prepared.json").exists():
+        prepare(work, tiny)
+    made = json.loads((work / "prepared.json").read_text())
+    figures: dict = {"benchmark": "predict", "prepared": made, "runs": {}}
     status = 0
-    for name, model in models.items():
-        command = gazeflow_command() + ["predict", str(video), "--no-overlay", "--device", device, "-k", "30",
-                                        "-s", "5", "--quiet", "-o", str(work / f"out_{len(figures['runs'])}")]
+    for index, (name, (model, video)) in enumerate(predict_runs(work, tiny).items()):
+        output = work / f"out_{index}"
+        command = gazeflow_command() + ["predict", str(video), "--no-overlay", "--device", device, "-k", "30", "-s",
+                                        "5", "--quiet", "-o", str(output)]
         command += ["--model", str(model)] if model else []
         print("$ " + " ".join(command), flush=True)
         start = time.perf_counter()
         result = subprocess.run(command, capture_output=True, text=True)
         wall = time.perf_counter() - start
         print(result.stdout + result.stderr[-3000:], flush=True)
+        run = {"command": " ".join(command), "exit_code": result.returncode,
+               "video": made.get(video.name, {}).get("description", video.name), "command_wall_s": round(wall, 1)}
         if result.returncode != 0:
             status = result.returncode
-            figures["runs"][name] = {"command": " ".join(command), "exit_code": result.returncode}
-            continue
-        summary = json.loads((Path(command[command.index("-o") + 1]) / "summary.json").read_text())
-        timings = summary["timings"]
-        figures["runs"][name] = {"command": " ".join(command), "exit_code": 0, "frames": summary["frames"],
-                                 "device": summary["device"], "load_s": timings["load_s"],
-                                 "predict_s": timings["predict_s"], "ms_per_frame": timings["ms_per_frame"],
-                                 "frames_per_second": summary["frames"] / max(timings["predict_s"], 1e-9),
-                                 "command_wall_s": round(wall, 1)}
+        else:
+            summary = json.loads((output / "summary.json").read_text())
+            timings = summary["timings"]
+            run.update(frames=summary["frames"], device=summary["device"], load_s=timings["load_s"],
+                       predict_s=timings["predict_s"], ms_per_frame=timings["ms_per_frame"],
+                       frames_per_second=summary["frames"] / max(timings["predict_s"], 1e-9))
+        figures["runs"][name] = run
+        shutil.rmtree(output, ignore_errors=True)
     (out_dir / "predict.json").write_text(json.dumps(figures, indent=1))
-    shutil.rmtree(work, ignore_errors=True)
     return status
 
 
@@ -393,9 +464,10 @@ def missed_targets(out_dir: Path) -> list[str]:
         figures = load(out_dir, name)
         if figures and not all(figures["targets_met"].values()) and "inference" not in missed:
             missed.append("inference")
-    figures = load(out_dir, "streaming.json")
-    if figures and not all(figures["targets_met"].values()):
-        missed.append("streaming")
+    for name in STREAMING_FILES:
+        figures = load(out_dir, name)
+        if figures and not all(figures["targets_met"].values()) and "streaming" not in missed:
+            missed.append("streaming")
     return missed
 
 
@@ -410,6 +482,8 @@ def test_counts(folder: Path, name: str) -> dict | None:
     counts = {key: int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped")}
     counts["failed"] = [case.get("classname", "") + "::" + case.get("name", "") for case in suite.iter("testcase")
                         if case.find("failure") is not None or case.find("error") is not None]
+    counts["skip_reasons"] = [case.find("skipped").get("message", "") for case in suite.iter("testcase")
+                              if case.find("skipped") is not None]
     return counts
 
 
@@ -421,97 +495,204 @@ def met(flag: bool | None) -> str:
     return "-" if flag is None else ("**met**" if flag else "**missed**")
 
 
-def summary(folders: list[Path], output: Path) -> str:
-    """One markdown page from the suite's output folders (several calls of the device tool: one folder each)."""
-    lines = ["# GPU suite summary", ""]
+def header_lines(folders: list[Path]) -> list[str]:
+    """The device, commit and versions of the first folder with an environment.json."""
     environments = [e for e in (load(f, "environment.json") for f in folders) if e]
+    lines = ["# GPU suite summary", ""]
     for env in environments[:1]:
         source = env.get("source", {})
         tree = ("the tree matches it" if source.get("tree_matches_record", True) and not source.get("dirty")
                 else "the tree differs from it (uncommitted or later changes)")
-        card = (f" (capability {env['capability']}, {env['memory_gib']} GiB, {env['multiprocessors']} SMs)"
-                if "capability" in env else "")
-        lines += [f"- device: `{env.get('device')}`" + card,
-                  f"- commit: `{source.get('commit', 'unknown')}`; {tree}; "
-                  f"source hash {source.get('tree_hash', '?')[:12]}",
+        hardware = (f" (capability {env['capability']}, {env['memory_gib']} GiB, {env['multiprocessors']} SMs)"
+                    if "capability" in env else "")
+        lines += [f"- device: `{env.get('device')}`{hardware}",
+                  f"- commit: `{source.get('commit', 'unknown')}`; {tree}; source hash "
+                  f"{source.get('tree_hash', '?')[:12]}",
                   f"- python {env['python']}, torch {env['torch']} (CUDA {env['cuda']}), transformers "
                   f"{env['transformers']}, accelerate {env['accelerate']}, peft {env['peft']}, numpy {env['numpy']}"]
     if any(e.get("device_type") == "cpu" for e in environments):
         lines.append("- **a dry run on the CPU**: the figures check that every step runs, not the targets")
-    lines += ["", "## Steps", "", "| step | exit code | seconds | command |", "| --- | ---: | ---: | --- |"]
+    return lines
+
+
+def read_tsv(path: Path) -> list[list[str]]:
+    return [row.split("\t") for row in path.read_text().splitlines()] if path.exists() else []
+
+
+def step_lines(folders: list[Path]) -> list[str]:
+    """Each call's plan (estimate and limit per step) beside what ran: exit code (or timeout, or skipped) and
+    seconds."""
+    lines = ["", "## Steps", "", "| step | kind | estimate s | limit s | exit code | seconds | command |",
+             "| --- | --- | ---: | ---: | --- | ---: | --- |"]
     for folder in folders:
-        status = folder / "status.tsv"
-        for row in status.read_text().splitlines() if status.exists() else []:
-            step, code, seconds, command = (row.split("\t") + ["", "", "", ""])[:4]
-            lines.append(f"| {step} | {code} | {seconds} | `{command}` |")
+        plan = {row[0]: row[1:] for row in read_tsv(folder / "plan.tsv") if len(row) >= 4}
+        budget = next((row[3] for row in plan.values() if len(row) > 3), None)
+        total = 0.0
+        for row in read_tsv(folder / "status.tsv"):
+            step, code, seconds, command = (row + ["", "", "", ""])[:4]
+            kind, estimate, limit = (plan.get(step, []) + ["-", "-", "-"])[:3]
+            total += float(seconds or 0) if step != "prepare" else 0.0
+            lines.append(f"| {step} | {kind} | {estimate} | {limit} | {code} | {seconds} | `{command}` |")
+        if budget:
+            lines += ["", f"Budget {budget} s (optional steps start only before it); the steps took {total:.0f} s "
+                          f"in all (prepare ran in the background)."]
+    return lines
 
-    def first(name: str) -> dict | None:
-        return next((figures for figures in (load(f, name) for f in folders) if figures), None)
 
-    inference = {label: first(name)
-                 for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json"))}
-    streaming, predict = first("streaming.json"), first("predict.json")
-    lines += ["", "## Targets (one H100, bf16, K=30, S=5)", "",
-              "| figure | path | target | ours | paper | ours / paper | |",
-              "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
-    for label, figures in inference.items():
-        if not figures:
+def inference_target_rows(label: str, figures: dict) -> list[str]:
+    at, targets, paper = figures["at"], figures["targets"], figures["paper"]
+    peak = (figures["peak_memory_gb"] or {}).get("fast")
+    rows = [("encoder ms per clip", targets["encoder_ms"], figures["encoder_ms"]["fast"], paper["encoder_ms"],
+             "encoder_ms"),
+            (f"sampler ms per clip (K={at['K']}, S={at['S']})", targets["sampler_ms"], at["sampler_ms"]["fast"],
+             None, "sampler_ms"),
+            (f"end to end ms per frame (K={at['K']}, S={at['S']})", targets["ms_per_frame"],
+             at["ms_per_frame"]["fast"], paper["ms_per_frame_k30_s5"], "ms_per_frame"),
+            ("peak memory GB, one clip", targets["peak_memory_gb"], peak, paper["peak_memory_gb"],
+             "peak_memory_gb")]
+    lines = []
+    for name, target, ours, theirs, key in rows:
+        ratio = None if ours is None or theirs is None else ours / theirs
+        lines.append(f"| {name} | {label} | {fmt(target)} | {fmt(ours, 3)} | {fmt(theirs)} | {fmt(ratio, 4)} | "
+                     f"{met(figures['targets_met'][key])} |")
+    return lines
+
+
+STREAMING_FILES = {"streaming.json": "paper geometry", "streaming-bundled.json": "bundled size"}
+
+
+def streaming_target_row(label: str, streaming: dict) -> str:
+    """One streamer run: its best mode's p99 against the target, with p50, p95, aten ops per frame and peak memory
+    where the benchmark reports them."""
+    total = streaming["ms_per_frame"].get("streamer, total")
+    if not total:
+        return f"| causal streamer, {label}: no mode ran | {streaming.get('dtype', '')} | | | | | |"
+    mode = f"{streaming['primary_mode']}; " if streaming.get("primary_mode") else ""
+    extra = [f"{mode}p50 {total['p50']:.2f}", f"p95 {total['p95']:.2f}"]
+    if streaming.get("ops_per_frame") is not None:
+        extra.append(f"{streaming['ops_per_frame']:,.0f} ops/frame")
+    if streaming.get("peak_memory_gb") is not None:
+        extra.append(f"peak {streaming['peak_memory_gb']:.2f} GB")
+    return (f"| causal streamer p99 ms per frame, {label} (K={streaming['K']}, S={streaming['S']}; "
+            f"{', '.join(extra)}) | {streaming['dtype']} | {streaming['target_p99_ms']} | {total['p99']:.2f} | - | - "
+            f"| {met(streaming['targets_met']['p99_ms'])} |")
+
+
+def streaming_mode_lines(label: str, streaming: dict) -> list[str]:
+    """bench_streaming.py's modes side by side (the previous streamer, the static step eager, captured, compiled)."""
+    if not streaming.get("modes"):
+        return []
+    lines = ["", f"## Causal streamer by mode, {label} (K={streaming['K']}, S={streaming['S']}, {streaming['dtype']}; "
+             f"best: {streaming.get('primary_mode')})", "",
+             "| mode | p50 ms | p95 ms | p99 ms | setup s | aten ops / frame | CUDA kernels / frame | peak GB | "
+             "max abs diff to eager |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for mode, row in streaming["modes"].items():
+        if "error" in row:
+            lines.append(f"| {mode} | failed: {row['error'][:200]} | | | | | | | |")
             continue
-        at, targets, paper = figures["at"], figures["targets"], figures["paper"]
-        peak = (figures["peak_memory_gb"] or {}).get("fast")
-        rows = [("encoder ms per clip", targets["encoder_ms"], figures["encoder_ms"]["fast"], paper["encoder_ms"],
-                 "encoder_ms"),
-                (f"sampler ms per clip (K={at['K']}, S={at['S']})", targets["sampler_ms"], at["sampler_ms"]["fast"],
-                 None, "sampler_ms"),
-                (f"end to end ms per frame (K={at['K']}, S={at['S']})", targets["ms_per_frame"],
-                 at["ms_per_frame"]["fast"], paper["ms_per_frame_k30_s5"], "ms_per_frame"),
-                ("peak memory GB, one clip", targets["peak_memory_gb"], peak, paper["peak_memory_gb"],
-                 "peak_memory_gb")]
-        for name, target, ours, theirs, key in rows:
-            ratio = None if ours is None or theirs is None else ours / theirs
-            lines.append(f"| {name} | {label} | {fmt(target)} | {fmt(ours, 3)} | {fmt(theirs)} | {fmt(ratio, 4)} | "
-                         f"{met(figures['targets_met'][key])} |")
-    if streaming:
-        total = streaming["ms_per_frame"]["streamer, total"]
-        lines.append(f"| causal streamer p99 ms per frame (K={streaming['K']}, S={streaming['S']}; p50 "
-                     f"{total['p50']:.2f}) | {streaming['dtype']} | {streaming['target_p99_ms']} | "
-                     f"{total['p99']:.2f} | - | - | {met(streaming['targets_met']['p99_ms'])} |")
-    for name, run in (predict or {}).get("runs", {}).items():
+        ms, difference = row["ms_per_frame"], row.get("max_abs_difference_to_eager")
+        difference = "-" if difference is None else f"{difference:.1e}"
+        lines.append(f"| {mode} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {row['setup_s']:.1f} | "
+                     f"{row['aten_ops_per_frame']:.0f} | {fmt(row.get('cuda_kernels_per_frame'), 0)} | "
+                     f"{fmt(row.get('peak_memory_gb'))} | {difference} |")
+    return lines
+
+
+def target_lines(first) -> list[str]:
+    lines = ["", "## Targets (one H100, bf16, K=30, S=5)", "",
+             "| figure | path | target | ours | paper | ours / paper | |",
+             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json")):
+        figures = first(name)
+        if figures:
+            lines += inference_target_rows(label, figures)
+    for name, label in STREAMING_FILES.items():
+        streaming = first(name)
+        if streaming:
+            lines.append(streaming_target_row(label, streaming))
+    predict = first("predict.json") or {}
+    for name, run in predict.get("runs", {}).items():
         if run.get("exit_code") == 0:
-            lines.append(f"| gazeflow predict --no-overlay frames per second ({predict['video']}) | {name} | - | "
+            video = run.get("video") or predict.get("video", "")
+            lines.append(f"| gazeflow predict --no-overlay frames per second ({video}) | {name} | - | "
                          f"{run['frames_per_second']:.1f} | 88 (Table method_time, K=30, S=5) | "
                          f"{run['frames_per_second'] / 88:.2f} | |")
-    for label, figures in inference.items():
-        if figures and figures.get("ks_grid_ratio_to_paper"):
-            first_row = figures["sampler_ms_grid"][next(iter(figures["sampler_ms_grid"]))]
-            lines += ["", f"## Table ks_grid, {label}: our end-to-end ms per 64-frame clip / the paper's", "",
-                      "| K \\ S | " + " | ".join(first_row) + " |",
-                      "| --- |" + " ---: |" * len(first_row)]
-            for k, row in figures["sampler_ms_grid"].items():
-                ratios = figures["ks_grid_ratio_to_paper"].get(k, {})
-                cells = [f"{figures['encoder_ms']['fast'] + ms:.1f} ms ({ratios.get(s, float('nan')):.4f})"
-                         for s, ms in row.items()]
-                lines.append(f"| {k} | " + " | ".join(cells) + " |")
-        if figures and figures.get("method_time_ours_ms_per_frame"):
-            lines += ["", f"## Table method_time, {label} (ms per frame)", "",
-                      "| method | paper | ours | ours / paper |", "| --- | ---: | ---: | ---: |"]
-            for name, theirs in figures["paper"]["method_ms_per_frame"].items():
-                ours = figures["method_time_ours_ms_per_frame"].get(name)
-                ratio = None if ours is None else ours / theirs
-                lines.append(f"| {name} | {theirs} | {fmt(ours, 3)} | {fmt(ratio, 4)} |")
-        if figures:
-            at = figures["at"]
-            lines += ["", f"Fast vs reference ({label}, K={at['K']}, S={at['S']}): encoder "
-                      f"{figures['encoder_ms']['reference'] / figures['encoder_ms']['fast']:.1f}x, sampler "
-                      f"{at['sampler_ms']['reference'] / at['sampler_ms']['fast']:.1f}x, end to end "
-                      f"{at['ms_per_frame']['reference'] / at['ms_per_frame']['fast']:.1f}x; trajectories differ by "
-                      f"{at['max_abs_difference']:.1e}; GazeFlowModel.generate "
-                      f"{figures['generate_ms_per_frame']:.3f} ms per frame."]
+        else:
+            lines.append(f"| gazeflow predict --no-overlay ({run.get('video', '')}) | {name} | - | exit "
+                         f"{run.get('exit_code')} | | | |")
+    return lines
+
+
+PIPELINE_TARGET_FPS = {("bundled", "256x256"): 1000, ("bundled", "640x480"): 1000, ("paper", "256x256"): 400,
+                       ("paper", "640x480"): 300}
+"""frames per second that gazeflow predict --no-overlay's path should reach on one H100 (model, video size)."""
+PAPER_FPS = 88  # Table method_time: GazeFlow at K=30, S=5
+
+
+def pipeline_lines(pipeline: dict | None) -> list[str]:
+    """bench_pipeline.py --throughput: each model, size and path (serial, overlapped) side by side."""
+    runs = ((pipeline or {}).get("throughput") or {}).get("runs")
+    if not runs:
+        return []
+    figures = pipeline["throughput"]
+    lines = ["", f"## Pipeline: gazeflow predict --no-overlay's path (bench_pipeline.py --throughput; "
+             f"K={figures['K']}, S={figures['S']}, {figures['seconds']:g} s videos at 24 fps)", "",
+             "| model | size | path | dtype | frames / s | target | / paper's 88 | ms / frame | stages s |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for run in runs:
+        target = PIPELINE_TARGET_FPS.get((run["model"], run["size"]))
+        stages = ", ".join(f"{name} {seconds:.2f}" for name, seconds in run.get("stages_s", {}).items())
+        lines.append(f"| {run['model']} | {run['size']} | {run['path']} | {run['dtype']} | "
+                     f"{run['frames_per_second']:.0f} | {fmt(target)} | {run['frames_per_second'] / PAPER_FPS:.2f} | "
+                     f"{run['ms_per_frame']:.2f} | {stages} |")
+    return lines
+
+
+def inference_table_lines(label: str, figures: dict) -> list[str]:
+    """Table ks_grid and Table method_time of one inference run, and the fast path against the reference."""
+    lines = []
+    grid = figures.get("sampler_ms_grid") or {}
+    if grid and figures.get("ks_grid_ratio_to_paper"):
+        columns = list(grid[next(iter(grid))])
+        lines += ["", f"## Table ks_grid, {label}: our end-to-end ms per 64-frame clip / the paper's", "",
+                  "| K \\ S | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+        ratios = figures["ks_grid_ratio_to_paper"]
+        for k, row in grid.items():
+            cells = [f"{figures['encoder_ms']['fast'] + ms:.1f} ms "
+                     f"({ratios.get(k, {}).get(s, float('nan')):.4f})" for s, ms in row.items()]
+            lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    if figures.get("method_time_ours_ms_per_frame"):
+        lines += ["", f"## Table method_time, {label} (ms per frame)", "",
+                  "| method | paper | ours | ours / paper |", "| --- | ---: | ---: | ---: |"]
+        for name, theirs in figures["paper"]["method_ms_per_frame"].items():
+            ours = figures["method_time_ours_ms_per_frame"].get(name)
+            ratio = None if ours is None else ours / theirs
+            lines.append(f"| {name} | {theirs} | {fmt(ours, 3)} | {fmt(ratio, 4)} |")
+    at = figures["at"]
+    lines += ["", f"Fast vs reference ({label}, K={at['K']}, S={at['S']}): encoder "
+              f"{figures['encoder_ms']['reference'] / figures['encoder_ms']['fast']:.1f}x, sampler "
+              f"{at['sampler_ms']['reference'] / at['sampler_ms']['fast']:.1f}x, end to end "
+              f"{at['ms_per_frame']['reference'] / at['ms_per_frame']['fast']:.1f}x; trajectories differ by "
+              f"{at['max_abs_difference']:.1e}; GazeFlowModel.generate {figures['generate_ms_per_frame']:.3f} "
+              f"ms per frame."]
+    return lines
+
+
+def train_lines(train: dict | None) -> list[str]:
+    """bench_train.py's own report."""
+    if not train or not train.get("report"):
+        return []
+    return [""] + train["report"].rstrip("\n").splitlines()
+
+
+def tests_and_profile_lines(folders: list[Path]) -> list[str]:
+    lines = []
     for folder in folders:
         counts = test_counts(folder, "tests.xml")
         if counts:
             lines += ["", f"## tests/gpu: {counts['tests']} tests, {counts['failures'] + counts['errors']} failed, "
-                      f"{counts['skipped']} skipped"] + [f"- failed: `{name}`" for name in counts["failed"]]
+                      f"{counts['skipped']} skipped"] + [f"- failed: `{name}`" for name in counts["failed"]] + [
+                          f"- skipped: {reason}" for reason in counts["skip_reasons"]]
         full = test_counts(folder, "fulltests.xml")
         if full:
             lines += ["", f"## whole suite with CUDA visible: {full['tests']} tests, "
@@ -524,6 +705,24 @@ def summary(folders: list[Path], output: Path) -> str:
                           "| op | calls | device ms | CPU ms |", "| --- | ---: | ---: | ---: |"]
                 lines += [f"| `{row['name']}` | {row['calls']} | {fmt(row['device_ms'])} | {row['cpu_ms']:.2f} |"
                           for row in figures["profile"]]
+    return lines
+
+
+def summary(folders: list[Path], output: Path) -> str:
+    """One markdown page from the suite's output folders (one call of the device tool, or several merged)."""
+
+    def first(name: str) -> dict | None:
+        return next((figures for figures in (load(f, name) for f in folders) if figures), None)
+
+    lines = header_lines(folders) + step_lines(folders) + target_lines(first)
+    for name, label in STREAMING_FILES.items():
+        lines += streaming_mode_lines(label, first(name) or {})
+    lines += pipeline_lines(first("pipeline.json")) + train_lines(first("train.json"))
+    for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json")):
+        figures = first(name)
+        if figures:
+            lines += inference_table_lines(label, figures)
+    lines += tests_and_profile_lines(folders)
     text = "\n".join(lines) + "\n"
     output.write_text(text)
     return text
@@ -537,11 +736,12 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("prepare-wheels")
     commands.add_parser("check-wheel-list")
     commands.add_parser("source-hash")
-    for name in ("environment", "preflight", "predict"):
+    for name in ("environment", "preflight", "predict", "prepare"):
         sub = commands.add_parser(name)
         sub.add_argument("out_dir", type=Path)
         sub.add_argument("--device", default="cuda")
         sub.add_argument("--tiny", action="store_true")
+        sub.add_argument("--work", type=Path, default=None, help="(predict) where prepare left its inputs")
     commands.add_parser("missed-targets").add_argument("out_dir", type=Path)
     merge = commands.add_parser("summary")
     merge.add_argument("folders", type=Path, nargs="+")
@@ -569,7 +769,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "preflight":
         return preflight(args.out_dir, args.device)
     if args.command == "predict":
-        return predict_throughput(args.out_dir, args.device, args.tiny)
+        return predict_throughput(args.out_dir, args.device, args.tiny, args.work)
+    if args.command == "prepare":
+        return prepare(args.out_dir, args.tiny)
     if args.command == "missed-targets":
         print(" ".join(missed_targets(args.out_dir)))
         return 0

@@ -10,6 +10,11 @@
 Prints and writes (``results.md``) the paper's two tables (``metrics.tables``): the main-table row (AUC, F1, P, R, AAE,
 NSS, CC, KL, SIM) and the dynamics row (ADE and DTW mean/best, step ratios to human, JSD on linear and log bins,
 Wasserstein-1) with the reference rows a method is read against (a motionless trajectory, human against human).
+For sampled trajectories (a model, a random walk) it also prints the events table (fixations and saccades by I-VT
+against the split's own gaze-type labels, ``metrics.events``; ``--fov_deg``) and the reliability table of the
+uncertainty regions (nominal coverage q against the share of frames whose true gaze the q-region holds,
+``gaze.uncertainty``) with the raw spread and with the region scale: the model folder's ``region_calibration.json``,
+or one fitted on ``--region_split`` (e.g. ``validation``) and, with ``--save_region_calibration``, written there.
 ``results.json`` holds the run's settings and ``EvaluationResult.to_dict()`` (metrics, dynamics references, PR curve,
 clip ids; undefined values as ``null``). Each clip's first 64-frame window is
 scored at frames [0, 9, ..., 63] with the fixation filter (the protocol of ``docs/metrics.md``).
@@ -28,14 +33,26 @@ from accelerate import Accelerator
 from transformers_gazeflow import GazeFlowModel
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.hub.model_folders import ModelFolderError, load_model, load_video_processor
+from transformers_gazeflow.gaze.uncertainty import REGION_LEVELS, fit_region_scale
+from transformers_gazeflow.hub.model_folders import (
+    ModelFolderError,
+    load_model,
+    load_region_calibration,
+    load_video_processor,
+    save_region_calibration,
+)
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.training.datasets import DATASET_NAMES
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
+    coverage_data,
+    event_report,
     grid_table_markdown,
     predict_clips,
+    reliability_report,
     report_markdown,
     results_record,
+    sampled,
     score,
 )
 from transformers_gazeflow.training.processes import leave_process_group
@@ -70,6 +87,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--method_name", default=None, help="the row's name in the tables")
     parser.add_argument("--output_dir", default=None, help="where results.json/results.md go (default: print only)")
+    parser.add_argument("--fov_deg", type=float, default=60.0,
+                        help="horizontal field of view of the camera the events' degrees use (the angular error's)")
+    parser.add_argument("--region_split", default=None,
+                        help="fit the uncertainty regions' scale on this split (e.g. validation; default: the model "
+                             "folder's region_calibration.json, if any)")
+    parser.add_argument("--save_region_calibration", action="store_true",
+                        help="write the scale fitted on --region_split into the model folder")
     return parser.parse_args(argv)
 
 
@@ -80,6 +104,33 @@ def load_model_and_processor(path: str) -> tuple[GazeFlowModel, GazeFlowVideoPro
     except ModelFolderError as err:
         raise ValueError(f"--model_name_or_path {path}: {err}") from err
     return model, load_video_processor(path, model.config)
+
+
+def region_scale(args: argparse.Namespace, model, processor, num_samples: int, num_steps: int, solver: str,
+                 accelerator: Accelerator) -> tuple[float | None, str]:
+    """The uncertainty regions' scale and where it comes from: fitted on ``--region_split`` (and saved with
+    ``--save_region_calibration``), else the model folder's ``region_calibration.json``, else none."""
+    if args.region_split is None:
+        saved = load_region_calibration(args.model_name_or_path)
+        return (None, "the model has no region scale") if saved is None else (
+            saved["scale"], f"scale from the model folder's region_calibration.json ({saved.get('split', '?')})")
+    held_out = load_gaze_dataset(args.dataset_name, data_dir=args.data_dir, split=args.region_split,
+                                 config_name=args.dataset_config, windows="first", window_frames=PROTOCOL_WINDOW)
+    clips = [held_out[i] for i in range(len(held_out))]
+    if not clips:
+        raise ValueError(f"--region_split {args.region_split} of {args.dataset_name} has no clips")
+    predictions, _ = predict_clips(model, clips, processor, num_samples, num_steps, solver, args.seed,
+                                   accelerator=accelerator)
+    data = coverage_data(clips, predictions)
+    scale = fit_region_scale(data)
+    where = f"{args.dataset_name} / {args.region_split}"
+    if args.save_region_calibration and accelerator.is_main_process:
+        path = save_region_calibration(args.model_name_or_path, scale, {
+            "split": where, "clips": len(clips), "frames": data.frames, "levels": list(REGION_LEVELS),
+            "num_samples": num_samples, "num_steps": num_steps, "solver": solver, "seed": args.seed,
+            "coverage_raw": data.coverage(1.0).tolist(), "coverage_calibrated": data.coverage(scale).tolist()})
+        print(f"wrote the region scale {scale:.4f} to {path}")
+    return scale, f"scale fitted on {where}, {data.frames} frames"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,9 +166,8 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     else:
         model, processor = load_model_and_processor(args.model_name_or_path)
         model = model.to(accelerator.device)
-        num_samples = args.num_samples or model.config.num_samples
-        num_steps = args.num_steps or model.config.num_steps
-        solver = args.solver or model.config.solver
+        settings = SamplingSettings.resolve(model.config, args.num_samples, args.num_steps, args.solver)
+        num_samples, num_steps, solver = settings.num_samples, settings.num_steps, settings.solver
         results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
         if args.grid:
             grid = {}
@@ -133,14 +183,22 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
             results["grid"] = grid
         predictions, seconds = predict_clips(model, examples, processor, num_samples, num_steps, solver, args.seed,
                                              accelerator=accelerator, progress=True)
+        region = region_scale(args, model, processor, num_samples, num_steps, solver, accelerator)
     if not accelerator.is_main_process:
         return 0
 
     sigma = args.sigma_px or (25.0 if args.baseline else model.config.heatmap_sigma)
     results["sigma_px"] = sigma
     result = score(examples, predictions, args.protocol, sigma)
+    events = reliability = None
+    if sampled(predictions):
+        events = event_report(examples, predictions, args.fov_deg)
+        scale, source = (None, "no region scale") if args.baseline else region
+        reliability = reliability_report(coverage_data(examples, predictions), scale, source)
+        results.update(events=events, reliability=reliability)
     report = report_markdown(method, result, title=f"{method} on {args.dataset_name} / {args.split} "
-                                                   f"({len(examples)} clips, protocol {args.protocol})")
+                                                   f"({len(examples)} clips, protocol {args.protocol})",
+                             events=events, reliability=reliability)
     if "grid" in results:
         report += "\n" + grid_table_markdown(results["grid"], GRID_K, GRID_S)
     results = results_record(results, result, seconds)

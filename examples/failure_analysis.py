@@ -40,6 +40,7 @@ from transformers_gazeflow.analysis.figures import FailureRow, evenly_spaced, fa
 from transformers_gazeflow.data.gaze_types import OFF_FRAME
 from transformers_gazeflow.data.video import decode_frames
 from transformers_gazeflow.hub.model_folders import ModelFolderError
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.training.evaluation import predict_clips
 
@@ -110,9 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     if not examples:
         raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
     model.set_attn_implementation("sdpa")  # sampling needs no weights
-    num_samples = args.num_samples or model.config.num_samples
-    predictions, _ = predict_clips(model, examples, processor, num_samples, args.num_steps or model.config.num_steps,
-                                   args.solver or model.config.solver, args.seed, window=args.window_frames)
+    settings = SamplingSettings.resolve(model.config, args.num_samples, args.num_steps, args.solver)
+    predictions, _ = predict_clips(model, examples, processor, settings.num_samples, settings.num_steps,
+                                   settings.solver, args.seed, window=args.window_frames)
     clips = [clip_failures(str(e["clip_id"]), np.asarray(e["gaze"]), np.asarray(e["gaze_type"]), samples,
                            int(e["width"]), int(e["height"]), args.rule)
              for e, samples in zip(examples, predictions)]
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     name = args.model_name_or_path or "bundled default"
-    report = (f"## Failure analysis: {name} on {args.dataset_name} / {args.split} (K = {num_samples}, first "
+    report = (f"## Failure analysis: {name} on {args.dataset_name} / {args.split} (K = {settings.num_samples}, first "
               f"{args.window_frames} frames per clip)\n\n{failure_markdown(summary, worst)}\n")
     (out / "failures.md").write_text(report)
     (out / "failures.json").write_text(failures_json(summary, clips))

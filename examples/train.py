@@ -11,8 +11,8 @@ One GPU, several GPUs or CPU, the same script (paper Appendix E.4 defaults):
 
 AdamW (0.9, 0.999), weight decay 1e-4, lr 1e-4 cosine to 1e-6, effective batch 16, EMA 0.995 (validation and the
 saved model use the EMA weights), gradient clipping 1.0, bf16 on GPU, early stopping with patience 15 on the
-validation loss. The model comes from ``--model_name_or_path`` or from ``GazeFlowConfig()`` (the paper's) with
-``--config_overrides``.
+validation loss. The model comes from ``--model_name_or_path`` (with the processor saved beside it) or from
+``GazeFlowConfig()`` (the paper's) with ``--config_overrides``.
 
 ``--recipe NAME`` sets every knob of a documented recipe (``transformers_gazeflow.training.recipes``), each still
 overridable on the command line; the small-scale recipe, on 2 CPU cores in <= 25 minutes:
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
+import enum
 import json
 import logging
 import math
@@ -50,7 +52,7 @@ import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto cl
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import FLIP_STATE_KEY, GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.hub.model_folders import save_model_folder
+from transformers_gazeflow.hub.model_folders import load_video_processor, save_model_folder
 from transformers_gazeflow.training.checkpointing import (
     TRAINER_STATE,
     CheckpointError,
@@ -63,6 +65,13 @@ from transformers_gazeflow.training.checkpointing import (
     select_checkpoint,
 )
 from transformers_gazeflow.training.datasets import DATASET_NAMES, load_training_splits
+from transformers_gazeflow.training.device_speed import (
+    FrozenWeightCast,
+    adamw,
+    compile_encoder_layers,
+    enable_gradient_checkpointing,
+    loader_options,
+)
 from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
 from transformers_gazeflow.training.processes import leave_process_group
@@ -70,6 +79,8 @@ from transformers_gazeflow.training.recipes import RECIPES, recipe_help
 
 logger = logging.getLogger("train")
 MODEL_INPUTS = ("pixel_values_videos", "encoder_hidden_states", "gaze", "valid_mask")
+CONFIG_FIELDS = frozenset(field.name for field in dataclasses.fields(GazeFlowConfig))
+"""The names GazeFlowConfig takes: a preset's values are carried over by name."""
 
 
 class TrainingError(RuntimeError):
@@ -91,20 +102,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--recipe", choices=sorted(RECIPES), default=None,
                         help="a named recipe that sets the defaults of every argument below (each still overridable; "
                              "--config_overrides is merged over the recipe's): " + recipe_help())
-    data = parser.add_argument_group("data")
+    add_data_arguments(parser.add_argument_group("data"))
+    add_model_arguments(parser.add_argument_group("model"))
+    add_training_arguments(parser.add_argument_group("training"))
+    add_device_speed_arguments(parser)
+    args = parse_with_recipe(parser, argv)
+    check_arguments(parser, args)
+    return args
+
+
+def add_data_arguments(data: argparse._ArgumentGroup) -> None:
     data.add_argument("--dataset_name", required=True, choices=DATASET_NAMES, help="the dataset to train on")
     data.add_argument("--data_dir", default=None, help="raw download (egtea/ego4d) or where synthetic clips go")
     data.add_argument("--dataset_config", default=None, help="builder config: split1..3 (egtea), glc (ego4d), "
                       "tiny/small/default/large (synthetic)")
     data.add_argument("--validation_fraction", type=float, default=0.05,
                       help="clips held out for validation where the dataset has no validation split")
-    data.add_argument("--dataloader_num_workers", type=int, default=2, help="data loading worker processes")
+    data.add_argument("--dataloader_num_workers", type=int, default=None,
+                      help="data loading worker processes (None: 2 on the CPU; on a GPU one per free core, at most "
+                           "12, so that decoding keeps up with the steps)")
     data.add_argument("--horizontal_flip_probability", type=float, default=0.0,
                       help="chance that a training window is mirrored left to right, frames and gaze together "
                            "(augmentation; validation never is); with --cache_features the training windows are "
                            "also encoded mirrored")
-    model = parser.add_argument_group("model")
-    model.add_argument("--model_name_or_path", default=None, help="a GazeFlow model folder or hub id to start from")
+
+
+def add_model_arguments(model: argparse._ArgumentGroup) -> None:
+    model.add_argument("--model_name_or_path", default=None,
+                       help="a GazeFlow model folder or hub id to start from (its weights and processor)")
     model.add_argument("--config_preset", choices=["paper", "tiny"], default="paper",
                        help="base config without --model_name_or_path: the paper's (ViT-L) or a tiny one for smoke "
                             "runs")
@@ -119,7 +144,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        help="cache the frozen encoder's outputs once (needs a frozen encoder without LoRA)")
     model.add_argument("--feature_cache_dir", default=None,
                        help="where --cache_features keeps the cache (None: <output_dir>/feature_cache)")
-    train = parser.add_argument_group("training")
+
+
+def add_training_arguments(train: argparse._ArgumentGroup) -> None:
     train.add_argument("--output_dir", required=True, help="checkpoints and the final model folder")
     train.add_argument("--num_train_epochs", type=int, default=80, help="epochs (the paper's 80)")
     train.add_argument("--max_train_steps", type=int, default=None, help="overrides --num_train_epochs")
@@ -151,6 +178,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     train.add_argument("--early_stopping_patience", type=int, default=15, help="epochs without improvement")
     train.add_argument("--logging_steps", type=int, default=10, help="log the training loss every N steps")
     train.add_argument("--report_to", default="none", help="tensorboard, wandb, ... or 'none'")
+
+
+def parse_with_recipe(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse ``argv`` with ``--recipe``'s arguments as the defaults; the command line's ``--config_overrides`` go
+    over the recipe's."""
     recipe = RECIPES.get(recipe_name(argv))
     if recipe is not None:
         unknown = sorted(set(recipe.arguments) - {action.dest for action in parser._actions})
@@ -161,6 +193,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if recipe is not None and args.config_overrides != recipe.config_overrides_text():
         # the command line's overrides go over the recipe's (parse_config_overrides: later keys win)
         args.config_overrides = recipe.config_overrides_text() + "," + (args.config_overrides or "")
+    return args
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse values out of range with argparse's one-line usage error naming the argument."""
     for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_train_epochs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
@@ -175,7 +212,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--early_stopping_patience must be >= 1, got {args.early_stopping_patience}")
     if not 0.0 <= args.horizontal_flip_probability <= 1.0:
         parser.error(f"--horizontal_flip_probability must be in [0, 1], got {args.horizontal_flip_probability}")
-    return args
+
+
+def add_device_speed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The GPU speed settings (``transformers_gazeflow.training.device_speed``); none changes a CPU run unless
+    asked for."""
+    speed = parser.add_argument_group("speed")
+    speed.add_argument("--gradient_checkpointing", action=argparse.BooleanOptionalAction, default=False,
+                       help="recompute each layer's activations in the backward pass (less memory, a slower step)")
+    speed.add_argument("--torch_compile", action=argparse.BooleanOptionalAction, default=False,
+                       help="torch.compile each encoder layer (regional compilation; the first steps compile)")
+    speed.add_argument("--torch_compile_backend", default="inductor",
+                       help="the torch.compile backend of --torch_compile (e.g. aot_eager: traced, not code-generated)")
+    speed.add_argument("--frozen_weights_in_bf16", action=argparse.BooleanOptionalAction, default=None,
+                       help="cast the frozen encoder's matrix weights to bf16 once (the products are the same under "
+                            "bf16 autocast; the saved model keeps float32). None: on with bf16 on a GPU")
 
 
 # ---------------------------------------------------------------------------------------------------- model
@@ -222,7 +273,7 @@ def build_model(args: argparse.Namespace) -> GazeFlowModel:
     encoder.update(encoder_overrides)
     use_lora = args.use_lora if args.use_lora is not None else overrides.pop("use_lora", base.use_lora)
     settings = {key: value for key, value in base.to_diff_dict().items()
-                if key in GazeFlowConfig.__init__.__code__.co_varnames and key != "encoder_config"}
+                if key in CONFIG_FIELDS and key != "encoder_config"}
     config = GazeFlowConfig(encoder_config=encoder, **{**settings, **overrides, "use_lora": False})
     model = GazeFlowModel(config)
     if args.encoder_name_or_path is not None:
@@ -275,7 +326,7 @@ def parameter_checksum(model) -> float:
 
 class TrainingSetup(NamedTuple):
     """What every run of one ``train.py`` invocation shares: the arguments, the Accelerator, the data and collators
-    (with the feature cache, built once), and the length of the schedule."""
+    (with the feature cache, built once), the length of the schedule and the mixed precision."""
 
     args: argparse.Namespace
     accelerator: Accelerator
@@ -286,6 +337,7 @@ class TrainingSetup(NamedTuple):
     steps_per_epoch: int
     max_train_steps: int
     num_epochs: int
+    mixed_precision: str
 
 
 class TrainingRun:
@@ -296,7 +348,7 @@ class TrainingRun:
 
     def __init__(self, seed: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
                  ema: AveragedModel, train_loader: DataLoader, validation_loader: DataLoader, trainable: list,
-                 flip_generator: torch.Generator | None = None) -> None:
+                 flip_generator: torch.Generator | None = None, frozen_cast: FrozenWeightCast | None = None) -> None:
         self.model, self.optimizer, self.scheduler, self.ema = model, optimizer, scheduler, ema
         self.train_loader, self.validation_loader, self.trainable = train_loader, validation_loader, trainable
         self.state = TrainerState(seed=seed)
@@ -304,6 +356,7 @@ class TrainingRun:
         self.last_checkpoint: Path | None = None
         self.flip_generator = flip_generator  # the training collator's (flip augmentation in this process)
         self.flip_state: torch.Tensor | None = None  # flip_generator's state after the last batch consumed
+        self.frozen_cast = frozen_cast  # the frozen weights cast to bf16 (their float32 originals, for saving)
 
     @property
     def checkpointed(self) -> dict:
@@ -328,29 +381,56 @@ def prepare_run(setup: TrainingSetup, model: torch.nn.Module, seed: int) -> Trai
     seeded the global generators (``set_seed``) before building ``model``: the data order follows the seed they
     were last set with (Accelerate's seedable sampler), the rest follows their state now."""
     args, accelerator = setup.args, setup.accelerator
+    loader_kwargs = loader_options(args.dataloader_num_workers, accelerator.device, accelerator.num_processes)
     flip_generator = None
-    if 0.0 < args.horizontal_flip_probability < 1.0 and args.dataloader_num_workers == 0:
+    if 0.0 < args.horizontal_flip_probability < 1.0 and loader_kwargs["num_workers"] == 0:
         # the run's own flip stream, one per process (workers keep torch's per-worker global streams)
         flip_generator = torch.Generator().manual_seed(
             int(np.random.SeedSequence([seed, accelerator.process_index]).generate_state(1)[0]))
     setup.train_collator.flip_generator = flip_generator
-    loader_kwargs = dict(num_workers=args.dataloader_num_workers, persistent_workers=args.dataloader_num_workers > 0)
     train_loader = DataLoader(setup.train_set, shuffle=True, batch_size=args.per_device_train_batch_size,
                               generator=torch.Generator().manual_seed(seed), collate_fn=setup.train_collator,
                               **loader_kwargs)
     validation_loader = DataLoader(setup.validation_set, batch_size=args.per_device_eval_batch_size
                                    or args.per_device_train_batch_size, collate_fn=setup.collator, **loader_kwargs)
+    frozen_cast = apply_speed_settings(model, args, accelerator)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, betas=(0.9, 0.999), weight_decay=args.weight_decay)
+    optimizer = adamw(trainable, accelerator.device, lr=args.learning_rate, betas=(0.9, 0.999),
+                      weight_decay=args.weight_decay)
     scheduler = get_cosine_with_min_lr_schedule_with_warmup(
         optimizer, num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
         num_training_steps=setup.max_train_steps * accelerator.num_processes, min_lr=args.min_learning_rate)
     model, optimizer, train_loader, validation_loader, scheduler = accelerator.prepare(
         model, optimizer, train_loader, validation_loader, scheduler)
     ema = AveragedModel(accelerator.unwrap_model(model), multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
+    if args.torch_compile:  # after the EMA's copy: the EMA (validation, the saved model) stays eager
+        compile_encoder_layers(accelerator.unwrap_model(model), backend=args.torch_compile_backend)
     return TrainingRun(seed=seed, model=model, optimizer=optimizer, scheduler=scheduler, ema=ema,
                        train_loader=train_loader, validation_loader=validation_loader, trainable=trainable,
-                       flip_generator=flip_generator)
+                       flip_generator=flip_generator, frozen_cast=frozen_cast)
+
+
+def apply_speed_settings(model: torch.nn.Module, args: argparse.Namespace,
+                         accelerator: Accelerator) -> FrozenWeightCast | None:
+    """``--gradient_checkpointing`` and ``--frozen_weights_in_bf16`` on ``model``, before its optimizer and EMA are
+    built; returns the cast (None when the weights keep float32)."""
+    if args.gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    bf16 = accelerator.mixed_precision == "bf16"
+    if args.frozen_weights_in_bf16 and not bf16:
+        raise ValueError(f"--frozen_weights_in_bf16 needs bf16 autocast (--mixed_precision bf16), got "
+                         f"--mixed_precision {accelerator.mixed_precision}")
+    cast = args.frozen_weights_in_bf16 if args.frozen_weights_in_bf16 is not None else (
+        bf16 and accelerator.device.type == "cuda")
+    return FrozenWeightCast(model, torch.bfloat16) if cast else None
+
+
+class EpochEnd(enum.Enum):
+    """How :func:`train_one_epoch` ended."""
+
+    ALL_BATCHES = "all batches"  # the epoch's batches are done
+    LAST_STEP = "last step"  # the run's last optimizer step is done (or was, in the checkpoint resumed from)
+    PAUSED = "paused"  # a trial start's last step is done
 
 
 def train_epochs(setup: TrainingSetup, run: TrainingRun, checkpoint_dir: Path, pause_at_step: int | None = None,
@@ -360,88 +440,18 @@ def train_epochs(setup: TrainingSetup, run: TrainingRun, checkpoint_dir: Path, p
     best-validation EMA snapshot, early stopping. Returns True when training is over (the last step, or early
     stopping); False when it paused after step ``pause_at_step`` (a trial start's end), before any end-of-epoch
     work, so that continuing from a checkpoint written now gives the same run as never pausing."""
-    args, accelerator, state = setup.args, setup.accelerator, run.state
-    model, optimizer, scheduler, ema = run.model, run.optimizer, run.scheduler, run.ema
+    args, state = setup.args, run.state
     if state.epochs_without_improvement >= args.early_stopping_patience:  # a checkpoint written as early stopping hit
         return True
     progress = tqdm(total=setup.max_train_steps, initial=state.completed_steps,
-                    disable=not accelerator.is_local_main_process, desc=description)
-    stop = False
+                    disable=not setup.accelerator.is_local_main_process, desc=description)
     try:
         for epoch in range(state.epoch, setup.num_epochs):
-            model.train()
-            run.train_loader.set_epoch(epoch)
-            batches = run.train_loader
-            if state.completed_steps >= setup.max_train_steps:  # resumed from the last step's checkpoint: no step more
-                batches, stop = [], True
-            elif epoch == state.epoch and state.step_in_epoch > 0:
-                batches = accelerator.skip_first_batches(run.train_loader,
-                                                         state.step_in_epoch * args.gradient_accumulation_steps)
-            running = 0.0
-            for batch in batches:
-                with accelerator.accumulate(model):
-                    with accelerator.autocast():
-                        loss = model(**model_inputs(batch)).loss
-                    finite = accelerator.reduce(torch.isfinite(loss.detach()).float(), "min")
-                    if finite.item() < 1:
-                        raise TrainingError(
-                            f"non-finite training loss ({loss.item()}) at step {state.completed_steps + 1} (epoch "
-                            f"{epoch}); stopped before the update. Last good checkpoint: "
-                            f"{run.last_checkpoint or 'none saved yet'}")
-                    accelerator.backward(loss)
-                    if FLIP_STATE_KEY in batch:
-                        run.flip_state = batch[FLIP_STATE_KEY]
-                    if accelerator.sync_gradients:
-                        accelerator.clip_grad_norm_(run.trainable, args.max_grad_norm)
-                    optimizer.step()
-                    scheduler.step()
-                    optimizer.zero_grad()
-                running += loss.detach().float().item() / args.gradient_accumulation_steps
-                if not accelerator.sync_gradients:
-                    continue
-                ema.update_parameters(accelerator.unwrap_model(model))
-                state.completed_steps += 1
-                state.step_in_epoch += 1
-                fault_point(f"step {state.completed_steps}")
-                progress.update(1)
-                if state.completed_steps % args.logging_steps == 0 or state.completed_steps == 1:
-                    lr = scheduler.get_last_lr()[0]
-                    progress.set_postfix(loss=f"{running:.4f}", lr=f"{lr:.2e}")
-                    logger.info("step %d epoch %d loss %.5f lr %.3e", state.completed_steps, epoch, running, lr)
-                    accelerator.log({"train/loss": running, "train/lr": lr}, step=state.completed_steps)
-                running = 0.0
-                if args.checkpointing_steps and state.completed_steps % args.checkpointing_steps == 0:
-                    try:
-                        run.save(accelerator, checkpoint_dir)
-                    except CheckpointError as err:  # the weights went NaN/inf: that checkpoint would not be good
-                        raise TrainingError(f"{err}. Last good checkpoint: {run.last_checkpoint or 'none saved yet'}"
-                                            ) from err
-                if state.completed_steps >= setup.max_train_steps:
-                    stop = True
-                    break
-                if pause_at_step is not None and state.completed_steps >= pause_at_step:
-                    return False
-
-            # end of epoch (or of training): validation with the EMA weights, early stopping
-            epoch_finished = not stop or state.step_in_epoch >= setup.steps_per_epoch
-            val_loss, val_grounding = (validation_loss(ema.module, run.validation_loader, accelerator, args.seed)
-                                       if len(setup.validation_set) else (None, None))
-            record = {"epoch": epoch, "step": state.completed_steps, "validation_loss": val_loss}
-            if val_grounding is not None:
-                record["validation_grounding_loss"] = val_grounding
-                logger.info("epoch %d validation grounding loss (EMA) %.5f", epoch, val_grounding)
-            state.history.append(record)
-            logger.info("epoch %d step %d validation loss (EMA) %s", epoch, state.completed_steps, val_loss)
-            if val_loss is not None:
-                accelerator.log({"validation/loss": val_loss}, step=state.completed_steps)
-                if state.best_validation_loss is None or val_loss < state.best_validation_loss:
-                    state.best_validation_loss, state.epochs_without_improvement = val_loss, 0
-                    state.best_step, run.best_ema_state = state.completed_steps, cpu_state_dict(ema.module)
-                else:
-                    state.epochs_without_improvement += 1
-            if epoch_finished:
-                state.epoch, state.step_in_epoch = epoch + 1, 0
-            if stop:
+            end = train_one_epoch(setup, run, epoch, progress, checkpoint_dir, pause_at_step)
+            if end is EpochEnd.PAUSED:
+                return False
+            finish_epoch(setup, run, epoch, last_step=end is EpochEnd.LAST_STEP)
+            if end is EpochEnd.LAST_STEP:
                 break
             if state.epochs_without_improvement >= args.early_stopping_patience:
                 logger.info("early stopping: no validation improvement for %d epochs",
@@ -450,6 +460,104 @@ def train_epochs(setup: TrainingSetup, run: TrainingRun, checkpoint_dir: Path, p
     finally:
         progress.close()
     return True
+
+
+def train_one_epoch(setup: TrainingSetup, run: TrainingRun, epoch: int, progress: tqdm, checkpoint_dir: Path,
+                    pause_at_step: int | None) -> EpochEnd:
+    """The optimizer steps of ``epoch`` from where ``run.state`` stands (a resumed epoch skips the batches it has
+    already consumed)."""
+    args, accelerator, state = setup.args, setup.accelerator, run.state
+    run.model.train()
+    run.train_loader.set_epoch(epoch)
+    if state.completed_steps >= setup.max_train_steps:  # resumed from the last step's checkpoint: no step more
+        return EpochEnd.LAST_STEP
+    batches = run.train_loader
+    if epoch == state.epoch and state.step_in_epoch > 0:
+        batches = accelerator.skip_first_batches(run.train_loader,
+                                                 state.step_in_epoch * args.gradient_accumulation_steps)
+    running_loss = 0.0
+    for batch in batches:
+        running_loss += accumulate_gradients(setup, run, batch, epoch)
+        if not accelerator.sync_gradients:
+            continue
+        finish_optimizer_step(setup, run, epoch, running_loss, progress, checkpoint_dir)
+        running_loss = 0.0
+        if state.completed_steps >= setup.max_train_steps:
+            return EpochEnd.LAST_STEP
+        if pause_at_step is not None and state.completed_steps >= pause_at_step:
+            return EpochEnd.PAUSED
+    return EpochEnd.ALL_BATCHES
+
+
+def accumulate_gradients(setup: TrainingSetup, run: TrainingRun, batch: dict, epoch: int) -> float:
+    """Forward and backward of one batch under gradient accumulation (the optimizer steps when Accelerate syncs the
+    gradients); returns the batch's share of the step's loss. ``TrainingError`` before the update when the loss is
+    not finite on any process."""
+    args, accelerator, state = setup.args, setup.accelerator, run.state
+    with accelerator.accumulate(run.model):
+        with accelerator.autocast():
+            loss = run.model(**model_inputs(batch)).loss
+        finite = accelerator.reduce(torch.isfinite(loss.detach()).float(), "min")
+        if finite.item() < 1:
+            raise TrainingError(
+                f"non-finite training loss ({loss.item()}) at step {state.completed_steps + 1} (epoch "
+                f"{epoch}); stopped before the update. Last good checkpoint: "
+                f"{run.last_checkpoint or 'none saved yet'}")
+        accelerator.backward(loss)
+        if FLIP_STATE_KEY in batch:
+            run.flip_state = batch[FLIP_STATE_KEY]
+        if accelerator.sync_gradients:
+            accelerator.clip_grad_norm_(run.trainable, args.max_grad_norm)
+        run.optimizer.step()
+        run.scheduler.step()
+        run.optimizer.zero_grad()
+    return loss.detach().float().item() / args.gradient_accumulation_steps
+
+
+def finish_optimizer_step(setup: TrainingSetup, run: TrainingRun, epoch: int, step_loss: float, progress: tqdm,
+                          checkpoint_dir: Path) -> None:
+    """After an optimizer step: the EMA, the step counters, the log line every ``--logging_steps``, a checkpoint
+    every ``--checkpointing_steps`` (``TrainingError`` when the weights went NaN/inf)."""
+    args, accelerator, state = setup.args, setup.accelerator, run.state
+    run.ema.update_parameters(accelerator.unwrap_model(run.model))
+    state.completed_steps += 1
+    state.step_in_epoch += 1
+    fault_point(f"step {state.completed_steps}")
+    progress.update(1)
+    if state.completed_steps % args.logging_steps == 0 or state.completed_steps == 1:
+        lr = run.scheduler.get_last_lr()[0]
+        progress.set_postfix(loss=f"{step_loss:.4f}", lr=f"{lr:.2e}")
+        logger.info("step %d epoch %d loss %.5f lr %.3e", state.completed_steps, epoch, step_loss, lr)
+        accelerator.log({"train/loss": step_loss, "train/lr": lr}, step=state.completed_steps)
+    if args.checkpointing_steps and state.completed_steps % args.checkpointing_steps == 0:
+        try:
+            run.save(accelerator, checkpoint_dir)
+        except CheckpointError as err:  # the weights went NaN/inf: that checkpoint would not be good
+            raise TrainingError(f"{err}. Last good checkpoint: {run.last_checkpoint or 'none saved yet'}") from err
+
+
+def finish_epoch(setup: TrainingSetup, run: TrainingRun, epoch: int, last_step: bool) -> None:
+    """End of an epoch (or of training): validation with the EMA weights, the history, the best-validation EMA
+    snapshot and the early-stopping count; the epoch counts as done unless training ended inside it."""
+    args, accelerator, state = setup.args, setup.accelerator, run.state
+    epoch_finished = not last_step or state.step_in_epoch >= setup.steps_per_epoch
+    val_loss, val_grounding = (validation_loss(run.ema.module, run.validation_loader, accelerator, args.seed)
+                               if len(setup.validation_set) else (None, None))
+    record = {"epoch": epoch, "step": state.completed_steps, "validation_loss": val_loss}
+    if val_grounding is not None:
+        record["validation_grounding_loss"] = val_grounding
+        logger.info("epoch %d validation grounding loss (EMA) %.5f", epoch, val_grounding)
+    state.history.append(record)
+    logger.info("epoch %d step %d validation loss (EMA) %s", epoch, state.completed_steps, val_loss)
+    if val_loss is not None:
+        accelerator.log({"validation/loss": val_loss}, step=state.completed_steps)
+        if state.best_validation_loss is None or val_loss < state.best_validation_loss:
+            state.best_validation_loss, state.epochs_without_improvement = val_loss, 0
+            state.best_step, run.best_ema_state = state.completed_steps, cpu_state_dict(run.ema.module)
+        else:
+            state.epochs_without_improvement += 1
+    if epoch_finished:
+        state.epoch, state.step_in_epoch = epoch + 1, 0
 
 
 def build_start_model(args: argparse.Namespace, seed: int, encoder_state: dict) -> GazeFlowModel:
@@ -526,21 +634,55 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     output_dir = Path(args.output_dir)
     mixed_precision = args.mixed_precision or ("bf16" if torch.cuda.is_available() else "no")
+    accelerator = start_accelerator(args, output_dir, mixed_precision)
+    resume_from = checkpoint_to_resume(args, output_dir, accelerator)
+    set_seed(args.seed)  # the same initial weights on every process
+    model = build_model(args)
+    # the processor saved with --model_name_or_path's model (its preprocessor_config.json), else the default
+    processor = load_video_processor(args.model_name_or_path, model.config)
+    setup = build_setup(args, accelerator, model, processor, output_dir, mixed_precision)
+    started = time.time()
+    run, chosen_trial = start_run(setup, model, resume_from, output_dir)
+    if accelerator.is_main_process and args.report_to != "none":
+        accelerator.init_trackers("gazeflow", config={k: v for k, v in vars(args).items()
+                                                      if isinstance(v, (int, float, str, bool))})
+    logger.info("training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes on %s, %.2fM "
+                "trainable", setup.max_train_steps, setup.num_epochs, setup.steps_per_epoch, effective_batch(setup),
+                mixed_precision, accelerator.num_processes, accelerator.device.type,
+                sum(p.numel() for p in run.trainable) / 1e6)
+    if chosen_trial is None or not chosen_trial["finished"]:
+        train_epochs(setup, run, output_dir)
+    check_replicas_agree(accelerator, run)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        save_final_model(setup, run, processor, output_dir, training_record(setup, run, argv, started))
+    leave_process_group(accelerator)  # after the main process has saved: every process tears down together
+    return 0
+
+
+def start_accelerator(args: argparse.Namespace, output_dir: Path, mixed_precision: str) -> Accelerator:
+    """The Accelerator (seedable sampler, trackers unless ``--report_to none``), logging (warnings only on the other
+    processes) and the output folder."""
     accelerator = Accelerator(
         gradient_accumulation_steps=args.gradient_accumulation_steps,
         mixed_precision=mixed_precision,
         log_with=None if args.report_to == "none" else args.report_to,
         project_config=ProjectConfiguration(project_dir=str(output_dir)),
-        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True, non_blocking=torch.cuda.is_available()),
     )
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     if not accelerator.is_main_process:
         logging.getLogger().setLevel(logging.WARNING)
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
+    return accelerator
+
+
+def checkpoint_to_resume(args: argparse.Namespace, output_dir: Path, accelerator: Accelerator) -> Path | None:
+    """The verified checkpoint of ``--resume_from_checkpoint`` (None without it)."""
     try:
-        resume_from = (select_checkpoint(args.resume_from_checkpoint, output_dir, accelerator)
-                       if args.resume_from_checkpoint else None)
+        return (select_checkpoint(args.resume_from_checkpoint, output_dir, accelerator)
+                if args.resume_from_checkpoint else None)
     except FileNotFoundError as err:
         if args.resume_from_checkpoint == "latest" and (output_dir / "trials").is_dir():
             raise FileNotFoundError(f"{err}; {output_dir / 'trials'} holds the trial starts of a run stopped before "
@@ -548,11 +690,11 @@ def main(argv: list[str] | None = None) -> int:
                                     f"starts begin again)") from err
         raise
 
-    # ------------------------------------------------------------------ model, processor, data
-    set_seed(args.seed)  # the same initial weights on every process
-    model = build_model(args)
+
+def build_setup(args: argparse.Namespace, accelerator: Accelerator, model: GazeFlowModel,
+                processor: GazeFlowVideoProcessor, output_dir: Path, mixed_precision: str) -> TrainingSetup:
+    """The data splits, the collators (and the feature cache) and the length of the schedule."""
     config = model.config
-    processor = GazeFlowVideoProcessor(size=config.image_size)
     with accelerator.main_process_first():  # the first process builds the dataset cache, the others reuse it
         train_set, validation_set = load_training_splits(
             args.dataset_name, args.data_dir, args.dataset_config, args.validation_fraction,
@@ -560,39 +702,50 @@ def main(argv: list[str] | None = None) -> int:
     if len(train_set) == 0:
         raise ValueError(f"--dataset_name {args.dataset_name} with --data_dir {args.data_dir} gave no training window")
     logger.info("windows: %d train, %d validation", len(train_set), len(validation_set))
+    collator, train_collator = build_collators(args, accelerator, model, processor, train_set, validation_set,
+                                               output_dir)
+    batches_per_epoch = math.ceil(len(train_set) / (args.per_device_train_batch_size * accelerator.num_processes))
+    steps_per_epoch = math.ceil(batches_per_epoch / args.gradient_accumulation_steps)
+    max_train_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
+    return TrainingSetup(args=args, accelerator=accelerator, train_set=train_set,
+                         validation_set=validation_set, collator=collator, train_collator=train_collator,
+                         steps_per_epoch=steps_per_epoch, max_train_steps=max_train_steps,
+                         num_epochs=math.ceil(max_train_steps / steps_per_epoch), mixed_precision=mixed_precision)
 
-    flip_probability = args.horizontal_flip_probability
+
+def build_collators(args: argparse.Namespace, accelerator: Accelerator, model: GazeFlowModel,
+                    processor: GazeFlowVideoProcessor, train_set: Any, validation_set: Any,
+                    output_dir: Path) -> tuple[GazeFlowDataCollator, GazeFlowDataCollator]:
+    """The validation and the training collator (which mirrors at ``--horizontal_flip_probability``): decoding
+    frames, or with ``--cache_features`` serving the frozen encoder's tokens from the feature cache, built here."""
+    config, flip_probability = model.config, args.horizontal_flip_probability
     collator = GazeFlowDataCollator(processor, num_frames=config.num_frames)
     train_collator = GazeFlowDataCollator(processor, num_frames=config.num_frames,
                                           horizontal_flip_probability=flip_probability)
-    if args.cache_features:
-        if config.use_lora or not config.freeze_encoder:
-            raise ValueError("--cache_features needs a frozen encoder without LoRA (add --no-use_lora): the encoder's "
-                             "outputs must not change during training")
-        cache_dir = Path(args.feature_cache_dir or output_dir / "feature_cache")
-        encoder_model = model.to(accelerator.device).eval()
-        cache = FeatureCache(cache_dir, cache_fingerprint(encoder_model, processor))
-        with accelerator.autocast():
-            cache.build(encoder_model, [train_set, validation_set], collator,
-                        batch_size=args.per_device_eval_batch_size or args.per_device_train_batch_size,
-                        accelerator=accelerator, flipped_datasets=[train_set] if flip_probability > 0 else [])
-        collator = CachedFeatureCollator(cache, processor, num_frames=config.num_frames)
-        train_collator = CachedFeatureCollator(cache, processor, num_frames=config.num_frames,
-                                               horizontal_flip_probability=flip_probability)
+    if not args.cache_features:
+        return collator, train_collator
+    if config.use_lora or not config.freeze_encoder:
+        raise ValueError("--cache_features needs a frozen encoder without LoRA (add --no-use_lora): the encoder's "
+                         "outputs must not change during training")
+    cache_dir = Path(args.feature_cache_dir or output_dir / "feature_cache")
+    encoder_model = model.to(accelerator.device).eval()
+    cache = FeatureCache(cache_dir, cache_fingerprint(encoder_model, processor))
+    with accelerator.autocast():
+        cache.build(encoder_model, [train_set, validation_set], collator,
+                    batch_size=args.per_device_eval_batch_size or args.per_device_train_batch_size,
+                    accelerator=accelerator, flipped_datasets=[train_set] if flip_probability > 0 else [])
+    return (CachedFeatureCollator(cache, processor, num_frames=config.num_frames),
+            CachedFeatureCollator(cache, processor, num_frames=config.num_frames,
+                                  horizontal_flip_probability=flip_probability))
 
-    global_batch_size = args.per_device_train_batch_size * accelerator.num_processes
-    steps_per_epoch = math.ceil(math.ceil(len(train_set) / global_batch_size) / args.gradient_accumulation_steps)
-    max_train_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
-    setup = TrainingSetup(args=args, accelerator=accelerator, train_set=train_set,
-                          validation_set=validation_set, collator=collator, train_collator=train_collator,
-                          steps_per_epoch=steps_per_epoch, max_train_steps=max_train_steps,
-                          num_epochs=math.ceil(max_train_steps / steps_per_epoch))
-    started = time.time()
 
-    # ------------------------------------------------------------------ trial starts (--trial_starts), or one run
+def start_run(setup: TrainingSetup, model: GazeFlowModel, resume_from: Path | None,
+              output_dir: Path) -> tuple[TrainingRun, dict | None]:
+    """The run to train: after ``--trial_starts`` the chosen start's continuation (and its record), else the run of
+    ``--seed`` or of the checkpoint resumed from; its lineage begun."""
+    args, accelerator = setup.args, setup.accelerator
     trials: list[dict] = []
     chosen_trial: dict | None = None
-    resumed_state = TrainerState.load(resume_from) if resume_from is not None else None
     if args.trial_starts > 1 and resume_from is None:
         encoder_state = cpu_state_dict(model.video_encoder)
         chosen_trial, trials = run_trial_starts(setup, model, encoder_state, output_dir)
@@ -602,6 +755,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if args.trial_starts > 1:
             logger.info("--trial_starts %d: resuming, so no new trial starts", args.trial_starts)
+        resumed_state = TrainerState.load(resume_from) if resume_from is not None else None
         run_seed = resumed_state.seed if resumed_state is not None and resumed_state.seed is not None else args.seed
         if resume_from is not None:
             if run_seed != args.seed:
@@ -613,72 +767,82 @@ def main(argv: list[str] | None = None) -> int:
         logger.info("resumed from %s at step %d (epoch %d)", resume_from, run.state.completed_steps, run.state.epoch)
     if trials:
         run.state.trial_starts = trials
-    state = run.state
     begin_lineage(output_dir, resume_from, accelerator)
-    if accelerator.is_main_process and args.report_to != "none":
-        accelerator.init_trackers("gazeflow", config={k: v for k, v in vars(args).items()
-                                                      if isinstance(v, (int, float, str, bool))})
-    effective_batch = args.per_device_train_batch_size * accelerator.num_processes * args.gradient_accumulation_steps
-    logger.info("training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes on %s, %.2fM "
-                "trainable", max_train_steps, setup.num_epochs, steps_per_epoch, effective_batch, mixed_precision,
-                accelerator.num_processes, accelerator.device.type, sum(p.numel() for p in run.trainable) / 1e6)
+    return run, chosen_trial
 
-    # ------------------------------------------------------------------ training loop
-    if chosen_trial is None or not chosen_trial["finished"]:
-        train_epochs(setup, run, output_dir)
 
-    # ------------------------------------------------------------------ replicas in sync, final model
+def effective_batch(setup: TrainingSetup) -> int:
+    """Clips per optimizer step over every process."""
+    args = setup.args
+    return args.per_device_train_batch_size * setup.accelerator.num_processes * args.gradient_accumulation_steps
+
+
+def check_replicas_agree(accelerator: Accelerator, run: TrainingRun) -> None:
+    """``TrainingError`` when the processes' weights differ (a data-parallel run whose replicas diverged)."""
     checksum = parameter_checksum(accelerator.unwrap_model(run.model))
     checksums = accelerator.gather(torch.tensor([checksum], device=accelerator.device, dtype=torch.float64))
     print(f"[rank {accelerator.process_index}] parameter checksum {checksum:.10e}", flush=True)
     if not torch.allclose(checksums, checksums[0].expand_as(checksums), rtol=0, atol=1e-9):
         raise TrainingError(f"replicas diverged: parameter checksums {checksums.tolist()}")
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        final = run.ema.module
-        if run.best_ema_state is not None:  # the saved model is the best validation loss's EMA, not the last step's
-            final.load_state_dict(run.best_ema_state)
-        best_record = next((r for r in state.history if r["step"] == state.best_step), None)
-        staging = output_dir / ".tmp_final"  # written whole, then moved in file by file (publish_folder)
-        if staging.exists():
-            shutil.rmtree(staging)
-        training = {
-            "command": "python examples/train.py " + " ".join(sys.argv[1:] if argv is None else argv),
-            "dataset": f"{args.dataset_name} ({args.dataset_config or 'default config'}), data_dir {args.data_dir}",
-            "windows": f"{len(train_set)} train / {len(validation_set)} validation",
-            "steps": f"{state.completed_steps} optimizer steps, {state.epoch} epochs",
-            "optimizer": f"AdamW (0.9, 0.999), lr {args.learning_rate} cosine to {args.min_learning_rate}, "
-                         f"weight decay {args.weight_decay}, grad clip {args.max_grad_norm}",
-            "batch": f"effective {effective_batch} ({args.per_device_train_batch_size} x {accelerator.num_processes} "
-                     f"processes x {args.gradient_accumulation_steps} accumulation)",
-            "precision": mixed_precision,
-            "recipe": args.recipe or "none (every argument as given)",
-            "EMA": f"{args.ema_decay} (this model holds the EMA weights)",
-            "feature cache": bool(args.cache_features),
-            "wall time": f"{time.time() - started:.0f} s",
-        }
-        if state.trial_starts:
-            training["trial starts"] = describe_trial_starts(state.trial_starts, state.seed)
-        training["best validation loss (EMA)"] = state.best_validation_loss
-        training["saved weights"] = (
-            f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), "
-            f"the best validation loss: {state.best_validation_loss:.5f}" if state.best_step is not None else
-            f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)")
-        training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
-        save_model_folder(
-            final, staging, processor=processor, title=f"GazeFlow trained on {args.dataset_name}",
-            description=f"A GazeFlow model trained by `examples/train.py` on {args.dataset_name}; it holds the EMA "
-                        f"weights ({args.ema_decay}) "
-                        + (f"of step {state.best_step}, the best validation loss ({state.best_validation_loss:.5f})."
-                           if state.best_step is not None else "of the last step."),
-            training="\n".join(f"- {key}: {value}" for key, value in training.items()),
-            limitations="Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.",
-            repo=str(output_dir))
-        state.save(staging)
-        publish_folder(staging, output_dir, last=TRAINER_STATE)
-        logger.info("saved the EMA model of step %s to %s", state.best_step or state.completed_steps, output_dir)
-    leave_process_group(accelerator)  # after the main process has saved: every process tears down together
-    return 0
+
+
+def training_record(setup: TrainingSetup, run: TrainingRun, argv: list[str] | None, started: float) -> dict:
+    """The model card's training section, line by line: command, data, schedule, optimizer, the trial starts and
+    which weights were saved."""
+    args, accelerator, state = setup.args, setup.accelerator, run.state
+    training = {
+        "command": "python examples/train.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "dataset": f"{args.dataset_name} ({args.dataset_config or 'default config'}), data_dir {args.data_dir}",
+        "windows": f"{len(setup.train_set)} train / {len(setup.validation_set)} validation",
+        "steps": f"{state.completed_steps} optimizer steps, {state.epoch} epochs",
+        "optimizer": f"AdamW (0.9, 0.999), lr {args.learning_rate} cosine to {args.min_learning_rate}, "
+                     f"weight decay {args.weight_decay}, grad clip {args.max_grad_norm}",
+        "batch": f"effective {effective_batch(setup)} ({args.per_device_train_batch_size} x "
+                 f"{accelerator.num_processes} processes x {args.gradient_accumulation_steps} accumulation)",
+        "precision": setup.mixed_precision,
+        "recipe": args.recipe or "none (every argument as given)",
+        "EMA": f"{args.ema_decay} (this model holds the EMA weights)",
+        "feature cache": bool(args.cache_features),
+        "wall time": f"{time.time() - started:.0f} s",
+    }
+    if state.trial_starts:
+        training["trial starts"] = describe_trial_starts(state.trial_starts, state.seed)
+    training["best validation loss (EMA)"] = state.best_validation_loss
+    best_record = next((r for r in state.history if r["step"] == state.best_step), None)
+    training["saved weights"] = (
+        f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), the "
+        f"best validation loss: {state.best_validation_loss:.5f}" if state.best_step is not None else
+        f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)")
+    training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
+    return training
+
+
+def save_final_model(setup: TrainingSetup, run: TrainingRun, processor: GazeFlowVideoProcessor, output_dir: Path,
+                     training: dict) -> None:
+    """The model folder in ``output_dir``: the best validation loss's EMA weights (the last step's without a
+    validation split), the processor, the card and the trainer state, written whole and then moved in file by
+    file (``publish_folder``, ``trainer_state.json`` last)."""
+    args, state = setup.args, run.state
+    final = run.ema.module
+    if run.best_ema_state is not None:  # the saved model is the best validation loss's EMA, not the last step's
+        final.load_state_dict(run.best_ema_state)
+    if run.frozen_cast is not None:  # the frozen weights as loaded, in float32
+        run.frozen_cast.restore(final)
+    staging = output_dir / ".tmp_final"
+    if staging.exists():
+        shutil.rmtree(staging)
+    save_model_folder(
+        final, staging, processor=processor, title=f"GazeFlow trained on {args.dataset_name}",
+        description=f"A GazeFlow model trained by `examples/train.py` on {args.dataset_name}; it holds the EMA "
+                    f"weights ({args.ema_decay}) "
+                    + (f"of step {state.best_step}, the best validation loss ({state.best_validation_loss:.5f})."
+                       if state.best_step is not None else "of the last step."),
+        training="\n".join(f"- {key}: {value}" for key, value in training.items()),
+        limitations="Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.",
+        repo=str(output_dir))
+    state.save(staging)
+    publish_folder(staging, output_dir, last=TRAINER_STATE)
+    logger.info("saved the EMA model of step %s to %s", state.best_step or state.completed_steps, output_dir)
 
 
 def describe_trial_starts(records: list[dict], continued_seed: int | None) -> str:

@@ -9,6 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# setuptools before any test runs: inductor's C++ build imports it, and it refuses to load once another import has
+# pulled the stdlib ``distutils`` into sys.modules (seen in the full suite, not in a test run alone)
+import setuptools  # noqa: F401
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -30,7 +30,7 @@ from transformers_gazeflow.commands.web_demo_jobs import (
 )
 from transformers_gazeflow.data.video import iter_frames, probe_video, write_video
 from transformers_gazeflow.outputs.overlay import TRUTH_COLOUR, draw_gaze
-from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.outputs.writers import CSV_COLUMNS, READOUT_COLUMNS, TRUTH_COLUMNS
 
 from .conftest import REPO, run_python
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
@@ -46,7 +46,7 @@ from .pipeline_fixtures import (  # noqa: F401  (fixtures)
 def read_rows(path: Path, truth: bool = False) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS + (TRUTH_COLUMNS if truth else ())
+        assert tuple(reader.fieldnames) == CSV_COLUMNS + READOUT_COLUMNS + (TRUTH_COLUMNS if truth else ())
         return list(reader)
 
 
@@ -123,6 +123,9 @@ def test_job_on_a_real_mp4_is_the_pipeline_and_writes_playable_outputs(tmp_path,
         stream = container.streams.video[0]
         assert (stream.codec_context.name, stream.codec_context.pix_fmt) == ("h264", "yuv420p")
     assert "24 frames of bikes.mp4" in result.message
+    fixations, saccades = result.summary["point_estimate_fixations"], result.summary["point_estimate_saccades"]
+    assert f"makes {fixations} fixations and {saccades} saccades" in result.message  # the events, minimally
+    assert f"within {result.summary['mean_spread90_px']:.1f} px" in result.message  # and the spread
 
 
 def test_odd_sized_video_gives_an_even_4_2_0_overlay_with_the_same_picture(tmp_path, tiny_model_dir, pipelines):

@@ -10,6 +10,8 @@ from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.generation.online import GazeFlowStreamer
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_encoder_windows, causal_task_tokens
 
+from .streaming_reference import ReferenceStreamer
+
 
 def tiny_model(seed: int = 0, **overrides) -> GazeFlowModel:
     torch.manual_seed(seed)
@@ -118,18 +120,49 @@ def test_streamer_equals_the_causal_model_on_every_prefix(overrides):
         assert torch.allclose(streamed.mean, prefix.mean[:, t], atol=1e-5)
 
 
+@pytest.mark.parametrize("overrides", [dict(), dict(solver="heun"), dict(objective="diffusion"),
+                                       dict(position_encoding="learned"), dict(position_encoding="none"),
+                                       dict(causal_encoder_frames=4, task_guidance="concat"),
+                                       dict(num_task_queries=0, use_visual_cross_attention=False)])
+def test_streamer_equals_the_previous_streamer_past_the_window(overrides):
+    """Past W frames the context slides (no prefix of generate() applies): the static step (ring buffers, slot mask,
+    prepared weights) against the previous streamer (growing caches, the model's own network), 3 W frames, fp32."""
+    model = tiny_model(causal=True, num_frames=4, window_stride=2, **overrides)
+    frames = video(2, frames=14, seed=3)
+    noise = torch.randn(14, 2, 3, 1, 2, generator=torch.Generator().manual_seed(5))
+    streamer, reference = GazeFlowStreamer(model, num_samples=3, num_steps=2), ReferenceStreamer(model, 3, 2)
+    for t in range(14):
+        got, expected = streamer.push(frames[:, t], noise=noise[t]), reference.push(frames[:, t], noise=noise[t])
+        assert torch.allclose(got.trajectories, expected.trajectories, atol=1e-5), t
+        assert torch.allclose(got.mean, expected.mean, atol=1e-5), t
+
+
 def test_streamer_work_is_bounded_by_the_window():
     model = tiny_model(causal=True)
     streamer = GazeFlowStreamer(model, num_samples=2, num_steps=2, solver="heun",
                                 generator=torch.Generator().manual_seed(0))
-    outputs = list(streamer.stream(video(1, frames=19)[0]))  # frames [3, S, S] one at a time
+    frames = video(1, frames=19)[0]
+    first = streamer.push(frames[0])
+    state = streamer.state
+    shapes, storage, nbytes = [t.shape for t in state.tensors()], [t.data_ptr() for t in state.tensors()], \
+        state.nbytes()
+    outputs = [first] + list(streamer.stream(frames[1:]))  # frames [3, S, S] one at a time
     assert [o.frame_index for o in outputs] == list(range(19))
-    assert len(streamer.caches) == 2 * 2  # S steps x 2 network calls (Heun), one cache set per call
-    assert streamer.cached_frames == 8 and len(streamer.frame_summaries) == 8
-    assert len(streamer.recent_frames) == model.config.causal_encoder_frames
+    assert streamer.state is state and state.nbytes() == nbytes  # memory does not grow with the stream
+    assert [t.shape for t in state.tensors()] == shapes and [t.data_ptr() for t in state.tensors()] == storage
+    assert len(state.self_attention) == 2 * 2  # S steps x 2 network calls (Heun), one ring per call and block
+    assert all(len(rings) == model.config.num_hidden_layers for rings in state.self_attention)
+    assert state.self_attention[0][0].key.shape == (2, 4, 8, 8)  # [B K, H, W, d_h]: W = 8 slots
+    assert state.summaries.shape == (1, 8, 32) and state.frames.shape[1] == model.config.causal_encoder_frames
+    assert streamer.cached_frames == 8 and bool(state.written.all()) and int(state.frame_index) == 19
     assert all(torch.isfinite(o.trajectories).all() and o.trajectories.shape == (1, 2, 2) for o in outputs)
     streamer.reset()
     assert streamer.frame_index == 0 and streamer.cached_frames == 0
+    assert all(not t.any() for t in state.tensors())  # zeroed in place: a captured graph keeps its buffers
+    again = streamer.push(frames[0], noise=torch.zeros(1, 2, 1, 2))
+    fresh = GazeFlowStreamer(model, num_samples=2, num_steps=2, solver="heun").push(frames[0],
+                                                                                   noise=torch.zeros(1, 2, 1, 2))
+    assert torch.equal(again.trajectories, fresh.trajectories)
 
 
 def test_streamer_seeded_runs_repeat_and_take_raw_frames_with_a_processor():

@@ -15,7 +15,13 @@ import pytest
 
 from transformers_gazeflow.commands.cli import main
 from transformers_gazeflow.data.video import iter_frames, probe_video
-from transformers_gazeflow.outputs.writers import CSV_COLUMNS, TRUTH_COLUMNS
+from transformers_gazeflow.outputs.writers import (
+    CSV_COLUMNS,
+    FIXATION_COLUMNS,
+    READOUT_COLUMNS,
+    SACCADE_COLUMNS,
+    TRUTH_COLUMNS,
+)
 
 from .pipeline_fixtures import (  # noqa: F401  (fixtures)
     NUM_SAMPLES,
@@ -30,7 +36,7 @@ from .pipeline_fixtures import (  # noqa: F401  (fixtures)
 def read_csv(path: Path, truth: bool = False) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS + (TRUTH_COLUMNS if truth else ())
+        assert tuple(reader.fieldnames) == CSV_COLUMNS + READOUT_COLUMNS + (TRUTH_COLUMNS if truth else ())
         return list(reader)
 
 
@@ -215,7 +221,7 @@ def test_the_readme_documents_every_option_and_gaze_csv_column():
             for option in action.option_strings:
                 if option.startswith("--") and option != "--help":
                     assert f"`{option}" in readme or f"{option}`" in readme or f"/{option}`" in readme, option
-    for column in CSV_COLUMNS + TRUTH_COLUMNS + INDEX_COLUMNS:
+    for column in CSV_COLUMNS + READOUT_COLUMNS + TRUTH_COLUMNS + INDEX_COLUMNS + FIXATION_COLUMNS + SACCADE_COLUMNS:
         assert f"`{column}`" in readme, column
 
 
@@ -226,3 +232,30 @@ def test_the_command_runs_as_a_module_the_way_launchers_start_it(module):
     done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("gazeflow ")
+
+
+def test_the_example_command_in_the_cli_docstring_imports_and_calls_what_exists():
+    """commands/cli.py's docstring shows how to add a command: every module, name and keyword it uses exists."""
+    import ast
+    import importlib
+    import inspect
+    import textwrap
+
+    from transformers_gazeflow.commands import cli
+
+    example = ast.parse(textwrap.dedent(cli.__doc__.split("::", 1)[1]))
+    imported = {}
+    for node in ast.walk(example):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 1, ast.unparse(node)
+            module = importlib.import_module(f"transformers_gazeflow.commands.{node.module}")
+            for alias in node.names:
+                assert hasattr(module, alias.name), f"{ast.unparse(node)}: transformers_gazeflow.commands." \
+                                                    f"{node.module} has no {alias.name}"
+                imported[alias.asname or alias.name] = getattr(module, alias.name)
+    assert imported
+    for node in ast.walk(example):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            function = imported.get(node.func.id) or getattr(cli, node.func.id, None)
+            if function is not None:
+                inspect.signature(function).bind(*[None] * len(node.args), **{k.arg: None for k in node.keywords})

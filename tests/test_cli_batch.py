@@ -141,7 +141,8 @@ def test_two_processes_share_six_videos_one_broken_and_resume_skips_the_done(tmp
         folder = Path(row["output_dir"])
         assert folder == out / Path(row["video"]).stem
         if row["status"] == "ok":
-            assert {p.name for p in folder.iterdir()} == {"gaze.csv", "overlay.mp4", "summary.json"}
+            assert {p.name for p in folder.iterdir()} == {"gaze.csv", "overlay.mp4", "summary.json", "fixations.csv",
+                                                           "saccades.csv", "scanpaths.json"}
             assert json.loads((folder / "summary.json").read_text())["video"] == row["video"]
             assert float(row["fps"]) == 12.0 and float(row["seconds"]) > 0
         else:

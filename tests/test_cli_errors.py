@@ -164,7 +164,8 @@ def test_an_interrupted_run_keeps_earlier_complete_outputs(tmp_path, tiny_model_
     out = tmp_path / "out"
     video = write_video(tmp_path / "short.mp4", random_video(40, 24, 32, seed=5), fps=25)
     assert gazeflow("predict", video, "--model", tiny_model_dir, "-o", out, "-q").returncode == 0
-    before = {name: (out / name).read_bytes() for name in ("gaze.csv", "overlay.mp4", "summary.json")}
+    before = {path.name: path.read_bytes() for path in out.iterdir()}  # overlay, gaze.csv, events, summary
+    assert {"gaze.csv", "overlay.mp4", "summary.json", "fixations.csv", "saccades.csv"} <= set(before)
     result = _interrupt(tmp_path, tiny_model_dir, signal.SIGTERM, overlay=False, out=out)
     assert result.returncode == 143
     assert {path.name for path in out.iterdir()} == set(before)  # no partial.* left

@@ -66,6 +66,29 @@ def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, model_d
     assert set(results["dynamics_references"]) == {"motionless", "human_halves"}
     assert "pr_curve" in results and len(results["clip_ids"]) == results["clips"]
     json.loads((tmp_path / "results.json").read_text(), parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+    # beside the dynamics table: the events table and the reliability of the uncertainty regions
+    assert "(each sample) |" in markdown and "(point estimate) |" in markdown
+    assert "Fixations and saccades (I-VT" in markdown and "| Recording (dataset labels) |" in markdown
+    assert "Uncertainty regions (the model has no region scale)" in markdown and "| 0.95 |" in markdown
+    assert {"samples", "point_estimate", "labeller_on_recording", "human"} == set(results["events"]["metrics"])
+    assert [row["nominal"] for row in results["reliability"]["rows"]] == [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+
+
+def test_the_region_scale_is_fitted_saved_and_read_back(tmp_path, env, data_dir, model_dir):
+    import shutil
+
+    model = shutil.copytree(model_dir, tmp_path / "model")
+    args = ["--model_name_or_path", model, *data_args(data_dir), "--num_samples", 4, "--num_steps", 2]
+    fitted = run(args + ["--region_split", "validation", "--save_region_calibration"], env)
+    saved = json.loads((model / "region_calibration.json").read_text())
+    assert saved["scale"] > 0 and saved["split"] == "synthetic / validation" and saved["frames"] > 0
+    assert f"wrote the region scale {saved['scale']:.4f}" in fitted.stdout
+    assert "scale fitted on synthetic / validation" in fitted.stdout
+    again = run(args + ["--output_dir", tmp_path / "again"], env)
+    assert "scale from the model folder's region_calibration.json (synthetic / validation)" in again.stdout
+    reliability = json.loads((tmp_path / "again" / "results.json").read_text())["reliability"]
+    assert reliability["scale"] == pytest.approx(saved["scale"])
+    assert all("calibrated" in row for row in reliability["rows"])
 
 
 @pytest.mark.parametrize("baseline", ["center_bias", "random_walk", "random_walk_free"])

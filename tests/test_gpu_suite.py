@@ -1,6 +1,7 @@
-"""``benchmarks/gpu_suite.sh`` on the CPU, so that the GPU suite cannot rot before a GPU runs it: the dry run names
-every step and the pip commands (which must carry every package the GPU image lacks), ``--device cpu --tiny`` runs
-every step and writes its figures, and the summary reads them."""
+"""``benchmarks/gpu_suite.sh`` on the CPU, so that the GPU suite cannot rot before a GPU runs it: the dry run prints the
+plan and names every step and the pip commands (which must carry every package the GPU image lacks), a step past its
+time limit is stopped and an optional step past the budget is skipped, ``--device cpu --tiny`` runs every step once
+(one call, as on the GPU) and writes its figures, and the summary reads them."""
 
 import json
 import os
@@ -12,14 +13,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "benchmarks" / "gpu_suite.sh"
-STEPS = ["install", "preflight", "tests", "inference", "inference-compile", "streaming", "profile", "predict"]
+STEPS = ["install", "preflight", "tests", "train", "inference", "pipeline", "streaming", "inference-compile", "predict",
+         "streaming-bundled", "profile"]
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gpu_suite_tools  # noqa: E402
 
 
-def suite(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"}
+def suite(*args: str, timeout: float = 1800, **env_overrides: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1", **env_overrides}
     return subprocess.run(["bash", str(SUITE), *args], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -51,12 +53,26 @@ def test_dry_run_prints_every_step_and_the_pip_commands(tmp_path):
     assert len(installs) == 2 and all("--no-deps" in line and "--target /tmp/site" in line for line in installs)
     assert installs[0].endswith(".whl/*.whl")
     assert (tmp_path / "summary.md").exists()
+    plan = result.stdout[result.stdout.index("plan:"):result.stdout.index("== install")]
+    assert "budget 3600 s" in plan and all(f"  {step} " in plan for step in STEPS)
+    assert "  profile            optional" in plan and "  train              required        105s" in plan
+
+
+def test_a_step_past_its_limit_is_stopped_and_optional_steps_wait_for_the_budget(tmp_path):
+    result = suite(str(tmp_path), "--device", "cpu", "--tiny", "--only", "preflight,profile", "--budget-s", "0",
+                   GAZEFLOW_SUITE_LIMITS="preflight=1")
+    assert result.returncode == 1 and "steps that failed or timed out: preflight" in result.stdout
+    assert status(tmp_path) == {"environment": "0", "preflight": "timeout 1 s", "profile": "skipped (budget)"}
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| preflight | required | 16 | 1 | timeout 1 s |" in summary
+    assert "| profile | optional | 45 | 900 | skipped (budget) | 0 |" in summary
 
 
 @pytest.mark.parametrize("args,message", [
     (["--only", "tests,bench"], "unknown step 'bench'"),
     (["--device", "tpu"], "--device must be cuda or cpu, got 'tpu'"),
     (["--frobnicate"], "unknown argument '--frobnicate'"),
+    (["--budget-s", "soon"], "--budget-s must be a whole number of seconds, got 'soon'"),
 ])
 def test_bad_arguments_are_named(tmp_path, args, message):
     result = suite(str(tmp_path), *args)
@@ -95,15 +111,24 @@ def test_summary_merges_the_calls_and_marks_each_target(tmp_path):
     (second / "inference-compile.json").write_text(json.dumps(inference_figures(45.0, 0.6, None, compile_=True)))
     (second / "streaming.json").write_text(json.dumps({
         "K": 30, "S": 5, "dtype": "bf16", "target_p99_ms": 5.0, "targets_met": {"p99_ms": False},
-        "ms_per_frame": {"streamer, total": {"mean": 4.0, "p50": 3.9, "p95": 5.5, "p99": 6.25, "max": 7.0}}}))
+        "ms_per_frame": {"streamer, total": {"mean": 4.0, "p50": 3.9, "p95": 5.5, "p99": 6.25, "max": 7.0}},
+        "primary_mode": "cuda-graph", "modes": {
+            "cuda-graph": {"ms_per_frame": {"p50": 3.9, "p95": 5.5, "p99": 6.25}, "setup_s": 0.2,
+                           "aten_ops_per_frame": 14.0, "cuda_kernels_per_frame": 1413.0, "peak_memory_gb": 3.08,
+                           "max_abs_difference_to_eager": 0.0},
+            "reduce-overhead": {"error": "RuntimeError: no compiler"}}}))
     text = gpu_suite_tools.summary([first, second], tmp_path / "summary.md")
     assert "device: `NVIDIA H100 80GB HBM3` (capability 9.0, 79.2 GiB, 132 SMs)" in text
     assert "commit: `c0ffee`; the tree matches it" in text
-    assert "| inference | 0 | 200.1 |" in text and "| streaming | 1 | 50.0 |" in text
+    assert "| inference | - | - | - | 0 | 200.1 |" in text and "| streaming | - | - | - | 1 | 50.0 |" in text
     assert "| encoder ms per clip | eager | 30.00 | 15.000 | 450.00 | 0.0333 | **met** |" in text
     assert "| encoder ms per clip | compiled | 30.00 | 45.000 | 450.00 | 0.1000 | **missed** |" in text
     assert "| peak memory GB, one clip | compiled | 3.00 | - | 9.20 | - | **missed** |" in text
-    assert "| causal streamer p99 ms per frame (K=30, S=5; p50 3.90) | bf16 | 5.0 | 6.25 |" in text
+    assert ("| causal streamer p99 ms per frame, paper geometry (K=30, S=5; cuda-graph; p50 3.90, p95 5.50) | bf16 | "
+            "5.0 | 6.25 |") in text
+    assert "## Causal streamer by mode, paper geometry (K=30, S=5, bf16; best: cuda-graph)" in text
+    assert "| cuda-graph | 3.90 | 5.50 | 6.25 | 0.2 | 14 | 1413 | 3.08 | 0.0e+00 |" in text
+    assert "| reduce-overhead | failed: RuntimeError: no compiler |" in text
     assert gpu_suite_tools.missed_targets(first) == [] and gpu_suite_tools.missed_targets(second) == [
         "inference", "streaming"]
 
@@ -112,35 +137,78 @@ def figures(out_dir: Path, name: str) -> dict:
     return json.loads((out_dir / name).read_text())
 
 
+ONE_CALL = "preflight,tests,train,inference,pipeline,streaming,inference-compile,predict,streaming-bundled,profile"
+
+
+@pytest.fixture(scope="module")
+def one_call(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """Every step but the install, in one call as on the GPU (``--device cpu --tiny``)."""
+    folder = tmp_path_factory.mktemp("suite")
+    result = suite(str(folder / "out"), "--device", "cpu", "--tiny", "--only", ONE_CALL, "--bundle",
+                   str(folder / "bundle"))
+    return result, folder / "out", folder / "bundle"
+
+
 @pytest.mark.slow
-def test_every_benchmark_step_runs_on_the_cpu_and_writes_its_figures(tmp_path):
-    bundle = tmp_path / "bundle"
-    result = suite(str(tmp_path / "out"), "--device", "cpu", "--tiny", "--only",
-                   "preflight,inference,streaming,profile,predict", "--bundle", str(bundle))
-    out = tmp_path / "out"
+def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call):
+    result, out, bundle = one_call
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert status(out) == {step: "0" for step in ["environment", "preflight", "inference", "streaming", "profile",
-                                                   "predict"]}
+    assert status(out) == {step: "0" for step in ["environment", "prepare", *ONE_CALL.split(",")]}
     assert all(entry["ok"] for entry in figures(out, "preflight.json")["imports"].values())
     inference = figures(out, "inference.json")
     assert inference["encoder_ms"]["fast"] > 0 and inference["at"]["max_abs_difference"] < 1e-4
     assert set(inference["targets_met"]) == {"encoder_ms", "sampler_ms", "ms_per_frame", "peak_memory_gb"}
+    compiled = figures(out, "inference-compile.json")
+    assert compiled["compile"] and compiled["at"]["max_abs_difference"] < 1e-4
     streaming = figures(out, "streaming.json")
     assert streaming["ms_per_frame"]["streamer, total"]["p99"] > 0 and (streaming["K"], streaming["S"]) == (30, 5)
+    assert set(streaming["modes"]) == {"reference", "eager"} and streaming["primary_mode"] == "eager"
+    bundled = figures(out, "streaming-bundled.json")
+    assert bundled["preset"] == "bundled" and bundled["ms_per_frame"]["streamer, total"]["p99"] > 0
     assert figures(out, "profile-inference.json")["profile"] and figures(out, "profile-streaming.json")["profile"]
+    pipeline = figures(out, "pipeline.json")["throughput"]["runs"]
+    assert {(run["size"], run["path"]) for run in pipeline} == {
+        (size, path) for size in ("64x64", "160x120") for path in ("serial", "overlapped")}
+    assert all(run["frames_per_second"] > 0 for run in pipeline)
     runs = figures(out, "predict.json")["runs"]
-    assert len(runs) == 2 and all(run["exit_code"] == 0 and run["frames_per_second"] > 0 for run in runs.values())
-    summary = (bundle / "summary.md").read_text()
-    assert "device: `CPU`" in summary and "a dry run on the CPU" in summary and "commit: `" in summary
-    assert "| end to end ms per frame (K=2, S=2) | eager |" in summary and "gazeflow predict --no-overlay" in summary
-    assert (bundle / "gpu_suite.tar.gz").stat().st_size > 0
+    assert set(runs) == {"bundled", "tiny random, 160x120"}
+    assert all(run["exit_code"] == 0 and run["frames_per_second"] > 0 for run in runs.values())
 
 
 @pytest.mark.slow
-def test_the_gpu_tests_and_the_compiled_benchmark_run_on_the_cpu(tmp_path):
-    result = suite(str(tmp_path), "--device", "cpu", "--tiny", "--only", "tests,inference-compile")
-    assert result.returncode == 0, result.stdout[-3000:] + (tmp_path / "tests.log").read_text()[-3000:]
-    counts = gpu_suite_tools.test_counts(tmp_path, "tests.xml")
-    assert counts["tests"] >= 12 and counts["failures"] == counts["errors"] == counts["skipped"] == 0, counts
-    compiled = figures(tmp_path, "inference-compile.json")
-    assert compiled["compile"] and compiled["at"]["max_abs_difference"] < 1e-4
+def test_the_gpu_tests_pass_on_the_cpu(one_call):
+    _, out, _ = one_call
+    counts = gpu_suite_tools.test_counts(out, "tests.xml")
+    assert counts["tests"] >= 12 and counts["failures"] == counts["errors"] == 0, counts
+    # on a CPU only what captures CUDA graphs is skipped, and says so
+    assert len(counts["skip_reasons"]) == counts["skipped"] <= 2, counts
+    assert all("needs a CUDA device" in reason for reason in counts["skip_reasons"]), counts
+
+
+@pytest.mark.slow
+def test_the_training_benchmark_measures_the_model_and_the_data_path(one_call):
+    _, out, _ = one_call
+    train = figures(out, "train.json")
+    assert set(train["model_only"]) == {"B2+probe", "B2+fast+ckpt"}
+    assert all(result["clips_per_s"] > 0 for result in train["model_only"].values())
+    assert train["flops_per_clip"] > 0 and train["skipped"] == []
+    data = train["data"]
+    assert data["size"] == "160x120" and data["windows"] > 0 and data["collator"]["decode_cpu_s"] > 0
+    assert [r["workers"] for r in data["loader_alone"]] == [0, 2] and all(
+        r["clips_per_s"] > 0 for r in data["loader_alone"])
+    assert data["fed"][0]["variant"] == "B2+fast+ckpt" and data["fed"][0]["clips_per_s"] > 0
+    assert set(train["gpu_hours"]["model_only"]) == {"EGTEA Gaze+", "Ego4D"}
+
+
+@pytest.mark.slow
+def test_the_bundle_holds_the_summary_of_every_step(one_call):
+    _, _, bundle = one_call
+    summary = (bundle / "summary.md").read_text()
+    assert "device: `CPU`" in summary and "a dry run on the CPU" in summary and "commit: `" in summary
+    assert "| end to end ms per frame (K=2, S=2) | eager |" in summary and "gazeflow predict --no-overlay" in summary
+    assert "## Pipeline: gazeflow predict --no-overlay's path (bench_pipeline.py --throughput; K=30, S=5" in summary
+    assert "| tiny | 160x120 | overlapped | float32 |" in summary
+    assert "| train | required | 105 | 900 | 0 |" in summary and "## Training throughput (CPU, tiny geometry" in summary
+    assert "| 60e8cbe probe, B4, model only (H100) | 7.50 | 24.6 | 45.4 |" in summary
+    assert "## tests/gpu: " in summary and "Fast vs reference (compiled, K=2, S=2)" in summary
+    assert (bundle / "gpu_suite.tar.gz").stat().st_size > 0

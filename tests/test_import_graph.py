@@ -133,12 +133,14 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 # The layers of spec architecture.md, lowest first, as the package's folders; a module may import its own layer and
 # the layers listed for it. The conventions are the lowest floor: coordinate frames and the window grid live in the
 # model folder (which must be self-contained, so the model can read them), gaze-type codes and the valid rule in the
-# data layer (the unified schema); none of them imports anything of ours.
-CONVENTIONS = ("models.gazeflow.geometry", "models.gazeflow.windows", "data.gaze_types")
+# data layer (the unified schema), and how a file is written whole (atomic_files: every layer that writes a file uses
+# it); none of them imports anything of ours.
+CONVENTIONS = ("models.gazeflow.geometry", "models.gazeflow.windows", "data.gaze_types", "data.atomic_files")
 LAYERS: dict[str, tuple[str, ...]] = {
     "conventions": CONVENTIONS,
     "model": ("models",),
     "data": ("data",),
+    "gaze": ("gaze",),
     "metrics": ("metrics",),
     "generation": ("generation",),
     "hub": ("hub",),
@@ -149,20 +151,23 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "analysis": ("analysis",),
     "registration": ("registration",),
 }
-BELOW_THE_MODEL = {"conventions", "data", "metrics"}
+BELOW_THE_MODEL = {"conventions", "data", "gaze", "metrics"}
 MAY_IMPORT: dict[str, set[str]] = {
     "conventions": set(),
     "model": {"conventions"},
     "data": {"conventions"},
-    "metrics": {"conventions"},
+    # what K samples tell (uncertainty, events, a wearer's correction): maths on trajectories, like the metrics
+    "gaze": {"conventions"},
+    "metrics": {"conventions", "gaze"},
     "generation": {"conventions", "model"},
     "hub": {"conventions", "model", "data"},
-    "pipelines": {"conventions", "model", "data", "metrics", "generation", "hub"},
-    "outputs": {"conventions", "model", "data", "metrics"},
-    "recipes": {"conventions", "model", "data", "metrics", "generation", "hub"},
-    "commands": {"conventions", "model", "data", "metrics", "generation", "hub", "pipelines", "outputs"},
+    "pipelines": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub"},
+    "outputs": {"conventions", "model", "data", "gaze", "metrics"},
+    "recipes": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub"},
+    "commands": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub", "pipelines", "outputs"},
     # analysis figures are drawn with the overlay's marks, and the analyses run the recipes' evaluation loop
-    "analysis": {"conventions", "model", "data", "metrics", "generation", "hub", "pipelines", "outputs", "recipes"},
+    "analysis": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub", "pipelines", "outputs",
+                 "recipes"},
     "registration": {"model", "hub", "pipelines"},
 }
 MODEL_FOLDER = "models.gazeflow"

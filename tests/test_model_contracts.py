@@ -244,6 +244,22 @@ def test_hidden_states_are_the_states_the_model_computes():
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("objective", ["flow_matching", "diffusion", "regression"])
+def test_every_objective_returns_the_states_of_its_loss_call_not_of_the_self_conditioning_pass(objective):
+    """The objectives pass the output flags to the network call whose prediction enters the loss: its last hidden
+    state gives the predicted velocity, and asking for the states changes nothing of the loss."""
+    model = tiny(objective=objective, self_conditioning_prob=1.0, attn_implementation="eager").train()
+    out = model(**loss_inputs(output_attentions=True, output_hidden_states=True))
+    plain = model(**loss_inputs())
+    assert torch.equal(out.loss, plain.loss) and plain.hidden_states is None and plain.attentions is None
+    assert len(out.hidden_states) == LAYERS["num_hidden_layers"] + 1
+    assert len(out.attentions) == LAYERS["num_hidden_layers"] and out.attentions[0].shape == (2, HEADS, FRAMES, FRAMES)
+    network = model.velocity_network
+    with torch.no_grad():
+        torch.testing.assert_close(network.output_head(network.output_norm(out.hidden_states[-1])).squeeze(1),
+                                   out.predicted_velocity)
+
+
 def test_hidden_states_and_attentions_keep_their_gradients():
     """transformers' test_retain_grad_hidden_states_attentions: the returned tensors are the ones the loss used."""
     model = tiny(attn_implementation="eager")
@@ -537,18 +553,15 @@ def test_config_round_trips_like_transformers_configs(tmp_path):
     assert reloaded.num_steps == 7 and reloaded.encoder_config.to_dict() == config.encoder_config.to_dict()
 
 
-def test_the_streamer_checks_learned_positions_itself_and_the_network_never_reads_them():
-    """The causal streamer knows each frame's position as a Python int; the velocity network must not read the
-    ``positions`` tensor's values (``int(positions.max())`` waits for the device at every frame). On the ``meta``
-    device any such read raises."""
+def test_the_streamer_never_reads_a_position_on_the_host_and_stays_inside_a_learned_table():
+    """The causal streamer's positions are tensors on the device (the frame index, the ring slot, the learned
+    table's row min(t, W - 1)); nothing reads their values on the host (on the ``meta`` device any such read
+    raises), and a stream longer than the table keeps taking its last row."""
     from transformers_gazeflow import GazeFlowStreamer
 
     torch.manual_seed(0)
     model = GazeFlowModel(GazeFlowConfig.tiny(causal=True, position_encoding="learned")).eval().to("meta")
     streamer = GazeFlowStreamer(model, num_samples=2, num_steps=2)
-    outputs = [streamer.push(frame) for frame in torch.randn(3, 3, 32, 32, device="meta")]
-    assert [o.trajectories.shape for o in outputs] == [(1, 2, 2)] * 3
-    # the check itself still holds: a position past the table is a one-line error before any network call
-    streamer._position = lambda: model.config.num_frames
-    with pytest.raises(ValueError, match=f"frame index {model.config.num_frames} is out of range"):
-        streamer.push(torch.randn(3, 32, 32, device="meta"))
+    frames = model.config.num_frames + 3
+    outputs = [streamer.push(frame) for frame in torch.randn(frames, 3, 32, 32, device="meta")]
+    assert [o.trajectories.shape for o in outputs] == [(1, 2, 2)] * frames

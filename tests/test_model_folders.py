@@ -24,6 +24,7 @@ from transformers_gazeflow.data.video import write_video
 from transformers_gazeflow.hub.model_folders import (
     ModelFolderError,
     check_model_folder,
+    load_config,
     load_model,
     save_model_folder,
 )
@@ -64,11 +65,11 @@ def broken_folders(tmp_path_factory, tiny_model_dir) -> dict[str, tuple[Path, st
     folder = copy("string_field")
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, "hidden_size": "64"}))
-    cases["string_field"] = (folder, f"{folder / 'config.json'}: hidden_size must be an integer, got str '64'")
+    cases["string_field"] = (folder, f"{folder / 'config.json'}: hidden_size must be an int >= 1, got str '64'")
     folder = copy("nested_field")
     config["encoder_config"]["num_hidden_layers"] = 2.5
     (folder / "config.json").write_text(json.dumps(config))
-    cases["nested_field"] = (folder, "config.json: encoder_config.num_hidden_layers must be an integer, got float 2.5")
+    cases["nested_field"] = (folder, "config.json: encoder_config.num_hidden_layers must be int, got float 2.5")
     folder = copy("pickle")
     (folder / "model.safetensors").unlink()
     (folder / "pytorch_model.bin").write_bytes(pickle.dumps(RunsCode(root / "code_ran")))
@@ -115,6 +116,24 @@ def test_load_model_and_the_pipeline_name_what_is_wrong(broken_folders, case):
         pipeline("egocentric-gaze", model=str(folder))
     assert message.split(": ", 1)[-1] in str(building.value)
     assert not (folder.parent / "code_ran").exists()  # the crafted pickle never ran
+
+
+@pytest.mark.parametrize("edit,message", [
+    ({"sigma_min": 2.0}, "sigma_min must be a number in (0, 1), got 2.0"),
+    ({"solver": "rk4"}, "solver must be one of ('euler', 'heun', 'midpoint'), got 'rk4'"),
+    ({"use_lora": "yes"}, "use_lora must be a bool, got str 'yes'"),
+    ({"lora_target_modules": "query"}, "lora_target_modules must be a non-empty list of module names, got str 'query'"),
+    ({"window_stride": 64}, "window_stride must be <= num_frames=8 (windows must overlap or touch), got 64"),
+    ({"encoder_config": {"model_type": "bert"}}, "encoder_config.model_type must be 'vjepa2' (a V-JEPA 2 encoder), "
+                                                 "got 'bert'"),
+])
+def test_a_bad_config_value_is_one_line_naming_the_file_and_the_field(tmp_path, edit, message):
+    """The config checks its own fields (type, range, choices, and how they combine); loading a folder turns its
+    error into one line that names config.json."""
+    (tmp_path / "config.json").write_text(json.dumps({**GazeFlowConfig.tiny().to_dict(), **edit}))
+    with pytest.raises(ModelFolderError) as error:
+        load_config(str(tmp_path))
+    assert str(error.value) == f"{tmp_path / 'config.json'}: {message}"
 
 
 @pytest.mark.parametrize("case", ["truncated", "string_field", "pickle", "nan", "random_files"])

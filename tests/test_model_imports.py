@@ -1,7 +1,7 @@
 """The model folder's import graph, read with ``ast`` (every import counts: module level, inside functions and under
-``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, layers, encoder side, causal
-variant, ablation switches, outputs) import only each other and the conventions (the folder's ``geometry`` and
-``windows``), never the model, its windowed sampling or anything above it, and form no cycle."""
+``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, layers, embeddings, encoder side,
+causal variant, ablation switches, outputs) import only each other and the conventions (the folder's ``geometry``
+and ``windows``), never the model, its windowed sampling or anything above it, and form no cycle."""
 
 import ast
 from pathlib import Path
@@ -13,6 +13,7 @@ BELOW_THE_MODEL = (
     "configuration_gazeflow",
     "modeling_gazeflow_checks",
     "modeling_gazeflow_layers",
+    "modeling_gazeflow_embeddings",
     "modeling_gazeflow_encoder",
     "modeling_gazeflow_causal",
     "modeling_gazeflow_variants",

@@ -150,8 +150,9 @@ def test_synthetic_clip_with_known_gaze(gaze, synthetic_clip_mp4):
     assert out.fps == clip.fps
 
 
-def test_stream_is_lazy_and_holds_about_one_window(gaze):
-    """Chunks come out while frames are still being read: the stream never holds more than a window of frames."""
+@pytest.mark.parametrize("window_batch_size", [1, 3])
+def test_stream_is_lazy_and_holds_about_one_batch_of_windows(gaze, window_batch_size):
+    """Chunks come out while frames are still being read: the stream never holds more than a batch of windows."""
     window, stride = gaze.model.config.num_frames, gaze.model.config.window_stride
     pulled = 0
 
@@ -163,12 +164,14 @@ def test_stream_is_lazy_and_holds_about_one_window(gaze):
 
     handed_out = 0
     settings = SamplingSettings.resolve(gaze.model.config, num_samples=2, num_steps=1)
-    for chunk in stream_gaze(gaze.model, gaze.video_processor, frames(), settings, keep_frames=True):
+    for chunk in stream_gaze(gaze.model, gaze.video_processor, frames(), settings, keep_frames=True,
+                             window_batch_size=window_batch_size):
         assert len(chunk.frames) == chunk.num_frames and chunk.start == handed_out
         handed_out += chunk.num_frames
         if pulled < 200:
-            # frames held: from the chunk's start to the last one read (a window, a stride and one frame of look-ahead)
-            assert pulled - chunk.start <= window + stride + 1
+            # frames held: from the chunk's start to the last one read (a window, a stride per window of the batch
+            # and one frame of look-ahead)
+            assert pulled - chunk.start <= window + window_batch_size * stride + 1
     assert handed_out == 200
 
 

@@ -23,3 +23,20 @@ def test_every_option_has_help_and_its_default(capsys):
         signature, _, help_text = block.partition("  ")
         assert help_text.strip(), f"{signature.strip()} has no help text"
         assert "(default:" in " ".join(block.split()), f"{signature.strip()} shows no default"
+
+
+def test_a_preset_and_overrides_build_the_model_they_name():
+    """``--config_preset tiny`` carries every field of the tiny config over (the preset's sizes, not the paper's),
+    and ``--config_overrides`` wins over it."""
+    from transformers_gazeflow import GazeFlowConfig
+
+    spec = importlib.util.spec_from_file_location("gazeflow_train_build", TRAIN)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    args = train.parse_args(["--dataset_name", "synthetic", "--output_dir", "unused", "--config_preset", "tiny",
+                             "--config_overrides", "num_hidden_layers=3"])
+    config = train.build_model(args).config
+    tiny = GazeFlowConfig.tiny()
+    assert config.hidden_size == tiny.hidden_size and config.num_frames == tiny.num_frames
+    assert config.encoder_config.hidden_size == tiny.encoder_config.hidden_size
+    assert config.num_hidden_layers == 3

@@ -152,6 +152,24 @@ def test_a_folder_that_is_not_a_gazeflow_model(tmp_path, env, data_dir):
         assert result.returncode == 1 and message in result.stderr and "--model_name_or_path" in result.stderr
 
 
+def test_a_model_folder_trains_with_its_own_processor_and_keeps_it(tmp_path, env, data_dir):
+    """--model_name_or_path FOLDER: the folder's preprocessor_config.json processes the frames and is saved with the
+    trained model (a default processor used to replace it)."""
+    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+    from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+    from transformers_gazeflow.hub.model_folders import save_model_folder
+
+    config = GazeFlowConfig.tiny()
+    processor = GazeFlowVideoProcessor(size=config.image_size, image_mean=[0.5, 0.4, 0.3], image_std=[0.2, 0.3, 0.4],
+                                       resample="bicubic")
+    assert processor != GazeFlowVideoProcessor(size=config.image_size)
+    torch.manual_seed(0)
+    save_model_folder(GazeFlowModel(config), tmp_path / "start", processor=processor)
+    run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "out", "--model_name_or_path",
+                      tmp_path / "start", "--max_train_steps", 1], env)
+    assert GazeFlowVideoProcessor.from_pretrained(tmp_path / "out") == processor
+
+
 def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, env, data_dir, monkeypatch):
     for key in ("HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "OMP_NUM_THREADS"):
         monkeypatch.setenv(key, env[key])

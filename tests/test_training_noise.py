@@ -147,6 +147,29 @@ def test_the_objective_has_no_python_branch_on_tensor_values():
     assert torch.allclose(eager, traced, atol=1e-6)
 
 
+def test_the_loss_calls_hidden_states_trace_with_it():
+    """The output flags reach the loss's network call as arguments (no state outside the call), so its hidden states
+    come back from a traced objective too, equal to the eager ones."""
+    model = tiny_model(self_conditioning_prob=0.5).eval()
+    tokens, gaze = clips(3)
+    draws = draw_training_noise((3, 8, 2), seeded(1, 2, 3), 0.5, torch.device("cpu"), torch.float32)
+    valid = torch.ones(3, 8, dtype=torch.bool)
+
+    def loss_and_states(tokens, gaze, time, noise, coin):
+        condition = model.build_condition(tokens, 8)
+        output = flow_matching_objective(model, condition, gaze, valid, TrainingNoise(time, noise, coin),
+                                         output_hidden_states=True)
+        return output.loss, output.network_outputs.hidden_states
+
+    with torch.no_grad():
+        eager = loss_and_states(tokens, gaze, draws.time, draws.noise, draws.self_condition)
+        traced = torch.compile(loss_and_states, fullgraph=True, backend="eager")(
+            tokens, gaze, draws.time, draws.noise, draws.self_condition)
+    assert len(traced[1]) == len(eager[1]) == model.config.num_hidden_layers + 1
+    assert torch.allclose(eager[0], traced[0], atol=1e-6)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(eager[1], traced[1]))
+
+
 def test_bad_generator_arguments_are_named():
     model = tiny_model()
     tokens, gaze = clips(2)

@@ -57,6 +57,15 @@ def test_samples_and_point_are_drawn_at_their_pixels():
     assert tuple(out[0, 0]) == (100, 100, 100)
 
 
+def test_the_uncertainty_region_is_an_outline_around_the_point_estimate():
+    frame = np.zeros((120, 160, 3), np.uint8)
+    drawn = draw_gaze(frame, np.array([[80.0, 60.0]]), np.array([80.0, 60.0]), region_px=40.0)
+    assert drawn[60, 120].min() > 200 and drawn[20, 80].min() > 200  # white on the circle, right and above
+    assert drawn[60, 100].max() == 0 and drawn[60, 130].max() == 0  # nothing inside it (but the marks) or beyond
+    assert np.array_equal(draw_gaze(frame, np.array([[80.0, 60.0]]), np.array([80.0, 60.0])),
+                          draw_gaze(frame, np.array([[80.0, 60.0]]), np.array([80.0, 60.0]), region_px=None))
+
+
 def test_ground_truth_is_a_red_disc_or_an_off_frame_ring():
     frame = grey()
     disc = draw_ground_truth(frame, np.array([32.0, 24.0]))

@@ -2,6 +2,7 @@
 ones before) and the paper's blend, through generate, streaming and the command line."""
 
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -198,7 +199,8 @@ def test_the_command_line_takes_the_window_mode(tiny_model_dir, tmp_path, capsys
 
 @pytest.mark.parametrize("mode", ["coherent", "blend"])
 def test_a_frames_prediction_does_not_depend_on_the_requested_range(tiny_model_dir, mode):  # noqa: F811
-    """Windows come from the whole video's grid, whatever frames are asked for."""
+    """Windows come from the whole video's grid, whatever frames are asked for. (Windows are encoded in batches
+    whose make-up depends on the range: equal up to float rounding, 1e-6.)"""
     from transformers import pipeline
 
     gaze = pipeline("egocentric-gaze", model=str(tiny_model_dir))
@@ -207,12 +209,13 @@ def test_a_frames_prediction_does_not_depend_on_the_requested_range(tiny_model_d
     whole = run()
     to_64, to_96 = run(end_frame=64), run(end_frame=96)
     assert to_64.shape[1] == 64 and to_96.shape[1] == 96
-    np.testing.assert_array_equal(to_64[:, 32:64], to_96[:, 32:64])
-    np.testing.assert_array_equal(to_96, whole[:, :96])
+    same = partial(np.testing.assert_allclose, rtol=0, atol=1e-6)
+    same(to_64[:, 32:64], to_96[:, 32:64])
+    same(to_96, whole[:, :96])
     from_5 = run(start_frame=5)
-    np.testing.assert_array_equal(from_5, whole[:, 5:])
+    same(from_5, whole[:, 5:])
     later = run(start_frame=40, end_frame=70)
     if mode == "blend":  # a frame depends only on the windows covering it
-        np.testing.assert_array_equal(later, whole[:, 40:70])
+        same(later, whole[:, 40:70])
     else:  # coherent windows also depend on the windows before them: the chain starts at the first one run
         assert later.shape == (4, 30, 2) and not np.allclose(later, whole[:, 40:70])

@@ -46,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "unit_to_pixels": "models.gazeflow.geometry",
     "pixels_to_unit": "models.gazeflow.geometry",
     "clamp_unit": "models.gazeflow.geometry",
+    "PinholeCamera": "models.gazeflow.geometry",
+    "FieldOfView": "models.gazeflow.geometry",
     "UNTRACKED": "data.gaze_types",
     "FIXATION": "data.gaze_types",
     "SACCADE": "data.gaze_types",
@@ -80,6 +82,12 @@ _EXPORTS: dict[str, str] = {
     "load_model": "hub.model_folders",
     "save_model_folder": "hub.model_folders",
     "ModelFolderError": "hub.model_folders",
+    # what K samples tell: uncertainty, events, a wearer's calibration, scanpaths
+    "describe_uncertainty": "gaze.uncertainty",
+    "detect_events": "gaze.events",
+    "EventSettings": "gaze.events",
+    "WearerCalibration": "gaze.wearer",
+    "load_fixation_trains": "gaze.scanpaths",
     # metrics (and scipy beneath them)
     "GazeEvaluator": "metrics",
     "evaluate_predictions": "metrics",
@@ -122,6 +130,10 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
     from .data.processing import GazeFlowVideoProcessor
     from .data.synthetic import SyntheticGazeSettings, write_egtea_layout
     from .data.video import VideoDecodeError, decode_frames, probe_video, write_video
+    from .gaze.events import EventSettings, detect_events
+    from .gaze.scanpaths import load_fixation_trains
+    from .gaze.uncertainty import describe_uncertainty
+    from .gaze.wearer import WearerCalibration
     from .generation.online import GazeFlowStreamer, GazeFlowStreamOutput
     from .generation.windowed import GazeChunk, stream_gaze
     from .hub.model_folders import (
@@ -145,7 +157,15 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
     )
     from .models.gazeflow.configuration_gazeflow import GazeFlowConfig
     from .models.gazeflow.generation_gazeflow import generate_trajectories, point_estimate
-    from .models.gazeflow.geometry import clamp_unit, model_to_unit, pixels_to_unit, unit_to_model, unit_to_pixels
+    from .models.gazeflow.geometry import (
+        FieldOfView,
+        PinholeCamera,
+        clamp_unit,
+        model_to_unit,
+        pixels_to_unit,
+        unit_to_model,
+        unit_to_pixels,
+    )
     from .models.gazeflow.modeling_gazeflow import (
         GazeFlowCondition,
         GazeFlowGenerationOutput,

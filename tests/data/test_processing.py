@@ -172,3 +172,16 @@ def test_a_config_that_is_not_json_is_named(tmp_path):
     (tmp_path / "preprocessor_config.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="preprocessor_config.json: expected a JSON object .* got a list"):
         GazeFlowVideoProcessor.from_pretrained(tmp_path)
+
+
+def test_large_frames_are_processed_in_chunks_that_do_not_change_the_output():
+    """On the CPU, 640x480 frames are converted and resized a few at a time (under HOST_CHUNK_BYTES of floats):
+    each frame's output is the one it gets alone."""
+    from transformers_gazeflow.data.processing import HOST_CHUNK_BYTES
+
+    frames = np.random.default_rng(3).integers(0, 256, (5, 480, 640, 3), dtype=np.uint8)
+    processor = GazeFlowVideoProcessor(size=32, chunk_frames=16)
+    assert HOST_CHUNK_BYTES // (4 * 480 * 640 * 3) < 5  # the five frames really are split
+    together = processor.preprocess(frames)
+    alone = torch.cat([processor.preprocess(frames[i:i + 1]) for i in range(5)])
+    assert torch.equal(together, alone)

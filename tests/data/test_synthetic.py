@@ -173,6 +173,18 @@ def test_parallel_generation_gives_the_same_annotations(tmp_path):
     assert (serial / ANNOTATIONS_NAME).read_text() == (parallel / ANNOTATIONS_NAME).read_text()
 
 
+def test_an_interrupted_run_is_finished_in_its_folder_and_leaves_no_temporary(tmp_path):
+    small = SyntheticGazeSettings(**{**TINY.to_dict(), "num_clips": 1, "max_frames": 16})
+    out = tmp_path / "synth"
+    (out / "videos").mkdir(parents=True)
+    (out / f"partial.1.2.{ANNOTATIONS_NAME}").write_text('{"clip_id": "cut')  # killed while writing the annotations
+    generate_dataset(out, small)
+    _, records = load_dataset_records(out)
+    assert len(records) == 1
+    assert sorted(p.name for p in out.iterdir()) == sorted([f"partial.1.2.{ANNOTATIONS_NAME}", ANNOTATIONS_NAME,
+                                                            MANIFEST_NAME, "videos"])  # this run's temporaries gone
+
+
 def test_missing_and_foreign_files_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"{MANIFEST_NAME}.*expected a folder written by generate_dataset"):
         load_dataset_records(tmp_path)

@@ -1,5 +1,6 @@
-"""Training on the device: ``examples/train.py`` with bf16 autocast, LoRA, EMA and a checkpoint resumed; the frozen-
-feature cache built there; the evaluation loop's predictions there against the CPU's (tiny synthetic dataset)."""
+"""Training on the device: ``examples/train.py`` with bf16 autocast, LoRA, EMA and a checkpoint resumed, and with its
+encoder layers compiled; the frozen-feature cache built there; the evaluation loop's predictions there against the
+CPU's (tiny synthetic dataset)."""
 
 import copy
 import os
@@ -72,6 +73,23 @@ def test_bf16_lora_ema_training_resumes_to_the_same_weights(device, environment,
     model = GazeFlowModel.from_pretrained(tmp_path / "full").eval()
     out = model.generate(pixel_values_videos=torch.randn(1, 8, 3, 32, 32), num_samples=2, num_steps=2)
     assert torch.isfinite(out.trajectories).all()
+
+
+def test_compiled_encoder_layers_train_to_the_eager_runs_weights(device, environment, tmp_path, splits):
+    """``train.py --torch_compile`` (each encoder layer compiled) with the device's settings (frozen weights in bf16,
+    fused AdamW, pinned batches) saves float32 weights within bf16 rounding of the eager run's. The CPU dry run
+    traces with the aot_eager backend (no C++ code generation: minutes on a small CPU)."""
+    args = TINY + ["--data_dir", tmp_path / "data", "--use_lora", "--mixed_precision", "bf16", "--max_train_steps", 3]
+    backend = "inductor" if device.type == "cuda" else "aot_eager"
+    train(args + ["--output_dir", tmp_path / "eager"], environment)
+    train(args + ["--output_dir", tmp_path / "compiled", "--torch_compile", "--torch_compile_backend", backend],
+          environment)
+    eager, compiled = load_file(tmp_path / "eager" / "model.safetensors"), load_file(
+        tmp_path / "compiled" / "model.safetensors")
+    assert eager.keys() == compiled.keys()
+    for key, value in eager.items():
+        assert compiled[key].dtype == value.dtype == torch.float32, key
+        assert torch.allclose(compiled[key], value, atol=2e-3, rtol=0), key
 
 
 def test_feature_cache_built_on_the_device_equals_the_cpu(device, tmp_path, splits):

@@ -13,6 +13,7 @@ import pytest
 from transformers_gazeflow.metrics import EVALUATE_MODULES, evaluate_module_path
 from transformers_gazeflow.metrics import heatmaps as hm
 from transformers_gazeflow.metrics.dynamics import trajectory_dynamics
+from transformers_gazeflow.metrics.events import event_metrics, flatten_event_metrics
 from transformers_gazeflow.metrics.protocol import evaluate_frames
 
 from ..conftest import build_wheel, run_python
@@ -59,6 +60,23 @@ def test_gaze_dynamics_module_wraps_package_maths():
     want = trajectory_dynamics(trajs, gaze, valid, 64, 48)
     for k in want:
         assert got[k] == pytest.approx(want[k], rel=1e-9), k
+
+
+def test_gaze_events_module_wraps_package_maths():
+    import evaluate
+
+    rng = np.random.default_rng(2)
+    gaze = [np.clip(0.5 + np.cumsum(rng.normal(0, 0.03, (20, 2)), 0), 0, 1).astype(np.float32) for _ in range(2)]
+    trajs = [np.clip(g[None] + rng.normal(0, 0.02, (3, 20, 2)), 0, 1).astype(np.float32) for g in gaze]
+    codes = [np.where(rng.random(20) < 0.3, 2, 1).astype(np.int8) for _ in range(2)]
+    codes[1][5] = 3
+    metric = evaluate.load(evaluate_module_path("gaze_events"))
+    got = metric.compute(predictions=[t.tolist() for t in trajs], references=[g.tolist() for g in gaze],
+                         gaze_types=[c.tolist() for c in codes], fps=24, width=64, height=48)
+    want = flatten_event_metrics(event_metrics(trajs, gaze, codes, 24, 64, 48))
+    assert got.keys() == want.keys() and "human_fixations_per_clip" in got and "saccade_f1" in got
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-9, nan_ok=True), k
 
 
 def test_evaluate_frames_rejects_bad_input():

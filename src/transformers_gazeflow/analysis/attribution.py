@@ -18,7 +18,6 @@ any segmenter.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -177,9 +176,4 @@ def _group_name(group: int, names: Sequence[str] | None) -> str:
     return names[group] if names is not None and 0 <= group < len(names) else f"class {group}"
 
 
-def attribution_json(attribution: RegionAttribution, group_names: Sequence[str] | None = None) -> str:
-    return json.dumps(attribution.to_json(group_names), indent=2)
-
-
-__all__ = ["REGIONS", "RegionTokens", "tubelet_region_tokens", "region_attention_mass", "RegionAttribution",
-           "attribution_json"]
+__all__ = ["REGIONS", "RegionTokens", "tubelet_region_tokens", "region_attention_mass", "RegionAttribution"]

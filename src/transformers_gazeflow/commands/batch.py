@@ -26,6 +26,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..data.atomic_files import atomic_write
+
 OVERLAY_NAME, CSV_NAME, SUMMARY_NAME = "overlay.mp4", "gaze.csv", "summary.json"
 INDEX_NAME = "index.csv"
 INDEX_COLUMNS = ("video", "output_dir", "frames", "fps", "seconds", "status", "error")
@@ -201,12 +203,16 @@ def one_line(err: BaseException) -> str:
 
 
 def _write_csv_atomic(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
-    partial = path.with_name(f"partial.{os.getpid()}.{path.name}")  # one per process: parts may merge at once
-    with partial.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    partial.replace(path)
+    """Write ``rows`` as a CSV file whole (:func:`atomic_write`: each process its own temporary, as parts may merge
+    at once)."""
+
+    def write_rows(temporary: Path) -> None:
+        with temporary.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+
+    atomic_write(path, write_rows)
 
 
 class IndexPart:

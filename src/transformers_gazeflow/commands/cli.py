@@ -16,16 +16,16 @@ and exits with status 2 for a bad command line and 1 for a bad input (video, mod
 ``GAZEFLOW_DEBUG=1`` shows the traceback instead. Ctrl-C (SIGINT) exits with 130 and SIGTERM with 143, after
 removing the partial outputs of the video under way (finished videos are kept; ``--resume`` continues).
 
-Adding a command (``gazeflow app`` below is one)::
+Adding a command (``gazeflow app`` below is one, shortened)::
 
     def add_app_arguments(parser):                 # reuse add_model_arguments(parser), add_runtime_arguments(parser)
-        parser.add_argument("--port", type=int, default=7860)
+        parser.add_argument("--port", type=int, default=None)
 
     def run_app(args) -> int:                      # import heavy things here, not at the top of the module
-        from .app import launch
-        return launch(args)
+        from .web_demo import serve
+        return serve(port=args.port)
 
-    register_command(Command("app", "a web demo in the browser", add_app_arguments, run_app))
+    register_command(Command("app", "serve the web demo", add_app_arguments, run_app))
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .readout_arguments import add_calibrate_arguments, add_readout_arguments, readout_options
 
 SOLVERS = ("euler", "heun", "midpoint")
 WINDOW_MODES = ("coherent", "blend")
@@ -176,7 +177,14 @@ def _add_predict_arguments(parser: argparse.ArgumentParser) -> None:
                         help="share the videos among N processes (on CPU or one GPU each with --device cuda)")
     add_model_arguments(parser)
     add_overlay_arguments(parser)
+    add_readout_arguments(parser)
     add_runtime_arguments(parser)
+    group = parser.add_argument_group("speed")
+    group.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
+                       help="dtype of the weights (default auto: bfloat16 on CUDA, float32 on CPU)")
+    group.add_argument("--compile", action="store_true",
+                       help="torch.compile the velocity network (on CUDA each window's sampling steps are replayed "
+                            "as a CUDA graph either way, where that is faster)")
 
 
 def _add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -273,7 +281,7 @@ def _predict_options(args: argparse.Namespace, quiet: bool | None = None):
                           trail=args.trail, heatmap=not args.no_heatmap,
                           heatmap_sigma_px=value if kind == "px" else None,
                           heatmap_sigma_fraction=value if kind == "fraction" else None, overlay=not args.no_overlay,
-                          quiet=args.quiet if quiet is None else quiet)
+                          quiet=args.quiet if quiet is None else quiet, **readout_options(args))
 
 
 def _report(summary: dict[str, Any]) -> None:
@@ -311,7 +319,8 @@ def run_predict(args: argparse.Namespace) -> int:
         open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)  # a bad video: now
         from .predict import GazePredictor
 
-        summary = GazePredictor(args.model, device=device).predict(videos[0], output_dir, _predict_options(args))
+        predictor = GazePredictor(args.model, device=device, dtype=args.dtype, compile=args.compile)
+        summary = predictor.predict(videos[0], output_dir, _predict_options(args))
         _report(summary)
         return 0
     from .predict import run_batch
@@ -319,7 +328,8 @@ def run_predict(args: argparse.Namespace) -> int:
     jobs = shard.take([(order, video, folder) for order, (video, folder)
                        in enumerate(zip(videos, output_folders(videos, output_dir)))])
     rows, index = run_batch(jobs, output_dir, _predict_options(args, quiet=args.quiet or shard.world > 1),
-                            model=args.model, device=device, shard=shard, resume=args.resume)
+                            model=args.model, device=device, shard=shard, resume=args.resume, dtype=args.dtype,
+                            compile=args.compile)
     if worker:  # the process that started this one reports
         return EXIT_INPUT if any(row["status"] == "failed" for row in rows) else 0
     return _batch_status(rows, index, output_dir, shard.world)
@@ -408,6 +418,46 @@ register_command(Command(
     "demo", "run the bundled model on a generated clip with known gaze", _add_demo_arguments, run_demo_command,
     description="Render a synthetic egocentric clip with known gaze, predict on it, draw the true gaze beside the "
                 "prediction and score the point estimate against it."))
+
+
+# ------------------------------------------------------------------------------------------- calibrate
+def _add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
+    add_calibrate_arguments(parser)
+    add_model_arguments(parser)
+    add_runtime_arguments(parser)
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from ..hub.model_folders import resolve_model
+
+    check_arguments(args)
+    if not Path(args.video).is_file():
+        raise FileNotFoundError(f"video file not found: {args.video}")
+    if not Path(args.gaze).is_file():
+        raise FileNotFoundError(f"tracker gaze file not found: {args.gaze}")
+    resolve_model(args.model)
+    device = _prepare_runtime(args)
+    from .calibrate import calibrate_wearer
+    from .predict import PredictOptions
+
+    options = PredictOptions(num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver,
+                             window_mode=args.window_mode, seed=args.seed)
+    done = calibrate_wearer(args.video, args.gaze, args.output, model=args.model, device=device,
+                            seconds=args.seconds, start_frame=args.start_frame, correction=args.correction,
+                            options=options)
+    fit = done["calibration"]
+    scale = "" if fit.model == "offset" else f", scale ({fit.scale[0]:.3f}, {fit.scale[1]:.3f})"
+    print(f"gazeflow: {fit.model} from {done['frames']} frames ({done['seconds']:.1f} s) of {args.gaze}: offset "
+          f"({fit.offset[0]:+.4f}, {fit.offset[1]:+.4f}) of the frame{scale}; median error on them "
+          f"{done['error_before_px']:.1f} px -> {done['error_after_px']:.1f} px -> {args.output}")
+    return 0
+
+
+register_command(Command(
+    "calibrate", "fit a wearer's correction from a few seconds of eye-tracker gaze", _add_calibrate_arguments,
+    run_calibrate, description="Fit a per-wearer correction (offset, or offset and scale) of the model's gaze from "
+                               "the wearer's eye-tracker gaze on a video; apply it with 'gazeflow predict "
+                               "--calibration'."))
 
 
 # ------------------------------------------------------------------------------------------- app

@@ -7,9 +7,16 @@ output folder:
 * ``overlay.mp4``: the original frames at the original fps and size with the heatmap, the K samples, the point
   estimate and its trail (and the true gaze when known) drawn on them (:mod:`transformers_gazeflow.outputs.overlay`),
   encoded in a background thread;
-* ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.outputs.writers`);
-* ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, outputs and
-  timings.
+* ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.outputs.writers`),
+  with degrees, event labels and the uncertainty of each frame (:mod:`transformers_gazeflow.outputs.readouts`);
+* ``fixations.csv``, ``saccades.csv`` (the events of the point estimate and of each sample) and ``scanpaths.json``
+  (the fixations for pysaliency);
+* ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, the camera, the
+  event labeller, the region scale, the wearer calibration, outputs and timings.
+
+``PredictOptions.camera`` (``--fov`` / ``--intrinsics``; the metrics' 60 degree camera by default) turns pixels into
+degrees; ``PredictOptions.calibration`` (``--calibration``) corrects every sample with a wearer calibration fitted
+for this model (``gazeflow calibrate``), before anything is written.
 
 Outputs are written under ``partial.*`` names and renamed when complete, ``summary.json`` last: a folder with a
 ``summary.json`` holds a finished prediction (what ``--resume`` looks for). When a run fails or is interrupted
@@ -29,20 +36,24 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..data.gaze_types import OFF_FRAME, valid_mask
-from ..hub.model_folders import load_model, resolve_model
+from ..gaze.events import EventSettings
+from ..gaze.wearer import WearerCalibration
+from ..generation.windowed import StageClock
+from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
-from ..models.gazeflow.geometry import unit_to_pixels
+from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixels
 from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
-from ..outputs.writers import GazeCsvWriter, write_summary
-from ..pipelines.egocentric_gaze import GazeFlowPipeline, open_video_source
+from ..outputs.readouts import SCANPATHS_NAME, ReadoutFiles
+from ..outputs.writers import FIXATIONS_NAME, SACCADES_NAME, write_summary
+from ..pipelines.egocentric_gaze import GazeFlowPipeline, VideoSource, open_video_source
 from .batch import (
     CSV_NAME,
     OVERLAY_NAME,
@@ -87,6 +98,14 @@ class PredictOptions:
     quiet: bool = True
     even_size: bool = False
     """Pad an odd-sized overlay by one edge row/column to H.264 4:2:0, which browsers play (the web demo)."""
+    camera: FieldOfView | PinholeCamera | None = None
+    """The camera for degrees (None: the metrics' 60 degree horizontal field of view)."""
+    events: EventSettings | None = None
+    """How frames are labelled fixation or saccade (None: I-VT at 30 deg/s)."""
+    calibration: str | os.PathLike | WearerCalibration | None = None
+    """A wearer calibration (``calib.json`` or the object) applied to every sample."""
+    region: bool = False
+    """Outline the calibrated 90% uncertainty region on the overlay."""
 
 
 @dataclass
@@ -103,14 +122,24 @@ class GroundTruth:
         return valid_mask(codes) & (codes != OFF_FRAME)
 
 
+STAGES_MEASURED = (
+    "decode: the reading thread's time in PyAV (beside the model); wait_for_frames: the time the model's loop waited "
+    "for frames (decoding was the bottleneck for that long); preprocess, encode, sample: on CUDA the time between "
+    "CUDA events recorded around each stage on the stream without waiting (read once at the end), elsewhere the "
+    "stage's wall time; write: gaze.csv and handing frames to the overlay thread; stream: the whole stream's wall "
+    "time. Stages overlap, so they do not add up to predict_s")
+"""How ``summary.json``'s ``timings.stages_s`` are measured (written next to them)."""
+
 HEATMAP_BOX_SIGMAS = 3.5
 """The heatmap is rendered on the samples' box widened by this many sigma: beyond it no pixel reaches the 2% of
 the map's peak below which the overlay draws nothing (``outputs.overlay.HEATMAP_CUTOFF``)."""
 
 
 def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: np.ndarray, point: np.ndarray,
-                         sigma_px: float, heatmap: bool = True, truth: np.ndarray | None = None) -> np.ndarray:
-    """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates."""
+                         sigma_px: float, heatmap: bool = True, truth: np.ndarray | None = None,
+                         region_px: float | None = None) -> np.ndarray:
+    """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates;
+    ``region_px``: the radius of the uncertainty region to outline (None: none)."""
     from ..metrics.heatmaps import render_heatmaps  # the project's one trajectory -> map renderer
 
     height, width = frame.shape[:2]
@@ -126,7 +155,7 @@ def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: 
             inside = (samples_px - [x0, y0]) / [x1 - x0, y1 - y0]
             maps, origin = render_heatmaps(inside[:, None], x1 - x0, y1 - y0, sigma=sigma_px)[0].numpy(), (x0, y0)
     return renderer.render(frame, samples_px, unit_to_pixels(point, width, height), maps, truth_px,
-                           heatmap_origin=origin)
+                           heatmap_origin=origin, region_px=region_px)
 
 
 def describe_sigma(options: PredictOptions) -> str:
@@ -147,10 +176,12 @@ def _progress(total: int | None, quiet: bool, description: str):
 class GazePredictor:
     """A GazeFlow model loaded once for inference (``model``: a folder or Hub id; None: the bundled default)."""
 
-    def __init__(self, model: str | os.PathLike | None = None, device: str | None = None) -> None:
+    def __init__(self, model: str | os.PathLike | None = None, device: str | None = None, dtype: str = "auto",
+                 compile: bool = False, **pipeline_options: Any) -> None:
         started = time.perf_counter()
         self.location = resolve_model(model)
-        self.pipe = GazeFlowPipeline(model=load_model(self.location), device=device)
+        self.pipe = GazeFlowPipeline(model=load_model(self.location), device=device, dtype=dtype, compile=compile,
+                                     **pipeline_options)
         self.load_s = time.perf_counter() - started
 
     @classmethod
@@ -164,6 +195,27 @@ class GazePredictor:
     def config(self):
         return self.pipe.model.config
 
+    def wearer_calibration(self, options: PredictOptions) -> WearerCalibration | None:
+        """The options' wearer calibration, read and checked against this model (one-line errors)."""
+        calibration = options.calibration
+        if calibration is None:
+            return None
+        where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
+        if not isinstance(calibration, WearerCalibration):
+            calibration = WearerCalibration.read(calibration)
+        calibration.check_model(self.pipe.model_fingerprint, self.location, where=where)
+        return calibration
+
+    def _readout_files(self, source, settings: SamplingSettings, options: PredictOptions, paths: dict[str, Path],
+                       truth: GroundTruth | None) -> ReadoutFiles:
+        region = load_region_calibration(self.location)
+        return ReadoutFiles(paths["csv"], paths["csv"].parent, source.video_id, source.width, source.height,
+                            source.fps, settings.num_samples, (options.camera or FieldOfView()).for_frame(
+                                source.width, source.height), options.events,
+                            None if region is None else region["scale"], prefix="partial.",
+                            true_gaze=None if truth is None else truth.gaze,
+                            true_codes=None if truth is None else truth.codes)
+
     def settings(self, options: PredictOptions) -> SamplingSettings:
         """The run's sampling settings: the options' K, S, solver and window mode over the model's defaults,
         resolved once here and passed down."""
@@ -173,67 +225,37 @@ class GazePredictor:
     def predict(self, video: str | os.PathLike, output_dir: str | os.PathLike, options: PredictOptions,
                 truth: GroundTruth | None = None, on_chunk: ChunkCallback | None = None) -> dict[str, Any]:
         """Predict gaze on ``video`` and write overlay/CSV/summary into ``output_dir``; returns the summary.
-        ``on_chunk(chunk, frames_done, frames_total)`` is called after each chunk's rows are written (raise to stop)."""
+        ``on_chunk(chunk, frames_done, frames_total)`` is called after each chunk's rows are written (raise to
+        stop)."""
         source = open_video_source(video, start_frame=options.start_frame, end_frame=options.end_frame)
         settings = self.settings(options)
         sigma = heatmap_sigma_px(source.width, options.heatmap_sigma_px, options.heatmap_sigma_fraction)
+        calibration = self.wearer_calibration(options)  # a calibration of another model: before anything is written
         out_dir = Path(output_dir)
         created = make_output_dir(out_dir)
-        final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME}
-        partial = {key: path.with_name(f"partial.{path.name}") for key, path in final.items()}
-        renderer = OverlayRenderer(trail=options.trail)
-        scored = truth.scored() if truth is not None else None
-        frames_done, point_sum, finished = 0, np.zeros(2), False
+        final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME,
+                 "fixations": out_dir / FIXATIONS_NAME, "saccades": out_dir / SACCADES_NAME,
+                 "scanpaths": out_dir / SCANPATHS_NAME}
+        # the streamed files; summary.json is written whole by write_summary
+        partial = {key: path.with_name(f"partial.{path.name}") for key, path in final.items() if key != "summary"}
+        finished = False
+        streamed = StreamedTotals(clock=StageClock(self.pipe.device))
         started = time.perf_counter()
-        def draw(item: tuple) -> np.ndarray:  # runs in the writer's thread, in frame order
-            frame, samples, point, shown = item
-            return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown)
-
-        writer = (OverlayVideoWriter(partial["overlay"], fps=source.fps, render=draw, even_size=options.even_size)
-                  if options.overlay else None)
+        writer = _overlay_writer(partial["overlay"], source, options, sigma) if options.overlay else None
         try:
-            with GazeCsvWriter(partial["csv"], source.video_id, source.width, source.height, source.fps,
-                               true_gaze=None if truth is None else truth.gaze,
-                               true_codes=None if truth is None else truth.codes) as csv_writer, \
-                    _progress(source.expected_frames, options.quiet, source.video_id) as bar:
-                for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
-                                                     keep_frames=writer is not None):
-                    first = source.start_frame + chunk.start
-                    csv_writer.write(first, chunk.trajectories)
-                    points = chunk.points
-                    point_sum = point_sum + points.sum(axis=0)
-                    frames_done += chunk.num_frames
-                    bar.update(chunk.num_frames)
-                    if writer is not None:
-                        for i, frame in enumerate(chunk.frames):
-                            index = first + i
-                            shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
-                                     else None)
-                            writer.write((frame, chunk.trajectories[:, i], points[i], shown))
-                    if on_chunk is not None:
-                        on_chunk(chunk, frames_done, source.expected_frames or frames_done)
+            self._stream(source, settings, options, partial, writer, truth, calibration, on_chunk, streamed)
             outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
             if writer is not None:
                 writer.close()
                 outputs["overlay"] = str(final["overlay"])
-            predicted = time.perf_counter()
-            partial["csv"].replace(final["csv"])
+            predict_s = time.perf_counter() - started
+            for name in ("csv", *streamed.readouts.pop("files")):
+                partial[name].replace(final[name])
+                outputs[name] = str(final[name])
             if writer is not None:
                 partial["overlay"].replace(final["overlay"])
-            summary = {
-                "video": source.name, "video_id": source.video_id, "model": self.location,
-                **settings.to_dict(), "seed": options.seed, "device": str(self.pipe.device),
-                "fps": source.fps, "width": source.width, "height": source.height,
-                "start_frame": source.start_frame, "frames": frames_done,
-                "point_estimate": "per-frame mean of the K samples",
-                "mean_point_norm": (point_sum / max(frames_done, 1)).tolist(),
-                "heatmap": bool(options.overlay and options.heatmap), "heatmap_sigma_px": round(sigma, 3),
-                "heatmap_sigma": describe_sigma(options),
-                "outputs": outputs,
-                "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predicted - started, 3),
-                            "ms_per_frame": round(1000.0 * (predicted - started) / max(frames_done, 1), 2)},
-            }
-            write_summary(final["summary"], summary)
+            summary = self.summary(source, settings, options, sigma, streamed, calibration, outputs, predict_s)
+            write_summary(final["summary"], summary)  # last: a folder with a summary.json holds a finished prediction
             finished = True
             return summary
         finally:
@@ -243,6 +265,103 @@ class GazePredictor:
                 path.unlink(missing_ok=True)
             if not finished:
                 remove_if_empty(created)
+
+    def _stream(self, source: VideoSource, settings: SamplingSettings, options: PredictOptions,
+                partial: dict[str, Path], writer: OverlayVideoWriter | None, truth: GroundTruth | None,
+                calibration: WearerCalibration | None, on_chunk: ChunkCallback | None,
+                totals: StreamedTotals) -> None:
+        """Stream the video through the model chunk by chunk (corrected by the wearer ``calibration``): its rows and
+        readouts into the ``partial`` files, its frames (with the true gaze where it is scored and the 90% region)
+        to the overlay ``writer``, then ``on_chunk``; adding up ``totals``."""
+        scored = truth.scored() if truth is not None else None
+        with self._readout_files(source, settings, options, partial, truth) as csv_writer, \
+                _progress(source.expected_frames, options.quiet, source.video_id) as bar:
+            for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
+                                                 keep_frames=writer is not None, clock=totals.clock):
+                writing = time.perf_counter()
+                chunk = corrected_chunk(chunk, calibration)
+                first = source.start_frame + chunk.start
+                region90 = csv_writer.write(first, chunk.trajectories).region(0.9)
+                points = chunk.points
+                totals.point_sum = totals.point_sum + points.sum(axis=0)
+                totals.frames += chunk.num_frames
+                bar.update(chunk.num_frames)
+                if writer is not None:
+                    for offset, frame in enumerate(chunk.frames):
+                        index = first + offset
+                        shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
+                                 else None)
+                        writer.write((frame, chunk.trajectories[:, offset], points[offset], shown, region90[offset]))
+                totals.write_s += time.perf_counter() - writing
+                if on_chunk is not None:
+                    on_chunk(chunk, totals.frames, source.expected_frames or totals.frames)
+            totals.readouts = csv_writer.close()
+
+    def summary(self, source: VideoSource, settings: SamplingSettings, options: PredictOptions, sigma: float,
+                streamed: StreamedTotals, calibration: WearerCalibration | None, outputs: dict[str, str],
+                predict_s: float) -> dict[str, Any]:
+        """``summary.json`` of one prediction: video, model, sampling settings, frames, the mean point estimate,
+        the heatmap, the readouts (:func:`readout_summary`), the output files and the timings (with each stage's,
+        :data:`STAGES_MEASURED`)."""
+        frames = max(streamed.frames, 1)
+        return {
+            "video": source.name, "video_id": source.video_id, "model": self.location,
+            **settings.to_dict(), "seed": options.seed, "device": str(self.pipe.device),
+            "dtype": str(self.pipe.inference_dtype).removeprefix("torch."),
+            "fps": source.fps, "width": source.width, "height": source.height,
+            "start_frame": source.start_frame, "frames": streamed.frames,
+            "point_estimate": "per-frame mean of the K samples",
+            "mean_point_norm": (streamed.point_sum / frames).tolist(),
+            "heatmap": bool(options.overlay and options.heatmap), "heatmap_sigma_px": round(sigma, 3),
+            "heatmap_sigma": describe_sigma(options),
+            **readout_summary(streamed.readouts, options, calibration), "outputs": outputs,
+            "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predict_s, 3),
+                        "ms_per_frame": round(1000.0 * predict_s / frames, 2),
+                        "stages_s": {**streamed.clock.totals(), "write": round(streamed.write_s, 4)},
+                        "stages_measured": STAGES_MEASURED},
+        }
+
+
+@dataclass
+class StreamedTotals:
+    """What a prediction measures while it streams: the frames done, the sum of their point estimates, what the
+    readout files report when closed, the stages' clock and the time spent writing."""
+
+    clock: StageClock
+    frames: int = 0
+    point_sum: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    readouts: dict[str, Any] = field(default_factory=dict)
+    write_s: float = 0.0
+
+
+def _overlay_writer(path: Path, source: VideoSource, options: PredictOptions, sigma: float) -> OverlayVideoWriter:
+    """The overlay video's writer: it draws each frame in its own thread, in frame order."""
+    renderer = OverlayRenderer(trail=options.trail)
+
+    def draw(item: tuple) -> np.ndarray:
+        frame, samples, point, shown, region = item
+        return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown,
+                                    region_px=region if options.region else None)
+
+    return OverlayVideoWriter(path, fps=source.fps, render=draw, even_size=options.even_size)
+
+
+def corrected_chunk(chunk: GazeChunk, calibration: WearerCalibration | None) -> GazeChunk:
+    """The chunk with every sample corrected by a wearer calibration (and the point estimate their new mean)."""
+    if calibration is None:
+        return chunk
+    corrected = calibration.apply(chunk.trajectories)
+    return replace(chunk, trajectories=corrected, points=corrected.mean(axis=0))
+
+
+def readout_summary(readouts: dict[str, Any], options: PredictOptions,
+                    calibration: WearerCalibration | None) -> dict[str, Any]:
+    """What ``summary.json`` says of the readouts: the camera (and whether it was given), the event labeller, the
+    region scale, event counts, the mean 90% spread, and the wearer calibration applied."""
+    applied = None if calibration is None else {
+        "file": None if isinstance(options.calibration, WearerCalibration) else str(options.calibration),
+        "correction": calibration.model, "offset": list(calibration.offset), "scale": list(calibration.scale)}
+    return {**readouts, "camera_given": options.camera is not None, "wearer_calibration": applied}
 
 
 def _index_row(video: Path, folder: Path, status: str, summary: dict | None = None, seconds: float | None = None,
@@ -265,7 +384,8 @@ def is_video_error(err: BaseException) -> bool:
 
 def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: PredictOptions,
               model: str | os.PathLike | None = None, device: str | None = None, shard: Shard | None = None,
-              resume: bool = False, say=print) -> tuple[list[dict[str, Any]], Path | None]:
+              resume: bool = False, say=print, dtype: str = "auto",
+              compile: bool = False) -> tuple[list[dict[str, Any]], Path | None]:
     """Predict each ``(order, video, folder)`` of this process's share; a video that fails is recorded and the run
     goes on. With ``resume``, a video whose folder already holds its finished prediction is skipped. The model is
     loaded once, and only when some video needs it (a model that cannot be loaded stops the run before anything is
@@ -273,7 +393,8 @@ def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: Pre
     (:class:`~transformers_gazeflow.commands.batch.IndexPart`)."""
     shard = shard if shard is not None else Shard()
     done = {order: finished_summary(folder, video) if resume else None for order, video, folder in jobs}
-    predictor = GazePredictor(model, device=device) if any(summary is None for summary in done.values()) else None
+    needed = any(summary is None for summary in done.values())
+    predictor = GazePredictor(model, device=device, dtype=dtype, compile=compile) if needed else None
     make_output_dir(output_dir)
     part = IndexPart(output_dir, shard)
     tag = f"[rank {shard.rank}] " if shard.world > 1 else ""
@@ -299,10 +420,10 @@ def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: Pre
 
 
 def predict_video(video: str | os.PathLike, output_dir: str | os.PathLike, model: str | None = None,
-                  device: str | None = None, **options: Any) -> dict[str, Any]:
+                  device: str | None = None, dtype: str = "auto", **options: Any) -> dict[str, Any]:
     """Load a model and predict one video into ``output_dir`` (``options``: the fields of :class:`PredictOptions`).
     Returns the summary."""
-    return GazePredictor(model, device=device).predict(video, output_dir, PredictOptions(**options))
+    return GazePredictor(model, device=device, dtype=dtype).predict(video, output_dir, PredictOptions(**options))
 
 
 __all__ = ["OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "PredictOptions", "GroundTruth", "GazePredictor", "RunCancelled",

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
+from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from .web_demo_jobs import (
     MAX_SAMPLES,
     DemoInputError,
@@ -221,6 +222,7 @@ class GazeFlowDemo:
     # ------------------------------------------------------------------ the page
     def _build(self, gr, config) -> gradio.Blocks:
         demo = self
+        defaults = SamplingSettings.resolve(config)  # the controls start at the model's sampling defaults
 
         def predict(video, model, num_samples, num_steps, solver, window_mode, seed, start_frame, end_frame, heatmap,
                     request=None, progress=gr.Progress()):  # noqa: B008 (Gradio's own idiom)
@@ -247,14 +249,14 @@ class GazeFlowDemo:
                         model = gr.Textbox(label="Model folder or Hub id (empty: the bundled model)",
                                            value=self.model or "", elem_id="gazeflow-model")
                         with gr.Row():
-                            num_samples = gr.Slider(1, MAX_SAMPLES, value=config.num_samples, step=1,
+                            num_samples = gr.Slider(1, MAX_SAMPLES, value=defaults.num_samples, step=1,
                                                     label="K (sampled trajectories)", elem_id="gazeflow-k")
-                            num_steps = gr.Slider(1, MAX_STEPS_IN_PAGE, value=config.num_steps, step=1,
+                            num_steps = gr.Slider(1, MAX_STEPS_IN_PAGE, value=defaults.num_steps, step=1,
                                                   label="S (ODE steps)", elem_id="gazeflow-s")
                         with gr.Row():
-                            solver = gr.Dropdown(list(SOLVERS), value=config.solver, label="Solver")
+                            solver = gr.Dropdown(list(SOLVERS), value=defaults.solver, label="Solver")
                             window_mode = gr.Dropdown(list(WINDOW_MODES),
-                                                      value=getattr(config, "window_mode", "coherent"),
+                                                      value=defaults.window_mode,
                                                       label="Window mode", elem_id="gazeflow-window-mode",
                                                       info="coherent: a frame depends only on its windows")
                             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")

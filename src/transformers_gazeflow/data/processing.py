@@ -24,6 +24,11 @@ IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 PREPROCESSOR_CONFIG_NAME = "preprocessor_config.json"
 _RESAMPLE_MODES = ("bilinear", "bicubic")
+HOST_CHUNK_BYTES = 8 * 2**20
+"""On the CPU, frames are converted to float and resized at most this many bytes of floats at a time (fewer than
+``chunk_frames`` frames when they are large): a block this size is reused from the heap, where a larger one is
+mapped fresh, page by page, for every chunk (which cost more than the resize itself at 640x480). Each frame is
+processed on its own either way: the output does not depend on the chunking."""
 
 
 class GazeFlowVideoProcessor:
@@ -93,16 +98,33 @@ class GazeFlowVideoProcessor:
         """Resize and normalise one video: uint8 ``[T, H, W, 3]`` -> float32 ``[T, 3, size, size]``."""
         frames = self._as_video_tensor(video, "video")
         device = frames.device  # a tensor on an accelerator is processed there
-        mean = torch.tensor(self.image_mean, dtype=torch.float32, device=device).view(1, 3, 1, 1)
-        std = torch.tensor(self.image_std, dtype=torch.float32, device=device).view(1, 3, 1, 1)
+        mean, std = self._normalisation(device)
         out = torch.empty((frames.shape[0], 3, self.size, self.size), dtype=torch.float32, device=device)
-        for start in range(0, frames.shape[0], self.chunk_frames):
-            chunk = frames[start:start + self.chunk_frames].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
+        step = self.host_chunk_frames(frames.shape[1:]) if device.type == "cpu" else self.chunk_frames
+        for start in range(0, frames.shape[0], step):
+            chunk = frames[start:start + step].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
             if chunk.shape[-2:] != (self.size, self.size):
                 chunk = F.interpolate(chunk, size=(self.size, self.size), mode=self.resample, align_corners=False,
                                       antialias=self.antialias)
             out[start:start + chunk.shape[0]] = (chunk - mean) / std
         return out
+
+    def _normalisation(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mean and std ``[1, 3, 1, 1]`` on ``device``, made once per device: ``torch.tensor(..., device=cuda)``
+        is a copy from the host that waits for the device, which a stream processing frames on every batch must
+        not do."""
+        key = (str(device), tuple(self.image_mean), tuple(self.image_std))
+        cached = self.__dict__.setdefault("_normalisation_cache", {})
+        if key not in cached:
+            cached[key] = tuple(torch.tensor(values, dtype=torch.float32).view(1, 3, 1, 1).to(device)
+                                for values in (self.image_mean, self.image_std))
+        return cached[key]
+
+    def host_chunk_frames(self, frame_shape: tuple[int, ...]) -> int:
+        """Frames of ``frame_shape`` (``[H, W, 3]``) converted and resized at once on the CPU: ``chunk_frames``, fewer
+        when their floats would pass :data:`HOST_CHUNK_BYTES`."""
+        values = int(np.prod(frame_shape[:2])) * 3
+        return max(1, min(self.chunk_frames, HOST_CHUNK_BYTES // (4 * values)))
 
     def __call__(self, videos: Any) -> dict[str, torch.Tensor]:
         """Process a batch of videos into ``{"pixel_values_videos": [B, T, 3, size, size]}``.

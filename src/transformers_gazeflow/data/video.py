@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -183,6 +186,102 @@ def _count_from_start(container, stream, start: int, stop: int | None) -> Iterat
         yield frame.to_ndarray(format="rgb24")
 
 
+class BackgroundFrames:
+    """Read a frame iterator (:func:`iter_frames`, any iterable of frames) in a background thread, up to
+    ``capacity`` frames ahead of the consumer, handed over ``chunk`` frames at a time: decoding then runs beside the
+    model instead of in series with it (PyAV releases the GIL while FFmpeg decodes, with FFmpeg's own threads).
+
+    Iterating yields the frames in order (or, with ``transform``, the items ``transform(chunk)`` returns for each
+    chunk of frames, computed in the thread too); an error raised while reading is raised again in the consumer,
+    with its traceback. Stopping early (``close()``, or the consuming generator being closed) stops the thread,
+    which closes the source (and so its file) itself. ``read_s``: seconds the thread spent reading frames;
+    ``wait_s``: seconds the consumer waited for them (both read after the iteration).
+    """
+
+    _END = object()
+
+    def __init__(self, frames: Iterable, capacity: int = 64, chunk: int = 8,
+                 transform: Callable[[list], list] | None = None) -> None:
+        if capacity < 1 or chunk < 1:
+            raise ValueError(f"capacity and chunk must be >= 1, got {capacity} and {chunk}")
+        self._frames = frames
+        self._chunk = chunk
+        self._transform = transform
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, capacity // chunk))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="gazeflow-decode", daemon=True)
+        self.read_s = 0.0
+        self.wait_s = 0.0
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _deliver(self, chunk: list) -> bool:
+        return self._put(self._transform(chunk) if self._transform is not None else chunk)
+
+    def _read(self) -> None:
+        iterator = iter(self._frames)
+        chunk: list = []
+        try:
+            while not self._stop.is_set():
+                started = time.perf_counter()
+                frame = next(iterator, self._END)
+                self.read_s += time.perf_counter() - started
+                if frame is self._END:
+                    break
+                chunk.append(frame)
+                if len(chunk) == self._chunk:
+                    full, chunk = chunk, []
+                    if not self._deliver(full):
+                        return
+            if chunk:
+                full, chunk = chunk, []
+                self._deliver(full)
+            self._put(self._END)
+        except BaseException as err:  # handed to the consumer after the frames read before it, raised there
+            failure = err
+            try:
+                delivered = not chunk or self._deliver(chunk)
+            except BaseException as earlier:  # the transform failed on one of those frames: that error first
+                delivered, failure = True, earlier
+            if delivered:
+                self._put(failure)
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
+
+    def __iter__(self) -> Iterator:
+        self._thread.start()
+        try:
+            while True:
+                started = time.perf_counter()
+                item = self._queue.get()
+                self.wait_s += time.perf_counter() - started
+                if item is self._END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield from item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the thread and wait for it (it closes the source)."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                self._thread.join(timeout=0.05)
+
+
 def decode_frames(path: str | os.PathLike, start: int = 0, num_frames: int | None = None,
                   allow_short: bool = False) -> np.ndarray:
     """Decode ``num_frames`` frames from ``start`` into one array ``[n, H, W, 3]`` uint8.
@@ -243,4 +342,5 @@ def write_video(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: floa
     return path
 
 
-__all__ = ["VideoInfo", "VideoDecodeError", "probe_video", "iter_frames", "decode_frames", "write_video"]
+__all__ = ["VideoInfo", "VideoDecodeError", "probe_video", "iter_frames", "BackgroundFrames", "decode_frames",
+           "write_video"]

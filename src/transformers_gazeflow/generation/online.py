@@ -1,44 +1,46 @@
 """Online gaze prediction with the causal GazeFlow (paper Appendix F.4): :class:`GazeFlowStreamer`.
 
 Online, not windowed: the windowed engine (``generation_gazeflow``, ``generation.windowed``) samples whole windows
-and hands frames out once no later window can change them; this streamer emits each frame's gaze as soon as the
-frame is seen.
+and hands frames out once no later window can change them; this streamer emits each frame's gaze as soon as the frame
+is seen (a camera loop, a file decoded frame by frame, an XR headset at 90 Hz). The causal model
+(``GazeFlowConfig(causal=True)``, ``modeling_gazeflow_causal``) makes this exact: its output at frame t reads frames
+<= t only, so per frame the streamer computes only what frame t adds, with bounded work:
 
-Frames arrive one at a time (a camera loop, a file decoded frame by frame); the gaze of frame t is emitted as soon
-as frame t has been seen. The causal model (``GazeFlowConfig(causal=True)``, ``modeling_gazeflow_causal``) makes
-this exact: its output at frame t reads frames <= t only, so the streamer computes, per frame, only what frame t
-adds, and its outputs equal the causal model run on the same prefix with the same noise (tested).
+* **encoder**: one V-JEPA 2 call on frame t's causal window (``causal_encoder_frames`` frames ending at t);
+* **condition**: c_v(t), the causal task bank's entry over the last W frame summaries (W = ``num_frames``) and every
+  block's visual/task keys and values, once per frame for all K samples and S steps;
+* **sampler**: S ODE steps (``solver``: 1 or 2 network calls each) on the newest frame's K gaze tokens; the past
+  frames' self-attention keys/values at each (network call, block) are kept for the last W frames.
 
-Per-frame work is bounded (it does not grow with the stream):
+The per-frame work is :class:`~.streaming_step.GazeFlowStreamerStep`, a function of (frame, noise, state) whose
+state (:class:`~.streaming_step.StreamerState`) is fixed-size ring buffers with a slot mask, positions as tensors
+and nothing read back to the host: the same shapes from frame 0 on, so it compiles to one graph and is captured as a
+CUDA graph (``compile=``, :mod:`.streaming_runners`), with weights cast once to ``dtype`` (e.g. ``torch.bfloat16`` on
+a GPU; autocast is not needed). Memory is fixed: ``streamer.state.nbytes()``.
 
-* **encoder**: one V-JEPA 2 call on frame t's causal window (``causal_encoder_frames`` frames ending at t); the
-  resulting tokens, c_v(t) and its keys/values are frame t's alone and are never recomputed;
-* **task bank**: the running bank over the frame summaries of the last W frames (W = ``num_frames``), i.e. M
-  queries attending to at most W summaries;
-* **sampler**: S ODE steps (``solver``: 1 or 2 network calls each) on the newest frame's K gaze tokens only. The
-  velocity network is causal over frames, so the past frames' per-block self-attention keys/values at each network
-  call of the sampler are cached (one cache per call index and block) and the new frame attends to at most W of
-  them (older ones drop out). Memory: (S x calls) x L x 2 x B K W d floats.
+**Guarantees** (tests): within the first W frames the outputs equal the causal model run on the prefix
+(``model.generate``) with the same noise; past W frames the context slides: frame t attends to frames t - W + 1 .. t,
+which with RoPE (offsets only) is the model on the last W frames with the same gaze history, and a learned position
+table gives the newest frame its last row. RoPE angles are computed in float64 and reduced mod 2 pi, so a stream of
+10^7 frames is as precise as its first frame (``modeling_gazeflow_streaming``).
 
-Within the first W frames the streamer reproduces the causal model on the prefix exactly. Past W frames it attends
-to the last W frames (a sliding context, the streaming analogue of the model's W-frame windows): with RoPE the
-attention depends on frame offsets only, so this equals the model run on the last W frames with the same gaze
-history; with a learned position table the newest frame takes the last row (index W - 1).
+**Tolerances**: in float32 the static step equals the previous, growing-cache streamer and ``model.generate`` on a
+prefix to about 1e-6 in unit coordinates (tested at 1e-5; fused products and folded biases only round differently);
+``compile="default"`` equals eager to float rounding (tested); bf16 (``dtype=torch.bfloat16``) follows bf16's 8-bit
+mantissa, about 1e-2 (``tests/gpu``).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
 
-from ..models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
-from ..models.gazeflow.modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
-from ..models.gazeflow.modeling_gazeflow_layers import GazeFlowKeyValueCache
-from ..models.gazeflow.scheduling_gazeflow import draw_noise, scheduler_for
+from ..models.gazeflow.scheduling_gazeflow import draw_noise
+from .streaming_runners import StepRunner, check_compile_mode, make_step_runner
+from .streaming_step import GazeFlowStreamerStep, StreamerState
 
 
 @dataclass
@@ -57,7 +59,7 @@ class GazeFlowStreamOutput:
 
 
 class GazeFlowStreamer:
-    """Causal, frame-by-frame GazeFlow inference with cached encoder tokens and per-block keys/values.
+    """Causal, frame-by-frame GazeFlow inference on a static step (ring buffers, one graph per frame).
 
     Example:
 
@@ -79,30 +81,40 @@ class GazeFlowStreamer:
         generator: draws each frame's noise ``[B, K, 1, 2]`` (a seed makes the stream reproducible).
         processor: optional ``GazeFlowVideoProcessor``; then :meth:`push` also takes raw uint8 frames
             ``[H, W, 3]`` (or ``[B, H, W, 3]``) and processes them.
+        compile: how the step runs (:data:`~.streaming_runners.COMPILE_MODES`): None (eager, the default and the
+            CPU path), a ``torch.compile`` mode (``"reduce-overhead"``: compiled and replayed as a CUDA graph on a
+            GPU; ``"default"``) or ``"cuda-graph"`` (the eager step captured with ``torch.cuda.CUDAGraph``). The
+            compilation or capture happens at the first frame of a batch size.
+        dtype: the dtype the step's weights are cast to once and it computes in (default: the model's), e.g.
+            ``torch.bfloat16`` on a GPU. The model itself is not changed.
     """
 
     def __init__(self, model: GazeFlowModel, num_samples: int | None = None, num_steps: int | None = None,
-                 solver: str | None = None, generator: torch.Generator | None = None, processor=None):
-        config = model.config
-        if not config.causal:
+                 solver: str | None = None, generator: torch.Generator | None = None, processor=None,
+                 compile: str | None = None, dtype: torch.dtype | None = None):
+        if not model.config.causal:
             raise ValueError("GazeFlowStreamer needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
                              "F.4): the bidirectional model's output at frame t depends on later frames")
+        check_compile_mode(compile, next(model.parameters()).device)
         self.model = model
-        settings = SamplingSettings.resolve(config, num_samples, num_steps, solver)
-        self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
-        self.scheduler = scheduler_for(config, self.num_steps, self.solver)
+        self.step = GazeFlowStreamerStep(model, num_samples, num_steps, solver, dtype=dtype)
+        self.num_samples, self.num_steps, self.solver = self.step.num_samples, self.step.num_steps, self.step.solver
+        self.scheduler = self.step.scheduler
+        self.compile = compile
         self.generator = generator
         self.processor = processor
-        self.context = config.num_frames  # W: frames of attention context kept
+        self.context = model.config.num_frames  # W: frames of attention context kept
+        self.state: StreamerState | None = None
+        self.runner: StepRunner | None = None
         self.reset()
 
     def reset(self) -> None:
-        """Forget the stream (start a new video)."""
+        """Forget the stream (start a new video). The buffers are zeroed in place, so a compiled or captured step
+        is reused; a new batch size makes new buffers (and a new compilation or capture)."""
         self.frame_index = 0
-        self.recent_frames: deque[torch.Tensor] = deque(maxlen=self.model.config.causal_encoder_frames)
-        self.frame_summaries: deque[torch.Tensor] = deque(maxlen=self.context)
-        self.caches: list[list[GazeFlowKeyValueCache]] = []  # [network call of the sampler][block]
         self.batch_size: int | None = None
+        if self.state is not None:
+            self.state.zero_()
 
     # ------------------------------------------------------------------ per-frame steps
     def _as_frames(self, frame: torch.Tensor) -> torch.Tensor:
@@ -124,28 +136,14 @@ class GazeFlowStreamer:
             raise ValueError(f"push: the stream has batch size {self.batch_size}, got a frame of {frame.shape[0]}")
         return frame
 
-    def _frame_condition(self, frame: torch.Tensor):
-        """Encoder tokens of frame t from its causal window, then the model's condition encoder: c_v(t) and, over the
-        frame summaries of the last W frames, the causal task bank's newest entry c_task(t); then their keys/values
-        (``model.condition_from_tokens``)."""
-        model, config = self.model, self.model.config
-        self.recent_frames.append(frame)
-        tokens = encode_frame_causal(model.video_encoder, torch.stack(tuple(self.recent_frames), dim=1),
-                                     config.causal_encoder_frames, config.tokens_per_frame)
-        condition_encoder = model.condition_encoder
-        # c_v(t) [B, 1, N, d]; the one-frame bank is unused
-        visual = condition_encoder(tokens.unsqueeze(1)).visual_tokens
-        task = None
-        if condition_encoder.task_bank is not None:
-            self.frame_summaries.append(visual.mean(dim=2))  # V_bar_t, the task bank's frame summary
-            task = causal_task_tokens(condition_encoder.task_bank, torch.cat(tuple(self.frame_summaries), dim=1),
-                                      last_only=True)
-        return model.condition_from_tokens(visual, task, num_frames=1, frames_per_group=1)
-
-    def _position(self) -> int:
-        if self.model.config.position_encoding == "learned":
-            return min(self.frame_index, self.context - 1)
-        return self.frame_index
+    def _runner_for(self, batch: int) -> StepRunner:
+        """The runner on this stream's state, made (buffers, compilation or capture) for a new batch size."""
+        if self.state is None or self.state.batch_size != batch:
+            self.state = self.step.new_state(batch)
+            size, channels = self.model.config.image_size, self.model.config.encoder_config.in_chans
+            self.runner = make_step_runner(self.step, self.state, self.compile, (batch, channels, size, size),
+                                           (batch, self.num_samples, 1, 2))
+        return self.runner
 
     @torch.no_grad()
     def push(self, frame: torch.Tensor, noise: torch.Tensor | None = None) -> GazeFlowStreamOutput:
@@ -153,34 +151,16 @@ class GazeFlowStreamer:
 
         ``noise`` ``[B, K, 1, 2]`` (model coordinates) replaces the generator's draw for this frame.
         """
-        device = next(self.model.parameters()).device
+        device = self.step.device
         frame = self._as_frames(frame).to(device)
         batch = frame.shape[0]
         shape = (batch, self.num_samples, 1, 2)
         if noise is not None and tuple(noise.shape) != shape:  # checked before the stream's state changes
             raise ValueError(f"push: `noise` must have shape {shape} (batch, K, 1 frame, 2), got {tuple(noise.shape)}")
-        condition = self._frame_condition(frame)
+        runner = self._runner_for(batch)
         if noise is None:
             noise = draw_noise(shape, self.generator, device)
-        position = self._position()
-        network = self.model.velocity_network
-        if network.frame_position is not None:  # checked on the Python int: the network never reads the device
-            network.frame_position.check_last_position(position)
-        positions = torch.full((1,), position, device=device)  # no blocking host->device copy per frame
-        call = 0
-
-        def velocity_fn(sample: torch.Tensor, flow_time: float, self_condition: torch.Tensor) -> torch.Tensor:
-            nonlocal call
-            if call == len(self.caches):
-                self.caches.append([GazeFlowKeyValueCache(self.context) for _ in network.blocks])
-            times = torch.full((batch, self.num_samples), float(flow_time), device=device)
-            velocity = network(sample, times, self_condition, condition, positions=positions,
-                               caches=self.caches[call])
-            call += 1
-            return velocity
-
-        sample = self.scheduler.sample(velocity_fn, noise.to(device=device, dtype=torch.float32))
-        trajectories, mean = to_unit_predictions(sample[:, :, 0])
+        trajectories, mean = runner(frame, noise.to(device=device, dtype=torch.float32))
         output = GazeFlowStreamOutput(self.frame_index, trajectories, mean)
         self.batch_size = batch
         self.frame_index += 1
@@ -194,8 +174,8 @@ class GazeFlowStreamer:
 
     @property
     def cached_frames(self) -> int:
-        """Frames whose keys/values are cached (at most W)."""
-        return self.caches[0][0].length if self.caches else 0
+        """Frames whose keys/values are in the ring buffers (at most W)."""
+        return min(self.frame_index, self.context)
 
 
 __all__ = ["GazeFlowStreamer", "GazeFlowStreamOutput"]

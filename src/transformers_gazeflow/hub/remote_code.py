@@ -4,13 +4,16 @@ Transformers' remote code reads ``auto_map`` (and ``custom_pipelines`` for a pip
 imports the named modules from the folder itself; a module's relative imports (``from .windows import ...``) are
 copied along, but only from the same folder (no subpackages). :func:`add_remote_code` therefore copies, flat:
 
-* the model folder ``models/gazeflow/`` as it is: its modules import only each other (and torch, transformers,
-  peft, numpy), as a transformers model folder does, so their text is copied unchanged;
+* the model folder ``models/gazeflow/``, as it is: the modules ``AutoConfig`` and ``AutoModel`` load (the
+  configuration, the model and every module of the folder they import; not the streamer's step, which the model
+  never imports). They import only each other (and torch, transformers, peft, numpy), as a transformers model
+  folder does, so their text is copied unchanged;
 * what the ``egocentric-gaze`` pipeline needs beyond the model: the pipeline, the windowed engine fed from raw
-  frames, the inference fast path, video decoding, the processor, the heatmap renderer and the model-folder
-  checks, whose relative imports are rewritten to the flat names (``from ..data.video import`` ->
-  ``from .video import``; nothing else changes). Every relative import of the copied files is checked to resolve
-  inside the folder.
+  frames, the inference fast path, video decoding, the processor, the heatmap renderer, the model-folder checks
+  and the readouts (uncertainty, events, a wearer's correction, gaze-type codes, the atomic file write), whose
+  relative imports are rewritten to the flat names (``from ..data.video import`` -> ``from .video import``; nothing
+  else changes).
+  Every relative import of the copied files is checked to resolve inside the folder.
 
 Write such a folder with ``transformers_gazeflow.save_model_folder(model, folder, remote_code=True)`` (the one
 writer of model folders, :mod:`transformers_gazeflow.hub.model_folders`), then:
@@ -34,6 +37,9 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 MODEL_FOLDER = "models/gazeflow"
 
+_RELATIVE_IMPORT_LINE = re.compile(r"^(\s*from\s+)(\.+)([\w.]*)(\s+import\b)", flags=re.MULTILINE)
+_RELATIVE_IMPORT = re.compile(r"^\s*from\s+\.(\S*)\s+import\b", flags=re.MULTILINE)
+
 PIPELINE_FILES: dict[str, str] = {
     # name in the model folder: source file in the package
     "pipeline_gazeflow.py": "pipelines/egocentric_gaze.py",
@@ -44,16 +50,34 @@ PIPELINE_FILES: dict[str, str] = {
     "video.py": "data/video.py",
     "processing.py": "data/processing.py",
     "heatmaps.py": "metrics/heatmaps.py",
+    "gaze_uncertainty.py": "gaze/uncertainty.py",  # the readouts the pipeline attaches when asked
+    "gaze_events.py": "gaze/events.py",
+    "gaze_wearer.py": "gaze/wearer.py",
+    "gaze_types.py": "data/gaze_types.py",
+    "atomic_files.py": "data/atomic_files.py",  # how the wearer's and the region calibration files are written
 }
 
 
+MODEL_ENTRY_POINTS = ("configuration_gazeflow.py", "modeling_gazeflow.py")
+"""What ``auto_map`` names; the model folder's modules they import (directly or not) are copied with them."""
+
+
 def model_folder_files() -> dict[str, str]:
-    """The model folder's modules, each under its own name."""
+    """The model folder's modules that ``AutoConfig`` and ``AutoModel`` load, each under its own name: the entry
+    points and every module of the folder they import, found in their text as transformers' remote code finds them
+    (the streamer's modules, which the model never imports, stay out: a folder re-saved from remote code, which
+    holds only what was loaded, is then complete too)."""
     folder = PACKAGE_DIR / MODEL_FOLDER
     if not folder.is_dir():  # running from a flat remote-code folder itself: the files are beside this one
         return {}
-    return {path.name: f"{MODEL_FOLDER}/{path.name}" for path in sorted(folder.glob("*.py"))
-            if path.name != "__init__.py"}
+    found, pending = set(), list(MODEL_ENTRY_POINTS)
+    while pending:
+        name = pending.pop()
+        if name in found or not (folder / name).is_file():
+            continue
+        found.add(name)
+        pending += [f"{module}.py" for module in _RELATIVE_IMPORT.findall((folder / name).read_text(encoding="utf-8"))]
+    return {name: f"{MODEL_FOLDER}/{name}" for name in sorted(found)}
 
 
 REMOTE_CODE_FILES: dict[str, str] = {**model_folder_files(), **PIPELINE_FILES}
@@ -63,8 +87,6 @@ CUSTOM_PIPELINES = {
     "egocentric-gaze": {"impl": "pipeline_gazeflow.GazeFlowPipeline", "pt": ["AutoModel"], "tf": [], "type": "video"},
 }
 
-_RELATIVE_IMPORT_LINE = re.compile(r"^(\s*from\s+)(\.+)([\w.]*)(\s+import\b)", flags=re.MULTILINE)
-_RELATIVE_IMPORT = re.compile(r"^\s*from\s+\.(\S*)\s+import\b", flags=re.MULTILINE)
 
 
 def flatten_imports(source: str, source_file: str) -> str:

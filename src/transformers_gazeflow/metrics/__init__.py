@@ -1,9 +1,10 @@
 """Metrics and the evaluation protocol of GazeFlow (paper Section 4.1 and Appendix E.3; spec evaluation.md).
 
 Layers: ``heatmaps`` (the one renderer of maps) -> ``jitter`` (MIT's AUC jitter in expectation), ``saliency`` and
-``dynamics`` (the maths) -> ``scoring`` (the evaluator's fast path) -> ``protocol`` (the evaluator) -> ``significance``
-(Wilcoxon), ``baselines`` (the priors), ``tables`` (markdown); the ``evaluate`` modules under ``evaluate_modules/``
-wrap them (:func:`evaluate_module_path`). Nothing here imports the model.
+``dynamics`` (the maths), ``events`` (fixations and saccades against recorded labels) -> ``scoring`` (the
+evaluator's fast path) -> ``protocol`` (the evaluator) -> ``significance`` (Wilcoxon), ``baselines`` (the priors),
+``tables`` (markdown); the ``evaluate`` modules under ``evaluate_modules/`` wrap them (:func:`evaluate_module_path`).
+Nothing here imports the model.
 """
 
 from .baselines import CenterBias, RandomWalk
@@ -18,6 +19,7 @@ from .dynamics import (
     trajectory_dynamics,
     wasserstein1,
 )
+from .events import event_metrics, flatten_event_metrics
 from .heatmaps import (
     DEFAULT_SIGMA_PX,
     binary_gt_masks,
@@ -54,6 +56,8 @@ __all__ = [
     "motionless_reference",
     "human_halves_reference",
     "trajectory_dynamics",
+    "event_metrics",
+    "flatten_event_metrics",
     "main_table_markdown",
     "dynamics_table_markdown",
     "DEFAULT_SIGMA_PX",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-EVALUATE_MODULES = ("gaze_saliency", "gaze_dynamics")
+EVALUATE_MODULES = ("gaze_saliency", "gaze_dynamics", "gaze_events")
 """The evaluate modules this package ships."""
 
 

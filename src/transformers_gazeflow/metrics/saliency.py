@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from ..models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, PinholeCamera, ray_angle_deg
 from .heatmaps import GLC_BINARY_LEVEL, GLC_GRID, GLC_PRED_EPS
 from .jitter import MIT_JITTER, JitterNoise, above_probability, check_noise, expected_auc_judd
 
@@ -36,8 +37,9 @@ GLC_THRESHOLDS = np.linspace(0.0, 0.02, 11)
 GLC_AUC_SIGMA = 3.2
 """Sigma (cells) of GLC's AUC blur of the one-hot centre of mass."""
 
-DEFAULT_FOV_DEG = 60.0
-"""Horizontal field of view of the AAE pinhole camera (Huang et al. ECCV 2018; spec evaluation.md)."""
+DEFAULT_FOV_DEG = DEFAULT_HORIZONTAL_FOV_DEG
+"""Horizontal field of view of the AAE pinhole camera (Huang et al. ECCV 2018): the package's one default camera,
+``geometry.DEFAULT_HORIZONTAL_FOV_DEG``."""
 
 
 def _maps(x, name: str) -> torch.Tensor:
@@ -98,12 +100,16 @@ def auc_judd(
     at the i-th highest, the hit rate is ``i / N`` and the false-positive rate ``(#{S >= t} - i) / (HW - N)``;
     (0, 0) and (1, 1) are added and the curve is integrated by trapezoids.
 
-    MIT first adds ``jitter * U(0, 1)`` noise to every pixel (``noise="uniform"``; pysaliency: ``jitter * N(0, 1)``,
-    ``noise="normal"``), at the map's own scale, so every value within about ``jitter`` of another is ranked at
-    random. ``ties`` says how that is handled:
+    MIT first adds ``jitter * U(0, 1)`` noise to every pixel (``noise="uniform"``, the default; pysaliency adds
+    ``jitter * N(0, 1)``, ``noise="normal"``), at the map's own scale, so every value within about ``jitter`` of
+    another is ranked at random. ``ties`` says how that is handled:
 
     * ``"expected"`` (default): the exact expectation of AUC-Judd over that noise (:mod:`.jitter`): deterministic,
-      and what MIT's and pysaliency's jittered scores average to. ``jitter=0`` is the limit of a vanishing jitter.
+      and what MIT's jittered scores average to. It agrees with pysaliency's ``AUC_Judd(jitter=True)`` only with
+      ``noise="normal"``: the two noises rank values within a few ``jitter`` of the fixated one differently, and the
+      default differs from pysaliency's average by up to about 0.13 on a frame (half the largest gap between the
+      two noises' rank probabilities, for values about 0.75 ``jitter`` from the fixated one). ``jitter=0`` is the
+      limit of a vanishing jitter.
     * ``"jitter"``: one draw of the noise (seeded by ``generator``), as MIT does.
     * ``"half"``: bit-exact ties counted above with probability 1/2, everything else in order (needs N = 1). This
       was the default before and equals ``"expected"`` with ``jitter=0``; it differs from MIT wherever values lie
@@ -317,8 +323,10 @@ def predicted_point(saliency) -> torch.Tensor:
 def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFAULT_FOV_DEG) -> torch.Tensor:
     """Angular error in degrees between two image points under a pinhole camera (AAE; Huang et al. ECCV 2018).
 
-    Rays ``(x - W/2, y - H/2, f)`` with ``f = (W / 2) / tan(fov / 2)`` (60 degree horizontal field of view, same
-    focal vertically); angle ``atan2(|r1 x r2|, r1 . r2)``. Points ``[..., 2]`` in continuous native pixels.
+    The camera is ``geometry.PinholeCamera.from_fov(width, height, fov_deg)``: focal ``f = (W / 2) / tan(fov / 2)``
+    (60 degree horizontal field of view), the same focal vertically, principal point at the frame centre; the angle
+    between the rays is ``geometry.ray_angle_deg`` (``atan2(|r1 x r2|, r1 . r2)``). Points ``[..., 2]`` in continuous
+    native pixels.
     """
     p = torch.as_tensor(np.asarray(pred_px) if not isinstance(pred_px, torch.Tensor) else pred_px).to(torch.float64)
     g = torch.as_tensor(np.asarray(gt_px) if not isinstance(gt_px, torch.Tensor) else gt_px).to(torch.float64)
@@ -326,16 +334,7 @@ def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFA
         raise ValueError(f"pred_px and gt_px must both have shape [..., 2], got {tuple(p.shape)} and {tuple(g.shape)}")
     if not 0 < fov_deg < 180:
         raise ValueError(f"fov_deg must be in (0, 180), got {fov_deg}")
-    focal = (width / 2) / math.tan(math.radians(fov_deg) / 2)
-    return _ray_angle(p[..., 0] - width / 2, p[..., 1] - height / 2,
-                      g[..., 0] - width / 2, g[..., 1] - height / 2, focal)
-
-
-def _ray_angle(ax, ay, bx, by, focal: float) -> torch.Tensor:
-    r1 = torch.stack((ax, ay, torch.full_like(ax, focal)), -1)
-    r2 = torch.stack((bx, by, torch.full_like(bx, focal)), -1)
-    cross = torch.linalg.vector_norm(torch.linalg.cross(r1, r2), dim=-1)
-    return torch.rad2deg(torch.atan2(cross, (r1 * r2).sum(-1)))
+    return PinholeCamera.from_fov(width, height, fov_deg).angle_between_deg(p, g)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -412,7 +411,7 @@ def glc_aae(pred_maps, gaze_crop, grid: int = GLC_GRID) -> torch.Tensor:
     focal = half / math.tan(math.pi / 6)
     gt_r = torch.from_numpy(g[:, 1] * grid)
     gt_c = torch.from_numpy(g[:, 0] * grid)
-    return _ray_angle(com[:, 0] - half, com[:, 1] - half, gt_r - half, gt_c - half, focal)
+    return ray_angle_deg(com[:, 0] - half, com[:, 1] - half, gt_r - half, gt_c - half, focal)
 
 
 __all__ = [

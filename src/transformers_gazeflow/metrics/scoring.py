@@ -21,6 +21,8 @@ functions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -50,18 +52,19 @@ def _span(profile: torch.Tensor, level: float) -> tuple[int, int]:
 
 def _count_above(values: torch.Tensor, thresholds: torch.Tensor) -> torch.Tensor:
     """``#{v > t}`` for each threshold (exact): bucket = ``#{t < v}``, then a reversed cumulative count."""
-    nt = thresholds.numel()
     buckets = torch.bucketize(values, thresholds, right=False)
-    hist = torch.bincount(buckets, minlength=nt + 1).double()
-    return hist.flip(0).cumsum(0).flip(0)[1:]
+    histogram = torch.bincount(buckets, minlength=thresholds.numel() + 1).double()
+    return histogram.flip(0).cumsum(0).flip(0)[1:]
 
 
-def _gather_blocks(p: torch.Tensor, b: int, fi: torch.Tensor, bi: torch.Tensor, bj: torch.Tensor) -> torch.Tensor:
-    """Pixels of blocks ``(frame fi, block row bi, block col bj)`` of ``p [F, H, W]`` as ``[n, b * b]`` (one take)."""
-    h, w = p.shape[-2:]
-    base = fi * (h * w) + bi * (b * w) + bj * b
-    offsets = (torch.arange(b).unsqueeze(-1) * w + torch.arange(b)).reshape(-1)
-    return torch.take(p, base.unsqueeze(-1) + offsets)
+def _gather_blocks(maps: torch.Tensor, size: int, frame: torch.Tensor, block_row: torch.Tensor,
+                   block_column: torch.Tensor) -> torch.Tensor:
+    """Pixels of the blocks ``(frame, block_row, block_column)`` of ``maps [F, H, W]`` as ``[n, size * size]`` (one
+    take)."""
+    height, width = maps.shape[-2:]
+    first_pixel = frame * (height * width) + block_row * (size * width) + block_column * size
+    offsets = (torch.arange(size).unsqueeze(-1) * width + torch.arange(size)).reshape(-1)
+    return torch.take(maps, first_pixel.unsqueeze(-1) + offsets)
 
 
 class NativeFrameScorer:
@@ -86,158 +89,252 @@ class NativeFrameScorer:
             self._work = (torch.empty(size, dtype=dtype), torch.empty(size, dtype=dtype))
         return self._work
 
-    def _kl_sim(self, p: torch.Tensor, gx: torch.Tensor, gy: torch.Tensor, z: float, gmin: float, s1: float,
-                lo: float, varies: bool) -> tuple[float, float]:
+    def _kl_sim(self, saliency_map: torch.Tensor, x_profile: torch.Tensor, y_profile: torch.Tensor,
+                normaliser: float, truth_minimum: float, total: float, map_min: float,
+                varies: bool) -> tuple[float, float]:
         """KL and SIM of one frame, summed over the window where the ground truth is not negligible, in place, in
         the map's dtype (the sums are then taken in float64)."""
-        n = p.numel()
-        y0, y1 = _span(gy, WINDOW_LEVEL)
-        x0, x1 = _span(gx, WINDOW_LEVEL)
-        hh, ww = y1 - y0, x1 - x0
-        b1, b2 = self._buffers(hh * ww, p.dtype)
-        g = b1[: hh * ww].view(hh, ww)
-        q = b2[: hh * ww].view(hh, ww)
-        torch.mul(gy[y0:y1, None].to(p.dtype), (gx[x0:x1] / z).to(p.dtype)[None, :], out=g)  # the sum-1 ground truth
-        pw = p[y0:y1, x0:x1]
-        # KL: sum g * log(eps + g / (p / s1 + eps))
-        torch.mul(pw, 1.0 / s1 if s1 > 0 else 0.0, out=q).add_(sal.MIT_EPS)  # MIT: an all-zero map stays zero
-        torch.div(g, q, out=q).add_(sal.MIT_EPS).log_()
-        kl = float(torch.dot(g.view(-1), q.view(-1)))  # float32 sums use cascade summation: ~1e-7 relative
+        pixel_count = saliency_map.numel()
+        top, bottom = _span(y_profile, WINDOW_LEVEL)
+        left, right = _span(x_profile, WINDOW_LEVEL)
+        window_height, window_width = bottom - top, right - left
+        first_buffer, second_buffer = self._buffers(window_height * window_width, saliency_map.dtype)
+        truth = first_buffer[: window_height * window_width].view(window_height, window_width)
+        work = second_buffer[: window_height * window_width].view(window_height, window_width)
+        torch.mul(y_profile[top:bottom, None].to(saliency_map.dtype),
+                  (x_profile[left:right] / normaliser).to(saliency_map.dtype)[None, :], out=truth)  # sum-1 truth
+        window = saliency_map[top:bottom, left:right]
+        # KL: sum g * log(eps + g / (p / sum(p) + eps))
+        torch.mul(window, 1.0 / total if total > 0 else 0.0, out=work).add_(sal.MIT_EPS)  # MIT: all-zero stays zero
+        torch.div(truth, work, out=work).add_(sal.MIT_EPS).log_()
+        kl = float(torch.dot(truth.view(-1), work.view(-1)))  # float32 sums use cascade summation: ~1e-7 relative
         # SIM: sum min(minmax(p) / sum, minmax(g) / sum); both sums are known in closed form
         if varies:
-            torch.sub(pw, lo, out=q).mul_(1.0 / (s1 - n * lo))
+            torch.sub(window, map_min, out=work).mul_(1.0 / (total - pixel_count * map_min))
         else:
-            q.fill_(1.0 / n)
-        g.sub_(gmin).mul_(1.0 / (1.0 - n * gmin))
-        torch.minimum(g, q, out=q)
-        return kl, float(q.sum())
+            work.fill_(1.0 / pixel_count)
+        truth.sub_(truth_minimum).mul_(1.0 / (1.0 - pixel_count * truth_minimum))
+        torch.minimum(truth, work, out=work)
+        return kl, float(work.sum())
 
     def score(self, maps: torch.Tensor, gaze: np.ndarray, width: int, height: int) -> dict[str, torch.Tensor]:
         """Scores of ``maps [F, height, width]`` (finite, non-negative; checked by the caller) against the unit
         gaze points ``gaze [F, 2]``: per-frame ``auc``, ``nss``, ``cc``, ``kl``, ``sim``, ``aae`` ``[F]`` and the
         counts ``tp``, ``predicted`` ``[F, thresholds]`` and ``positives`` ``[F]`` (float64)."""
-        f, h, w = maps.shape
-        if (h, w) != (height, width):
-            raise ValueError(f"maps must be {height}x{width} (native), got {h}x{w}")
-        dt = maps.dtype
-        n = h * w
-        p = maps.contiguous()
-        gz = torch.from_numpy(np.asarray(gaze, dtype=np.float64))
-        gpx = unit_to_pixels(gz, width, height)
-        gx = hm.gaussian_profiles(gpx[:, 0], w, self.sigma_px)  # [F, W] float64, peak 1
-        gy = hm.gaussian_profiles(gpx[:, 1], h, self.sigma_px)  # [F, H]
-        z = gx.sum(-1) * gy.sum(-1)
-
-        # ---- sums: rows, columns, squares, and sum(P G) by one matrix-vector product
-        rows = p.sum(-1).double()  # [F, H]
-        cols = p.sum(-2).double()  # [F, W]
-        s1 = rows.sum(-1)
-        s2 = torch.linalg.vector_norm(p.reshape(f, -1), dim=-1).double() ** 2
-        pgx = torch.stack([torch.mv(p[k], gx[k].to(dt)) for k in range(f)])  # [F, H] (faster than one bmm)
-        spg = (pgx.double() * gy).sum(-1) / z
-        sg2 = (gx * gx).sum(-1) * (gy * gy).sum(-1) / (z * z)
-
-        fix = hm.fixation_pixels(gz, width, height)  # [F, 2] (x, y)
-        frames = torch.arange(f)
-        s_fix = p[frames, fix[:, 1], fix[:, 0]]  # [F] in the map's dtype
-
-        xs = torch.arange(w, dtype=torch.float64) + 0.5
-        ys = torch.arange(h, dtype=torch.float64) + 0.5
-        mass = torch.where(s1 > 0, s1, torch.ones_like(s1))
-        com = torch.stack(((cols * xs).sum(-1) / mass, (rows * ys).sum(-1) / mass), -1)
-        com[s1 <= 0] = torch.tensor([width / 2, height / 2], dtype=com.dtype)  # saliency.predicted_point's rule
-        aae = sal.angular_error(com, gpx, width, height, self.fov_deg)
-
-        # ---- block extremes, then exact counts for AUC and for F1's predicted positives
-        b = _block_size(h, w)
-        # rows first (a contiguous elementwise reduction), then the small remainder
-        bmax = p.view(f, h // b, b, w).amax(2).view(f, h // b, w // b, b).amax(-1)  # [F, hb, wb]
-        bmin = p.view(f, h // b, b, w).amin(2).view(f, h // b, w // b, b).amin(-1)
-        lo = bmin.amin(dim=(1, 2))
-        hi = bmax.amax(dim=(1, 2))
-        area = float(b * b)
-
-        mean = s1 / n
-        var_p = torch.where(hi > lo, (s2 - s1 * s1 / n).clamp_min(0.0), 0.0)  # a constant map has no variance
-        std1 = torch.sqrt(var_p / (n - 1))
-        nss = torch.where(std1 > 0, (s_fix.double() - mean) / torch.where(std1 > 0, std1, 1.0), 0.0)  # constant: 0
-        var_g = (sg2 - 1.0 / n).clamp_min(0.0)
-        den = torch.sqrt(var_p * var_g)
-        cc = torch.where(den > 0, (spg - s1 / n) / torch.where(den > 0, den, 1.0), torch.zeros_like(den))
-
-        # AUC-Judd: the expectation of MIT's jitter (jitter.py) of 1e-7 of the map's peak (the scale MIT's maps, images
-        # in [0, 1], come at). Blocks entirely more than the jitter above (below) the fixated value count 1 (0) per
-        # pixel, flat blocks count their one probability per pixel, the rest are computed pixel by pixel.
-        sf = s_fix.double().view(f, 1, 1)
-        band = (jit.MIT_JITTER * hi.double()).view(f, 1, 1)
-        bmin64, bmax64 = bmin.double(), bmax.double()
-        flat_blocks = bmin == bmax
-        whole_above = bmin64 > sf + band
-        whole_below = bmax64 < sf - band
-        exceed = whole_above.sum(dim=(1, 2)).double() * area
-        fi, bi, bj = torch.nonzero(flat_blocks & ~whole_above & ~whole_below, as_tuple=True)
-        if fi.numel():
-            probs = jit.above_probability(bmin64[fi, bi, bj] - sf.view(f)[fi], band.view(f)[fi]) * area
-            exceed += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, probs)
-        fi, bi, bj = torch.nonzero(~(whole_above | whole_below | flat_blocks), as_tuple=True)
-        if fi.numel():
-            vals = _gather_blocks(p, b, fi, bi, bj).double()  # [n, b*b]
-            probs = jit.above_probability(vals - sf.view(f, 1)[fi], band.view(f, 1)[fi]).sum(-1)
-            exceed += torch.zeros(f, dtype=torch.float64).index_add_(0, fi, probs)
-        auc = 1.0 - 0.5 * (exceed - 0.5) / (n - 1)  # the fixated pixel ties with itself: 1/2
-
-        # min-max normalisation exactly as saliency.minmax_normalize does it, applied to block extremes
-        span = torch.where(hi > lo, hi - lo, torch.ones_like(hi))  # a constant map normalises to 0
-        lo3, den3 = lo.view(f, 1, 1), span.view(f, 1, 1)
-        nmin = (bmin - lo3) / den3
-        nmax = (bmax - lo3) / den3
-        th = torch.as_tensor(self.thresholds).to(dt)  # thresholds compared in the map's dtype, as GLC does
-        nt = th.numel()
-        # a block lies entirely above t_j for j < #{t < nmin} and entirely at or below it for j >= #{t < nmax};
-        # in between it straddles t_j and its pixels are compared one by one
-        first = torch.bucketize(nmin.reshape(f, -1), th, right=False)  # [F, blocks]
-        last = torch.bucketize(nmax.reshape(f, -1), th, right=False)
-        whole = torch.bincount((first + (torch.arange(f) * (nt + 1)).unsqueeze(-1)).view(-1), minlength=f * (nt + 1))
-        predicted = whole.view(f, nt + 1).flip(-1).cumsum(-1).flip(-1)[:, 1:].double() * area  # [F, nt]
-        fi, blk = torch.nonzero(last > first, as_tuple=True)  # blocks straddling at least one threshold
-        if fi.numel():
-            bi, bj = blk // (w // b), blk % (w // b)
-            vals = _gather_blocks(p, b, fi, bi, bj)
-            vn = (vals - lo3.view(f, 1)[fi]) / den3.view(f, 1)[fi]
-            # per block, #{pixels > t_j} for every j from one bucketize: bucket = #{t < v}, counted per block
-            buckets = torch.bucketize(vn, th, right=False) + (torch.arange(fi.numel()) * (nt + 1)).unsqueeze(-1)
-            hist = torch.bincount(buckets.view(-1), minlength=fi.numel() * (nt + 1)).view(-1, nt + 1)
-            j = torch.arange(nt)
-            straddled = (j >= first[fi, blk].unsqueeze(-1)) & (j < last[fi, blk].unsqueeze(-1))  # [n, nt]
-            hits = hist.flip(-1).cumsum(-1).flip(-1)[:, 1:] * straddled
-            predicted += torch.zeros(f, nt, dtype=torch.float64).index_add_(0, fi, hits.double())
-
-        # ---- true positives inside the binary disc's bounding box (heatmaps.binary_gt_masks' rule)
-        tp = torch.zeros(f, nt, dtype=torch.float64)
-        positives = torch.zeros(f, dtype=torch.float64)
-        kl = torch.zeros(f, dtype=torch.float64)
-        simv = torch.zeros(f, dtype=torch.float64)
-        gmin = gx.amin(-1) * gy.amin(-1) / z  # minimum of the sum-1 ground-truth map
-        for k in range(f):
-            y0, y1 = _span(gy[k], hm.GLC_BINARY_LEVEL)
-            x0, x1 = _span(gx[k], hm.GLC_BINARY_LEVEL)
-            mask = (gy[k, y0:y1, None] * gx[k, None, x0:x1]) > hm.GLC_BINARY_LEVEL
-            box = (p[k, y0:y1, x0:x1] - lo[k]) / span[k]
-            tp[k] = _count_above(box[mask], th)
-            positives[k] = mask.sum()
-            kl[k], simv[k] = self._kl_sim(p[k], gx[k], gy[k], float(z[k]), float(gmin[k]), float(s1[k]),
-                                          float(lo[k]), bool(hi[k] > lo[k]))
+        if tuple(maps.shape[1:]) != (height, width):
+            raise ValueError(f"maps must be {height}x{width} (native), got {maps.shape[1]}x{maps.shape[2]}")
+        maps = maps.contiguous()
+        truth = _GroundTruth.of(gaze, width, height, self.sigma_px)
+        sums = _MapSums.of(maps, truth)
+        extremes = _BlockExtremes.of(maps)
+        frame_indices = torch.arange(maps.shape[0])
+        fixated_values = maps[frame_indices, truth.fixation[:, 1], truth.fixation[:, 0]]  # [F] in the map's dtype
+        nss, cc = _nss_and_cc(sums, fixated_values, extremes, height * width)
+        thresholds = torch.as_tensor(self.thresholds).to(maps.dtype)  # compared in the map's dtype, as GLC does
+        true_positives, positives, kl, sim = self._disc_counts_and_divergences(maps, truth, sums, extremes,
+                                                                               thresholds)
         return {
-            "auc": auc,
+            "auc": _expected_auc_judd(maps, fixated_values, extremes),
             "nss": nss,
             "cc": cc,
             "kl": kl,
-            "sim": simv,
-            "aae": aae,
-            "tp": tp,
-            "predicted": predicted,
+            "sim": sim,
+            "aae": self._centre_of_mass_error(sums, truth, width, height),
+            "tp": true_positives,
+            "predicted": _predicted_positive_counts(maps, extremes, thresholds),
             "positives": positives,
         }
+
+    def _centre_of_mass_error(self, sums: _MapSums, truth: _GroundTruth, width: int, height: int) -> torch.Tensor:
+        """AAE ``[F]`` of each map's centre of mass (a map of zero mass points at the frame's centre, as
+        ``saliency.predicted_point`` does)."""
+        pixel_centres_x = torch.arange(width, dtype=torch.float64) + 0.5
+        pixel_centres_y = torch.arange(height, dtype=torch.float64) + 0.5
+        mass = torch.where(sums.total > 0, sums.total, torch.ones_like(sums.total))
+        centre = torch.stack(((sums.columns * pixel_centres_x).sum(-1) / mass,
+                              (sums.rows * pixel_centres_y).sum(-1) / mass), -1)
+        centre[sums.total <= 0] = torch.tensor([width / 2, height / 2], dtype=centre.dtype)
+        return sal.angular_error(centre, truth.gaze_pixels, width, height, self.fov_deg)
+
+    def _disc_counts_and_divergences(self, maps: torch.Tensor, truth: _GroundTruth, sums: _MapSums,
+                                     extremes: _BlockExtremes, thresholds: torch.Tensor
+                                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Frame by frame: the true positives ``[F, thresholds]`` inside the binary disc (counted in its bounding
+        box, ``heatmaps.binary_gt_masks``' rule), the disc's pixel count ``[F]``, KL and SIM ``[F]``."""
+        frames = maps.shape[0]
+        true_positives = torch.zeros(frames, thresholds.numel(), dtype=torch.float64)
+        positives = torch.zeros(frames, dtype=torch.float64)
+        kl = torch.zeros(frames, dtype=torch.float64)
+        sim = torch.zeros(frames, dtype=torch.float64)
+        truth_minimum = truth.x_profile.amin(-1) * truth.y_profile.amin(-1) / truth.normaliser  # of the sum-1 map
+        for frame in range(frames):
+            x_profile, y_profile = truth.x_profile[frame], truth.y_profile[frame]
+            top, bottom = _span(y_profile, hm.GLC_BINARY_LEVEL)
+            left, right = _span(x_profile, hm.GLC_BINARY_LEVEL)
+            disc = (y_profile[top:bottom, None] * x_profile[None, left:right]) > hm.GLC_BINARY_LEVEL
+            normalised_box = (maps[frame, top:bottom, left:right] - extremes.map_min[frame]) / extremes.span[frame]
+            true_positives[frame] = _count_above(normalised_box[disc], thresholds)
+            positives[frame] = disc.sum()
+            kl[frame], sim[frame] = self._kl_sim(
+                maps[frame], x_profile, y_profile, float(truth.normaliser[frame]), float(truth_minimum[frame]),
+                float(sums.total[frame]), float(extremes.map_min[frame]),
+                bool(extremes.map_max[frame] > extremes.map_min[frame]))
+        return true_positives, positives, kl, sim
+
+
+@dataclass(frozen=True)
+class _GroundTruth:
+    """The separable ground truth of each frame: the map is ``y_profile x_profile^T / normaliser`` (sum 1), from
+    peak-1 Gaussian profiles ``x_profile [F, W]`` and ``y_profile [F, H]`` (float64) around ``gaze_pixels [F, 2]``;
+    ``fixation [F, 2]`` is the fixated pixel (x, y)."""
+
+    gaze_pixels: torch.Tensor
+    x_profile: torch.Tensor
+    y_profile: torch.Tensor
+    normaliser: torch.Tensor
+    fixation: torch.Tensor
+
+    @classmethod
+    def of(cls, gaze: np.ndarray, width: int, height: int, sigma_px: float) -> _GroundTruth:
+        unit_gaze = torch.from_numpy(np.asarray(gaze, dtype=np.float64))
+        gaze_pixels = unit_to_pixels(unit_gaze, width, height)
+        x_profile = hm.gaussian_profiles(gaze_pixels[:, 0], width, sigma_px)
+        y_profile = hm.gaussian_profiles(gaze_pixels[:, 1], height, sigma_px)
+        return cls(gaze_pixels, x_profile, y_profile, x_profile.sum(-1) * y_profile.sum(-1),
+                   hm.fixation_pixels(unit_gaze, width, height))
+
+
+@dataclass(frozen=True)
+class _MapSums:
+    """Per frame (float64): the map's row sums ``[F, H]``, column sums ``[F, W]``, total, sum of squares, sum of the
+    map times the sum-1 ground truth, and the ground truth's sum of squares ``[F]``."""
+
+    rows: torch.Tensor
+    columns: torch.Tensor
+    total: torch.Tensor
+    squares: torch.Tensor
+    times_truth: torch.Tensor
+    truth_squares: torch.Tensor
+
+    @classmethod
+    def of(cls, maps: torch.Tensor, truth: _GroundTruth) -> _MapSums:
+        """Rows, columns and squares in a few passes; sum(P G) by one matrix-vector product per frame (the ground
+        truth is separable)."""
+        frames = maps.shape[0]
+        rows = maps.sum(-1).double()
+        squares = torch.linalg.vector_norm(maps.reshape(frames, -1), dim=-1).double() ** 2
+        map_times_x_profile = torch.stack([torch.mv(maps[frame], truth.x_profile[frame].to(maps.dtype))
+                                           for frame in range(frames)])  # [F, H] (faster than one bmm)
+        normaliser = truth.normaliser
+        return cls(rows=rows, columns=maps.sum(-2).double(), total=rows.sum(-1), squares=squares,
+                   times_truth=(map_times_x_profile.double() * truth.y_profile).sum(-1) / normaliser,
+                   truth_squares=(truth.x_profile * truth.x_profile).sum(-1)
+                   * (truth.y_profile * truth.y_profile).sum(-1) / (normaliser * normaliser))
+
+
+@dataclass(frozen=True)
+class _BlockExtremes:
+    """Each map's minimum and maximum over blocks of ``size x size`` pixels (``[F, H / size, W / size]``), and over
+    the whole map ``[F]``; ``span`` is ``map_max - map_min``, 1 for a constant map (which normalises to 0)."""
+
+    size: int
+    block_min: torch.Tensor
+    block_max: torch.Tensor
+    map_min: torch.Tensor
+    map_max: torch.Tensor
+    span: torch.Tensor
+
+    @classmethod
+    def of(cls, maps: torch.Tensor) -> _BlockExtremes:
+        frames, height, width = maps.shape
+        size = _block_size(height, width)
+        # rows first (a contiguous elementwise reduction), then the small remainder
+        row_blocks = maps.view(frames, height // size, size, width)
+        block_max = row_blocks.amax(2).view(frames, height // size, width // size, size).amax(-1)
+        block_min = row_blocks.amin(2).view(frames, height // size, width // size, size).amin(-1)
+        map_min, map_max = block_min.amin(dim=(1, 2)), block_max.amax(dim=(1, 2))
+        span = torch.where(map_max > map_min, map_max - map_min, torch.ones_like(map_max))
+        return cls(size, block_min, block_max, map_min, map_max, span)
+
+    @property
+    def block_area(self) -> float:
+        return float(self.size * self.size)
+
+
+def _nss_and_cc(sums: _MapSums, fixated_values: torch.Tensor, extremes: _BlockExtremes,
+                pixel_count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """NSS (ddof 1; 0 for a constant map) and CC ``[F]`` from the sums alone."""
+    mean = sums.total / pixel_count
+    map_variance = torch.where(extremes.map_max > extremes.map_min,
+                               (sums.squares - sums.total * sums.total / pixel_count).clamp_min(0.0),
+                               0.0)  # a constant map has no variance
+    std = torch.sqrt(map_variance / (pixel_count - 1))
+    nss = torch.where(std > 0, (fixated_values.double() - mean) / torch.where(std > 0, std, 1.0), 0.0)
+    truth_variance = (sums.truth_squares - 1.0 / pixel_count).clamp_min(0.0)
+    denominator = torch.sqrt(map_variance * truth_variance)
+    cc = torch.where(denominator > 0,
+                     (sums.times_truth - sums.total / pixel_count) / torch.where(denominator > 0, denominator, 1.0),
+                     torch.zeros_like(denominator))
+    return nss, cc
+
+
+def _expected_auc_judd(maps: torch.Tensor, fixated_values: torch.Tensor, extremes: _BlockExtremes) -> torch.Tensor:
+    """AUC-Judd ``[F]``: the expectation of MIT's jitter (``jitter.py``) of 1e-7 of the map's peak (the scale MIT's
+    maps, images in [0, 1], come at). Blocks entirely more than the jitter above (below) the fixated value count 1
+    (0) per pixel, flat blocks count their one probability per pixel, the rest are computed pixel by pixel."""
+    frames, height, width = maps.shape
+    fixated = fixated_values.double().view(frames, 1, 1)
+    band = (jit.MIT_JITTER * extremes.map_max.double()).view(frames, 1, 1)
+    block_min, block_max = extremes.block_min.double(), extremes.block_max.double()
+    flat_blocks = extremes.block_min == extremes.block_max
+    whole_above = block_min > fixated + band
+    whole_below = block_max < fixated - band
+    expected_above = whole_above.sum(dim=(1, 2)).double() * extremes.block_area
+    frame, block_row, block_column = torch.nonzero(flat_blocks & ~whole_above & ~whole_below, as_tuple=True)
+    if frame.numel():
+        probabilities = jit.above_probability(block_min[frame, block_row, block_column] - fixated.view(frames)[frame],
+                                              band.view(frames)[frame]) * extremes.block_area
+        expected_above += torch.zeros(frames, dtype=torch.float64).index_add_(0, frame, probabilities)
+    frame, block_row, block_column = torch.nonzero(~(whole_above | whole_below | flat_blocks), as_tuple=True)
+    if frame.numel():
+        values = _gather_blocks(maps, extremes.size, frame, block_row, block_column).double()  # [n, size^2]
+        probabilities = jit.above_probability(values - fixated.view(frames, 1)[frame],
+                                              band.view(frames, 1)[frame]).sum(-1)
+        expected_above += torch.zeros(frames, dtype=torch.float64).index_add_(0, frame, probabilities)
+    return 1.0 - 0.5 * (expected_above - 0.5) / (height * width - 1)  # the fixated pixel ties with itself: 1/2
+
+
+def _predicted_positive_counts(maps: torch.Tensor, extremes: _BlockExtremes,
+                               thresholds: torch.Tensor) -> torch.Tensor:
+    """F1's ``#{P' > t}`` ``[F, thresholds]`` for the min-max normalised map P' (``saliency.minmax_normalize``'s
+    float operations, applied to the block extremes). A block lies entirely above t_j for j < #{t < its min} and
+    entirely at or below it for j >= #{t < its max}; in between it straddles t_j and its pixels are compared one by
+    one."""
+    frames, _, width = maps.shape
+    count = thresholds.numel()
+    map_min, span = extremes.map_min.view(frames, 1, 1), extremes.span.view(frames, 1, 1)
+    normalised_min = (extremes.block_min - map_min) / span
+    normalised_max = (extremes.block_max - map_min) / span
+    first = torch.bucketize(normalised_min.reshape(frames, -1), thresholds, right=False)  # [F, blocks]
+    last = torch.bucketize(normalised_max.reshape(frames, -1), thresholds, right=False)
+    whole = torch.bincount((first + (torch.arange(frames) * (count + 1)).unsqueeze(-1)).view(-1),
+                           minlength=frames * (count + 1))
+    predicted = whole.view(frames, count + 1).flip(-1).cumsum(-1).flip(-1)[:, 1:].double() * extremes.block_area
+    frame, block = torch.nonzero(last > first, as_tuple=True)  # blocks straddling at least one threshold
+    if frame.numel():
+        blocks_per_row = width // extremes.size
+        values = _gather_blocks(maps, extremes.size, frame, block // blocks_per_row, block % blocks_per_row)
+        normalised = (values - map_min.view(frames, 1)[frame]) / span.view(frames, 1)[frame]
+        # per block, #{pixels > t_j} for every j from one bucketize: bucket = #{t < v}, counted per block
+        buckets = torch.bucketize(normalised, thresholds, right=False) \
+            + (torch.arange(frame.numel()) * (count + 1)).unsqueeze(-1)
+        histogram = torch.bincount(buckets.view(-1), minlength=frame.numel() * (count + 1)).view(-1, count + 1)
+        threshold_index = torch.arange(count)
+        straddled = ((threshold_index >= first[frame, block].unsqueeze(-1))
+                     & (threshold_index < last[frame, block].unsqueeze(-1)))  # [n, thresholds]
+        hits = histogram.flip(-1).cumsum(-1).flip(-1)[:, 1:] * straddled
+        predicted += torch.zeros(frames, count, dtype=torch.float64).index_add_(0, frame, hits.double())
+    return predicted
 
 
 __all__ = ["NativeFrameScorer", "WINDOW_LEVEL"]

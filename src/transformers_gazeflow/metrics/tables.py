@@ -9,6 +9,11 @@ game, :mod:`~transformers_gazeflow.metrics.dynamics`).
   never moves (what a method must beat; its ADE/DTW depend on where it stands, so they are left blank) and human
   against human (alternating clips: the floor that sampling alone gives).
 
+* :func:`events_table_markdown`: fixations per clip, fixation durations, saccade amplitudes (with their
+  Wasserstein-1 distances to the recording's) and event-level F1 (:mod:`~transformers_gazeflow.metrics.events`).
+* :func:`reliability_table_markdown`: nominal coverage of the uncertainty regions against the observed
+  (:mod:`transformers_gazeflow.gaze.uncertainty`).
+
 A cell whose metric is missing or undefined (NaN) prints ``-``.
 """
 
@@ -30,6 +35,17 @@ DYNAMICS_COLUMNS = (("ADE mean (x10^2 px)", "ade_mean", 1e-2, 3), ("ADE best", "
                     ("W1 (px)", "displacement_w1_px", 1.0, 3),
                     ("W1 / human mean", "displacement_w1_relative", 1.0, 3))
 """(header, metric key, scale, digits) of the dynamics table."""
+
+EVENT_COLUMNS = (("fixations / clip", "fixations_per_clip", 1.0, 2),
+                 ("fix. duration mean (ms)", "fixation_duration_mean_ms", 1.0, 0),
+                 ("fix. duration median (ms)", "fixation_duration_median_ms", 1.0, 0),
+                 ("fix. duration W1 (ms)", "fixation_duration_w1_ms", 1.0, 0),
+                 ("sacc. amplitude mean (deg)", "saccade_amplitude_mean_deg", 1.0, 2),
+                 ("sacc. amplitude median (deg)", "saccade_amplitude_median_deg", 1.0, 2),
+                 ("sacc. amplitude W1 (deg)", "saccade_amplitude_w1_deg", 1.0, 2),
+                 ("fixation F1", "fixation_f1", 1.0, 3), ("saccade F1", "saccade_f1", 1.0, 3),
+                 ("saccade share", "saccade_share", 1.0, 3))
+"""(header, metric key, scale, digits) of the events table."""
 
 REFERENCE_ROWS = (("motionless", "Motionless (never moves)"),
                   ("human_halves", "Human vs human (alternating clips)"))
@@ -67,4 +83,35 @@ def dynamics_table_markdown(rows: Mapping[str, Mapping[str, float]],
     return _table(DYNAMICS_COLUMNS, table)
 
 
-__all__ = ["MAIN_COLUMNS", "DYNAMICS_COLUMNS", "REFERENCE_ROWS", "main_table_markdown", "dynamics_table_markdown"]
+def events_table_markdown(method: str, metrics: Mapping[str, Mapping[str, float]], labeller: str = "I-VT") -> str:
+    """The events table of one method: ``metrics`` as :func:`~transformers_gazeflow.metrics.events.event_metrics`
+    returns them (rows: the method's samples, its point estimate, the labeller on the recorded gaze, the
+    recording's own labels)."""
+    return _table(EVENT_COLUMNS, {f"{method} (each sample)": metrics["samples"],
+                                  f"{method} (point estimate)": metrics["point_estimate"],
+                                  f"{labeller} on the recorded gaze": metrics["labeller_on_recording"],
+                                  "Recording (dataset labels)": metrics["human"]})
+
+
+def reliability_table_markdown(rows: list[Mapping[str, float]], frames: int, scale: float | None = None) -> str:
+    """The reliability table: nominal q against the observed coverage of the raw spread's regions and, given the
+    model's ``scale``, the calibrated ones (``rows`` from ``gaze.uncertainty.reliability_table``)."""
+    calibrated = scale is not None
+    head = "| nominal q | observed (raw spread) |"
+    head += f" observed (calibrated, s = {scale:.3f}) |" if calibrated else ""
+    lines = [head, "| ---: | ---: |" + (" ---: |" if calibrated else "")]
+    for row in rows:
+        cells = f"| {row['nominal']:.2f} | {row['raw']:.3f} |"
+        lines.append(cells + (f" {row['calibrated']:.3f} |" if calibrated else ""))
+    note = f"\n{frames} frames; mean |observed - nominal|: raw {_gap(rows, 'raw'):.3f}"
+    if calibrated:
+        note += f", calibrated {_gap(rows, 'calibrated'):.3f}"
+    return "\n".join(lines) + note + "\n"
+
+
+def _gap(rows: list[Mapping[str, float]], key: str) -> float:
+    return sum(abs(row[key] - row["nominal"]) for row in rows) / max(len(rows), 1)
+
+
+__all__ = ["MAIN_COLUMNS", "DYNAMICS_COLUMNS", "EVENT_COLUMNS", "REFERENCE_ROWS", "main_table_markdown",
+           "dynamics_table_markdown", "events_table_markdown", "reliability_table_markdown"]

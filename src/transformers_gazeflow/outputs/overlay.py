@@ -20,6 +20,8 @@ drawn on the original frames at their native size, and encoded to H.264 in a bac
   the model of the next frames (numpy, torch and FFmpeg release the GIL for their heavy work). With ``even_size``
   (the web demo) an odd height/width is padded by one repeated edge row/column (:func:`pad_to_even`), so the file is
   H.264 4:2:0, the only chroma format browsers play; without it odd sizes are encoded in 4:4:4 at the native size.
+* **uncertainty region** (``--region``): the outline of the calibrated 90% region (a circle of the frame's
+  ``region90_px`` around the point estimate, ``gaze.uncertainty``), a thin white line with a dark rim.
 * **ground truth in analysis figures** (:func:`draw_ground_truth`): a filled red disc, or where the recording left
   the frame (gaze type off-frame, clamped to the border) a hollow red ring with a yellow halo (paper Figure
   failure_cases).
@@ -111,10 +113,11 @@ def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> tuple[in
 
 def draw_gaze(frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray | None = None,
               trail_px: np.ndarray | None = None, truth_px: np.ndarray | None = None,
-              in_place: bool = False) -> np.ndarray:
-    """Draw the K samples ``[K, 2]``, the trail ``[n, 2]`` (oldest first), the point estimate ``[2]`` and the true
-    gaze ``[2]`` (pixels; ``None`` or non-finite: not drawn). Returns a new frame (``in_place``: ``frame`` itself);
-    only the crop that holds the marks goes through PIL."""
+              in_place: bool = False, region_px: float | None = None) -> np.ndarray:
+    """Draw the K samples ``[K, 2]``, the trail ``[n, 2]`` (oldest first), the point estimate ``[2]``, the outline of
+    its uncertainty region (a circle of radius ``region_px`` around it) and the true gaze ``[2]`` (pixels; ``None``
+    or non-finite: not drawn). Returns a new frame (``in_place``: ``frame`` itself); only the crop that holds the
+    marks goes through PIL."""
     height, width = frame.shape[:2]
     unit = max(1.0, min(height, width) / 100.0)
     radius, ring, cross = max(1.5, 0.9 * unit), max(3.0, 2.5 * unit), max(4.0, 3.0 * unit)
@@ -122,6 +125,11 @@ def draw_gaze(frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray | 
     for extra in (point_px, truth_px, trail_px):
         if extra is not None:
             marks.append(np.asarray(extra, dtype=np.float64).reshape(-1, 2))
+    circle = (region_px is not None and point_px is not None and np.isfinite(region_px) and region_px > 0
+              and np.isfinite(point_px).all())
+    if circle:
+        marks.append(np.asarray(point_px, dtype=np.float64).reshape(1, 2) + [[-region_px, -region_px],
+                                                                              [region_px, region_px]])
     points = np.concatenate(marks)
     points = points[np.isfinite(points).all(axis=1)]
     out = frame if in_place else frame.copy()
@@ -141,6 +149,11 @@ def draw_gaze(frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray | 
         for i in range(1, len(trail)):
             colour = _mix((40, 220, 90), (255, 255, 255), i / (len(trail) - 1))
             draw.line([tuple(trail[i - 1]), tuple(trail[i])], fill=colour, width=max(1, int(unit)))
+    if circle:
+        x, y = np.asarray(point_px, dtype=np.float64) - offset
+        r = float(region_px)
+        draw.ellipse([x - r - 1, y - r - 1, x + r + 1, y + r + 1], outline=RIM, width=1)
+        draw.ellipse([x - r, y - r, x + r, y + r], outline=(255, 255, 255), width=max(1, int(unit * 0.5)))
     for x, y in np.asarray(samples_px, dtype=np.float64).reshape(-1, 2) - offset:
         draw.ellipse([x - radius, y - radius, x + radius, y + radius], fill=SAMPLE_COLOUR, outline=SAMPLE_RIM)
     if truth_px is not None and np.isfinite(truth_px).all():
@@ -192,8 +205,9 @@ class OverlayRenderer:
 
     def render(self, frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray,
                heatmap: np.ndarray | None = None, truth_px: np.ndarray | None = None,
-               heatmap_origin: tuple[int, int] = (0, 0)) -> np.ndarray:
-        """The overlay frame; ``heatmap`` is the whole frame's map or a box of it at ``heatmap_origin`` (x, y)."""
+               heatmap_origin: tuple[int, int] = (0, 0), region_px: float | None = None) -> np.ndarray:
+        """The overlay frame; ``heatmap`` is the whole frame's map or a box of it at ``heatmap_origin`` (x, y);
+        ``region_px``: the radius of the uncertainty region to outline (None: none)."""
         frame = np.asarray(frame)
         if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
             raise ValueError(f"frame must be uint8 [H, W, 3], got {frame.dtype} {frame.shape}")
@@ -202,7 +216,7 @@ class OverlayRenderer:
         if heatmap is not None:
             blend_heatmap(out, heatmap, self.heatmap_alpha, origin=heatmap_origin, out=out)
         trail = np.stack(self._trail) if len(self._trail) >= 2 else None
-        return draw_gaze(out, samples_px, point_px, trail, truth_px, in_place=True)
+        return draw_gaze(out, samples_px, point_px, trail, truth_px, in_place=True, region_px=region_px)
 
 
 def pad_to_even(frame: np.ndarray) -> np.ndarray:

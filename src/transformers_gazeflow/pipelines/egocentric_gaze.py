@@ -7,6 +7,8 @@ from transformers import pipeline
 gaze = pipeline("egocentric-gaze", model="path/to/model")  # or no model: the bundled default
 out = gaze("video.mp4", num_samples=30, num_steps=5)  # seed=0 by default: the same call gives the same samples
 out["points_px"]  # [T, 2] point estimate per frame (the mean of the K samples), pixels
+out = gaze("video.mp4", camera=90, return_uncertainty=True, return_events=True, calibration="calib.json")
+out.uncertainty.spread(0.9, "deg"), out.uncertainty.modes, out.events.fixations  # gaze.uncertainty / gaze.events
 ```
 
 Inputs: a video file (anything PyAV opens), a ``[T, H, W, 3]`` uint8 array or tensor (grayscale ``[T, H, W]`` too),
@@ -22,6 +24,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -31,13 +34,22 @@ import numpy as np
 import torch
 from transformers import Pipeline
 
-from ..data.video import VideoDecodeError, iter_frames, probe_video
-from ..generation.inference import prepare_for_inference
-from ..generation.windowed import GazeChunk, stream_gaze
-from ..hub.model_folders import ModelFolderError, check_finite_weights, load_video_processor
+from ..data.video import BackgroundFrames, VideoDecodeError, iter_frames, probe_video
+from ..gaze.events import EventSettings, GazeEvents, detect_events
+from ..gaze.uncertainty import GazeUncertainty, describe_uncertainty
+from ..gaze.wearer import WearerCalibration
+from ..generation.inference import prepare_for_inference, resolve_inference_dtype, window_sampler
+from ..generation.windowed import DEFAULT_WINDOW_BATCH_SIZE, FramePreparer, GazeChunk, StageClock, stream_gaze
+from ..hub.model_folders import (
+    ModelFolderError,
+    check_finite_weights,
+    load_region_calibration,
+    load_video_processor,
+    model_fingerprint,
+)
 from ..metrics.heatmaps import heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings, point_estimate
-from ..models.gazeflow.geometry import unit_to_pixels
+from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixels
 from ..models.gazeflow.windows import plan_windows
 
 logger = logging.getLogger(__name__)
@@ -121,6 +133,9 @@ class GazePrediction:
     window_mode: str  # how overlapping windows were joined: "coherent" or "blend"
     seed: int | None
     heatmaps: GazeHeatmaps | None = field(default=None, repr=False)
+    camera: PinholeCamera | None = None  # the camera of the degrees below (``return_uncertainty``/``return_events``)
+    uncertainty: GazeUncertainty | None = field(default=None, repr=False)  # spread, modes, region per frame
+    events: GazeEvents | None = field(default=None, repr=False)  # series 0: the point estimate; 1 + k: sample k
 
     @property
     def num_frames(self) -> int:
@@ -221,6 +236,27 @@ def _checked_frames(source: VideoSource, first: int | None = None, stop: int | N
         logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
 
 
+class _TimedFrames:
+    """Frames read in the consumer's loop (no thread), timing the reads as :class:`BackgroundFrames` does."""
+
+    def __init__(self, frames: Iterator[np.ndarray]) -> None:
+        self.frames, self.read_s, self.wait_s = frames, 0.0, 0.0
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        while True:
+            started = time.perf_counter()
+            frame = next(self.frames, None)
+            elapsed = time.perf_counter() - started
+            self.read_s += elapsed
+            self.wait_s += elapsed
+            if frame is None:
+                return
+            yield frame
+
+    def close(self) -> None:
+        self.frames.close()
+
+
 class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
@@ -231,12 +267,26 @@ class GazeFlowPipeline(Pipeline):
     default 3.9% of the frame width, the paper's 25 px at 640 px:
     :func:`~transformers_gazeflow.metrics.heatmaps.heatmap_sigma_px`), ``start_frame`` / ``end_frame`` (frame range,
     end exclusive; a range runs the windows of the whole video's grid that cover it, so a frame's prediction does not
-    depend on the range's ends) and ``fps`` (in-memory frames). ``device`` is chosen when the pipeline is built
-    (``pipeline(..., device="cuda")``). Returns a :class:`GazePrediction` per video.
+    depend on the range's ends) and ``fps`` (in-memory frames). What K samples tell beyond their mean:
+    ``return_uncertainty`` (``GazePrediction.uncertainty``: spread radii, modes, the calibrated region;
+    :mod:`transformers_gazeflow.gaze.uncertainty`), ``return_events`` (``GazePrediction.events``: fixations and
+    saccades, I-VT by default or ``events=EventSettings(...)``), through ``camera`` (a horizontal field of view in
+    degrees, ``(h, v)``, a ``FieldOfView`` or ``PinholeCamera``; default the metrics' 60 degrees), and ``calibration``
+    (a ``calib.json`` or ``WearerCalibration`` of this model, from ``gazeflow calibrate``: applied to every sample).
+    ``device`` is chosen when the pipeline is built (``pipeline(..., device="cuda")``). Returns a
+    :class:`GazePrediction` per video.
+
+    Construction parameters (besides transformers' ``model``, ``device``): ``dtype`` of the weights (``"auto"``:
+    bfloat16 on CUDA, float32 elsewhere; ``"float32"``, ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``),
+    ``window_batch_size`` (windows encoded together and read ahead of the sampler, default 8),
+    ``decode_in_thread`` (read frames in a background thread, default True), ``cuda_graphs`` (replay each window's
+    sampling steps as a CUDA graph; None: on CUDA, for each window shape where the replay is faster than eager
+    sampling) and ``compile`` (``torch.compile`` the velocity network).
 
     The pipeline runs its own copy of the model it is given, put on the inference fast path (eval mode, SDPA, LoRA
-    merged): the caller's model is left as it was (its weights, ``config.use_lora`` and training mode), at the cost
-    of holding the weights twice while the caller keeps its model.
+    merged, attention fused, the weights in ``dtype``): the caller's model is left as it was (its weights,
+    ``config.use_lora`` and training mode), at the cost of holding the weights twice while the caller keeps its
+    model. :meth:`save_pretrained` writes that copy (in ``dtype``).
     """
 
     _load_processor = False
@@ -245,7 +295,9 @@ class GazeFlowPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = False
 
-    def __init__(self, model: Any, *args, **kwargs) -> None:
+    def __init__(self, model: Any, *args, dtype: str | torch.dtype | None = "auto",
+                 window_batch_size: int = DEFAULT_WINDOW_BATCH_SIZE, decode_in_thread: bool = True,
+                 cuda_graphs: bool | None = None, compile: bool = False, **kwargs) -> None:
         super().__init__(copy.deepcopy(model), *args, **kwargs)  # the fast path below changes the model in place
         model_type = getattr(self.model.config, "model_type", None)
         if model_type != "gazeflow" or not hasattr(self.model, "encode_video"):
@@ -255,24 +307,38 @@ class GazeFlowPipeline(Pipeline):
         check_finite_weights(self.model, getattr(self.model, "name_or_path", "") or "the model given")
         if self.video_processor is None:
             self.video_processor = load_video_processor(getattr(self.model, "name_or_path", None), self.model.config)
-        prepare_for_inference(self.model)
+        self.model_fingerprint = model_fingerprint(self.model)  # the weights as given, before LoRA is merged
+        if not isinstance(window_batch_size, int) or isinstance(window_batch_size, bool) or window_batch_size < 1:
+            raise ValueError(f"`window_batch_size` must be an int >= 1, got {window_batch_size!r}")
+        self.window_batch_size = window_batch_size
+        self.decode_in_thread = bool(decode_in_thread)
+        self.inference_dtype = resolve_inference_dtype(dtype, self.device)
+        if cuda_graphs and self.device.type != "cuda":
+            raise ValueError(f"cuda_graphs=True needs a CUDA device, the pipeline runs on {self.device}")
+        self.cuda_graphs = cuda_graphs
+        prepare_for_inference(self.model, dtype=self.inference_dtype, compile=compile)
 
     def _sanitize_parameters(self, num_samples: int | None = None, num_steps: int | None = None,
                              solver: str | None = None, seed: Any = _UNSET, return_heatmaps: bool | None = None,
                              heatmap_sigma: float | None = None, start_frame: int | None = None,
                              end_frame: int | None = None, fps: float | None = None, window_mode: str | None = None,
-                             **unknown):
+                             camera: Any = None, return_uncertainty: bool | None = None,
+                             return_events: bool | None = None, events: EventSettings | None = None,
+                             calibration: Any = None, **unknown):
         if unknown:
             raise TypeError(f"egocentric-gaze: unknown parameter(s) {sorted(unknown)}; known: num_samples, num_steps, "
-                            "solver, window_mode, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps")
+                            "solver, window_mode, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps, "
+                            "camera, return_uncertainty, return_events, events, calibration")
         preprocess = {k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items()
                       if v is not None}
         forward = {k: v for k, v in dict(num_samples=num_samples, num_steps=num_steps, solver=solver,
                                          window_mode=window_mode).items() if v is not None}
         if seed is not _UNSET:
             forward["seed"] = seed
-        postprocess = {k: v for k, v in dict(return_heatmaps=return_heatmaps, heatmap_sigma=heatmap_sigma).items()
-                       if v is not None}
+        postprocess = {k: v for k, v in dict(return_heatmaps=return_heatmaps, heatmap_sigma=heatmap_sigma,
+                                             camera=camera, return_uncertainty=return_uncertainty,
+                                             return_events=return_events, events=events,
+                                             calibration=calibration).items() if v is not None}
         return preprocess, forward, postprocess
 
     def __call__(self, inputs: Any, **kwargs) -> GazePrediction | list[GazePrediction]:
@@ -294,9 +360,11 @@ class GazeFlowPipeline(Pipeline):
         if kwargs.pop("push_to_hub", False):
             raise ValueError("save_pretrained(push_to_hub=True) is not supported: call pipe.push_to_hub(repo_id)")
         source_card = Path(str(getattr(self.model, "name_or_path", "") or "")) / "README.md"
+        source = str(getattr(self.model, "name_or_path", "") or "")
         save_model_folder(self.model, save_directory, processor=self.video_processor, remote_code=True,
                           description="A GazeFlow model saved from the egocentric-gaze pipeline.",
-                          card=source_card if source_card.is_file() else None)
+                          card=source_card if source_card.is_file() else None,
+                          region_calibration=load_region_calibration(source) if Path(source).is_dir() else None)
 
     # ------------------------------------------------------------------ the three steps
     def preprocess(self, inputs: Any, fps: float | None = None, start_frame: int | None = None,
@@ -304,12 +372,16 @@ class GazeFlowPipeline(Pipeline):
         return {"source": open_video_source(inputs, fps=fps, start_frame=start_frame, end_frame=end_frame)}
 
     def stream_chunks(self, source: VideoSource, settings: SamplingSettings | None = None,
-                      seed: int | None = DEFAULT_SEED, keep_frames: bool = False) -> Iterator[GazeChunk]:
+                      seed: int | None = DEFAULT_SEED, keep_frames: bool = False,
+                      clock: StageClock | None = None) -> Iterator[GazeChunk]:
         """Stream a source through the model: finished :class:`~transformers_gazeflow.generation.windowed.GazeChunk`
         s in order (with their raw frames when ``keep_frames``), for callers that consume frames as they come.
         ``settings``: K, S, the solver and the window mode (``SamplingSettings``; None: the model's defaults). A
         frame range runs the windows of the whole video's grid that cover it (``windows.plan_windows``), so a
-        frame's prediction does not depend on the range's ends."""
+        frame's prediction does not depend on the range's ends. Frames are read in a background thread
+        (``decode_in_thread``; on the CPU the thread also checks and processes them) and windows run
+        ``window_batch_size`` at a time; ``clock`` (a ``StageClock``) collects the time of each stage (decode: the
+        reading thread's time, processing included on the CPU)."""
         generator = torch.Generator().manual_seed(int(seed)) if seed is not None else None
         plan = None
         if source.total_frames is not None and source.expected_frames is not None:
@@ -318,8 +390,32 @@ class GazeFlowPipeline(Pipeline):
                                 source.start_frame + source.expected_frames)
         frames = _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start,
                                                                               plan.decode_stop)
-        yield from stream_gaze(self.model, self.video_processor, frames, settings, generator=generator,
-                               keep_frames=keep_frames, plan=plan)  # stream_gaze runs without autograd
+        if self.decode_in_thread:  # on the CPU the thread also checks and processes the frames, beside the model
+            host = self.device.type == "cpu"
+            reader = BackgroundFrames(frames, transform=FramePreparer(self.video_processor) if host else None)
+        else:
+            reader = _TimedFrames(frames)
+        settings = settings if settings is not None else SamplingSettings.resolve(self.model.config)
+        sampler = self.window_sampler(settings)
+        started = time.perf_counter()
+        try:  # stream_gaze runs without autograd
+            yield from stream_gaze(self.model, self.video_processor, reader, settings, generator=generator,
+                                   keep_frames=keep_frames, plan=plan, window_batch_size=self.window_batch_size,
+                                   sampler=sampler, stage=clock)
+        finally:
+            reader.close()
+            if clock is not None:
+                clock.add("decode", reader.read_s)
+                clock.add("wait_for_frames", reader.wait_s)
+                clock.add("stream", time.perf_counter() - started)
+
+    def window_sampler(self, settings: SamplingSettings):
+        """The run's window sampler for ``settings``, kept across videos (its E_time(s) and, on CUDA, its captured
+        graphs serve every video sampled with the same settings)."""
+        samplers = self.__dict__.setdefault("_window_samplers", {})
+        if settings not in samplers:
+            samplers[settings] = window_sampler(self.model, settings, self.cuda_graphs)
+        return samplers[settings]
 
     def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
                  num_steps: int | None = None, solver: str | None = None, seed: int | None = DEFAULT_SEED,
@@ -330,11 +426,30 @@ class GazeFlowPipeline(Pipeline):
         return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, "settings": settings}
 
     def postprocess(self, model_outputs: dict[str, Any], return_heatmaps: bool = False,
-                    heatmap_sigma: float | None = None) -> GazePrediction:
+                    heatmap_sigma: float | None = None, camera: Any = None, return_uncertainty: bool = False,
+                    return_events: bool = False, events: EventSettings | None = None,
+                    calibration: Any = None) -> GazePrediction:
         source: VideoSource = model_outputs["source"]
-        return build_prediction(source, model_outputs["trajectories"], model_outputs["settings"],
-                                model_outputs["seed"], heatmap_sigma=heatmap_sigma_px(source.width, heatmap_sigma),
-                                return_heatmaps=return_heatmaps)
+        trajectories = model_outputs["trajectories"]
+        if calibration is not None:
+            trajectories = self.wearer_calibration(calibration).apply(trajectories)
+        prediction = build_prediction(source, trajectories, model_outputs["settings"], model_outputs["seed"],
+                                      heatmap_sigma=heatmap_sigma_px(source.width, heatmap_sigma),
+                                      return_heatmaps=return_heatmaps)
+        if return_uncertainty or return_events:
+            region = load_region_calibration(getattr(self.model, "name_or_path", None) or None)
+            add_readouts(prediction, camera, return_uncertainty, return_events, events,
+                         None if region is None else region["scale"])
+        return prediction
+
+    def wearer_calibration(self, calibration: str | os.PathLike | WearerCalibration) -> WearerCalibration:
+        """A wearer calibration (a ``calib.json`` path or the object), checked to be this model's."""
+        where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
+        if not isinstance(calibration, WearerCalibration):
+            calibration = WearerCalibration.read(calibration)
+        name = getattr(self.model, "name_or_path", "") or "the pipeline's model"
+        calibration.check_model(self.model_fingerprint, name, where=where)
+        return calibration
 
 
 def frame_times_ms(frame_indices: np.ndarray, fps: float) -> np.ndarray:
@@ -359,5 +474,36 @@ def build_prediction(source: VideoSource, trajectories: np.ndarray, settings: Sa
     )
 
 
+def camera_of(camera: Any, width: int, height: int) -> PinholeCamera:
+    """The pinhole camera of a ``camera=`` argument for a ``width x height`` frame: None (the metrics' 60 degree
+    horizontal field of view), a horizontal field of view in degrees, ``(horizontal, vertical)``, a
+    ``FieldOfView`` or a ``PinholeCamera``."""
+    if camera is None:
+        camera = FieldOfView()
+    elif isinstance(camera, (int, float)):
+        camera = FieldOfView(float(camera))
+    elif isinstance(camera, (tuple, list)):
+        camera = FieldOfView(*camera)
+    if not isinstance(camera, (FieldOfView, PinholeCamera)):
+        raise ValueError(f"camera must be a field of view in degrees, (horizontal, vertical), a FieldOfView or a "
+                         f"PinholeCamera, got {type(camera).__name__}")
+    return camera.for_frame(width, height)
+
+
+def add_readouts(prediction: GazePrediction, camera: Any = None, uncertainty: bool = True, events: bool = True,
+                 settings: EventSettings | None = None, region_scale: float | None = None) -> GazePrediction:
+    """Attach the camera, the per-frame :class:`~transformers_gazeflow.gaze.uncertainty.GazeUncertainty` and the
+    fixations and saccades (series 0 the point estimate, ``1 + k`` sample ``k``) to a prediction."""
+    prediction.camera = camera_of(camera, prediction.width, prediction.height)
+    if uncertainty:
+        prediction.uncertainty = describe_uncertainty(prediction.trajectories, prediction.width, prediction.height,
+                                                      prediction.camera, region_scale)
+    if events:
+        series = np.concatenate([prediction.points[None], prediction.trajectories]).astype(np.float64)
+        prediction.events = detect_events(series, prediction.width, prediction.height, prediction.fps,
+                                          prediction.camera, settings, frame_offset=int(prediction.frame_indices[0]))
+    return prediction
+
+
 __all__ = ["GazeFlowPipeline", "GazePrediction", "GazeHeatmaps", "VideoSource", "open_video_source",
-           "build_prediction", "frame_times_ms", "DEFAULT_FPS", "DEFAULT_SEED"]
+           "build_prediction", "add_readouts", "camera_of", "frame_times_ms", "DEFAULT_FPS", "DEFAULT_SEED"]

@@ -27,7 +27,6 @@ run reaches their step.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -37,13 +36,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.atomic_files import atomic_write, fsync_directory, fsync_file, sha256_file
 from .faults import fault_point
 from .state_io import (
     StateFileError,
     capture_rng_state,
     first_non_finite_parameter,
     first_non_finite_tensor,
-    fsync_file,
     read_module_file,
     read_rng_file,
     read_state_file,
@@ -64,7 +63,6 @@ OPTIMIZER_FILE, SCHEDULER_FILE, SCALER_FILE = "optimizer.safetensors", "schedule
 _WEIGHT_FILES = (MODEL_FILE, EMA_FILE, OPTIMIZER_FILE)  # checked for NaN/inf on resume
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 FLIP_GENERATOR_KEY = "flip_generator"  # in rng_state_<rank>.safetensors, beside capture_rng_state()'s generators
-_HASH_CHUNK = 1 << 20
 
 
 class CheckpointError(ValueError):
@@ -146,36 +144,6 @@ def read_json(path: Path) -> Any:
         raise CheckpointError(f"{path}: invalid JSON ({err})") from err
 
 
-def write_json_atomically(path: Path, data: Any) -> None:
-    """Write ``path`` so that a crash leaves the old file or the new one, never a mix (temporary file + rename)."""
-    partial = path.with_name(f".{path.name}.tmp")
-    partial.write_text(json.dumps(data, indent=2, allow_nan=False))
-    fsync_file(partial)
-    os.replace(partial, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        handle = os.open(folder, os.O_RDONLY)
-    except OSError:  # some platforms cannot open a directory; the rename is then as durable as they allow
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 # ---------------------------------------------------------------------------------------------------- manifest
 def write_manifest(folder: Path, step: int) -> None:
     """``manifest.json``: size and sha256 of every file of the checkpoint, written last."""
@@ -242,7 +210,7 @@ def _verify(folder: Path) -> str:
         if bad is not None:
             raise CheckpointError(f"{folder / name}: tensor {bad!r} holds NaN or inf (the run had diverged before "
                                   f"this checkpoint was written)")
-    return hashlib.sha256(manifest_path.read_bytes()).hexdigest()
+    return sha256_file(manifest_path)
 
 
 # ---------------------------------------------------------------------------------------------------- lineage
@@ -267,11 +235,13 @@ def read_index(output_dir: Path) -> list[dict] | None:
 
 
 def write_index(output_dir: Path, entries: list[dict]) -> None:
-    write_json_atomically(output_dir / INDEX, {
+    """Rewrite ``checkpoints.json`` atomically and durably: a crash leaves the old record or the new one."""
+    index = {
         "format": INDEX_FORMAT,
         "note": "the checkpoints of the current run, oldest first; --resume_from_checkpoint latest takes the newest "
                 "one that verifies. step_<N> folders not listed belong to an abandoned run.",
-        "lineage": entries})
+        "lineage": entries}
+    atomic_write(output_dir / INDEX, json.dumps(index, indent=2, allow_nan=False), durable=True)
 
 
 def _index_entry(folder: Path, output_dir: Path, manifest_sha256: str) -> dict:
@@ -380,7 +350,7 @@ def begin_lineage(output_dir: str | os.PathLike, resumed_from: Path | None, acce
             if position is not None:
                 lineage = previous[:position + 1]
             else:
-                manifest_sha256 = hashlib.sha256((resumed / MANIFEST).read_bytes()).hexdigest()
+                manifest_sha256 = sha256_file(resumed / MANIFEST)
                 lineage = [_index_entry(resumed, output_dir, manifest_sha256)]
         kept = {Path(os.path.abspath(_entry_path(e, output_dir))) for e in lineage}
         dropped = [p.name for p in _step_folders(output_dir) if Path(os.path.abspath(p)) not in kept]
@@ -441,13 +411,13 @@ def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerSt
         fault_point(f"{name}/{TRAINER_STATE}")
         write_manifest(partial, state.completed_steps)
         fault_point(f"{name}/{MANIFEST}")
-        _fsync_dir(partial)
+        fsync_directory(partial)
         if final.exists():
             shutil.rmtree(final)
         os.replace(partial, final)
-        _fsync_dir(output_dir)
+        fsync_directory(output_dir)
         fault_point(f"{name} renamed")
-        manifest_sha256 = hashlib.sha256((final / MANIFEST).read_bytes()).hexdigest()
+        manifest_sha256 = sha256_file(final / MANIFEST)
         lineage = [e for e in (read_index(output_dir) or []) if e["step"] < state.completed_steps]
         write_index(output_dir, lineage + [_index_entry(final, output_dir, manifest_sha256)])
     accelerator.wait_for_everyone()
@@ -519,7 +489,7 @@ def publish_folder(staging: Path, destination: Path, last: str = TRAINER_STATE) 
         fsync_file(staging / name)
         os.replace(staging / name, destination / name)
         fault_point(f"final/{name}")
-    _fsync_dir(destination)
+    fsync_directory(destination)
     shutil.rmtree(staging)
 
 
@@ -536,6 +506,6 @@ def _load_state_dict(path: Path, target) -> None:
 __all__ = [
     "TrainerState", "CheckpointError", "save_checkpoint", "load_checkpoint", "load_best_ema_state", "find_checkpoint",
     "select_checkpoint",
-    "begin_lineage", "verify_checkpoint", "read_index", "write_manifest", "write_json_atomically", "publish_folder",
+    "begin_lineage", "verify_checkpoint", "read_index", "write_manifest", "publish_folder",
     "TRAINER_STATE", "MANIFEST", "INDEX",
 ]

@@ -6,8 +6,10 @@
 * :func:`baseline_predictions` gives the Center Bias and Random Walk priors for the same clips.
 * :func:`score` feeds (ground truth, prediction) pairs to :class:`~transformers_gazeflow.metrics.GazeEvaluator`.
 * :func:`report_markdown` prints the paper's two tables with :mod:`~transformers_gazeflow.metrics.tables` (the
-  dynamics table with its motionless / human-halves reference rows), :func:`grid_table_markdown` the K x S sweep, and
-  :func:`results_record` is what ``results.json`` holds (the run, then ``EvaluationResult.to_dict()``).
+  dynamics table with its motionless / human-halves reference rows), and beside them, for sampled trajectories,
+  the events table (:func:`event_report`) and the reliability of the uncertainty regions (:func:`coverage_data`,
+  :func:`fit_region_scale`); :func:`grid_table_markdown` the K x S sweep, and :func:`results_record` is what
+  ``results.json`` holds (the run, then ``EvaluationResult.to_dict()``).
 """
 
 from __future__ import annotations
@@ -118,16 +120,76 @@ def score(examples: Sequence[dict], predictions: Sequence[Any], protocol: str = 
     return evaluator.compute()
 
 
-def report_markdown(method: str, result, title: str | None = None) -> str:
+def report_markdown(method: str, result, title: str | None = None, events: dict | None = None,
+                    reliability: dict | None = None) -> str:
     """The paper's two tables for one evaluated method, formatted by :mod:`~transformers_gazeflow.metrics.tables`
     (the one home of the tables' columns): the main table, then the dynamics table with the evaluation's reference
-    rows (a motionless trajectory, human against human) below the method. ``result`` is an ``EvaluationResult``;
-    ``title``, when given, heads the report as a markdown ``##`` line."""
-    from ..metrics.tables import dynamics_table_markdown, main_table_markdown
+    rows (a motionless trajectory, human against human) below the method, then (when given) the events table
+    (``events``: :func:`event_report`) and the reliability table (``reliability``: :func:`reliability_report`).
+    ``result`` is an ``EvaluationResult``; ``title``, when given, heads the report as a markdown ``##`` line."""
+    from ..metrics.tables import (
+        dynamics_table_markdown,
+        events_table_markdown,
+        main_table_markdown,
+        reliability_table_markdown,
+    )
 
     tables = (f"{main_table_markdown({method: result.metrics})}\n\n"
               f"{dynamics_table_markdown({method: result.metrics}, result.dynamics_references)}\n")
+    if events is not None:
+        tables += f"\nFixations and saccades ({events['heading']}):\n\n"
+        tables += f"{events_table_markdown(method, events['metrics'], events['labeller'])}\n"
+    if reliability is not None:
+        tables += f"\nUncertainty regions ({reliability['scale_source']}):\n\n"
+        tables += reliability_table_markdown(reliability["rows"], reliability["frames"], reliability["scale"])
     return f"## {title}\n\n{tables}" if title else tables
+
+
+def sampled(predictions: Sequence[Any]) -> bool:
+    """Whether the predictions are sampled trajectories ``[K, T, 2]`` (a model, a random walk; not maps)."""
+    return all(isinstance(p, np.ndarray) and p.ndim == 3 and p.shape[-1] == 2 for p in predictions)
+
+
+def coverage_data(examples: Sequence[dict], predictions: Sequence[np.ndarray]):
+    """The uncertainty regions' held-out frames of a split (``gaze.uncertainty.CoverageData``): every frame whose
+    true gaze is a position on the frame (valid, not off-frame)."""
+    from ..data.gaze_types import OFF_FRAME, valid_mask
+    from ..gaze.uncertainty import coverage_ratios, merge_coverage
+
+    parts = []
+    for example, samples in zip(examples, predictions):
+        truth = ground_truth(example)
+        n = min(samples.shape[1], len(truth["gaze_type"]))
+        keep = np.flatnonzero(valid_mask(truth["gaze_type"][:n]) & (truth["gaze_type"][:n] != OFF_FRAME))
+        if keep.size:
+            parts.append(coverage_ratios(samples[:, keep], truth["gaze"][keep], truth["width"], truth["height"]))
+    return merge_coverage(parts)
+
+
+def reliability_report(data, scale: float | None, scale_source: str) -> dict:
+    """The reliability table's record: nominal against observed coverage, raw and at ``scale``."""
+    from ..gaze.uncertainty import reliability_table
+
+    return {"rows": reliability_table(data, scale), "frames": data.frames, "scale": scale,
+            "scale_source": scale_source}
+
+
+def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fov_deg: float) -> dict:
+    """Fixations and saccades of the predictions against the examples' gaze-type labels
+    (:func:`~transformers_gazeflow.metrics.events.event_metrics`, I-VT at its default, the given camera)."""
+    from ..metrics.events import event_metrics
+
+    truths = [ground_truth(example) for example in examples]
+    lengths = [min(p.shape[1], len(t["gaze_type"])) for p, t in zip(predictions, truths)]
+    metrics = event_metrics([p[:, :n] for p, n in zip(predictions, lengths)],
+                            [t["gaze"][:n] for t, n in zip(truths, lengths)],
+                            [t["gaze_type"][:n] for t, n in zip(truths, lengths)],
+                            [float(e["fps"]) for e in examples], [t["width"] for t in truths],
+                            [t["height"] for t in truths], fov_deg=fov_deg)
+    defined = {row: {key: (None if value != value else value) for key, value in values.items()}
+               for row, values in metrics.items()}  # NaN (no event of a kind) as None: valid JSON
+    return {"labeller": "I-VT", "heading": f"I-VT at 30 deg/s, a {fov_deg:g} degree horizontal field of view",
+            "metrics": defined}
 
 
 def grid_table_markdown(grid: dict[str, dict[str, float]], ks: Sequence[int], steps: Sequence[int]) -> str:
@@ -159,4 +221,5 @@ def _synchronize(device: torch.device) -> None:
 
 
 __all__ = ["BASELINES", "predict_clips", "baseline_predictions", "score", "ground_truth", "clip_generator",
-           "report_markdown", "grid_table_markdown", "results_record"]
+           "report_markdown", "grid_table_markdown", "results_record", "sampled", "coverage_data",
+           "reliability_report", "event_report"]

@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from ..data.atomic_files import atomic_write
 from ..data.collator import GazeFlowDataCollator
 from ..data.processing import GazeFlowVideoProcessor
 
@@ -158,9 +159,8 @@ class FeatureCache:
             for part in sorted(self.directory.glob("index-r*.json")):
                 merged.update(json.loads(part.read_text()))
             manifest = {"fingerprint": self.fingerprint, "format_version": FORMAT_VERSION, "entries": merged}
-            tmp = self.directory / f"{MANIFEST}.tmp"
-            tmp.write_text(json.dumps(manifest))
-            os.replace(tmp, self.directory / MANIFEST)  # the manifest appears only once every shard is written
+            # the manifest appears only once every shard is written
+            atomic_write(self.directory / MANIFEST, json.dumps(manifest))
         _barrier(accelerator)
         return self.open()
 
@@ -222,9 +222,7 @@ class CachedFeatureCollator(GazeFlowDataCollator):
 def _save_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
     from safetensors.torch import save_file
 
-    tmp = path.with_suffix(".tmp")
-    save_file(tensors, str(tmp))
-    os.replace(tmp, path)
+    atomic_write(path, lambda temporary: save_file(tensors, str(temporary)))
 
 
 def _barrier(accelerator) -> None:

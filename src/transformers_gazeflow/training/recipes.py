@@ -7,6 +7,7 @@ and ``--config_overrides`` on the command line is merged over the recipe's (the 
 | recipe | for |
 | --- | --- |
 | ``small-cpu`` | learning a dataset's rule with no pretrained encoder at hand, on 2 CPU cores in <= 25 minutes |
+| ``paper-1gpu`` | the paper's model and optimisation on one GPU (H100 or H200), with the fastest settings measured |
 """
 
 from __future__ import annotations
@@ -84,7 +85,33 @@ SMALL_CPU = Recipe(
     },
 )
 
-RECIPES: dict[str, Recipe] = {recipe.name: recipe for recipe in (SMALL_CPU,)}
+PAPER_ONE_GPU = Recipe(
+    name="paper-1gpu",
+    summary="the paper's model and optimisation (V-JEPA 2 ViT-L encoder with LoRA r16 on query/value, 64-frame "
+            "windows, AdamW lr 1e-4 cosine to 1e-6, weight decay 1e-4, clipping 1.0, EMA 0.995, 80 epochs, early "
+            "stopping after 15, effective batch 16) on one GPU: 8 clips per step and 2 accumulation steps, bf16, each "
+            "encoder layer compiled (measured on an H200 at 4 clips per step: 10.7 clips/s against 8.0 eager), "
+            "DataLoader workers one per free core, no gradient checkpointing (about 50 GB of GPU memory at 8 clips)",
+    arguments=dict(
+        config_preset="paper",
+        use_lora=True,
+        encoder_name_or_path="facebook/vjepa2-vitl-fpc64-256",
+        per_device_train_batch_size=8,
+        gradient_accumulation_steps=2,
+        num_train_epochs=80,
+        learning_rate=1e-4,
+        min_learning_rate=1e-6,
+        weight_decay=1e-4,
+        max_grad_norm=1.0,
+        ema_decay=0.995,
+        early_stopping_patience=15,
+        mixed_precision="bf16",
+        torch_compile=True,
+        gradient_checkpointing=False,
+    ),
+)
+
+RECIPES: dict[str, Recipe] = {recipe.name: recipe for recipe in (SMALL_CPU, PAPER_ONE_GPU)}
 
 
 def recipe_help() -> str:
@@ -92,4 +119,4 @@ def recipe_help() -> str:
     return "; ".join(f"{recipe.name}: {recipe.summary}" for recipe in RECIPES.values())
 
 
-__all__ = ["Recipe", "RECIPES", "SMALL_CPU", "recipe_help"]
+__all__ = ["Recipe", "RECIPES", "SMALL_CPU", "PAPER_ONE_GPU", "recipe_help"]

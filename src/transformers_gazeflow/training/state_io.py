@@ -23,6 +23,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model, save_file, save_model
 
+from ..data.atomic_files import fsync_file
+
 STATE_FORMAT = "gazeflow-state/1"
 _RNG_DEVICE_MODULES = ("cuda", "xpu")  # device generators captured when the backend is available
 
@@ -86,12 +88,6 @@ def decode_tree(node: Any, tensors: dict[str, torch.Tensor]) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------------- files
-def fsync_file(path: str | os.PathLike) -> None:
-    """Flush ``path``'s data to the disk, so that a power cut after a rename cannot leave it empty."""
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
-
-
 def write_state_file(path: str | os.PathLike, tree: Any) -> None:
     """Write a state tree (e.g. ``optimizer.state_dict()``) to ``path`` as safetensors + JSON metadata."""
     tensors: dict[str, torch.Tensor] = {}
@@ -202,5 +198,5 @@ def read_rng_file(path: Path) -> dict:
 __all__ = [
     "StateFileError", "encode_tree", "decode_tree", "write_state_file", "read_state_file", "write_module_file",
     "read_module_file", "first_non_finite_tensor", "first_non_finite_parameter", "restore_tuples",
-    "capture_rng_state", "restore_rng_state", "read_rng_file", "fsync_file",
+    "capture_rng_state", "restore_rng_state", "read_rng_file",
 ]

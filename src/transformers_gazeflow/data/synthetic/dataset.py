@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic_files import TEMPORARY_PREFIX, atomic_write
 from ..gaze_common import fill_untracked
 from ..gaze_types import UNTRACKED
 from ..masks import RegionMasks
@@ -192,7 +193,7 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
                              f"({existing}); asked for {settings}. Use another data_dir.")
         return out_dir
     if out_dir.exists():
-        foreign = sorted(p.name for p in out_dir.iterdir() if p.name not in (VIDEO_DIR, ANNOTATIONS_NAME + ".tmp"))
+        foreign = sorted(p.name for p in out_dir.iterdir() if p.name != VIDEO_DIR and not _is_own_temporary(p.name))
         if foreign:
             raise FileNotFoundError(f"{manifest_path} not found, and {out_dir} is not empty ({foreign[:5]}), so "
                                     f"no synthetic clips are generated into it: {LAYOUT_HELP}; or give an empty "
@@ -205,18 +206,18 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
             records = list(pool.map(_write_one, jobs, chunksize=4))
     else:
         records = [_write_one(job) for job in jobs]
-    tmp = out_dir / (ANNOTATIONS_NAME + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
-    tmp.replace(out_dir / ANNOTATIONS_NAME)
+    atomic_write(out_dir / ANNOTATIONS_NAME,
+                 "".join(json.dumps(record, separators=(",", ":")) + "\n" for record in records))
     manifest = {"format_version": FORMAT_VERSION, "generator_version": GENERATOR_VERSION,
                 "settings": settings.to_dict(), "task_names": task_names(settings.num_tasks),
                 "num_clips": len(records)}
-    tmp = out_dir / (MANIFEST_NAME + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(manifest_path)
+    atomic_write(manifest_path, json.dumps(manifest, indent=2) + "\n")
     return out_dir
+
+
+def _is_own_temporary(name: str) -> bool:
+    """Whether ``name`` is the temporary of this layout's annotations or manifest, left by an interrupted run."""
+    return name.startswith(TEMPORARY_PREFIX) and name.endswith((ANNOTATIONS_NAME, MANIFEST_NAME))
 
 
 def _untracked_filled(gaze: list, gaze_type: list) -> list:

@@ -1,17 +1,40 @@
-"""GazeFlow configuration: every knob of the model and its sampler, validated on construction.
+"""GazeFlow configuration: every knob of the model and its sampler, as typed fields checked on construction.
+
+The fields are a strict dataclass (``huggingface_hub.dataclasses.strict``, as every transformers config since 5.4):
+each field's type and allowed values are checked whenever it is set, at construction and on assignment, and the
+checks that relate several fields (``validate_*``) run once the config is built and again before it is saved.
+Either way a wrong value raises :class:`GazeFlowConfigError`, one line naming the field and what was expected.
 
 Defaults follow the paper (Section 3, Appendices C-E.4) and our reading of what it leaves open: a V-JEPA 2 ViT-L
-encoder (``encoder_config``), a d=256 velocity network with six
-DenoiserBlocks of 8 heads, M=4 learnable task queries, 64-frame windows with stride 32, the OT interpolant with
-``sigma_min = 1e-3``, self-conditioning with probability 0.5, and LoRA r=16 / alpha=32 / dropout 0.05 on the
-encoder's query and value projections.
+encoder (``encoder_config``), a d=256 velocity network with six DenoiserBlocks of 8 heads, M=4 learnable task
+queries, 64-frame windows with stride 32, the OT interpolant with ``sigma_min = 1e-3``, self-conditioning with
+probability 0.5, and LoRA r=16 / alpha=32 / dropout 0.05 on the encoder's query and value projections.
+
+**Where the sampling defaults live.** K (``num_samples``), S (``num_steps``), the ``solver`` and the ``window_mode``
+are the trained model's recommended way to sample it, and they stay here, in ``config.json``, beside the
+architecture: every model folder written so far (the bundled ones, remote-code folders, users' checkpoints) carries
+them there and loads unchanged, and ``AutoModel``, the pipeline and ``trust_remote_code`` read ``config.json`` and
+nothing else. They are read in one place only, ``generation_gazeflow.SamplingSettings.resolve`` (a call's
+arguments over these defaults, checked against the objective once); the engine, the streamer, the pipeline, the
+command, the web demo and the model card take the resolved object. ``heatmap_sigma`` is the evaluation protocol's
+map width in native pixels of the data the model was trained on (``examples/evaluate.py``'s default ``--sigma_px``);
+overlays and pipeline heatmaps scale theirs with the frame instead (``metrics.heatmaps.heatmap_sigma_px``).
+
+Note for readers: this module must not use ``from __future__ import annotations``: the strict checks read the
+fields' annotations as types, and string annotations are not checked.
 """
 
-from __future__ import annotations
-
+import re
+from collections.abc import Callable
 from typing import Any
 
-from transformers import PretrainedConfig, VJEPA2Config
+from huggingface_hub.dataclasses import strict, validated_field
+from huggingface_hub.errors import (
+    StrictDataclassClassValidationError,
+    StrictDataclassError,
+    StrictDataclassFieldValidationError,
+)
+from transformers import PreTrainedConfig, VJEPA2Config
 
 SOLVERS = ("euler", "heun", "midpoint")
 OBJECTIVES = ("flow_matching", "diffusion", "regression")
@@ -21,225 +44,318 @@ WINDOW_MODES = ("coherent", "blend")
 FLOW_TIME_SAMPLINGS = ("uniform", "late_quadratic", "logit_normal")
 
 
+class GazeFlowConfigError(ValueError, StrictDataclassError):
+    """A :class:`GazeFlowConfig` value that is not allowed, in one line: ``GazeFlowConfig: `field` must be ..., got
+    ...``. A ``ValueError``, and a ``StrictDataclassError`` like the errors of transformers' own configs.
+
+    ``field`` names the field (``encoder_config.<name>`` inside the encoder's config); ``problem`` is the rest."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"GazeFlowConfig: `{field}` {problem}")
+        self.field = field
+        self.problem = problem
+
+
+# ---------------------------------------------------------------------------------------------- field makers
+def _field(expected: str, valid: Callable[[Any], bool] | None = None, **default: Any) -> Any:
+    """A dataclass field whose values (already of the annotated type) must satisfy ``valid``; ``expected`` says what
+    is allowed, for the error message. ``default`` is ``default=...`` or ``default_factory=...``."""
+
+    def check(value: Any) -> None:
+        if valid is not None and not valid(value):
+            raise ValueError(f"must be {expected}, got {value!r}")
+
+    return validated_field(check, metadata={"expected": expected}, **default)
+
+
+def _count(default: int, minimum: int = 1) -> Any:
+    return _field(f"an int >= {minimum}", lambda value: value >= minimum, default=default)
+
+
+def _choice(default: str, choices: tuple[str, ...]) -> Any:
+    return _field(f"one of {choices}", lambda value: value in choices, default=default)
+
+
+def _flag(default: bool) -> Any:
+    return _field("a bool", default=default)
+
+
+def _number(default: float, expected: str = "a number", valid: Callable[[Any], bool] | None = None) -> Any:
+    return _field(expected, valid, default=default)
+
+
+def _type_text(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or str(annotation)
+
+
+def _expected(config_class: type, name: str) -> str:
+    """What a field of ``config_class`` allows: its ``expected`` text, else its annotated type."""
+    field = config_class.__dataclass_fields__.get(name)
+    if field is None:
+        return "valid"
+    return field.metadata.get("expected") or _type_text(field.type)
+
+
+def _field_error(config_class: type, err: StrictDataclassFieldValidationError, name: str, value: Any,
+                 prefix: str = "") -> GazeFlowConfigError:
+    """A strict field error (two lines: the field, then its cause) as one :class:`GazeFlowConfigError` line."""
+    cause = err.__cause__
+    if isinstance(cause, TypeError):
+        problem = f"must be {_expected(config_class, name)}, got {type(value).__name__} {value!r}"
+    else:
+        problem = str(cause)
+    return GazeFlowConfigError(prefix + name, problem)
+
+
+def _encoder_config(value: VJEPA2Config | dict | None) -> VJEPA2Config:
+    """``encoder_config`` as given (a dict as in ``config.json``; None: the default ViT-L) as a VJEPA2Config."""
+    if value is None:
+        return VJEPA2Config()
+    if isinstance(value, VJEPA2Config):
+        return value
+    values = dict(value)
+    model_type = values.pop("model_type", VJEPA2Config.model_type)
+    if model_type != VJEPA2Config.model_type:
+        raise GazeFlowConfigError("encoder_config.model_type", f"must be 'vjepa2' (a V-JEPA 2 encoder), got "
+                                                               f"{model_type!r}")
+    try:
+        return VJEPA2Config(**values)
+    except (StrictDataclassError, ValueError, TypeError) as err:
+        named = re.match(r"Validation error for field '([^']+)'", str(err))  # how @strict names a field
+        if isinstance(err, StrictDataclassFieldValidationError) and named:
+            name = named.group(1)
+            raise _field_error(VJEPA2Config, err, name, values.get(name), prefix="encoder_config.") from err
+        raise GazeFlowConfigError("encoder_config", f"is not a valid VJEPA2Config: "
+                                                    f"{' '.join(str(err).split())}") from err
+
+
+def _errors_in_one_line(cls: type) -> type:
+    """Turn the two-line errors of ``@strict`` (the field or validator, then the cause) into
+    :class:`GazeFlowConfigError` lines, for assignments (``__setattr__``) and for the ``validate_*`` checks
+    (``validate``, run after construction and before saving)."""
+    strict_setattr, strict_validate = cls.__setattr__, cls.validate
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            strict_setattr(self, name, value)
+        except StrictDataclassFieldValidationError as err:
+            raise _field_error(cls, err, name, value) from err.__cause__
+
+    def validate(self) -> None:
+        try:
+            strict_validate(self)
+        except StrictDataclassClassValidationError as err:
+            if isinstance(err.__cause__, GazeFlowConfigError):
+                raise err.__cause__ from None
+            raise
+
+    validate.__is_defined_by_strict_decorator__ = True  # a subclass decorated with @strict may replace it
+    cls.__setattr__, cls.validate = __setattr__, validate
+    return cls
+
+
 def _require(condition: bool, name: str, expected: str, value: Any) -> None:
     if not condition:
-        raise ValueError(f"GazeFlowConfig: `{name}` must be {expected}, got {value!r}")
+        raise GazeFlowConfigError(name, f"must be {expected}, got {value!r}")
 
 
-class GazeFlowConfig(PretrainedConfig):
-    r"""Configuration of a [`GazeFlowModel`].
+# ---------------------------------------------------------------------------------------------- the config
+@_errors_in_one_line
+@strict
+class GazeFlowConfig(PreTrainedConfig):
+    r"""
+    This is the configuration class to store the configuration of a [`GazeFlowModel`]: the velocity network of
+    conditional flow matching over gaze trajectories (paper Section 3), its video encoder, its training objective and
+    the default settings of its sampler. Instantiating it with the defaults gives the paper's model.
+
+    Configuration objects inherit from [`PreTrainedConfig`] and can be used to control the model outputs. Read the
+    documentation from [`PreTrainedConfig`] for more information.
 
     Args:
         encoder_config (`VJEPA2Config` or `dict`, *optional*):
-            The video encoder E_psi (paper Section 3.1). Defaults to `VJEPA2Config()`, the V-JEPA 2 ViT-L
-            (hidden 1024, 24 layers, patch 16, tubelet 2, 256x256 input).
-        hidden_size (`int`, defaults to 256): width d of the velocity network, of W_proj's output and of c_v.
-        num_hidden_layers (`int`, defaults to 6): number L of DenoiserBlocks (Appendix C.3).
-        num_attention_heads (`int`, defaults to 8): heads H of every attention (d_h = d / H).
-        intermediate_size (`int`, defaults to 1024): inner width of every feed-forward layer.
-        num_spatial_layers (`int`, defaults to 2): pre-norm Transformer layers of the per-frame spatial encoder.
-        num_task_queries (`int`, defaults to 4): learnable task queries M of the task-token bank (Eq. task_slots).
-        task_gate_init (`float`, defaults to -2.0): initial value of the task cross-attention gate g^(l).
-        rope_theta (`float`, defaults to 10000.0): base of the 1D RoPE over frame index (Appendix C.2).
-        num_frames (`int`, defaults to 64): window length W in frames (Appendix D.3).
-        window_stride (`int`, defaults to 32): stride W_s between sliding windows (Appendix D.3).
-        window_mode (`str`, defaults to `"coherent"`): how overlapping windows of a long clip are joined:
-            `"coherent"` samples each window conditioned on the frames it shares with the previous one, so each of
-            the K samples is one continuous trajectory (beyond the paper; see `generation_gazeflow`); `"blend"` samples
-            windows independently and blends them linearly over the overlap (the paper's Appendix D.3).
-        sigma_min (`float`, defaults to 1e-3): sigma_min of the OT interpolant (Appendix E.4).
-        flow_time_sampling (`str`, defaults to `"uniform"`): how flow matching draws its training time s from one
-            uniform u per example: `"uniform"` s = u (the paper's Algorithm 1), `"late_quadratic"`
-            s = 1 - (1 - u)^2 (more draws near the data end, where sub-pixel precision is learned; beyond the
-            paper) or `"logit_normal"` s = sigmoid(Phi^-1(u)) (Esser et al. 2024; beyond the paper). See
-            `scheduling_gazeflow.flow_time_from_uniform`.
-        self_conditioning_prob (`float`, defaults to 0.5): probability of self-conditioning in training (E.2).
-        grounding_loss_weight (`float`, defaults to 0.0): weight lambda_g of the auxiliary grounding loss (beyond the
-            paper): a linear head scores every spatial token of c_v per frame group, trained by cross-entropy to
-            put its mass on the tokens around the recorded gaze, so c_v learns to mark *what is looked at* from the
-            frames alone. The loss is `L_cfm + lambda_g * L_ground`; 0 is the paper's model (no head, no extra
-            weights). See `modeling_gazeflow_objectives.grounding_loss`.
-        grounding_sigma (`float`, defaults to 0.5): width of the grounding target, a Gaussian over the patch
-            centres around the gaze point, in patch widths.
-        num_samples (`int`, defaults to 30): default K, trajectories sampled per clip (1 for `objective="regression"`).
-        num_steps (`int`, defaults to 5): default S, ODE steps per trajectory.
-        solver (`str`, defaults to `"euler"`): ODE solver, one of `"euler"`, `"heun"`, `"midpoint"`.
-        heatmap_sigma (`float`, defaults to 25.0): Gaussian sigma in native pixels for trajectory -> heatmap.
-        use_lora (`bool`, defaults to `True`): add LoRA adapters to the encoder (Appendix E.4).
-        lora_r, lora_alpha, lora_dropout, lora_target_modules: the LoRA settings (r=16, alpha=32, 0.05,
-            `["query", "value"]`).
-        freeze_encoder (`bool`, defaults to `True`): freeze the encoder's own weights (LoRA, if on, still trains).
-        causal (`bool`, defaults to `False`): the causal variant of Appendix F.4: causal frame self-attention, a
-            per-frame task bank over frames <= t, and per-frame encoder tokens from a causal window of
-            `causal_encoder_frames` frames ending at t (see `modeling_gazeflow_causal`).
-        causal_encoder_frames (`int`, defaults to 2): length of the causal encoder window (a multiple of the
-            encoder's tubelet size); frame t reads the last tubelet (t-1, t) of the window of frames t-w+1..t.
-        objective (`str`, defaults to `"flow_matching"`): the training objective and its sampler (Sections 3.2, 4.4,
-            Appendix F.4): `"flow_matching"` (the paper's CFM, ODE solvers), `"diffusion"` (epsilon prediction,
-            cosine schedule, DDIM with the same S) or `"regression"` (direct prediction, masked MSE, K=1).
-        diffusion_timesteps (`int`, defaults to 1000): discrete training timesteps of the diffusion objective.
-        use_visual_cross_attention (`bool`, defaults to `True`): the per-frame visual cross-attention sub-layer
-            (bottom-up path, Eq. ca_out); False is the "- Bottom-up Visual Feature" ablation.
-        use_task_cross_attention (`bool`, defaults to `True`): the top-down task path (task bank + task guidance);
-            False is the "- Top-down Task Guidance" ablation.
-        position_encoding (`str`, defaults to `"rope"`): frame position in the self-attention: `"rope"` (Appendix
-            C.2), `"learned"` (an absolute table added to the gaze tokens, Table pe_compare) or `"none"`.
-        task_guidance (`str`, defaults to `"cross_attention"`): how c_task enters: gated cross-attention in every
-            block, or `"concat"`: channel-wise concatenation of the flattened bank to the gaze-token input.
-        initializer_range (`float`, defaults to 0.02): std of the truncated-normal weight initialisation.
-        layer_norm_eps (`float`, defaults to 1e-6): epsilon of every LayerNorm of the GazeFlow modules.
+            The video encoder E_psi (Section 3.1). A dict (as in `config.json`) becomes a `VJEPA2Config`; `None` is
+            `VJEPA2Config()`, the V-JEPA 2 ViT-L (hidden 1024, 24 layers, patch 16, tubelet 2, 256x256 input).
+        hidden_size (`int`, *optional*, defaults to 256):
+            Width d of the velocity network, of W_proj's output and of c_v.
+        num_hidden_layers (`int`, *optional*, defaults to 6):
+            Number L of DenoiserBlocks (Appendix C.3).
+        num_attention_heads (`int`, *optional*, defaults to 8):
+            Heads H of every attention (d_h = d / H, even for RoPE).
+        intermediate_size (`int`, *optional*, defaults to 1024):
+            Inner width of every feed-forward layer.
+        num_spatial_layers (`int`, *optional*, defaults to 2):
+            Pre-norm Transformer layers of the per-frame spatial encoder.
+        num_task_queries (`int`, *optional*, defaults to 4):
+            Learnable task queries M of the task-token bank (Eq. task_slots).
+        task_gate_init (`float`, *optional*, defaults to -2.0):
+            Initial value of the task cross-attention gate g^(l).
+        rope_theta (`float`, *optional*, defaults to 10000.0):
+            Base of the 1D RoPE over frame index (Appendix C.2).
+        num_frames (`int`, *optional*, defaults to 64):
+            Window length W in frames (Appendix D.3); a multiple of the encoder's tubelet size.
+        window_stride (`int`, *optional*, defaults to 32):
+            Stride W_s between sliding windows (Appendix D.3), at most `num_frames`.
+        window_mode (`str`, *optional*, defaults to `"coherent"`):
+            How overlapping windows of a long clip are joined: `"coherent"` samples each window conditioned on the
+            frames it shares with the previous one, so each of the K samples is one continuous trajectory (beyond
+            the paper; see `generation_gazeflow`); `"blend"` samples windows independently and blends them linearly
+            over the overlap (Appendix D.3).
+        sigma_min (`float`, *optional*, defaults to 1e-3):
+            sigma_min of the OT interpolant (Appendix E.4), in (0, 1).
+        flow_time_sampling (`str`, *optional*, defaults to `"uniform"`):
+            How flow matching draws its training time s from one uniform u per example: `"uniform"` s = u (the
+            paper's Algorithm 1), `"late_quadratic"` s = 1 - (1 - u)^2 (more draws near the data end, where
+            sub-pixel precision is learned; beyond the paper) or `"logit_normal"` s = sigmoid(Phi^-1(u)) (Esser et
+            al. 2024; beyond the paper). See `scheduling_gazeflow.flow_time_from_uniform`.
+        self_conditioning_prob (`float`, *optional*, defaults to 0.5):
+            Probability of self-conditioning in training (Appendix E.2).
+        grounding_loss_weight (`float`, *optional*, defaults to 0.0):
+            Weight lambda_g of the auxiliary grounding loss (beyond the paper): a linear head scores every spatial
+            token of c_v per frame group, trained by cross-entropy to put its mass on the tokens around the recorded
+            gaze, so c_v learns to mark *what is looked at* from the frames alone. The loss is
+            `L_cfm + lambda_g * L_ground`; 0 is the paper's model (no head, no extra weights). See
+            `modeling_gazeflow_objectives.grounding_loss`.
+        grounding_sigma (`float`, *optional*, defaults to 0.5):
+            Width of the grounding target, a Gaussian over the patch centres around the gaze point, in patch widths.
+        num_samples (`int`, *optional*):
+            Default K, trajectories sampled per clip: 30 (the paper's recommendation) when not given, 1 for
+            `objective="regression"` (which allows only 1).
+        num_steps (`int`, *optional*, defaults to 5):
+            Default S, ODE steps per trajectory.
+        solver (`str`, *optional*, defaults to `"euler"`):
+            ODE solver, one of `"euler"`, `"heun"`, `"midpoint"` (other than Euler for `"flow_matching"` only).
+        heatmap_sigma (`float`, *optional*, defaults to 25.0):
+            Gaussian sigma in native pixels for trajectory -> heatmap.
+        use_lora (`bool`, *optional*, defaults to `True`):
+            Add LoRA adapters to the encoder (Appendix E.4).
+        lora_r (`int`, *optional*, defaults to 16):
+            LoRA rank r.
+        lora_alpha (`float`, *optional*, defaults to 32):
+            LoRA scale alpha.
+        lora_dropout (`float`, *optional*, defaults to 0.05):
+            Dropout on the LoRA input, in [0, 1).
+        lora_target_modules (`list[str]`, *optional*, defaults to `["query", "value"]`):
+            The encoder's linear layers that get LoRA adapters.
+        freeze_encoder (`bool`, *optional*, defaults to `True`):
+            Freeze the encoder's own weights (LoRA, if on, still trains).
+        causal (`bool`, *optional*, defaults to `False`):
+            The causal variant of Appendix F.4: causal frame self-attention, a per-frame task bank over frames
+            <= t, and per-frame encoder tokens from a causal window of `causal_encoder_frames` frames ending at t
+            (see `modeling_gazeflow_causal`).
+        causal_encoder_frames (`int`, *optional*, defaults to 2):
+            Length of the causal encoder window (a multiple of the encoder's tubelet size); frame t reads the last
+            tubelet (t-1, t) of the window of frames t-w+1..t.
+        objective (`str`, *optional*, defaults to `"flow_matching"`):
+            The training objective and its sampler (Sections 3.2, 4.4, Appendix F.4): `"flow_matching"` (the
+            paper's CFM, ODE solvers), `"diffusion"` (epsilon prediction, cosine schedule, DDIM with the same S) or
+            `"regression"` (direct prediction, masked MSE, K=1).
+        diffusion_timesteps (`int`, *optional*, defaults to 1000):
+            Discrete training timesteps of the diffusion objective.
+        use_visual_cross_attention (`bool`, *optional*, defaults to `True`):
+            The per-frame visual cross-attention sub-layer (bottom-up path, Eq. ca_out); `False` is the
+            "- Bottom-up Visual Feature" ablation.
+        use_task_cross_attention (`bool`, *optional*, defaults to `True`):
+            The top-down task path (task bank + task guidance); `False` is the "- Top-down Task Guidance" ablation.
+        position_encoding (`str`, *optional*, defaults to `"rope"`):
+            Frame position in the self-attention: `"rope"` (Appendix C.2), `"learned"` (an absolute table added to
+            the gaze tokens, Table pe_compare) or `"none"`.
+        task_guidance (`str`, *optional*, defaults to `"cross_attention"`):
+            How c_task enters: gated cross-attention in every block, or `"concat"`: channel-wise concatenation of
+            the flattened bank to the gaze-token input (needs `use_task_cross_attention=True`).
+        initializer_range (`float`, *optional*, defaults to 0.02):
+            Std of the truncated-normal weight initialisation.
+        layer_norm_eps (`float`, *optional*, defaults to 1e-6):
+            Epsilon of every LayerNorm of the GazeFlow modules.
+
+    Example:
+
+    ```python
+    >>> from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+
+    >>> config = GazeFlowConfig.tiny()  # 32x32 frames, 8-frame windows: for tests and CPU smoke runs
+    >>> model = GazeFlowModel(config)
+    >>> config.num_frames = 6  # checked on assignment: an int >= 1
+    ```
     """
 
     model_type = "gazeflow"
     sub_configs = {"encoder_config": VJEPA2Config}
 
-    def __init__(
-        self,
-        encoder_config: VJEPA2Config | dict | None = None,
-        hidden_size: int = 256,
-        num_hidden_layers: int = 6,
-        num_attention_heads: int = 8,
-        intermediate_size: int = 1024,
-        num_spatial_layers: int = 2,
-        num_task_queries: int = 4,
-        task_gate_init: float = -2.0,
-        rope_theta: float = 10000.0,
-        num_frames: int = 64,
-        window_stride: int = 32,
-        window_mode: str = "coherent",
-        sigma_min: float = 1e-3,
-        flow_time_sampling: str = "uniform",
-        self_conditioning_prob: float = 0.5,
-        grounding_loss_weight: float = 0.0,
-        grounding_sigma: float = 0.5,
-        num_samples: int | None = None,
-        num_steps: int = 5,
-        solver: str = "euler",
-        heatmap_sigma: float = 25.0,
-        use_lora: bool = True,
-        lora_r: int = 16,
-        lora_alpha: float = 32,
-        lora_dropout: float = 0.05,
-        lora_target_modules: list[str] | tuple[str, ...] | None = None,
-        freeze_encoder: bool = True,
-        causal: bool = False,
-        causal_encoder_frames: int = 2,
-        objective: str = "flow_matching",
-        diffusion_timesteps: int = 1000,
-        use_visual_cross_attention: bool = True,
-        use_task_cross_attention: bool = True,
-        position_encoding: str = "rope",
-        task_guidance: str = "cross_attention",
-        initializer_range: float = 0.02,
-        layer_norm_eps: float = 1e-6,
-        **kwargs,
-    ):
-        if encoder_config is None:
-            encoder_config = VJEPA2Config()
-        elif isinstance(encoder_config, dict):
-            encoder_config = VJEPA2Config(**{k: v for k, v in encoder_config.items() if k != "model_type"})
-        elif not isinstance(encoder_config, VJEPA2Config):
-            raise ValueError(
-                f"GazeFlowConfig: `encoder_config` must be a VJEPA2Config, a dict or None, got {type(encoder_config)}"
-            )
-        self.encoder_config = encoder_config
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.num_spatial_layers = num_spatial_layers
-        self.num_task_queries = num_task_queries
-        self.task_gate_init = task_gate_init
-        self.rope_theta = rope_theta
-        self.num_frames = num_frames
-        self.window_stride = window_stride
-        self.window_mode = window_mode
-        self.sigma_min = sigma_min
-        self.flow_time_sampling = flow_time_sampling
-        self.self_conditioning_prob = self_conditioning_prob
-        self.grounding_loss_weight = grounding_loss_weight
-        self.grounding_sigma = grounding_sigma
-        # K: 30 (the paper's recommendation), 1 for the deterministic regression head
-        self.num_samples = num_samples if num_samples is not None else (1 if objective == "regression" else 30)
-        self.num_steps = num_steps
-        self.solver = solver
-        self.heatmap_sigma = heatmap_sigma
-        self.use_lora = use_lora
-        self.lora_r = lora_r
-        self.lora_alpha = lora_alpha
-        self.lora_dropout = lora_dropout
-        self.lora_target_modules = list(lora_target_modules) if lora_target_modules is not None else ["query", "value"]
-        self.freeze_encoder = freeze_encoder
-        self.causal = causal
-        self.causal_encoder_frames = causal_encoder_frames
-        self.objective = objective
-        self.diffusion_timesteps = diffusion_timesteps
-        self.use_visual_cross_attention = use_visual_cross_attention
-        self.use_task_cross_attention = use_task_cross_attention
-        self.position_encoding = position_encoding
-        self.task_guidance = task_guidance
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
-        super().__init__(**kwargs)
-        self.validate_gazeflow()
+    encoder_config: VJEPA2Config | dict | None = _field("a VJEPA2Config, a dict or None", default=None)
+    hidden_size: int = _count(256)
+    num_hidden_layers: int = _count(6)
+    num_attention_heads: int = _count(8)
+    intermediate_size: int = _count(1024)
+    num_spatial_layers: int = _count(2, minimum=0)
+    num_task_queries: int = _count(4, minimum=0)
+    task_gate_init: float | int = _number(-2.0)
+    rope_theta: float | int = _number(10000.0, "a number > 0", lambda value: value > 0)
+    num_frames: int = _count(64)
+    window_stride: int = _count(32)
+    window_mode: str = _choice("coherent", WINDOW_MODES)
+    sigma_min: float | int = _number(1e-3, "a number in (0, 1)", lambda value: 0.0 < value < 1.0)
+    flow_time_sampling: str = _choice("uniform", FLOW_TIME_SAMPLINGS)
+    self_conditioning_prob: float | int = _number(0.5, "a number in [0, 1]", lambda value: 0.0 <= value <= 1.0)
+    grounding_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no grounding head)", lambda value: value >= 0)
+    grounding_sigma: float | int = _number(0.5, "a number > 0 (patch widths)", lambda value: value > 0)
+    num_samples: int | None = _field("an int >= 1 (or None: 30, 1 for regression)",
+                                     lambda value: value is None or value >= 1, default=None)
+    num_steps: int = _count(5)
+    solver: str = _choice("euler", SOLVERS)
+    heatmap_sigma: float | int = _number(25.0, "a number > 0 (pixels)", lambda value: value > 0)
+    use_lora: bool = _flag(True)
+    lora_r: int = _count(16)
+    lora_alpha: float | int = _number(32, "a number > 0", lambda value: value > 0)
+    lora_dropout: float | int = _number(0.05, "a number in [0, 1)", lambda value: 0.0 <= value < 1.0)
+    lora_target_modules: list[str] | tuple[str, ...] = _field(
+        "a non-empty list of module names", lambda value: len(value) > 0, default_factory=lambda: ["query", "value"])
+    freeze_encoder: bool = _flag(True)
+    causal: bool = _flag(False)
+    causal_encoder_frames: int = _count(2)
+    objective: str = _choice("flow_matching", OBJECTIVES)
+    diffusion_timesteps: int = _count(1000)
+    use_visual_cross_attention: bool = _flag(True)
+    use_task_cross_attention: bool = _flag(True)
+    position_encoding: str = _choice("rope", POSITION_ENCODINGS)
+    task_guidance: str = _choice("cross_attention", TASK_GUIDANCES)
+    initializer_range: float | int = _number(0.02, "a number > 0", lambda value: value > 0)
+    layer_norm_eps: float | int = _number(1e-6)
 
-    # ------------------------------------------------------------------ validation
-    def validate_gazeflow(self) -> None:
-        """Check every value; raise a `ValueError` naming the field, the value and what was expected."""
-        positive_ints = (
-            "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "num_frames",
-            "window_stride", "num_samples", "num_steps", "lora_r", "causal_encoder_frames", "diffusion_timesteps",
-        )
-        for name in positive_ints:
-            value = getattr(self, name)
-            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 1, name, "an int >= 1", value)
-        for name in ("num_spatial_layers", "num_task_queries"):
-            value = getattr(self, name)
-            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0, name, "an int >= 0", value)
+    def __post_init__(self, **kwargs):
+        self.encoder_config = _encoder_config(self.encoder_config)
+        if self.num_samples is None:  # K: 30 (the paper's recommendation), 1 for the deterministic regression head
+            self.num_samples = 1 if self.objective == "regression" else 30
+        self.lora_target_modules = list(self.lora_target_modules)
+        super().__post_init__(**kwargs)
+
+    # ------------------------------------------------------------------ checks across fields (run by @strict)
+    def validate_architecture(self) -> None:
+        """Widths that the layers need: d splits into H even heads (RoPE rotates pairs) and into the four parts of
+        the 2D sin-cos position encoding; the encoder's frames split into whole patches."""
         _require(self.hidden_size % self.num_attention_heads == 0, "hidden_size",
                  f"divisible by num_attention_heads={self.num_attention_heads}", self.hidden_size)
-        head_dim = self.hidden_size // self.num_attention_heads
-        _require(head_dim % 2 == 0, "hidden_size / num_attention_heads", "even (RoPE rotates pairs)", head_dim)
+        if self.head_dim % 2:
+            raise GazeFlowConfigError("num_attention_heads", "must be a divisor of hidden_size that leaves an even "
+                                      f"head size d_h (RoPE rotates pairs), got {self.num_attention_heads} "
+                                      f"(d_h = {self.hidden_size} / {self.num_attention_heads} = {self.head_dim})")
         _require(self.hidden_size % 4 == 0, "hidden_size", "divisible by 4 (2D sin-cos position encoding)",
                  self.hidden_size)
-        _require(self.window_stride <= self.num_frames, "window_stride",
-                 f"<= num_frames={self.num_frames} (windows must overlap or touch)", self.window_stride)
-        tubelet = self.encoder_config.tubelet_size
-        _require(self.num_frames % tubelet == 0, "num_frames",
-                 f"a multiple of the encoder's tubelet_size={tubelet}", self.num_frames)
-        _require(0.0 < self.sigma_min < 1.0, "sigma_min", "in (0, 1)", self.sigma_min)
-        _require(self.flow_time_sampling in FLOW_TIME_SAMPLINGS, "flow_time_sampling",
-                 f"one of {FLOW_TIME_SAMPLINGS}", self.flow_time_sampling)
-        _require(0.0 <= self.self_conditioning_prob <= 1.0, "self_conditioning_prob", "in [0, 1]",
-                 self.self_conditioning_prob)
-        weight = self.grounding_loss_weight
-        _require(isinstance(weight, (int, float)) and not isinstance(weight, bool) and weight >= 0,
-                 "grounding_loss_weight", ">= 0 (0: no grounding head)", weight)
-        _require(isinstance(self.grounding_sigma, (int, float)) and self.grounding_sigma > 0, "grounding_sigma",
-                 "> 0 (patch widths)", self.grounding_sigma)
-        _require(self.solver in SOLVERS, "solver", f"one of {SOLVERS}", self.solver)
-        _require(self.window_mode in WINDOW_MODES, "window_mode", f"one of {WINDOW_MODES}", self.window_mode)
-        _require(self.heatmap_sigma > 0, "heatmap_sigma", "> 0 (pixels)", self.heatmap_sigma)
-        _require(self.rope_theta > 0, "rope_theta", "> 0", self.rope_theta)
-        _require(self.lora_alpha > 0, "lora_alpha", "> 0", self.lora_alpha)
-        _require(0.0 <= self.lora_dropout < 1.0, "lora_dropout", "in [0, 1)", self.lora_dropout)
-        _require(len(self.lora_target_modules) > 0 and all(isinstance(m, str) for m in self.lora_target_modules),
-                 "lora_target_modules", "a non-empty list of module names", self.lora_target_modules)
-        for name in ("use_lora", "freeze_encoder", "causal", "use_visual_cross_attention", "use_task_cross_attention"):
-            _require(isinstance(getattr(self, name), bool), name, "a bool", getattr(self, name))
-        self.validate_variants()
-        _require(self.initializer_range > 0, "initializer_range", "> 0", self.initializer_range)
         crop, patch = self.encoder_config.crop_size, self.encoder_config.patch_size
         _require(isinstance(patch, int) and crop % patch == 0, "encoder_config.crop_size",
                  f"a multiple of patch_size={patch}", crop)
 
+    def validate_windows(self) -> None:
+        """Windows that overlap or touch (W_s <= W) and frame counts in whole tubelets of the encoder."""
+        _require(self.window_stride <= self.num_frames, "window_stride",
+                 f"<= num_frames={self.num_frames} (windows must overlap or touch)", self.window_stride)
+        tubelet = self.tubelet_size
+        _require(self.num_frames % tubelet == 0, "num_frames", f"a multiple of the encoder's tubelet_size={tubelet}",
+                 self.num_frames)
+        _require(self.causal_encoder_frames % tubelet == 0, "causal_encoder_frames",
+                 f"a multiple of the encoder's tubelet_size={tubelet}", self.causal_encoder_frames)
+
     def validate_variants(self) -> None:
-        """The ablation switches (paper Section 4.4-4.5, Appendix F.4) and how they combine."""
-        _require(self.objective in OBJECTIVES, "objective", f"one of {OBJECTIVES}", self.objective)
-        _require(self.position_encoding in POSITION_ENCODINGS, "position_encoding", f"one of {POSITION_ENCODINGS}",
-                 self.position_encoding)
-        _require(self.task_guidance in TASK_GUIDANCES, "task_guidance", f"one of {TASK_GUIDANCES}",
-                 self.task_guidance)
+        """How the ablation switches (paper Section 4.4-4.5, Appendix F.4) combine."""
         _require(self.use_task_cross_attention or self.task_guidance == "cross_attention", "task_guidance",
                  "'cross_attention' when use_task_cross_attention=False (there is no task path to concatenate)",
                  self.task_guidance)
@@ -248,10 +364,8 @@ class GazeFlowConfig(PretrainedConfig):
                  "(diffusion samples with DDIM, regression predicts directly)", self.solver)
         _require(self.objective != "regression" or self.num_samples == 1, "num_samples",
                  "1 with objective='regression' (a deterministic head predicts one trajectory, K=1)", self.num_samples)
-        tubelet = self.encoder_config.tubelet_size
-        _require(self.causal_encoder_frames % tubelet == 0, "causal_encoder_frames",
-                 f"a multiple of the encoder's tubelet_size={tubelet}", self.causal_encoder_frames)
 
+    # ------------------------------------------------------------------ derived switches
     @property
     def uses_grounding_head(self) -> bool:
         """Whether the model has the auxiliary grounding head over c_v (``grounding_loss_weight > 0``)."""
@@ -276,6 +390,7 @@ class GazeFlowConfig(PretrainedConfig):
     # ------------------------------------------------------------------ derived sizes
     @property
     def head_dim(self) -> int:
+        """d_h = d / H."""
         return self.hidden_size // self.num_attention_heads
 
     @property
@@ -295,6 +410,7 @@ class GazeFlowConfig(PretrainedConfig):
 
     @property
     def tubelet_size(self) -> int:
+        """Frames per encoder tubelet (2 for V-JEPA 2)."""
         return self.encoder_config.tubelet_size
 
     @classmethod
@@ -316,5 +432,5 @@ class GazeFlowConfig(PretrainedConfig):
         return cls(**defaults)
 
 
-__all__ = ["GazeFlowConfig", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES", "WINDOW_MODES",
-           "FLOW_TIME_SAMPLINGS"]
+__all__ = ["GazeFlowConfig", "GazeFlowConfigError", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES",
+           "WINDOW_MODES", "FLOW_TIME_SAMPLINGS"]

@@ -48,8 +48,11 @@ frame (``windows.pad_last_frame``) and cut back. Windows are stitched by ``windo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -76,8 +79,10 @@ class WindowedModel(Protocol):
 
     def build_condition(self, encoder_hidden_states: torch.Tensor, num_frames: int, **kwargs: Any) -> Any: ...
 
-    def velocity(self, sample: torch.Tensor, flow_time: Any, condition: Any,
-                 self_condition: torch.Tensor) -> torch.Tensor: ...
+    def velocity(self, sample: torch.Tensor, flow_time: Any, condition: Any, self_condition: torch.Tensor,
+                 time_embedding: torch.Tensor | None = None) -> torch.Tensor: ...
+
+    def embed_flow_time(self, flow_time: Any, batch: int, samples: int, device: torch.device) -> torch.Tensor: ...
 
 KNOWN_FRAMES_RELEASE = 0.9
 """Coherent windows hold the frames they share with earlier windows on their noised path until this far along the
@@ -126,15 +131,51 @@ class SamplingSettings:
 
 
 # ---------------------------------------------------------------------------------------------------- one window
-def cached_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int) -> ModelFn:
-    """The fast path: the condition (c_v, c_task and every block's keys/values) is built once per clip here and
-    reused by every call, for all K samples at once (never copied K times)."""
-    condition = model.build_condition(encoder_hidden_states, num_frames)
+class TimeEmbeddings:
+    """E_time(s) of every flow time a sampling run visits, computed once per run: a sampler visits the same S times
+    (2S with Heun or midpoint) in every window, so each embedding is computed the first time and reused. Each is
+    computed exactly as the network computes it inside a call (``embed_flow_time`` on the ``[B, K]`` flow times),
+    so results do not change. Keyed by time, shape, device and autocast state."""
+
+    def __init__(self, model: WindowedModel) -> None:
+        self.model = model
+        self._embeddings: dict[tuple, torch.Tensor] = {}
+
+    def __call__(self, flow_time: float | torch.Tensor, batch: int, samples: int,
+                 device: torch.device) -> torch.Tensor | None:
+        if torch.is_tensor(flow_time):  # a traced or per-sample time: computed by the network itself
+            return None
+        key = (float(flow_time), batch, samples, str(device), _autocast_state(device.type))
+        embedding = self._embeddings.get(key)
+        if embedding is None:
+            embedding = self._embeddings[key] = self.model.embed_flow_time(flow_time, batch, samples, device)
+        return embedding
+
+
+def _autocast_state(device_type: str) -> tuple:
+    try:
+        return torch.is_autocast_enabled(device_type), torch.get_autocast_dtype(device_type)
+    except RuntimeError:  # a device type autocast does not know (meta)
+        return False, None
+
+
+def condition_velocity_fn(model: WindowedModel, condition: Any,
+                          time_embeddings: TimeEmbeddings | None = None) -> ModelFn:
+    """v_theta at a window's condition, for all K samples at once; ``time_embeddings`` reuses E_time(s) across calls."""
 
     def velocity_fn(sample: torch.Tensor, flow_time: float, self_condition: torch.Tensor) -> torch.Tensor:
-        return model.velocity(sample, flow_time, condition, self_condition)
+        embedding = None if time_embeddings is None else time_embeddings(flow_time, sample.shape[0], sample.shape[1],
+                                                                        sample.device)
+        return model.velocity(sample, flow_time, condition, self_condition, time_embedding=embedding)
 
     return velocity_fn
+
+
+def cached_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int,
+                       time_embeddings: TimeEmbeddings | None = None) -> ModelFn:
+    """The fast path: the condition (c_v, c_task and every block's keys/values) is built once per clip here and
+    reused by every call, for all K samples at once (never copied K times)."""
+    return condition_velocity_fn(model, model.build_condition(encoder_hidden_states, num_frames), time_embeddings)
 
 
 def recompute_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int,
@@ -153,21 +194,10 @@ def recompute_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Ten
     return velocity_fn
 
 
-def sample_window(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int, noise: torch.Tensor,
-                  num_steps: int, solver: str, use_condition_cache: bool = True,
-                  known: torch.Tensor | None = None) -> torch.Tensor:
-    """Trajectories ``[B, K, T, 2]`` in model coordinates for one window's encoder tokens and noise ``[B, K, T, 2]``,
-    by the scheduler of the config's objective.
-
-    ``known`` ``[B, K, L, 2]``: the window's first L frames are already sampled (coherent windows). Every state the
-    network reads holds them at their noised value under the window's own noise, ``scheduler.add_noise(known,
-    noise[:, :, :L], time)`` (the replacement method) until :data:`KNOWN_FRAMES_RELEASE`, and their
-    self-conditioning input is their clean value (what x1_hat estimates, known here); see the module docstring.
-    """
-    if use_condition_cache:
-        velocity_fn = cached_velocity_fn(model, encoder_hidden_states, num_frames)
-    else:
-        velocity_fn = recompute_velocity_fn(model, encoder_hidden_states, num_frames, noise.shape[1])
+def sample_with(model: WindowedModel, velocity_fn: ModelFn, noise: torch.Tensor, num_steps: int, solver: str,
+                known: torch.Tensor | None = None) -> torch.Tensor:
+    """Integrate ``velocity_fn`` from ``noise [B, K, T, 2]`` by the scheduler of the config's objective; ``known``
+    ``[B, K, L, 2]``: the first L frames are already sampled (coherent windows, see :func:`sample_window`)."""
     scheduler = scheduler_for(model.config, num_steps, solver)
     if known is None or known.shape[2] == 0 or isinstance(scheduler, RegressionScheduler):
         return scheduler.sample(velocity_fn, noise)  # (the regression head reads no state: nothing to condition)
@@ -183,6 +213,39 @@ def sample_window(model: WindowedModel, encoder_hidden_states: torch.Tensor, num
         return velocity_fn(sample, time, torch.cat([known, self_condition[:, :, overlap:]], dim=2))
 
     return scheduler.sample(conditioned_fn, noise, project)
+
+
+def sample_window(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int, noise: torch.Tensor,
+                  num_steps: int, solver: str, use_condition_cache: bool = True,
+                  known: torch.Tensor | None = None) -> torch.Tensor:
+    """Trajectories ``[B, K, T, 2]`` in model coordinates for one window's encoder tokens and noise ``[B, K, T, 2]``,
+    by the scheduler of the config's objective.
+
+    ``known`` ``[B, K, L, 2]``: the window's first L frames are already sampled (coherent windows). Every state the
+    network reads holds them at their noised value under the window's own noise, ``scheduler.add_noise(known,
+    noise[:, :, :L], time)`` (the replacement method) until :data:`KNOWN_FRAMES_RELEASE`, and their
+    self-conditioning input is their clean value (what x1_hat estimates, known here); see the module docstring.
+    """
+    if use_condition_cache:
+        velocity_fn = cached_velocity_fn(model, encoder_hidden_states, num_frames, TimeEmbeddings(model))
+    else:
+        velocity_fn = recompute_velocity_fn(model, encoder_hidden_states, num_frames, noise.shape[1])
+    return sample_with(model, velocity_fn, noise, num_steps, solver, known)
+
+
+class WindowSampler:
+    """Samples windows from their condition with a run's settings (the engine's default): one call integrates one
+    window, or a batch of independent windows, ``(condition, noise [B, K, W, 2], known [B, K, L, 2] or None) ->
+    [B, K, W, 2]``. It keeps the run's :class:`TimeEmbeddings`. ``generation.inference`` wraps it to replay the
+    steps as CUDA graphs."""
+
+    def __init__(self, model: WindowedModel, settings: SamplingSettings) -> None:
+        self.model, self.settings = model, settings
+        self.time_embeddings = TimeEmbeddings(model)
+
+    def __call__(self, condition: Any, noise: torch.Tensor, known: torch.Tensor | None = None) -> torch.Tensor:
+        velocity_fn = condition_velocity_fn(self.model, condition, self.time_embeddings)
+        return sample_with(self.model, velocity_fn, noise, self.settings.num_steps, self.settings.solver, known)
 
 
 # ---------------------------------------------------------------------------------------------------- the loop
@@ -220,27 +283,54 @@ def to_unit_predictions(model_coordinates: torch.Tensor, sample_dim: int = 1) ->
     return trajectories, point_estimate(trajectories, sample_dim)
 
 
+Stage = Callable[[str], AbstractContextManager]
+"""``stage(name)``: a context manager around the engine's work on a batch of windows, ``"encode"`` (encoder and
+condition) or ``"sample"`` (noise, scheduler steps, stitching); the pipeline times them with it."""
+
+
+def _no_stage(name: str) -> AbstractContextManager:
+    return contextlib.nullcontext()
+
+
+def draw_window_noises(count: int, shape: tuple[int, ...], generator: torch.Generator | None,
+                       device: torch.device) -> torch.Tensor:
+    """The noise of ``count`` consecutive windows ``[count * B, K, W, 2]``, window i the i-th draw of ``shape`` from
+    the generator (as one window at a time would draw it), moved to ``device`` in one copy that does not wait for the
+    device (through pinned memory when drawn on the host for an accelerator)."""
+    draw_device = generator.device if generator is not None else device
+    noise = torch.cat([draw_noise(shape, generator, draw_device) for _ in range(count)])
+    if noise.device == device:
+        return noise
+    if noise.device.type == "cpu" and device.type == "cuda":
+        return noise.pin_memory().to(device, non_blocking=True)
+    return noise.to(device)
+
+
 def iter_window_predictions(model: WindowedModel, windows: Iterable[Sequence[Window]], settings: SamplingSettings,
                             generator: torch.Generator | None = None, use_condition_cache: bool = True,
-                            skip_windows: int = 0) -> Iterator[SampledFrames]:
+                            skip_windows: int = 0, sampler: Callable[..., torch.Tensor] | None = None,
+                            stage: Stage = _no_stage) -> Iterator[SampledFrames]:
     """Sample and stitch windows, yielding finished frames in order (together they cover the clip once).
 
     ``windows`` yields batches of windows in order of their starts (as ``window_starts`` gives them), each window
-    ``(first frame, frames [B, n, 3, S, S])``; a batch is encoded together, and sampled together in ``blend`` mode
-    (one after the other, each conditioned on the frames before it, in ``coherent`` mode). The clip ends with the
-    last window's last frame. ``skip_windows``: windows of the video before the first one given (their noise is
-    drawn and dropped, so each window draws what it draws in a run over the whole video).
+    ``(first frame, frames [B, n, 3, S, S])``; a batch is encoded together (one encoder call and one condition
+    build for all its windows), and sampled together in ``blend`` mode (one after the other, each conditioned on the
+    frames before it, in ``coherent`` mode). The clip ends with the last window's last frame. ``skip_windows``:
+    windows of the video before the first one given (their noise is drawn and dropped, so each window draws what
+    it draws in a run over the whole video). ``sampler``: samples one window from its condition (default
+    :class:`WindowSampler`); ``stage``: see :data:`Stage`. Nothing here reads a value back from the device: finished
+    frames stay where the model is.
     """
     config = model.config
     window = config.num_frames
     device = next(model.parameters()).device
     coherent = settings.window_mode == "coherent"
+    sampler = sampler if sampler is not None else WindowSampler(model, settings)
     # window values [B, K, W, 2], model coordinates, ramped over overlaps; for coherent windows also the noise each
     # frame was sampled from (a later window's overlap frames reuse it)
     blender = StreamingBlender(frame_dim=2)
     noise_of_frames = StreamingBlender(frame_dim=2, mode="keep") if coherent else None
     clip_end = 0
-    skipped = 0
 
     def finished(start: int, values: torch.Tensor) -> SampledFrames:
         trajectories, mean = to_unit_predictions(values)
@@ -248,40 +338,62 @@ def iter_window_predictions(model: WindowedModel, windows: Iterable[Sequence[Win
 
     for batch in windows:
         clips = batch[0][1].shape[0]
-        while skipped < skip_windows:  # the noise of the video's windows before the first one run, dropped
-            draw_noise((clips, settings.num_samples, window, 2), generator, device)
-            skipped += 1
-        frames = torch.cat([pad_last_frame(clip, window) for _, clip in batch]).to(device)
-        encoder_tokens = model.encode_video(frames)
-        noises = [draw_noise((clips, settings.num_samples, window, 2), generator, device) for _ in batch]
-        if not coherent:  # independent windows: sampled together
-            sampled = sample_window(model, encoder_tokens, window, torch.cat(noises), settings.num_steps,
-                                    settings.solver, use_condition_cache).split(clips)
-        for index, ((start, clip), noise) in enumerate(zip(batch, noises)):
-            if coherent:  # each window conditioned on the frames stitched so far, the previous ones included
-                values = sample_coherent_window(model, encoder_tokens[index * clips:(index + 1) * clips], noise,
-                                                settings, use_condition_cache, blender, noise_of_frames, start)
-            else:
-                values = sampled[index]
-            clip_end = max(clip_end, start + clip.shape[1])
-            emitted = blender.emitted
-            piece = blender.push(values, start)
-            if piece is not None:
-                yield finished(emitted, piece)
+        shape = (clips, settings.num_samples, window, 2)
+        if skip_windows:  # the noise of the video's windows before the first one run, drawn and dropped
+            draw_window_noises(skip_windows, shape, generator, device)
+            skip_windows = 0
+        with stage("encode"):
+            frames = torch.cat([pad_last_frame(clip, window) for _, clip in batch]).to(device, non_blocking=True)
+            encoder_tokens = model.encode_video(frames)
+            condition = model.build_condition(encoder_tokens, window) if use_condition_cache else None
+        pieces = []
+        with stage("sample"):
+            noises = draw_window_noises(len(batch), shape, generator, device).split(clips)
+            if not coherent:  # independent windows: sampled together
+                sampled = _sample_batch(model, sampler, condition, encoder_tokens, torch.cat(noises), settings,
+                                        use_condition_cache).split(clips)
+            for index, ((start, clip), noise) in enumerate(zip(batch, noises)):
+                if coherent:  # each window conditioned on the frames stitched so far, the previous ones included
+                    rows = slice(index * clips, (index + 1) * clips)
+                    window_sampler = (partial(sampler, condition.select_clips(rows)) if use_condition_cache else
+                                      partial(_sample_recomputed, model, encoder_tokens[rows], settings))
+                    values = sample_coherent_window(window_sampler, noise, blender, noise_of_frames, start)
+                else:
+                    values = sampled[index]
+                clip_end = max(clip_end, start + clip.shape[1])
+                emitted = blender.emitted
+                piece = blender.push(values, start)
+                if piece is not None:
+                    pieces.append(finished(emitted, piece))
+        yield from pieces
     yield finished(blender.emitted, blender.finish(clip_end))
 
 
-def sample_coherent_window(model: WindowedModel, encoder_tokens: torch.Tensor, noise: torch.Tensor,
-                           settings: SamplingSettings, use_condition_cache: bool, stitched: StreamingBlender,
-                           noise_of_frames: StreamingBlender, start: int) -> torch.Tensor:
+def _sample_recomputed(model: WindowedModel, encoder_tokens: torch.Tensor, settings: SamplingSettings,
+                       noise: torch.Tensor, known: torch.Tensor | None = None) -> torch.Tensor:
+    """One window on the plain reference path (the condition recomputed at every call)."""
+    return sample_window(model, encoder_tokens, model.config.num_frames, noise, settings.num_steps, settings.solver,
+                         use_condition_cache=False, known=known)
+
+
+def _sample_batch(model: WindowedModel, sampler: Callable[..., torch.Tensor], condition: Any,
+                  encoder_tokens: torch.Tensor, noise: torch.Tensor, settings: SamplingSettings,
+                  use_condition_cache: bool) -> torch.Tensor:
+    if use_condition_cache:
+        return sampler(condition, noise)
+    return _sample_recomputed(model, encoder_tokens, settings, noise)
+
+
+def sample_coherent_window(window_sampler: Callable[..., torch.Tensor], noise: torch.Tensor,
+                           stitched: StreamingBlender, noise_of_frames: StreamingBlender, start: int) -> torch.Tensor:
     """One coherent window starting at ``start``: its overlap with the frames stitched so far (``stitched``) is known,
-    and sampled from the same noise (``noise_of_frames``, which then records this window's noise)."""
+    and sampled from the same noise (``noise_of_frames``, which then records this window's noise).
+    ``window_sampler(noise, known)`` samples the window."""
     known = stitched.overlap(start)
     if known is not None:
         noise = torch.cat([noise_of_frames.overlap(start), noise[:, :, known.shape[2]:]], dim=2)
     noise_of_frames.push(noise, start)
-    return sample_window(model, encoder_tokens, model.config.num_frames, noise, settings.num_steps, settings.solver,
-                         use_condition_cache, known=known)
+    return window_sampler(noise, known)
 
 
 # ---------------------------------------------------------------------------------------------------- in memory
@@ -336,9 +448,15 @@ def generate_trajectories(
 
 __all__ = [
     "SamplingSettings",
+    "TimeEmbeddings",
+    "condition_velocity_fn",
     "cached_velocity_fn",
     "recompute_velocity_fn",
+    "sample_with",
     "sample_window",
+    "WindowSampler",
+    "Stage",
+    "draw_window_noises",
     "sample_coherent_window",
     "SampledFrames",
     "point_estimate",

@@ -26,10 +26,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -58,6 +54,8 @@ from .modeling_gazeflow_layers import (
     GazeFlowRotaryEmbedding,
     GazeFlowSinusoidalMLP,
     causal_attention_mask,
+    embed_gaze,
+    flow_time_tensor,
     init_standard_weights,
 )
 from .modeling_gazeflow_objectives import grounding_loss, objective_loss
@@ -93,30 +91,37 @@ class GazeFlowVelocityNetwork(nn.Module):
         self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.output_head = nn.Linear(config.hidden_size, 2)
 
-    def forward(self, sample: torch.Tensor, flow_time: torch.Tensor, self_condition: torch.Tensor,
+    def forward(self, sample: torch.Tensor, flow_time: torch.Tensor | None, self_condition: torch.Tensor,
                 condition: GazeFlowCondition, positions: torch.Tensor | None = None,
                 caches: list[GazeFlowKeyValueCache] | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> torch.Tensor | GazeFlowVelocityOutput:
+                output_hidden_states: bool = False, time_embedding: torch.Tensor | None = None,
+                ) -> torch.Tensor | GazeFlowVelocityOutput:
         """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns the velocity
         ``[B, K, T, 2]``, or a :class:`GazeFlowVelocityOutput` with ``output_attentions`` / ``output_hidden_states``.
 
-        ``positions`` (frame indices of the T tokens, default ``0 .. T - 1``) and ``caches`` (one self-attention
-        key/value cache per block) are for the causal streamer, which feeds the newest frame only. Given
-        ``positions``, the caller checks them against a learned position table (the streamer does, with the position
-        it holds as a Python int): reading their values here would wait for the device at every call.
+        ``positions`` (frame indices of the T tokens, default ``0 .. T - 1``) and ``caches`` (one growing
+        self-attention key/value cache per block) feed the newest frames only: plain incremental decoding, the
+        reference the causal streamer's static step (``modeling_gazeflow_streaming``, ring caches) is tested against.
+        Given ``positions``, the caller checks them against a learned position table: reading their values here would
+        wait for the device at every call.
+        ``time_embedding``: E_time(s) ``[B, K, d]`` computed already (``flow_time`` is then not read).
         """
         batch, samples, frames, _ = sample.shape
-        hidden = (self.coordinate_embedding(sample) + self.self_condition_embedding(self_condition)
-                  + self.time_embedding(flow_time).unsqueeze(2))
+        if time_embedding is None:
+            time_embedding = self.time_embedding(flow_time)
+        hidden = (embed_gaze(self.coordinate_embedding, self.self_condition_embedding, sample, self_condition)
+                  + time_embedding.unsqueeze(2))
         if self.frame_position is not None and positions is None and not torch.compiler.is_compiling():
             self.frame_position.check_last_position(frames - 1)  # a Python int: no device read
-        if positions is None:
-            positions = torch.arange(frames, device=sample.device)
         if self.frame_position is not None:
-            hidden = self.frame_position(hidden, positions)
+            hidden = self.frame_position(hidden, torch.arange(frames, device=sample.device) if positions is None
+                                         else positions)
         if self.task_concat is not None:
             hidden = self.task_concat(hidden, condition.task_tokens, condition.frames_per_group)
-        rotary_cos, rotary_sin = self.rotary_embedding(positions) if self.rotary_embedding is not None else (None, None)
+        rotary_cos, rotary_sin = None, None
+        if self.rotary_embedding is not None:
+            rotary_cos, rotary_sin = self.rotary_embedding.signed(positions) if positions is not None \
+                else self.rotary_embedding.table(frames, sample.device)
         mask = causal_attention_mask(frames, sample.device) if self.causal and caches is None else None
 
         all_hidden_states = [hidden] if output_hidden_states else None
@@ -175,6 +180,8 @@ class GazeFlowPreTrainedModel(PreTrainedModel):
             init.copy_(module.position_encoding, module.compute_position_encoding())
         elif isinstance(module, GazeFlowRotaryEmbedding):
             init.copy_(module.inv_freq, module.compute_inv_freq())
+        elif isinstance(module, GazeFlowSinusoidalMLP):
+            init.copy_(module.frequencies, module.compute_frequencies())
 
 
 _HUB_KWARGS = ("cache_dir", "force_download", "local_files_only", "proxies", "revision", "subfolder", "token")
@@ -209,28 +216,6 @@ def _is_plain_encoder_checkpoint(keys: set[str], lora_targets: list[str]) -> boo
         return False
     return any(key.startswith("video_encoder.") and key.endswith(".weight") and key.split(".")[-2] in lora_targets
                for key in keys)
-
-
-@dataclass
-class _VelocityRecorder:
-    output_attentions: bool
-    output_hidden_states: bool
-    last: GazeFlowVelocityOutput | None = None
-
-
-_VELOCITY_RECORDER: ContextVar[_VelocityRecorder | None] = ContextVar("gazeflow_velocity_recorder", default=None)
-"""Set by :meth:`GazeFlowModel.forward` while the objective runs, so that :meth:`GazeFlowModel.velocity` reports the
-attentions / hidden states of the loss's network call (the last one; a self-conditioning pass comes before it)."""
-
-
-@contextmanager
-def _record_velocity_outputs(output_attentions: bool, output_hidden_states: bool) -> Iterator[_VelocityRecorder]:
-    recorder = _VelocityRecorder(output_attentions, output_hidden_states)
-    token = _VELOCITY_RECORDER.set(recorder if output_attentions or output_hidden_states else None)
-    try:
-        yield recorder
-    finally:
-        _VELOCITY_RECORDER.reset(token)
 
 
 class GazeFlowModel(GazeFlowPreTrainedModel):
@@ -404,13 +389,14 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
 
     def velocity(self, sample: torch.Tensor, flow_time: torch.Tensor | float, condition: GazeFlowCondition,
                  self_condition: torch.Tensor | None = None, output_attentions: bool = False,
-                 output_hidden_states: bool = False) -> torch.Tensor | GazeFlowVelocityOutput:
+                 output_hidden_states: bool = False,
+                 time_embedding: torch.Tensor | None = None) -> torch.Tensor | GazeFlowVelocityOutput:
         """v_theta(x_s, s, c): ``sample [B, K, T, 2]`` (model coordinates), ``flow_time`` s as a float or
         ``[B, K]``, ``self_condition`` x1_hat ``[B, K, T, 2]`` (zeros when None). Returns ``[B, K, T, 2]``, or with
         ``output_attentions`` / ``output_hidden_states`` a :class:`GazeFlowVelocityOutput` holding every block's
         gaze self-attention ``[B * K, H, T, T]``, visual cross-attention ``[B * K, H, T, N]``, task
         cross-attention ``[B * K, H, T, M + 1]`` and gaze tokens ``[B, K, T, d]`` at this flow time (weights need
-        ``attn_implementation="eager"``)."""
+        ``attn_implementation="eager"``). ``time_embedding``: E_time(s) ``[B, K, d]`` (:meth:`embed_flow_time`)."""
         batch, samples, frames, _ = sample.shape
         if batch != condition.batch_size or frames != condition.num_frames:
             raise ValueError(
@@ -418,23 +404,19 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 f"clips of {condition.num_frames} frames (expected [{condition.batch_size}, K, "
                 f"{condition.num_frames}, 2])"
             )
-        if not torch.is_tensor(flow_time):  # filled on the device: torch.tensor(s, device=...) would be a blocking copy
-            flow_time = torch.full((), float(flow_time), device=sample.device)
-        flow_time = flow_time.to(device=sample.device, dtype=torch.float32).expand(batch, samples)
+        if time_embedding is None:
+            flow_time = flow_time_tensor(flow_time, batch, samples, sample.device)
         if self_condition is None:
             self_condition = torch.zeros_like(sample)
-        # Dynamo cannot trace a ContextVar: under torch.compile the loss's call is not recorded (eager forward is)
-        recorder = None if torch.compiler.is_compiling() else _VELOCITY_RECORDER.get()
-        record_attentions = recorder is not None and recorder.output_attentions
-        record_hidden_states = recorder is not None and recorder.output_hidden_states
-        output = self.velocity_network(sample, flow_time, self_condition, condition,
-                                       output_attentions=output_attentions or record_attentions,
-                                       output_hidden_states=output_hidden_states or record_hidden_states)
-        if recorder is not None:
-            recorder.last = output
-        if output_attentions or output_hidden_states or not isinstance(output, GazeFlowVelocityOutput):
-            return output
-        return output.velocity
+        return self.velocity_network(sample, flow_time, self_condition, condition,
+                                     output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+                                     time_embedding=time_embedding)
+
+    def embed_flow_time(self, flow_time: torch.Tensor | float, batch: int, samples: int,
+                        device: torch.device) -> torch.Tensor:
+        """E_time(s) ``[B, K, d]`` exactly as :meth:`velocity` computes it for ``flow_time`` (a float or ``[B, K]``),
+        for callers that evaluate the network at the same time many times."""
+        return self.velocity_network.time_embedding(flow_time_tensor(flow_time, batch, samples, device))
 
     # ------------------------------------------------------------------ training
     def forward(
@@ -493,9 +475,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             if isinstance(encoder_hidden_states, BaseModelOutput):
                 encoder_outputs, encoder_hidden_states = encoder_hidden_states, encoder_hidden_states.last_hidden_state
         condition, condition_outputs = self.encode_condition(encoder_hidden_states, frames, **flags)
-        with _record_velocity_outputs(output_attentions, output_hidden_states) as recorder:
-            result = objective_loss(self, condition, gaze, valid_mask, generator)
-        velocity_outputs = recorder.last if recorder.last is not None else GazeFlowVelocityOutput()
+        result = objective_loss(self, condition, gaze, valid_mask, generator, **flags)
+        velocity_outputs = result.network_outputs or GazeFlowVelocityOutput()
         loss, ground_loss, grounding_logits = result.loss, None, None
         if self.condition_encoder.grounding_head is not None:
             grounding_logits = self.condition_encoder.grounding_head(condition.visual_tokens)

@@ -23,12 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 import torch.utils._pytree as pytree
 from torch import nn
 from transformers import PreTrainedModel, VJEPA2Config
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput
-from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2Encoder
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2Encoder, VJEPA2RopeAttention
+from transformers.models.vjepa2.modeling_vjepa2 import eager_attention_forward as vjepa2_eager_attention_forward
 from transformers.utils import ModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
@@ -36,9 +39,11 @@ from .modeling_gazeflow_causal import causal_task_bank
 from .modeling_gazeflow_layers import (
     GazeFlowAttention,
     GazeFlowMLP,
+    apply_signed_rotary,
     init_standard_weights,
     mark_lora_factors,
     sincos_2d_position_encoding,
+    stacked_linear_weights,
 )
 
 
@@ -74,6 +79,20 @@ class GazeFlowCondition:
     @property
     def batch_size(self) -> int:
         return self.visual_tokens.shape[0]
+
+    def select_clips(self, rows: slice) -> GazeFlowCondition:
+        """The condition of the clips ``rows`` of the batch (views, no copy): the windows of a batch are built
+        together and sampled one at a time."""
+
+        def cut(tensor: torch.Tensor | None) -> torch.Tensor | None:
+            return None if tensor is None else tensor[rows]
+
+        def cut_pairs(pairs: tuple) -> tuple:
+            return tuple(None if pair is None else (pair[0][rows], pair[1][rows]) for pair in pairs)
+
+        return GazeFlowCondition(cut(self.visual_tokens), cut(self.task_tokens), cut_pairs(self.visual_key_values),
+                                 cut_pairs(self.task_key_values), self.num_frames, self.frames_per_group,
+                                 self.task_per_frame)
 
     def dynamic_shapes(self, batch: object) -> list:
         """``torch.export`` dynamic-shape spec of this condition with its clip batch (every tensor's dimension 0)
@@ -167,6 +186,17 @@ class GazeFlowVideoEncoder(PreTrainedModel):
         return BaseModelOutput(last_hidden_state=hidden_states, hidden_states=all_hidden_states,
                                attentions=all_attentions)
 
+    def fuse_attention(self) -> None:
+        """Run every V-JEPA 2 attention through :class:`GazeFlowFusedRopeAttention` (the same weights, one matmul for
+        queries, keys and values, RoPE tables computed once per shape): the same outputs as transformers' module
+        (bit for bit in fp32 on CPU), with a fraction of its kernels. Idempotent; for inference (the inference fast
+        path calls it after merging LoRA)."""
+        from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2RopeAttention
+
+        for module in self.vjepa2.modules():
+            if type(module) is VJEPA2RopeAttention:
+                module.__class__ = GazeFlowFusedRopeAttention
+
     def add_lora(self, r: int, alpha: float, dropout: float, target_modules: list[str]) -> None:
         """Inject peft LoRA adapters (peft's init: B = 0). ``GazeFlowModel`` then initialises them with the rest of
         the model through ``_init_weights`` (the same scheme), which is also what initialises adapters that a
@@ -190,6 +220,64 @@ class GazeFlowVideoEncoder(PreTrainedModel):
                 module.merge()
                 parent_name, _, child_name = name.rpartition(".")
                 setattr(self.get_submodule(parent_name) if parent_name else self, child_name, module.get_base_layer())
+
+
+def _vjepa2_rope_tables(attention, tokens: int, dtype: torch.dtype,
+                        device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cosines and signed sines ``[tokens, d_h]`` of V-JEPA 2's 3D RoPE over the head: its depth, height and width
+    sections as ``rotate_queries_or_keys`` computes them (in the activations' dtype, its sections' layout), the rest
+    of the head left unrotated (cosine 1, sine 0). The sine is negated on each pair's first channel, as
+    ``modeling_gazeflow_layers.apply_signed_rotary`` reads it."""
+    positions = attention.get_position_ids(torch.empty(1, tokens, 0, device=device))
+    cosines, sines = [], []
+    for position, width in zip(positions, (attention.d_dim, attention.h_dim, attention.w_dim)):
+        omega = torch.arange(width // 2, dtype=dtype, device=device)
+        omega /= width / 2.0
+        omega = 1.0 / 10000**omega
+        frequencies = position.unsqueeze(-1) * omega
+        cosines.append(frequencies.cos().repeat(1, 2))
+        sines.append(frequencies.sin().repeat(1, 2))
+    rest = attention.attention_head_size - sum(c.shape[-1] for c in cosines)
+    cosines.append(torch.ones(tokens, rest, dtype=dtype, device=device))
+    sines.append(torch.zeros(tokens, rest, dtype=dtype, device=device))
+    sign = torch.ones(attention.attention_head_size, dtype=dtype, device=device)
+    sign[0::2] = -1
+    return torch.cat(cosines, dim=-1), torch.cat(sines, dim=-1) * sign
+
+
+class GazeFlowFusedRopeAttention(VJEPA2RopeAttention):
+    """transformers' V-JEPA 2 attention with its weights used as they are, computed with fewer kernels: queries,
+    keys and values from one matmul (``stacked_linear_weights``), queries and keys rotated together, and the RoPE
+    tables of a token count computed once (:func:`_vjepa2_rope_tables`) instead of at every call for each section
+    of q and of k. The attention kernel is still ``config._attn_implementation`` through
+    ``ALL_ATTENTION_FUNCTIONS``. Only the plain forward (no position mask) is fused; a mask goes to the parent's."""
+
+    def forward(self, hidden_states: torch.Tensor,
+                position_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if position_mask is not None:
+            return super().forward(hidden_states, position_mask)
+        batch, tokens, _ = hidden_states.shape
+        weight, bias = stacked_linear_weights(self, (self.query, self.key, self.value))
+        projected = F.linear(hidden_states, weight, bias).view(batch, tokens, 3, self.num_attention_heads,
+                                                                self.attention_head_size).permute(2, 0, 3, 1, 4)
+        cos, signed_sin = self._rope_tables(tokens, projected.dtype, projected.device)
+        query_key = apply_signed_rotary(projected[:2], cos, signed_sin)
+        attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
+                                                                    vjepa2_eager_attention_forward)
+        context, weights = attention_interface(self, query_key[0], query_key[1], projected[2], None,
+                                               is_causal=self.is_causal, scaling=self.scaling,
+                                               dropout=0.0 if not self.training else self.dropout_prob)
+        return self.proj(context.reshape(batch, tokens, self.all_head_size)), weights
+
+    def _rope_tables(self, tokens: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        key = (tokens, dtype, str(device))
+        if torch.compiler.is_compiling():
+            return _vjepa2_rope_tables(self, tokens, dtype, device)
+        tables = self.__dict__.setdefault("_rope_table_cache", {})
+        if key not in tables:
+            tables.clear()
+            tables[key] = _vjepa2_rope_tables(self, tokens, dtype, device)
+        return tables[key]
 
 
 # ---------------------------------------------------------------------------------------------------- c_v
@@ -361,6 +449,7 @@ class GazeFlowConditionEncoder(nn.Module):
 __all__ = [
     "GazeFlowCondition",
     "GazeFlowVideoEncoder",
+    "GazeFlowFusedRopeAttention",
     "GazeFlowSpatialEncoderLayer",
     "GazeFlowSpatialEncoder",
     "GazeFlowTaskTokenBank",

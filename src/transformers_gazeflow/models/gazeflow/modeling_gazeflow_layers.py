@@ -2,10 +2,9 @@
 
 Small named modules, each implementing one piece of the paper:
 
-* :func:`sinusoidal_embedding` - the sinusoidal features under the timestep, coordinate and self-conditioning
-  embeddings (our reading of what Section 3.2 leaves open).
-* :func:`sincos_2d_position_encoding` - the 2D sinusoidal spatial position encoding (Appendix C.1).
-* :class:`GazeFlowRotaryEmbedding` - 1D RoPE over the frame index, base theta (Appendix C.2).
+* the embeddings (``modeling_gazeflow_embeddings``, re-exported here): :func:`sinusoidal_embedding`,
+  :class:`GazeFlowSinusoidalMLP`, :func:`sincos_2d_position_encoding` (Appendix C.1), :class:`GazeFlowRotaryEmbedding`
+  and :func:`apply_rotary` (Appendix C.2).
 * :func:`eager_attention_forward` and :class:`GazeFlowAttention` - multi-head attention through transformers'
   attention interface (``ALL_ATTENTION_FUNCTIONS``: ``"sdpa"``, ``"flex_attention"``, ...; this eager function is
   the fallback), so ``config._attn_implementation`` picks the kernel of every attention of the model. Keys/values
@@ -20,8 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
+import torch.utils._pytree as pytree
 from torch import nn
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
@@ -29,103 +31,23 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.utils import logging
 
 from .configuration_gazeflow import GazeFlowConfig
+from .modeling_gazeflow_embeddings import (  # re-exported: the embeddings' own module, one import for the model's parts
+    COORDINATE_EMBEDDING_SCALE,
+    TIME_EMBEDDING_SCALE,
+    GazeFlowRotaryEmbedding,
+    GazeFlowSinusoidalMLP,
+    apply_rotary,
+    apply_signed_rotary,
+    embed_gaze,
+    flow_time_tensor,
+    sincos_2d_position_encoding,
+    sinusoidal_embedding,
+    sinusoidal_features,
+    sinusoidal_frequencies,
+    swap_pairs,
+)
 
 logger = logging.get_logger(__name__)
-
-TIME_EMBEDDING_SCALE = 1000.0
-"""The flow time s in [0, 1] is embedded as DiT embeds its timestep t = 1000 s."""
-
-COORDINATE_EMBEDDING_SCALE = 100.0
-"""Coordinates in [-1, 1] (x_s and x1_hat) get frequencies up to 100 rad per unit: fine enough for a pixel of a
-640 px frame after the MLP, while keeping the embedding smooth (its Lipschitz constant bounds how much a small
-change of x_s, e.g. an ODE solver's error, can change v_theta)."""
-
-
-def sinusoidal_embedding(values: torch.Tensor, dim: int, scale: float, max_period: float = 10000.0) -> torch.Tensor:
-    """Sinusoidal features ``[cos(scale v w_j), sin(scale v w_j)]``, ``w_j = max_period^(-j / (dim / 2))``.
-
-    ``values`` of shape ``[...]`` give features ``[..., dim]``.
-    """
-    half = dim // 2
-    exponent = torch.arange(half, dtype=torch.float32, device=values.device) / half
-    frequencies = torch.exp(-math.log(max_period) * exponent)
-    angles = values.float().unsqueeze(-1) * scale * frequencies
-    return torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)
-
-
-def sincos_2d_position_encoding(grid_size: int, dim: int) -> torch.Tensor:
-    """2D sin-cos position encoding of a ``grid_size x grid_size`` token grid, ``[grid_size**2, dim]`` (App. C.1).
-
-    Half of the channels encode the row, half the column, each with sin and cos at ``dim / 4`` frequencies
-    ``10000^(-i / (dim / 4))`` (the MAE / ViT convention). Tokens are in row-major order, as V-JEPA 2 emits them.
-    """
-    quarter = dim // 4
-    omega = 1.0 / 10000 ** (torch.arange(quarter, dtype=torch.float64) / quarter)
-    rows, cols = torch.meshgrid(torch.arange(grid_size, dtype=torch.float64),
-                                torch.arange(grid_size, dtype=torch.float64), indexing="ij")
-    row_angles = rows.reshape(-1, 1) * omega
-    col_angles = cols.reshape(-1, 1) * omega
-    encoding = torch.cat([row_angles.sin(), row_angles.cos(), col_angles.sin(), col_angles.cos()], dim=1)
-    return encoding.float()
-
-
-class GazeFlowSinusoidalMLP(nn.Module):
-    """Sinusoidal features followed by a 2-layer MLP (Linear -> SiLU -> Linear) to width d.
-
-    Used for the flow time s (per trajectory), the gaze coordinates x_s and the self-conditioning input x1_hat
-    (per frame, each of the two coordinates getting d/2 features).
-    """
-
-    def __init__(self, num_inputs: int, hidden_size: int, scale: float):
-        super().__init__()
-        self.num_inputs = num_inputs
-        self.scale = scale
-        self.feature_size = hidden_size
-        self.linear_in = nn.Linear(hidden_size, hidden_size)
-        self.act = nn.SiLU()
-        self.linear_out = nn.Linear(hidden_size, hidden_size)
-
-    def forward(self, values: torch.Tensor) -> torch.Tensor:
-        if self.num_inputs == 1:
-            features = sinusoidal_embedding(values, self.feature_size, self.scale)
-        else:
-            per_input = self.feature_size // self.num_inputs
-            features = torch.cat([sinusoidal_embedding(values[..., i], per_input, self.scale)
-                                  for i in range(self.num_inputs)], dim=-1)
-        features = features.to(self.linear_in.weight.dtype)
-        return self.linear_out(self.act(self.linear_in(features)))
-
-
-class GazeFlowRotaryEmbedding(nn.Module):
-    """1D rotary position embedding over the frame index p (paper Appendix C.2), the default frame position.
-
-    Each query/key pair ``(q_2j, q_2j+1)`` is rotated by ``phi_{p,j} = p * theta^(-2j / d_h)``; values are not
-    rotated, so the attention logit depends only on the frame offset ``p - p'``.
-    """
-
-    def __init__(self, head_dim: int, theta: float):
-        super().__init__()
-        self.head_dim, self.theta = head_dim, theta
-        self.register_buffer("inv_freq", self.compute_inv_freq(), persistent=False)
-
-    def compute_inv_freq(self) -> torch.Tensor:
-        """theta^(-2j / d_h) for j = 0 .. d_h / 2 - 1 (recomputed by ``_init_weights`` after loading)."""
-        return self.theta ** (-torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim)
-
-    def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Cosines and sines ``[len(positions), d_h]`` at the frame indices ``positions``, each angle repeated for
-        the two channels of a pair."""
-        angles = positions.float()[:, None] * self.inv_freq.to(positions.device)[None, :]
-        angles = angles.repeat_interleave(2, dim=-1)
-        return angles.cos(), angles.sin()
-
-
-def apply_rotary(states: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate the interleaved channel pairs of ``states [..., T, d_h]`` by the RoPE angles (Appendix C.2)."""
-    pairs = states.unflatten(-1, (-1, 2))
-    rotated = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
-    return states * cos.to(states.dtype) + rotated * sin.to(states.dtype)
-
 
 def additive_attention_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """A boolean "query may attend to key" pattern ``[..., L, S]`` as the additive float mask (0 where allowed,
@@ -175,6 +97,35 @@ def attention_function(implementation: str | None) -> Callable[..., tuple[torch.
     return ALL_ATTENTION_FUNCTIONS[implementation]  # transformers releases before AttentionInterface.get_interface
 
 
+def stacked_linear_weights(owner: nn.Module, layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The weights and biases of ``layers`` (Linears reading the same input) stacked along the output dimension,
+    so that one matmul gives their outputs side by side (each output column is the same dot product as in its own
+    layer). Without autograd they are kept on ``owner`` between calls while every source weight is unchanged (same
+    storage, same version counter, which in-place updates such as an optimizer step bump); with autograd (training)
+    or under ``torch.compile`` they are stacked on every call."""
+    params = [p for layer in layers for p in (layer.weight, layer.bias) if p is not None]
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(p.requires_grad for p in params)):
+        return _stack_weights(layers)
+    names = tuple(id(layer) for layer in layers)
+    cached = owner.__dict__.setdefault("_stacked_weights", {}).get(names)
+    state = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params)
+    if cached is None or cached[0] != state:
+        # the sources are kept with the stack, so their storage cannot be reused by a later weight at the same address
+        cached = (state, _stack_weights(layers), [p.detach() for p in params])
+        owner.__dict__["_stacked_weights"][names] = cached
+    return cached[1]
+
+
+def _stack_weights(layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    weight = torch.cat([layer.weight for layer in layers])
+    biases = [layer.bias for layer in layers]
+    if all(bias is None for bias in biases):
+        return weight, None
+    biases = [torch.zeros(layer.out_features, dtype=weight.dtype, device=weight.device) if bias is None else bias
+              for layer, bias in zip(layers, biases)]
+    return weight, torch.cat(biases)
+
+
 class GazeFlowAttention(nn.Module):
     """Multi-head attention (``H`` heads of ``d_h = d / H``) with layer-specific Q/K/V/O projections.
 
@@ -201,17 +152,20 @@ class GazeFlowAttention(nn.Module):
         """``[..., L, d] -> [..., H, L, d_h]``."""
         return states.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2)
 
-    @staticmethod
-    def merge_heads(states: torch.Tensor) -> torch.Tensor:
-        """``[..., H, L, d_h] -> [..., L, d]``."""
-        return states.transpose(-3, -2).flatten(-2)
-
     def project_key_value(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values of ``context [..., L, d]``, each ``[..., H, L, d_h]``."""
-        return self.split_heads(self.k_proj(context)), self.split_heads(self.v_proj(context))
+        """Keys and values of ``context [..., L, d]``, each ``[..., H, L, d_h]`` (one matmul for both)."""
+        weight, bias = stacked_linear_weights(self, (self.k_proj, self.v_proj))
+        key_value = F.linear(context, weight, bias).unflatten(-1, (2, self.num_heads, self.head_dim))
+        return key_value.select(-3, 0).transpose(-3, -2), key_value.select(-3, 1).transpose(-3, -2)
 
     def project_query(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return self.split_heads(self.q_proj(hidden_states))
+
+    def project_query_key_value(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """Queries, keys and values of ``hidden_states [B, L, d]`` from one matmul, ``[3, B, H, L, d_h]``."""
+        weight, bias = stacked_linear_weights(self, (self.q_proj, self.k_proj, self.v_proj))
+        projected = F.linear(hidden_states, weight, bias).unflatten(-1, (3, self.num_heads, self.head_dim))
+        return projected.permute(2, 0, 3, 1, 4)
 
     def attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                   attention_mask: torch.Tensor | None = None,
@@ -242,7 +196,7 @@ class GazeFlowAttention(nn.Module):
                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """:meth:`attention`, then the output projection: the output ``[B, L, d]`` and the weights (or None)."""
         context, weights = self.attention(query, key, value, attention_mask, output_attentions)
-        return self.o_proj(context.flatten(-2)), weights
+        return self.o_proj(context.reshape(*context.shape[:-2], -1)), weights
 
     def self_attention(self, hidden_states: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
                        attention_mask: torch.Tensor | None = None, cache: GazeFlowKeyValueCache | None = None,
@@ -253,10 +207,13 @@ class GazeFlowAttention(nn.Module):
         are appended to the cache and the queries attend to every cached frame (all of them are in the past, so
         no mask is needed).
         """
-        query = self.project_query(hidden_states)
-        key, value = self.project_key_value(hidden_states)
-        if rotary is not None:
-            query, key = apply_rotary(query, *rotary), apply_rotary(key, *rotary)
+        projected = self.project_query_key_value(hidden_states)
+        if rotary is not None:  # queries and keys rotated together
+            query_key = apply_signed_rotary(projected[:2], *rotary)
+            query, key = query_key[0], query_key[1]
+        else:
+            query, key = projected[0], projected[1]
+        value = projected[2]
         if cache is not None:
             key, value = cache.update(key, value)
             attention_mask = None
@@ -265,7 +222,10 @@ class GazeFlowAttention(nn.Module):
 
 class GazeFlowKeyValueCache:
     """Keys/values ``[B, H, L, d_h]`` of past frames for one self-attention, kept for at most ``max_length`` frames
-    (the window W: older frames drop out, so the per-frame work is bounded)."""
+    (the window W: older frames drop out, so the per-frame work is bounded).
+
+    The plain, growing form: every update concatenates and trims, so its shapes change over the first W frames. It
+    is the reference that :class:`GazeFlowRingKeyValueCache` (static shapes, the streamer's) is checked against."""
 
     def __init__(self, max_length: int):
         self.max_length = max_length
@@ -281,6 +241,42 @@ class GazeFlowKeyValueCache:
     @property
     def length(self) -> int:
         return 0 if self.key is None else self.key.shape[-2]
+
+
+@dataclass
+class GazeFlowRingKeyValueCache:
+    """Keys/values of the last W frames for one self-attention in W fixed slots (a ring buffer), ``key`` and
+    ``value`` ``[N, H, W, d_h]``.
+
+    Frame t is written to slot ``t mod W``, over the frame W frames older, in place (``index_copy_``): the shapes and
+    the storage never change from frame 0 on, so a step using it compiles to one graph, replays as a CUDA graph and
+    exports. Which slots hold a frame yet is an attention mask over the slots (``modeling_gazeflow_streaming``), not a
+    slice; the slots' order is not the frames' order, which attention does not see (with RoPE the keys carry their
+    own positions).
+    """
+
+    key: torch.Tensor
+    value: torch.Tensor
+
+    @classmethod
+    def empty(cls, rows: int, heads: int, slots: int, head_dim: int, dtype: torch.dtype,
+              device: torch.device | str) -> GazeFlowRingKeyValueCache:
+        """A zero-filled cache of ``slots`` frames for ``rows`` query rows."""
+        return cls(*(torch.zeros(rows, heads, slots, head_dim, dtype=dtype, device=device) for _ in range(2)))
+
+    def write(self, slot: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write the newest frame's ``key``/``value [N, H, 1, d_h]`` into ``slot`` (``[1]`` int64) and return the
+        whole buffers."""
+        self.key.index_copy_(2, slot, key)
+        self.value.index_copy_(2, slot, value)
+        return self.key, self.value
+
+
+try:  # a pytree of its two tensors, so that a step taking caches compiles and exports
+    pytree.register_dataclass(GazeFlowRingKeyValueCache,
+                              serialized_type_name=f"{__name__}.GazeFlowRingKeyValueCache")
+except ValueError:  # already registered (the module was imported twice under one name)
+    pass
 
 
 class GazeFlowMLP(nn.Module):
@@ -332,20 +328,20 @@ def init_standard_weights(module: nn.Module, std: float) -> None:
         init.zeros_(module.bias)
 
 
-def _per_group_queries(queries: torch.Tensor, groups: int) -> torch.Tensor:
-    """Gaze-token queries ``[B, K, T, H, d_h]`` -> ``[B * G, H, g * K, d_h]``: the g frames x K samples of a group
-    become one query block that reads the group's keys (T = G * g)."""
-    batch, samples, frames, heads, head_dim = queries.shape
-    queries = queries.view(batch, samples, groups, frames // groups, heads, head_dim)
-    return queries.permute(0, 2, 4, 3, 1, 5).reshape(batch * groups, heads, frames * samples // groups, head_dim)
+def _group_major(states: torch.Tensor, groups: int) -> torch.Tensor:
+    """Gaze tokens ``[B, K, T, d]`` -> ``[B * G, g * K, d]`` (one copy): the g frames x K samples of a group become
+    one block of rows that reads the group's keys (T = G * g)."""
+    batch, samples, frames, width = states.shape
+    states = states.view(batch, samples, groups, frames // groups, width).permute(0, 2, 3, 1, 4)
+    return states.reshape(batch * groups, frames // groups * samples, width)
 
 
-def _per_group_context_to_tokens(context: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
-    """A per-group context ``[B * G, g * K, H, d_h]`` back to gaze tokens ``[B, K, T, H * d_h]``."""
-    groups = context.shape[0] // batch
-    rows, heads, head_dim = context.shape[1:]
-    context = context.view(batch, groups, rows // samples, samples, heads, head_dim)
-    return context.permute(0, 3, 1, 2, 4, 5).reshape(batch, samples, groups * rows // samples, heads * head_dim)
+def _sample_major(states: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
+    """Per-group rows ``[B * G, g * K, d]`` back to gaze tokens ``[B, K, T, d]`` (a view, no copy)."""
+    rows, width = states.shape[1:]
+    groups = states.shape[0] // batch
+    states = states.view(batch, groups, rows // samples, samples, width).permute(0, 3, 1, 2, 4)
+    return states.reshape(batch, samples, groups * rows // samples, width)
 
 
 def _per_group_weights_to_frames(weights: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
@@ -414,7 +410,7 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
         visual_weights = task_weights = None
 
         # (1) time-aware self-attention over the T frames of each trajectory, RoPE on q and k
-        flat = self.self_attention_norm(hidden_states).reshape(batch * samples, frames, width)
+        flat = self.self_attention_norm(hidden_states).view(batch * samples, frames, width)
         update, self_weights = self.self_attention.self_attention(flat, rotary, self_attention_mask, cache,
                                                                   output_attentions)
         hidden_states = hidden_states + update.view(batch, samples, frames, width)
@@ -453,12 +449,12 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Cross-attention of gaze tokens ``[B, K, T, d]`` to per-group keys/values ``[B, G, H, S, d_h]``; returns
         the update ``[B, K, T, d]`` and the weights ``[B * K, H, T, S]`` (or None)."""
-        batch, samples, frames, _ = normed_states.shape
-        query = attention.q_proj(normed_states).unflatten(-1, (attention.num_heads, attention.head_dim))
-        query = _per_group_queries(query, key.shape[1])
-        context, weights = attention.attention(query, key.flatten(0, 1), value.flatten(0, 1),
+        batch, samples, _, width = normed_states.shape
+        grouped = _group_major(normed_states, key.shape[1])  # the output projection is applied in this order too
+        query = attention.q_proj(grouped).view(*grouped.shape[:2], attention.num_heads, attention.head_dim)
+        context, weights = attention.attention(query.transpose(1, 2), key.flatten(0, 1), value.flatten(0, 1),
                                                output_attentions=output_attentions)
-        update = attention.o_proj(_per_group_context_to_tokens(context, batch, samples))
+        update = _sample_major(attention.o_proj(context.reshape(*grouped.shape[:2], width)), batch, samples)
         if weights is not None:
             weights = _per_group_weights_to_frames(weights, batch, samples).flatten(0, 1)
         return update, weights
@@ -467,17 +463,24 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
 __all__ = [
     "TIME_EMBEDDING_SCALE",
     "COORDINATE_EMBEDDING_SCALE",
+    "sinusoidal_frequencies",
+    "sinusoidal_features",
     "sinusoidal_embedding",
     "sincos_2d_position_encoding",
     "GazeFlowSinusoidalMLP",
+    "embed_gaze",
+    "flow_time_tensor",
     "GazeFlowRotaryEmbedding",
     "apply_rotary",
+    "apply_signed_rotary",
+    "swap_pairs",
     "additive_attention_mask",
     "causal_attention_mask",
     "eager_attention_forward",
     "attention_function",
     "GazeFlowAttention",
     "GazeFlowKeyValueCache",
+    "GazeFlowRingKeyValueCache",
     "GazeFlowMLP",
     "LORA_FACTOR",
     "mark_lora_factors",

@@ -18,16 +18,21 @@ its own random stream, so its loss does not depend on its batch neighbours for a
 forward is deterministic (``scheduling_gazeflow.example_generators``). The noise processes (interpolants, targets,
 clean estimates) are the scheduler's (``scheduling_gazeflow``); this module only draws, calls the network and
 compares. ``model`` is the ``GazeFlowModel``, read through ``model.config``, ``model.training`` and
-``model.velocity`` only, so this module never imports it.
+``model.velocity`` only (:class:`ObjectiveModel`), so this module never imports it. With ``output_attentions`` /
+``output_hidden_states`` the loss's network call (the last one: a self-conditioning pass comes before it) returns the
+network's attentions / hidden states, kept in :attr:`ObjectiveOutput.network_outputs`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 import torch
 
+from .configuration_gazeflow import GazeFlowConfig
+from .modeling_gazeflow_encoder import GazeFlowCondition
+from .modeling_gazeflow_outputs import GazeFlowVelocityOutput
 from .scheduling_gazeflow import (
     REGRESSION_INPUT_TIME,
     DDIMScheduler,
@@ -40,18 +45,41 @@ from .scheduling_gazeflow import (
     example_generators,
 )
 
-GazeFlowModel = torch.nn.Module
-"""Annotation of the ``GazeFlowModel`` argument: only ``model.config`` and ``model.velocity`` are used."""
-GazeFlowCondition = Any
-"""Annotation of the model's ``GazeFlowCondition``, passed through to ``model.velocity``."""
+
+class ObjectiveModel(Protocol):
+    """What an objective reads of a ``GazeFlowModel`` (the model's module imports this one, so the objectives name
+    what they use instead of the class): its config, whether it is training, and v_theta."""
+
+    config: GazeFlowConfig
+    training: bool
+
+    def velocity(self, sample: torch.Tensor, flow_time: torch.Tensor | float, condition: GazeFlowCondition,
+                 self_condition: torch.Tensor | None = None, output_attentions: bool = False,
+                 output_hidden_states: bool = False) -> torch.Tensor | GazeFlowVelocityOutput: ...
 
 
 @dataclass
 class ObjectiveOutput:
+    """A training loss with the network's prediction ``[B, T, 2]``, its target, the drawn times ``[B]`` (None for
+    regression) and, when asked for, the network's attentions / hidden states at the loss's call."""
+
     loss: torch.Tensor
     prediction: torch.Tensor
     target: torch.Tensor
     time: torch.Tensor | None
+    network_outputs: GazeFlowVelocityOutput | None = None
+
+
+def _loss_network_call(model: ObjectiveModel, sample: torch.Tensor, flow_time: torch.Tensor | float,
+                       condition: GazeFlowCondition, self_condition: torch.Tensor, output_attentions: bool,
+                       output_hidden_states: bool) -> tuple[torch.Tensor, GazeFlowVelocityOutput | None]:
+    """The network call whose output enters the loss (K = 1): its prediction ``[B, T, 2]`` and, with
+    ``output_attentions`` / ``output_hidden_states``, the network's :class:`GazeFlowVelocityOutput`."""
+    output = model.velocity(sample, flow_time, condition, self_condition, output_attentions=output_attentions,
+                            output_hidden_states=output_hidden_states)
+    if isinstance(output, GazeFlowVelocityOutput):
+        return output.velocity.squeeze(1), output
+    return output.squeeze(1), None
 
 
 def masked_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch.Tensor) -> torch.Tensor:
@@ -61,7 +89,7 @@ def masked_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch
     return squared_error.sum() / (2 * weights.sum()).clamp_min(1.0)
 
 
-def _training_noise(model: GazeFlowModel, gaze: torch.Tensor, generator: GeneratorArgument,
+def _training_noise(model: ObjectiveModel, gaze: torch.Tensor, generator: GeneratorArgument,
                     num_timesteps: int | None = None) -> TrainingNoise:
     """Each example's draws from its own stream (``scheduling_gazeflow.example_generators``); in eval mode without a
     generator, fixed draws, the same for every example (``scheduling_gazeflow.draw_eval_noise``), so a clip's loss
@@ -75,7 +103,7 @@ def _training_noise(model: GazeFlowModel, gaze: torch.Tensor, generator: Generat
                                flow_time_sampling=model.config.flow_time_sampling)
 
 
-def _self_condition(model: GazeFlowModel, use_self_condition: torch.Tensor, first_pass) -> torch.Tensor | None:
+def _self_condition(model: ObjectiveModel, use_self_condition: torch.Tensor, first_pass) -> torch.Tensor | None:
     """x1_hat of the second pass: the gradient-free first pass's estimate for the examples whose coin came up, zeros
     for the others, chosen by a per-example mask (no Python branch on a tensor, so the loss traces). The first pass
     runs whenever ``self_conditioning_prob > 0`` (a config constant); None when it is 0."""
@@ -87,15 +115,18 @@ def _self_condition(model: GazeFlowModel, use_self_condition: torch.Tensor, firs
     return torch.where(mask, estimate, torch.zeros_like(estimate)).detach()
 
 
-def flow_matching_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                       valid_mask: torch.Tensor, generator: GeneratorArgument) -> ObjectiveOutput:
+def flow_matching_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor,
+                       valid_mask: torch.Tensor, generator: GeneratorArgument, output_attentions: bool = False,
+                       output_hidden_states: bool = False) -> ObjectiveOutput:
     """Eq. cfm_loss with each example's s ~ U(0, 1), x_0 ~ N(0, I) and self-conditioning coin drawn from its own
     stream (:func:`flow_matching_objective` does the rest)."""
-    return flow_matching_objective(model, condition, gaze, valid_mask, _training_noise(model, gaze, generator))
+    return flow_matching_objective(model, condition, gaze, valid_mask, _training_noise(model, gaze, generator),
+                                   output_attentions, output_hidden_states)
 
 
-def flow_matching_objective(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                            valid_mask: torch.Tensor, draws: TrainingNoise) -> ObjectiveOutput:
+def flow_matching_objective(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor,
+                            valid_mask: torch.Tensor, draws: TrainingNoise, output_attentions: bool = False,
+                            output_hidden_states: bool = False) -> ObjectiveOutput:
     """Eq. cfm_loss for given draws: x_s = (1 - (1 - sigma_min) s) x_0 + s g, target u = g - (1 - sigma_min) x_0.
     An example whose coin came up (probability ``self_conditioning_prob``) reads x1_hat = x_s + (1 - s) v from a
     first, gradient-free pass; the others read x1_hat = 0 (Appendix D.2)."""
@@ -109,13 +140,15 @@ def flow_matching_objective(model: GazeFlowModel, condition: GazeFlowCondition, 
     zeros = torch.zeros_like(sample_k)
     self_condition = _self_condition(model, draws.self_condition, lambda: estimate_endpoint(
         sample_k, s.unsqueeze(1), model.velocity(sample_k, time_k, condition, zeros)))
-    predicted = model.velocity(sample_k, time_k, condition,
-                               zeros if self_condition is None else self_condition).squeeze(1)
-    return ObjectiveOutput(masked_mse(predicted, target, valid_mask), predicted, target, flow_time)
+    predicted, network_outputs = _loss_network_call(
+        model, sample_k, time_k, condition, zeros if self_condition is None else self_condition, output_attentions,
+        output_hidden_states)
+    return ObjectiveOutput(masked_mse(predicted, target, valid_mask), predicted, target, flow_time, network_outputs)
 
 
-def diffusion_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                   valid_mask: torch.Tensor, generator: GeneratorArgument) -> ObjectiveOutput:
+def diffusion_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor,
+                   valid_mask: torch.Tensor, generator: GeneratorArgument, output_attentions: bool = False,
+                   output_hidden_states: bool = False) -> ObjectiveOutput:
     """Epsilon prediction: each example's t ~ U{0 .. N - 1}, eps ~ N(0, I) and coin from its own stream;
     x_t = sqrt(alpha_bar_t) g + sqrt(1 - alpha_bar_t) eps, the network reads (x_t, tau = t / N) and predicts eps.
     Self-conditioning as in flow matching, with the clean estimate
@@ -131,21 +164,21 @@ def diffusion_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: tor
     zeros = torch.zeros_like(sample_k)
     self_condition = _self_condition(model, draws.self_condition, lambda: scheduler.clean_estimate(
         sample_k, model.velocity(sample_k, tau, condition, zeros), alpha_bar.unsqueeze(1)))
-    predicted = model.velocity(sample_k, tau, condition, zeros if self_condition is None else self_condition).squeeze(1)
-    return ObjectiveOutput(masked_mse(predicted, noise, valid_mask), predicted, noise, tau.squeeze(1))
+    predicted, network_outputs = _loss_network_call(
+        model, sample_k, tau, condition, zeros if self_condition is None else self_condition, output_attentions,
+        output_hidden_states)
+    return ObjectiveOutput(masked_mse(predicted, noise, valid_mask), predicted, noise, tau.squeeze(1), network_outputs)
 
 
-def regression_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                    valid_mask: torch.Tensor, generator: GeneratorArgument) -> ObjectiveOutput:
-    """Masked MSE between the directly predicted trajectory and g (the "- Joint Distribution Modeling" row)."""
-    predicted = regression_predict(model, condition, gaze.new_zeros(gaze.shape[0], 1, *gaze.shape[1:])).squeeze(1)
-    return ObjectiveOutput(masked_mse(predicted, gaze, valid_mask), predicted, gaze, None)
-
-
-def regression_predict(model: GazeFlowModel, condition: GazeFlowCondition, zeros: torch.Tensor) -> torch.Tensor:
-    """The regression head's trajectory ``[B, 1, T, 2]``: the network at x = 0, s = REGRESSION_INPUT_TIME,
-    x1_hat = 0."""
-    return model.velocity(zeros, REGRESSION_INPUT_TIME, condition, zeros)
+def regression_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor,
+                    valid_mask: torch.Tensor, generator: GeneratorArgument, output_attentions: bool = False,
+                    output_hidden_states: bool = False) -> ObjectiveOutput:
+    """Masked MSE between the directly predicted trajectory and g (the "- Joint Distribution Modeling" row): the
+    network at x = 0, s = REGRESSION_INPUT_TIME, x1_hat = 0."""
+    zeros = gaze.new_zeros(gaze.shape[0], 1, *gaze.shape[1:])
+    predicted, network_outputs = _loss_network_call(model, zeros, REGRESSION_INPUT_TIME, condition, zeros,
+                                                    output_attentions, output_hidden_states)
+    return ObjectiveOutput(masked_mse(predicted, gaze, valid_mask), predicted, gaze, None, network_outputs)
 
 
 def grounding_loss(token_logits: torch.Tensor, gaze: torch.Tensor, valid_mask: torch.Tensor,
@@ -182,21 +215,25 @@ OBJECTIVE_LOSSES = {
 }
 
 
-def objective_loss(model: GazeFlowModel, condition: GazeFlowCondition, gaze: torch.Tensor, valid_mask: torch.Tensor,
-                   generator: GeneratorArgument) -> ObjectiveOutput:
+def objective_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor, valid_mask: torch.Tensor,
+                   generator: GeneratorArgument, output_attentions: bool = False,
+                   output_hidden_states: bool = False) -> ObjectiveOutput:
     """The training loss of ``model.config.objective``. ``generator``: one ``torch.Generator``, a list of one per
-    example, or None (the global RNG in training, a fixed seed in eval mode); see ``scheduling_gazeflow``."""
-    return OBJECTIVE_LOSSES[model.config.objective](model, condition, gaze, valid_mask, generator)
+    example, or None (the global RNG in training, a fixed seed in eval mode); see ``scheduling_gazeflow``.
+    ``output_attentions`` / ``output_hidden_states``: keep the network's at the loss's call
+    (:attr:`ObjectiveOutput.network_outputs`)."""
+    return OBJECTIVE_LOSSES[model.config.objective](model, condition, gaze, valid_mask, generator, output_attentions,
+                                                    output_hidden_states)
 
 
 __all__ = [
+    "ObjectiveModel",
     "ObjectiveOutput",
     "masked_mse",
     "flow_matching_loss",
     "flow_matching_objective",
     "diffusion_loss",
     "regression_loss",
-    "regression_predict",
     "objective_loss",
     "grounding_loss",
 ]

@@ -190,12 +190,15 @@ class DDIMScheduler:
     num_steps: int = 1
     num_timesteps: int = 1000
     alphas_cumprod: torch.Tensor = field(init=False, repr=False, compare=False)
+    alpha_bars: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     calls_per_step = 1
 
     def __post_init__(self) -> None:
         ddim_timesteps(self.num_steps, self.num_timesteps)
         object.__setattr__(self, "alphas_cumprod", cosine_alphas_cumprod(self.num_timesteps))
+        # the same values as Python floats: a step reads them without reading a tensor (none under torch.compile)
+        object.__setattr__(self, "alpha_bars", tuple(self.alphas_cumprod.tolist()))
 
     def timesteps(self) -> list[int]:
         return ddim_timesteps(self.num_steps, self.num_timesteps)
@@ -210,7 +213,7 @@ class DDIMScheduler:
 
     def alpha_bar(self, timestep: int) -> float:
         """alpha_bar_t, with alpha_bar_{-1} = 1 (the clean end)."""
-        return 1.0 if timestep < 0 else float(self.alphas_cumprod[timestep])
+        return 1.0 if timestep < 0 else self.alpha_bars[timestep]
 
     def alpha_bar_of(self, timesteps: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         """alpha_bar at integer ``timesteps [B]``, ``[B, 1, 1]`` in ``like``'s device and dtype."""

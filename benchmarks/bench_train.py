@@ -1,0 +1,572 @@
+"""Training throughput at the paper's geometry, model alone and through the real data path, side by side.
+
+The model: ViT-L (24 layers) on 64 frames of 256x256 with LoRA r16 on query/value (the paper's, random weights:
+same cost as the checkpoint), bf16 autocast. One step is ``examples/train.py``'s: forward, backward, gradient
+clipping, AdamW, the EMA update; ``probe`` variants drop the clipping and the EMA to reproduce the first H100 probe
+(AdamW fused, nothing else). A variant is a ``+``-joined list of tokens:
+
+    B<n>      clips per step                     ckpt     gradient checkpointing
+    fast      the GPU settings of train.py (transformers_gazeflow.training.device_speed): frozen matrix weights
+              cast to bf16 once, fused AdamW
+    compile   torch.compile of each encoder layer (regional; train.py --torch_compile)
+    probe     the probe's loop (no clipping, no EMA)
+
+Then the data path: EGTEA Gaze+ layout clips at 640x480 and 24 fps generated on the fly
+(``data.synthetic.egtea_layout``), read by the EGTEA builder (``data.loading``) and the collator
+(``data.collator``: decode the 64-frame window, resize to 256x256, normalise) with N DataLoader workers and the
+loader settings train.py uses on the device (pinned memory, persistent workers); the loader alone (the clips/s it
+can feed) beside the step that consumes it. Last, the GPU-hours of 80 epochs of EGTEA Gaze+ (8,299 training clips
+of split 1) and Ego4D (15,310 training clips: GLC's train_ego4d_gaze.csv, as the data spec gives it) at each rate,
+and the paper's (about 3 and 5 days on 4 H100s).
+
+    python benchmarks/bench_train.py                                  # GPU: the paper's geometry
+    python benchmarks/bench_train.py --variants B4+fast B8+fast+ckpt --workers 8 14 --json train.json
+    python benchmarks/bench_train.py --device cpu --preset tiny       # the smoke run (CI)
+    python benchmarks/bench_train.py --prepare-data DIR               # write the clips only (then --data-dir DIR)
+
+``--time-limit S`` stops starting new measurements once S seconds have passed (the GPU suite's budget), and says
+what it skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from torch.utils.data import DataLoader, RandomSampler
+
+from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.training.device_speed import (
+    FrozenWeightCast,
+    adamw,
+    compile_encoder_layers,
+    enable_gradient_checkpointing,
+    loader_options,
+)
+
+EGTEA_TRAIN_CLIPS = 8299  # split 1 (data spec, "EGTEA Gaze+")
+EGO4D_TRAIN_CLIPS = 15310  # GLC's train_ego4d_gaze.csv (data spec, "Ego4D gaze subset")
+EPOCHS = 80  # paper Appendix E.4
+PAPER_GPU_HOURS = {"EGTEA Gaze+": 3 * 24 * 4, "Ego4D": 5 * 24 * 4}  # "~3 days ... ~5 days, both on 4x H100"
+PROBE_60E8CBE = {"B1+probe": 5.3, "B4+probe": 7.5, "B4+ckpt+probe": 5.3, "B8+ckpt+probe": 5.8}  # clips/s, H100
+GPU_VARIANTS = ["B1+probe", "B4+probe", "B4+ckpt+probe", "B8+ckpt+probe", "B4", "B4+fast", "B8+fast",
+                "B8+fast+ckpt", "B16+fast+ckpt", "B4+fast+compile"]
+TINY_VARIANTS = ["B2+probe", "B2", "B2+fast+ckpt", "B2+fast+compile"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    batch: int
+    checkpointing: bool
+    fast: bool
+    compile: bool
+    probe: bool
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        tokens = text.split("+")
+        known = {"ckpt", "fast", "compile", "probe"}
+        batch = [t for t in tokens if t.startswith("B") and t[1:].isdigit() and int(t[1:]) > 0]
+        unknown = [t for t in tokens if t not in known and t not in batch]
+        if len(batch) != 1 or unknown:
+            raise ValueError(f"--variants: {text!r} must be B<clips> joined with any of {sorted(known)} by '+', "
+                             f"e.g. B4+fast+ckpt")
+        return cls(text, int(batch[0][1:]), "ckpt" in tokens, "fast" in tokens, "compile" in tokens,
+                   "probe" in tokens)
+
+
+# ---------------------------------------------------------------------------------------------------- the model step
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def make_config(preset: str) -> GazeFlowConfig:
+    return GazeFlowConfig.tiny(use_lora=True) if preset == "tiny" else GazeFlowConfig(use_lora=True)
+
+
+class TrainStep:
+    """One model, optimizer and EMA set up as ``variant`` says; ``__call__(batch)`` runs one training step."""
+
+    def __init__(self, config: GazeFlowConfig, variant: Variant, device: torch.device) -> None:
+        torch.manual_seed(0)
+        with device:
+            self.model = GazeFlowModel(config).train()
+        self.device, self.variant = device, variant
+        if variant.checkpointing:
+            enable_gradient_checkpointing(self.model)
+        on_gpu = device.type == "cuda"
+        self.cast = FrozenWeightCast(self.model) if variant.fast and on_gpu else None
+        if variant.compile:
+            compile_encoder_layers(self.model)
+        self.trainable = [p for p in self.model.parameters() if p.requires_grad]
+        settings = dict(lr=1e-4, betas=(0.9, 0.999), weight_decay=1e-4)
+        if variant.probe:  # the probe's optimizer: AdamW fused on a GPU
+            self.optimizer = torch.optim.AdamW(self.trainable, fused=on_gpu, **settings)
+        elif variant.fast:
+            self.optimizer = adamw(self.trainable, device, **settings)
+        else:  # train.py before the GPU settings
+            self.optimizer = torch.optim.AdamW(self.trainable, **settings)
+        self.ema = None if variant.probe else AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(0.995))
+        self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=on_gpu)
+
+    def __call__(self, batch: dict) -> float:
+        with self.autocast:
+            loss = self.model(pixel_values_videos=batch["pixel_values_videos"], gaze=batch["gaze"],
+                              valid_mask=batch.get("valid_mask")).loss
+        loss.backward()
+        if not self.variant.probe:
+            torch.nn.utils.clip_grad_norm_(self.trainable, 1.0)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            self.ema.update_parameters(self.model)
+        return loss.detach()
+
+
+def random_batch(config: GazeFlowConfig, batch: int, device: torch.device) -> dict:
+    generator = torch.Generator().manual_seed(0)
+    size, frames = config.image_size, config.num_frames
+    return {"pixel_values_videos": torch.randn(batch, frames, 3, size, size, generator=generator).to(device),
+            "gaze": (torch.rand(batch, frames, 2, generator=generator) * 2 - 1).to(device),
+            "valid_mask": torch.ones(batch, frames, dtype=torch.bool, device=device)}
+
+
+def free_memory(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def timed_steps(step: TrainStep, batches, steps: int, warmup: int) -> list[float]:
+    """Wall seconds of ``steps`` steps after ``warmup`` untimed ones; ``batches()`` gives each step's batch."""
+    for _ in range(warmup):
+        step(batches())
+    synchronize(step.device)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step(batches())
+        synchronize(step.device)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def count_flops_per_clip(config: GazeFlowConfig, device: torch.device) -> float | None:
+    """FLOPs of one training step on one clip (matrix products and attention, forward and backward), counted by
+    ``torch.utils.flop_counter``."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    step = TrainStep(config, Variant.parse("B1+probe"), device)
+    batch = random_batch(config, 1, device)
+    try:
+        step(batch)  # the lazy parts (optimizer state) outside the count
+        with FlopCounterMode(display=False) as counter:
+            step(batch)
+        flops = counter.get_total_flops()
+    except Exception as err:  # noqa: BLE001 - a figure beside the others; the run goes on without it
+        print(f"FLOP count failed ({type(err).__name__}: {err}); the table goes without TFLOP/s", flush=True)
+        flops = 0
+    finally:
+        step = batch = None  # noqa: F841
+        free_memory(device)
+    return float(flops) or None
+
+
+def model_only(config: GazeFlowConfig, variant: Variant, device: torch.device, steps: int, warmup: int) -> dict:
+    """The step on random inputs (no data loading): seconds per step, clips/s, peak GB."""
+    free_memory(device)
+    try:
+        started = time.perf_counter()
+        step = TrainStep(config, variant, device)
+        batch = random_batch(config, variant.batch, device)
+        times = timed_steps(step, lambda: batch, steps, warmup + (1 if variant.compile else 0))
+        seconds = statistics.median(times)
+        result = {"s_per_step": seconds, "clips_per_s": variant.batch / seconds,
+                  "peak_gb": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
+                  "frozen_weights_cast": len(step.cast) if step.cast is not None else 0,
+                  "wall_s": time.perf_counter() - started}
+    except torch.OutOfMemoryError:
+        result = {"error": "out of memory"}
+    finally:
+        step = batch = None  # noqa: F841 (release the model before the next variant)
+        free_memory(device)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------- the data path
+def prepare_data(folder: Path, clips: int, frames: int, size: tuple[int, int]) -> Path:
+    """``clips`` EGTEA Gaze+ layout clips of ``frames`` frames at ``size`` (24 fps), all in the training split."""
+    from transformers_gazeflow.data.synthetic.egtea_layout import write_egtea_layout
+    from transformers_gazeflow.data.synthetic.settings import SyntheticGazeSettings
+
+    marker = folder / "bench_train_data.json"
+    wanted = {"clips": clips, "frames": frames, "size": list(size)}
+    if marker.exists() and json.loads(marker.read_text()) == wanted:
+        return folder
+    settings = SyntheticGazeSettings(num_clips=clips, min_frames=frames, max_frames=frames, width=size[0],
+                                     height=size[1], validation_fraction=0.0, test_fraction=0.0)
+    write_egtea_layout(folder, settings, clips_per_session=clips)
+    marker.write_text(json.dumps(wanted))
+    return folder
+
+
+def load_windows(folder: Path, config: GazeFlowConfig):
+    """The training windows of the EGTEA builder over ``folder`` (the builder and its cache as train.py reads
+    them)."""
+    from transformers_gazeflow.training.datasets import load_training_splits
+
+    train, _ = load_training_splits("egtea", str(folder), "split1", 0.0, window_frames=config.num_frames,
+                                    window_stride=config.window_stride)
+    return train
+
+
+def make_loader(windows, collator, batch: int, workers: int, device: torch.device, batches: int) -> DataLoader:
+    """The training DataLoader as train.py builds it on ``device`` (``device_speed.loader_options``), drawing
+    ``batches`` batches with replacement from the few generated windows."""
+    sampler = RandomSampler(windows, replacement=True, num_samples=batch * batches,
+                            generator=torch.Generator().manual_seed(0))
+    return DataLoader(windows, sampler=sampler, batch_size=batch, collate_fn=collator, drop_last=True,
+                      **loader_options(workers, device))
+
+
+def to_device(batch: dict, device: torch.device) -> dict:
+    return {key: value.to(device, non_blocking=True) for key, value in batch.items()
+            if key in ("pixel_values_videos", "gaze", "valid_mask")}
+
+
+def collator_cost(windows, collator, repeats: int = 2) -> dict:
+    """CPU seconds of one window in the collator, split into decoding and processing (main process, one thread)."""
+    example = windows[0]
+    decode, process = [], []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in a DataLoader worker
+    try:
+        for _ in range(repeats):
+            start = time.process_time()
+            frames = collator.decode_fn(example["video_path"], int(example["window_start"]), int(example["num_frames"]))
+            middle = time.process_time()
+            collator.processor.preprocess(frames)
+            decode.append(middle - start)
+            process.append(time.process_time() - middle)
+    finally:
+        torch.set_num_threads(threads)
+    return {"decode_cpu_s": min(decode), "process_cpu_s": min(process),
+            "clips_per_s_per_worker": 1.0 / (min(decode) + min(process))}
+
+
+def loader_alone(windows, collator, batch: int, workers: int, device: torch.device) -> dict:
+    """Clips/s the loader delivers into (pinned) host memory in its steady state: three rounds of one batch per
+    worker, the first round (worker start-up, the queues filling) untimed."""
+    rounds, first_round = 3, max(1, workers)
+    started = time.perf_counter()
+    loader = make_loader(windows, collator, batch, workers, device, max(4, rounds * first_round))
+    iterator = iter(loader)
+    for _ in range(first_round):
+        next(iterator)
+    first = time.perf_counter() - started
+    start = time.perf_counter()
+    count = sum(1 for _ in iterator)
+    seconds = time.perf_counter() - start
+    del iterator, loader
+    return {"workers": workers, "clips_per_s": count * batch / seconds, "first_round_s": first,
+            "timed_clips": count * batch}
+
+
+def through_data(config: GazeFlowConfig, variant: Variant, windows, collator, workers: int, device: torch.device,
+                 steps: int, warmup: int) -> dict:
+    """The step fed by the loader (host-to-device copy included): clips/s over ``steps`` steps after ``warmup``."""
+    free_memory(device)
+    step = loader = iterator = None
+    try:
+        step = TrainStep(config, variant, device)
+        loader = make_loader(windows, collator, variant.batch, workers, device, steps + warmup + 1)
+        iterator = iter(loader)
+        times = timed_steps(step, lambda: to_device(next(iterator), device), steps,
+                            warmup + (1 if variant.compile else 0))
+        total = sum(times)
+        return {"variant": variant.name, "workers": workers, "clips_per_s": variant.batch * steps / total,
+                "s_per_step": total / steps, "slowest_step_s": max(times)}
+    except torch.OutOfMemoryError:
+        return {"variant": variant.name, "workers": workers, "error": "out of memory"}
+    finally:
+        step = loader = iterator = None  # noqa: F841
+        free_memory(device)
+
+
+def gpu_hours(clips_per_s: float) -> dict[str, float]:
+    return {"EGTEA Gaze+": EGTEA_TRAIN_CLIPS * EPOCHS / clips_per_s / 3600,
+            "Ego4D": EGO4D_TRAIN_CLIPS * EPOCHS / clips_per_s / 3600}
+
+
+# ---------------------------------------------------------------------------------------------------- the run
+class Budget:
+    """``--time-limit``: whether another measurement may start, and what was skipped for time."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds, self.started, self.skipped = seconds, time.perf_counter(), []
+
+    def allows(self, what: str) -> bool:
+        if self.seconds is None or time.perf_counter() - self.started < self.seconds:
+            return True
+        self.skipped.append(what)
+        print(f"skipped (time limit {self.seconds:g} s): {what}", flush=True)
+        return False
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--preset", choices=["paper", "tiny"], default="paper",
+                        help="the paper's geometry (ViT-L, 64 frames of 256x256, LoRA r16) or the tiny test model")
+    parser.add_argument("--variants", nargs="+", default=None,
+                        help=f"model-only variants (default GPU: {' '.join(GPU_VARIANTS)}; tiny: "
+                             f"{' '.join(TINY_VARIANTS)})")
+    parser.add_argument("--data-variants", nargs="+", default=None,
+                        help="variants fed by the data path (default: the fastest non-probe model-only variant)")
+    parser.add_argument("--steps", type=int, default=3, help="timed steps of each model-only variant (median)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps first (compiled variants: one more)")
+    parser.add_argument("--data-steps", type=int, default=8, help="timed steps fed by the loader")
+    parser.add_argument("--workers", type=int, nargs="+", default=None,
+                        help="DataLoader workers of the loader-alone runs (default GPU: 4 8 and the automatic "
+                             "count; CPU: 0 2); the data-fed steps use the last")
+    parser.add_argument("--data-clips", type=int, default=None, help="clips generated (default 8; tiny 2)")
+    parser.add_argument("--data-size", default=None, help="WIDTHxHEIGHT of the clips (default 640x480; tiny 160x120)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="reuse (or write) the clips here")
+    parser.add_argument("--prepare-data", type=Path, default=None, metavar="DIR",
+                        help="only write the clips into DIR (the GPU suite does this while other steps run)")
+    parser.add_argument("--skip-data", action="store_true", help="model-only variants alone")
+    parser.add_argument("--no-flops", action="store_true", help="skip counting the FLOPs of a step")
+    parser.add_argument("--time-limit", type=float, default=None, help="start no measurement after this many s")
+    parser.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
+    args = parser.parse_args(argv)
+    for name in ("steps", "data_steps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.warmup < 0:
+        parser.error(f"--warmup must be >= 0, got {args.warmup}")
+    try:
+        for text in (args.variants or []) + (args.data_variants or []):
+            Variant.parse(text)
+        args.size = tuple(int(v) for v in (args.data_size or ("160x120" if args.preset == "tiny" else
+                                                              "640x480")).lower().split("x"))
+    except ValueError as err:
+        parser.error(str(err) if "--variants" in str(err) else f"--data-size must be WIDTHxHEIGHT, got "
+                     f"{args.data_size!r}")
+    if len(args.size) != 2 or min(args.size) < 16:
+        parser.error(f"--data-size must be WIDTHxHEIGHT of at least 16x16, got {args.data_size!r}")
+    if args.workers is not None and min(args.workers) < 0:
+        parser.error(f"--workers must be >= 0, got {args.workers}")
+    return args
+
+
+def default_workers(device: torch.device) -> list[int]:
+    from transformers_gazeflow.training.device_speed import auto_workers
+
+    return sorted({4, 8, auto_workers()}) if device.type == "cuda" else [0, 2]
+
+
+def run_model_only(args, config, device, budget: Budget, figures: dict, compiled: bool) -> dict:
+    """The model-only variants, eager ones or compiled ones (``compiled``), into ``figures["model_only"]`` (saved
+    after each)."""
+    names = args.variants or (TINY_VARIANTS if args.preset == "tiny" else GPU_VARIANTS)
+    results = figures.setdefault("model_only", {})
+    for variant in (Variant.parse(name) for name in names):
+        if variant.compile != compiled or not budget.allows(f"model only {variant.name}"):
+            continue
+        results[variant.name] = model_only(config, variant, device, args.steps, args.warmup)
+        print(f"model only {variant.name}: {format_row(results[variant.name])}", flush=True)
+        save(figures, args.json, budget)
+    return results
+
+
+def fastest(results: dict, exclude_probe: bool = True) -> str | None:
+    rates = {name: r["clips_per_s"] for name, r in results.items()
+             if "clips_per_s" in r and not (exclude_probe and Variant.parse(name).probe)}
+    return max(rates, key=rates.get) if rates else None
+
+
+def run_data_path(args, config, device, model_results: dict, budget: Budget) -> dict:
+    from transformers_gazeflow.data.collator import GazeFlowDataCollator
+    from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+
+    clips = args.data_clips or (2 if args.preset == "tiny" else 8)
+    frames = max(config.num_frames, 16)
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        folder = args.data_dir or Path(stack.enter_context(_temporary_folder()))
+        prepare_data(folder, clips, frames, args.size)
+        windows = load_windows(folder, config)
+        figures: dict = {"clips": clips, "frames": frames, "size": f"{args.size[0]}x{args.size[1]}",
+                         "windows": len(windows), "seconds_to_prepare": time.perf_counter() - started}
+        collator = GazeFlowDataCollator(GazeFlowVideoProcessor(size=config.image_size), num_frames=config.num_frames)
+        figures["collator"] = collator_cost(windows, collator)
+        batch = max((Variant.parse(v).batch for v in args.data_variants or [fastest(model_results) or "B4"]))
+        workers = args.workers if args.workers is not None else default_workers(device)
+        figures["loader_alone"] = []
+        for count in workers:
+            if budget.allows(f"loader alone, {count} workers"):
+                figures["loader_alone"].append(loader_alone(windows, collator, batch, count, device))
+                print(f"loader alone, {count} workers: {figures['loader_alone'][-1]['clips_per_s']:.2f} clips/s",
+                      flush=True)
+        figures["fed"] = []
+        for name in args.data_variants or ([fastest(model_results)] if fastest(model_results) else []):
+            if budget.allows(f"data-fed {name}"):
+                figures["fed"].append(through_data(config, Variant.parse(name), windows, collator, workers[-1],
+                                                   device, args.data_steps, args.warmup))
+                print(f"data-fed {name}, {workers[-1]} workers: {format_row(figures['fed'][-1])}", flush=True)
+    return figures
+
+
+@contextlib.contextmanager
+def _temporary_folder():
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench_train_") as folder:
+        yield folder
+
+
+def format_row(result: dict) -> str:
+    if "error" in result:
+        return result["error"]
+    peak = result.get("peak_gb")
+    return (f"{result['s_per_step']:.3f} s/step, {result['clips_per_s']:.2f} clips/s"
+            + (f", peak {peak:.1f} GB" if peak is not None else ""))
+
+
+def model_table(results: dict, flops_per_clip: float | None) -> list[str]:
+    lines = ["| variant | clips / step | checkpointing | bf16 frozen weights, fused AdamW | compiled | step | "
+             "s / step | clips / s | peak GB | model TFLOP/s | 60e8cbe probe clips / s |",
+             "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, result in results.items():
+        v = Variant.parse(name)
+        flags = ["yes" if flag else "no" for flag in (v.checkpointing, v.fast, v.compile)]
+        kind = "probe (no clip, no EMA)" if v.probe else "train.py"
+        if "error" in result:
+            lines.append(f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['error']} | | | | |")
+            continue
+        tflops = flops_per_clip * result["clips_per_s"] / 1e12 if flops_per_clip else None
+        peak = "-" if result["peak_gb"] is None else f"{result['peak_gb']:.1f}"
+        lines.append(f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['s_per_step']:.3f} | "
+                     f"{result['clips_per_s']:.2f} | {peak} | {'-' if tflops is None else f'{tflops:.3g}'} | "
+                     f"{PROBE_60E8CBE.get(name, '-')} |")
+    return lines
+
+
+def data_tables(data: dict, model_results: dict) -> list[str]:
+    cost = data["collator"]
+    lines = [f"Clips: {data['clips']} EGTEA Gaze+ layout clips of {data['frames']} frames at {data['size']}, 24 fps "
+             f"({data['windows']} training windows; prepared in {data['seconds_to_prepare']:.1f} s). The collator, "
+             f"per window on one core: decode {1e3 * cost['decode_cpu_s']:.0f} ms + resize and normalise "
+             f"{1e3 * cost['process_cpu_s']:.0f} ms of CPU = {cost['clips_per_s_per_worker']:.2f} clips/s per "
+             f"worker.", "", "| loader alone (pinned batches on the host) | clips / s | first round s |",
+             "| --- | ---: | ---: |"]
+    lines += [f"| {r['workers']} workers | {r['clips_per_s']:.2f} | {r['first_round_s']:.1f} |"
+              for r in data["loader_alone"]]
+    alone = {r["workers"]: r["clips_per_s"] for r in data["loader_alone"]}
+    lines += ["", "| data-fed step | workers | clips / s | model only clips / s | loader alone clips / s | "
+              "fed / model only |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for fed in data["fed"]:
+        if "error" in fed:
+            lines.append(f"| {fed['variant']} | {fed['workers']} | {fed['error']} | | | |")
+            continue
+        model = model_results.get(fed["variant"], {}).get("clips_per_s")
+        ratio = "-" if not model else f"{fed['clips_per_s'] / model:.2f}"
+        lines.append(f"| {fed['variant']} | {fed['workers']} | {fed['clips_per_s']:.2f} | "
+                     f"{'-' if model is None else f'{model:.2f}'} | "
+                     f"{alone.get(fed['workers'], float('nan')):.2f} | {ratio} |")
+    return lines
+
+
+def hours_table(model_results: dict, data: dict | None) -> list[str]:
+    rows = [("60e8cbe probe, B4, model only (H100)", PROBE_60E8CBE["B4+probe"])]
+    best = fastest(model_results)
+    if best:
+        rows.append((f"this run, model only, {best}", model_results[best]["clips_per_s"]))
+    fed = [r for r in (data or {}).get("fed", []) if "clips_per_s" in r]
+    if fed:
+        top = max(fed, key=lambda r: r["clips_per_s"])
+        rows.append((f"this run, fed by the data path, {top['variant']}, {top['workers']} workers",
+                     top["clips_per_s"]))
+    rows.append(("target", 15.0))
+    lines = [f"| 80 epochs on one GPU at | clips / s | EGTEA Gaze+ ({EGTEA_TRAIN_CLIPS:,} clips) GPU-h | Ego4D "
+             f"({EGO4D_TRAIN_CLIPS:,} clips) GPU-h |", "| --- | ---: | ---: | ---: |"]
+    for label, rate in rows:
+        hours = gpu_hours(rate)
+        lines.append(f"| {label} | {rate:.2f} | {hours['EGTEA Gaze+']:.1f} | {hours['Ego4D']:.1f} |")
+    lines.append(f"| the paper: ~3 days (EGTEA Gaze+) and ~5 days (Ego4D) on 4x H100 | - | "
+                 f"{PAPER_GPU_HOURS['EGTEA Gaze+']} | {PAPER_GPU_HOURS['Ego4D']} |")
+    return lines
+
+
+def report(figures: dict) -> str:
+    lines = [f"## Training throughput ({figures['device']}, {figures['preset']} geometry: "
+             f"{figures['geometry']})", ""]
+    flops = figures.get("flops_per_clip")
+    if flops:
+        lines += [f"One training step costs {flops / 1e12:.3g} TFLOP per clip (matrix products and attention, "
+                  f"forward and backward, counted by torch.utils.flop_counter).", ""]
+    lines += ["Model only (random inputs, no data loading):", ""] + model_table(figures.get("model_only", {}), flops)
+    if figures.get("data"):
+        lines += ["", "Through the data path:", ""] + data_tables(figures["data"], figures.get("model_only", {}))
+    lines += ["", "GPU-hours:", ""] + hours_table(figures.get("model_only", {}), figures.get("data"))
+    if figures["skipped"]:
+        lines += ["", f"Skipped for the time limit: {', '.join(figures['skipped'])}."]
+    return "\n".join(lines) + "\n"
+
+
+def save(figures: dict, path: Path | None, budget: Budget) -> str:
+    """The report of what is measured so far, into ``figures["report"]`` and ``path`` (after every measurement, so
+    that a run stopped by a time limit keeps what it measured)."""
+    figures["skipped"] = budget.skipped
+    best = fastest(figures.get("model_only", {}))
+    figures["gpu_hours"] = {"model_only": gpu_hours(figures["model_only"][best]["clips_per_s"]) if best else None}
+    figures["report"] = report(figures)
+    if path is not None:
+        path.write_text(json.dumps(figures, indent=1))
+    return figures["report"]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    if args.prepare_data is not None:
+        config = make_config(args.preset)
+        prepare_data(args.prepare_data, args.data_clips or (2 if args.preset == "tiny" else 8),
+                     max(config.num_frames, 16), args.size)
+        print(f"clips written to {args.prepare_data}")
+        return {}
+    device = torch.device(args.device)
+    budget = Budget(args.time_limit)
+    config = make_config(args.preset)
+    encoder = config.encoder_config
+    figures: dict = {"benchmark": "train", "device": torch.cuda.get_device_name(device) if device.type == "cuda"
+                     else "CPU", "preset": args.preset,
+                     "geometry": f"{encoder.num_hidden_layers} encoder layers, {config.num_frames} frames of "
+                                 f"{config.image_size}x{config.image_size}, LoRA r{config.lora_r} on "
+                                 f"{'/'.join(config.lora_target_modules)}, "
+                                 f"{'bf16 autocast' if device.type == 'cuda' else 'fp32'}"}
+    if not args.no_flops and budget.allows("FLOP count"):
+        figures["flops_per_clip"] = count_flops_per_clip(config, device)
+    run_model_only(args, config, device, budget, figures, compiled=False)
+    if not args.skip_data:  # before the compiled variants: their compilation may use up a time limit
+        figures["data"] = run_data_path(args, config, device, figures["model_only"], budget)
+        save(figures, args.json, budget)
+    run_model_only(args, config, device, budget, figures, compiled=True)
+    print("\n" + save(figures, args.json, budget))
+    return figures
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)

@@ -1,0 +1,116 @@
+"""A wearer's eye-tracker gaze on the frames of one video, from the files ``gazeflow calibrate --gaze`` reads.
+
+Three kinds of file, told apart by content:
+
+* a **CSV with** ``frame_idx``, ``x_norm`` and ``y_norm`` columns (unit coordinates, origin top-left), as
+  ``gazeflow predict`` writes ``gaze.csv``: when it has a ``sample_id`` column only the point-estimate rows (-1)
+  are read, and a ``gaze_type`` (or ``true_code``) column gives each row's gaze-type code; several rows on one frame
+  are averaged. A row whose position is empty, not a number or outside ``[0, 1]`` (a blink, a lost eye, a glance
+  off the frame) leaves its frame untracked;
+* an **Ego4D gaze CSV** (:mod:`.ego4d_format`): labelled on the video's frames; a video named like GLC's clips,
+  ``<uid>_t<start>_t<end>.mp4``, reads the frames from second ``start`` on;
+* an **EGTEA Gaze+ BeGaze export** (:mod:`.egtea_format`): a video named like an EGTEA clip,
+  ``<VIDEO>-<a>-<b>-F<start>-F<end>.mp4``, reads rows ``F_start - 1 + k``; another video reads row ``k``.
+
+Frames the file does not cover are untracked (code 0).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .ego4d_format import is_ego4d_gaze_csv, parse_ego4d_gaze, parse_glc_clip_path
+from .egtea_format import egtea_gaze_rows, parse_begaze, parse_egtea_clip_name
+from .gaze_common import read_text
+from .gaze_types import FIXATION, UNTRACKED
+
+CSV_REQUIRED = ("frame_idx", "x_norm", "y_norm")
+CODE_COLUMNS = ("gaze_type", "true_code")
+
+
+@dataclass
+class TrackerGaze:
+    """Per-frame tracker gaze of a video's ``T`` frames: ``gaze`` ``[T, 2]`` unit coordinates, ``gaze_type`` ``[T]``
+    codes (untracked where the file has nothing usable) and ``kind``, the format read."""
+
+    gaze: np.ndarray
+    gaze_type: np.ndarray
+    kind: str
+
+
+def _read_gaze_csv(path: Path, num_frames: int) -> TrackerGaze:
+    rows = list(csv.DictReader(read_text(path, "a gaze CSV").splitlines()))
+    use_rows = [row for row in rows if row.get("sample_id") in (None, "", "-1")] if rows and "sample_id" in rows[0] \
+        else rows
+    code_column = next((name for name in CODE_COLUMNS if rows and name in rows[0]), None)
+    sums, counts = np.zeros((num_frames, 2)), np.zeros(num_frames)
+    codes = np.full(num_frames, UNTRACKED, np.int8)
+    for row in use_rows:
+        try:
+            frame, x, y = int(row["frame_idx"]), float(row["x_norm"]), float(row["y_norm"])
+            code = int(row[code_column]) if code_column and row[code_column] not in (None, "") else FIXATION
+        except (TypeError, ValueError):
+            continue
+        if not (0 <= frame < num_frames and math.isfinite(x) and math.isfinite(y) and 0 <= x <= 1 and 0 <= y <= 1):
+            continue
+        sums[frame] += (x, y)
+        counts[frame] += 1
+        codes[frame] = code
+    gaze = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], 0.5)
+    return TrackerGaze(gaze, np.where(counts > 0, codes, UNTRACKED).astype(np.int8), "gaze CSV")
+
+
+def _csv_header(path: Path) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            header = next(csv.reader([handle.readline()]), [])
+    except (UnicodeDecodeError, OSError):
+        return None
+    return [name.strip() for name in header]
+
+
+def _rows_of(track_gaze: np.ndarray, track_types: np.ndarray, rows: np.ndarray, kind: str) -> TrackerGaze:
+    inside = (rows >= 0) & (rows < len(track_types))
+    gaze = np.full((rows.shape[0], 2), 0.5)
+    codes = np.full(rows.shape[0], UNTRACKED, np.int8)
+    gaze[inside] = track_gaze[rows[inside]]
+    codes[inside] = track_types[rows[inside]]
+    return TrackerGaze(gaze, codes, kind)
+
+
+def read_tracker_gaze(path: str | Path, num_frames: int, fps: float, video_name: str = "") -> TrackerGaze:
+    """The tracker gaze of the ``num_frames`` frames of a video (``video_name``: its file name, which aligns EGTEA
+    and Ego4D clips) from ``path`` (see the module docstring); a file of another kind is a one-line error."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"tracker gaze file not found: {path}")
+    header = _csv_header(path)
+    if header is not None and all(name in header for name in CSV_REQUIRED):
+        return _read_gaze_csv(path, num_frames)
+    if is_ego4d_gaze_csv(path):
+        try:
+            _, start_s, _ = parse_glc_clip_path(Path(video_name).name)
+        except ValueError:
+            start_s = 0
+        first = int(round(start_s * fps))
+        track = parse_ego4d_gaze(path, first + num_frames, fps)
+        return _rows_of(track.gaze, track.gaze_type, np.arange(num_frames) + first, "Ego4D gaze CSV")
+    try:
+        track = parse_begaze(path)
+    except ValueError as err:
+        raise ValueError(f"{path}: not a gaze file gazeflow reads: expected a CSV with columns "
+                         f"{', '.join(CSV_REQUIRED)} (as gaze.csv), an Ego4D gaze CSV or an EGTEA BeGaze export "
+                         f"({err})") from None
+    try:
+        rows = egtea_gaze_rows(parse_egtea_clip_name(Path(video_name).name).start_frame, num_frames)
+    except ValueError:
+        rows = np.arange(num_frames)
+    return _rows_of(track.gaze, track.gaze_type, rows, "EGTEA BeGaze export")
+
+
+__all__ = ["TrackerGaze", "read_tracker_gaze", "CSV_REQUIRED"]

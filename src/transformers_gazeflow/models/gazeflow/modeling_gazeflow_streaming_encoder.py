@@ -1,0 +1,159 @@
+"""The V-JEPA 2 encoder on the causal streamer's fixed window, with its weights prepared once (paper Sec. 3.1,
+Appendix C.1; the causal encoder window of Appendix F.4).
+
+The streamer encodes, per frame, the same number of frames (``causal_encoder_frames``, the causal window ending at
+the newest frame) and keeps only the last tubelet's N tokens (``modeling_gazeflow_causal.encode_frame_causal``).
+Every token position of that window is the same at every frame, so what transformers' ``VJEPA2RopeAttention``
+recomputes at each call (the 3D position ids and the rotary cosines and sines of the frame, height and width axes)
+is computed here once, with V-JEPA 2's own formula in the run's dtype. The layers are the same computation with
+their weights prepared once: LoRA adapters merged into a copy (the model keeps its adapters), cast to the run's
+dtype, Q/K/V fused into one product; the last layer computes queries, the MLP and the final norm for the last
+tubelet's tokens only (the only ones the streamer reads). Attention goes through the encoder config's kernel
+(transformers' attention interface). Equal to ``GazeFlowVideoEncoder`` on the window up to the rounding of the fused
+products (tested).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+from torch.nn import functional
+from transformers.activations import ACT2FN
+
+from .modeling_gazeflow_layers import attention_function
+
+ROPE_BASE = 10000.0
+"""V-JEPA 2's rotary base (``rotate_queries_or_keys``: ``omega = 1 / 10000^(2j / D)``)."""
+
+
+def vjepa2_rotary_tables(attention: nn.Module, num_tokens: int, dtype: torch.dtype,
+                         device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cosines and sines ``[num_tokens, head_dim]`` with which ``VJEPA2RopeAttention`` rotates the queries and keys
+    of ``num_tokens`` tokens (frame, height and width segments of the head; the rest unrotated: cos 1, sin 0),
+    computed as transformers' ``rotate_queries_or_keys`` computes them, in ``dtype``."""
+    positions = attention.get_position_ids(torch.zeros(1, num_tokens, 1, device=device))  # frame, height, width ids
+    segment = attention.d_dim
+    cosines, sines = [], []
+    for position in positions:
+        omega = torch.arange(segment // 2, dtype=dtype, device=device)
+        omega /= segment / 2.0
+        omega = 1.0 / ROPE_BASE ** omega
+        angles = position.unsqueeze(-1) * omega  # [L, D / 2]
+        cosines.append(angles.cos().repeat(1, 2))
+        sines.append(angles.sin().repeat(1, 2))
+    rest = attention.attention_head_size - 3 * segment
+    cosines.append(torch.ones(num_tokens, rest, dtype=dtype, device=device))
+    sines.append(torch.zeros(num_tokens, rest, dtype=dtype, device=device))
+    return torch.cat(cosines, dim=-1), torch.cat(sines, dim=-1)
+
+
+def _rotate_pairs(states: torch.Tensor) -> torch.Tensor:
+    """``(a, b) -> (-b, a)`` within each interleaved channel pair (V-JEPA 2's and GazeFlow's RoPE convention)."""
+    pairs = states.unflatten(-1, (-1, 2))
+    return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+
+
+class GazeFlowStreamingEncoderLayer(nn.Module):
+    """One ``VJEPA2Layer`` with prepared weights and fixed rotary tables: pre-norm RoPE self-attention, then the
+    pre-norm MLP, each residual. ``last_tokens``: compute the output of the last ``last_tokens`` tokens only."""
+
+    is_causal = False  # read by transformers' attention functions
+
+    def __init__(self, layer: nn.Module, config, dtype: torch.dtype, last_tokens: int | None = None):
+        super().__init__()
+        self.config = config
+        attention = layer.attention
+        self.num_heads, self.head_dim = attention.num_attention_heads, attention.attention_head_size
+        self.hidden_size, self.scaling = attention.all_head_size, attention.scaling
+        self.eps, self.last_tokens = config.layer_norm_eps, last_tokens
+        self.activation = ACT2FN[config.hidden_act]
+        projections = (attention.query, attention.key, attention.value)
+        tensors = {
+            "norm1_weight": layer.norm1.weight, "norm1_bias": layer.norm1.bias,
+            "qkv_weight": torch.cat([p.weight for p in projections]).t(),
+            "proj_weight": attention.proj.weight.t(), "proj_bias": attention.proj.bias,
+            "norm2_weight": layer.norm2.weight, "norm2_bias": layer.norm2.bias,
+            "fc1_weight": layer.mlp.fc1.weight.t(), "fc1_bias": layer.mlp.fc1.bias,
+            "fc2_weight": layer.mlp.fc2.weight.t(), "fc2_bias": layer.mlp.fc2.bias,
+        }
+        for name, tensor in tensors.items():
+            self.register_buffer(name, tensor.detach().to(dtype).contiguous(), persistent=False)
+        has_bias = all(p.bias is not None for p in projections)  # config.qkv_bias
+        qkv_bias = torch.cat([p.bias.detach() for p in projections]).to(dtype) if has_bias else None
+        self.register_buffer("qkv_bias", qkv_bias, persistent=False)
+
+    def _layer_norm(self, states: torch.Tensor, name: str) -> torch.Tensor:
+        return functional.layer_norm(states, (self.hidden_size,), getattr(self, f"{name}_weight"),
+                                     getattr(self, f"{name}_bias"), self.eps)
+
+    def forward(self, hidden: torch.Tensor, rotary_cos: torch.Tensor, rotary_sin: torch.Tensor) -> torch.Tensor:
+        """``hidden [B, L, D]`` -> ``[B, L', D]`` (L' = ``last_tokens`` or L); ``rotary_*`` ``[L, 2 D]`` for the
+        query and key columns."""
+        batch, length, width = hidden.shape
+        normed = self._layer_norm(hidden, "norm1").view(batch * length, width)
+        qkv = normed @ self.qkv_weight if self.qkv_bias is None else torch.addmm(self.qkv_bias, normed,
+                                                                                 self.qkv_weight)
+        qkv = qkv.view(batch, length, 3 * width)
+        query_key = qkv[..., :2 * width]
+        query_key = query_key * rotary_cos + _rotate_pairs(query_key) * rotary_sin
+        heads = (batch, length, self.num_heads, self.head_dim)
+        query = query_key[..., :width].view(heads).transpose(1, 2)
+        key = query_key[..., width:].view(heads).transpose(1, 2)
+        value = qkv[..., 2 * width:].view(heads).transpose(1, 2)
+        if self.last_tokens is not None:
+            query, hidden = query[:, :, -self.last_tokens:], hidden[:, -self.last_tokens:]
+            length = self.last_tokens
+        context, _ = attention_function(self.config._attn_implementation)(
+            self, query, key, value, None, scaling=self.scaling, dropout=0.0, is_causal=False)
+        update = torch.addmm(self.proj_bias, context.reshape(batch * length, width), self.proj_weight)
+        hidden = hidden + update.view(batch, length, width)
+        normed = self._layer_norm(hidden, "norm2").view(batch * length, width)
+        update = torch.addmm(self.fc2_bias, self.activation(torch.addmm(self.fc1_bias, normed, self.fc1_weight)),
+                             self.fc2_weight)
+        return hidden + update.view(batch, length, width)
+
+
+class GazeFlowStreamingVideoEncoder(nn.Module):
+    """``GazeFlowVideoEncoder`` on a window of ``window`` frames, returning the last tubelet's ``tokens_per_frame``
+    tokens ``[B, N, D]`` (the newest frame's, in the causal model), with weights and rotary tables prepared once in
+    ``dtype`` (module docstring)."""
+
+    def __init__(self, video_encoder: nn.Module, window: int, tokens_per_frame: int, dtype: torch.dtype):
+        super().__init__()
+        encoder = copy.deepcopy(video_encoder)  # LoRA is merged into the copy only
+        if encoder.has_lora:
+            encoder.merge_lora()
+        encoder = encoder.to(dtype)
+        config, vjepa2 = encoder.config, encoder.vjepa2
+        self.config, self.tokens_per_frame = config, tokens_per_frame
+        projection = vjepa2.embeddings.patch_embeddings.proj
+        self.stride = projection.stride
+        self.register_buffer("patch_weight", projection.weight.detach().contiguous(), persistent=False)
+        self.register_buffer("patch_bias", projection.bias.detach(), persistent=False)
+        layers = vjepa2.layer
+        num_tokens = window // config.tubelet_size * tokens_per_frame
+        last_tokens = tokens_per_frame if num_tokens > tokens_per_frame else None  # the last layer's outputs kept
+        self.layers = nn.ModuleList([
+            GazeFlowStreamingEncoderLayer(layer, config, dtype, last_tokens if i == len(layers) - 1 else None)
+            for i, layer in enumerate(layers)])
+        self.register_buffer("norm_weight", vjepa2.layernorm.weight.detach(), persistent=False)
+        self.register_buffer("norm_bias", vjepa2.layernorm.bias.detach(), persistent=False)
+        self.eps, self.hidden_size = config.layer_norm_eps, config.hidden_size
+        cos, sin = vjepa2_rotary_tables(layers[0].attention, num_tokens, dtype, self.patch_weight.device)
+        heads = config.num_attention_heads
+        self.register_buffer("rotary_cos", cos.repeat(1, 2 * heads), persistent=False)  # [L, 2 D]: q then k heads
+        self.register_buffer("rotary_sin", sin.repeat(1, 2 * heads), persistent=False)
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        """``frames [B, window, C, S, S]`` (time order) -> the last tubelet's tokens ``[B, N, D]``."""
+        pixels = frames.permute(0, 2, 1, 3, 4).to(self.patch_weight.dtype)
+        hidden = functional.conv3d(pixels, self.patch_weight, self.patch_bias, stride=self.stride)
+        hidden = hidden.flatten(2).transpose(1, 2)  # [B, L, D]
+        for layer in self.layers:
+            hidden = layer(hidden, self.rotary_cos, self.rotary_sin)
+        return functional.layer_norm(hidden, (self.hidden_size,), self.norm_weight, self.norm_bias, self.eps)
+
+
+__all__ = ["vjepa2_rotary_tables", "GazeFlowStreamingEncoderLayer", "GazeFlowStreamingVideoEncoder"]

@@ -1,0 +1,83 @@
+"""The readout files of one video, written as its chunks stream in: ``gaze.csv`` with its readout columns,
+``fixations.csv``, ``saccades.csv`` and ``scanpaths.json`` (what ``gazeflow predict`` writes).
+
+:class:`ReadoutFiles` wraps a :class:`~transformers_gazeflow.outputs.writers.GazeCsvWriter` and a
+:class:`~transformers_gazeflow.gaze.readout.GazeReadout`: :meth:`~ReadoutFiles.write` takes each chunk's samples
+and returns its uncertainty (for the overlay's region outline); rows are written as their event labels are decided;
+:meth:`~ReadoutFiles.close` writes the events and the scanpaths and returns what ``summary.json`` says of them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..gaze.events import EventSettings
+from ..gaze.readout import GazeReadout
+from ..gaze.scanpaths import scanpath_record, write_scanpaths
+from ..gaze.uncertainty import GazeUncertainty
+from ..models.gazeflow.geometry import PinholeCamera
+from .writers import GazeCsvWriter, write_events
+
+SCANPATHS_NAME = "scanpaths.json"
+
+
+class ReadoutFiles:
+    """``gaze.csv`` (at ``csv_path``) with readouts, and ``fixations.csv``, ``saccades.csv``, ``scanpaths.json`` in
+    ``folder`` (their names after ``prefix``) once closed. ``true_gaze`` / ``true_codes`` as for
+    :class:`~transformers_gazeflow.outputs.writers.GazeCsvWriter`."""
+
+    def __init__(self, csv_path: str | os.PathLike, folder: str | os.PathLike, video_id: str, width: int,
+                 height: int, fps: float, num_samples: int, camera: PinholeCamera,
+                 events: EventSettings | None = None, region_scale: float | None = None, prefix: str = "",
+                 true_gaze: np.ndarray | None = None, true_codes: np.ndarray | None = None) -> None:
+        self.folder, self.prefix, self.video_id = Path(folder), prefix, video_id
+        self.width, self.height, self.fps = int(width), int(height), float(fps)
+        self.readout = GazeReadout(width, height, fps, camera, num_samples, events, region_scale)
+        self.csv = GazeCsvWriter(csv_path, video_id, width, height, fps, true_gaze, true_codes, readouts=True)
+        self.frames, self.spread90_sum = 0, 0.0
+
+    def write(self, first_frame: int, trajectories: np.ndarray) -> GazeUncertainty:
+        """Take the next chunk's samples ``[K, n, 2]`` (unit coordinates); write the rows whose labels are known."""
+        self.csv.check(first_frame, trajectories)
+        uncertainty, ready = self.readout.feed(first_frame, trajectories)
+        for part in ready:
+            self.csv.write(part.first, part.trajectories, part)
+        self.frames += uncertainty.modes.shape[0]
+        self.spread90_sum += float(uncertainty.spread(0.9).sum())
+        return uncertainty
+
+    def close(self) -> dict[str, Any]:
+        """Write the last rows, the events and the scanpaths; returns the summary's ``readouts`` entry."""
+        for part in self.readout.finish():
+            self.csv.write(part.first, part.trajectories, part)
+        self.csv.close()
+        events = self.readout.events
+        fixations, saccades = write_events(self.folder, events, self.video_id, self.width, self.height, self.fps,
+                                           prefix=self.prefix)
+        scanpaths = write_scanpaths(self.folder / f"{self.prefix}{SCANPATHS_NAME}",
+                                    scanpath_record(events, self.fps, self.width, self.height, self.video_id))
+        point = events.of_series(0)
+        return {"files": {"fixations": fixations, "saccades": saccades, "scanpaths": scanpaths},
+                "camera": self.readout.camera.to_dict(), "events": self.readout.settings.to_dict(),
+                "region_scale": self.readout.region_scale,
+                "point_estimate_fixations": len(point.fixations), "point_estimate_saccades": len(point.saccades),
+                "sample_fixations": len(events.fixations) - len(point.fixations),
+                "sample_saccades": len(events.saccades) - len(point.saccades),
+                "mean_spread90_px": self.spread90_sum / max(self.frames, 1)}
+
+    def abort(self) -> None:
+        self.csv.close()
+
+    def __enter__(self) -> ReadoutFiles:
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is not None:
+            self.abort()
+
+
+__all__ = ["SCANPATHS_NAME", "ReadoutFiles"]
