@@ -1,4 +1,4 @@
-"""The whole package's import graph, read with ``ast`` (spec architecture.md, "Rules of the house").
+"""The whole package's import graph, read with ``ast`` (docs/specs/architecture.md, "Rules of the house").
 
 Every import counts: module level, inside functions (lazy) and under ``TYPE_CHECKING``. A package ``__init__``'s own
 re-exports are set aside (an ``__init__`` only re-exports and registers), and an import *through* a package
@@ -130,8 +130,8 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-# The layers of spec architecture.md, lowest first, as the package's folders; a module may import its own layer and
-# the layers listed for it. The conventions are the lowest floor: coordinate frames and the window grid live in the
+# The layers of docs/specs/architecture.md, lowest first, as the package's folders; a module may import its own layer
+# and the layers listed for it. The conventions are the lowest floor: coordinate frames and the window grid live in the
 # model folder (which must be self-contained, so the model can read them), gaze-type codes and the valid rule in the
 # data layer (the unified schema), and how a file is written whole (atomic_files: every layer that writes a file uses
 # it); none of them imports anything of ours.

@@ -190,7 +190,7 @@ def test_load_encoder_weights_from_a_vjepa2_checkpoint(tmp_path):
 
 
 def test_parameter_counts_match_the_paper_budget(capsys):
-    """Paper Appendix F.2 / model.md: blocks 7.9M, spatial encoder 1.6M, W_proj + task bank ~0.5M,
+    """Paper Appendix F.2 / docs/specs/model.md: blocks 7.9M, spatial encoder 1.6M, W_proj + task bank ~0.5M,
     velocity network ~10.4M, LoRA on the encoder's 24 layers 1.57M. Built on the meta device (nothing downloaded)."""
     with torch.device("meta"):
         model = GazeFlowModel(GazeFlowConfig())

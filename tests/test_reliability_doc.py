@@ -24,7 +24,7 @@ def test_every_test_the_reliability_doc_names_exists():
 
 
 def test_each_fault_of_issue_17_has_a_row_with_a_test():
-    table = DOC.read_text(encoding="utf-8").split("## The faults of issue 17", 1)[1].split("\n## ", 1)[0]
+    table = DOC.read_text(encoding="utf-8").split("## The faults found by fault injection", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
     assert [int(line.split("|")[1]) for line in rows] == list(range(1, 14))
     assert all(REFERENCE.search(line.split("|")[-2]) for line in rows)

@@ -47,7 +47,8 @@ def checksums(output: str) -> dict[int, float]:
 
 def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
     """... and a two-process checkpoint (one random state per process) resumes exactly with two processes."""
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533"]
+    # --standalone: a rendezvous on a free local port (a fixed port fails when another run holds it)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     result = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "run", "--max_train_steps", 4,
                                "--checkpointing_steps", 2],
                        {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)
@@ -58,7 +59,6 @@ def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
     assert (tmp_path / "run" / "model.safetensors").exists() and (tmp_path / "run" / "README.md").exists()
     written = {p.name for p in (tmp_path / "run" / "step_2").iterdir()}
     assert {"rng_state_0.safetensors", "rng_state_1.safetensors"} <= written
-    torchrun[-1] = "29534"
     resumed = run_train(TINY + ["--data_dir", data_dir, "--output_dir", tmp_path / "resumed", "--max_train_steps", 4,
                                 "--resume_from_checkpoint", tmp_path / "run" / "step_2"],
                         {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)

@@ -147,7 +147,7 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
                 for split in lists if self._clips[split]]
 
     def _index_gaze_files(self, folder: Path) -> dict[str, Path]:
-        """uid -> gaze CSV under ``gaze/``, by content: the download names them ``<uid>.mp4`` (data.md)."""
+        """uid -> gaze CSV under ``gaze/``, by content: the download names them ``<uid>.mp4`` (docs/specs/data.md)."""
         index: dict[str, Path] = {}
         for path in sorted(folder.iterdir()):
             if path.name in EGO4D_NON_GAZE_FILES or not path.is_file():

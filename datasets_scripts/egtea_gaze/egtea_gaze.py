@@ -158,7 +158,8 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         return entries
 
     def _gaze_file(self, root: Path, video: str) -> Path:
-        """``gaze_data/<VIDEO>.txt`` or ``gaze_data/<VIDEO>-GazeData.txt`` (both names are tried; data.md)."""
+        """``gaze_data/<VIDEO>.txt`` or ``gaze_data/<VIDEO>-GazeData.txt`` (both names are tried;
+        docs/specs/data.md)."""
         names = [f"{video}.txt", f"{video}-GazeData.txt"]
         if not video.startswith("O"):  # GLC: OP* sessions use <VIDEO>.txt, P* sessions <VIDEO>-GazeData.txt
             names.reverse()

@@ -71,7 +71,7 @@ def test_examples_read_back_what_the_writer_wrote(written, built, parity):
             tracked = types != UNTRACKED
             np.testing.assert_allclose(gaze[tracked], clip.expected_gaze[window][tracked], atol=GAZE_ATOL, rtol=0,
                                        err_msg=f"{parity} {clip.name}")
-            if parity == "glc":  # GLC's loader puts untracked frames at the centre (data.md)
+            if parity == "glc":  # GLC's loader puts untracked frames at the centre (docs/specs/data.md)
                 np.testing.assert_allclose(gaze[~tracked], 0.5)
             else:  # by default they hold the last valid point (gaze_common.fill_untracked)
                 valid = valid_mask(types)

@@ -328,11 +328,11 @@ def test_class_index_file(tmp_path):
         egtea.read_egtea_index(path)
 
 
-# ------------------------------------------------- the vectorised rules against plain loops written from data.md
+# --------------------------------------- the vectorised rules against plain loops written from docs/specs/data.md
 
 def loop_begaze_glc(samples):
-    """data.md's description of the reference, one sample at a time: a float32 table, pairwise running average,
-    the last sample's type, clamp + normalise, off-frame code overwritten, untracked at the centre."""
+    """docs/specs/data.md's description of the reference, one sample at a time: a float32 table, pairwise running
+    average, the last sample's type, clamp + normalise, off-frame code overwritten, untracked at the centre."""
     num_frames = max(f for _, _, f, _ in samples) + 1
     table = np.zeros((num_frames, 3), np.float32)
     codes = {"Fixation": 1, "Saccade": 2}
@@ -363,7 +363,7 @@ def test_begaze_glc_parity_matches_a_sample_by_sample_loop(tmp_path):
 
 
 def loop_ego4d(t, x, y, num_frames, fps, parity):
-    """data.md's Ego4D rule, one frame at a time (pointer search as the reference walks it)."""
+    """docs/specs/data.md's Ego4D rule, one frame at a time (pointer search as the reference walks it)."""
     n, j = len(t), 0
     out_gaze, out_type = [], []
     previous = None

@@ -37,7 +37,7 @@ from .gaze_common import (
 )
 from .gaze_types import FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 
-# --- Ego4D constants (data.md, "Ego4D gaze subset") ---
+# --- Ego4D constants (docs/specs/data.md, "Ego4D gaze subset") ---
 EGO4D_GAZE_HEADER_PREFIX = "component_idx,component_timestamp_s,"
 EGO4D_TIME_COLUMN = "component_timestamp_s"
 EGO4D_X_COLUMN, EGO4D_Y_COLUMN = "norm_pos_x", "norm_pos_y"
@@ -54,7 +54,8 @@ EGO4D_GLC_SKIPPED_VIDEOS = frozenset({
 
 
 def is_ego4d_gaze_csv(path: str | Path) -> bool:
-    """Whether a file is an Ego4D gaze CSV, by its header (the download names them ``<uid>.mp4``; data.md)."""
+    """Whether a file is an Ego4D gaze CSV, by its header (the download names them ``<uid>.mp4``;
+    docs/specs/data.md)."""
     path = Path(path)
     if path.name in EGO4D_NON_GAZE_FILES or not path.is_file():
         return False
@@ -77,7 +78,7 @@ class Ego4dGazeSamples:
 def read_ego4d_gaze_csv(path: str | Path) -> Ego4dGazeSamples:
     """Read an Ego4D gaze CSV: time ``component_timestamp_s``, ``x = norm_pos_x``, ``y = 1 - norm_pos_y``.
 
-    ``norm_pos_*`` have a bottom-left origin (data.md), hence the y flip. Rows with a wrong field count or a
+    ``norm_pos_*`` have a bottom-left origin (docs/specs/data.md), hence the y flip. Rows with a wrong field count or a
     non-numeric time/position are skipped and counted. Rows are sorted by time (stably) if they are not. UTF-8,
     UTF-16 and UTF-32 files, with or without a byte-order mark, are read alike (:func:`~.gaze_common.read_text_bytes`).
     """
@@ -123,7 +124,8 @@ def read_ego4d_gaze_csv(path: str | Path) -> Ego4dGazeSamples:
 
 def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float,
                        parity: str = PARITY_FIXED) -> GazeTrack:
-    """Per-video-frame gaze of an Ego4D video (data.md, "Per video frame i", after GLC ``get_ego4d_frame_label``).
+    """Per-video-frame gaze of an Ego4D video (docs/specs/data.md, "Per video frame i", after GLC
+    ``get_ego4d_frame_label``).
 
     Frame ``i`` takes the sample nearest in time to ``i / fps`` (ties go to the later sample). Frame 0 of a
     tracked run is a fixation; a later frame is a fixation when the distance from the previous frame's clamped
@@ -182,7 +184,7 @@ def parse_ego4d_gaze(path: str | Path, num_frames: int, fps: float, parity: str 
 
 
 def ego4d_label_rows(first_frame: int, num_frames: int, video_frames: int, parity: str = PARITY_FIXED) -> np.ndarray:
-    """Label rows of a clip starting at video frame ``first_frame`` (data.md, "Clip-to-label alignment").
+    """Label rows of a clip starting at video frame ``first_frame`` (docs/specs/data.md, "Clip-to-label alignment").
 
     Local frame ``k`` reads video frame ``first_frame + k`` (CSTS; correct). Under ``parity="glc"`` it reads
     ``first_frame + k - 1``, which for a clip at t = 0 wraps to the video's last frame, as GLC's indexing does.
@@ -217,7 +219,7 @@ def parse_hms(text: str) -> int:
 def read_untracked_intervals(path: str | Path) -> tuple[dict[str, list[tuple[int, int]]], ParseReport]:
     """GLC's ``ego4d_gaze_untracked.csv``: no header, CRLF, ``uid,HH:MM:SS,HH:MM:SS,code`` -> intervals per uid.
 
-    The code column plays no part (data.md); a malformed row is skipped and counted.
+    The code column plays no part (docs/specs/data.md); a malformed row is skipped and counted.
     """
     path = Path(path)
     if not path.is_file():
@@ -241,7 +243,7 @@ def read_untracked_intervals(path: str | Path) -> tuple[dict[str, list[tuple[int
 
 def ego4d_clip_starts(duration_s: float, intervals: list[tuple[int, int]] = (),
                       clip_seconds: int = EGO4D_CLIP_SECONDS) -> list[int]:
-    """Start seconds of GLC's Ego4D clips (data.md, "Windows"; GLC ``clip_videos``).
+    """Start seconds of GLC's Ego4D clips (docs/specs/data.md, "Windows"; GLC ``clip_videos``).
 
     Starts ``range(0, int(duration), 5)``, stopping once a clip's end passes the duration; a clip is skipped when
     it meets an untracked interval ``[a, b]`` by the closed test ``not (end < a or start > b)`` (touching counts;

@@ -38,7 +38,7 @@ from .gaze_common import (
 )
 from .gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 
-# --- EGTEA Gaze+ / BeGaze constants (data.md, "EGTEA Gaze+") ---
+# --- EGTEA Gaze+ / BeGaze constants (docs/specs/data.md, "EGTEA Gaze+") ---
 BEGAZE_WIDTH, BEGAZE_HEIGHT = 1280, 960  # gaze pixel space of the BeGaze exports
 BEGAZE_FPS = 24  # the F numbers of clip names and the format-2 timecodes count frames at 24 fps
 BEGAZE_HEADER_LINES = 34
@@ -60,7 +60,8 @@ class BeGazeSamples:
 
 
 def begaze_timecode_to_frame(timecodes: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``HH:MM:SS:FF`` -> frame ``(3600 HH + 60 MM + SS) * 24 + FF`` (data.md, BeGaze format 2) and an ``ok`` mask."""
+    """``HH:MM:SS:FF`` -> frame ``(3600 HH + 60 MM + SS) * 24 + FF`` (docs/specs/data.md, BeGaze format 2) and an ``ok``
+    mask."""
     n = len(timecodes)
     if n and isinstance(timecodes[0], str):
         timecodes = [timecode.encode() for timecode in timecodes]
@@ -85,8 +86,8 @@ def begaze_lines(samples: Iterable[tuple[int, float, float, int, str]], fmt: int
                  header: Sequence[str] = (), num_samples: int | None = None) -> list[str]:
     """The lines of a BeGaze text export of ``(time, px, py, frame, event)`` samples: what :func:`read_begaze` reads.
 
-    Writes the layout data.md describes, from the constants above: :data:`BEGAZE_HEADER_LINES` ``##`` lines with
-    ``## Number of Samples:`` on line 10 (format 1) or 11 (format 2), then one row per sample. Format 1 rows are
+    Writes the layout docs/specs/data.md describes, from the constants above: :data:`BEGAZE_HEADER_LINES` ``##`` lines
+    with ``## Number of Samples:`` on line 10 (format 1) or 11 (format 2), then one row per sample. Format 1 rows are
     ``Time Type Trial X Y Frame Event``; format 2 rows have 26 tokens with x, y as tokens 6, 7, the frame as the
     timecode of token 25 and the event last (the other tokens are zeros). ``header``: your own ``##`` lines, placed
     after ``## [BeGaze]`` around the samples line; ``num_samples`` overrides the count written there (the reference
@@ -135,7 +136,8 @@ def _begaze_cut_events(events: Sequence[bytes]) -> np.ndarray:
 
 
 def _begaze_format(lines: list[bytes], lengths: np.ndarray) -> tuple[int, str]:
-    """Format 1 has ``## Number of Samples:`` on line 10, format 2 on line 11 (data.md); else sniff token counts."""
+    """Format 1 has ``## Number of Samples:`` on line 10, format 2 on line 11 (docs/specs/data.md); else sniff token
+    counts."""
     marker = BEGAZE_SAMPLES_MARKER.encode()
     if len(lines) > 9 and marker in lines[9]:
         return 1, "header line 10"
@@ -150,7 +152,8 @@ def _begaze_format(lines: list[bytes], lengths: np.ndarray) -> tuple[int, str]:
 
 
 def read_begaze(path: str | Path) -> BeGazeSamples:
-    """Read the samples of an SMI BeGaze text export (formats 1 and 2), positionally (data.md, "Gaze text files").
+    """Read the samples of an SMI BeGaze text export (formats 1 and 2), positionally (docs/specs/data.md, "Gaze text
+    files").
 
     Header: the leading ``##`` lines (34 in the exports). Format 1 rows: ``Time Type Trial X Y Frame Event``
     (7 tokens). Format 2 rows: 26 tokens, x = token 6, y = token 7, frame from the timecode in token 25, event =
@@ -210,7 +213,7 @@ def read_begaze(path: str | Path) -> BeGazeSamples:
 
 
 def begaze_frames(samples: BeGazeSamples, parity: str = PARITY_FIXED) -> GazeTrack:
-    """Per-frame gaze from BeGaze samples (data.md, "Several samples on one frame" and the untracked rule).
+    """Per-frame gaze from BeGaze samples (docs/specs/data.md, "Several samples on one frame" and the untracked rule).
 
     One row per frame ``0 .. max(frame)``; a frame with no sample is untracked (code 0). The type of a frame is
     its last sample's type. Coordinates are normalised as ``clip(px, 0, 1279) / 1280``, ``clip(py, 0, 959) / 960``.
@@ -290,7 +293,8 @@ def parse_egtea_clip_name(name: str) -> EgteaClip:
 
 
 def format_egtea_clip_name(video: str, a: int | str, b: int | str, start_frame: int, end_frame: int) -> str:
-    """The inverse of :func:`parse_egtea_clip_name`: ``<VIDEO>-<a>-<b>-F<start:06d>-F<end:06d>`` (data.md)."""
+    """The inverse of :func:`parse_egtea_clip_name`: ``<VIDEO>-<a>-<b>-F<start:06d>-F<end:06d>``
+    (docs/specs/data.md)."""
     name = f"{video}-{a}-{b}-F{int(start_frame):06d}-F{int(end_frame):06d}"
     if parse_egtea_clip_name(name).video != video:
         raise ValueError(f"<VIDEO> must be three '-'-separated tokens (e.g. OP01-R01-PastaSalad), got {video!r}")
@@ -298,13 +302,13 @@ def format_egtea_clip_name(video: str, a: int | str, b: int | str, start_frame: 
 
 
 def egtea_gaze_rows(start_frame: int, num_frames: int) -> np.ndarray:
-    """Gaze rows of an EGTEA clip: local frame ``k`` reads row ``F_start - 1 + k`` (data.md, "Alignment")."""
+    """Gaze rows of an EGTEA clip: local frame ``k`` reads row ``F_start - 1 + k`` (docs/specs/data.md, "Alignment")."""
     return np.arange(num_frames, dtype=np.int64) + (start_frame - 1)
 
 
 def read_egtea_index(path: str | Path) -> list[str]:
     """``action_idx.txt`` (or ``verb_idx.txt``/``noun_idx.txt``): lines ``<name with spaces> <id>``, ids 1-based
-    (data.md) -> names in id order (``names[id - 1]``). A line without a trailing integer id is an error."""
+    (docs/specs/data.md) -> names in id order (``names[id - 1]``). A line without a trailing integer id is an error."""
     path = Path(path)
     names: dict[int, str] = {}
     for number, line in enumerate(read_text(path, "a class-index file").splitlines(), 1):

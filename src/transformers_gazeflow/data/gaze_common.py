@@ -31,7 +31,8 @@ from .gaze_types import UNTRACKED, valid_mask
 logger = logging.getLogger(__name__)
 
 
-# --- parity modes (data.md: `parity="glc"` reproduces the reference loaders' quirks; the default fixes them) ---
+# --- parity modes (docs/specs/data.md: `parity="glc"` reproduces the reference loaders' quirks; the default fixes
+# them) ---
 PARITY_FIXED = "fixed"
 PARITY_GLC = "glc"
 PARITY_MODES = (PARITY_FIXED, PARITY_GLC)
@@ -39,9 +40,9 @@ PARITY_MODES = (PARITY_FIXED, PARITY_GLC)
 #: Coordinates of untracked frames (no gaze sample). They never enter the loss (``valid`` is False), but they are
 #: in every example, so they follow one rule, :func:`fill_untracked`, for all builders: by default an untracked frame
 #: holds the last valid point, and :data:`UNTRACKED_FILL` (the centre) is only used for a recording with no valid
-#: frame at all. GLC's fixed values are reproduced only under ``parity="glc"`` (data.md: "The reference sets untracked
-#: frames to (0.5, 0.5) ... Reproduce that only under parity='glc'"): the centre for EGTEA, (0, 0) for Ego4D
-#: (data.md: "untracked coordinates (0, 0)").
+#: frame at all. GLC's fixed values are reproduced only under ``parity="glc"`` (docs/specs/data.md: "The reference sets
+#: untracked frames to (0.5, 0.5) ... Reproduce that only under parity='glc'"): the centre for EGTEA, (0, 0) for Ego4D
+#: (docs/specs/data.md: "untracked coordinates (0, 0)").
 UNTRACKED_FILL = (0.5, 0.5)
 UNTRACKED_FILL_GLC_EGTEA = (0.5, 0.5)
 UNTRACKED_FILL_GLC_EGO4D = (0.0, 0.0)
@@ -60,7 +61,7 @@ def fill_untracked(gaze: np.ndarray, gaze_type: np.ndarray) -> np.ndarray:
     An untracked frame holds the point of the last valid frame before it (fixation, saccade or off-frame:
     :func:`valid_mask`); untracked frames before the first valid frame take the first valid frame's point; a
     recording with no valid frame is at :data:`UNTRACKED_FILL` (the centre). So a trajectory never jumps to a made-up
-    point where the tracker lost the eye (GLC's centre fill, data.md, does; ``parity="glc"`` keeps it), and
+    point where the tracker lost the eye (GLC's centre fill, docs/specs/data.md, does; ``parity="glc"`` keeps it), and
     repeating the last point, as the collator does when padding, continues it. Blink frames keep their own samples.
     Returns a new float32 array ``[n, 2]``.
     """

@@ -26,7 +26,8 @@ GAZE_TYPE_NAMES = ("untracked", "fixation", "saccade", "blink/other", "off-frame
 
 
 def valid_mask(gaze_type: np.ndarray) -> np.ndarray:
-    """``valid``: the frame enters the training loss: not untracked, not blink/other (data.md, field ``valid``)."""
+    """``valid``: the frame enters the training loss: not untracked, not blink/other (docs/specs/data.md, field
+    ``valid``)."""
     gaze_type = np.asarray(gaze_type)
     return (gaze_type != UNTRACKED) & (gaze_type != BLINK_OR_OTHER)
 

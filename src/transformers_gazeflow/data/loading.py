@@ -40,10 +40,10 @@ from .gaze_types import valid_mask
 
 logger = logging.getLogger(__name__)
 
-#: Short names of the builders (data.md): ``egtea`` -> ``egtea_gaze`` and so on; full folder names work too.
+#: Short names of the builders (docs/specs/data.md): ``egtea`` -> ``egtea_gaze`` and so on; full folder names work too.
 BUILDER_ALIASES = {"egtea": "egtea_gaze", "ego4d": "ego4d_gaze", "synthetic": "synthetic_gaze"}
 WINDOW_MODES = ("all", "first")
-NO_LABEL = -1  # action/verb/noun where a dataset has none (data.md, "Unified example schema")
+NO_LABEL = -1  # action/verb/noun where a dataset has none (docs/specs/data.md, "Unified example schema")
 
 
 def _import_datasets():
@@ -65,8 +65,8 @@ def _import_datasets():
 def gaze_example_features():
     """The ``datasets.Features`` of one example: one window of at most ``window_frames`` frames of one clip.
 
-    Exactly data.md's table: ``clip_id``, ``video_path`` (absolute), ``window_start`` (0-based frame of the video
-    file), ``num_frames``, ``fps``, ``width``, ``height``, ``gaze`` float32 [n, 2] unit coordinates (top-left
+    Exactly docs/specs/data.md's table: ``clip_id``, ``video_path`` (absolute), ``window_start`` (0-based frame of the
+    video file), ``num_frames``, ``fps``, ``width``, ``height``, ``gaze`` float32 [n, 2] unit coordinates (top-left
     origin), ``gaze_type`` int8 [n] (0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame), ``valid``
     bool [n], ``action``/``verb``/``noun`` int32 (0-based, -1 where absent).
     """
@@ -303,10 +303,10 @@ _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 def _imported_modules(path: Path, package_dir: Path) -> set[Path]:
     """Files of this package that ``path`` imports (absolute ``transformers_gazeflow.x`` or relative imports,
-    anywhere in the file, also inside functions). Package ``__init__.py`` files only re-export (architecture.md,
-    "Rules of the house"): the top package's is never returned (it imports the whole model); a subpackage's
-    (e.g. ``data/synthetic/__init__.py``) is returned so that :func:`builder_code_files` follows its re-exports to
-    the modules that define them."""
+    anywhere in the file, also inside functions). Package ``__init__.py`` files only re-export
+    (docs/specs/architecture.md, "Rules of the house"): the top package's is never returned (it imports the whole
+    model); a subpackage's (e.g. ``data/synthetic/__init__.py``) is returned so that :func:`builder_code_files` follows
+    its re-exports to the modules that define them."""
     tree = ast.parse(path.read_bytes(), filename=str(path))
     inside = path.resolve().is_relative_to(package_dir.resolve())
     here = path.resolve().parent.relative_to(package_dir.resolve()).parts if inside else ()

@@ -1,4 +1,4 @@
-"""Metrics and the evaluation protocol of GazeFlow (paper Section 4.1 and Appendix E.3; spec evaluation.md).
+"""Metrics and the evaluation protocol of GazeFlow (paper Section 4.1 and Appendix E.3; docs/specs/evaluation.md).
 
 Layers: ``heatmaps`` (the one renderer of maps) -> ``jitter`` (MIT's AUC jitter in expectation), ``saliency`` and
 ``dynamics`` (the maths), ``events`` (fixations and saccades against recorded labels) -> ``scoring`` (the

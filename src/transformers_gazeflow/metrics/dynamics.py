@@ -1,4 +1,5 @@
-"""Temporal-dynamics metrics (paper Section 4.1, "Temporal Dynamics Alignment", and Appendix E.3; spec evaluation.md).
+"""Temporal-dynamics metrics (paper Section 4.1, "Temporal Dynamics Alignment", and Appendix E.3;
+docs/specs/evaluation.md).
 
 * ADE: mean Euclidean distance between a predicted and the human trajectory over the valid frames.
 * DTW: exact dynamic time warping with Euclidean cost (steps (1, 0), (0, 1), (1, 1)), divided by the number of

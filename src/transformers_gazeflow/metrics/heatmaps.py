@@ -1,4 +1,5 @@
-"""Heatmap rendering, in one place (paper Appendix E.3, "Trajectory-to-heatmap conversion"; spec evaluation.md, "Maps").
+"""Heatmap rendering, in one place (paper Appendix E.3, "Trajectory-to-heatmap conversion"; docs/specs/evaluation.md,
+"Maps").
 
 Everything that turns gaze points into maps lives here, and the evaluator, the baselines, the evaluate modules and
 the pipeline all call it:
@@ -112,7 +113,7 @@ GLC_BINARY_LEVEL = GLC_GT_THRESHOLD / _glc_kernel_peak()
 
 The native protocol applies the same relative level to a peak-1 Gaussian of ``sigma`` px: the binary ground truth is
 the disc where ``exp(-d^2 / (2 sigma^2)) > GLC_BINARY_LEVEL``, of radius ``sigma * sqrt(-2 ln level)`` (7.50 cells at
-sigma 3.2 on GLC's grid, 58.6 px at sigma 25; spec evaluation.md, "Maps").
+sigma 3.2 on GLC's grid, 58.6 px at sigma 25; docs/specs/evaluation.md, "Maps").
 """
 
 
@@ -245,7 +246,7 @@ def render_gt_heatmaps(
     sigma: float = DEFAULT_SIGMA_PX,
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Ground-truth fixation maps (spec evaluation.md, "Maps"): a Gaussian of ``sigma`` px at each gaze point.
+    """Ground-truth fixation maps (docs/specs/evaluation.md, "Maps"): a Gaussian of ``sigma`` px at each gaze point.
 
     ``gaze``: ``[T, 2]`` unit coordinates in ``[0, 1]``. Returns ``[T, height, width]``, each frame summing to 1.
     """
@@ -307,7 +308,7 @@ def binary_gt_masks(gaze, width: int, height: int, sigma: float = DEFAULT_SIGMA_
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# GLC's own 64x64 pipeline (protocol="glc"; spec evaluation.md, "GLC's own pipeline")
+# GLC's own 64x64 pipeline (protocol="glc"; docs/specs/evaluation.md, "GLC's own pipeline")
 # ----------------------------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""Where the ``evaluate`` modules live (conventions.md, "Evaluate"): ``evaluate.load(evaluate_module_path(name))``.
+"""Where the ``evaluate`` modules live (docs/specs/conventions.md, "Evaluate"):
+``evaluate.load(evaluate_module_path(name))``.
 
 The module folders ship as package data under ``metrics/evaluate_modules/<name>/<name>.py`` and are found through
 ``importlib.resources``, so this works from an installed wheel as well as from a checkout.

@@ -1,5 +1,5 @@
 """The evaluation protocol over a dataset and a stream of predictions (paper Section 4.1 and Appendix E.3;
-spec evaluation.md, "Which frames", "Maps", "GLC's own pipeline").
+docs/specs/evaluation.md, "Which frames", "Maps", "GLC's own pipeline").
 
 :class:`GazeEvaluator` takes clips one at a time (``add``) or in batches (``add_batch``) and keeps only scalars:
 
@@ -61,7 +61,7 @@ def protocol_frame_indices(num_frames: int, window: int = PROTOCOL_WINDOW,
 
 @dataclasses.dataclass
 class ClipGroundTruth:
-    """Ground truth of a clip's first window, in the unified schema (spec data.md).
+    """Ground truth of a clip's first window, in the unified schema (docs/specs/data.md).
 
     ``gaze [T, 2]`` unit coordinates of the native frame, ``gaze_type [T]`` unified codes, ``valid [T]`` bool,
     ``width``/``height`` native pixels.

@@ -1,4 +1,5 @@
-"""Per-frame saliency metrics, vectorised over a batch of maps (paper Section 4.1 and Appendix E.3; spec evaluation.md).
+"""Per-frame saliency metrics, vectorised over a batch of maps (paper Section 4.1 and Appendix E.3;
+docs/specs/evaluation.md).
 
 All functions take maps ``[..., H, W]`` (torch tensors or numpy arrays; computed in their floating dtype, float64 for
 anything else) and return one float64 score per map (``[...]``). Conventions follow the MIT saliency benchmark
@@ -297,8 +298,8 @@ def f1_from_pr(precision, recall):
 def center_of_mass(saliency) -> torch.Tensor:
     """Centre of mass of each map in continuous pixel coordinates ``(x, y)`` (pixel ``i`` centred at ``i + 0.5``).
 
-    The predicted gaze point of a heatmap for AAE (spec evaluation.md, "AAE"). ``[..., H, W]`` -> ``[..., 2]``; a map
-    summing to zero has no centre: NaN.
+    The predicted gaze point of a heatmap for AAE (docs/specs/evaluation.md, "AAE"). ``[..., H, W]`` -> ``[..., 2]``; a
+    map summing to zero has no centre: NaN.
     """
     s = _maps(saliency, "saliency")
     h, w = s.shape[-2:]
@@ -338,7 +339,7 @@ def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFA
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# GLC's own variants (protocol="glc"; spec evaluation.md, "GLC's own pipeline")
+# GLC's own variants (protocol="glc"; docs/specs/evaluation.md, "GLC's own pipeline")
 # ----------------------------------------------------------------------------------------------------------------
 
 

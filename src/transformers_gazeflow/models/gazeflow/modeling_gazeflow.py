@@ -68,8 +68,8 @@ class GazeFlowVelocityNetwork(nn.Module):
     """The conditional velocity network v_theta(x_s, s, c) (paper Section 3.2, Appendix C).
 
     Gaze tokens h_t = E_coord(x_s,t) + E_time(s) + E_self(x1_hat_t) (our reading of what the paper leaves open,
-    ``model.md``), L DenoiserBlocks, then LayerNorm + Linear(d -> 2) per frame: a velocity in R^{2T}. The frame
-    position is 1D RoPE on the self-attention's queries and keys (Appendix C.2); the ablations' learned position
+    ``docs/specs/model.md``), L DenoiserBlocks, then LayerNorm + Linear(d -> 2) per frame: a velocity in R^{2T}. The
+    frame position is 1D RoPE on the self-attention's queries and keys (Appendix C.2); the ablations' learned position
     table and concatenated task bank come from ``modeling_gazeflow_variants``.
 
     ``forward`` is free of Python branches on tensor values, so it exports with ``torch.export`` (the condition is
