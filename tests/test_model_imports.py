@@ -1,6 +1,6 @@
 """The model folder's import graph, read with ``ast`` (every import counts: module level, inside functions and under
-``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, layers, embeddings, encoder side,
-causal variant, ablation switches, outputs) import only each other and the conventions (the folder's ``geometry``
+``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, layers, embeddings, rows, encoder
+side, causal variant, ablation switches, outputs) import only each other and the conventions (the folder's ``geometry``
 and ``windows``), never the model, its windowed sampling or anything above it, and form no cycle."""
 
 import ast
@@ -14,6 +14,7 @@ BELOW_THE_MODEL = (
     "modeling_gazeflow_checks",
     "modeling_gazeflow_layers",
     "modeling_gazeflow_embeddings",
+    "modeling_gazeflow_rows",
     "modeling_gazeflow_encoder",
     "modeling_gazeflow_causal",
     "modeling_gazeflow_variants",

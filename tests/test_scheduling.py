@@ -14,6 +14,7 @@ from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
     FlowMatchingScheduler,
     RegressionScheduler,
     estimate_endpoint,
+    scaled,
     scheduler_for,
 )
 
@@ -133,3 +134,14 @@ def test_progress_runs_from_noise_to_data_for_both_schedulers():
     flow, ddim = FlowMatchingScheduler(5), DDIMScheduler(5, 1000)
     assert [flow.progress(s) for s in flow.timesteps()] == flow.timesteps()
     assert ddim.progress(999) == 0.0 and ddim.progress(-1) == 1.0 and ddim.progress(199) == 0.8
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_scaled_is_the_python_float_product_bit_for_bit(dtype):
+    """The scheduler's steps multiply by 0-dim tensors kept per value (fewer host ops); every product equals the
+    Python float's, for the dtypes it keeps a tensor for and the ones it passes through (bf16)."""
+    tensor = torch.randn(3, 30, 8, 2, generator=torch.Generator().manual_seed(0)).to(dtype)
+    for factor in (0.2, 1 / 3, 0.8, 1 / 7, 1.0 - 0.6, 1000.0):
+        assert torch.equal(scaled(factor, tensor), factor * tensor), factor
+    flow_time = torch.full((3, 1, 1, 1), 0.25, dtype=dtype)  # a tensor factor (training) is used as it is
+    assert torch.equal(scaled(flow_time, tensor), flow_time * tensor)

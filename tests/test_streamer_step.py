@@ -148,6 +148,7 @@ def test_bf16_step_casts_its_weights_once_and_leaves_the_model():
     fp32 = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
     bf16 = GazeFlowStreamerStep(model, num_samples=3, num_steps=2, dtype=torch.bfloat16)
     kept = {"velocity_network.frequencies": torch.float32,  # sinusoidal features of float32 coordinates
+            "velocity_network.coordinate_scale": torch.float32,  # their scale, as the Python float it replaces
             "velocity_network.rotary_frequencies": torch.float64}  # RoPE angles (long streams)
     assert {name: b.dtype for name, b in bf16.named_buffers() if b.is_floating_point() and b.dtype != torch.bfloat16
             } == kept
@@ -202,4 +203,67 @@ def test_streamer_on_a_bf16_model_keeps_the_model_as_it_is():
     streamer = GazeFlowStreamer(model, num_samples=2, num_steps=2, generator=torch.Generator().manual_seed(0))
     out = streamer.push(torch.randn(3, 32, 32))
     assert out.trajectories.dtype == torch.float32 and streamer.step.dtype == torch.bfloat16
-    assert streamer.step.velocity_network.blocks[0].qkv_weight.dtype == torch.bfloat16
+    assert all(buffer.dtype == torch.bfloat16 for buffer in streamer.step.velocity_network.blocks[0].buffers())
+
+
+def test_single_query_attention_equals_eager_and_is_registered():
+    """The streamer's CPU kernel for the newest frame's query: registered in transformers' attention interface, equal
+    to the eager matmul-softmax (masked slots, scaling, strided queries, bf16), other query lengths through eager."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import (
+        SINGLE_QUERY_ATTENTION,
+        eager_attention_forward,
+        single_query_attention_forward,
+    )
+
+    assert ALL_ATTENTION_FUNCTIONS.get_interface(SINGLE_QUERY_ATTENTION, None) is single_query_attention_forward
+    module = torch.nn.Module().eval()
+    generator = torch.Generator().manual_seed(0)
+    projected = torch.randn(6, 5 * 32, generator=generator)
+    query = projected[:, :32].view(6, 4, 1, 8)  # strided, as a slice of a fused projection
+    key, value = torch.randn(2, 6, 4, 10, 8, generator=generator).unbind(0)
+    mask = torch.zeros(1, 1, 1, 10)
+    mask[..., 7:] = torch.finfo(torch.float32).min  # slots not written yet
+    for scaling in (1.0, 8 ** -0.5):
+        got, weights = single_query_attention_forward(module, query, key, value, mask, scaling)
+        expected, _ = eager_attention_forward(module, query, key, value, mask, scaling)
+        assert weights is None and got.shape == expected.shape == (6, 1, 4, 8)
+        assert torch.allclose(got, expected, atol=1e-6)
+    masked_value = value.clone()
+    masked_value[:, :, 7:] = 1e3  # masked slots do not reach the output
+    assert torch.allclose(single_query_attention_forward(module, query, key, masked_value, mask, 1.0)[0],
+                          single_query_attention_forward(module, query, key, value, mask, 1.0)[0], atol=1e-6)
+    bf16 = [t.bfloat16() for t in (query, key, value, mask)]
+    assert torch.allclose(single_query_attention_forward(module, *bf16, 1.0)[0].float(),
+                          eager_attention_forward(module, *bf16, 1.0)[0].float(), atol=2e-2)
+    longer = torch.randn(6, 4, 3, 8, generator=generator)
+    assert torch.equal(single_query_attention_forward(module, longer, key, value, mask, 1.0)[0],
+                       eager_attention_forward(module, longer, key, value, mask, 1.0)[0])
+
+
+def test_streamer_self_attention_runs_the_configured_kernel_unless_it_is_a_math_kernel_on_a_cpu():
+    """On a CPU the sdpa/eager configs run the single-query kernel for the ring; any other registered kernel (a user's
+    choice, e.g. flex attention) is what the streamer's self-attention runs, with the same result."""
+    from transformers import AttentionInterface
+
+    from transformers_gazeflow.models.gazeflow.modeling_gazeflow_streaming import GazeFlowStreamingBlock
+
+    called: list[str] = []
+    sdpa = AttentionInterface._global_mapping["sdpa"]
+
+    def spy(module, query, *args, **kwargs):
+        if isinstance(module, GazeFlowStreamingBlock) and query.shape[-2] == 1 and kwargs["scaling"] == 1.0:
+            called.append("self")
+        return sdpa(module, query, *args, **kwargs)
+
+    AttentionInterface.register("gazeflow_streamer_spy", spy)
+    frames, noises = inputs(6)
+    model = tiny_model()
+    default = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)  # sdpa: the single-query kernel on a CPU
+    expected = run(default, default.new_state(2), frames, noises)
+    model.set_attn_implementation("gazeflow_streamer_spy")
+    step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
+    got = run(step, step.new_state(2), frames, noises)
+    assert len(called) == 6 * 2 * len(step.velocity_network.blocks)  # frames x calls x blocks
+    assert torch.allclose(got, expected, atol=1e-5)

@@ -57,6 +57,8 @@ from .modeling_gazeflow_layers import (
     embed_gaze,
     flow_time_tensor,
     init_standard_weights,
+    layer_norm_rows,
+    linear_rows,
 )
 from .modeling_gazeflow_objectives import grounding_loss, objective_loss
 from .modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput, GazeFlowVelocityOutput
@@ -119,9 +121,11 @@ class GazeFlowVelocityNetwork(nn.Module):
         if self.task_concat is not None:
             hidden = self.task_concat(hidden, condition.task_tokens, condition.frames_per_group)
         rotary_cos, rotary_sin = None, None
-        if self.rotary_embedding is not None:
-            rotary_cos, rotary_sin = self.rotary_embedding.signed(positions) if positions is not None \
-                else self.rotary_embedding.table(frames, sample.device)
+        if self.rotary_embedding is not None:  # the query and key heads side by side: [T, 2 d]
+            heads = 2 * self.blocks[0].self_attention.num_heads
+            rotary_cos, rotary_sin = self.rotary_embedding.tiled(self.rotary_embedding.signed(positions), heads,
+                                                                 hidden.dtype) if positions is not None \
+                else self.rotary_embedding.table(frames, sample.device, heads, hidden.dtype)
         mask = causal_attention_mask(frames, sample.device) if self.causal and caches is None else None
 
         all_hidden_states = [hidden] if output_hidden_states else None
@@ -139,7 +143,8 @@ class GazeFlowVelocityNetwork(nn.Module):
             if output_attentions:
                 for collected, layer_weights in zip(all_attentions, weights):
                     collected.append(layer_weights)
-        velocity = self.output_head(self.output_norm(hidden))
+        rows = layer_norm_rows(self.output_norm, hidden.reshape(-1, hidden.shape[-1]))
+        velocity = linear_rows(self, (self.output_head,), rows).view(batch, samples, frames, -1)
         if not (output_attentions or output_hidden_states):
             return velocity
         self_weights, visual_weights, task_weights = (tuple(w) for w in all_attentions) if output_attentions \
@@ -182,6 +187,7 @@ class GazeFlowPreTrainedModel(PreTrainedModel):
             init.copy_(module.inv_freq, module.compute_inv_freq())
         elif isinstance(module, GazeFlowSinusoidalMLP):
             init.copy_(module.frequencies, module.compute_frequencies())
+            init.constant_(module.scale_tensor, module.scale)
 
 
 _HUB_KWARGS = ("cache_dir", "force_download", "local_files_only", "proxies", "revision", "subfolder", "token")

@@ -17,6 +17,8 @@ import math
 import torch
 from torch import nn
 
+from .modeling_gazeflow_rows import linear_rows
+
 TIME_EMBEDDING_SCALE = 1000.0
 """The flow time s in [0, 1] is embedded as DiT embeds its timestep t = 1000 s."""
 
@@ -33,9 +35,11 @@ def sinusoidal_frequencies(dim: int, max_period: float = 10000.0) -> torch.Tenso
     return torch.exp(-math.log(max_period) * exponent)
 
 
-def sinusoidal_features(values: torch.Tensor, frequencies: torch.Tensor, scale: float) -> torch.Tensor:
-    """``[cos(scale v w_j), sin(scale v w_j)]`` for ``values [...]`` and ``frequencies [dim / 2]``: ``[..., dim]``."""
-    angles = values.float().unsqueeze(-1) * scale * frequencies
+def sinusoidal_features(values: torch.Tensor, frequencies: torch.Tensor, scale: float | torch.Tensor) -> torch.Tensor:
+    """``[cos(scale v w_j), sin(scale v w_j)]`` for ``values [...]`` and ``frequencies [dim / 2]``: ``[..., dim]``.
+    ``scale`` may be a float32 scalar tensor (the same product, without converting a Python float at each call)."""
+    values = values if values.dtype == torch.float32 else values.float()
+    angles = values.unsqueeze(-1) * scale * frequencies
     return torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)
 
 
@@ -80,6 +84,7 @@ class GazeFlowSinusoidalMLP(nn.Module):
         self.act = nn.SiLU()
         self.linear_out = nn.Linear(hidden_size, hidden_size)
         self.register_buffer("frequencies", self.compute_frequencies(), persistent=False)
+        self.register_buffer("scale_tensor", torch.tensor(float(scale)), persistent=False)  # float32, as the features
 
     def compute_frequencies(self) -> torch.Tensor:
         """The frequencies of each input's ``feature_size / num_inputs`` features."""
@@ -89,12 +94,16 @@ class GazeFlowSinusoidalMLP(nn.Module):
         """Sinusoidal features ``[..., d]`` of ``values`` (``[...]`` for one input, ``[..., num_inputs]`` for more):
         each input's ``[cos, sin]`` block in turn."""
         if self.num_inputs == 1:
-            return sinusoidal_features(values, self.frequencies, self.scale)
-        return sinusoidal_features(values, self.frequencies, self.scale).flatten(-2)
+            return sinusoidal_features(values, self.frequencies, self.scale_tensor)
+        return sinusoidal_features(values, self.frequencies, self.scale_tensor).flatten(-2)
 
     def project(self, features: torch.Tensor) -> torch.Tensor:
-        """The MLP on sinusoidal features ``[..., d]``."""
-        return self.linear_out(self.act(self.linear_in(features.to(self.linear_in.weight.dtype))))
+        """The MLP on sinusoidal features ``[..., d]`` (each Linear one matmul on the rows)."""
+        rows = features.reshape(-1, features.shape[-1])
+        if rows.dtype != self.linear_in.weight.dtype:
+            rows = rows.to(self.linear_in.weight.dtype)
+        hidden = self.act(linear_rows(self, (self.linear_in,), rows))
+        return linear_rows(self, (self.linear_out,), hidden).view(*features.shape[:-1], -1)
 
     def forward(self, values: torch.Tensor) -> torch.Tensor:
         return self.project(self.features(values))
@@ -150,15 +159,26 @@ class GazeFlowRotaryEmbedding(nn.Module):
         sign[0::2] = -1.0
         return cos, sin * sign
 
-    def table(self, num_frames: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`signed` at the positions ``0 .. num_frames - 1``, computed once per length and device (the
-        frequencies are a constant of the config: the table only changes with them)."""
+    def table(self, num_frames: int, device: torch.device, heads: int = 1,
+              dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`signed` at the positions ``0 .. num_frames - 1``, repeated for ``heads`` heads side by side
+        (``[num_frames, heads * d_h]``: the attention rotates its query and key heads in one product) in ``dtype``,
+        computed once per length, width, dtype and device (the frequencies are a constant of the config: the table
+        only changes with them)."""
         if torch.compiler.is_compiling():
-            return self.signed(torch.arange(num_frames, device=device))
-        key = (num_frames, str(device), self.inv_freq.data_ptr(), self.inv_freq._version)
+            return self.tiled(self.signed(torch.arange(num_frames, device=device)), heads, dtype)
+        key = (num_frames, str(device), heads, dtype, self.inv_freq.data_ptr(), self.inv_freq._version)
         if key not in self._tables:
-            self._tables = {key: self.signed(torch.arange(num_frames, device=device))}
+            if len(self._tables) > 8:
+                self._tables.clear()
+            self._tables[key] = self.tiled(self.signed(torch.arange(num_frames, device=device)), heads, dtype)
         return self._tables[key]
+
+    @staticmethod
+    def tiled(tables: tuple[torch.Tensor, torch.Tensor], heads: int,
+              dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cosines and signed sines ``[L, d_h]`` repeated for ``heads`` heads, ``[L, heads * d_h]``, in ``dtype``."""
+        return tuple(table.repeat(1, heads).to(dtype) for table in tables)
 
 
 def swap_pairs(states: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 import torch.utils._pytree as pytree
 from torch import nn
 from transformers import PreTrainedModel, VJEPA2Config
@@ -41,9 +40,9 @@ from .modeling_gazeflow_layers import (
     GazeFlowMLP,
     apply_signed_rotary,
     init_standard_weights,
+    linear_rows,
     mark_lora_factors,
     sincos_2d_position_encoding,
-    stacked_linear_weights,
 )
 
 
@@ -247,7 +246,7 @@ def _vjepa2_rope_tables(attention, tokens: int, dtype: torch.dtype,
 
 class GazeFlowFusedRopeAttention(VJEPA2RopeAttention):
     """transformers' V-JEPA 2 attention with its weights used as they are, computed with fewer kernels: queries,
-    keys and values from one matmul (``stacked_linear_weights``), queries and keys rotated together, and the RoPE
+    keys and values from one matmul (``linear_rows``), queries and keys rotated together, and the RoPE
     tables of a token count computed once (:func:`_vjepa2_rope_tables`) instead of at every call for each section
     of q and of k. The attention kernel is still ``config._attn_implementation`` through
     ``ALL_ATTENTION_FUNCTIONS``. Only the plain forward (no position mask) is fused; a mask goes to the parent's."""
@@ -256,10 +255,10 @@ class GazeFlowFusedRopeAttention(VJEPA2RopeAttention):
                 position_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         if position_mask is not None:
             return super().forward(hidden_states, position_mask)
-        batch, tokens, _ = hidden_states.shape
-        weight, bias = stacked_linear_weights(self, (self.query, self.key, self.value))
-        projected = F.linear(hidden_states, weight, bias).view(batch, tokens, 3, self.num_attention_heads,
-                                                                self.attention_head_size).permute(2, 0, 3, 1, 4)
+        batch, tokens, width = hidden_states.shape
+        projected = linear_rows(self, (self.query, self.key, self.value), hidden_states.reshape(-1, width))
+        projected = projected.view(batch, tokens, 3, self.num_attention_heads,
+                                   self.attention_head_size).permute(2, 0, 3, 1, 4)
         cos, signed_sin = self._rope_tables(tokens, projected.dtype, projected.device)
         query_key = apply_signed_rotary(projected[:2], cos, signed_sin)
         attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
@@ -267,7 +266,7 @@ class GazeFlowFusedRopeAttention(VJEPA2RopeAttention):
         context, weights = attention_interface(self, query_key[0], query_key[1], projected[2], None,
                                                is_causal=self.is_causal, scaling=self.scaling,
                                                dropout=0.0 if not self.training else self.dropout_prob)
-        return self.proj(context.reshape(batch, tokens, self.all_head_size)), weights
+        return linear_rows(self, (self.proj,), context.reshape(-1, self.all_head_size)).view(batch, tokens, -1), weights
 
     def _rope_tables(self, tokens: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         key = (tokens, dtype, str(device))

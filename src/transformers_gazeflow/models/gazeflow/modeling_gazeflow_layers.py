@@ -9,6 +9,8 @@ Small named modules, each implementing one piece of the paper:
   attention interface (``ALL_ATTENTION_FUNCTIONS``: ``"sdpa"``, ``"flex_attention"``, ...; this eager function is
   the fallback), so ``config._attn_implementation`` picks the kernel of every attention of the model. Keys/values
   can be projected once and reused (the per-clip condition cache).
+* :func:`single_query_attention_forward` - the same attention for one query per sequence (a cache's newest
+  frame), registered in the attention interface as :data:`SINGLE_QUERY_ATTENTION` (the streamer's CPU kernel).
 * :func:`additive_attention_mask` / :func:`causal_attention_mask` - boolean "may attend" patterns as the additive
   masks every attention implementation reads (the causal variant's masks, Appendix F.4).
 * :class:`GazeFlowDenoiserBlock` - the four pre-norm residual sub-layers of Appendix C.3 (Eqs. sa_out, ca_out,
@@ -22,12 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 import torch.utils._pytree as pytree
 from torch import nn
 from transformers import initialization as init
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterface
 from transformers.utils import logging
 
 from .configuration_gazeflow import GazeFlowConfig
@@ -46,6 +47,7 @@ from .modeling_gazeflow_embeddings import (  # re-exported: the embeddings' own 
     sinusoidal_frequencies,
     swap_pairs,
 )
+from .modeling_gazeflow_rows import PairSwapped, layer_norm_rows, linear_rows, linear_weights
 
 logger = logging.get_logger(__name__)
 
@@ -86,6 +88,49 @@ def eager_attention_forward(
     return context, weights
 
 
+SINGLE_QUERY_ATTENTION = "gazeflow_single_query"
+"""The name :func:`single_query_attention_forward` is registered under in transformers' attention interface."""
+
+
+def single_query_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """softmax(q k^T * scaling + mask) v for one query per sequence (``L = 1``: incremental decoding, the newest
+    frame attending to a key/value cache), as elementwise products and sums over the key axis.
+
+    The same attention as :func:`eager_attention_forward` (float rounding aside), without the layout copies and
+    batched-matmul folding a one-row product costs on a CPU: about half the ops SDPA dispatches there. On CUDA one
+    fused SDPA kernel beats its five elementwise kernels, so callers choose it for CPUs only. ``query [B, H, 1, d_h]``
+    (any strides), ``key``/``value [B, H, S, d_h]``, ``attention_mask`` additive ``[B or 1, H or 1, 1, S]``. Returns
+    the context ``[B, 1, H, d_h]`` and no weights; other query lengths go to :func:`eager_attention_forward`.
+    """
+    if query.shape[-2] != 1:
+        context, _ = eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout)
+        return context, None
+    scores = (query * key).sum(-1)  # [B, H, S]
+    if scaling != 1.0:
+        scores = scores * scaling
+    if attention_mask is not None:  # [..., 1, S] -> [..., S] (views: a dimension of size 1 drops from any strides)
+        scores = scores + attention_mask.view(*attention_mask.shape[:-2], attention_mask.shape[-1])
+    weights = scores.softmax(-1) if scores.dtype == torch.float32 else \
+        scores.softmax(-1, dtype=torch.float32).to(scores.dtype)
+    if dropout > 0.0:
+        weights = nn.functional.dropout(weights, p=dropout, training=module.training)
+    batch, heads, slots = weights.shape
+    context = (weights.view(batch, heads, slots, 1) * value).sum(-2)  # [B, H, d_h]
+    return context.view(batch, 1, heads, -1), None
+
+
+AttentionInterface.register(SINGLE_QUERY_ATTENTION, single_query_attention_forward)
+
+
 def attention_function(implementation: str | None) -> Callable[..., tuple[torch.Tensor, torch.Tensor | None]]:
     """The attention kernel registered under ``implementation`` in transformers' ``ALL_ATTENTION_FUNCTIONS``
     (``"sdpa"``, ``"flex_attention"``, a custom registered one), or :func:`eager_attention_forward` for ``"eager"``."""
@@ -95,35 +140,6 @@ def attention_function(implementation: str | None) -> Callable[..., tuple[torch.
     if get_interface is not None:
         return get_interface(implementation, eager_attention_forward)
     return ALL_ATTENTION_FUNCTIONS[implementation]  # transformers releases before AttentionInterface.get_interface
-
-
-def stacked_linear_weights(owner: nn.Module, layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The weights and biases of ``layers`` (Linears reading the same input) stacked along the output dimension,
-    so that one matmul gives their outputs side by side (each output column is the same dot product as in its own
-    layer). Without autograd they are kept on ``owner`` between calls while every source weight is unchanged (same
-    storage, same version counter, which in-place updates such as an optimizer step bump); with autograd (training)
-    or under ``torch.compile`` they are stacked on every call."""
-    params = [p for layer in layers for p in (layer.weight, layer.bias) if p is not None]
-    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(p.requires_grad for p in params)):
-        return _stack_weights(layers)
-    names = tuple(id(layer) for layer in layers)
-    cached = owner.__dict__.setdefault("_stacked_weights", {}).get(names)
-    state = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params)
-    if cached is None or cached[0] != state:
-        # the sources are kept with the stack, so their storage cannot be reused by a later weight at the same address
-        cached = (state, _stack_weights(layers), [p.detach() for p in params])
-        owner.__dict__["_stacked_weights"][names] = cached
-    return cached[1]
-
-
-def _stack_weights(layers: tuple[nn.Linear, ...]) -> tuple[torch.Tensor, torch.Tensor | None]:
-    weight = torch.cat([layer.weight for layer in layers])
-    biases = [layer.bias for layer in layers]
-    if all(bias is None for bias in biases):
-        return weight, None
-    biases = [torch.zeros(layer.out_features, dtype=weight.dtype, device=weight.device) if bias is None else bias
-              for layer, bias in zip(layers, biases)]
-    return weight, torch.cat(biases)
 
 
 class GazeFlowAttention(nn.Module):
@@ -154,18 +170,14 @@ class GazeFlowAttention(nn.Module):
 
     def project_key_value(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of ``context [..., L, d]``, each ``[..., H, L, d_h]`` (one matmul for both)."""
-        weight, bias = stacked_linear_weights(self, (self.k_proj, self.v_proj))
-        key_value = F.linear(context, weight, bias).unflatten(-1, (2, self.num_heads, self.head_dim))
+        rows = linear_rows(self, (self.k_proj, self.v_proj), context.reshape(-1, context.shape[-1]))
+        key_value = rows.view(*context.shape[:-1], 2, self.num_heads, self.head_dim)
         return key_value.select(-3, 0).transpose(-3, -2), key_value.select(-3, 1).transpose(-3, -2)
 
     def project_query(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        return self.split_heads(self.q_proj(hidden_states))
-
-    def project_query_key_value(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """Queries, keys and values of ``hidden_states [B, L, d]`` from one matmul, ``[3, B, H, L, d_h]``."""
-        weight, bias = stacked_linear_weights(self, (self.q_proj, self.k_proj, self.v_proj))
-        projected = F.linear(hidden_states, weight, bias).unflatten(-1, (3, self.num_heads, self.head_dim))
-        return projected.permute(2, 0, 3, 1, 4)
+        """Queries of ``hidden_states [..., L, d]``, ``[..., H, L, d_h]``."""
+        rows = linear_rows(self, (self.q_proj,), hidden_states.reshape(-1, hidden_states.shape[-1]))
+        return self.split_heads(rows.view(hidden_states.shape))
 
     def attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                   attention_mask: torch.Tensor | None = None,
@@ -191,33 +203,61 @@ class GazeFlowAttention(nn.Module):
             self, query, key, value, attention_mask, scaling=self.scaling, dropout=0.0, is_causal=False)
         return context, (weights if output_attentions else None)
 
+    def output_rows(self, context: torch.Tensor) -> torch.Tensor:
+        """The output projection of a kernel's context ``[B, L, H, d_h]`` as rows ``[B L, d]``."""
+        width = self.num_heads * self.head_dim
+        rows = context.view(-1, width) if context.is_contiguous() else context.reshape(-1, width)
+        return linear_rows(self, (self.o_proj,), rows)
+
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                attention_mask: torch.Tensor | None = None,
                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """:meth:`attention`, then the output projection: the output ``[B, L, d]`` and the weights (or None)."""
         context, weights = self.attention(query, key, value, attention_mask, output_attentions)
-        return self.o_proj(context.reshape(*context.shape[:-2], -1)), weights
+        return self.output_rows(context).view(*context.shape[:-2], -1), weights
 
     def self_attention(self, hidden_states: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
                        attention_mask: torch.Tensor | None = None, cache: GazeFlowKeyValueCache | None = None,
                        output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Self-attention over ``hidden_states [B, L, d]``, with RoPE on queries and keys when ``rotary`` is given.
+        """Self-attention over ``hidden_states [N, L, d]`` (:meth:`self_attention_rows` on its rows): the output
+        ``[N, L, d]`` and the weights (or None)."""
+        sequences, length, width = hidden_states.shape
+        update, weights = self.self_attention_rows(hidden_states.reshape(-1, width), sequences, rotary,
+                                                   attention_mask, cache, output_attentions)
+        return update.view(sequences, length, width), weights
 
-        With a ``cache`` (streaming), ``hidden_states`` are the newest frames only: their rotated keys and values
-        are appended to the cache and the queries attend to every cached frame (all of them are in the past, so
-        no mask is needed).
+    def self_attention_rows(self, rows: torch.Tensor, sequences: int,
+                            rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+                            attention_mask: torch.Tensor | None = None, cache: GazeFlowKeyValueCache | None = None,
+                            output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Self-attention within each of ``sequences`` sequences whose tokens are ``rows [N L, d]`` (sequence by
+        sequence): the output rows ``[N L, d]`` and the weights ``[N, H, L, S]`` (or None).
+
+        With ``rotary`` (:meth:`GazeFlowRotaryEmbedding.table` for the 2H query and key heads, ``[L, 2 d]`` each)
+        queries and keys are rotated by RoPE (Appendix C.2): the projection also gives their pair-swapped copies
+        (:class:`PairSwapped`), so the rotation is ``qk * cos + swapped * signed_sin``, two elementwise products.
+        With a ``cache`` (incremental decoding), the rows are the newest frames only: their rotated keys and values
+        are appended to the cache and the queries attend to every cached frame (all in the past: no mask).
         """
-        projected = self.project_query_key_value(hidden_states)
-        if rotary is not None:  # queries and keys rotated together
-            query_key = apply_signed_rotary(projected[:2], *rotary)
-            query, key = query_key[0], query_key[1]
+        width = rows.shape[-1]
+        length = rows.shape[0] // sequences
+        heads = (self.num_heads, self.head_dim)
+        if rotary is None:
+            projected = linear_rows(self, (self.q_proj, self.k_proj, self.v_proj), rows)
+            query_key = projected[:, :2 * width].view(sequences, length, 2, *heads).permute(2, 0, 3, 1, 4)
         else:
-            query, key = projected[0], projected[1]
-        value = projected[2]
+            cos, signed_sin = rotary
+            projected = linear_rows(self, (self.q_proj, self.k_proj, PairSwapped(self.q_proj),
+                                           PairSwapped(self.k_proj), self.v_proj), rows).view(sequences, length, -1)
+            query_key = projected[..., :2 * width] * cos + projected[..., 2 * width:4 * width] * signed_sin
+            query_key = query_key.view(sequences, length, 2, *heads).permute(2, 0, 3, 1, 4)
+        query, key = query_key[0], query_key[1]
+        value = projected[..., -width:].view(sequences, length, *heads).transpose(1, 2)
         if cache is not None:
             key, value = cache.update(key, value)
             attention_mask = None
-        return self.attend(query, key, value, attention_mask, output_attentions)
+        context, weights = self.attention(query, key, value, attention_mask, output_attentions)
+        return self.output_rows(context), weights
 
 
 class GazeFlowKeyValueCache:
@@ -289,7 +329,10 @@ class GazeFlowMLP(nn.Module):
         self.fc2 = nn.Linear(intermediate_size, hidden_size)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.act(self.fc1(hidden_states)))
+        """``[..., d] -> [..., d]``, each Linear one matmul on the rows."""
+        rows = hidden_states if hidden_states.dim() == 2 else hidden_states.reshape(-1, hidden_states.shape[-1])
+        rows = linear_rows(self, (self.fc2,), self.act(linear_rows(self, (self.fc1,), rows)))
+        return rows if hidden_states.dim() == 2 else rows.view(hidden_states.shape)
 
 
 LORA_FACTOR = "_gazeflow_lora_factor"
@@ -328,20 +371,26 @@ def init_standard_weights(module: nn.Module, std: float) -> None:
         init.zeros_(module.bias)
 
 
-def _group_major(states: torch.Tensor, groups: int) -> torch.Tensor:
-    """Gaze tokens ``[B, K, T, d]`` -> ``[B * G, g * K, d]`` (one copy): the g frames x K samples of a group become
-    one block of rows that reads the group's keys (T = G * g)."""
-    batch, samples, frames, width = states.shape
-    states = states.view(batch, samples, groups, frames // groups, width).permute(0, 2, 3, 1, 4)
-    return states.reshape(batch * groups, frames // groups * samples, width)
+def _group_major(rows: torch.Tensor, shape: tuple[int, int, int], groups: int) -> torch.Tensor:
+    """Gaze-token rows ``[B K T, d]`` (sample by sample, ``shape`` = (B, K, T)) -> ``[B * G, g * K, d]`` (one copy):
+    the g frames x K samples of a group become one block of rows that reads the group's keys (T = G * g)."""
+    batch, samples, frames = shape
+    grouped = rows.view(batch, samples, groups, frames // groups, -1).permute(0, 2, 3, 1, 4)
+    return grouped.reshape(batch * groups, frames // groups * samples, -1)
 
 
-def _sample_major(states: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
-    """Per-group rows ``[B * G, g * K, d]`` back to gaze tokens ``[B, K, T, d]`` (a view, no copy)."""
-    rows, width = states.shape[1:]
-    groups = states.shape[0] // batch
-    states = states.view(batch, groups, rows // samples, samples, width).permute(0, 3, 1, 2, 4)
-    return states.reshape(batch, samples, groups * rows // samples, width)
+def _from_group_major(rows: torch.Tensor, shape: tuple[int, int, int], groups: int) -> torch.Tensor:
+    """Rows in :func:`_group_major`'s order ``[B G g K, d]`` as gaze tokens ``[B, K, G, g, d]`` (a view, no copy),
+    to be added to rows viewed the same way."""
+    batch, samples, frames = shape
+    return rows.view(batch, groups, frames // groups, samples, -1).permute(0, 3, 1, 2, 4)
+
+
+def _merge_batch_and_groups(states: torch.Tensor) -> torch.Tensor:
+    """Per-group keys or values ``[B, G, H, S, d_h]`` -> ``[B * G, H, S, d_h]`` (a view when the strides allow)."""
+    if states.stride(0) == states.shape[1] * states.stride(1):
+        return states.view(-1, *states.shape[2:])
+    return states.flatten(0, 1)
 
 
 def _per_group_weights_to_frames(weights: torch.Tensor, batch: int, samples: int) -> torch.Tensor:
@@ -406,55 +455,76 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
         batch, samples, frames, width = hidden_states.shape
-        rotary = (rotary_cos, rotary_sin) if rotary_cos is not None else None
+        # sample by sample, frame by frame: every Linear is one addmm
+        rows = hidden_states.view(-1, width) if hidden_states.is_contiguous() else hidden_states.reshape(-1, width)
+        rotary = None
+        if rotary_cos is not None:
+            rotary = (rotary_cos, rotary_sin) if rotary_cos.dtype == rows.dtype else \
+                (rotary_cos.to(rows.dtype), rotary_sin.to(rows.dtype))
         visual_weights = task_weights = None
 
         # (1) time-aware self-attention over the T frames of each trajectory, RoPE on q and k
-        flat = self.self_attention_norm(hidden_states).view(batch * samples, frames, width)
-        update, self_weights = self.self_attention.self_attention(flat, rotary, self_attention_mask, cache,
-                                                                  output_attentions)
-        hidden_states = hidden_states + update.view(batch, samples, frames, width)
+        normed = layer_norm_rows(self.self_attention_norm, rows)
+        update, self_weights = self.self_attention.self_attention_rows(normed, batch * samples, rotary,
+                                                                       self_attention_mask, cache, output_attentions)
+        rows = rows + update
 
         # (2) per-frame visual cross-attention: the g frames of a group x K samples query that group's N tokens
         if self.visual_attention is not None:
             update, visual_weights = self._per_group_cross_attention(
-                self.visual_attention, self.visual_attention_norm(hidden_states), visual_key, visual_value,
-                output_attentions)
-            hidden_states = hidden_states + update
+                self.visual_attention, layer_norm_rows(self.visual_attention_norm, rows), (batch, samples, frames),
+                visual_key, visual_value, output_attentions)
+            rows = (rows.view(update.shape) + update).view(-1, width)
 
         # (3) gated task cross-attention: all K x T tokens of a clip query its M + 1 task tokens (the causal
         #     variant: the tokens of frame t query frame t's own bank)
         if self.task_attention is not None:
-            normed = self.task_attention_norm(hidden_states)
-            if task_key.dim() == 5:  # a bank per group of frames
-                update, task_weights = self._per_group_cross_attention(
-                    self.task_attention, normed, task_key, task_value, output_attentions)
-            else:
-                query = self.task_attention.project_query(normed.flatten(1, 2))
-                update, task_weights = self.task_attention.attend(query, task_key, task_value,
-                                                                  output_attentions=output_attentions)
-                update = update.view(batch, samples, frames, width)
-                if task_weights is not None:  # [B, H, K * T, M + 1] -> [B * K, H, T, M + 1]
-                    task_weights = task_weights.unflatten(2, (samples, frames)).transpose(1, 2).flatten(0, 1)
-            hidden_states = hidden_states + torch.sigmoid(self.task_gate).to(update.dtype) * update
+            update, task_weights = self._task_cross_attention(layer_norm_rows(self.task_attention_norm, rows),
+                                                              (batch, samples, frames), task_key, task_value,
+                                                              output_attentions)
+            gate = torch.sigmoid(self.task_gate)
+            gate = gate if gate.dtype == update.dtype else gate.to(update.dtype)
+            if update.dim() == 2:  # a bank per clip: the rows' own order
+                rows = rows + gate * update
+            else:  # per group: as the visual update
+                rows = (rows.view(update.shape) + gate * update).view(-1, width)
 
         # (4) feed-forward
-        hidden_states = hidden_states + self.mlp(self.mlp_norm(hidden_states))
-        return hidden_states, self_weights, visual_weights, task_weights
+        rows = rows + self.mlp(layer_norm_rows(self.mlp_norm, rows))
+        return rows.view(batch, samples, frames, width), self_weights, visual_weights, task_weights
+
+    def _task_cross_attention(
+        self, normed_rows: torch.Tensor, shape: tuple[int, int, int], key: torch.Tensor, value: torch.Tensor,
+        output_attentions: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The task cross-attention's update (rows ``[B K T, d]`` for a bank per clip, ``[B, K, G, g, d]`` for a bank
+        per group of frames) and its weights ``[B * K, H, T, M + 1]`` (or None)."""
+        attention = self.task_attention
+        if key.dim() == 5:  # a bank per group of frames
+            return self._per_group_cross_attention(attention, normed_rows, shape, key, value, output_attentions)
+        batch, samples, frames = shape
+        query = linear_rows(attention, (attention.q_proj,), normed_rows)
+        query = query.view(batch, samples * frames, attention.num_heads, attention.head_dim).transpose(1, 2)
+        context, weights = attention.attention(query, key, value, output_attentions=output_attentions)
+        if weights is not None:  # [B, H, K * T, M + 1] -> [B * K, H, T, M + 1]
+            weights = weights.unflatten(2, (samples, frames)).transpose(1, 2).flatten(0, 1)
+        return attention.output_rows(context), weights
 
     @staticmethod
     def _per_group_cross_attention(
-        attention: GazeFlowAttention, normed_states: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-        output_attentions: bool,
+        attention: GazeFlowAttention, normed_rows: torch.Tensor, shape: tuple[int, int, int], key: torch.Tensor,
+        value: torch.Tensor, output_attentions: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Cross-attention of gaze tokens ``[B, K, T, d]`` to per-group keys/values ``[B, G, H, S, d_h]``; returns
-        the update ``[B, K, T, d]`` and the weights ``[B * K, H, T, S]`` (or None)."""
-        batch, samples, _, width = normed_states.shape
-        grouped = _group_major(normed_states, key.shape[1])  # the output projection is applied in this order too
-        query = attention.q_proj(grouped).view(*grouped.shape[:2], attention.num_heads, attention.head_dim)
-        context, weights = attention.attention(query.transpose(1, 2), key.flatten(0, 1), value.flatten(0, 1),
+        """Cross-attention of the gaze tokens' rows (``shape`` = (B, K, T)) to per-group keys/values
+        ``[B, G, H, S, d_h]``; returns the update ``[B, K, G, g, d]`` (a view) and the weights ``[B * K, H, T, S]``
+        (or None)."""
+        batch, samples, frames = shape
+        groups = key.shape[1]
+        query = _group_major(linear_rows(attention, (attention.q_proj,), normed_rows), shape, groups)
+        query = query.view(*query.shape[:2], attention.num_heads, attention.head_dim).transpose(1, 2)
+        context, weights = attention.attention(query, _merge_batch_and_groups(key), _merge_batch_and_groups(value),
                                                output_attentions=output_attentions)
-        update = _sample_major(attention.o_proj(context.reshape(*grouped.shape[:2], width)), batch, samples)
+        update = _from_group_major(attention.output_rows(context), shape, groups)
         if weights is not None:
             weights = _per_group_weights_to_frames(weights, batch, samples).flatten(0, 1)
         return update, weights
@@ -471,12 +541,18 @@ __all__ = [
     "embed_gaze",
     "flow_time_tensor",
     "GazeFlowRotaryEmbedding",
+    "PairSwapped",
+    "linear_weights",
+    "linear_rows",
+    "layer_norm_rows",
     "apply_rotary",
     "apply_signed_rotary",
     "swap_pairs",
     "additive_attention_mask",
     "causal_attention_mask",
     "eager_attention_forward",
+    "SINGLE_QUERY_ATTENTION",
+    "single_query_attention_forward",
     "attention_function",
     "GazeFlowAttention",
     "GazeFlowKeyValueCache",

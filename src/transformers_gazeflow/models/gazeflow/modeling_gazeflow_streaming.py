@@ -11,9 +11,12 @@ replayed as a CUDA graph and exported:
   projected for all blocks in one matrix product, once per frame for all K samples and S steps.
 * :class:`GazeFlowStreamingVelocityNetwork` - v_theta on the newest frame's K gaze tokens, one network call of the
   sampler: the blocks of ``GazeFlowVelocityNetwork`` (Eqs. sa_out, ca_out, task_xattn) with their weights prepared
-  once (cast to the run's dtype, Q/K/V fused, the RoPE pair swap folded into extra output columns, the flow-time
-  embedding of each sampler call and the embedding biases folded into one bias per call) and the self-attention's
-  keys/values in :class:`~.modeling_gazeflow_layers.GazeFlowRingKeyValueCache` buffers (one per call and block).
+  once (cast to the run's dtype, Q/K/V fused, the attention scale folded into the query columns, the flow-time
+  embedding of each sampler call and the embedding biases folded into one bias per call; frame t's RoPE rotation
+  folded into the Q/K/V projection once per frame for all S calls) and the self-attention's keys/values in
+  :class:`~.modeling_gazeflow_layers.GazeFlowRingKeyValueCache` buffers (one per call and block). On a CPU the
+  newest query attends to the ring through the single-query kernel registered in transformers' attention
+  interface (``modeling_gazeflow_layers.single_query_attention_forward``).
 * :class:`StreamingPositions` and :func:`streaming_positions` - what frame t's index gives every part: the ring slot
   ``t mod W``, the mask of the slots that hold a frame (the last ``min(t + 1, W)``) and their count.
 * :func:`rotary_phases` - RoPE angles of a frame index reduced mod 2 pi in float64 (see below).
@@ -48,11 +51,13 @@ from torch.nn import functional
 from .configuration_gazeflow import GazeFlowConfig
 from .modeling_gazeflow_layers import (
     COORDINATE_EMBEDDING_SCALE,
+    SINGLE_QUERY_ATTENTION,
     GazeFlowAttention,
     GazeFlowDenoiserBlock,
     GazeFlowRingKeyValueCache,
     attention_function,
 )
+from .modeling_gazeflow_rows import PreparedRowLayers
 
 ONE_TURN = 2 * math.pi
 """RoPE angles are reduced modulo one turn."""
@@ -224,7 +229,7 @@ class StreamingCondition:
 
 
 # ---------------------------------------------------------------------------------------------------- network
-class GazeFlowStreamingBlock(nn.Module):
+class GazeFlowStreamingBlock(PreparedRowLayers):
     """One ``GazeFlowDenoiserBlock`` on the newest frame's gaze tokens ``[B K, d]``, its weights prepared once.
 
     (1) self-attention: the query and the key of frame t (RoPE-rotated by t) and its value, then the K samples'
@@ -241,20 +246,22 @@ class GazeFlowStreamingBlock(nn.Module):
         self.hidden_size, self.head_dim = config.hidden_size, config.head_dim
         self.num_heads = config.num_attention_heads
         self.scaling = self.head_dim ** -0.5
-        self.eps = config.layer_norm_eps
+        self.layer_norm_eps = config.layer_norm_eps
         self.rotary = rotary
         self.has_visual = block.visual_attention is not None
         self.has_task = block.task_attention is not None
         attention = block.self_attention
-        projections = [attention.q_proj, attention.k_proj]
-        weight = torch.cat([p.weight.detach() for p in projections])  # [2d, d]: q then k
-        bias = torch.cat([p.bias.detach() for p in projections])
-        if rotary:  # q, k, then their pair-swapped copies: rotation = qk * cos + swapped * sin
-            weight = torch.cat([weight, _pair_swap(weight.t()).t()])
-            bias = torch.cat([bias, _pair_swap(bias)])
-        weight = torch.cat([weight, attention.v_proj.weight.detach()])
-        bias = torch.cat([bias, attention.v_proj.bias.detach()])
-        self._buffers_from({"qkv_weight": weight.t(), "qkv_bias": bias}, dtype)
+        # [2d, d]: q (with the attention's scale 1 / sqrt(d_h) folded in) then k
+        weight = torch.cat([attention.q_proj.weight.detach() * self.scaling, attention.k_proj.weight.detach()])
+        bias = torch.cat([attention.q_proj.bias.detach() * self.scaling, attention.k_proj.bias.detach()])
+        value_weight, value_bias = attention.v_proj.weight.detach(), attention.v_proj.bias.detach()
+        if rotary:  # q and k, their pair-swapped copies and v apart: rotated once per frame (rotated_projection)
+            self._buffers_from({"qk_weight": weight.t(), "qk_bias": bias, "qk_swapped_weight": _pair_swap(weight.t()),
+                                "qk_swapped_bias": _pair_swap(bias), "value_weight": value_weight.t(),
+                                "value_bias": value_bias}, dtype)
+        else:
+            self._buffers_from({"qkv_weight": torch.cat([weight, value_weight]).t(),
+                                "qkv_bias": torch.cat([bias, value_bias])}, dtype)
         self._linear("self_out", attention.o_proj, dtype)
         self._norm("self_norm", block.self_attention_norm, dtype)
         if self.has_visual:
@@ -281,10 +288,6 @@ class GazeFlowStreamingBlock(nn.Module):
     def _norm(self, name: str, norm: nn.LayerNorm, dtype: torch.dtype) -> None:
         self._buffers_from({f"{name}_weight": norm.weight, f"{name}_bias": norm.bias}, dtype)
 
-    def _layer_norm(self, hidden: torch.Tensor, name: str) -> torch.Tensor:
-        return functional.layer_norm(hidden, (self.hidden_size,), getattr(self, f"{name}_weight"),
-                                     getattr(self, f"{name}_bias"), self.eps)
-
     def _attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor | None) -> torch.Tensor:
         """The configured attention kernel: context ``[B', L, H, d_h]``."""
@@ -292,41 +295,69 @@ class GazeFlowStreamingBlock(nn.Module):
             self, query, key, value, mask, scaling=self.scaling, dropout=0.0, is_causal=False)
         return context
 
-    def _self_attention(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache, frame: StreamingFrameInputs,
+    def _attend_single_query(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                             mask: torch.Tensor) -> torch.Tensor:
+        """The newest frame's query (already scaled) against the ring: context ``[B K, 1, H, d_h]``. On a CPU, for
+        the math kernels (``sdpa``, ``eager``), :data:`SINGLE_QUERY_ATTENTION`, the same attention in half the ops;
+        elsewhere the configured kernel (on CUDA one fused SDPA kernel)."""
+        implementation = self.config._attn_implementation
+        if query.device.type == "cpu" and implementation in (None, "eager", "sdpa"):
+            implementation = SINGLE_QUERY_ATTENTION
+        context, _ = attention_function(implementation)(
+            self, query, key, value, mask, scaling=1.0, dropout=0.0, is_causal=False)
+        return context
+
+    def rotated_projection(self, rotary_cos: torch.Tensor, rotary_sin: torch.Tensor,
+                           rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The self-attention's Q/K/V projection ``(W^T [d, 3 d], b)`` with frame t's RoPE rotation (Appendix C.2)
+        folded into its query and key columns: ``x W_rot + b_rot`` is ``(x W + b) * cos + (x W_swap + b_swap) *
+        sin`` (``rotary_*`` ``[2 d]``), made once per frame for every sampler call (all rows of a call are frame
+        t). The bias is broadcast to the ``rows`` of a call on a CPU (``PreparedRowLayers``)."""
+        weight = torch.cat([torch.addcmul(self.qk_weight * rotary_cos, self.qk_swapped_weight, rotary_sin),
+                            self.value_weight], dim=1)
+        bias = torch.cat([torch.addcmul(self.qk_bias * rotary_cos, self.qk_swapped_bias, rotary_sin),
+                          self.value_bias])
+        return weight, (bias.expand(rows, -1) if bias.device.type == "cpu" else bias)
+
+    def _self_attention(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache,
+                        projection: tuple[torch.Tensor, torch.Tensor] | None, frame: StreamingFrameInputs,
                         positions: StreamingPositions) -> torch.Tensor:
         rows, width = hidden.shape
-        projected = torch.addmm(self.qkv_bias, self._layer_norm(hidden, "self_norm"), self.qkv_weight)
-        query_key = projected[:, :2 * width]
-        if self.rotary:
-            query_key = query_key * frame.rotary_cos + projected[:, 2 * width:4 * width] * frame.rotary_sin
-        value = projected[:, -width:]
+        normed = self.layer_norm("self_norm", hidden)
+        if projection is None:
+            projected = self.linear("qkv", normed)
+        else:
+            projected = torch.addmm(projection[1], normed, projection[0])
         split = (rows, self.num_heads, 1, self.head_dim)
-        keys, values = cache.write(positions.slot, query_key[:, width:].view(split), value.view(split))
-        context = self._attend(query_key[:, :width].view(split), keys, values, frame.self_attention_mask)
-        return hidden + torch.addmm(self.self_out_bias, context.reshape(rows, width), self.self_out_weight)
+        keys, values = cache.write(positions.slot, projected[:, width:2 * width].view(split),
+                                   projected[:, 2 * width:].view(split))
+        context = self._attend_single_query(projected[:, :width].view(split), keys, values,
+                                            frame.self_attention_mask)
+        return hidden + self.linear("self_out", context.reshape(rows, width))
 
     def _cross_attention(self, hidden: torch.Tensor, name: str, key_value: tuple[torch.Tensor, torch.Tensor],
                          batch: int) -> torch.Tensor:
         """The update of per-frame cross-attention ``name`` ("visual" or "task"): the K samples of each clip query
         its frame's keys/values (``_per_group_cross_attention`` with one frame)."""
         rows, width = hidden.shape
-        query = torch.addmm(getattr(self, f"{name}_query_bias"), self._layer_norm(hidden, f"{name}_norm"),
-                            getattr(self, f"{name}_query_weight"))
+        query = self.linear(f"{name}_query", self.layer_norm(f"{name}_norm", hidden))
         query = query.view(batch, rows // batch, self.num_heads, self.head_dim).transpose(1, 2)  # [B, H, K, d_h]
         context = self._attend(query, *key_value, None)  # [B, K, H, d_h]
-        return torch.addmm(getattr(self, f"{name}_out_bias"), context.reshape(rows, width),
-                           getattr(self, f"{name}_out_weight"))
+        return self.linear(f"{name}_out", context.reshape(rows, width))
 
-    def forward(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache, frame: StreamingFrameInputs,
+    def forward(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache,
+                projection: tuple[torch.Tensor, torch.Tensor] | None, frame: StreamingFrameInputs,
                 positions: StreamingPositions, visual_kv: tuple[torch.Tensor, torch.Tensor] | None,
                 task_kv: tuple[torch.Tensor, torch.Tensor] | None, batch: int) -> torch.Tensor:
-        hidden = self._self_attention(hidden, cache, frame, positions)
+        """``hidden [B K, d]`` -> ``[B K, d]``; ``projection`` the block's :meth:`rotated_projection` of frame t
+        (None without RoPE)."""
+        hidden = self._self_attention(hidden, cache, projection, frame, positions)
         if self.has_visual:
             hidden = hidden + self._cross_attention(hidden, "visual", visual_kv, batch)
         if self.has_task:
             hidden = torch.addcmul(hidden, self.task_gate, self._cross_attention(hidden, "task", task_kv, batch))
-        update = functional.gelu(torch.addmm(self.fc1_bias, self._layer_norm(hidden, "mlp_norm"), self.fc1_weight))
-        return hidden + torch.addmm(self.fc2_bias, update, self.fc2_weight)
+        update = functional.gelu(self.linear("fc1", self.layer_norm("mlp_norm", hidden)))
+        return hidden + self.linear("fc2", update)
 
 
 @dataclass
@@ -335,23 +366,22 @@ class StreamingFrameInputs:
     :meth:`GazeFlowStreamingVelocityNetwork.frame_inputs`).
 
     Attributes:
-        call_biases: ``[calls, d]``: per sampler call, the constant part of the gaze-token input (the embeddings'
-            biases, E_time(s) of that call, the learned position's row).
+        call_biases: ``[calls, d]`` (on a CPU broadcast to ``[calls, B K, d]``): per sampler call, the constant
+            part of the gaze-token input (the embeddings' biases, E_time(s) of that call, the learned position's row).
         concat_bias: ``[B K, d]``, the concatenated task bank's share of ``task_guidance="concat"``'s projection
             (with its bias), else None.
-        self_attention_mask: ``[B K, 1, 1, W]`` additive mask of the ring slots.
-        rotary_cos, rotary_sin: ``[2 d]`` RoPE cosines/sines of frame t for the query and key columns (None
-            without RoPE).
+        self_attention_mask: ``[1, 1, 1, W]`` additive mask of the ring slots.
+        projections: per block, the self-attention's Q/K/V projection with frame t's RoPE rotation folded in
+            (:meth:`GazeFlowStreamingBlock.rotated_projection`; None without RoPE).
     """
 
     call_biases: torch.Tensor
     concat_bias: torch.Tensor | None
     self_attention_mask: torch.Tensor
-    rotary_cos: torch.Tensor | None
-    rotary_sin: torch.Tensor | None
+    projections: tuple[tuple[torch.Tensor, torch.Tensor] | None, ...]
 
 
-class GazeFlowStreamingVelocityNetwork(nn.Module):
+class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
     """v_theta(x_s, s, c) on the newest frame's K gaze tokens: ``GazeFlowVelocityNetwork`` with T = 1 and a ring
     key/value cache per block (Section 3.2, Appendix C; the causal variant of Appendix F.4).
 
@@ -375,6 +405,9 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
         half = coordinate.feature_size // coordinate.num_inputs // 2
         exponent = torch.arange(half, dtype=torch.float32, device=times.device) / half
         self.register_buffer("frequencies", torch.exp(-math.log(10000.0) * exponent), persistent=False)
+        # float32 as the angles: the same product as the Python float, without wrapping it at every call
+        self.register_buffer("coordinate_scale", torch.tensor(COORDINATE_EMBEDDING_SCALE, device=times.device),
+                             persistent=False)
         first = torch.block_diag(coordinate.linear_in.weight.detach(), self_condition.linear_in.weight.detach())
         second = torch.cat([coordinate.linear_out.weight.detach(), self_condition.linear_out.weight.detach()], dim=1)
         output_bias = coordinate.linear_out.bias.detach() + self_condition.linear_out.bias.detach()
@@ -401,7 +434,7 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
         for name, tensor in buffers.items():
             keep = torch.float64 if name == "rotary_frequencies" else dtype
             self.register_buffer(name, tensor.detach().to(keep).contiguous(), persistent=False)
-        self.eps = config.layer_norm_eps
+        self.layer_norm_eps = config.layer_norm_eps
 
     @property
     def num_calls(self) -> int:
@@ -417,12 +450,15 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
             batch = condition.task_tokens.shape[0]
             bank = torch.addmm(self.concat_bias, condition.task_tokens.reshape(batch, -1), self.concat_bank_weight)
             concat_bias = bank.repeat_interleave(rows // batch, dim=0)  # [B K, d]
-        cos = sin = None
+        projections = (None,) * len(self.blocks)
         if self.rotary:
             phases = rotary_phases(positions.frame_index, self.rotary_frequencies)
             cos, sin = phases.cos().to(self.dtype), phases.sin().to(self.dtype)
-        mask = positions.slot_mask.view(1, 1, 1, -1).expand(rows, 1, 1, -1)
-        return StreamingFrameInputs(biases, concat_bias, mask, cos, sin)
+            projections = tuple(block.rotated_projection(cos, sin, rows) for block in self.blocks)
+        mask = positions.slot_mask.view(1, 1, 1, -1)  # broadcast over the B K rows and the heads
+        if biases.device.type == "cpu":  # each call's bias broadcast to the rows once (PreparedRowLayers)
+            biases = biases.unsqueeze(1).expand(-1, rows, -1)
+        return StreamingFrameInputs(biases, concat_bias, mask, projections)
 
     def embed(self, sample: torch.Tensor, self_condition: torch.Tensor, call: int,
               frame: StreamingFrameInputs) -> torch.Tensor:
@@ -430,10 +466,11 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
         (+ the learned position; then the concatenated task bank's projection)."""
         rows = sample.shape[0] * sample.shape[1]
         values = torch.cat([sample, self_condition], dim=-1).view(rows, 4)  # x, y of x_s, then of x1_hat
-        angles = values.unsqueeze(-1) * COORDINATE_EMBEDDING_SCALE * self.frequencies  # as sinusoidal_embedding
-        features = torch.cat([angles.cos(), angles.sin()], dim=-1).view(rows, 2 * self.hidden_size).to(self.dtype)
-        hidden = functional.silu(torch.addmm(self.embedding_in_bias, features, self.embedding_in_weight))
-        hidden = torch.addmm(frame.call_biases[call], hidden, self.embedding_out_weight)
+        angles = values.unsqueeze(-1) * self.coordinate_scale * self.frequencies  # as sinusoidal_embedding
+        features = torch.cat([angles.cos(), angles.sin()], dim=-1).view(rows, 2 * self.hidden_size)
+        features = features if features.dtype == self.dtype else features.to(self.dtype)
+        hidden = functional.silu(self.linear("embedding_in", features))
+        hidden = self.linear("embedding_out", hidden, frame.call_biases[call])
         if frame.concat_bias is not None:
             hidden = torch.addmm(frame.concat_bias, hidden, self.concat_hidden_weight)
         return hidden
@@ -446,13 +483,13 @@ class GazeFlowStreamingVelocityNetwork(nn.Module):
         caches, one per block, updated in place."""
         batch, samples = sample.shape[:2]
         hidden = self.embed(sample, self_condition, call, frame)
-        for block, cache, visual_kv, task_kv in zip(self.blocks, caches, condition.visual_key_values,
-                                                    condition.task_key_values):
-            hidden = block(hidden, cache, frame, positions, visual_kv, task_kv, batch)
-        hidden = functional.layer_norm(hidden, (self.hidden_size,), self.output_norm_weight, self.output_norm_bias,
-                                       self.eps)
-        velocity = torch.addmm(self.output_bias, hidden, self.output_weight)
-        return velocity.view(batch, samples, 1, 2).float()
+        for block, cache, projection, visual_kv, task_kv in zip(self.blocks, caches, frame.projections,
+                                                                condition.visual_key_values,
+                                                                condition.task_key_values):
+            hidden = block(hidden, cache, projection, frame, positions, visual_kv, task_kv, batch)
+        velocity = self.linear("output", self.layer_norm("output_norm", hidden))
+        velocity = velocity.view(batch, samples, 1, 2)
+        return velocity if velocity.dtype == torch.float32 else velocity.float()
 
 
 __all__ = [

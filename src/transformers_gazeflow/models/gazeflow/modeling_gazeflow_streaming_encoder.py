@@ -7,10 +7,11 @@ Every token position of that window is the same at every frame, so what transfor
 recomputes at each call (the 3D position ids and the rotary cosines and sines of the frame, height and width axes)
 is computed here once, with V-JEPA 2's own formula in the run's dtype. The layers are the same computation with
 their weights prepared once: LoRA adapters merged into a copy (the model keeps its adapters), cast to the run's
-dtype, Q/K/V fused into one product; the last layer computes queries, the MLP and the final norm for the last
-tubelet's tokens only (the only ones the streamer reads). Attention goes through the encoder config's kernel
-(transformers' attention interface). Equal to ``GazeFlowVideoEncoder`` on the window up to the rounding of the fused
-products (tested).
+dtype, Q/K/V fused into one product (with RoPE's rotated copies of the queries and keys as extra columns), the
+tokens as rows (each Linear one ``addmm``, each norm one kernel call); the last layer computes queries, the MLP and
+the final norm for the last tubelet's tokens only (the only ones the streamer reads). Attention goes through the
+encoder config's kernel (transformers' attention interface). Equal to ``GazeFlowVideoEncoder`` on the window up to
+the rounding of the fused products (tested).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from torch.nn import functional
 from transformers.activations import ACT2FN
 
 from .modeling_gazeflow_layers import attention_function
+from .modeling_gazeflow_rows import PreparedRowLayers
 
 ROPE_BASE = 10000.0
 """V-JEPA 2's rotary base (``rotate_queries_or_keys``: ``omega = 1 / 10000^(2j / D)``)."""
@@ -55,9 +57,14 @@ def _rotate_pairs(states: torch.Tensor) -> torch.Tensor:
     return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
 
 
-class GazeFlowStreamingEncoderLayer(nn.Module):
+class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
     """One ``VJEPA2Layer`` with prepared weights and fixed rotary tables: pre-norm RoPE self-attention, then the
-    pre-norm MLP, each residual. ``last_tokens``: compute the output of the last ``last_tokens`` tokens only."""
+    pre-norm MLP, each residual, on the tokens as rows ``[B L, D]``. ``last_tokens``: compute the output of the last
+    ``last_tokens`` tokens only.
+
+    The Q/K/V product also gives the queries and keys with each channel pair rotated a quarter turn (extra columns
+    of the weight, a signed permutation: the same values as rotating the product), so RoPE is ``qk * cos +
+    rotated * sin``, two products and a sum."""
 
     is_causal = False  # read by transformers' attention functions
 
@@ -67,12 +74,13 @@ class GazeFlowStreamingEncoderLayer(nn.Module):
         attention = layer.attention
         self.num_heads, self.head_dim = attention.num_attention_heads, attention.attention_head_size
         self.hidden_size, self.scaling = attention.all_head_size, attention.scaling
-        self.eps, self.last_tokens = config.layer_norm_eps, last_tokens
+        self.layer_norm_eps, self.last_tokens = config.layer_norm_eps, last_tokens
         self.activation = ACT2FN[config.hidden_act]
         projections = (attention.query, attention.key, attention.value)
+        query_key = torch.cat([attention.query.weight, attention.key.weight]).t()  # [D, 2 D]
         tensors = {
             "norm1_weight": layer.norm1.weight, "norm1_bias": layer.norm1.bias,
-            "qkv_weight": torch.cat([p.weight for p in projections]).t(),
+            "qkv_weight": torch.cat([query_key, _rotate_pairs(query_key), attention.value.weight.t()], dim=1),
             "proj_weight": attention.proj.weight.t(), "proj_bias": attention.proj.bias,
             "norm2_weight": layer.norm2.weight, "norm2_bias": layer.norm2.bias,
             "fc1_weight": layer.mlp.fc1.weight.t(), "fc1_bias": layer.mlp.fc1.bias,
@@ -80,39 +88,33 @@ class GazeFlowStreamingEncoderLayer(nn.Module):
         }
         for name, tensor in tensors.items():
             self.register_buffer(name, tensor.detach().to(dtype).contiguous(), persistent=False)
-        has_bias = all(p.bias is not None for p in projections)  # config.qkv_bias
-        qkv_bias = torch.cat([p.bias.detach() for p in projections]).to(dtype) if has_bias else None
+        qkv_bias = None
+        if all(p.bias is not None for p in projections):  # config.qkv_bias
+            query_key_bias = torch.cat([attention.query.bias, attention.key.bias])
+            qkv_bias = torch.cat([query_key_bias, _rotate_pairs(query_key_bias), attention.value.bias])
+            qkv_bias = qkv_bias.detach().to(dtype)
         self.register_buffer("qkv_bias", qkv_bias, persistent=False)
-
-    def _layer_norm(self, states: torch.Tensor, name: str) -> torch.Tensor:
-        return functional.layer_norm(states, (self.hidden_size,), getattr(self, f"{name}_weight"),
-                                     getattr(self, f"{name}_bias"), self.eps)
 
     def forward(self, hidden: torch.Tensor, rotary_cos: torch.Tensor, rotary_sin: torch.Tensor) -> torch.Tensor:
         """``hidden [B, L, D]`` -> ``[B, L', D]`` (L' = ``last_tokens`` or L); ``rotary_*`` ``[L, 2 D]`` for the
         query and key columns."""
         batch, length, width = hidden.shape
-        normed = self._layer_norm(hidden, "norm1").view(batch * length, width)
-        qkv = normed @ self.qkv_weight if self.qkv_bias is None else torch.addmm(self.qkv_bias, normed,
-                                                                                 self.qkv_weight)
-        qkv = qkv.view(batch, length, 3 * width)
-        query_key = qkv[..., :2 * width]
-        query_key = query_key * rotary_cos + _rotate_pairs(query_key) * rotary_sin
+        normed = self.layer_norm("norm1", hidden.reshape(batch * length, width))
+        qkv = torch.mm(normed, self.qkv_weight) if self.qkv_bias is None else self.linear("qkv", normed)
+        qkv = qkv.view(batch, length, 5 * width)
+        query_key = qkv[..., :2 * width] * rotary_cos + qkv[..., 2 * width:4 * width] * rotary_sin
         heads = (batch, length, self.num_heads, self.head_dim)
         query = query_key[..., :width].view(heads).transpose(1, 2)
         key = query_key[..., width:].view(heads).transpose(1, 2)
-        value = qkv[..., 2 * width:].view(heads).transpose(1, 2)
+        value = qkv[..., 4 * width:].view(heads).transpose(1, 2)
         if self.last_tokens is not None:
             query, hidden = query[:, :, -self.last_tokens:], hidden[:, -self.last_tokens:]
             length = self.last_tokens
         context, _ = attention_function(self.config._attn_implementation)(
             self, query, key, value, None, scaling=self.scaling, dropout=0.0, is_causal=False)
-        update = torch.addmm(self.proj_bias, context.reshape(batch * length, width), self.proj_weight)
-        hidden = hidden + update.view(batch, length, width)
-        normed = self._layer_norm(hidden, "norm2").view(batch * length, width)
-        update = torch.addmm(self.fc2_bias, self.activation(torch.addmm(self.fc1_bias, normed, self.fc1_weight)),
-                             self.fc2_weight)
-        return hidden + update.view(batch, length, width)
+        rows = hidden.reshape(batch * length, width) + self.linear("proj", context.reshape(batch * length, width))
+        rows = rows + self.linear("fc2", self.activation(self.linear("fc1", self.layer_norm("norm2", rows))))
+        return rows.view(batch, length, width)
 
 
 class GazeFlowStreamingVideoEncoder(nn.Module):

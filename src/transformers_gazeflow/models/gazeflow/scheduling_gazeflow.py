@@ -84,9 +84,28 @@ def _project(project: Projection | None, sample: torch.Tensor, time: float | int
 
 
 # ---------------------------------------------------------------------------------------------------- flow matching
+_SCALARS: dict[tuple[float, torch.dtype], torch.Tensor] = {}
+
+
+def scaled(factor: float | torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
+    """``factor * tensor``, with a Python float ``factor`` kept as a 0-dim CPU tensor of ``tensor``'s dtype (float32
+    or float64; the same product bit for bit): a Python float is wrapped into a tensor and converted at every call,
+    four more ops on the host each time, in every step of every window. Under ``torch.compile`` the float itself."""
+    if not isinstance(factor, float) or tensor.dtype not in (torch.float32, torch.float64) \
+            or torch.compiler.is_compiling():
+        return factor * tensor
+    key = (factor, tensor.dtype)
+    scalar = _SCALARS.get(key)
+    if scalar is None:
+        if len(_SCALARS) > 256:
+            _SCALARS.clear()
+        scalar = _SCALARS[key] = torch.tensor(factor, dtype=tensor.dtype)
+    return scalar * tensor
+
+
 def estimate_endpoint(sample: torch.Tensor, flow_time: float | torch.Tensor, velocity: torch.Tensor) -> torch.Tensor:
     """x1_hat = x_s + (1 - s) v, the clean-trajectory estimate fed back by self-conditioning (Appendix D.2)."""
-    return sample + (1.0 - flow_time) * velocity
+    return sample + scaled(1.0 - flow_time, velocity)
 
 
 @dataclass(frozen=True)
@@ -134,7 +153,7 @@ class FlowMatchingScheduler:
         velocity = model_fn(sample, flow_time, self_condition)
         endpoint = estimate_endpoint(sample, flow_time, velocity)
         if self.solver == "euler":
-            return sample + dt * velocity, endpoint
+            return sample + scaled(dt, velocity), endpoint
         if self.solver == "heun":
             predicted = _project(project, sample + dt * velocity, next_time)
             corrected_velocity = model_fn(predicted, next_time, endpoint)
@@ -417,6 +436,7 @@ __all__ = [
     "EVAL_WEYL_STEP",
     "EVAL_WEYL_OFFSET",
     "estimate_endpoint",
+    "scaled",
     "FlowMatchingScheduler",
     "cosine_alphas_cumprod",
     "ddim_timesteps",
