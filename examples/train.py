@@ -219,6 +219,10 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(f"--early_stopping_patience must be >= 1, got {args.early_stopping_patience}")
     if not 0.0 <= args.horizontal_flip_probability <= 1.0:
         parser.error(f"--horizontal_flip_probability must be in [0, 1], got {args.horizontal_flip_probability}")
+    if not args.learning_rate > 0:  # the cosine schedule divides by it (min_learning_rate / learning_rate)
+        parser.error(f"--learning_rate must be > 0, got {args.learning_rate}")
+    if not 0 <= args.min_learning_rate <= args.learning_rate:
+        parser.error(f"--min_learning_rate must be in [0, --learning_rate], got {args.min_learning_rate}")
 
 
 def add_device_speed_arguments(parser: argparse.ArgumentParser) -> None:
