@@ -74,6 +74,13 @@ from transformers_gazeflow.training.device_speed import (
 )
 from transformers_gazeflow.training.faults import fault_point
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
+from transformers_gazeflow.training.grounding_plateau import (
+    PLATEAU_PROGRESS,
+    GroundingReference,
+    describe_verdict,
+    plateau_verdict,
+    reference_levels,
+)
 from transformers_gazeflow.training.processes import leave_process_group
 from transformers_gazeflow.training.recipes import RECIPES, recipe_help
 
@@ -212,6 +219,10 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(f"--early_stopping_patience must be >= 1, got {args.early_stopping_patience}")
     if not 0.0 <= args.horizontal_flip_probability <= 1.0:
         parser.error(f"--horizontal_flip_probability must be in [0, 1], got {args.horizontal_flip_probability}")
+    if not args.learning_rate > 0:  # the cosine schedule divides by it (min_learning_rate / learning_rate)
+        parser.error(f"--learning_rate must be > 0, got {args.learning_rate}")
+    if not 0 <= args.min_learning_rate <= args.learning_rate:
+        parser.error(f"--min_learning_rate must be in [0, --learning_rate], got {args.min_learning_rate}")
 
 
 def add_device_speed_arguments(parser: argparse.ArgumentParser) -> None:
@@ -326,7 +337,9 @@ def parameter_checksum(model) -> float:
 
 class TrainingSetup(NamedTuple):
     """What every run of one ``train.py`` invocation shares: the arguments, the Accelerator, the data and collators
-    (with the feature cache, built once), the length of the schedule and the mixed precision."""
+    (with the feature cache, built once), the length of the schedule, the mixed precision and the reference levels
+    of the grounding loss that tell whether a run left its plateau (None for a model without the grounding head or
+    without validation windows; ``training.grounding_plateau``)."""
 
     args: argparse.Namespace
     accelerator: Accelerator
@@ -338,6 +351,7 @@ class TrainingSetup(NamedTuple):
     max_train_steps: int
     num_epochs: int
     mixed_precision: str
+    grounding_reference: GroundingReference | None = None
 
 
 class TrainingRun:
@@ -613,6 +627,8 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
         val_loss, val_grounding = validation_loss(run.ema.module, run.validation_loader, accelerator, args.seed)
         record = {"seed": seed, "step": run.state.completed_steps, "validation_loss": val_loss,
                   "validation_grounding_loss": val_grounding, "finished": finished, "checkpoint": str(checkpoint)}
+        if setup.grounding_reference is not None and val_grounding is not None:
+            record["grounding_progress"] = setup.grounding_reference.progress(val_grounding)
         records.append(record)
         logger.info("trial start %d (seed %d) at step %d: validation loss (EMA) %.5f%s", index + 1, seed,
                     record["step"], val_loss,
@@ -622,12 +638,37 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
     chosen = min(records, key=trial_score)
     logger.info("trial starts: continuing seed %d's (the lowest %s, %.5f)", chosen["seed"], trial_score_name(chosen),
                 trial_score(chosen))
+    note_trial_starts_on_plateau(records)
     if accelerator.is_main_process:  # the starts not continued: their losses stay in the log, card and state
         for record in records:
             if record is not chosen:
                 shutil.rmtree(Path(record["checkpoint"]).parent, ignore_errors=True)
     accelerator.wait_for_everyone()
     return chosen, records
+
+
+def note_trial_starts_on_plateau(records: list[dict]) -> None:
+    """A warning when no trial start's validation grounding loss has left its plateau yet (``grounding_progress``
+    below ``PLATEAU_PROGRESS``): the continued run may stall; the check at the end of training says whether it did
+    (a start on the plateau at its end still leaves it later in some runs)."""
+    progress = [record.get("grounding_progress") for record in records]
+    if not progress or any(value is None or value >= PLATEAU_PROGRESS for value in progress):
+        return
+    logger.warning("no trial start's grounding has left its plateau yet (progress %s of the way from the centre-bias "
+                   "level to the floor, against %.0f%% for a run that left it): the continued run may stall; the "
+                   "check at the end of training will say", ", ".join(f"{100 * value:.0f}%" for value in progress),
+                   100 * PLATEAU_PROGRESS)
+
+
+def check_grounding_plateau(setup: TrainingSetup, run: TrainingRun) -> None:
+    """After training: whether the run's grounding left its plateau (``training.grounding_plateau``), kept in the
+    trainer state (and so the model card) and logged, as a WARNING naming what to do when it did not."""
+    verdict = plateau_verdict(run.state.history, setup.grounding_reference)
+    run.state.grounding_plateau = verdict
+    if verdict is not None and not verdict["left_plateau"]:
+        logger.warning(describe_verdict(verdict))
+    else:
+        logger.info("grounding plateau check: %s", describe_verdict(verdict))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -653,6 +694,7 @@ def main(argv: list[str] | None = None) -> int:
     if chosen_trial is None or not chosen_trial["finished"]:
         train_epochs(setup, run, output_dir)
     check_replicas_agree(accelerator, run)
+    check_grounding_plateau(setup, run)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         save_final_model(setup, run, processor, output_dir, training_record(setup, run, argv, started))
@@ -707,10 +749,16 @@ def build_setup(args: argparse.Namespace, accelerator: Accelerator, model: GazeF
     batches_per_epoch = math.ceil(len(train_set) / (args.per_device_train_batch_size * accelerator.num_processes))
     steps_per_epoch = math.ceil(batches_per_epoch / args.gradient_accumulation_steps)
     max_train_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
+    reference = (reference_levels(train_set, validation_set, config)
+                 if model.condition_encoder.grounding_head is not None else None)
+    if reference is not None:
+        logger.info("grounding loss reference levels (validation): centre bias %.4f, floor %.4f",
+                    reference.centre_bias, reference.floor)
     return TrainingSetup(args=args, accelerator=accelerator, train_set=train_set,
                          validation_set=validation_set, collator=collator, train_collator=train_collator,
                          steps_per_epoch=steps_per_epoch, max_train_steps=max_train_steps,
-                         num_epochs=math.ceil(max_train_steps / steps_per_epoch), mixed_precision=mixed_precision)
+                         num_epochs=math.ceil(max_train_steps / steps_per_epoch), mixed_precision=mixed_precision,
+                         grounding_reference=reference)
 
 
 def build_collators(args: argparse.Namespace, accelerator: Accelerator, model: GazeFlowModel,
@@ -814,6 +862,8 @@ def training_record(setup: TrainingSetup, run: TrainingRun, argv: list[str] | No
         f"best validation loss: {state.best_validation_loss:.5f}" if state.best_step is not None else
         f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)")
     training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
+    if setup.grounding_reference is not None:
+        training["grounding plateau check"] = describe_verdict(state.grounding_plateau)
     return training
 
 
@@ -838,7 +888,9 @@ def save_final_model(setup: TrainingSetup, run: TrainingRun, processor: GazeFlow
                     + (f"of step {state.best_step}, the best validation loss ({state.best_validation_loss:.5f})."
                        if state.best_step is not None else "of the last step."),
         training="\n".join(f"- {key}: {value}" for key, value in training.items()),
-        limitations="Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.",
+        limitations=("**Warning: " + describe_verdict(state.grounding_plateau) + ".** "
+                     if state.grounding_plateau is not None and not state.grounding_plateau["left_plateau"] else "")
+        + "Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.",
         repo=str(output_dir))
     state.save(staging)
     publish_folder(staging, output_dir, last=TRAINER_STATE)

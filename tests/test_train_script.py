@@ -158,6 +158,8 @@ def test_feature_cache_needs_a_frozen_encoder_without_lora(tmp_path, env, data_d
         (["--dataset_name", "egtea"], "--data_dir is required"),
         (["--resume_from_checkpoint", "/nonexistent/step_9"], "--resume_from_checkpoint: /nonexistent/step_9"),
         (["--horizontal_flip_probability", "1.5"], "--horizontal_flip_probability must be in [0, 1], got 1.5"),
+        (["--learning_rate", "0"], "--learning_rate must be > 0, got 0.0"),
+        (["--min_learning_rate", "1"], "--min_learning_rate must be in [0, --learning_rate], got 1.0"),
     ],
 )
 def test_bad_arguments_name_themselves(tmp_path, env, extra, message):

@@ -224,3 +224,53 @@ def test_egtea_layout_reads_back_through_the_builder(tmp_path, task):
         write_task_egtea_layout(tmp_path / "raw", settings)
     with pytest.raises(ValueError, match="fps must be 24"):
         write_task_egtea_layout(tmp_path / "other", GroundingTaskSettings(fps=30.0))
+
+
+def _cue_pixels(clip, t):
+    """Where frame t differs from the same clip drawn without its cue."""
+    frame = clip.frame(t).astype(int)
+    return (frame != dataclasses.replace(clip, cue=None).frame(t).astype(int)).any(axis=-1), frame
+
+
+def test_the_blinking_cue_shows_its_colour_in_some_frames_only():
+    shown_fraction, phases = [], set()
+    for clip in _clips("blinking_cue", n=8):
+        colours = [o.color for o in clip.objects]
+        assert len(set(colours)) == len(colours) and clip.cue == ("square", OBJECT_COLORS[clip.label])
+        assert clip.target.color == OBJECT_COLORS[clip.label] and clip.occluders
+        visible = clip.cue_visible
+        assert visible.shape == (clip.num_frames,) and visible.dtype == bool
+        runs = np.diff(np.flatnonzero(np.diff(visible.astype(int)) != 0))
+        assert len(runs) and runs.min() >= 4 and runs.max() <= 12  # whole phases of 4-12 frames
+        phases.add(bool(visible[0]))
+        shown_fraction.append(visible.mean())
+        for t in range(0, clip.num_frames, 3):
+            changed, frame = _cue_pixels(clip, t)
+            ys, xs = np.nonzero(changed)
+            assert 0.35 * clip.width < xs.min() and xs.max() < 0.65 * clip.width and ys.max() < 0.2 * clip.height
+            coloured = (frame == np.asarray(clip.target.color)).all(axis=-1) & changed
+            assert coloured.any() == visible[t]  # the colour shows exactly in the visible frames
+            assert (frame[changed & ~coloured] == 25).all()  # the rest is the dark frame, shown in every frame
+    assert 0.3 < np.mean(shown_fraction) < 0.7 and phases == {True, False}
+    assert "blinking_cue" in OCCLUDED_TASKS
+
+
+def test_the_ring_cue_lies_on_the_surface_at_a_place_that_changes_from_clip_to_clip():
+    places = set()
+    settings = GroundingTaskSettings(task="ring_cue", num_clips=12, min_frames=24, max_frames=40)  # 128 x 96
+    for clip in (generate_task_clip(settings, i) for i in range(12)):
+        colours = [o.color for o in clip.objects]
+        assert len(set(colours)) == len(colours) and clip.cue == ("ring", OBJECT_COLORS[clip.label])
+        assert clip.target.color == OBJECT_COLORS[clip.label] and not clip.occluders
+        assert clip.cue_visible is None and 0.1 <= clip.cue_centre[0] <= 0.9 and clip.cue_centre[1] in (0.07, 0.93)
+        places.add(clip.cue_centre)
+        for t in (0, clip.num_frames - 1):  # still: the same pixels in the first and last frames
+            changed, frame = _cue_pixels(clip, t)
+            ys, xs = np.nonzero(changed)
+            cx, cy = clip.cue_centre[0] * clip.width, clip.cue_centre[1] * clip.height
+            assert np.hypot(xs + 0.5 - cx, ys + 0.5 - cy).max() < 0.075 * clip.width
+            coloured = (np.abs(frame - np.asarray(clip.target.color)).sum(-1) < 3) & changed
+            assert coloured.sum() >= 20
+            # a ring: the surface shows through its middle
+            assert not changed[int(cy), int(cx)]
+    assert len(places) == 12 and {y for _, y in places} == {0.07, 0.93}

@@ -27,6 +27,15 @@ task                     rule (what a model must read to find the target)
                          corner shows a colour; the target is the object of that colour among 3-5 objects (one more
                          than the other tasks' 3-4: ``max_objects + 1``) of distinct colours and random shapes, with
                          the occluder bars and the saccades away and back of ``colour_cue_occluded``.
+``blinking_cue``         a held-out family with an *intermittent* cue: a cue square at the *top centre* shows the
+                         target's colour in some frames only (shown for 4-12 frames, then only its dark empty frame for
+                         4-12 frames, and so on, with a random phase per clip), among 3-4 objects of distinct colours
+                         and random shapes, with the occluder bars and the saccades away and back of
+                         ``colour_cue_occluded``.
+``ring_cue``             a held-out family with a cue *of another kind*: no corner patch, but a still *ring* in the
+                         target's colour lying on the surface at a place that changes from clip to clip (anywhere
+                         along the top or bottom margin), among 3-4 moving objects of distinct colours and random
+                         shapes: the cue has to be found by what it looks like, not by where it is.
 =======================  =============================================================================================
 
 Everything is in unit coordinates of the frame (``geometry``: ``(0, 0)`` top-left, ``(1, 1)`` bottom-right) and
@@ -66,11 +75,11 @@ from .synthetic.scene import _smooth_path
 from .video import write_video
 
 TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue",
-                               "corner_colour_cue", "occluded_corner_cue", "stripe_cue")
+                               "corner_colour_cue", "occluded_corner_cue", "stripe_cue", "blinking_cue", "ring_cue")
 LADDER: tuple[str, ...] = TASK_NAMES[:4]
-"""The four rungs, easiest first; ``shape_cue``, ``corner_colour_cue``, ``occluded_corner_cue`` and ``stripe_cue``
-are kept apart as held-out tasks."""
-OCCLUDED_TASKS: tuple[str, ...] = ("colour_cue_occluded", "occluded_corner_cue", "stripe_cue")
+"""The four rungs, easiest first; ``shape_cue``, ``corner_colour_cue``, ``occluded_corner_cue``, ``stripe_cue``,
+``blinking_cue`` and ``ring_cue`` are kept apart as held-out tasks."""
+OCCLUDED_TASKS: tuple[str, ...] = ("colour_cue_occluded", "occluded_corner_cue", "stripe_cue", "blinking_cue")
 """Tasks with occluder bars and a saccade back to the target after every fixation away from it."""
 
 OBJECT_COLORS: tuple[tuple[int, int, int], ...] = (
@@ -86,14 +95,23 @@ CUE_CENTRE = (0.07, 0.09)
 CORNER_CUE_CENTRE = (0.93, 0.91)
 TOP_RIGHT_CUE_CENTRE = (0.93, 0.09)
 BOTTOM_LEFT_CUE_CENTRE = (0.08, 0.91)
+TOP_CENTRE_CUE_CENTRE = (0.5, 0.08)
 CUE_CENTRES = {"corner_colour_cue": CORNER_CUE_CENTRE, "occluded_corner_cue": TOP_RIGHT_CUE_CENTRE,
-               "stripe_cue": BOTTOM_LEFT_CUE_CENTRE}
-"""Where a task's cue sits when not at :data:`CUE_CENTRE` (top-left)."""
+               "stripe_cue": BOTTOM_LEFT_CUE_CENTRE, "blinking_cue": TOP_CENTRE_CUE_CENTRE}
+"""Where a task's cue sits when not at :data:`CUE_CENTRE` (top-left); ``ring_cue``'s place is drawn per clip
+(``TaskClip.cue_centre``)."""
 CUE_HALF_SIZE = 0.045
 STRIPE_HALF_SIZE = (0.06, 0.02)
 """Half length and half height of ``stripe_cue``'s cue bar, in frame widths (a 15 x 5 pixel bar at 128 x 96)."""
-CUE_GLYPHS = {"corner_colour_cue": "disc", "occluded_corner_cue": "diamond", "stripe_cue": "stripe"}
-"""The glyph of a corner cue task's colour cue."""
+CUE_GLYPHS = {"corner_colour_cue": "disc", "occluded_corner_cue": "diamond", "stripe_cue": "stripe",
+              "blinking_cue": "square", "ring_cue": "ring"}
+"""The glyph of a colour cue task's cue (objects of random shapes)."""
+CUE_PHASE_FRAMES = (4, 12)
+"""``blinking_cue``: the cue is shown, then hidden, for a uniform 4-12 frames each time (both ends included)."""
+RING_RADII = (0.065, 0.03)
+"""``ring_cue``: outer and inner radius of the cue ring, in frame widths (8 and 4 pixels at 128 x 96; an object's
+radius is 0.06-0.075); its centre is
+drawn per clip, x uniform in [0.1, 0.9] and y 0.07 (top margin) or 0.93 (bottom margin)."""
 EXTRA_OBJECTS = {"stripe_cue": 1}
 """Objects a task may draw beyond ``settings.max_objects`` (``stripe_cue``: ``min_objects`` to ``max_objects + 1``)."""
 
@@ -152,7 +170,8 @@ class TaskClip:
 
     ``objects[0]`` is the target; ``label`` is what the cue names (a colour index for the colour tasks, a shape index
     for ``shape_cue``, 0 otherwise); ``fixated`` is, per frame, the index of the object the gaze serves (-1: a point
-    on the surface or a saccade).
+    on the surface or a saccade). ``cue_visible`` (``blinking_cue``, else None: always shown) and ``cue_centre``
+    (``ring_cue``, else None: the task's fixed place) are the cue's own schedule and place.
     """
 
     clip_id: str
@@ -168,6 +187,8 @@ class TaskClip:
     gaze: np.ndarray  # float32 [T, 2]
     gaze_type: np.ndarray  # int8 [T]: 1 fixation, 2 saccade, 3 blink
     fixated: np.ndarray  # int16 [T]
+    cue_visible: np.ndarray | None = None  # bool [T] (``blinking_cue``): whether the cue shows its colour in frame t
+    cue_centre: tuple[float, float] | None = None  # (x, y) unit, where the cue is drawn when not the task's fixed place
 
     @property
     def num_frames(self) -> int:
@@ -266,6 +287,25 @@ def _occluders(rng: np.random.Generator, settings: GroundingTaskSettings, num_fr
         x = 0.15 + np.abs((x - 0.15) % 1.4 - 0.7)  # bounce between 0.15 and 0.85
         bars.append(np.stack([x - half, np.full(num_frames, 0.18), x + half, np.full(num_frames, 1.0)], axis=1))
     return tuple(bars)
+
+
+def _cue_schedule(rng: np.random.Generator, settings: GroundingTaskSettings,
+                  num_frames: int) -> tuple[np.ndarray | None, tuple[float, float] | None]:
+    """The cue's visibility per frame (``blinking_cue``: shown and hidden in turns of :data:`CUE_PHASE_FRAMES`
+    frames, starting in a random phase) and its place (``ring_cue``: see :data:`RING_RADII`); None for the tasks
+    whose cue is always shown at a fixed place. Draws nothing for the other tasks."""
+    if settings.task == "blinking_cue":
+        visible = np.zeros(num_frames, bool)
+        shown, t = bool(rng.random() < 0.5), 0
+        low, high = CUE_PHASE_FRAMES
+        while t < num_frames:
+            length = int(rng.integers(low, high + 1))
+            visible[t:t + length] = shown
+            shown, t = not shown, t + length
+        return visible, None
+    if settings.task == "ring_cue":
+        return None, (float(rng.uniform(0.1, 0.9)), 0.07 if rng.random() < 0.5 else 0.93)
+    return None, None
 
 
 # ---------------------------------------------------------------------------------------------------- gaze
@@ -394,9 +434,11 @@ def generate_task_clip(settings: GroundingTaskSettings, index: int) -> TaskClip:
     occluders = _occluders(rng, settings, num_frames)
     gaze, gaze_type, fixated = simulate_task_gaze(rng, objects, num_frames, settings.fps,
                                                   back_and_forth=settings.task in OCCLUDED_TASKS)
+    cue_visible, cue_centre = _cue_schedule(rng, settings, num_frames)
     return TaskClip(clip_id=f"{settings.task}_{settings.seed}_{index:05d}", task=settings.task, label=label,
                     width=settings.width, height=settings.height, fps=float(settings.fps), background=background,
-                    objects=objects, occluders=occluders, cue=cue, gaze=gaze, gaze_type=gaze_type, fixated=fixated)
+                    objects=objects, occluders=occluders, cue=cue, gaze=gaze, gaze_type=gaze_type, fixated=fixated,
+                    cue_visible=cue_visible, cue_centre=cue_centre)
 
 
 # ---------------------------------------------------------------------------------------------------- drawing
@@ -409,6 +451,9 @@ def _signed_distance(shape: str, qx: np.ndarray, qy: np.ndarray, radius: float) 
         return np.maximum.reduce([-qy, 0.866 * qx + 0.5 * qy, -0.866 * qx + 0.5 * qy]) - 0.5 * radius
     if shape == "diamond":
         return (np.abs(qx) + np.abs(qy)) * 0.7071 - 0.72 * radius
+    if shape == "ring":  # the cue ring of ``ring_cue``: outer radius ``radius``, inner RING_RADII's ratio of it
+        inner = RING_RADII[1] / RING_RADII[0] * radius
+        return np.abs(np.hypot(qx, qy) - (radius + inner) / 2) - (radius - inner) / 2
     raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES}")
 
 
@@ -431,8 +476,8 @@ def _paint(frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, a
 
 def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
     """Frame ``t`` of a clip as RGB uint8 ``[H, W, 3]``: surface, objects (target among them, in random order
-    of drawing fixed per clip), occluder bars over them, then the cue in its dark frame (a frame 2 pixels wider than
-    the glyph on every side; ``stripe_cue``: a bar of :data:`STRIPE_HALF_SIZE` in a frame of its own shape)."""
+    of drawing fixed per clip), occluder bars over them, then the cue (:func:`_draw_cue`; ``stripe_cue``: a bar of
+    :data:`STRIPE_HALF_SIZE` in a frame of its own shape)."""
     width, height = clip.width, clip.height
     frame = clip.background.copy()
     for obj in clip.objects[::-1]:
@@ -443,17 +488,29 @@ def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
         frame[int(y0 * height):int(math.ceil(y1 * height)), max(int(x0 * width), 0):int(math.ceil(x1 * width))] = \
             OCCLUDER_COLOR
     if clip.cue is not None:
-        shape, color = clip.cue
-        centre = CUE_CENTRES.get(clip.task, CUE_CENTRE)
-        cx, cy = centre[0] * width, centre[1] * height
-        half = CUE_HALF_SIZE * width
-        hx, hy = (STRIPE_HALF_SIZE[0] * width, STRIPE_HALF_SIZE[1] * width) if shape == "stripe" else (half, half)
-        frame[max(int(cy - hy - 2), 0):int(cy + hy + 2), max(int(cx - hx - 2), 0):int(cx + hx + 2)] = 25.0
-        if shape in ("square", "stripe"):
-            frame[int(cy - hy):int(cy + hy), int(cx - hx):int(cx + hx)] = color
-        else:
-            _paint(frame, cx, cy, shape, half * 1.25, 0.0, color)
+        _draw_cue(frame, clip, t)
     return np.clip(frame, 0, 255).astype(np.uint8)
+
+
+def _draw_cue(frame: np.ndarray, clip: TaskClip, t: int) -> None:
+    """The cue of frame ``t``: a glyph in a dark frame at the task's place (a frame 2 pixels wider than the glyph on
+    every side; hidden frames of ``blinking_cue`` show the dark frame only), or ``ring_cue``'s ring on the surface."""
+    height, width = frame.shape[:2]
+    shape, color = clip.cue
+    centre = clip.cue_centre or CUE_CENTRES.get(clip.task, CUE_CENTRE)
+    cx, cy = centre[0] * width, centre[1] * height
+    if shape == "ring":
+        _paint(frame, cx, cy, "ring", RING_RADII[0] * width, 0.0, color)
+        return
+    half = CUE_HALF_SIZE * width
+    hx, hy = (STRIPE_HALF_SIZE[0] * width, STRIPE_HALF_SIZE[1] * width) if shape == "stripe" else (half, half)
+    frame[max(int(cy - hy - 2), 0):int(cy + hy + 2), max(int(cx - hx - 2), 0):int(cx + hx + 2)] = 25.0
+    if clip.cue_visible is not None and not clip.cue_visible[t]:
+        return
+    if shape in ("square", "stripe"):
+        frame[int(cy - hy):int(cy + hy), int(cx - hx):int(cx + hx)] = color
+    else:
+        _paint(frame, cx, cy, shape, half * 1.25, 0.0, color)
 
 
 # ---------------------------------------------------------------------------------------------------- writers
@@ -512,4 +569,4 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
 
 __all__ = ["TASK_NAMES", "LADDER", "OCCLUDED_TASKS", "GroundingTaskSettings", "TaskClip", "TaskObject",
            "generate_task_clip", "render_task_frame", "simulate_task_gaze", "simulate_fixation_saccade",
-           "saccade_frames", "clip_split", "write_task_egtea_layout"]
+           "saccade_frames", "clip_split", "write_task_egtea_layout", "CUE_PHASE_FRAMES", "RING_RADII"]

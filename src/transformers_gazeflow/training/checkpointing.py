@@ -80,7 +80,7 @@ def rng_file(process_index: int) -> str:
     return f"rng_state_{process_index}.safetensors"
 
 
-_OPTIONAL_STATE_FIELDS = ("best_step", "seed", "trial_starts")
+_OPTIONAL_STATE_FIELDS = ("best_step", "seed", "trial_starts", "grounding_plateau")
 """Trainer-state fields that older checkpoints lack (their default applies)."""
 
 
@@ -99,6 +99,7 @@ class TrainerState:
     num_processes: int = 1  # a resume needs as many (each process's random state is part of the state)
     seed: int | None = None  # the run's seed (its data order); a trial start's differs from --seed
     trial_starts: list[dict] = field(default_factory=list)  # --trial_starts: each start's seed, step, losses
+    grounding_plateau: dict | None = None  # after training: whether grounding left its plateau (grounding_plateau)
 
     def save(self, folder: Path) -> None:
         path = Path(folder) / TRAINER_STATE
@@ -117,7 +118,7 @@ class TrainerState:
         if unexpected:
             raise CheckpointError(f"{path}: not a trainer state (unexpected {unexpected}; expected the fields {names})")
         kinds = {"history": (list,), "best_validation_loss": (float, int, type(None)), "best_step": (int, type(None)),
-                 "seed": (int, type(None)), "trial_starts": (list,)}
+                 "seed": (int, type(None)), "trial_starts": (list,), "grounding_plateau": (dict, type(None))}
         for name in names:
             if name not in data and name in _OPTIONAL_STATE_FIELDS:  # written before the field existed
                 continue

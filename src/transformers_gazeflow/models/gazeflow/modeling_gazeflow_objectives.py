@@ -181,6 +181,25 @@ def regression_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: t
     return ObjectiveOutput(masked_mse(predicted, gaze, valid_mask), predicted, gaze, None, network_outputs)
 
 
+def grounding_targets(gaze: torch.Tensor, valid_mask: torch.Tensor, token_centres: torch.Tensor, sigma: float,
+                      groups: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The targets of L_ground (:func:`grounding_loss`): ``(group_targets [B, G, N], group_weights [B, G])``.
+
+    Each valid frame's target is a softmax over the ``N`` tokens of ``-|centre_n - g_t|^2 / (2 sigma^2)``; a group's
+    target is the mean over its valid frames (all zeros without one), ``group_weights`` its count of valid frames.
+    ``gaze [B, T, 2]`` in model coordinates, ``valid_mask [B, T]``, ``T`` a multiple of ``groups``."""
+    batch, frames = gaze.shape[:2]
+    num_tokens = token_centres.shape[0]
+    if frames % groups != 0:
+        raise ValueError(f"grounding_loss: {frames} frames do not split into {groups} groups")
+    squared_distance = (gaze.float().unsqueeze(2) - token_centres.float().view(1, 1, num_tokens, 2)).pow(2).sum(-1)
+    frame_targets = torch.softmax(-squared_distance / (2 * sigma ** 2), dim=-1)  # [B, T, N]
+    frame_weights = valid_mask.to(frame_targets.dtype)
+    group_targets = (frame_targets * frame_weights.unsqueeze(-1)).view(batch, groups, -1, num_tokens).sum(2)
+    group_weights = frame_weights.view(batch, groups, -1).sum(2)  # valid frames per group
+    return group_targets / group_weights.clamp_min(1.0).unsqueeze(-1), group_weights
+
+
 def grounding_loss(token_logits: torch.Tensor, gaze: torch.Tensor, valid_mask: torch.Tensor,
                    token_centres: torch.Tensor, sigma: float) -> torch.Tensor:
     """The auxiliary grounding loss L_ground (beyond the paper; ``config.grounding_loss_weight``).
@@ -193,16 +212,9 @@ def grounding_loss(token_logits: torch.Tensor, gaze: torch.Tensor, valid_mask: t
     the mean over its valid frames. The loss is the cross-entropy between the targets and ``softmax(token_logits)``,
     averaged over the groups with at least one valid frame (0 when there is none)."""
     batch, groups, num_tokens = token_logits.shape
-    frames = gaze.shape[1]
-    if frames % groups != 0 or token_centres.shape != (num_tokens, 2):
-        raise ValueError(f"grounding_loss: {frames} frames do not split into {groups} groups, or token_centres "
-                         f"{tuple(token_centres.shape)} is not ({num_tokens}, 2)")
-    squared_distance = (gaze.float().unsqueeze(2) - token_centres.float().view(1, 1, num_tokens, 2)).pow(2).sum(-1)
-    frame_targets = torch.softmax(-squared_distance / (2 * sigma ** 2), dim=-1)  # [B, T, N]
-    frame_weights = valid_mask.to(frame_targets.dtype)
-    group_targets = (frame_targets * frame_weights.unsqueeze(-1)).view(batch, groups, -1, num_tokens).sum(2)
-    group_weights = frame_weights.view(batch, groups, -1).sum(2)  # valid frames per group
-    group_targets = group_targets / group_weights.clamp_min(1.0).unsqueeze(-1)
+    if token_centres.shape != (num_tokens, 2):
+        raise ValueError(f"grounding_loss: token_centres {tuple(token_centres.shape)} is not ({num_tokens}, 2)")
+    group_targets, group_weights = grounding_targets(gaze, valid_mask, token_centres, sigma, groups)
     cross_entropy = -(group_targets * torch.log_softmax(token_logits.float(), dim=-1)).sum(-1)  # [B, G]
     has_valid = (group_weights > 0).to(cross_entropy.dtype)
     return (cross_entropy * has_valid).sum() / has_valid.sum().clamp_min(1.0)
@@ -236,4 +248,5 @@ __all__ = [
     "regression_loss",
     "objective_loss",
     "grounding_loss",
+    "grounding_targets",
 ]
