@@ -157,8 +157,19 @@ def test_the_realtime_feed_drops_what_a_slow_model_cannot_take_and_counts_it():
     assert [frame.index for frame in every] == list(range(40)) and every.dropped == 0
 
 
-def test_realtime_on_a_fast_file_drops_frames_and_says_how_many(capsys, tmp_path, causal_model_dir):
+def test_realtime_on_a_fast_file_drops_frames_and_says_how_many(capsys, tmp_path, causal_model_dir, monkeypatch):
     video = write_video(tmp_path / "fast.mp4", random_video(60, 24, 32, seed=2), fps=1000)
+    # each frame's model step takes at least 20 ms (the file plays a frame per ms), whatever the machine's load: the
+    # sleep also hands the decoding thread the interpreter, so frames pile up behind the model and must be dropped
+    from transformers_gazeflow.generation.online import GazeFlowStreamer
+
+    push = GazeFlowStreamer.push
+
+    def slow_push(self, *args, **kwargs):
+        time.sleep(0.02)
+        return push(self, *args, **kwargs)
+
+    monkeypatch.setattr(GazeFlowStreamer, "push", slow_push)
     status, records, err = stream_in_process(capsys, video, "--model", causal_model_dir, "--realtime", "--summary",
                                              tmp_path / "s.json")
     assert status == 0, err
