@@ -94,7 +94,9 @@ def add_stream_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ..
     runtime.add_argument("--compile", action="store_true",
                          help="torch.compile the per-frame step (one graph; on CUDA replayed as a CUDA graph); the "
                               "first frame pays the compilation")
-    runtime.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+    runtime.add_argument("--threads", type=int, default=None,
+                         help="CPU threads for torch or onnxruntime (default on the CPU: 1, since a frame's work is "
+                              "too small to share out and the decoding thread needs a core; on a GPU torch's choice)")
 
 
 def check_stream_arguments(args: argparse.Namespace) -> None:
@@ -325,13 +327,14 @@ def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None]
     if args.backend == "onnxruntime":
         from .stream_export import load_onnx_stepper
 
-        return load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, args.threads), args.onnx, "cpu"
+        threads = 1 if args.threads is None else args.threads
+        return load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, threads), args.onnx, "cpu"
     import torch
     from transformers.utils import logging as hf_logging
 
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
+    if args.threads is not None or torch.device(device).type == "cpu":
+        torch.set_num_threads(1 if args.threads is None else args.threads)
     hf_logging.disable_progress_bar()  # stderr carries only the summary (or one error line)
     stepper, model_name = load_torch_stepper(args, device)
     if args.compile:
