@@ -322,19 +322,27 @@ def load_torch_stepper(args: argparse.Namespace, device: str) -> tuple[TorchStep
 
 
 # ------------------------------------------------------------------------------------------- the command
+def cpu_threads(requested: int | None) -> int:
+    """``--threads`` on the CPU: one unless asked (a frame's work is too small to share out, and the decoding thread
+    needs a core)."""
+    return 1 if requested is None else requested
+
+
 def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None], str], source):
     """The backend's stepper, the model's name and the device; with ``--compile`` compiled before the first frame."""
     if args.backend == "onnxruntime":
         from .stream_export import load_onnx_stepper
 
-        threads = 1 if args.threads is None else args.threads
-        return load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, threads), args.onnx, "cpu"
+        stepper = load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, cpu_threads(args.threads))
+        return stepper, args.onnx, "cpu"
     import torch
     from transformers.utils import logging as hf_logging
 
     device = resolve_device(args.device)
-    if args.threads is not None or torch.device(device).type == "cpu":
-        torch.set_num_threads(1 if args.threads is None else args.threads)
+    if torch.device(device).type == "cpu":
+        torch.set_num_threads(cpu_threads(args.threads))
+    elif args.threads is not None:
+        torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()  # stderr carries only the summary (or one error line)
     stepper, model_name = load_torch_stepper(args, device)
     if args.compile:
