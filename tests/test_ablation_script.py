@@ -1,11 +1,11 @@
 """examples/ablation.py: the commands it plans for each variant and the table it writes (no training here; the
 script itself is run end to end in docs/results.md)."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.script_loading import load_script
 from transformers_gazeflow import GazeFlowConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "ablation.py"
@@ -13,10 +13,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "ablation.py"
 
 @pytest.fixture(scope="module")
 def ablation():
-    spec = importlib.util.spec_from_file_location("ablation", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "ablation")
 
 
 def test_every_variant_is_a_valid_config_and_differs_from_full(ablation, tmp_path):

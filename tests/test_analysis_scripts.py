@@ -2,7 +2,6 @@
 synthetic dataset (in process through ``main(argv)``; one subprocess run checks the one-line error), and the model
 side they share (``analysis.capture``)."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,6 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
+from tests.script_loading import load_script
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.analysis.attention import ROLES
 from transformers_gazeflow.analysis.capture import (
@@ -27,10 +27,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def script(name):
-    spec = importlib.util.spec_from_file_location(f"analysis_script_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(EXAMPLES / f"{name}.py", f"analysis_script_{name}")
 
 
 @pytest.fixture(scope="module")

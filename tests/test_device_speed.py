@@ -13,6 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.script_loading import load_script
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.training.device_speed import (
     AUTO_WORKERS_CAP,
@@ -127,13 +128,9 @@ def test_the_cast_without_bf16_autocast_is_named(tmp_path):
 
 
 def test_the_one_gpu_recipe_is_the_papers_optimisation_with_the_fast_settings():
-    import importlib.util
-
     from transformers_gazeflow.training.recipes import PAPER_ONE_GPU
 
-    spec = importlib.util.spec_from_file_location("gazeflow_train_device_speed", REPO / "examples" / "train.py")
-    train_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train_module)
+    train_module = load_script(REPO / "examples" / "train.py", "gazeflow_train_device_speed")
     args = train_module.parse_args(["--recipe", "paper-1gpu", "--dataset_name", "egtea", "--data_dir", "d",
                                     "--output_dir", "out"])
     for name, value in PAPER_ONE_GPU.arguments.items():

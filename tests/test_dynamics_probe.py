@@ -1,6 +1,5 @@
 """examples/dynamics_probe.py: the true process it is scored against, its figures, and a tiny end-to-end run."""
 
-import importlib.util
 import math
 import os
 import subprocess
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.script_loading import load_script
 from transformers_gazeflow.data.synthetic_tasks import saccade_frames, simulate_fixation_saccade
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,12 +21,9 @@ TINY = ["--max_train_steps", "3", "--num_warmup_steps", "1", "--eval_windows", "
 
 @pytest.fixture(scope="module")
 def probe():
-    spec = importlib.util.spec_from_file_location("dynamics_probe", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
+    module = load_script(SCRIPT, "dynamics_probe", register=True)  # its dataclasses look their module up by name
     yield module
-    del sys.modules[spec.name]
+    del sys.modules["dynamics_probe"]
 
 
 def test_the_true_process_has_drifting_fixations_and_main_sequence_saccades():

@@ -3,21 +3,18 @@ equal the ones recorded before the model/engine refactor (tests/fixtures/referen
 tests/fixtures/record_reference_trajectories.py on e69f2d4) to 1e-6, for the same seeds, with window_mode="blend".
 ``pipeline_range`` was re-recorded once, when frame ranges started to use the whole video's window grid."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.script_loading import load_script
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _recorder():
-    spec = importlib.util.spec_from_file_location("record_reference_trajectories",
-                                                  FIXTURES / "record_reference_trajectories.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(FIXTURES / "record_reference_trajectories.py", "record_reference_trajectories")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ A tiny run on a task whose gaze follows the red object learns it and is not flag
 rate at 1e-9 (nothing trained) is flagged in the log, the trainer state and the model card.
 """
 
-import importlib.util
 import logging
 import math
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.script_loading import load_script
 from transformers_gazeflow import GazeFlowConfig
 from transformers_gazeflow.data.synthetic_tasks import GroundingTaskSettings, write_task_egtea_layout
 from transformers_gazeflow.models.gazeflow.geometry import patch_centres
@@ -38,10 +38,7 @@ RUN = ["--dataset_name", "egtea", "--config_preset", "tiny", "--per_device_train
 
 @pytest.fixture(scope="module")
 def train():
-    spec = importlib.util.spec_from_file_location("gazeflow_train_plateau_script", TRAIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(TRAIN, "gazeflow_train_plateau_script")
 
 
 @pytest.fixture(scope="module")

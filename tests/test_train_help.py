@@ -1,18 +1,17 @@
 """examples/train.py --help shows a help text and the default of every option."""
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
+from tests.script_loading import load_script
+
 TRAIN = Path(__file__).resolve().parents[1] / "examples" / "train.py"
 
 
 def test_every_option_has_help_and_its_default(capsys):
-    spec = importlib.util.spec_from_file_location("gazeflow_train_help", TRAIN)
-    train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train)
+    train = load_script(TRAIN, "gazeflow_train_help")
     with pytest.raises(SystemExit) as done:
         train.parse_args(["--help"])
     assert done.value.code == 0
@@ -30,9 +29,7 @@ def test_a_preset_and_overrides_build_the_model_they_name():
     and ``--config_overrides`` wins over it."""
     from transformers_gazeflow import GazeFlowConfig
 
-    spec = importlib.util.spec_from_file_location("gazeflow_train_build", TRAIN)
-    train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train)
+    train = load_script(TRAIN, "gazeflow_train_build")
     args = train.parse_args(["--dataset_name", "synthetic", "--output_dir", "unused", "--config_preset", "tiny",
                              "--config_overrides", "num_hidden_layers=3"])
     config = train.build_model(args).config

@@ -1,6 +1,5 @@
 """examples/train.py's named recipes (``--recipe``) and its best-validation EMA weights."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -8,6 +7,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.script_loading import load_script
 from transformers_gazeflow.training.checkpointing import TrainerState
 from transformers_gazeflow.training.recipes import RECIPES, SMALL_CPU
 
@@ -19,10 +19,7 @@ TINY = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_pre
 
 @pytest.fixture(scope="module")
 def train():
-    spec = importlib.util.spec_from_file_location("gazeflow_train_recipe_script", TRAIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(TRAIN, "gazeflow_train_recipe_script")
 
 
 def test_a_recipe_sets_every_knob_and_each_stays_overridable(train):

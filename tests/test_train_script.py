@@ -1,6 +1,5 @@
 """examples/train.py end to end on the tiny synthetic dataset: two processes, resume, the feature cache, bad input."""
 
-import importlib.util
 import json
 import os
 import re
@@ -11,6 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+
+from tests.script_loading import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
@@ -200,9 +201,7 @@ def test_a_model_folder_trains_with_its_own_processor_and_keeps_it(tmp_path, env
 def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, env, data_dir, monkeypatch):
     for key in ("HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "OMP_NUM_THREADS"):
         monkeypatch.setenv(key, env[key])
-    spec = importlib.util.spec_from_file_location("gazeflow_train_script", TRAIN)
-    train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train)
+    train = load_script(TRAIN, "gazeflow_train_script")
     original = train.GazeFlowModel.forward
     calls = {"n": 0}
 
@@ -232,9 +231,7 @@ def test_weights_gone_nan_are_not_checkpointed_and_the_last_good_checkpoint_is_n
     next step's NaN loss then called step_4 the last good checkpoint."""
     for key in ("HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "OMP_NUM_THREADS"):
         monkeypatch.setenv(key, env[key])
-    spec = importlib.util.spec_from_file_location("gazeflow_train_script", TRAIN)
-    train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train)
+    train = load_script(TRAIN, "gazeflow_train_script")
     original = train.AveragedModel.update_parameters
     calls = {"n": 0}
 

@@ -5,7 +5,6 @@ start of ``--seed`` chosen must give the plain run bit for bit; another start ch
 checkpoint gives, with the plain run's encoder.
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.script_loading import load_script
 from transformers_gazeflow.training.checkpointing import TrainerState
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,10 +25,7 @@ TINY = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_pre
 
 @pytest.fixture(scope="module")
 def train():
-    spec = importlib.util.spec_from_file_location("gazeflow_train_trial_script", TRAIN)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(TRAIN, "gazeflow_train_trial_script")
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ server side (one JSON request per stdin line, one JSON reply per stdout line).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import select
@@ -22,6 +21,11 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+
+if __package__:  # imported by a test as ``tests.train_forkserver``
+    from .script_loading import load_script
+else:  # run as ``python tests/train_forkserver.py`` (the server): its folder, tests/, is sys.path[0]
+    from script_loading import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
@@ -69,9 +73,7 @@ class TrainServer:
 
 
 def _serve() -> None:
-    spec = importlib.util.spec_from_file_location("gazeflow_train_script", TRAIN)
-    train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train)
+    train = load_script(TRAIN, "gazeflow_train_script")
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()

@@ -1,6 +1,5 @@
 """The synthetic_gaze builder used directly, as datasets 4+ requires (no load_dataset on scripts)."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.script_loading import load_script
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.data.synthetic import MANIFEST_NAME, load_dataset_records
@@ -19,10 +19,7 @@ BUILDER_FILE = Path(__file__).resolve().parents[2] / "datasets_scripts" / "synth
 
 @pytest.fixture(scope="module")
 def builder_module():
-    spec = importlib.util.spec_from_file_location("synthetic_gaze", BUILDER_FILE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["synthetic_gaze"] = module
-    spec.loader.exec_module(module)
+    module = load_script(BUILDER_FILE, "synthetic_gaze", register=True)
     yield module
     sys.modules.pop("synthetic_gaze", None)
 
