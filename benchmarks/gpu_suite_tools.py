@@ -233,11 +233,11 @@ def environment(out_dir: Path, device: str) -> dict:
 
 
 def import_pysaliency():
-    """pysaliency as the metric tests import it: through their shims (``tests/metrics/conftest.py``: no
+    """pysaliency as the metric tests import it: through their shims (``tests/conftest.py``: no
     ``pkg_resources`` in setuptools >= 81, no ``np.trapz`` in numpy >= 2.4)."""
     sys.path.insert(0, str(REPO))
     try:
-        from tests.metrics.conftest import _import_pysaliency
+        from tests.conftest import _import_pysaliency
     finally:
         sys.path.remove(str(REPO))
     return _import_pysaliency()

@@ -6,17 +6,8 @@ import numpy as np
 import pytest
 
 from tests.gaze.test_events import CAMERA, HEIGHT, WIDTH, along_the_horizon
-from tests.metrics.conftest import _import_pysaliency
 from transformers_gazeflow.gaze.events import detect_events
 from transformers_gazeflow.gaze.scanpaths import load_fixation_trains, scanpath_record, write_scanpaths
-
-
-@pytest.fixture(scope="module")
-def pysaliency():
-    try:
-        return _import_pysaliency()
-    except ImportError as err:  # pragma: no cover - the test extra installs it
-        pytest.skip(f"pysaliency is not installed: {err}")
 
 
 def test_pysaliency_reads_the_fixations_back(tmp_path, pysaliency):

@@ -1,43 +1,11 @@
-"""Shared helpers of the metric tests: pysaliency (the reference implementation) behind a small compatibility shim,
-and small synthetic clips in the unified schema."""
+"""Shared helpers of the metric tests: small synthetic clips in the unified schema (the ``pysaliency`` fixture, the
+reference implementation behind a small compatibility shim, is in ``tests/conftest.py``)."""
 
 from __future__ import annotations
-
-import sys
-import types
 
 import numpy as np
 import pytest
 import torch
-
-
-def _import_pysaliency():
-    """pysaliency 0.2.22 imports ``pkg_resources`` (gone from setuptools >= 81) in modules the metrics never use,
-    and calls ``np.trapz`` (removed in numpy 2.4) inside its ROC code. Shim both, in the tests only."""
-    if not hasattr(np, "trapz"):
-        np.trapz = np.trapezoid
-    try:
-        import pkg_resources  # noqa: F401
-    except ImportError:
-        shim = types.ModuleType("pkg_resources")
-
-        def _unavailable(*args, **kwargs):
-            raise RuntimeError("pkg_resources shim (tests/metrics/conftest.py): resource access is not available")
-
-        shim.resource_string = _unavailable
-        shim.resource_listdir = _unavailable
-        sys.modules["pkg_resources"] = shim
-    import pysaliency
-
-    return pysaliency
-
-
-@pytest.fixture(scope="session")
-def pysaliency():
-    try:
-        return _import_pysaliency()
-    except ImportError as err:  # pragma: no cover - the test extra installs it
-        pytest.skip(f"pysaliency is not installed (pip install -e '.[test]'): {err}")
 
 
 def make_clip(rng: np.random.Generator, clip_id: str, num_frames: int = 64, width: int = 64, height: int = 48,
