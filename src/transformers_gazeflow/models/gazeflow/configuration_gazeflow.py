@@ -41,6 +41,7 @@ OBJECTIVES = ("flow_matching", "diffusion", "regression")
 POSITION_ENCODINGS = ("rope", "learned", "none")
 TASK_GUIDANCES = ("cross_attention", "concat")
 WINDOW_MODES = ("coherent", "blend")
+SPATIAL_ATTENTION_INITS = ("normal", "mimetic")
 FLOW_TIME_SAMPLINGS = ("uniform", "late_quadratic", "logit_normal")
 
 
@@ -264,6 +265,12 @@ class GazeFlowConfig(PreTrainedConfig):
             the flattened bank to the gaze-token input (needs `use_task_cross_attention=True`).
         initializer_range (`float`, *optional*, defaults to 0.02):
             Std of the truncated-normal weight initialisation.
+        spatial_attention_init (`str`, *optional*, defaults to `"normal"`):
+            How the spatial encoder's self-attention starts (beyond the paper): `"normal"` like every other layer
+            (truncated normal of `initializer_range`: q.k ~ 0, every token attends to all tokens alike), or
+            `"mimetic"`: mimetic initialisation (Trockman & Kolter, 2023), each head's W_q^T W_k ~ 0.7 Z + 0.7 I
+            (Z ~ N(0, 1/d)), so that from the first step a token attends more to the tokens that look like it
+            (`modeling_gazeflow_layers.init_mimetic_query_key`). Only training from scratch reads it.
         layer_norm_eps (`float`, *optional*, defaults to 1e-6):
             Epsilon of every LayerNorm of the GazeFlow modules.
 
@@ -319,6 +326,7 @@ class GazeFlowConfig(PreTrainedConfig):
     position_encoding: str = _choice("rope", POSITION_ENCODINGS)
     task_guidance: str = _choice("cross_attention", TASK_GUIDANCES)
     initializer_range: float | int = _number(0.02, "a number > 0", lambda value: value > 0)
+    spatial_attention_init: str = _choice("normal", SPATIAL_ATTENTION_INITS)
     layer_norm_eps: float | int = _number(1e-6)
 
     def __post_init__(self, **kwargs):
@@ -433,4 +441,4 @@ class GazeFlowConfig(PreTrainedConfig):
 
 
 __all__ = ["GazeFlowConfig", "GazeFlowConfigError", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES",
-           "WINDOW_MODES", "FLOW_TIME_SAMPLINGS"]
+           "WINDOW_MODES", "FLOW_TIME_SAMPLINGS", "SPATIAL_ATTENTION_INITS"]

@@ -56,6 +56,7 @@ from .modeling_gazeflow_layers import (
     causal_attention_mask,
     embed_gaze,
     flow_time_tensor,
+    init_mimetic_query_key,
     init_standard_weights,
     layer_norm_rows,
     linear_rows,
@@ -183,6 +184,9 @@ class GazeFlowPreTrainedModel(PreTrainedModel):
             init.trunc_normal_(module.embedding, std=std)
         elif isinstance(module, GazeFlowSpatialEncoder):
             init.copy_(module.position_encoding, module.compute_position_encoding())
+            if self.config.spatial_attention_init == "mimetic":  # after the layers' Linears: children come first
+                for layer in module.layers:
+                    init_mimetic_query_key(layer.attention)
         elif isinstance(module, GazeFlowRotaryEmbedding):
             init.copy_(module.inv_freq, module.compute_inv_freq())
         elif isinstance(module, GazeFlowSinusoidalMLP):

@@ -371,6 +371,37 @@ def init_standard_weights(module: nn.Module, std: float) -> None:
         init.zeros_(module.bias)
 
 
+MIMETIC_QUERY_KEY = (0.7, 0.7)
+"""(alpha, beta) of mimetic initialisation's W_q^T W_k ~ alpha Z + beta I: the values Trockman & Kolter (2023)
+give for self-attention, used as they are (not tuned here)."""
+
+
+@torch.no_grad()
+def init_mimetic_query_key(attention: GazeFlowAttention, alpha: float = MIMETIC_QUERY_KEY[0],
+                           beta: float = MIMETIC_QUERY_KEY[1]) -> None:
+    """Mimetic initialisation of a self-attention's queries and keys (Trockman & Kolter, "Mimetic Initialization
+    of Self-Attention Layers", ICML 2023): for every head h, ``W_q^h [d_h, d]`` and ``W_k^h`` are the rank-d_h
+    factors of ``M = alpha Z + beta I`` (``Z ~ N(0, 1/d)``, by SVD ``M = U S V^T``: ``W_q^h = (U S^1/2)^T``,
+    ``W_k^h = (V S^1/2)^T`` over the d_h largest singular values), so that ``q . k = x^T W_q^hT W_k^h x'`` is
+    close to ``beta x . x'`` plus noise, and the query and key biases are zero. A token then starts by attending to
+    the tokens that look like it, instead of to all tokens alike (``q . k ~ 0`` under a small normal
+    initialisation, where the product W_q^T W_k sits at a saddle). Draws from torch's global generator; parameters
+    loaded from a checkpoint are left alone (transformers' guarded init)."""
+    width = attention.q_proj.in_features
+    queries, keys = [], []
+    for _ in range(attention.num_heads):
+        target = alpha * torch.randn(width, width) / math.sqrt(width) + beta * torch.eye(width)
+        left, singular, right_t = torch.linalg.svd(target)
+        root = singular[: attention.head_dim].sqrt()
+        queries.append((left[:, : attention.head_dim] * root).T)
+        keys.append(right_t[: attention.head_dim] * root.unsqueeze(-1))
+    weight = attention.q_proj.weight
+    init.copy_(weight, torch.cat(queries).to(weight.dtype))
+    init.copy_(attention.k_proj.weight, torch.cat(keys).to(weight.dtype))
+    for bias in (attention.q_proj.bias, attention.k_proj.bias):
+        init.zeros_(bias)
+
+
 def _group_major(rows: torch.Tensor, shape: tuple[int, int, int], groups: int) -> torch.Tensor:
     """Gaze-token rows ``[B K T, d]`` (sample by sample, ``shape`` = (B, K, T)) -> ``[B * G, g * K, d]`` (one copy):
     the g frames x K samples of a group become one block of rows that reads the group's keys (T = G * g)."""
@@ -531,6 +562,8 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
 
 
 __all__ = [
+    "MIMETIC_QUERY_KEY",
+    "init_mimetic_query_key",
     "TIME_EMBEDDING_SCALE",
     "COORDINATE_EMBEDDING_SCALE",
     "sinusoidal_frequencies",
