@@ -28,7 +28,9 @@ shape fixed when it is made, none changes from frame 0 on; nothing is read back 
 * ``summaries`` ``[B, W, d]`` and ``summary_cache`` (keys/values ``[B, H, W, d_h]``): rings of the last W frame
   summaries V_bar of the causal task bank and their keys/values (None without the task bank / task queries);
 * ``self_attention``: per sampler call (S x 1 or 2 calls) and per block, a ring of the newest gaze tokens'
-  keys/values ``[B K, H, W, d_h]`` (``GazeFlowRingKeyValueCache``).
+  keys/values ``[B K, H, W, d_h]`` (``GazeFlowRingKeyValueCache``);
+* ``temporal``: per temporal layer of the spatial encoder (``config.num_temporal_layers``; empty without them), a
+  ring of the last W frames' keys/values at every spatial position, ``[B N, H, W, d_h]``.
 
 Past W frames each ring overwrites its oldest slot, so memory is fixed and the context slides: frame t attends to
 frames t - W + 1 .. t, which with RoPE (offsets only) equals the model run on the last W frames with the same gaze
@@ -72,6 +74,7 @@ class StreamerState:
     summaries: torch.Tensor | None
     summary_cache: GazeFlowRingKeyValueCache | None
     self_attention: tuple[tuple[GazeFlowRingKeyValueCache, ...], ...]
+    temporal: tuple[GazeFlowRingKeyValueCache, ...] = ()
 
     @property
     def batch_size(self) -> int:
@@ -179,6 +182,7 @@ class GazeFlowStreamerStep(nn.Module):
             summary_cache=ring(batch_size) if condition.num_queries > 0 else None,
             self_attention=tuple(tuple(ring(batch_size * self.num_samples) for _ in self.velocity_network.blocks)
                                  for _ in range(self.velocity_network.num_calls)),
+            temporal=tuple(ring(batch_size * self.tokens_per_frame) for _ in range(config.num_temporal_layers)),
         )
 
     def encode_frame(self, frame: torch.Tensor, state: StreamerState,
@@ -192,7 +196,7 @@ class GazeFlowStreamerStep(nn.Module):
         ring.index_copy_(1, torch.remainder(positions.frame_index, window).view(1), frame)
         order = torch.remainder(positions.frame_index + self.window_offsets, window)
         tokens = self.video_encoder(ring.index_select(1, order))  # [B, N, D]
-        return self.condition(tokens, state.summaries, state.summary_cache, positions)
+        return self.condition(tokens, state.summaries, state.summary_cache, positions, state.temporal)
 
     def sample(self, noise: torch.Tensor, condition: StreamingCondition, state: StreamerState,
                positions: StreamingPositions) -> torch.Tensor:

@@ -186,6 +186,12 @@ class GazeFlowConfig(PreTrainedConfig):
             Inner width of every feed-forward layer.
         num_spatial_layers (`int`, *optional*, defaults to 2):
             Pre-norm Transformer layers of the per-frame spatial encoder.
+        num_temporal_layers (`int`, *optional*, defaults to 0):
+            Pre-norm layers of divided space-time attention (beyond the paper; TimeSformer, Bertasius et al., ICML
+            2021) run before the spatial layers: each spatial position attends to the same position in every frame
+            group of the window (causal variant: in the groups <= its own), with no temporal position encoding. It
+            lets c_v of a frame carry what other frames show at that place (e.g. a cue visible only in some
+            frames). 0 (the default) is the paper's per-frame spatial encoder, which never mixes frames.
         num_task_queries (`int`, *optional*, defaults to 4):
             Learnable task queries M of the task-token bank (Eq. task_slots).
         task_gate_init (`float`, *optional*, defaults to -2.0):
@@ -266,8 +272,9 @@ class GazeFlowConfig(PreTrainedConfig):
         initializer_range (`float`, *optional*, defaults to 0.02):
             Std of the truncated-normal weight initialisation.
         spatial_attention_init (`str`, *optional*, defaults to `"normal"`):
-            How the spatial encoder's self-attention starts (beyond the paper): `"normal"` like every other layer
-            (truncated normal of `initializer_range`: q.k ~ 0, every token attends to all tokens alike), or
+            How the spatial encoder's self-attention (its temporal layers' too) starts (beyond the paper): `"normal"`
+            like every other layer (truncated normal of `initializer_range`: q.k ~ 0, every token attends to all
+            tokens alike), or
             `"mimetic"`: mimetic initialisation (Trockman & Kolter, 2023), each head's W_q^T W_k ~ 0.7 Z + 0.7 I
             (Z ~ N(0, 1/d)), so that from the first step a token attends more to the tokens that look like it
             (`modeling_gazeflow_layers.init_mimetic_query_key`). Only training from scratch reads it.
@@ -294,6 +301,7 @@ class GazeFlowConfig(PreTrainedConfig):
     num_attention_heads: int = _count(8)
     intermediate_size: int = _count(1024)
     num_spatial_layers: int = _count(2, minimum=0)
+    num_temporal_layers: int = _count(0, minimum=0)
     num_task_queries: int = _count(4, minimum=0)
     task_gate_init: float | int = _number(-2.0)
     rope_theta: float | int = _number(10000.0, "a number > 0", lambda value: value > 0)

@@ -185,7 +185,7 @@ class GazeFlowPreTrainedModel(PreTrainedModel):
         elif isinstance(module, GazeFlowSpatialEncoder):
             init.copy_(module.position_encoding, module.compute_position_encoding())
             if self.config.spatial_attention_init == "mimetic":  # after the layers' Linears: children come first
-                for layer in module.layers:
+                for layer in (*module.temporal_layers, *module.layers):
                     init_mimetic_query_key(layer.attention)
         elif isinstance(module, GazeFlowRotaryEmbedding):
             init.copy_(module.inv_freq, module.compute_inv_freq())
@@ -499,6 +499,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             spatial_hidden_states=condition_outputs.spatial_hidden_states,
             spatial_attentions=condition_outputs.spatial_attentions,
             task_bank_attentions=condition_outputs.task_bank_attentions if output_attentions else None,
+            temporal_attentions=condition_outputs.temporal_attentions,
             hidden_states=velocity_outputs.hidden_states, attentions=velocity_outputs.attentions,
             visual_cross_attentions=velocity_outputs.visual_cross_attentions,
             task_cross_attentions=velocity_outputs.task_cross_attentions,

@@ -7,7 +7,8 @@ Appendix C.1).
   transformers' composite models hold their sub-models, so that ``attn_implementation`` reaches it through
   transformers' own dispatch.
 * :class:`GazeFlowSpatialEncoder` - W_proj's tokens plus a 2D sin-cos position encoding through pre-norm layers
-  applied to each frame on its own (Eq. visual_condition): c_v.
+  applied to each frame on its own (Eq. visual_condition): c_v. Optionally (``num_temporal_layers``, beyond the
+  paper) :class:`GazeFlowTemporalEncoderLayer`'s first mix each spatial position across the window's frame groups.
 * :class:`GazeFlowTaskTokenBank` - the top-down bank c_task = [p; q_1..q_M] (Eqs. task_slots, task_bank).
 * :class:`GazeFlowConditionEncoder` - W_proj, the spatial encoder and the task bank together.
 * :class:`GazeFlowCondition` - one clip's condition with every block's keys/values, built once and shared by the K
@@ -38,7 +39,9 @@ from .modeling_gazeflow_causal import causal_task_bank
 from .modeling_gazeflow_layers import (
     GazeFlowAttention,
     GazeFlowMLP,
+    GazeFlowRingKeyValueCache,
     apply_signed_rotary,
+    causal_attention_mask,
     init_standard_weights,
     linear_rows,
     mark_lora_factors,
@@ -300,20 +303,73 @@ class GazeFlowSpatialEncoderLayer(GradientCheckpointingLayer):
         return tokens + self.mlp(self.mlp_norm(tokens)), weights
 
 
-class GazeFlowSpatialEncoder(nn.Module):
-    """Per-frame spatial-token encoder: 2D sin-cos position encoding + pre-norm layers (Appendix C.1).
+class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
+    """One pre-norm layer of divided space-time attention over time (beyond the paper; TimeSformer, Bertasius et
+    al., ICML 2021): the sequences are the G frame groups of one spatial position, ``[B * N, G, d]``, row ``b * N +
+    n`` position n of clip b. No temporal position encoding: a position attends to its own place in every group
+    alike (or, with the causal mask, in the groups <= its own).
 
-    Works on each frame on its own and never mixes frames: input and output ``[B, G, N, d]``. With the output
-    flags returns a ``BaseModelOutput``: ``hidden_states`` the position-encoded input and every layer's output
-    (``num_spatial_layers + 1`` entries of ``[B * G, N, d]``, row ``b * G + g`` for group g of clip b, as the layers
-    compute them), ``attentions`` every layer's ``[B * G, H, N, N]``.
+    Returns the tokens and, with ``output_attentions``, the weights ``[B * N, H, G, G]`` (else None)."""
+
+    def forward(self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        update, weights = self.attention.self_attention(self.attention_norm(tokens), attention_mask=attention_mask,
+                                                        output_attentions=output_attentions)
+        tokens = tokens + update
+        return tokens + self.mlp(self.mlp_norm(tokens)), weights
+
+    def forward_newest(self, tokens: torch.Tensor, cache: GazeFlowRingKeyValueCache, slot: torch.Tensor,
+                       slot_mask: torch.Tensor) -> torch.Tensor:
+        """The layer for the newest frame group only (the causal streamer): ``tokens [R, 1, d]`` (R = B * N
+        positions) write their keys/values into ``slot`` of the ring ``cache`` (``[R, H, W, d_h]``, in place) and
+        attend to every slot that holds a group (``slot_mask`` ``[W]``, additive): the causal layer's row of the
+        newest group over the last W groups."""
+        normed = self.attention_norm(tokens)
+        keys, values = cache.write(slot, *self.attention.project_key_value(normed))
+        query = self.attention.project_query(normed)  # [R, H, 1, d_h]
+        update, _ = self.attention.attend(query, keys, values, slot_mask.view(1, 1, 1, -1))
+        tokens = tokens + update
+        return tokens + self.mlp(self.mlp_norm(tokens))
+
+
+@dataclass
+class GazeFlowSpatialEncoderOutput(BaseModelOutput):
+    """Output of :class:`GazeFlowSpatialEncoder` asked for attentions or hidden states.
+
+    Args:
+        last_hidden_state: c_v ``[B, G, N, d]``.
+        hidden_states: the position-encoded input, then every temporal layer's and every spatial layer's output,
+            ``num_temporal_layers + num_spatial_layers + 1`` tensors ``[B * G, N, d]`` (row ``b * G + g``).
+        attentions: every spatial layer's weights ``[B * G, H, N, N]``.
+        temporal_attentions: every temporal layer's weights ``[B * N, H, G, G]`` (row ``b * N + n``: position n
+            of clip b over the G groups); None without temporal layers.
+    """
+
+    temporal_attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class GazeFlowSpatialEncoder(nn.Module):
+    """The visual-token encoder: 2D sin-cos position encoding, optional temporal layers, pre-norm spatial layers
+    (Appendix C.1).
+
+    The spatial layers work on each frame group on its own, ``[B * G, N, d]``. With ``config.num_temporal_layers``
+    > 0 (beyond the paper, divided space-time attention), :class:`GazeFlowTemporalEncoderLayer`'s run first, each
+    spatial position attending to the same position in the window's G groups (causal model: groups <= its own);
+    with 0 (the default, the paper's) frames are never mixed. Input and output ``[B, G, N, d]``. With the output
+    flags returns a :class:`GazeFlowSpatialEncoderOutput`: ``hidden_states`` the position-encoded input and every
+    layer's output (temporal layers first, ``num_temporal_layers + num_spatial_layers + 1`` entries of
+    ``[B * G, N, d]``, row ``b * G + g`` for group g of clip b, as the spatial layers compute them), ``attentions``
+    every spatial layer's ``[B * G, H, N, N]``, ``temporal_attentions`` every temporal layer's ``[B * N, H, G, G]``.
     """
 
     def __init__(self, config: GazeFlowConfig):
         super().__init__()
         self.grid_size = config.token_grid_size
         self.hidden_size = config.hidden_size
+        self.causal = config.causal
         self.register_buffer("position_encoding", self.compute_position_encoding(), persistent=False)
+        self.temporal_layers = nn.ModuleList(
+            [GazeFlowTemporalEncoderLayer(config) for _ in range(config.num_temporal_layers)])
         self.layers = nn.ModuleList([GazeFlowSpatialEncoderLayer(config) for _ in range(config.num_spatial_layers)])
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
@@ -321,12 +377,30 @@ class GazeFlowSpatialEncoder(nn.Module):
         """The fixed 2D sin-cos encoding (recomputed by ``_init_weights``: buffers are not saved)."""
         return sincos_2d_position_encoding(self.grid_size, self.hidden_size)
 
+    def temporal_attention_mask(self, groups: int, device: torch.device) -> torch.Tensor | None:
+        """The temporal layers' mask over the G groups: causal (group g attends to groups <= g) in the causal
+        model, none otherwise."""
+        return causal_attention_mask(groups, device) if self.causal else None
+
     def forward(self, tokens: torch.Tensor, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> torch.Tensor | BaseModelOutput:
+                output_hidden_states: bool = False) -> torch.Tensor | GazeFlowSpatialEncoderOutput:
         batch, groups, num_tokens, width = tokens.shape
         hidden = (tokens + self.position_encoding.to(tokens.dtype)).reshape(batch * groups, num_tokens, width)
         all_hidden_states = (hidden,) if output_hidden_states else None
         all_attentions = () if output_attentions else None
+        temporal_attentions = () if output_attentions and len(self.temporal_layers) else None
+        if len(self.temporal_layers):
+            per_position = hidden.view(batch, groups, num_tokens, width).transpose(1, 2)
+            per_position = per_position.reshape(batch * num_tokens, groups, width)  # [B * N, G, d]
+            mask = self.temporal_attention_mask(groups, tokens.device)
+            for layer in self.temporal_layers:
+                per_position, weights = layer(per_position, mask, output_attentions)
+                hidden = per_position.view(batch, num_tokens, groups, width).transpose(1, 2)
+                hidden = hidden.reshape(batch * groups, num_tokens, width)
+                if output_hidden_states:
+                    all_hidden_states += (hidden,)
+                if output_attentions:
+                    temporal_attentions += (weights,)
         for layer in self.layers:
             hidden, weights = layer(hidden, output_attentions)
             if output_hidden_states:
@@ -336,7 +410,25 @@ class GazeFlowSpatialEncoder(nn.Module):
         hidden = self.norm(hidden).view(batch, groups, num_tokens, width)
         if not (output_attentions or output_hidden_states):
             return hidden
-        return BaseModelOutput(last_hidden_state=hidden, hidden_states=all_hidden_states, attentions=all_attentions)
+        return GazeFlowSpatialEncoderOutput(last_hidden_state=hidden, hidden_states=all_hidden_states,
+                                            attentions=all_attentions, temporal_attentions=temporal_attentions)
+
+    def forward_newest(self, tokens: torch.Tensor, temporal_caches: tuple[GazeFlowRingKeyValueCache, ...],
+                       slot: torch.Tensor, slot_mask: torch.Tensor) -> torch.Tensor:
+        """c_v of the newest frame group in the causal streamer: ``tokens [B, N, d]`` -> ``[B, N, d]``; each
+        temporal layer reads and writes its ring of the last W groups' keys/values (``temporal_caches``, one
+        ``[B * N, H, W, d_h]`` ring per layer, written at ``slot``; ``slot_mask`` ``[W]`` additive), which equals the
+        causal :meth:`forward`'s row of the newest group."""
+        batch, num_tokens, width = tokens.shape
+        hidden = tokens + self.position_encoding.to(tokens.dtype)
+        if len(self.temporal_layers):
+            rows = hidden.reshape(batch * num_tokens, 1, width)
+            for layer, cache in zip(self.temporal_layers, temporal_caches, strict=True):
+                rows = layer.forward_newest(rows, cache, slot, slot_mask)
+            hidden = rows.view(batch, num_tokens, width)
+        for layer in self.layers:
+            hidden, _ = layer(hidden, False)
+        return self.norm(hidden)
 
 
 # ---------------------------------------------------------------------------------------------------- c_task
@@ -405,10 +497,12 @@ class GazeFlowConditionEncoderOutput(ModelOutput):
     Args:
         visual_tokens: c_v ``[B, G, N, d]``.
         task_tokens: c_task ``[B, M + 1, d]`` (causal: ``[B, G, M + 1, d]``), None without the top-down path.
-        spatial_hidden_states: the spatial encoder's input and per-layer outputs, each ``[B * G, N, d]``.
+        spatial_hidden_states: the spatial encoder's input and per-layer outputs (temporal layers first), each
+            ``[B * G, N, d]``.
         spatial_attentions: the spatial encoder's per-layer weights, each ``[B * G, H, N, N]``.
         task_bank_attentions: the task queries' weights over the frame summaries, ``[B, H, M, G]`` (causal:
             ``[B, H, G * M, G]``); None without task queries.
+        temporal_attentions: the temporal layers' weights, each ``[B * N, H, G, G]``; None without them.
     """
 
     visual_tokens: torch.FloatTensor | None = None
@@ -416,6 +510,7 @@ class GazeFlowConditionEncoderOutput(ModelOutput):
     spatial_hidden_states: tuple[torch.FloatTensor, ...] | None = None
     spatial_attentions: tuple[torch.FloatTensor, ...] | None = None
     task_bank_attentions: torch.FloatTensor | None = None
+    temporal_attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 class GazeFlowConditionEncoder(nn.Module):
@@ -442,7 +537,7 @@ class GazeFlowConditionEncoder(nn.Module):
         return GazeFlowConditionEncoderOutput(
             visual_tokens=spatial.last_hidden_state, task_tokens=task_tokens,
             spatial_hidden_states=spatial.hidden_states, spatial_attentions=spatial.attentions,
-            task_bank_attentions=bank_attentions)
+            task_bank_attentions=bank_attentions, temporal_attentions=getattr(spatial, "temporal_attentions", None))
 
 
 __all__ = [
@@ -450,6 +545,8 @@ __all__ = [
     "GazeFlowVideoEncoder",
     "GazeFlowFusedRopeAttention",
     "GazeFlowSpatialEncoderLayer",
+    "GazeFlowTemporalEncoderLayer",
+    "GazeFlowSpatialEncoderOutput",
     "GazeFlowSpatialEncoder",
     "GazeFlowTaskTokenBank",
     "GazeFlowGroundingHead",

@@ -29,7 +29,8 @@ class GazeFlowModelOutput(ModelOutput):
         encoder_attentions: (``output_attentions``, frames given) every V-JEPA 2 layer's weights
             ``[B, H_enc, L, L]`` (causal: ``[B * T, H_enc, L, L]``).
         spatial_hidden_states: (``output_hidden_states``) the spatial encoder's input and per-layer outputs,
-            ``num_spatial_layers + 1`` tensors ``[B * G, N, d]`` (row ``b * G + g``: frame group g of clip b).
+            ``num_temporal_layers + num_spatial_layers + 1`` tensors ``[B * G, N, d]`` (temporal layers first; row
+            ``b * G + g``: frame group g of clip b).
         spatial_attentions: (``output_attentions``) every spatial encoder layer's weights ``[B * G, H, N, N]``.
         task_bank_attentions: (``output_attentions``) the M task queries' weights over the G frame summaries,
             ``[B, H, M, G]`` (causal: ``[B, H, G * M, G]``).
@@ -45,6 +46,8 @@ class GazeFlowModelOutput(ModelOutput):
         grounding_loss: (grounding head only) L_ground, the auxiliary grounding cross-entropy (unweighted).
         grounding_logits: (grounding head only) the head's score of every spatial token, ``[B, G, N]``: its
             softmax over N is where the model expects the gaze in frame group g.
+        temporal_attentions: (``output_attentions``, ``num_temporal_layers > 0``) every temporal layer's weights
+            ``[B * N, H, G, G]``: row ``b * N + n`` is spatial position n of clip b over the G frame groups.
 
     Attention weights are formed by ``attn_implementation="eager"``; other kernels give None entries.
     """
@@ -65,6 +68,7 @@ class GazeFlowModelOutput(ModelOutput):
     objective_loss: torch.FloatTensor | None = None
     grounding_loss: torch.FloatTensor | None = None
     grounding_logits: torch.FloatTensor | None = None
+    temporal_attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
 @dataclass

@@ -6,9 +6,10 @@ the same from frame 0 on and which reads no tensor value on the host, so the ste
 replayed as a CUDA graph and exported:
 
 * :class:`GazeFlowStreamingCondition` - frame t's condition from its encoder tokens: c_v(t) (W_proj and the spatial
-  encoder, the model's own modules), the causal task bank c_task(t) over the last W frame summaries kept in a ring
-  buffer (only the newest summary is projected to keys/values), and every block's visual / task keys and values
-  projected for all blocks in one matrix product, once per frame for all K samples and S steps.
+  encoder, the model's own modules; temporal layers, if any, over a ring of the last W frames' keys/values), the
+  causal task bank c_task(t) over the last W frame summaries kept in a ring buffer (only the newest summary is
+  projected to keys/values), and every block's visual / task keys and values projected for all blocks in one matrix
+  product, once per frame for all K samples and S steps.
 * :class:`GazeFlowStreamingVelocityNetwork` - v_theta on the newest frame's K gaze tokens, one network call of the
   sampler: the blocks of ``GazeFlowVelocityNetwork`` (Eqs. sa_out, ca_out, task_xattn) with their weights prepared
   once (cast to the run's dtype, Q/K/V fused, the attention scale folded into the query columns, the flow-time
@@ -132,7 +133,8 @@ def _pair_swap(weight: torch.Tensor) -> torch.Tensor:
 class GazeFlowStreamingCondition(nn.Module):
     """Frame t's condition from its encoder tokens, for all K samples and every sampler call (once per frame).
 
-    c_v(t) = SpatialEnc(W_proj Z_t) (Eq. visual_condition, the model's modules), V_bar_t its spatial mean written to
+    c_v(t) = SpatialEnc(W_proj Z_t) (Eq. visual_condition, the model's modules; its temporal layers, if any, attend
+    to the keys/values of the last W frames kept in one ring per layer), V_bar_t its spatial mean written to
     the summary ring, and the causal task bank's entry c_task(t) = [p_t; q_1(t)..q_M(t)] over the ring's summaries
     (``modeling_gazeflow_causal.causal_task_bank`` with ``last_only``): p_t their mean, the M task queries (projected
     once, here) attending to their keys/values, of which only the newest is projected per frame. Then the keys and
@@ -205,9 +207,12 @@ class GazeFlowStreamingCondition(nn.Module):
         return torch.cat([pooled, task_queries], dim=1)
 
     def forward(self, encoder_tokens: torch.Tensor, summaries: torch.Tensor | None,
-                summary_cache: GazeFlowRingKeyValueCache | None, positions: StreamingPositions) -> StreamingCondition:
-        """``encoder_tokens [B, N, D]`` of frame t -> :class:`StreamingCondition`; the rings are updated in place."""
-        visual = self.spatial_encoder(self.visual_projection(encoder_tokens).unsqueeze(1)).squeeze(1)  # c_v [B, N, d]
+                summary_cache: GazeFlowRingKeyValueCache | None, positions: StreamingPositions,
+                temporal_caches: tuple[GazeFlowRingKeyValueCache, ...] = ()) -> StreamingCondition:
+        """``encoder_tokens [B, N, D]`` of frame t -> :class:`StreamingCondition`; the rings (``temporal_caches``:
+        one per temporal layer of the spatial encoder, ``[B * N, H, W, d_h]``) are updated in place."""
+        visual = self.spatial_encoder.forward_newest(  # c_v [B, N, d]
+            self.visual_projection(encoder_tokens), temporal_caches, positions.slot, positions.slot_mask)
         task = self.task_bank(visual, summaries, summary_cache, positions) if self.has_task_bank else None
         visual_kv = self._block_key_values(visual, self.visual_key_value_weight, self.visual_key_value_bias,
                                            self.visual_blocks)
