@@ -36,7 +36,8 @@ def test_causal_windows_never_reach_past_the_frame():
 
 
 @pytest.mark.parametrize("overrides", [dict(), dict(causal_encoder_frames=4), dict(solver="heun"),
-                                       dict(objective="diffusion"), dict(task_guidance="concat")])
+                                       dict(objective="diffusion"), dict(task_guidance="concat"),
+                                       dict(num_temporal_layers=1)])
 def test_causal_output_at_t_is_unchanged_by_later_frames_through_the_encoder(overrides):
     model = tiny_model(causal=True, **overrides)
     pixels = video()
@@ -104,7 +105,8 @@ def test_causal_task_bank_row_t_uses_frames_up_to_t_only():
 # ---------------------------------------------------------------------------------------------------- streamer
 @pytest.mark.parametrize("overrides", [dict(), dict(solver="midpoint"), dict(objective="diffusion"),
                                        dict(position_encoding="learned", num_task_queries=0),
-                                       dict(causal_encoder_frames=4, task_guidance="concat")])
+                                       dict(causal_encoder_frames=4, task_guidance="concat"),
+                                       dict(num_temporal_layers=1), dict(num_temporal_layers=2, solver="heun")])
 def test_streamer_equals_the_causal_model_on_every_prefix(overrides):
     model = tiny_model(causal=True, **overrides)
     pixels = video()

@@ -36,10 +36,11 @@ def run(step, state, frames, noises) -> torch.Tensor:
         return torch.stack([step(frame, noise, state)[0] for frame, noise in zip(frames, noises)])
 
 
-def test_compiled_step_is_one_graph_over_300_frames_and_equals_eager():
+@pytest.mark.parametrize("overrides", [dict(), dict(num_temporal_layers=1)])
+def test_compiled_step_is_one_graph_over_300_frames_and_equals_eager(overrides):
     """fullgraph=True raises on a graph break; error_on_recompile on a recompile (the ring wraps 75 times: W = 4).
     The aot_eager backend traces and functionalizes exactly what inductor would compile, in seconds."""
-    model = tiny_model(num_frames=4, window_stride=2)
+    model = tiny_model(num_frames=4, window_stride=2, **overrides)
     step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
     frames, noises = inputs(300)
     torch._dynamo.reset()

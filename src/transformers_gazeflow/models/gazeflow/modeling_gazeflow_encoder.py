@@ -417,8 +417,10 @@ class GazeFlowSpatialEncoder(nn.Module):
                        slot: torch.Tensor, slot_mask: torch.Tensor) -> torch.Tensor:
         """c_v of the newest frame group in the causal streamer: ``tokens [B, N, d]`` -> ``[B, N, d]``; each
         temporal layer reads and writes its ring of the last W groups' keys/values (``temporal_caches``, one
-        ``[B * N, H, W, d_h]`` ring per layer, written at ``slot``; ``slot_mask`` ``[W]`` additive), which equals the
-        causal :meth:`forward`'s row of the newest group."""
+        ``[B * N, H, W, d_h]`` ring per layer, written at ``slot``; ``slot_mask`` ``[W]`` additive). Within the first
+        W groups this equals the causal :meth:`forward`'s row of the newest group; past them each layer attends to
+        the last W groups, whose keys in a second or later temporal layer were computed with their own W-group
+        context (a key/value cache's sliding window, as in the velocity network's frame self-attention)."""
         batch, num_tokens, width = tokens.shape
         hidden = tokens + self.position_encoding.to(tokens.dtype)
         if len(self.temporal_layers):
