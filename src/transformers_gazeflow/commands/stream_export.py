@@ -11,7 +11,8 @@ GazeFlowStreamerStep.functional>` (paper Appendix F.4's causal model, one frame)
 * ``noise`` ``[1, K, 1, 2]`` float32: this frame's x_0, K x 2 independent standard normal draws (model coordinates);
 * ``state.*``: the ring buffers (:class:`~transformers_gazeflow.generation.streaming_step.StreamerState`: the frame
   index, the encoder's frame window, the task bank's summaries and keys/values, every sampler call's and block's
-  self-attention keys/values); all zeros for a new stream (``state.frame_index`` is int64 0);
+  self-attention keys/values, and with ``num_temporal_layers`` the temporal layers' keys/values); all zeros for a
+  new stream (``state.frame_index`` is int64 0);
 * ``gaze_samples`` ``[1, K, 2]`` and ``gaze_point`` ``[1, 2]``: the K samples' gaze at the frame and their mean, in
   unit coordinates ([0, 1] from the top-left corner, clamped); ``next_state.*``: the state to feed back as
   ``state.*`` with the next frame.
