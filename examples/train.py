@@ -173,11 +173,14 @@ def add_training_arguments(train: argparse._ArgumentGroup) -> None:
                        help="None: bf16 on GPU, no on CPU")
     train.add_argument("--seed", type=int, default=0, help="seed of data order, initialisation and noise")
     train.add_argument("--trial_starts", type=int, default=1,
-                       help="train this many starts (seeds --seed, --seed + 1, ...: initialisation outside the "
-                            "encoder, data order, flips, noise; one encoder draw and feature cache) for "
-                            "--trial_steps steps each, then continue the one with the lowest validation grounding "
-                            "loss (EMA; the validation loss without the grounding head) from its checkpoint; a "
-                            "start that stalls costs --trial_steps steps instead of the run")
+                       help=f"at most this many starts (seeds --seed, --seed + 1, ...: initialisation outside the "
+                            "encoder, data order, flips, noise; one encoder draw and feature cache) of --trial_steps "
+                            "steps each; a further start only while every start so far ended on the grounding "
+                            f"plateau (its validation grounding loss under {100 * PLATEAU_PROGRESS:.0f}%% of the way "
+                            "from the centre-bias level to the floor; every start where that cannot be told), then "
+                            "continue the one with the lowest validation grounding loss (EMA; the validation loss "
+                            "without the grounding head) from its checkpoint; a start that stalls costs --trial_steps "
+                            "steps instead of the run")
     train.add_argument("--trial_steps", type=int, default=1000,
                        help="optimizer steps of each trial start (on the full run's learning-rate schedule)")
     train.add_argument("--checkpointing_steps", type=int, default=None, help="save a checkpoint every N steps")
@@ -597,10 +600,12 @@ def trial_score(record: dict) -> float:
 
 def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder_state: dict,
                      output_dir: Path) -> tuple[dict, list[dict]]:
-    """``--trial_starts N``: train N starts for ``--trial_steps`` steps each on the run's full schedule, the start
-    ``t`` seeded with ``--seed`` + t (initialisation outside the encoder, data order, flips, noise) and sharing the
-    encoder (``encoder_state``, the draw of ``--seed``, so one feature cache serves all). Each start ends with a
-    checkpoint in ``<output_dir>/trials/seed_<seed>/`` and its validation losses (EMA); the folders of the starts not
+    """``--trial_starts N``: train up to N starts for ``--trial_steps`` steps each on the run's full schedule, the
+    start ``t`` seeded with ``--seed`` + t (initialisation outside the encoder, data order, flips, noise) and sharing
+    the encoder (``encoder_state``, the draw of ``--seed``, so one feature cache serves all). A further start is
+    trained only while every start so far ended on the grounding plateau (:func:`left_plateau`): a start that has
+    left it is continued at once, so a run that does not stall costs no more steps than a plain run. Each start
+    ends with a checkpoint in ``<output_dir>/trials/seed_<seed>/`` and its validation losses (EMA); the folders of the starts not
     chosen are removed (a checkpoint of the paper's model is gigabytes). Start 0 is the plain run of ``--seed``
     (``first_model`` as built for it). Returns the chosen start's record (lowest :func:`trial_score`) and every
     start's."""
@@ -635,6 +640,11 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
                     f", grounding {val_grounding:.5f}" if val_grounding is not None else "")
         del run, model
         accelerator.free_memory()
+        if left_plateau(record):
+            if index + 1 < args.trial_starts:
+                logger.info("trial start %d has left the grounding plateau (%.0f%% of the way): continuing it, no "
+                            "further start", index + 1, 100 * record["grounding_progress"])
+            break
     chosen = min(records, key=trial_score)
     logger.info("trial starts: continuing seed %d's (the lowest %s, %.5f)", chosen["seed"], trial_score_name(chosen),
                 trial_score(chosen))
@@ -645,6 +655,13 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
                 shutil.rmtree(Path(record["checkpoint"]).parent, ignore_errors=True)
     accelerator.wait_for_everyone()
     return chosen, records
+
+
+def left_plateau(record: dict) -> bool:
+    """Whether a trial start ended past the grounding plateau: its validation grounding loss at least
+    ``PLATEAU_PROGRESS`` of the way from the centre-bias level to the floor (False where that cannot be told)."""
+    progress = record.get("grounding_progress")
+    return progress is not None and progress >= PLATEAU_PROGRESS
 
 
 def note_trial_starts_on_plateau(records: list[dict]) -> None:
@@ -900,6 +917,11 @@ def save_final_model(setup: TrainingSetup, run: TrainingRun, processor: GazeFlow
 def describe_trial_starts(records: list[dict], continued_seed: int | None) -> str:
     """The model card's line on the trial starts: each start's seed and score, and which one was continued."""
     starts = ", ".join(f"seed {r['seed']} {trial_score(r):.5f} (step {r['step']})" for r in records)
+    if len(records) == 1:
+        first, progress = records[0], records[0].get("grounding_progress")
+        share = f" ({100 * progress:.0f}% of the way)" if progress is not None else ""
+        return (f"one start: it had left the grounding plateau at step {first['step']}{share}, so no further start; "
+                f"{trial_score_name(first)} (EMA) {trial_score(first):.5f}; continued: seed {continued_seed}'s")
     return (f"{len(records)} starts sharing one encoder draw; {trial_score_name(records[0])} (EMA) at their end: "
             f"{starts}; continued: seed {continued_seed}'s")
 

@@ -91,12 +91,13 @@ def test_a_saved_mimetic_model_loads_its_own_weights(tmp_path):
 
 
 def test_train_py_builds_it_from_config_overrides_and_keeps_the_default_otherwise(tmp_path):
-    """``examples/train.py --config_overrides spatial_attention_init=mimetic`` reaches the model it trains; the
-    paper's config and the small-cpu recipe keep the standard initialisation unless asked."""
+    """The small-cpu recipe's ``spatial_attention_init=mimetic`` reaches the model examples/train.py trains, and
+    ``--config_overrides spatial_attention_init=normal`` takes it back; the paper's config keeps the standard
+    initialisation."""
     train = load_script(Path(__file__).resolve().parents[1] / "examples" / "train.py", "gazeflow_train_mimetic")
     common = ["--recipe", "small-cpu", "--dataset_name", "synthetic", "--data_dir", str(tmp_path),
               "--output_dir", str(tmp_path / "out")]
-    for extra, expected in (([], "normal"), (["--config_overrides", "spatial_attention_init=mimetic"], "mimetic")):
+    for extra, expected in (([], "mimetic"), (["--config_overrides", "spatial_attention_init=normal"], "normal")):
         torch.manual_seed(0)
         model = train.build_model(train.parse_args(common + extra))
         assert model.config.spatial_attention_init == expected

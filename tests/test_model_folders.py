@@ -166,6 +166,21 @@ def test_save_model_folder_writes_a_complete_folder(tmp_path):
         save_model_folder(model, tmp_path / "a_file")
 
 
+@pytest.mark.parametrize("overrides, line", [
+    ({}, "- Visual condition c_v: 1 spatial layer.\n"),
+    ({"num_spatial_layers": 2, "num_temporal_layers": 1, "spatial_attention_init": "mimetic"},
+     "- Visual condition c_v: 1 temporal layer (each position across the window's frame groups), then 2 spatial "
+     "layers, mimetic query-key initialisation.\n"),
+    ({"num_temporal_layers": 2, "causal": True},
+     "- Visual condition c_v: 2 temporal layers (each position across the window's frame groups, earlier ones "
+     "only), then 1 spatial layer.\n"),
+])
+def test_the_card_names_the_condition_encoders_layers(tmp_path, overrides, line):
+    model = GazeFlowModel(GazeFlowConfig.tiny(**overrides))
+    folder = save_model_folder(model, tmp_path / "model", title="Tiny", description="For a test.")
+    assert line in (folder / "README.md").read_text()
+
+
 def test_the_pipeline_seed_defaults_to_0_and_none_draws_fresh_noise(tiny_model_dir):
     gaze = pipeline("egocentric-gaze", model=str(tiny_model_dir))
     video = random_video(7, seed=1)

@@ -51,6 +51,7 @@ def test_the_recipe_builds_the_documented_model(train):
     assert config.encoder_config.crop_size == 64 and config.use_lora is False
     assert (config.encoder_config.patch_size, config.encoder_config.hidden_size) == (8, 128)
     assert (config.num_samples, config.num_steps, config.flow_time_sampling) == (16, 5, "uniform")
+    assert (config.num_temporal_layers, config.num_spatial_layers, config.spatial_attention_init) == (1, 2, "mimetic")
 
 
 def test_the_help_lists_the_recipes_and_a_bad_one_is_named(train, capsys):

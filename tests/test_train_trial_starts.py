@@ -52,6 +52,7 @@ def test_the_chosen_start_of_the_seed_is_the_plain_run_bit_for_bit(train, quiet,
     plain = run(train, quiet, tmp_path / "plain")
     scored = []
     monkeypatch.setattr(train, "trial_score", lambda record: scored.append(record["seed"]) or record["seed"])
+    monkeypatch.setattr(train, "left_plateau", lambda record: False)  # every start on the plateau: both run
     trial = run(train, quiet, tmp_path / "trial", "--trial_starts", 2, "--trial_steps", 3)
     assert set(scored) == {0, 1}
     assert equal(plain, trial)  # start 0 paused at step 3, checkpointed, continued: the same run as never pausing
@@ -73,6 +74,7 @@ def test_another_start_chosen_continues_from_its_checkpoint_with_the_one_encoder
                                                                                   monkeypatch):
     plain = run(train, quiet, tmp_path / "plain")
     monkeypatch.setattr(train, "trial_score", lambda record: -record["seed"])  # the last start wins
+    monkeypatch.setattr(train, "left_plateau", lambda record: False)
     trial = run(train, quiet, tmp_path / "trial", "--trial_starts", 3, "--trial_steps", 3)
     state = TrainerState.load(tmp_path / "trial")
     assert state.seed == 2 and [r["seed"] for r in state.trial_starts] == [0, 1, 2]
@@ -89,6 +91,27 @@ def test_another_start_chosen_continues_from_its_checkpoint_with_the_one_encoder
     # and so does 'latest' in the trial run's own folder (its lineage starts at the chosen start's checkpoint)
     again = run(train, quiet, tmp_path / "trial", "--trial_starts", 3, "--resume_from_checkpoint", "latest")
     assert equal(trial, again)
+
+
+def test_a_start_that_left_the_plateau_is_continued_without_further_starts(train, quiet, tmp_path, monkeypatch):
+    plain = run(train, quiet, tmp_path / "plain")
+    seen = []
+    monkeypatch.setattr(train, "left_plateau", lambda record: seen.append(record["seed"]) or True)
+    trial = run(train, quiet, tmp_path / "trial", "--trial_starts", 3, "--trial_steps", 3)
+    assert seen == [0]  # start 0 left it: starts 1 and 2 never trained
+    assert equal(plain, trial)
+    state = TrainerState.load(tmp_path / "trial")
+    assert [r["seed"] for r in state.trial_starts] == [0] and state.completed_steps == 8
+    assert sorted(path.name for path in (tmp_path / "trial" / "trials").iterdir()) == ["seed_0"]
+    card = (tmp_path / "trial" / "README.md").read_text()
+    assert "- trial starts: one start: it had left the grounding plateau at step 3" in card
+    assert "so no further start" in card
+
+
+@pytest.mark.parametrize("progress, left", [(None, False), (0.0, False), (0.2999, False), (0.30, True), (0.9, True)])
+def test_left_plateau_reads_the_progress_against_the_stall_threshold(train, progress, left):
+    record = {"seed": 0} if progress is None else {"seed": 0, "grounding_progress": progress}
+    assert train.left_plateau(record) is left
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -34,7 +34,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..data.atomic_files import atomic_write
 
@@ -315,6 +315,7 @@ K whole gaze trajectories, one (x, y) point per frame in [0, 1] image coordinate
 
 - Encoder: V-JEPA 2 ({encoder}), input {image_size}x{image_size}, windows of {num_frames} frames, stride {stride}.
 - Velocity network: d={hidden_size}, {layers} DenoiserBlocks, {heads} heads; {params} parameters in all.
+- Visual condition c_v: {condition}.
 - Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps. Evaluation maps: Gaussians of
   sigma {sigma} px at the data's native size (`heatmap_sigma`); overlays and pipeline heatmaps use 3.9% of the
   frame width unless given `heatmap_sigma` (the paper's 25 px at 640 px).
@@ -345,6 +346,18 @@ remote code (see the project README).
 """
 
 
+def describe_condition(config: Any) -> str:
+    """The card's line on the spatial encoder that builds c_v: its layers and how their attention starts."""
+    temporal = config.num_temporal_layers
+    text = f"{config.num_spatial_layers} spatial layer{'s' if config.num_spatial_layers != 1 else ''}"
+    if temporal:
+        text = (f"{temporal} temporal layer{'s' if temporal != 1 else ''} (each position across the window's frame "
+                f"groups{', earlier ones only' if config.causal else ''}), then {text}")
+    if config.spatial_attention_init == "mimetic":
+        text += ", mimetic query-key initialisation"
+    return text
+
+
 def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str, description: str, training: str,
                      limitations: str, repo: str | None = None) -> Path:
     """Write ``README.md`` (a Hub model card with metadata) into a model folder; returns its path."""
@@ -360,7 +373,7 @@ def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str
         hidden_size=config.hidden_size, layers=config.num_hidden_layers, heads=config.num_attention_heads,
         params=f"{sum(p.numel() for p in model.parameters()):,}", num_samples=defaults.num_samples,
         num_steps=defaults.num_steps, solver=defaults.solver, sigma=config.heatmap_sigma,
-        repo=repo or str(folder),
+        condition=describe_condition(config), repo=repo or str(folder),
     )
     path = Path(folder) / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)

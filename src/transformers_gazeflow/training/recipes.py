@@ -35,12 +35,14 @@ class Recipe:
 SMALL_CPU = Recipe(
     name="small-cpu",
     summary="tiny random frozen encoder (64x64 input, patch 8, 2 layers of width 128) with its outputs cached once, "
-            "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), 2 spatial layers, the "
-            "grounding loss on c_v (weight 1, sigma 1 patch), horizontal-flip augmentation (p 0.5, the mirrored "
-            "windows cached too), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
+            "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), c_v from 1 temporal layer "
+            "(each position across the window's frame groups) and 2 spatial layers with mimetic query-key "
+            "initialisation, the grounding loss on c_v (weight 1, sigma 1 patch), horizontal-flip augmentation "
+            "(p 0.5, the mirrored windows cached too), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
             "0.995, at most 4,000 steps, early stopping after 5 epochs without a better validation loss, the "
-            "best-validation EMA weights saved; two trial starts of 1,000 steps (seeds --seed and --seed + 1, one "
-            "encoder draw), the one with the lower validation grounding loss continued; <= 25 minutes on 2 CPU cores",
+            "best-validation EMA weights saved; a second start (seed --seed + 1, the same encoder draw) only when "
+            "the first ends its 1,000 trial steps on the grounding plateau, the one with the lower validation "
+            "grounding loss continued; <= 25 minutes on 2 CPU cores",
     arguments=dict(
         config_preset="tiny",
         use_lora=False,
@@ -74,6 +76,8 @@ SMALL_CPU = Recipe(
         "intermediate_size": 256,
         "num_hidden_layers": 3,
         "num_spatial_layers": 2,
+        "num_temporal_layers": 1,
+        "spatial_attention_init": "mimetic",
         "num_task_queries": 4,
         "grounding_loss_weight": 1.0,
         "grounding_sigma": 1.0,
