@@ -605,9 +605,9 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
     the encoder (``encoder_state``, the draw of ``--seed``, so one feature cache serves all). A further start is
     trained only while every start so far ended on the grounding plateau (:func:`left_plateau`): a start that has
     left it is continued at once, so a run that does not stall costs no more steps than a plain run. Each start
-    ends with a checkpoint in ``<output_dir>/trials/seed_<seed>/`` and its validation losses (EMA); the folders of the starts not
-    chosen are removed (a checkpoint of the paper's model is gigabytes). Start 0 is the plain run of ``--seed``
-    (``first_model`` as built for it). Returns the chosen start's record (lowest :func:`trial_score`) and every
+    ends with a checkpoint in ``<output_dir>/trials/seed_<seed>/`` and its validation losses (EMA); the folders of
+    the starts not chosen are removed (a checkpoint of the paper's model is gigabytes). Start 0 is the plain run of
+    ``--seed`` (``first_model`` as built for it). Returns the chosen start's record (lowest :func:`trial_score`) and every
     start's."""
     args, accelerator = setup.args, setup.accelerator
     if not len(setup.validation_set):
