@@ -607,8 +607,8 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
     left it is continued at once, so a run that does not stall costs no more steps than a plain run. Each start
     ends with a checkpoint in ``<output_dir>/trials/seed_<seed>/`` and its validation losses (EMA); the folders of
     the starts not chosen are removed (a checkpoint of the paper's model is gigabytes). Start 0 is the plain run of
-    ``--seed`` (``first_model`` as built for it). Returns the chosen start's record (lowest :func:`trial_score`) and every
-    start's."""
+    ``--seed`` (``first_model`` as built for it). Returns the chosen start's record (lowest :func:`trial_score`)
+    and every start's."""
     args, accelerator = setup.args, setup.accelerator
     if not len(setup.validation_set):
         raise ValueError(f"--trial_starts {args.trial_starts}: no validation windows to choose a start by (set "
