@@ -299,8 +299,12 @@ class GazeFlowSpatialEncoderLayer(GradientCheckpointingLayer):
                 output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         update, weights = self.attention.self_attention(self.attention_norm(tokens),
                                                         output_attentions=output_attentions)
+        return self.add_update_and_mlp(tokens, update), weights
+
+    def add_update_and_mlp(self, tokens: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+        """The layer after its attention: the attention's residual, then the pre-norm MLP's."""
         tokens = tokens + update
-        return tokens + self.mlp(self.mlp_norm(tokens)), weights
+        return tokens + self.mlp(self.mlp_norm(tokens))
 
 
 class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
@@ -315,8 +319,7 @@ class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
                 output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         update, weights = self.attention.self_attention(self.attention_norm(tokens), attention_mask=attention_mask,
                                                         output_attentions=output_attentions)
-        tokens = tokens + update
-        return tokens + self.mlp(self.mlp_norm(tokens)), weights
+        return self.add_update_and_mlp(tokens, update), weights
 
     def forward_newest(self, tokens: torch.Tensor, cache: GazeFlowRingKeyValueCache, slot: torch.Tensor,
                        slot_mask: torch.Tensor) -> torch.Tensor:
@@ -328,8 +331,7 @@ class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
         keys, values = cache.write(slot, *self.attention.project_key_value(normed))
         query = self.attention.project_query(normed)  # [R, H, 1, d_h]
         update, _ = self.attention.attend(query, keys, values, slot_mask.view(1, 1, 1, -1))
-        tokens = tokens + update
-        return tokens + self.mlp(self.mlp_norm(tokens))
+        return self.add_update_and_mlp(tokens, update)
 
 
 @dataclass
