@@ -395,14 +395,17 @@ class GazeFlowSpatialEncoder(nn.Module):
             per_position = hidden.view(batch, groups, num_tokens, width).transpose(1, 2)
             per_position = per_position.reshape(batch * num_tokens, groups, width)  # [B * N, G, d]
             mask = self.temporal_attention_mask(groups, tokens.device)
+            def per_group(rows: torch.Tensor) -> torch.Tensor:  # [B * N, G, d] -> [B * G, N, d]
+                rows = rows.view(batch, num_tokens, groups, width).transpose(1, 2)
+                return rows.reshape(batch * groups, num_tokens, width)
+
             for layer in self.temporal_layers:
                 per_position, weights = layer(per_position, mask, output_attentions)
-                hidden = per_position.view(batch, num_tokens, groups, width).transpose(1, 2)
-                hidden = hidden.reshape(batch * groups, num_tokens, width)
                 if output_hidden_states:
-                    all_hidden_states += (hidden,)
+                    all_hidden_states += (per_group(per_position),)
                 if output_attentions:
                     temporal_attentions += (weights,)
+            hidden = per_group(per_position)
         for layer in self.layers:
             hidden, weights = layer(hidden, output_attentions)
             if output_hidden_states:
