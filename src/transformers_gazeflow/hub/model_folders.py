@@ -34,7 +34,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..data.atomic_files import atomic_write
 
@@ -346,7 +346,7 @@ remote code (see the project README).
 """
 
 
-def describe_condition(config: Any) -> str:
+def describe_condition(config: GazeFlowConfig) -> str:
     """The card's line on the spatial encoder that builds c_v: its layers and how their attention starts."""
     temporal = config.num_temporal_layers
     text = f"{config.num_spatial_layers} spatial layer{'s' if config.num_spatial_layers != 1 else ''}"
