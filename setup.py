@@ -36,9 +36,10 @@ EXTRAS = {
         # needed: the tests launch /usr/bin/chromium, installed with apt)
         "playwright>=1.40",
     ],
-    # the lint CI runs before the tests (`python -m ruff check .`; rules and line length in pyproject.toml); kept
-    # apart from `test` so that the GPU suite, which installs `test`'s closure, need not carry it
-    "lint": ["ruff>=0.6"],
+    # the lint and format checks CI runs before the tests (`python -m ruff check .`, `python -m ruff format --check .`;
+    # rules and line length in pyproject.toml); pinned because another release may format the same code differently;
+    # kept apart from `test` so that the GPU suite, which installs `test`'s closure, need not carry it
+    "lint": ["ruff==0.17.6"],
     # the web demo (`gazeflow app`, app.py): Gradio for the page (tested with 6.31, the Space's sdk_version),
     # matplotlib for the x(t)/y(t) plot
     "app": ["gradio>=6.0", "matplotlib>=3.7"],

@@ -77,24 +77,31 @@ def main(argv: list[str] | None = None) -> None:
             seconds = best_of(args.repeats, lambda path=path: parse_begaze(path))
             track = parse_begaze(path)
             verdict = "OK" if seconds < 1.0 else "SLOWER than the 1 s target"
-            print(f"BeGaze format {fmt}: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s "
-                  f"({len(track):,} frames; target < 1 s: {verdict})")
+            print(
+                f"BeGaze format {fmt}: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s "
+                f"({len(track):,} frames; target < 1 s: {verdict})"
+            )
         path = write_ego4d_file(tmp / "ego4d.csv", args.rows)
         frames = int(args.rows / 250 * 30)
         seconds = best_of(args.repeats, lambda: parse_ego4d_gaze(path, frames, 30.0))
-        print(f"Ego4D gaze CSV: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s "
-              f"(labels {frames:,} frames at 30 fps)")
+        print(
+            f"Ego4D gaze CSV: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s (labels {frames:,} frames at 30 fps)"
+        )
 
         video = args.video or generated_video(tmp / "video.mp4", args.video_frames, 640, 480)
         info = probe_video(video)
-        print(f"\n== video decoding ({video.name if args.video else 'generated'}: {info.width}x{info.height}, "
-              f"{info.num_frames} frames at {info.fps:g} fps) ==")
+        print(
+            f"\n== video decoding ({video.name if args.video else 'generated'}: {info.width}x{info.height}, "
+            f"{info.num_frames} frames at {info.fps:g} fps) =="
+        )
         window = min(args.window, info.num_frames)
         start = max(0, (info.num_frames - window) // 2)
         window_s = [best_of(1, lambda: decode_frames(video, start, window)) for _ in range(args.repeats)]
         full_s = best_of(args.repeats, lambda: sum(1 for _ in iter_frames(video)))
-        print(f"window of {window} frames from frame {start}: {min(window_s) * 1000:.1f} ms, "
-              f"{window / min(window_s):,.0f} frames/s (median {window / statistics.median(window_s):,.0f})")
+        print(
+            f"window of {window} frames from frame {start}: {min(window_s) * 1000:.1f} ms, "
+            f"{window / min(window_s):,.0f} frames/s (median {window / statistics.median(window_s):,.0f})"
+        )
         print(f"full video, {info.num_frames} frames: {full_s:.3f} s, {info.num_frames / full_s:,.0f} frames/s")
         print(f"window decode costs {min(window_s) / full_s:.1%} of decoding the whole video")
 

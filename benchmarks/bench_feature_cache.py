@@ -32,17 +32,32 @@ def build_model(args) -> GazeFlowModel:
         config = GazeFlowConfig(use_lora=False)
     else:
         config = GazeFlowConfig.tiny(
-            encoder_config={"crop_size": 64, "patch_size": 8, "hidden_size": 64, "num_attention_heads": 4,
-                            "num_hidden_layers": args.encoder_layers, "frames_per_clip": 16},
-            hidden_size=128, num_attention_heads=4, intermediate_size=512, num_hidden_layers=4, num_frames=16,
-            window_stride=8, use_lora=False)
+            encoder_config={
+                "crop_size": 64,
+                "patch_size": 8,
+                "hidden_size": 64,
+                "num_attention_heads": 4,
+                "num_hidden_layers": args.encoder_layers,
+                "frames_per_clip": 16,
+            },
+            hidden_size=128,
+            num_attention_heads=4,
+            intermediate_size=512,
+            num_hidden_layers=4,
+            num_frames=16,
+            window_stride=8,
+            use_lora=False,
+        )
     torch.manual_seed(0)
     return GazeFlowModel(config)
 
 
 def train_step(model, batch, optimizer, device) -> None:
-    inputs = {k: batch[k].to(device) for k in ("pixel_values_videos", "encoder_hidden_states", "gaze", "valid_mask")
-              if k in batch}
+    inputs = {
+        k: batch[k].to(device)
+        for k in ("pixel_values_videos", "encoder_hidden_states", "gaze", "valid_mask")
+        if k in batch
+    }
     model(**inputs).loss.backward()
     optimizer.step()
     optimizer.zero_grad()
@@ -74,25 +89,37 @@ def main() -> None:
     model = build_model(args).to(device)
     config = model.config
     processor = GazeFlowVideoProcessor(size=config.image_size)
-    train, _ = load_training_splits("synthetic", data_dir, args.dataset_config, window_frames=config.num_frames,
-                                    window_stride=config.window_stride)
-    print(f"device {device}; {len(train)} training windows of {config.num_frames} frames; encoder "
-          f"{config.encoder_config.num_hidden_layers} layers, hidden {config.encoder_config.hidden_size}, "
-          f"{config.image_size}px; batch {args.batch_size}; {args.steps} timed steps each")
+    train, _ = load_training_splits(
+        "synthetic", data_dir, args.dataset_config, window_frames=config.num_frames, window_stride=config.window_stride
+    )
+    print(
+        f"device {device}; {len(train)} training windows of {config.num_frames} frames; encoder "
+        f"{config.encoder_config.num_hidden_layers} layers, hidden {config.encoder_config.hidden_size}, "
+        f"{config.image_size}px; batch {args.batch_size}; {args.steps} timed steps each"
+    )
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=1e-4)
 
-    plain = DataLoader(train, batch_size=args.batch_size, shuffle=True,
-                       collate_fn=GazeFlowDataCollator(processor, num_frames=config.num_frames))
+    plain = DataLoader(
+        train,
+        batch_size=args.batch_size,
+        shuffle=True,
+        collate_fn=GazeFlowDataCollator(processor, num_frames=config.num_frames),
+    )
     with tempfile.TemporaryDirectory() as cache_dir:
         cache = FeatureCache(Path(cache_dir), cache_fingerprint(model, processor))
         start = time.perf_counter()
         model.eval()
-        cache.build(model, [train], GazeFlowDataCollator(processor, num_frames=config.num_frames),
-                    batch_size=args.batch_size)
+        cache.build(
+            model, [train], GazeFlowDataCollator(processor, num_frames=config.num_frames), batch_size=args.batch_size
+        )
         build_seconds = time.perf_counter() - start
-        cached = DataLoader(train, batch_size=args.batch_size, shuffle=True,
-                            collate_fn=CachedFeatureCollator(cache, processor, num_frames=config.num_frames))
+        cached = DataLoader(
+            train,
+            batch_size=args.batch_size,
+            shuffle=True,
+            collate_fn=CachedFeatureCollator(cache, processor, num_frames=config.num_frames),
+        )
         rate_plain = steps_per_second(model, plain, optimizer, args.steps, device)
         rate_cached = steps_per_second(model, cached, optimizer, args.steps, device)
         size = sum(f.stat().st_size for f in Path(cache_dir).glob("*.safetensors")) / 2**20

@@ -35,13 +35,33 @@ from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.generation.inference import prepare_for_inference
 
 PAPER_KS_GRID_SECONDS = {  # Table ks_grid, time per 64-frame clip on one H100 (encoder included)
-    (1, 1): 0.49, (1, 2): 0.49, (1, 5): 0.51, (1, 10): 0.54, (1, 50): 0.77,
-    (10, 1): 0.52, (10, 2): 0.53, (10, 5): 0.57, (10, 10): 0.63, (10, 50): 1.14,
-    (30, 1): 0.58, (30, 2): 0.62, (30, 5): 0.73, (30, 10): 0.91, (30, 50): 2.35,
-    (50, 1): 0.65, (50, 2): 0.71, (50, 5): 0.89, (50, 10): 1.21, (50, 50): 3.37,
+    (1, 1): 0.49,
+    (1, 2): 0.49,
+    (1, 5): 0.51,
+    (1, 10): 0.54,
+    (1, 50): 0.77,
+    (10, 1): 0.52,
+    (10, 2): 0.53,
+    (10, 5): 0.57,
+    (10, 10): 0.63,
+    (10, 50): 1.14,
+    (30, 1): 0.58,
+    (30, 2): 0.62,
+    (30, 5): 0.73,
+    (30, 10): 0.91,
+    (30, 50): 2.35,
+    (50, 1): 0.65,
+    (50, 2): 0.71,
+    (50, 5): 0.89,
+    (50, 10): 1.21,
+    (50, 50): 3.37,
 }
 PAPER_METHOD_MS_PER_FRAME = {  # Table method_time, ms per frame on one H100
-    "GLC": 12.5, "AT": 219.0, "EgoM2P": 506.0, "GazeFlow (K=50, S=50)": 53.0, "GazeFlow (K=30, S=5)": 11.4,
+    "GLC": 12.5,
+    "AT": 219.0,
+    "EgoM2P": 506.0,
+    "GazeFlow (K=50, S=50)": 53.0,
+    "GazeFlow (K=30, S=5)": 11.4,
 }
 PAPER_ENCODER_MS = 450.0  # "the encoder with LoRA takes ~450 ms"
 PAPER_SAMPLER_MS_K50_S50 = 2920.0  # "Euler sampling takes ~2.92 s" (K=50, S=50)
@@ -85,8 +105,7 @@ def build_config(args) -> GazeFlowConfig:
     if args.preset == "tiny":
         return GazeFlowConfig.tiny(use_lora=True)
     encoder = VJEPA2Config(num_hidden_layers=args.encoder_layers, frames_per_clip=args.frames)
-    return GazeFlowConfig(encoder_config=encoder, num_frames=args.frames, window_stride=args.frames // 2,
-                          use_lora=True)
+    return GazeFlowConfig(encoder_config=encoder, num_frames=args.frames, window_stride=args.frames // 2, use_lora=True)
 
 
 def build_models(args, device: torch.device) -> tuple[GazeFlowModel, GazeFlowModel]:
@@ -99,9 +118,13 @@ def build_models(args, device: torch.device) -> tuple[GazeFlowModel, GazeFlowMod
                 parameter.copy_(torch.randn(parameter.shape, generator=generator).to(device) * 0.01)
     set_encoder_attention(reference, "eager")
     weights = torch.bfloat16 if args.dtype == "bf16" and args.weights == "cast" else None
-    fast = prepare_for_inference(copy.deepcopy(reference), merge_lora=True, compile=args.compile,
-                                 compile_mode="reduce-overhead" if (args.compile and device.type == "cuda") else None,
-                                 dtype=weights)
+    fast = prepare_for_inference(
+        copy.deepcopy(reference),
+        merge_lora=True,
+        compile=args.compile,
+        compile_mode="reduce-overhead" if (args.compile and device.type == "cuda") else None,
+        dtype=weights,
+    )
     return fast, reference
 
 
@@ -120,11 +143,13 @@ def encoder_variants(args, reference: GazeFlowModel, pixels: torch.Tensor, devic
         def run():
             with torch.no_grad(), autocast_context(model, autocast):
                 return model.encode_video(pixels)
+
         return run
 
     if gpu:
         timings["autocast bf16, transformers' attention (the fast path before)"] = 1e3 * timed(
-            encode(plain, torch.bfloat16), device, args.repeats)
+            encode(plain, torch.bfloat16), device, args.repeats
+        )
     unfused = copy.deepcopy(plain).to(low)
     timings[f"{low} weights, transformers' attention"] = 1e3 * timed(encode(unfused), device, args.repeats)
     fused = unfused
@@ -135,13 +160,15 @@ def encoder_variants(args, reference: GazeFlowModel, pixels: torch.Tensor, devic
             try:
                 with sdpa_kernel(backend):
                     timings[f"{low} weights, fused attention, SDPA {backend.name}"] = 1e3 * timed(
-                        encode(fused), device, args.repeats)
+                        encode(fused), device, args.repeats
+                    )
             except RuntimeError as err:
                 print(f"  SDPA {backend.name}: not available ({str(err).splitlines()[0][:100]})")
     if args.compile:
         fused.video_encoder.forward = torch.compile(fused.video_encoder.forward, dynamic=False)
-        timings[f"{low} weights, fused attention, torch.compile"] = 1e3 * timed(encode(fused), device, args.repeats,
-                                                                                 warmup=2)
+        timings[f"{low} weights, fused attention, torch.compile"] = 1e3 * timed(
+            encode(fused), device, args.repeats, warmup=2
+        )
     print("\nencoder ms / clip, each way it can run:")
     for name, ms in timings.items():
         print(f"  {name}: {ms:.1f}")
@@ -149,8 +176,9 @@ def encoder_variants(args, reference: GazeFlowModel, pixels: torch.Tensor, devic
     return timings
 
 
-def sampler_cuda_graph_ms(args, fast: GazeFlowModel, tokens: torch.Tensor, frames: int, device: torch.device,
-                          samples: int, steps: int) -> dict:
+def sampler_cuda_graph_ms(
+    args, fast: GazeFlowModel, tokens: torch.Tensor, frames: int, device: torch.device, samples: int, steps: int
+) -> dict:
     """One window's sampler (condition built beforehand), ms: eager against its CUDA graph replay
     (``CUDAGraphWindowSampler``), and the largest difference between the two."""
     from transformers_gazeflow.generation.inference import CUDAGraphWindowSampler
@@ -166,22 +194,36 @@ def sampler_cuda_graph_ms(args, fast: GazeFlowModel, tokens: torch.Tensor, frame
         graph_ms = 1e3 * timed(lambda: graphed(condition, noise), device, args.repeats, warmup=3)
         difference = (graphed(condition, noise).float() - eager(condition, noise).float()).abs().max().item()
     captured = any(entry is not False for entry in graphed.graphs.values())
-    print(f"sampler ms / window (condition built once, K={samples}, S={steps}): eager {eager_ms:.2f}, CUDA graph "
-          f"{graph_ms:.2f} (captured: {captured}; max |diff| {difference:.1e}); target {TARGETS['sampler_ms']:.0f}")
+    print(
+        f"sampler ms / window (condition built once, K={samples}, S={steps}): eager {eager_ms:.2f}, CUDA graph "
+        f"{graph_ms:.2f} (captured: {captured}; max |diff| {difference:.1e}); target {TARGETS['sampler_ms']:.0f}"
+    )
     return {"eager": eager_ms, "cuda_graph": graph_ms, "captured": captured, "max_abs_difference": difference}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--preset", choices=["paper", "tiny"], default="paper",
-                        help="paper: V-JEPA 2 ViT-L geometry at 256 px (default); tiny: the 32 px test model")
-    parser.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
-                        help="fast-path dtype (default: bf16 on GPU, fp32 on CPU)")
-    parser.add_argument("--weights", choices=["cast", "autocast"], default="cast",
-                        help="bf16 by casting the weights once (default, what the pipeline does) or by autocast")
-    parser.add_argument("--no-encoder-variants", action="store_true",
-                        help="skip the encoder's variants (autocast/cast, fused attention, SDPA backends)")
+    parser.add_argument(
+        "--preset",
+        choices=["paper", "tiny"],
+        default="paper",
+        help="paper: V-JEPA 2 ViT-L geometry at 256 px (default); tiny: the 32 px test model",
+    )
+    parser.add_argument(
+        "--dtype", choices=["bf16", "fp32"], default=None, help="fast-path dtype (default: bf16 on GPU, fp32 on CPU)"
+    )
+    parser.add_argument(
+        "--weights",
+        choices=["cast", "autocast"],
+        default="cast",
+        help="bf16 by casting the weights once (default, what the pipeline does) or by autocast",
+    )
+    parser.add_argument(
+        "--no-encoder-variants",
+        action="store_true",
+        help="skip the encoder's variants (autocast/cast, fused attention, SDPA backends)",
+    )
     parser.add_argument("--frames", type=int, default=None, help="frames per clip (default: 64 GPU, 16 CPU)")
     parser.add_argument("--encoder-layers", type=int, default=None, help="default: 24 GPU (ViT-L), 4 CPU")
     parser.add_argument("--grid-k", type=int, nargs="+", default=None, help="K values (GPU: 1 10 30 50)")
@@ -190,10 +232,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reference-s", type=int, default=None, help="S of the reference comparison (GPU 5, CPU 2)")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (GPU 5, CPU 1); median reported")
     parser.add_argument("--compile", action="store_true", help="torch.compile the velocity network")
-    parser.add_argument("--profile", action="store_true",
-                        help="print where the time goes in one end-to-end fast-path clip (torch.profiler)")
-    parser.add_argument("--profile-only", action="store_true",
-                        help="only the profile of one clip at --reference-k/-s (after one warm-up), no timings")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where the time goes in one end-to-end fast-path clip (torch.profiler)",
+    )
+    parser.add_argument(
+        "--profile-only",
+        action="store_true",
+        help="only the profile of one clip at --reference-k/-s (after one warm-up), no timings",
+    )
     parser.add_argument("--json", default=None, help="write every figure to this JSON file")
     args = parser.parse_args(argv)
     gpu = torch.device(args.device).type == "cuda"
@@ -222,16 +270,31 @@ def main(argv: list[str] | None = None) -> dict:
     dtype = {"bf16": torch.bfloat16, "fp32": None}[args.dtype] if args.weights == "autocast" else None
     device_name = torch.cuda.get_device_name(device) if gpu else "CPU"
     warmup = 3 if args.compile else 1
-    print(f"device {device_name}; torch {torch.__version__}; threads {torch.get_num_threads()}; fast-path dtype "
-          f"{args.dtype} ({args.weights}); preset {args.preset}; {args.frames} frames; encoder layers "
-          f"{args.encoder_layers}; compile {args.compile}", flush=True)
-    figures: dict = {"benchmark": "inference", "device": device_name, "torch": torch.__version__,
-                     "dtype": args.dtype, "preset": args.preset, "frames": args.frames,
-                     "encoder_layers": args.encoder_layers, "compile": args.compile, "repeats": args.repeats,
-                     "targets": TARGETS,
-                     "paper": {"encoder_ms": PAPER_ENCODER_MS, "ms_per_frame_k30_s5": PAPER_MS_PER_FRAME,
-                               "sampler_ms_k50_s50": PAPER_SAMPLER_MS_K50_S50, "peak_memory_gb": PAPER_PEAK_GB,
-                               "method_ms_per_frame": PAPER_METHOD_MS_PER_FRAME}}
+    print(
+        f"device {device_name}; torch {torch.__version__}; threads {torch.get_num_threads()}; fast-path dtype "
+        f"{args.dtype} ({args.weights}); preset {args.preset}; {args.frames} frames; encoder layers "
+        f"{args.encoder_layers}; compile {args.compile}",
+        flush=True,
+    )
+    figures: dict = {
+        "benchmark": "inference",
+        "device": device_name,
+        "torch": torch.__version__,
+        "dtype": args.dtype,
+        "preset": args.preset,
+        "frames": args.frames,
+        "encoder_layers": args.encoder_layers,
+        "compile": args.compile,
+        "repeats": args.repeats,
+        "targets": TARGETS,
+        "paper": {
+            "encoder_ms": PAPER_ENCODER_MS,
+            "ms_per_frame_k30_s5": PAPER_MS_PER_FRAME,
+            "sampler_ms_k50_s50": PAPER_SAMPLER_MS_K50_S50,
+            "peak_memory_gb": PAPER_PEAK_GB,
+            "method_ms_per_frame": PAPER_METHOD_MS_PER_FRAME,
+        },
+    }
 
     fast, reference = build_models(args, device)
     frames = args.frames
@@ -266,10 +329,12 @@ def main(argv: list[str] | None = None) -> dict:
     encoder_fast = timed(encode_fast, device, args.repeats)
     encoder_reference = timed(encode_reference, device, args.repeats)
     figures["encoder_ms"] = {"fast": 1e3 * encoder_fast, "reference": 1e3 * encoder_reference}
-    print(f"\nencoder ms / clip: fast {encoder_fast * 1e3:.1f}, reference {encoder_reference * 1e3:.1f}, "
-          f"ratio {encoder_reference / encoder_fast:.2f}x; paper {PAPER_ENCODER_MS:.0f} ms "
-          f"(fast / paper = {encoder_fast * 1e3 / PAPER_ENCODER_MS:.3f}); target {TARGETS['encoder_ms']:.0f} ms",
-          flush=True)
+    print(
+        f"\nencoder ms / clip: fast {encoder_fast * 1e3:.1f}, reference {encoder_reference * 1e3:.1f}, "
+        f"ratio {encoder_reference / encoder_fast:.2f}x; paper {PAPER_ENCODER_MS:.0f} ms "
+        f"(fast / paper = {encoder_fast * 1e3 / PAPER_ENCODER_MS:.3f}); target {TARGETS['encoder_ms']:.0f} ms",
+        flush=True,
+    )
 
     if not args.no_encoder_variants:
         figures["encoder_variants_ms"] = encoder_variants(args, reference, pixels, device)
@@ -284,8 +349,7 @@ def main(argv: list[str] | None = None) -> dict:
     def sample_reference(samples: int, steps: int):
         noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
         with torch.no_grad():
-            return sample_window(reference, tokens_reference, frames, noise, steps, "euler",
-                                 use_condition_cache=False)
+            return sample_window(reference, tokens_reference, frames, noise, steps, "euler", use_condition_cache=False)
 
     # ---------------------------------------------------------------- sampler grid (fast path)
     print(f"\nsampler ms / clip, fast path (condition build included; {frames} frames)")
@@ -299,8 +363,10 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{samples:>8} " + "".join(row), flush=True)
     figures["sampler_ms_grid"] = {str(k): {str(s): 1e3 * grid[k, s] for s in args.grid_s} for k in args.grid_k}
     if frames == PAPER_FRAMES:
-        print("end-to-end (encoder + sampler) ms per clip / the paper's per-clip time, Table ks_grid "
-              "(ours ms | paper ms | ratio):")
+        print(
+            "end-to-end (encoder + sampler) ms per clip / the paper's per-clip time, Table ks_grid "
+            "(ours ms | paper ms | ratio):"
+        )
         ratios = {}
         for samples in args.grid_k:
             cells = []
@@ -319,33 +385,44 @@ def main(argv: list[str] | None = None) -> dict:
 
     def generate_fast():
         with torch.no_grad(), autocast_context(fast, dtype):
-            return fast.generate(pixel_values_videos=pixels, num_samples=k, num_steps=s,
-                                 generator=torch.Generator().manual_seed(0))
+            return fast.generate(
+                pixel_values_videos=pixels, num_samples=k, num_steps=s, generator=torch.Generator().manual_seed(0)
+            )
 
     generate_seconds = timed(generate_fast, device, args.repeats, warmup)
     figures["generate_ms_per_frame"] = 1e3 * generate_seconds / frames
-    print(f"\nGazeFlowModel.generate on the fast path, K={k}, S={s}: {generate_seconds * 1e3:.1f} ms / clip, "
-          f"{generate_seconds * 1e3 / frames:.3f} ms / frame", flush=True)
+    print(
+        f"\nGazeFlowModel.generate on the fast path, K={k}, S={s}: {generate_seconds * 1e3:.1f} ms / clip, "
+        f"{generate_seconds * 1e3 / frames:.3f} ms / frame",
+        flush=True,
+    )
 
     # ---------------------------------------------------------------- fast vs reference, end to end
     sampler_fast = timed(lambda: sample_fast(k, s), device, args.repeats, warmup)
     sampler_reference = timed(lambda: sample_reference(k, s), device, args.repeats)
     clip_fast = encoder_fast + sampler_fast
     clip_reference = encoder_reference + sampler_reference
-    print(f"K={k}, S={s}: sampler ms / clip fast {sampler_fast * 1e3:.2f}, reference {sampler_reference * 1e3:.1f} "
-          f"({sampler_reference / sampler_fast:.1f}x); target {TARGETS['sampler_ms']:.0f} ms")
-    print(f"end-to-end ms / frame: fast {clip_fast * 1e3 / frames:.3f}, reference {clip_reference * 1e3 / frames:.3f} "
-          f"({clip_reference / clip_fast:.1f}x); paper {PAPER_MS_PER_FRAME} ms (fast / paper = "
-          f"{clip_fast * 1e3 / frames / PAPER_MS_PER_FRAME:.4f}); target {TARGETS['ms_per_frame']} ms")
+    print(
+        f"K={k}, S={s}: sampler ms / clip fast {sampler_fast * 1e3:.2f}, reference {sampler_reference * 1e3:.1f} "
+        f"({sampler_reference / sampler_fast:.1f}x); target {TARGETS['sampler_ms']:.0f} ms"
+    )
+    print(
+        f"end-to-end ms / frame: fast {clip_fast * 1e3 / frames:.3f}, reference {clip_reference * 1e3 / frames:.3f} "
+        f"({clip_reference / clip_fast:.1f}x); paper {PAPER_MS_PER_FRAME} ms (fast / paper = "
+        f"{clip_fast * 1e3 / frames / PAPER_MS_PER_FRAME:.4f}); target {TARGETS['ms_per_frame']} ms"
+    )
     with torch.no_grad():
         fast_out = sample_fast(k, s).float()
         reference_out = sample_reference(k, s).float()
     difference = (fast_out - reference_out).abs().max().item()
     print(f"fast vs reference trajectories (model coordinates): max |diff| {difference:.2e}")
-    figures["at"] = {"K": k, "S": s,
-                     "sampler_ms": {"fast": 1e3 * sampler_fast, "reference": 1e3 * sampler_reference},
-                     "ms_per_frame": {"fast": 1e3 * clip_fast / frames, "reference": 1e3 * clip_reference / frames},
-                     "max_abs_difference": difference}
+    figures["at"] = {
+        "K": k,
+        "S": s,
+        "sampler_ms": {"fast": 1e3 * sampler_fast, "reference": 1e3 * sampler_reference},
+        "ms_per_frame": {"fast": 1e3 * clip_fast / frames, "reference": 1e3 * clip_reference / frames},
+        "max_abs_difference": difference,
+    }
 
     if gpu and not args.compile:
         figures["sampler_cuda_graph_ms"] = sampler_cuda_graph_ms(args, fast, tokens_fast, frames, device, k, s)
@@ -353,8 +430,10 @@ def main(argv: list[str] | None = None) -> dict:
     peak_reference = peak_memory_gb(lambda: (encode_reference(), sample_reference(k, s)), device)
     figures["peak_memory_gb"] = None if peak_fast is None else {"fast": peak_fast, "reference": peak_reference}
     if peak_fast is not None:
-        print(f"peak GPU memory GB (weights included): fast {peak_fast:.2f}, reference {peak_reference:.2f}; "
-              f"paper {PAPER_PEAK_GB}; target {TARGETS['peak_memory_gb']:.0f}")
+        print(
+            f"peak GPU memory GB (weights included): fast {peak_fast:.2f}, reference {peak_reference:.2f}; "
+            f"paper {PAPER_PEAK_GB}; target {TARGETS['peak_memory_gb']:.0f}"
+        )
     else:
         print("peak GPU memory: n/a on CPU")
 
@@ -402,8 +481,15 @@ def profile_clip(encode, sample, device: torch.device, samples: int, steps: int,
     print(averages.table(sort_by=sort_key, row_limit=rows))
     device_time = "device_time_total" if hasattr(averages[0], "device_time_total") else "cuda_time_total"
     ordered = sorted(averages, key=lambda e: getattr(e, device_time if gpu else "cpu_time_total"), reverse=True)
-    return [{"name": e.key, "calls": e.count, "cpu_ms": e.cpu_time_total / 1e3,
-             "device_ms": getattr(e, device_time, 0.0) / 1e3 if gpu else None} for e in ordered[:rows]]
+    return [
+        {
+            "name": e.key,
+            "calls": e.count,
+            "cpu_ms": e.cpu_time_total / 1e3,
+            "device_ms": getattr(e, device_time, 0.0) / 1e3 if gpu else None,
+        }
+        for e in ordered[:rows]
+    ]
 
 
 if __name__ == "__main__":

@@ -27,8 +27,14 @@ def synthetic_clips(num_clips: int, num_samples: int, width: int, height: int, f
         gaze = np.clip(0.5 + np.cumsum(rng.normal(0, 0.01, size=(64, 2)), axis=0), 0.02, 0.98)
         gaze_type = np.where(rng.random(64) < fixation_share, 1, 2).astype(np.int8)
         gaze_type[np.linspace(0, 63, 8).astype(int)] = np.where(rng.random(8) < fixation_share, 1, 2)
-        gt = {"clip_id": f"clip{i:05d}", "gaze": gaze, "gaze_type": gaze_type, "valid": np.ones(64, bool),
-              "width": width, "height": height}
+        gt = {
+            "clip_id": f"clip{i:05d}",
+            "gaze": gaze,
+            "gaze_type": gaze_type,
+            "valid": np.ones(64, bool),
+            "width": width,
+            "height": height,
+        }
         offset = rng.normal(0, 0.05, size=(num_samples, 1, 2))
         traj = np.clip(gaze[None] + offset + rng.normal(0, 0.01, size=(num_samples, 64, 2)), 0, 1)
         yield gt, traj
@@ -51,19 +57,21 @@ def main() -> None:
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ev = GazeEvaluator(protocol=args.protocol)
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    for gt, traj in synthetic_clips(args.clips, args.samples, args.width, args.height, args.fixation_share,
-                                    args.seed):
+    for gt, traj in synthetic_clips(args.clips, args.samples, args.width, args.height, args.fixation_share, args.seed):
         ev.add(gt, traj)
     result = ev.compute()
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     m = result.metrics
-    print(f"protocol={args.protocol} clips={args.clips} frames={int(m['num_frames'])} K={args.samples} "
-          f"maps={args.width}x{args.height} threads={torch.get_num_threads()}")
+    print(
+        f"protocol={args.protocol} clips={args.clips} frames={int(m['num_frames'])} K={args.samples} "
+        f"maps={args.width}x{args.height} threads={torch.get_num_threads()}"
+    )
     print(f"time: {wall:.1f} s wall, {cpu:.1f} s CPU ({1000 * wall / args.clips:.1f} ms per clip)")
-    print(f"peak memory (RSS): {peak_rss:.0f} MB "
-          f"({peak_rss - base_rss:.0f} MB over the {base_rss:.0f} MB after imports)")
+    print(
+        f"peak memory (RSS): {peak_rss:.0f} MB ({peak_rss - base_rss:.0f} MB over the {base_rss:.0f} MB after imports)"
+    )
     print("metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in m.items()))
 
 

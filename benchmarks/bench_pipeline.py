@@ -113,23 +113,27 @@ def tiny_model(folder: Path) -> Path:
     return folder
 
 
-def run(video: Path, model: str, out_dir: Path, overlay: bool, num_samples: int | None,
-        num_steps: int | None) -> dict:
+def run(video: Path, model: str, out_dir: Path, overlay: bool, num_samples: int | None, num_steps: int | None) -> dict:
     from transformers_gazeflow.commands.predict import predict_video
 
     sampler = MemorySampler()
     before = rss_mb()
     sampler.start()
     started = time.perf_counter()
-    summary = predict_video(video, out_dir, model=model, overlay=overlay, num_samples=num_samples,
-                            num_steps=num_steps, quiet=True)
+    summary = predict_video(
+        video, out_dir, model=model, overlay=overlay, num_samples=num_samples, num_steps=num_steps, quiet=True
+    )
     wall = time.perf_counter() - started
     samples = np.array(sampler.stop())
     quarter = max(1, len(samples) // 4)
     return {
-        "frames": summary["frames"], "wall_s": wall, "ms_per_frame": 1000 * wall / summary["frames"],
-        "predict_ms_per_frame": summary["timings"]["ms_per_frame"], "rss_before_mb": before,
-        "rss_peak_mb": float(samples.max()), "rss_first_quarter_mb": float(samples[:quarter].max()),
+        "frames": summary["frames"],
+        "wall_s": wall,
+        "ms_per_frame": 1000 * wall / summary["frames"],
+        "predict_ms_per_frame": summary["timings"]["ms_per_frame"],
+        "rss_before_mb": before,
+        "rss_peak_mb": float(samples.max()),
+        "rss_first_quarter_mb": float(samples[:quarter].max()),
         "rss_last_quarter_mb": float(samples[-quarter:].max()),
     }
 
@@ -152,10 +156,11 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
         times: dict[bool, list[float]] = {True: [], False: []}
         cpu: dict[bool, list[float]] = {True: [], False: []}
         for repeat in range(args.repeats):
-            for overlay in ((True, False) if repeat % 2 == 0 else (False, True)):  # alternate the order
+            for overlay in (True, False) if repeat % 2 == 0 else (False, True):  # alternate the order
                 started, cpu_started = time.perf_counter(), time.process_time()
-                summary = predictor.predict(video, work / f"out_{size}_{overlay}", PredictOptions(overlay=overlay,
-                                                                                                   **options))
+                summary = predictor.predict(
+                    video, work / f"out_{size}_{overlay}", PredictOptions(overlay=overlay, **options)
+                )
                 times[overlay].append(1000 * (time.perf_counter() - started) / summary["frames"])
                 cpu[overlay].append(1000 * (time.process_time() - cpu_started) / summary["frames"])
         # the overlay's parts alone, on the same frames and predictions
@@ -164,8 +169,10 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
         renderer = OverlayRenderer()
         sigma = heatmap_sigma_px(width)
         started = time.perf_counter()
-        drawn = [render_overlay_frame(renderer, frame, samples[i], samples[i].mean(axis=0), sigma)
-                 for i, frame in enumerate(frames)]
+        drawn = [
+            render_overlay_frame(renderer, frame, samples[i], samples[i].mean(axis=0), sigma)
+            for i, frame in enumerate(frames)
+        ]
         draw_ms = 1000 * (time.perf_counter() - started) / len(frames)
         started = time.perf_counter()
         writer = OverlayVideoWriter(work / "encode_only.mp4", fps=args.fps)
@@ -174,20 +181,30 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
         writer.close()
         encode_ms = 1000 * (time.perf_counter() - started) / len(frames)
         none, with_overlay = statistics.median(times[False]), statistics.median(times[True])
-        rows.append((size, none, with_overlay, statistics.median(cpu[False]), statistics.median(cpu[True]), draw_ms,
-                     encode_ms))
-        print(f"  {size}: wall ms/frame: no overlay {[round(t, 1) for t in times[False]]}, overlay "
-              f"{[round(t, 1) for t in times[True]]}", flush=True)
-    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} thread(s), "
-          f"model: {args.model or 'bundled default'}, {args.frames} frames at {args.fps:g} fps, "
-          f"median of {args.repeats}, load average {os.getloadavg()[0]:.1f}")
-    print("| frame size | --no-overlay ms/frame | overlay ms/frame | overlay adds (wall) | --no-overlay CPU ms/frame | "
-          "overlay CPU ms/frame | overlay adds (CPU) | drawing alone ms/frame | encoding alone ms/frame |")
+        rows.append(
+            (size, none, with_overlay, statistics.median(cpu[False]), statistics.median(cpu[True]), draw_ms, encode_ms)
+        )
+        print(
+            f"  {size}: wall ms/frame: no overlay {[round(t, 1) for t in times[False]]}, overlay "
+            f"{[round(t, 1) for t in times[True]]}",
+            flush=True,
+        )
+    print(
+        f"\ntorch {torch.__version__}, {torch.get_num_threads()} thread(s), "
+        f"model: {args.model or 'bundled default'}, {args.frames} frames at {args.fps:g} fps, "
+        f"median of {args.repeats}, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "| frame size | --no-overlay ms/frame | overlay ms/frame | overlay adds (wall) | --no-overlay CPU ms/frame | "
+        "overlay CPU ms/frame | overlay adds (CPU) | drawing alone ms/frame | encoding alone ms/frame |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for size, none, with_overlay, cpu_none, cpu_overlay, draw_ms, encode_ms in rows:
-        print(f"| {size} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | "
-              f"{cpu_none:.1f} | {cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | {draw_ms:.1f} | "
-              f"{encode_ms:.1f} |")
+        print(
+            f"| {size} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | "
+            f"{cpu_none:.1f} | {cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | {draw_ms:.1f} | "
+            f"{encode_ms:.1f} |"
+        )
 
 
 def summary_samples(csv_path: Path, num_frames: int) -> np.ndarray:
@@ -210,21 +227,28 @@ def memory(args, work: Path, model: str | None) -> None:
         video = work / f"generated_{minutes:g}min.mp4"
         started = time.perf_counter()
         write_video(video, generated_frames(frames, width, height, args.fps), fps=args.fps)
-        print(f"generated {video.name}: {frames} frames {width}x{height} in {time.perf_counter() - started:.1f} s",
-              flush=True)
-        result = run(video, model, work / f"out_{minutes:g}min", not args.no_overlay, args.num_samples,
-                     args.num_steps)
+        print(
+            f"generated {video.name}: {frames} frames {width}x{height} in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+        result = run(video, model, work / f"out_{minutes:g}min", not args.no_overlay, args.num_samples, args.num_steps)
         rows.append((minutes, result))
         print(f"  {result}", flush=True)
-    print(f"\ntorch {torch.__version__}, {args.threads} thread(s), model: {args.model or 'bundled default'}, "
-          f"overlay: {not args.no_overlay}, load average {os.getloadavg()[0]:.1f}")
-    print("| video | frames | ms/frame (whole command) | ms/frame (predict) | RSS first quarter | RSS last quarter "
-          "| peak RSS |")
+    print(
+        f"\ntorch {torch.__version__}, {args.threads} thread(s), model: {args.model or 'bundled default'}, "
+        f"overlay: {not args.no_overlay}, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "| video | frames | ms/frame (whole command) | ms/frame (predict) | RSS first quarter | RSS last quarter "
+        "| peak RSS |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for minutes, r in rows:
-        print(f"| {minutes:g} min {width}x{height} @ {args.fps:g} fps | {r['frames']} | {r['ms_per_frame']:.2f} | "
-              f"{r['predict_ms_per_frame']:.2f} | {r['rss_first_quarter_mb']:.0f} MiB | "
-              f"{r['rss_last_quarter_mb']:.0f} MiB | {r['rss_peak_mb']:.0f} MiB |")
+        print(
+            f"| {minutes:g} min {width}x{height} @ {args.fps:g} fps | {r['frames']} | {r['ms_per_frame']:.2f} | "
+            f"{r['predict_ms_per_frame']:.2f} | {r['rss_first_quarter_mb']:.0f} MiB | "
+            f"{r['rss_last_quarter_mb']:.0f} MiB | {r['rss_peak_mb']:.0f} MiB |"
+        )
 
 
 # ------------------------------------------------------------------------------------------ serial vs overlapped
@@ -234,12 +258,41 @@ PATHS = {"serial": SERIAL, "overlapped": {}}
 """The command's path as it runs now (the defaults) and the serial path it replaced."""
 
 VIEW_AND_ALLOCATION_OPS = {
-    "aten::as_strided", "aten::view", "aten::transpose", "aten::t", "aten::expand", "aten::unsqueeze",
-    "aten::squeeze", "aten::slice", "aten::select", "aten::permute", "aten::reshape", "aten::_reshape_alias",
-    "aten::flatten", "aten::unflatten", "aten::narrow", "aten::resolve_conj", "aten::resolve_neg", "aten::empty",
-    "aten::empty_strided", "aten::empty_like", "aten::detach", "aten::alias", "aten::split", "aten::unbind",
-    "aten::chunk", "aten::_unsafe_view", "aten::contiguous", "aten::to", "aten::lift_fresh", "aten::result_type",
-    "aten::view_as", "aten::expand_as", "aten::movedim", "aten::split_with_sizes", "aten::unsafe_split",
+    "aten::as_strided",
+    "aten::view",
+    "aten::transpose",
+    "aten::t",
+    "aten::expand",
+    "aten::unsqueeze",
+    "aten::squeeze",
+    "aten::slice",
+    "aten::select",
+    "aten::permute",
+    "aten::reshape",
+    "aten::_reshape_alias",
+    "aten::flatten",
+    "aten::unflatten",
+    "aten::narrow",
+    "aten::resolve_conj",
+    "aten::resolve_neg",
+    "aten::empty",
+    "aten::empty_strided",
+    "aten::empty_like",
+    "aten::detach",
+    "aten::alias",
+    "aten::split",
+    "aten::unbind",
+    "aten::chunk",
+    "aten::_unsafe_view",
+    "aten::contiguous",
+    "aten::to",
+    "aten::lift_fresh",
+    "aten::result_type",
+    "aten::view_as",
+    "aten::expand_as",
+    "aten::movedim",
+    "aten::split_with_sizes",
+    "aten::unsafe_split",
 }
 """Aten ops that launch no kernel on a GPU (views, metadata, allocations, conversions to the same dtype)."""
 
@@ -291,16 +344,23 @@ def ops_per_frame(args, work: Path) -> dict:
 
     video = generated_video(work, args.ops_frames, 256, 256, args.fps)
     options = PredictOptions(overlay=False, num_samples=args.num_samples or 30, num_steps=args.num_steps or 5)
-    figures: dict = {"benchmark": "pipeline-ops", "frames": args.ops_frames, "K": options.num_samples,
-                     "S": options.num_steps, "paths": {}}
+    figures: dict = {
+        "benchmark": "pipeline-ops",
+        "frames": args.ops_frames,
+        "K": options.num_samples,
+        "S": options.num_steps,
+        "paths": {},
+    }
     for path, pipeline_options in PATHS.items():
         predictor = build_predictor("bundled", "cpu", pipeline_options, work)
         predictor.predict(video, work / f"warm_{path}", options)
         counts = count_ops(lambda p=predictor: p.predict(video, work / "ops", options))
         figures["paths"][path] = {kind: count / args.ops_frames for kind, count in counts.items()}
     figures["stages"] = stage_ops()
-    print(f"\naten ops per output frame, bundled model, K={options.num_samples}, S={options.num_steps}, "
-          f"{args.ops_frames} frames of 256x256 (torch {torch.__version__}, {torch.get_num_threads()} threads)")
+    print(
+        f"\naten ops per output frame, bundled model, K={options.num_samples}, S={options.num_steps}, "
+        f"{args.ops_frames} frames of 256x256 (torch {torch.__version__}, {torch.get_num_threads()} threads)"
+    )
     print("| path | all aten ops / frame | without views and allocations / frame |")
     print("| --- | ---: | ---: |")
     for path, counts in figures["paths"].items():
@@ -329,8 +389,10 @@ def stage_ops() -> dict:
     frames = np.random.default_rng(0).integers(0, 256, (64, 256, 256, 3), dtype=np.uint8)
     stages = {}
     with torch.no_grad():
-        for name, fn in (("encoder, transformers' V-JEPA 2 attention (per window)", lambda: plain.encode_video(clip)),
-                         ("encoder, fused attention (per window)", lambda: fast.encode_video(clip))):
+        for name, fn in (
+            ("encoder, transformers' V-JEPA 2 attention (per window)", lambda: plain.encode_video(clip)),
+            ("encoder, fused attention (per window)", lambda: fast.encode_video(clip)),
+        ):
             fn()
             stages[name] = count_ops(fn)
         tokens = fast.encode_video(clip)
@@ -340,7 +402,8 @@ def stage_ops() -> dict:
         embedding = fast.embed_flow_time(0.2, 1, 30, sample.device)
         fast.velocity(sample, 0.2, condition, sample, time_embedding=embedding)
         stages["velocity network, one call (K=30)"] = count_ops(
-            lambda: fast.velocity(sample, 0.2, condition, sample, time_embedding=embedding))
+            lambda: fast.velocity(sample, 0.2, condition, sample, time_embedding=embedding)
+        )
         stages["preprocess, one frame at a time (per frame)"] = count_ops(lambda: processor.preprocess(frames[:1]))
         batch = count_ops(lambda: processor.preprocess(frames))
         stages["preprocess, 64 frames at once (per frame)"] = {k: round(v / 64, 1) for k, v in batch.items()}
@@ -369,16 +432,24 @@ def decode_ratio(args, work: Path) -> dict:
                 count = predictors[name].predict(video, work / f"ratio_{name}", options)["frames"]
             times[name].append(1000 * (time.perf_counter() - started) / count)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    print(f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
-          f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
+        f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})"
+    )
     print("| path | ms / frame | / decoding alone |")
     print("| --- | ---: | ---: |")
     for name, value in medians.items():
         print(f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x |")
-    return {"benchmark": "pipeline-decode-ratio", "model": args.model or "bundled", "size": args.ratio_size,
-            "frames": args.ratio_frames,
-            "threads": torch.get_num_threads(), "ms_per_frame": medians, "runs_ms_per_frame": times,
-            "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in PATHS}}
+    return {
+        "benchmark": "pipeline-decode-ratio",
+        "model": args.model or "bundled",
+        "size": args.ratio_size,
+        "frames": args.ratio_frames,
+        "threads": torch.get_num_threads(),
+        "ms_per_frame": medians,
+        "runs_ms_per_frame": times,
+        "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in PATHS},
+    }
 
 
 def throughput(args, work: Path) -> dict:
@@ -387,12 +458,21 @@ def throughput(args, work: Path) -> dict:
 
     options = PredictOptions(overlay=False, num_samples=args.num_samples or 30, num_steps=args.num_steps or 5)
     frames = int(round(args.seconds * args.fps))
-    figures: dict = {"benchmark": "pipeline-throughput", "device": args.device, "K": options.num_samples,
-                     "S": options.num_steps, "seconds": args.seconds, "runs": []}
+    figures: dict = {
+        "benchmark": "pipeline-throughput",
+        "device": args.device,
+        "K": options.num_samples,
+        "S": options.num_steps,
+        "seconds": args.seconds,
+        "runs": [],
+    }
     if args.device.startswith("cuda"):
         figures["device_name"] = torch.cuda.get_device_name(torch.device(args.device))
-    print(f"\ngazeflow predict --no-overlay's path, K={options.num_samples}, S={options.num_steps}, {frames} frames "
-          f"at {args.fps:g} fps, device {figures.get('device_name', args.device)}", flush=True)
+    print(
+        f"\ngazeflow predict --no-overlay's path, K={options.num_samples}, S={options.num_steps}, {frames} frames "
+        f"at {args.fps:g} fps, device {figures.get('device_name', args.device)}",
+        flush=True,
+    )
     print("| model | size | path | frames / s | ms / frame | stages (s) |", flush=True)
     print("| --- | --- | --- | ---: | ---: | --- |", flush=True)
     for model in args.throughput_models:
@@ -405,13 +485,23 @@ def throughput(args, work: Path) -> dict:
                 video = generated_video(work, frames, width, height, args.fps)
                 summary = predictor.predict(video, work / "out", options)
                 timings = summary["timings"]
-                row = {"model": model, "size": size, "path": path, "frames": summary["frames"],
-                       "dtype": summary["dtype"], "frames_per_second": summary["frames"] / timings["predict_s"],
-                       "ms_per_frame": timings["ms_per_frame"], "stages_s": timings["stages_s"]}
+                row = {
+                    "model": model,
+                    "size": size,
+                    "path": path,
+                    "frames": summary["frames"],
+                    "dtype": summary["dtype"],
+                    "frames_per_second": summary["frames"] / timings["predict_s"],
+                    "ms_per_frame": timings["ms_per_frame"],
+                    "stages_s": timings["stages_s"],
+                }
                 figures["runs"].append(row)
                 stages = ", ".join(f"{k} {v:.2f}" for k, v in timings["stages_s"].items())
-                print(f"| {model} | {size} | {path} ({summary['dtype']}) | {row['frames_per_second']:.0f} | "
-                      f"{row['ms_per_frame']:.2f} | {stages} |", flush=True)
+                print(
+                    f"| {model} | {size} | {path} ({summary['dtype']}) | {row['frames_per_second']:.0f} | "
+                    f"{row['ms_per_frame']:.2f} | {stages} |",
+                    flush=True,
+                )
             del predictor
             if args.device.startswith("cuda"):
                 torch.cuda.empty_cache()
@@ -420,12 +510,21 @@ def throughput(args, work: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", nargs="+", default=["256x192", "640x360", "1280x720"],
-                        help="frame sizes of the overlay-cost run (WIDTHxHEIGHT)")
+    parser.add_argument(
+        "--sizes",
+        nargs="+",
+        default=["256x192", "640x360", "1280x720"],
+        help="frame sizes of the overlay-cost run (WIDTHxHEIGHT)",
+    )
     parser.add_argument("--frames", type=int, default=96, help="frames per video of the overlay-cost run")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each setting (the median is printed)")
-    parser.add_argument("--minutes", type=float, nargs="+", default=None,
-                        help="memory run instead: lengths of the generated videos in minutes (e.g. 1 10)")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        nargs="+",
+        default=None,
+        help="memory run instead: lengths of the generated videos in minutes (e.g. 1 10)",
+    )
     parser.add_argument("--size", default="128x96", help="WIDTHxHEIGHT of the memory run's videos")
     parser.add_argument("--fps", type=float, default=24.0)
     parser.add_argument("--model", default=None, help="model folder, or 'tiny' (default: the bundled model)")
@@ -436,18 +535,23 @@ def main() -> None:
     parser.add_argument("--workdir", default=None, help="where videos and outputs go (default: a temp folder)")
     parser.add_argument("--ops", action="store_true", help="aten ops per output frame, serial and overlapped (CPU)")
     parser.add_argument("--ops-frames", type=int, default=192, help="frames of the --ops video")
-    parser.add_argument("--decode-ratio", action="store_true",
-                        help="ms/frame at K=1, S=1 against decoding alone, serial and overlapped (CPU)")
+    parser.add_argument(
+        "--decode-ratio",
+        action="store_true",
+        help="ms/frame at K=1, S=1 against decoding alone, serial and overlapped (CPU)",
+    )
     parser.add_argument("--ratio-size", default="640x480", help="WIDTHxHEIGHT of the --decode-ratio video")
     parser.add_argument("--ratio-frames", type=int, default=480, help="frames of the --decode-ratio video")
     parser.add_argument("--throughput", action="store_true", help="frames per second, serial and overlapped")
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the --throughput videos")
     parser.add_argument("--throughput-sizes", nargs="+", default=["256x256", "640x480"])
-    parser.add_argument("--throughput-models", nargs="+", default=["bundled", "paper"],
-                        choices=["bundled", "paper", "tiny"])
+    parser.add_argument(
+        "--throughput-models", nargs="+", default=["bundled", "paper"], choices=["bundled", "paper", "tiny"]
+    )
     parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(PATHS))
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
-                        help="device of the --throughput run")
+    parser.add_argument(
+        "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="device of the --throughput run"
+    )
     parser.add_argument("--json", default=None, help="write the figures of --ops/--decode-ratio/--throughput here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -460,8 +564,7 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         if args.ops or args.decode_ratio or args.throughput:
             figures = {}
-            for flag, run_mode in (("ops", ops_per_frame), ("decode_ratio", decode_ratio),
-                                   ("throughput", throughput)):
+            for flag, run_mode in (("ops", ops_per_frame), ("decode_ratio", decode_ratio), ("throughput", throughput)):
                 if getattr(args, flag):
                     figures[flag] = run_mode(args, work)
             if args.json:

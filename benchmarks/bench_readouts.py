@@ -35,8 +35,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    settings = SyntheticGazeSettings(num_clips=1, min_frames=args.frames, max_frames=args.frames, width=128,
-                                     height=96, fps=24.0, seed=5)
+    settings = SyntheticGazeSettings(
+        num_clips=1, min_frames=args.frames, max_frames=args.frames, width=128, height=96, fps=24.0, seed=5
+    )
     clip = generate_clip(settings, 0)
     frames = np.stack(list(clip.frames()))
     predictor = GazePredictor(args.model)

@@ -58,15 +58,19 @@ def main() -> None:
     config = model.config
     frames = config.num_frames
     tokens = torch.randn(1, frames // config.tubelet_size * config.tokens_per_frame, config.encoder_config.hidden_size)
-    print(f"paper-size velocity network: {sum(p.numel() for p in model.velocity_network.parameters()) / 1e6:.2f}M "
-          f"+ condition encoder {sum(p.numel() for p in model.condition_encoder.parameters()) / 1e6:.2f}M params; "
-          f"features {tuple(tokens.shape)} for a {frames}-frame window; torch threads {torch.get_num_threads()}")
+    print(
+        f"paper-size velocity network: {sum(p.numel() for p in model.velocity_network.parameters()) / 1e6:.2f}M "
+        f"+ condition encoder {sum(p.numel() for p in model.condition_encoder.parameters()) / 1e6:.2f}M params; "
+        f"features {tuple(tokens.shape)} for a {frames}-frame window; torch threads {torch.get_num_threads()}"
+    )
 
     with torch.no_grad():
         build_flops = count_flops(lambda: model.build_condition(tokens, frames))
         print(f"condition build (once per clip, shared by all K and S): {build_flops / 1e9:.2f} GFLOP")
-        print(f"{'K':>4} {'cached GFLOP/step':>18} {'recompute GFLOP/step':>21} {'ratio/step':>11} "
-              f"{'cached GFLOP/clip':>18} {'recompute GFLOP/clip':>21} {'ratio/clip':>11}   (S={args.num_steps})")
+        print(
+            f"{'K':>4} {'cached GFLOP/step':>18} {'recompute GFLOP/step':>21} {'ratio/step':>11} "
+            f"{'cached GFLOP/clip':>18} {'recompute GFLOP/clip':>21} {'ratio/clip':>11}   (S={args.num_steps})"
+        )
         for samples in args.flop_samples:
             x = torch.randn(1, samples, frames, 2)
             cached = cached_velocity_fn(model, tokens, frames)
@@ -75,12 +79,16 @@ def main() -> None:
             step_reference = count_flops(lambda fn=reference, x=x: fn(x, 0.5, x))
             clip_cached = build_flops + args.num_steps * step_cached
             clip_reference = args.num_steps * step_reference
-            print(f"{samples:>4} {step_cached / 1e9:>18.3f} {step_reference / 1e9:>21.2f} "
-                  f"{step_reference / step_cached:>10.1f}x {clip_cached / 1e9:>18.2f} {clip_reference / 1e9:>21.1f} "
-                  f"{clip_reference / clip_cached:>10.1f}x")
+            print(
+                f"{samples:>4} {step_cached / 1e9:>18.3f} {step_reference / 1e9:>21.2f} "
+                f"{step_reference / step_cached:>10.1f}x {clip_cached / 1e9:>18.2f} {clip_reference / 1e9:>21.1f} "
+                f"{clip_reference / clip_cached:>10.1f}x"
+            )
 
-        print(f"{'K':>4} {'cached ms/step':>15} {'recompute ms/step':>18} {'ratio':>8}   (CPU wall time, "
-              f"mean of {args.repeats})")
+        print(
+            f"{'K':>4} {'cached ms/step':>15} {'recompute ms/step':>18} {'ratio':>8}   (CPU wall time, "
+            f"mean of {args.repeats})"
+        )
         for samples in args.time_samples:
             x = torch.randn(1, samples, frames, 2)
             cached = cached_velocity_fn(model, tokens, frames)

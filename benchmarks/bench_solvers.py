@@ -37,12 +37,12 @@ MU = torch.tensor([0.3, -0.2], dtype=torch.float64)
 def gaussian_velocity(x: torch.Tensor, s: float, _self_condition: torch.Tensor) -> torch.Tensor:
     """E[x_1 - (1 - sigma_min) x_0 | x_s] for x_1 ~ N(MU, SIGMA^2 I), x_0 ~ N(0, I) (the exact marginal field)."""
     a = 1 - (1 - SIGMA_MIN) * s
-    return MU + (-(1 - SIGMA_MIN) * a + s * SIGMA ** 2) / (a * a + s * s * SIGMA ** 2) * (x - s * MU)
+    return MU + (-(1 - SIGMA_MIN) * a + s * SIGMA**2) / (a * a + s * s * SIGMA**2) * (x - s * MU)
 
 
 def known_ode_error(solver: str, num_steps: int) -> float:
     x0 = torch.randn(2000, 1, 1, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    exact = MU + math.sqrt(SIGMA_MIN ** 2 + SIGMA ** 2) * x0
+    exact = MU + math.sqrt(SIGMA_MIN**2 + SIGMA**2) * x0
     return (FlowMatchingScheduler(num_steps, solver).sample(gaussian_velocity, x0) - exact).abs().max().item()
 
 
@@ -78,20 +78,28 @@ def main() -> None:
     print("| network calls | Euler (S = calls) | Heun (S = calls / 2) | midpoint (S = calls / 2) |")
     print("| --- | --- | --- | --- |")
     for steps in args.steps:
-        print(f"| {2 * steps} | {known_ode_error('euler', 2 * steps):.2e} | {known_ode_error('heun', steps):.2e} | "
-              f"{known_ode_error('midpoint', steps):.2e} |")
+        print(
+            f"| {2 * steps} | {known_ode_error('euler', 2 * steps):.2e} | {known_ode_error('heun', steps):.2e} | "
+            f"{known_ode_error('midpoint', steps):.2e} |"
+        )
 
     model = build_model(args)
     config = model.config
     frames = config.num_frames
-    states = torch.randn(1, frames // config.tubelet_size * config.tokens_per_frame, config.encoder_config.hidden_size,
-                         generator=torch.Generator().manual_seed(0))
+    states = torch.randn(
+        1,
+        frames // config.tubelet_size * config.tokens_per_frame,
+        config.encoder_config.hidden_size,
+        generator=torch.Generator().manual_seed(0),
+    )
     noise = draw_noise((1, args.num_samples, frames, 2), torch.Generator().manual_seed(1), torch.device("cpu"))
     with torch.no_grad():
         reference = sample_window(model, states, frames, noise, args.reference_steps, "euler")
         label = args.checkpoint or f"{args.preset} size, random weights"
-        print(f"\n## Model ({label}; K={args.num_samples}, W={frames}): mean endpoint distance to Euler "
-              f"S={args.reference_steps}, model coordinates")
+        print(
+            f"\n## Model ({label}; K={args.num_samples}, W={frames}): mean endpoint distance to Euler "
+            f"S={args.reference_steps}, model coordinates"
+        )
         print("| solver | S | network calls | distance | ms per clip |")
         print("| --- | --- | --- | --- | --- |")
         for solver, steps in rows(args.steps):

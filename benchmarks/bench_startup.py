@@ -51,26 +51,38 @@ def main() -> None:
         ("gazeflow --help", gazeflow + ["--help"], 0),
         ("gazeflow predict --help", gazeflow + ["predict", "--help"], 0),
         ("gazeflow --version", gazeflow + ["--version"], 0),
-        ("gazeflow predict v.mp4 -o out --num-samples 0 (argument error)",
-         gazeflow + ["predict", "v.mp4", "-o", "out", "--num-samples", "0"], 2),
-        ("gazeflow predict v.mp4 -o out --device gpu (argument error)",
-         gazeflow + ["predict", "v.mp4", "-o", "out", "--device", "gpu"], 2),
+        (
+            "gazeflow predict v.mp4 -o out --num-samples 0 (argument error)",
+            gazeflow + ["predict", "v.mp4", "-o", "out", "--num-samples", "0"],
+            2,
+        ),
+        (
+            "gazeflow predict v.mp4 -o out --device gpu (argument error)",
+            gazeflow + ["predict", "v.mp4", "-o", "out", "--device", "gpu"],
+            2,
+        ),
         ("gazeflow predict missing.mp4 -o out (input error)", gazeflow + ["predict", "missing.mp4", "-o", "out"], 1),
         ("python -c 'import transformers_gazeflow'", python + ["import transformers_gazeflow"], 0),
         ("python -c 'import torch' (for scale)", python + ["import torch"], 0),
-        ("python -c 'import transformers_gazeflow; from transformers import pipeline' (what a run pays)",
-         python + ["import transformers_gazeflow; from transformers import pipeline"], 0),
+        (
+            "python -c 'import transformers_gazeflow; from transformers import pipeline' (what a run pays)",
+            python + ["import transformers_gazeflow; from transformers import pipeline"],
+            0,
+        ),
     ]
     if args.with_train_help:
-        cases.append(("python examples/train.py --help", [sys.executable, str(REPO / "examples" / "train.py"),
-                                                          "--help"], 0))
+        cases.append(
+            ("python examples/train.py --help", [sys.executable, str(REPO / "examples" / "train.py"), "--help"], 0)
+        )
     times: dict[str, list[float]] = {name: [] for name, _, _ in cases}
     with tempfile.TemporaryDirectory() as cwd:
         for _ in range(args.repeats):  # interleaved, so that the machine's load affects every case alike
             for name, argv, expect in cases:
                 times[name].append(timed(argv, cwd, expect))
-    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}, {args.repeats} repeats, command: {' '.join(gazeflow)}")
+    print(
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f}, {args.repeats} repeats, command: {' '.join(gazeflow)}"
+    )
     print("| what | median s | best s |")
     print("| --- | ---: | ---: |")
     for name, values in times.items():

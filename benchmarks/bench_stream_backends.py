@@ -83,13 +83,13 @@ def main() -> None:
         for stepper in steppers.values():  # warm-up frames: compilation, allocations, caches
             if isinstance(stepper, TorchStepper) and stepper.streamer.compile:
                 stepper.warm_up(height, width)
-            for frame in frames[:args.warmup]:
+            for frame in frames[: args.warmup]:
                 stepper.step(frame)
         print(f"setup (loading, export, compilation, warm-up): {time.perf_counter() - started:.1f} s", flush=True)
         times = {name: [] for name in steppers}
         cpu_times = {name: [] for name in steppers}
         points = {name: [] for name in steppers}
-        timed = frames[args.warmup:]
+        timed = frames[args.warmup :]
         for chunk in np.array_split(np.arange(len(timed)), args.rounds):
             for name, stepper in steppers.items():
                 for index in chunk:
@@ -100,30 +100,56 @@ def main() -> None:
                     points[name].append(mean)
 
     config = load_model(args.model).config
-    print(f"{args.model}: K={config.num_samples}, S={config.num_steps}, {config.image_size}x{config.image_size} "
-          f"input, W={config.num_frames}; {args.size} frames, {args.threads} threads, torch {torch.__version__}")
+    print(
+        f"{args.model}: K={config.num_samples}, S={config.num_steps}, {config.image_size}x{config.image_size} "
+        f"input, W={config.num_frames}; {args.size} frames, {args.threads} threads, torch {torch.__version__}"
+    )
     eager_p50 = percentile(times["torch"], 50) if "torch" in times else None
     rows = {}
-    print(f"{'backend':<16}{'p50 ms':>9}{'p95 ms':>9}{'frames/s':>10}{'vs eager':>10}{'max |dx|':>11}"
-          f"{'CPU ms p50':>12}")
+    print(
+        f"{'backend':<16}{'p50 ms':>9}{'p95 ms':>9}{'frames/s':>10}{'vs eager':>10}{'max |dx|':>11}{'CPU ms p50':>12}"
+    )
     for name in steppers:
-        p50, p95, cpu_p50 = (percentile(times[name], 50), percentile(times[name], 95),
-                             percentile(cpu_times[name], 50))
-        difference = (float(np.abs(np.asarray(points[name]) - np.asarray(points["torch"])).max())
-                      if "torch" in points else float("nan"))
-        rows[name] = {"p50_ms": p50, "p95_ms": p95, "mean_ms": statistics.fmean(times[name]),
-                      "frames_per_s_at_p50": 1e3 / p50, "speedup_vs_eager": eager_p50 / p50 if eager_p50 else None,
-                      "max_abs_difference_vs_eager": difference, "cpu_ms_p50": cpu_p50}
-        print(f"{name:<16}{p50:>9.2f}{p95:>9.2f}{1e3 / p50:>10.1f}"
-              f"{(eager_p50 / p50 if eager_p50 else float('nan')):>9.2f}x{difference:>11.1e}{cpu_p50:>12.2f}")
+        p50, p95, cpu_p50 = (percentile(times[name], 50), percentile(times[name], 95), percentile(cpu_times[name], 50))
+        difference = (
+            float(np.abs(np.asarray(points[name]) - np.asarray(points["torch"])).max())
+            if "torch" in points
+            else float("nan")
+        )
+        rows[name] = {
+            "p50_ms": p50,
+            "p95_ms": p95,
+            "mean_ms": statistics.fmean(times[name]),
+            "frames_per_s_at_p50": 1e3 / p50,
+            "speedup_vs_eager": eager_p50 / p50 if eager_p50 else None,
+            "max_abs_difference_vs_eager": difference,
+            "cpu_ms_p50": cpu_p50,
+        }
+        print(
+            f"{name:<16}{p50:>9.2f}{p95:>9.2f}{1e3 / p50:>10.1f}"
+            f"{(eager_p50 / p50 if eager_p50 else float('nan')):>9.2f}x{difference:>11.1e}{cpu_p50:>12.2f}"
+        )
     best = max(rows, key=lambda name: rows[name]["frames_per_s_at_p50"])
     verdict = "meets" if rows[best]["frames_per_s_at_p50"] >= TARGET_FRAMES_PER_S else "misses"
-    print(f"best: {best}, {rows[best]['frames_per_s_at_p50']:.1f} frames/s at the p50: {verdict} the target of "
-          f">= {TARGET_FRAMES_PER_S:.0f} frames/s on {args.threads} threads")
+    print(
+        f"best: {best}, {rows[best]['frames_per_s_at_p50']:.1f} frames/s at the p50: {verdict} the target of "
+        f">= {TARGET_FRAMES_PER_S:.0f} frames/s on {args.threads} threads"
+    )
     if args.json:
-        Path(args.json).write_text(json.dumps({"model": args.model, "threads": args.threads, "size": args.size,
-                                               "frames": args.frames, "torch": torch.__version__, "backends": rows,
-                                               "best": best}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "model": args.model,
+                    "threads": args.threads,
+                    "size": args.size,
+                    "frames": args.frames,
+                    "torch": torch.__version__,
+                    "backends": rows,
+                    "best": best,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

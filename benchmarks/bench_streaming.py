@@ -69,8 +69,9 @@ def build_model(preset: str, encoder_layers: int, device: str) -> GazeFlowModel:
         values.update(causal=True, use_lora=False)
         config = GazeFlowConfig.from_dict(values)
     else:
-        config = GazeFlowConfig(encoder_config=VJEPA2Config(num_hidden_layers=encoder_layers), causal=True,
-                                use_lora=False)
+        config = GazeFlowConfig(
+            encoder_config=VJEPA2Config(num_hidden_layers=encoder_layers), causal=True, use_lora=False
+        )
     return GazeFlowModel(config).to(device).eval()
 
 
@@ -85,8 +86,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def latency(ms: list[float]) -> dict:
-    return {"mean": statistics.mean(ms), "p50": percentile(ms, 0.5), "p95": percentile(ms, 0.95),
-            "p99": percentile(ms, 0.99), "max": max(ms)}
+    return {
+        "mean": statistics.mean(ms),
+        "p50": percentile(ms, 0.5),
+        "p95": percentile(ms, 0.95),
+        "p99": percentile(ms, 0.99),
+        "max": max(ms),
+    }
 
 
 def make_streamer(mode: str, model: GazeFlowModel, args):
@@ -97,8 +103,14 @@ def make_streamer(mode: str, model: GazeFlowModel, args):
         if args.dtype == "bf16":
             return streamer, lambda: torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16)
         return streamer, contextlib.nullcontext
-    streamer = GazeFlowStreamer(model, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver,
-                                compile=None if mode == "eager" else mode, dtype=dtype)
+    streamer = GazeFlowStreamer(
+        model,
+        num_samples=args.num_samples,
+        num_steps=args.num_steps,
+        solver=args.solver,
+        compile=None if mode == "eager" else mode,
+        dtype=dtype,
+    )
     return streamer, contextlib.nullcontext
 
 
@@ -117,8 +129,11 @@ def count_ops(push, frames, noises, device: str) -> dict:
     top = [e for e in aten if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
     kernels = [e for e in events if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA] if gpu else []
     n = len(frames)
-    return {"aten_ops_per_frame": len(aten) / n, "top_level_ops_per_frame": len(top) / n,
-            "cuda_kernels_per_frame": len(kernels) / n if gpu else None}
+    return {
+        "aten_ops_per_frame": len(aten) / n,
+        "top_level_ops_per_frame": len(top) / n,
+        "cuda_kernels_per_frame": len(kernels) / n if gpu else None,
+    }
 
 
 class ModeRun:
@@ -127,8 +142,9 @@ class ModeRun:
     def __init__(self, mode: str, model: GazeFlowModel, args):
         self.mode, self.args = mode, args
         self.streamer, self.context = make_streamer(mode, model, args)
-        self.condition_times = time_streamer_condition(self.streamer, lambda: synchronize(args.device)) \
-            if mode == "eager" else None
+        self.condition_times = (
+            time_streamer_condition(self.streamer, lambda: synchronize(args.device)) if mode == "eager" else None
+        )
         self.times: list[float] = []
         self.outputs: list[torch.Tensor] = []
         self.error: str | None = None
@@ -148,16 +164,20 @@ class ModeRun:
     def figures(self, frames: torch.Tensor, noises: torch.Tensor) -> dict:
         """Latency over the timed frames, then ops (and peak memory on CUDA) over ``--profile-frames`` more."""
         args, warmup = self.args, self.args.warmup
-        figures = {"setup_s": self.times[0], "ms_per_frame": latency([1000 * t for t in self.times[warmup:]]),
-                   "frames_timed": len(self.times) - warmup, "cached_frames": self.streamer.cached_frames}
+        figures = {
+            "setup_s": self.times[0],
+            "ms_per_frame": latency([1000 * t for t in self.times[warmup:]]),
+            "frames_timed": len(self.times) - warmup,
+            "cached_frames": self.streamer.cached_frames,
+        }
         if self.condition_times is not None:
-            split = [1000 * c for c in self.condition_times[warmup:len(self.times)]]
+            split = [1000 * c for c in self.condition_times[warmup : len(self.times)]]
             figures["encoder_condition_ms"] = latency(split)
             figures["sampler_ms"] = latency([1000 * t - c for t, c in zip(self.times[warmup:], split)])
         gpu = args.device.startswith("cuda")
         if gpu:
             torch.cuda.reset_peak_memory_stats()
-        figures.update(count_ops(self.push, frames[:args.profile_frames], noises[:args.profile_frames], args.device))
+        figures.update(count_ops(self.push, frames[: args.profile_frames], noises[: args.profile_frames], args.device))
         figures["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30 if gpu else None
         figures["outputs"] = torch.stack(self.outputs)
         if args.profile and self.mode == "eager":
@@ -189,15 +209,23 @@ def run_modes(model: GazeFlowModel, frames: torch.Tensor, noises: torch.Tensor, 
 
 def recompute_baseline(model: GazeFlowModel, frames: torch.Tensor, args) -> dict:
     window, times = model.config.num_frames, []
-    autocast = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16) if args.dtype == "bf16" \
+    autocast = (
+        torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16)
+        if args.dtype == "bf16"
         else contextlib.nullcontext()
+    )
     with torch.no_grad(), autocast:
         for t in range(len(frames) - args.baseline_frames, len(frames)):
-            prefix = frames[max(0, t - window + 1):t + 1, 0].unsqueeze(0)
+            prefix = frames[max(0, t - window + 1) : t + 1, 0].unsqueeze(0)
             synchronize(args.device)
             start = time.perf_counter()
-            model.generate(pixel_values_videos=prefix, num_samples=args.num_samples, num_steps=args.num_steps,
-                           solver=args.solver, generator=torch.Generator(device=args.device).manual_seed(0))
+            model.generate(
+                pixel_values_videos=prefix,
+                num_samples=args.num_samples,
+                num_steps=args.num_steps,
+                solver=args.solver,
+                generator=torch.Generator(device=args.device).manual_seed(0),
+            )
             synchronize(args.device)
             times.append(1000 * (time.perf_counter() - start))
     return latency(times)
@@ -209,22 +237,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--encoder-layers", type=int, default=2, help="V-JEPA 2 layers of --preset paper (24 = ViT-L)")
     parser.add_argument("--frames", type=int, default=80, help="frames streamed per mode (the first --warmup untimed)")
     parser.add_argument("--warmup", type=int, default=4)
-    parser.add_argument("--modes", default=None, help="comma-separated: reference, eager, default, reduce-overhead, "
-                        "cuda-graph (default: reference,eager on a CPU; + cuda-graph,reduce-overhead on CUDA)")
-    parser.add_argument("--reference-frames", type=int, default=None,
-                        help="frames streamed by the (slow) reference mode (default: --frames)")
+    parser.add_argument(
+        "--modes",
+        default=None,
+        help="comma-separated: reference, eager, default, reduce-overhead, "
+        "cuda-graph (default: reference,eager on a CPU; + cuda-graph,reduce-overhead on CUDA)",
+    )
+    parser.add_argument(
+        "--reference-frames",
+        type=int,
+        default=None,
+        help="frames streamed by the (slow) reference mode (default: --frames)",
+    )
     parser.add_argument("--profile-frames", type=int, default=10, help="frames counted by torch.profiler per mode")
     parser.add_argument("--num-samples", type=int, default=30, help="K")
     parser.add_argument("--num-steps", type=int, default=5, help="S")
     parser.add_argument("--solver", default="euler")
     parser.add_argument("--baseline-frames", type=int, default=3, help="frames timed for the recompute baseline")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", choices=["bf16", "fp32"], default=None,
-                        help="bf16: weights cast once (reference: autocast); default bf16 on GPU, fp32 on CPU")
+    parser.add_argument(
+        "--dtype",
+        choices=["bf16", "fp32"],
+        default=None,
+        help="bf16: weights cast once (reference: autocast); default bf16 on GPU, fp32 on CPU",
+    )
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--profile", action="store_true", help="print a torch.profiler table of 5 eager frames")
-    parser.add_argument("--profile-only", action="store_true",
-                        help="only the profile: --warmup eager frames untimed, then 5 frames profiled")
+    parser.add_argument(
+        "--profile-only",
+        action="store_true",
+        help="only the profile: --warmup eager frames untimed, then 5 frames profiled",
+    )
     parser.add_argument("--json", default=None, help="write the figures to this JSON file")
     args = parser.parse_args(argv)
     gpu = torch.device(args.device).type == "cuda"
@@ -248,16 +291,23 @@ def main(argv: list[str] | None = None) -> dict:
     config = model.config
     size = config.image_size
     frames = torch.randn(args.frames, 1, 3, size, size, generator=torch.Generator().manual_seed(0)).to(args.device)
-    noises = torch.randn(args.frames, 1, args.num_samples, 1, 2,
-                         generator=torch.Generator().manual_seed(1)).to(args.device)
+    noises = torch.randn(args.frames, 1, args.num_samples, 1, 2, generator=torch.Generator().manual_seed(1)).to(
+        args.device
+    )
     device_name = torch.cuda.get_device_name(args.device) if gpu else "CPU"
     if args.profile_only:
         streamer, _ = make_streamer("eager", model, args)
-        for frame, noise in zip(frames[:args.warmup], noises):
+        for frame, noise in zip(frames[: args.warmup], noises):
             streamer.push(frame, noise=noise)
-        figures = {"benchmark": "streaming", "K": args.num_samples, "S": args.num_steps, "dtype": args.dtype,
-                   "profile": profile_frames(lambda f, n: streamer.push(f, noise=n), frames[args.warmup:][:5],
-                                             noises[:5], args.device)}
+        figures = {
+            "benchmark": "streaming",
+            "K": args.num_samples,
+            "S": args.num_steps,
+            "dtype": args.dtype,
+            "profile": profile_frames(
+                lambda f, n: streamer.push(f, noise=n), frames[args.warmup :][:5], noises[:5], args.device
+            ),
+        }
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=1))
         return figures
@@ -268,15 +318,20 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def report(args, config, device_name: str, results: dict, baseline: dict) -> dict:
-    encoder = {"tiny": "tiny", "bundled": "bundled model's"}.get(args.preset,
-                                                                 f"ViT-L geometry, {args.encoder_layers}/24 layers")
-    print(f"causal GazeFlow ({args.preset}: d={config.hidden_size}, {config.num_hidden_layers} blocks, "
-          f"W={config.num_frames}; encoder {encoder}, causal window {config.causal_encoder_frames} frames), "
-          f"K={args.num_samples}, S={args.num_steps} {args.solver}, {device_name}, {args.dtype}, "
-          f"{torch.get_num_threads()} threads, torch {torch.__version__}")
+    encoder = {"tiny": "tiny", "bundled": "bundled model's"}.get(
+        args.preset, f"ViT-L geometry, {args.encoder_layers}/24 layers"
+    )
+    print(
+        f"causal GazeFlow ({args.preset}: d={config.hidden_size}, {config.num_hidden_layers} blocks, "
+        f"W={config.num_frames}; encoder {encoder}, causal window {config.causal_encoder_frames} frames), "
+        f"K={args.num_samples}, S={args.num_steps} {args.solver}, {device_name}, {args.dtype}, "
+        f"{torch.get_num_threads()} threads, torch {torch.__version__}"
+    )
     eager = results.get("eager", {}).get("outputs")
-    print("| mode | ms/frame mean | p50 | p95 | p99 | max | setup s | aten ops/frame (all / top-level) | "
-          "CUDA kernels/frame | peak GB | max abs diff to eager |")
+    print(
+        "| mode | ms/frame mean | p50 | p95 | p99 | max | setup s | aten ops/frame (all / top-level) | "
+        "CUDA kernels/frame | peak GB | max abs diff to eager |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for mode, figures in results.items():
         if "error" in figures:
@@ -288,39 +343,64 @@ def report(args, config, device_name: str, results: dict, baseline: dict) -> dic
             figures["max_abs_difference_to_eager"] = (outputs[:n] - eager[:n]).abs().max().item()
         ms, diff = figures["ms_per_frame"], figures.get("max_abs_difference_to_eager")
         ops = f"{figures['aten_ops_per_frame']:.0f} / {figures['top_level_ops_per_frame']:.0f}"
-        print(f"| {mode} | {ms['mean']:.2f} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {ms['max']:.2f} | "
-              f"{figures['setup_s']:.2f} | {ops} | {fmt(figures['cuda_kernels_per_frame'], 0)} | "
-              f"{fmt(figures['peak_memory_gb'], 2)} | {fmt(diff, 1, 'e')} |")
-    print(f"| recompute the last W frames | {baseline['mean']:.2f} | {baseline['p50']:.2f} | {baseline['p95']:.2f} | "
-          f"{baseline['p99']:.2f} | {baseline['max']:.2f} | | | | | |")
+        print(
+            f"| {mode} | {ms['mean']:.2f} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {ms['max']:.2f} | "
+            f"{figures['setup_s']:.2f} | {ops} | {fmt(figures['cuda_kernels_per_frame'], 0)} | "
+            f"{fmt(figures['peak_memory_gb'], 2)} | {fmt(diff, 1, 'e')} |"
+        )
+    print(
+        f"| recompute the last W frames | {baseline['mean']:.2f} | {baseline['p50']:.2f} | {baseline['p95']:.2f} | "
+        f"{baseline['p99']:.2f} | {baseline['max']:.2f} | | | | | |"
+    )
     ok = {mode: f for mode, f in results.items() if "error" not in f}
     if "eager" in ok and "encoder_condition_ms" in ok["eager"]:
         split = ok["eager"]
-        print(f"eager split: encoder + condition p50 {split['encoder_condition_ms']['p50']:.2f} ms, sampler "
-              f"(S x calls) p50 {split['sampler_ms']['p50']:.2f} ms")
+        print(
+            f"eager split: encoder + condition p50 {split['encoder_condition_ms']['p50']:.2f} ms, sampler "
+            f"(S x calls) p50 {split['sampler_ms']['p50']:.2f} ms"
+        )
     if "reference" in ok:
         before = ok["reference"]
         for mode in (m for m in NEW_MODES if m in ok):
             after = ok[mode]
-            print(f"{mode} vs reference: {before['ms_per_frame']['p50'] / after['ms_per_frame']['p50']:.1f}x faster "
-                  f"(p50), aten ops per frame {before['aten_ops_per_frame']:.0f} -> {after['aten_ops_per_frame']:.0f} "
-                  f"({before['aten_ops_per_frame'] / after['aten_ops_per_frame']:.1f}x)")
+            print(
+                f"{mode} vs reference: {before['ms_per_frame']['p50'] / after['ms_per_frame']['p50']:.1f}x faster "
+                f"(p50), aten ops per frame {before['aten_ops_per_frame']:.0f} -> {after['aten_ops_per_frame']:.0f} "
+                f"({before['aten_ops_per_frame'] / after['aten_ops_per_frame']:.1f}x)"
+            )
     candidates = [m for m in NEW_MODES if m in ok] or list(ok)
     primary = min(candidates, key=lambda m: ok[m]["ms_per_frame"]["p99"]) if candidates else None
     total = ok[primary]["ms_per_frame"] if primary else None
     p99 = total["p99"] if total else float("nan")
-    print(f"best p99 per frame {p99:.2f} ms ({primary}) at K={args.num_samples}, S={args.num_steps}; "
-          f"target {TARGET_P99_MS} ms")
+    print(
+        f"best p99 per frame {p99:.2f} ms ({primary}) at K={args.num_samples}, S={args.num_steps}; "
+        f"target {TARGET_P99_MS} ms"
+    )
     rows = {"streamer, total": total, "recompute last W frames": baseline}
     if "eager" in ok and "encoder_condition_ms" in ok["eager"]:
-        rows.update({"encoder + condition": ok["eager"]["encoder_condition_ms"],
-                     "sampler (S x calls, newest frame)": ok["eager"]["sampler_ms"]})
-    figures = {"benchmark": "streaming", "device": device_name, "torch": torch.__version__, "dtype": args.dtype,
-               "preset": args.preset, "encoder_layers": args.encoder_layers, "K": args.num_samples,
-               "S": args.num_steps, "solver": args.solver, "primary_mode": primary, "modes": results,
-               "ms_per_frame": rows, "target_p99_ms": TARGET_P99_MS,
-               "speedup_over_recompute": baseline["mean"] / total["mean"] if total else None,
-               "targets_met": {"p99_ms": args.num_samples == 30 and args.num_steps == 5 and p99 <= TARGET_P99_MS}}
+        rows.update(
+            {
+                "encoder + condition": ok["eager"]["encoder_condition_ms"],
+                "sampler (S x calls, newest frame)": ok["eager"]["sampler_ms"],
+            }
+        )
+    figures = {
+        "benchmark": "streaming",
+        "device": device_name,
+        "torch": torch.__version__,
+        "dtype": args.dtype,
+        "preset": args.preset,
+        "encoder_layers": args.encoder_layers,
+        "K": args.num_samples,
+        "S": args.num_steps,
+        "solver": args.solver,
+        "primary_mode": primary,
+        "modes": results,
+        "ms_per_frame": rows,
+        "target_p99_ms": TARGET_P99_MS,
+        "speedup_over_recompute": baseline["mean"] / total["mean"] if total else None,
+        "targets_met": {"p99_ms": args.num_samples == 30 and args.num_steps == 5 and p99 <= TARGET_P99_MS},
+    }
     if "eager" in ok and "profile" in ok["eager"]:
         figures["profile"] = ok["eager"].pop("profile")
     if args.json:
@@ -348,8 +428,15 @@ def profile_frames(push, frames, noises, device: str, rows: int = 15) -> list[di
     print(averages.table(sort_by=sort_key, row_limit=rows))
     device_time = "device_time_total" if hasattr(averages[0], "device_time_total") else "cuda_time_total"
     ordered = sorted(averages, key=lambda e: getattr(e, device_time if gpu else "cpu_time_total"), reverse=True)
-    return [{"name": e.key, "calls": e.count, "cpu_ms": e.cpu_time_total / 1e3,
-             "device_ms": getattr(e, device_time, 0.0) / 1e3 if gpu else None} for e in ordered[:rows]]
+    return [
+        {
+            "name": e.key,
+            "calls": e.count,
+            "cpu_ms": e.cpu_time_total / 1e3,
+            "device_ms": getattr(e, device_time, 0.0) / 1e3 if gpu else None,
+        }
+        for e in ordered[:rows]
+    ]
 
 
 if __name__ == "__main__":

@@ -58,8 +58,18 @@ EGO4D_TRAIN_CLIPS = 15310  # GLC's train_ego4d_gaze.csv (data spec, "Ego4D gaze 
 EPOCHS = 80  # paper Appendix E.4
 PAPER_GPU_HOURS = {"EGTEA Gaze+": 3 * 24 * 4, "Ego4D": 5 * 24 * 4}  # "~3 days ... ~5 days, both on 4x H100"
 PROBE_60E8CBE = {"B1+probe": 5.3, "B4+probe": 7.5, "B4+ckpt+probe": 5.3, "B8+ckpt+probe": 5.8}  # clips/s, H100
-GPU_VARIANTS = ["B1+probe", "B4+probe", "B4+ckpt+probe", "B8+ckpt+probe", "B4", "B4+fast", "B8+fast",
-                "B8+fast+ckpt", "B16+fast+ckpt", "B4+fast+compile"]
+GPU_VARIANTS = [
+    "B1+probe",
+    "B4+probe",
+    "B4+ckpt+probe",
+    "B8+ckpt+probe",
+    "B4",
+    "B4+fast",
+    "B8+fast",
+    "B8+fast+ckpt",
+    "B16+fast+ckpt",
+    "B4+fast+compile",
+]
 TINY_VARIANTS = ["B2+probe", "B2", "B2+fast+ckpt", "B2+fast+compile"]
 
 
@@ -79,10 +89,10 @@ class Variant:
         batch = [t for t in tokens if t.startswith("B") and t[1:].isdigit() and int(t[1:]) > 0]
         unknown = [t for t in tokens if t not in known and t not in batch]
         if len(batch) != 1 or unknown:
-            raise ValueError(f"--variants: {text!r} must be B<clips> joined with any of {sorted(known)} by '+', "
-                             f"e.g. B4+fast+ckpt")
-        return cls(text, int(batch[0][1:]), "ckpt" in tokens, "fast" in tokens, "compile" in tokens,
-                   "probe" in tokens)
+            raise ValueError(
+                f"--variants: {text!r} must be B<clips> joined with any of {sorted(known)} by '+', e.g. B4+fast+ckpt"
+            )
+        return cls(text, int(batch[0][1:]), "ckpt" in tokens, "fast" in tokens, "compile" in tokens, "probe" in tokens)
 
 
 # ---------------------------------------------------------------------------------------------------- the model step
@@ -122,8 +132,9 @@ class TrainStep:
 
     def __call__(self, batch: dict) -> float:
         with self.autocast:
-            loss = self.model(pixel_values_videos=batch["pixel_values_videos"], gaze=batch["gaze"],
-                              valid_mask=batch.get("valid_mask")).loss
+            loss = self.model(
+                pixel_values_videos=batch["pixel_values_videos"], gaze=batch["gaze"], valid_mask=batch.get("valid_mask")
+            ).loss
         loss.backward()
         if not self.variant.probe:
             torch.nn.utils.clip_grad_norm_(self.trainable, 1.0)
@@ -137,9 +148,11 @@ class TrainStep:
 def random_batch(config: GazeFlowConfig, batch: int, device: torch.device) -> dict:
     generator = torch.Generator().manual_seed(0)
     size, frames = config.image_size, config.num_frames
-    return {"pixel_values_videos": torch.randn(batch, frames, 3, size, size, generator=generator).to(device),
-            "gaze": (torch.rand(batch, frames, 2, generator=generator) * 2 - 1).to(device),
-            "valid_mask": torch.ones(batch, frames, dtype=torch.bool, device=device)}
+    return {
+        "pixel_values_videos": torch.randn(batch, frames, 3, size, size, generator=generator).to(device),
+        "gaze": (torch.rand(batch, frames, 2, generator=generator) * 2 - 1).to(device),
+        "valid_mask": torch.ones(batch, frames, dtype=torch.bool, device=device),
+    }
 
 
 def free_memory(device: torch.device) -> None:
@@ -193,10 +206,13 @@ def model_only(config: GazeFlowConfig, variant: Variant, device: torch.device, s
         batch = random_batch(config, variant.batch, device)
         times = timed_steps(step, lambda: batch, steps, warmup + (1 if variant.compile else 0))
         seconds = statistics.median(times)
-        result = {"s_per_step": seconds, "clips_per_s": variant.batch / seconds,
-                  "peak_gb": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
-                  "frozen_weights_cast": len(step.cast) if step.cast is not None else 0,
-                  "wall_s": time.perf_counter() - started}
+        result = {
+            "s_per_step": seconds,
+            "clips_per_s": variant.batch / seconds,
+            "peak_gb": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
+            "frozen_weights_cast": len(step.cast) if step.cast is not None else 0,
+            "wall_s": time.perf_counter() - started,
+        }
     except torch.OutOfMemoryError:
         result = {"error": "out of memory"}
     finally:
@@ -215,8 +231,15 @@ def prepare_data(folder: Path, clips: int, frames: int, size: tuple[int, int]) -
     wanted = {"clips": clips, "frames": frames, "size": list(size)}
     if marker.exists() and json.loads(marker.read_text()) == wanted:
         return folder
-    settings = SyntheticGazeSettings(num_clips=clips, min_frames=frames, max_frames=frames, width=size[0],
-                                     height=size[1], validation_fraction=0.0, test_fraction=0.0)
+    settings = SyntheticGazeSettings(
+        num_clips=clips,
+        min_frames=frames,
+        max_frames=frames,
+        width=size[0],
+        height=size[1],
+        validation_fraction=0.0,
+        test_fraction=0.0,
+    )
     write_egtea_layout(folder, settings, clips_per_session=clips)
     marker.write_text(json.dumps(wanted))
     return folder
@@ -227,23 +250,34 @@ def load_windows(folder: Path, config: GazeFlowConfig):
     them)."""
     from transformers_gazeflow.training.datasets import load_training_splits
 
-    train, _ = load_training_splits("egtea", str(folder), "split1", 0.0, window_frames=config.num_frames,
-                                    window_stride=config.window_stride)
+    train, _ = load_training_splits(
+        "egtea", str(folder), "split1", 0.0, window_frames=config.num_frames, window_stride=config.window_stride
+    )
     return train
 
 
 def make_loader(windows, collator, batch: int, workers: int, device: torch.device, batches: int) -> DataLoader:
     """The training DataLoader as train.py builds it on ``device`` (``device_speed.loader_options``), drawing
     ``batches`` batches with replacement from the few generated windows."""
-    sampler = RandomSampler(windows, replacement=True, num_samples=batch * batches,
-                            generator=torch.Generator().manual_seed(0))
-    return DataLoader(windows, sampler=sampler, batch_size=batch, collate_fn=collator, drop_last=True,
-                      **loader_options(workers, device))
+    sampler = RandomSampler(
+        windows, replacement=True, num_samples=batch * batches, generator=torch.Generator().manual_seed(0)
+    )
+    return DataLoader(
+        windows,
+        sampler=sampler,
+        batch_size=batch,
+        collate_fn=collator,
+        drop_last=True,
+        **loader_options(workers, device),
+    )
 
 
 def to_device(batch: dict, device: torch.device) -> dict:
-    return {key: value.to(device, non_blocking=True) for key, value in batch.items()
-            if key in ("pixel_values_videos", "gaze", "valid_mask")}
+    return {
+        key: value.to(device, non_blocking=True)
+        for key, value in batch.items()
+        if key in ("pixel_values_videos", "gaze", "valid_mask")
+    }
 
 
 def collator_cost(windows, collator, repeats: int = 2) -> dict:
@@ -262,8 +296,11 @@ def collator_cost(windows, collator, repeats: int = 2) -> dict:
             process.append(time.process_time() - middle)
     finally:
         torch.set_num_threads(threads)
-    return {"decode_cpu_s": min(decode), "process_cpu_s": min(process),
-            "clips_per_s_per_worker": 1.0 / (min(decode) + min(process))}
+    return {
+        "decode_cpu_s": min(decode),
+        "process_cpu_s": min(process),
+        "clips_per_s_per_worker": 1.0 / (min(decode) + min(process)),
+    }
 
 
 def loader_alone(windows, collator, batch: int, workers: int, device: torch.device) -> dict:
@@ -280,12 +317,24 @@ def loader_alone(windows, collator, batch: int, workers: int, device: torch.devi
     count = sum(1 for _ in iterator)
     seconds = time.perf_counter() - start
     del iterator, loader
-    return {"workers": workers, "clips_per_s": count * batch / seconds, "first_round_s": first,
-            "timed_clips": count * batch}
+    return {
+        "workers": workers,
+        "clips_per_s": count * batch / seconds,
+        "first_round_s": first,
+        "timed_clips": count * batch,
+    }
 
 
-def through_data(config: GazeFlowConfig, variant: Variant, windows, collator, workers: int, device: torch.device,
-                 steps: int, warmup: int) -> dict:
+def through_data(
+    config: GazeFlowConfig,
+    variant: Variant,
+    windows,
+    collator,
+    workers: int,
+    device: torch.device,
+    steps: int,
+    warmup: int,
+) -> dict:
     """The step fed by the loader (host-to-device copy included): clips/s over ``steps`` steps after ``warmup``."""
     free_memory(device)
     step = loader = iterator = None
@@ -293,11 +342,17 @@ def through_data(config: GazeFlowConfig, variant: Variant, windows, collator, wo
         step = TrainStep(config, variant, device)
         loader = make_loader(windows, collator, variant.batch, workers, device, steps + warmup + 1)
         iterator = iter(loader)
-        times = timed_steps(step, lambda: to_device(next(iterator), device), steps,
-                            warmup + (1 if variant.compile else 0))
+        times = timed_steps(
+            step, lambda: to_device(next(iterator), device), steps, warmup + (1 if variant.compile else 0)
+        )
         total = sum(times)
-        return {"variant": variant.name, "workers": workers, "clips_per_s": variant.batch * steps / total,
-                "s_per_step": total / steps, "slowest_step_s": max(times)}
+        return {
+            "variant": variant.name,
+            "workers": workers,
+            "clips_per_s": variant.batch * steps / total,
+            "s_per_step": total / steps,
+            "slowest_step_s": max(times),
+        }
     except torch.OutOfMemoryError:
         return {"variant": variant.name, "workers": workers, "error": "out of memory"}
     finally:
@@ -306,8 +361,10 @@ def through_data(config: GazeFlowConfig, variant: Variant, windows, collator, wo
 
 
 def gpu_hours(clips_per_s: float) -> dict[str, float]:
-    return {"EGTEA Gaze+": EGTEA_TRAIN_CLIPS * EPOCHS / clips_per_s / 3600,
-            "Ego4D": EGO4D_TRAIN_CLIPS * EPOCHS / clips_per_s / 3600}
+    return {
+        "EGTEA Gaze+": EGTEA_TRAIN_CLIPS * EPOCHS / clips_per_s / 3600,
+        "Ego4D": EGO4D_TRAIN_CLIPS * EPOCHS / clips_per_s / 3600,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------- the run
@@ -328,24 +385,45 @@ class Budget:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--preset", choices=["paper", "tiny"], default="paper",
-                        help="the paper's geometry (ViT-L, 64 frames of 256x256, LoRA r16) or the tiny test model")
-    parser.add_argument("--variants", nargs="+", default=None,
-                        help=f"model-only variants (default GPU: {' '.join(GPU_VARIANTS)}; tiny: "
-                             f"{' '.join(TINY_VARIANTS)})")
-    parser.add_argument("--data-variants", nargs="+", default=None,
-                        help="variants fed by the data path (default: the fastest non-probe model-only variant)")
+    parser.add_argument(
+        "--preset",
+        choices=["paper", "tiny"],
+        default="paper",
+        help="the paper's geometry (ViT-L, 64 frames of 256x256, LoRA r16) or the tiny test model",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=None,
+        help=f"model-only variants (default GPU: {' '.join(GPU_VARIANTS)}; tiny: {' '.join(TINY_VARIANTS)})",
+    )
+    parser.add_argument(
+        "--data-variants",
+        nargs="+",
+        default=None,
+        help="variants fed by the data path (default: the fastest non-probe model-only variant)",
+    )
     parser.add_argument("--steps", type=int, default=3, help="timed steps of each model-only variant (median)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps first (compiled variants: one more)")
     parser.add_argument("--data-steps", type=int, default=8, help="timed steps fed by the loader")
-    parser.add_argument("--workers", type=int, nargs="+", default=None,
-                        help="DataLoader workers of the loader-alone runs (default GPU: 4 8 and the automatic "
-                             "count; CPU: 0 2); the data-fed steps use the last")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=None,
+        help="DataLoader workers of the loader-alone runs (default GPU: 4 8 and the automatic "
+        "count; CPU: 0 2); the data-fed steps use the last",
+    )
     parser.add_argument("--data-clips", type=int, default=None, help="clips generated (default 8; tiny 2)")
     parser.add_argument("--data-size", default=None, help="WIDTHxHEIGHT of the clips (default 640x480; tiny 160x120)")
     parser.add_argument("--data-dir", type=Path, default=None, help="reuse (or write) the clips here")
-    parser.add_argument("--prepare-data", type=Path, default=None, metavar="DIR",
-                        help="only write the clips into DIR (the GPU suite does this while other steps run)")
+    parser.add_argument(
+        "--prepare-data",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="only write the clips into DIR (the GPU suite does this while other steps run)",
+    )
     parser.add_argument("--skip-data", action="store_true", help="model-only variants alone")
     parser.add_argument("--no-flops", action="store_true", help="skip counting the FLOPs of a step")
     parser.add_argument("--time-limit", type=float, default=None, help="start no measurement after this many s")
@@ -359,11 +437,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     try:
         for text in (args.variants or []) + (args.data_variants or []):
             Variant.parse(text)
-        args.size = tuple(int(v) for v in (args.data_size or ("160x120" if args.preset == "tiny" else
-                                                              "640x480")).lower().split("x"))
+        args.size = tuple(
+            int(v) for v in (args.data_size or ("160x120" if args.preset == "tiny" else "640x480")).lower().split("x")
+        )
     except ValueError as err:
-        parser.error(str(err) if "--variants" in str(err) else f"--data-size must be WIDTHxHEIGHT, got "
-                     f"{args.data_size!r}")
+        parser.error(
+            str(err) if "--variants" in str(err) else f"--data-size must be WIDTHxHEIGHT, got {args.data_size!r}"
+        )
     if len(args.size) != 2 or min(args.size) < 16:
         parser.error(f"--data-size must be WIDTHxHEIGHT of at least 16x16, got {args.data_size!r}")
     if args.workers is not None and min(args.workers) < 0:
@@ -392,8 +472,11 @@ def run_model_only(args, config, device, budget: Budget, figures: dict, compiled
 
 
 def fastest(results: dict, exclude_probe: bool = True) -> str | None:
-    rates = {name: r["clips_per_s"] for name, r in results.items()
-             if "clips_per_s" in r and not (exclude_probe and Variant.parse(name).probe)}
+    rates = {
+        name: r["clips_per_s"]
+        for name, r in results.items()
+        if "clips_per_s" in r and not (exclude_probe and Variant.parse(name).probe)
+    }
     return max(rates, key=rates.get) if rates else None
 
 
@@ -408,8 +491,13 @@ def run_data_path(args, config, device, model_results: dict, budget: Budget) -> 
         folder = args.data_dir or Path(stack.enter_context(_temporary_folder()))
         prepare_data(folder, clips, frames, args.size)
         windows = load_windows(folder, config)
-        figures: dict = {"clips": clips, "frames": frames, "size": f"{args.size[0]}x{args.size[1]}",
-                         "windows": len(windows), "seconds_to_prepare": time.perf_counter() - started}
+        figures: dict = {
+            "clips": clips,
+            "frames": frames,
+            "size": f"{args.size[0]}x{args.size[1]}",
+            "windows": len(windows),
+            "seconds_to_prepare": time.perf_counter() - started,
+        }
         collator = GazeFlowDataCollator(GazeFlowVideoProcessor(size=config.image_size), num_frames=config.num_frames)
         figures["collator"] = collator_cost(windows, collator)
         batch = max((Variant.parse(v).batch for v in args.data_variants or [fastest(model_results) or "B4"]))
@@ -418,13 +506,25 @@ def run_data_path(args, config, device, model_results: dict, budget: Budget) -> 
         for count in workers:
             if budget.allows(f"loader alone, {count} workers"):
                 figures["loader_alone"].append(loader_alone(windows, collator, batch, count, device))
-                print(f"loader alone, {count} workers: {figures['loader_alone'][-1]['clips_per_s']:.2f} clips/s",
-                      flush=True)
+                print(
+                    f"loader alone, {count} workers: {figures['loader_alone'][-1]['clips_per_s']:.2f} clips/s",
+                    flush=True,
+                )
         figures["fed"] = []
         for name in args.data_variants or ([fastest(model_results)] if fastest(model_results) else []):
             if budget.allows(f"data-fed {name}"):
-                figures["fed"].append(through_data(config, Variant.parse(name), windows, collator, workers[-1],
-                                                   device, args.data_steps, args.warmup))
+                figures["fed"].append(
+                    through_data(
+                        config,
+                        Variant.parse(name),
+                        windows,
+                        collator,
+                        workers[-1],
+                        device,
+                        args.data_steps,
+                        args.warmup,
+                    )
+                )
                 print(f"data-fed {name}, {workers[-1]} workers: {format_row(figures['fed'][-1])}", flush=True)
     return figures
 
@@ -441,14 +541,17 @@ def format_row(result: dict) -> str:
     if "error" in result:
         return result["error"]
     peak = result.get("peak_gb")
-    return (f"{result['s_per_step']:.3f} s/step, {result['clips_per_s']:.2f} clips/s"
-            + (f", peak {peak:.1f} GB" if peak is not None else ""))
+    return f"{result['s_per_step']:.3f} s/step, {result['clips_per_s']:.2f} clips/s" + (
+        f", peak {peak:.1f} GB" if peak is not None else ""
+    )
 
 
 def model_table(results: dict, flops_per_clip: float | None) -> list[str]:
-    lines = ["| variant | clips / step | checkpointing | bf16 frozen weights, fused AdamW | compiled | step | "
-             "s / step | clips / s | peak GB | model TFLOP/s | 60e8cbe probe clips / s |",
-             "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| variant | clips / step | checkpointing | bf16 frozen weights, fused AdamW | compiled | step | "
+        "s / step | clips / s | peak GB | model TFLOP/s | 60e8cbe probe clips / s |",
+        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, result in results.items():
         v = Variant.parse(name)
         flags = ["yes" if flag else "no" for flag in (v.checkpointing, v.fast, v.compile)]
@@ -458,34 +561,46 @@ def model_table(results: dict, flops_per_clip: float | None) -> list[str]:
             continue
         tflops = flops_per_clip * result["clips_per_s"] / 1e12 if flops_per_clip else None
         peak = "-" if result["peak_gb"] is None else f"{result['peak_gb']:.1f}"
-        lines.append(f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['s_per_step']:.3f} | "
-                     f"{result['clips_per_s']:.2f} | {peak} | {'-' if tflops is None else f'{tflops:.3g}'} | "
-                     f"{PROBE_60E8CBE.get(name, '-')} |")
+        lines.append(
+            f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['s_per_step']:.3f} | "
+            f"{result['clips_per_s']:.2f} | {peak} | {'-' if tflops is None else f'{tflops:.3g}'} | "
+            f"{PROBE_60E8CBE.get(name, '-')} |"
+        )
     return lines
 
 
 def data_tables(data: dict, model_results: dict) -> list[str]:
     cost = data["collator"]
-    lines = [f"Clips: {data['clips']} EGTEA Gaze+ layout clips of {data['frames']} frames at {data['size']}, 24 fps "
-             f"({data['windows']} training windows; prepared in {data['seconds_to_prepare']:.1f} s). The collator, "
-             f"per window on one core: decode {1e3 * cost['decode_cpu_s']:.0f} ms + resize and normalise "
-             f"{1e3 * cost['process_cpu_s']:.0f} ms of CPU = {cost['clips_per_s_per_worker']:.2f} clips/s per "
-             f"worker.", "", "| loader alone (pinned batches on the host) | clips / s | first round s |",
-             "| --- | ---: | ---: |"]
-    lines += [f"| {r['workers']} workers | {r['clips_per_s']:.2f} | {r['first_round_s']:.1f} |"
-              for r in data["loader_alone"]]
+    lines = [
+        f"Clips: {data['clips']} EGTEA Gaze+ layout clips of {data['frames']} frames at {data['size']}, 24 fps "
+        f"({data['windows']} training windows; prepared in {data['seconds_to_prepare']:.1f} s). The collator, "
+        f"per window on one core: decode {1e3 * cost['decode_cpu_s']:.0f} ms + resize and normalise "
+        f"{1e3 * cost['process_cpu_s']:.0f} ms of CPU = {cost['clips_per_s_per_worker']:.2f} clips/s per "
+        f"worker.",
+        "",
+        "| loader alone (pinned batches on the host) | clips / s | first round s |",
+        "| --- | ---: | ---: |",
+    ]
+    lines += [
+        f"| {r['workers']} workers | {r['clips_per_s']:.2f} | {r['first_round_s']:.1f} |" for r in data["loader_alone"]
+    ]
     alone = {r["workers"]: r["clips_per_s"] for r in data["loader_alone"]}
-    lines += ["", "| data-fed step | workers | clips / s | model only clips / s | loader alone clips / s | "
-              "fed / model only |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [
+        "",
+        "| data-fed step | workers | clips / s | model only clips / s | loader alone clips / s | fed / model only |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for fed in data["fed"]:
         if "error" in fed:
             lines.append(f"| {fed['variant']} | {fed['workers']} | {fed['error']} | | | |")
             continue
         model = model_results.get(fed["variant"], {}).get("clips_per_s")
         ratio = "-" if not model else f"{fed['clips_per_s'] / model:.2f}"
-        lines.append(f"| {fed['variant']} | {fed['workers']} | {fed['clips_per_s']:.2f} | "
-                     f"{'-' if model is None else f'{model:.2f}'} | "
-                     f"{alone.get(fed['workers'], float('nan')):.2f} | {ratio} |")
+        lines.append(
+            f"| {fed['variant']} | {fed['workers']} | {fed['clips_per_s']:.2f} | "
+            f"{'-' if model is None else f'{model:.2f}'} | "
+            f"{alone.get(fed['workers'], float('nan')):.2f} | {ratio} |"
+        )
     return lines
 
 
@@ -497,26 +612,32 @@ def hours_table(model_results: dict, data: dict | None) -> list[str]:
     fed = [r for r in (data or {}).get("fed", []) if "clips_per_s" in r]
     if fed:
         top = max(fed, key=lambda r: r["clips_per_s"])
-        rows.append((f"this run, fed by the data path, {top['variant']}, {top['workers']} workers",
-                     top["clips_per_s"]))
+        rows.append((f"this run, fed by the data path, {top['variant']}, {top['workers']} workers", top["clips_per_s"]))
     rows.append(("target", 15.0))
-    lines = [f"| 80 epochs on one GPU at | clips / s | EGTEA Gaze+ ({EGTEA_TRAIN_CLIPS:,} clips) GPU-h | Ego4D "
-             f"({EGO4D_TRAIN_CLIPS:,} clips) GPU-h |", "| --- | ---: | ---: | ---: |"]
+    lines = [
+        f"| 80 epochs on one GPU at | clips / s | EGTEA Gaze+ ({EGTEA_TRAIN_CLIPS:,} clips) GPU-h | Ego4D "
+        f"({EGO4D_TRAIN_CLIPS:,} clips) GPU-h |",
+        "| --- | ---: | ---: | ---: |",
+    ]
     for label, rate in rows:
         hours = gpu_hours(rate)
         lines.append(f"| {label} | {rate:.2f} | {hours['EGTEA Gaze+']:.1f} | {hours['Ego4D']:.1f} |")
-    lines.append(f"| the paper: ~3 days (EGTEA Gaze+) and ~5 days (Ego4D) on 4x H100 | - | "
-                 f"{PAPER_GPU_HOURS['EGTEA Gaze+']} | {PAPER_GPU_HOURS['Ego4D']} |")
+    lines.append(
+        f"| the paper: ~3 days (EGTEA Gaze+) and ~5 days (Ego4D) on 4x H100 | - | "
+        f"{PAPER_GPU_HOURS['EGTEA Gaze+']} | {PAPER_GPU_HOURS['Ego4D']} |"
+    )
     return lines
 
 
 def report(figures: dict) -> str:
-    lines = [f"## Training throughput ({figures['device']}, {figures['preset']} geometry: "
-             f"{figures['geometry']})", ""]
+    lines = [f"## Training throughput ({figures['device']}, {figures['preset']} geometry: {figures['geometry']})", ""]
     flops = figures.get("flops_per_clip")
     if flops:
-        lines += [f"One training step costs {flops / 1e12:.3g} TFLOP per clip (matrix products and attention, "
-                  f"forward and backward, counted by torch.utils.flop_counter).", ""]
+        lines += [
+            f"One training step costs {flops / 1e12:.3g} TFLOP per clip (matrix products and attention, "
+            f"forward and backward, counted by torch.utils.flop_counter).",
+            "",
+        ]
     lines += ["Model only (random inputs, no data loading):", ""] + model_table(figures.get("model_only", {}), flops)
     if figures.get("data"):
         lines += ["", "Through the data path:", ""] + data_tables(figures["data"], figures.get("model_only", {}))
@@ -542,20 +663,27 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     if args.prepare_data is not None:
         config = make_config(args.preset)
-        prepare_data(args.prepare_data, args.data_clips or (2 if args.preset == "tiny" else 8),
-                     max(config.num_frames, 16), args.size)
+        prepare_data(
+            args.prepare_data,
+            args.data_clips or (2 if args.preset == "tiny" else 8),
+            max(config.num_frames, 16),
+            args.size,
+        )
         print(f"clips written to {args.prepare_data}")
         return {}
     device = torch.device(args.device)
     budget = Budget(args.time_limit)
     config = make_config(args.preset)
     encoder = config.encoder_config
-    figures: dict = {"benchmark": "train", "device": torch.cuda.get_device_name(device) if device.type == "cuda"
-                     else "CPU", "preset": args.preset,
-                     "geometry": f"{encoder.num_hidden_layers} encoder layers, {config.num_frames} frames of "
-                                 f"{config.image_size}x{config.image_size}, LoRA r{config.lora_r} on "
-                                 f"{'/'.join(config.lora_target_modules)}, "
-                                 f"{'bf16 autocast' if device.type == 'cuda' else 'fp32'}"}
+    figures: dict = {
+        "benchmark": "train",
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU",
+        "preset": args.preset,
+        "geometry": f"{encoder.num_hidden_layers} encoder layers, {config.num_frames} frames of "
+        f"{config.image_size}x{config.image_size}, LoRA r{config.lora_r} on "
+        f"{'/'.join(config.lora_target_modules)}, "
+        f"{'bf16 autocast' if device.type == 'cuda' else 'fp32'}",
+    }
     if not args.no_flops and budget.allows("FLOP count"):
         figures["flops_per_clip"] = count_flops_per_clip(config, device)
     run_model_only(args, config, device, budget, figures, compiled=False)

@@ -58,8 +58,10 @@ def main() -> None:
     window, stride = model.config.num_frames, model.config.window_stride
     settings = SyntheticGazeSettings(num_clips=args.clips, min_frames=args.frames, max_frames=args.frames, seed=123)
     clips = [generate_clip(settings, index) for index in range(args.clips)]
-    print(f"bundled model: windows of {window} frames, stride {stride}; {args.clips} synthetic clips of {args.frames} "
-          f"frames ({settings.width}x{settings.height}); K={args.num_samples}, S={args.num_steps}, {args.solver}")
+    print(
+        f"bundled model: windows of {window} frames, stride {stride}; {args.clips} synthetic clips of {args.frames} "
+        f"frames ({settings.width}x{settings.height}); K={args.num_samples}, S={args.num_steps}, {args.solver}"
+    )
 
     human, alone_human = [], []
     per_mode = {mode: {"all": [], "boundary": [], "inside": [], "seconds": 0.0} for mode in ("blend", "coherent")}
@@ -74,8 +76,14 @@ def main() -> None:
         alone_human.append(displacements(truth[:window], valid[:window]))
         for mode, result in per_mode.items():
             start = time.perf_counter()
-            out = model.generate(pixels, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver,
-                                 generator=torch.Generator().manual_seed(index), window_mode=mode)
+            out = model.generate(
+                pixels,
+                num_samples=args.num_samples,
+                num_steps=args.num_steps,
+                solver=args.solver,
+                generator=torch.Generator().manual_seed(index),
+                window_mode=mode,
+            )
             result["seconds"] += time.perf_counter() - start
             samples = unit_to_pixels(out.trajectories[0].numpy().astype(np.float64), clip.width, clip.height)
             steps = np.linalg.norm(np.diff(samples, axis=1), axis=-1)  # [K, T - 1]
@@ -83,25 +91,40 @@ def main() -> None:
             result["all"].append(steps[:, keep].reshape(-1))
             result["boundary"].append(steps[:, boundary[keep[boundary]]].reshape(-1))
             result["inside"].append(steps[:, inside[keep[inside]]].reshape(-1))
-        first = model.generate(pixels[:, :window], num_samples=args.num_samples, num_steps=args.num_steps,
-                               solver=args.solver, generator=torch.Generator().manual_seed(index))
-        alone.append(displacements(unit_to_pixels(first.trajectories[0].numpy().astype(np.float64), clip.width,
-                                                  clip.height), valid[:window]))
+        first = model.generate(
+            pixels[:, :window],
+            num_samples=args.num_samples,
+            num_steps=args.num_steps,
+            solver=args.solver,
+            generator=torch.Generator().manual_seed(index),
+        )
+        alone.append(
+            displacements(
+                unit_to_pixels(first.trajectories[0].numpy().astype(np.float64), clip.width, clip.height),
+                valid[:window],
+            )
+        )
 
     human_steps = np.concatenate(human)
     print(f"\nhuman (true) steps: median {np.median(human_steps):.3f} px, mean {human_steps.mean():.3f} px")
-    print("| joining | median step / human | mean step / human | JSD | boundary median (px) | inside median (px) "
-          "| boundary / inside | s per clip |")
+    print(
+        "| joining | median step / human | mean step / human | JSD | boundary median (px) | inside median (px) "
+        "| boundary / inside | s per clip |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for mode, result in per_mode.items():
         stats = displacement_statistics(np.concatenate(result["all"]), human_steps)
         b, i = np.median(np.concatenate(result["boundary"])), np.median(np.concatenate(result["inside"]))
-        print(f"| {mode} | {stats['displacement_median_ratio']:.2f} | {stats['displacement_mean_ratio']:.2f} | "
-              f"{stats['displacement_jsd']:.3f} | {b:.3f} | {i:.3f} | {b / i:.2f} | "
-              f"{result['seconds'] / args.clips:.3f} |")
+        print(
+            f"| {mode} | {stats['displacement_median_ratio']:.2f} | {stats['displacement_mean_ratio']:.2f} | "
+            f"{stats['displacement_jsd']:.3f} | {b:.3f} | {i:.3f} | {b / i:.2f} | "
+            f"{result['seconds'] / args.clips:.3f} |"
+        )
     stats = displacement_statistics(np.concatenate(alone), np.concatenate(alone_human))
-    print(f"| first window alone ({window} frames) | {stats['displacement_median_ratio']:.2f} | "
-          f"{stats['displacement_mean_ratio']:.2f} | {stats['displacement_jsd']:.3f} | - | - | - | - |")
+    print(
+        f"| first window alone ({window} frames) | {stats['displacement_median_ratio']:.2f} | "
+        f"{stats['displacement_mean_ratio']:.2f} | {stats['displacement_jsd']:.3f} | - | - | - | - |"
+    )
 
 
 if __name__ == "__main__":

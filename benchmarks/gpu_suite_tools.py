@@ -39,8 +39,13 @@ SOURCE_RECORD = OWN_WHEELS / "SOURCE.json"
 PACKAGE = "transformers-gazeflow"
 NOT_CARRIED = {"playwright": "drives Chromium in the web demo's browser tests, which the GPU suite does not run"}
 """Requirements of the ``test`` extra that the GPU suite leaves out on purpose (name -> why)."""
-PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-             "manylinux1_x86_64"]
+PLATFORMS = [
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+]
 TARGET_PYTHON = ("3", "12")
 CARRY_LIMIT_MIB = 64  # the device tool's limit on what travels: the working tree plus the carried paths
 
@@ -72,8 +77,13 @@ def requirement_closure() -> tuple[set[str], list[str]]:
     from packaging.markers import default_environment
     from packaging.requirements import Requirement
 
-    environment = {**default_environment(), "python_version": ".".join(TARGET_PYTHON), "sys_platform": "linux",
-                   "platform_system": "Linux", "platform_machine": "x86_64"}
+    environment = {
+        **default_environment(),
+        "python_version": ".".join(TARGET_PYTHON),
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+    }
     image, carried = image_packages(), {normalize(name) for name, _, _ in wheel_list()}
     needed, problems, queue = set(), [], [(normalize(PACKAGE), "test")]
     while queue:
@@ -102,12 +112,19 @@ def find_target_python() -> str:
     ``python3.12`` on the PATH, else a pyenv install; ``python3.12`` (for the printed commands) when none runs."""
     import glob
 
-    candidates = [os.environ.get("PYTHON312"), shutil.which("python3.12"),
-                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    candidates = [
+        os.environ.get("PYTHON312"),
+        shutil.which("python3.12"),
+        *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12"))),
+    ]
     for candidate in filter(None, candidates):
         try:
-            version = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                     capture_output=True, text=True, timeout=60)
+            version = subprocess.run(
+                [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
         except OSError:
             continue
         if version.returncode == 0 and version.stdout.strip() == ".".join(TARGET_PYTHON):
@@ -115,23 +132,74 @@ def find_target_python() -> str:
     return f"python{'.'.join(TARGET_PYTHON)}"
 
 
-def pip_commands(stale_own: bool = False, site: str = "/tmp/site",
-                 target_python: str | None = None) -> dict[str, list[list[str]]]:
+def pip_commands(
+    stale_own: bool = False, site: str = "/tmp/site", target_python: str | None = None
+) -> dict[str, list[list[str]]]:
     """``download``: the commands run here (``--prepare-wheels``); ``install``: the ones run on the GPU machine."""
     download = []
     for name, version, from_sdist in wheel_list():
         if from_sdist:
-            download.append([target_python or f"python{'.'.join(TARGET_PYTHON)}", "-m", "pip", "wheel", "--no-deps",
-                             "--no-binary", name, "-w", ".whl", f"{name}=={version}"])
+            download.append(
+                [
+                    target_python or f"python{'.'.join(TARGET_PYTHON)}",
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--no-deps",
+                    "--no-binary",
+                    name,
+                    "-w",
+                    ".whl",
+                    f"{name}=={version}",
+                ]
+            )
         else:
             platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
-            download.append(["python3", "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",
-                             ".".join(TARGET_PYTHON), "--implementation", "cp", *platforms, "-d", ".whl",
-                             f"{name}=={version}"])
-    download.append(["python3", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", ".whl/own",
-                     "<a copy of src/, datasets_scripts/, setup.py, README.md>"])
-    install_base = ["python3", "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                    "--no-cache-dir", "--upgrade", "--target", site]
+            download.append(
+                [
+                    "python3",
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "--python-version",
+                    ".".join(TARGET_PYTHON),
+                    "--implementation",
+                    "cp",
+                    *platforms,
+                    "-d",
+                    ".whl",
+                    f"{name}=={version}",
+                ]
+            )
+    download.append(
+        [
+            "python3",
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            ".whl/own",
+            "<a copy of src/, datasets_scripts/, setup.py, README.md>",
+        ]
+    )
+    install_base = [
+        "python3",
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-index",
+        "--no-deps",
+        "--no-compile",
+        "--no-cache-dir",
+        "--upgrade",
+        "--target",
+        site,
+    ]
     own = ["--no-build-isolation", "."] if stale_own else [".whl/own/transformers_gazeflow-*.whl"]
     return {"download": download, "install": [install_base + [".whl/*.whl"], install_base + own]}
 
@@ -141,8 +209,11 @@ def source_hash(root: Path = REPO) -> str:
     digest = hashlib.sha256()
     files = [root / "setup.py", root / "README.md"]
     for folder in ("src", "datasets_scripts"):
-        files += [p for p in sorted((root / folder).rglob("*")) if p.is_file() and "__pycache__" not in p.parts
-                  and ".egg-info" not in str(p) and p.suffix != ".pyc"]
+        files += [
+            p
+            for p in sorted((root / folder).rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts and ".egg-info" not in str(p) and p.suffix != ".pyc"
+        ]
     for path in files:
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
@@ -152,8 +223,13 @@ def source_hash(root: Path = REPO) -> str:
 def git_commit() -> dict | None:
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                                capture_output=True, text=True, check=True)
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
@@ -172,8 +248,11 @@ def prepare_wheels() -> int:
     for command in pip_commands(target_python=find_target_python())["download"][:-1]:
         print("$ " + " ".join(command), flush=True)
         if subprocess.run(command, cwd=REPO).returncode != 0:
-            print(f"prepare-wheels: this command failed: {' '.join(command)} (sdist builds need a CPython "
-                  f"{'.'.join(TARGET_PYTHON)}: set PYTHON312)", file=sys.stderr)
+            print(
+                f"prepare-wheels: this command failed: {' '.join(command)} (sdist builds need a CPython "
+                f"{'.'.join(TARGET_PYTHON)}: set PYTHON312)",
+                file=sys.stderr,
+            )
             return 1
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "project"
@@ -181,8 +260,17 @@ def prepare_wheels() -> int:
             shutil.copytree(REPO / name, project / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         for name in ("setup.py", "README.md"):
             shutil.copy(REPO / name, project / name)
-        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(OWN_WHEELS),
-                   str(project)]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(OWN_WHEELS),
+            str(project),
+        ]
         print("$ " + " ".join(command), flush=True)
         if subprocess.run(command).returncode != 0:
             print(f"prepare-wheels: building this package's wheel failed: {' '.join(command)}", file=sys.stderr)
@@ -208,17 +296,23 @@ def version_of(name: str) -> str | None:
 def environment(out_dir: Path, device: str) -> dict:
     import torch
 
-    info: dict = {"device_type": device, "python": sys.version.split()[0], "torch": torch.__version__,
-                  "cuda": torch.version.cuda, "hostname": os.uname().nodename}
-    for name in ("transformers", "accelerate", "peft", "numpy", "datasets", "evaluate", "av", "safetensors",
-                 PACKAGE):
+    info: dict = {
+        "device_type": device,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "hostname": os.uname().nodename,
+    }
+    for name in ("transformers", "accelerate", "peft", "numpy", "datasets", "evaluate", "av", "safetensors", PACKAGE):
         info[name] = version_of(name)
     if device.startswith("cuda"):
         properties = torch.cuda.get_device_properties(0)
-        info.update(device=torch.cuda.get_device_name(0),
-                    capability=".".join(map(str, torch.cuda.get_device_capability(0))),
-                    memory_gib=round(properties.total_memory / 2**30, 1),
-                    multiprocessors=properties.multi_processor_count)
+        info.update(
+            device=torch.cuda.get_device_name(0),
+            capability=".".join(map(str, torch.cuda.get_device_capability(0))),
+            memory_gib=round(properties.total_memory / 2**30, 1),
+            multiprocessors=properties.multi_processor_count,
+        )
     else:
         info["device"] = "CPU"
     tree = source_hash()
@@ -249,16 +343,34 @@ def preflight(out_dir: Path, device: str) -> int:
     from packaging.requirements import Requirement
 
     report: dict = {"imports": {}, "requirements": [], "cuda": {}}
-    modules = ["torch", "transformers", "accelerate", "peft", "safetensors", "numpy", "scipy", "datasets", "evaluate",
-               "av", "pysaliency", "skvideo", "pytest", "transformers_gazeflow", "transformers_gazeflow.commands.cli"]
+    modules = [
+        "torch",
+        "transformers",
+        "accelerate",
+        "peft",
+        "safetensors",
+        "numpy",
+        "scipy",
+        "datasets",
+        "evaluate",
+        "av",
+        "pysaliency",
+        "skvideo",
+        "pytest",
+        "transformers_gazeflow",
+        "transformers_gazeflow.commands.cli",
+    ]
     failed = False
     for module in modules:
         start = time.perf_counter()
         try:
             imported = import_pysaliency() if module == "pysaliency" else importlib.import_module(module)
-            report["imports"][module] = {"ok": True, "version": getattr(imported, "__version__", None),
-                                         "seconds": round(time.perf_counter() - start, 2),
-                                         "file": getattr(imported, "__file__", None)}
+            report["imports"][module] = {
+                "ok": True,
+                "version": getattr(imported, "__version__", None),
+                "seconds": round(time.perf_counter() - start, 2),
+                "file": getattr(imported, "__file__", None),
+            }
         except Exception as err:  # noqa: BLE001 - every failure is reported, not raised
             failed = True
             report["imports"][module] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
@@ -290,8 +402,11 @@ def cuda_sanity() -> dict:
     import torch
     import torch.nn.functional as F
 
-    result: dict = {"cudnn": torch.backends.cudnn.version(), "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-                    "tf32_cudnn": torch.backends.cudnn.allow_tf32}
+    result: dict = {
+        "cudnn": torch.backends.cudnn.version(),
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+    }
     try:
         a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
@@ -354,8 +469,11 @@ def write_generated_video(path: Path, size: tuple[int, int], minutes: float, fps
     frames = int(round(minutes * 60 * fps))
     start = time.perf_counter()
     write_video(path, generated_frames(frames, size[0], size[1], fps), fps=fps)
-    return {"path": str(path), "description": f"{minutes:g} min {size[0]}x{size[1]} at {fps:g} fps, {frames} frames",
-            "seconds_to_write": round(time.perf_counter() - start, 1)}
+    return {
+        "path": str(path),
+        "description": f"{minutes:g} min {size[0]}x{size[1]} at {fps:g} fps, {frames} frames",
+        "seconds_to_write": round(time.perf_counter() - start, 1),
+    }
 
 
 def prepare_train_clips(folder: Path, tiny: bool) -> dict:
@@ -376,8 +494,10 @@ def prepare(work: Path, tiny: bool) -> int:
 
     preset = "tiny" if tiny else "paper"
     work.mkdir(parents=True, exist_ok=True)
-    jobs = {video_name(size): (write_generated_video, work / video_name(size), size, PREDICT_MINUTES[preset])
-            for size in PREDICT_SIZES[preset]}
+    jobs = {
+        video_name(size): (write_generated_video, work / video_name(size), size, PREDICT_MINUTES[preset])
+        for size in PREDICT_SIZES[preset]
+    }
     jobs["model"] = (make_model_timed, work / "model", preset)
     jobs["egtea"] = (prepare_train_clips, work / "egtea", tiny)
     status, made, start = 0, {}, time.perf_counter()
@@ -406,12 +526,16 @@ def predict_runs(work: Path, tiny: bool) -> dict[str, tuple[Path | None, Path]]:
     """The predict step's runs: name -> (model folder or None for the bundled model, video)."""
     small, large = PREDICT_SIZES["tiny" if tiny else "paper"]
     if tiny:  # the same code as the three runs below, in two (CI runs this)
-        return {"bundled": (None, work / video_name(small)),
-                f"tiny random, {large[0]}x{large[1]}": (work / "model", work / video_name(large))}
+        return {
+            "bundled": (None, work / video_name(small)),
+            f"tiny random, {large[0]}x{large[1]}": (work / "model", work / video_name(large)),
+        }
     model = "paper geometry, random weights"
-    return {"bundled": (None, work / video_name(small)),
-            model: (work / "model", work / video_name(small)),
-            f"{model}, {large[0]}x{large[1]}": (work / "model", work / video_name(large))}
+    return {
+        "bundled": (None, work / video_name(small)),
+        model: (work / "model", work / video_name(small)),
+        f"{model}, {large[0]}x{large[1]}": (work / "model", work / video_name(large)),
+    }
 
 
 def predict_throughput(out_dir: Path, device: str, tiny: bool, work: Path | None = None) -> int:
@@ -427,24 +551,45 @@ def predict_throughput(out_dir: Path, device: str, tiny: bool, work: Path | None
     status = 0
     for index, (name, (model, video)) in enumerate(predict_runs(work, tiny).items()):
         output = work / f"out_{index}"
-        command = gazeflow_command() + ["predict", str(video), "--no-overlay", "--device", device, "-k", "30", "-s",
-                                        "5", "--quiet", "-o", str(output)]
+        command = gazeflow_command() + [
+            "predict",
+            str(video),
+            "--no-overlay",
+            "--device",
+            device,
+            "-k",
+            "30",
+            "-s",
+            "5",
+            "--quiet",
+            "-o",
+            str(output),
+        ]
         command += ["--model", str(model)] if model else []
         print("$ " + " ".join(command), flush=True)
         start = time.perf_counter()
         result = subprocess.run(command, capture_output=True, text=True)
         wall = time.perf_counter() - start
         print(result.stdout + result.stderr[-3000:], flush=True)
-        run = {"command": " ".join(command), "exit_code": result.returncode,
-               "video": made.get(video.name, {}).get("description", video.name), "command_wall_s": round(wall, 1)}
+        run = {
+            "command": " ".join(command),
+            "exit_code": result.returncode,
+            "video": made.get(video.name, {}).get("description", video.name),
+            "command_wall_s": round(wall, 1),
+        }
         if result.returncode != 0:
             status = result.returncode
         else:
             summary = json.loads((output / "summary.json").read_text())
             timings = summary["timings"]
-            run.update(frames=summary["frames"], device=summary["device"], load_s=timings["load_s"],
-                       predict_s=timings["predict_s"], ms_per_frame=timings["ms_per_frame"],
-                       frames_per_second=summary["frames"] / max(timings["predict_s"], 1e-9))
+            run.update(
+                frames=summary["frames"],
+                device=summary["device"],
+                load_s=timings["load_s"],
+                predict_s=timings["predict_s"],
+                ms_per_frame=timings["ms_per_frame"],
+                frames_per_second=summary["frames"] / max(timings["predict_s"], 1e-9),
+            )
         figures["runs"][name] = run
         shutil.rmtree(output, ignore_errors=True)
     (out_dir / "predict.json").write_text(json.dumps(figures, indent=1))
@@ -480,10 +625,14 @@ def test_counts(folder: Path, name: str) -> dict | None:
     suites = ElementTree.parse(path).getroot()
     suite = suites if suites.tag == "testsuite" else suites.find("testsuite")
     counts = {key: int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped")}
-    counts["failed"] = [case.get("classname", "") + "::" + case.get("name", "") for case in suite.iter("testcase")
-                        if case.find("failure") is not None or case.find("error") is not None]
-    counts["skip_reasons"] = [case.find("skipped").get("message", "") for case in suite.iter("testcase")
-                              if case.find("skipped") is not None]
+    counts["failed"] = [
+        case.get("classname", "") + "::" + case.get("name", "")
+        for case in suite.iter("testcase")
+        if case.find("failure") is not None or case.find("error") is not None
+    ]
+    counts["skip_reasons"] = [
+        case.find("skipped").get("message", "") for case in suite.iter("testcase") if case.find("skipped") is not None
+    ]
     return counts
 
 
@@ -501,15 +650,22 @@ def header_lines(folders: list[Path]) -> list[str]:
     lines = ["# GPU suite summary", ""]
     for env in environments[:1]:
         source = env.get("source", {})
-        tree = ("the tree matches it" if source.get("tree_matches_record", True) and not source.get("dirty")
-                else "the tree differs from it (uncommitted or later changes)")
-        hardware = (f" (capability {env['capability']}, {env['memory_gib']} GiB, {env['multiprocessors']} SMs)"
-                    if "capability" in env else "")
-        lines += [f"- device: `{env.get('device')}`{hardware}",
-                  f"- commit: `{source.get('commit', 'unknown')}`; {tree}; source hash "
-                  f"{source.get('tree_hash', '?')[:12]}",
-                  f"- python {env['python']}, torch {env['torch']} (CUDA {env['cuda']}), transformers "
-                  f"{env['transformers']}, accelerate {env['accelerate']}, peft {env['peft']}, numpy {env['numpy']}"]
+        tree = (
+            "the tree matches it"
+            if source.get("tree_matches_record", True) and not source.get("dirty")
+            else "the tree differs from it (uncommitted or later changes)"
+        )
+        hardware = (
+            f" (capability {env['capability']}, {env['memory_gib']} GiB, {env['multiprocessors']} SMs)"
+            if "capability" in env
+            else ""
+        )
+        lines += [
+            f"- device: `{env.get('device')}`{hardware}",
+            f"- commit: `{source.get('commit', 'unknown')}`; {tree}; source hash {source.get('tree_hash', '?')[:12]}",
+            f"- python {env['python']}, torch {env['torch']} (CUDA {env['cuda']}), transformers "
+            f"{env['transformers']}, accelerate {env['accelerate']}, peft {env['peft']}, numpy {env['numpy']}",
+        ]
     if any(e.get("device_type") == "cpu" for e in environments):
         lines.append("- **a dry run on the CPU**: the figures check that every step runs, not the targets")
     return lines
@@ -522,8 +678,13 @@ def read_tsv(path: Path) -> list[list[str]]:
 def step_lines(folders: list[Path]) -> list[str]:
     """Each call's plan (estimate and limit per step) beside what ran: exit code (or timeout, or skipped) and
     seconds."""
-    lines = ["", "## Steps", "", "| step | kind | estimate s | limit s | exit code | seconds | command |",
-             "| --- | --- | ---: | ---: | --- | ---: | --- |"]
+    lines = [
+        "",
+        "## Steps",
+        "",
+        "| step | kind | estimate s | limit s | exit code | seconds | command |",
+        "| --- | --- | ---: | ---: | --- | ---: | --- |",
+    ]
     for folder in folders:
         plan = {row[0]: row[1:] for row in read_tsv(folder / "plan.tsv") if len(row) >= 4}
         budget = next((row[3] for row in plan.values() if len(row) > 3), None)
@@ -534,27 +695,48 @@ def step_lines(folders: list[Path]) -> list[str]:
             total += float(seconds or 0) if step != "prepare" else 0.0
             lines.append(f"| {step} | {kind} | {estimate} | {limit} | {code} | {seconds} | `{command}` |")
         if budget:
-            lines += ["", f"Budget {budget} s (optional steps start only before it); the steps took {total:.0f} s "
-                          f"in all (prepare ran in the background)."]
+            lines += [
+                "",
+                f"Budget {budget} s (optional steps start only before it); the steps took {total:.0f} s "
+                f"in all (prepare ran in the background).",
+            ]
     return lines
 
 
 def inference_target_rows(label: str, figures: dict) -> list[str]:
     at, targets, paper = figures["at"], figures["targets"], figures["paper"]
     peak = (figures["peak_memory_gb"] or {}).get("fast")
-    rows = [("encoder ms per clip", targets["encoder_ms"], figures["encoder_ms"]["fast"], paper["encoder_ms"],
-             "encoder_ms"),
-            (f"sampler ms per clip (K={at['K']}, S={at['S']})", targets["sampler_ms"], at["sampler_ms"]["fast"],
-             None, "sampler_ms"),
-            (f"end to end ms per frame (K={at['K']}, S={at['S']})", targets["ms_per_frame"],
-             at["ms_per_frame"]["fast"], paper["ms_per_frame_k30_s5"], "ms_per_frame"),
-            ("peak memory GB, one clip", targets["peak_memory_gb"], peak, paper["peak_memory_gb"],
-             "peak_memory_gb")]
+    rows = [
+        (
+            "encoder ms per clip",
+            targets["encoder_ms"],
+            figures["encoder_ms"]["fast"],
+            paper["encoder_ms"],
+            "encoder_ms",
+        ),
+        (
+            f"sampler ms per clip (K={at['K']}, S={at['S']})",
+            targets["sampler_ms"],
+            at["sampler_ms"]["fast"],
+            None,
+            "sampler_ms",
+        ),
+        (
+            f"end to end ms per frame (K={at['K']}, S={at['S']})",
+            targets["ms_per_frame"],
+            at["ms_per_frame"]["fast"],
+            paper["ms_per_frame_k30_s5"],
+            "ms_per_frame",
+        ),
+        ("peak memory GB, one clip", targets["peak_memory_gb"], peak, paper["peak_memory_gb"], "peak_memory_gb"),
+    ]
     lines = []
     for name, target, ours, theirs, key in rows:
         ratio = None if ours is None or theirs is None else ours / theirs
-        lines.append(f"| {name} | {label} | {fmt(target)} | {fmt(ours, 3)} | {fmt(theirs)} | {fmt(ratio, 4)} | "
-                     f"{met(figures['targets_met'][key])} |")
+        lines.append(
+            f"| {name} | {label} | {fmt(target)} | {fmt(ours, 3)} | {fmt(theirs)} | {fmt(ratio, 4)} | "
+            f"{met(figures['targets_met'][key])} |"
+        )
     return lines
 
 
@@ -573,35 +755,48 @@ def streaming_target_row(label: str, streaming: dict) -> str:
         extra.append(f"{streaming['ops_per_frame']:,.0f} ops/frame")
     if streaming.get("peak_memory_gb") is not None:
         extra.append(f"peak {streaming['peak_memory_gb']:.2f} GB")
-    return (f"| causal streamer p99 ms per frame, {label} (K={streaming['K']}, S={streaming['S']}; "
-            f"{', '.join(extra)}) | {streaming['dtype']} | {streaming['target_p99_ms']} | {total['p99']:.2f} | - | - "
-            f"| {met(streaming['targets_met']['p99_ms'])} |")
+    return (
+        f"| causal streamer p99 ms per frame, {label} (K={streaming['K']}, S={streaming['S']}; "
+        f"{', '.join(extra)}) | {streaming['dtype']} | {streaming['target_p99_ms']} | {total['p99']:.2f} | - | - "
+        f"| {met(streaming['targets_met']['p99_ms'])} |"
+    )
 
 
 def streaming_mode_lines(label: str, streaming: dict) -> list[str]:
     """bench_streaming.py's modes side by side (the previous streamer, the static step eager, captured, compiled)."""
     if not streaming.get("modes"):
         return []
-    lines = ["", f"## Causal streamer by mode, {label} (K={streaming['K']}, S={streaming['S']}, {streaming['dtype']}; "
-             f"best: {streaming.get('primary_mode')})", "",
-             "| mode | p50 ms | p95 ms | p99 ms | setup s | aten ops / frame | CUDA kernels / frame | peak GB | "
-             "max abs diff to eager |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "",
+        f"## Causal streamer by mode, {label} (K={streaming['K']}, S={streaming['S']}, {streaming['dtype']}; "
+        f"best: {streaming.get('primary_mode')})",
+        "",
+        "| mode | p50 ms | p95 ms | p99 ms | setup s | aten ops / frame | CUDA kernels / frame | peak GB | "
+        "max abs diff to eager |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for mode, row in streaming["modes"].items():
         if "error" in row:
             lines.append(f"| {mode} | failed: {row['error'][:200]} | | | | | | | |")
             continue
         ms, difference = row["ms_per_frame"], row.get("max_abs_difference_to_eager")
         difference = "-" if difference is None else f"{difference:.1e}"
-        lines.append(f"| {mode} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {row['setup_s']:.1f} | "
-                     f"{row['aten_ops_per_frame']:.0f} | {fmt(row.get('cuda_kernels_per_frame'), 0)} | "
-                     f"{fmt(row.get('peak_memory_gb'))} | {difference} |")
+        lines.append(
+            f"| {mode} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {row['setup_s']:.1f} | "
+            f"{row['aten_ops_per_frame']:.0f} | {fmt(row.get('cuda_kernels_per_frame'), 0)} | "
+            f"{fmt(row.get('peak_memory_gb'))} | {difference} |"
+        )
     return lines
 
 
 def target_lines(first) -> list[str]:
-    lines = ["", "## Targets (one H100, bf16, K=30, S=5)", "",
-             "| figure | path | target | ours | paper | ours / paper | |",
-             "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        "",
+        "## Targets (one H100, bf16, K=30, S=5)",
+        "",
+        "| figure | path | target | ours | paper | ours / paper | |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
     for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json")):
         figures = first(name)
         if figures:
@@ -614,17 +809,25 @@ def target_lines(first) -> list[str]:
     for name, run in predict.get("runs", {}).items():
         if run.get("exit_code") == 0:
             video = run.get("video") or predict.get("video", "")
-            lines.append(f"| gazeflow predict --no-overlay frames per second ({video}) | {name} | - | "
-                         f"{run['frames_per_second']:.1f} | 88 (Table method_time, K=30, S=5) | "
-                         f"{run['frames_per_second'] / 88:.2f} | |")
+            lines.append(
+                f"| gazeflow predict --no-overlay frames per second ({video}) | {name} | - | "
+                f"{run['frames_per_second']:.1f} | 88 (Table method_time, K=30, S=5) | "
+                f"{run['frames_per_second'] / 88:.2f} | |"
+            )
         else:
-            lines.append(f"| gazeflow predict --no-overlay ({run.get('video', '')}) | {name} | - | exit "
-                         f"{run.get('exit_code')} | | | |")
+            lines.append(
+                f"| gazeflow predict --no-overlay ({run.get('video', '')}) | {name} | - | exit "
+                f"{run.get('exit_code')} | | | |"
+            )
     return lines
 
 
-PIPELINE_TARGET_FPS = {("bundled", "256x256"): 1000, ("bundled", "640x480"): 1000, ("paper", "256x256"): 400,
-                       ("paper", "640x480"): 300}
+PIPELINE_TARGET_FPS = {
+    ("bundled", "256x256"): 1000,
+    ("bundled", "640x480"): 1000,
+    ("paper", "256x256"): 400,
+    ("paper", "640x480"): 300,
+}
 """frames per second that gazeflow predict --no-overlay's path should reach on one H100 (model, video size)."""
 PAPER_FPS = 88  # Table method_time: GazeFlow at K=30, S=5
 
@@ -635,16 +838,22 @@ def pipeline_lines(pipeline: dict | None) -> list[str]:
     if not runs:
         return []
     figures = pipeline["throughput"]
-    lines = ["", f"## Pipeline: gazeflow predict --no-overlay's path (bench_pipeline.py --throughput; "
-             f"K={figures['K']}, S={figures['S']}, {figures['seconds']:g} s videos at 24 fps)", "",
-             "| model | size | path | dtype | frames / s | target | / paper's 88 | ms / frame | stages s |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        "",
+        f"## Pipeline: gazeflow predict --no-overlay's path (bench_pipeline.py --throughput; "
+        f"K={figures['K']}, S={figures['S']}, {figures['seconds']:g} s videos at 24 fps)",
+        "",
+        "| model | size | path | dtype | frames / s | target | / paper's 88 | ms / frame | stages s |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
     for run in runs:
         target = PIPELINE_TARGET_FPS.get((run["model"], run["size"]))
         stages = ", ".join(f"{name} {seconds:.2f}" for name, seconds in run.get("stages_s", {}).items())
-        lines.append(f"| {run['model']} | {run['size']} | {run['path']} | {run['dtype']} | "
-                     f"{run['frames_per_second']:.0f} | {fmt(target)} | {run['frames_per_second'] / PAPER_FPS:.2f} | "
-                     f"{run['ms_per_frame']:.2f} | {stages} |")
+        lines.append(
+            f"| {run['model']} | {run['size']} | {run['path']} | {run['dtype']} | "
+            f"{run['frames_per_second']:.0f} | {fmt(target)} | {run['frames_per_second'] / PAPER_FPS:.2f} | "
+            f"{run['ms_per_frame']:.2f} | {stages} |"
+        )
     return lines
 
 
@@ -654,27 +863,42 @@ def inference_table_lines(label: str, figures: dict) -> list[str]:
     grid = figures.get("sampler_ms_grid") or {}
     if grid and figures.get("ks_grid_ratio_to_paper"):
         columns = list(grid[next(iter(grid))])
-        lines += ["", f"## Table ks_grid, {label}: our end-to-end ms per 64-frame clip / the paper's", "",
-                  "| K \\ S | " + " | ".join(columns) + " |", "| --- |" + " ---: |" * len(columns)]
+        lines += [
+            "",
+            f"## Table ks_grid, {label}: our end-to-end ms per 64-frame clip / the paper's",
+            "",
+            "| K \\ S | " + " | ".join(columns) + " |",
+            "| --- |" + " ---: |" * len(columns),
+        ]
         ratios = figures["ks_grid_ratio_to_paper"]
         for k, row in grid.items():
-            cells = [f"{figures['encoder_ms']['fast'] + ms:.1f} ms "
-                     f"({ratios.get(k, {}).get(s, float('nan')):.4f})" for s, ms in row.items()]
+            cells = [
+                f"{figures['encoder_ms']['fast'] + ms:.1f} ms ({ratios.get(k, {}).get(s, float('nan')):.4f})"
+                for s, ms in row.items()
+            ]
             lines.append(f"| {k} | " + " | ".join(cells) + " |")
     if figures.get("method_time_ours_ms_per_frame"):
-        lines += ["", f"## Table method_time, {label} (ms per frame)", "",
-                  "| method | paper | ours | ours / paper |", "| --- | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            f"## Table method_time, {label} (ms per frame)",
+            "",
+            "| method | paper | ours | ours / paper |",
+            "| --- | ---: | ---: | ---: |",
+        ]
         for name, theirs in figures["paper"]["method_ms_per_frame"].items():
             ours = figures["method_time_ours_ms_per_frame"].get(name)
             ratio = None if ours is None else ours / theirs
             lines.append(f"| {name} | {theirs} | {fmt(ours, 3)} | {fmt(ratio, 4)} |")
     at = figures["at"]
-    lines += ["", f"Fast vs reference ({label}, K={at['K']}, S={at['S']}): encoder "
-              f"{figures['encoder_ms']['reference'] / figures['encoder_ms']['fast']:.1f}x, sampler "
-              f"{at['sampler_ms']['reference'] / at['sampler_ms']['fast']:.1f}x, end to end "
-              f"{at['ms_per_frame']['reference'] / at['ms_per_frame']['fast']:.1f}x; trajectories differ by "
-              f"{at['max_abs_difference']:.1e}; GazeFlowModel.generate {figures['generate_ms_per_frame']:.3f} "
-              f"ms per frame."]
+    lines += [
+        "",
+        f"Fast vs reference ({label}, K={at['K']}, S={at['S']}): encoder "
+        f"{figures['encoder_ms']['reference'] / figures['encoder_ms']['fast']:.1f}x, sampler "
+        f"{at['sampler_ms']['reference'] / at['sampler_ms']['fast']:.1f}x, end to end "
+        f"{at['ms_per_frame']['reference'] / at['ms_per_frame']['fast']:.1f}x; trajectories differ by "
+        f"{at['max_abs_difference']:.1e}; GazeFlowModel.generate {figures['generate_ms_per_frame']:.3f} "
+        f"ms per frame.",
+    ]
     return lines
 
 
@@ -690,21 +914,37 @@ def tests_and_profile_lines(folders: list[Path]) -> list[str]:
     for folder in folders:
         counts = test_counts(folder, "tests.xml")
         if counts:
-            lines += ["", f"## tests/gpu: {counts['tests']} tests, {counts['failures'] + counts['errors']} failed, "
-                      f"{counts['skipped']} skipped"] + [f"- failed: `{name}`" for name in counts["failed"]] + [
-                          f"- skipped: {reason}" for reason in counts["skip_reasons"]]
+            lines += (
+                [
+                    "",
+                    f"## tests/gpu: {counts['tests']} tests, {counts['failures'] + counts['errors']} failed, "
+                    f"{counts['skipped']} skipped",
+                ]
+                + [f"- failed: `{name}`" for name in counts["failed"]]
+                + [f"- skipped: {reason}" for reason in counts["skip_reasons"]]
+            )
         full = test_counts(folder, "fulltests.xml")
         if full:
-            lines += ["", f"## whole suite with CUDA visible: {full['tests']} tests, "
-                      f"{full['failures'] + full['errors']} failed, {full['skipped']} skipped"]
+            lines += [
+                "",
+                f"## whole suite with CUDA visible: {full['tests']} tests, "
+                f"{full['failures'] + full['errors']} failed, {full['skipped']} skipped",
+            ]
     for folder in folders:
         for name in ("profile-inference.json", "profile-streaming.json"):
             figures = load(folder, name)
             if figures and figures.get("profile"):
-                lines += ["", f"## Profile ({name[:-5]}): where the time goes", "",
-                          "| op | calls | device ms | CPU ms |", "| --- | ---: | ---: | ---: |"]
-                lines += [f"| `{row['name']}` | {row['calls']} | {fmt(row['device_ms'])} | {row['cpu_ms']:.2f} |"
-                          for row in figures["profile"]]
+                lines += [
+                    "",
+                    f"## Profile ({name[:-5]}): where the time goes",
+                    "",
+                    "| op | calls | device ms | CPU ms |",
+                    "| --- | ---: | ---: | ---: |",
+                ]
+                lines += [
+                    f"| `{row['name']}` | {row['calls']} | {fmt(row['device_ms'])} | {row['cpu_ms']:.2f} |"
+                    for row in figures["profile"]
+                ]
     return lines
 
 

@@ -50,13 +50,25 @@ VARIANT_GROUPS: dict[str, tuple[str, ...]] = {
     "k_sweep": tuple(f"task_queries_{m}" for m in (1, 2, 4, 8, 16)),
 }
 #: Table pe_compare's rows (its own labels) and columns
-PE_COMPARE_ROWS = {"full": "Default", "pooled_only": "w/o Learnable Queries", "concat": "Concat",
-                   "learned_pe": "Learnable PE"}
+PE_COMPARE_ROWS = {
+    "full": "Default",
+    "pooled_only": "w/o Learnable Queries",
+    "concat": "Concat",
+    "learned_pe": "Learnable PE",
+}
 
-ABLATION_COLUMNS = (("AUC", "auc", 1.0, 3), ("F1", "f1", 1.0, 3), ("P", "precision", 1.0, 3),
-                    ("R", "recall", 1.0, 3), ("AAE", "aae", 1.0, 2), ("ADE (x10^2 px)", "ade_mean", 1e-2, 3),
-                    ("DTW (x10^2 px)", "dtw_mean", 1e-2, 3), ("Disp Mean (x H)", "displacement_mean_ratio", 1.0, 2),
-                    ("Disp Med (x H)", "displacement_median_ratio", 1.0, 2), ("JSD", "displacement_jsd", 1.0, 4))
+ABLATION_COLUMNS = (
+    ("AUC", "auc", 1.0, 3),
+    ("F1", "f1", 1.0, 3),
+    ("P", "precision", 1.0, 3),
+    ("R", "recall", 1.0, 3),
+    ("AAE", "aae", 1.0, 2),
+    ("ADE (x10^2 px)", "ade_mean", 1e-2, 3),
+    ("DTW (x10^2 px)", "dtw_mean", 1e-2, 3),
+    ("Disp Mean (x H)", "displacement_mean_ratio", 1.0, 2),
+    ("Disp Med (x H)", "displacement_median_ratio", 1.0, 2),
+    ("JSD", "displacement_jsd", 1.0, 4),
+)
 #: the columns of Tables pe_compare and k_sweep
 SHORT_COLUMNS = ABLATION_COLUMNS[:5]
 
@@ -66,22 +78,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data_dir", required=True, help="synthetic clips are rendered here if absent")
     parser.add_argument("--dataset_config", default="small", help="synthetic builder config: tiny/small/default/large")
     parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--variants", nargs="+", default=list(DEFAULT_VARIANTS),
-                        choices=sorted(VARIANTS) + sorted(VARIANT_GROUPS),
-                        help="variants to train and score; a table's name stands for its variants: ablation "
-                             "(Table ablation, the default), pe_compare (Default / w/o learnable queries / concat / "
-                             "learnable PE) and k_sweep (M = 1, 2, 4, 8, 16 task queries)")
-    parser.add_argument("--config_preset", choices=["paper", "tiny"], default="tiny",
-                        help="base config of every variant (tiny: CPU-sized; paper: ViT-L + d=256)")
-    parser.add_argument("--config_overrides", default="",
-                        help="key=value over the preset for every variant, e.g. 'hidden_size=64,num_frames=16'")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=list(DEFAULT_VARIANTS),
+        choices=sorted(VARIANTS) + sorted(VARIANT_GROUPS),
+        help="variants to train and score; a table's name stands for its variants: ablation "
+        "(Table ablation, the default), pe_compare (Default / w/o learnable queries / concat / "
+        "learnable PE) and k_sweep (M = 1, 2, 4, 8, 16 task queries)",
+    )
+    parser.add_argument(
+        "--config_preset",
+        choices=["paper", "tiny"],
+        default="tiny",
+        help="base config of every variant (tiny: CPU-sized; paper: ViT-L + d=256)",
+    )
+    parser.add_argument(
+        "--config_overrides",
+        default="",
+        help="key=value over the preset for every variant, e.g. 'hidden_size=64,num_frames=16'",
+    )
     parser.add_argument("--max_train_steps", type=int, default=1000)
     parser.add_argument("--per_device_train_batch_size", type=int, default=16)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--num_samples", type=int, default=None, help="K at evaluation (default: the config's)")
     parser.add_argument("--num_steps", type=int, default=None, help="S at evaluation (default: the config's)")
-    parser.add_argument("--sweep_steps", type=int, nargs="*", default=[1, 2, 3, 5],
-                        help="S of the solver sweep (empty: no sweep)")
+    parser.add_argument(
+        "--sweep_steps", type=int, nargs="*", default=[1, 2, 3, 5], help="S of the solver sweep (empty: no sweep)"
+    )
     parser.add_argument("--max_clips", type=int, default=None, help="evaluate the first N test clips only")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true")
@@ -109,23 +133,67 @@ def run(command: list[str], dry_run: bool) -> None:
 
 def train_command(args: argparse.Namespace, variant: str, model_dir: Path) -> list[str]:
     overrides = ",".join(filter(None, [args.config_overrides, VARIANTS[variant][1]]))
-    command = [sys.executable, str(EXAMPLES / "train.py"), "--dataset_name", "synthetic", "--data_dir", args.data_dir,
-               "--dataset_config", args.dataset_config, "--output_dir", str(model_dir),
-               "--config_preset", args.config_preset, "--no-use_lora", "--cache_features",
-               "--max_train_steps", str(args.max_train_steps),
-               "--per_device_train_batch_size", str(args.per_device_train_batch_size),
-               "--learning_rate", str(args.learning_rate), "--seed", str(args.seed), "--dataloader_num_workers", "0",
-               # one cache per encoder-token layout, shared by the variants (same seed: same frozen encoder)
-               "--feature_cache_dir", str(Path(args.output_dir) / "feature_cache" /
-                                          ("causal" if variant == "causal" else "bidirectional"))]
+    command = [
+        sys.executable,
+        str(EXAMPLES / "train.py"),
+        "--dataset_name",
+        "synthetic",
+        "--data_dir",
+        args.data_dir,
+        "--dataset_config",
+        args.dataset_config,
+        "--output_dir",
+        str(model_dir),
+        "--config_preset",
+        args.config_preset,
+        "--no-use_lora",
+        "--cache_features",
+        "--max_train_steps",
+        str(args.max_train_steps),
+        "--per_device_train_batch_size",
+        str(args.per_device_train_batch_size),
+        "--learning_rate",
+        str(args.learning_rate),
+        "--seed",
+        str(args.seed),
+        "--dataloader_num_workers",
+        "0",
+        # one cache per encoder-token layout, shared by the variants (same seed: same frozen encoder)
+        "--feature_cache_dir",
+        str(Path(args.output_dir) / "feature_cache" / ("causal" if variant == "causal" else "bidirectional")),
+    ]
     return command + (["--config_overrides", overrides] if overrides else [])
 
 
-def evaluate_command(args: argparse.Namespace, variant: str, model_dir: Path, out_dir: Path, name: str,
-                     num_steps: int | None = None, solver: str | None = None) -> list[str]:
-    command = [sys.executable, str(EXAMPLES / "evaluate.py"), "--model_name_or_path", str(model_dir),
-               "--dataset_name", "synthetic", "--data_dir", args.data_dir, "--dataset_config", args.dataset_config,
-               "--split", "test", "--seed", str(args.seed), "--method_name", name, "--output_dir", str(out_dir)]
+def evaluate_command(
+    args: argparse.Namespace,
+    variant: str,
+    model_dir: Path,
+    out_dir: Path,
+    name: str,
+    num_steps: int | None = None,
+    solver: str | None = None,
+) -> list[str]:
+    command = [
+        sys.executable,
+        str(EXAMPLES / "evaluate.py"),
+        "--model_name_or_path",
+        str(model_dir),
+        "--dataset_name",
+        "synthetic",
+        "--data_dir",
+        args.data_dir,
+        "--dataset_config",
+        args.dataset_config,
+        "--split",
+        "test",
+        "--seed",
+        str(args.seed),
+        "--method_name",
+        name,
+        "--output_dir",
+        str(out_dir),
+    ]
     if args.num_samples and variant != "regression":  # the regression head gives K = 1
         command += ["--num_samples", str(args.num_samples)]
     steps = num_steps or args.num_steps
@@ -163,8 +231,11 @@ def paper_tables(metrics: dict[str, dict]) -> str:
     """Tables ablation, pe_compare and k_sweep from ``{variant: metrics}``: each with the rows that were run (a
     table is left out when fewer than two of its variants were)."""
     sections = []
-    ablation = {VARIANTS[v][0]: m for v, m in metrics.items()
-                if v not in VARIANT_GROUPS["k_sweep"] and v not in ("pooled_only", "concat", "learned_pe")}
+    ablation = {
+        VARIANTS[v][0]: m
+        for v, m in metrics.items()
+        if v not in VARIANT_GROUPS["k_sweep"] and v not in ("pooled_only", "concat", "learned_pe")
+    }
     if ablation:
         sections.append(ablation_table(ablation))
     pe_compare = {PE_COMPARE_ROWS[v]: metrics[v] for v in VARIANT_GROUPS["pe_compare"] if v in metrics}
@@ -172,8 +243,10 @@ def paper_tables(metrics: dict[str, dict]) -> str:
         sections.append("### Table pe_compare\n\n" + ablation_table(pe_compare, SHORT_COLUMNS))
     k_sweep = {VARIANTS[v][0].removeprefix("M="): metrics[v] for v in VARIANT_GROUPS["k_sweep"] if v in metrics}
     if len(k_sweep) >= 2:
-        sections.append("### Table k_sweep (M learnable task queries, the pool token kept)\n\n"
-                        + ablation_table(k_sweep, SHORT_COLUMNS, first="M"))
+        sections.append(
+            "### Table k_sweep (M learnable task queries, the pool token kept)\n\n"
+            + ablation_table(k_sweep, SHORT_COLUMNS, first="M")
+        )
     return "\n\n".join(sections)
 
 
@@ -181,9 +254,11 @@ def sweep_table(rows: list[tuple[str, int, int, dict]]) -> str:
     lines = ["| sampler | S | network calls | F1 | AUC | AAE | JSD | s per clip |", "| --- |" + " ---: |" * 7]
     for sampler, steps, calls, results in rows:
         m = results["metrics"]
-        lines.append(f"| {sampler} | {steps} | {calls} | {cell(m, 'f1', 1, 3)} | {cell(m, 'auc', 1, 3)} | "
-                     f"{cell(m, 'aae', 1, 2)} | {cell(m, 'displacement_jsd', 1, 4)} | "
-                     f"{results.get('seconds_per_clip', float('nan')):.3f} |")
+        lines.append(
+            f"| {sampler} | {steps} | {calls} | {cell(m, 'f1', 1, 3)} | {cell(m, 'auc', 1, 3)} | "
+            f"{cell(m, 'aae', 1, 2)} | {cell(m, 'displacement_jsd', 1, 4)} | "
+            f"{results.get('seconds_per_clip', float('nan')):.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -218,9 +293,15 @@ def main(argv: list[str] | None = None) -> int:
             for sampler, s in plan:
                 calls = 2 * s if sampler == "heun" else s
                 out_dir = output / variant / f"sweep_{sampler}_S{s}"
-                command = evaluate_command(args, variant, output / variant / "model", out_dir,
-                                           f"{variant} {sampler} S={s}",
-                                           num_steps=s, solver=None if sampler == "ddim" else sampler)
+                command = evaluate_command(
+                    args,
+                    variant,
+                    output / variant / "model",
+                    out_dir,
+                    f"{variant} {sampler} S={s}",
+                    num_steps=s,
+                    solver=None if sampler == "ddim" else sampler,
+                )
                 commands.append(shlex.join(command))
                 results = evaluated(args, command, out_dir)
                 if results is not None and not any(r[0] == sampler and r[1] == s for r in sweeps):
@@ -228,16 +309,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         return 0
     sweeps.sort(key=lambda r: (r[0], r[1]))
-    report = (f"## Ablations on synthetic / {args.dataset_config} ({args.config_preset} preset, "
-              f"{args.max_train_steps} steps, frozen encoder)\n\n{paper_tables(by_variant)}\n")
+    report = (
+        f"## Ablations on synthetic / {args.dataset_config} ({args.config_preset} preset, "
+        f"{args.max_train_steps} steps, frozen encoder)\n\n{paper_tables(by_variant)}\n"
+    )
     if sweeps:
         report += f"\n## Few-step sampling (equal network calls: Euler 2S vs Heun S)\n\n{sweep_table(sweeps)}\n"
     report += "\nCommands:\n\n```\n" + "\n".join(commands) + "\n```\n"
     (output / "ablation.md").write_text(report)
-    (output / "ablation.json").write_text(json.dumps(
-        {"rows": rows, "sweeps": [{"sampler": a, "num_steps": b, "network_calls": c, "metrics": d["metrics"],
-                                   "seconds_per_clip": d.get("seconds_per_clip")} for a, b, c, d in sweeps]},
-        indent=2, default=float))
+    (output / "ablation.json").write_text(
+        json.dumps(
+            {
+                "rows": rows,
+                "sweeps": [
+                    {
+                        "sampler": a,
+                        "num_steps": b,
+                        "network_calls": c,
+                        "metrics": d["metrics"],
+                        "seconds_per_clip": d.get("seconds_per_clip"),
+                    }
+                    for a, b, c, d in sweeps
+                ],
+            },
+            indent=2,
+            default=float,
+        )
+    )
     print(report)
     print(f"wrote {output / 'ablation.md'} and {output / 'ablation.json'}")
     return 0

@@ -65,26 +65,42 @@ PROG = "attention_analysis.py"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog=PROG, description="Roles of the gaze self-attention heads and hand/object "
-                                                            "attribution of the visual cross-attention heads.")
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Roles of the gaze self-attention heads and hand/object "
+        "attribution of the visual cross-attention heads.",
+    )
     add_model_and_dataset_arguments(parser)
     parser.add_argument("--split", default="test", help="the clips analysed")
     parser.add_argument("--max_clips", type=int, default=None, help="analyse at most N clips (quick checks)")
     parser.add_argument("--flow_time", type=float, default=0.5, help="the flow time s in [0, 1] the network is run at")
     parser.add_argument("--num_samples", type=int, default=4, help="K noise draws per clip (their weights averaged)")
-    parser.add_argument("--grid", type=int, default=None,
-                        help="cells per axis of the clip-relative pattern (default: the model's window)")
-    parser.add_argument("--role_rule", default="",
-                        help="overrides of the role rule, e.g. 'directional_share=0.7,local_radius=2' (fields of "
-                             "analysis.attention.RoleRule)")
-    parser.add_argument("--mask_dir", default=None,
-                        help="hand/object masks of every clip (layouts in analysis.masks); default for synthetic "
-                             "data: its exact masks")
+    parser.add_argument(
+        "--grid",
+        type=int,
+        default=None,
+        help="cells per axis of the clip-relative pattern (default: the model's window)",
+    )
+    parser.add_argument(
+        "--role_rule",
+        default="",
+        help="overrides of the role rule, e.g. 'directional_share=0.7,local_radius=2' (fields of "
+        "analysis.attention.RoleRule)",
+    )
+    parser.add_argument(
+        "--mask_dir",
+        default=None,
+        help="hand/object masks of every clip (layouts in analysis.masks); default for synthetic data: its exact masks",
+    )
     parser.add_argument("--hand_region", default="hand", help="the hand masks' name in --mask_dir")
     parser.add_argument("--object_region", default="object", help="the active object masks' name in --mask_dir")
     parser.add_argument("--no_attribution", action="store_true", help="only the self-attention roles")
-    parser.add_argument("--group_by", default="verb", choices=["action", "verb", "noun"],
-                        help="the label the per-group breakdown is split by (synthetic data has only action)")
+    parser.add_argument(
+        "--group_by",
+        default="verb",
+        choices=["action", "verb", "noun"],
+        help="the label the per-group breakdown is split by (synthetic data has only action)",
+    )
     parser.add_argument("--top_groups", type=int, default=6, help="the most frequent groups drawn in the breakdown")
     parser.add_argument("--seed", type=int, default=0, help="seed of the noise draws")
     parser.add_argument("--device", default=None, help="e.g. cuda (default: cpu)")
@@ -119,8 +135,10 @@ def mask_source(args: argparse.Namespace):
             raise ValueError(f"--mask_dir {args.mask_dir}: {err}") from err
     if args.dataset_name in ("synthetic", "synthetic_gaze"):
         if not args.data_dir:
-            raise ValueError("--data_dir: the synthetic masks are re-drawn from the dataset folder; give --data_dir "
-                             "(or --no_attribution)")
+            raise ValueError(
+                "--data_dir: the synthetic masks are re-drawn from the dataset folder; give --data_dir "
+                "(or --no_attribution)"
+            )
         return SyntheticMaskSource(args.data_dir)
     print(f"{PROG}: no --mask_dir for {args.dataset_name}: the attribution is skipped", file=sys.stderr)
     return None
@@ -142,16 +160,18 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
     window = int(model.config.num_frames)
     try:
-        examples = load_first_windows(args.dataset_name, args.data_dir, args.split, args.dataset_config, window,
-                                      args.max_clips,
-                                      args.cache_dir)
+        examples = load_first_windows(
+            args.dataset_name, args.data_dir, args.split, args.dataset_config, window, args.max_clips, args.cache_dir
+        )
     except (ValueError, KeyError, FileNotFoundError) as err:
-        raise ValueError(f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
-                         f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+        raise ValueError(
+            f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
+            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        ) from err
     if not examples:
         raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
     source = mask_source(args)
-    side = int(round(model.config.tokens_per_frame ** 0.5))
+    side = int(round(model.config.tokens_per_frame**0.5))
     tubelet = int(model.config.frames_per_encoder_group)
     patterns = SelfAttentionPatterns(args.grid or window)
     attribution = RegionAttribution()
@@ -179,26 +199,36 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     name = args.model_name_or_path or "bundled default"
-    report = [f"## Attention heads: {name} on {args.dataset_name} / {args.split} (flow time s = {args.flow_time}, "
-              f"K = {args.num_samples})", "", "### Gaze self-attention roles", "", roles.markdown()]
+    report = [
+        f"## Attention heads: {name} on {args.dataset_name} / {args.split} (flow time s = {args.flow_time}, "
+        f"K = {args.num_samples})",
+        "",
+        "### Gaze self-attention roles",
+        "",
+        roles.markdown(),
+    ]
     (out / "roles.md").write_text(roles.markdown() + "\n")
     (out / "roles.json").write_text(roles_json(roles))
-    written = [self_attention_grid_figure(roles, out / "self_attn_grid.png"),
-               self_attention_offset_figure(roles, out / "self_attn_offset.png")]
+    written = [
+        self_attention_grid_figure(roles, out / "self_attn_grid.png"),
+        self_attention_offset_figure(roles, out / "self_attn_offset.png"),
+    ]
     if attribution.clip_ids:
         names = group_names(source, args.group_by)
         reference = area.global_mean()
         table = attribution.markdown() + (
             "\n\nUniform attention (each region's share of the token area, the reference a head beats or not): hand "
-            f"{100 * reference[0]:.1f}%, object {100 * reference[1]:.1f}%, background {100 * reference[2]:.1f}%.")
+            f"{100 * reference[0]:.1f}%, object {100 * reference[1]:.1f}%, background {100 * reference[2]:.1f}%."
+        )
         report += ["", "### Visual cross-attention: hand / active object / background", "", table]
         (out / "attribution.md").write_text(table + "\n")
         result = {**attribution.to_json(names), "uniform_attention": dict(zip(REGIONS, reference.round(6).tolist()))}
         (out / "attribution.json").write_text(json.dumps(result, indent=2))
         written.append(attribution_scatter_figure(attribution, out / "attribution_scatter.png", reference=reference))
         if attribution.group_counts():
-            written.append(group_breakdown_figure(attribution, out / "attribution_by_group.png", names,
-                                                  args.top_groups))
+            written.append(
+                group_breakdown_figure(attribution, out / "attribution_by_group.png", names, args.top_groups)
+            )
         else:
             report += ["", f"(no clip has a {args.group_by} label: no per-group breakdown)"]
     elif source is not None:

@@ -54,26 +54,39 @@ FPS = 24.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train GazeFlow on a known fixation/saccade process with an "
-                                                 "uninformative condition and compare its step distribution.")
+    parser = argparse.ArgumentParser(
+        description="Train GazeFlow on a known fixation/saccade process with an "
+        "uninformative condition and compare its step distribution."
+    )
     parser.add_argument("--objectives", nargs="+", default=["flow_matching", "regression"], choices=OBJECTIVES)
     parser.add_argument("--num_steps", type=int, nargs="+", default=[5, 50], help="S values to sample with")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--flow_time_sampling", nargs="+", default=["uniform"], choices=FLOW_TIME_SAMPLINGS,
-                        help="flow matching's training-time distributions to compare (config.flow_time_sampling; "
-                             "'uniform' is the paper's); each one is a separate flow-matching run")
+    parser.add_argument(
+        "--flow_time_sampling",
+        nargs="+",
+        default=["uniform"],
+        choices=FLOW_TIME_SAMPLINGS,
+        help="flow matching's training-time distributions to compare (config.flow_time_sampling; "
+        "'uniform' is the paper's); each one is a separate flow-matching run",
+    )
     parser.add_argument("--max_train_steps", type=int, default=4000)
-    parser.add_argument("--max_cpu_minutes", type=float, default=None,
-                        help="stop each run's training once it has used this much CPU time (all objectives and "
-                             "seeds get the same cap)")
+    parser.add_argument(
+        "--max_cpu_minutes",
+        type=float,
+        default=None,
+        help="stop each run's training once it has used this much CPU time (all objectives and seeds get the same cap)",
+    )
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--num_warmup_steps", type=int, default=100)
     parser.add_argument("--weight_decay", type=float, default=1e-4)
     parser.add_argument("--ema_decay", type=float, default=0.995)
     parser.add_argument("--num_frames", type=int, default=16, help="window length T (frames)")
-    parser.add_argument("--config_overrides", default="",
-                        help="comma-separated key=value over the probe's velocity network, e.g. 'hidden_size=128'")
+    parser.add_argument(
+        "--config_overrides",
+        default="",
+        help="comma-separated key=value over the probe's velocity network, e.g. 'hidden_size=128'",
+    )
     parser.add_argument("--eval_windows", type=int, default=64, help="windows sampled per evaluation")
     parser.add_argument("--num_samples", type=int, default=8, help="K trajectories per window (flow matching)")
     parser.add_argument("--reference_windows", type=int, default=2000, help="windows of the true process")
@@ -84,8 +97,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if any(s < 1 for s in args.num_steps):
         parser.error(f"--num_steps must all be >= 1, got {args.num_steps}")
     if args.num_frames < 2 or args.num_frames % 2:
-        parser.error(f"--num_frames must be an even int >= 2 (the encoder's tubelet is 2 frames), got "
-                     f"{args.num_frames}")
+        parser.error(
+            f"--num_frames must be an even int >= 2 (the encoder's tubelet is 2 frames), got {args.num_frames}"
+        )
     if args.max_cpu_minutes is not None and args.max_cpu_minutes <= 0:
         parser.error(f"--max_cpu_minutes must be > 0, got {args.max_cpu_minutes}")
     try:
@@ -123,8 +137,9 @@ def log_bin_jensen_shannon(steps: np.ndarray, true_steps: np.ndarray, bins: int 
     floor = LOG_BIN_FLOOR * float(np.median(true_steps))
     top = max(float(steps.max()), float(true_steps.max()), floor * 10)
     edges = np.concatenate([[0.0], np.geomspace(floor, top * (1 + 1e-9), bins)])
-    return jensen_shannon(np.histogram(steps, edges)[0].astype(float) + 0.0,
-                          np.histogram(true_steps, edges)[0].astype(float))
+    return jensen_shannon(
+        np.histogram(steps, edges)[0].astype(float) + 0.0, np.histogram(true_steps, edges)[0].astype(float)
+    )
 
 
 def step_figures(steps: np.ndarray, true_steps: np.ndarray) -> dict[str, float]:
@@ -143,25 +158,49 @@ def step_figures(steps: np.ndarray, true_steps: np.ndarray) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------------- model
 def probe_variants(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(objective, flow_time_sampling) runs: flow matching once per ``--flow_time_sampling``, the others once."""
-    return [(objective, sampling) for objective in args.objectives
-            for sampling in (args.flow_time_sampling if objective == "flow_matching" else ["uniform"])]
+    return [
+        (objective, sampling)
+        for objective in args.objectives
+        for sampling in (args.flow_time_sampling if objective == "flow_matching" else ["uniform"])
+    ]
 
 
 def variant_name(objective: str, sampling: str) -> str:
     return f"{objective} ({sampling} s)" if objective == "flow_matching" else objective
 
 
-def probe_config(objective: str, num_frames: int, overrides: dict, flow_time_sampling: str = "uniform"
-                 ) -> GazeFlowConfig:
+def probe_config(
+    objective: str, num_frames: int, overrides: dict, flow_time_sampling: str = "uniform"
+) -> GazeFlowConfig:
     """The probe's model: a one-token-per-frame encoder (its tokens are replaced by constants) and the small
     recipe's velocity network (d=64, 3 DenoiserBlocks, 4 heads), with ``overrides`` on top."""
-    encoder = VJEPA2Config(crop_size=16, patch_size=16, tubelet_size=2, frames_per_clip=num_frames, hidden_size=8,
-                           num_hidden_layers=1, num_attention_heads=2, mlp_ratio=2.0, pred_hidden_size=8,
-                           pred_num_hidden_layers=1, pred_num_attention_heads=2)
-    settings = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=256,
-                    num_spatial_layers=1, num_task_queries=4, num_frames=num_frames, window_stride=num_frames // 2,
-                    use_lora=False, objective=objective, num_samples=1 if objective == "regression" else 8,
-                    flow_time_sampling=flow_time_sampling)
+    encoder = VJEPA2Config(
+        crop_size=16,
+        patch_size=16,
+        tubelet_size=2,
+        frames_per_clip=num_frames,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        mlp_ratio=2.0,
+        pred_hidden_size=8,
+        pred_num_hidden_layers=1,
+        pred_num_attention_heads=2,
+    )
+    settings = dict(
+        hidden_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=256,
+        num_spatial_layers=1,
+        num_task_queries=4,
+        num_frames=num_frames,
+        window_stride=num_frames // 2,
+        use_lora=False,
+        objective=objective,
+        num_samples=1 if objective == "regression" else 8,
+        flow_time_sampling=flow_time_sampling,
+    )
     settings.update(overrides)
     try:
         return GazeFlowConfig(encoder_config=encoder, **settings)
@@ -186,16 +225,21 @@ class RunResult:
     figures: dict[int, dict[str, float]]  # S -> figures (regression: one entry under S = 1)
 
 
-def train_and_probe(args: argparse.Namespace, objective: str, seed: int, true_steps: np.ndarray,
-                    flow_time_sampling: str = "uniform") -> RunResult:
+def train_and_probe(
+    args: argparse.Namespace, objective: str, seed: int, true_steps: np.ndarray, flow_time_sampling: str = "uniform"
+) -> RunResult:
     torch.manual_seed(seed)
     config = probe_config(objective, args.num_frames, args.overrides, flow_time_sampling)
     model = GazeFlowModel(config)
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, weight_decay=args.weight_decay)
-    scheduler = get_cosine_with_min_lr_schedule_with_warmup(optimizer, min(args.num_warmup_steps, args.max_train_steps),
-                                                            args.max_train_steps, min_lr=args.learning_rate * 0.01)
+    scheduler = get_cosine_with_min_lr_schedule_with_warmup(
+        optimizer,
+        min(args.num_warmup_steps, args.max_train_steps),
+        args.max_train_steps,
+        min_lr=args.learning_rate * 0.01,
+    )
     rng = np.random.default_rng([seed, 7])
     tokens = constant_tokens(config, args.batch_size)
     cpu_start, wall_start = time.process_time(), time.time()
@@ -203,8 +247,9 @@ def train_and_probe(args: argparse.Namespace, objective: str, seed: int, true_st
     steps_done = 0
     model.train()
     for step in range(1, args.max_train_steps + 1):
-        gaze = torch.from_numpy(unit_to_model(simulate_fixation_saccade(rng, args.batch_size, args.num_frames,
-                                                                        FPS))).float()
+        gaze = torch.from_numpy(
+            unit_to_model(simulate_fixation_saccade(rng, args.batch_size, args.num_frames, FPS))
+        ).float()
         loss = model(encoder_hidden_states=tokens, gaze=gaze).loss
         if not torch.isfinite(loss):
             raise RuntimeError(f"non-finite loss {loss.item()} at step {step} ({objective}, seed {seed})")
@@ -221,19 +266,24 @@ def train_and_probe(args: argparse.Namespace, objective: str, seed: int, true_st
     trained = ema.module.eval()
     figures = {}
     eval_tokens = constant_tokens(config, args.eval_windows)
-    for num_steps in ([1] if objective == "regression" else args.num_steps):
+    for num_steps in [1] if objective == "regression" else args.num_steps:
         samples = 1 if objective == "regression" else args.num_samples
-        out = trained.generate(encoder_hidden_states=eval_tokens, num_samples=samples, num_steps=num_steps,
-                               generator=torch.Generator().manual_seed(10_000 + seed))
+        out = trained.generate(
+            encoder_hidden_states=eval_tokens,
+            num_samples=samples,
+            num_steps=num_steps,
+            generator=torch.Generator().manual_seed(10_000 + seed),
+        )
         figures[num_steps] = step_figures(steps_of(out.trajectories.numpy().astype(np.float64)), true_steps)
-    return RunResult(variant_name(objective, flow_time_sampling), seed, steps_done, cpu_seconds, wall_seconds,
-                     figures)
+    return RunResult(variant_name(objective, flow_time_sampling), seed, steps_done, cpu_seconds, wall_seconds, figures)
 
 
 # ---------------------------------------------------------------------------------------------------- report
 COLUMNS = ("median_ratio", "mean_ratio", "jsd_linear", "jsd_log", "w1_ratio")
-HEADER = ("| Method | S | seeds | train steps | CPU s | median step / true | mean step / true | JSD (linear bins) | "
-          "JSD (log bins) | W1 / true mean |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+HEADER = (
+    "| Method | S | seeds | train steps | CPU s | median step / true | mean step / true | JSD (linear bins) | "
+    "JSD (log bins) | W1 / true mean |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
 
 
 def _row(name: str, num_steps: str, seeds: str, train_steps: str, cpu: str, values: list[dict[str, float]]) -> str:
@@ -253,34 +303,52 @@ def report(results: list[RunResult], references: dict[str, dict[str, float]]) ->
         for num_steps in result.figures:
             by_key.setdefault((result.objective, num_steps), []).append(result)
     for (objective, num_steps), runs in by_key.items():
-        lines.append(_row(objective, str(num_steps) if objective != "regression" else "-", str(len(runs)),
-                          f"{np.mean([r.train_steps for r in runs]):.0f}",
-                          f"{np.mean([r.cpu_seconds for r in runs]):.0f}",
-                          [r.figures[num_steps] for r in runs]))
+        lines.append(
+            _row(
+                objective,
+                str(num_steps) if objective != "regression" else "-",
+                str(len(runs)),
+                f"{np.mean([r.train_steps for r in runs]):.0f}",
+                f"{np.mean([r.cpu_seconds for r in runs]):.0f}",
+                [r.figures[num_steps] for r in runs],
+            )
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    true_steps = steps_of(simulate_fixation_saccade(np.random.default_rng(999), args.reference_windows,
-                                                    args.num_frames, FPS))
-    independent = steps_of(simulate_fixation_saccade(np.random.default_rng(998), args.eval_windows * args.num_samples,
-                                                     args.num_frames, FPS))
+    true_steps = steps_of(
+        simulate_fixation_saccade(np.random.default_rng(999), args.reference_windows, args.num_frames, FPS)
+    )
+    independent = steps_of(
+        simulate_fixation_saccade(
+            np.random.default_rng(998), args.eval_windows * args.num_samples, args.num_frames, FPS
+        )
+    )
     references = {
         "true process (independent draw: the floor)": step_figures(independent, true_steps),
         "motionless": step_figures(np.zeros(true_steps.size), true_steps),
     }
-    print(f"true process: median step {np.median(true_steps):.5f}, mean step {true_steps.mean():.5f} (unit "
-          f"coordinates), {args.num_frames}-frame windows at {FPS:g} fps", flush=True)
+    print(
+        f"true process: median step {np.median(true_steps):.5f}, mean step {true_steps.mean():.5f} (unit "
+        f"coordinates), {args.num_frames}-frame windows at {FPS:g} fps",
+        flush=True,
+    )
     results = []
     for seed in args.seeds:
         for objective, sampling in probe_variants(args):
             result = train_and_probe(args, objective, seed, true_steps, sampling)
             results.append(result)
-            summary = ", ".join(f"S={s}: median x{f['median_ratio']:.2f}, log-JSD {f['jsd_log']:.3f}, "
-                                f"W1 x{f['w1_ratio']:.2f}" for s, f in result.figures.items())
-            print(f"{result.objective} seed {seed}: {result.train_steps} steps, {result.cpu_seconds:.0f} CPU s, "
-                  f"{result.wall_seconds:.0f} wall s; {summary}", flush=True)
+            summary = ", ".join(
+                f"S={s}: median x{f['median_ratio']:.2f}, log-JSD {f['jsd_log']:.3f}, W1 x{f['w1_ratio']:.2f}"
+                for s, f in result.figures.items()
+            )
+            print(
+                f"{result.objective} seed {seed}: {result.train_steps} steps, {result.cpu_seconds:.0f} CPU s, "
+                f"{result.wall_seconds:.0f} wall s; {summary}",
+                flush=True,
+            )
     print()
     print(report(results, references))
     return 0

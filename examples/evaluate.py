@@ -67,37 +67,58 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Evaluate GazeFlow or a baseline under the GLC-format protocol.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--model_name_or_path", help="a GazeFlow model folder (e.g. a train.py --output_dir) or hub id")
-    source.add_argument("--baseline", choices=["center_bias", "random_walk", "random_walk_free"],
-                        help="random_walk: each step around the previous frame's ground truth (the paper's wording); "
-                             "random_walk_free: a free-running walk from the clip centroid")
+    source.add_argument(
+        "--baseline",
+        choices=["center_bias", "random_walk", "random_walk_free"],
+        help="random_walk: each step around the previous frame's ground truth (the paper's wording); "
+        "random_walk_free: a free-running walk from the clip centroid",
+    )
     parser.add_argument("--dataset_name", required=True, choices=DATASET_NAMES)
     parser.add_argument("--data_dir", required=True)
     parser.add_argument("--dataset_config", default=None)
     parser.add_argument("--split", default="test")
     parser.add_argument("--train_split", default="train", help="where the baselines are fitted")
-    parser.add_argument("--num_samples", type=int, default=None,
-                        help="K (default: the model config's; 50 for baselines)")
+    parser.add_argument(
+        "--num_samples", type=int, default=None, help="K (default: the model config's; 50 for baselines)"
+    )
     parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
     parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"])
     parser.add_argument("--protocol", default="paper", choices=["paper", "glc"])
-    parser.add_argument("--sigma_px", type=float, default=None,
-                        help="Gaussian sigma of the maps in native px (default: the model's heatmap_sigma, 25 for "
-                             "baselines; the paper's 25 px is for 640x480 frames)")
+    parser.add_argument(
+        "--sigma_px",
+        type=float,
+        default=None,
+        help="Gaussian sigma of the maps in native px (default: the model's heatmap_sigma, 25 for "
+        "baselines; the paper's 25 px is for 640x480 frames)",
+    )
     parser.add_argument("--max_clips", type=int, default=None, help="evaluate only the first N clips (quick checks)")
     parser.add_argument("--grid", action="store_true", help="the K x S sweep of Table ks_grid (F1 and time per clip)")
-    parser.add_argument("--online", action="store_true",
-                        help="a causal model (causal=True) predicting online, frame by frame (GazeFlowStreamer, as "
-                             "gazeflow stream does), instead of generate() over the whole window")
+    parser.add_argument(
+        "--online",
+        action="store_true",
+        help="a causal model (causal=True) predicting online, frame by frame (GazeFlowStreamer, as "
+        "gazeflow stream does), instead of generate() over the whole window",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--method_name", default=None, help="the row's name in the tables")
     parser.add_argument("--output_dir", default=None, help="where results.json/results.md go (default: print only)")
-    parser.add_argument("--fov_deg", type=float, default=60.0,
-                        help="horizontal field of view of the camera the events' degrees use (the angular error's)")
-    parser.add_argument("--region_split", default=None,
-                        help="fit the uncertainty regions' scale on this split (e.g. validation; default: the model "
-                             "folder's region_calibration.json, if any)")
-    parser.add_argument("--save_region_calibration", action="store_true",
-                        help="write the scale fitted on --region_split into the model folder")
+    parser.add_argument(
+        "--fov_deg",
+        type=float,
+        default=60.0,
+        help="horizontal field of view of the camera the events' degrees use (the angular error's)",
+    )
+    parser.add_argument(
+        "--region_split",
+        default=None,
+        help="fit the uncertainty regions' scale on this split (e.g. validation; default: the model "
+        "folder's region_calibration.json, if any)",
+    )
+    parser.add_argument(
+        "--save_region_calibration",
+        action="store_true",
+        help="write the scale fitted on --region_split into the model folder",
+    )
     return parser.parse_args(argv)
 
 
@@ -110,29 +131,52 @@ def load_model_and_processor(path: str) -> tuple[GazeFlowModel, GazeFlowVideoPro
     return model, load_video_processor(path, model.config)
 
 
-def region_scale(args: argparse.Namespace, model, processor, num_samples: int, num_steps: int, solver: str,
-                 accelerator: Accelerator) -> tuple[float | None, str]:
+def region_scale(
+    args: argparse.Namespace, model, processor, num_samples: int, num_steps: int, solver: str, accelerator: Accelerator
+) -> tuple[float | None, str]:
     """The uncertainty regions' scale and where it comes from: fitted on ``--region_split`` (and saved with
     ``--save_region_calibration``), else the model folder's ``region_calibration.json``, else none."""
     if args.region_split is None:
         saved = load_region_calibration(args.model_name_or_path)
-        return (None, "the model has no region scale") if saved is None else (
-            saved["scale"], f"scale from the model folder's region_calibration.json ({saved.get('split', '?')})")
-    held_out = load_gaze_dataset(args.dataset_name, data_dir=args.data_dir, split=args.region_split,
-                                 config_name=args.dataset_config, windows="first", window_frames=PROTOCOL_WINDOW)
+        return (
+            (None, "the model has no region scale")
+            if saved is None
+            else (saved["scale"], f"scale from the model folder's region_calibration.json ({saved.get('split', '?')})")
+        )
+    held_out = load_gaze_dataset(
+        args.dataset_name,
+        data_dir=args.data_dir,
+        split=args.region_split,
+        config_name=args.dataset_config,
+        windows="first",
+        window_frames=PROTOCOL_WINDOW,
+    )
     clips = [held_out[i] for i in range(len(held_out))]
     if not clips:
         raise ValueError(f"--region_split {args.region_split} of {args.dataset_name} has no clips")
-    predictions, _ = predict_clips(model, clips, processor, num_samples, num_steps, solver, args.seed,
-                                   accelerator=accelerator)
+    predictions, _ = predict_clips(
+        model, clips, processor, num_samples, num_steps, solver, args.seed, accelerator=accelerator
+    )
     data = coverage_data(clips, predictions)
     scale = fit_region_scale(data)
     where = f"{args.dataset_name} / {args.region_split}"
     if args.save_region_calibration and accelerator.is_main_process:
-        path = save_region_calibration(args.model_name_or_path, scale, {
-            "split": where, "clips": len(clips), "frames": data.frames, "levels": list(REGION_LEVELS),
-            "num_samples": num_samples, "num_steps": num_steps, "solver": solver, "seed": args.seed,
-            "coverage_raw": data.coverage(1.0).tolist(), "coverage_calibrated": data.coverage(scale).tolist()})
+        path = save_region_calibration(
+            args.model_name_or_path,
+            scale,
+            {
+                "split": where,
+                "clips": len(clips),
+                "frames": data.frames,
+                "levels": list(REGION_LEVELS),
+                "num_samples": num_samples,
+                "num_steps": num_steps,
+                "solver": solver,
+                "seed": args.seed,
+                "coverage_raw": data.coverage(1.0).tolist(),
+                "coverage_calibrated": data.coverage(scale).tolist(),
+            },
+        )
         print(f"wrote the region scale {scale:.4f} to {path}")
     return scale, f"scale fitted on {where}, {data.frames} frames"
 
@@ -152,27 +196,47 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     """Predict (sharded over the processes) and, on the main process, score and write the results."""
-    evaluated = load_gaze_dataset(args.dataset_name, data_dir=args.data_dir, split=args.split,
-                                  config_name=args.dataset_config, windows="first", window_frames=PROTOCOL_WINDOW)
-    examples = [evaluated[i] for i in range(len(evaluated) if args.max_clips is None else
-                                            min(args.max_clips, len(evaluated)))]
+    evaluated = load_gaze_dataset(
+        args.dataset_name,
+        data_dir=args.data_dir,
+        split=args.split,
+        config_name=args.dataset_config,
+        windows="first",
+        window_frames=PROTOCOL_WINDOW,
+    )
+    examples = [
+        evaluated[i] for i in range(len(evaluated) if args.max_clips is None else min(args.max_clips, len(evaluated)))
+    ]
     if not examples:
         raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
     method = args.method_name or (args.baseline or Path(args.model_name_or_path).name)
-    results: dict = {"method": method, "dataset": args.dataset_name, "split": args.split, "clips": len(examples),
-                     "protocol": args.protocol}
+    results: dict = {
+        "method": method,
+        "dataset": args.dataset_name,
+        "split": args.split,
+        "clips": len(examples),
+        "protocol": args.protocol,
+    }
 
     if args.baseline:
-        train = load_gaze_dataset(args.dataset_name, data_dir=args.data_dir, split=args.train_split,
-                                  config_name=args.dataset_config, windows="first", window_frames=PROTOCOL_WINDOW)
+        train = load_gaze_dataset(
+            args.dataset_name,
+            data_dir=args.data_dir,
+            split=args.train_split,
+            config_name=args.dataset_config,
+            windows="first",
+            window_frames=PROTOCOL_WINDOW,
+        )
         predictions = baseline_predictions(args.baseline, train, examples, args.num_samples or 50, args.seed)
         seconds = None
     else:
         model, processor = load_model_and_processor(args.model_name_or_path)
         model = model.to(accelerator.device)
         if args.online and not model.config.causal:
-            raise ValueError(f"--online needs a causal model (config causal=true); {args.model_name_or_path} is the "
-                             "windowed bidirectional model")
+            raise ValueError(
+                f"--online needs a causal model (config causal=true); {args.model_name_or_path} is the "
+                "windowed bidirectional model"
+            )
         settings = SamplingSettings.resolve(model.config, args.num_samples, args.num_steps, args.solver)
         num_samples, num_steps, solver = settings.num_samples, settings.num_steps, settings.solver
         results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
@@ -180,8 +244,9 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
             grid = {}
             for k in GRID_K:
                 for s in GRID_S:
-                    predictions, seconds = predict_clips(model, examples, processor, k, s, solver, args.seed,
-                                                         accelerator=accelerator)
+                    predictions, seconds = predict_clips(
+                        model, examples, processor, k, s, solver, args.seed, accelerator=accelerator
+                    )
                     if accelerator.is_main_process:
                         sigma = args.sigma_px or model.config.heatmap_sigma
                         f1 = score(examples, predictions, args.protocol, sigma)["f1"]
@@ -189,8 +254,18 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
                         print(f"K={k:>2} S={s:>2}: F1 {f1:.4f}, {seconds:.3f} s per clip", flush=True)
             results["grid"] = grid
         results["online"] = args.online
-        predictions, seconds = predict_clips(model, examples, processor, num_samples, num_steps, solver, args.seed,
-                                             accelerator=accelerator, progress=True, online=args.online)
+        predictions, seconds = predict_clips(
+            model,
+            examples,
+            processor,
+            num_samples,
+            num_steps,
+            solver,
+            args.seed,
+            accelerator=accelerator,
+            progress=True,
+            online=args.online,
+        )
         region = region_scale(args, model, processor, num_samples, num_steps, solver, accelerator)
     if not accelerator.is_main_process:
         return 0
@@ -204,9 +279,13 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
         scale, source = (None, "no region scale") if args.baseline else region
         reliability = reliability_report(coverage_data(examples, predictions), scale, source)
         results.update(events=events, reliability=reliability)
-    report = report_markdown(method, result, title=f"{method} on {args.dataset_name} / {args.split} "
-                                                   f"({len(examples)} clips, protocol {args.protocol})",
-                             events=events, reliability=reliability)
+    report = report_markdown(
+        method,
+        result,
+        title=f"{method} on {args.dataset_name} / {args.split} ({len(examples)} clips, protocol {args.protocol})",
+        events=events,
+        reliability=reliability,
+    )
     if "grid" in results:
         report += "\n" + grid_table_markdown(results["grid"], GRID_K, GRID_S)
     results = results_record(results, result, seconds)
@@ -216,8 +295,11 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
         (out / "results.md").write_text(report)
-        np.savez_compressed(out / "frame_scores.npz", keys=np.asarray([f"{c}#{s}" for c, s in result.frame_keys]),
-                            **{k: v for k, v in result.frame_scores.items()})
+        np.savez_compressed(
+            out / "frame_scores.npz",
+            keys=np.asarray([f"{c}#{s}" for c, s in result.frame_keys]),
+            **{k: v for k, v in result.frame_scores.items()},
+        )
         print(f"wrote {out / 'results.json'}, {out / 'results.md'} and per-frame scores {out / 'frame_scores.npz'}")
     return 0
 

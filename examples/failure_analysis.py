@@ -51,19 +51,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description="Per-clip errors and the frames that carry them.")
     add_model_and_dataset_arguments(parser)
     parser.add_argument("--split", default="test", help="the clips analysed")
-    parser.add_argument("--window_frames", type=int, default=64,
-                        help="frames of each clip's first window (protocol: 64)")
+    parser.add_argument(
+        "--window_frames", type=int, default=64, help="frames of each clip's first window (protocol: 64)"
+    )
     parser.add_argument("--max_clips", type=int, default=None, help="analyse at most N clips (quick checks)")
     parser.add_argument("--num_samples", type=int, default=None, help="K (default: the model config's)")
     parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
     parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"], help="default: the config's")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (per clip, as evaluate.py)")
-    parser.add_argument("--border", type=float, default=FailureRule.border,
-                        help="'at the border': within this fraction of the frame's width/height of an edge")
-    parser.add_argument("--saccade_amplitude", type=float, default=FailureRule.saccade_amplitude,
-                        help="'large saccade': a move of at least this fraction of the frame diagonal")
-    parser.add_argument("--lookback", type=int, default=FailureRule.lookback,
-                        help="frames before a border frame in which the large saccade must happen")
+    parser.add_argument(
+        "--border",
+        type=float,
+        default=FailureRule.border,
+        help="'at the border': within this fraction of the frame's width/height of an edge",
+    )
+    parser.add_argument(
+        "--saccade_amplitude",
+        type=float,
+        default=FailureRule.saccade_amplitude,
+        help="'large saccade': a move of at least this fraction of the frame diagonal",
+    )
+    parser.add_argument(
+        "--lookback",
+        type=int,
+        default=FailureRule.lookback,
+        help="frames before a border frame in which the large saccade must happen",
+    )
     parser.add_argument("--worst", type=int, default=4, help="clips in the figure (the largest mean error)")
     parser.add_argument("--frames_per_clip", type=int, default=6, help="frames drawn per clip in the figure")
     parser.add_argument("--device", default=None, help="e.g. cuda (default: cpu)")
@@ -88,11 +101,14 @@ def figure_row(example: dict, failures, samples: np.ndarray, frames_per_clip: in
     picks = evenly_spaced(n, frames_per_clip)
     gaze = np.asarray(example["gaze"], np.float64)
     gaze_type = np.asarray(example["gaze_type"])
-    return FailureRow(title=f"{failures.clip_id}\nmean {failures.mean_error:.1f} px",
-                      frames=frames[picks], truth_px=unit_to_pixels(gaze[picks], width, height),
-                      samples_px=unit_to_pixels(np.transpose(samples, (1, 0, 2))[picks], width, height),
-                      off_frame=gaze_type[picks] == OFF_FRAME,
-                      frame_numbers=[int(example["window_start"]) + p for p in picks])
+    return FailureRow(
+        title=f"{failures.clip_id}\nmean {failures.mean_error:.1f} px",
+        frames=frames[picks],
+        truth_px=unit_to_pixels(gaze[picks], width, height),
+        samples_px=unit_to_pixels(np.transpose(samples, (1, 0, 2))[picks], width, height),
+        off_frame=gaze_type[picks] == OFF_FRAME,
+        frame_numbers=[int(example["window_start"]) + p for p in picks],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,21 +118,46 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelFolderError, OSError, ValueError) as err:
         raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
     try:
-        examples = load_first_windows(args.dataset_name, args.data_dir, args.split, args.dataset_config,
-                                      args.window_frames, args.max_clips,
-                                      args.cache_dir)
+        examples = load_first_windows(
+            args.dataset_name,
+            args.data_dir,
+            args.split,
+            args.dataset_config,
+            args.window_frames,
+            args.max_clips,
+            args.cache_dir,
+        )
     except (ValueError, KeyError, FileNotFoundError) as err:
-        raise ValueError(f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
-                         f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+        raise ValueError(
+            f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
+            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        ) from err
     if not examples:
         raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
     model.set_attn_implementation("sdpa")  # sampling needs no weights
     settings = SamplingSettings.resolve(model.config, args.num_samples, args.num_steps, args.solver)
-    predictions, _ = predict_clips(model, examples, processor, settings.num_samples, settings.num_steps,
-                                   settings.solver, args.seed, window=args.window_frames)
-    clips = [clip_failures(str(e["clip_id"]), np.asarray(e["gaze"]), np.asarray(e["gaze_type"]), samples,
-                           int(e["width"]), int(e["height"]), args.rule)
-             for e, samples in zip(examples, predictions)]
+    predictions, _ = predict_clips(
+        model,
+        examples,
+        processor,
+        settings.num_samples,
+        settings.num_steps,
+        settings.solver,
+        args.seed,
+        window=args.window_frames,
+    )
+    clips = [
+        clip_failures(
+            str(e["clip_id"]),
+            np.asarray(e["gaze"]),
+            np.asarray(e["gaze_type"]),
+            samples,
+            int(e["width"]),
+            int(e["height"]),
+            args.rule,
+        )
+        for e, samples in zip(examples, predictions)
+    ]
     summary = failure_summary(clips, args.rule)
     worst = worst_clips(clips, args.worst)
     by_id = {str(e["clip_id"]): (e, samples) for e, samples in zip(examples, predictions)}
@@ -125,8 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     name = args.model_name_or_path or "bundled default"
-    report = (f"## Failure analysis: {name} on {args.dataset_name} / {args.split} (K = {settings.num_samples}, first "
-              f"{args.window_frames} frames per clip)\n\n{failure_markdown(summary, worst)}\n")
+    report = (
+        f"## Failure analysis: {name} on {args.dataset_name} / {args.split} (K = {settings.num_samples}, first "
+        f"{args.window_frames} frames per clip)\n\n{failure_markdown(summary, worst)}\n"
+    )
     (out / "failures.md").write_text(report)
     (out / "failures.json").write_text(failures_json(summary, clips))
     failure_cases_figure(rows, out / "failure_cases.png")

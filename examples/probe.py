@@ -48,19 +48,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description="Linear probes of a frozen GazeFlow's task-token bank.")
     add_model_and_dataset_arguments(parser)
     parser.add_argument("--train_split", default="train", help="the clips the probes are fitted on")
-    parser.add_argument("--validation_split", default="validation",
-                        help="the clips the weight decay is chosen on; 'none': hold out --validation_fraction of "
-                             "the training clips instead (datasets without a validation split)")
-    parser.add_argument("--validation_fraction", type=float, default=0.2,
-                        help="with --validation_split none: the share of training clips held out (seeded by --seed)")
+    parser.add_argument(
+        "--validation_split",
+        default="validation",
+        help="the clips the weight decay is chosen on; 'none': hold out --validation_fraction of "
+        "the training clips instead (datasets without a validation split)",
+    )
+    parser.add_argument(
+        "--validation_fraction",
+        type=float,
+        default=0.2,
+        help="with --validation_split none: the share of training clips held out (seeded by --seed)",
+    )
     parser.add_argument("--test_split", default="test", help="the held-out clips the table reports")
-    parser.add_argument("--heads", nargs="+", default=list(LABEL_HEADS), choices=LABEL_HEADS,
-                        help="the label heads to probe")
-    parser.add_argument("--weight_decays", type=float, nargs="+", default=list(DEFAULT_WEIGHT_DECAYS),
-                        help="the L2 weights tried on the validation clips")
-    parser.add_argument("--no_encoder_control", action="store_true",
-                        help="leave out the control row (a probe on the video encoder's own mean-pooled tokens, "
-                             "which tells what the bank adds over the frames' features)")
+    parser.add_argument(
+        "--heads", nargs="+", default=list(LABEL_HEADS), choices=LABEL_HEADS, help="the label heads to probe"
+    )
+    parser.add_argument(
+        "--weight_decays",
+        type=float,
+        nargs="+",
+        default=list(DEFAULT_WEIGHT_DECAYS),
+        help="the L2 weights tried on the validation clips",
+    )
+    parser.add_argument(
+        "--no_encoder_control",
+        action="store_true",
+        help="leave out the control row (a probe on the video encoder's own mean-pooled tokens, "
+        "which tells what the bank adds over the frames' features)",
+    )
     parser.add_argument("--max_clips", type=int, default=None, help="use at most N clips per split (quick checks)")
     parser.add_argument("--batch_size", type=int, default=8, help="clips encoded together")
     parser.add_argument("--seed", type=int, default=0, help="seed of the held-out validation clips")
@@ -80,12 +96,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def load_split(args: argparse.Namespace, option: str, split: str, window: int) -> list[dict]:
     try:
-        examples = load_first_windows(args.dataset_name, args.data_dir, split, args.dataset_config, window,
-                                      args.max_clips,
-                                      args.cache_dir)
+        examples = load_first_windows(
+            args.dataset_name, args.data_dir, split, args.dataset_config, window, args.max_clips, args.cache_dir
+        )
     except (ValueError, KeyError, FileNotFoundError) as err:
-        raise ValueError(f"{option} {split} of {args.dataset_name} (--data_dir {args.data_dir}): "
-                         f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+        raise ValueError(
+            f"{option} {split} of {args.dataset_name} (--data_dir {args.data_dir}): "
+            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        ) from err
     if not examples:
         raise ValueError(f"{option} {split} of {args.dataset_name} has no clips")
     return examples
@@ -98,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ModelFolderError, OSError, ValueError) as err:
         raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
     window = int(model.config.num_frames)
-    splits = {"train": load_split(args, "--train_split", args.train_split, window),
-              "test": load_split(args, "--test_split", args.test_split, window)}
+    splits = {
+        "train": load_split(args, "--train_split", args.train_split, window),
+        "test": load_split(args, "--test_split", args.test_split, window),
+    }
     if args.validation_split.lower() != "none":
         splits["validation"] = load_split(args, "--validation_split", args.validation_split, window)
     held_out = None
@@ -107,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         order = np.random.default_rng(args.seed).permutation(len(splits["train"]))
         held = max(1, int(round(args.validation_fraction * len(order))))
         if held >= len(order):
-            raise ValueError(f"--train_split {args.train_split} has {len(order)} clips: too few to hold out "
-                             "validation clips (give --validation_split)")
+            raise ValueError(
+                f"--train_split {args.train_split} has {len(order)} clips: too few to hold out "
+                "validation clips (give --validation_split)"
+            )
         held_out = (np.sort(order[:held]), np.sort(order[held:]))
 
     def probe(extract) -> dict:
@@ -116,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         banks = {name: extract(model, processor, examples, args.batch_size) for name, examples in splits.items()}
         if held_out is not None:
             banks["validation"], banks["train"] = banks["train"].subset(held_out[0]), banks["train"].subset(held_out[1])
-        return probe_table(banks["train"], banks["validation"], banks["test"], heads=args.heads,
-                           weight_decays=args.weight_decays)
+        return probe_table(
+            banks["train"], banks["validation"], banks["test"], heads=args.heads, weight_decays=args.weight_decays
+        )
 
     table = probe(clip_task_banks)
     if not args.no_encoder_control:
@@ -126,11 +149,17 @@ def main(argv: list[str] | None = None) -> int:
             if result is not None:
                 result["rows"]["encoder"] = control["heads"][head]["rows"]["p"]
     if all(result is None for result in table["heads"].values()):
-        raise ValueError(f"--heads {' '.join(args.heads)}: no clip of some split is labelled for any of them "
-                         "(labels -1 = absent)")
+        raise ValueError(
+            f"--heads {' '.join(args.heads)}: no clip of some split is labelled for any of them (labels -1 = absent)"
+        )
     table["model"] = args.model_name_or_path or "bundled default"
-    table["dataset"] = {"name": args.dataset_name, "config": args.dataset_config, "train": args.train_split,
-                        "validation": args.validation_split, "test": args.test_split}
+    table["dataset"] = {
+        "name": args.dataset_name,
+        "config": args.dataset_config,
+        "train": args.train_split,
+        "validation": args.validation_split,
+        "test": args.test_split,
+    }
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     labelled = {head: result for head, result in table["heads"].items() if result}
@@ -138,10 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     unlabelled = sorted(set(table["heads"]) - set(labelled))
     if unlabelled:
         markdown += f"\n\n(no labels for {', '.join(unlabelled)} in some split: not probed)"
-    report = (f"## Task-token bank probe: {table['model']} on {args.dataset_name} / {args.test_split}\n\n{markdown}\n\n"
-              f"Top-k in percent on held-out clips; M = {table['num_queries']} learnable queries; clips per split "
-              + ", ".join(f"{head}: {json.dumps(result['clips'])}" for head, result in table["heads"].items() if result)
-              + ".\n")
+    report = (
+        f"## Task-token bank probe: {table['model']} on {args.dataset_name} / {args.test_split}\n\n{markdown}\n\n"
+        f"Top-k in percent on held-out clips; M = {table['num_queries']} learnable queries; clips per split "
+        + ", ".join(f"{head}: {json.dumps(result['clips'])}" for head, result in table["heads"].items() if result)
+        + ".\n"
+    )
     (out / "probe.md").write_text(report)
     (out / "probe.json").write_text(probe_table_json(table))
     probe_figure(table, out / "probe.png")

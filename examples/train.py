@@ -104,11 +104,17 @@ def recipe_name(argv: list[str] | None) -> str | None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Train GazeFlow (conditional flow matching for egocentric gaze).",
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--recipe", choices=sorted(RECIPES), default=None,
-                        help="a named recipe that sets the defaults of every argument below (each still overridable; "
-                             "--config_overrides is merged over the recipe's): " + recipe_help())
+    parser = argparse.ArgumentParser(
+        description="Train GazeFlow (conditional flow matching for egocentric gaze).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--recipe",
+        choices=sorted(RECIPES),
+        default=None,
+        help="a named recipe that sets the defaults of every argument below (each still overridable; "
+        "--config_overrides is merged over the recipe's): " + recipe_help(),
+    )
     add_data_arguments(parser.add_argument_group("data"))
     add_model_arguments(parser.add_argument_group("model"))
     add_training_arguments(parser.add_argument_group("training"))
@@ -121,36 +127,74 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def add_data_arguments(data: argparse._ArgumentGroup) -> None:
     data.add_argument("--dataset_name", required=True, choices=DATASET_NAMES, help="the dataset to train on")
     data.add_argument("--data_dir", default=None, help="raw download (egtea/ego4d) or where synthetic clips go")
-    data.add_argument("--dataset_config", default=None, help="builder config: split1..3 (egtea), glc (ego4d), "
-                      "tiny/small/default/large (synthetic)")
-    data.add_argument("--validation_fraction", type=float, default=0.05,
-                      help="clips held out for validation where the dataset has no validation split")
-    data.add_argument("--dataloader_num_workers", type=int, default=None,
-                      help="data loading worker processes (None: 2 on the CPU; on a GPU one per free core, at most "
-                           "12, so that decoding keeps up with the steps)")
-    data.add_argument("--horizontal_flip_probability", type=float, default=0.0,
-                      help="chance that a training window is mirrored left to right, frames and gaze together "
-                           "(augmentation; validation never is); with --cache_features the training windows are "
-                           "also encoded mirrored")
+    data.add_argument(
+        "--dataset_config",
+        default=None,
+        help="builder config: split1..3 (egtea), glc (ego4d), tiny/small/default/large (synthetic)",
+    )
+    data.add_argument(
+        "--validation_fraction",
+        type=float,
+        default=0.05,
+        help="clips held out for validation where the dataset has no validation split",
+    )
+    data.add_argument(
+        "--dataloader_num_workers",
+        type=int,
+        default=None,
+        help="data loading worker processes (None: 2 on the CPU; on a GPU one per free core, at most "
+        "12, so that decoding keeps up with the steps)",
+    )
+    data.add_argument(
+        "--horizontal_flip_probability",
+        type=float,
+        default=0.0,
+        help="chance that a training window is mirrored left to right, frames and gaze together "
+        "(augmentation; validation never is); with --cache_features the training windows are "
+        "also encoded mirrored",
+    )
 
 
 def add_model_arguments(model: argparse._ArgumentGroup) -> None:
-    model.add_argument("--model_name_or_path", default=None,
-                       help="a GazeFlow model folder or hub id to start from (its weights and processor)")
-    model.add_argument("--config_preset", choices=["paper", "tiny"], default="paper",
-                       help="base config without --model_name_or_path: the paper's (ViT-L) or a tiny one for smoke "
-                            "runs")
-    model.add_argument("--config_overrides", default=None,
-                       help="comma-separated key=value over the preset config, e.g. "
-                            "'hidden_size=128,encoder_config.num_hidden_layers=4' (ignored with --model_name_or_path)")
-    model.add_argument("--encoder_name_or_path", default=None,
-                       help="pretrained V-JEPA 2 checkpoint for the encoder (e.g. facebook/vjepa2-vitl-fpc64-256)")
-    model.add_argument("--use_lora", action=argparse.BooleanOptionalAction, default=None,
-                       help="LoRA on the encoder (None: the config's, True for the paper's model)")
-    model.add_argument("--cache_features", action=argparse.BooleanOptionalAction, default=False,
-                       help="cache the frozen encoder's outputs once (needs a frozen encoder without LoRA)")
-    model.add_argument("--feature_cache_dir", default=None,
-                       help="where --cache_features keeps the cache (None: <output_dir>/feature_cache)")
+    model.add_argument(
+        "--model_name_or_path",
+        default=None,
+        help="a GazeFlow model folder or hub id to start from (its weights and processor)",
+    )
+    model.add_argument(
+        "--config_preset",
+        choices=["paper", "tiny"],
+        default="paper",
+        help="base config without --model_name_or_path: the paper's (ViT-L) or a tiny one for smoke runs",
+    )
+    model.add_argument(
+        "--config_overrides",
+        default=None,
+        help="comma-separated key=value over the preset config, e.g. "
+        "'hidden_size=128,encoder_config.num_hidden_layers=4' (ignored with --model_name_or_path)",
+    )
+    model.add_argument(
+        "--encoder_name_or_path",
+        default=None,
+        help="pretrained V-JEPA 2 checkpoint for the encoder (e.g. facebook/vjepa2-vitl-fpc64-256)",
+    )
+    model.add_argument(
+        "--use_lora",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="LoRA on the encoder (None: the config's, True for the paper's model)",
+    )
+    model.add_argument(
+        "--cache_features",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="cache the frozen encoder's outputs once (needs a frozen encoder without LoRA)",
+    )
+    model.add_argument(
+        "--feature_cache_dir",
+        default=None,
+        help="where --cache_features keeps the cache (None: <output_dir>/feature_cache)",
+    )
 
 
 def add_training_arguments(train: argparse._ArgumentGroup) -> None:
@@ -158,31 +202,49 @@ def add_training_arguments(train: argparse._ArgumentGroup) -> None:
     train.add_argument("--num_train_epochs", type=int, default=80, help="epochs (the paper's 80)")
     train.add_argument("--max_train_steps", type=int, default=None, help="overrides --num_train_epochs")
     train.add_argument("--per_device_train_batch_size", type=int, default=16, help="clips per process and step")
-    train.add_argument("--per_device_eval_batch_size", type=int, default=None,
-                       help="clips per process in validation (None: the training batch size)")
-    train.add_argument("--gradient_accumulation_steps", type=int, default=1,
-                       help="steps whose gradients are summed before an optimizer step")
+    train.add_argument(
+        "--per_device_eval_batch_size",
+        type=int,
+        default=None,
+        help="clips per process in validation (None: the training batch size)",
+    )
+    train.add_argument(
+        "--gradient_accumulation_steps",
+        type=int,
+        default=1,
+        help="steps whose gradients are summed before an optimizer step",
+    )
     train.add_argument("--learning_rate", type=float, default=1e-4, help="peak AdamW learning rate")
     train.add_argument("--min_learning_rate", type=float, default=1e-6, help="learning rate at the end of the cosine")
     train.add_argument("--num_warmup_steps", type=int, default=0, help="linear warm-up steps")
     train.add_argument("--weight_decay", type=float, default=1e-4, help="AdamW weight decay")
     train.add_argument("--max_grad_norm", type=float, default=1.0, help="gradient clipping norm")
-    train.add_argument("--ema_decay", type=float, default=0.995,
-                       help="EMA decay (validation and the saved model use the EMA weights)")
-    train.add_argument("--mixed_precision", choices=["no", "bf16", "fp16"], default=None,
-                       help="None: bf16 on GPU, no on CPU")
+    train.add_argument(
+        "--ema_decay", type=float, default=0.995, help="EMA decay (validation and the saved model use the EMA weights)"
+    )
+    train.add_argument(
+        "--mixed_precision", choices=["no", "bf16", "fp16"], default=None, help="None: bf16 on GPU, no on CPU"
+    )
     train.add_argument("--seed", type=int, default=0, help="seed of data order, initialisation and noise")
-    train.add_argument("--trial_starts", type=int, default=1,
-                       help=f"at most this many starts (seeds --seed, --seed + 1, ...: initialisation outside the "
-                            "encoder, data order, flips, noise; one encoder draw and feature cache) of --trial_steps "
-                            "steps each; a further start only while every start so far ended on the grounding "
-                            f"plateau (its validation grounding loss under {100 * PLATEAU_PROGRESS:.0f}%% of the way "
-                            "from the centre-bias level to the floor; every start where that cannot be told), then "
-                            "continue the one with the lowest validation grounding loss (EMA; the validation loss "
-                            "without the grounding head) from its checkpoint; a start that stalls costs --trial_steps "
-                            "steps instead of the run")
-    train.add_argument("--trial_steps", type=int, default=1000,
-                       help="optimizer steps of each trial start (on the full run's learning-rate schedule)")
+    train.add_argument(
+        "--trial_starts",
+        type=int,
+        default=1,
+        help=f"at most this many starts (seeds --seed, --seed + 1, ...: initialisation outside the "
+        "encoder, data order, flips, noise; one encoder draw and feature cache) of --trial_steps "
+        "steps each; a further start only while every start so far ended on the grounding "
+        f"plateau (its validation grounding loss under {100 * PLATEAU_PROGRESS:.0f}%% of the way "
+        "from the centre-bias level to the floor; every start where that cannot be told), then "
+        "continue the one with the lowest validation grounding loss (EMA; the validation loss "
+        "without the grounding head) from its checkpoint; a start that stalls costs --trial_steps "
+        "steps instead of the run",
+    )
+    train.add_argument(
+        "--trial_steps",
+        type=int,
+        default=1000,
+        help="optimizer steps of each trial start (on the full run's learning-rate schedule)",
+    )
     train.add_argument("--checkpointing_steps", type=int, default=None, help="save a checkpoint every N steps")
     train.add_argument("--resume_from_checkpoint", default=None, help="a step_<N> folder, or 'latest'")
     train.add_argument("--early_stopping_patience", type=int, default=15, help="epochs without improvement")
@@ -232,15 +294,30 @@ def add_device_speed_arguments(parser: argparse.ArgumentParser) -> None:
     """The GPU speed settings (``transformers_gazeflow.training.device_speed``); none changes a CPU run unless
     asked for."""
     speed = parser.add_argument_group("speed")
-    speed.add_argument("--gradient_checkpointing", action=argparse.BooleanOptionalAction, default=False,
-                       help="recompute each layer's activations in the backward pass (less memory, a slower step)")
-    speed.add_argument("--torch_compile", action=argparse.BooleanOptionalAction, default=False,
-                       help="torch.compile each encoder layer (regional compilation; the first steps compile)")
-    speed.add_argument("--torch_compile_backend", default="inductor",
-                       help="the torch.compile backend of --torch_compile (e.g. aot_eager: traced, not code-generated)")
-    speed.add_argument("--frozen_weights_in_bf16", action=argparse.BooleanOptionalAction, default=None,
-                       help="cast the frozen encoder's matrix weights to bf16 once (the products are the same under "
-                            "bf16 autocast; the saved model keeps float32). None: on with bf16 on a GPU")
+    speed.add_argument(
+        "--gradient_checkpointing",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="recompute each layer's activations in the backward pass (less memory, a slower step)",
+    )
+    speed.add_argument(
+        "--torch_compile",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="torch.compile each encoder layer (regional compilation; the first steps compile)",
+    )
+    speed.add_argument(
+        "--torch_compile_backend",
+        default="inductor",
+        help="the torch.compile backend of --torch_compile (e.g. aot_eager: traced, not code-generated)",
+    )
+    speed.add_argument(
+        "--frozen_weights_in_bf16",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="cast the frozen encoder's matrix weights to bf16 once (the products are the same under "
+        "bf16 autocast; the saved model keeps float32). None: on with bf16 on a GPU",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- model
@@ -268,11 +345,14 @@ def build_model(args: argparse.Namespace) -> GazeFlowModel:
         try:
             config = AutoConfig.from_pretrained(args.model_name_or_path)
         except (OSError, ValueError) as err:
-            raise ValueError(f"--model_name_or_path {args.model_name_or_path} is not a GazeFlow model folder or hub id "
-                             f"({err})") from err
+            raise ValueError(
+                f"--model_name_or_path {args.model_name_or_path} is not a GazeFlow model folder or hub id ({err})"
+            ) from err
         if not isinstance(config, GazeFlowConfig):
-            raise ValueError(f"--model_name_or_path {args.model_name_or_path} holds a {config.model_type!r} model, "
-                             f"not a GazeFlow ('gazeflow') model")
+            raise ValueError(
+                f"--model_name_or_path {args.model_name_or_path} holds a {config.model_type!r} model, "
+                f"not a GazeFlow ('gazeflow') model"
+            )
         model = GazeFlowModel.from_pretrained(args.model_name_or_path)
         if args.use_lora is not None and args.use_lora != model.config.use_lora:
             if args.use_lora:
@@ -286,8 +366,9 @@ def build_model(args: argparse.Namespace) -> GazeFlowModel:
     encoder = base.encoder_config.to_dict()
     encoder.update(encoder_overrides)
     use_lora = args.use_lora if args.use_lora is not None else overrides.pop("use_lora", base.use_lora)
-    settings = {key: value for key, value in base.to_diff_dict().items()
-                if key in CONFIG_FIELDS and key != "encoder_config"}
+    settings = {
+        key: value for key, value in base.to_diff_dict().items() if key in CONFIG_FIELDS and key != "encoder_config"
+    }
     config = GazeFlowConfig(encoder_config=encoder, **{**settings, **overrides, "use_lora": False})
     model = GazeFlowModel(config)
     if args.encoder_name_or_path is not None:
@@ -363,9 +444,19 @@ class TrainingRun:
     ``seed`` (kept in ``state.seed``): of the data order, the initialisation outside the encoder, the flips and the
     noise."""
 
-    def __init__(self, seed: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
-                 ema: AveragedModel, train_loader: DataLoader, validation_loader: DataLoader, trainable: list,
-                 flip_generator: torch.Generator | None = None, frozen_cast: FrozenWeightCast | None = None) -> None:
+    def __init__(
+        self,
+        seed: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any,
+        ema: AveragedModel,
+        train_loader: DataLoader,
+        validation_loader: DataLoader,
+        trainable: list,
+        flip_generator: torch.Generator | None = None,
+        frozen_cast: FrozenWeightCast | None = None,
+    ) -> None:
         self.model, self.optimizer, self.scheduler, self.ema = model, optimizer, scheduler, ema
         self.train_loader, self.validation_loader, self.trainable = train_loader, validation_loader, trainable
         self.state = TrainerState(seed=seed)
@@ -382,8 +473,14 @@ class TrainingRun:
 
     def save(self, accelerator: Accelerator, folder: Path) -> Path:
         """A checkpoint of where the run stands, in ``folder/step_<N>``."""
-        self.last_checkpoint = save_checkpoint(accelerator, folder, self.state, **self.checkpointed,
-                                               best_ema_state=self.best_ema_state, flip_generator_state=self.flip_state)
+        self.last_checkpoint = save_checkpoint(
+            accelerator,
+            folder,
+            self.state,
+            **self.checkpointed,
+            best_ema_state=self.best_ema_state,
+            flip_generator_state=self.flip_state,
+        )
         return self.last_checkpoint
 
     def restore(self, accelerator: Accelerator, checkpoint: Path) -> None:
@@ -403,42 +500,72 @@ def prepare_run(setup: TrainingSetup, model: torch.nn.Module, seed: int) -> Trai
     if 0.0 < args.horizontal_flip_probability < 1.0 and loader_kwargs["num_workers"] == 0:
         # the run's own flip stream, one per process (workers keep torch's per-worker global streams)
         flip_generator = torch.Generator().manual_seed(
-            int(np.random.SeedSequence([seed, accelerator.process_index]).generate_state(1)[0]))
+            int(np.random.SeedSequence([seed, accelerator.process_index]).generate_state(1)[0])
+        )
     setup.train_collator.flip_generator = flip_generator
-    train_loader = DataLoader(setup.train_set, shuffle=True, batch_size=args.per_device_train_batch_size,
-                              generator=torch.Generator().manual_seed(seed), collate_fn=setup.train_collator,
-                              **loader_kwargs)
-    validation_loader = DataLoader(setup.validation_set, batch_size=args.per_device_eval_batch_size
-                                   or args.per_device_train_batch_size, collate_fn=setup.collator, **loader_kwargs)
+    train_loader = DataLoader(
+        setup.train_set,
+        shuffle=True,
+        batch_size=args.per_device_train_batch_size,
+        generator=torch.Generator().manual_seed(seed),
+        collate_fn=setup.train_collator,
+        **loader_kwargs,
+    )
+    validation_loader = DataLoader(
+        setup.validation_set,
+        batch_size=args.per_device_eval_batch_size or args.per_device_train_batch_size,
+        collate_fn=setup.collator,
+        **loader_kwargs,
+    )
     frozen_cast = apply_speed_settings(model, args, accelerator)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = adamw(trainable, accelerator.device, lr=args.learning_rate, betas=(0.9, 0.999),
-                      weight_decay=args.weight_decay)
+    optimizer = adamw(
+        trainable, accelerator.device, lr=args.learning_rate, betas=(0.9, 0.999), weight_decay=args.weight_decay
+    )
     scheduler = get_cosine_with_min_lr_schedule_with_warmup(
-        optimizer, num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
-        num_training_steps=setup.max_train_steps * accelerator.num_processes, min_lr=args.min_learning_rate)
+        optimizer,
+        num_warmup_steps=args.num_warmup_steps * accelerator.num_processes,
+        num_training_steps=setup.max_train_steps * accelerator.num_processes,
+        min_lr=args.min_learning_rate,
+    )
     model, optimizer, train_loader, validation_loader, scheduler = accelerator.prepare(
-        model, optimizer, train_loader, validation_loader, scheduler)
+        model, optimizer, train_loader, validation_loader, scheduler
+    )
     ema = AveragedModel(accelerator.unwrap_model(model), multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
     if args.torch_compile:  # after the EMA's copy: the EMA (validation, the saved model) stays eager
         compile_encoder_layers(accelerator.unwrap_model(model), backend=args.torch_compile_backend)
-    return TrainingRun(seed=seed, model=model, optimizer=optimizer, scheduler=scheduler, ema=ema,
-                       train_loader=train_loader, validation_loader=validation_loader, trainable=trainable,
-                       flip_generator=flip_generator, frozen_cast=frozen_cast)
+    return TrainingRun(
+        seed=seed,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        ema=ema,
+        train_loader=train_loader,
+        validation_loader=validation_loader,
+        trainable=trainable,
+        flip_generator=flip_generator,
+        frozen_cast=frozen_cast,
+    )
 
 
-def apply_speed_settings(model: torch.nn.Module, args: argparse.Namespace,
-                         accelerator: Accelerator) -> FrozenWeightCast | None:
+def apply_speed_settings(
+    model: torch.nn.Module, args: argparse.Namespace, accelerator: Accelerator
+) -> FrozenWeightCast | None:
     """``--gradient_checkpointing`` and ``--frozen_weights_in_bf16`` on ``model``, before its optimizer and EMA are
     built; returns the cast (None when the weights keep float32)."""
     if args.gradient_checkpointing:
         enable_gradient_checkpointing(model)
     bf16 = accelerator.mixed_precision == "bf16"
     if args.frozen_weights_in_bf16 and not bf16:
-        raise ValueError(f"--frozen_weights_in_bf16 needs bf16 autocast (--mixed_precision bf16), got "
-                         f"--mixed_precision {accelerator.mixed_precision}")
-    cast = args.frozen_weights_in_bf16 if args.frozen_weights_in_bf16 is not None else (
-        bf16 and accelerator.device.type == "cuda")
+        raise ValueError(
+            f"--frozen_weights_in_bf16 needs bf16 autocast (--mixed_precision bf16), got "
+            f"--mixed_precision {accelerator.mixed_precision}"
+        )
+    cast = (
+        args.frozen_weights_in_bf16
+        if args.frozen_weights_in_bf16 is not None
+        else (bf16 and accelerator.device.type == "cuda")
+    )
     return FrozenWeightCast(model, torch.bfloat16) if cast else None
 
 
@@ -450,8 +577,13 @@ class EpochEnd(enum.Enum):
     PAUSED = "paused"  # a trial start's last step is done
 
 
-def train_epochs(setup: TrainingSetup, run: TrainingRun, checkpoint_dir: Path, pause_at_step: int | None = None,
-                 description: str = "training") -> bool:
+def train_epochs(
+    setup: TrainingSetup,
+    run: TrainingRun,
+    checkpoint_dir: Path,
+    pause_at_step: int | None = None,
+    description: str = "training",
+) -> bool:
     """The training loop from where ``run.state`` stands: steps, the EMA, checkpoints every
     ``--checkpointing_steps`` into ``checkpoint_dir``, validation of the EMA weights at each epoch's end, the
     best-validation EMA snapshot, early stopping. Returns True when training is over (the last step, or early
@@ -460,8 +592,12 @@ def train_epochs(setup: TrainingSetup, run: TrainingRun, checkpoint_dir: Path, p
     args, state = setup.args, run.state
     if state.epochs_without_improvement >= args.early_stopping_patience:  # a checkpoint written as early stopping hit
         return True
-    progress = tqdm(total=setup.max_train_steps, initial=state.completed_steps,
-                    disable=not setup.accelerator.is_local_main_process, desc=description)
+    progress = tqdm(
+        total=setup.max_train_steps,
+        initial=state.completed_steps,
+        disable=not setup.accelerator.is_local_main_process,
+        desc=description,
+    )
     try:
         for epoch in range(state.epoch, setup.num_epochs):
             end = train_one_epoch(setup, run, epoch, progress, checkpoint_dir, pause_at_step)
@@ -471,16 +607,16 @@ def train_epochs(setup: TrainingSetup, run: TrainingRun, checkpoint_dir: Path, p
             if end is EpochEnd.LAST_STEP:
                 break
             if state.epochs_without_improvement >= args.early_stopping_patience:
-                logger.info("early stopping: no validation improvement for %d epochs",
-                            state.epochs_without_improvement)
+                logger.info("early stopping: no validation improvement for %d epochs", state.epochs_without_improvement)
                 break
     finally:
         progress.close()
     return True
 
 
-def train_one_epoch(setup: TrainingSetup, run: TrainingRun, epoch: int, progress: tqdm, checkpoint_dir: Path,
-                    pause_at_step: int | None) -> EpochEnd:
+def train_one_epoch(
+    setup: TrainingSetup, run: TrainingRun, epoch: int, progress: tqdm, checkpoint_dir: Path, pause_at_step: int | None
+) -> EpochEnd:
     """The optimizer steps of ``epoch`` from where ``run.state`` stands (a resumed epoch skips the batches it has
     already consumed)."""
     args, accelerator, state = setup.args, setup.accelerator, run.state
@@ -490,8 +626,9 @@ def train_one_epoch(setup: TrainingSetup, run: TrainingRun, epoch: int, progress
         return EpochEnd.LAST_STEP
     batches = run.train_loader
     if epoch == state.epoch and state.step_in_epoch > 0:
-        batches = accelerator.skip_first_batches(run.train_loader,
-                                                 state.step_in_epoch * args.gradient_accumulation_steps)
+        batches = accelerator.skip_first_batches(
+            run.train_loader, state.step_in_epoch * args.gradient_accumulation_steps
+        )
     running_loss = 0.0
     for batch in batches:
         running_loss += accumulate_gradients(setup, run, batch, epoch)
@@ -519,7 +656,8 @@ def accumulate_gradients(setup: TrainingSetup, run: TrainingRun, batch: dict, ep
             raise TrainingError(
                 f"non-finite training loss ({loss.item()}) at step {state.completed_steps + 1} (epoch "
                 f"{epoch}); stopped before the update. Last good checkpoint: "
-                f"{run.last_checkpoint or 'none saved yet'}")
+                f"{run.last_checkpoint or 'none saved yet'}"
+            )
         accelerator.backward(loss)
         if FLIP_STATE_KEY in batch:
             run.flip_state = batch[FLIP_STATE_KEY]
@@ -531,8 +669,9 @@ def accumulate_gradients(setup: TrainingSetup, run: TrainingRun, batch: dict, ep
     return loss.detach().float().item() / args.gradient_accumulation_steps
 
 
-def finish_optimizer_step(setup: TrainingSetup, run: TrainingRun, epoch: int, step_loss: float, progress: tqdm,
-                          checkpoint_dir: Path) -> None:
+def finish_optimizer_step(
+    setup: TrainingSetup, run: TrainingRun, epoch: int, step_loss: float, progress: tqdm, checkpoint_dir: Path
+) -> None:
     """After an optimizer step: the EMA, the step counters, the log line every ``--logging_steps``, a checkpoint
     every ``--checkpointing_steps`` (``TrainingError`` when the weights went NaN/inf)."""
     args, accelerator, state = setup.args, setup.accelerator, run.state
@@ -558,8 +697,11 @@ def finish_epoch(setup: TrainingSetup, run: TrainingRun, epoch: int, last_step: 
     snapshot and the early-stopping count; the epoch counts as done unless training ended inside it."""
     args, accelerator, state = setup.args, setup.accelerator, run.state
     epoch_finished = not last_step or state.step_in_epoch >= setup.steps_per_epoch
-    val_loss, val_grounding = (validation_loss(run.ema.module, run.validation_loader, accelerator, args.seed)
-                               if len(setup.validation_set) else (None, None))
+    val_loss, val_grounding = (
+        validation_loss(run.ema.module, run.validation_loader, accelerator, args.seed)
+        if len(setup.validation_set)
+        else (None, None)
+    )
     record = {"epoch": epoch, "step": state.completed_steps, "validation_loss": val_loss}
     if val_grounding is not None:
         record["validation_grounding_loss"] = val_grounding
@@ -598,8 +740,9 @@ def trial_score(record: dict) -> float:
     return grounding if grounding is not None else record["validation_loss"]
 
 
-def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder_state: dict,
-                     output_dir: Path) -> tuple[dict, list[dict]]:
+def run_trial_starts(
+    setup: TrainingSetup, first_model: torch.nn.Module, encoder_state: dict, output_dir: Path
+) -> tuple[dict, list[dict]]:
     """``--trial_starts N``: train up to N starts for ``--trial_steps`` steps each on the run's full schedule, the
     start ``t`` seeded with ``--seed`` + t (initialisation outside the encoder, data order, flips, noise) and sharing
     the encoder (``encoder_state``, the draw of ``--seed``, so one feature cache serves all). A further start is
@@ -611,8 +754,10 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
     and every start's."""
     args, accelerator = setup.args, setup.accelerator
     if not len(setup.validation_set):
-        raise ValueError(f"--trial_starts {args.trial_starts}: no validation windows to choose a start by (set "
-                         f"--validation_fraction above 0, or use --trial_starts 1)")
+        raise ValueError(
+            f"--trial_starts {args.trial_starts}: no validation windows to choose a start by (set "
+            f"--validation_fraction above 0, or use --trial_starts 1)"
+        )
     pause_at = min(args.trial_steps, setup.max_train_steps)
     records: list[dict] = []
     for index in range(args.trial_starts):
@@ -626,28 +771,48 @@ def run_trial_starts(setup: TrainingSetup, first_model: torch.nn.Module, encoder
         begin_lineage(trial_dir, None, accelerator)
         run = prepare_run(setup, model, seed)
         logger.info("trial start %d of %d (seed %d): %d steps", index + 1, args.trial_starts, seed, pause_at)
-        finished = train_epochs(setup, run, trial_dir, pause_at_step=pause_at,
-                                description=f"trial start {index + 1}/{args.trial_starts}")
+        finished = train_epochs(
+            setup, run, trial_dir, pause_at_step=pause_at, description=f"trial start {index + 1}/{args.trial_starts}"
+        )
         checkpoint = run.save(accelerator, trial_dir)  # before the validation below: a loader's start draws a seed
         val_loss, val_grounding = validation_loss(run.ema.module, run.validation_loader, accelerator, args.seed)
-        record = {"seed": seed, "step": run.state.completed_steps, "validation_loss": val_loss,
-                  "validation_grounding_loss": val_grounding, "finished": finished, "checkpoint": str(checkpoint)}
+        record = {
+            "seed": seed,
+            "step": run.state.completed_steps,
+            "validation_loss": val_loss,
+            "validation_grounding_loss": val_grounding,
+            "finished": finished,
+            "checkpoint": str(checkpoint),
+        }
         if setup.grounding_reference is not None and val_grounding is not None:
             record["grounding_progress"] = setup.grounding_reference.progress(val_grounding)
         records.append(record)
-        logger.info("trial start %d (seed %d) at step %d: validation loss (EMA) %.5f%s", index + 1, seed,
-                    record["step"], val_loss,
-                    f", grounding {val_grounding:.5f}" if val_grounding is not None else "")
+        logger.info(
+            "trial start %d (seed %d) at step %d: validation loss (EMA) %.5f%s",
+            index + 1,
+            seed,
+            record["step"],
+            val_loss,
+            f", grounding {val_grounding:.5f}" if val_grounding is not None else "",
+        )
         del run, model
         accelerator.free_memory()
         if left_plateau(record):
             if index + 1 < args.trial_starts:
-                logger.info("trial start %d has left the grounding plateau (%.0f%% of the way): continuing it, no "
-                            "further start", index + 1, 100 * record["grounding_progress"])
+                logger.info(
+                    "trial start %d has left the grounding plateau (%.0f%% of the way): continuing it, no "
+                    "further start",
+                    index + 1,
+                    100 * record["grounding_progress"],
+                )
             break
     chosen = min(records, key=trial_score)
-    logger.info("trial starts: continuing seed %d's (the lowest %s, %.5f)", chosen["seed"], trial_score_name(chosen),
-                trial_score(chosen))
+    logger.info(
+        "trial starts: continuing seed %d's (the lowest %s, %.5f)",
+        chosen["seed"],
+        trial_score_name(chosen),
+        trial_score(chosen),
+    )
     note_trial_starts_on_plateau(records)
     if accelerator.is_main_process:  # the starts not continued: their losses stay in the log, card and state
         for record in records:
@@ -671,10 +836,13 @@ def note_trial_starts_on_plateau(records: list[dict]) -> None:
     progress = [record.get("grounding_progress") for record in records]
     if not progress or any(value is None or value >= PLATEAU_PROGRESS for value in progress):
         return
-    logger.warning("no trial start's grounding has left its plateau yet (progress %s of the way from the centre-bias "
-                   "level to the floor, against %.0f%% for a run that left it): the continued run may stall; the "
-                   "check at the end of training will say", ", ".join(f"{100 * value:.0f}%" for value in progress),
-                   100 * PLATEAU_PROGRESS)
+    logger.warning(
+        "no trial start's grounding has left its plateau yet (progress %s of the way from the centre-bias "
+        "level to the floor, against %.0f%% for a run that left it): the continued run may stall; the "
+        "check at the end of training will say",
+        ", ".join(f"{100 * value:.0f}%" for value in progress),
+        100 * PLATEAU_PROGRESS,
+    )
 
 
 def check_grounding_plateau(setup: TrainingSetup, run: TrainingRun) -> None:
@@ -702,12 +870,20 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     run, chosen_trial = start_run(setup, model, resume_from, output_dir)
     if accelerator.is_main_process and args.report_to != "none":
-        accelerator.init_trackers("gazeflow", config={k: v for k, v in vars(args).items()
-                                                      if isinstance(v, (int, float, str, bool))})
-    logger.info("training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes on %s, %.2fM "
-                "trainable", setup.max_train_steps, setup.num_epochs, setup.steps_per_epoch, effective_batch(setup),
-                mixed_precision, accelerator.num_processes, accelerator.device.type,
-                sum(p.numel() for p in run.trainable) / 1e6)
+        accelerator.init_trackers(
+            "gazeflow", config={k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, bool))}
+        )
+    logger.info(
+        "training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes on %s, %.2fM trainable",
+        setup.max_train_steps,
+        setup.num_epochs,
+        setup.steps_per_epoch,
+        effective_batch(setup),
+        mixed_precision,
+        accelerator.num_processes,
+        accelerator.device.type,
+        sum(p.numel() for p in run.trainable) / 1e6,
+    )
     if chosen_trial is None or not chosen_trial["finished"]:
         train_epochs(setup, run, output_dir)
     check_replicas_agree(accelerator, run)
@@ -740,72 +916,121 @@ def start_accelerator(args: argparse.Namespace, output_dir: Path, mixed_precisio
 def checkpoint_to_resume(args: argparse.Namespace, output_dir: Path, accelerator: Accelerator) -> Path | None:
     """The verified checkpoint of ``--resume_from_checkpoint`` (None without it)."""
     try:
-        return (select_checkpoint(args.resume_from_checkpoint, output_dir, accelerator)
-                if args.resume_from_checkpoint else None)
+        return (
+            select_checkpoint(args.resume_from_checkpoint, output_dir, accelerator)
+            if args.resume_from_checkpoint
+            else None
+        )
     except FileNotFoundError as err:
         if args.resume_from_checkpoint == "latest" and (output_dir / "trials").is_dir():
-            raise FileNotFoundError(f"{err}; {output_dir / 'trials'} holds the trial starts of a run stopped before "
-                                    f"it continued one: rerun the command without --resume_from_checkpoint (the trial "
-                                    f"starts begin again)") from err
+            raise FileNotFoundError(
+                f"{err}; {output_dir / 'trials'} holds the trial starts of a run stopped before "
+                f"it continued one: rerun the command without --resume_from_checkpoint (the trial "
+                f"starts begin again)"
+            ) from err
         raise
 
 
-def build_setup(args: argparse.Namespace, accelerator: Accelerator, model: GazeFlowModel,
-                processor: GazeFlowVideoProcessor, output_dir: Path, mixed_precision: str) -> TrainingSetup:
+def build_setup(
+    args: argparse.Namespace,
+    accelerator: Accelerator,
+    model: GazeFlowModel,
+    processor: GazeFlowVideoProcessor,
+    output_dir: Path,
+    mixed_precision: str,
+) -> TrainingSetup:
     """The data splits, the collators (and the feature cache) and the length of the schedule."""
     config = model.config
     with accelerator.main_process_first():  # the first process builds the dataset cache, the others reuse it
         train_set, validation_set = load_training_splits(
-            args.dataset_name, args.data_dir, args.dataset_config, args.validation_fraction,
-            window_frames=config.num_frames, window_stride=config.window_stride)
+            args.dataset_name,
+            args.data_dir,
+            args.dataset_config,
+            args.validation_fraction,
+            window_frames=config.num_frames,
+            window_stride=config.window_stride,
+        )
     if len(train_set) == 0:
         raise ValueError(f"--dataset_name {args.dataset_name} with --data_dir {args.data_dir} gave no training window")
     logger.info("windows: %d train, %d validation", len(train_set), len(validation_set))
-    collator, train_collator = build_collators(args, accelerator, model, processor, train_set, validation_set,
-                                               output_dir)
+    collator, train_collator = build_collators(
+        args, accelerator, model, processor, train_set, validation_set, output_dir
+    )
     batches_per_epoch = math.ceil(len(train_set) / (args.per_device_train_batch_size * accelerator.num_processes))
     steps_per_epoch = math.ceil(batches_per_epoch / args.gradient_accumulation_steps)
     max_train_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
-    reference = (reference_levels(train_set, validation_set, config)
-                 if model.condition_encoder.grounding_head is not None else None)
+    reference = (
+        reference_levels(train_set, validation_set, config)
+        if model.condition_encoder.grounding_head is not None
+        else None
+    )
     if reference is not None:
-        logger.info("grounding loss reference levels (validation): centre bias %.4f, floor %.4f",
-                    reference.centre_bias, reference.floor)
-    return TrainingSetup(args=args, accelerator=accelerator, train_set=train_set,
-                         validation_set=validation_set, collator=collator, train_collator=train_collator,
-                         steps_per_epoch=steps_per_epoch, max_train_steps=max_train_steps,
-                         num_epochs=math.ceil(max_train_steps / steps_per_epoch), mixed_precision=mixed_precision,
-                         grounding_reference=reference)
+        logger.info(
+            "grounding loss reference levels (validation): centre bias %.4f, floor %.4f",
+            reference.centre_bias,
+            reference.floor,
+        )
+    return TrainingSetup(
+        args=args,
+        accelerator=accelerator,
+        train_set=train_set,
+        validation_set=validation_set,
+        collator=collator,
+        train_collator=train_collator,
+        steps_per_epoch=steps_per_epoch,
+        max_train_steps=max_train_steps,
+        num_epochs=math.ceil(max_train_steps / steps_per_epoch),
+        mixed_precision=mixed_precision,
+        grounding_reference=reference,
+    )
 
 
-def build_collators(args: argparse.Namespace, accelerator: Accelerator, model: GazeFlowModel,
-                    processor: GazeFlowVideoProcessor, train_set: Any, validation_set: Any,
-                    output_dir: Path) -> tuple[GazeFlowDataCollator, GazeFlowDataCollator]:
+def build_collators(
+    args: argparse.Namespace,
+    accelerator: Accelerator,
+    model: GazeFlowModel,
+    processor: GazeFlowVideoProcessor,
+    train_set: Any,
+    validation_set: Any,
+    output_dir: Path,
+) -> tuple[GazeFlowDataCollator, GazeFlowDataCollator]:
     """The validation and the training collator (which mirrors at ``--horizontal_flip_probability``): decoding
     frames, or with ``--cache_features`` serving the frozen encoder's tokens from the feature cache, built here."""
     config, flip_probability = model.config, args.horizontal_flip_probability
     collator = GazeFlowDataCollator(processor, num_frames=config.num_frames)
-    train_collator = GazeFlowDataCollator(processor, num_frames=config.num_frames,
-                                          horizontal_flip_probability=flip_probability)
+    train_collator = GazeFlowDataCollator(
+        processor, num_frames=config.num_frames, horizontal_flip_probability=flip_probability
+    )
     if not args.cache_features:
         return collator, train_collator
     if config.use_lora or not config.freeze_encoder:
-        raise ValueError("--cache_features needs a frozen encoder without LoRA (add --no-use_lora): the encoder's "
-                         "outputs must not change during training")
+        raise ValueError(
+            "--cache_features needs a frozen encoder without LoRA (add --no-use_lora): the encoder's "
+            "outputs must not change during training"
+        )
     cache_dir = Path(args.feature_cache_dir or output_dir / "feature_cache")
     encoder_model = model.to(accelerator.device).eval()
     cache = FeatureCache(cache_dir, cache_fingerprint(encoder_model, processor))
     with accelerator.autocast():
-        cache.build(encoder_model, [train_set, validation_set], collator,
-                    batch_size=args.per_device_eval_batch_size or args.per_device_train_batch_size,
-                    accelerator=accelerator, flipped_datasets=[train_set] if flip_probability > 0 else [])
-    return (CachedFeatureCollator(cache, processor, num_frames=config.num_frames),
-            CachedFeatureCollator(cache, processor, num_frames=config.num_frames,
-                                  horizontal_flip_probability=flip_probability))
+        cache.build(
+            encoder_model,
+            [train_set, validation_set],
+            collator,
+            batch_size=args.per_device_eval_batch_size or args.per_device_train_batch_size,
+            accelerator=accelerator,
+            flipped_datasets=[train_set] if flip_probability > 0 else [],
+        )
+    return (
+        CachedFeatureCollator(cache, processor, num_frames=config.num_frames),
+        CachedFeatureCollator(
+            cache, processor, num_frames=config.num_frames, horizontal_flip_probability=flip_probability
+        ),
+    )
 
 
-def start_run(setup: TrainingSetup, model: GazeFlowModel, resume_from: Path | None,
-              output_dir: Path) -> tuple[TrainingRun, dict | None]:
+def start_run(
+    setup: TrainingSetup, model: GazeFlowModel, resume_from: Path | None, output_dir: Path
+) -> tuple[TrainingRun, dict | None]:
     """The run to train: after ``--trial_starts`` the chosen start's continuation (and its record), else the run of
     ``--seed`` or of the checkpoint resumed from; its lineage begun."""
     args, accelerator = setup.args, setup.accelerator
@@ -861,9 +1086,9 @@ def training_record(setup: TrainingSetup, run: TrainingRun, argv: list[str] | No
         "windows": f"{len(setup.train_set)} train / {len(setup.validation_set)} validation",
         "steps": f"{state.completed_steps} optimizer steps, {state.epoch} epochs",
         "optimizer": f"AdamW (0.9, 0.999), lr {args.learning_rate} cosine to {args.min_learning_rate}, "
-                     f"weight decay {args.weight_decay}, grad clip {args.max_grad_norm}",
+        f"weight decay {args.weight_decay}, grad clip {args.max_grad_norm}",
         "batch": f"effective {effective_batch(setup)} ({args.per_device_train_batch_size} x "
-                 f"{accelerator.num_processes} processes x {args.gradient_accumulation_steps} accumulation)",
+        f"{accelerator.num_processes} processes x {args.gradient_accumulation_steps} accumulation)",
         "precision": setup.mixed_precision,
         "recipe": args.recipe or "none (every argument as given)",
         "EMA": f"{args.ema_decay} (this model holds the EMA weights)",
@@ -876,16 +1101,19 @@ def training_record(setup: TrainingSetup, run: TrainingRun, argv: list[str] | No
     best_record = next((r for r in state.history if r["step"] == state.best_step), None)
     training["saved weights"] = (
         f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), the "
-        f"best validation loss: {state.best_validation_loss:.5f}" if state.best_step is not None else
-        f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)")
+        f"best validation loss: {state.best_validation_loss:.5f}"
+        if state.best_step is not None
+        else f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)"
+    )
     training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
     if setup.grounding_reference is not None:
         training["grounding plateau check"] = describe_verdict(state.grounding_plateau)
     return training
 
 
-def save_final_model(setup: TrainingSetup, run: TrainingRun, processor: GazeFlowVideoProcessor, output_dir: Path,
-                     training: dict) -> None:
+def save_final_model(
+    setup: TrainingSetup, run: TrainingRun, processor: GazeFlowVideoProcessor, output_dir: Path, training: dict
+) -> None:
     """The model folder in ``output_dir``: the best validation loss's EMA weights (the last step's without a
     validation split), the processor, the card and the trainer state, written whole and then moved in file by
     file (``publish_folder``, ``trainer_state.json`` last)."""
@@ -899,16 +1127,26 @@ def save_final_model(setup: TrainingSetup, run: TrainingRun, processor: GazeFlow
     if staging.exists():
         shutil.rmtree(staging)
     save_model_folder(
-        final, staging, processor=processor, title=f"GazeFlow trained on {args.dataset_name}",
+        final,
+        staging,
+        processor=processor,
+        title=f"GazeFlow trained on {args.dataset_name}",
         description=f"A GazeFlow model trained by `examples/train.py` on {args.dataset_name}; it holds the EMA "
-                    f"weights ({args.ema_decay}) "
-                    + (f"of step {state.best_step}, the best validation loss ({state.best_validation_loss:.5f})."
-                       if state.best_step is not None else "of the last step."),
+        f"weights ({args.ema_decay}) "
+        + (
+            f"of step {state.best_step}, the best validation loss ({state.best_validation_loss:.5f})."
+            if state.best_step is not None
+            else "of the last step."
+        ),
         training="\n".join(f"- {key}: {value}" for key, value in training.items()),
-        limitations=("**Warning: " + describe_verdict(state.grounding_plateau) + ".** "
-                     if state.grounding_plateau is not None and not state.grounding_plateau["left_plateau"] else "")
+        limitations=(
+            "**Warning: " + describe_verdict(state.grounding_plateau) + ".** "
+            if state.grounding_plateau is not None and not state.grounding_plateau["left_plateau"]
+            else ""
+        )
         + "Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.",
-        repo=str(output_dir))
+        repo=str(output_dir),
+    )
     state.save(staging)
     publish_folder(staging, output_dir, last=TRAINER_STATE)
     logger.info("saved the EMA model of step %s to %s", state.best_step or state.completed_steps, output_dir)
@@ -920,10 +1158,14 @@ def describe_trial_starts(records: list[dict], continued_seed: int | None) -> st
     if len(records) == 1:
         first, progress = records[0], records[0].get("grounding_progress")
         share = f" ({100 * progress:.0f}% of the way)" if progress is not None else ""
-        return (f"one start: it had left the grounding plateau at step {first['step']}{share}, so no further start; "
-                f"{trial_score_name(first)} (EMA) {trial_score(first):.5f}; continued: seed {continued_seed}'s")
-    return (f"{len(records)} starts sharing one encoder draw; {trial_score_name(records[0])} (EMA) at their end: "
-            f"{starts}; continued: seed {continued_seed}'s")
+        return (
+            f"one start: it had left the grounding plateau at step {first['step']}{share}, so no further start; "
+            f"{trial_score_name(first)} (EMA) {trial_score(first):.5f}; continued: seed {continued_seed}'s"
+        )
+    return (
+        f"{len(records)} starts sharing one encoder draw; {trial_score_name(records[0])} (EMA) at their end: "
+        f"{starts}; continued: seed {continued_seed}'s"
+    )
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -46,8 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def tracker_reading(truth: np.ndarray, width: int, height: int, offset_deg, rng, noise_deg: float,
-                    outlier_share: float) -> tuple[np.ndarray, np.ndarray]:
+def tracker_reading(
+    truth: np.ndarray, width: int, height: int, offset_deg, rng, noise_deg: float, outlier_share: float
+) -> tuple[np.ndarray, np.ndarray]:
     """The tracker's systematic reading (truth + offset, unit) and what it reports (+ noise and wild samples)."""
     camera = FieldOfView().for_frame(width, height)
     pixels = unit_to_pixels(truth, width, height)
@@ -69,21 +70,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    settings = SyntheticGazeSettings(num_clips=args.clips, min_frames=round(args.clip_seconds * 24),
-                                     max_frames=round(args.clip_seconds * 24), width=128, height=96, fps=24.0,
-                                     seed=args.seed)
+    settings = SyntheticGazeSettings(
+        num_clips=args.clips,
+        min_frames=round(args.clip_seconds * 24),
+        max_frames=round(args.clip_seconds * 24),
+        width=128,
+        height=96,
+        fps=24.0,
+        seed=args.seed,
+    )
     predictor = GazePredictor(args.model)
     rng = np.random.default_rng(args.seed)
-    rows: dict[float, dict[str, list]] = {s: {"before": [], "after": [], "models": [], "frames": []}
-                                          for s in args.seconds}
+    rows: dict[float, dict[str, list]] = {
+        s: {"before": [], "after": [], "models": [], "frames": []} for s in args.seconds
+    }
     floor = []  # the model against the true gaze: what a perfect correction of the offset leaves
     for index in range(args.clips):
         clip = generate_clip(settings, index)
         video = write_video(out / f"clip_{index}.mp4", clip.frames(), fps=clip.fps)
         width, height, fps = clip.width, clip.height, clip.fps
         codes = np.asarray(clip.gaze.gaze_type)
-        systematic, reported = tracker_reading(np.asarray(clip.gaze.gaze, np.float64), width, height,
-                                               args.offset_deg, rng, args.noise_deg, args.outlier_share)
+        systematic, reported = tracker_reading(
+            np.asarray(clip.gaze.gaze, np.float64),
+            width,
+            height,
+            args.offset_deg,
+            rng,
+            args.noise_deg,
+            args.outlier_share,
+        )
         outside = ((reported < 0) | (reported > 1)).any(axis=1)
         codes = np.where(outside & (codes != 0) & (codes != 3), 4, codes)  # what a tracker reports off the frame
         points = predicted_points(predictor, video, 0, clip.num_frames, PredictOptions())
@@ -93,22 +108,31 @@ def main(argv: list[str] | None = None) -> int:
         for seconds in args.seconds:
             frames = usable_frames(codes, fps, seconds)
             frames = frames[frames < evaluated[0]]
-            fitted, _ = choose_and_fit(unit_to_pixels(points[frames], width, height),
-                                       unit_to_pixels(reported[frames], width, height), width, height)
+            fitted, _ = choose_and_fit(
+                unit_to_pixels(points[frames], width, height),
+                unit_to_pixels(reported[frames], width, height),
+                width,
+                height,
+            )
             calibration = WearerCalibration.from_correction(fitted, width, height, "", "")
             for key, guess in (("before", points), ("after", calibration.apply(points))):
                 rows[seconds][key].append(median_errors(guess[evaluated], systematic[evaluated], camera))
             rows[seconds]["models"].append(fitted.model)
             rows[seconds]["frames"].append(int(frames.size))
         print(f"clip {index}: {clip.num_frames} frames predicted", flush=True)
-    lines = ["| tracker seconds used | frames used (mean) | correction chosen | median error before (px / deg) | "
-             "after (px / deg) |", "| ---: | ---: | --- | ---: | ---: |"]
+    lines = [
+        "| tracker seconds used | frames used (mean) | correction chosen | median error before (px / deg) | "
+        "after (px / deg) |",
+        "| ---: | ---: | --- | ---: | ---: |",
+    ]
     record = {"args": vars(args), "rows": {}}
     for seconds, row in rows.items():
         before, after = np.mean(row["before"], axis=0), np.mean(row["after"], axis=0)
         chosen = ", ".join(f"{row['models'].count(m)} {m}" for m in sorted(set(row["models"])))
-        lines.append(f"| {seconds:g} | {np.mean(row['frames']):.1f} | {chosen} | {before[0]:.2f} / {before[1]:.2f} | "
-                     f"{after[0]:.2f} / {after[1]:.2f} |")
+        lines.append(
+            f"| {seconds:g} | {np.mean(row['frames']):.1f} | {chosen} | {before[0]:.2f} / {before[1]:.2f} | "
+            f"{after[0]:.2f} / {after[1]:.2f} |"
+        )
         record["rows"][str(seconds)] = {**row, "mean_before": before.tolist(), "mean_after": after.tolist()}
     low = np.mean(floor, axis=0)
     lines.append(f"| (the model against the true gaze, no offset) | | | | {low[0]:.2f} / {low[1]:.2f} |")

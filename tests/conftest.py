@@ -30,19 +30,36 @@ def build_wheel(tmp_path: Path, prepare: Callable[[Path], None] | None = None, t
     if prepare is not None:
         prepare(project)
     out = tmp_path / "wheel"
-    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "wheel", str(project),
-                    "--no-deps", "--no-build-isolation", "-w", str(out)], check=True, capture_output=True,
-                   timeout=timeout)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--disable-pip-version-check",
+            "-q",
+            "wheel",
+            str(project),
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=timeout,
+    )
     (wheel,) = out.glob("transformers_gazeflow-*.whl")
     return wheel
 
 
-def run_python(code: str, *args: str, cwd: Path | str | None = None, env: dict | None = None,
-               timeout: float = 600) -> str:
+def run_python(
+    code: str, *args: str, cwd: Path | str | None = None, env: dict | None = None, timeout: float = 600
+) -> str:
     """Run ``python -c code *args`` in a fresh interpreter (this test process's Python) and return its stdout; the
     test fails with the end of the child's stderr unless it exits with 0."""
-    result = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                            timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -106,5 +123,7 @@ def pysaliency():
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the project's markers: ``slow`` tests are skipped by the quick loop ``pytest -m "not slow"``."""
-    config.addinivalue_line("markers", "slow: a slow test (browser, multi-process, long training); "
-                                       "the quick loop `pytest -m \"not slow\"` skips it")
+    config.addinivalue_line(
+        "markers",
+        'slow: a slow test (browser, multi-process, long training); the quick loop `pytest -m "not slow"` skips it',
+    )

@@ -72,8 +72,12 @@ class HostDeviceAudit(TorchFunctionMode):
         if source is not None and name in _MOVES:
             moved_from = args[1] if name == "copy_" else source
             moved_to = source if name == "copy_" else result
-            if isinstance(moved_from, torch.Tensor) and isinstance(moved_to, torch.Tensor) and \
-                    moved_from.device.type == "cpu" and moved_to.device.type != "cpu":
+            if (
+                isinstance(moved_from, torch.Tensor)
+                and isinstance(moved_to, torch.Tensor)
+                and moved_from.device.type == "cpu"
+                and moved_to.device.type != "cpu"
+            ):
                 self.transfers.append(Transfer("host->device", f"Tensor.{name}", _caller(), tuple(moved_from.shape)))
         return result
 

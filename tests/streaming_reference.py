@@ -22,12 +22,21 @@ class ReferenceStreamer:
     """The streamer as it was before the static step: Python deques, growing key/value caches
     (``GazeFlowKeyValueCache``), the model's own velocity network with ``caches=`` per call."""
 
-    def __init__(self, model: GazeFlowModel, num_samples: int | None = None, num_steps: int | None = None,
-                 solver: str | None = None, generator: torch.Generator | None = None, processor=None):
+    def __init__(
+        self,
+        model: GazeFlowModel,
+        num_samples: int | None = None,
+        num_steps: int | None = None,
+        solver: str | None = None,
+        generator: torch.Generator | None = None,
+        processor=None,
+    ):
         config = model.config
         if not config.causal:
-            raise ValueError("GazeFlowStreamer needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
-                             "F.4): the bidirectional model's output at frame t depends on later frames")
+            raise ValueError(
+                "GazeFlowStreamer needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
+                "F.4): the bidirectional model's output at frame t depends on later frames"
+            )
         self.model = model
         settings = SamplingSettings.resolve(config, num_samples, num_steps, solver)
         self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
@@ -53,14 +62,17 @@ class ReferenceStreamer:
             frame = self.processor.preprocess(frame if frame.dim() == 4 else frame.unsqueeze(0))
         if not torch.is_tensor(frame) or frame.dim() not in (3, 4) or not frame.is_floating_point():
             shape = tuple(frame.shape) if torch.is_tensor(frame) else type(frame)
-            raise ValueError(f"push: `frame` must be a float tensor [3, {config.image_size}, {config.image_size}] or "
-                             f"[B, 3, {config.image_size}, {config.image_size}] of normalised pixels (or raw uint8 "
-                             f"[H, W, 3] with a processor), got {shape}")
+            raise ValueError(
+                f"push: `frame` must be a float tensor [3, {config.image_size}, {config.image_size}] or "
+                f"[B, 3, {config.image_size}, {config.image_size}] of normalised pixels (or raw uint8 "
+                f"[H, W, 3] with a processor), got {shape}"
+            )
         frame = frame.unsqueeze(0) if frame.dim() == 3 else frame
         expected = (config.encoder_config.in_chans, config.image_size, config.image_size)
         if tuple(frame.shape[1:]) != expected:
-            raise ValueError(f"push: `frame` must be [B, {expected[0]}, {expected[1]}, {expected[2]}], "
-                             f"got {tuple(frame.shape)}")
+            raise ValueError(
+                f"push: `frame` must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {tuple(frame.shape)}"
+            )
         if self.batch_size is not None and frame.shape[0] != self.batch_size:
             raise ValueError(f"push: the stream has batch size {self.batch_size}, got a frame of {frame.shape[0]}")
         return frame
@@ -71,15 +83,20 @@ class ReferenceStreamer:
         (``model.condition_from_tokens``)."""
         model, config = self.model, self.model.config
         self.recent_frames.append(frame)
-        tokens = encode_frame_causal(model.video_encoder, torch.stack(tuple(self.recent_frames), dim=1),
-                                     config.causal_encoder_frames, config.tokens_per_frame)
+        tokens = encode_frame_causal(
+            model.video_encoder,
+            torch.stack(tuple(self.recent_frames), dim=1),
+            config.causal_encoder_frames,
+            config.tokens_per_frame,
+        )
         condition_encoder = model.condition_encoder
         visual = condition_encoder(tokens.unsqueeze(1)).visual_tokens  # c_v(t) [B, 1, N, d]
         task = None
         if condition_encoder.task_bank is not None:
             self.frame_summaries.append(visual.mean(dim=2))  # V_bar_t, the task bank's frame summary
-            task = causal_task_tokens(condition_encoder.task_bank, torch.cat(tuple(self.frame_summaries), dim=1),
-                                      last_only=True)
+            task = causal_task_tokens(
+                condition_encoder.task_bank, torch.cat(tuple(self.frame_summaries), dim=1), last_only=True
+            )
         return model.condition_from_tokens(visual, task, num_frames=1, frames_per_group=1)
 
     def _position(self) -> int:
@@ -114,8 +131,7 @@ class ReferenceStreamer:
             if call == len(self.caches):
                 self.caches.append([GazeFlowKeyValueCache(self.context) for _ in network.blocks])
             times = torch.full((batch, self.num_samples), float(flow_time), device=device)
-            velocity = network(sample, times, self_condition, condition, positions=positions,
-                               caches=self.caches[call])
+            velocity = network(sample, times, self_condition, condition, positions=positions, caches=self.caches[call])
             call += 1
             return velocity
 

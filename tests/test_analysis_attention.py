@@ -50,15 +50,18 @@ def previous_frame(n=G):
     return a
 
 
-@pytest.mark.parametrize("pattern, role", [
-    (look_back(), "look-back"),
-    (look_ahead(), "look-ahead"),
-    (split(), "split"),
-    (np.eye(G), "local"),
-    (np.full((G, G), 1 / G), "diffuse"),
-    (previous_frame(), "look-back"),
-    (previous_frame()[::-1, ::-1], "look-ahead"),  # the next frame
-])
+@pytest.mark.parametrize(
+    "pattern, role",
+    [
+        (look_back(), "look-back"),
+        (look_ahead(), "look-ahead"),
+        (split(), "split"),
+        (np.eye(G), "local"),
+        (np.full((G, G), 1 / G), "diffuse"),
+        (previous_frame(), "look-back"),
+        (previous_frame()[::-1, ::-1], "look-ahead"),  # the next frame
+    ],
+)
 def test_hand_made_heads_get_their_role(pattern, role):
     assert classify_role(offset_curve(pattern)) == role
 

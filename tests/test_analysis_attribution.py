@@ -31,7 +31,7 @@ def test_mass_on_known_masks_by_hand():
     regions = tokens_2x2([[1, 0, 0, 0], [1, 0, 0, 0]], [[0, 0, 0, 0], [0, 1, 0, 0]])
     per_frame = tubelet_region_tokens(regions, tubelet=2)
     assert per_frame.shape == (3, 2, 4)
-    assert per_frame[:, 0].tolist() == per_frame[:, 1].tolist() == [[1, 0, 0, 0], [0, .5, 0, 0], [0, .5, 1, 1]]
+    assert per_frame[:, 0].tolist() == per_frame[:, 1].tolist() == [[1, 0, 0, 0], [0, 0.5, 0, 0], [0, 0.5, 1, 1]]
     weights = np.array([[0.5, 0.5, 0, 0], [0.25, 0.25, 0.25, 0.25]])
     # hand 0.5 + 0.25; object 0.5 * 0.5 + 0.25 * 0.5; background 0.5 * 0.5 + (0.25 * 0.5 + 0.25 + 0.25)
     mass = region_attention_mass(weights, per_frame)
@@ -46,7 +46,7 @@ def test_frame_t_reads_the_tokens_of_tubelet_t_div_2():
     regions = tokens_2x2(hand, np.zeros((4, 4)))
     per_frame = tubelet_region_tokens(regions, tubelet=2)
     weights = np.tile([0.0, 0.0, 0.0, 1.0], (4, 1))  # every frame looks at token 3
-    per_row = [region_attention_mass(weights[t:t + 1], per_frame[:, t:t + 1]) for t in range(4)]
+    per_row = [region_attention_mass(weights[t : t + 1], per_frame[:, t : t + 1]) for t in range(4)]
     assert [r.tolist() for r in per_row] == [[0, 0, 1], [0, 0, 1], [1, 0, 0], [1, 0, 0]]
     # a tubelet cut short by the clip's end averages the frames it has
     odd = tubelet_region_tokens(tokens_2x2(hand[:3], np.zeros((3, 4))), tubelet=2)
@@ -78,7 +78,9 @@ def test_attribution_means_stds_and_groups():
     attribution.add("c", np.tile([0.0, 0.0, 1.0], (2, 2, 1)), group=0)
     attribution.add("d", np.tile([0.0, 0.0, 1.0], (2, 2, 1)), group=-1)  # unlabelled: in the means, in no group
     assert np.allclose(attribution.mean()[0, 0], [0.15, 0.1, 0.75])
-    assert np.allclose(attribution.std()[1, 1], np.std([[.2, .3, .5], [.4, .1, .5], [0, 0, 1], [0, 0, 1]], axis=0))
+    assert np.allclose(
+        attribution.std()[1, 1], np.std([[0.2, 0.3, 0.5], [0.4, 0.1, 0.5], [0, 0, 1], [0, 0, 1]], axis=0)
+    )
     groups = attribution.by_group()
     assert list(groups) == [1, 0] and np.allclose(groups[1], [[0.3, 0.2, 0.5]] * 2)
     data = json.loads(json.dumps(attribution.to_json(["cut", "take"])))

@@ -21,10 +21,23 @@ W, H = 100, 100
 
 
 def test_off_frame_and_border_after_a_large_saccade_are_flagged():
-    gaze = np.array([[0.5, 0.5], [0.5, 0.5], [0.99, 0.5], [0.99, 0.5], [1.0, 0.5], [0.5, 0.99], [0.5, 0.99],
-                     [0.5, 0.99], [0.5, 0.99], [0.5, 0.99]])
-    types = np.array([FIXATION, FIXATION, SACCADE, FIXATION, OFF_FRAME, SACCADE, FIXATION, FIXATION, FIXATION,
-                      BLINK_OR_OTHER])
+    gaze = np.array(
+        [
+            [0.5, 0.5],
+            [0.5, 0.5],
+            [0.99, 0.5],
+            [0.99, 0.5],
+            [1.0, 0.5],
+            [0.5, 0.99],
+            [0.5, 0.99],
+            [0.5, 0.99],
+            [0.5, 0.99],
+            [0.5, 0.99],
+        ]
+    )
+    types = np.array(
+        [FIXATION, FIXATION, SACCADE, FIXATION, OFF_FRAME, SACCADE, FIXATION, FIXATION, FIXATION, BLINK_OR_OTHER]
+    )
     flags = flag_frames(gaze, types, W, H, FailureRule(border=0.02, saccade_amplitude=0.2, lookback=3))
     assert flags["off_frame"].tolist() == [False] * 4 + [True] + [False] * 5
     # frame 2: 0.49 of the width (0.35 of the diagonal) in one frame, ends at the border; frame 3 is still 0.35

@@ -34,7 +34,7 @@ def opened(path, min_size=(300, 200)):
 
 
 def has_colour(pixels, hex_colour, tolerance=12, min_pixels=20):
-    rgb = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)])
+    rgb = np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)])
     return (np.abs(pixels - rgb).max(axis=2) <= tolerance).sum() >= min_pixels
 
 

@@ -30,8 +30,9 @@ def bank(rng, labels, dim=6, queries=2, separable_in=("p", "q"), noise=0.3):
 
 def make_set(rng, labels, **kwargs):
     p, q = bank(rng, labels, **kwargs)
-    return TaskBankSet([f"clip{i}" for i in range(len(labels))], p, q,
-                       {"action": np.asarray(labels), "verb": np.full(len(labels), -1)})
+    return TaskBankSet(
+        [f"clip{i}" for i in range(len(labels))], p, q, {"action": np.asarray(labels), "verb": np.full(len(labels), -1)}
+    )
 
 
 def split_sets(seed=0, classes=6, per_class=(30, 10, 40), **kwargs):
@@ -128,8 +129,9 @@ def test_absent_labels_are_skipped_per_head_and_small_heads_have_no_top5():
 
 
 def test_a_model_without_queries_has_only_the_p_row():
-    train, val, test = (TaskBankSet(s.clip_ids, s.global_tokens, s.query_tokens[:, :0], s.labels)
-                        for s in split_sets(classes=3))
+    train, val, test = (
+        TaskBankSet(s.clip_ids, s.global_tokens, s.query_tokens[:, :0], s.labels) for s in split_sets(classes=3)
+    )
     rows = probe_head(train, val, test, "action")["rows"]
     assert set(rows) == {"p", "chance"}
 

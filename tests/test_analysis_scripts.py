@@ -46,8 +46,18 @@ def data(tmp_path_factory):
 
 
 def common(model_dir, data, split_option="--split", split="train"):
-    args = ["--model_name_or_path", str(model_dir), "--dataset_name", "synthetic", "--data_dir",
-            str(data["data_dir"]), "--dataset_config", "tiny", "--cache_dir", str(data["cache_dir"])]
+    args = [
+        "--model_name_or_path",
+        str(model_dir),
+        "--dataset_name",
+        "synthetic",
+        "--data_dir",
+        str(data["data_dir"]),
+        "--dataset_config",
+        "tiny",
+        "--cache_dir",
+        str(data["cache_dir"]),
+    ]
     return args + ([split_option, split] if split_option else [])
 
 
@@ -65,8 +75,9 @@ def opened_png(path, min_size=(300, 200)):
 @pytest.fixture(scope="module")
 def loaded(model_dir, data):
     model, processor = load_analysis_model(str(model_dir))
-    examples = load_first_windows("synthetic", str(data["data_dir"]), "train", "tiny", model.config.num_frames,
-                                  cache_dir=str(data["cache_dir"]))
+    examples = load_first_windows(
+        "synthetic", str(data["data_dir"]), "train", "tiny", model.config.num_frames, cache_dir=str(data["cache_dir"])
+    )
     return model, processor, examples
 
 
@@ -117,8 +128,9 @@ def test_clip_attentions_needs_the_eager_kernel(model_dir, loaded):
 
 def test_windows_longer_than_the_model_are_refused(loaded, data):
     model, processor, _ = loaded
-    long = load_first_windows("synthetic", str(data["data_dir"]), "train", "tiny", 32, max_clips=1,
-                              cache_dir=str(data["cache_dir"]))
+    long = load_first_windows(
+        "synthetic", str(data["data_dir"]), "train", "tiny", 32, max_clips=1, cache_dir=str(data["cache_dir"])
+    )
     assert long[0]["num_frames"] > model.config.num_frames
     with pytest.raises(ValueError, match="more than the model's window of 8"):
         clip_task_banks(model, processor, long)
@@ -148,12 +160,22 @@ def test_probe_script_writes_the_table_json_and_figure(tmp_path, model_dir, data
 
 def test_probe_holds_out_validation_clips_from_train(tmp_path, model_dir, data):
     probe = script("probe")
-    assert probe.main(common(model_dir, data, "--validation_split", "none") +
-                      ["--validation_fraction", "0.25", "--output_dir", str(tmp_path)]) == 0
+    assert (
+        probe.main(
+            common(model_dir, data, "--validation_split", "none")
+            + ["--validation_fraction", "0.25", "--output_dir", str(tmp_path)]
+        )
+        == 0
+    )
     table = json.loads((tmp_path / "probe.json").read_text())
     assert table["heads"]["action"]["clips"] == {"train": 3, "validation": 1, "test": 1}
-    assert probe.main(common(model_dir, data, "--validation_split", "none") +
-                      ["--no_encoder_control", "--output_dir", str(tmp_path / "plain")]) == 0
+    assert (
+        probe.main(
+            common(model_dir, data, "--validation_split", "none")
+            + ["--no_encoder_control", "--output_dir", str(tmp_path / "plain")]
+        )
+        == 0
+    )
     assert "encoder" not in json.loads((tmp_path / "plain" / "probe.json").read_text())["heads"]["action"]["rows"]
 
 
@@ -172,8 +194,12 @@ def test_encoder_control_is_the_pooled_encoder_tokens(loaded):
 
 def test_attention_analysis_writes_roles_attribution_and_figures(tmp_path, model_dir, data):
     attention = script("attention_analysis")
-    assert attention.main(common(model_dir, data) + ["--group_by", "action", "--num_samples", "2",
-                                                     "--output_dir", str(tmp_path)]) == 0
+    assert (
+        attention.main(
+            common(model_dir, data) + ["--group_by", "action", "--num_samples", "2", "--output_dir", str(tmp_path)]
+        )
+        == 0
+    )
     config = GazeFlowConfig.tiny()
     roles = json.loads((tmp_path / "roles.json").read_text())
     assert roles["num_clips"] == 4 and roles["grid"] == config.num_frames
@@ -190,8 +216,10 @@ def test_attention_analysis_writes_roles_attribution_and_figures(tmp_path, model
     assert sum(attribution["uniform_attention"].values()) == pytest.approx(1.0, abs=1e-5)
     assert 0 < attribution["uniform_attention"]["hand"] < 0.5 and 0 < attribution["uniform_attention"]["object"] < 0.5
     assert attribution["global_mean"]["hand"] > 0 and attribution["global_mean"]["object"] > 0
-    assert set(attribution["groups"]) <= {"take red disc", "cut green square", "stir blue triangle",
-                                          "wash yellow diamond"} and attribution["groups"]
+    assert (
+        set(attribution["groups"]) <= {"take red disc", "cut green square", "stir blue triangle", "wash yellow diamond"}
+        and attribution["groups"]
+    )
     report = (tmp_path / "report.md").read_text()
     assert "### Gaze self-attention roles" in report and "### Visual cross-attention" in report
     for name in ("self_attn_grid", "self_attn_offset", "attribution_scatter", "attribution_by_group"):
@@ -211,19 +239,25 @@ def test_attention_analysis_with_a_mask_folder(tmp_path, model_dir, data, loaded
         np.savez(masks / f"{example['clip_id']}.npz", hand=hand, object=np.zeros_like(hand))
     attention = script("attention_analysis")
     out = tmp_path / "out"
-    assert attention.main(common(model_dir, data) + ["--mask_dir", str(masks), "--num_samples", "2", "--seed", "3",
-                                                     "--output_dir", str(out)]) == 0
+    assert (
+        attention.main(
+            common(model_dir, data)
+            + ["--mask_dir", str(masks), "--num_samples", "2", "--seed", "3", "--output_dir", str(out)]
+        )
+        == 0
+    )
     result = json.loads((out / "attribution.json").read_text())
     assert result["groups"] == {}  # no verb labels: no breakdown
     assert not (out / "attribution_by_group.png").exists()
     expected = []
     for index, example in enumerate(examples):
         captured = clip_attentions(model, processor, example, 0.5, 2, 3 + index)
-        weights = captured.visual_cross_attention.mean(axis=1)[:, :, :captured.num_frames]
+        weights = captured.visual_cross_attention.mean(axis=1)[:, :, : captured.num_frames]
         expected.append(weights[..., :2].sum(axis=(-1, -2)) / weights.sum(axis=(-1, -2)))  # tokens 0, 1: top row
     expected = np.mean(expected, axis=0)
-    got = np.array([[h["hand_mean"] for h in result["heads"] if h["layer"] == layer]
-                    for layer in range(expected.shape[0])])
+    got = np.array(
+        [[h["hand_mean"] for h in result["heads"] if h["layer"] == layer] for layer in range(expected.shape[0])]
+    )
     assert np.allclose(got, expected, atol=1e-6)
     assert all(h["object_mean"] == 0 for h in result["heads"])
     # the reference: uniform attention puts half its mass on the top half, the hand
@@ -232,8 +266,24 @@ def test_attention_analysis_with_a_mask_folder(tmp_path, model_dir, data, loaded
 
 def test_failure_analysis_writes_errors_flags_and_the_worst_clips(tmp_path, model_dir, data):
     failures = script("failure_analysis")
-    assert failures.main(common(model_dir, data) + ["--num_samples", "2", "--num_steps", "2", "--worst", "2",
-                                                    "--window_frames", "32", "--output_dir", str(tmp_path)]) == 0
+    assert (
+        failures.main(
+            common(model_dir, data)
+            + [
+                "--num_samples",
+                "2",
+                "--num_steps",
+                "2",
+                "--worst",
+                "2",
+                "--window_frames",
+                "32",
+                "--output_dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     result = json.loads((tmp_path / "failures.json").read_text())
     summary, clips = result["summary"], result["clips"]
     assert summary["clips"] == len(clips) == 4
@@ -243,8 +293,9 @@ def test_failure_analysis_writes_errors_flags_and_the_worst_clips(tmp_path, mode
     weighted = sum(c["mean_error_px"] * c["valid_frames"] for c in clips) / summary["valid_frames"]
     assert summary["mean_error_px"] == pytest.approx(weighted, rel=1e-6)
     for flag in summary["flags"].values():
-        assert 0.0 <= flag["frame_share"] <= 1.0 and (flag["error_share"] != flag["error_share"]
-                                                      or 0.0 <= flag["error_share"] <= 1.0)
+        assert 0.0 <= flag["frame_share"] <= 1.0 and (
+            flag["error_share"] != flag["error_share"] or 0.0 <= flag["error_share"] <= 1.0
+        )
     markdown = (tmp_path / "failures.md").read_text()
     worst = sorted(clips, key=lambda c: -c["mean_error_px"])[:2]
     assert markdown.index(worst[0]["clip_id"]) < markdown.index(worst[1]["clip_id"])
@@ -253,16 +304,19 @@ def test_failure_analysis_writes_errors_flags_and_the_worst_clips(tmp_path, mode
 
 
 # ----------------------------------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("name, extra, message", [
-    ("probe", ["--max_clips", "0"], "--max_clips must be >= 1"),
-    ("probe", ["--validation_fraction", "1.5"], "--validation_fraction must be in (0, 1)"),
-    ("attention_analysis", ["--flow_time", "2"], "--flow_time must be in [0, 1]"),
-    ("attention_analysis", ["--role_rule", "bogus=1"], "unknown role-rule settings ['bogus']"),
-    ("attention_analysis", ["--role_rule", "local_share"], "expected key=value pairs"),
-    ("attention_analysis", ["--grid", "1"], "--grid must be >= 2"),
-    ("failure_analysis", ["--border", "0.7"], "border must be in [0, 0.5)"),
-    ("failure_analysis", ["--worst", "0"], "--worst must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "name, extra, message",
+    [
+        ("probe", ["--max_clips", "0"], "--max_clips must be >= 1"),
+        ("probe", ["--validation_fraction", "1.5"], "--validation_fraction must be in (0, 1)"),
+        ("attention_analysis", ["--flow_time", "2"], "--flow_time must be in [0, 1]"),
+        ("attention_analysis", ["--role_rule", "bogus=1"], "unknown role-rule settings ['bogus']"),
+        ("attention_analysis", ["--role_rule", "local_share"], "expected key=value pairs"),
+        ("attention_analysis", ["--grid", "1"], "--grid must be >= 2"),
+        ("failure_analysis", ["--border", "0.7"], "border must be in [0, 0.5)"),
+        ("failure_analysis", ["--worst", "0"], "--worst must be >= 1"),
+    ],
+)
 def test_bad_options_are_usage_errors(name, extra, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         script(name).parse_args(["--dataset_name", "synthetic", "--output_dir", str(tmp_path), *extra])
@@ -270,12 +324,15 @@ def test_bad_options_are_usage_errors(name, extra, message, tmp_path, capsys):
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name, extra, message", [
-    ("probe", ["--test_split", "bogus"], "--test_split bogus of synthetic"),
-    ("attention_analysis", ["--split", "bogus"], "--split bogus of synthetic"),
-    ("failure_analysis", ["--split", "bogus"], "--split bogus of synthetic"),
-    ("attention_analysis", ["--mask_dir", "/nonexistent/masks"], "--mask_dir /nonexistent/masks: mask folder"),
-])
+@pytest.mark.parametrize(
+    "name, extra, message",
+    [
+        ("probe", ["--test_split", "bogus"], "--test_split bogus of synthetic"),
+        ("attention_analysis", ["--split", "bogus"], "--split bogus of synthetic"),
+        ("failure_analysis", ["--split", "bogus"], "--split bogus of synthetic"),
+        ("attention_analysis", ["--mask_dir", "/nonexistent/masks"], "--mask_dir /nonexistent/masks: mask folder"),
+    ],
+)
 def test_bad_inputs_name_the_argument(name, extra, message, tmp_path, model_dir, data):
     with pytest.raises(ValueError) as err:
         script(name).main(common(model_dir, data, None) + [*extra, "--output_dir", str(tmp_path)])
@@ -285,16 +342,30 @@ def test_bad_inputs_name_the_argument(name, extra, message, tmp_path, model_dir,
 def test_a_missing_mask_is_named(tmp_path, model_dir, data):
     (tmp_path / "masks").mkdir()
     with pytest.raises(ValueError, match=r"--mask_dir .*masks: no masks of synth_0_\d+ in"):
-        script("attention_analysis").main(common(model_dir, data) + ["--mask_dir", str(tmp_path / "masks"),
-                                                                     "--output_dir", str(tmp_path / "out")])
+        script("attention_analysis").main(
+            common(model_dir, data) + ["--mask_dir", str(tmp_path / "masks"), "--output_dir", str(tmp_path / "out")]
+        )
 
 
 def test_a_bad_model_folder_is_one_line(tmp_path, data):
     (tmp_path / "not_a_model").mkdir()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "HF_DATASETS_CACHE": str(data["cache_dir"])}
-    result = subprocess.run([sys.executable, str(EXAMPLES / "probe.py"), "--model_name_or_path",
-                             str(tmp_path / "not_a_model"), "--dataset_name", "synthetic", "--output_dir",
-                             str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLES / "probe.py"),
+            "--model_name_or_path",
+            str(tmp_path / "not_a_model"),
+            "--dataset_name",
+            "synthetic",
+            "--output_dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"probe.py: error: --model_name_or_path {tmp_path / 'not_a_model'}")

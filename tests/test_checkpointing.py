@@ -59,8 +59,9 @@ class Trainer:
         torch.manual_seed(seed)
         model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU(), torch.nn.Linear(8, 2))
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.999), weight_decay=1e-4)
-        scheduler = get_cosine_with_min_lr_schedule_with_warmup(optimizer, num_warmup_steps=2, num_training_steps=20,
-                                                                min_lr=1e-4)
+        scheduler = get_cosine_with_min_lr_schedule_with_warmup(
+            optimizer, num_warmup_steps=2, num_training_steps=20, min_lr=1e-4
+        )
         self.accelerator = accelerator
         self.model, self.optimizer, self.scheduler = accelerator.prepare(model, optimizer, scheduler)
         self.ema = AveragedModel(accelerator.unwrap_model(self.model), multi_avg_fn=get_ema_multi_avg_fn(0.9))
@@ -86,8 +87,10 @@ class Trainer:
         return save_checkpoint(self.accelerator, output_dir, self.state, **self.objects)
 
     def weights(self):
-        return {**{f"model.{k}": v.clone() for k, v in self.accelerator.unwrap_model(self.model).state_dict().items()},
-                **{f"ema.{k}": v.clone() for k, v in self.ema.state_dict().items()}}
+        return {
+            **{f"model.{k}": v.clone() for k, v in self.accelerator.unwrap_model(self.model).state_dict().items()},
+            **{f"ema.{k}": v.clone() for k, v in self.ema.state_dict().items()},
+        }
 
 
 def assert_equal_weights(a, b):
@@ -127,8 +130,15 @@ def test_a_resumed_state_continues_bit_for_bit(tmp_path, accelerator):
 def test_checkpoint_files_are_safetensors_and_json_only(run_dir):
     folder = run_dir / "step_6"
     names = sorted(p.name for p in folder.iterdir())
-    assert names == ["ema.safetensors", "manifest.json", "model.safetensors", "optimizer.safetensors",
-                     "rng_state_0.safetensors", "scheduler.safetensors", "trainer_state.json"]
+    assert names == [
+        "ema.safetensors",
+        "manifest.json",
+        "model.safetensors",
+        "optimizer.safetensors",
+        "rng_state_0.safetensors",
+        "scheduler.safetensors",
+        "trainer_state.json",
+    ]
     manifest = json.loads((folder / MANIFEST).read_text())
     assert sorted(manifest["files"]) == [n for n in names if n != MANIFEST]
     for name in names:
@@ -140,8 +150,13 @@ def test_checkpoint_files_are_safetensors_and_json_only(run_dir):
 
 
 def test_state_tree_round_trip_keeps_types_and_refuses_foreign_objects(tmp_path):
-    tree = {"a": (1, 2.5, None, True), 3: [torch.arange(4), np.arange(3, dtype=np.uint32)], "__x": float("inf"),
-            "s": "text", "rng": random.getstate()}
+    tree = {
+        "a": (1, 2.5, None, True),
+        3: [torch.arange(4), np.arange(3, dtype=np.uint32)],
+        "__x": float("inf"),
+        "s": "text",
+        "rng": random.getstate(),
+    }
     tensors = {}
     decoded = decode_tree(json.loads(json.dumps(encode_tree(tree, tensors), allow_nan=False)), tensors)
     assert decoded["a"] == (1, 2.5, None, True) and decoded["__x"] == float("inf") and decoded["s"] == "text"
@@ -212,7 +227,7 @@ def _truncate(path):
 def _garble(path):
     data = bytearray(path.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + 64] = bytes(64)
+    data[middle : middle + 64] = bytes(64)
     path.write_bytes(bytes(data))
 
 
@@ -234,18 +249,22 @@ def _bad_json(path):
     _rewrite_manifest(path.parent)
 
 
-@pytest.mark.parametrize("name,damage,message", [
-    ("model.safetensors", _truncate, r"model.safetensors: \d+ bytes where manifest.json says \d+ \(truncated"),
-    ("optimizer.safetensors", _garble, "optimizer.safetensors: sha256 differs from manifest.json"),
-    ("model.safetensors", _plausible_weights, "model.safetensors: sha256 differs from manifest.json"),
-    ("rng_state_0.safetensors", _truncate, r"rng_state_0.safetensors: \d+ bytes where manifest.json says"),
-    ("ema.safetensors", _nan_weights, "ema.safetensors: tensor 'module.0.bias' holds NaN or inf"),
-    ("trainer_state.json", _bad_json, r"trainer_state.json: invalid JSON \(Expecting ',' delimiter"),
-    ("manifest.json", _truncate, r"manifest.json: invalid JSON"),
-    ("scheduler.safetensors", Path.unlink, "scheduler.safetensors: missing"),
-])
-def test_damage_to_the_newest_checkpoint_falls_back_with_a_warning_naming_the_file(run_dir, caplog, name, damage,
-                                                                                    message):
+@pytest.mark.parametrize(
+    "name,damage,message",
+    [
+        ("model.safetensors", _truncate, r"model.safetensors: \d+ bytes where manifest.json says \d+ \(truncated"),
+        ("optimizer.safetensors", _garble, "optimizer.safetensors: sha256 differs from manifest.json"),
+        ("model.safetensors", _plausible_weights, "model.safetensors: sha256 differs from manifest.json"),
+        ("rng_state_0.safetensors", _truncate, r"rng_state_0.safetensors: \d+ bytes where manifest.json says"),
+        ("ema.safetensors", _nan_weights, "ema.safetensors: tensor 'module.0.bias' holds NaN or inf"),
+        ("trainer_state.json", _bad_json, r"trainer_state.json: invalid JSON \(Expecting ',' delimiter"),
+        ("manifest.json", _truncate, r"manifest.json: invalid JSON"),
+        ("scheduler.safetensors", Path.unlink, "scheduler.safetensors: missing"),
+    ],
+)
+def test_damage_to_the_newest_checkpoint_falls_back_with_a_warning_naming_the_file(
+    run_dir, caplog, name, damage, message
+):
     damage(run_dir / "step_6" / name)
     with pytest.raises(CheckpointError, match=re.escape(f"{run_dir / 'step_6'}/") + message):
         verify_checkpoint(run_dir / "step_6")  # an explicit --resume_from_checkpoint names the file and stops
@@ -259,8 +278,10 @@ def test_damage_to_the_newest_checkpoint_falls_back_with_a_warning_naming_the_fi
 def test_when_every_checkpoint_is_damaged_latest_says_so(run_dir, caplog):
     for step in (2, 4, 6):
         _truncate(run_dir / f"step_{step}" / "model.safetensors")
-    with caplog.at_level(logging.WARNING, logger=LOGGER), \
-            pytest.raises(CheckpointError, match="none of the 3 checkpoint.s. of the current run .* verifies"):
+    with (
+        caplog.at_level(logging.WARNING, logger=LOGGER),
+        pytest.raises(CheckpointError, match="none of the 3 checkpoint.s. of the current run .* verifies"),
+    ):
         find_checkpoint("latest", run_dir)
     assert caplog.text.count("skipping") == 3
 
@@ -270,8 +291,11 @@ def test_a_trainer_state_of_the_wrong_shape_names_the_file_and_field(tmp_path):
     with pytest.raises(CheckpointError, match="trainer_state.json: completed_steps is '6', expected int"):
         TrainerState.load(tmp_path)
     (tmp_path / "trainer_state.json").write_text(json.dumps({"completed_steps": 6, "learning_rate": 1}))
-    with pytest.raises(CheckpointError, match=r"trainer_state.json: not a trainer state \(unexpected "
-                                              r"\['learning_rate'\]"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"trainer_state.json: not a trainer state \(unexpected "
+        r"\['learning_rate'\]",
+    ):
         TrainerState.load(tmp_path)
     (tmp_path / "trainer_state.json").write_text(json.dumps({"completed_steps": 6}))
     with pytest.raises(CheckpointError, match="trainer_state.json: epoch is missing"):
@@ -331,8 +355,11 @@ def test_latest_follows_the_lineage_of_an_explicit_resume_not_the_highest_step(r
 def test_a_fresh_start_begins_an_empty_lineage(run_dir, accelerator):
     begin_lineage(run_dir, None, accelerator)
     assert read_index(run_dir) == []
-    with pytest.raises(FileNotFoundError, match="the current run under --output_dir .* has no checkpoint yet; "
-                                                "step_2, step_4, step_6 belong to an abandoned run"):
+    with pytest.raises(
+        FileNotFoundError,
+        match="the current run under --output_dir .* has no checkpoint yet; "
+        "step_2, step_4, step_6 belong to an abandoned run",
+    ):
         find_checkpoint("latest", run_dir)
 
 

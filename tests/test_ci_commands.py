@@ -15,7 +15,7 @@ def readme_test_commands() -> list[str]:
     for command in (part.strip() for line in block.splitlines() for part in line.split(" && ")):
         # the README calls `pip ...` and `python -m ...`; CI calls `$PY -m pip ...` and `$PY -m ...`
         if command.startswith("python "):
-            command = command[len("python "):]
+            command = command[len("python ") :]
         elif command.startswith("pip "):
             command = "-m " + command
         if command:
@@ -40,3 +40,8 @@ def test_readme_and_ci_run_the_same_test_commands():
     readme, ci = readme_test_commands(), ci_test_commands()
     assert readme == ci, f"README: {readme}\n.ci/run: {ci}"
     assert "-m ruff check ." in ci and ci.index("-m ruff check .") < ci.index("-m pytest -q tests")
+
+
+def test_ci_checks_the_format_before_the_tests():
+    ci = ci_test_commands()
+    assert "-m ruff format --check ." in ci and ci.index("-m ruff format --check .") < ci.index("-m pytest -q tests")

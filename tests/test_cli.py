@@ -40,8 +40,9 @@ def read_csv(path: Path, truth: bool = False) -> list[dict[str, str]]:
         return list(reader)
 
 
-def check_outputs(out_dir: Path, video: Path, num_samples: int = NUM_SAMPLES, overlay: bool = True,
-                  truth: bool = False) -> dict:
+def check_outputs(
+    out_dir: Path, video: Path, num_samples: int = NUM_SAMPLES, overlay: bool = True, truth: bool = False
+) -> dict:
     info = probe_video(video)
     rows = read_csv(out_dir / "gaze.csv", truth=truth)
     assert len(rows) == info.num_frames * (num_samples + 1)  # one row per frame and sample, plus the point estimate
@@ -88,14 +89,54 @@ def test_predict_on_a_real_mp4_no_one_here_made(tmp_path, bikes_mp4, tiny_model_
 def test_predict_on_a_synthetic_clip_and_options(tmp_path, synthetic_clip_mp4, tiny_model_dir):
     path, _ = synthetic_clip_mp4
     out_dir = tmp_path / "synthetic"
-    status = main(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(out_dir), "-k", "3", "-s", "2",
-                   "--solver", "midpoint", "--seed", "5", "--trail", "3", "-q"])
+    status = main(
+        [
+            "predict",
+            str(path),
+            "--model",
+            str(tiny_model_dir),
+            "-o",
+            str(out_dir),
+            "-k",
+            "3",
+            "-s",
+            "2",
+            "--solver",
+            "midpoint",
+            "--seed",
+            "5",
+            "--trail",
+            "3",
+            "-q",
+        ]
+    )
     assert status == 0
     summary = check_outputs(out_dir, path, num_samples=3)
     assert (summary["num_steps"], summary["solver"], summary["seed"]) == (2, "midpoint", 5)
     no_overlay = tmp_path / "no_overlay"
-    assert main(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(no_overlay), "--no-overlay",
-                 "-k", "3", "-s", "2", "--solver", "midpoint", "--seed", "5", "-q"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                str(path),
+                "--model",
+                str(tiny_model_dir),
+                "-o",
+                str(no_overlay),
+                "--no-overlay",
+                "-k",
+                "3",
+                "-s",
+                "2",
+                "--solver",
+                "midpoint",
+                "--seed",
+                "5",
+                "-q",
+            ]
+        )
+        == 0
+    )
     check_outputs(no_overlay, path, num_samples=3, overlay=False)
     assert (no_overlay / "gaze.csv").read_text() == (out_dir / "gaze.csv").read_text()  # same seed, same rows
 
@@ -103,8 +144,24 @@ def test_predict_on_a_synthetic_clip_and_options(tmp_path, synthetic_clip_mp4, t
 def test_frame_range(tmp_path, synthetic_clip_mp4, tiny_model_dir):
     path, _ = synthetic_clip_mp4
     out_dir = tmp_path / "range"
-    assert main(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(out_dir), "--start-frame", "10",
-                 "--end-frame", "17", "-q"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                str(path),
+                "--model",
+                str(tiny_model_dir),
+                "-o",
+                str(out_dir),
+                "--start-frame",
+                "10",
+                "--end-frame",
+                "17",
+                "-q",
+            ]
+        )
+        == 0
+    )
     rows = read_csv(out_dir / "gaze.csv")
     assert sorted({int(r["frame_idx"]) for r in rows}) == list(range(10, 17))
     assert probe_video(out_dir / "overlay.mp4").num_frames == 7
@@ -112,12 +169,31 @@ def test_frame_range(tmp_path, synthetic_clip_mp4, tiny_model_dir):
 
 def test_heatmap_sigma_scales_with_the_frame_or_is_given(tmp_path, synthetic_clip_mp4, tiny_model_dir):
     path, _ = synthetic_clip_mp4  # 64 x 48
-    expected = {(): 64 * 25 / 640, ("--heatmap-sigma", "4"): 4.0, ("--heatmap-sigma", "6px"): 6.0,
-                ("--heatmap-sigma", "10%"): 6.4}
+    expected = {
+        (): 64 * 25 / 640,
+        ("--heatmap-sigma", "4"): 4.0,
+        ("--heatmap-sigma", "6px"): 6.0,
+        ("--heatmap-sigma", "10%"): 6.4,
+    }
     for extra, sigma in expected.items():
         out_dir = tmp_path / f"sigma{len(extra)}{extra[-1] if extra else ''}".replace("%", "pct")
-        assert main(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(out_dir), "--end-frame", "4",
-                     "-q", *extra]) == 0
+        assert (
+            main(
+                [
+                    "predict",
+                    str(path),
+                    "--model",
+                    str(tiny_model_dir),
+                    "-o",
+                    str(out_dir),
+                    "--end-frame",
+                    "4",
+                    "-q",
+                    *extra,
+                ]
+            )
+            == 0
+        )
         summary = json.loads((out_dir / "summary.json").read_text())
         assert summary["heatmap_sigma_px"] == pytest.approx(sigma), extra
         assert ("3.9% of the frame width" in summary["heatmap_sigma"]) == (not extra)
@@ -130,22 +206,25 @@ def test_demo_writes_the_truth_beside_the_prediction_and_scores_valid_frames(tmp
     out_dir = tmp_path / "demo"
     assert main(["demo", "--model", str(tiny_model_dir), "-o", str(out_dir), "-q"]) == 0  # 96 frames
     summary = check_outputs(out_dir, out_dir / "demo_input.mp4", truth=True)
-    clip = generate_clip(SyntheticGazeSettings(num_clips=1, min_frames=96, max_frames=96, width=256, height=192,
-                                               fps=24.0, seed=7), 0)  # the demo's clip
+    clip = generate_clip(
+        SyntheticGazeSettings(num_clips=1, min_frames=96, max_frames=96, width=256, height=192, fps=24.0, seed=7), 0
+    )  # the demo's clip
     codes = np.asarray(clip.gaze.gaze_type)
     rows = read_csv(out_dir / "gaze.csv", truth=True)
     for row in rows[:: NUM_SAMPLES + 1]:  # every frame's point-estimate row carries the truth of its frame
         frame = int(row["frame_idx"])
         assert int(row["true_code"]) == codes[frame]
-        np.testing.assert_allclose([float(row["true_x_norm"]), float(row["true_y_norm"])], clip.gaze.gaze[frame],
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            [float(row["true_x_norm"]), float(row["true_y_norm"])], clip.gaze.gaze[frame], atol=1e-6
+        )
     scored = valid_mask(codes) & (codes != OFF_FRAME)
     assert (codes == OFF_FRAME).any() and (~valid_mask(codes)).any()  # the clip has frames the score must leave out
     demo = summary["demo"]
     assert demo["frames_scored"] == int(scored.sum())
     left_out_codes = ((0, "untracked"), (3, "blink/other"), (4, "off-frame"))
-    assert demo["frames_left_out"] == {name: int((codes == code).sum()) for code, name in left_out_codes
-                                       if (codes == code).any()}
+    assert demo["frames_left_out"] == {
+        name: int((codes == code).sum()) for code, name in left_out_codes if (codes == code).any()
+    }
     points = np.array([[float(r["x_norm"]), float(r["y_norm"])] for r in rows[:: NUM_SAMPLES + 1]])
     expected = np.linalg.norm(points[scored] - clip.gaze.gaze[scored], axis=1).mean()
     assert demo["point_estimate_error"] == pytest.approx(expected, abs=1e-4)
@@ -196,8 +275,19 @@ def test_unknown_model_folder_exits_1_naming_it(tmp_path, synthetic_clip_mp4, no
 
 def test_bad_frame_range_exits_1(tmp_path, synthetic_clip_mp4, tiny_model_dir, capsys):
     path, clip = synthetic_clip_mp4
-    err = run_bad(["predict", str(path), "--model", str(tiny_model_dir), "-o", str(tmp_path / "o"),
-                   "--start-frame", str(clip.num_frames)], capsys)
+    err = run_bad(
+        [
+            "predict",
+            str(path),
+            "--model",
+            str(tiny_model_dir),
+            "-o",
+            str(tmp_path / "o"),
+            "--start-frame",
+            str(clip.num_frames),
+        ],
+        capsys,
+    )
     assert "past the end" in err and path.name in err
 
 
@@ -250,8 +340,9 @@ def test_the_example_command_in_the_cli_docstring_imports_and_calls_what_exists(
             assert node.level == 1, ast.unparse(node)
             module = importlib.import_module(f"transformers_gazeflow.commands.{node.module}")
             for alias in node.names:
-                assert hasattr(module, alias.name), f"{ast.unparse(node)}: transformers_gazeflow.commands." \
-                                                    f"{node.module} has no {alias.name}"
+                assert hasattr(module, alias.name), (
+                    f"{ast.unparse(node)}: transformers_gazeflow.commands.{node.module} has no {alias.name}"
+                )
                 imported[alias.asname or alias.name] = getattr(module, alias.name)
     assert imported
     for node in ast.walk(example):

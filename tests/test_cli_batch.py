@@ -56,12 +56,16 @@ def test_inputs_expand_from_files_folders_globs_and_lists(tmp_path, six_videos):
     assert expand_videos([str(six_videos / "clip[0-2].mp4")]) == (everything[:3], True)
     listing = tmp_path / "videos.txt"
     listing.write_text(f"# my clips\n{everything[1]}\n\n{os.path.relpath(everything[2], tmp_path)}\n")
-    assert expand_videos([str(listing), str(everything[0])]) == ([everything[1], tmp_path / os.path.relpath(
-        everything[2], tmp_path), everything[0]], True)
+    assert expand_videos([str(listing), str(everything[0])]) == (
+        [everything[1], tmp_path / os.path.relpath(everything[2], tmp_path), everything[0]],
+        True,
+    )
     (tmp_path / "empty").mkdir()
-    for bad, message in ((str(tmp_path / "empty"), "holds no video files"),
-                         (str(tmp_path / "*.avi"), "no file matches"),
-                         (str(tmp_path / "blank.txt"), "names no video")):
+    for bad, message in (
+        (str(tmp_path / "empty"), "holds no video files"),
+        (str(tmp_path / "*.avi"), "no file matches"),
+        (str(tmp_path / "blank.txt"), "names no video"),
+    ):
         if bad.endswith(".txt"):
             Path(bad).write_text("# nothing\n")
         with pytest.raises(InputError, match=message):
@@ -111,26 +115,35 @@ def test_the_index_is_merged_only_when_every_part_is_complete(tmp_path):
 
 def test_errors_read_as_one_line():
     err = OSError(1094995529, "Invalid data found when processing input", "/x/fake.mp4")
-    assert one_line(ValueError(f"cannot decode video /x/fake.mp4: {err}")) == \
-        "cannot decode video /x/fake.mp4: Invalid data found when processing input"
+    assert (
+        one_line(ValueError(f"cannot decode video /x/fake.mp4: {err}"))
+        == "cannot decode video /x/fake.mp4: Invalid data found when processing input"
+    )
     assert one_line(ValueError("two\n  lines")) == "two lines"
 
 
 # ------------------------------------------------------------------------------------------- the command
 def gazeflow(*args, env: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)],
-                          capture_output=True, text=True, env=env, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
 
 
 def test_two_processes_share_six_videos_one_broken_and_resume_skips_the_done(tmp_path, six_videos, tiny_model_dir):
     out = tmp_path / "out"
-    result = gazeflow("predict", six_videos, "--model", tiny_model_dir, "-o", out, "--num-processes", "2", "-k", "2",
-                      "-s", "1")
+    result = gazeflow(
+        "predict", six_videos, "--model", tiny_model_dir, "-o", out, "--num-processes", "2", "-k", "2", "-s", "1"
+    )
     assert result.returncode == 1, result.stderr[-3000:]  # one video failed
     assert "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines()[-1] == (f"gazeflow: error: 1 of 6 videos failed (their errors are in "
-                                                      f"{out / 'index.csv'})")
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"gazeflow: error: 1 of 6 videos failed (their errors are in {out / 'index.csv'})"
+    )
     rows = read_rows(out / "index.csv")
     videos = sorted(six_videos.glob("*.mp4"))
     assert [row["video"] for row in rows] == [str(v) for v in videos]
@@ -141,8 +154,14 @@ def test_two_processes_share_six_videos_one_broken_and_resume_skips_the_done(tmp
         folder = Path(row["output_dir"])
         assert folder == out / Path(row["video"]).stem
         if row["status"] == "ok":
-            assert {p.name for p in folder.iterdir()} == {"gaze.csv", "overlay.mp4", "summary.json", "fixations.csv",
-                                                           "saccades.csv", "scanpaths.json"}
+            assert {p.name for p in folder.iterdir()} == {
+                "gaze.csv",
+                "overlay.mp4",
+                "summary.json",
+                "fixations.csv",
+                "saccades.csv",
+                "scanpaths.json",
+            }
             assert json.loads((folder / "summary.json").read_text())["video"] == row["video"]
             assert float(row["fps"]) == 12.0 and float(row["seconds"]) > 0
         else:
@@ -152,15 +171,21 @@ def test_two_processes_share_six_videos_one_broken_and_resume_skips_the_done(tmp
     assert sorted(parts[0] + parts[1]) == list(range(6)) and not set(parts[0]) & set(parts[1])
     assert parts == [[0, 2, 4], [1, 3, 5]]
 
-    stamps = {row["video"]: (Path(row["output_dir"]) / "summary.json").stat().st_mtime_ns for row in rows
-              if row["status"] == "ok"}
+    stamps = {
+        row["video"]: (Path(row["output_dir"]) / "summary.json").stat().st_mtime_ns
+        for row in rows
+        if row["status"] == "ok"
+    }
     again = gazeflow("predict", six_videos, "--model", tiny_model_dir, "-o", out, "--resume", "-k", "2", "-s", "1")
     assert again.returncode == 1
     rows = read_rows(out / "index.csv")
     assert [row["status"] for row in rows] == ["skipped", "skipped", "skipped", "failed", "skipped", "skipped"]
     assert [row["frames"] for row in rows] == ["9", "12", "7", "", "10", "8"]
-    assert {row["video"]: (Path(row["output_dir"]) / "summary.json").stat().st_mtime_ns for row in rows
-            if row["status"] == "skipped"} == stamps  # not redone
+    assert {
+        row["video"]: (Path(row["output_dir"]) / "summary.json").stat().st_mtime_ns
+        for row in rows
+        if row["status"] == "skipped"
+    } == stamps  # not redone
     assert "6 videos: 0 ok, 5 skipped, 1 failed" in again.stdout
 
 
@@ -174,11 +199,32 @@ def test_a_launcher_shards_by_rank_like_accelerate_launch(tmp_path, six_videos, 
     WORLD_SIZE; each predicts its share and the last one to finish writes the index."""
     out = tmp_path / "out"
     videos = [str(v) for v in sorted(six_videos.glob("*.mp4")) if v.name != "clip3.mp4"]
-    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "predict", *videos,
-            "--model", str(tiny_model_dir), "-o", str(out), "--no-overlay", "-k", "2", "-s", "1"]
-    processes = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env={**os.environ, "OMP_NUM_THREADS": "1", "RANK": str(rank), "WORLD_SIZE": "2",
-                                       "LOCAL_RANK": str(rank)}) for rank in range(2)]
+    args = [
+        sys.executable,
+        "-m",
+        "transformers_gazeflow.commands.cli",
+        "predict",
+        *videos,
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        str(out),
+        "--no-overlay",
+        "-k",
+        "2",
+        "-s",
+        "1",
+    ]
+    processes = [
+        subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1", "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)},
+        )
+        for rank in range(2)
+    ]
     results = [process.communicate(timeout=900) for process in processes]
     assert [process.returncode for process in processes] == [0, 0], [err[-2000:] for _, err in results]
     rows = read_rows(out / "index.csv")

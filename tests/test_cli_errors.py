@@ -31,8 +31,14 @@ HEAVY = ("torch", "transformers", "numpy")
 def gazeflow(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 600):
     """Run ``python -m transformers_gazeflow.commands.cli *args`` (the ``gazeflow`` console script's code)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "transformers_gazeflow.commands.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def one_error_line(result, status: int) -> str:
@@ -46,7 +52,9 @@ def test_help_version_and_argument_errors_import_neither_torch_nor_transformers(
     """What makes them fast (bench_startup.py measures it): nothing heavy is imported, and nothing is written."""
     out = tmp_path / "out"
     cases = {
-        "help": ["--help"], "predict_help": ["predict", "--help"], "version": ["--version"],
+        "help": ["--help"],
+        "predict_help": ["predict", "--help"],
+        "version": ["--version"],
         "samples": ["predict", "v.mp4", "-o", out, "--num-samples", "0"],
         "steps": ["predict", "v.mp4", "-o", out, "-s", "-1"],
         "threads": ["predict", "v.mp4", "-o", out, "--threads", "0"],
@@ -57,26 +65,33 @@ def test_help_version_and_argument_errors_import_neither_torch_nor_transformers(
         "unknown": ["predict", "v.mp4", "-o", out, "--num-sample", "3"],
         "command": ["frobnicate"],
     }
-    code = ("import io, json, sys, contextlib\nfrom transformers_gazeflow.commands.cli import main\nresults = {}\n"
-            f"for name, argv in {json.dumps({k: [str(a) for a in v] for k, v in cases.items()})}.items():\n"
-            "    err, out = io.StringIO(), io.StringIO()\n"
-            "    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):\n"
-            "        status = main(argv)\n"
-            "    results[name] = [status, out.getvalue(), err.getvalue()]\n"
-            f"results['imported'] = sorted(m for m in {HEAVY!r} if m in sys.modules)\n"
-            "print(json.dumps(results))\n")
+    code = (
+        "import io, json, sys, contextlib\nfrom transformers_gazeflow.commands.cli import main\nresults = {}\n"
+        f"for name, argv in {json.dumps({k: [str(a) for a in v] for k, v in cases.items()})}.items():\n"
+        "    err, out = io.StringIO(), io.StringIO()\n"
+        "    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):\n"
+        "        status = main(argv)\n"
+        "    results[name] = [status, out.getvalue(), err.getvalue()]\n"
+        f"results['imported'] = sorted(m for m in {HEAVY!r} if m in sys.modules)\n"
+        "print(json.dumps(results))\n"
+    )
     results = json.loads(run_python(code, cwd=tmp_path, timeout=300).strip().splitlines()[-1])
     assert results.pop("imported") == []
     for name in ("help", "predict_help", "version"):
         assert results[name][0] == 0 and not results[name][2], name
     assert "--heatmap-sigma" in results["predict_help"][1] and "(default: 8)" in results["predict_help"][1]
     assert results["version"][1].startswith(f"gazeflow {__version__}")
-    expected = {"samples": "--num-samples 0: expected an integer >= 1", "steps": "--num-steps -1",
-                "threads": "--threads 0: expected an integer >= 1", "device": "--device 'gpu': unknown device",
-                "sigma": "argument --heatmap-sigma: '-3'",
-                "range": "--end-frame 4 must be greater than --start-frame 9",
-                "frames": "--frames 0", "unknown": "unrecognized arguments: --num-sample",
-                "command": "argument COMMAND: invalid choice: 'frobnicate'"}
+    expected = {
+        "samples": "--num-samples 0: expected an integer >= 1",
+        "steps": "--num-steps -1",
+        "threads": "--threads 0: expected an integer >= 1",
+        "device": "--device 'gpu': unknown device",
+        "sigma": "argument --heatmap-sigma: '-3'",
+        "range": "--end-frame 4 must be greater than --start-frame 9",
+        "frames": "--frames 0",
+        "unknown": "unrecognized arguments: --num-sample",
+        "command": "argument COMMAND: invalid choice: 'frobnicate'",
+    }
     for name, text in expected.items():
         status, stdout, stderr = results[name]
         assert status == 2 and not stdout, (name, status, stdout)
@@ -95,12 +110,14 @@ def test_the_real_command_answers_help_and_a_bad_argument(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
 def test_devices_this_machine_does_not_have(tmp_path, synthetic_clip_mp4, tiny_model_dir):
     path, _ = synthetic_clip_mp4
-    line = one_error_line(gazeflow("predict", path, "--model", tiny_model_dir, "-o", tmp_path / "o", "--device",
-                                   "cuda"), 1)
+    line = one_error_line(
+        gazeflow("predict", path, "--model", tiny_model_dir, "-o", tmp_path / "o", "--device", "cuda"), 1
+    )
     assert "--device cuda:" in line and ("without CUDA" in line or "no CUDA GPU" in line) and "--device cpu" in line
     if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        line = one_error_line(gazeflow("predict", path, "--model", tiny_model_dir, "-o", tmp_path / "o", "--device",
-                                       "mps"), 1)
+        line = one_error_line(
+            gazeflow("predict", path, "--model", tiny_model_dir, "-o", tmp_path / "o", "--device", "mps"), 1
+        )
         assert "--device mps: MPS is not available" in line
     assert not (tmp_path / "o").exists()
 
@@ -110,8 +127,10 @@ def test_bad_inputs_are_one_line_naming_them(tmp_path, synthetic_clip_mp4, tiny_
     a_file = tmp_path / "notes.txt"
     a_file.write_text("not a folder")
     line = one_error_line(gazeflow("predict", path, "--model", tiny_model_dir, "-o", a_file), 1)
-    assert line == f"gazeflow: error: --output-dir {a_file}: is an existing file, expected a folder (or a path that " \
-                   "does not exist yet)"
+    assert (
+        line == f"gazeflow: error: --output-dir {a_file}: is an existing file, expected a folder (or a path that "
+        "does not exist yet)"
+    )
     line = one_error_line(gazeflow("predict", path, "--model", tiny_model_dir, "-o", a_file / "sub"), 1)
     assert f"{a_file} is a file" in line
     fake = tmp_path / "fake.mp4"
@@ -128,13 +147,29 @@ def _long_video(folder: Path, frames: int = 1500) -> Path:
 
 
 def _interrupt(tmp_path: Path, model: Path, signum: int, overlay: bool, out: Path) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "predict", str(_long_video(tmp_path)),
-            "--model", str(model), "-o", str(out), "-q", *([] if overlay else ["--no-overlay"])]
+    args = [
+        sys.executable,
+        "-m",
+        "transformers_gazeflow.commands.cli",
+        "predict",
+        str(_long_video(tmp_path)),
+        "--model",
+        str(model),
+        "-o",
+        str(out),
+        "-q",
+        *([] if overlay else ["--no-overlay"]),
+    ]
     # a shell's background job (CI scripts run with `cmd &`) starts with SIGINT ignored, and Python then installs no
     # KeyboardInterrupt handler: give the command the disposition of a terminal's foreground job
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"},
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     partial = out / "partial.gaze.csv"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
@@ -147,10 +182,13 @@ def _interrupt(tmp_path: Path, model: Path, signum: int, overlay: bool, out: Pat
     return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
-@pytest.mark.parametrize("signum, status, word", [(signal.SIGINT, 130, "interrupted (SIGINT)"),
-                                                  (signal.SIGTERM, 143, "terminated (SIGTERM)")])
-def test_a_signal_ends_the_run_in_one_line_and_removes_the_partial_outputs(tmp_path, tiny_model_dir, signum, status,
-                                                                         word):
+@pytest.mark.parametrize(
+    "signum, status, word",
+    [(signal.SIGINT, 130, "interrupted (SIGINT)"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+)
+def test_a_signal_ends_the_run_in_one_line_and_removes_the_partial_outputs(
+    tmp_path, tiny_model_dir, signum, status, word
+):
     out = tmp_path / "out"
     result = _interrupt(tmp_path, tiny_model_dir, signum, overlay=True, out=out)
     assert result.returncode == status, result.stderr[-2000:]

@@ -56,16 +56,20 @@ def stream_in_process(capsys, *args) -> tuple[int, list[dict], str]:
 def streamer_on(model_dir: Path, frames, seed: int = 0, **kwargs):
     """The points GazeFlowStreamer gives on ``frames`` (raw uint8 [H, W, 3]) with the command's seed."""
     model = GazeFlowModel.from_pretrained(model_dir).eval()
-    streamer = GazeFlowStreamer(model, generator=torch.Generator().manual_seed(seed),
-                                processor=GazeFlowVideoProcessor.from_pretrained(model_dir), **kwargs)
+    streamer = GazeFlowStreamer(
+        model,
+        generator=torch.Generator().manual_seed(seed),
+        processor=GazeFlowVideoProcessor.from_pretrained(model_dir),
+        **kwargs,
+    )
     return [streamer.push(torch.from_numpy(np.ascontiguousarray(frame))) for frame in frames]
 
 
-def test_one_line_per_frame_equal_to_the_streamer_run_directly(capsys, tmp_path, synthetic_clip_mp4,
-                                                              causal_model_dir):
+def test_one_line_per_frame_equal_to_the_streamer_run_directly(capsys, tmp_path, synthetic_clip_mp4, causal_model_dir):
     path, clip = synthetic_clip_mp4
-    status, records, err = stream_in_process(capsys, path, "--model", causal_model_dir, "--seed", 3, "-k", 6,
-                                             "--summary", tmp_path / "summary.json")
+    status, records, err = stream_in_process(
+        capsys, path, "--model", causal_model_dir, "--seed", 3, "-k", 6, "--summary", tmp_path / "summary.json"
+    )
     assert status == 0
     frames = list(iter_frames(path))
     assert [r["frame"] for r in records] == list(range(len(frames))) and set(records[0]) == set(FIELDS)
@@ -75,8 +79,9 @@ def test_one_line_per_frame_equal_to_the_streamer_run_directly(capsys, tmp_path,
         assert (record["x"], record["y"]) == tuple(output.mean[0].tolist())  # the same floats, bit for bit
         assert record["x_px"] == pytest.approx(record["x"] * width, abs=1e-3)
         assert record["y_px"] == pytest.approx(record["y"] * height, abs=1e-3)
-        r50, r90 = spread_radii(output.trajectories[0].numpy() * [width, height], output.mean[0].numpy() * [width,
-                                                                                                          height])
+        r50, r90 = spread_radii(
+            output.trajectories[0].numpy() * [width, height], output.mean[0].numpy() * [width, height]
+        )
         assert (record["r50_px"], record["r90_px"]) == (pytest.approx(r50, abs=1e-3), pytest.approx(r90, abs=1e-3))
         assert 0 < record["r50_px"] <= record["r90_px"] and record["latency_ms"] > 0
         assert record["time_s"] == pytest.approx(record["frame"] / clip.fps, abs=1e-6)
@@ -170,8 +175,9 @@ def test_realtime_on_a_fast_file_drops_frames_and_says_how_many(capsys, tmp_path
         return push(self, *args, **kwargs)
 
     monkeypatch.setattr(GazeFlowStreamer, "push", slow_push)
-    status, records, err = stream_in_process(capsys, video, "--model", causal_model_dir, "--realtime", "--summary",
-                                             tmp_path / "s.json")
+    status, records, err = stream_in_process(
+        capsys, video, "--model", causal_model_dir, "--realtime", "--summary", tmp_path / "s.json"
+    )
     assert status == 0, err
     indices = [record["frame"] for record in records]
     summary = json.loads((tmp_path / "s.json").read_text())
@@ -182,10 +188,26 @@ def test_realtime_on_a_fast_file_drops_frames_and_says_how_many(capsys, tmp_path
 
 
 def test_sigterm_stops_the_stream_with_its_summary(tmp_path, causal_model_dir):
-    args = [sys.executable, "-m", "transformers_gazeflow.commands.cli", "stream", "-", "--raw", "16x16", "--model",
-            str(causal_model_dir), "--summary", str(tmp_path / "s.json")]
-    process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    args = [
+        sys.executable,
+        "-m",
+        "transformers_gazeflow.commands.cli",
+        "stream",
+        "-",
+        "--raw",
+        "16x16",
+        "--model",
+        str(causal_model_dir),
+        "--summary",
+        str(tmp_path / "s.json"),
+    ]
+    process = subprocess.Popen(
+        args,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     process.stdin.write(random_video(5, 16, 16).tobytes())  # five frames, and the pipe stays open
     process.stdin.flush()
     lines = [process.stdout.readline() for _ in range(5)]
@@ -206,8 +228,9 @@ def one_error_line(status: int, err: str, expected_status: int = 1) -> str:
     return lines[0]
 
 
-def test_bad_sources_and_models_are_one_line(capsys, monkeypatch, tmp_path, synthetic_clip_mp4, causal_model_dir,
-                                            tiny_model_dir):
+def test_bad_sources_and_models_are_one_line(
+    capsys, monkeypatch, tmp_path, synthetic_clip_mp4, causal_model_dir, tiny_model_dir
+):
     path, _ = synthetic_clip_mp4
 
     def error_of(*args) -> tuple[str, list[dict]]:
@@ -217,8 +240,9 @@ def test_bad_sources_and_models_are_one_line(capsys, monkeypatch, tmp_path, synt
     line, _ = error_of(path, "--model", tiny_model_dir)
     assert f"--model {tiny_model_dir}: gazeflow stream needs a causal model" in line
     line, _ = error_of("/dev/video97", "--model", causal_model_dir)
-    assert line == ("gazeflow: error: camera not found: /dev/video97 (no such device; `v4l2-ctl --list-devices` "
-                    "lists them)")
+    assert line == (
+        "gazeflow: error: camera not found: /dev/video97 (no such device; `v4l2-ctl --list-devices` lists them)"
+    )
     line, _ = error_of(tmp_path / "missing.mp4", "--model", causal_model_dir)
     assert "video file not found" in line and "missing.mp4" in line
     (tmp_path / "notes.mp4").write_text("not a video\n")
@@ -232,8 +256,9 @@ def test_bad_sources_and_models_are_one_line(capsys, monkeypatch, tmp_path, synt
     assert line.startswith("gazeflow: error: cannot open url rtsp://127.0.0.1:9/none")
     with_stdin(monkeypatch, random_video(3, 8, 8).tobytes()[:-10])
     line, records = error_of("-", "--raw", "8x8", "--model", causal_model_dir)
-    assert line == ("gazeflow: error: stdin: frame 2 is truncated: 182 of 192 bytes (8x8 RGB; is --raw 8x8 the "
-                    "frames' size?)")
+    assert line == (
+        "gazeflow: error: stdin: frame 2 is truncated: 182 of 192 bytes (8x8 RGB; is --raw 8x8 the frames' size?)"
+    )
     assert [record["frame"] for record in records] == [0, 1]  # the whole frames before it were answered
 
 
@@ -252,27 +277,33 @@ def test_bad_arguments_are_one_line_and_import_nothing_heavy(tmp_path):
         "compile": ["stream", "v.mp4", "--backend", "onnxruntime", "--onnx", "exported", "--compile"],
         "summary": ["stream", "v.mp4", "--summary", str(tmp_path / "no" / "s.json")],
     }
-    code = ("import io, json, sys, contextlib\nfrom transformers_gazeflow.commands.cli import main\nresults = {}\n"
-            f"for name, argv in {json.dumps(cases)}.items():\n"
-            "    err, out = io.StringIO(), io.StringIO()\n"
-            "    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):\n"
-            "        status = main(argv)\n"
-            "    results[name] = [status, out.getvalue(), err.getvalue()]\n"
-            "results['imported'] = sorted(m for m in ('torch', 'transformers', 'numpy') if m in sys.modules)\n"
-            "print(json.dumps(results))\n")
+    code = (
+        "import io, json, sys, contextlib\nfrom transformers_gazeflow.commands.cli import main\nresults = {}\n"
+        f"for name, argv in {json.dumps(cases)}.items():\n"
+        "    err, out = io.StringIO(), io.StringIO()\n"
+        "    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):\n"
+        "        status = main(argv)\n"
+        "    results[name] = [status, out.getvalue(), err.getvalue()]\n"
+        "results['imported'] = sorted(m for m in ('torch', 'transformers', 'numpy') if m in sys.modules)\n"
+        "print(json.dumps(results))\n"
+    )
     results = json.loads(run_python(code, cwd=tmp_path, timeout=300).strip().splitlines()[-1])
     assert results.pop("imported") == []
     status, stdout, stderr = results.pop("help")
     assert status == 0 and "--raw WIDTHxHEIGHT" in stdout and "--realtime" in stdout and not stderr, (status, stderr)
-    expected = {"raw": "--raw '640by480': expected WIDTHxHEIGHT", "raw_zero": "--raw '0x480': expected WIDTHxHEIGHT",
-                "no_raw": "SOURCE - reads raw RGB frames from stdin: give their size with --raw WIDTHxHEIGHT",
-                "raw_file": "--raw is for raw frames on stdin (SOURCE -), not for v.mp4",
-                "fps": "--fps 30.0: expected a positive frame rate, and only with SOURCE -",
-                "samples": "--num-samples 0: expected an integer >= 1",
-                "option": "--source-option 'video_size': expected KEY=VALUE",
-                "onnx": "--backend onnxruntime needs --onnx DIR", "onnx_dir": "--onnx DIR needs --backend onnxruntime",
-                "compile": "--compile is for --backend torch",
-                "summary": f"--summary {tmp_path / 'no' / 's.json'}: expected a file in an existing folder"}
+    expected = {
+        "raw": "--raw '640by480': expected WIDTHxHEIGHT",
+        "raw_zero": "--raw '0x480': expected WIDTHxHEIGHT",
+        "no_raw": "SOURCE - reads raw RGB frames from stdin: give their size with --raw WIDTHxHEIGHT",
+        "raw_file": "--raw is for raw frames on stdin (SOURCE -), not for v.mp4",
+        "fps": "--fps 30.0: expected a positive frame rate, and only with SOURCE -",
+        "samples": "--num-samples 0: expected an integer >= 1",
+        "option": "--source-option 'video_size': expected KEY=VALUE",
+        "onnx": "--backend onnxruntime needs --onnx DIR",
+        "onnx_dir": "--onnx DIR needs --backend onnxruntime",
+        "compile": "--compile is for --backend torch",
+        "summary": f"--summary {tmp_path / 'no' / 's.json'}: expected a file in an existing folder",
+    }
     for name, text in expected.items():
         status, stdout, stderr = results[name]
         assert status == 2 and not stdout, (name, status, stdout, stderr)
@@ -282,9 +313,20 @@ def test_bad_arguments_are_one_line_and_import_nothing_heavy(tmp_path):
 def test_the_stream_stops_quietly_when_its_reader_goes_away(tmp_path, causal_model_dir):
     video = write_video(tmp_path / "clip.mp4", random_video(40, 24, 32, seed=1), fps=25)
     with contextlib.ExitStack() as stack:
-        process = subprocess.Popen([sys.executable, "-m", "transformers_gazeflow.commands.cli", "stream", str(video),
-                                    "--model", str(causal_model_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env={**os.environ, "OMP_NUM_THREADS": "1"})
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "transformers_gazeflow.commands.cli",
+                "stream",
+                str(video),
+                "--model",
+                str(causal_model_dir),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
         stack.callback(process.kill)
         process.stdout.readline()
         process.stdout.close()  # `gazeflow stream ... | head -1`

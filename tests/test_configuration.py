@@ -22,18 +22,41 @@ def test_defaults_are_the_papers():
     config = GazeFlowConfig()
     assert config.model_type == "gazeflow"
     expected = dict(
-        hidden_size=256, num_hidden_layers=6, num_attention_heads=8, intermediate_size=1024, num_spatial_layers=2,
-        num_task_queries=4, task_gate_init=-2.0, rope_theta=10000.0, num_frames=64, window_stride=32,
-        sigma_min=1e-3, self_conditioning_prob=0.5, num_samples=30, num_steps=5, solver="euler",
-        heatmap_sigma=25.0, use_lora=True, lora_r=16, lora_alpha=32, lora_dropout=0.05,
-        lora_target_modules=["query", "value"], freeze_encoder=True, causal=False,
+        hidden_size=256,
+        num_hidden_layers=6,
+        num_attention_heads=8,
+        intermediate_size=1024,
+        num_spatial_layers=2,
+        num_task_queries=4,
+        task_gate_init=-2.0,
+        rope_theta=10000.0,
+        num_frames=64,
+        window_stride=32,
+        sigma_min=1e-3,
+        self_conditioning_prob=0.5,
+        num_samples=30,
+        num_steps=5,
+        solver="euler",
+        heatmap_sigma=25.0,
+        use_lora=True,
+        lora_r=16,
+        lora_alpha=32,
+        lora_dropout=0.05,
+        lora_target_modules=["query", "value"],
+        freeze_encoder=True,
+        causal=False,
     )
     for name, value in expected.items():
         assert getattr(config, name) == value, name
     encoder = config.encoder_config
     assert isinstance(encoder, VJEPA2Config)
-    assert (encoder.hidden_size, encoder.num_hidden_layers, encoder.patch_size, encoder.tubelet_size,
-            encoder.crop_size) == (1024, 24, 16, 2, 256)
+    assert (
+        encoder.hidden_size,
+        encoder.num_hidden_layers,
+        encoder.patch_size,
+        encoder.tubelet_size,
+        encoder.crop_size,
+    ) == (1024, 24, 16, 2, 256)
     assert config.tokens_per_frame == 256 and config.head_dim == 32 and config.image_size == 256
     assert (config.token_grid_size, config.tubelet_size, config.frames_per_encoder_group) == (16, 2, 2)
     assert GazeFlowConfig(causal=True).frames_per_encoder_group == 1
@@ -112,8 +135,15 @@ def test_numbers_accept_ints_as_json_writes_them():
 
 def test_assignment_is_checked_and_a_refused_value_is_not_kept():
     config = GazeFlowConfig.tiny()
-    for field, value in [("hidden_size", "64"), ("hidden_size", 0), ("solver", "rk4"), ("causal", "yes"),
-                         ("lora_dropout", 1.0), ("encoder_config", 42), ("lora_target_modules", [])]:
+    for field, value in [
+        ("hidden_size", "64"),
+        ("hidden_size", 0),
+        ("solver", "rk4"),
+        ("causal", "yes"),
+        ("lora_dropout", 1.0),
+        ("encoder_config", 42),
+        ("lora_target_modules", []),
+    ]:
         before = getattr(config, field)
         with pytest.raises(GazeFlowConfigError, match=f"^GazeFlowConfig: `{field}` must be "):
             setattr(config, field, value)
@@ -148,13 +178,18 @@ def test_encoder_config_accepts_a_dict_and_rejects_other_types():
         GazeFlowConfig(encoder_config=42)
 
 
-@pytest.mark.parametrize("encoder,message", [
-    ({"num_hidden_layers": 2.5}, "GazeFlowConfig: `encoder_config.num_hidden_layers` must be int, got float 2.5"),
-    ({"model_type": "bert"}, "GazeFlowConfig: `encoder_config.model_type` must be 'vjepa2'"),
-    ({"crop_size": 40, "patch_size": 16}, "GazeFlowConfig: `encoder_config.crop_size` must be a multiple of "
-                                          "patch_size=16, got 40"),
-    ({"tubelet_size": 3}, "GazeFlowConfig: `num_frames` must be a multiple of the encoder's tubelet_size=3"),
-])
+@pytest.mark.parametrize(
+    "encoder,message",
+    [
+        ({"num_hidden_layers": 2.5}, "GazeFlowConfig: `encoder_config.num_hidden_layers` must be int, got float 2.5"),
+        ({"model_type": "bert"}, "GazeFlowConfig: `encoder_config.model_type` must be 'vjepa2'"),
+        (
+            {"crop_size": 40, "patch_size": 16},
+            "GazeFlowConfig: `encoder_config.crop_size` must be a multiple of patch_size=16, got 40",
+        ),
+        ({"tubelet_size": 3}, "GazeFlowConfig: `num_frames` must be a multiple of the encoder's tubelet_size=3"),
+    ],
+)
 def test_bad_encoder_values_name_the_nested_field(encoder, message):
     with pytest.raises(GazeFlowConfigError) as error:
         GazeFlowConfig(encoder_config=encoder)
@@ -200,7 +235,11 @@ def _config_json_from_the_60e8cbe_folder() -> dict:
 def test_config_files_written_by_earlier_versions_load(tmp_path):
     bundled = GazeFlowConfig.from_pretrained(default_model_path())
     assert (bundled.hidden_size, bundled.num_frames, bundled.image_size, bundled.grounding_loss_weight) == (
-        64, 16, 64, 1.0)
+        64,
+        16,
+        64,
+        1.0,
+    )
     old = _config_json_from_the_60e8cbe_folder()  # saved by the hand-written config (full encoder dict, auto_map)
     config = GazeFlowConfig(**old)
     assert (config.hidden_size, config.num_frames, config.encoder_config.crop_size) == (32, 8, 32)
@@ -213,8 +252,15 @@ def test_config_files_written_by_earlier_versions_load(tmp_path):
 
 
 # ----------------------------------------------------------------- the checks of transformers' ConfigTester
-CONFIG_TESTER_INPUTS = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                            num_frames=8, window_stride=4, num_samples=4)
+CONFIG_TESTER_INPUTS = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    num_frames=8,
+    window_stride=4,
+    num_samples=4,
+)
 
 
 def test_config_tester_common_properties():
@@ -271,9 +317,15 @@ def test_config_tester_num_labels_init_without_params_and_common_kwargs():
     config.num_labels = 3
     assert len(config.id2label) == 3 and len(config.label2id) == 3
     assert isinstance(GazeFlowConfig(), PreTrainedConfig)
-    common = dict(return_dict=False, output_hidden_states=True, chunk_size_feed_forward=5,
-                  architectures=["GazeFlowModel"], problem_type="regression", id2label={0: "label"},
-                  label2id={"label": 0})
+    common = dict(
+        return_dict=False,
+        output_hidden_states=True,
+        chunk_size_feed_forward=5,
+        architectures=["GazeFlowModel"],
+        problem_type="regression",
+        id2label={0: "label"},
+        label2id={"label": 0},
+    )
     config = GazeFlowConfig(**common, dtype="float16")
     assert all(getattr(config, key) == value for key, value in common.items())
     assert str(config.dtype) == "torch.float16"

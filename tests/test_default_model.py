@@ -27,9 +27,13 @@ def test_wheel_ships_the_default_model_and_the_command_uses_it_offline(tmp_path)
 
     def bundle_the_tiny_model(project):
         for source, folder in (("trained", "default_model"), ("trained_causal", "default_model_causal")):
-            bundle_default_model(tmp_path / source, training="A tiny random model standing in for the trained one.",
-                                 description="Test stand-in.", limitations="Random weights.",
-                                 destination=project / "src" / "transformers_gazeflow" / folder)
+            bundle_default_model(
+                tmp_path / source,
+                training="A tiny random model standing in for the trained one.",
+                description="Test stand-in.",
+                limitations="Random weights.",
+                destination=project / "src" / "transformers_gazeflow" / folder,
+            )
 
     wheel = build_wheel(tmp_path, prepare=bundle_the_tiny_model)
     names = zipfile.ZipFile(wheel).namelist()

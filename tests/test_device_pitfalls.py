@@ -29,8 +29,13 @@ def test_generate_on_a_device_copies_nothing_from_the_host_but_the_noise(solver)
     assert audit.transfers == [], [str(t) for t in audit.transfers]
 
     with HostDeviceAudit() as audit:  # a CPU generator: the noise is drawn on the CPU (the same seed anywhere)
-        model.generate(pixel_values_videos=pixels, num_samples=4, num_steps=3, solver=solver,
-                       generator=torch.Generator().manual_seed(0))
+        model.generate(
+            pixel_values_videos=pixels,
+            num_samples=4,
+            num_steps=3,
+            solver=solver,
+            generator=torch.Generator().manual_seed(0),
+        )
     copies = audit.host_to_device()
     # one copy per batch of windows: the two windows' noise, drawn one window after the other, moved together
     assert [t.shape for t in copies] == [(2, 4, 8, 2)], [str(t) for t in audit.transfers]
@@ -66,8 +71,10 @@ def static_output_compile(calls: list):
     return compile
 
 
-@pytest.mark.parametrize("solver,objective", [("heun", "flow_matching"), ("euler", "regression"),
-                                              ("midpoint", "flow_matching"), ("euler", "flow_matching")])
+@pytest.mark.parametrize(
+    "solver,objective",
+    [("heun", "flow_matching"), ("euler", "regression"), ("midpoint", "flow_matching"), ("euler", "flow_matching")],
+)
 def test_cuda_graph_outputs_are_copied_out_before_the_next_replay(monkeypatch, solver, objective):
     """Heun keeps the first velocity of a step across the second network call, and the regression head's windows
     are the network's outputs, kept across later windows: with CUDA graphs (``compile_mode="reduce-overhead"``) the
@@ -89,7 +96,8 @@ def test_cuda_graph_outputs_are_copied_out_before_the_next_replay(monkeypatch, s
     expected = eager.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), **kwargs)
     got = compiled.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), **kwargs)
     assert torch.allclose(got.trajectories, expected.trajectories, atol=1e-6), (
-        (got.trajectories - expected.trajectories).abs().max())
+        (got.trajectories - expected.trajectories).abs().max()
+    )
 
 
 def test_learned_positions_are_checked_without_reading_the_device():
@@ -119,12 +127,16 @@ def test_feature_cache_stores_fp32_tokens_under_autocast(tmp_path, monkeypatch):
     processor = GazeFlowVideoProcessor(size=model.config.image_size)
     examples = [train[i] for i in range(4)]
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert model.encode_video(GazeFlowDataCollator(processor, 8)(examples)["pixel_values_videos"]).dtype == \
-            torch.bfloat16  # what the cache receives
+        assert (
+            model.encode_video(GazeFlowDataCollator(processor, 8)(examples)["pixel_values_videos"]).dtype
+            == torch.bfloat16
+        )  # what the cache receives
         cache = FeatureCache(tmp_path / "cache", cache_fingerprint(model, processor)).build(
-            model, [examples], GazeFlowDataCollator(processor, 8), batch_size=4)
+            model, [examples], GazeFlowDataCollator(processor, 8), batch_size=4
+        )
     batch = CachedFeatureCollator(cache, processor, num_frames=8)(examples)
     assert batch["encoder_hidden_states"].dtype == torch.float32
-    loss = model(encoder_hidden_states=batch["encoder_hidden_states"], gaze=batch["gaze"],
-                 valid_mask=batch["valid_mask"]).loss  # an fp32 run of the same cache
+    loss = model(
+        encoder_hidden_states=batch["encoder_hidden_states"], gaze=batch["gaze"], valid_mask=batch["valid_mask"]
+    ).loss  # an fp32 run of the same cache
     assert torch.isfinite(loss)

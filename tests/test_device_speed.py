@@ -57,8 +57,10 @@ def test_frozen_weights_cast_once_give_the_same_loss_and_gradients_under_bf16_au
     assert not any("norm" in name for name in cast.names)  # norms compute in float32 under autocast
     assert all(parameters[name].dtype == torch.float32 for name in parameters if parameters[name].requires_grad)
     generator = torch.Generator().manual_seed(0)
-    inputs = {"pixel_values_videos": torch.randn(2, 8, 3, 32, 32, generator=generator),
-              "gaze": torch.rand(2, 8, 2, generator=generator) * 2 - 1}
+    inputs = {
+        "pixel_values_videos": torch.randn(2, 8, 3, 32, 32, generator=generator),
+        "gaze": torch.rand(2, 8, 2, generator=generator) * 2 - 1,
+    }
     expected_loss, expected = loss_and_gradients(model, inputs)
     loss, gradients = loss_and_gradients(cast_model, inputs)
     assert torch.equal(loss, expected_loss) and expected.keys() == gradients.keys() and len(expected) > 10
@@ -87,16 +89,43 @@ def test_adamw_is_the_plain_one_on_the_cpu_and_compile_keeps_the_parameter_names
 
 
 REPO = Path(__file__).resolve().parents[1]
-TINY_BF16 = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_preset", "tiny", "--use_lora",
-             "--mixed_precision", "bf16", "--per_device_train_batch_size", "2", "--dataloader_num_workers", "0",
-             "--max_train_steps", "3", "--checkpointing_steps", "2"]
+TINY_BF16 = [
+    "--dataset_name",
+    "synthetic",
+    "--dataset_config",
+    "tiny",
+    "--config_preset",
+    "tiny",
+    "--use_lora",
+    "--mixed_precision",
+    "bf16",
+    "--per_device_train_batch_size",
+    "2",
+    "--dataloader_num_workers",
+    "0",
+    "--max_train_steps",
+    "3",
+    "--checkpointing_steps",
+    "2",
+]
 
 
 def train(args: list, cache: Path, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_DATASETS_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
-    result = subprocess.run([sys.executable, str(REPO / "examples" / "train.py"), *map(str, args)], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "HF_DATASETS_CACHE": str(cache),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    result = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "train.py"), *map(str, args)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert not check or result.returncode == 0, result.stderr[-4000:]
     return result
 
@@ -106,8 +135,9 @@ def test_train_py_with_the_cast_and_checkpointing_saves_and_resumes_to_the_plain
     train(TINY_BF16 + ["--data_dir", data, "--output_dir", tmp_path / "plain", "--no-frozen_weights_in_bf16"], cache)
     fast = TINY_BF16 + ["--data_dir", data, "--frozen_weights_in_bf16", "--gradient_checkpointing"]
     train(fast + ["--output_dir", tmp_path / "fast"], cache)
-    train(fast + ["--output_dir", tmp_path / "resumed", "--resume_from_checkpoint", tmp_path / "fast" / "step_2"],
-          cache)
+    train(
+        fast + ["--output_dir", tmp_path / "resumed", "--resume_from_checkpoint", tmp_path / "fast" / "step_2"], cache
+    )
     plain = load_file(tmp_path / "plain" / "model.safetensors")
     assert any("lora_" in key for key in plain)
     for run in ("fast", "resumed"):
@@ -118,21 +148,43 @@ def test_train_py_with_the_cast_and_checkpointing_saves_and_resumes_to_the_plain
 
 
 def test_the_cast_without_bf16_autocast_is_named(tmp_path):
-    result = train(["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_preset", "tiny",
-                    "--data_dir", tmp_path / "data", "--output_dir", tmp_path / "run", "--max_train_steps", "1",
-                    "--mixed_precision", "no", "--frozen_weights_in_bf16", "--dataloader_num_workers", "0"],
-                   tmp_path / "hf_cache", check=False)
+    result = train(
+        [
+            "--dataset_name",
+            "synthetic",
+            "--dataset_config",
+            "tiny",
+            "--config_preset",
+            "tiny",
+            "--data_dir",
+            tmp_path / "data",
+            "--output_dir",
+            tmp_path / "run",
+            "--max_train_steps",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--frozen_weights_in_bf16",
+            "--dataloader_num_workers",
+            "0",
+        ],
+        tmp_path / "hf_cache",
+        check=False,
+    )
     assert result.returncode == 1
-    assert "train.py: error: --frozen_weights_in_bf16 needs bf16 autocast (--mixed_precision bf16), got " \
-           "--mixed_precision no" in result.stderr, result.stderr[-2000:]
+    assert (
+        "train.py: error: --frozen_weights_in_bf16 needs bf16 autocast (--mixed_precision bf16), got "
+        "--mixed_precision no" in result.stderr
+    ), result.stderr[-2000:]
 
 
 def test_the_one_gpu_recipe_is_the_papers_optimisation_with_the_fast_settings():
     from transformers_gazeflow.training.recipes import PAPER_ONE_GPU
 
     train_module = load_script(REPO / "examples" / "train.py", "gazeflow_train_device_speed")
-    args = train_module.parse_args(["--recipe", "paper-1gpu", "--dataset_name", "egtea", "--data_dir", "d",
-                                    "--output_dir", "out"])
+    args = train_module.parse_args(
+        ["--recipe", "paper-1gpu", "--dataset_name", "egtea", "--data_dir", "d", "--output_dir", "out"]
+    )
     for name, value in PAPER_ONE_GPU.arguments.items():
         assert getattr(args, name) == value, name
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 16  # the paper's effective batch

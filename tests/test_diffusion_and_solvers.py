@@ -53,7 +53,7 @@ def test_ddim_with_the_true_noise_recovers_the_data_point_for_any_s(num_steps):
     def eps_fn(x, tau, x0_hat):
         calls.append(x0_hat.clone())
         alpha_bar = float(sampler.alphas_cumprod[round(tau * 1000)])
-        return (x - alpha_bar ** 0.5 * g) / (1 - alpha_bar) ** 0.5
+        return (x - alpha_bar**0.5 * g) / (1 - alpha_bar) ** 0.5
 
     noise = torch.randn(16, 2, 3, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     result = sampler.sample(eps_fn, noise)
@@ -89,8 +89,9 @@ def test_diffusion_loss_is_epsilon_prediction_on_the_cosine_schedule():
 def test_diffusion_generate_is_a_hand_rolled_ddim(num_steps):
     model = tiny_diffusion()
     states = torch.randn(2, 16, 32, generator=torch.Generator().manual_seed(0))
-    out = model.generate(encoder_hidden_states=states, num_samples=3, num_steps=num_steps,
-                         generator=torch.Generator().manual_seed(7)).trajectories
+    out = model.generate(
+        encoder_hidden_states=states, num_samples=3, num_steps=num_steps, generator=torch.Generator().manual_seed(7)
+    ).trajectories
     x = draw_noise((2, 3, 8, 2), torch.Generator().manual_seed(7), torch.device("cpu"))
     alphas_cumprod = cosine_alphas_cumprod(1000)
     condition = model.build_condition(states, 8)
@@ -122,12 +123,12 @@ SIGMA_MIN, MU, SIGMA = 1e-3, torch.tensor([0.3, -0.2], dtype=torch.float64), 0.4
 def gaussian_velocity(x, s, _self_condition):
     """The exact marginal OT velocity when the data are N(MU, SIGMA^2 I): E[x_1 - (1 - sigma_min) x_0 | x_s]."""
     a = 1 - (1 - SIGMA_MIN) * s
-    return MU + (-(1 - SIGMA_MIN) * a + s * SIGMA ** 2) / (a * a + s * s * SIGMA ** 2) * (x - s * MU)
+    return MU + (-(1 - SIGMA_MIN) * a + s * SIGMA**2) / (a * a + s * s * SIGMA**2) * (x - s * MU)
 
 
 def solve_error(solver: str, num_steps: int) -> float:
     x0 = torch.randn(500, 1, 1, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    exact = MU + math.sqrt(SIGMA_MIN ** 2 + SIGMA ** 2) * x0  # the flow maps quantiles to quantiles
+    exact = MU + math.sqrt(SIGMA_MIN**2 + SIGMA**2) * x0  # the flow maps quantiles to quantiles
     return (FlowMatchingScheduler(num_steps, solver).sample(gaussian_velocity, x0) - exact).abs().max().item()
 
 

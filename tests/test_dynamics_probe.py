@@ -14,9 +14,23 @@ from transformers_gazeflow.data.synthetic_tasks import saccade_frames, simulate_
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "dynamics_probe.py"
-TINY = ["--max_train_steps", "3", "--num_warmup_steps", "1", "--eval_windows", "2", "--num_samples", "2",
-        "--reference_windows", "30", "--num_steps", "1", "2",
-        "--config_overrides", "hidden_size=32,num_hidden_layers=1,intermediate_size=64"]
+TINY = [
+    "--max_train_steps",
+    "3",
+    "--num_warmup_steps",
+    "1",
+    "--eval_windows",
+    "2",
+    "--num_samples",
+    "2",
+    "--reference_windows",
+    "30",
+    "--num_steps",
+    "1",
+    "2",
+    "--config_overrides",
+    "hidden_size=32,num_hidden_layers=1,intermediate_size=64",
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +56,14 @@ def test_the_true_process_has_drifting_fixations_and_main_sequence_saccades():
     assert saccade_frames(0.5, 240.0) == math.floor((21 + 2.2 * 30) * 0.24 + 0.5)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(num_windows=-1, num_frames=16), "num_windows"),
-    (dict(num_windows=2, num_frames=1), "num_frames"),
-    (dict(num_windows=2.5, num_frames=16), "num_windows"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_windows=-1, num_frames=16), "num_windows"),
+        (dict(num_windows=2, num_frames=1), "num_frames"),
+        (dict(num_windows=2.5, num_frames=16), "num_windows"),
+    ],
+)
 def test_the_true_process_refuses_bad_sizes(kwargs, message):
     with pytest.raises(ValueError, match=message):
         simulate_fixation_saccade(np.random.default_rng(0), **kwargs)
@@ -72,8 +89,13 @@ def test_a_tiny_run_prints_every_row(probe, capsys):
     out = capsys.readouterr().out
     table = [line for line in out.splitlines() if line.startswith("| ")]
     rows = {line.split(" | ")[0][2:] + " S=" + line.split(" | ")[1]: line for line in table[1:]}
-    assert set(rows) == {"true process (independent draw: the floor) S=-", "motionless S=-",
-                         "flow_matching (uniform s) S=1", "flow_matching (uniform s) S=2", "regression S=-"}
+    assert set(rows) == {
+        "true process (independent draw: the floor) S=-",
+        "motionless S=-",
+        "flow_matching (uniform s) S=1",
+        "flow_matching (uniform s) S=2",
+        "regression S=-",
+    }
     for line in table[1:]:
         values = [float(cell.split(" ")[0]) for cell in line.strip("| ").split(" | ")[5:]]
         assert len(values) == 5 and all(np.isfinite(values)), line
@@ -82,8 +104,9 @@ def test_a_tiny_run_prints_every_row(probe, capsys):
 
 
 def test_each_time_sampling_is_its_own_flow_matching_run(probe, capsys):
-    assert probe.main(TINY + ["--objectives", "flow_matching", "--flow_time_sampling", "uniform",
-                              "late_quadratic"]) == 0
+    assert (
+        probe.main(TINY + ["--objectives", "flow_matching", "--flow_time_sampling", "uniform", "late_quadratic"]) == 0
+    )
     out = capsys.readouterr().out
     names = {line.split(" | ")[0][2:] for line in out.splitlines() if line.startswith("| ")}
     assert {"flow_matching (uniform s)", "flow_matching (late_quadratic s)"} <= names
@@ -93,21 +116,33 @@ def test_each_time_sampling_is_its_own_flow_matching_run(probe, capsys):
 
 
 def test_cpu_cap_stops_training_early(probe):
-    args = probe.parse_args(TINY[:-2] + ["--max_train_steps", "1000", "--max_cpu_minutes", "0.0001",
-                                         "--config_overrides", "hidden_size=32,num_hidden_layers=1"])
+    args = probe.parse_args(
+        TINY[:-2]
+        + [
+            "--max_train_steps",
+            "1000",
+            "--max_cpu_minutes",
+            "0.0001",
+            "--config_overrides",
+            "hidden_size=32,num_hidden_layers=1",
+        ]
+    )
     true_steps = np.linspace(0.001, 0.05, 100)
     result = probe.train_and_probe(args, "flow_matching", 0, true_steps)
     assert result.train_steps < 1000 and set(result.figures) == {1, 2}
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--config_overrides", "hidden_size=30"], "--config_overrides gives an invalid config"),
-    (["--config_overrides", "hidden_size"], "expected key=value"),
-    (["--num_frames", "3"], "--num_frames must be an even int"),
-    (["--num_steps", "0"], "--num_steps must all be >= 1"),
-    (["--max_cpu_minutes", "0"], "--max_cpu_minutes must be > 0"),
-    (["--flow_time_sampling", "late"], "--flow_time_sampling: invalid choice"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--config_overrides", "hidden_size=30"], "--config_overrides gives an invalid config"),
+        (["--config_overrides", "hidden_size"], "expected key=value"),
+        (["--num_frames", "3"], "--num_frames must be an even int"),
+        (["--num_steps", "0"], "--num_steps must all be >= 1"),
+        (["--max_cpu_minutes", "0"], "--max_cpu_minutes must be > 0"),
+        (["--flow_time_sampling", "late"], "--flow_time_sampling: invalid choice"),
+    ],
+)
 def test_bad_arguments_name_themselves(probe, capsys, extra, message):
     with pytest.raises(SystemExit) as exit_info:
         probe.parse_args(TINY + extra)
@@ -115,7 +150,12 @@ def test_bad_arguments_name_themselves(probe, capsys, extra, message):
 
 
 def test_the_command_line_reports_a_bad_config_in_one_line():
-    result = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--config_overrides", "num_attention_heads=3"],
-                            capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), *TINY, "--config_overrides", "num_attention_heads=3"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert result.returncode == 2
     assert "--config_overrides gives an invalid config" in result.stderr and "Traceback" not in result.stderr

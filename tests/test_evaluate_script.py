@@ -19,8 +19,12 @@ DYNAMICS_KEYS = ("ade_mean", "ade_best", "dtw_mean", "dtw_best", "displacement_m
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    return {**os.environ, "HF_DATASETS_CACHE": str(tmp_path_factory.mktemp("hf_cache")), "HF_HUB_OFFLINE": "1",
-            "OMP_NUM_THREADS": "1"}
+    return {
+        **os.environ,
+        "HF_DATASETS_CACHE": str(tmp_path_factory.mktemp("hf_cache")),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +44,9 @@ def run(args, env, launcher=None, check=True):
     command = (launcher or [sys.executable]) + [str(EVALUATE)] + [str(a) for a in args]
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     if check and result.returncode != 0:
-        raise AssertionError(f"evaluate.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-4000:]}")
+        raise AssertionError(
+            f"evaluate.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-4000:]}"
+        )
     return result
 
 
@@ -50,8 +55,20 @@ def data_args(data_dir):
 
 
 def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, model_dir):
-    result = run(["--model_name_or_path", model_dir, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2,
-                  "--output_dir", tmp_path], env)
+    result = run(
+        [
+            "--model_name_or_path",
+            model_dir,
+            *data_args(data_dir),
+            "--num_samples",
+            3,
+            "--num_steps",
+            2,
+            "--output_dir",
+            tmp_path,
+        ],
+        env,
+    )
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["clips"] >= 3 and results["num_samples"] == 3 and results["sigma_px"] == 5.0
     for key in MAIN_KEYS + DYNAMICS_KEYS:
@@ -93,8 +110,20 @@ def test_the_region_scale_is_fitted_saved_and_read_back(tmp_path, env, data_dir,
 
 @pytest.mark.parametrize("baseline", ["center_bias", "random_walk", "random_walk_free"])
 def test_baselines(tmp_path, env, data_dir, baseline):
-    run(["--baseline", baseline, *data_args(data_dir), "--train_split", "train", "--sigma_px", 5,
-         "--output_dir", tmp_path], env)
+    run(
+        [
+            "--baseline",
+            baseline,
+            *data_args(data_dir),
+            "--train_split",
+            "train",
+            "--sigma_px",
+            5,
+            "--output_dir",
+            tmp_path,
+        ],
+        env,
+    )
     metrics = json.loads((tmp_path / "results.json").read_text())["metrics"]
     assert all(key in metrics for key in MAIN_KEYS)
 
@@ -123,7 +152,22 @@ def test_online_needs_a_causal_model_and_scores_it_frame_by_frame(tmp_path, env,
     causal = tmp_path / "causal"
     torch.manual_seed(0)
     GazeFlowModel(GazeFlowConfig.tiny(causal=True, heatmap_sigma=5.0)).save_pretrained(causal)
-    run(["--model_name_or_path", causal, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2, "--max_clips", 2,
-         "--online", "--output_dir", tmp_path / "out"], env)
+    run(
+        [
+            "--model_name_or_path",
+            causal,
+            *data_args(data_dir),
+            "--num_samples",
+            3,
+            "--num_steps",
+            2,
+            "--max_clips",
+            2,
+            "--online",
+            "--output_dir",
+            tmp_path / "out",
+        ],
+        env,
+    )
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["online"] is True and results["clips"] == 2 and 0.0 <= results["metrics"]["auc"] <= 1.0

@@ -40,12 +40,21 @@ def test_csv_rows_in_chunks(tmp_path):
 
 
 def test_pipeline_output_to_csv(tmp_path):
-    source = VideoSource(name="v.mp4", video_id="v", fps=10.0, width=64, height=48, start_frame=3,
-                         expected_frames=4, open_frames=lambda: iter(()))
+    source = VideoSource(
+        name="v.mp4",
+        video_id="v",
+        fps=10.0,
+        width=64,
+        height=48,
+        start_frame=3,
+        expected_frames=4,
+        open_frames=lambda: iter(()),
+    )
     settings = SamplingSettings(num_samples=2, num_steps=1, solver="euler")
     prediction = build_prediction(source, np.full((2, 4, 2), 0.5, np.float32), settings, 0, heatmap_sigma=5.0)
-    with GazeCsvWriter(tmp_path / "g.csv", prediction.video_id, prediction.width, prediction.height,
-                       prediction.fps) as writer:
+    with GazeCsvWriter(
+        tmp_path / "g.csv", prediction.video_id, prediction.width, prediction.height, prediction.fps
+    ) as writer:
         writer.write(int(prediction.frame_indices[0]), prediction.trajectories)
     table = rows(tmp_path / "g.csv")
     assert len(table) == 4 * 3 and table[0]["frame_idx"] == "3" and table[0]["t_ms"] == "300.000"
@@ -78,8 +87,10 @@ def test_non_finite_gaze_is_never_written(tmp_path):
 
 
 def test_summary_is_always_valid_json(tmp_path):
-    path = write_summary(tmp_path / "s.json", {"mean": [float("nan"), np.float32("inf")], "ok": 1.5,
-                                               "nested": {"x": np.array([np.nan, 2.0])}})
+    path = write_summary(
+        tmp_path / "s.json",
+        {"mean": [float("nan"), np.float32("inf")], "ok": 1.5, "nested": {"x": np.array([np.nan, 2.0])}},
+    )
     assert json.loads(path.read_text()) == {"mean": [None, None], "ok": 1.5, "nested": {"x": [None, 2.0]}}
     assert not list(tmp_path.glob("partial.*"))
 
@@ -92,7 +103,10 @@ def test_truth_columns_follow_every_row_of_their_frame(tmp_path):
     table = rows(tmp_path / "g.csv")
     assert tuple(table[0]) == CSV_COLUMNS + TRUTH_COLUMNS and len(table) == 9
     assert [(r["true_x_norm"], r["true_y_norm"], r["true_code"]) for r in table[::3]] == [
-        ("0.100000", "0.200000", "1"), ("", "", "0"), ("0.500000", "1.200000", "4")]
+        ("0.100000", "0.200000", "1"),
+        ("", "", "0"),
+        ("0.500000", "1.200000", "4"),
+    ]
     assert len({(r["true_x_norm"], r["true_code"]) for r in table[:3]}) == 1
     with pytest.raises(ValueError, match="true_gaze must be"):
         GazeCsvWriter(tmp_path / "x.csv", "v", 10, 10, fps=5, true_gaze=np.zeros((3, 2)), true_codes=np.zeros(2))

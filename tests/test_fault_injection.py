@@ -19,9 +19,24 @@ from transformers_gazeflow.training.checkpointing import read_index, write_manif
 
 from .train_forkserver import TrainServer
 
-ARGS = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_preset", "tiny",
-        "--per_device_train_batch_size", "8", "--dataloader_num_workers", "0", "--logging_steps", "1",
-        "--max_train_steps", "9", "--checkpointing_steps", "3"]
+ARGS = [
+    "--dataset_name",
+    "synthetic",
+    "--dataset_config",
+    "tiny",
+    "--config_preset",
+    "tiny",
+    "--per_device_train_batch_size",
+    "8",
+    "--dataloader_num_workers",
+    "0",
+    "--logging_steps",
+    "1",
+    "--max_train_steps",
+    "9",
+    "--checkpointing_steps",
+    "3",
+]
 KILLED = -9  # the return code of a process ended by SIGKILL
 
 
@@ -29,8 +44,13 @@ KILLED = -9  # the return code of a process ended by SIGKILL
 def server(tmp_path_factory):
     import os
 
-    env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path_factory.mktemp("hf_datasets_cache")),
-           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "HF_DATASETS_CACHE": str(tmp_path_factory.mktemp("hf_datasets_cache")),
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+    }
     env.pop("GAZEFLOW_KILL_AT", None)
     server = TrainServer(env, tmp_path_factory.mktemp("train_logs"))
     yield server
@@ -43,8 +63,10 @@ def data_dir(tmp_path_factory):
 
 
 def train(server, data_dir, output_dir, *extra, kill_at=None, expect=0):
-    run = server.run(ARGS + ["--data_dir", data_dir, "--output_dir", output_dir, *extra],
-                     env={"GAZEFLOW_KILL_AT": kill_at} if kill_at else None)
+    run = server.run(
+        ARGS + ["--data_dir", data_dir, "--output_dir", output_dir, *extra],
+        env={"GAZEFLOW_KILL_AT": kill_at} if kill_at else None,
+    )
     assert run.returncode == expect, f"return code {run.returncode}, expected {expect}:\n{run.output[-4000:]}"
     if kill_at:
         assert f"SIGKILL at {kill_at!r}" in run.output
@@ -96,18 +118,25 @@ def test_kill_9_anywhere_then_latest_ends_bit_for_bit_like_an_uninterrupted_run(
     train(server, data_dir, run, kill_at="step 5", expect=KILLED)
     assert [e["step"] for e in read_index(run)] == [3]
     # 2. inside a checkpoint write, between two of its files
-    output = train(server, data_dir, run, "--resume_from_checkpoint", "latest",
-                   kill_at="step_6/optimizer.safetensors", expect=KILLED)
+    output = train(
+        server,
+        data_dir,
+        run,
+        "--resume_from_checkpoint",
+        "latest",
+        kill_at="step_6/optimizer.safetensors",
+        expect=KILLED,
+    )
     assert resumed_from(output) == ("step_3", 3)
     assert (run / ".tmp_step_6" / "model.safetensors").exists() and not (run / "step_6").exists()
     # 3. a checkpoint complete and in place, the process killed before it recorded it in checkpoints.json
-    output = train(server, data_dir, run, "--resume_from_checkpoint", "latest", kill_at="step_9 renamed",
-                   expect=KILLED)
+    output = train(server, data_dir, run, "--resume_from_checkpoint", "latest", kill_at="step_9 renamed", expect=KILLED)
     assert resumed_from(output) == ("step_3", 3) and "epoch 0 step 8 validation loss" in output
     assert [e["step"] for e in read_index(run)] == [3, 6] and (run / "step_9").is_dir()
     # 4. during the final save, the model moved into place but not the rest
-    output = train(server, data_dir, run, "--resume_from_checkpoint", "latest", kill_at="final/model.safetensors",
-                   expect=KILLED)
+    output = train(
+        server, data_dir, run, "--resume_from_checkpoint", "latest", kill_at="final/model.safetensors", expect=KILLED
+    )
     assert resumed_from(output) == ("step_6", 6) and "ignoring step_9" in output
     assert (run / "model.safetensors").exists() and not (run / "trainer_state.json").exists()
     # 5. resumed from the last step's checkpoint: no step more, the same model
@@ -129,8 +158,9 @@ def test_a_crash_during_the_final_save_trains_no_extra_step(server, data_dir, re
     assert_finished_like(copy_of_reference, reference, output)
 
 
-def test_latest_after_an_explicit_resume_and_a_crash_takes_the_new_lineage(server, data_dir, reference,
-                                                                          copy_of_reference):
+def test_latest_after_an_explicit_resume_and_a_crash_takes_the_new_lineage(
+    server, data_dir, reference, copy_of_reference
+):
     """Resume from step_3 of a finished run, crash at step 8 (the new step_6 written): ``latest``
     is the new step_6, not the old run's step_9 -- here made to differ, as an older run with other settings would."""
     run = copy_of_reference
@@ -144,8 +174,9 @@ def test_latest_after_an_explicit_resume_and_a_crash_takes_the_new_lineage(serve
     assert_finished_like(run, reference, output)
 
 
-def test_a_truncated_random_state_falls_back_to_the_previous_checkpoint_and_stays_exact(server, data_dir, reference,
-                                                                                       copy_of_reference):
+def test_a_truncated_random_state_falls_back_to_the_previous_checkpoint_and_stays_exact(
+    server, data_dir, reference, copy_of_reference
+):
     """A damaged newest checkpoint (here its random state, which Accelerate skipped with an INFO
     line) is named in a warning, and the run resumes from the newest good one, still exact."""
     rng = copy_of_reference / "step_9" / "rng_state_0.safetensors"
@@ -156,8 +187,9 @@ def test_a_truncated_random_state_falls_back_to_the_previous_checkpoint_and_stay
     assert_finished_like(copy_of_reference, reference, output)
 
 
-def test_nan_weights_in_the_newest_checkpoint_are_named_and_never_called_good(server, data_dir, reference,
-                                                                             copy_of_reference):
+def test_nan_weights_in_the_newest_checkpoint_are_named_and_never_called_good(
+    server, data_dir, reference, copy_of_reference
+):
     """NaN weights (with a consistent manifest) in step_9: ``latest`` names the file and resumes
     step_6; an explicit resume stops with the file's name. No message calls step_9 good."""
     model_file = copy_of_reference / "step_9" / "model.safetensors"

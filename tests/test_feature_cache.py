@@ -22,8 +22,9 @@ def setting(tmp_path_factory):
     torch.manual_seed(0)
     model = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False)).eval()
     processor = GazeFlowVideoProcessor(size=model.config.image_size)
-    train, validation = load_training_splits("synthetic", tmp_path_factory.mktemp("synthetic"), "tiny",
-                                             window_frames=8, window_stride=4)
+    train, validation = load_training_splits(
+        "synthetic", tmp_path_factory.mktemp("synthetic"), "tiny", window_frames=8, window_stride=4
+    )
     yield model, processor, train, validation
     mp.undo()
 
@@ -31,8 +32,9 @@ def setting(tmp_path_factory):
 def test_cached_tokens_equal_the_encoder_on_collated_windows(tmp_path, setting):
     model, processor, train, validation = setting
     collator = GazeFlowDataCollator(processor, num_frames=8)
-    cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(model, [train, validation], collator,
-                                                                                batch_size=5)
+    cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(
+        model, [train, validation], collator, batch_size=5
+    )
     examples = [train[i] for i in range(len(train))] + [validation[i] for i in range(len(validation))]
     short = [e for e in examples if e["num_frames"] < 8]
     for chunk in (examples[:6], examples[-3:], short[:2]):
@@ -75,13 +77,17 @@ def test_mirrored_windows_are_encoded_mirrored_and_served_with_mirrored_gaze(tmp
     model, processor, train, validation = setting
     collator = GazeFlowDataCollator(processor, num_frames=8)
     cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(
-        model, [train, validation], collator, batch_size=5, flipped_datasets=[train])
+        model, [train, validation], collator, batch_size=5, flipped_datasets=[train]
+    )
     examples = [train[i] for i in range(min(len(train), 5))]
     assert cache.covers([example_key(e, flipped=True) for e in examples])
     assert not cache.covers([example_key(validation[0], flipped=True)])  # validation is never mirrored
     with torch.no_grad():
-        expected = model.encode_video(GazeFlowDataCollator(processor, num_frames=8, horizontal_flip_probability=1.0)(
-            examples)["pixel_values_videos"])
+        expected = model.encode_video(
+            GazeFlowDataCollator(processor, num_frames=8, horizontal_flip_probability=1.0)(examples)[
+                "pixel_values_videos"
+            ]
+        )
     for i, example in enumerate(examples):
         tokens = cache.load(example_key(example, flipped=True))
         assert torch.allclose(tokens, expected[i], atol=1e-5)
@@ -107,9 +113,11 @@ def test_a_causal_model_caches_its_per_frame_tokens_plain_and_mirrored(tmp_path,
     collator = GazeFlowDataCollator(processor, num_frames=8)
     flipping = GazeFlowDataCollator(processor, num_frames=8, horizontal_flip_probability=1.0)
     assert cache_fingerprint(model, processor) != cache_fingerprint(
-        GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, causal=False)), processor)
+        GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, causal=False)), processor
+    )
     cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(
-        model, [train, validation], collator, batch_size=5, flipped_datasets=[train])
+        model, [train, validation], collator, batch_size=5, flipped_datasets=[train]
+    )
     examples = [train[i] for i in range(min(len(train), 6))]
     with torch.no_grad():
         plain = model.encode_video(collator(examples)["pixel_values_videos"])
@@ -119,11 +127,18 @@ def test_a_causal_model_caches_its_per_frame_tokens_plain_and_mirrored(tmp_path,
         assert torch.equal(cache.load(example_key(example)), plain[i])
         assert torch.equal(cache.load(example_key(example, flipped=True)), mirrored[i])
     for frames_collator, cached_collator in (
-            (collator, CachedFeatureCollator(cache, processor, num_frames=8)),
-            (flipping, CachedFeatureCollator(cache, processor, num_frames=8, horizontal_flip_probability=1.0))):
+        (collator, CachedFeatureCollator(cache, processor, num_frames=8)),
+        (flipping, CachedFeatureCollator(cache, processor, num_frames=8, horizontal_flip_probability=1.0)),
+    ):
         cached, decoded = cached_collator(examples), frames_collator(examples)
         assert torch.equal(cached["gaze"], decoded["gaze"])
-        losses = [model(gaze=batch["gaze"], valid_mask=batch["valid_mask"], generator=torch.Generator().manual_seed(1),
-                        **{key: batch[key] for key in ("pixel_values_videos", "encoder_hidden_states") if key in batch}
-                        ).loss for batch in (cached, decoded)]
+        losses = [
+            model(
+                gaze=batch["gaze"],
+                valid_mask=batch["valid_mask"],
+                generator=torch.Generator().manual_seed(1),
+                **{key: batch[key] for key in ("pixel_values_videos", "encoder_hidden_states") if key in batch},
+            ).loss
+            for batch in (cached, decoded)
+        ]
         assert torch.allclose(losses[0], losses[1], atol=1e-6)

@@ -17,8 +17,9 @@ DRAWS = 20_000
 
 def draws(sampling: str, count: int = DRAWS, seed: int = 0):
     generators = [torch.Generator().manual_seed(seed * 1_000_003 + i) for i in range(count)]
-    return draw_training_noise((count, 4, 2), generators, 0.5, torch.device("cpu"), torch.float32,
-                               flow_time_sampling=sampling)
+    return draw_training_noise(
+        (count, 4, 2), generators, 0.5, torch.device("cpu"), torch.float32, flow_time_sampling=sampling
+    )
 
 
 def test_uniform_is_the_papers_draw_bit_for_bit():
@@ -27,16 +28,20 @@ def test_uniform_is_the_papers_draw_bit_for_bit():
     noise = draw_training_noise((64, 4, 2), generators, 0.5, torch.device("cpu"), torch.float32)
     assert torch.equal(noise.time, paper)
     explicit = draws("uniform", 64)
-    default = draw_training_noise((64, 4, 2), [torch.Generator().manual_seed(i) for i in range(64)], 0.5,
-                                  torch.device("cpu"), torch.float32)
+    default = draw_training_noise(
+        (64, 4, 2), [torch.Generator().manual_seed(i) for i in range(64)], 0.5, torch.device("cpu"), torch.float32
+    )
     assert torch.equal(explicit.time, default.time)
 
 
-@pytest.mark.parametrize("sampling, cdf", [
-    ("uniform", lambda s: s),
-    ("late_quadratic", lambda s: 1 - np.sqrt(1 - s)),  # P(1 - (1 - u)^2 <= s) = P(u <= 1 - sqrt(1 - s))
-    ("logit_normal", lambda s: stats.norm.cdf(np.log(s / (1 - s)))),
-])
+@pytest.mark.parametrize(
+    "sampling, cdf",
+    [
+        ("uniform", lambda s: s),
+        ("late_quadratic", lambda s: 1 - np.sqrt(1 - s)),  # P(1 - (1 - u)^2 <= s) = P(u <= 1 - sqrt(1 - s))
+        ("logit_normal", lambda s: stats.norm.cdf(np.log(s / (1 - s)))),
+    ],
+)
 def test_each_sampling_has_its_distribution(sampling, cdf):
     times = draws(sampling).time.double().numpy()
     assert times.min() >= 0.0 and times.max() <= 1.0  # float32: 1 - (1 - u)^2 can round to 1
@@ -80,7 +85,7 @@ def test_logit_normal_stays_finite_at_the_ends():
     ends = flow_time_from_uniform(torch.tensor([0.0, 1e-12, 0.5, 1 - 1e-7]), "logit_normal")
     assert torch.isfinite(ends).all() and ends[2].item() == pytest.approx(0.5)
     assert 0.0 <= ends.min().item() and ends.max().item() <= 1.0
-    assert math.isclose(flow_time_from_uniform(torch.tensor([0.75]), "late_quadratic").item(), 1 - 0.25 ** 2)
+    assert math.isclose(flow_time_from_uniform(torch.tensor([0.75]), "late_quadratic").item(), 1 - 0.25**2)
 
 
 def test_a_bad_time_sampling_is_named():

@@ -51,8 +51,7 @@ def predicted(tmp_path_factory, synthetic_clip_mp4, tiny_model_dir):
     """gazeflow predict --fov 90 on the synthetic clip (64 x 48, 30 frames, 24 fps)."""
     path, _ = synthetic_clip_mp4
     out = tmp_path_factory.mktemp("readouts") / "pred"
-    status, stdout, stderr = run("predict", path, "--model", tiny_model_dir, "-o", out, "--fov", "90", "-q",
-                                 "--region")
+    status, stdout, stderr = run("predict", path, "--model", tiny_model_dir, "-o", out, "--fov", "90", "-q", "--region")
     assert status == 0, stderr
     return path, out
 
@@ -62,7 +61,7 @@ def test_predict_with_a_field_of_view_writes_degrees_events_and_spreads(predicte
     rows = rows_of(out / "gaze.csv")
     assert tuple(rows[0])[8:] == READOUT_COLUMNS
     camera = PinholeCamera.from_fov(64, 48, 90)  # f = 32 px
-    for row in rows[:NUM_SAMPLES + 1]:
+    for row in rows[: NUM_SAMPLES + 1]:
         expected = camera.angles_deg(np.array([float(row["x_px"]), float(row["y_px"])]))
         np.testing.assert_allclose([float(row["x_deg"]), float(row["y_deg"])], expected, atol=0.01)
         assert row["event"] in ("fixation", "saccade")
@@ -96,8 +95,22 @@ def test_idt_and_intrinsics(tmp_path, synthetic_clip_mp4, tiny_model_dir):
     path, _ = synthetic_clip_mp4
     intrinsics = tmp_path / "camera.json"
     intrinsics.write_text(json.dumps({"fx": 64, "fy": 64, "cx": 64, "cy": 48, "width": 128, "height": 96}))
-    status, _, stderr = run("predict", path, "--model", tiny_model_dir, "-o", tmp_path / "o", "--intrinsics",
-                            intrinsics, "--events", "idt", "--dispersion", "2", "-q", "--no-overlay")
+    status, _, stderr = run(
+        "predict",
+        path,
+        "--model",
+        tiny_model_dir,
+        "-o",
+        tmp_path / "o",
+        "--intrinsics",
+        intrinsics,
+        "--events",
+        "idt",
+        "--dispersion",
+        "2",
+        "-q",
+        "--no-overlay",
+    )
     assert status == 0, stderr
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["camera"] == {"fx": 32, "fy": 32, "cx": 32, "cy": 24, "width": 64, "height": 48}  # rescaled
@@ -118,8 +131,9 @@ def test_calibrate_recovers_a_known_tracker_offset_and_predict_applies_it(tmp_pa
             lines.append(f"{frame},{x:.6f},{y:.6f}")
     tracker.write_text("\n".join(lines) + "\n")
     calib = tmp_path / "calib.json"
-    status, stdout, stderr = run("calibrate", path, "--gaze", tracker, "-o", calib, "--model", tiny_model_dir,
-                                 "--correction", "offset")
+    status, stdout, stderr = run(
+        "calibrate", path, "--gaze", tracker, "-o", calib, "--model", tiny_model_dir, "--correction", "offset"
+    )
     assert status == 0, stderr
     usable = ((points + OFFSET >= 0) & (points + OFFSET <= 1)).all(axis=1)  # the tracker's gaze on the frame
     usable[[3, 4]], usable[7] = False, True  # the blinks out, the wild sample in
@@ -127,8 +141,18 @@ def test_calibrate_recovers_a_known_tracker_offset_and_predict_applies_it(tmp_pa
     record = json.loads(calib.read_text())
     np.testing.assert_allclose(record["offset"], OFFSET, atol=2e-3)
     assert record["model"]["name"] == str(tiny_model_dir) and record["fit"]["median_error_after_px"] < 0.2
-    status, _, stderr = run("predict", path, "--model", tiny_model_dir, "-o", tmp_path / "corrected", "-q",
-                            "--no-overlay", "--calibration", calib)
+    status, _, stderr = run(
+        "predict",
+        path,
+        "--model",
+        tiny_model_dir,
+        "-o",
+        tmp_path / "corrected",
+        "-q",
+        "--no-overlay",
+        "--calibration",
+        calib,
+    )
     assert status == 0, stderr
     corrected = points_of(tmp_path / "corrected")
     expected = np.clip(points_of(out, samples=True) + record["offset"], 0, 1).mean(axis=0)  # each sample clamped
@@ -136,8 +160,9 @@ def test_calibrate_recovers_a_known_tracker_offset_and_predict_applies_it(tmp_pa
     summary = json.loads((tmp_path / "corrected" / "summary.json").read_text())
     assert summary["wearer_calibration"]["correction"] == "offset"
     # the first second only (24 frames at 24 fps, blinks left out)
-    status, stdout, _ = run("calibrate", path, "--gaze", tracker, "-o", tmp_path / "short.json", "--model",
-                            tiny_model_dir, "--seconds", "1")
+    status, stdout, _ = run(
+        "calibrate", path, "--gaze", tracker, "-o", tmp_path / "short.json", "--model", tiny_model_dir, "--seconds", "1"
+    )
     assert status == 0 and f"from {usable[:24].sum()} frames" in stdout
 
 
@@ -162,16 +187,19 @@ def test_the_pipeline_carries_readouts_and_applies_a_calibration(tmp_path, predi
         gaze(str(path), calibration=other)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--fov", "200"], "argument --fov: '200': expected a field of view in degrees"),
-    (["--fov", "90,0"], "argument --fov: '90,0'"),
-    (["--fov", "wide"], "argument --fov: 'wide'"),
-    (["--intrinsics", "1,2,3"], "argument --intrinsics: '1,2,3': expected fx,fy,cx,cy"),
-    (["--intrinsics", "0,1,2,3"], "the focal lengths fx, fy must be positive"),
-    (["--intrinsics", "missing.json"], "argument --intrinsics: missing.json: cannot read the intrinsics file"),
-    (["--fov", "90", "--intrinsics", "1,1,1,1"], "not allowed with argument"),
-    (["--saccade-threshold", "0"], "argument --saccade-threshold: '0': expected a positive number"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--fov", "200"], "argument --fov: '200': expected a field of view in degrees"),
+        (["--fov", "90,0"], "argument --fov: '90,0'"),
+        (["--fov", "wide"], "argument --fov: 'wide'"),
+        (["--intrinsics", "1,2,3"], "argument --intrinsics: '1,2,3': expected fx,fy,cx,cy"),
+        (["--intrinsics", "0,1,2,3"], "the focal lengths fx, fy must be positive"),
+        (["--intrinsics", "missing.json"], "argument --intrinsics: missing.json: cannot read the intrinsics file"),
+        (["--fov", "90", "--intrinsics", "1,1,1,1"], "not allowed with argument"),
+        (["--saccade-threshold", "0"], "argument --saccade-threshold: '0': expected a positive number"),
+    ],
+)
 def test_bad_camera_and_event_arguments_are_one_line(tmp_path, argv, message):
     status, stdout, stderr = run("predict", "v.mp4", "-o", tmp_path / "o", *argv)
     assert status == 2 and stderr.startswith("gazeflow: error: ") and stderr.count("\n") == 1, stderr
@@ -195,18 +223,29 @@ def test_bad_calibration_inputs_are_one_line(tmp_path, predicted, tiny_model_dir
     status, _, stderr = run("calibrate", path, "--gaze", empty, "-o", tmp_path / "c.json", "--seconds", "-2")
     assert status == 2 and "argument --seconds: '-2': expected a positive number" in stderr
     other = tmp_path / "other.json"
-    other.write_text(json.dumps({"format": "gazeflow-wearer-calibration", "version": 1, "correction": "offset",
-                                 "offset": [0.1, 0.0], "scale": [1, 1],
-                                 "model": {"name": "someone/else", "fingerprint": "0123456789abcdef"}}))
-    status, _, stderr = run("predict", path, "--model", tiny_model_dir, "-o", tmp_path / "p", "--calibration", other,
-                            "-q")
+    other.write_text(
+        json.dumps(
+            {
+                "format": "gazeflow-wearer-calibration",
+                "version": 1,
+                "correction": "offset",
+                "offset": [0.1, 0.0],
+                "scale": [1, 1],
+                "model": {"name": "someone/else", "fingerprint": "0123456789abcdef"},
+            }
+        )
+    )
+    status, _, stderr = run(
+        "predict", path, "--model", tiny_model_dir, "-o", tmp_path / "p", "--calibration", other, "-q"
+    )
     assert status == 1 and stderr.count("\n") == 1
     assert f"{other} was fitted for the model someone/else (weights 0123456789abcdef), not for" in stderr
     assert not (tmp_path / "p").exists()
     not_json = tmp_path / "calib.json"
     not_json.write_text("{")
-    status, _, stderr = run("predict", path, "--model", tiny_model_dir, "-o", tmp_path / "p", "--calibration",
-                            not_json, "-q")
+    status, _, stderr = run(
+        "predict", path, "--model", tiny_model_dir, "-o", tmp_path / "p", "--calibration", not_json, "-q"
+    )
     assert status == 1 and "not valid JSON" in stderr and stderr.count("\n") == 1
 
 

@@ -48,7 +48,7 @@ def test_window_starts_cover_the_clip(num_frames, expected):
     assert starts == expected
     covered = np.zeros(num_frames, bool)
     for s in starts:
-        covered[s:s + 64] = True
+        covered[s : s + 64] = True
     assert covered.all() and all(s + 64 <= max(num_frames, 64) for s in starts)
 
 
@@ -74,7 +74,7 @@ def test_blend_is_the_paper_ramp_over_a_regular_overlap():
 def test_blend_of_identical_windows_is_the_identity():
     full = torch.randn(2, 150, 3)
     starts = window_starts(150, 64, 32)
-    pieces = [full[:, s:s + 64] for s in starts]
+    pieces = [full[:, s : s + 64] for s in starts]
     assert torch.allclose(blend_windows(pieces, starts, 150, frame_dim=1), full, atol=1e-6)
 
 
@@ -103,14 +103,17 @@ def test_point_estimate_is_the_mean_of_the_samples():
     assert torch.allclose(point_estimate(batched, sample_axis=1), torch.tensor([[[0.5, 0.3]]], dtype=torch.float64))
 
 
-@pytest.mark.parametrize("num_frames,start,end,starts,first,decode", [
-    (96, 0, None, (0, 32), 0, (0, 96)),
-    (150, 0, 64, (0, 32), 0, (0, 96)),  # frame 63 is also covered by the window at 32
-    (150, 70, 80, (32, 64), 1, (32, 128)),
-    (150, 120, None, (64, 86), 2, (64, 150)),  # the last window is aligned to the video's end
-    (150, 140, None, (86,), 3, (86, 150)),
-    (40, 5, 33, (0,), 0, (0, 40)),  # one window: a video shorter than W
-])
+@pytest.mark.parametrize(
+    "num_frames,start,end,starts,first,decode",
+    [
+        (96, 0, None, (0, 32), 0, (0, 96)),
+        (150, 0, 64, (0, 32), 0, (0, 96)),  # frame 63 is also covered by the window at 32
+        (150, 70, 80, (32, 64), 1, (32, 128)),
+        (150, 120, None, (64, 86), 2, (64, 150)),  # the last window is aligned to the video's end
+        (150, 140, None, (86,), 3, (86, 150)),
+        (40, 5, 33, (0,), 0, (0, 40)),  # one window: a video shorter than W
+    ],
+)
 def test_plan_windows_takes_the_whole_videos_grid(num_frames, start, end, starts, first, decode):
     from transformers_gazeflow.models.gazeflow.windows import plan_windows
 
@@ -119,7 +122,7 @@ def test_plan_windows_takes_the_whole_videos_grid(num_frames, start, end, starts
     assert (plan.decode_start, plan.decode_stop) == decode
     assert (plan.output_start, plan.output_stop) == (start, num_frames if end is None else end)
     grid = window_starts(num_frames, 64, 32)
-    assert grid[first:first + len(starts)] == list(starts)  # a run of the whole video's grid
+    assert grid[first : first + len(starts)] == list(starts)  # a run of the whole video's grid
     # every requested frame is covered, and every window run covers one
     for frame in range(start, plan.output_stop):
         assert any(s <= frame < s + 64 for s in plan.starts)

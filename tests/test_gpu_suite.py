@@ -13,8 +13,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "benchmarks" / "gpu_suite.sh"
-STEPS = ["install", "preflight", "tests", "train", "inference", "pipeline", "streaming", "inference-compile", "predict",
-         "streaming-bundled", "profile"]
+STEPS = [
+    "install",
+    "preflight",
+    "tests",
+    "train",
+    "inference",
+    "pipeline",
+    "streaming",
+    "inference-compile",
+    "predict",
+    "streaming-bundled",
+    "profile",
+]
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gpu_suite_tools  # noqa: E402
@@ -22,8 +33,9 @@ import gpu_suite_tools  # noqa: E402
 
 def suite(*args: str, timeout: float = 1800, **env_overrides: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1", **env_overrides}
-    return subprocess.run(["bash", str(SUITE), *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        ["bash", str(SUITE), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def status(out_dir: Path) -> dict[str, str]:
@@ -53,14 +65,23 @@ def test_dry_run_prints_every_step_and_the_pip_commands(tmp_path):
     assert len(installs) == 2 and all("--no-deps" in line and "--target /tmp/site" in line for line in installs)
     assert installs[0].endswith(".whl/*.whl")
     assert (tmp_path / "summary.md").exists()
-    plan = result.stdout[result.stdout.index("plan:"):result.stdout.index("== install")]
+    plan = result.stdout[result.stdout.index("plan:") : result.stdout.index("== install")]
     assert "budget 3600 s" in plan and all(f"  {step} " in plan for step in STEPS)
     assert "  profile            optional" in plan and "  train              required        105s" in plan
 
 
 def test_a_step_past_its_limit_is_stopped_and_optional_steps_wait_for_the_budget(tmp_path):
-    result = suite(str(tmp_path), "--device", "cpu", "--tiny", "--only", "preflight,profile", "--budget-s", "0",
-                   GAZEFLOW_SUITE_LIMITS="preflight=1")
+    result = suite(
+        str(tmp_path),
+        "--device",
+        "cpu",
+        "--tiny",
+        "--only",
+        "preflight,profile",
+        "--budget-s",
+        "0",
+        GAZEFLOW_SUITE_LIMITS="preflight=1",
+    )
     assert result.returncode == 1 and "steps that failed or timed out: preflight" in result.stdout
     assert status(tmp_path) == {"environment": "0", "preflight": "timeout 1 s", "profile": "skipped (budget)"}
     summary = (tmp_path / "summary.md").read_text()
@@ -68,12 +89,15 @@ def test_a_step_past_its_limit_is_stopped_and_optional_steps_wait_for_the_budget
     assert "| profile | optional | 45 | 900 | skipped (budget) | 0 |" in summary
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--only", "tests,bench"], "unknown step 'bench'"),
-    (["--device", "tpu"], "--device must be cuda or cpu, got 'tpu'"),
-    (["--frobnicate"], "unknown argument '--frobnicate'"),
-    (["--budget-s", "soon"], "--budget-s must be a whole number of seconds, got 'soon'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--only", "tests,bench"], "unknown step 'bench'"),
+        (["--device", "tpu"], "--device must be cuda or cpu, got 'tpu'"),
+        (["--frobnicate"], "unknown argument '--frobnicate'"),
+        (["--budget-s", "soon"], "--budget-s must be a whole number of seconds, got 'soon'"),
+    ],
+)
 def test_bad_arguments_are_named(tmp_path, args, message):
     result = suite(str(tmp_path), *args)
     assert result.returncode == 2 and message in result.stderr
@@ -82,41 +106,87 @@ def test_bad_arguments_are_named(tmp_path, args, message):
 def inference_figures(encoder_ms: float, ms_per_frame: float, peak: float | None, compile_: bool = False) -> dict:
     k_s = {"K": 30, "S": 5}
     return {
-        "benchmark": "inference", "compile": compile_, "targets": {"encoder_ms": 30.0, "sampler_ms": 5.0,
-                                                                   "ms_per_frame": 0.5, "peak_memory_gb": 3.0},
-        "paper": {"encoder_ms": 450.0, "ms_per_frame_k30_s5": 11.4, "sampler_ms_k50_s50": 2920.0,
-                  "peak_memory_gb": 9.2, "method_ms_per_frame": {"GazeFlow (K=30, S=5)": 11.4}},
+        "benchmark": "inference",
+        "compile": compile_,
+        "targets": {"encoder_ms": 30.0, "sampler_ms": 5.0, "ms_per_frame": 0.5, "peak_memory_gb": 3.0},
+        "paper": {
+            "encoder_ms": 450.0,
+            "ms_per_frame_k30_s5": 11.4,
+            "sampler_ms_k50_s50": 2920.0,
+            "peak_memory_gb": 9.2,
+            "method_ms_per_frame": {"GazeFlow (K=30, S=5)": 11.4},
+        },
         "encoder_ms": {"fast": encoder_ms, "reference": 10 * encoder_ms},
-        "sampler_ms_grid": {"30": {"5": 2.0}}, "ks_grid_ratio_to_paper": {"30": {"5": (encoder_ms + 2.0) / 730}},
-        "generate_ms_per_frame": ms_per_frame, "method_time_ours_ms_per_frame": {"GazeFlow (K=30, S=5)": ms_per_frame},
-        "at": {**k_s, "sampler_ms": {"fast": 2.0, "reference": 200.0},
-               "ms_per_frame": {"fast": ms_per_frame, "reference": 10 * ms_per_frame}, "max_abs_difference": 1e-3},
+        "sampler_ms_grid": {"30": {"5": 2.0}},
+        "ks_grid_ratio_to_paper": {"30": {"5": (encoder_ms + 2.0) / 730}},
+        "generate_ms_per_frame": ms_per_frame,
+        "method_time_ours_ms_per_frame": {"GazeFlow (K=30, S=5)": ms_per_frame},
+        "at": {
+            **k_s,
+            "sampler_ms": {"fast": 2.0, "reference": 200.0},
+            "ms_per_frame": {"fast": ms_per_frame, "reference": 10 * ms_per_frame},
+            "max_abs_difference": 1e-3,
+        },
         "peak_memory_gb": None if peak is None else {"fast": peak, "reference": 2 * peak},
-        "targets_met": {"encoder_ms": encoder_ms <= 30, "sampler_ms": True, "ms_per_frame": ms_per_frame <= 0.5,
-                        "peak_memory_gb": peak is not None and peak <= 3},
+        "targets_met": {
+            "encoder_ms": encoder_ms <= 30,
+            "sampler_ms": True,
+            "ms_per_frame": ms_per_frame <= 0.5,
+            "peak_memory_gb": peak is not None and peak <= 3,
+        },
     }
 
 
 def test_summary_merges_the_calls_and_marks_each_target(tmp_path):
     first, second = tmp_path / "call1", tmp_path / "call2"
     first.mkdir(), second.mkdir()
-    (first / "environment.json").write_text(json.dumps({
-        "device_type": "cuda", "device": "NVIDIA H100 80GB HBM3", "capability": "9.0", "memory_gib": 79.2,
-        "multiprocessors": 132, "python": "3.12.3", "torch": "2.11.0+cu130", "cuda": "13.0", "transformers": "5.17.0",
-        "accelerate": "1.15.0", "peft": "0.18.0", "numpy": "2.5.2",
-        "source": {"tree_hash": "ab" * 32, "commit": "c0ffee", "dirty": False, "tree_matches_record": True}}))
+    (first / "environment.json").write_text(
+        json.dumps(
+            {
+                "device_type": "cuda",
+                "device": "NVIDIA H100 80GB HBM3",
+                "capability": "9.0",
+                "memory_gib": 79.2,
+                "multiprocessors": 132,
+                "python": "3.12.3",
+                "torch": "2.11.0+cu130",
+                "cuda": "13.0",
+                "transformers": "5.17.0",
+                "accelerate": "1.15.0",
+                "peft": "0.18.0",
+                "numpy": "2.5.2",
+                "source": {"tree_hash": "ab" * 32, "commit": "c0ffee", "dirty": False, "tree_matches_record": True},
+            }
+        )
+    )
     (first / "status.tsv").write_text("inference\t0\t200.1\tpython benchmarks/bench_inference.py --json x\n")
     (first / "inference.json").write_text(json.dumps(inference_figures(15.0, 0.4, 2.5)))
     (second / "status.tsv").write_text("streaming\t1\t50.0\tpython benchmarks/bench_streaming.py\n")
     (second / "inference-compile.json").write_text(json.dumps(inference_figures(45.0, 0.6, None, compile_=True)))
-    (second / "streaming.json").write_text(json.dumps({
-        "K": 30, "S": 5, "dtype": "bf16", "target_p99_ms": 5.0, "targets_met": {"p99_ms": False},
-        "ms_per_frame": {"streamer, total": {"mean": 4.0, "p50": 3.9, "p95": 5.5, "p99": 6.25, "max": 7.0}},
-        "primary_mode": "cuda-graph", "modes": {
-            "cuda-graph": {"ms_per_frame": {"p50": 3.9, "p95": 5.5, "p99": 6.25}, "setup_s": 0.2,
-                           "aten_ops_per_frame": 14.0, "cuda_kernels_per_frame": 1413.0, "peak_memory_gb": 3.08,
-                           "max_abs_difference_to_eager": 0.0},
-            "reduce-overhead": {"error": "RuntimeError: no compiler"}}}))
+    (second / "streaming.json").write_text(
+        json.dumps(
+            {
+                "K": 30,
+                "S": 5,
+                "dtype": "bf16",
+                "target_p99_ms": 5.0,
+                "targets_met": {"p99_ms": False},
+                "ms_per_frame": {"streamer, total": {"mean": 4.0, "p50": 3.9, "p95": 5.5, "p99": 6.25, "max": 7.0}},
+                "primary_mode": "cuda-graph",
+                "modes": {
+                    "cuda-graph": {
+                        "ms_per_frame": {"p50": 3.9, "p95": 5.5, "p99": 6.25},
+                        "setup_s": 0.2,
+                        "aten_ops_per_frame": 14.0,
+                        "cuda_kernels_per_frame": 1413.0,
+                        "peak_memory_gb": 3.08,
+                        "max_abs_difference_to_eager": 0.0,
+                    },
+                    "reduce-overhead": {"error": "RuntimeError: no compiler"},
+                },
+            }
+        )
+    )
     text = gpu_suite_tools.summary([first, second], tmp_path / "summary.md")
     assert "device: `NVIDIA H100 80GB HBM3` (capability 9.0, 79.2 GiB, 132 SMs)" in text
     assert "commit: `c0ffee`; the tree matches it" in text
@@ -124,13 +194,17 @@ def test_summary_merges_the_calls_and_marks_each_target(tmp_path):
     assert "| encoder ms per clip | eager | 30.00 | 15.000 | 450.00 | 0.0333 | **met** |" in text
     assert "| encoder ms per clip | compiled | 30.00 | 45.000 | 450.00 | 0.1000 | **missed** |" in text
     assert "| peak memory GB, one clip | compiled | 3.00 | - | 9.20 | - | **missed** |" in text
-    assert ("| causal streamer p99 ms per frame, paper geometry (K=30, S=5; cuda-graph; p50 3.90, p95 5.50) | bf16 | "
-            "5.0 | 6.25 |") in text
+    assert (
+        "| causal streamer p99 ms per frame, paper geometry (K=30, S=5; cuda-graph; p50 3.90, p95 5.50) | bf16 | "
+        "5.0 | 6.25 |"
+    ) in text
     assert "## Causal streamer by mode, paper geometry (K=30, S=5, bf16; best: cuda-graph)" in text
     assert "| cuda-graph | 3.90 | 5.50 | 6.25 | 0.2 | 14 | 1413 | 3.08 | 0.0e+00 |" in text
     assert "| reduce-overhead | failed: RuntimeError: no compiler |" in text
     assert gpu_suite_tools.missed_targets(first) == [] and gpu_suite_tools.missed_targets(second) == [
-        "inference", "streaming"]
+        "inference",
+        "streaming",
+    ]
 
 
 def figures(out_dir: Path, name: str) -> dict:
@@ -144,8 +218,9 @@ ONE_CALL = "preflight,tests,train,inference,pipeline,streaming,inference-compile
 def one_call(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path, Path]:
     """Every step but the install, in one call as on the GPU (``--device cpu --tiny``)."""
     folder = tmp_path_factory.mktemp("suite")
-    result = suite(str(folder / "out"), "--device", "cpu", "--tiny", "--only", ONE_CALL, "--bundle",
-                   str(folder / "bundle"))
+    result = suite(
+        str(folder / "out"), "--device", "cpu", "--tiny", "--only", ONE_CALL, "--bundle", str(folder / "bundle")
+    )
     return result, folder / "out", folder / "bundle"
 
 
@@ -168,7 +243,8 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
     assert figures(out, "profile-inference.json")["profile"] and figures(out, "profile-streaming.json")["profile"]
     pipeline = figures(out, "pipeline.json")["throughput"]["runs"]
     assert {(run["size"], run["path"]) for run in pipeline} == {
-        (size, path) for size in ("64x64", "160x120") for path in ("serial", "overlapped")}
+        (size, path) for size in ("64x64", "160x120") for path in ("serial", "overlapped")
+    }
     assert all(run["frames_per_second"] > 0 for run in pipeline)
     runs = figures(out, "predict.json")["runs"]
     assert set(runs) == {"bundled", "tiny random, 160x120"}
@@ -195,7 +271,8 @@ def test_the_training_benchmark_measures_the_model_and_the_data_path(one_call):
     data = train["data"]
     assert data["size"] == "160x120" and data["windows"] > 0 and data["collator"]["decode_cpu_s"] > 0
     assert [r["workers"] for r in data["loader_alone"]] == [0, 2] and all(
-        r["clips_per_s"] > 0 for r in data["loader_alone"])
+        r["clips_per_s"] > 0 for r in data["loader_alone"]
+    )
     assert data["fed"][0]["variant"] == "B2+fast+ckpt" and data["fed"][0]["clips_per_s"] > 0
     assert set(train["gpu_hours"]["model_only"]) == {"EGTEA Gaze+", "Ego4D"}
 

@@ -38,7 +38,7 @@ def test_token_order_of_the_encoder_matches_patch_centres():
     blank = torch.zeros(1, frames, 3, size, size)
     marked = blank.clone()
     row, col = grid - 1, 0  # bottom-left patch
-    marked[..., row * patch:(row + 1) * patch, col * patch:(col + 1) * patch] = 1.0
+    marked[..., row * patch : (row + 1) * patch, col * patch : (col + 1) * patch] = 1.0
     embed = model.get_input_embeddings()  # the tubelet x patch convolution, on [B, C, T, S, S]
     with torch.no_grad():
         changed = (embed(marked.transpose(1, 2)) - embed(blank.transpose(1, 2))).abs().sum(-1)[0]  # [N]
@@ -55,13 +55,14 @@ def test_grounding_loss_is_the_cross_entropy_to_a_gaussian_around_the_gaze():
     sigma = 0.5
     logits = torch.tensor([[[0.0, 2.0, -1.0, 0.5]]])  # one group of two frames
     distance = ((centres - gaze[0, 0]) ** 2).sum(-1)
-    target = torch.softmax(-distance / (2 * sigma ** 2), dim=-1)
+    target = torch.softmax(-distance / (2 * sigma**2), dim=-1)
     expected = -(target * torch.log_softmax(logits[0, 0], dim=-1)).sum()
     assert torch.allclose(grounding_loss(logits, gaze, valid, centres, sigma), expected)
     pointing = torch.tensor([[[0.0, 5.0, 0.0, 0.0]]])
     elsewhere = torch.tensor([[[0.0, 0.0, 5.0, 0.0]]])
-    assert (grounding_loss(pointing, gaze, valid, centres, sigma)
-            < grounding_loss(elsewhere, gaze, valid, centres, sigma))
+    assert grounding_loss(pointing, gaze, valid, centres, sigma) < grounding_loss(
+        elsewhere, gaze, valid, centres, sigma
+    )
 
 
 def test_grounding_loss_reads_valid_frames_only():
@@ -106,8 +107,9 @@ def test_loss_adds_the_weighted_grounding_loss_and_trains_the_condition_encoder(
     assert torch.allclose(output.loss, output.objective_loss + 0.5 * output.grounding_loss)
     grid = math.isqrt(config.tokens_per_frame)
     sigma = 0.75 * 2 / grid
-    expected = grounding_loss(output.grounding_logits, gaze, torch.ones(2, config.num_frames, dtype=torch.bool),
-                              patch_centres(grid), sigma)
+    expected = grounding_loss(
+        output.grounding_logits, gaze, torch.ones(2, config.num_frames, dtype=torch.bool), patch_centres(grid), sigma
+    )
     assert torch.allclose(output.grounding_loss, expected)
     output.grounding_loss.backward()
     spatial = model.condition_encoder.spatial_encoder.layers[0].attention
@@ -120,15 +122,19 @@ def test_grounding_head_round_trips_through_save_and_load(tmp_path):
     model.save_pretrained(tmp_path)
     loaded = GazeFlowModel.from_pretrained(tmp_path)
     assert loaded.config.grounding_loss_weight == 1.0
-    assert torch.equal(loaded.condition_encoder.grounding_head.score.weight,
-                       model.condition_encoder.grounding_head.score.weight)
+    assert torch.equal(
+        loaded.condition_encoder.grounding_head.score.weight, model.condition_encoder.grounding_head.score.weight
+    )
 
 
-@pytest.mark.parametrize("field, value, expected", [
-    ("grounding_loss_weight", -1.0, ">= 0"),
-    ("grounding_loss_weight", True, ">= 0"),
-    ("grounding_sigma", 0.0, "> 0"),
-])
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("grounding_loss_weight", -1.0, ">= 0"),
+        ("grounding_loss_weight", True, ">= 0"),
+        ("grounding_sigma", 0.0, "> 0"),
+    ],
+)
 def test_bad_grounding_settings_get_one_line_errors(field, value, expected):
     with pytest.raises(ValueError) as error:
         GazeFlowConfig.tiny(**{field: value})

@@ -31,8 +31,9 @@ def reference_path(model, pixels, **kwargs):
     set_encoder_attention(reference, "eager")
     generator = kwargs.pop("generator", None)
     settings = SamplingSettings.resolve(reference.config, **kwargs)
-    return generate_trajectories(reference, pixels, settings=settings, generator=generator, window_batch_size=1,
-                                 use_condition_cache=False)
+    return generate_trajectories(
+        reference, pixels, settings=settings, generator=generator, window_batch_size=1, use_condition_cache=False
+    )
 
 
 def test_fast_path_matches_the_reference_path_in_fp32(model_with_lora):
@@ -44,7 +45,8 @@ def test_fast_path_matches_the_reference_path_in_fp32(model_with_lora):
     fast = fast_model.generate(pixels, generator=torch.Generator().manual_seed(0), window_batch_size=8, **kwargs)
     assert fast.trajectories.shape == reference.trajectories.shape == (2, 4, 21, 2)
     assert torch.allclose(fast.trajectories, reference.trajectories, atol=1e-5), (
-        (fast.trajectories - reference.trajectories).abs().max())
+        (fast.trajectories - reference.trajectories).abs().max()
+    )
 
 
 def test_bf16_autocast_stays_within_bf16_tolerance(model_with_lora):

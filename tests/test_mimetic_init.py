@@ -21,15 +21,20 @@ from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import (
 
 def tiny(mode: str, seed: int = 0) -> GazeFlowModel:
     torch.manual_seed(seed)
-    return GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, hidden_size=32, num_attention_heads=2,
-                                             num_spatial_layers=2, spatial_attention_init=mode))
+    return GazeFlowModel(
+        GazeFlowConfig.tiny(
+            use_lora=False, hidden_size=32, num_attention_heads=2, num_spatial_layers=2, spatial_attention_init=mode
+        )
+    )
 
 
 def head_products(attention: GazeFlowAttention) -> list[torch.Tensor]:
     """W_q^hT W_k^h ``[d, d]`` of every head h (the bilinear form of q . k before scaling)."""
     d_h = attention.head_dim
-    return [(attention.q_proj.weight[h * d_h:(h + 1) * d_h].T @ attention.k_proj.weight[h * d_h:(h + 1) * d_h])
-            .detach() for h in range(attention.num_heads)]
+    return [
+        (attention.q_proj.weight[h * d_h : (h + 1) * d_h].T @ attention.k_proj.weight[h * d_h : (h + 1) * d_h]).detach()
+        for h in range(attention.num_heads)
+    ]
 
 
 def test_mimetic_heads_are_the_truncated_factorisation_of_alpha_z_plus_beta_i():
@@ -71,8 +76,10 @@ def test_a_token_attends_to_its_look_alike_from_the_start():
     torch.manual_seed(0)
     tokens = torch.randn(1, 16, 32)
     tokens[0, 9] = tokens[0, 2]
-    for mode, check in (("mimetic", lambda w: w[9] > 5 * w[[i for i in range(16) if i not in (2, 9)]].max()),
-                        ("normal", lambda w: (w - 1 / 16).abs().max() < 0.01)):
+    for mode, check in (
+        ("mimetic", lambda w: w[9] > 5 * w[[i for i in range(16) if i not in (2, 9)]].max()),
+        ("normal", lambda w: (w - 1 / 16).abs().max() < 0.01),
+    ):
         model = tiny(mode, seed=1)
         model.set_attn_implementation("eager")
         layer = model.condition_encoder.spatial_encoder.layers[0]
@@ -95,8 +102,16 @@ def test_train_py_builds_it_from_config_overrides_and_keeps_the_default_otherwis
     ``--config_overrides spatial_attention_init=normal`` takes it back; the paper's config keeps the standard
     initialisation."""
     train = load_script(Path(__file__).resolve().parents[1] / "examples" / "train.py", "gazeflow_train_mimetic")
-    common = ["--recipe", "small-cpu", "--dataset_name", "synthetic", "--data_dir", str(tmp_path),
-              "--output_dir", str(tmp_path / "out")]
+    common = [
+        "--recipe",
+        "small-cpu",
+        "--dataset_name",
+        "synthetic",
+        "--data_dir",
+        str(tmp_path),
+        "--output_dir",
+        str(tmp_path / "out"),
+    ]
     for extra, expected in (([], "mimetic"), (["--config_overrides", "spatial_attention_init=normal"], "normal")):
         torch.manual_seed(0)
         model = train.build_model(train.parse_args(common + extra))

@@ -101,15 +101,23 @@ def test_set_attn_implementation_and_from_pretrained_switch_the_nested_encoder(t
 def test_flex_attention_is_accepted_for_the_model_and_its_encoder():
     model = tiny()
     model.set_attn_implementation("flex_attention")
-    assert (model.config._attn_implementation, model.config.encoder_config._attn_implementation) == \
-        ("flex_attention", "flex_attention")
-    assert GazeFlowModel._from_config(GazeFlowConfig.tiny(), attn_implementation="flex_attention") \
-        .video_encoder.config._attn_implementation == "flex_attention"
+    assert (model.config._attn_implementation, model.config.encoder_config._attn_implementation) == (
+        "flex_attention",
+        "flex_attention",
+    )
+    assert (
+        GazeFlowModel._from_config(
+            GazeFlowConfig.tiny(), attn_implementation="flex_attention"
+        ).video_encoder.config._attn_implementation
+        == "flex_attention"
+    )
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(),
-                    reason="flex attention compiles a kernel per shape (minutes on 2 CPU cores; torch 2.13's CPU "
-                           "kernel also crashes on score masks): run where a GPU is")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="flex attention compiles a kernel per shape (minutes on 2 CPU cores; torch 2.13's CPU "
+    "kernel also crashes on score masks): run where a GPU is",
+)
 @pytest.mark.parametrize("overrides", [{}, dict(causal=True)], ids=["bidirectional", "causal"])
 def test_flex_attention_matches_sdpa_on_a_gpu(overrides):
     sdpa = tiny(**overrides).eval().cuda()
@@ -150,8 +158,10 @@ def test_eager_matches_sdpa_in_bf16():
     sample, flow_time, self_condition = (t.to(torch.bfloat16) for t in gaze_state(2, 3))
     with torch.no_grad():
         tokens = [model.encode_video(pixels) for model in (sdpa, eager)]
-        velocities = [model.velocity(sample, flow_time, model.build_condition(tokens[0], FRAMES), self_condition)
-                      for model in (sdpa, eager)]
+        velocities = [
+            model.velocity(sample, flow_time, model.build_condition(tokens[0], FRAMES), self_condition)
+            for model in (sdpa, eager)
+        ]
     assert tokens[0].dtype == velocities[0].dtype == torch.bfloat16
     torch.testing.assert_close(tokens[1], tokens[0], atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(velocities[1], velocities[0], atol=2e-2, rtol=2e-2)
@@ -225,21 +235,24 @@ def test_hidden_states_are_the_states_the_model_computes():
     with torch.no_grad():
         out = model(**loss_inputs(output_hidden_states=True))
         encoded = model.video_encoder(pixels, output_hidden_states=True)
-        condition, encoded_condition = model.encode_condition(encoded.last_hidden_state, FRAMES,
-                                                              output_hidden_states=True)
+        condition, encoded_condition = model.encode_condition(
+            encoded.last_hidden_state, FRAMES, output_hidden_states=True
+        )
     assert len(out.encoder_hidden_states) == LAYERS["encoder_layers"] + 1
     assert len(out.spatial_hidden_states) == LAYERS["spatial_layers"] + 1
     assert len(out.hidden_states) == LAYERS["num_hidden_layers"] + 1
     assert all(h.shape == (2, 1, FRAMES, WIDTH) for h in out.hidden_states)
     network = model.velocity_network
-    torch.testing.assert_close(network.output_head(network.output_norm(out.hidden_states[-1])).squeeze(1),
-                               out.predicted_velocity)
+    torch.testing.assert_close(
+        network.output_head(network.output_norm(out.hidden_states[-1])).squeeze(1), out.predicted_velocity
+    )
     encoder = model.video_encoder.vjepa2
     torch.testing.assert_close(encoder.layernorm(out.encoder_hidden_states[-1]), model.encode_video(pixels))
     torch.testing.assert_close(encoder.embeddings(pixels), out.encoder_hidden_states[0])
     spatial = model.condition_encoder.spatial_encoder
-    torch.testing.assert_close(spatial.norm(out.spatial_hidden_states[-1]).view(condition.visual_tokens.shape),
-                               condition.visual_tokens)
+    torch.testing.assert_close(
+        spatial.norm(out.spatial_hidden_states[-1]).view(condition.visual_tokens.shape), condition.visual_tokens
+    )
     for got, want in zip(out.spatial_hidden_states, encoded_condition.spatial_hidden_states, strict=True):
         torch.testing.assert_close(got, want)
 
@@ -256,8 +269,9 @@ def test_every_objective_returns_the_states_of_its_loss_call_not_of_the_self_con
     assert len(out.attentions) == LAYERS["num_hidden_layers"] and out.attentions[0].shape == (2, HEADS, FRAMES, FRAMES)
     network = model.velocity_network
     with torch.no_grad():
-        torch.testing.assert_close(network.output_head(network.output_norm(out.hidden_states[-1])).squeeze(1),
-                                   out.predicted_velocity)
+        torch.testing.assert_close(
+            network.output_head(network.output_norm(out.hidden_states[-1])).squeeze(1), out.predicted_velocity
+        )
 
 
 def test_hidden_states_and_attentions_keep_their_gradients():
@@ -290,8 +304,10 @@ def test_velocity_call_returns_each_layer_and_head_at_a_chosen_flow_time():
     # row t reads frame t's own tokens: changing tubelet 0's keys changes the weights of frames 0-1 only
     key, value = condition.visual_key_values[0]
     changed = copy.copy(condition)
-    changed.visual_key_values = ((key.clone().index_fill_(1, torch.tensor([0]), 0.5), value),
-                                 *condition.visual_key_values[1:])
+    changed.visual_key_values = (
+        (key.clone().index_fill_(1, torch.tensor([0]), 0.5), value),
+        *condition.visual_key_values[1:],
+    )
     with torch.no_grad():
         moved = model.velocity(sample, 0.6, changed, self_condition, output_attentions=True)
     difference = (moved.visual_cross_attentions[0] - out.visual_cross_attentions[0]).abs().amax(dim=(0, 1, 3))
@@ -396,8 +412,9 @@ def test_a_lora_config_loads_a_checkpoint_without_lora_as_exactly_the_same_funct
         warnings.simplefilter("ignore")
         via_config, info = GazeFlowModel.from_pretrained(tmp_path, config=config, output_loading_info=True)
     assert via_config.config.use_lora and via_config.video_encoder.has_lora
-    assert {name for name in info["missing_keys"]} == {name for name, _ in via_config.named_parameters()
-                                                       if "lora_" in name}
+    assert {name for name in info["missing_keys"]} == {
+        name for name, _ in via_config.named_parameters() if "lora_" in name
+    }
     pixels = clips(2)[0]
     with torch.no_grad():
         assert torch.equal(adapted.encode_video(pixels), plain.encode_video(pixels))
@@ -457,8 +474,11 @@ def test_save_and_load_keep_every_output(tmp_path):
     assert before.keys() == after.keys()
     for name in before:
         first, second = before[name], after[name]
-        for got, want in zip(second if isinstance(second, tuple) else (second,),
-                             first if isinstance(first, tuple) else (first,), strict=True):
+        for got, want in zip(
+            second if isinstance(second, tuple) else (second,),
+            first if isinstance(first, tuple) else (first,),
+            strict=True,
+        ):
             assert torch.equal(got, want), name
 
 
@@ -478,16 +498,20 @@ def test_a_clips_encoding_condition_and_velocity_do_not_depend_on_its_batch_neig
             condition = model.build_condition(tokens.last_hidden_state, FRAMES)
             single = model.velocity(sample[one], flow_time[one], condition, self_condition[one], **flags)
             rows_of_windows = slice(row * FRAMES, (row + 1) * FRAMES) if overrides else one
-            torch.testing.assert_close(tokens.last_hidden_state, batched_tokens.last_hidden_state[one],
-                                       atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                tokens.last_hidden_state, batched_tokens.last_hidden_state[one], atol=1e-5, rtol=1e-5
+            )
             for got, want in zip(tokens.attentions, batched_tokens.attentions, strict=True):
                 torch.testing.assert_close(got, want[rows_of_windows], atol=1e-5, rtol=1e-5)
-            for got, want in zip(torch.utils._pytree.tree_leaves(condition),
-                                 torch.utils._pytree.tree_leaves(batched_condition), strict=True):
+            for got, want in zip(
+                torch.utils._pytree.tree_leaves(condition),
+                torch.utils._pytree.tree_leaves(batched_condition),
+                strict=True,
+            ):
                 torch.testing.assert_close(got, want[one], atol=1e-5, rtol=1e-5)
             torch.testing.assert_close(single.velocity, batched.velocity[one], atol=1e-5, rtol=1e-5)
             for got, want in zip(single.attentions, batched.attentions, strict=True):  # rows b * K + k
-                torch.testing.assert_close(got, want[2 * row:2 * row + 2], atol=1e-5, rtol=1e-5)
+                torch.testing.assert_close(got, want[2 * row : 2 * row + 2], atol=1e-5, rtol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------------- export
@@ -531,8 +555,16 @@ def test_training_target_checks_stay_out_of_the_traced_graph():
 # ---------------------------------------------------------------------------------------------------- config
 def test_config_round_trips_like_transformers_configs(tmp_path):
     """ConfigTester's checks that apply to a composite config."""
-    inputs = dict(hidden_size=32, num_attention_heads=4, num_hidden_layers=3, num_task_queries=3, num_frames=8,
-                  window_stride=4, num_samples=5, solver="midpoint")
+    inputs = dict(
+        hidden_size=32,
+        num_attention_heads=4,
+        num_hidden_layers=3,
+        num_task_queries=3,
+        num_frames=8,
+        window_stride=4,
+        num_samples=5,
+        solver="midpoint",
+    )
     config = GazeFlowConfig(**inputs)
     assert all(hasattr(config, name) for name in ("hidden_size", "num_attention_heads", "num_hidden_layers"))
     as_json = json.loads(config.to_json_string())

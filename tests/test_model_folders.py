@@ -102,8 +102,19 @@ def broken_folders(tmp_path_factory, tiny_model_dir) -> dict[str, tuple[Path, st
     return cases
 
 
-CASES = ["truncated", "empty_weights", "string_field", "nested_field", "pickle", "nan", "other_model_type",
-         "unknown_model_type", "empty_folder", "random_files", "bad_json"]
+CASES = [
+    "truncated",
+    "empty_weights",
+    "string_field",
+    "nested_field",
+    "pickle",
+    "nan",
+    "other_model_type",
+    "unknown_model_type",
+    "empty_folder",
+    "random_files",
+    "bad_json",
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -118,15 +129,23 @@ def test_load_model_and_the_pipeline_name_what_is_wrong(broken_folders, case):
     assert not (folder.parent / "code_ran").exists()  # the crafted pickle never ran
 
 
-@pytest.mark.parametrize("edit,message", [
-    ({"sigma_min": 2.0}, "sigma_min must be a number in (0, 1), got 2.0"),
-    ({"solver": "rk4"}, "solver must be one of ('euler', 'heun', 'midpoint'), got 'rk4'"),
-    ({"use_lora": "yes"}, "use_lora must be a bool, got str 'yes'"),
-    ({"lora_target_modules": "query"}, "lora_target_modules must be a non-empty list of module names, got str 'query'"),
-    ({"window_stride": 64}, "window_stride must be <= num_frames=8 (windows must overlap or touch), got 64"),
-    ({"encoder_config": {"model_type": "bert"}}, "encoder_config.model_type must be 'vjepa2' (a V-JEPA 2 encoder), "
-                                                 "got 'bert'"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        ({"sigma_min": 2.0}, "sigma_min must be a number in (0, 1), got 2.0"),
+        ({"solver": "rk4"}, "solver must be one of ('euler', 'heun', 'midpoint'), got 'rk4'"),
+        ({"use_lora": "yes"}, "use_lora must be a bool, got str 'yes'"),
+        (
+            {"lora_target_modules": "query"},
+            "lora_target_modules must be a non-empty list of module names, got str 'query'",
+        ),
+        ({"window_stride": 64}, "window_stride must be <= num_frames=8 (windows must overlap or touch), got 64"),
+        (
+            {"encoder_config": {"model_type": "bert"}},
+            "encoder_config.model_type must be 'vjepa2' (a V-JEPA 2 encoder), got 'bert'",
+        ),
+    ],
+)
 def test_a_bad_config_value_is_one_line_naming_the_file_and_the_field(tmp_path, edit, message):
     """The config checks its own fields (type, range, choices, and how they combine); loading a folder turns its
     error into one line that names config.json."""
@@ -150,8 +169,12 @@ def test_save_model_folder_writes_a_complete_folder(tmp_path):
     torch.manual_seed(0)
     model = GazeFlowModel(GazeFlowConfig.tiny())
     folder = save_model_folder(model, tmp_path / "model", title="Tiny", description="For a test.")
-    assert {p.name for p in folder.iterdir()} == {"config.json", "model.safetensors", "preprocessor_config.json",
-                                                  "README.md"}
+    assert {p.name for p in folder.iterdir()} == {
+        "config.json",
+        "model.safetensors",
+        "preprocessor_config.json",
+        "README.md",
+    }
     assert GazeFlowVideoProcessor.from_pretrained(folder).size == model.config.image_size
     assert "# Tiny" in (folder / "README.md").read_text() and "For a test." in (folder / "README.md").read_text()
     check_model_folder(folder)
@@ -166,15 +189,22 @@ def test_save_model_folder_writes_a_complete_folder(tmp_path):
         save_model_folder(model, tmp_path / "a_file")
 
 
-@pytest.mark.parametrize("overrides, line", [
-    ({}, "- Visual condition c_v: 1 spatial layer.\n"),
-    ({"num_spatial_layers": 2, "num_temporal_layers": 1, "spatial_attention_init": "mimetic"},
-     "- Visual condition c_v: 1 temporal layer (each position across the window's frame groups), then 2 spatial "
-     "layers, mimetic query-key initialisation.\n"),
-    ({"num_temporal_layers": 2, "causal": True},
-     "- Visual condition c_v: 2 temporal layers (each position across the window's frame groups, earlier ones "
-     "only), then 1 spatial layer.\n"),
-])
+@pytest.mark.parametrize(
+    "overrides, line",
+    [
+        ({}, "- Visual condition c_v: 1 spatial layer.\n"),
+        (
+            {"num_spatial_layers": 2, "num_temporal_layers": 1, "spatial_attention_init": "mimetic"},
+            "- Visual condition c_v: 1 temporal layer (each position across the window's frame groups), then 2 spatial "
+            "layers, mimetic query-key initialisation.\n",
+        ),
+        (
+            {"num_temporal_layers": 2, "causal": True},
+            "- Visual condition c_v: 2 temporal layers (each position across the window's frame groups, earlier ones "
+            "only), then 1 spatial layer.\n",
+        ),
+    ],
+)
 def test_the_card_names_the_condition_encoders_layers(tmp_path, overrides, line):
     model = GazeFlowModel(GazeFlowConfig.tiny(**overrides))
     folder = save_model_folder(model, tmp_path / "model", title="Tiny", description="For a test.")
@@ -194,8 +224,11 @@ def test_the_pipeline_seed_defaults_to_0_and_none_draws_fresh_noise(tiny_model_d
 # ------------------------------------------------------------------------------------------- registration
 def fresh(code: str, folder: Path) -> list[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    return run_python(textwrap.dedent(code).replace("FOLDER", repr(str(folder))), cwd=folder.parent,
-                      env=env).strip().splitlines()
+    return (
+        run_python(textwrap.dedent(code).replace("FOLDER", repr(str(folder))), cwd=folder.parent, env=env)
+        .strip()
+        .splitlines()
+    )
 
 
 def test_import_registers_with_transformers_on_first_use_in_a_fresh_interpreter(tiny_model_dir):
@@ -216,9 +249,14 @@ def test_import_registers_with_transformers_on_first_use_in_a_fresh_interpreter(
             print("--- the bundled default ---", file=sys.stderr, flush=True)
             print("default", pipeline("egocentric-gaze")(np.zeros((3, 24, 32, 3), np.uint8), fps=5).num_frames)
     """).replace("FOLDER", repr(str(tiny_model_dir)))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                            cwd=tiny_model_dir.parent,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tiny_model_dir.parent,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     assert lines[:3] == ["[]", "GazeFlowConfig GazeFlowModel", "GazeFlowPipeline"]
@@ -230,18 +268,24 @@ def test_import_registers_with_transformers_on_first_use_in_a_fresh_interpreter(
 
 
 def test_registration_works_whatever_was_imported_first(tiny_model_dir):
-    lines = fresh("""
+    lines = fresh(
+        """
         from transformers import pipeline, AutoModel          # transformers' modules first
         import transformers_gazeflow
         from transformers_gazeflow import GazeFlowConfig     # then a class of the package
         from transformers import pipeline as again
         print(type(AutoModel.from_pretrained(FOLDER)).__name__,
               type(pipeline("egocentric-gaze", model=FOLDER)).__name__, again is pipeline)
-    """, tiny_model_dir)
+    """,
+        tiny_model_dir,
+    )
     assert lines[-1] == "GazeFlowModel GazeFlowPipeline True"
-    lines = fresh("""
+    lines = fresh(
+        """
         from transformers_gazeflow.models.gazeflow.configuration_gazeflow import GazeFlowConfig  # a submodule first
         from transformers import AutoConfig
         print(type(AutoConfig.from_pretrained(FOLDER)).__name__)
-    """, tiny_model_dir)
+    """,
+        tiny_model_dir,
+    )
     assert lines[-1] == "GazeFlowConfig"

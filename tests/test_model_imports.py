@@ -36,8 +36,9 @@ def package_imports(module: str, package: Path = PACKAGE) -> set[str]:
             elif node.level == 0 and node.module and node.module.startswith("transformers_gazeflow."):
                 found.add(node.module.split(".")[1])
         elif isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[1] for alias in node.names
-                         if alias.name.startswith("transformers_gazeflow."))
+            found.update(
+                alias.name.split(".")[1] for alias in node.names if alias.name.startswith("transformers_gazeflow.")
+            )
     return found
 
 
@@ -70,5 +71,7 @@ def test_the_walker_sees_lazy_and_type_checking_imports(tmp_path):
     (tmp_path / "probe.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .sampling import x\n"
         "def f():\n    from .streaming import y\n    from . import windows\n"
-        "    import transformers_gazeflow.hub\n    from .data.video import z\n", encoding="utf-8")
+        "    import transformers_gazeflow.hub\n    from .data.video import z\n",
+        encoding="utf-8",
+    )
     assert package_imports("probe", tmp_path) == {"sampling", "streaming", "windows", "hub", "data"}

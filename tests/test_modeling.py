@@ -72,8 +72,10 @@ def test_loss_decreases_when_overfitting_one_batch():
 
     def evaluation_loss():
         with torch.no_grad():
-            losses = [model(encoder_hidden_states=features, gaze=gaze,
-                            generator=torch.Generator().manual_seed(100 + i)).loss for i in range(8)]
+            losses = [
+                model(encoder_hidden_states=features, gaze=gaze, generator=torch.Generator().manual_seed(100 + i)).loss
+                for i in range(8)
+            ]
         return torch.stack(losses).mean().item()
 
     before = evaluation_loss()
@@ -147,8 +149,9 @@ def test_save_load_is_bit_identical_with_lora(tmp_path):
     model.save_pretrained(tmp_path)
     loaded = AutoModel.from_pretrained(tmp_path).eval()
     assert isinstance(loaded, GazeFlowModel)
-    second = loaded.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0),
-                             window_mode="blend")
+    second = loaded.generate(
+        pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), window_mode="blend"
+    )
     assert torch.equal(first.trajectories, second.trajectories)
     again = loaded.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0))
     assert torch.allclose(coherent.trajectories, again.trajectories, atol=1e-6, rtol=0)
@@ -204,9 +207,11 @@ def test_parameter_counts_match_the_paper_budget(capsys):
     velocity_network = count(model.velocity_network) + count(model.condition_encoder)
     lora = sum(p.numel() for name, p in model.named_parameters() if "lora_" in name)
     with capsys.disabled():
-        print(f"\n[parameter counts] blocks {blocks / 1e6:.3f}M, spatial encoder {spatial / 1e6:.3f}M, "
-              f"W_proj + task bank {projection_and_bank / 1e6:.3f}M, velocity network {velocity_network / 1e6:.3f}M, "
-              f"LoRA {lora / 1e6:.3f}M")
+        print(
+            f"\n[parameter counts] blocks {blocks / 1e6:.3f}M, spatial encoder {spatial / 1e6:.3f}M, "
+            f"W_proj + task bank {projection_and_bank / 1e6:.3f}M, velocity network {velocity_network / 1e6:.3f}M, "
+            f"LoRA {lora / 1e6:.3f}M"
+        )
     assert abs(blocks - 7.90e6) <= 0.03 * 7.90e6
     assert abs(spatial - 1.58e6) <= 0.03 * 1.58e6
     assert abs(projection_and_bank - 0.53e6) <= 0.03 * 0.53e6

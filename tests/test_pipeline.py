@@ -164,8 +164,9 @@ def test_stream_is_lazy_and_holds_about_one_batch_of_windows(gaze, window_batch_
 
     handed_out = 0
     settings = SamplingSettings.resolve(gaze.model.config, num_samples=2, num_steps=1)
-    for chunk in stream_gaze(gaze.model, gaze.video_processor, frames(), settings, keep_frames=True,
-                             window_batch_size=window_batch_size):
+    for chunk in stream_gaze(
+        gaze.model, gaze.video_processor, frames(), settings, keep_frames=True, window_batch_size=window_batch_size
+    ):
         assert len(chunk.frames) == chunk.num_frames and chunk.start == handed_out
         handed_out += chunk.num_frames
         if pulled < 200:
@@ -230,15 +231,16 @@ def test_the_pipeline_refuses_other_models():
     from transformers import BertConfig, BertModel
 
     with pytest.raises(ModelFolderError, match="needs a GazeFlow model"):
-        GazeFlowPipeline(model=BertModel(BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                                    intermediate_size=8)))
+        GazeFlowPipeline(
+            model=BertModel(BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8))
+        )
 
 
 # ---------------------------------------------------------------------------------------------- the bundled model
 needs_default = pytest.mark.skipif(
     not default_model_available(),
     reason=f"the bundled default model has no weights yet ({default_model_path()}): it is trained by "
-           "examples/train.py on the synthetic dataset and dropped in there",
+    "examples/train.py on the synthetic dataset and dropped in there",
 )
 
 
@@ -282,8 +284,9 @@ def test_a_pipeline_does_not_change_the_model_it_was_given():
     assert model.state_dict().keys() == weights.keys()
     assert all(torch.equal(model.state_dict()[name], tensor) for name, tensor in weights.items())
     model.eval()
-    expected = model.generate(pixel_values_videos=gaze.video_processor.preprocess(video)[None],
-                              generator=torch.Generator().manual_seed(5))
+    expected = model.generate(
+        pixel_values_videos=gaze.video_processor.preprocess(video)[None], generator=torch.Generator().manual_seed(5)
+    )
     np.testing.assert_allclose(out.trajectories, expected.trajectories[0].numpy(), atol=1e-5, rtol=0)
 
 

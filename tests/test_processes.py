@@ -23,11 +23,14 @@ class RecordingAccelerator:
         self.calls.append("end_training")
 
 
-@pytest.mark.parametrize("num_processes, wait, expected", [
-    (2, True, ["wait_for_everyone", ("sleep", WORKER_DRAIN_SECONDS), "end_training"]),
-    (2, False, [("sleep", WORKER_DRAIN_SECONDS), "end_training"]),
-    (1, True, ["end_training"]),
-])
+@pytest.mark.parametrize(
+    "num_processes, wait, expected",
+    [
+        (2, True, ["wait_for_everyone", ("sleep", WORKER_DRAIN_SECONDS), "end_training"]),
+        (2, False, [("sleep", WORKER_DRAIN_SECONDS), "end_training"]),
+        (1, True, ["end_training"]),
+    ],
+)
 def test_order_of_the_teardown(monkeypatch, num_processes, wait, expected):
     calls = []
     monkeypatch.setattr(processes.time, "sleep", lambda seconds: calls.append(("sleep", seconds)))
@@ -58,10 +61,24 @@ SCRIPT = textwrap.dedent("""
 def test_two_processes_leave_together(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29541",
-               str(script), str(tmp_path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"})
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29541",
+        str(script),
+        str(tmp_path),
+    ]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     records = {rank: json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)}
     assert records[0]["gathered"] == records[1]["gathered"] == [0.0, 1.0]

@@ -43,18 +43,23 @@ def test_the_data_api_is_re_exported_from_its_one_home():
 
 
 def test_importing_the_package_imports_neither_datasets_nor_evaluate_nor_av():
-    stdout = run_python("import sys, transformers_gazeflow\n"
-                        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))", cwd=HERE, timeout=300)
+    stdout = run_python(
+        f"import sys, transformers_gazeflow\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))",
+        cwd=HERE,
+        timeout=300,
+    )
     assert stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_importing_the_package_is_light_and_names_load_on_first_use():
     """No torch, transformers or numpy on import (the command starts fast); a name imports its module when used."""
-    code = ("import sys, transformers_gazeflow as tg\n"
-            "print(sorted(m for m in ('torch', 'transformers', 'numpy') if m in sys.modules))\n"
-            "print(tg.FIXATION, tg.GazeFlowConfig.model_type, 'transformers' in sys.modules)\n"
-            "print(set(tg.__all__) <= set(dir(tg)))\n"
-            "try:\n    tg.no_such_name\nexcept AttributeError as err:\n    print(err)\n")
+    code = (
+        "import sys, transformers_gazeflow as tg\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'numpy') if m in sys.modules))\n"
+        "print(tg.FIXATION, tg.GazeFlowConfig.model_type, 'transformers' in sys.modules)\n"
+        "print(set(tg.__all__) <= set(dir(tg)))\n"
+        "try:\n    tg.no_such_name\nexcept AttributeError as err:\n    print(err)\n"
+    )
     lines = run_python(code, cwd=HERE, timeout=300).strip().splitlines()[-4:]
     assert lines == ["[]", "1 gazeflow True", "True", "module 'transformers_gazeflow' has no attribute 'no_such_name'"]
 
@@ -74,15 +79,17 @@ def test_the_command_knows_the_solvers_of_the_config():
 
 def test_the_package_imports_where_datasets_evaluate_and_av_are_missing():
     """As on the GPU image: the model side works; the data side says what to install."""
-    code = (f"import sys\nfor name in {HEAVY!r}:\n    sys.modules[name] = None  # `import name` now fails\n"
-            "import transformers_gazeflow as tg\n"
-            "assert tg.GazeFlowConfig.model_type == 'gazeflow' and tg.UNTRACKED == 0\n"
-            "for call in (lambda: tg.load_gaze_dataset('egtea', data_dir='.'), tg.gaze_example_features,\n"
-            "             lambda: tg.probe_video('x.mp4')):\n"
-            "    try:\n"
-            "        call()\n"
-            "    except ImportError as err:\n"
-            "        print(err)\n")
+    code = (
+        f"import sys\nfor name in {HEAVY!r}:\n    sys.modules[name] = None  # `import name` now fails\n"
+        "import transformers_gazeflow as tg\n"
+        "assert tg.GazeFlowConfig.model_type == 'gazeflow' and tg.UNTRACKED == 0\n"
+        "for call in (lambda: tg.load_gaze_dataset('egtea', data_dir='.'), tg.gaze_example_features,\n"
+        "             lambda: tg.probe_video('x.mp4')):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ImportError as err:\n"
+        "        print(err)\n"
+    )
     lines = run_python(code, cwd=HERE, timeout=300).strip().splitlines()[-3:]
     needs_datasets = "building or loading a gaze dataset needs the `datasets` package: `pip install datasets`"
     assert lines[0] == lines[1] == needs_datasets

@@ -18,14 +18,15 @@ from .conftest import REPO, gradient_frames, run_python
 
 MARKER = "In Python, the same streamer frame by frame"
 
-pytestmark = pytest.mark.skipif(not default_model_available(causal=True),
-                                reason="default_model_causal/ has no weights yet (the small-cpu recipe with "
-                                       "causal=True trains them)")
+pytestmark = pytest.mark.skipif(
+    not default_model_available(causal=True),
+    reason="default_model_causal/ has no weights yet (the small-cpu recipe with causal=True trains them)",
+)
 
 
 def readme_streaming_example() -> str:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    after = text[text.index(MARKER):]
+    after = text[text.index(MARKER) :]
     return re.search(r"```python\n(.*?)```", after, flags=re.DOTALL).group(1)
 
 
@@ -36,10 +37,16 @@ def test_the_readme_streaming_example_runs_on_the_bundled_causal_model(tmp_path)
     points = "\nimport json\nprint(json.dumps(out.mean[0].tolist()), out.frame_index, tuple(out.trajectories.shape))\n"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     last_line = run_python(code + points, cwd=tmp_path, env=env).strip().splitlines()[-1]
-    example_point = json.loads(last_line[:last_line.index("]") + 1])
+    example_point = json.loads(last_line[: last_line.index("]") + 1])
     assert last_line.endswith("11 (1, 16, 2)"), last_line
-    result = subprocess.run([sys.executable, "-m", "transformers_gazeflow.commands.cli", "stream", "my_video.mp4"],
-                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "transformers_gazeflow.commands.cli", "stream", "my_video.mp4"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     last = json.loads(result.stdout.strip().splitlines()[-1])
     assert last["frame"] == 11 and [last["x"], last["y"]] == example_point

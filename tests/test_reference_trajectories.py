@@ -22,8 +22,9 @@ def recomputed() -> dict[str, np.ndarray]:
     return _recorder().record()
 
 
-@pytest.mark.parametrize("key", ["generate_euler", "generate_heun", "generate_midpoint", "generate_short",
-                                 "pipeline_full", "pipeline_range"])
+@pytest.mark.parametrize(
+    "key", ["generate_euler", "generate_heun", "generate_midpoint", "generate_short", "pipeline_full", "pipeline_range"]
+)
 def test_trajectories_equal_the_recorded_ones(recomputed, key):
     reference = np.load(FIXTURES / "reference_trajectories.npz")[key]
     assert recomputed[key].shape == reference.shape

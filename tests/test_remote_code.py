@@ -21,13 +21,16 @@ from .pipeline_fixtures import random_video, single_torch_thread  # noqa: F401  
 
 
 def test_flatten_imports_only_touches_relative_import_lines():
-    source = ("from ..models.gazeflow.geometry import unit_to_pixels\nfrom ..data.video import iter_frames\n"
-              "    from ..metrics.heatmaps import render_heatmaps\nfrom .windowed import x\n"
-              "# from ..data.video import\nfrom transformers import Pipeline\n")
+    source = (
+        "from ..models.gazeflow.geometry import unit_to_pixels\nfrom ..data.video import iter_frames\n"
+        "    from ..metrics.heatmaps import render_heatmaps\nfrom .windowed import x\n"
+        "# from ..data.video import\nfrom transformers import Pipeline\n"
+    )
     assert flatten_imports(source, "generation/windowed.py") == (
         "from .geometry import unit_to_pixels\nfrom .video import iter_frames\n"
         "    from .heatmaps import render_heatmaps\nfrom .windowed import x\n# from ..data.video import\n"
-        "from transformers import Pipeline\n")
+        "from transformers import Pipeline\n"
+    )
 
 
 def test_the_model_folder_is_copied_as_it_is():
@@ -46,8 +49,15 @@ def test_add_remote_code_needs_a_saved_model(tmp_path):
 def test_saved_folder_loads_with_remote_code_in_a_fresh_process_without_the_package(tmp_path):
     torch.manual_seed(0)
     model = GazeFlowModel(GazeFlowConfig.tiny())
-    folder = save_model_folder(model, tmp_path / "gazeflow_remote", title="Tiny GazeFlow", remote_code=True,
-                               description="Random weights, for tests.", training="None.", limitations="Random.")
+    folder = save_model_folder(
+        model,
+        tmp_path / "gazeflow_remote",
+        title="Tiny GazeFlow",
+        remote_code=True,
+        description="Random weights, for tests.",
+        training="None.",
+        limitations="Random.",
+    )
     check_model_folder(folder)
     config = json.loads((folder / "config.json").read_text())
     assert config["auto_map"]["AutoModel"] == "modeling_gazeflow.GazeFlowModel"
@@ -77,8 +87,13 @@ def test_saved_folder_loads_with_remote_code_in_a_fresh_process_without_the_pack
         assert not loaded, loaded
         print("remote-code-ok", type(gaze).__name__)
     """)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": "",
-           "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(tmp_path / "modules"),
+        "PYTHONPATH": "",
+        "OMP_NUM_THREADS": "1",
+    }
     assert "remote-code-ok GazeFlowPipeline" in run_python(script, cwd=tmp_path, env=env)
     np.testing.assert_allclose(np.load(tmp_path / "remote.npy"), expected, atol=1e-6)
     resaved = tmp_path / "resaved"
@@ -114,10 +129,19 @@ def test_bundle_default_model_writes_a_complete_small_folder(tmp_path):
             if "lora_B" in name:
                 parameter.normal_(0, 0.1)
     model.save_pretrained(trained)
-    destination = bundle_default_model(trained, training="Trained by examples/train.py for 0 steps.",
-                                       description="A test.", limitations="None.", destination=tmp_path / "bundled")
-    assert {p.name for p in destination.iterdir()} == {"config.json", "model.safetensors",
-                                                       "preprocessor_config.json", "README.md"}
+    destination = bundle_default_model(
+        trained,
+        training="Trained by examples/train.py for 0 steps.",
+        description="A test.",
+        limitations="None.",
+        destination=tmp_path / "bundled",
+    )
+    assert {p.name for p in destination.iterdir()} == {
+        "config.json",
+        "model.safetensors",
+        "preprocessor_config.json",
+        "README.md",
+    }
     assert "Trained by examples/train.py for 0 steps." in (destination / "README.md").read_text()
     bundled = load_model(destination)
     assert not bundled.config.use_lora  # LoRA merged: a plain model
@@ -147,7 +171,12 @@ def test_a_remote_code_folder_saved_before_the_package_moved_into_folders_still_
         np.save({str(tmp_path / "old_code.npy")!r}, result.trajectories)
         print("old-remote-code-ok")
     """)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": "",
-           "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(tmp_path / "modules"),
+        "PYTHONPATH": "",
+        "OMP_NUM_THREADS": "1",
+    }
     assert "old-remote-code-ok" in run_python(script, cwd=tmp_path, env=env)
     np.testing.assert_allclose(np.load(tmp_path / "old_code.npy"), expected, atol=1e-6)

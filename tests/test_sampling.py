@@ -56,8 +56,11 @@ def test_euler_equals_a_hand_rolled_euler(model):
 
 @pytest.mark.parametrize(
     "solver,expected",
-    [("euler", lambda h, n: (1 - h) ** n), ("heun", lambda h, n: (1 - h + h * h / 2) ** n),
-     ("midpoint", lambda h, n: (1 - h + h * h / 2) ** n)],
+    [
+        ("euler", lambda h, n: (1 - h) ** n),
+        ("heun", lambda h, n: (1 - h + h * h / 2) ** n),
+        ("midpoint", lambda h, n: (1 - h + h * h / 2) ** n),
+    ],
 )
 def test_solver_formulas_on_a_linear_field(solver, expected):
     """dx/ds = -x: each solver's amplification factor per step is known in closed form."""
@@ -82,12 +85,15 @@ def test_sampler_passes_the_self_conditioning_estimate():
 
 def test_seeds_make_samples_reproducible(model):
     pixels = torch.randn(1, 8, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    first = model.generate(pixel_values_videos=pixels, num_samples=4, num_steps=2,
-                           generator=torch.Generator().manual_seed(7))
-    again = model.generate(pixel_values_videos=pixels, num_samples=4, num_steps=2,
-                           generator=torch.Generator().manual_seed(7))
-    other = model.generate(pixel_values_videos=pixels, num_samples=4, num_steps=2,
-                           generator=torch.Generator().manual_seed(8))
+    first = model.generate(
+        pixel_values_videos=pixels, num_samples=4, num_steps=2, generator=torch.Generator().manual_seed(7)
+    )
+    again = model.generate(
+        pixel_values_videos=pixels, num_samples=4, num_steps=2, generator=torch.Generator().manual_seed(7)
+    )
+    other = model.generate(
+        pixel_values_videos=pixels, num_samples=4, num_steps=2, generator=torch.Generator().manual_seed(8)
+    )
     assert torch.equal(first.trajectories, again.trajectories)
     assert not torch.allclose(first.trajectories, other.trajectories)
     assert first.trajectories.shape == (1, 4, 8, 2) and first.mean.shape == (1, 8, 2)
@@ -104,8 +110,9 @@ def test_sliding_windows_on_a_150_frame_video(model):
     single = model.generate(pixel_values_videos=pixels[:, :8], generator=torch.Generator().manual_seed(0), **kwargs)
     assert torch.allclose(long.trajectories[:, :, :4], single.trajectories[:, :, :4], atol=1e-6)
     # batching of windows does not change the result
-    rebatched = model.generate(pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0),
-                               window_batch_size=5, **kwargs)
+    rebatched = model.generate(
+        pixel_values_videos=pixels, generator=torch.Generator().manual_seed(0), window_batch_size=5, **kwargs
+    )
     assert torch.allclose(long.trajectories, rebatched.trajectories, atol=1e-6)
 
 
@@ -127,11 +134,13 @@ def test_windows_are_blended_not_overwritten(model):
 
 def test_short_videos_are_padded_and_cut_back(model):
     pixels = torch.randn(1, 5, 3, 32, 32, generator=torch.Generator().manual_seed(5))
-    short = model.generate(pixel_values_videos=pixels, num_samples=2, num_steps=2,
-                           generator=torch.Generator().manual_seed(0))
+    short = model.generate(
+        pixel_values_videos=pixels, num_samples=2, num_steps=2, generator=torch.Generator().manual_seed(0)
+    )
     padded = torch.cat([pixels, pixels[:, -1:].expand(-1, 3, -1, -1, -1)], dim=1)
-    full = model.generate(pixel_values_videos=padded, num_samples=2, num_steps=2,
-                          generator=torch.Generator().manual_seed(0))
+    full = model.generate(
+        pixel_values_videos=padded, num_samples=2, num_steps=2, generator=torch.Generator().manual_seed(0)
+    )
     assert short.trajectories.shape == (1, 2, 5, 2)
     assert torch.allclose(short.trajectories, full.trajectories[:, :, :5], atol=1e-6)
     one_frame = model.generate(pixel_values_videos=pixels[:, :1], num_samples=2, num_steps=1)
@@ -140,8 +149,9 @@ def test_short_videos_are_padded_and_cut_back(model):
 
 def test_generate_from_encoder_hidden_states(model):
     tokens = features(model, batch=2)
-    out = model.generate(encoder_hidden_states=tokens, num_samples=3, num_steps=2,
-                         generator=torch.Generator().manual_seed(0))
+    out = model.generate(
+        encoder_hidden_states=tokens, num_samples=3, num_steps=2, generator=torch.Generator().manual_seed(0)
+    )
     assert out.trajectories.shape == (2, 3, 8, 2)
 
 
@@ -164,8 +174,9 @@ def test_generate_needs_exactly_one_input(model):
     with pytest.raises(ValueError, match="exactly one"):
         model.generate()
     with pytest.raises(ValueError, match="exactly one"):
-        generate_trajectories(model, pixel_values_videos=torch.randn(1, 8, 3, 32, 32),
-                              encoder_hidden_states=features(model, 1))
+        generate_trajectories(
+            model, pixel_values_videos=torch.randn(1, 8, 3, 32, 32), encoder_hidden_states=features(model, 1)
+        )
     with pytest.raises(ValueError, match="encoder_hidden_states"):
         model.generate(encoder_hidden_states=torch.randn(1, 5, 32))
     with pytest.raises(ValueError, match="3 x 32 x 32"):

@@ -55,7 +55,7 @@ def test_ddim_noising_and_clean_estimate_are_inverse():
     for t in (0, 400, 999):
         x_t = scheduler.add_noise(g, eps, t)
         alpha_bar = scheduler.alpha_bar(t)
-        assert torch.allclose(x_t, alpha_bar ** 0.5 * g + (1 - alpha_bar) ** 0.5 * eps)
+        assert torch.allclose(x_t, alpha_bar**0.5 * g + (1 - alpha_bar) ** 0.5 * eps)
         assert torch.allclose(scheduler.clean_estimate(x_t, eps, alpha_bar), g, atol=1e-9)
     assert torch.equal(scheduler.add_noise(g, eps, -1), g)  # t = -1: the clean end
     timesteps = torch.tensor([0, 999])
@@ -104,7 +104,10 @@ def test_the_scheduler_step_is_pure():
 def test_scheduler_for_each_objective():
     flow = scheduler_for(GazeFlowConfig.tiny(sigma_min=0.01), 4, "midpoint")
     assert isinstance(flow, FlowMatchingScheduler) and (flow.num_steps, flow.solver, flow.sigma_min) == (
-        4, "midpoint", 0.01)
+        4,
+        "midpoint",
+        0.01,
+    )
     ddim = scheduler_for(GazeFlowConfig.tiny(objective="diffusion", diffusion_timesteps=50), 5)
     assert isinstance(ddim, DDIMScheduler) and ddim.timesteps() == [49, 39, 29, 19, 9]
     regression = scheduler_for(GazeFlowConfig.tiny(objective="regression"), 5)

@@ -25,21 +25,31 @@ onnxruntime = pytest.importorskip("onnxruntime", reason="the [onnx] extra: pip i
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory, causal_model_dir):  # noqa: F811
     folder = tmp_path_factory.mktemp("exported")
-    assert main(["export-streamer", "--format", "onnx", "--model", str(causal_model_dir), "-o", str(folder),
-                 "-k", "5"]) == 0
+    assert (
+        main(["export-streamer", "--format", "onnx", "--model", str(causal_model_dir), "-o", str(folder), "-k", "5"])
+        == 0
+    )
     return folder
 
 
 def test_the_interface_names_every_input_and_output_and_the_state_start(exported, causal_model_dir):  # noqa: F811
     interface = json.loads((exported / "streamer.json").read_text())
-    assert {p.name for p in exported.iterdir()} >= {"step.onnx", "streamer.json", "preprocessor_config.json",
-                                                    "config.json"}
+    assert {p.name for p in exported.iterdir()} >= {
+        "step.onnx",
+        "streamer.json",
+        "preprocessor_config.json",
+        "config.json",
+    }
     assert interface["num_samples"] == 5 and interface["num_steps"] == 3 and interface["opset"] >= 17
     inputs = {entry["name"]: entry for entry in interface["inputs"]}
     assert inputs["frame"]["shape"] == [1, 3, 32, 32] and inputs["noise"]["shape"] == [1, 5, 1, 2]
     assert inputs["noise"]["dtype"] == "float32" and "standard normal" in inputs["noise"]["meaning"]
-    assert inputs["state.frame_index"] == {"name": "state.frame_index", "shape": [], "dtype": "int64",
-                                           "meaning": "stream state; start: zeros"}
+    assert inputs["state.frame_index"] == {
+        "name": "state.frame_index",
+        "shape": [],
+        "dtype": "int64",
+        "meaning": "stream state; start: zeros",
+    }
     outputs = {entry["name"]: entry for entry in interface["outputs"]}
     assert outputs["gaze_samples"]["shape"] == [1, 5, 2] and outputs["gaze_point"]["shape"] == [1, 2]
     state_inputs = [name for name in inputs if name.startswith("state.")]
@@ -50,12 +60,16 @@ def test_the_interface_names_every_input_and_output_and_the_state_start(exported
     assert [list(i.shape) for i in session.get_inputs()] == [entry["shape"] for entry in interface["inputs"]]
     checked = interface["checked"]
     assert checked["frames"] >= 16 and checked["max_abs_difference"] <= 1e-3
-    assert interface["preprocessing"]["mean"] == list(GazeFlowVideoProcessor.from_pretrained(causal_model_dir)
-                                                      .image_mean)
+    assert interface["preprocessing"]["mean"] == list(
+        GazeFlowVideoProcessor.from_pretrained(causal_model_dir).image_mean
+    )
 
 
-def test_onnxruntime_gives_the_torch_streamers_gaze_on_a_clip(exported, causal_model_dir,  # noqa: F811
-                                                              synthetic_clip_mp4):  # noqa: F811
+def test_onnxruntime_gives_the_torch_streamers_gaze_on_a_clip(
+    exported,
+    causal_model_dir,  # noqa: F811
+    synthetic_clip_mp4,
+):  # noqa: F811
     """A generated clip (30 frames, past the 8-frame context) through the ONNX file as streamer.json says (zero
     state, each next_state fed back, the frame prepared by preprocessor_config.json) and through GazeFlowStreamer,
     the same noise fed to both."""
@@ -65,27 +79,38 @@ def test_onnxruntime_gives_the_torch_streamers_gaze_on_a_clip(exported, causal_m
     processor = GazeFlowVideoProcessor.from_pretrained(exported)
     state = {e["name"]: np.zeros(e["shape"], e["dtype"]) for e in interface["inputs"] if e["name"].startswith("state.")}
     model = GazeFlowModel.from_pretrained(causal_model_dir).eval()
-    streamer = GazeFlowStreamer(model, num_samples=5, processor=GazeFlowVideoProcessor.from_pretrained(
-        causal_model_dir))
+    streamer = GazeFlowStreamer(
+        model, num_samples=5, processor=GazeFlowVideoProcessor.from_pretrained(causal_model_dir)
+    )
     generator = torch.Generator().manual_seed(7)
     largest, count = 0.0, 0
     for frame in iter_frames(path):
         noise = torch.randn(1, 5, 1, 2, generator=generator)
         expected = streamer.push(torch.from_numpy(frame), noise=noise)
-        outputs = session.run(None, {"frame": processor.preprocess(frame[None]).numpy(), "noise": noise.numpy(),
-                                     **state})
+        outputs = session.run(
+            None, {"frame": processor.preprocess(frame[None]).numpy(), "noise": noise.numpy(), **state}
+        )
         state = dict(zip(state, outputs[2:]))
-        largest = max(largest, float(np.abs(outputs[0] - expected.trajectories.numpy()).max()),
-                      float(np.abs(outputs[1] - expected.mean.numpy()).max()))
+        largest = max(
+            largest,
+            float(np.abs(outputs[0] - expected.trajectories.numpy()).max()),
+            float(np.abs(outputs[1] - expected.mean.numpy()).max()),
+        )
         count += 1
     assert count == 30 and largest < 1e-3, largest
 
 
-def test_gazeflow_stream_with_the_onnxruntime_backend(capsys, tmp_path, exported, causal_model_dir,  # noqa: F811
-                                                      synthetic_clip_mp4):  # noqa: F811
+def test_gazeflow_stream_with_the_onnxruntime_backend(
+    capsys,
+    tmp_path,
+    exported,
+    causal_model_dir,  # noqa: F811
+    synthetic_clip_mp4,
+):  # noqa: F811
     path, _ = synthetic_clip_mp4
-    status, onnx_records, err = stream_in_process(capsys, path, "--backend", "onnxruntime", "--onnx", exported,
-                                                  "--seed", 2, "--summary", tmp_path / "s.json")
+    status, onnx_records, err = stream_in_process(
+        capsys, path, "--backend", "onnxruntime", "--onnx", exported, "--seed", 2, "--summary", tmp_path / "s.json"
+    )
     assert status == 0, err
     _, torch_records, _ = stream_in_process(capsys, path, "--model", causal_model_dir, "-k", 5, "--seed", 2)
     assert len(onnx_records) == len(torch_records) == 30

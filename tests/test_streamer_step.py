@@ -27,8 +27,10 @@ def tiny_model(seed: int = 0, **overrides) -> GazeFlowModel:
 
 def inputs(frames: int, batch: int = 2, samples: int = 3, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
-    return (torch.randn(frames, batch, 3, 32, 32, generator=generator),
-            torch.randn(frames, batch, samples, 1, 2, generator=generator))
+    return (
+        torch.randn(frames, batch, 3, 32, 32, generator=generator),
+        torch.randn(frames, batch, samples, 1, 2, generator=generator),
+    )
 
 
 def run(step, state, frames, noises) -> torch.Tensor:
@@ -148,11 +150,14 @@ def test_bf16_step_casts_its_weights_once_and_leaves_the_model():
     frames, noises = inputs(10)
     fp32 = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
     bf16 = GazeFlowStreamerStep(model, num_samples=3, num_steps=2, dtype=torch.bfloat16)
-    kept = {"velocity_network.frequencies": torch.float32,  # sinusoidal features of float32 coordinates
-            "velocity_network.coordinate_scale": torch.float32,  # their scale, as the Python float it replaces
-            "velocity_network.rotary_frequencies": torch.float64}  # RoPE angles (long streams)
-    assert {name: b.dtype for name, b in bf16.named_buffers() if b.is_floating_point() and b.dtype != torch.bfloat16
-            } == kept
+    kept = {
+        "velocity_network.frequencies": torch.float32,  # sinusoidal features of float32 coordinates
+        "velocity_network.coordinate_scale": torch.float32,  # their scale, as the Python float it replaces
+        "velocity_network.rotary_frequencies": torch.float64,
+    }  # RoPE angles (long streams)
+    assert {
+        name: b.dtype for name, b in bf16.named_buffers() if b.is_floating_point() and b.dtype != torch.bfloat16
+    } == kept
     assert all(p.dtype == torch.float32 for p in model.parameters())
     state = bf16.new_state(2)
     assert state.self_attention[0][0].key.dtype == torch.bfloat16
@@ -171,7 +176,7 @@ def test_static_encoder_equals_the_video_encoder_on_the_window(window):
     windows = causal_encoder_windows(clip, window)
     encoder = GazeFlowStreamingVideoEncoder(model.video_encoder, window, model.config.tokens_per_frame, torch.float32)
     with torch.no_grad():
-        expected = model.video_encoder(windows)[:, -model.config.tokens_per_frame:]
+        expected = model.video_encoder(windows)[:, -model.config.tokens_per_frame :]
         got = encoder(windows)
     assert got.shape == expected.shape and torch.allclose(got, expected, atol=1e-5)
     assert model.video_encoder.has_lora  # merged into the encoder's copy only
@@ -226,21 +231,29 @@ def test_single_query_attention_equals_eager_and_is_registered():
     key, value = torch.randn(2, 6, 4, 10, 8, generator=generator).unbind(0)
     mask = torch.zeros(1, 1, 1, 10)
     mask[..., 7:] = torch.finfo(torch.float32).min  # slots not written yet
-    for scaling in (1.0, 8 ** -0.5):
+    for scaling in (1.0, 8**-0.5):
         got, weights = single_query_attention_forward(module, query, key, value, mask, scaling)
         expected, _ = eager_attention_forward(module, query, key, value, mask, scaling)
         assert weights is None and got.shape == expected.shape == (6, 1, 4, 8)
         assert torch.allclose(got, expected, atol=1e-6)
     masked_value = value.clone()
     masked_value[:, :, 7:] = 1e3  # masked slots do not reach the output
-    assert torch.allclose(single_query_attention_forward(module, query, key, masked_value, mask, 1.0)[0],
-                          single_query_attention_forward(module, query, key, value, mask, 1.0)[0], atol=1e-6)
+    assert torch.allclose(
+        single_query_attention_forward(module, query, key, masked_value, mask, 1.0)[0],
+        single_query_attention_forward(module, query, key, value, mask, 1.0)[0],
+        atol=1e-6,
+    )
     bf16 = [t.bfloat16() for t in (query, key, value, mask)]
-    assert torch.allclose(single_query_attention_forward(module, *bf16, 1.0)[0].float(),
-                          eager_attention_forward(module, *bf16, 1.0)[0].float(), atol=2e-2)
+    assert torch.allclose(
+        single_query_attention_forward(module, *bf16, 1.0)[0].float(),
+        eager_attention_forward(module, *bf16, 1.0)[0].float(),
+        atol=2e-2,
+    )
     longer = torch.randn(6, 4, 3, 8, generator=generator)
-    assert torch.equal(single_query_attention_forward(module, longer, key, value, mask, 1.0)[0],
-                       eager_attention_forward(module, longer, key, value, mask, 1.0)[0])
+    assert torch.equal(
+        single_query_attention_forward(module, longer, key, value, mask, 1.0)[0],
+        eager_attention_forward(module, longer, key, value, mask, 1.0)[0],
+    )
 
 
 def test_streamer_self_attention_runs_the_configured_kernel_unless_it_is_a_math_kernel_on_a_cpu():

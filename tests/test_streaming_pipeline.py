@@ -94,8 +94,23 @@ def test_the_command_writes_its_dtype_and_stage_times(tiny_model_dir, tmp_path):
     from transformers_gazeflow.commands.cli import main
 
     video = write_video(tmp_path / "clip.mp4", random_video(30, seed=1), fps=12)
-    assert main(["predict", str(video), "--model", str(tiny_model_dir), "-o", str(tmp_path / "out"),
-                 "--no-overlay", "-q", "--dtype", "float32"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                str(video),
+                "--model",
+                str(tiny_model_dir),
+                "-o",
+                str(tmp_path / "out"),
+                "--no-overlay",
+                "-q",
+                "--dtype",
+                "float32",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["dtype"] == "float32"
     stages = summary["timings"]["stages_s"]
@@ -148,8 +163,16 @@ def test_background_frames_raise_the_sources_error_in_the_consumer():
 # ---------------------------------------------------------------------------------------------------- kernels
 def paper_shaped_encoder_config(**overrides) -> GazeFlowConfig:
     """V-JEPA 2's head geometry (head_dim 64: three RoPE sections of 20 channels and 4 unrotated) at a tiny size."""
-    encoder = VJEPA2Config(hidden_size=128, num_attention_heads=2, num_hidden_layers=2, mlp_ratio=2.0, patch_size=8,
-                           crop_size=32, frames_per_clip=8, tubelet_size=2)
+    encoder = VJEPA2Config(
+        hidden_size=128,
+        num_attention_heads=2,
+        num_hidden_layers=2,
+        mlp_ratio=2.0,
+        patch_size=8,
+        crop_size=32,
+        frames_per_clip=8,
+        tubelet_size=2,
+    )
     return GazeFlowConfig.tiny(encoder_config=encoder, **overrides)
 
 
@@ -224,8 +247,14 @@ def test_frames_checked_and_processed_in_the_reading_thread_feed_the_stream_unch
     settings = SamplingSettings.resolve(gaze.model.config, num_samples=2, num_steps=2)
 
     def run(frames):
-        chunks = stream_gaze(gaze.model, gaze.video_processor, frames, settings,
-                             generator=torch.Generator().manual_seed(0), window_batch_size=2)
+        chunks = stream_gaze(
+            gaze.model,
+            gaze.video_processor,
+            frames,
+            settings,
+            generator=torch.Generator().manual_seed(0),
+            window_batch_size=2,
+        )
         return np.concatenate([chunk.trajectories for chunk in chunks], axis=1)
 
     prepared = BackgroundFrames(iter(video), chunk=5, transform=FramePreparer(gaze.video_processor))

@@ -41,8 +41,11 @@ def test_default_is_zero_and_adds_no_weight():
     default_keys, temporal_keys = set(default.state_dict()), set(temporal.state_dict())
     assert not any("temporal" in key for key in default_keys)
     added = temporal_keys - default_keys
-    assert default_keys <= temporal_keys and added and all(
-        key.startswith("condition_encoder.spatial_encoder.temporal_layers.0.") for key in added)
+    assert (
+        default_keys <= temporal_keys
+        and added
+        and all(key.startswith("condition_encoder.spatial_encoder.temporal_layers.0.") for key in added)
+    )
     assert isinstance(temporal.condition_encoder.spatial_encoder.temporal_layers[0], GazeFlowTemporalEncoderLayer)
 
 
@@ -88,10 +91,10 @@ def test_causal_temporal_layer_never_reads_a_later_frame():
     base = visual_tokens(model, tokens)
     for t in (0, 2, 4):
         changed = tokens.clone()
-        changed[:, t + 1:] = torch.randn(changed[:, t + 1:].shape, generator=torch.Generator().manual_seed(t))
+        changed[:, t + 1 :] = torch.randn(changed[:, t + 1 :].shape, generator=torch.Generator().manual_seed(t))
         got = visual_tokens(model, changed)
-        assert torch.allclose(got[:, :t + 1], base[:, :t + 1], atol=1e-6), t
-        assert not torch.allclose(got[:, t + 1:], base[:, t + 1:], atol=1e-4), t
+        assert torch.allclose(got[:, : t + 1], base[:, : t + 1], atol=1e-6), t
+        assert not torch.allclose(got[:, t + 1 :], base[:, t + 1 :], atol=1e-4), t
     changed = tokens.clone()
     changed[:, 0] = projected_tokens(groups=6, seed=1)[:, 0]
     assert not torch.allclose(visual_tokens(model, changed)[:, 1:], base[:, 1:], atol=1e-4)
@@ -102,8 +105,10 @@ def test_causal_generate_at_t_is_unchanged_by_later_frames_through_the_encoder()
     pixels = torch.randn(2, 8, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     changed = pixels.clone()
     changed[:, 4:] = torch.randn(changed[:, 4:].shape, generator=torch.Generator().manual_seed(9))
-    out, out_changed = (model.generate(pixel_values_videos=p, generator=torch.Generator().manual_seed(0)).trajectories
-                        for p in (pixels, changed))
+    out, out_changed = (
+        model.generate(pixel_values_videos=p, generator=torch.Generator().manual_seed(0)).trajectories
+        for p in (pixels, changed)
+    )
     assert torch.allclose(out[:, :, :4], out_changed[:, :, :4], atol=1e-6)
     assert not torch.allclose(out[:, :, 4:], out_changed[:, :, 4:], atol=1e-4)
 
@@ -117,8 +122,9 @@ def test_shared_group_tokens_equal_tokens_copied_per_frame():
         shared = model.build_condition(tokens, 8, share_group_tokens=True)
         per_frame = model.build_condition(tokens, 8, share_group_tokens=False)
         assert shared.visual_tokens.shape[1] == 4 and per_frame.visual_tokens.shape[1] == 8
-        torch.testing.assert_close(per_frame.visual_tokens, shared.visual_tokens.repeat_interleave(2, dim=1),
-                                   atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(
+            per_frame.visual_tokens, shared.visual_tokens.repeat_interleave(2, dim=1), atol=1e-6, rtol=1e-5
+        )
         sample = torch.randn(2, 3, 8, 2, generator=torch.Generator().manual_seed(2))
         velocities = [model.velocity(sample, 0.5, condition) for condition in (shared, per_frame)]
     torch.testing.assert_close(velocities[1], velocities[0], atol=1e-5, rtol=1e-5)
@@ -147,8 +153,9 @@ def test_attentions_and_hidden_states_list_the_temporal_layers(causal):
     spatial = model.condition_encoder.spatial_encoder
     per_position = out.spatial_hidden_states[0].view(2, groups, TOKENS, 32).transpose(1, 2).reshape(-1, groups, 32)
     first, _ = spatial.temporal_layers[0](per_position, spatial.temporal_attention_mask(groups, pixels.device))
-    torch.testing.assert_close(first.view(2, TOKENS, groups, 32).transpose(1, 2).reshape(-1, TOKENS, 32),
-                               out.spatial_hidden_states[1])
+    torch.testing.assert_close(
+        first.view(2, TOKENS, groups, 32).transpose(1, 2).reshape(-1, TOKENS, 32), out.spatial_hidden_states[1]
+    )
     without = tiny_model(causal=causal)
     with torch.no_grad():
         plain = without(pixel_values_videos=pixels, gaze=gaze, output_attentions=True)
@@ -182,7 +189,7 @@ def test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_las
             positions = streaming_positions(state.frame_index, state.written, step.dtype)
             got = step.encode_frame(pixels[:, t], state, positions).visual_tokens
             state.frame_index.add_(1)
-            expected = visual_tokens(model, projected[:, max(0, t - 3):t + 1])[:, -1]
+            expected = visual_tokens(model, projected[:, max(0, t - 3) : t + 1])[:, -1]
             torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
 
 

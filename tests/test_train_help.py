@@ -30,8 +30,18 @@ def test_a_preset_and_overrides_build_the_model_they_name():
     from transformers_gazeflow import GazeFlowConfig
 
     train = load_script(TRAIN, "gazeflow_train_build")
-    args = train.parse_args(["--dataset_name", "synthetic", "--output_dir", "unused", "--config_preset", "tiny",
-                             "--config_overrides", "num_hidden_layers=3"])
+    args = train.parse_args(
+        [
+            "--dataset_name",
+            "synthetic",
+            "--output_dir",
+            "unused",
+            "--config_preset",
+            "tiny",
+            "--config_overrides",
+            "num_hidden_layers=3",
+        ]
+    )
     config = train.build_model(args).config
     tiny = GazeFlowConfig.tiny()
     assert config.hidden_size == tiny.hidden_size and config.num_frames == tiny.num_frames

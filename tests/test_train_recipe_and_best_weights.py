@@ -13,8 +13,20 @@ from transformers_gazeflow.training.recipes import RECIPES, SMALL_CPU
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
-TINY = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_preset", "tiny",
-        "--per_device_train_batch_size", "4", "--dataloader_num_workers", "0", "--logging_steps", "1"]
+TINY = [
+    "--dataset_name",
+    "synthetic",
+    "--dataset_config",
+    "tiny",
+    "--config_preset",
+    "tiny",
+    "--per_device_train_batch_size",
+    "4",
+    "--dataloader_num_workers",
+    "0",
+    "--logging_steps",
+    "1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +42,23 @@ def test_a_recipe_sets_every_knob_and_each_stays_overridable(train):
     assert overrides["hidden_size"] == 64 and overrides["encoder_config"]["crop_size"] == 64
     assert args.use_lora is False and args.cache_features is True and args.max_train_steps == 4000
 
-    changed = train.parse_args(["--recipe", "small-cpu", "--dataset_name", "synthetic", "--output_dir", "out",
-                                "--learning_rate", "3e-4", "--no-cache_features", "--max_train_steps", "10",
-                                "--config_overrides", "hidden_size=128,flow_time_sampling=late_quadratic"])
+    changed = train.parse_args(
+        [
+            "--recipe",
+            "small-cpu",
+            "--dataset_name",
+            "synthetic",
+            "--output_dir",
+            "out",
+            "--learning_rate",
+            "3e-4",
+            "--no-cache_features",
+            "--max_train_steps",
+            "10",
+            "--config_overrides",
+            "hidden_size=128,flow_time_sampling=late_quadratic",
+        ]
+    )
     assert changed.learning_rate == 3e-4 and changed.cache_features is False and changed.max_train_steps == 10
     assert changed.per_device_train_batch_size == SMALL_CPU.arguments["per_device_train_batch_size"]
     merged = train.parse_config_overrides(changed.config_overrides)
@@ -81,9 +107,27 @@ def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, m
     bar = train.tqdm
     monkeypatch.setattr(train, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
     out = tmp_path / "run"
-    assert train.main([str(a) for a in TINY + ["--data_dir", tmp_path / "data", "--output_dir", out,
-                                                "--num_train_epochs", 4, "--learning_rate", "1e-2",
-                                                "--ema_decay", "0.5"]]) == 0
+    assert (
+        train.main(
+            [
+                str(a)
+                for a in TINY
+                + [
+                    "--data_dir",
+                    tmp_path / "data",
+                    "--output_dir",
+                    out,
+                    "--num_train_epochs",
+                    4,
+                    "--learning_rate",
+                    "1e-2",
+                    "--ema_decay",
+                    "0.5",
+                ]
+            ]
+        )
+        == 0
+    )
     assert len(snapshots) == 4
     state = TrainerState.load(out)
     steps = [record["step"] for record in state.history]
@@ -113,8 +157,11 @@ def test_resume_keeps_the_best_weights_it_had(train, tmp_path, monkeypatch):
     bar = train.tqdm
     monkeypatch.setattr(train, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
     full = tmp_path / "full"
-    base = [str(a) for a in TINY + ["--data_dir", tmp_path / "data", "--num_train_epochs", 3, "--learning_rate", "1e-2",
-                                    "--ema_decay", "0.5"]]
+    base = [
+        str(a)
+        for a in TINY
+        + ["--data_dir", tmp_path / "data", "--num_train_epochs", 3, "--learning_rate", "1e-2", "--ema_decay", "0.5"]
+    ]
     train.main(base + ["--output_dir", str(full), "--checkpointing_steps", "1"])
     state = TrainerState.load(full)
     last_step = state.completed_steps

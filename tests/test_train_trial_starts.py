@@ -17,10 +17,28 @@ from transformers_gazeflow.training.checkpointing import TrainerState
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
-TINY = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_preset", "tiny",
-        "--per_device_train_batch_size", "2", "--dataloader_num_workers", "0", "--logging_steps", "1",
-        "--no-use_lora", "--cache_features", "--horizontal_flip_probability", "0.5", "--max_train_steps", "8",
-        "--config_overrides", "grounding_loss_weight=1.0"]
+TINY = [
+    "--dataset_name",
+    "synthetic",
+    "--dataset_config",
+    "tiny",
+    "--config_preset",
+    "tiny",
+    "--per_device_train_batch_size",
+    "2",
+    "--dataloader_num_workers",
+    "0",
+    "--logging_steps",
+    "1",
+    "--no-use_lora",
+    "--cache_features",
+    "--horizontal_flip_probability",
+    "0.5",
+    "--max_train_steps",
+    "8",
+    "--config_overrides",
+    "grounding_loss_weight=1.0",
+]
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +88,7 @@ def test_the_chosen_start_of_the_seed_is_the_plain_run_bit_for_bit(train, quiet,
     assert "--trial_starts 2" in card
 
 
-def test_another_start_chosen_continues_from_its_checkpoint_with_the_one_encoder(train, quiet, tmp_path,
-                                                                                  monkeypatch):
+def test_another_start_chosen_continues_from_its_checkpoint_with_the_one_encoder(train, quiet, tmp_path, monkeypatch):
     plain = run(train, quiet, tmp_path / "plain")
     monkeypatch.setattr(train, "trial_score", lambda record: -record["seed"])  # the last start wins
     monkeypatch.setattr(train, "left_plateau", lambda record: False)
@@ -114,10 +131,13 @@ def test_left_plateau_reads_the_progress_against_the_stall_threshold(train, prog
     assert train.left_plateau(record) is left
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--trial_starts", "0"], "--trial_starts must be >= 1, got 0"),
-    (["--trial_steps", "0"], "--trial_steps must be >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--trial_starts", "0"], "--trial_starts must be >= 1, got 0"),
+        (["--trial_steps", "0"], "--trial_steps must be >= 1, got 0"),
+    ],
+)
 def test_bad_trial_arguments_name_themselves(train, capsys, extra, message):
     with pytest.raises(SystemExit) as exit_info:
         train.parse_args(["--dataset_name", "synthetic", "--output_dir", "out", *extra])
@@ -126,9 +146,27 @@ def test_bad_trial_arguments_name_themselves(train, capsys, extra, message):
 
 def test_latest_after_a_stop_during_the_trial_starts_says_to_rerun(train, tmp_path, capsys):
     (tmp_path / "run" / "trials" / "seed_0").mkdir(parents=True)  # what a run killed during its first start leaves
-    code = train.cli([str(a) for a in TINY + ["--data_dir", tmp_path / "data", "--output_dir", tmp_path / "run",
-                                              "--trial_starts", 2, "--resume_from_checkpoint", "latest"]])
+    code = train.cli(
+        [
+            str(a)
+            for a in TINY
+            + [
+                "--data_dir",
+                tmp_path / "data",
+                "--output_dir",
+                tmp_path / "run",
+                "--trial_starts",
+                2,
+                "--resume_from_checkpoint",
+                "latest",
+            ]
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1 and err.startswith("train.py: error: --resume_from_checkpoint latest: no checkpoint under")
-    assert "holds the trial starts of a run stopped before it continued one: rerun the command without " \
-           "--resume_from_checkpoint" in err and "Traceback" not in err
+    assert (
+        "holds the trial starts of a run stopped before it continued one: rerun the command without "
+        "--resume_from_checkpoint"
+        in err
+        and "Traceback" not in err
+    )

@@ -18,9 +18,20 @@ def clips(tmp_path_factory):
     for index, frames in enumerate((12, 8)):
         video = rng.integers(0, 256, (frames, 48, 64, 3), dtype=np.uint8)
         path = write_video(folder / f"clip{index}.mp4", video, fps=10)
-        examples.append({"clip_id": f"clip{index}", "video_path": str(path), "window_start": 0, "num_frames": frames,
-                         "gaze": np.full((frames, 2), 0.5, np.float32), "valid": np.ones(frames, bool),
-                         "gaze_type": np.ones(frames, np.int64), "width": 64, "height": 48, "fps": 10.0})
+        examples.append(
+            {
+                "clip_id": f"clip{index}",
+                "video_path": str(path),
+                "window_start": 0,
+                "num_frames": frames,
+                "gaze": np.full((frames, 2), 0.5, np.float32),
+                "valid": np.ones(frames, bool),
+                "gaze_type": np.ones(frames, np.int64),
+                "width": 64,
+                "height": 48,
+                "fps": 10.0,
+            }
+        )
     return examples
 
 
@@ -28,16 +39,25 @@ def test_predict_clips_without_an_accelerator(clips):
     torch.manual_seed(0)
     model = GazeFlowModel(GazeFlowConfig.tiny()).eval()
     processor = GazeFlowVideoProcessor(size=32)
-    predictions, seconds = predict_clips(model, clips, processor, num_samples=3, num_steps=2, solver="euler", seed=5,
-                                         window=12)
+    predictions, seconds = predict_clips(
+        model, clips, processor, num_samples=3, num_steps=2, solver="euler", seed=5, window=12
+    )
     assert [p.shape for p in predictions] == [(3, 12, 2), (3, 8, 2)]
     assert seconds > 0 and all(np.isfinite(p).all() and (p >= 0).all() and (p <= 1).all() for p in predictions)
     # each clip: model.generate on its processed frames with its own generator, whatever else is predicted
     from transformers_gazeflow.data.collator import GazeFlowDataCollator
 
     batch = GazeFlowDataCollator(processor, num_frames=12)([clips[1]])
-    expected = model.generate(pixel_values_videos=batch["pixel_values_videos"][:, :8], num_samples=3, num_steps=2,
-                              generator=clip_generator(5, "clip1")).trajectories[0].numpy()
+    expected = (
+        model.generate(
+            pixel_values_videos=batch["pixel_values_videos"][:, :8],
+            num_samples=3,
+            num_steps=2,
+            generator=clip_generator(5, "clip1"),
+        )
+        .trajectories[0]
+        .numpy()
+    )
     np.testing.assert_allclose(predictions[1], expected, atol=1e-6)
     alone, _ = predict_clips(model, clips[1:], processor, num_samples=3, num_steps=2, solver="euler", seed=5, window=12)
     np.testing.assert_array_equal(alone[0], predictions[1])
@@ -52,15 +72,15 @@ def test_online_predictions_are_the_streamer_frame_by_frame(clips):
     torch.manual_seed(0)
     model = GazeFlowModel(GazeFlowConfig.tiny(causal=True)).eval()
     processor = GazeFlowVideoProcessor(size=32)
-    predictions, _ = predict_clips(model, clips, processor, num_samples=3, num_steps=2, solver="euler", seed=5,
-                                   window=12, online=True)
+    predictions, _ = predict_clips(
+        model, clips, processor, num_samples=3, num_steps=2, solver="euler", seed=5, window=12, online=True
+    )
     assert [p.shape for p in predictions] == [(3, 12, 2), (3, 8, 2)]
     frames = GazeFlowDataCollator(processor, num_frames=12)([clips[0]])["pixel_values_videos"][0]
     streamer = GazeFlowStreamer(model, num_samples=3, num_steps=2, generator=clip_generator(5, "clip0"))
     expected = torch.stack([streamer.push(frame).trajectories[0] for frame in frames], dim=1).numpy()
     np.testing.assert_array_equal(predictions[0], expected)
-    windowed, _ = predict_clips(model, clips, processor, num_samples=3, num_steps=2, solver="euler", seed=5,
-                                window=12)
+    windowed, _ = predict_clips(model, clips, processor, num_samples=3, num_steps=2, solver="euler", seed=5, window=12)
     assert not np.allclose(windowed[0], predictions[0], atol=1e-3)  # generate() draws its noise per window
 
 
@@ -72,8 +92,16 @@ def scored_result(num_clips: int = 3, frames: int = 64, seed: int = 0):
     examples, predictions = [], []
     for index in range(num_clips):
         gaze = np.clip(0.5 + np.cumsum(rng.normal(0, 0.01, (frames, 2)), axis=0), 0.05, 0.95)
-        examples.append({"clip_id": f"c{index}", "gaze": gaze, "gaze_type": np.ones(frames, np.int64),
-                         "valid": np.ones(frames, bool), "width": 64, "height": 48})
+        examples.append(
+            {
+                "clip_id": f"c{index}",
+                "gaze": gaze,
+                "gaze_type": np.ones(frames, np.int64),
+                "valid": np.ones(frames, bool),
+                "width": 64,
+                "height": 48,
+            }
+        )
         predictions.append(np.clip(gaze[None] + rng.normal(0, 0.05, (4, frames, 2)), 0, 1))
     return score(examples, predictions, sigma_px=5.0)
 

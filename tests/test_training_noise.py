@@ -27,8 +27,11 @@ def clips(batch: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def per_example_loss(out, index: int) -> torch.Tensor:
-    return masked_mse(out.predicted_velocity[index:index + 1], out.target_velocity[index:index + 1],
-                      torch.ones(1, 8, dtype=torch.bool))
+    return masked_mse(
+        out.predicted_velocity[index : index + 1],
+        out.target_velocity[index : index + 1],
+        torch.ones(1, 8, dtype=torch.bool),
+    )
 
 
 def seeded(*seeds: int) -> list[torch.Generator]:
@@ -99,7 +102,7 @@ def test_the_self_conditioning_coin_is_drawn_and_applied_per_example():
         coins.append(coin)
         x_s = ((1 - (1 - 1e-3) * s) * x0 + s * gaze[index]).view(1, 1, 8, 2)
         with torch.no_grad():
-            condition = model.build_condition(tokens[index:index + 1], 8)
+            condition = model.build_condition(tokens[index : index + 1], 8)
             x1_hat = torch.zeros_like(x_s)
             if coin:
                 x1_hat = x_s + (1 - s) * model.velocity(x_s, s.view(1, 1), condition, x1_hat)
@@ -142,8 +145,9 @@ def test_the_objective_has_no_python_branch_on_tensor_values():
 
     with torch.no_grad():
         eager = loss(tokens, gaze, draws.time, draws.noise, draws.self_condition)
-        traced = torch.compile(loss, fullgraph=True, backend="eager")(tokens, gaze, draws.time, draws.noise,
-                                                                       draws.self_condition)
+        traced = torch.compile(loss, fullgraph=True, backend="eager")(
+            tokens, gaze, draws.time, draws.noise, draws.self_condition
+        )
     assert torch.allclose(eager, traced, atol=1e-6)
 
 
@@ -157,14 +161,16 @@ def test_the_loss_calls_hidden_states_trace_with_it():
 
     def loss_and_states(tokens, gaze, time, noise, coin):
         condition = model.build_condition(tokens, 8)
-        output = flow_matching_objective(model, condition, gaze, valid, TrainingNoise(time, noise, coin),
-                                         output_hidden_states=True)
+        output = flow_matching_objective(
+            model, condition, gaze, valid, TrainingNoise(time, noise, coin), output_hidden_states=True
+        )
         return output.loss, output.network_outputs.hidden_states
 
     with torch.no_grad():
         eager = loss_and_states(tokens, gaze, draws.time, draws.noise, draws.self_condition)
         traced = torch.compile(loss_and_states, fullgraph=True, backend="eager")(
-            tokens, gaze, draws.time, draws.noise, draws.self_condition)
+            tokens, gaze, draws.time, draws.noise, draws.self_condition
+        )
     assert len(traced[1]) == len(eager[1]) == model.config.num_hidden_layers + 1
     assert torch.allclose(eager[0], traced[0], atol=1e-6)
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(eager[1], traced[1]))
@@ -188,7 +194,7 @@ def test_in_eval_mode_a_clips_loss_depends_on_the_clip_alone(objective):
     with torch.no_grad():
         batched = model(encoder_hidden_states=tokens, gaze=gaze)
         for index in range(3):
-            alone = model(encoder_hidden_states=tokens[index:index + 1], gaze=gaze[index:index + 1])
+            alone = model(encoder_hidden_states=tokens[index : index + 1], gaze=gaze[index : index + 1])
             assert torch.allclose(per_example_loss(batched, index), alone.loss, atol=1e-6)
         swapped = model(encoder_hidden_states=tokens.flip(0), gaze=gaze.flip(0))
     assert torch.allclose(per_example_loss(batched, 0), per_example_loss(swapped, 2), atol=1e-6)
@@ -210,12 +216,14 @@ def test_the_eval_loss_exports_with_torch_export(dynamic):
             return self.model(encoder_hidden_states=tokens, gaze=gaze).loss
 
     wrapper = Loss(model)
-    shapes = {"tokens": {0: torch.export.Dim("batch", min=1, max=8)},
-              "gaze": {0: torch.export.Dim("batch", min=1, max=8)}} if dynamic else None
+    shapes = (
+        {"tokens": {0: torch.export.Dim("batch", min=1, max=8)}, "gaze": {0: torch.export.Dim("batch", min=1, max=8)}}
+        if dynamic
+        else None
+    )
     program = torch.export.export(wrapper, (tokens, gaze), dynamic_shapes=shapes, strict=False)
     with torch.no_grad():
         assert torch.allclose(program.module()(tokens, gaze), wrapper(tokens, gaze), atol=1e-6)
         if dynamic:
             more_tokens, more_gaze = clips(3, seed=5)
-            assert torch.allclose(program.module()(more_tokens, more_gaze), wrapper(more_tokens, more_gaze),
-                                  atol=1e-6)
+            assert torch.allclose(program.module()(more_tokens, more_gaze), wrapper(more_tokens, more_gaze), atol=1e-6)

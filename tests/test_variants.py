@@ -10,8 +10,15 @@ from transformers import AutoConfig
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
 
-SWITCHES = dict(objective="flow_matching", use_visual_cross_attention=True, use_task_cross_attention=True,
-                position_encoding="rope", task_guidance="cross_attention", num_task_queries=4, causal=False)
+SWITCHES = dict(
+    objective="flow_matching",
+    use_visual_cross_attention=True,
+    use_task_cross_attention=True,
+    position_encoding="rope",
+    task_guidance="cross_attention",
+    num_task_queries=4,
+    causal=False,
+)
 
 
 def tiny_model(seed: int = 0, **overrides) -> GazeFlowModel:
@@ -22,8 +29,7 @@ def tiny_model(seed: int = 0, **overrides) -> GazeFlowModel:
 def tokens(model, seed: int, batch: int = 2, frames: int = 8) -> torch.Tensor:
     """Random encoder tokens of a window (4 tubelets x 4 tokens x D=32 for the tiny bidirectional model)."""
     groups = frames // model.config.frames_per_encoder_group
-    return torch.randn(batch, groups * model.config.tokens_per_frame, 32,
-                       generator=torch.Generator().manual_seed(seed))
+    return torch.randn(batch, groups * model.config.tokens_per_frame, 32, generator=torch.Generator().manual_seed(seed))
 
 
 def gaze_inputs(batch: int = 2, samples: int = 3, frames: int = 8, seed: int = 0):
@@ -46,9 +52,17 @@ def test_default_config_keeps_the_paper_model():
 
 
 def test_every_switch_is_saved_and_reloaded(tmp_path):
-    switches = dict(objective="diffusion", use_visual_cross_attention=False, use_task_cross_attention=True,
-                    position_encoding="learned", task_guidance="concat", num_task_queries=0, causal=True,
-                    causal_encoder_frames=4, diffusion_timesteps=500)
+    switches = dict(
+        objective="diffusion",
+        use_visual_cross_attention=False,
+        use_task_cross_attention=True,
+        position_encoding="learned",
+        task_guidance="concat",
+        num_task_queries=0,
+        causal=True,
+        causal_encoder_frames=4,
+        diffusion_timesteps=500,
+    )
     GazeFlowConfig.tiny(**switches).save_pretrained(tmp_path)
     loaded = AutoConfig.from_pretrained(tmp_path)
     for name, value in switches.items():
@@ -95,15 +109,19 @@ def test_without_visual_cross_attention_the_video_enters_only_through_the_task_b
     full = tiny_model()
     cond_a, cond_b = full.build_condition(tokens(full, 0), 8), full.build_condition(tokens(full, 1), 8)
     hybrid = dataclasses.replace(cond_b, task_tokens=cond_a.task_tokens, task_key_values=cond_a.task_key_values)
-    assert not torch.allclose(full.velocity(sample, 0.3, hybrid, self_condition),
-                              full.velocity(sample, 0.3, cond_a, self_condition), atol=1e-4)
+    assert not torch.allclose(
+        full.velocity(sample, 0.3, hybrid, self_condition),
+        full.velocity(sample, 0.3, cond_a, self_condition),
+        atol=1e-4,
+    )
 
 
 def test_without_task_cross_attention_the_bank_is_gone_and_only_visual_tokens_matter():
     model = tiny_model(use_task_cross_attention=False)
     assert model.condition_encoder.task_bank is None
-    assert all(block.task_attention is None and not hasattr(block, "task_gate")
-               for block in model.velocity_network.blocks)
+    assert all(
+        block.task_attention is None and not hasattr(block, "task_gate") for block in model.velocity_network.blocks
+    )
     full = tiny_model()
     per_block = 4 * (32 * 32 + 32) + 2 * 32 + 32  # task attention + its LayerNorm + the gate
     bank = count(full.condition_encoder.task_bank)
@@ -113,8 +131,11 @@ def test_without_task_cross_attention_the_bank_is_gone_and_only_visual_tokens_ma
         cond_a, cond_b = variant.build_condition(tokens(variant, 0), 8), variant.build_condition(tokens(variant, 1), 8)
         # keep video A's per-frame visual keys/values, take everything else from video B
         hybrid = dataclasses.replace(cond_b, visual_key_values=cond_a.visual_key_values)
-        same = torch.allclose(variant.velocity(sample, 0.3, hybrid, self_condition),
-                              variant.velocity(sample, 0.3, cond_a, self_condition), atol=1e-6)
+        same = torch.allclose(
+            variant.velocity(sample, 0.3, hybrid, self_condition),
+            variant.velocity(sample, 0.3, cond_a, self_condition),
+            atol=1e-6,
+        )
         assert same != changes
 
 
@@ -133,8 +154,9 @@ def test_without_position_encoding_the_network_is_permutation_equivariant_over_f
     permuted_states, frames = permuted_inputs(model, permutation)
     sample, self_condition = gaze_inputs()
     out = model.velocity(sample, 0.4, model.build_condition(tokens(model, 0), 8), self_condition)
-    out_permuted = model.velocity(sample[:, :, frames], 0.4, model.build_condition(permuted_states, 8),
-                                  self_condition[:, :, frames])
+    out_permuted = model.velocity(
+        sample[:, :, frames], 0.4, model.build_condition(permuted_states, 8), self_condition[:, :, frames]
+    )
     assert torch.allclose(out_permuted, out[:, :, frames], atol=1e-5) == equivariant
 
 
@@ -171,8 +193,11 @@ def test_concat_guidance_feeds_the_bank_into_the_gaze_token_input():
     assert not torch.allclose(model.velocity(sample, 0.3, hybrid, self_condition), out_a, atol=1e-5)
     with torch.no_grad():  # cut the bank's columns of the input projection: c_task then enters nowhere
         concat.weight[:, 32:] = 0
-    assert torch.allclose(model.velocity(sample, 0.3, hybrid, self_condition),
-                          model.velocity(sample, 0.3, cond_a, self_condition), atol=1e-6)
+    assert torch.allclose(
+        model.velocity(sample, 0.3, hybrid, self_condition),
+        model.velocity(sample, 0.3, cond_a, self_condition),
+        atol=1e-6,
+    )
 
 
 def test_zero_task_queries_keep_only_the_pooled_token():
@@ -223,8 +248,16 @@ def test_regression_training_reduces_its_loss():
     assert loss.item() < 0.3 * before
 
 
-@pytest.mark.parametrize("overrides", [dict(), dict(use_visual_cross_attention=False), dict(task_guidance="concat"),
-                                       dict(position_encoding="none"), dict(num_task_queries=0)])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(),
+        dict(use_visual_cross_attention=False),
+        dict(task_guidance="concat"),
+        dict(position_encoding="none"),
+        dict(num_task_queries=0),
+    ],
+)
 def test_every_variant_trains_end_to_end(overrides):
     model = tiny_model(**overrides)
     model.train()

@@ -62,8 +62,10 @@ def test_the_uncertainty_region_is_an_outline_around_the_point_estimate():
     drawn = draw_gaze(frame, np.array([[80.0, 60.0]]), np.array([80.0, 60.0]), region_px=40.0)
     assert drawn[60, 120].min() > 200 and drawn[20, 80].min() > 200  # white on the circle, right and above
     assert drawn[60, 100].max() == 0 and drawn[60, 130].max() == 0  # nothing inside it (but the marks) or beyond
-    assert np.array_equal(draw_gaze(frame, np.array([[80.0, 60.0]]), np.array([80.0, 60.0])),
-                          draw_gaze(frame, np.array([[80.0, 60.0]]), np.array([80.0, 60.0]), region_px=None))
+    assert np.array_equal(
+        draw_gaze(frame, np.array([[80.0, 60.0]]), np.array([80.0, 60.0])),
+        draw_gaze(frame, np.array([[80.0, 60.0]]), np.array([80.0, 60.0]), region_px=None),
+    )
 
 
 def test_ground_truth_is_a_red_disc_or_an_off_frame_ring():
@@ -133,8 +135,9 @@ def test_a_720p_overlay_frame_shows_the_heatmap(tmp_path, scene):
 
 def test_the_true_gaze_is_a_distinct_marker():
     frame = grey(96, 128)
-    out = draw_gaze(frame, samples_px=np.array([[20.0, 20.0]]), point_px=np.array([30.0, 30.0]),
-                    truth_px=np.array([90.0, 60.0]))
+    out = draw_gaze(
+        frame, samples_px=np.array([[20.0, 20.0]]), point_px=np.array([30.0, 30.0]), truth_px=np.array([90.0, 60.0])
+    )
     magenta = (out[..., 0] > 200) & (out[..., 1] < 60) & (out[..., 2] > 150)
     ys, xs = np.nonzero(magenta)
     assert magenta.sum() > 10 and abs(xs.mean() - 90) < 2 and abs(ys.mean() - 60) < 2
@@ -180,8 +183,9 @@ def test_the_overlay_writer_encodes_in_the_background_and_abort_leaves_nothing(t
 def test_the_overlay_writer_can_draw_in_its_thread(tmp_path):
     from transformers_gazeflow.data.video import iter_frames
 
-    with OverlayVideoWriter(tmp_path / "drawn.mp4", fps=10, render=lambda level: np.full((16, 16, 3), level,
-                                                                                         np.uint8)) as writer:
+    with OverlayVideoWriter(
+        tmp_path / "drawn.mp4", fps=10, render=lambda level: np.full((16, 16, 3), level, np.uint8)
+    ) as writer:
         for level in (0, 128, 255):
             writer.write(level)
     assert [int(frame.mean()) for frame in iter_frames(tmp_path / "drawn.mp4")] == pytest.approx([0, 128, 255], abs=3)

@@ -29,15 +29,17 @@ def pixels(frames: int, seed: int = 0, batch: int = 1) -> torch.Tensor:
 
 def generate(model, video, mode, seed=0, **kwargs):
     kwargs = {"num_samples": 3, "num_steps": 3, **kwargs}
-    return model.generate(pixel_values_videos=video, generator=torch.Generator().manual_seed(seed), window_mode=mode,
-                          **kwargs).trajectories
+    return model.generate(
+        pixel_values_videos=video, generator=torch.Generator().manual_seed(seed), window_mode=mode, **kwargs
+    ).trajectories
 
 
 def test_coherent_is_the_default_and_differs_from_blend_only_where_windows_meet(model):
     assert GazeFlowConfig.tiny().window_mode == "coherent"
     video = pixels(20)
-    default = model.generate(pixel_values_videos=video, num_samples=3, num_steps=3,
-                             generator=torch.Generator().manual_seed(0)).trajectories
+    default = model.generate(
+        pixel_values_videos=video, num_samples=3, num_steps=3, generator=torch.Generator().manual_seed(0)
+    ).trajectories
     coherent, blend = generate(model, video, "coherent"), generate(model, video, "blend")
     assert torch.equal(default, coherent)
     # frames 0-3: the first window alone, the same noise (sampled alone vs batched with window 1: float rounding)
@@ -76,13 +78,13 @@ def sample(model, condition, noise, steps, solver, known, sigma_min):
         if known is None or s >= 0.9:  # released for the last tenth of the flow
             return x
         x = x.clone()
-        x[:, :, :known.shape[2]] = (1 - (1 - sigma_min) * s) * noise[:, :, :known.shape[2]] + s * known
+        x[:, :, : known.shape[2]] = (1 - (1 - sigma_min) * s) * noise[:, :, : known.shape[2]] + s * known
         return x
 
     def velocity(x, s, x1_hat):
         if known is not None:
             x1_hat = x1_hat.clone()
-            x1_hat[:, :, :known.shape[2]] = known
+            x1_hat[:, :, : known.shape[2]] = known
         return model.velocity(x, s, condition, x1_hat)
 
     x, x1_hat = noise, torch.zeros_like(noise)
@@ -99,8 +101,10 @@ def sample(model, condition, noise, steps, solver, known, sigma_min):
     return x
 
 
-@pytest.mark.parametrize("overrides", [dict(objective="diffusion"), dict(solver="midpoint"),
-                                       dict(causal=True), dict(position_encoding="learned")])
+@pytest.mark.parametrize(
+    "overrides",
+    [dict(objective="diffusion"), dict(solver="midpoint"), dict(causal=True), dict(position_encoding="learned")],
+)
 def test_coherent_windows_run_for_every_variant(overrides):
     torch.manual_seed(0)
     variant = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, **overrides)).eval()
@@ -114,8 +118,11 @@ def test_the_regression_head_has_nothing_to_condition():
     torch.manual_seed(0)
     regression = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, objective="regression")).eval()
     video = pixels(14, seed=3)
-    assert torch.allclose(generate(regression, video, "coherent", num_samples=1),
-                          generate(regression, video, "blend", num_samples=1), atol=1e-6)
+    assert torch.allclose(
+        generate(regression, video, "coherent", num_samples=1),
+        generate(regression, video, "blend", num_samples=1),
+        atol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("mode", ["coherent", "blend"])
@@ -127,8 +134,14 @@ def test_streaming_equals_generate(model, mode, num_frames):
     chunks = list(stream_gaze(model, processor, iter(video), settings, generator=torch.Generator().manual_seed(7)))
     assert [c.start for c in chunks] == list(np.cumsum([0] + [c.num_frames for c in chunks[:-1]]))
     streamed = np.concatenate([c.trajectories for c in chunks], axis=1)
-    expected = model.generate(pixel_values_videos=processor.preprocess(video)[None], num_samples=3, num_steps=2,
-                              generator=torch.Generator().manual_seed(7), window_mode=mode, window_batch_size=3)
+    expected = model.generate(
+        pixel_values_videos=processor.preprocess(video)[None],
+        num_samples=3,
+        num_steps=2,
+        generator=torch.Generator().manual_seed(7),
+        window_mode=mode,
+        window_batch_size=3,
+    )
     np.testing.assert_allclose(streamed, expected.trajectories[0].numpy(), atol=1e-5, rtol=0)
     np.testing.assert_allclose(np.concatenate([c.points for c in chunks]), expected.mean[0].numpy(), atol=1e-5)
 
@@ -168,14 +181,20 @@ def test_coherent_samples_are_continuous_through_window_boundaries():
     for index in range(settings.num_clips):
         video = processor.preprocess(generate_clip(settings, index).render())[None]
         for mode, (boundary, inside) in steps.items():
-            out = bundled.generate(video, num_samples=16, generator=torch.Generator().manual_seed(index),
-                                   window_mode=mode).trajectories[0].numpy()
+            out = (
+                bundled.generate(
+                    video, num_samples=16, generator=torch.Generator().manual_seed(index), window_mode=mode
+                )
+                .trajectories[0]
+                .numpy()
+            )
             b, i = boundary_and_inside_steps(out, frames, window, stride)
             boundary.append(b)
             inside.append(i)
             if mode == "coherent":  # what a cut between unrelated draws would step: sample k -> sample k + 1
-                jumps.append(np.linalg.norm(np.roll(out, 1, axis=0)[:, new_frames] - out[:, new_frames - 1],
-                                            axis=-1).reshape(-1))
+                jumps.append(
+                    np.linalg.norm(np.roll(out, 1, axis=0)[:, new_frames] - out[:, new_frames - 1], axis=-1).reshape(-1)
+                )
     median = {mode: (np.median(np.concatenate(b)), np.median(np.concatenate(i))) for mode, (b, i) in steps.items()}
     boundary, inside = median["coherent"]
     jump = np.median(np.concatenate(jumps))
@@ -190,8 +209,23 @@ def test_the_command_line_takes_the_window_mode(tiny_model_dir, tmp_path, capsys
 
     video = write_video(tmp_path / "clip.mp4", random_video(12, seed=1), fps=12)
     out = tmp_path / "out"
-    assert main(["predict", str(video), "--model", str(tiny_model_dir), "-o", str(out), "--window-mode", "blend",
-                 "--no-overlay", "-q"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                str(video),
+                "--model",
+                str(tiny_model_dir),
+                "-o",
+                str(out),
+                "--window-mode",
+                "blend",
+                "--no-overlay",
+                "-q",
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "summary.json").read_text())["window_mode"] == "blend"
     assert main(["predict", str(video), "-o", str(tmp_path / "bad"), "--window-mode", "average"]) == 2  # usage error
     assert "--window-mode: invalid choice: 'average'" in capsys.readouterr().err

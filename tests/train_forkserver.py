@@ -44,8 +44,15 @@ class TrainServer:
     def __init__(self, env: dict, logs: Path, timeout: float = 600):
         self.logs, self.timeout, self.count = Path(logs), timeout, 0
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+        self.process = subprocess.Popen(
+            [sys.executable, __file__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
 
     def run(self, args: list, env: dict[str, str] | None = None) -> TrainRun:
         self.count += 1
@@ -57,8 +64,10 @@ class TrainServer:
         line = self.process.stdout.readline() if ready else ""
         if not line:
             self.close()
-            raise AssertionError(f"the training fork server did not answer (timeout {self.timeout} s or exit); "
-                                 f"its stderr:\n{self.process.stderr.read()[-3000:]}")
+            raise AssertionError(
+                f"the training fork server did not answer (timeout {self.timeout} s or exit); "
+                f"its stderr:\n{self.process.stderr.read()[-3000:]}"
+            )
         reply = json.loads(line)
         return TrainRun(reply["returncode"], log.read_text(errors="replace") if log.exists() else "", reply["cpu_s"])
 
@@ -95,8 +104,10 @@ def _serve() -> None:
                 sys.stderr.flush()
                 os._exit(code)
         _, status, usage = os.wait4(pid, 0)
-        print(json.dumps({"returncode": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime}),
-              flush=True)
+        print(
+            json.dumps({"returncode": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime}),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

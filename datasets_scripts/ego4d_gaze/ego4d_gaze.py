@@ -100,8 +100,13 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
     """Ego4D gaze builder: ``train`` (20 videos) and ``test`` (7 videos) as GLC splits them."""
 
     BUILDER_CONFIG_CLASS = Ego4dGazeConfig
-    BUILDER_CONFIGS = [Ego4dGazeConfig(name="glc", version=datasets.Version("1.0.0"),
-                                       description="The Ego4D gaze subset with GLC's train/test split")]
+    BUILDER_CONFIGS = [
+        Ego4dGazeConfig(
+            name="glc",
+            version=datasets.Version("1.0.0"),
+            description="The Ego4D gaze subset with GLC's train/test split",
+        )
+    ]
     DEFAULT_CONFIG_NAME = "glc"
 
     def __init__(self, *args, **kwargs):
@@ -109,8 +114,13 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
         self.build_log = BuildLog()
 
     def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=_DESCRIPTION, features=gaze_example_features(),
-                                    homepage=_HOMEPAGE, license=_LICENSE, citation=_CITATION)
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            features=gaze_example_features(),
+            homepage=_HOMEPAGE,
+            license=_LICENSE,
+            citation=_CITATION,
+        )
 
     def _split_generators(self, dl_manager):
         config = self.config
@@ -141,10 +151,14 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
         self.build_log.log_summary("Ego4D gaze")
         empty = [split for split in lists if not self._clips[split]]
         if empty:  # `datasets` cannot hold an empty split: say so, and build the others
-            logger.warning("no clip of the %s split(s) is left (see the dropped clips above); building the others",
-                           empty)
-        return [datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
-                for split in lists if self._clips[split]]
+            logger.warning(
+                "no clip of the %s split(s) is left (see the dropped clips above); building the others", empty
+            )
+        return [
+            datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
+            for split in lists
+            if self._clips[split]
+        ]
 
     def _index_gaze_files(self, folder: Path) -> dict[str, Path]:
         """uid -> gaze CSV under ``gaze/``, by content: the download names them ``<uid>.mp4`` (docs/specs/data.md)."""
@@ -180,11 +194,16 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
         if uid not in self._videos:
             video_path = root / "full_scale.gaze" / f"{uid}.mp4"
             if uid not in self._gaze_files:
-                raise _layout_error(root / "gaze" / f"{uid}.mp4", f"gaze CSV of {uid} (looked for a file named "
-                                    f"{uid}.* with the gaze CSV header)")
+                raise _layout_error(
+                    root / "gaze" / f"{uid}.mp4",
+                    f"gaze CSV of {uid} (looked for a file named {uid}.* with the gaze CSV header)",
+                )
             if not video_path.is_file():
-                self._videos[uid] = _VideoProblem(f"its full video {video_path} is missing", "video missing",
-                                                  _layout_error(video_path, f"full video of {uid}"))
+                self._videos[uid] = _VideoProblem(
+                    f"its full video {video_path} is missing",
+                    "video missing",
+                    _layout_error(video_path, f"full video of {uid}"),
+                )
                 return self._videos[uid]
             try:
                 info = probe_video(video_path, check_end=True)
@@ -197,8 +216,7 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
         return self._videos[uid]
 
     def _drop_for_video(self, split: str, clip_id: str, problem: _VideoProblem) -> None:
-        self.build_log.drop(split, clip_id, problem.reason, self.config.strict, kind=problem.kind,
-                            error=problem.error)
+        self.build_log.drop(split, clip_id, problem.reason, self.config.strict, kind=problem.kind, error=problem.error)
 
     def _clip_list(self, root: Path, split_list: Path, split: str) -> list[tuple[str, int, int]]:
         listed = self._read_list(split_list)
@@ -229,15 +247,24 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
             info, track = video
             first, stop = int(round(t_start * info.fps)), int(round(t_end * info.fps))
             if stop > info.num_frames or stop <= first:
-                self.build_log.drop(split, clip_id, f"it needs frames {first}..{stop - 1} but "
-                                    f"{info.path} has {info.num_frames} frames", config.strict,
-                                    kind="past the video's end")
+                self.build_log.drop(
+                    split,
+                    clip_id,
+                    f"it needs frames {first}..{stop - 1} but {info.path} has {info.num_frames} frames",
+                    config.strict,
+                    kind="past the video's end",
+                )
                 continue
             rows = ego4d_label_rows(first, stop - first, info.num_frames, config.parity)
             gaze_type = track.gaze_type[rows]
             if config.parity != PARITY_GLC and np.all(gaze_type == UNTRACKED):
-                self.build_log.drop(split, clip_id, f"no gaze sample of {track.report.path} falls on its frames "
-                                    f"{first}..{stop - 1}", config.strict, kind="no gaze on its frames")
+                self.build_log.drop(
+                    split,
+                    clip_id,
+                    f"no gaze sample of {track.report.path} falls on its frames {first}..{stop - 1}",
+                    config.strict,
+                    kind="no gaze on its frames",
+                )
                 continue
             yield clip_id, info, first, track.gaze[rows], gaze_type
 
@@ -246,6 +273,15 @@ class Ego4dGaze(datasets.GeneratorBasedBuilder):
         mode = split_window_mode(config, split)
         for clip_id, info, first, gaze, gaze_type in self._clips[split]:
             yield from clip_window_examples(
-                clip_id=clip_id, video_path=info.path, clip_first_frame=first, fps=info.fps, width=info.width,
-                height=info.height, gaze=gaze, gaze_type=gaze_type, mode=mode, window_frames=config.window_frames,
-                window_stride=config.window_stride)
+                clip_id=clip_id,
+                video_path=info.path,
+                clip_first_frame=first,
+                fps=info.fps,
+                width=info.width,
+                height=info.height,
+                gaze=gaze,
+                gaze_type=gaze_type,
+                mode=mode,
+                window_frames=config.window_frames,
+                window_stride=config.window_stride,
+            )

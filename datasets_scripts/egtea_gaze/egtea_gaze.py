@@ -78,8 +78,12 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
 
     BUILDER_CONFIG_CLASS = EgteaGazeConfig
     BUILDER_CONFIGS = [
-        EgteaGazeConfig(name=f"split{i}", split_id=i, version=datasets.Version("1.0.0"),
-                        description=f"EGTEA Gaze+ official split {i}")
+        EgteaGazeConfig(
+            name=f"split{i}",
+            split_id=i,
+            version=datasets.Version("1.0.0"),
+            description=f"EGTEA Gaze+ official split {i}",
+        )
         for i in (1, 2, 3)
     ]
     DEFAULT_CONFIG_NAME = "split1"
@@ -91,8 +95,13 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         self._tracks: dict[str, GazeTrack] = {}
 
     def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=_DESCRIPTION, features=gaze_example_features(),
-                                    homepage=_HOMEPAGE, license=_LICENSE, citation=_CITATION)
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            features=gaze_example_features(),
+            homepage=_HOMEPAGE,
+            license=_LICENSE,
+            citation=_CITATION,
+        )
 
     def _split_generators(self, dl_manager):
         config = self.config
@@ -102,8 +111,10 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         if config.expected_fps is not None and not config.expected_fps > 0:
             raise ValueError(f"expected_fps must be positive or None, got {config.expected_fps!r}")
         if config.name.startswith("split") and config.name != f"split{config.split_id}":
-            raise ValueError(f"config {config.name!r} conflicts with split_id={config.split_id}; "
-                             f"pass config_name='split{config.split_id}'")
+            raise ValueError(
+                f"config {config.name!r} conflicts with split_id={config.split_id}; "
+                f"pass config_name='split{config.split_id}'"
+            )
         if config.data_dir is None:
             raise ValueError(f"EGTEA Gaze+ needs data_dir= (the raw download). Expected layout:\n{LAYOUT}")
         root = Path(config.data_dir).expanduser().resolve()
@@ -116,18 +127,25 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
                 raise _layout_error(path, "split file")
         self.build_log = BuildLog()
         #: class names by id (0-based) from action_idx.txt, verb_idx.txt, noun_idx.txt where present
-        self.label_names = {kind: read_egtea_index(root / f"{kind}_idx.txt")
-                            for kind in ("action", "verb", "noun") if (root / f"{kind}_idx.txt").is_file()}
+        self.label_names = {
+            kind: read_egtea_index(root / f"{kind}_idx.txt")
+            for kind in ("action", "verb", "noun")
+            if (root / f"{kind}_idx.txt").is_file()
+        }
         self._tracks: dict[str, GazeTrack] = {}  # gaze per session, parsed once for both splits
         # all reading and checking happens here, so that errors reach the caller unwrapped by `datasets`
         self._clips = {split: list(self._collect_clips(root, path, split)) for split, path in split_files.items()}
         self.build_log.log_summary(f"EGTEA Gaze+ {config.name}")
         empty = [split for split in split_files if not self._clips[split]]
         if empty:  # `datasets` cannot hold an empty split: say so, and build the others
-            logger.warning("no clip of the %s split(s) is left (see the dropped clips above); building the others",
-                           empty)
-        return [datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
-                for split in split_files if self._clips[split]]
+            logger.warning(
+                "no clip of the %s split(s) is left (see the dropped clips above); building the others", empty
+            )
+        return [
+            datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
+            for split in split_files
+            if self._clips[split]
+        ]
 
     def _read_split_file(self, path: Path) -> list[tuple[str, int, int, int]]:
         """``(clip, action, verb, noun)`` per line (0-based; -1 where absent); CRLF or LF; bad lines are counted."""
@@ -147,8 +165,10 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
             if any(label < 0 for label in labels):
                 report.skip("label id < 1 (ids are 1-based)", 1)
                 continue
-            if any(kind in self.label_names and label >= len(self.label_names[kind])
-                   for kind, label in zip(("action", "verb", "noun"), labels)):
+            if any(
+                kind in self.label_names and label >= len(self.label_names[kind])
+                for kind, label in zip(("action", "verb", "noun"), labels)
+            ):
                 report.skip("label id past the class-index file", 1)
                 continue
             labels += [NO_LABEL] * (3 - len(labels))
@@ -176,14 +196,24 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         for name, action, verb, noun in self._read_split_file(Path(split_file)):
             clip = parse_egtea_clip_name(name)
             if config.parity == PARITY_GLC and split == "test" and name in EGTEA_GLC_DROPPED_TEST_CLIPS:
-                self.build_log.drop(split, name, "left out of GLC's test set (its gaze does not cover it)", False,
-                                    kind="left out by parity='glc'")
+                self.build_log.drop(
+                    split,
+                    name,
+                    "left out of GLC's test set (its gaze does not cover it)",
+                    False,
+                    kind="left out by parity='glc'",
+                )
                 continue
             video_path = root / "cropped_clips" / clip.video / f"{name}.mp4"
             if not video_path.is_file():
-                self.build_log.drop(split, name, f"its video {video_path} is missing", config.strict,
-                                    kind="video missing",
-                                    error=_layout_error(video_path, f"video of {split} clip {name}"))
+                self.build_log.drop(
+                    split,
+                    name,
+                    f"its video {video_path} is missing",
+                    config.strict,
+                    kind="video missing",
+                    error=_layout_error(video_path, f"video of {split} clip {name}"),
+                )
                 continue
             try:
                 info = probe_video(video_path, check_end=True)
@@ -191,8 +221,14 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
                 self.build_log.drop(split, name, str(err), config.strict, kind="video unreadable", error=err)
                 continue
             if config.expected_fps is not None and abs(info.fps - config.expected_fps) > 0.01 * config.expected_fps:
-                self.build_log.drop(split, name, f"{video_path} runs at {info.fps:g} fps, but the gaze frames are "
-                                    f"on a {config.expected_fps:g} fps axis", config.strict, kind="frame rate")
+                self.build_log.drop(
+                    split,
+                    name,
+                    f"{video_path} runs at {info.fps:g} fps, but the gaze frames are "
+                    f"on a {config.expected_fps:g} fps axis",
+                    config.strict,
+                    kind="frame rate",
+                )
                 continue
             if clip.video not in tracks:
                 tracks[clip.video] = parse_begaze(self._gaze_file(root, clip.video), config.parity)
@@ -201,15 +237,25 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
             rows = egtea_gaze_rows(clip.start_frame, info.num_frames)
             if rows[0] < 0 or rows[-1] >= len(track):
                 covered = f"rows 0..{len(track) - 1}" if len(track) else "no rows (no sample was kept)"
-                self.build_log.drop(split, name, f"its {info.num_frames} frames need gaze rows {rows[0]}..{rows[-1]} "
-                                    f"(F_start - 1 + k) but {track.report.path} covers {covered}", config.strict,
-                                    kind="gaze does not cover it")
+                self.build_log.drop(
+                    split,
+                    name,
+                    f"its {info.num_frames} frames need gaze rows {rows[0]}..{rows[-1]} "
+                    f"(F_start - 1 + k) but {track.report.path} covers {covered}",
+                    config.strict,
+                    kind="gaze does not cover it",
+                )
                 continue
             listed = clip.end_frame - clip.start_frame + 1
             if info.num_frames < listed:  # kept with the frames it has; local frame k still reads F_start - 1 + k
-                self.build_log.shorten(split, name, f"{video_path} has {info.num_frames} frames, fewer than the "
-                                       f"{listed} of its name's range F{clip.start_frame}..F{clip.end_frame}",
-                                       config.strict, kind="video shorter than its name's frame range")
+                self.build_log.shorten(
+                    split,
+                    name,
+                    f"{video_path} has {info.num_frames} frames, fewer than the "
+                    f"{listed} of its name's range F{clip.start_frame}..F{clip.end_frame}",
+                    config.strict,
+                    kind="video shorter than its name's frame range",
+                )
             yield name, (action, verb, noun), info, track.gaze[rows], track.gaze_type[rows]
 
     def _generate_examples(self, split: str):
@@ -217,6 +263,18 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
         mode = split_window_mode(config, split)
         for name, (action, verb, noun), info, gaze, gaze_type in self._clips[split]:
             yield from clip_window_examples(
-                clip_id=name, video_path=info.path, clip_first_frame=0, fps=info.fps, width=info.width,
-                height=info.height, gaze=gaze, gaze_type=gaze_type, mode=mode, window_frames=config.window_frames,
-                window_stride=config.window_stride, action=action, verb=verb, noun=noun)
+                clip_id=name,
+                video_path=info.path,
+                clip_first_frame=0,
+                fps=info.fps,
+                width=info.width,
+                height=info.height,
+                gaze=gaze,
+                gaze_type=gaze_type,
+                mode=mode,
+                window_frames=config.window_frames,
+                window_stride=config.window_stride,
+                action=action,
+                verb=verb,
+                noun=noun,
+            )

@@ -61,9 +61,14 @@ SyntheticGazeConfig = dataclasses.make_dataclass(
     [(field.name, field.type, dataclasses.field(default=field.default)) for field in _SETTINGS_FIELDS]
     + [("num_workers", "int", dataclasses.field(default=1))],
     bases=(datasets.BuilderConfig, GazeBuilderOptions),
-    namespace={"settings": _settings, "__module__": __name__, "__doc__": (
-        "Generation settings (the fields of ``SyntheticGazeSettings``), the shared builder options of "
-        "``GazeBuilderOptions`` and ``num_workers`` (processes rendering the clips; does not change the data).")},
+    namespace={
+        "settings": _settings,
+        "__module__": __name__,
+        "__doc__": (
+            "Generation settings (the fields of ``SyntheticGazeSettings``), the shared builder options of "
+            "``GazeBuilderOptions`` and ``num_workers`` (processes rendering the clips; does not change the data)."
+        ),
+    },
 )
 
 
@@ -75,14 +80,42 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIG_CLASS = SyntheticGazeConfig
     VERSION = datasets.Version("1.0.0")
     BUILDER_CONFIGS = [
-        SyntheticGazeConfig(name="tiny", version=VERSION, num_clips=6, min_frames=16, max_frames=80, width=64,
-                            height=48, description="6 clips of 16-80 frames at 64x48, for tests"),
-        SyntheticGazeConfig(name="small", version=VERSION, num_clips=400, min_frames=32, max_frames=160,
-                            description="400 clips of 32-160 frames at 128x96 (quick experiments)"),
-        SyntheticGazeConfig(name="default", version=VERSION, num_clips=2000, min_frames=32, max_frames=192,
-                            description="2,000 clips of 32-192 frames at 128x96 (CPU training runs)"),
-        SyntheticGazeConfig(name="large", version=VERSION, num_clips=8000, min_frames=48, max_frames=256,
-                            width=160, height=120, description="8,000 clips of 48-256 frames at 160x120"),
+        SyntheticGazeConfig(
+            name="tiny",
+            version=VERSION,
+            num_clips=6,
+            min_frames=16,
+            max_frames=80,
+            width=64,
+            height=48,
+            description="6 clips of 16-80 frames at 64x48, for tests",
+        ),
+        SyntheticGazeConfig(
+            name="small",
+            version=VERSION,
+            num_clips=400,
+            min_frames=32,
+            max_frames=160,
+            description="400 clips of 32-160 frames at 128x96 (quick experiments)",
+        ),
+        SyntheticGazeConfig(
+            name="default",
+            version=VERSION,
+            num_clips=2000,
+            min_frames=32,
+            max_frames=192,
+            description="2,000 clips of 32-192 frames at 128x96 (CPU training runs)",
+        ),
+        SyntheticGazeConfig(
+            name="large",
+            version=VERSION,
+            num_clips=8000,
+            min_frames=48,
+            max_frames=256,
+            width=160,
+            height=120,
+            description="8,000 clips of 48-256 frames at 160x120",
+        ),
     ]
     DEFAULT_CONFIG_NAME = "default"
 
@@ -91,8 +124,13 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
         self.build_log = BuildLog()  # the builders' shared record; generated clips are never dropped
 
     def _info(self) -> datasets.DatasetInfo:
-        return datasets.DatasetInfo(description=_DESCRIPTION, features=gaze_example_features(), homepage=_HOMEPAGE,
-                                    license=_LICENSE, citation=_CITATION)
+        return datasets.DatasetInfo(
+            description=_DESCRIPTION,
+            features=gaze_example_features(),
+            homepage=_HOMEPAGE,
+            license=_LICENSE,
+            citation=_CITATION,
+        )
 
     def _clip_dir(self, settings: SyntheticGazeSettings) -> Path:
         """``data_dir`` if given, else a folder under the ``datasets`` cache named by the settings."""
@@ -105,25 +143,35 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
         config = self.config
         validate_options(config)
         if config.parity != PARITY_FIXED:
-            raise ValueError(f"synthetic_gaze has no reference loader to reproduce: parity must be "
-                             f"{PARITY_FIXED!r}, got {config.parity!r}. To read synthetic clips the way GLC does, "
-                             "write them with write_egtea_layout and load them with "
-                             "load_gaze_dataset('egtea', data_dir=..., parity='glc').")
+            raise ValueError(
+                f"synthetic_gaze has no reference loader to reproduce: parity must be "
+                f"{PARITY_FIXED!r}, got {config.parity!r}. To read synthetic clips the way GLC does, "
+                "write them with write_egtea_layout and load them with "
+                "load_gaze_dataset('egtea', data_dir=..., parity='glc')."
+            )
         settings = config.settings()  # validates the generation settings
         clip_dir = self._clip_dir(settings)
         if not (clip_dir / "synthetic_gaze.json").is_file():
             generate_dataset(clip_dir, settings, num_workers=max(1, int(config.num_workers or 1)))
         stored, records = load_dataset_records(clip_dir)
         if stored != settings:
-            raise ValueError(f"{clip_dir} holds a synthetic_gaze dataset with other settings ({stored}) than the "
-                             f"config asks for ({settings}); use another data_dir")
+            raise ValueError(
+                f"{clip_dir} holds a synthetic_gaze dataset with other settings ({stored}) than the "
+                f"config asks for ({settings}); use another data_dir"
+            )
         by_split = {split: [r for r in records if r["split"] == split] for split in ("train", "validation", "test")}
         empty = [split for split, clips in by_split.items() if not clips]
         if empty:  # only with fewer than 3 clips (or a zero fraction): datasets cannot hold an empty split
-            logger.warning("synthetic_gaze: no clip falls in %s with %d clips; those splits are left out",
-                           empty, settings.num_clips)
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"records": clips, "split": split})
-                for split, clips in by_split.items() if clips]
+            logger.warning(
+                "synthetic_gaze: no clip falls in %s with %d clips; those splits are left out",
+                empty,
+                settings.num_clips,
+            )
+        return [
+            datasets.SplitGenerator(name=split, gen_kwargs={"records": clips, "split": split})
+            for split, clips in by_split.items()
+            if clips
+        ]
 
     def _generate_examples(self, records: list[dict], split: str):
         config = self.config
@@ -131,11 +179,21 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
         for record in records:
             total = int(record["num_frames"])
             yield from clip_window_examples(
-                clip_id=record["clip_id"], video_path=record["video_path"], clip_first_frame=0, fps=record["fps"],
-                width=record["width"], height=record["height"],
+                clip_id=record["clip_id"],
+                video_path=record["video_path"],
+                clip_first_frame=0,
+                fps=record["fps"],
+                width=record["width"],
+                height=record["height"],
                 gaze=np.asarray(record["gaze"], np.float32).reshape(total, 2),
-                gaze_type=np.asarray(record["gaze_type"], np.int8), mode=mode, window_frames=config.window_frames,
-                window_stride=config.window_stride, action=record["task"], verb=NO_LABEL, noun=NO_LABEL)
+                gaze_type=np.asarray(record["gaze_type"], np.int8),
+                mode=mode,
+                window_frames=config.window_frames,
+                window_stride=config.window_stride,
+                action=record["task"],
+                verb=NO_LABEL,
+                noun=NO_LABEL,
+            )
 
 
 __all__ = ["SyntheticGaze", "SyntheticGazeConfig"]

@@ -79,8 +79,13 @@ def register_pipeline() -> None:
     from .hub.model_folders import default_model_path
     from .pipelines.egocentric_gaze import GazeFlowPipeline
 
-    PIPELINE_REGISTRY.register_pipeline(TASK, pipeline_class=GazeFlowPipeline, pt_model=_task_auto_model(),
-                                        type="video", default={"model": (str(default_model_path()), None)})
+    PIPELINE_REGISTRY.register_pipeline(
+        TASK,
+        pipeline_class=GazeFlowPipeline,
+        pt_model=_task_auto_model(),
+        type="video",
+        default={"model": (str(default_model_path()), None)},
+    )
     if not getattr(AutoConfig.from_pretrained, "_gazeflow_checked", False):
         AutoConfig.from_pretrained = staticmethod(_checking_config_loader(AutoConfig.from_pretrained))
     notices = logging.getLogger(PIPELINES)
@@ -193,8 +198,11 @@ def _flush() -> None:
             try:
                 hook()
             except Exception as err:  # never break the user's import of transformers; say what is missing instead
-                warnings.warn(f"transformers_gazeflow could not register GazeFlow with {name}: "
-                              f"{type(err).__name__}: {err}", RuntimeWarning, stacklevel=3)
+                warnings.warn(
+                    f"transformers_gazeflow could not register GazeFlow with {name}: {type(err).__name__}: {err}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
     finally:
         with _lock:
             _flushing = False

@@ -14,8 +14,10 @@ import numpy as np
 from transformers_gazeflow.data.egtea_format import begaze_lines, format_egtea_clip_name
 from transformers_gazeflow.data.video import write_video
 
-EGO4D_HEADER = ("component_idx,component_timestamp_s,canonical_timestamp_s,world_index,confidence,"
-                "norm_pos_x,norm_pos_y,gaze_point_3d_x,gaze_point_3d_y")
+EGO4D_HEADER = (
+    "component_idx,component_timestamp_s,canonical_timestamp_s,world_index,confidence,"
+    "norm_pos_x,norm_pos_y,gaze_point_3d_x,gaze_point_3d_y"
+)
 
 
 def tiny_frames(num_frames: int, height: int = 24, width: int = 32) -> np.ndarray:
@@ -28,8 +30,15 @@ def write_clip(path: Path, num_frames: int, fps: float = 24, height: int = 24, w
     return write_video(path, tiny_frames(num_frames, height, width), fps=fps)
 
 
-def write_cut_clip(path: Path, num_frames: int, keep: float = 0.5, index_first: bool = True, fps: float = 24,
-                   height: int = 24, width: int = 32) -> Path:
+def write_cut_clip(
+    path: Path,
+    num_frames: int,
+    keep: float = 0.5,
+    index_first: bool = True,
+    fps: float = 24,
+    height: int = 24,
+    width: int = 32,
+) -> Path:
     """A clip cut short (an interrupted copy or download): the first ``keep`` of its bytes. ``index_first``: the mp4
     index (``moov``) is written before the frames, as ``-movflags faststart`` does, so the cut file still opens and
     lists all its frames; otherwise the index comes last and is lost with the cut."""
@@ -46,7 +55,7 @@ def write_cut_clip(path: Path, num_frames: int, keep: float = 0.5, index_first: 
     container.close()
     data = full.read_bytes()
     full.unlink()
-    path.write_bytes(data[:int(len(data) * keep)])
+    path.write_bytes(data[: int(len(data) * keep)])
     return path
 
 
@@ -63,12 +72,19 @@ def begaze_row(fmt: int, px: float, py: float, frame: int, event: str, time: int
     return begaze_lines([(time, px, py, frame, event)], fmt=fmt)[-1]
 
 
-def write_begaze(path: Path, samples: list[tuple[float, float, int, str]], fmt: int = 1,
-                 extra_lines: list[str] = (), crlf: bool = False, claimed_samples: int | None = None) -> Path:
+def write_begaze(
+    path: Path,
+    samples: list[tuple[float, float, int, str]],
+    fmt: int = 1,
+    extra_lines: list[str] = (),
+    crlf: bool = False,
+    claimed_samples: int | None = None,
+) -> Path:
     """A BeGaze export of ``(px, py, frame, event)`` samples; ``extra_lines`` are appended verbatim."""
     rows = [(i * 1000, px, py, frame, event) for i, (px, py, frame, event) in enumerate(samples)]
-    lines = begaze_lines(rows, fmt=fmt, header=[f"## Header line {i}" for i in range(2, 34)],
-                         num_samples=claimed_samples)
+    lines = begaze_lines(
+        rows, fmt=fmt, header=[f"## Header line {i}" for i in range(2, 34)], num_samples=claimed_samples
+    )
     assert len(lines) == 34 + len(rows) and lines[9 if fmt == 1 else 10].startswith("## Number of Samples:")
     return _write_lines(path, lines + list(extra_lines), crlf)
 
@@ -90,9 +106,15 @@ def egtea_clip_name(video: str, start: int, end: int) -> str:
     return format_egtea_clip_name(video, 1000, 2000, start, end)
 
 
-def make_egtea_root(root: Path, train: list[EgteaFixtureClip], test: list[EgteaFixtureClip],
-                    gaze: dict[str, tuple[list, int, str]], split_id: int = 1, crlf: bool = True,
-                    fps: float = 24) -> Path:
+def make_egtea_root(
+    root: Path,
+    train: list[EgteaFixtureClip],
+    test: list[EgteaFixtureClip],
+    gaze: dict[str, tuple[list, int, str]],
+    split_id: int = 1,
+    crlf: bool = True,
+    fps: float = 24,
+) -> Path:
     """An EGTEA Gaze+ folder: ``cropped_clips/<VIDEO>/<CLIP>.mp4``, ``gaze_data/<name>``, split and index files.
 
     ``gaze`` maps a video to ``(samples, fmt, file_name)`` so both gaze file names can be exercised.
@@ -109,25 +131,36 @@ def make_egtea_root(root: Path, train: list[EgteaFixtureClip], test: list[EgteaF
     return root
 
 
-def write_ego4d_gaze_csv(path: Path, t: np.ndarray, x: np.ndarray, y_bottom_up: np.ndarray,
-                         extra_lines: list[str] = ()) -> Path:
+def write_ego4d_gaze_csv(
+    path: Path, t: np.ndarray, x: np.ndarray, y_bottom_up: np.ndarray, extra_lines: list[str] = ()
+) -> Path:
     """An Ego4D gaze CSV (pass ``y`` with the file's bottom-left origin)."""
-    rows = [f"{i},{ti:.6f},{ti + 100:.6f},{1000 + i // 8},0.9,{xi:.6f},{yi:.6f},0,0"
-            for i, (ti, xi, yi) in enumerate(zip(t, x, y_bottom_up))]
+    rows = [
+        f"{i},{ti:.6f},{ti + 100:.6f},{1000 + i // 8},0.9,{xi:.6f},{yi:.6f},0,0"
+        for i, (ti, xi, yi) in enumerate(zip(t, x, y_bottom_up))
+    ]
     return _write_lines(path, [EGO4D_HEADER] + rows + list(extra_lines))
 
 
-def make_ego4d_root(root: Path, videos: dict[str, float], gaze: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
-                    train: list[str] = (), test: list[str] = (), untracked: list[str] = (), fps: float = 30,
-                    size: tuple[int, int] = (32, 34)) -> Path:
+def make_ego4d_root(
+    root: Path,
+    videos: dict[str, float],
+    gaze: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    train: list[str] = (),
+    test: list[str] = (),
+    untracked: list[str] = (),
+    fps: float = 30,
+    size: tuple[int, int] = (32, 34),
+) -> Path:
     """An Ego4D gaze folder: ``full_scale.gaze/<uid>.mp4``, ``gaze/<uid>.mp4`` (CSV content), manifests, GLC lists.
 
     ``videos`` maps a uid to its duration in seconds; ``gaze`` to ``(t, x, y)`` with y bottom-up.
     """
     width, height = size
     for uid, duration in videos.items():
-        write_clip(root / "full_scale.gaze" / f"{uid}.mp4", int(round(duration * fps)), fps=fps, height=height,
-                   width=width)
+        write_clip(
+            root / "full_scale.gaze" / f"{uid}.mp4", int(round(duration * fps)), fps=fps, height=height, width=width
+        )
     for uid, (t, x, y) in gaze.items():
         write_ego4d_gaze_csv(root / "gaze" / f"{uid}.mp4", t, x, y)
     _write_lines(root / "gaze" / "manifest.csv", ["uid,filename"] + [f"{u},{u}.mp4" for u in gaze])

@@ -15,9 +15,21 @@ def _example(path, n, start=0, width=64, height=48, clip="clip-a", seed=0, **ext
     valid[1] = False
     gaze_type = np.ones(n, np.int8)
     gaze_type[1] = 3
-    example = {"clip_id": clip, "video_path": str(path), "window_start": start, "num_frames": n, "fps": 24.0,
-               "width": width, "height": height, "gaze": rng.uniform(0, 1, (n, 2)).astype(np.float32).tolist(),
-               "gaze_type": gaze_type.tolist(), "valid": valid.tolist(), "action": 3, "verb": -1, "noun": -1}
+    example = {
+        "clip_id": clip,
+        "video_path": str(path),
+        "window_start": start,
+        "num_frames": n,
+        "fps": 24.0,
+        "width": width,
+        "height": height,
+        "gaze": rng.uniform(0, 1, (n, 2)).astype(np.float32).tolist(),
+        "gaze_type": gaze_type.tolist(),
+        "valid": valid.tolist(),
+        "action": 3,
+        "verb": -1,
+        "noun": -1,
+    }
     example.update(extra)
     return example
 
@@ -94,16 +106,19 @@ def test_untracked_nan_gaze_becomes_finite_and_invalid(tiny_clip):
     assert torch.isfinite(batch["gaze"]).all() and not batch["valid_mask"][0, 1]
 
 
-@pytest.mark.parametrize("change,match", [
-    ({"num_frames": 9}, r"num_frames must be in \[1, 8\]"),
-    ({"gaze": [[0.5, 0.5]] * 3}, r"gaze must have shape \[num_frames, 2\]"),
-    ({"valid": [True] * 3}, r"valid must have shape"),
-    ({"gaze_type": [1, 1, 1, 9]}, r"gaze_type codes must be in 0..4"),
-    ({"gaze": [[0.5, 0.5], [0.5, 0.5], [320.0, 0.5], [0.5, 0.5]]}, r"unit coordinates in \[0, 1\].*\[2\]"),
-    ({"gaze": [[0.5, 0.5], [0.5, 0.5], [float("nan"), 0.5], [0.5, 0.5]]}, r"not finite on valid frames \[2\]"),
-    ({"width": 640, "height": 480}, "says 640x480 but .* decodes to 64x48"),
-    ({"window_start": -1}, "window_start must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        ({"num_frames": 9}, r"num_frames must be in \[1, 8\]"),
+        ({"gaze": [[0.5, 0.5]] * 3}, r"gaze must have shape \[num_frames, 2\]"),
+        ({"valid": [True] * 3}, r"valid must have shape"),
+        ({"gaze_type": [1, 1, 1, 9]}, r"gaze_type codes must be in 0..4"),
+        ({"gaze": [[0.5, 0.5], [0.5, 0.5], [320.0, 0.5], [0.5, 0.5]]}, r"unit coordinates in \[0, 1\].*\[2\]"),
+        ({"gaze": [[0.5, 0.5], [0.5, 0.5], [float("nan"), 0.5], [0.5, 0.5]]}, r"not finite on valid frames \[2\]"),
+        ({"width": 640, "height": 480}, "says 640x480 but .* decodes to 64x48"),
+        ({"window_start": -1}, "window_start must be >= 0"),
+    ],
+)
 def test_bad_examples_raise_naming_the_field(tiny_clip, change, match):
     path, _ = tiny_clip
     example = _example(path, 4, clip="bad-clip")
@@ -164,8 +179,10 @@ def test_horizontal_flip_draws_per_example_from_the_seeded_generator(tiny_clip):
             same = torch.equal(batch["gaze"][i], plain["gaze"][i])
             mirror = torch.allclose(batch["gaze"][i, :, 0], -plain["gaze"][i, :, 0], atol=1e-6)
             assert same != mirror  # each example is either untouched or mirrored whole
-            assert torch.equal(batch["pixel_values_videos"][i],
-                               plain["pixel_values_videos"][i].flip(-1) if mirror else plain["pixel_values_videos"][i])
+            assert torch.equal(
+                batch["pixel_values_videos"][i],
+                plain["pixel_values_videos"][i].flip(-1) if mirror else plain["pixel_values_videos"][i],
+            )
             rows.append(mirror)
         return rows
 
@@ -198,19 +215,23 @@ def test_a_flip_generator_draws_alone_and_each_batch_carries_its_state(tiny_clip
     assert FLIP_STATE_KEY not in plain
 
     def mirrored_rows(batch):
-        return [bool(torch.allclose(batch["gaze"][i, :, 0], -plain["gaze"][i, :, 0], atol=1e-6))
-                for i in range(len(examples))]
+        return [
+            bool(torch.allclose(batch["gaze"][i, :, 0], -plain["gaze"][i, :, 0], atol=1e-6))
+            for i in range(len(examples))
+        ]
 
-    collate = GazeFlowDataCollator(proc, num_frames=4, horizontal_flip_probability=0.5,
-                                   flip_generator=torch.Generator().manual_seed(7))
+    collate = GazeFlowDataCollator(
+        proc, num_frames=4, horizontal_flip_probability=0.5, flip_generator=torch.Generator().manual_seed(7)
+    )
     global_before = torch.get_rng_state()
     first, second = collate(examples), collate(examples)
     assert torch.equal(torch.get_rng_state(), global_before)  # the global stream is the model's noise alone
     assert 0 < sum(mirrored_rows(first)) < len(examples)
     assert mirrored_rows(first) != mirrored_rows(second)  # the stream goes on from batch to batch
 
-    again = GazeFlowDataCollator(proc, num_frames=4, horizontal_flip_probability=0.5,
-                                 flip_generator=torch.Generator().manual_seed(0))
+    again = GazeFlowDataCollator(
+        proc, num_frames=4, horizontal_flip_probability=0.5, flip_generator=torch.Generator().manual_seed(0)
+    )
     again.flip_generator.set_state(first[FLIP_STATE_KEY])  # the state after the first batch's draws
     assert mirrored_rows(again(examples)) == mirrored_rows(second)
     with pytest.raises(ValueError, match="flip_generator must be a torch.Generator or None, got int"):

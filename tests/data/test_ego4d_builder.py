@@ -27,10 +27,14 @@ def gaze_b():
 @pytest.fixture(scope="module")
 def ego4d_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("ego4d")
-    make_ego4d_root(root, videos={A: 12, B: 11}, gaze={A: gaze_a(), B: gaze_b()},
-                    train=[glc_clip(A, 0), glc_clip(A, 5), glc_clip(A, 10), "not a clip line"],
-                    test=[glc_clip(B, 0), glc_clip(B, 5)],
-                    untracked=[f"{A},00:00:10,00:00:11,0", f"{A},00:00:10,00:00:11,0", f"{B},00:00:09,00:00:03,1"])
+    make_ego4d_root(
+        root,
+        videos={A: 12, B: 11},
+        gaze={A: gaze_a(), B: gaze_b()},
+        train=[glc_clip(A, 0), glc_clip(A, 5), glc_clip(A, 10), "not a clip line"],
+        test=[glc_clip(B, 0), glc_clip(B, 5)],
+        untracked=[f"{A},00:00:10,00:00:11,0", f"{A},00:00:10,00:00:11,0", f"{B},00:00:09,00:00:03,1"],
+    )
     write_clip(root / "gaze" / "junk.mp4", 3, fps=30)  # a real video among the gaze files: skipped by content
     with open(root / "gaze" / f"{A}.mp4", "a") as handle:
         handle.write("1,2,3\n5,abc,0,0,0,0.5,0.5,0,0\n")
@@ -65,7 +69,11 @@ def nearest_x(frames):
 def test_windows_cover_each_5s_clip_and_test_takes_the_first(fixed, ego4d_root):
     train, test = fixed[1]["train"], fixed[1]["test"]
     assert [(ex["window_start"], ex["num_frames"]) for ex in windows_of(train, f"{A}_t5_t10")] == [
-        (150, 64), (182, 64), (214, 64), (236, 64)]
+        (150, 64),
+        (182, 64),
+        (214, 64),
+        (236, 64),
+    ]
     assert [ex["window_start"] for ex in windows_of(train, f"{A}_t0_t5")] == [0, 32, 64, 86]
     assert [ex["window_start"] for ex in windows_of(test, f"{B}_t0_t5")] == [0]
     ex = windows_of(train, f"{A}_t0_t5")[0]
@@ -162,8 +170,9 @@ def test_missing_or_undecodable_full_video(tmp_path):
     from transformers_gazeflow.data.video import VideoDecodeError
 
     t, x, y = gaze_b()
-    root = make_ego4d_root(tmp_path / "r", videos={A: 6}, gaze={A: (t, x, y), B: (t, x, y)},
-                           train=[glc_clip(A, 0)], test=[glc_clip(B, 0)])
+    root = make_ego4d_root(
+        tmp_path / "r", videos={A: 6}, gaze={A: (t, x, y), B: (t, x, y)}, train=[glc_clip(A, 0)], test=[glc_clip(B, 0)]
+    )
     with pytest.raises(FileNotFoundError, match=f"full_scale.gaze/{B}.mp4(.|\n)*Expected layout"):
         load_gaze_dataset("ego4d", root, cache_dir=tmp_path / "c", strict=True)  # strict: a missing video raises
     (root / "full_scale.gaze" / f"{B}.mp4").write_bytes(b"\x00" * 64)
@@ -176,9 +185,14 @@ def test_missing_empty_or_truncated_full_videos_drop_their_clips_counted_and_nam
     """A bad full video drops its clips with a logged reason naming it; the build goes on."""
     t, x, y = gaze_b()
     uids = {"missing": "video-m", "empty": "video-e", "cut": "video-c"}
-    root = make_ego4d_root(tmp_path / "r", videos={A: 6}, gaze={u: (t, x, y) for u in (A, *uids.values())},
-                           train=[glc_clip(A, 0), glc_clip(uids["missing"], 0), glc_clip(uids["cut"], 0)],
-                           test=[glc_clip(uids["empty"], 0), glc_clip(A, 0)], untracked=[f"{A},00:00:09,00:00:09,0"])
+    root = make_ego4d_root(
+        tmp_path / "r",
+        videos={A: 6},
+        gaze={u: (t, x, y) for u in (A, *uids.values())},
+        train=[glc_clip(A, 0), glc_clip(uids["missing"], 0), glc_clip(uids["cut"], 0)],
+        test=[glc_clip(uids["empty"], 0), glc_clip(A, 0)],
+        untracked=[f"{A},00:00:09,00:00:09,0"],
+    )
     videos = root / "full_scale.gaze"
     (videos / f"{uids['empty']}.mp4").write_bytes(b"")
     write_cut_clip(videos / f"{uids['cut']}.mp4", 300, keep=0.5, fps=30)
@@ -189,5 +203,7 @@ def test_missing_empty_or_truncated_full_videos_drop_their_clips_counted_and_nam
     dropped = {**log.dropped_in("train"), **log.dropped_in("test")}
     for kind, uid in uids.items():
         (reason,) = [r for clip, r in dropped.items() if clip.startswith(uid)]
-        assert str(videos / f"{uid}.mp4") in reason and ("missing" if kind == "missing" else
-                                                         "empty" if kind == "empty" else "truncated") in reason
+        assert (
+            str(videos / f"{uid}.mp4") in reason
+            and ("missing" if kind == "missing" else "empty" if kind == "empty" else "truncated") in reason
+        )

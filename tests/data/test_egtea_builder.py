@@ -48,14 +48,21 @@ def op_samples():
 def egtea_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("egtea")
     pizza = [(5.0 * f, 4.0 * f, f, "Fixation") for f in range(60)]
-    make_egtea_root(root, train=[SHORT, LONG, UNCOVERED, PIZZA], test=[TEST_CLIP, DROPPED_BY_GLC],
-                    gaze={OP: (op_samples(), 1, f"{OP}.txt"), P: (pizza, 2, f"{P}-GazeData.txt"),
-                          "OP03-R01-PastaSalad": ([(1.0, 1.0, f, "Fixation") for f in range(100)], 1,
-                                                  "OP03-R01-PastaSalad.txt")})
+    make_egtea_root(
+        root,
+        train=[SHORT, LONG, UNCOVERED, PIZZA],
+        test=[TEST_CLIP, DROPPED_BY_GLC],
+        gaze={
+            OP: (op_samples(), 1, f"{OP}.txt"),
+            P: (pizza, 2, f"{P}-GazeData.txt"),
+            "OP03-R01-PastaSalad": ([(1.0, 1.0, f, "Fixation") for f in range(100)], 1, "OP03-R01-PastaSalad.txt"),
+        },
+    )
     # malformed split lines: counted, never clips
     with open(root / "train_split1.txt", "ab") as handle:
-        handle.write(f"{SHORT.name} 107 1 1\r\n{SHORT.name} 0 1 1\r\n"
-                     f"not-a-clip 1 2 3\r\n{SHORT.name} x 1 1\r\n".encode())
+        handle.write(
+            f"{SHORT.name} 107 1 1\r\n{SHORT.name} 0 1 1\r\nnot-a-clip 1 2 3\r\n{SHORT.name} x 1 1\r\n".encode()
+        )
     # malformed rows in the OP gaze file: counted, never data
     with open(root / "gaze_data" / f"{OP}.txt", "a") as handle:
         handle.write("1\tSMP\t1\t5.0\t5.0\n1\tSMP\t1\tx\t5.0\t3\tFixation\n")
@@ -150,8 +157,11 @@ def test_split_file_lines_are_checked_against_the_class_index(fixed, egtea_root)
     builder = fixed[0]
     report = builder.build_log.reports[str(egtea_root / "train_split1.txt")]
     assert (report.rows_read, report.rows_kept) == (8, 4)
-    assert report.skipped == {"label id past the class-index file": 1, "label id < 1 (ids are 1-based)": 1,
-                              "not '<clip> <action> <verb> <noun>'": 2}
+    assert report.skipped == {
+        "label id past the class-index file": 1,
+        "label id < 1 (ids are 1-based)": 1,
+        "not '<clip> <action> <verb> <noun>'": 2,
+    }
     assert builder.label_names["action"][0] == "Action number 1" and len(builder.label_names["action"]) == 106
 
 
@@ -210,8 +220,12 @@ MISSING = EgteaFixtureClip(egtea_clip_name(OP, 131, 146), 16)
 EMPTY = EgteaFixtureClip(egtea_clip_name(OP, 147, 162), 16)
 CUT = EgteaFixtureClip(egtea_clip_name(OP, 150, 197), 48)  # cut after its mp4 index: still opens
 CUT_INDEX = EgteaFixtureClip(egtea_clip_name(OP, 60, 107), 48)  # cut before its mp4 index (written last)
-BAD_VIDEOS = {MISSING.name: "video missing", EMPTY.name: "video unreadable", CUT.name: "video unreadable",
-              CUT_INDEX.name: "video unreadable"}
+BAD_VIDEOS = {
+    MISSING.name: "video missing",
+    EMPTY.name: "video unreadable",
+    CUT.name: "video unreadable",
+    CUT_INDEX.name: "video unreadable",
+}
 
 
 def break_videos(root, clips=(MISSING, EMPTY, CUT, CUT_INDEX)):
@@ -222,14 +236,19 @@ def break_videos(root, clips=(MISSING, EMPTY, CUT, CUT_INDEX)):
         elif clip is EMPTY:
             (folder / f"{EMPTY.name}.mp4").write_bytes(b"")
         else:
-            write_cut_clip(folder / f"{clip.name}.mp4", clip.num_frames, keep=0.5 if clip is CUT else 0.9,
-                           index_first=clip is CUT)
+            write_cut_clip(
+                folder / f"{clip.name}.mp4", clip.num_frames, keep=0.5 if clip is CUT else 0.9, index_first=clip is CUT
+            )
     return folder
 
 
 def test_missing_empty_and_truncated_videos_are_dropped_counted_and_named(tmp_path):
-    root = make_egtea_root(tmp_path / "r", train=[MISSING, SHORT, EMPTY, CUT, CUT_INDEX], test=[TEST_CLIP],
-                           gaze={OP: (op_samples(), 1, f"{OP}.txt")})
+    root = make_egtea_root(
+        tmp_path / "r",
+        train=[MISSING, SHORT, EMPTY, CUT, CUT_INDEX],
+        test=[TEST_CLIP],
+        gaze={OP: (op_samples(), 1, f"{OP}.txt")},
+    )
     folder = break_videos(root)
     builder, ds = build(root, tmp_path / "c")
     assert set(ds["train"]["clip_id"]) == {SHORT.name} and set(ds["test"]["clip_id"]) == {TEST_CLIP.name}
@@ -243,8 +262,10 @@ def test_missing_empty_and_truncated_videos_are_dropped_counted_and_named(tmp_pa
     assert builder.build_log.summary().startswith("4 clips dropped (1 video missing, 3 video unreadable)")
 
 
-@pytest.mark.parametrize("bad, error", [(MISSING, FileNotFoundError), (EMPTY, VideoDecodeError),
-                                        (CUT, VideoDecodeError), (CUT_INDEX, VideoDecodeError)])
+@pytest.mark.parametrize(
+    "bad, error",
+    [(MISSING, FileNotFoundError), (EMPTY, VideoDecodeError), (CUT, VideoDecodeError), (CUT_INDEX, VideoDecodeError)],
+)
 def test_strict_raises_on_each_kind_of_bad_video_naming_the_file(tmp_path, bad, error):
     root = make_egtea_root(tmp_path / "r", train=[SHORT, bad], test=[], gaze={OP: (op_samples(), 1, f"{OP}.txt")})
     break_videos(root, [bad])
@@ -272,9 +293,15 @@ def test_a_video_shorter_than_its_names_frame_range_is_kept_shortened_and_counte
 
 
 def test_clip_at_another_frame_rate_is_dropped(tmp_path):
-    root = make_egtea_root(tmp_path / "r", train=[SHORT, PIZZA], test=[], gaze={
-        OP: (op_samples(), 1, f"{OP}.txt"),
-        P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt")})
+    root = make_egtea_root(
+        tmp_path / "r",
+        train=[SHORT, PIZZA],
+        test=[],
+        gaze={
+            OP: (op_samples(), 1, f"{OP}.txt"),
+            P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt"),
+        },
+    )
     write_clip(root / "cropped_clips" / P / f"{PIZZA.name}.mp4", 20, fps=30)
     builder = gaze_builder("egtea", root, cache_dir=tmp_path / "c")
     builder.download_and_prepare()
@@ -283,9 +310,15 @@ def test_clip_at_another_frame_rate_is_dropped(tmp_path):
 
 
 def test_split_files_with_a_byte_order_mark_keep_their_first_clip_and_non_text_is_named(tmp_path):
-    root = make_egtea_root(tmp_path / "r", train=[SHORT, PIZZA], test=[], gaze={
-        OP: (op_samples(), 1, f"{OP}.txt"),
-        P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt")})
+    root = make_egtea_root(
+        tmp_path / "r",
+        train=[SHORT, PIZZA],
+        test=[],
+        gaze={
+            OP: (op_samples(), 1, f"{OP}.txt"),
+            P: ([(5.0, 4.0, f, "Fixation") for f in range(60)], 2, f"{P}-GazeData.txt"),
+        },
+    )
     split = root / "train_split1.txt"
     split.write_bytes(b"\xef\xbb\xbf" + split.read_bytes())  # saved by a Windows editor
     builder, ds = build(root, tmp_path / "c")

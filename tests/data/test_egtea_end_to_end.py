@@ -32,17 +32,28 @@ def written(tmp_path_factory):
 def built(written, tmp_path_factory):
     root, _ = written
     cache = tmp_path_factory.mktemp("cache")
-    return {parity: load_gaze_dataset("egtea", data_dir=root, cache_dir=cache, parity=parity, windows="all",
-                                      window_frames=WINDOW, window_stride=STRIDE)
-            for parity in ("fixed", "glc")}
+    return {
+        parity: load_gaze_dataset(
+            "egtea",
+            data_dir=root,
+            cache_dir=cache,
+            parity=parity,
+            windows="all",
+            window_frames=WINDOW,
+            window_stride=STRIDE,
+        )
+        for parity in ("fixed", "glc")
+    }
 
 
 def test_the_written_layout_exercises_every_gaze_type_and_both_gaze_file_names(written):
     root, clips = written
     types = np.concatenate([clip.expected_type for clip in clips])
     assert np.bincount(types, minlength=5).min() > 0  # untracked, fixation, saccade, blink, off-frame
-    assert sorted(p.name for p in (root / "gaze_data").iterdir()) == ["OP01-R01-Synthetic.txt",
-                                                                      "P02-R02-Synthetic-GazeData.txt"]
+    assert sorted(p.name for p in (root / "gaze_data").iterdir()) == [
+        "OP01-R01-Synthetic.txt",
+        "P02-R02-Synthetic-GazeData.txt",
+    ]
     assert {clip.split for clip in clips} == {"train", "test"}
     assert max(clip.clip.num_frames for clip in clips) > 2 * WINDOW
 
@@ -54,8 +65,9 @@ def test_examples_read_back_what_the_writer_wrote(written, built, parity):
     assert set(dataset) == {"train", "test"}
     untracked_checked = [0]
     for clip in clips:
-        examples = sorted((e for e in dataset[clip.split] if e["clip_id"] == clip.name),
-                          key=lambda e: e["window_start"])
+        examples = sorted(
+            (e for e in dataset[clip.split] if e["clip_id"] == clip.name), key=lambda e: e["window_start"]
+        )
         total = clip.clip.num_frames
         # windows cover the whole clip, as window_starts says
         assert [e["window_start"] for e in examples] == window_starts(total, WINDOW, STRIDE)
@@ -69,8 +81,13 @@ def test_examples_read_back_what_the_writer_wrote(written, built, parity):
             gaze = np.asarray(example["gaze"], np.float32)
             np.testing.assert_array_equal(types, expected_type[window], err_msg=f"{parity} {clip.name}")
             tracked = types != UNTRACKED
-            np.testing.assert_allclose(gaze[tracked], clip.expected_gaze[window][tracked], atol=GAZE_ATOL, rtol=0,
-                                       err_msg=f"{parity} {clip.name}")
+            np.testing.assert_allclose(
+                gaze[tracked],
+                clip.expected_gaze[window][tracked],
+                atol=GAZE_ATOL,
+                rtol=0,
+                err_msg=f"{parity} {clip.name}",
+            )
             if parity == "glc":  # GLC's loader puts untracked frames at the centre (docs/specs/data.md)
                 np.testing.assert_allclose(gaze[~tracked], 0.5)
             else:  # by default they hold the last valid point (gaze_common.fill_untracked)
@@ -81,8 +98,11 @@ def test_examples_read_back_what_the_writer_wrote(written, built, parity):
                         np.testing.assert_array_equal(gaze[k], gaze[before[-1]])
                         untracked_checked[0] += 1
             np.testing.assert_array_equal(example["valid"], valid_mask(expected_type[window]))
-            assert (example["action"], example["verb"], example["noun"]) == (clip.action - 1, clip.verb - 1,
-                                                                             clip.noun - 1)
+            assert (example["action"], example["verb"], example["noun"]) == (
+                clip.action - 1,
+                clip.verb - 1,
+                clip.noun - 1,
+            )
             assert (example["width"], example["height"], example["fps"]) == (SETTINGS.width, SETTINGS.height, 24.0)
             assert example["video_path"] == str(clip.video_path.resolve())
         assert covered.all()
@@ -91,16 +111,16 @@ def test_examples_read_back_what_the_writer_wrote(written, built, parity):
 
 def test_only_glc_parity_loses_the_off_frame_code(written, built):
     _, clips = written
-    codes = {parity: np.concatenate([np.asarray(e["gaze_type"]) for e in built[parity]["train"]])
-             for parity in built}
+    codes = {parity: np.concatenate([np.asarray(e["gaze_type"]) for e in built[parity]["train"]]) for parity in built}
     assert (codes["fixed"] == 4).any() and not (codes["glc"] == 4).any()
     assert len(codes["fixed"]) == len(codes["glc"])
 
 
 def test_the_test_split_defaults_to_the_first_window(written, built, tmp_path):
     root, clips = written
-    test = load_gaze_dataset("egtea", data_dir=root, split="test", cache_dir=tmp_path, window_frames=WINDOW,
-                             window_stride=STRIDE)
+    test = load_gaze_dataset(
+        "egtea", data_dir=root, split="test", cache_dir=tmp_path, window_frames=WINDOW, window_stride=STRIDE
+    )
     assert sorted(test["clip_id"]) == sorted(c.name for c in clips if c.split == "test")
     assert set(test["window_start"]) == {0}
 
@@ -121,7 +141,9 @@ def test_the_collator_turns_built_examples_into_model_inputs(written, built):
         assert torch.equal(batch["valid_mask"][row, :WINDOW], valid) and not batch["valid_mask"][row, WINDOW:].any()
         expected = torch.from_numpy(2 * clip.expected_gaze[window] - 1)  # model coordinates
         assert torch.allclose(batch["gaze"][row, :WINDOW][valid], expected[valid], atol=2 * GAZE_ATOL)
-        assert torch.equal(batch["pixel_values_videos"][row, WINDOW:],
-                           batch["pixel_values_videos"][row, WINDOW - 1:WINDOW].expand(4, -1, -1, -1))
+        assert torch.equal(
+            batch["pixel_values_videos"][row, WINDOW:],
+            batch["pixel_values_videos"][row, WINDOW - 1 : WINDOW].expand(4, -1, -1, -1),
+        )
     assert batch["clip_id"] == [e["clip_id"] for e in examples]
     assert batch["action"].tolist() == [by_name[e["clip_id"]].action - 1 for e in examples]

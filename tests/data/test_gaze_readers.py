@@ -1,7 +1,6 @@
 """The raw gaze readers and their conversion rules: ``data/egtea_format.py``, ``data/ego4d_format.py`` and
 ``data/gaze_common.py``."""
 
-
 import numpy as np
 import pytest
 
@@ -51,8 +50,12 @@ def test_malformed_rows_are_skipped_and_counted_by_reason(tmp_path):
     track = egtea.parse_begaze(write_begaze(tmp_path / "bad.txt", SAMPLES, fmt=1, extra_lines=bad))
     report = track.report
     assert report.rows_read == 10 and report.rows_kept == 4 and report.rows_skipped == 6
-    assert report.skipped == {"token count is not 7": 2, "non-numeric or non-finite x/y": 1,
-                              "bad frame number or timecode": 2, "blank line": 1}
+    assert report.skipped == {
+        "token count is not 7": 2,
+        "non-numeric or non-finite x/y": 1,
+        "bad frame number or timecode": 2,
+        "blank line": 1,
+    }
     assert len(track) == 5  # no malformed row became a frame
     assert "6 skipped as malformed" in report.summary()
 
@@ -72,21 +75,30 @@ def test_not_a_begaze_file_and_missing_file(tmp_path):
 
 
 def test_several_samples_on_a_frame_true_mean_vs_glc_pairwise_average(tmp_path):
-    samples = [(100.0, 90.0, 2, "Saccade"), (200.0, 30.0, 2, "Fixation"), (400.0, 60.0, 2, "Fixation"),
-               (10.0, 10.0, 0, "Fixation")]
+    samples = [
+        (100.0, 90.0, 2, "Saccade"),
+        (200.0, 30.0, 2, "Fixation"),
+        (400.0, 60.0, 2, "Fixation"),
+        (10.0, 10.0, 0, "Fixation"),
+    ]
     path = write_begaze(tmp_path / "multi.txt", samples)
     fixed, glc = egtea.parse_begaze(path), egtea.parse_begaze(path, parity="glc")
     np.testing.assert_allclose(fixed.gaze[2], [(100 + 200 + 400) / 3 / 1280, (90 + 30 + 60) / 3 / 960], rtol=1e-6)
-    np.testing.assert_allclose(glc.gaze[2], [((100 + 200) / 2 + 400) / 2 / 1280, ((90 + 30) / 2 + 60) / 2 / 960],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        glc.gaze[2], [((100 + 200) / 2 + 400) / 2 / 1280, ((90 + 30) / 2 + 60) / 2 / 960], rtol=1e-6
+    )
     assert fixed.gaze_type[2] == glc.gaze_type[2] == FIXATION  # the last sample's type
     with pytest.raises(ValueError, match="parity"):
         egtea.parse_begaze(path, parity="GLC")
 
 
 def test_off_frame_and_untracked_under_both_parities(tmp_path):
-    samples = [(1500.0, 480.0, 0, "Fixation"), (-20.0, 100.0, 1, "Saccade"), (2000.0, 2000.0, 2, "Blink"),
-               (5.0, 5.0, 4, "Fixation")]
+    samples = [
+        (1500.0, 480.0, 0, "Fixation"),
+        (-20.0, 100.0, 1, "Saccade"),
+        (2000.0, 2000.0, 2, "Blink"),
+        (5.0, 5.0, 4, "Fixation"),
+    ]
     path = write_begaze(tmp_path / "off.txt", samples)
     fixed, glc = egtea.parse_begaze(path), egtea.parse_begaze(path, parity="glc")
     np.testing.assert_allclose(fixed.gaze[:2], [[1279 / 1280, 0.5], [0.0, 100 / 960]], rtol=1e-6)
@@ -100,8 +112,9 @@ def test_off_frame_and_untracked_under_both_parities(tmp_path):
 
 def test_untracked_frames_hold_the_last_valid_point():
     gaze = np.array([[0.9, 0.9], [0.1, 0.2], [7, 7], [0.3, 0.4], [7, 7], [0.0, 1.0], [7, 7], [7, 7]], np.float32)
-    codes = np.array([UNTRACKED, FIXATION, UNTRACKED, SACCADE, BLINK_OR_OTHER, OFF_FRAME,
-                      UNTRACKED, UNTRACKED], np.int8)
+    codes = np.array(
+        [UNTRACKED, FIXATION, UNTRACKED, SACCADE, BLINK_OR_OTHER, OFF_FRAME, UNTRACKED, UNTRACKED], np.int8
+    )
     filled = common.fill_untracked(gaze, codes)
     np.testing.assert_array_equal(filled, gaze[[1, 1, 1, 3, 4, 5, 5, 5]])  # leading: the first valid; blinks kept
     assert filled.dtype == np.float32 and gaze[0, 0] == np.float32(0.9)  # a new array
@@ -127,15 +140,22 @@ def test_begaze_parses_100k_rows(tmp_path):
     """A full-size file parses completely (its speed is measured by benchmarks/bench_data.py, not here)."""
     rng = np.random.default_rng(0)
     n = 100_000
-    samples = [(float(x), float(y), int(f), e) for x, y, f, e in zip(
-        rng.uniform(-50, 1330, n), rng.uniform(-50, 1010, n), np.arange(n) * 24 // 30,
-        rng.choice(["Fixation", "Saccade", "Blink"], n))]
+    samples = [
+        (float(x), float(y), int(f), e)
+        for x, y, f, e in zip(
+            rng.uniform(-50, 1330, n),
+            rng.uniform(-50, 1010, n),
+            np.arange(n) * 24 // 30,
+            rng.choice(["Fixation", "Saccade", "Blink"], n),
+        )
+    ]
     path = write_begaze(tmp_path / "big.txt", samples)
     track = egtea.parse_begaze(path)
     assert track.report.rows_kept == n and len(track) == (n - 1) * 24 // 30 + 1
 
 
 # A row cut inside its event token, and the encodings an export may come in
+
 
 @pytest.mark.parametrize("fmt", [1, 2])
 @pytest.mark.parametrize("cut", ["F", "Fixat", "Saccad", "Bli"])
@@ -176,15 +196,18 @@ def test_begaze_exports_in_utf16_utf32_or_with_a_bom_read_like_utf8(tmp_path, en
 
 
 def test_a_utf16_file_cut_mid_character_counts_its_last_row(tmp_path):
-    text = (write_begaze(tmp_path / "plain.txt", SAMPLES, fmt=1).read_text(encoding="utf-8").rstrip("\n")
-            + "\n" + begaze_row(1, 500.0, 400.0, 9, "Fixation"))
+    text = (
+        write_begaze(tmp_path / "plain.txt", SAMPLES, fmt=1).read_text(encoding="utf-8").rstrip("\n")
+        + "\n"
+        + begaze_row(1, 500.0, 400.0, 9, "Fixation")
+    )
     path = tmp_path / "cut16.txt"
     path.write_bytes(text.encode("utf-16")[:-1])  # half of the last character ("n") is missing
     report = egtea.parse_begaze(path).report
-    assert report.rows_kept == len(SAMPLES) and report.skipped == {"event cut short (a prefix of Fixation, "
-                                                                  "Saccade or Blink)": 1}
-    assert report.notes == ["read as UTF-16 LE (byte-order mark); the file ends inside a character (1 byte(s) "
-                            "dropped)"]
+    assert report.rows_kept == len(SAMPLES) and report.skipped == {
+        "event cut short (a prefix of Fixation, Saccade or Blink)": 1
+    }
+    assert report.notes == ["read as UTF-16 LE (byte-order mark); the file ends inside a character (1 byte(s) dropped)"]
 
 
 def test_a_binary_file_is_refused_naming_the_file(tmp_path):
@@ -197,8 +220,9 @@ def test_a_binary_file_is_refused_naming_the_file(tmp_path):
 @pytest.mark.parametrize("encoding", sorted(ENCODINGS))
 def test_ego4d_gaze_csvs_in_utf16_utf32_or_with_a_bom_are_found_and_read(tmp_path, encoding):
     codec, mark, note = ENCODINGS[encoding]
-    plain = write_ego4d_gaze_csv(tmp_path / "plain.mp4", np.array([0.0, 0.01]), np.array([0.25, 0.5]),
-                                 np.array([0.75, 0.5]))
+    plain = write_ego4d_gaze_csv(
+        tmp_path / "plain.mp4", np.array([0.0, 0.01]), np.array([0.25, 0.5]), np.array([0.75, 0.5])
+    )
     other = tmp_path / f"{encoding}.mp4"
     other.write_bytes(mark + plain.read_bytes().decode("utf-8").encode(codec))
     assert ego4d.is_ego4d_gaze_csv(other)
@@ -209,6 +233,7 @@ def test_ego4d_gaze_csvs_in_utf16_utf32_or_with_a_bom_are_found_and_read(tmp_pat
 
 
 # --------------------------------------------------------------------------------------------------- Ego4D
+
 
 def test_ego4d_gaze_csv_is_found_by_content_not_extension(tmp_path):
     gaze = write_ego4d_gaze_csv(tmp_path / "abc.mp4", np.array([0.0]), np.array([0.5]), np.array([0.5]))
@@ -284,8 +309,10 @@ def test_ego4d_label_rows_glc_off_by_one_wraps_at_t0():
 
 def test_untracked_intervals_and_clip_starts(tmp_path):
     path = tmp_path / "untracked.csv"
-    path.write_bytes(b"vid,00:00:12,00:00:13,1\r\nvid,00:00:12,00:00:13,2\r\nvid,00:00:40,00:00:30,0\r\n"
-                     b"bad row\r\nother,00:01:00,00:01:02,0\r\n")
+    path.write_bytes(
+        b"vid,00:00:12,00:00:13,1\r\nvid,00:00:12,00:00:13,2\r\nvid,00:00:40,00:00:30,0\r\n"
+        b"bad row\r\nother,00:01:00,00:01:02,0\r\n"
+    )
     intervals, report = ego4d.read_untracked_intervals(path)
     assert report.rows_read == 5 and report.rows_kept == 4 and report.rows_skipped == 1
     assert intervals["vid"] == [(12, 13), (12, 13), (40, 30)] and intervals["other"] == [(60, 62)]
@@ -308,8 +335,10 @@ def test_crlf_files_parse_like_lf(tmp_path):
     np.testing.assert_array_equal(lf.gaze, crlf.gaze)
     np.testing.assert_array_equal(lf.gaze_type, crlf.gaze_type)
     path = tmp_path / "crlf.mp4"
-    path.write_bytes(b"component_idx,component_timestamp_s,canonical_timestamp_s,norm_pos_x,norm_pos_y\r\n"
-                     b"0,0.0,0,0.25,0.75\r\n1,0.004,0,0.5,0.5\r\n")
+    path.write_bytes(
+        b"component_idx,component_timestamp_s,canonical_timestamp_s,norm_pos_x,norm_pos_y\r\n"
+        b"0,0.0,0,0.25,0.75\r\n1,0.004,0,0.5,0.5\r\n"
+    )
     samples = ego4d.read_ego4d_gaze_csv(path)
     np.testing.assert_allclose(samples.x, [0.25, 0.5])
     np.testing.assert_allclose(samples.y, [0.25, 0.5])
@@ -330,6 +359,7 @@ def test_class_index_file(tmp_path):
 
 # --------------------------------------- the vectorised rules against plain loops written from docs/specs/data.md
 
+
 def loop_begaze_glc(samples):
     """docs/specs/data.md's description of the reference, one sample at a time: a float32 table, pairwise running
     average, the last sample's type, clamp + normalise, off-frame code overwritten, untracked at the centre."""
@@ -343,8 +373,9 @@ def loop_begaze_glc(samples):
         else:
             table[frame, 0], table[frame, 1] = px, py
         table[frame, 2] = codes.get(event, 3)
-    gaze = np.stack([np.clip(table[:, 0], 0, 1279) / np.float32(1280),
-                     np.clip(table[:, 1], 0, 959) / np.float32(960)], 1)
+    gaze = np.stack(
+        [np.clip(table[:, 0], 0, 1279) / np.float32(1280), np.clip(table[:, 1], 0, 959) / np.float32(960)], 1
+    )
     gaze[table[:, 2] == 0] = 0.5
     return gaze, table[:, 2].astype(np.int8)
 
@@ -353,9 +384,15 @@ def test_begaze_glc_parity_matches_a_sample_by_sample_loop(tmp_path):
     rng = np.random.default_rng(7)
     n = 3000
     frames = np.sort(rng.integers(0, 1500, n))  # many frames with 2-4 samples, many with none
-    samples = [(round(float(x), 2), round(float(y), 2), int(f), str(e)) for x, y, f, e in zip(
-        rng.uniform(-100, 1400, n), rng.uniform(-100, 1060, n), rng.permutation(frames),
-        rng.choice(["Fixation", "Saccade", "Blink", "-"], n))]
+    samples = [
+        (round(float(x), 2), round(float(y), 2), int(f), str(e))
+        for x, y, f, e in zip(
+            rng.uniform(-100, 1400, n),
+            rng.uniform(-100, 1060, n),
+            rng.permutation(frames),
+            rng.choice(["Fixation", "Saccade", "Blink", "-"], n),
+        )
+    ]
     track = egtea.parse_begaze(write_begaze(tmp_path / "g.txt", samples, fmt=2), parity="glc")
     gaze, types = loop_begaze_glc(samples)
     np.testing.assert_array_equal(track.gaze_type, types)
@@ -429,8 +466,11 @@ def test_ego4d_labels_match_a_frame_by_frame_loop(parity):
 def test_text_files_that_are_not_text_and_reversed_clip_ranges_are_named(tmp_path):
     path = tmp_path / "action_idx.txt"
     path.write_bytes("Caf\u00e9 order 1\n".encode("latin-1"))  # not UTF-8
-    with pytest.raises(ValueError, match=r"action_idx.txt: a class-index file must be text in UTF-8, UTF-16 or UTF-32; "
-                                         r"byte 3 \(b'\\xe9'\) is not UTF-8"):
+    with pytest.raises(
+        ValueError,
+        match=r"action_idx.txt: a class-index file must be text in UTF-8, UTF-16 or UTF-32; "
+        r"byte 3 \(b'\\xe9'\) is not UTF-8",
+    ):
         egtea.read_egtea_index(path)
     path.write_bytes("Caf\u00e9 order 1\r\n".encode("utf-16"))  # with a byte-order mark
     assert egtea.read_egtea_index(path) == ["Caf\u00e9 order"]

@@ -19,8 +19,21 @@ from .raw_fixtures import EgteaFixtureClip, egtea_clip_name, make_egtea_root
 
 REPO = Path(__file__).resolve().parents[2]
 OP = "OP01-R01-PastaSalad"
-SCHEMA = ["clip_id", "video_path", "window_start", "num_frames", "fps", "width", "height", "gaze", "gaze_type",
-          "valid", "action", "verb", "noun"]
+SCHEMA = [
+    "clip_id",
+    "video_path",
+    "window_start",
+    "num_frames",
+    "fps",
+    "width",
+    "height",
+    "gaze",
+    "gaze_type",
+    "valid",
+    "action",
+    "verb",
+    "noun",
+]
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +66,25 @@ def test_split_or_all_splits(egtea_root, tmp_path):
 def test_clip_window_examples_short_clip_and_modes():
     gaze = np.random.default_rng(0).uniform(size=(20, 2)).astype(np.float32)
     types = np.array([1, 2, 3, 0, 4] * 4, np.int8)
-    kwargs = dict(clip_id="c", video_path="v.mp4", clip_first_frame=100, fps=30, width=4, height=3, gaze=gaze,
-                  gaze_type=types, window_frames=8, window_stride=4)
+    kwargs = dict(
+        clip_id="c",
+        video_path="v.mp4",
+        clip_first_frame=100,
+        fps=30,
+        width=4,
+        height=3,
+        gaze=gaze,
+        gaze_type=types,
+        window_frames=8,
+        window_stride=4,
+    )
     keys = [key for key, _ in clip_window_examples(mode="all", **kwargs)]
     assert keys == ["c@100", "c@104", "c@108", "c@112"]
-    (key, ex), = clip_window_examples(mode="first", **kwargs)
+    ((key, ex),) = clip_window_examples(mode="first", **kwargs)
     assert ex["window_start"] == 100 and ex["num_frames"] == 8 and Path(ex["video_path"]).is_absolute()
     assert list(ex["valid"]) == [True, True, False, False, True, True, True, False]
     np.testing.assert_array_equal(ex["gaze"], gaze[:8])
-    (key, ex), = clip_window_examples(mode="all", **{**kwargs, "window_frames": 64, "window_stride": 32})
+    ((key, ex),) = clip_window_examples(mode="all", **{**kwargs, "window_frames": 64, "window_stride": 32})
     assert ex["num_frames"] == 20  # a clip shorter than a window is one example, not padded
     with pytest.raises(ValueError, match="windows must be one of"):
         list(clip_window_examples(mode="middle", **kwargs))
@@ -77,11 +100,25 @@ def _relative(paths, root=PACKAGE):
 def test_the_cache_key_covers_the_package_modules_each_builder_imports():
     egtea = loading.builder_code_files(loading.builder_file("egtea"))
     assert egtea[0] == loading.builder_file("egtea")
-    assert _relative(egtea) == ["data/egtea_format.py", "data/gaze_common.py", "data/gaze_types.py", "data/loading.py",
-                                "data/video.py", "models/gazeflow/geometry.py", "models/gazeflow/windows.py"]
+    assert _relative(egtea) == [
+        "data/egtea_format.py",
+        "data/gaze_common.py",
+        "data/gaze_types.py",
+        "data/loading.py",
+        "data/video.py",
+        "models/gazeflow/geometry.py",
+        "models/gazeflow/windows.py",
+    ]
     synthetic = _relative(loading.builder_code_files(loading.builder_file("synthetic")))
-    assert {"data/synthetic/dataset.py", "data/synthetic/gaze.py", "data/synthetic/scene.py",
-            "data/synthetic/settings.py", "data/gaze_common.py", "data/loading.py", "data/video.py"} <= set(synthetic)
+    assert {
+        "data/synthetic/dataset.py",
+        "data/synthetic/gaze.py",
+        "data/synthetic/scene.py",
+        "data/synthetic/settings.py",
+        "data/gaze_common.py",
+        "data/loading.py",
+        "data/video.py",
+    } <= set(synthetic)
     for paths in (egtea, synthetic):  # __init__ files only re-export; the collator is not builder output
         assert not any(str(path).endswith(("__init__.py", "collator.py", "modeling_gazeflow.py")) for path in paths)
 
@@ -103,19 +140,23 @@ def test_the_cache_key_follows_a_subpackage_s_re_exports_to_their_modules(tmp_pa
     assert _relative(files, package) == ["helper.py", "sub/impl.py"]
 
 
-@pytest.mark.parametrize("edited, builders_changed", [
-    ("data/synthetic/scene.py", {"synthetic"}),
-    ("data/gaze_common.py", {"egtea", "ego4d", "synthetic"}),
-    ("data/egtea_format.py", {"egtea"}),
-    ("data/ego4d_format.py", {"ego4d"}),
-    ("data/gaze_types.py", {"egtea", "ego4d", "synthetic"}),
-    ("data/loading.py", {"egtea", "ego4d", "synthetic"}),
-    ("models/gazeflow/windows.py", {"egtea", "ego4d", "synthetic"}),
-    ("models/gazeflow/modeling_gazeflow.py", set()),
-    ("data/collator.py", set()),
-])
-def test_editing_a_module_changes_the_cache_key_of_exactly_the_builders_that_import_it(tmp_path, edited,
-                                                                                       builders_changed):
+@pytest.mark.parametrize(
+    "edited, builders_changed",
+    [
+        ("data/synthetic/scene.py", {"synthetic"}),
+        ("data/gaze_common.py", {"egtea", "ego4d", "synthetic"}),
+        ("data/egtea_format.py", {"egtea"}),
+        ("data/ego4d_format.py", {"ego4d"}),
+        ("data/gaze_types.py", {"egtea", "ego4d", "synthetic"}),
+        ("data/loading.py", {"egtea", "ego4d", "synthetic"}),
+        ("models/gazeflow/windows.py", {"egtea", "ego4d", "synthetic"}),
+        ("models/gazeflow/modeling_gazeflow.py", set()),
+        ("data/collator.py", set()),
+    ],
+)
+def test_editing_a_module_changes_the_cache_key_of_exactly_the_builders_that_import_it(
+    tmp_path, edited, builders_changed
+):
     package = tmp_path / "transformers_gazeflow"
     shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
     builders = {name: loading.builder_file(name) for name in ("egtea", "ego4d", "synthetic")}
@@ -166,8 +207,9 @@ def _can_build_wheels() -> bool:
     return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
 
 
-@pytest.mark.skipif(not _can_build_wheels(),
-                    reason="needs pip and setuptools>=70.1 (or wheel) to build a wheel offline")
+@pytest.mark.skipif(
+    not _can_build_wheels(), reason="needs pip and setuptools>=70.1 (or wheel) to build a wheel offline"
+)
 def test_wheel_ships_the_builders_and_loads_them_outside_the_repository(egtea_root, tmp_path):
     wheel = build_wheel(tmp_path, timeout=180)
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -175,13 +217,29 @@ def test_wheel_ships_the_builders_and_loads_them_outside_the_repository(egtea_ro
         assert f"transformers_gazeflow/_builders/{builder}/{builder}.py" in names
         assert f"transformers_gazeflow/_builders/{builder}/README.md" in names
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
-                    "--target", str(site), str(wheel)], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--disable-pip-version-check",
+            "-q",
+            "install",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
-    out = run_python(LOAD.format(root=str(egtea_root), cache=str(tmp_path / "cache")), cwd=elsewhere, env=env,
-                     timeout=120).splitlines()
+    out = run_python(
+        LOAD.format(root=str(egtea_root), cache=str(tmp_path / "cache")), cwd=elsewhere, env=env, timeout=120
+    ).splitlines()
     assert out[-4] == str(site / "transformers_gazeflow" / "_builders" / "egtea_gaze" / "egtea_gaze.py")
     assert out[-3].startswith(str(site)) and out[-1] == f"{egtea_clip_name(OP, 3, 18)} 1"
     assert out[-2] == loading._code_hash(loading.builder_file("egtea"))  # the same code keys the same cache

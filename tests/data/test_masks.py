@@ -47,8 +47,13 @@ def _check_mask(mask, change):
 
 def _dilate(mask):
     padded = np.pad(mask, 1)
-    return np.logical_or.reduce([padded[1 + dy:1 + dy + mask.shape[0], 1 + dx:1 + dx + mask.shape[1]]
-                                 for dy in (-1, 0, 1) for dx in (-1, 0, 1)])
+    return np.logical_or.reduce(
+        [
+            padded[1 + dy : 1 + dy + mask.shape[0], 1 + dx : 1 + dx + mask.shape[1]]
+            for dy in (-1, 0, 1)
+            for dx in (-1, 0, 1)
+        ]
+    )
 
 
 @pytest.mark.parametrize("index", range(6))
@@ -60,8 +65,11 @@ def test_synthetic_masks_are_where_the_frames_draw_the_hands_and_the_target(inde
     target = scene.objects[0]
     away = dataclasses.replace(target, track=target.track + 10.0)  # drawn nowhere
     no_target = dataclasses.replace(scene, objects=(away, *scene.objects[1:]))
-    no_hands = dataclasses.replace(scene, hands=tuple(h + 10.0 for h in scene.hands),
-                                   hand_anchors=tuple((x + 10.0, y + 10.0) for x, y in scene.hand_anchors))
+    no_hands = dataclasses.replace(
+        scene,
+        hands=tuple(h + 10.0 for h in scene.hands),
+        hand_anchors=tuple((x + 10.0, y + 10.0) for x, y in scene.hand_anchors),
+    )
     masks = clip.masks()
     assert masks.regions["hand"].shape == masks.regions["target"].shape == (clip.num_frames, 48, 64)
     assert masks.regions["target"].any(axis=(1, 2)).mean() > 0.5 and masks.regions["hand"].any()

@@ -12,7 +12,7 @@ def _marker_video(height: int, width: int, unit_xy: tuple[float, float], num_fra
     video = np.zeros((num_frames, height, width, 3), np.uint8)
     cx, cy = unit_xy[0] * width, unit_xy[1] * height  # pixel i covers [i, i + 1)
     x0, y0 = int(round(cx - 2)), int(round(cy - 2))
-    video[:, y0:y0 + 4, x0:x0 + 4] = 255
+    video[:, y0 : y0 + 4, x0 : x0 + 4] = 255
     return video
 
 
@@ -63,8 +63,11 @@ def test_normalisation_values():
     video[2] = (10, 128, 200)
     out = GazeFlowVideoProcessor(size=8).preprocess(video)
     mean, std = torch.tensor(IMAGENET_MEAN), torch.tensor(IMAGENET_STD)
-    expected = [(torch.zeros(3) - mean) / std, (torch.ones(3) - mean) / std,
-                (torch.tensor([10, 128, 200]) / 255.0 - mean) / std]
+    expected = [
+        (torch.zeros(3) - mean) / std,
+        (torch.ones(3) - mean) / std,
+        (torch.tensor([10, 128, 200]) / 255.0 - mean) / std,
+    ]
     for i in range(3):
         assert torch.allclose(out[i].mean(dim=(1, 2)), expected[i], atol=1e-5)
         assert torch.allclose(out[i].std(dim=(1, 2)), torch.zeros(3), atol=1e-5)
@@ -107,14 +110,17 @@ def test_batch_call_forms():
         proc([a, b[:3]])
 
 
-@pytest.mark.parametrize("bad,match", [
-    (np.zeros((2, 8, 8, 3), np.float32), "video must hold uint8"),
-    (torch.zeros((2, 8, 8, 3), dtype=torch.int64), "video must hold uint8"),
-    (np.zeros((2, 3, 8, 8), np.uint8), r"video must have shape \[T, H, W, 3\]"),
-    (np.zeros((8, 8), np.uint8), r"video must have shape"),
-    (np.zeros((0, 8, 8, 3), np.uint8), "at least one frame"),
-    ([[1, 2, 3]], "numpy array or torch tensor"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (np.zeros((2, 8, 8, 3), np.float32), "video must hold uint8"),
+        (torch.zeros((2, 8, 8, 3), dtype=torch.int64), "video must hold uint8"),
+        (np.zeros((2, 3, 8, 8), np.uint8), r"video must have shape \[T, H, W, 3\]"),
+        (np.zeros((8, 8), np.uint8), r"video must have shape"),
+        (np.zeros((0, 8, 8, 3), np.uint8), "at least one frame"),
+        ([[1, 2, 3]], "numpy array or torch tensor"),
+    ],
+)
 def test_bad_inputs_raise_value_error_naming_the_argument(bad, match):
     with pytest.raises(ValueError, match=match):
         GazeFlowVideoProcessor(size=8).preprocess(bad)
@@ -125,10 +131,16 @@ def test_bad_batch_element_is_named():
         GazeFlowVideoProcessor(size=8)([np.zeros((1, 4, 4, 3), np.uint8), np.zeros((1, 4, 4, 3), np.float64)])
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"size": 0}, "size"), ({"size": 2.5}, "size"), ({"image_mean": (0.5, 0.5)}, "image_mean"),
-    ({"image_std": (0.2, 0.0, 0.2)}, "image_std"), ({"resample": "nearest-exact"}, "resample"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"size": 0}, "size"),
+        ({"size": 2.5}, "size"),
+        ({"image_mean": (0.5, 0.5)}, "image_mean"),
+        ({"image_std": (0.2, 0.0, 0.2)}, "image_std"),
+        ({"resample": "nearest-exact"}, "resample"),
+    ],
+)
 def test_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         GazeFlowVideoProcessor(**kwargs)
@@ -146,9 +158,13 @@ def test_save_and_load_round_trip_and_fingerprint(tmp_path):
     # the fingerprint is stable across processes (a pinned value) and sees every output-changing setting
     assert GazeFlowVideoProcessor().fingerprint() == "fa8aebc050dbea2d"
     assert GazeFlowVideoProcessor(chunk_frames=3).fingerprint() == GazeFlowVideoProcessor().fingerprint()
-    others = {GazeFlowVideoProcessor(size=128).fingerprint(), GazeFlowVideoProcessor(antialias=False).fingerprint(),
-              GazeFlowVideoProcessor(image_mean=(0.5, 0.5, 0.5)).fingerprint(),
-              GazeFlowVideoProcessor(resample="bicubic").fingerprint(), GazeFlowVideoProcessor().fingerprint()}
+    others = {
+        GazeFlowVideoProcessor(size=128).fingerprint(),
+        GazeFlowVideoProcessor(antialias=False).fingerprint(),
+        GazeFlowVideoProcessor(image_mean=(0.5, 0.5, 0.5)).fingerprint(),
+        GazeFlowVideoProcessor(resample="bicubic").fingerprint(),
+        GazeFlowVideoProcessor().fingerprint(),
+    }
     assert len(others) == 5
 
 
@@ -166,8 +182,11 @@ def test_from_pretrained_errors(tmp_path):
 def test_a_config_that_is_not_json_is_named(tmp_path):
     """Every bad input gets one line naming the file and what was expected."""
     (tmp_path / "preprocessor_config.json").write_text('{"size": 32,')
-    with pytest.raises(ValueError, match=r"preprocessor_config.json: expected a JSON object of processor settings, "
-                                         r"but it is not valid JSON"):
+    with pytest.raises(
+        ValueError,
+        match=r"preprocessor_config.json: expected a JSON object of processor settings, "
+        r"but it is not valid JSON",
+    ):
         GazeFlowVideoProcessor.from_pretrained(tmp_path)
     (tmp_path / "preprocessor_config.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="preprocessor_config.json: expected a JSON object .* got a list"):
@@ -183,5 +202,5 @@ def test_large_frames_are_processed_in_chunks_that_do_not_change_the_output():
     processor = GazeFlowVideoProcessor(size=32, chunk_frames=16)
     assert HOST_CHUNK_BYTES // (4 * 480 * 640 * 3) < 5  # the five frames really are split
     together = processor.preprocess(frames)
-    alone = torch.cat([processor.preprocess(frames[i:i + 1]) for i in range(5)])
+    alone = torch.cat([processor.preprocess(frames[i : i + 1]) for i in range(5)])
     assert torch.equal(together, alone)

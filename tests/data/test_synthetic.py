@@ -112,8 +112,9 @@ def test_the_served_object_is_visible_under_the_gaze():
         clip = generate_clip(STATS, index)
         frames = clip.render()
         on_target = np.flatnonzero((clip.gaze.fixated == 0) & (clip.gaze.gaze_type == FIXATION))
-        xy = np.minimum((clip.gaze.gaze[on_target] * [clip.width, clip.height]).astype(int),
-                        [clip.width - 1, clip.height - 1])
+        xy = np.minimum(
+            (clip.gaze.gaze[on_target] * [clip.width, clip.height]).astype(int), [clip.width - 1, clip.height - 1]
+        )
         colours = frames[on_target, xy[:, 1], xy[:, 0]].astype(float)
         hits += int((np.linalg.norm(colours - np.asarray(TASK_COLORS[clip.task]), axis=1) < 80).sum())
         total += len(on_target)
@@ -131,11 +132,18 @@ def test_splits_and_tasks():
     assert task_names(4) == ["take red disc", "cut green square", "stir blue triangle", "wash yellow diamond"]
 
 
-@pytest.mark.parametrize("change,match", [
-    ({"num_tasks": 9}, "num_tasks"), ({"num_tasks": 0}, "num_tasks"), ({"min_frames": 0}, "min_frames"),
-    ({"max_frames": 8}, "max_frames"), ({"width": 8}, "width"), ({"fps": 0}, "fps"),
-    ({"test_fraction": 0.6, "validation_fraction": 0.5}, "leave clips for training"),
-])
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        ({"num_tasks": 9}, "num_tasks"),
+        ({"num_tasks": 0}, "num_tasks"),
+        ({"min_frames": 0}, "min_frames"),
+        ({"max_frames": 8}, "max_frames"),
+        ({"width": 8}, "width"),
+        ({"fps": 0}, "fps"),
+        ({"test_fraction": 0.6, "validation_fraction": 0.5}, "leave clips for training"),
+    ],
+)
 def test_bad_settings(change, match):
     with pytest.raises(ValueError, match=match):
         SyntheticGazeSettings(**{**TINY.to_dict(), **change})
@@ -181,8 +189,9 @@ def test_an_interrupted_run_is_finished_in_its_folder_and_leaves_no_temporary(tm
     generate_dataset(out, small)
     _, records = load_dataset_records(out)
     assert len(records) == 1
-    assert sorted(p.name for p in out.iterdir()) == sorted([f"partial.1.2.{ANNOTATIONS_NAME}", ANNOTATIONS_NAME,
-                                                            MANIFEST_NAME, "videos"])  # this run's temporaries gone
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"partial.1.2.{ANNOTATIONS_NAME}", ANNOTATIONS_NAME, MANIFEST_NAME, "videos"]
+    )  # this run's temporaries gone
 
 
 def test_missing_and_foreign_files_are_named(tmp_path):
@@ -244,6 +253,7 @@ def test_an_annotation_line_without_a_needed_key_is_named(tmp_path):
 
 # scenarios: one registry of scene/gaze generators (data/synthetic/scenarios.py)
 
+
 def test_the_default_scenario_draws_the_clip_exactly_as_before_the_registry():
     """``served_object`` takes the same draws in the same order as generate_clip did before scenarios existed:
     length, distractor count, scene, gaze; so stored datasets and the bundled model's data are unchanged."""
@@ -254,8 +264,9 @@ def test_the_default_scenario_draws_the_clip_exactly_as_before_the_registry():
         rng = np.random.default_rng([TINY.seed, index])
         num_frames = int(rng.integers(TINY.min_frames, TINY.max_frames + 1))
         num_distractors = int(rng.integers(TINY.min_distractors, TINY.max_distractors + 1))
-        scene = simulate_scene(rng, index % TINY.num_tasks, TINY.num_tasks, num_frames, TINY.fps, TINY.width,
-                               TINY.height, num_distractors)
+        scene = simulate_scene(
+            rng, index % TINY.num_tasks, TINY.num_tasks, num_frames, TINY.fps, TINY.width, TINY.height, num_distractors
+        )
         gaze = simulate_gaze(rng, scene, TINY.fps)
         assert clip.num_frames == num_frames and len(clip.scene.objects) == 1 + num_distractors
         np.testing.assert_array_equal(clip.gaze.gaze, gaze.gaze)
@@ -278,8 +289,7 @@ def test_a_new_scenario_is_one_registered_generator(tmp_path, monkeypatch):
         """The default scene with the target held still at the centre of the frame."""
         scene, _ = served_object.generate_served_object(rng, settings, task, num_frames)
         target = scene.objects[0]
-        still = type(target)(target.shape, target.color, target.radius, np.full_like(target.track, 0.5),
-                             target.angle)
+        still = type(target)(target.shape, target.color, target.radius, np.full_like(target.track, 0.5), target.angle)
         scene = type(scene)(**{**scene.__dict__, "objects": (still, *scene.objects[1:])})
         return scene, simulate_gaze(rng, scene, settings.fps)
 
@@ -313,10 +323,34 @@ def test_the_subpackage_keeps_the_old_modules_public_names():
     clip cache key, the builder, tests) import these names from it."""
     import transformers_gazeflow.data.synthetic as synthetic
 
-    old = ["SyntheticGazeSettings", "SyntheticClip", "generate_clip", "generate_dataset", "load_dataset_records",
-           "split_assignment", "task_names", "clip_task", "clip_record", "SPLITS", "MANIFEST_NAME", "ANNOTATIONS_NAME",
-           "VIDEO_DIR", "FORMAT_VERSION", "GENERATOR_VERSION", "READABLE_GENERATOR_VERSIONS", "TASK_VERBS",
-           "write_egtea_layout", "WrittenEgteaClip", "SimulatedGaze", "simulate_gaze", "Scene", "simulate_scene",
-           "render_frame", "render_frames", "TASK_COLORS", "MAX_TASKS"]
+    old = [
+        "SyntheticGazeSettings",
+        "SyntheticClip",
+        "generate_clip",
+        "generate_dataset",
+        "load_dataset_records",
+        "split_assignment",
+        "task_names",
+        "clip_task",
+        "clip_record",
+        "SPLITS",
+        "MANIFEST_NAME",
+        "ANNOTATIONS_NAME",
+        "VIDEO_DIR",
+        "FORMAT_VERSION",
+        "GENERATOR_VERSION",
+        "READABLE_GENERATOR_VERSIONS",
+        "TASK_VERBS",
+        "write_egtea_layout",
+        "WrittenEgteaClip",
+        "SimulatedGaze",
+        "simulate_gaze",
+        "Scene",
+        "simulate_scene",
+        "render_frame",
+        "render_frames",
+        "TASK_COLORS",
+        "MAX_TASKS",
+    ]
     assert [name for name in old if not hasattr(synthetic, name)] == []
     assert set(synthetic.__all__) <= set(dir(synthetic))

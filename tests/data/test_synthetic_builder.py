@@ -27,8 +27,9 @@ def builder_module():
 @pytest.fixture(scope="module")
 def tiny(builder_module, tmp_path_factory):
     root = tmp_path_factory.mktemp("synthetic")
-    builder = builder_module.SyntheticGaze(data_dir=str(root / "clips"), config_name="tiny",
-                                           cache_dir=str(root / "cache"))
+    builder = builder_module.SyntheticGaze(
+        data_dir=str(root / "clips"), config_name="tiny", cache_dir=str(root / "cache")
+    )
     builder.download_and_prepare()
     return root, builder, {split: builder.as_dataset(split=split) for split in ("train", "validation", "test")}
 
@@ -39,8 +40,21 @@ def test_builder_generates_into_an_empty_data_dir_and_yields_the_unified_schema(
     settings, records = load_dataset_records(root / "clips")
     assert settings.num_clips == 6 and (settings.width, settings.height) == (64, 48)
     by_id = {r["clip_id"]: r for r in records}
-    assert set(splits["train"].features) == {"clip_id", "video_path", "window_start", "num_frames", "fps", "width",
-                                             "height", "gaze", "gaze_type", "valid", "action", "verb", "noun"}
+    assert set(splits["train"].features) == {
+        "clip_id",
+        "video_path",
+        "window_start",
+        "num_frames",
+        "fps",
+        "width",
+        "height",
+        "gaze",
+        "gaze_type",
+        "valid",
+        "action",
+        "verb",
+        "noun",
+    }
     assert splits["train"].features["gaze_type"].feature.dtype == "int8"
     for split, dataset in splits.items():
         clips = [r for r in records if r["split"] == split]
@@ -52,9 +66,9 @@ def test_builder_generates_into_an_empty_data_dir_and_yields_the_unified_schema(
             start, n = example["window_start"], example["num_frames"]
             assert n == min(64, record["num_frames"]) and start + n <= record["num_frames"]
             assert split == "train" or start == 0
-            assert np.allclose(example["gaze"], np.asarray(record["gaze"])[start:start + n], atol=1e-6)
-            assert example["gaze_type"] == record["gaze_type"][start:start + n]
-            assert example["valid"] == record["valid"][start:start + n]
+            assert np.allclose(example["gaze"], np.asarray(record["gaze"])[start : start + n], atol=1e-6)
+            assert example["gaze_type"] == record["gaze_type"][start : start + n]
+            assert example["valid"] == record["valid"][start : start + n]
             assert example["action"] == record["task"] and example["verb"] == example["noun"] == -1
             assert Path(example["video_path"]).is_absolute() and Path(example["video_path"]).is_file()
             assert (example["width"], example["height"], example["fps"]) == (64, 48, 24.0)
@@ -76,7 +90,8 @@ def test_builder_examples_collate_into_a_model_batch(tiny):
     # the numpy format (arrays instead of lists) collates to the same batch
     as_numpy = splits["train"].with_format("numpy")
     again = GazeFlowDataCollator(GazeFlowVideoProcessor(size=32), num_frames=64)(
-        [as_numpy[i] for i in range(len(examples))])
+        [as_numpy[i] for i in range(len(examples))]
+    )
     for key in ("pixel_values_videos", "gaze", "valid_mask", "gaze_type", "window_start", "action"):
         assert torch.equal(again[key], batch[key]), key
     assert again["clip_id"] == batch["clip_id"]
@@ -87,8 +102,9 @@ def test_load_gaze_dataset_runs_the_same_builder(tiny):
     from transformers_gazeflow import load_gaze_dataset
 
     root, _, splits = tiny
-    train = load_gaze_dataset("synthetic", data_dir=root / "clips", split="train", config_name="tiny",
-                              cache_dir=root / "cache_loader")
+    train = load_gaze_dataset(
+        "synthetic", data_dir=root / "clips", split="train", config_name="tiny", cache_dir=root / "cache_loader"
+    )
     assert train["clip_id"] == splits["train"]["clip_id"]
     assert train["window_start"] == splits["train"]["window_start"] and train["gaze"] == splits["train"]["gaze"]
 
@@ -96,8 +112,14 @@ def test_load_gaze_dataset_runs_the_same_builder(tiny):
 def test_reusing_the_data_dir_and_option_overrides(builder_module, tiny):
     root, _, splits = tiny
     stamp = (root / "clips" / MANIFEST_NAME).stat().st_mtime_ns
-    builder = builder_module.SyntheticGaze(data_dir=str(root / "clips"), config_name="tiny", window_frames=16,
-                                           window_stride=8, windows="all", cache_dir=str(root / "cache2"))
+    builder = builder_module.SyntheticGaze(
+        data_dir=str(root / "clips"),
+        config_name="tiny",
+        window_frames=16,
+        window_stride=8,
+        windows="all",
+        cache_dir=str(root / "cache2"),
+    )
     builder.download_and_prepare()
     test = builder.as_dataset(split="test")
     assert (root / "clips" / MANIFEST_NAME).stat().st_mtime_ns == stamp  # nothing regenerated
@@ -106,31 +128,37 @@ def test_reusing_the_data_dir_and_option_overrides(builder_module, tiny):
     assert len(test) == sum(len(window_starts(r["num_frames"], 16, 8)) for r in test_clips)
     assert max(test["num_frames"]) <= 16
 
-    other = builder_module.SyntheticGaze(data_dir=str(root / "clips"), config_name="tiny", seed=99,
-                                         cache_dir=str(root / "cache3"))
+    other = builder_module.SyntheticGaze(
+        data_dir=str(root / "clips"), config_name="tiny", seed=99, cache_dir=str(root / "cache3")
+    )
     with pytest.raises(ValueError, match="other settings"):
         other.download_and_prepare()
 
 
 def test_bad_options_and_missing_files(builder_module, tmp_path):
     with pytest.raises(ValueError, match="window_stride"):
-        builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", window_stride=100,
-                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
+        builder_module.SyntheticGaze(
+            data_dir=str(tmp_path / "a"), config_name="tiny", window_stride=100, cache_dir=str(tmp_path / "cache")
+        ).download_and_prepare()
     with pytest.raises(ValueError, match="windows must be one of"):
-        builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", windows="last",
-                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
+        builder_module.SyntheticGaze(
+            data_dir=str(tmp_path / "a"), config_name="tiny", windows="last", cache_dir=str(tmp_path / "cache")
+        ).download_and_prepare()
     with pytest.raises(ValueError, match="no reference loader.*parity='glc'"):
-        builder_module.SyntheticGaze(data_dir=str(tmp_path / "a"), config_name="tiny", parity="glc",
-                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
+        builder_module.SyntheticGaze(
+            data_dir=str(tmp_path / "a"), config_name="tiny", parity="glc", cache_dir=str(tmp_path / "cache")
+        ).download_and_prepare()
     with pytest.raises(ValueError, match="num_tasks"):
-        builder_module.SyntheticGaze(data_dir=str(tmp_path / "b"), config_name="tiny", num_tasks=12,
-                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
+        builder_module.SyntheticGaze(
+            data_dir=str(tmp_path / "b"), config_name="tiny", num_tasks=12, cache_dir=str(tmp_path / "cache")
+        ).download_and_prepare()
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "train_split1.txt").write_text("x")
     with pytest.raises(FileNotFoundError, match="synthetic_gaze.json not found"):
-        builder_module.SyntheticGaze(data_dir=str(foreign), config_name="tiny",
-                                     cache_dir=str(tmp_path / "cache")).download_and_prepare()
+        builder_module.SyntheticGaze(
+            data_dir=str(foreign), config_name="tiny", cache_dir=str(tmp_path / "cache")
+        ).download_and_prepare()
 
 
 def test_the_config_carries_every_generation_setting_with_its_default(builder_module):
@@ -142,12 +170,14 @@ def test_the_config_carries_every_generation_setting_with_its_default(builder_mo
     assert config.settings() == SyntheticGazeSettings()
     assert isinstance(config, GazeBuilderOptions) and (config.window_frames, config.parity) == (64, "fixed")
     assert builder_module.SyntheticGazeConfig(name="y", seed=5, width=32).settings() == SyntheticGazeSettings(
-        seed=5, width=32)
+        seed=5, width=32
+    )
 
 
 def test_without_data_dir_the_clips_go_under_the_cache(builder_module, tmp_path):
-    builder = builder_module.SyntheticGaze(config_name="tiny", num_clips=3, max_frames=20,
-                                           cache_dir=str(tmp_path / "cache"))
+    builder = builder_module.SyntheticGaze(
+        config_name="tiny", num_clips=3, max_frames=20, cache_dir=str(tmp_path / "cache")
+    )
     builder.download_and_prepare()
     manifests = list((tmp_path / "cache" / "synthetic_gaze_clips").glob(f"tiny-*/{MANIFEST_NAME}"))
     assert len(manifests) == 1 and json.loads(manifests[0].read_text())["settings"]["num_clips"] == 3
@@ -155,8 +185,13 @@ def test_without_data_dir_the_clips_go_under_the_cache(builder_module, tmp_path)
 
 
 def test_a_single_clip_gives_only_a_train_split(builder_module, tmp_path):
-    builder = builder_module.SyntheticGaze(data_dir=str(tmp_path / "one"), config_name="tiny", num_clips=1,
-                                           max_frames=16, cache_dir=str(tmp_path / "cache"))
+    builder = builder_module.SyntheticGaze(
+        data_dir=str(tmp_path / "one"),
+        config_name="tiny",
+        num_clips=1,
+        max_frames=16,
+        cache_dir=str(tmp_path / "cache"),
+    )
     builder.download_and_prepare()
     assert set(builder.as_dataset()) == {"train"} and len(builder.as_dataset(split="train")) == 1
 
@@ -172,8 +207,9 @@ def test_the_gaze_target_can_be_found_from_the_model_input_pixels(tiny):
     saturated = ((rgb.amax(-1) - rgb.amin(-1)) > 110).float()
     centres = (torch.arange(32) + 0.5) / 32 * 2 - 1  # pixel centres in model coordinates
     count = saturated.sum((-1, -2)).clamp(min=1)
-    guess = torch.stack([(saturated.sum(-2) * centres).sum(-1) / count,
-                         (saturated.sum(-1) * centres).sum(-1) / count], dim=-1)
+    guess = torch.stack(
+        [(saturated.sum(-2) * centres).sum(-1) / count, (saturated.sum(-1) * centres).sum(-1) / count], dim=-1
+    )
     valid = batch["valid_mask"]
     blob_error = (guess - batch["gaze"]).norm(dim=-1)[valid].mean()
     centre_error = batch["gaze"].norm(dim=-1)[valid].mean()

@@ -9,8 +9,9 @@ import pytest
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, write_egtea_layout
 from transformers_gazeflow.data.video import probe_video
 
-SETTINGS = SyntheticGazeSettings(num_clips=5, min_frames=16, max_frames=40, width=64, height=48, seed=7,
-                                 validation_fraction=0.2, test_fraction=0.2)
+SETTINGS = SyntheticGazeSettings(
+    num_clips=5, min_frames=16, max_frames=40, width=64, height=48, seed=7, validation_fraction=0.2, test_fraction=0.2
+)
 EVENTS = {"Fixation": 1, "Saccade": 2}
 
 
@@ -49,8 +50,10 @@ def test_files_and_names(layout):
         info = probe_video(clip.video_path)
         assert info.num_frames == clip.f_end - clip.f_start + 1 == clip.clip.num_frames
         assert info.fps == 24.0 and (info.width, info.height) == (64, 48)
-    assert sorted(p.name for p in (root / "gaze_data").iterdir()) == ["OP01-R01-Synthetic.txt",
-                                                                      "P02-R02-Synthetic-GazeData.txt"]
+    assert sorted(p.name for p in (root / "gaze_data").iterdir()) == [
+        "OP01-R01-Synthetic.txt",
+        "P02-R02-Synthetic-GazeData.txt",
+    ]
 
 
 def test_split_and_index_files(layout):

@@ -20,8 +20,9 @@ from transformers_gazeflow.data.synthetic_tasks import (
 
 
 def _clips(task, n=12, **kwargs):
-    settings = GroundingTaskSettings(task=task, num_clips=n, min_frames=24, max_frames=40, width=64, height=48,
-                                     **kwargs)
+    settings = GroundingTaskSettings(
+        task=task, num_clips=n, min_frames=24, max_frames=40, width=64, height=48, **kwargs
+    )
     return [generate_task_clip(settings, i) for i in range(n)]
 
 
@@ -92,8 +93,9 @@ def test_each_task_rule_holds():
 @pytest.mark.parametrize("size", [(64, 48), (128, 96)])
 def test_the_stripe_cue_is_a_bar_in_the_bottom_left_corner_in_the_target_colour(size):
     width, height = size
-    settings = GroundingTaskSettings(task="stripe_cue", num_clips=4, min_frames=24, max_frames=40, width=width,
-                                     height=height)
+    settings = GroundingTaskSettings(
+        task="stripe_cue", num_clips=4, min_frames=24, max_frames=40, width=width, height=height
+    )
     boxes = set()
     for index in range(4):
         clip = generate_task_clip(settings, index)
@@ -108,12 +110,16 @@ def test_the_stripe_cue_is_a_bar_in_the_bottom_left_corner_in_the_target_colour(
             cy, cx = np.nonzero(coloured)
             box = (cy.min(), cy.max(), cx.min(), cx.max())
             bar_h, bar_w = box[1] - box[0] + 1, box[3] - box[2] + 1
-            assert coloured[box[0]:box[1] + 1, box[2]:box[3] + 1].all()  # a solid bar
+            assert coloured[box[0] : box[1] + 1, box[2] : box[3] + 1].all()  # a solid bar
             assert bar_w >= 3 * bar_h and bar_h >= 2  # horizontal, about 3 times as long as tall
             # the rest of what the cue draws is its dark frame, around the bar
             assert (frame[changed & ~coloured] == 25).all()
-            assert (frame[max(box[0] - 2, 0):box[1] + 3, max(box[2] - 2, 0):box[3] + 3][~coloured[
-                max(box[0] - 2, 0):box[1] + 3, max(box[2] - 2, 0):box[3] + 3]] == 25).all()
+            assert (
+                frame[max(box[0] - 2, 0) : box[1] + 3, max(box[2] - 2, 0) : box[3] + 3][
+                    ~coloured[max(box[0] - 2, 0) : box[1] + 3, max(box[2] - 2, 0) : box[3] + 3]
+                ]
+                == 25
+            ).all()
             boxes.add(box)
     assert len(boxes) == 1  # the same place in every frame of every clip
 
@@ -152,8 +158,9 @@ def test_clips_are_determined_by_settings_and_index(task):
         np.testing.assert_array_equal(x.gaze, y.gaze)
         np.testing.assert_array_equal(x.frame(5), y.frame(5))
     # clip i does not depend on how many clips the settings hold
-    alone = generate_task_clip(GroundingTaskSettings(task=task, num_clips=40, min_frames=24, max_frames=40, width=64,
-                                                     height=48), 2)
+    alone = generate_task_clip(
+        GroundingTaskSettings(task=task, num_clips=40, min_frames=24, max_frames=40, width=64, height=48), 2
+    )
     np.testing.assert_array_equal(alone.gaze, a[2].gaze)
     np.testing.assert_array_equal(alone.frame(5), a[2].frame(5))
     other = _clips(task, n=3, seed=1)
@@ -183,16 +190,19 @@ def test_earlier_tasks_clips_are_unchanged(task, frames, label, objects, fixated
     assert int(clip.frame(5).astype(np.int64).sum()) == pytest.approx(pixels, abs=20)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(task="look_around"), "task must be one of"),
-    (dict(task="stripe_cues"), "task must be one of"),
-    (dict(task="stripe_cue", max_objects=5), "max_objects"),
-    (dict(task="stripe_cue", min_objects=1), "min_objects"),
-    (dict(num_clips=0), "num_clips"),
-    (dict(min_frames=30, max_frames=20), "max_frames"),
-    (dict(max_objects=5), "max_objects"),
-    (dict(test_fraction=1.0), "test_fraction"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(task="look_around"), "task must be one of"),
+        (dict(task="stripe_cues"), "task must be one of"),
+        (dict(task="stripe_cue", max_objects=5), "max_objects"),
+        (dict(task="stripe_cue", min_objects=1), "min_objects"),
+        (dict(num_clips=0), "num_clips"),
+        (dict(min_frames=30, max_frames=20), "max_frames"),
+        (dict(max_objects=5), "max_objects"),
+        (dict(test_fraction=1.0), "test_fraction"),
+    ],
+)
 def test_bad_settings_name_themselves(kwargs, message):
     with pytest.raises(ValueError, match=message):
         GroundingTaskSettings(**kwargs)
@@ -202,19 +212,24 @@ def test_bad_settings_name_themselves(kwargs, message):
 
 @pytest.mark.parametrize("task", ["colour_cue", "stripe_cue"])
 def test_egtea_layout_reads_back_through_the_builder(tmp_path, task):
-    settings = GroundingTaskSettings(task=task, num_clips=6, min_frames=20, max_frames=34, width=64,
-                                     height=48, test_fraction=0.34)
+    settings = GroundingTaskSettings(
+        task=task, num_clips=6, min_frames=20, max_frames=34, width=64, height=48, test_fraction=0.34
+    )
     clips = write_task_egtea_layout(tmp_path / "raw", settings)
-    built = load_gaze_dataset("egtea", data_dir=tmp_path / "raw", cache_dir=tmp_path / "cache", windows="first",
-                              window_frames=64)
+    built = load_gaze_dataset(
+        "egtea", data_dir=tmp_path / "raw", cache_dir=tmp_path / "cache", windows="first", window_frames=64
+    )
     by_id = {clip.clip_id: clip for clip in clips}
     assert sorted(built) == ["test", "train"]
     for split in ("train", "test"):
         examples = built[split]
         assert len(examples) == sum(clip_split(settings, i) == split for i in range(6))
         for example in examples:
-            matches = [c for c in clips if c.num_frames == example["num_frames"]
-                       and np.allclose(np.asarray(example["gaze"]), c.gaze, atol=1e-3)]
+            matches = [
+                c
+                for c in clips
+                if c.num_frames == example["num_frames"] and np.allclose(np.asarray(example["gaze"]), c.gaze, atol=1e-3)
+            ]
             assert len(matches) == 1, example["clip_id"]
             clip = matches[0]
             assert list(example["gaze_type"]) == clip.gaze_type.tolist()

@@ -80,8 +80,9 @@ def test_a_clip_cut_short_is_found_by_probe_check_end(tmp_path, index_first):
     cut = write_cut_clip(tmp_path / "cut.mp4", 48, keep=0.5, index_first=index_first)
     if index_first:
         assert probe_video(cut).num_frames == 48  # the container still lists all 48 frames
-    with pytest.raises(VideoDecodeError, match=r"cut\.mp4(.*)truncated \(its container lists 48 frames" if index_first
-                       else r"cut\.mp4"):
+    with pytest.raises(
+        VideoDecodeError, match=r"cut\.mp4(.*)truncated \(its container lists 48 frames" if index_first else r"cut\.mp4"
+    ):
         probe_video(cut, check_end=True)
     whole = write_clip(tmp_path / "whole.mp4", 48)
     assert probe_video(whole, check_end=True).num_frames == 48

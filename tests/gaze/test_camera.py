@@ -20,11 +20,14 @@ def test_a_90_degree_camera_by_hand():
     assert (camera.fx, camera.fy, camera.cx, camera.cy) == pytest.approx((320, 320, 320, 240))
     assert camera.fov_deg == pytest.approx((90.0, 2 * math.degrees(math.atan(240 / 320))))
     # the right edge: 45 degrees to the right; the bottom edge: atan(240 / 320) down
-    np.testing.assert_allclose(camera.angles_deg(np.array([[640.0, 240.0], [320.0, 480.0]])),
-                               [[45.0, 0.0], [0.0, math.degrees(math.atan(0.75))]], atol=1e-12)
+    np.testing.assert_allclose(
+        camera.angles_deg(np.array([[640.0, 240.0], [320.0, 480.0]])),
+        [[45.0, 0.0], [0.0, math.degrees(math.atan(0.75))]],
+        atol=1e-12,
+    )
     # Fick angles: u = v = 1 -> azimuth 45, elevation atan(1 / sqrt(2)) (positive downwards)
-    np.testing.assert_allclose(camera.angles_deg(np.array([640.0, 560.0])), [45.0, math.degrees(math.atan(2 ** -0.5))])
-    corner = [-45.0, -math.degrees(math.atan(0.75 / 2 ** 0.5))]
+    np.testing.assert_allclose(camera.angles_deg(np.array([640.0, 560.0])), [45.0, math.degrees(math.atan(2**-0.5))])
+    corner = [-45.0, -math.degrees(math.atan(0.75 / 2**0.5))]
     np.testing.assert_allclose(camera.angles_deg(np.array([0.0, 0.0])), corner)
     assert float(camera.angle_between_deg(np.array([320.0, 240.0]), np.array([640.0, 240.0]))) == pytest.approx(45)
     # two rays 45 degrees either side: 90 apart
@@ -41,8 +44,14 @@ def test_a_vertical_field_of_view_and_intrinsics_for_another_frame_size():
     full = PinholeCamera(500.0, 400.0, 330.0, 250.0, 640, 480)
     np.testing.assert_allclose(full.angles_deg(np.array([100.0, 60.0])), halved.angles_deg(np.array([50.0, 30.0])))
     unsized = PinholeCamera(500.0, 400.0, 330.0, 250.0)
-    assert unsized.for_frame(640, 480).to_dict() == {"fx": 500, "fy": 400, "cx": 330, "cy": 250, "width": 640,
-                                                     "height": 480}
+    assert unsized.for_frame(640, 480).to_dict() == {
+        "fx": 500,
+        "fy": 400,
+        "cx": 330,
+        "cy": 250,
+        "width": 640,
+        "height": 480,
+    }
 
 
 def test_the_metrics_angular_error_is_the_cameras_angle():

@@ -55,8 +55,9 @@ def test_the_threshold_decides_and_a_two_frame_saccade_is_one_event():
     (saccade,) = events.saccades
     assert (saccade.start_frame, saccade.end_frame, saccade.frames) == (3, 4, 2)
     assert saccade.amplitude_deg == pytest.approx(8.0) and saccade.peak_velocity_deg_s == pytest.approx(40.0)
-    slow = detect_events(along_the_horizon(azimuths), WIDTH, HEIGHT, 10, CAMERA, EventSettings(
-        velocity_threshold_deg_s=50))
+    slow = detect_events(
+        along_the_horizon(azimuths), WIDTH, HEIGHT, 10, CAMERA, EventSettings(velocity_threshold_deg_s=50)
+    )
     assert slow.labels.tolist() == [[1] * 7] and len(slow.fixations) == 1 and not slow.saccades
 
 
@@ -78,10 +79,13 @@ def test_idt_labels_a_known_sequence_exactly():
     assert events.fixations[1].dispersion_deg == pytest.approx(0.5)
     assert [(s.start_frame, s.end_frame) for s in events.saccades] == [(4, 4), (11, 12)]
     # two fixations with no frame between them stay two events
-    jump = detect_events(along_the_horizon([0, 0.1, 0.2, 10, 10.1, 10.2]), WIDTH, HEIGHT, 30, CAMERA,
-                         EventSettings("idt"))
-    assert jump.labels.tolist() == [[1] * 6] and [(f.start_frame, f.end_frame) for f in jump.fixations] == [(0, 2),
-                                                                                                          (3, 5)]
+    jump = detect_events(
+        along_the_horizon([0, 0.1, 0.2, 10, 10.1, 10.2]), WIDTH, HEIGHT, 30, CAMERA, EventSettings("idt")
+    )
+    assert jump.labels.tolist() == [[1] * 6] and [(f.start_frame, f.end_frame) for f in jump.fixations] == [
+        (0, 2),
+        (3, 5),
+    ]
 
 
 @pytest.mark.parametrize("method", ["ivt", "idt"])
@@ -96,7 +100,7 @@ def test_streaming_chunk_by_chunk_equals_the_whole_array(method):
     labeller, recorder = EventLabeller(settings, CAMERA, 30, 4), EventRecorder(4, CAMERA)
     pixels, labels = points * [WIDTH, HEIGHT], []
     for start in range(0, 150, 7):
-        part = labeller.push(pixels[:, start:start + 7], codes[start:start + 7])
+        part = labeller.push(pixels[:, start : start + 7], codes[start : start + 7])
         recorder.add(part)
         labels.append(part.labels)
     part = labeller.finish()

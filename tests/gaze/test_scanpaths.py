@@ -34,8 +34,9 @@ def test_pysaliency_reads_the_fixations_back(tmp_path, pysaliency):
 
 
 def test_no_fixation_is_a_one_line_error(tmp_path):
-    record = scanpath_record(detect_events(along_the_horizon([0, 20, 40]), WIDTH, HEIGHT, 10, CAMERA, None).of_series(
-        99), 10, WIDTH, HEIGHT)
+    record = scanpath_record(
+        detect_events(along_the_horizon([0, 20, 40]), WIDTH, HEIGHT, 10, CAMERA, None).of_series(99), 10, WIDTH, HEIGHT
+    )
     path = write_scanpaths(tmp_path / "s.json", record)
     with pytest.raises(ValueError, match="holds no fixation"):
         load_fixation_trains(path)

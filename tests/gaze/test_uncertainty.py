@@ -23,8 +23,12 @@ def test_spread_radii_by_hand():
     angles = np.linspace(0, 2 * np.pi, 10, endpoint=False)
     distances = np.arange(1, 11, dtype=float)
     # symmetric pairs keep the mean on (50, 50): each distance twice, opposite
-    points = np.concatenate([np.stack([50 + distances * np.cos(angles), 50 + distances * np.sin(angles)], -1),
-                             np.stack([50 - distances * np.cos(angles), 50 - distances * np.sin(angles)], -1)])
+    points = np.concatenate(
+        [
+            np.stack([50 + distances * np.cos(angles), 50 + distances * np.sin(angles)], -1),
+            np.stack([50 - distances * np.cos(angles), 50 - distances * np.sin(angles)], -1),
+        ]
+    )
     samples = (points / 100.0)[:, None, :]  # [20, 1, 2]
     u = describe_uncertainty(samples, 100, 100)
     assert u.spread(0.5)[0] == pytest.approx(5.0) and u.spread(0.9)[0] == pytest.approx(9.0)

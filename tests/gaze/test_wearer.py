@@ -54,8 +54,9 @@ def test_the_calibration_file_round_trips_and_refuses_another_model(tmp_path):
     path = calibration.write(tmp_path / "calib.json")
     again = WearerCalibration.read(path)
     assert again == calibration
-    np.testing.assert_allclose(again.apply(np.array([[0.5, 0.5], [0.95, 0.05]])), [[0.6, 0.4], [1.0, 0.0]],
-                               atol=1e-6)  # clamped to the frame
+    np.testing.assert_allclose(
+        again.apply(np.array([[0.5, 0.5], [0.95, 0.05]])), [[0.6, 0.4], [1.0, 0.0]], atol=1e-6
+    )  # clamped to the frame
     again.check_model("0123abcd", "models/a")
     with pytest.raises(ValueError, match="fitted for the model models/a .* not for models/b"):
         again.check_model("ffff", "models/b", where=str(path))
@@ -73,8 +74,10 @@ def test_the_calibration_file_round_trips_and_refuses_another_model(tmp_path):
 
 def test_tracker_gaze_from_a_gaze_csv(tmp_path):
     path = tmp_path / "tracker.csv"
-    path.write_text("frame_idx,x_norm,y_norm,sample_id\n0,0.1,0.2,-1\n0,0.9,0.9,0\n1,,,-1\n2,1.5,0.5,-1\n"
-                    "3,0.3,0.4,-1\n3,0.5,0.6,-1\n9,0.5,0.5,-1\n")
+    path.write_text(
+        "frame_idx,x_norm,y_norm,sample_id\n0,0.1,0.2,-1\n0,0.9,0.9,0\n1,,,-1\n2,1.5,0.5,-1\n"
+        "3,0.3,0.4,-1\n3,0.5,0.6,-1\n9,0.5,0.5,-1\n"
+    )
     gaze = read_tracker_gaze(path, 5, 24)
     assert gaze.gaze_type.tolist() == [FIXATION, UNTRACKED, UNTRACKED, FIXATION, UNTRACKED]
     np.testing.assert_allclose(gaze.gaze[[0, 3]], [[0.1, 0.2], [0.4, 0.5]])  # sample rows ignored, a frame averaged

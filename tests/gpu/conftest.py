@@ -37,8 +37,10 @@ def pytest_collection_modifyitems(config, items):
     device = gpu_test_device()
     if device.type != "cuda" or torch.cuda.is_available():
         return
-    skip = pytest.mark.skip(reason=f"tests/gpu need a CUDA GPU (torch.cuda.is_available() is False); set "
-                                   f"{DEVICE_VARIABLE}=cpu to dry-run them on the CPU")
+    skip = pytest.mark.skip(
+        reason=f"tests/gpu need a CUDA GPU (torch.cuda.is_available() is False); set "
+        f"{DEVICE_VARIABLE}=cpu to dry-run them on the CPU"
+    )
     here = os.path.dirname(__file__)
     for item in items:
         if str(item.fspath).startswith(here):
@@ -64,7 +66,8 @@ def full_fp32() -> Iterator[None]:
 def assert_bf16_close(got: torch.Tensor, expected: torch.Tensor) -> None:
     difference = (got.float().cpu() - expected.float().cpu()).abs()
     assert difference.mean() < BF16_MEAN_TOLERANCE and difference.max() < BF16_MAX_TOLERANCE, (
-        f"bf16 vs fp32: mean |difference| {difference.mean():.3e}, max {difference.max():.3e}")
+        f"bf16 vs fp32: mean |difference| {difference.mean():.3e}, max {difference.max():.3e}"
+    )
 
 
 def assert_fp32_close(got: torch.Tensor, expected: torch.Tensor) -> None:

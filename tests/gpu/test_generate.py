@@ -18,8 +18,9 @@ SETTINGS = dict(num_samples=4, num_steps=3)
 def generate(model, pixels=PIXELS, **kwargs):
     """Trajectories on the CPU; the noise comes from a CPU generator, so both devices sample the same x_0."""
     device = next(model.parameters()).device
-    out = model.generate(pixel_values_videos=pixels.to(device), generator=torch.Generator().manual_seed(0),
-                         **{**SETTINGS, **kwargs})
+    out = model.generate(
+        pixel_values_videos=pixels.to(device), generator=torch.Generator().manual_seed(0), **{**SETTINGS, **kwargs}
+    )
     assert out.trajectories.device == device
     return out.trajectories.cpu()
 

@@ -39,10 +39,24 @@ def gazeflow_command() -> list[str]:
 
 
 def predict(video, out_dir, device: str, model_dir, *options: str) -> tuple[dict, np.ndarray]:
-    command = gazeflow_command() + ["predict", str(video), "--model", str(model_dir), "--device", device,
-                                    "--end-frame", str(FRAMES), "--no-overlay", "--quiet", "-o", str(out_dir), *options]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    command = gazeflow_command() + [
+        "predict",
+        str(video),
+        "--model",
+        str(model_dir),
+        "--device",
+        device,
+        "--end-frame",
+        str(FRAMES),
+        "--no-overlay",
+        "--quiet",
+        "-o",
+        str(out_dir),
+        *options,
+    ]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((out_dir / "summary.json").read_text())
     with (out_dir / "gaze.csv").open(encoding="utf-8") as handle:

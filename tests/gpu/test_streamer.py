@@ -36,8 +36,9 @@ def test_streamer_draws_its_noise_with_a_generator_on_the_device(device):
     model = copy.deepcopy(tiny_lora_model(causal=True)).to(device)
     runs = []
     for _ in range(2):
-        streamer = GazeFlowStreamer(model, num_samples=4, num_steps=2,
-                                    generator=torch.Generator(device=device).manual_seed(5))
+        streamer = GazeFlowStreamer(
+            model, num_samples=4, num_steps=2, generator=torch.Generator(device=device).manual_seed(5)
+        )
         frames = torch.randn(4, 2, 3, 32, 32, generator=torch.Generator().manual_seed(0)).to(device)  # batch of 2
         runs.append(torch.stack([streamer.push(frame).trajectories for frame in frames]))
     assert runs[0].shape == (4, 2, 4, 2) and runs[0].device.type == device.type
@@ -69,8 +70,13 @@ def test_bf16_streamer_on_the_device_is_close_to_fp32_on_the_cpu(device):
     frames = torch.randn(FRAMES, 3, 32, 32, generator=torch.Generator().manual_seed(0))
     noises = torch.randn(FRAMES, 1, 4, 1, 2, generator=torch.Generator().manual_seed(1))
     expected, _ = stream(model, frames, noises)
-    streamer = GazeFlowStreamer(copy.deepcopy(model).to(device), num_samples=4, num_steps=2, solver="heun",
-                                dtype=torch.bfloat16)
-    got = torch.stack([streamer.push(frame.to(device), noise=noise.to(device)).trajectories.cpu()
-                       for frame, noise in zip(frames, noises)])
+    streamer = GazeFlowStreamer(
+        copy.deepcopy(model).to(device), num_samples=4, num_steps=2, solver="heun", dtype=torch.bfloat16
+    )
+    got = torch.stack(
+        [
+            streamer.push(frame.to(device), noise=noise.to(device)).trajectories.cpu()
+            for frame, noise in zip(frames, noises)
+        ]
+    )
     assert_bf16_close(got, expected)

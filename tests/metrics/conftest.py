@@ -8,8 +8,14 @@ import pytest
 import torch
 
 
-def make_clip(rng: np.random.Generator, clip_id: str, num_frames: int = 64, width: int = 64, height: int = 48,
-              fixation_share: float = 0.75) -> dict:
+def make_clip(
+    rng: np.random.Generator,
+    clip_id: str,
+    num_frames: int = 64,
+    width: int = 64,
+    height: int = 48,
+    fixation_share: float = 0.75,
+) -> dict:
     """A clip in the unified schema: a random walk of gaze in [0.05, 0.95], mostly fixations, a few blinks."""
     steps = rng.normal(0.0, 0.02, size=(num_frames, 2))
     gaze = np.clip(0.5 + np.cumsum(steps, axis=0), 0.05, 0.95)

@@ -34,8 +34,14 @@ def test_random_walk_fits_step_sigma_and_is_a_markov_prior():
     steps = rng.normal(0, sigma, size=(5000, 2))
     px = 320 + np.cumsum(steps, axis=0) * 0.01 + steps  # independent-ish steps of sigma px
     gaze = np.clip(np.stack((px[:, 0] / width, px[:, 1] / height), -1), 0, 1)
-    clip = {"clip_id": "walk", "gaze": gaze, "gaze_type": np.ones(5000, np.int8), "valid": np.ones(5000, bool),
-            "width": width, "height": height}
+    clip = {
+        "clip_id": "walk",
+        "gaze": gaze,
+        "gaze_type": np.ones(5000, np.int8),
+        "valid": np.ones(5000, bool),
+        "width": width,
+        "height": height,
+    }
     rw = RandomWalk.fit([clip])
     d = np.diff(gaze * [width, height], axis=0)
     assert rw.sigma_px == pytest.approx(math.sqrt((d**2).sum(1).mean() / 2))
@@ -65,15 +71,20 @@ def test_free_random_walk_uses_no_ground_truth_after_the_start():
     assert free.sigma_px == RandomWalk.fit(train).sigma_px and free.anchor == "free"
     clip = make_clip(rng, "v", width=96, height=72)
     # the gaze path played backwards: the same valid points (same centroid), a different path
-    reversed_clip = dict(clip, gaze=np.asarray(clip["gaze"])[::-1].copy(), valid=np.asarray(clip["valid"])[::-1].copy(),
-                         gaze_type=np.asarray(clip["gaze_type"])[::-1].copy())
+    reversed_clip = dict(
+        clip,
+        gaze=np.asarray(clip["gaze"])[::-1].copy(),
+        valid=np.asarray(clip["valid"])[::-1].copy(),
+        gaze_type=np.asarray(clip["gaze_type"])[::-1].copy(),
+    )
     a, b = free.sample(clip, 16, seed=1), free.sample(reversed_clip, 16, seed=1)
     np.testing.assert_allclose(a, b, atol=1e-9)  # same centroid, same seed: the walk ignores the gaze path
     anchored = RandomWalk.fit(train)
     assert not np.allclose(anchored.sample(clip, 16, seed=1), anchored.sample(reversed_clip, 16, seed=1))
     steps = np.diff(a * [96, 72], axis=1)
-    inside = ((a[:, 1:] > 0.01).all(-1) & (a[:, 1:] < 0.99).all(-1)
-              & (a[:, :-1] > 0.01).all(-1) & (a[:, :-1] < 0.99).all(-1))
+    inside = (
+        (a[:, 1:] > 0.01).all(-1) & (a[:, 1:] < 0.99).all(-1) & (a[:, :-1] > 0.01).all(-1) & (a[:, :-1] < 0.99).all(-1)
+    )
     assert np.sqrt((steps[inside] ** 2).sum(-1).mean() / 2) == pytest.approx(free.sigma_px, rel=0.2)
     assert ((a >= 0) & (a <= 1)).all()
     with pytest.raises(ValueError, match="anchor"):

@@ -55,8 +55,9 @@ def test_gaze_dynamics_module_wraps_package_maths():
     gaze = [rng.random((6, 2)).astype(np.float32) for _ in range(2)]
     valid = [[True] * 6, [True, False, True, True, True, True]]
     metric = evaluate.load(evaluate_module_path("gaze_dynamics"))
-    got = metric.compute(predictions=[t.tolist() for t in trajs], references=[g.tolist() for g in gaze], valid=valid,
-                         width=64, height=48)
+    got = metric.compute(
+        predictions=[t.tolist() for t in trajs], references=[g.tolist() for g in gaze], valid=valid, width=64, height=48
+    )
     want = trajectory_dynamics(trajs, gaze, valid, 64, 48)
     for k in want:
         assert got[k] == pytest.approx(want[k], rel=1e-9), k
@@ -71,8 +72,14 @@ def test_gaze_events_module_wraps_package_maths():
     codes = [np.where(rng.random(20) < 0.3, 2, 1).astype(np.int8) for _ in range(2)]
     codes[1][5] = 3
     metric = evaluate.load(evaluate_module_path("gaze_events"))
-    got = metric.compute(predictions=[t.tolist() for t in trajs], references=[g.tolist() for g in gaze],
-                         gaze_types=[c.tolist() for c in codes], fps=24, width=64, height=48)
+    got = metric.compute(
+        predictions=[t.tolist() for t in trajs],
+        references=[g.tolist() for g in gaze],
+        gaze_types=[c.tolist() for c in codes],
+        fps=24,
+        width=64,
+        height=48,
+    )
     want = flatten_event_metrics(event_metrics(trajs, gaze, codes, 24, 64, 48))
     assert got.keys() == want.keys() and "human_fixations_per_clip" in got and "saccade_f1" in got
     for k in want:

@@ -13,10 +13,25 @@ from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 
 # cv2.getGaussianKernel(19, 0, cv2.CV_32F) as printed by opencv-python-headless 5.0.0 (OpenCV is not a dependency)
 OPENCV_KERNEL_19 = [
-    0.002395199378952384, 0.005493384785950184, 0.01142685767263174, 0.021557679399847984, 0.036886345595121384,
-    0.05724238604307175, 0.08056718856096268, 0.1028459370136261, 0.11907058954238892, 0.12502886354923248,
-    0.11907058954238892, 0.1028459370136261, 0.08056718856096268, 0.05724238604307175, 0.036886345595121384,
-    0.021557679399847984, 0.01142685767263174, 0.005493384785950184, 0.002395199378952384,
+    0.002395199378952384,
+    0.005493384785950184,
+    0.01142685767263174,
+    0.021557679399847984,
+    0.036886345595121384,
+    0.05724238604307175,
+    0.08056718856096268,
+    0.1028459370136261,
+    0.11907058954238892,
+    0.12502886354923248,
+    0.11907058954238892,
+    0.1028459370136261,
+    0.08056718856096268,
+    0.05724238604307175,
+    0.036886345595121384,
+    0.021557679399847984,
+    0.01142685767263174,
+    0.005493384785950184,
+    0.002395199378952384,
 ]
 
 
@@ -96,7 +111,7 @@ def _glc_get_gaussian_map(center, kernel_size=19):
         k_right = (kernel_size - 1) // 2 + right - mu_x
         k_top = (kernel_size - 1) // 2 - mu_y + top
         k_bottom = (kernel_size - 1) // 2 + bottom - mu_y
-        heatmap[top:bottom + 1, left:right + 1] = k2[k_top:k_bottom + 1, k_left:k_right + 1]
+        heatmap[top : bottom + 1, left : right + 1] = k2[k_top : k_bottom + 1, k_left : k_right + 1]
     d_sum = heatmap.sum()
     if d_sum == 0:
         heatmap += 1 / (64 * 64)
@@ -130,8 +145,9 @@ def test_glc_crop_mapping_egtea_and_ego4d():
 def test_glc_softmax_and_minmax():
     logits = torch.tensor([[[0.0, 2.0], [4.0, 6.0]]])
     p = hm.glc_frame_softmax(logits, temperature=2.0)
-    np.testing.assert_allclose(p.reshape(-1).numpy(), torch.softmax(torch.tensor([0.0, 1.0, 2.0, 3.0]), 0).numpy(),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        p.reshape(-1).numpy(), torch.softmax(torch.tensor([0.0, 1.0, 2.0, 3.0]), 0).numpy(), rtol=1e-6
+    )
     mm = hm.glc_minmax(p)
     assert float(mm.min()) == 0.0 and float(mm.max()) == pytest.approx(1.0, abs=1e-5) and float(mm.max()) < 1.0
 
@@ -148,10 +164,12 @@ def test_unit_to_pixel_convention_is_geometry_s():
 
 def test_keep_shape_rescales_only_frames_whose_samples_all_lie_far_outside():
     width, height, sigma = 40, 30, 2.0
-    traj = np.array([
-        [[0.5, 0.5], [-0.5, 0.3], [1.4, 1.45], [-0.2, 0.5]],
-        [[0.6, 0.4], [-0.5, 0.7], [1.3, 1.5], [0.1, 0.5]],
-    ])  # frame 0: inside; 1 and 2: every sample far outside (9-22 sigma); 3: one sample inside
+    traj = np.array(
+        [
+            [[0.5, 0.5], [-0.5, 0.3], [1.4, 1.45], [-0.2, 0.5]],
+            [[0.6, 0.4], [-0.5, 0.7], [1.3, 1.5], [0.1, 0.5]],
+        ]
+    )  # frame 0: inside; 1 and 2: every sample far outside (9-22 sigma); 3: one sample inside
     plain = hm.render_heatmaps(traj, width, height, sigma)
     kept = hm.render_heatmaps(traj, width, height, sigma, keep_shape=True)
     assert torch.equal(kept[[0, 3]], plain[[0, 3]])  # bit for bit where a sample is near

@@ -76,8 +76,9 @@ def test_fixation_filter_and_frame_keys():
     clip["gaze_type"][27] = 1
     short = make_clip(rng, "short", num_frames=20)
     short["gaze_type"][:] = 1
-    res = evaluate_predictions([clip, short], [noisy_trajectories(rng, clip), noisy_trajectories(rng, short)],
-                               sigma_px=SIGMA)
+    res = evaluate_predictions(
+        [clip, short], [noisy_trajectories(rng, clip), noisy_trajectories(rng, short)], sigma_px=SIGMA
+    )
     # one kept frame (slot 3) in the first clip; all 8 slots (frames 0, 9, 18, 19 x5) in the short clip
     assert res.frame_keys == [("only27", 3)] + [("short", s) for s in range(8)]
     assert res.metrics["num_frames"] == 9 and res.metrics["num_clips_scored"] == 2
@@ -118,16 +119,22 @@ def test_adaptive_f1_threshold_chosen_once_over_the_set(tiny_set):
 
 def test_heatmap_predictions_equal_rendered_trajectories(tiny_set):
     clips, preds = tiny_set
-    maps = [ClipPrediction(heatmaps=hm.render_heatmaps(p, c["width"], c["height"], SIGMA),
-                           heatmap_frames=list(range(p.shape[1]))) for c, p in zip(clips, preds)]
+    maps = [
+        ClipPrediction(
+            heatmaps=hm.render_heatmaps(p, c["width"], c["height"], SIGMA), heatmap_frames=list(range(p.shape[1]))
+        )
+        for c, p in zip(clips, preds)
+    ]
     a = evaluate_predictions(clips, preds, sigma_px=SIGMA)
     b = evaluate_predictions(clips, maps, sigma_px=SIGMA)
     for k in ("auc", "nss", "cc", "kl", "sim", "aae", "f1", "precision", "recall"):
         assert b.metrics[k] == a.metrics[k], k
     assert "ade_mean" in a.metrics and "ade_mean" not in b.metrics  # heatmaps alone have no dynamics
     # a low-resolution map is upsampled (bilinear) to the native frame
-    low = [ClipPrediction(heatmaps=torch.rand(8, 12, 16), heatmap_frames=protocol_frame_indices(len(c["gaze"])))
-           for c in clips[:1]]
+    low = [
+        ClipPrediction(heatmaps=torch.rand(8, 12, 16), heatmap_frames=protocol_frame_indices(len(c["gaze"])))
+        for c in clips[:1]
+    ]
     assert np.isfinite(evaluate_predictions(clips[:1], low, sigma_px=SIGMA).metrics["auc"])
 
 
@@ -207,9 +214,14 @@ def test_memory_stays_scalar(tiny_set):
     ev = GazeEvaluator(sigma_px=SIGMA)
     ev.add_batch(clips, preds)
     pixels = clips[0]["width"] * clips[0]["height"]
-    stored = [a for v in vars(ev).values() if isinstance(v, (list, dict))
-              for a in (v.values() if isinstance(v, dict) else [v]) for a in (a if isinstance(a, list) else [a])
-              if isinstance(a, np.ndarray)]
+    stored = [
+        a
+        for v in vars(ev).values()
+        if isinstance(v, (list, dict))
+        for a in (v.values() if isinstance(v, dict) else [v])
+        for a in (a if isinstance(a, list) else [a])
+        if isinstance(a, np.ndarray)
+    ]
     assert stored and max(a.size for a in stored) < pixels  # per-frame scalars and displacements, never maps
 
 
@@ -277,10 +289,12 @@ def test_scores_do_not_depend_on_the_map_scale(tiny_set, protocol):
     +1e-6 in its min-max would not give that: the paper protocol thresholds the plain min-max map, and the glc protocol
     brings maps of ours to GLC's own scale (sum 1 over its grid) before GLC's min-max."""
     clips, preds = tiny_set
-    peak = evaluate_predictions(clips, _native_maps(clips, preds, "peak1"), protocol=protocol, sigma_px=SIGMA,
-                                dtype=torch.float64)
-    sum1 = evaluate_predictions(clips, _native_maps(clips, preds, "sum1"), protocol=protocol, sigma_px=SIGMA,
-                                dtype=torch.float64)
+    peak = evaluate_predictions(
+        clips, _native_maps(clips, preds, "peak1"), protocol=protocol, sigma_px=SIGMA, dtype=torch.float64
+    )
+    sum1 = evaluate_predictions(
+        clips, _native_maps(clips, preds, "sum1"), protocol=protocol, sigma_px=SIGMA, dtype=torch.float64
+    )
     tol = 1e-9 if protocol == "paper" else 1e-6  # GLC's pipeline computes in float32
     for k in peak.metrics:
         assert sum1.metrics[k] == pytest.approx(peak.metrics[k], rel=tol, abs=1e-12), k
@@ -322,8 +336,9 @@ def test_samples_far_outside_the_frame_are_scored_by_their_shape():
     peak = log_maps.max(axis=(0, 2, 3), keepdims=True)
     exact = np.exp(log_maps - peak).mean(0)  # [T, H, W], finite and shaped (the true maps peak near e^-45)
     assert np.exp(peak).max() < 1e-19
-    ref = evaluate_predictions([clip], [{"heatmaps": exact}], sigma_px=sigma, dtype=torch.float64,
-                               thresholds=thresholds)
+    ref = evaluate_predictions(
+        [clip], [{"heatmaps": exact}], sigma_px=sigma, dtype=torch.float64, thresholds=thresholds
+    )
     for k in ("auc", "nss", "cc", "kl", "sim", "aae", "f1", "precision", "recall"):
         assert res.metrics[k] == pytest.approx(ref.metrics[k], rel=2e-5, abs=1e-6), k
     assert res.metrics["aae"] > 20  # the maps lean on the left border, far from the gaze
@@ -337,8 +352,11 @@ def test_all_zero_and_all_equal_maps_are_scored_by_the_reference_rules():
     rng = np.random.default_rng(12)
     clip = make_clip(rng, "flat", num_frames=16, width=64, height=48)
     clip["gaze_type"][:] = 1
-    for protocol, maps in (("glc", np.full((16, 64, 64), 0.3, np.float32)), ("paper", np.zeros((16, 48, 64))),
-                           ("paper", np.full((16, 48, 64), 0.3))):
+    for protocol, maps in (
+        ("glc", np.full((16, 64, 64), 0.3, np.float32)),
+        ("paper", np.zeros((16, 48, 64))),
+        ("paper", np.full((16, 48, 64), 0.3)),
+    ):
         res = evaluate_predictions([clip], [{"heatmaps": maps}], protocol=protocol, sigma_px=SIGMA)
         m = res.metrics
         assert m["precision"] == 0.0 and m["recall"] == 0.0 and m["f1"] == 0.0, protocol  # nothing predicted
@@ -347,8 +365,9 @@ def test_all_zero_and_all_equal_maps_are_scored_by_the_reference_rules():
         if protocol == "paper":
             assert m["auc"] == pytest.approx(0.75)  # every pixel ties: MIT's jitter ranks them at random
             # AAE: the map predicts the frame centre (no centre of mass when all zero; the centre when constant)
-            gaze_px = unit_to_pixels(torch.as_tensor(clip["gaze"][protocol_frame_indices(16)], dtype=torch.float64),
-                                     64, 48)
+            gaze_px = unit_to_pixels(
+                torch.as_tensor(clip["gaze"][protocol_frame_indices(16)], dtype=torch.float64), 64, 48
+            )
             centre = torch.tensor([32.0, 24.0], dtype=torch.float64).expand_as(gaze_px)
             assert m["aae"] == pytest.approx(float(sal.angular_error(centre, gaze_px, 64, 48).mean()), abs=1e-4)
     # KL of an all-zero prediction: MIT's KLdiv.m leaves it at zero, sum G log(eps + G / eps)

@@ -32,8 +32,9 @@ def _pysaliency_auc_judd(pysaliency, pred: np.ndarray, fix: np.ndarray, jitter: 
             return pred
 
     stimuli = pysaliency.Stimuli([np.zeros((H, W, 3), dtype=np.uint8)])
-    fixations = pysaliency.Fixations.create_without_history(fix[:, 0].astype(float), fix[:, 1].astype(float),
-                                                            np.zeros(len(fix), dtype=int))
+    fixations = pysaliency.Fixations.create_without_history(
+        fix[:, 0].astype(float), fix[:, 1].astype(float), np.zeros(len(fix), dtype=int)
+    )
     return float(Fixed(caching=False).AUC_Judd(stimuli, fixations, jitter=jitter, random_seed=random_seed))
 
 
@@ -44,10 +45,12 @@ def test_auc_nss_cc_kl_match_pysaliency(pysaliency, seed):
         ours = float(sal.auc_judd(pred, fix, ties=ties, generator=torch.Generator().manual_seed(seed)))
         assert ours == pytest.approx(_pysaliency_auc_judd(pysaliency, pred, fix, jitter=True), abs=1e-6)
     assert float(sal.auc_judd(pred, fix, ties="none")) == pytest.approx(
-        _pysaliency_auc_judd(pysaliency, pred, fix, jitter=False), abs=1e-6)
+        _pysaliency_auc_judd(pysaliency, pred, fix, jitter=False), abs=1e-6
+    )
     # one fixation per map: the deterministic "half" rule equals the others when nothing ties
     assert float(sal.auc_judd(pred, fix[:1], ties="half")) == pytest.approx(
-        _pysaliency_auc_judd(pysaliency, pred, fix[:1], jitter=True), abs=1e-6)
+        _pysaliency_auc_judd(pysaliency, pred, fix[:1], jitter=True), abs=1e-6
+    )
     # NSS with pysaliency's population std (ddof=0); CC; MIT KL (prediction first, ground truth second)
     ref_nss = pysaliency.metrics.NSS(pred, fix[:, 0], fix[:, 1]).mean()
     assert float(sal.nss(pred, fix, ddof=0)) == pytest.approx(ref_nss, abs=1e-6)
@@ -129,8 +132,10 @@ def test_expected_auc_matches_mit_jitter_average(noise, fixated):
     expected = float(sal.auc_judd(pred, fix, noise=noise))
     assert abs(expected - draws.mean()) < 4 * draws.std() / math.sqrt(draws.size) + 1e-12
     # the seeded jitter of this module agrees too (another implementation of one draw)
-    ours = [float(sal.auc_judd(pred, fix, ties="jitter", noise=noise, generator=torch.Generator().manual_seed(s)))
-            for s in range(200)]
+    ours = [
+        float(sal.auc_judd(pred, fix, ties="jitter", noise=noise, generator=torch.Generator().manual_seed(s)))
+        for s in range(200)
+    ]
     assert abs(expected - np.mean(ours)) < 4 * np.std(ours) / math.sqrt(len(ours)) + 1e-12
 
 
@@ -203,11 +208,10 @@ def test_hand_cases_perfect_uniform_shifted():
     assert float(sal.sim(uni, gt)) == pytest.approx(float(torch.minimum(gt / gt.sum(), uni / uni.sum()).sum()))
     assert float(sal.kl_div(uni, gt)) == pytest.approx(float(torch.xlogy(gt, gt * n).sum()), rel=1e-9)
     # shifted: the same Gaussian 3 sigma away scores worse on every metric, and AAE sees the offset
-    shifted = hm.render_gt_heatmaps(np.array([[0.5 + 18 / (W * 4), 0.5]]), W * 4, H * 4, sigma=6.0,
-                                    dtype=torch.float64)
+    shifted = hm.render_gt_heatmaps(np.array([[0.5 + 18 / (W * 4), 0.5]]), W * 4, H * 4, sigma=6.0, dtype=torch.float64)
     # continuous Gaussians: sum(P G) = exp(-d^2 / (4 sigma^2)) / (4 pi sigma^2), sum(G^2) = 1 / (4 pi sigma^2)
     a = 1 / (4 * math.pi * 36)
-    expected_cc = (math.exp(-(18 ** 2) / (4 * 36)) * a - 1 / n) / (a - 1 / n)
+    expected_cc = (math.exp(-(18**2) / (4 * 36)) * a - 1 / n) / (a - 1 / n)
     assert float(sal.cc(shifted, gt)) == pytest.approx(expected_cc, abs=2e-3)
     assert float(sal.sim(shifted, gt)) < 0.2 and float(sal.kl_div(shifted, gt)) > 1.0
     assert float(sal.auc_judd(shifted, fix, ties="half")) < float(sal.auc_judd(gt, fix, ties="half"))

@@ -18,8 +18,9 @@ THRESHOLDS = np.linspace(0, 0.02, 11)
 def _reference(maps: torch.Tensor, gaze: np.ndarray) -> dict:
     g = hm.render_gt_heatmaps(gaze, W, H, SIGMA, dtype=torch.float64)
     fix = hm.fixation_pixels(gaze, W, H)
-    tp, predicted, positives = sal.precision_recall_counts(sal.minmax_normalize(maps),
-                                                           hm.binary_gt_masks(gaze, W, H, SIGMA), THRESHOLDS)
+    tp, predicted, positives = sal.precision_recall_counts(
+        sal.minmax_normalize(maps), hm.binary_gt_masks(gaze, W, H, SIGMA), THRESHOLDS
+    )
     gt_px = unit_to_pixels(torch.from_numpy(gaze), W, H)
     return {
         # MIT's jitter in expectation, at peak-1 scale: 1e-7 of each map's maximum

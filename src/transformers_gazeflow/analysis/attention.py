@@ -35,8 +35,13 @@ from ..data.masks import grid_coverage
 
 ROLES = ("look-back", "look-ahead", "split", "local", "diffuse")
 #: the paper's frame colours (look-back blue, look-ahead red, split purple, local grey) and light grey for diffuse
-ROLE_COLOURS = {"look-back": "#1f5fbf", "look-ahead": "#d62728", "split": "#8e44ad", "local": "#7f7f7f",
-                "diffuse": "#c7c7c7"}
+ROLE_COLOURS = {
+    "look-back": "#1f5fbf",
+    "look-ahead": "#d62728",
+    "split": "#8e44ad",
+    "local": "#7f7f7f",
+    "diffuse": "#c7c7c7",
+}
 
 
 @dataclass(frozen=True)
@@ -103,8 +108,9 @@ def offset_curve(pattern: np.ndarray) -> np.ndarray:
     grid = pattern.shape[-1]
     if pattern.ndim < 2 or pattern.shape[-2] != grid:
         raise ValueError(f"an attention pattern must be [..., G, G], got {pattern.shape}")
-    return np.stack([np.diagonal(pattern, offset=int(d), axis1=-2, axis2=-1).mean(axis=-1) for d in offsets(grid)],
-                    axis=-1)
+    return np.stack(
+        [np.diagonal(pattern, offset=int(d), axis1=-2, axis2=-1).mean(axis=-1) for d in offsets(grid)], axis=-1
+    )
 
 
 def offset_shares(curve: np.ndarray) -> np.ndarray:
@@ -112,8 +118,10 @@ def offset_shares(curve: np.ndarray) -> np.ndarray:
     curve = np.asarray(curve, np.float64)
     total = curve.sum(axis=-1, keepdims=True)
     if curve.shape[-1] % 2 != 1 or (total <= 0).any() or not np.isfinite(curve).all():
-        raise ValueError(f"an offset curve must be [..., 2G - 1] of finite non-negative values with positive sum, "
-                         f"got shape {curve.shape}")
+        raise ValueError(
+            f"an offset curve must be [..., 2G - 1] of finite non-negative values with positive sum, "
+            f"got shape {curve.shape}"
+        )
     return curve / total
 
 
@@ -121,9 +129,13 @@ def curve_summary(curve: np.ndarray, rule: RoleRule = RoleRule()) -> dict[str, f
     """The quantities the rule reads: ``past``, ``current``, ``future``, ``near`` shares and the ``peak_offset``."""
     shares = offset_shares(curve)
     d = offsets((len(shares) + 1) // 2)
-    return {"past": float(shares[d < 0].sum()), "current": float(shares[d == 0].sum()),
-            "future": float(shares[d > 0].sum()), "near": float(shares[np.abs(d) <= rule.local_radius].sum()),
-            "peak_offset": int(d[int(np.argmax(shares))])}
+    return {
+        "past": float(shares[d < 0].sum()),
+        "current": float(shares[d == 0].sum()),
+        "future": float(shares[d > 0].sum()),
+        "near": float(shares[np.abs(d) <= rule.local_radius].sum()),
+        "peak_offset": int(d[int(np.argmax(shares))]),
+    }
 
 
 def classify_role(curve: np.ndarray, rule: RoleRule = RoleRule()) -> str:
@@ -163,8 +175,9 @@ class SelfAttentionPatterns:
         if weights.ndim == 5:
             weights = weights.mean(axis=1)
         if weights.ndim != 4:
-            raise ValueError(f"one clip's self-attention must be [layers, heads, T, T] (or with a samples axis), "
-                             f"got {weights.shape}")
+            raise ValueError(
+                f"one clip's self-attention must be [layers, heads, T, T] (or with a samples axis), got {weights.shape}"
+            )
         pattern = relative_pattern(real_frames_pattern(weights, num_frames), self.grid)
         if self._sum is not None and self._sum.shape != pattern.shape:
             raise ValueError(f"clips must have the same layers and heads: {self._sum.shape[:2]} vs {pattern.shape[:2]}")
@@ -193,8 +206,10 @@ class HeadRoles:
         if patterns.ndim != 4:
             raise ValueError(f"patterns must be [layers, heads, G, G], got {patterns.shape}")
         curves = offset_curve(patterns)
-        roles = [[classify_role(curves[layer, head], rule) for head in range(curves.shape[1])]
-                 for layer in range(curves.shape[0])]
+        roles = [
+            [classify_role(curves[layer, head], rule) for head in range(curves.shape[1])]
+            for layer in range(curves.shape[0])
+        ]
         return cls(patterns, curves, roles, rule, num_clips)
 
     def counts(self) -> dict[str, int]:
@@ -205,26 +220,41 @@ class HeadRoles:
         heads = []
         for layer, layer_roles in enumerate(self.roles):
             for head, role in enumerate(layer_roles):
-                heads.append({"layer": layer, "head": head, "role": role,
-                              **curve_summary(self.curves[layer, head], self.rule),
-                              "offset_curve": offset_shares(self.curves[layer, head]).round(6).tolist()})
-        return {"grid": int(self.patterns.shape[-1]), "num_clips": self.num_clips, "rule": asdict(self.rule),
-                "counts": self.counts(), "heads": heads}
+                heads.append(
+                    {
+                        "layer": layer,
+                        "head": head,
+                        "role": role,
+                        **curve_summary(self.curves[layer, head], self.rule),
+                        "offset_curve": offset_shares(self.curves[layer, head]).round(6).tolist(),
+                    }
+                )
+        return {
+            "grid": int(self.patterns.shape[-1]),
+            "num_clips": self.num_clips,
+            "rule": asdict(self.rule),
+            "counts": self.counts(),
+            "heads": heads,
+        }
 
     def markdown(self) -> str:
         """A roles table (layer x head) and the shares behind each role."""
         layers, heads = len(self.roles), len(self.roles[0])
-        lines = ["| Layer | " + " | ".join(f"head {h}" for h in range(heads)) + " |",
-                 "| --- |" + " --- |" * heads]
+        lines = ["| Layer | " + " | ".join(f"head {h}" for h in range(heads)) + " |", "| --- |" + " --- |" * heads]
         for layer in range(layers):
             lines.append(f"| {layer} | " + " | ".join(self.roles[layer]) + " |")
-        lines += ["", f"| Layer | Head | Role | past | current | future | within ±{self.rule.local_radius} | "
-                      "peak offset |", "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            f"| Layer | Head | Role | past | current | future | within ±{self.rule.local_radius} | peak offset |",
+            "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for layer in range(layers):
             for head in range(heads):
                 s = curve_summary(self.curves[layer, head], self.rule)
-                lines.append(f"| {layer} | {head} | {self.roles[layer][head]} | {s['past']:.3f} | {s['current']:.3f} "
-                             f"| {s['future']:.3f} | {s['near']:.3f} | {s['peak_offset']:+d} |")
+                lines.append(
+                    f"| {layer} | {head} | {self.roles[layer][head]} | {s['past']:.3f} | {s['current']:.3f} "
+                    f"| {s['future']:.3f} | {s['near']:.3f} | {s['peak_offset']:+d} |"
+                )
         counts = ", ".join(f"{role} {n}" for role, n in self.counts().items())
         return "\n".join(lines) + f"\n\nRoles: {counts} (of {layers * heads} heads, {self.num_clips} clips)."
 
@@ -245,8 +275,9 @@ def role_rule_from_mapping(values: Mapping[str, float] | None) -> RoleRule:
     return RoleRule(**values)
 
 
-def roles_from_clip_weights(clips: Sequence[tuple[np.ndarray, int]], grid: int,
-                            rule: RoleRule = RoleRule()) -> HeadRoles:
+def roles_from_clip_weights(
+    clips: Sequence[tuple[np.ndarray, int]], grid: int, rule: RoleRule = RoleRule()
+) -> HeadRoles:
     """Roles from ``(weights [L, (K,) H, W, W], real frames)`` per clip (steps 1-5 of the module docstring)."""
     patterns = SelfAttentionPatterns(grid)
     for weights, num_frames in clips:
@@ -254,6 +285,20 @@ def roles_from_clip_weights(clips: Sequence[tuple[np.ndarray, int]], grid: int,
     return HeadRoles.from_patterns(patterns.mean(), rule, patterns.num_clips)
 
 
-__all__ = ["ROLES", "ROLE_COLOURS", "RoleRule", "real_frames_pattern", "relative_pattern", "offsets", "offset_curve",
-           "offset_shares", "curve_summary", "classify_role", "SelfAttentionPatterns", "HeadRoles", "roles_json",
-           "role_rule_from_mapping", "roles_from_clip_weights"]
+__all__ = [
+    "ROLES",
+    "ROLE_COLOURS",
+    "RoleRule",
+    "real_frames_pattern",
+    "relative_pattern",
+    "offsets",
+    "offset_curve",
+    "offset_shares",
+    "curve_summary",
+    "classify_role",
+    "SelfAttentionPatterns",
+    "HeadRoles",
+    "roles_json",
+    "role_rule_from_mapping",
+    "roles_from_clip_weights",
+]

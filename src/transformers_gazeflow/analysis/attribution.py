@@ -38,8 +38,10 @@ class RegionTokens:
     def __post_init__(self) -> None:
         shapes = {np.shape(self.hand), np.shape(self.object), np.shape(self.either)}
         if len(shapes) != 1 or len(next(iter(shapes))) != 3:
-            raise ValueError(f"hand, object and either coverage must share one shape [T, rows, cols], got "
-                             f"{[np.shape(self.hand), np.shape(self.object), np.shape(self.either)]}")
+            raise ValueError(
+                f"hand, object and either coverage must share one shape [T, rows, cols], got "
+                f"{[np.shape(self.hand), np.shape(self.object), np.shape(self.either)]}"
+            )
         for name in ("hand", "object", "either"):
             values = np.asarray(getattr(self, name))
             if not np.isfinite(values).all() or values.min() < -1e-6 or values.max() > 1 + 1e-6:
@@ -56,8 +58,9 @@ class RegionTokens:
     def window(self, start: int, num_frames: int) -> RegionTokens:
         """Frames ``start .. start + num_frames - 1``; raises if the masks do not reach that far."""
         if start < 0 or start + num_frames > self.num_frames:
-            raise ValueError(f"the masks cover {self.num_frames} frames, the window needs frames {start}.."
-                             f"{start + num_frames - 1}")
+            raise ValueError(
+                f"the masks cover {self.num_frames} frames, the window needs frames {start}..{start + num_frames - 1}"
+            )
         cut = slice(start, start + num_frames)
         return RegionTokens(self.hand[cut], self.object[cut], self.either[cut])
 
@@ -74,16 +77,19 @@ def tubelet_region_tokens(regions: RegionTokens, tubelet: int) -> np.ndarray:
     return means[:, groups]
 
 
-def region_attention_mass(weights: np.ndarray, region_tokens: np.ndarray,
-                          frames: np.ndarray | None = None) -> np.ndarray:
+def region_attention_mass(
+    weights: np.ndarray, region_tokens: np.ndarray, frames: np.ndarray | None = None
+) -> np.ndarray:
     """``weights [..., T, N]`` (rows: frames' attention over their N tokens) and ``region_tokens [3, T, N]`` ->
     ``[..., 3]``: hand, object and background mass summed over the frames in ``frames`` (bool ``[T]``, default
     all), normalised to 1 (a head without mass on the frames gives NaN)."""
     weights = np.asarray(weights, np.float64)
     region_tokens = np.asarray(region_tokens, np.float64)
     if region_tokens.ndim != 3 or region_tokens.shape[0] != 3 or weights.shape[-2:] != region_tokens.shape[1:]:
-        raise ValueError(f"weights [..., T, N] and region tokens [3, T, N] must agree on T and N, got "
-                         f"{weights.shape} and {region_tokens.shape}")
+        raise ValueError(
+            f"weights [..., T, N] and region tokens [3, T, N] must agree on T and N, got "
+            f"{weights.shape} and {region_tokens.shape}"
+        )
     if frames is not None:
         frames = np.asarray(frames, bool)
         if frames.shape != (weights.shape[-2],):
@@ -147,23 +153,38 @@ class RegionAttribution:
 
     def to_json(self, group_names: Sequence[str] | None = None, top: int = 6) -> dict:
         mean, std = self.mean(), self.std()
-        heads = [{"layer": layer, "head": head,
-                  **{f"{region}_mean": float(mean[layer, head, r]) for r, region in enumerate(REGIONS)},
-                  **{f"{region}_std": float(std[layer, head, r]) for r, region in enumerate(REGIONS)}}
-                 for layer in range(mean.shape[0]) for head in range(mean.shape[1])]
-        groups = {_group_name(g, group_names): {"clips": self.group_counts()[g],
-                                                 "per_layer": {region: values[:, r].round(6).tolist()
-                                                               for r, region in enumerate(REGIONS)}}
-                  for g, values in self.by_group(top=top).items()}
-        return {"num_clips": len(self.clip_ids), "regions": list(REGIONS),
-                "global_mean": dict(zip(REGIONS, self.global_mean().round(6).tolist())), "heads": heads,
-                "groups": groups}
+        heads = [
+            {
+                "layer": layer,
+                "head": head,
+                **{f"{region}_mean": float(mean[layer, head, r]) for r, region in enumerate(REGIONS)},
+                **{f"{region}_std": float(std[layer, head, r]) for r, region in enumerate(REGIONS)},
+            }
+            for layer in range(mean.shape[0])
+            for head in range(mean.shape[1])
+        ]
+        groups = {
+            _group_name(g, group_names): {
+                "clips": self.group_counts()[g],
+                "per_layer": {region: values[:, r].round(6).tolist() for r, region in enumerate(REGIONS)},
+            }
+            for g, values in self.by_group(top=top).items()
+        }
+        return {
+            "num_clips": len(self.clip_ids),
+            "regions": list(REGIONS),
+            "global_mean": dict(zip(REGIONS, self.global_mean().round(6).tolist())),
+            "heads": heads,
+            "groups": groups,
+        }
 
     def markdown(self) -> str:
         mean, std = self.mean(), self.std()
         overall = self.global_mean()
-        lines = ["| Layer | Head | hand (mean ± sd) | object (mean ± sd) | background (mean ± sd) |",
-                 "| ---: | ---: | ---: | ---: | ---: |"]
+        lines = [
+            "| Layer | Head | hand (mean ± sd) | object (mean ± sd) | background (mean ± sd) |",
+            "| ---: | ---: | ---: | ---: | ---: |",
+        ]
         for layer in range(mean.shape[0]):
             for head in range(mean.shape[1]):
                 cells = [f"{100 * mean[layer, head, r]:.1f} ± {100 * std[layer, head, r]:.1f}" for r in range(3)]

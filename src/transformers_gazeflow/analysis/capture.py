@@ -40,17 +40,30 @@ def load_analysis_model(model_name_or_path: str | None, device: str | None = Non
     return model, processor
 
 
-def load_first_windows(dataset_name: str, data_dir: str | None, split: str, config_name: str | None,
-                       window_frames: int, max_clips: int | None = None,
-                       cache_dir: str | None = None) -> list[dict[str, Any]]:
+def load_first_windows(
+    dataset_name: str,
+    data_dir: str | None,
+    split: str,
+    config_name: str | None,
+    window_frames: int,
+    max_clips: int | None = None,
+    cache_dir: str | None = None,
+) -> list[dict[str, Any]]:
     """Each clip's first window of at most ``window_frames`` frames (the evaluation protocol's windows) of one split
     of a gaze dataset (``data.loading.load_gaze_dataset``, built under ``cache_dir``: default the datasets cache), the
     first ``max_clips`` clips when given."""
     from ..data.loading import load_gaze_dataset
 
-    dataset = load_gaze_dataset(dataset_name, data_dir=data_dir, split=split, config_name=config_name,
-                                cache_dir=cache_dir, windows="first", window_frames=window_frames,
-                                window_stride=min(32, window_frames))
+    dataset = load_gaze_dataset(
+        dataset_name,
+        data_dir=data_dir,
+        split=split,
+        config_name=config_name,
+        cache_dir=cache_dir,
+        windows="first",
+        window_frames=window_frames,
+        window_stride=min(32, window_frames),
+    )
     count = len(dataset) if max_clips is None else min(max_clips, len(dataset))
     return [dataset[i] for i in range(count)]
 
@@ -68,19 +81,24 @@ def _check_window(model, examples: Sequence[dict[str, Any]]) -> int:
     window = int(model.config.num_frames)
     for example in examples:
         if int(example["num_frames"]) > window:
-            raise ValueError(f"example {example['clip_id']} has {example['num_frames']} frames, more than the model's "
-                             f"window of {window}: load the dataset with window_frames={window}")
+            raise ValueError(
+                f"example {example['clip_id']} has {example['num_frames']} frames, more than the model's "
+                f"window of {window}: load the dataset with window_frames={window}"
+            )
     return window
 
 
 def _labels(examples: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
-    return {head: np.asarray([-1 if e.get(head) is None else int(e[head]) for e in examples], np.int64)
-            for head in LABEL_HEADS}
+    return {
+        head: np.asarray([-1 if e.get(head) is None else int(e[head]) for e in examples], np.int64)
+        for head in LABEL_HEADS
+    }
 
 
 @torch.no_grad()
-def clip_task_banks(model, processor: GazeFlowVideoProcessor, examples: Sequence[dict[str, Any]],
-                    batch_size: int = 8) -> TaskBankSet:
+def clip_task_banks(
+    model, processor: GazeFlowVideoProcessor, examples: Sequence[dict[str, Any]], batch_size: int = 8
+) -> TaskBankSet:
     """The bank of each example (its window's frames through the frozen encoder and the condition encoder):
     ``global_tokens`` p ``[C, d]``, ``query_tokens`` q ``[C, M, d]`` and the examples' labels."""
     if not examples:
@@ -92,7 +110,7 @@ def clip_task_banks(model, processor: GazeFlowVideoProcessor, examples: Sequence
     device = _device(model)
     pooled, queries = [], []
     for first in range(0, len(examples), batch_size):
-        batch = collator(list(examples[first:first + batch_size]))
+        batch = collator(list(examples[first : first + batch_size]))
         tokens = model.encode_video(batch["pixel_values_videos"].to(device))
         _, encoded = model.encode_condition(tokens, window)
         if encoded.task_tokens is None:
@@ -105,8 +123,9 @@ def clip_task_banks(model, processor: GazeFlowVideoProcessor, examples: Sequence
 
 
 @torch.no_grad()
-def clip_encoder_features(model, processor: GazeFlowVideoProcessor, examples: Sequence[dict[str, Any]],
-                          batch_size: int = 8) -> TaskBankSet:
+def clip_encoder_features(
+    model, processor: GazeFlowVideoProcessor, examples: Sequence[dict[str, Any]], batch_size: int = 8
+) -> TaskBankSet:
     """The probe's control: each example's video-encoder tokens ``[G * N, D]`` mean-pooled to ``[D]`` (before W_proj
     and the task bank), as a :class:`TaskBankSet` with these as ``global_tokens`` and no queries (M = 0)."""
     if not examples:
@@ -116,12 +135,16 @@ def clip_encoder_features(model, processor: GazeFlowVideoProcessor, examples: Se
     device = _device(model)
     pooled = []
     for first in range(0, len(examples), batch_size):
-        batch = collator(list(examples[first:first + batch_size]))
+        batch = collator(list(examples[first : first + batch_size]))
         pooled.append(model.encode_video(batch["pixel_values_videos"].to(device)).float().mean(dim=1).cpu().numpy())
     features = np.concatenate(pooled)
     labels = _labels(examples)
-    return TaskBankSet([str(e["clip_id"]) for e in examples], features, np.zeros((len(features), 0, features.shape[1]),
-                                                                                   np.float32), labels)
+    return TaskBankSet(
+        [str(e["clip_id"]) for e in examples],
+        features,
+        np.zeros((len(features), 0, features.shape[1]), np.float32),
+        labels,
+    )
 
 
 @dataclass
@@ -137,12 +160,19 @@ class ClipAttentions:
 
 
 @torch.no_grad()
-def clip_attentions(model, processor: GazeFlowVideoProcessor, example: dict[str, Any], flow_time: float = 0.5,
-                    num_samples: int = 4, seed: int = 0) -> ClipAttentions:
+def clip_attentions(
+    model,
+    processor: GazeFlowVideoProcessor,
+    example: dict[str, Any],
+    flow_time: float = 0.5,
+    num_samples: int = 4,
+    seed: int = 0,
+) -> ClipAttentions:
     """Every block's attention weights for one example at flow time ``flow_time`` (module docstring)."""
     if model.config.objective != "flow_matching":
-        raise ValueError(f"attention at a flow time needs a flow-matching model, this one has objective "
-                         f"{model.config.objective!r}")
+        raise ValueError(
+            f"attention at a flow time needs a flow-matching model, this one has objective {model.config.objective!r}"
+        )
     if not 0.0 <= flow_time <= 1.0:
         raise ValueError(f"flow_time must be in [0, 1], got {flow_time}")
     if num_samples < 1:
@@ -170,14 +200,24 @@ def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     """The analysis commands' common options: the model (``--model_name_or_path``) and the dataset it is run on
     (``--dataset_name``, ``--data_dir``, ``--dataset_config``, ``--cache_dir``), as :func:`load_first_windows` reads
     them."""
-    parser.add_argument("--model_name_or_path", default=None,
-                        help="a GazeFlow model folder or hub id (default: the bundled model)")
+    parser.add_argument(
+        "--model_name_or_path", default=None, help="a GazeFlow model folder or hub id (default: the bundled model)"
+    )
     parser.add_argument("--dataset_name", required=True, help="synthetic, egtea, ego4d or a builder folder")
-    parser.add_argument("--data_dir", default=None,
-                        help="the dataset's raw folder (synthetic: rendered here if absent)")
+    parser.add_argument(
+        "--data_dir", default=None, help="the dataset's raw folder (synthetic: rendered here if absent)"
+    )
     parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
     parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
 
 
-__all__ = ["add_model_and_dataset_arguments", "load_analysis_model", "load_first_windows", "use_eager_attention",
-           "clip_task_banks", "clip_encoder_features", "ClipAttentions", "clip_attentions"]
+__all__ = [
+    "add_model_and_dataset_arguments",
+    "load_analysis_model",
+    "load_first_windows",
+    "use_eager_attention",
+    "clip_task_banks",
+    "clip_encoder_features",
+    "ClipAttentions",
+    "clip_attentions",
+]

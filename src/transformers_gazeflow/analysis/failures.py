@@ -42,8 +42,10 @@ class FailureRule:
         if not 0 <= self.border < 0.5:
             raise ValueError(f"border must be in [0, 0.5) (a fraction of the frame), got {self.border!r}")
         if not 0 < self.saccade_amplitude <= 1.5:
-            raise ValueError(f"saccade_amplitude must be in (0, 1.5] (a fraction of the frame diagonal), "
-                             f"got {self.saccade_amplitude!r}")
+            raise ValueError(
+                f"saccade_amplitude must be in (0, 1.5] (a fraction of the frame diagonal), "
+                f"got {self.saccade_amplitude!r}"
+            )
         if isinstance(self.lookback, bool) or not isinstance(self.lookback, int) or self.lookback < 1:
             raise ValueError(f"lookback must be an int >= 1 (frames), got {self.lookback!r}")
 
@@ -51,13 +53,20 @@ class FailureRule:
 def _check_track(gaze: np.ndarray, gaze_type: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
     gaze, gaze_type = np.asarray(gaze, np.float64), np.asarray(gaze_type, np.int64)
     if gaze.ndim != 2 or gaze.shape[1] != 2 or gaze_type.shape != (gaze.shape[0],) or gaze.shape[0] == 0:
-        raise ValueError(f"{name}: gaze must be [T, 2] and gaze_type [T] with T >= 1, got {gaze.shape} and "
-                         f"{gaze_type.shape}")
+        raise ValueError(
+            f"{name}: gaze must be [T, 2] and gaze_type [T] with T >= 1, got {gaze.shape} and {gaze_type.shape}"
+        )
     return gaze, gaze_type
 
 
-def flag_frames(gaze: np.ndarray, gaze_type: np.ndarray, width: int, height: int,
-                rule: FailureRule = FailureRule(), name: str = "clip") -> dict[str, np.ndarray]:
+def flag_frames(
+    gaze: np.ndarray,
+    gaze_type: np.ndarray,
+    width: int,
+    height: int,
+    rule: FailureRule = FailureRule(),
+    name: str = "clip",
+) -> dict[str, np.ndarray]:
     """bool ``[T]`` per flag of :data:`FLAGS`, on valid frames only (``gaze`` in unit coordinates)."""
     gaze, gaze_type = _check_track(gaze, gaze_type, name)
     valid = valid_mask(gaze_type)
@@ -107,9 +116,13 @@ class ClipFailures:
         return float(np.nanmean(self.errors)) if self.valid.any() else float("nan")
 
     def to_json(self) -> dict:
-        return {"clip_id": self.clip_id, "mean_error_px": self.mean_error, "valid_frames": int(self.valid.sum()),
-                **{f"{flag}_frames": int(self.flags[flag].sum()) for flag in FLAGS},
-                "flagged_error_share": _share(self.errors[self.valid & self.flagged], self.errors[self.valid])}
+        return {
+            "clip_id": self.clip_id,
+            "mean_error_px": self.mean_error,
+            "valid_frames": int(self.valid.sum()),
+            **{f"{flag}_frames": int(self.flags[flag].sum()) for flag in FLAGS},
+            "flagged_error_share": _share(self.errors[self.valid & self.flagged], self.errors[self.valid]),
+        }
 
 
 def _share(part: np.ndarray, whole: np.ndarray) -> float:
@@ -117,8 +130,15 @@ def _share(part: np.ndarray, whole: np.ndarray) -> float:
     return float(np.sum(part)) / total if total > 0 else float("nan")
 
 
-def clip_failures(clip_id: str, gaze: np.ndarray, gaze_type: np.ndarray, samples: np.ndarray, width: int,
-                  height: int, rule: FailureRule = FailureRule()) -> ClipFailures:
+def clip_failures(
+    clip_id: str,
+    gaze: np.ndarray,
+    gaze_type: np.ndarray,
+    samples: np.ndarray,
+    width: int,
+    height: int,
+    rule: FailureRule = FailureRule(),
+) -> ClipFailures:
     """Errors and flags of one clip (``gaze [T, 2]`` unit, ``gaze_type [T]``, ``samples [K, T, 2]`` unit)."""
     gaze, gaze_type = _check_track(gaze, gaze_type, clip_id)
     errors = point_errors(gaze, samples, width, height)
@@ -139,13 +159,21 @@ def failure_summary(clips: Sequence[ClipFailures], rule: FailureRule = FailureRu
     masks["either"] = np.logical_or.reduce(list(masks.values()))
     for name, mask in masks.items():
         flagged = valid & mask
-        rows[name] = {"frames": int(flagged.sum()), "frame_share": float(flagged.sum() / valid.sum()),
-                      "error_share": _share(errors[flagged], errors[valid]),
-                      "mean_error_px": float(errors[flagged].mean()) if flagged.any() else None}
+        rows[name] = {
+            "frames": int(flagged.sum()),
+            "frame_share": float(flagged.sum() / valid.sum()),
+            "error_share": _share(errors[flagged], errors[valid]),
+            "mean_error_px": float(errors[flagged].mean()) if flagged.any() else None,
+        }
     others = valid & ~masks["either"]
-    return {"clips": len(clips), "valid_frames": int(valid.sum()), "mean_error_px": float(errors[valid].mean()),
-            "unflagged_mean_error_px": float(errors[others].mean()) if others.any() else None,
-            "rule": asdict(rule), "flags": rows}
+    return {
+        "clips": len(clips),
+        "valid_frames": int(valid.sum()),
+        "mean_error_px": float(errors[valid].mean()),
+        "unflagged_mean_error_px": float(errors[others].mean()) if others.any() else None,
+        "rule": asdict(rule),
+        "flags": rows,
+    }
 
 
 def worst_clips(clips: Sequence[ClipFailures], count: int) -> list[ClipFailures]:
@@ -155,24 +183,39 @@ def worst_clips(clips: Sequence[ClipFailures], count: int) -> list[ClipFailures]
 
 
 def failure_markdown(summary: dict, worst: Sequence[ClipFailures]) -> str:
-    names = {"off_frame": "off-frame truth (type 4)", "border_after_saccade": "at the border after a large saccade",
-             "either": "either"}
-    lines = ["| Frames | count | share of valid frames | share of the error | mean error (px) |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    names = {
+        "off_frame": "off-frame truth (type 4)",
+        "border_after_saccade": "at the border after a large saccade",
+        "either": "either",
+    }
+    lines = [
+        "| Frames | count | share of valid frames | share of the error | mean error (px) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for key, row in summary["flags"].items():
         mean = "-" if row["mean_error_px"] is None else f"{row['mean_error_px']:.2f}"
-        lines.append(f"| {names[key]} | {row['frames']} | {100 * row['frame_share']:.1f}% | "
-                     f"{100 * row['error_share']:.1f}% | {mean} |")
+        lines.append(
+            f"| {names[key]} | {row['frames']} | {100 * row['frame_share']:.1f}% | "
+            f"{100 * row['error_share']:.1f}% | {mean} |"
+        )
     other = summary["unflagged_mean_error_px"]
-    lines.append(f"| neither | {summary['valid_frames'] - summary['flags']['either']['frames']} | - | - | "
-                 f"{'-' if other is None else f'{other:.2f}'} |")
-    lines += ["", f"{summary['clips']} clips, {summary['valid_frames']} valid frames, mean error "
-                  f"{summary['mean_error_px']:.2f} px.", "",
-              "| Worst clips | mean error (px) | valid frames | off-frame | border after saccade |",
-              "| --- | ---: | ---: | ---: | ---: |"]
+    lines.append(
+        f"| neither | {summary['valid_frames'] - summary['flags']['either']['frames']} | - | - | "
+        f"{'-' if other is None else f'{other:.2f}'} |"
+    )
+    lines += [
+        "",
+        f"{summary['clips']} clips, {summary['valid_frames']} valid frames, mean error "
+        f"{summary['mean_error_px']:.2f} px.",
+        "",
+        "| Worst clips | mean error (px) | valid frames | off-frame | border after saccade |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for clip in worst:
-        lines.append(f"| {clip.clip_id} | {clip.mean_error:.2f} | {int(clip.valid.sum())} | "
-                     f"{int(clip.flags['off_frame'].sum())} | {int(clip.flags['border_after_saccade'].sum())} |")
+        lines.append(
+            f"| {clip.clip_id} | {clip.mean_error:.2f} | {int(clip.valid.sum())} | "
+            f"{int(clip.flags['off_frame'].sum())} | {int(clip.flags['border_after_saccade'].sum())} |"
+        )
     return "\n".join(lines)
 
 
@@ -180,5 +223,15 @@ def failures_json(summary: dict, clips: Sequence[ClipFailures]) -> str:
     return json.dumps({"summary": summary, "clips": [c.to_json() for c in clips]}, indent=2)
 
 
-__all__ = ["FLAGS", "FailureRule", "flag_frames", "point_errors", "ClipFailures", "clip_failures",
-           "failure_summary", "worst_clips", "failure_markdown", "failures_json"]
+__all__ = [
+    "FLAGS",
+    "FailureRule",
+    "flag_frames",
+    "point_errors",
+    "ClipFailures",
+    "clip_failures",
+    "failure_summary",
+    "worst_clips",
+    "failure_markdown",
+    "failures_json",
+]

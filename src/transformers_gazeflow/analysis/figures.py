@@ -34,8 +34,10 @@ def _figure(width: float, height: float):
     try:
         from matplotlib.figure import Figure
     except ImportError as err:
-        raise ImportError("the analysis figures need matplotlib: pip install 'transformers-gazeflow[analysis]' "
-                          "(or pip install matplotlib)") from err
+        raise ImportError(
+            "the analysis figures need matplotlib: pip install 'transformers-gazeflow[analysis]' "
+            "(or pip install matplotlib)"
+        ) from err
     return Figure(figsize=(width, height), layout="constrained")
 
 
@@ -61,8 +63,14 @@ def self_attention_grid_figure(roles: HeadRoles, path: str | os.PathLike, dpi: i
         for head in range(heads):
             ax = axes[layer, head]
             pattern = roles.patterns[layer, head]
-            ax.imshow(pattern, cmap="magma", extent=(0, 1, 1, 0), vmin=0, vmax=float(pattern.max()) or 1.0,
-                      interpolation="nearest")
+            ax.imshow(
+                pattern,
+                cmap="magma",
+                extent=(0, 1, 1, 0),
+                vmin=0,
+                vmax=float(pattern.max()) or 1.0,
+                interpolation="nearest",
+            )
             ax.plot([0, 1], [0, 1], linestyle="--", color="white", linewidth=0.9)
             role = roles.roles[layer][head]
             for spine in ax.spines.values():
@@ -76,8 +84,11 @@ def self_attention_grid_figure(roles: HeadRoles, path: str | os.PathLike, dpi: i
                 ax.set_xlabel("source frame (clip-relative)", fontsize=7)
             if head == 0:
                 ax.set_ylabel("query frame (clip-relative)", fontsize=7)
-    figure.suptitle(f"Gaze self-attention per (layer, head), mean over {roles.num_clips} clips; below the dashed "
-                    "diagonal: past, above: future", fontsize=9)
+    figure.suptitle(
+        f"Gaze self-attention per (layer, head), mean over {roles.num_clips} clips; below the dashed "
+        "diagonal: past, above: future",
+        fontsize=9,
+    )
     figure.legend(handles=_role_handles(), loc="outside lower center", ncol=len(ROLES), fontsize=8, frameon=False)
     return _save(figure, path, dpi)
 
@@ -95,22 +106,30 @@ def self_attention_offset_figure(roles: HeadRoles, path: str | os.PathLike, dpi:
     for layer, ax in enumerate(axes):
         for head in range(heads):
             role = roles.roles[layer][head]
-            ax.plot(x, offset_shares(roles.curves[layer, head]), color=ROLE_COLOURS[role],
-                    linestyle=styles[head % len(styles)], linewidth=1.4, label=f"H{head}")
+            ax.plot(
+                x,
+                offset_shares(roles.curves[layer, head]),
+                color=ROLE_COLOURS[role],
+                linestyle=styles[head % len(styles)],
+                linewidth=1.4,
+                label=f"H{head}",
+            )
         ax.axvline(0, color="black", linestyle="--", linewidth=0.8)
         ax.set_title(f"layer {layer}", fontsize=9)
         ax.set_xlabel(f"offset source − query (cells of a {grid}-cell clip)", fontsize=8)
         ax.tick_params(labelsize=7)
     axes[0].set_ylabel("share of attention", fontsize=8)
-    head_handles = [Line2D([], [], color="black", linestyle=styles[h % len(styles)], label=f"head {h}")
-                    for h in range(heads)]
+    head_handles = [
+        Line2D([], [], color="black", linestyle=styles[h % len(styles)], label=f"head {h}") for h in range(heads)
+    ]
     figure.legend(handles=_role_handles() + head_handles, loc="outside right center", fontsize=7, frameon=False)
     figure.suptitle(f"Attention vs temporal offset (negative: past), mean over {roles.num_clips} clips", fontsize=9)
     return _save(figure, path, dpi)
 
 
-def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.PathLike, dpi: int = 110,
-                               reference: Sequence[float] | None = None) -> Path:
+def attribution_scatter_figure(
+    attribution: RegionAttribution, path: str | os.PathLike, dpi: int = 110, reference: Sequence[float] | None = None
+) -> Path:
     """Figure head_semantic_taxonomy: hand (x) vs object (y) mass of every (layer, head), in percent; with
     ``reference`` (hand, object, background shares, e.g. of uniform attention: the regions' area) a black star."""
     mean, std = 100 * attribution.mean(), 100 * attribution.std()
@@ -120,29 +139,61 @@ def attribution_scatter_figure(attribution: RegionAttribution, path: str | os.Pa
     ax = figure.subplots()
     colours = _layer_colours(layers)
     for layer in range(layers):
-        ax.errorbar(mean[layer, :, 0], mean[layer, :, 1], xerr=std[layer, :, 0], yerr=std[layer, :, 1], fmt="o",
-                    color=colours[layer], ecolor=colours[layer], elinewidth=0.8, capsize=2, markersize=5,
-                    alpha=0.9, label=f"layer {layer}")
+        ax.errorbar(
+            mean[layer, :, 0],
+            mean[layer, :, 1],
+            xerr=std[layer, :, 0],
+            yerr=std[layer, :, 1],
+            fmt="o",
+            color=colours[layer],
+            ecolor=colours[layer],
+            elinewidth=0.8,
+            capsize=2,
+            markersize=5,
+            alpha=0.9,
+            label=f"layer {layer}",
+        )
         for head in range(heads):
-            ax.annotate(f"H{head}", (mean[layer, head, 0], mean[layer, head, 1]), fontsize=6,
-                        xytext=(3, 3), textcoords="offset points", color=colours[layer])
+            ax.annotate(
+                f"H{head}",
+                (mean[layer, head, 0], mean[layer, head, 1]),
+                fontsize=6,
+                xytext=(3, 3),
+                textcoords="offset points",
+                color=colours[layer],
+            )
     ax.axvline(overall[0], color="grey", linestyle=":", linewidth=1)
     ax.axhline(overall[1], color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel(f"attention mass on the hand (%)  [mean {overall[0]:.1f}%, dotted]", fontsize=8)
     ax.set_ylabel(f"attention mass on the active object (%)  [mean {overall[1]:.1f}%, dotted]", fontsize=8)
     if reference is not None:
-        ax.plot(100 * reference[0], 100 * reference[1], marker="*", markersize=12, color="black", linestyle="none",
-                label="uniform attention (area share)")
+        ax.plot(
+            100 * reference[0],
+            100 * reference[1],
+            marker="*",
+            markersize=12,
+            color="black",
+            linestyle="none",
+            label="uniform attention (area share)",
+        )
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7, title="visual cross-attention", title_fontsize=7)
-    ax.set_title(f"Hand vs active-object attention per (layer, head), {len(attribution.clip_ids)} clips; "
-                 "bars: clip-wise s.d.", fontsize=8)
+    ax.set_title(
+        f"Hand vs active-object attention per (layer, head), {len(attribution.clip_ids)} clips; bars: clip-wise s.d.",
+        fontsize=8,
+    )
     return _save(figure, path, dpi)
 
 
-PROBE_COLOURS = {"q": "#1f5fbf", "p": "#2a9d8f", "pq": "#8e44ad", "union": "#e6862e", "encoder": "#5d4037",
-                 "chance": "#9e9e9e"}
+PROBE_COLOURS = {
+    "q": "#1f5fbf",
+    "p": "#2a9d8f",
+    "pq": "#8e44ad",
+    "union": "#e6862e",
+    "encoder": "#5d4037",
+    "chance": "#9e9e9e",
+}
 
 
 def probe_figure(table: dict, path: str | os.PathLike, dpi: int = 110) -> Path:
@@ -158,12 +209,22 @@ def probe_figure(table: dict, path: str | os.PathLike, dpi: int = 110) -> Path:
     width = 0.8 / len(rows)
     for r, row in enumerate(rows):
         values = [100 * (result["rows"].get(row, {}).get("top1") or 0.0) for result in heads.values()]
-        bars = ax.bar(np.arange(len(heads)) + (r - (len(rows) - 1) / 2) * width, values, width,
-                      color=PROBE_COLOURS[row], label=ROW_LABELS[row])
+        bars = ax.bar(
+            np.arange(len(heads)) + (r - (len(rows) - 1) / 2) * width,
+            values,
+            width,
+            color=PROBE_COLOURS[row],
+            label=ROW_LABELS[row],
+        )
         ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
-    ax.set_xticks(np.arange(len(heads)),
-                  [f"{head} ({result['num_classes']} classes, {result['clips']['test']} test clips)"
-                   for head, result in heads.items()], fontsize=7)
+    ax.set_xticks(
+        np.arange(len(heads)),
+        [
+            f"{head} ({result['num_classes']} classes, {result['clips']['test']} test clips)"
+            for head, result in heads.items()
+        ],
+        fontsize=7,
+    )
     ax.set_ylabel("top-1 accuracy on held-out clips (%)", fontsize=8)
     ax.set_ylim(0, 105)
     handles, labels = ax.get_legend_handles_labels()
@@ -179,8 +240,13 @@ def _layer_colours(layers: int) -> list:
     return [cmap(i / max(layers - 1, 1) * 0.9) for i in range(layers)]
 
 
-def group_breakdown_figure(attribution: RegionAttribution, path: str | os.PathLike,
-                           group_names: Sequence[str] | None = None, top: int = 6, dpi: int = 110) -> Path:
+def group_breakdown_figure(
+    attribution: RegionAttribution,
+    path: str | os.PathLike,
+    group_names: Sequence[str] | None = None,
+    top: int = 6,
+    dpi: int = 110,
+) -> Path:
     """Figure per_verb_breakdown: for the ``top`` most frequent label groups, stacked region mass per layer."""
     groups = attribution.by_group(top=top)
     if not groups:
@@ -256,12 +322,23 @@ def failure_cases_figure(rows: Sequence[FailureRow], path: str | os.PathLike, dp
             ax.imshow(drawn)
             ax.set_xlabel(f"frame {row.frame_numbers[c]}" + (" (off-frame)" if row.off_frame[c] else ""), fontsize=6)
         axes[r, 0].set_ylabel(row.title, fontsize=6)
-    figure.suptitle("Worst clips: cyan dots = the K samples, red disc = recorded gaze, hollow ring with a yellow "
-                    "halo = recorded gaze off-frame (clamped to the border)", fontsize=8)
+    figure.suptitle(
+        "Worst clips: cyan dots = the K samples, red disc = recorded gaze, hollow ring with a yellow "
+        "halo = recorded gaze off-frame (clamped to the border)",
+        fontsize=8,
+    )
     return _save(figure, path, dpi)
 
 
-__all__ = ["REGION_COLOURS", "PROBE_COLOURS", "probe_figure", "self_attention_grid_figure",
-           "self_attention_offset_figure",
-           "attribution_scatter_figure", "group_breakdown_figure", "FailureRow", "evenly_spaced",
-           "failure_cases_figure"]
+__all__ = [
+    "REGION_COLOURS",
+    "PROBE_COLOURS",
+    "probe_figure",
+    "self_attention_grid_figure",
+    "self_attention_offset_figure",
+    "attribution_scatter_figure",
+    "group_breakdown_figure",
+    "FailureRow",
+    "evenly_spaced",
+    "failure_cases_figure",
+]

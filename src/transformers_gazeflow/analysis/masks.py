@@ -91,7 +91,7 @@ class SyntheticMaskSource:
         prefix = f"synth_{self.settings.seed}_"
         if clip_id not in self._indices or not clip_id.startswith(prefix):
             raise MaskNotFoundError(f"{clip_id!r} is not a clip of the synthetic dataset in {self.data_dir}")
-        return int(clip_id[len(prefix):])
+        return int(clip_id[len(prefix) :])
 
     def region_tokens(self, example: Mapping[str, Any], grid: tuple[int, int]) -> RegionTokens:
         clip_id, start, frames = _window(example)
@@ -104,8 +104,10 @@ class MaskFolderSource:
     def __init__(self, folder: str | os.PathLike, hand_region: str = "hand", object_region: str = "object"):
         self.folder = Path(folder)
         if not self.folder.is_dir():
-            raise FileNotFoundError(f"mask folder {self.folder} not found (expected <CLIP>.npz, <CLIP>/<frame>.npz "
-                                    "or <CLIP>/<region>/<frame>.png under it)")
+            raise FileNotFoundError(
+                f"mask folder {self.folder} not found (expected <CLIP>.npz, <CLIP>/<frame>.npz "
+                "or <CLIP>/<region>/<frame>.png under it)"
+            )
         self.hand_region, self.object_region = hand_region, object_region
         self._cache: tuple[Path, dict[str, np.ndarray]] | None = None
 
@@ -124,8 +126,10 @@ class MaskFolderSource:
             raise ValueError(f"{path}: expected an .npz of region masks ({err})") from None
         missing = [name for name in (self.hand_region, self.object_region) if name not in arrays]
         if missing:
-            raise ValueError(f"{path}: has the arrays {sorted(arrays)}, lacks {missing} (hand/object region names "
-                             "are set with hand_region= / object_region=)")
+            raise ValueError(
+                f"{path}: has the arrays {sorted(arrays)}, lacks {missing} (hand/object region names "
+                "are set with hand_region= / object_region=)"
+            )
         return arrays
 
     def _frame_masks(self, clip_id: str, frame: int) -> tuple[np.ndarray, np.ndarray]:
@@ -157,9 +161,11 @@ class MaskFolderSource:
             arrays = self._cache[1]
             hand, obj = arrays[self.hand_region], arrays[self.object_region]
             if hand.ndim != 3 or hand.shape[0] < start + frames:
-                raise ValueError(f"{clip_file}: the masks must be [T, H, W] over the video's frames; "
-                                 f"{hand.shape} does not reach frames {start}..{start + frames - 1}")
-            hand, obj = hand[start:start + frames], obj[start:start + frames]
+                raise ValueError(
+                    f"{clip_file}: the masks must be [T, H, W] over the video's frames; "
+                    f"{hand.shape} does not reach frames {start}..{start + frames - 1}"
+                )
+            hand, obj = hand[start : start + frames], obj[start : start + frames]
         elif (self.folder / clip_id).is_dir():
             pairs = [self._frame_masks(clip_id, start + k) for k in range(frames)]
             try:
@@ -167,8 +173,10 @@ class MaskFolderSource:
             except ValueError:
                 raise ValueError(f"{self.folder / clip_id}: the frames' masks differ in size") from None
         else:
-            raise MaskNotFoundError(f"no masks of {clip_id} in {self.folder}: expected {clip_id}.npz, "
-                                    f"*/{clip_id}.npz or the folder {clip_id}/")
+            raise MaskNotFoundError(
+                f"no masks of {clip_id} in {self.folder}: expected {clip_id}.npz, "
+                f"*/{clip_id}.npz or the folder {clip_id}/"
+            )
         return region_tokens_from_masks(hand, obj, grid)
 
 

@@ -27,8 +27,14 @@ import torch
 
 LABEL_HEADS = ("action", "verb", "noun")
 PROBE_INPUTS = ("q", "p", "pq")
-ROW_LABELS = {"q": "q_1..M alone", "p": "p alone", "pq": "[p; q_1..M] (one probe)", "union": "p ∪ q_1..M",
-              "encoder": "control: the encoder's tokens, mean-pooled", "chance": "chance (most frequent train classes)"}
+ROW_LABELS = {
+    "q": "q_1..M alone",
+    "p": "p alone",
+    "pq": "[p; q_1..M] (one probe)",
+    "union": "p ∪ q_1..M",
+    "encoder": "control: the encoder's tokens, mean-pooled",
+    "chance": "chance (most frequent train classes)",
+}
 #: ``encoder``: an optional control row (a probe on the frozen video encoder's own pooled tokens, added by the caller)
 ROW_ORDER = ("q", "p", "pq", "union", "encoder", "chance")
 DEFAULT_WEIGHT_DECAYS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
@@ -73,8 +79,12 @@ class TaskBankSet:
 
     def subset(self, indices: Sequence[int] | np.ndarray) -> TaskBankSet:
         indices = np.asarray(indices, dtype=np.int64)
-        return TaskBankSet([self.clip_ids[i] for i in indices], self.global_tokens[indices],
-                           self.query_tokens[indices], {k: v[indices] for k, v in self.labels.items()})
+        return TaskBankSet(
+            [self.clip_ids[i] for i in indices],
+            self.global_tokens[indices],
+            self.query_tokens[indices],
+            {k: v[indices] for k, v in self.labels.items()},
+        )
 
 
 @dataclass
@@ -105,8 +115,9 @@ def _check_xy(features: np.ndarray, labels: np.ndarray, num_classes: int, name: 
     return features, labels.astype(np.int64)
 
 
-def fit_linear_probe(features: np.ndarray, labels: np.ndarray, num_classes: int, weight_decay: float,
-                     max_iter: int = 200) -> LinearProbe:
+def fit_linear_probe(
+    features: np.ndarray, labels: np.ndarray, num_classes: int, weight_decay: float, max_iter: int = 200
+) -> LinearProbe:
     """Multinomial logistic regression on ``features [n, D]`` -> ``labels [n]`` (see the module docstring)."""
     if weight_decay < 0:
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
@@ -117,8 +128,15 @@ def fit_linear_probe(features: np.ndarray, labels: np.ndarray, num_classes: int,
     y = torch.from_numpy(labels)
     weight = torch.zeros(x.shape[1], num_classes, dtype=torch.float64, requires_grad=True)
     bias = torch.zeros(num_classes, dtype=torch.float64, requires_grad=True)
-    optimizer = torch.optim.LBFGS([weight, bias], lr=1.0, max_iter=max_iter, tolerance_grad=1e-9,
-                                  tolerance_change=1e-12, history_size=20, line_search_fn="strong_wolfe")
+    optimizer = torch.optim.LBFGS(
+        [weight, bias],
+        lr=1.0,
+        max_iter=max_iter,
+        tolerance_grad=1e-9,
+        tolerance_change=1e-12,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
@@ -137,9 +155,15 @@ def topk_correct(scores: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     return (order == np.asarray(labels)[:, None]).any(axis=1)
 
 
-def select_weight_decay(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray,
-                        num_classes: int, weight_decays: Sequence[float] = DEFAULT_WEIGHT_DECAYS,
-                        max_iter: int = 200) -> tuple[LinearProbe, dict[float, float]]:
+def select_weight_decay(
+    train_x: np.ndarray,
+    train_y: np.ndarray,
+    val_x: np.ndarray,
+    val_y: np.ndarray,
+    num_classes: int,
+    weight_decays: Sequence[float] = DEFAULT_WEIGHT_DECAYS,
+    max_iter: int = 200,
+) -> tuple[LinearProbe, dict[float, float]]:
     """Fit one probe per weight decay on the training clips; keep the best validation top-1 (ties: the larger
     decay). Returns the kept probe and every decay's validation top-1."""
     if not weight_decays:
@@ -166,17 +190,25 @@ def _rates(correct: Mapping[int, np.ndarray], num_classes: int) -> dict[str, flo
     return {f"top{k}": (float(c.mean()) if k < num_classes else None) for k, c in correct.items()}
 
 
-def probe_head(train: TaskBankSet, validation: TaskBankSet, test: TaskBankSet, head: str,
-               weight_decays: Sequence[float] = DEFAULT_WEIGHT_DECAYS, top_k: Sequence[int] = TOP_K,
-               max_iter: int = 200) -> dict | None:
+def probe_head(
+    train: TaskBankSet,
+    validation: TaskBankSet,
+    test: TaskBankSet,
+    head: str,
+    weight_decays: Sequence[float] = DEFAULT_WEIGHT_DECAYS,
+    top_k: Sequence[int] = TOP_K,
+    max_iter: int = 200,
+) -> dict | None:
     """Every row of one label head, or None when a split has no clip labelled for it.
 
     Returns ``{"num_classes", "clips": {split: n}, "rows": {row: {"top1", "top5", ...}}}``; the probe rows also
     carry the chosen ``weight_decay`` and the ``validation_top1`` of each decay tried.
     """
     splits = {"train": train, "validation": validation, "test": test}
-    kept = {name: np.flatnonzero(s.labels.get(head, np.full(len(s.clip_ids), NO_LABEL)) != NO_LABEL)
-            for name, s in splits.items()}
+    kept = {
+        name: np.flatnonzero(s.labels.get(head, np.full(len(s.clip_ids), NO_LABEL)) != NO_LABEL)
+        for name, s in splits.items()
+    }
     if any(len(k) == 0 for k in kept.values()):
         return None
     sets = {name: splits[name].subset(kept[name]) for name in splits}
@@ -187,13 +219,22 @@ def probe_head(train: TaskBankSet, validation: TaskBankSet, test: TaskBankSet, h
     for probe_input in PROBE_INPUTS:
         if probe_input != "p" and train.num_queries == 0:
             continue  # a model without learnable queries: q (and so [p; q] = p) has no row
-        probe, tried = select_weight_decay(sets["train"].features(probe_input), y["train"],
-                                           sets["validation"].features(probe_input), y["validation"], num_classes,
-                                           weight_decays, max_iter)
+        probe, tried = select_weight_decay(
+            sets["train"].features(probe_input),
+            y["train"],
+            sets["validation"].features(probe_input),
+            y["validation"],
+            num_classes,
+            weight_decays,
+            max_iter,
+        )
         scores = probe.scores(sets["test"].features(probe_input))
         correct[probe_input] = {k: topk_correct(scores, y["test"], k) for k in top_k}
-        rows[probe_input] = {**_rates(correct[probe_input], num_classes), "weight_decay": probe.weight_decay,
-                             "validation_top1": {str(d): a for d, a in tried.items()}}
+        rows[probe_input] = {
+            **_rates(correct[probe_input], num_classes),
+            "weight_decay": probe.weight_decay,
+            "validation_top1": {str(d): a for d, a in tried.items()},
+        }
     if "p" in correct and "q" in correct:
         rows["union"] = _rates({k: correct["p"][k] | correct["q"][k] for k in top_k}, num_classes)
     ranking = most_frequent_classes(y["train"], num_classes)
@@ -201,16 +242,24 @@ def probe_head(train: TaskBankSet, validation: TaskBankSet, test: TaskBankSet, h
     return {"num_classes": num_classes, "clips": {name: len(k) for name, k in kept.items()}, "rows": rows}
 
 
-def probe_table(train: TaskBankSet, validation: TaskBankSet, test: TaskBankSet,
-                heads: Sequence[str] = LABEL_HEADS, weight_decays: Sequence[float] = DEFAULT_WEIGHT_DECAYS,
-                top_k: Sequence[int] = TOP_K, max_iter: int = 200) -> dict:
+def probe_table(
+    train: TaskBankSet,
+    validation: TaskBankSet,
+    test: TaskBankSet,
+    heads: Sequence[str] = LABEL_HEADS,
+    weight_decays: Sequence[float] = DEFAULT_WEIGHT_DECAYS,
+    top_k: Sequence[int] = TOP_K,
+    max_iter: int = 200,
+) -> dict:
     """:func:`probe_head` for every head (``None`` for heads without labels): the JSON of the probe table."""
     unknown = [h for h in heads if h not in LABEL_HEADS]
     if unknown:
         raise ValueError(f"heads must be among {LABEL_HEADS}, got {unknown}")
-    return {"top_k": list(top_k), "num_queries": train.num_queries,
-            "heads": {head: probe_head(train, validation, test, head, weight_decays, top_k, max_iter)
-                      for head in heads}}
+    return {
+        "top_k": list(top_k),
+        "num_queries": train.num_queries,
+        "heads": {head: probe_head(train, validation, test, head, weight_decays, top_k, max_iter) for head in heads},
+    }
 
 
 def probe_table_markdown(table: Mapping) -> str:
@@ -237,6 +286,19 @@ def probe_table_json(table: Mapping) -> str:
     return json.dumps(table, indent=2)
 
 
-__all__ = ["LABEL_HEADS", "PROBE_INPUTS", "ROW_LABELS", "DEFAULT_WEIGHT_DECAYS", "TaskBankSet", "LinearProbe",
-           "fit_linear_probe", "topk_correct", "select_weight_decay", "most_frequent_classes", "probe_head",
-           "probe_table", "probe_table_markdown", "probe_table_json"]
+__all__ = [
+    "LABEL_HEADS",
+    "PROBE_INPUTS",
+    "ROW_LABELS",
+    "DEFAULT_WEIGHT_DECAYS",
+    "TaskBankSet",
+    "LinearProbe",
+    "fit_linear_probe",
+    "topk_correct",
+    "select_weight_decay",
+    "most_frequent_classes",
+    "probe_head",
+    "probe_table",
+    "probe_table_markdown",
+    "probe_table_json",
+]

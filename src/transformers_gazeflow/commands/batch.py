@@ -71,8 +71,12 @@ def expand_videos(inputs: list[str]) -> tuple[list[Path], bool]:
             listed = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
             if not listed:
                 raise InputError(f"{text}: the list names no video (one path per line, # for comments)")
-            videos.extend(Path(item).expanduser() if Path(item).expanduser().is_absolute()
-                          else path.parent / Path(item).expanduser() for item in listed)
+            videos.extend(
+                Path(item).expanduser()
+                if Path(item).expanduser().is_absolute()
+                else path.parent / Path(item).expanduser()
+                for item in listed
+            )
         elif not path.exists() and _is_glob(text):
             batch = True
             found = sorted(Path(p) for p in glob.glob(os.path.expanduser(text), recursive=True) if Path(p).is_file())
@@ -115,8 +119,9 @@ def check_output_dir(path: Path, argument: str = "--output-dir") -> None:
     """``path`` must be a folder or creatable as one (no file in the way, the first existing parent writable)."""
     if path.exists():
         if not path.is_dir():
-            raise InputError(f"{argument} {path}: is an existing file, expected a folder (or a path that does not "
-                             "exist yet)")
+            raise InputError(
+                f"{argument} {path}: is an existing file, expected a folder (or a path that does not exist yet)"
+            )
         if not os.access(path, os.W_OK | os.X_OK):
             raise InputError(f"{argument} {path}: the folder is not writable")
         return
@@ -172,7 +177,7 @@ class Shard:
     local_rank: int = 0
 
     def take(self, items: list) -> list:
-        return items[self.rank::self.world]
+        return items[self.rank :: self.world]
 
 
 def shard_from_env(environ: dict[str, str] | None = None) -> Shard:
@@ -197,8 +202,9 @@ def one_line(err: BaseException) -> str:
 
     text = " ".join(str(err).split()) or type(err).__name__
     text = re.sub(r"\[Errno -?\d+\]\s*", "", text)
-    text = re.sub(r"(: [^:]*?): '([^']+)'$", lambda m: m.group(1) if m.group(2) in text[:m.start()] else m.group(0),
-                  text)
+    text = re.sub(
+        r"(: [^:]*?): '([^']+)'$", lambda m: m.group(1) if m.group(2) in text[: m.start()] else m.group(0), text
+    )
     return text
 
 
@@ -259,7 +265,25 @@ def read_index(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-__all__ = ["INDEX_NAME", "INDEX_COLUMNS", "VIDEO_SUFFIXES", "LIST_SUFFIXES", "InputError", "expand_videos",
-           "output_folders", "check_output_dir", "make_output_dir", "remove_if_empty", "finished_summary", "Shard",
-           "shard_from_env", "IndexPart", "merge_index", "read_index", "one_line", "OVERLAY_NAME", "CSV_NAME",
-           "SUMMARY_NAME"]
+__all__ = [
+    "INDEX_NAME",
+    "INDEX_COLUMNS",
+    "VIDEO_SUFFIXES",
+    "LIST_SUFFIXES",
+    "InputError",
+    "expand_videos",
+    "output_folders",
+    "check_output_dir",
+    "make_output_dir",
+    "remove_if_empty",
+    "finished_summary",
+    "Shard",
+    "shard_from_env",
+    "IndexPart",
+    "merge_index",
+    "read_index",
+    "one_line",
+    "OVERLAY_NAME",
+    "CSV_NAME",
+    "SUMMARY_NAME",
+]

@@ -26,8 +26,9 @@ from ..pipelines.egocentric_gaze import open_video_source
 from .predict import GazePredictor, PredictOptions
 
 
-def usable_frames(codes: np.ndarray, fps: float, seconds: float | None = None,
-                  start_frame: int | None = None) -> np.ndarray:
+def usable_frames(
+    codes: np.ndarray, fps: float, seconds: float | None = None, start_frame: int | None = None
+) -> np.ndarray:
     """The frames a calibration fits on: tracker gaze valid and on the frame, from ``start_frame`` (default: the
     first such frame) and, with ``seconds``, before ``start + seconds * fps``."""
     codes = np.asarray(codes)
@@ -39,18 +40,27 @@ def usable_frames(codes: np.ndarray, fps: float, seconds: float | None = None,
     return frames
 
 
-def predicted_points(predictor: GazePredictor, video: str | os.PathLike, first: int, stop: int,
-                     options: PredictOptions) -> np.ndarray:
+def predicted_points(
+    predictor: GazePredictor, video: str | os.PathLike, first: int, stop: int, options: PredictOptions
+) -> np.ndarray:
     """The model's point estimate ``[stop - first, 2]`` on frames ``[first, stop)`` of ``video``."""
     source = open_video_source(video, start_frame=first, end_frame=stop)
     chunks = predictor.pipe.stream_chunks(source, predictor.settings(options), seed=options.seed)
     return np.concatenate([chunk.points for chunk in chunks])
 
 
-def calibrate_wearer(video: str | os.PathLike, tracker: str | os.PathLike, output: str | os.PathLike,
-                     predictor: GazePredictor | None = None, model: str | None = None, device: str | None = None,
-                     seconds: float | None = None, start_frame: int | None = None, correction: str = "auto",
-                     options: PredictOptions | None = None) -> dict[str, Any]:
+def calibrate_wearer(
+    video: str | os.PathLike,
+    tracker: str | os.PathLike,
+    output: str | os.PathLike,
+    predictor: GazePredictor | None = None,
+    model: str | None = None,
+    device: str | None = None,
+    seconds: float | None = None,
+    start_frame: int | None = None,
+    correction: str = "auto",
+    options: PredictOptions | None = None,
+) -> dict[str, Any]:
     """Fit and write a wearer calibration (see the module docstring); returns what was done: the calibration, the
     frames and seconds used, and the median pixel error on them before and after."""
     started = time.perf_counter()
@@ -61,29 +71,54 @@ def calibrate_wearer(video: str | os.PathLike, tracker: str | os.PathLike, outpu
     frames = usable_frames(gaze.gaze_type, source.fps, seconds, start_frame)
     if frames.size == 0:
         since = f" from frame {start_frame}" if start_frame is not None else ""
-        raise ValueError(f"{tracker}: no usable gaze rows on the {total} frames of {video}{since} ({gaze.kind}: every "
-                         "row is missing, untracked, a blink, off the frame or outside the video's frames)")
+        raise ValueError(
+            f"{tracker}: no usable gaze rows on the {total} frames of {video}{since} ({gaze.kind}: every "
+            "row is missing, untracked, a blink, off the frame or outside the video's frames)"
+        )
     predictor = predictor or GazePredictor(model, device=device)
     points = predicted_points(predictor, video, int(frames[0]), int(frames[-1]) + 1, options)[frames - frames[0]]
     truth = gaze.gaze[frames]
     width, height = source.width, source.height
-    fitted, held_out = choose_and_fit(unit_to_pixels(points, width, height), unit_to_pixels(truth, width, height),
-                                      width, height, correction)
+    fitted, held_out = choose_and_fit(
+        unit_to_pixels(points, width, height), unit_to_pixels(truth, width, height), width, height, correction
+    )
     before = float(np.median(pixel_errors(points, truth, width, height)))
-    record = {"video": str(video), "tracker": str(tracker), "tracker_kind": gaze.kind, "frames": int(frames.size),
-              "first_frame": int(frames[0]), "last_frame": int(frames[-1]),
-              "seconds": float((frames[-1] - frames[0] + 1) / source.fps), "width": width, "height": height,
-              "held_out_median_error_px": held_out, "asked": correction}
-    calibration = WearerCalibration.from_correction(fitted, width, height, predictor.location,
-                                                    predictor.pipe.model_fingerprint, record)
+    record = {
+        "video": str(video),
+        "tracker": str(tracker),
+        "tracker_kind": gaze.kind,
+        "frames": int(frames.size),
+        "first_frame": int(frames[0]),
+        "last_frame": int(frames[-1]),
+        "seconds": float((frames[-1] - frames[0] + 1) / source.fps),
+        "width": width,
+        "height": height,
+        "held_out_median_error_px": held_out,
+        "asked": correction,
+    }
+    calibration = WearerCalibration.from_correction(
+        fitted, width, height, predictor.location, predictor.pipe.model_fingerprint, record
+    )
     after = float(np.median(pixel_errors(calibration.apply(points), truth, width, height)))
-    calibration = WearerCalibration(calibration.model, calibration.offset, calibration.scale, calibration.model_name,
-                                    calibration.model_fingerprint, {**record, "median_error_before_px": before,
-                                                                    "median_error_after_px": after})
+    calibration = WearerCalibration(
+        calibration.model,
+        calibration.offset,
+        calibration.scale,
+        calibration.model_name,
+        calibration.model_fingerprint,
+        {**record, "median_error_before_px": before, "median_error_after_px": after},
+    )
     calibration.write(output)
-    return {"calibration": calibration, "output": str(output), "frames": int(frames.size),
-            "seconds": record["seconds"], "error_before_px": before, "error_after_px": after,
-            "held_out_px": held_out, "seconds_taken": time.perf_counter() - started}
+    return {
+        "calibration": calibration,
+        "output": str(output),
+        "frames": int(frames.size),
+        "seconds": record["seconds"],
+        "error_before_px": before,
+        "error_after_px": after,
+        "held_out_px": held_out,
+        "seconds_taken": time.perf_counter() - started,
+    }
 
 
 __all__ = ["calibrate_wearer", "usable_frames", "predicted_points"]

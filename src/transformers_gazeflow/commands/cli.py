@@ -135,23 +135,28 @@ def heatmap_sigma(text: str) -> tuple[str, float]:
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(px|%)?\s*", text, flags=re.IGNORECASE)
     value = float(match.group(1)) if match else 0.0
     if not match or not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive size in pixels (25, 25px) or a percentage "
-                                         "of the frame width (3.9%)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a positive size in pixels (25, 25px) or a percentage of the frame width (3.9%)"
+        )
     return ("fraction", value / 100.0) if match.group(2) == "%" else ("px", value)
 
 
 # ------------------------------------------------------------------------------------------- shared arguments
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model and sampling")
-    group.add_argument("--model", default=None,
-                       help="model folder or Hub id (default: the bundled model, offline)")
-    group.add_argument("--num-samples", "-k", type=int, default=None,
-                       help="K sampled trajectories (default: the model config's)")
+    group.add_argument("--model", default=None, help="model folder or Hub id (default: the bundled model, offline)")
+    group.add_argument(
+        "--num-samples", "-k", type=int, default=None, help="K sampled trajectories (default: the model config's)"
+    )
     group.add_argument("--num-steps", "-s", type=int, default=None, help="S ODE steps (default: the model config's)")
     group.add_argument("--solver", choices=SOLVERS, default=None, help="ODE solver (default: the model config's)")
-    group.add_argument("--window-mode", choices=WINDOW_MODES, default=None,
-                       help="joining overlapping windows: coherent (each sample one continuous trajectory) or blend "
-                            "(the paper's linear blend of independent windows) (default: the model config's)")
+    group.add_argument(
+        "--window-mode",
+        choices=WINDOW_MODES,
+        default=None,
+        help="joining overlapping windows: coherent (each sample one continuous trajectory) or blend "
+        "(the paper's linear blend of independent windows) (default: the model config's)",
+    )
     group.add_argument("--seed", type=int, default=0, help="noise seed: the same seed gives the same samples")
 
 
@@ -159,42 +164,69 @@ def add_overlay_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("overlay video")
     group.add_argument("--no-overlay", action="store_true", help="write only gaze.csv and summary.json")
     group.add_argument("--no-heatmap", action="store_true", help="do not draw the heatmap on the overlay")
-    group.add_argument("--heatmap-sigma", type=heatmap_sigma, default=None, metavar="SIGMA",
-                       help="heatmap Gaussian sigma, in pixels (25) or %% of the frame width (3.9%%) "
-                            "(default: 3.9%% of the width, the paper's 25 px at 640 px)")
+    group.add_argument(
+        "--heatmap-sigma",
+        type=heatmap_sigma,
+        default=None,
+        metavar="SIGMA",
+        help="heatmap Gaussian sigma, in pixels (25) or %% of the frame width (3.9%%) "
+        "(default: 3.9%% of the width, the paper's 25 px at 640 px)",
+    )
     group.add_argument("--trail", type=int, default=8, help="frames in the point-estimate trail")
 
 
 def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("runtime")
-    group.add_argument("--device", default=None,
-                       help="cpu, cuda, cuda:N or mps (default: cpu; under a launcher, cuda means cuda:LOCAL_RANK)")
+    group.add_argument(
+        "--device",
+        default=None,
+        help="cpu, cuda, cuda:N or mps (default: cpu; under a launcher, cuda means cuda:LOCAL_RANK)",
+    )
     group.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
     group.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
 
 
 def _add_predict_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("video", nargs="+",
-                        help="video files, folders of videos, quoted glob patterns ('clips/*.mp4') or text files "
-                             "listing one video path per line (.txt)")
-    parser.add_argument("--output-dir", "-o", required=True,
-                        help="output folder (several videos: one subfolder per video and index.csv)")
+    parser.add_argument(
+        "video",
+        nargs="+",
+        help="video files, folders of videos, quoted glob patterns ('clips/*.mp4') or text files "
+        "listing one video path per line (.txt)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        "-o",
+        required=True,
+        help="output folder (several videos: one subfolder per video and index.csv)",
+    )
     parser.add_argument("--start-frame", type=int, default=None, help="first frame to process (default 0)")
     parser.add_argument("--end-frame", type=int, default=None, help="stop before this frame (default: the end)")
-    parser.add_argument("--resume", action="store_true",
-                        help="skip videos whose output folder already holds a finished prediction")
-    parser.add_argument("--num-processes", type=int, default=1,
-                        help="share the videos among N processes (on CPU or one GPU each with --device cuda)")
+    parser.add_argument(
+        "--resume", action="store_true", help="skip videos whose output folder already holds a finished prediction"
+    )
+    parser.add_argument(
+        "--num-processes",
+        type=int,
+        default=1,
+        help="share the videos among N processes (on CPU or one GPU each with --device cuda)",
+    )
     add_model_arguments(parser)
     add_overlay_arguments(parser)
     add_readout_arguments(parser)
     add_runtime_arguments(parser)
     group = parser.add_argument_group("speed")
-    group.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"), default="auto",
-                       help="dtype of the weights (default auto: bfloat16 on CUDA, float32 on CPU)")
-    group.add_argument("--compile", action="store_true",
-                       help="torch.compile the velocity network (on CUDA each window's sampling steps are replayed "
-                            "as a CUDA graph either way, where that is faster)")
+    group.add_argument(
+        "--dtype",
+        choices=("auto", "float32", "bfloat16", "float16"),
+        default="auto",
+        help="dtype of the weights (default auto: bfloat16 on CUDA, float32 on CPU)",
+    )
+    group.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the velocity network (on CUDA each window's sampling steps are replayed "
+        "as a CUDA graph either way, where that is faster)",
+    )
 
 
 def _add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -206,14 +238,23 @@ def _add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gazeflow", description="Egocentric gaze prediction with GazeFlow.", allow_abbrev=False,
-                     epilog="Errors: one line 'gazeflow: error: ...', exit status 2 (command line) or 1 (input); "
-                            "GAZEFLOW_DEBUG=1 shows the traceback.")
+    parser = _Parser(
+        prog="gazeflow",
+        description="Egocentric gaze prediction with GazeFlow.",
+        allow_abbrev=False,
+        epilog="Errors: one line 'gazeflow: error: ...', exit status 2 (command line) or 1 (input); "
+        "GAZEFLOW_DEBUG=1 shows the traceback.",
+    )
     parser.add_argument("--version", action=_VersionAction, help="print the versions and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS.values():
-        sub = commands.add_parser(command.name, help=command.help, description=command.description or command.help,
-                                  formatter_class=_Formatter, allow_abbrev=False)
+        sub = commands.add_parser(
+            command.name,
+            help=command.help,
+            description=command.description or command.help,
+            formatter_class=_Formatter,
+            allow_abbrev=False,
+        )
         command.add_arguments(sub)
     return parser
 
@@ -253,8 +294,11 @@ def resolve_device(name: str | None, local_rank: int = 0) -> str:
     kind, _, index = name.partition(":")
     if kind == "cuda":
         if not torch.cuda.is_available():
-            reason = (f"this torch ({torch.__version__}) was built without CUDA" if torch.version.cuda is None
-                      else "no CUDA GPU is visible (driver, CUDA_VISIBLE_DEVICES)")
+            reason = (
+                f"this torch ({torch.__version__}) was built without CUDA"
+                if torch.version.cuda is None
+                else "no CUDA GPU is visible (driver, CUDA_VISIBLE_DEVICES)"
+            )
             raise ValueError(f"--device {name}: {reason}; use --device cpu")
         count = torch.cuda.device_count()
         number = int(index) if index else local_rank % count
@@ -263,8 +307,10 @@ def resolve_device(name: str | None, local_rank: int = 0) -> str:
         return f"cuda:{number}"
     mps = getattr(torch.backends, "mps", None)
     if mps is None or not mps.is_available():
-        raise ValueError(f"--device {name}: MPS is not available here (it needs Apple silicon and a macOS build of "
-                         "torch); use --device cpu")
+        raise ValueError(
+            f"--device {name}: MPS is not available here (it needs Apple silicon and a macOS build of "
+            "torch); use --device cpu"
+        )
     return "mps"
 
 
@@ -285,19 +331,30 @@ def _predict_options(args: argparse.Namespace, quiet: bool | None = None):
     from .predict import PredictOptions
 
     kind, value = args.heatmap_sigma or (None, None)
-    return PredictOptions(num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver, seed=args.seed,
-                          window_mode=getattr(args, "window_mode", None),
-                          start_frame=getattr(args, "start_frame", None), end_frame=getattr(args, "end_frame", None),
-                          trail=args.trail, heatmap=not args.no_heatmap,
-                          heatmap_sigma_px=value if kind == "px" else None,
-                          heatmap_sigma_fraction=value if kind == "fraction" else None, overlay=not args.no_overlay,
-                          quiet=args.quiet if quiet is None else quiet, **readout_options(args))
+    return PredictOptions(
+        num_samples=args.num_samples,
+        num_steps=args.num_steps,
+        solver=args.solver,
+        seed=args.seed,
+        window_mode=getattr(args, "window_mode", None),
+        start_frame=getattr(args, "start_frame", None),
+        end_frame=getattr(args, "end_frame", None),
+        trail=args.trail,
+        heatmap=not args.no_heatmap,
+        heatmap_sigma_px=value if kind == "px" else None,
+        heatmap_sigma_fraction=value if kind == "fraction" else None,
+        overlay=not args.no_overlay,
+        quiet=args.quiet if quiet is None else quiet,
+        **readout_options(args),
+    )
 
 
 def _report(summary: dict[str, Any]) -> None:
     timings = summary["timings"]
-    print(f"gazeflow: {summary['frames']} frames of {summary['video']} in {timings['predict_s']:.1f} s "
-          f"({timings['ms_per_frame']:.1f} ms/frame) -> {Path(summary['outputs']['csv']).parent}")
+    print(
+        f"gazeflow: {summary['frames']} frames of {summary['video']} in {timings['predict_s']:.1f} s "
+        f"({timings['ms_per_frame']:.1f} ms/frame) -> {Path(summary['outputs']['csv']).parent}"
+    )
 
 
 # ------------------------------------------------------------------------------------------- predict
@@ -312,8 +369,10 @@ def run_predict(args: argparse.Namespace) -> int:
     shard = shard_from_env()
     if args.num_processes > 1 and not worker:
         if shard.world > 1:
-            raise UsageError(f"--num-processes {args.num_processes}: this process is already one of "
-                             f"{shard.world} (RANK/WORLD_SIZE are set by a launcher); use one or the other")
+            raise UsageError(
+                f"--num-processes {args.num_processes}: this process is already one of "
+                f"{shard.world} (RANK/WORLD_SIZE are set by a launcher); use one or the other"
+            )
         expand_videos(args.video)  # bad inputs and a bad model folder fail once, here, not in every process
         resolve_model(args.model)
         return _spawn_workers(args, output_dir)
@@ -335,11 +394,23 @@ def run_predict(args: argparse.Namespace) -> int:
         return 0
     from .predict import run_batch
 
-    jobs = shard.take([(order, video, folder) for order, (video, folder)
-                       in enumerate(zip(videos, output_folders(videos, output_dir)))])
-    rows, index = run_batch(jobs, output_dir, _predict_options(args, quiet=args.quiet or shard.world > 1),
-                            model=args.model, device=device, shard=shard, resume=args.resume, dtype=args.dtype,
-                            compile=args.compile)
+    jobs = shard.take(
+        [
+            (order, video, folder)
+            for order, (video, folder) in enumerate(zip(videos, output_folders(videos, output_dir)))
+        ]
+    )
+    rows, index = run_batch(
+        jobs,
+        output_dir,
+        _predict_options(args, quiet=args.quiet or shard.world > 1),
+        model=args.model,
+        device=device,
+        shard=shard,
+        resume=args.resume,
+        dtype=args.dtype,
+        compile=args.compile,
+    )
     if worker:  # the process that started this one reports
         return EXIT_INPUT if any(row["status"] == "failed" for row in rows) else 0
     return _batch_status(rows, index, output_dir, shard.world)
@@ -353,14 +424,19 @@ def _batch_status(rows: list[dict], index: Path | None, output_dir: Path, world:
     where = index if index is not None else output_dir / INDEX_NAME
     videos = f"{len(rows)} video{'' if len(rows) == 1 else 's'}"
     if index is not None or world == 1:
-        print(f"gazeflow: {videos}: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} "
-              f"failed -> {where}")
+        print(
+            f"gazeflow: {videos}: {counts['ok']} ok, {counts['skipped']} skipped, {counts['failed']} failed -> {where}"
+        )
     else:
-        print(f"gazeflow: {videos} in this process: {counts['ok']} ok, {counts['skipped']} skipped, "
-              f"{counts['failed']} failed ({where} is written by the last process to finish)")
+        print(
+            f"gazeflow: {videos} in this process: {counts['ok']} ok, {counts['skipped']} skipped, "
+            f"{counts['failed']} failed ({where} is written by the last process to finish)"
+        )
     if counts["failed"]:
-        print(f"gazeflow: error: {counts['failed']} of {len(rows)} videos failed (their errors are in {where})",
-              file=sys.stderr)
+        print(
+            f"gazeflow: error: {counts['failed']} of {len(rows)} videos failed (their errors are in {where})",
+            file=sys.stderr,
+        )
         return EXIT_INPUT
     return 0
 
@@ -409,25 +485,40 @@ def run_demo_command(args: argparse.Namespace) -> int:
     device = _prepare_runtime(args)
     from .demo import run_demo
 
-    summary = run_demo(output_dir, num_frames=args.frames, model=args.model, device=device,
-                       options=_predict_options(args))
+    summary = run_demo(
+        output_dir, num_frames=args.frames, model=args.model, device=device, options=_predict_options(args)
+    )
     _report(summary)
     demo = summary["demo"]
     if demo["frames_scored"]:
-        print(f"gazeflow: demo: point estimate {demo['point_estimate_error']:.3f} from the true gaze on average, "
-              f"frame centre {demo['frame_centre_error']:.3f} (unit coordinates, {demo['frames_scored']} frames with "
-              "a valid on-frame true gaze)")
+        print(
+            f"gazeflow: demo: point estimate {demo['point_estimate_error']:.3f} from the true gaze on average, "
+            f"frame centre {demo['frame_centre_error']:.3f} (unit coordinates, {demo['frames_scored']} frames with "
+            "a valid on-frame true gaze)"
+        )
     return 0
 
 
-register_command(Command(
-    "predict", "predict gaze on videos", _add_predict_arguments, run_predict,
-    description="Predict gaze on one or many videos: overlay.mp4, gaze.csv and summary.json per video (and "
-                "index.csv for several)."))
-register_command(Command(
-    "demo", "run the bundled model on a generated clip with known gaze", _add_demo_arguments, run_demo_command,
-    description="Render a synthetic egocentric clip with known gaze, predict on it, draw the true gaze beside the "
-                "prediction and score the point estimate against it."))
+register_command(
+    Command(
+        "predict",
+        "predict gaze on videos",
+        _add_predict_arguments,
+        run_predict,
+        description="Predict gaze on one or many videos: overlay.mp4, gaze.csv and summary.json per video (and "
+        "index.csv for several).",
+    )
+)
+register_command(
+    Command(
+        "demo",
+        "run the bundled model on a generated clip with known gaze",
+        _add_demo_arguments,
+        run_demo_command,
+        description="Render a synthetic egocentric clip with known gaze, predict on it, draw the true gaze beside the "
+        "prediction and score the point estimate against it.",
+    )
+)
 
 
 # ------------------------------------------------------------------------------------------- stream
@@ -454,10 +545,24 @@ def _run_export_streamer(args: argparse.Namespace) -> int:
     return run_export_streamer(args)
 
 
-register_command(Command("stream", STREAM_HELP, partial(add_stream_arguments, solvers=SOLVERS), _run_stream,
-                         description=STREAM_DESCRIPTION))
-register_command(Command("export-streamer", EXPORT_HELP, partial(add_export_arguments, solvers=SOLVERS),
-                         _run_export_streamer, description=EXPORT_DESCRIPTION))
+register_command(
+    Command(
+        "stream",
+        STREAM_HELP,
+        partial(add_stream_arguments, solvers=SOLVERS),
+        _run_stream,
+        description=STREAM_DESCRIPTION,
+    )
+)
+register_command(
+    Command(
+        "export-streamer",
+        EXPORT_HELP,
+        partial(add_export_arguments, solvers=SOLVERS),
+        _run_export_streamer,
+        description=EXPORT_DESCRIPTION,
+    )
+)
 
 
 # ------------------------------------------------------------------------------------------- calibrate
@@ -480,24 +585,45 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate_wearer
     from .predict import PredictOptions
 
-    options = PredictOptions(num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver,
-                             window_mode=args.window_mode, seed=args.seed)
-    done = calibrate_wearer(args.video, args.gaze, args.output, model=args.model, device=device,
-                            seconds=args.seconds, start_frame=args.start_frame, correction=args.correction,
-                            options=options)
+    options = PredictOptions(
+        num_samples=args.num_samples,
+        num_steps=args.num_steps,
+        solver=args.solver,
+        window_mode=args.window_mode,
+        seed=args.seed,
+    )
+    done = calibrate_wearer(
+        args.video,
+        args.gaze,
+        args.output,
+        model=args.model,
+        device=device,
+        seconds=args.seconds,
+        start_frame=args.start_frame,
+        correction=args.correction,
+        options=options,
+    )
     fit = done["calibration"]
     scale = "" if fit.model == "offset" else f", scale ({fit.scale[0]:.3f}, {fit.scale[1]:.3f})"
-    print(f"gazeflow: {fit.model} from {done['frames']} frames ({done['seconds']:.1f} s) of {args.gaze}: offset "
-          f"({fit.offset[0]:+.4f}, {fit.offset[1]:+.4f}) of the frame{scale}; median error on them "
-          f"{done['error_before_px']:.1f} px -> {done['error_after_px']:.1f} px -> {args.output}")
+    print(
+        f"gazeflow: {fit.model} from {done['frames']} frames ({done['seconds']:.1f} s) of {args.gaze}: offset "
+        f"({fit.offset[0]:+.4f}, {fit.offset[1]:+.4f}) of the frame{scale}; median error on them "
+        f"{done['error_before_px']:.1f} px -> {done['error_after_px']:.1f} px -> {args.output}"
+    )
     return 0
 
 
-register_command(Command(
-    "calibrate", "fit a wearer's correction from a few seconds of eye-tracker gaze", _add_calibrate_arguments,
-    run_calibrate, description="Fit a per-wearer correction (offset, or offset and scale) of the model's gaze from "
-                               "the wearer's eye-tracker gaze on a video; apply it with 'gazeflow predict "
-                               "--calibration'."))
+register_command(
+    Command(
+        "calibrate",
+        "fit a wearer's correction from a few seconds of eye-tracker gaze",
+        _add_calibrate_arguments,
+        run_calibrate,
+        description="Fit a per-wearer correction (offset, or offset and scale) of the model's gaze from "
+        "the wearer's eye-tracker gaze on a video; apply it with 'gazeflow predict "
+        "--calibration'.",
+    )
+)
 
 
 # ------------------------------------------------------------------------------------------- app
@@ -516,8 +642,15 @@ def run_app(args: argparse.Namespace) -> int:
     return serve(model=args.model, host=args.host, port=args.port, share=args.share)
 
 
-register_command(Command("app", "serve the web demo (needs the [app] extra: gradio)", _add_app_arguments, run_app,
-                         description="Serve the GazeFlow web demo (a Gradio page over the egocentric-gaze pipeline)."))
+register_command(
+    Command(
+        "app",
+        "serve the web demo (needs the [app] extra: gradio)",
+        _add_app_arguments,
+        run_app,
+        description="Serve the GazeFlow web demo (a Gradio page over the egocentric-gaze pipeline).",
+    )
+)
 
 
 # ------------------------------------------------------------------------------------------- main

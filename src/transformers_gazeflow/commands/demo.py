@@ -37,8 +37,15 @@ def demo_clip(num_frames: int = 96):
     from ..data.synthetic import SyntheticGazeSettings, generate_clip
 
     width, height = DEMO_CLIP_SIZE
-    settings = SyntheticGazeSettings(num_clips=1, min_frames=num_frames, max_frames=num_frames, width=width,
-                                     height=height, fps=DEMO_CLIP_FPS, seed=DEMO_CLIP_SEED)
+    settings = SyntheticGazeSettings(
+        num_clips=1,
+        min_frames=num_frames,
+        max_frames=num_frames,
+        width=width,
+        height=height,
+        fps=DEMO_CLIP_FPS,
+        seed=DEMO_CLIP_SEED,
+    )
     clip = generate_clip(settings, 0)
     return clip, GroundTruth(gaze=np.asarray(clip.gaze.gaze, np.float64), codes=np.asarray(clip.gaze.gaze_type))
 
@@ -55,14 +62,22 @@ def score_points(frames: np.ndarray, points: np.ndarray, truth: GroundTruth) -> 
     codes = np.asarray(truth.codes)[frames[known & ~scored]]
     left_out = {GAZE_TYPE_NAMES[code]: int(np.sum(codes == code)) for code in np.unique(codes)}
     if not scored.any():
-        return {"frames_scored": 0, "frames_left_out": left_out, "point_estimate_error": None,
-                "frame_centre_error": None}
+        return {
+            "frames_scored": 0,
+            "frames_left_out": left_out,
+            "point_estimate_error": None,
+            "frame_centre_error": None,
+        }
     true_gaze = np.asarray(truth.gaze, np.float64)[frames[scored]]
     model_error = float(np.linalg.norm(points[scored] - true_gaze, axis=1).mean())
     centre_error = float(np.linalg.norm(true_gaze - 0.5, axis=1).mean())
-    return {"frames_scored": int(scored.sum()), "frames_left_out": left_out,
-            "scored_frames": "true gaze valid and on the frame (not untracked, blink/other or off-frame)",
-            "point_estimate_error": round(model_error, 4), "frame_centre_error": round(centre_error, 4)}
+    return {
+        "frames_scored": int(scored.sum()),
+        "frames_left_out": left_out,
+        "scored_frames": "true gaze valid and on the frame (not untracked, blink/other or off-frame)",
+        "point_estimate_error": round(model_error, 4),
+        "frame_centre_error": round(centre_error, 4),
+    }
 
 
 def demo_scores(csv_path: Path, truth: GroundTruth) -> dict[str, Any]:
@@ -74,8 +89,13 @@ def demo_scores(csv_path: Path, truth: GroundTruth) -> dict[str, Any]:
     return score_points(frames, points, truth)
 
 
-def run_demo(output_dir: str | os.PathLike, num_frames: int = 96, model: str | os.PathLike | None = None,
-             device: str | None = None, options: PredictOptions | None = None) -> dict[str, Any]:
+def run_demo(
+    output_dir: str | os.PathLike,
+    num_frames: int = 96,
+    model: str | os.PathLike | None = None,
+    device: str | None = None,
+    options: PredictOptions | None = None,
+) -> dict[str, Any]:
     """Render the demo clip, predict on it and score the point estimate against the true gaze; returns the summary.
 
     The model is loaded before anything is written; if the run fails, what it wrote is removed."""
@@ -101,5 +121,13 @@ def run_demo(output_dir: str | os.PathLike, num_frames: int = 96, model: str | o
             remove_if_empty(created)
 
 
-__all__ = ["DEMO_VIDEO_NAME", "DEMO_CLIP_SIZE", "DEMO_CLIP_FPS", "DEMO_CLIP_SEED", "demo_clip", "score_points",
-           "demo_scores", "run_demo"]
+__all__ = [
+    "DEMO_VIDEO_NAME",
+    "DEMO_CLIP_SIZE",
+    "DEMO_CLIP_FPS",
+    "DEMO_CLIP_SEED",
+    "demo_clip",
+    "score_points",
+    "demo_scores",
+    "run_demo",
+]

@@ -127,7 +127,8 @@ STAGES_MEASURED = (
     "for frames (decoding was the bottleneck for that long); preprocess, encode, sample: on CUDA the time between "
     "CUDA events recorded around each stage on the stream without waiting (read once at the end), elsewhere the "
     "stage's wall time; write: gaze.csv and handing frames to the overlay thread; stream: the whole stream's wall "
-    "time. Stages overlap, so they do not add up to predict_s")
+    "time. Stages overlap, so they do not add up to predict_s"
+)
 """How ``summary.json``'s ``timings.stages_s`` are measured (written next to them)."""
 
 HEATMAP_BOX_SIGMAS = 3.5
@@ -135,9 +136,16 @@ HEATMAP_BOX_SIGMAS = 3.5
 the map's peak below which the overlay draws nothing (``outputs.overlay.HEATMAP_CUTOFF``)."""
 
 
-def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: np.ndarray, point: np.ndarray,
-                         sigma_px: float, heatmap: bool = True, truth: np.ndarray | None = None,
-                         region_px: float | None = None) -> np.ndarray:
+def render_overlay_frame(
+    renderer: OverlayRenderer,
+    frame: np.ndarray,
+    samples: np.ndarray,
+    point: np.ndarray,
+    sigma_px: float,
+    heatmap: bool = True,
+    truth: np.ndarray | None = None,
+    region_px: float | None = None,
+) -> np.ndarray:
     """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates;
     ``region_px``: the radius of the uncertainty region to outline (None: none)."""
     from ..metrics.heatmaps import render_heatmaps  # the project's one trajectory -> map renderer
@@ -154,8 +162,15 @@ def render_overlay_frame(renderer: OverlayRenderer, frame: np.ndarray, samples: 
         if x1 > x0 and y1 > y0:  # the box's own unit coordinates: the same Gaussians at the same pixel centres
             inside = (samples_px - [x0, y0]) / [x1 - x0, y1 - y0]
             maps, origin = render_heatmaps(inside[:, None], x1 - x0, y1 - y0, sigma=sigma_px)[0].numpy(), (x0, y0)
-    return renderer.render(frame, samples_px, unit_to_pixels(point, width, height), maps, truth_px,
-                           heatmap_origin=origin, region_px=region_px)
+    return renderer.render(
+        frame,
+        samples_px,
+        unit_to_pixels(point, width, height),
+        maps,
+        truth_px,
+        heatmap_origin=origin,
+        region_px=region_px,
+    )
 
 
 def describe_sigma(options: PredictOptions) -> str:
@@ -176,12 +191,19 @@ def _progress(total: int | None, quiet: bool, description: str):
 class GazePredictor:
     """A GazeFlow model loaded once for inference (``model``: a folder or Hub id; None: the bundled default)."""
 
-    def __init__(self, model: str | os.PathLike | None = None, device: str | None = None, dtype: str = "auto",
-                 compile: bool = False, **pipeline_options: Any) -> None:
+    def __init__(
+        self,
+        model: str | os.PathLike | None = None,
+        device: str | None = None,
+        dtype: str = "auto",
+        compile: bool = False,
+        **pipeline_options: Any,
+    ) -> None:
         started = time.perf_counter()
         self.location = resolve_model(model)
-        self.pipe = GazeFlowPipeline(model=load_model(self.location), device=device, dtype=dtype, compile=compile,
-                                     **pipeline_options)
+        self.pipe = GazeFlowPipeline(
+            model=load_model(self.location), device=device, dtype=dtype, compile=compile, **pipeline_options
+        )
         self.load_s = time.perf_counter() - started
 
     @classmethod
@@ -206,24 +228,46 @@ class GazePredictor:
         calibration.check_model(self.pipe.model_fingerprint, self.location, where=where)
         return calibration
 
-    def _readout_files(self, source, settings: SamplingSettings, options: PredictOptions, paths: dict[str, Path],
-                       truth: GroundTruth | None) -> ReadoutFiles:
+    def _readout_files(
+        self,
+        source,
+        settings: SamplingSettings,
+        options: PredictOptions,
+        paths: dict[str, Path],
+        truth: GroundTruth | None,
+    ) -> ReadoutFiles:
         region = load_region_calibration(self.location)
-        return ReadoutFiles(paths["csv"], paths["csv"].parent, source.video_id, source.width, source.height,
-                            source.fps, settings.num_samples, (options.camera or FieldOfView()).for_frame(
-                                source.width, source.height), options.events,
-                            None if region is None else region["scale"], prefix="partial.",
-                            true_gaze=None if truth is None else truth.gaze,
-                            true_codes=None if truth is None else truth.codes)
+        return ReadoutFiles(
+            paths["csv"],
+            paths["csv"].parent,
+            source.video_id,
+            source.width,
+            source.height,
+            source.fps,
+            settings.num_samples,
+            (options.camera or FieldOfView()).for_frame(source.width, source.height),
+            options.events,
+            None if region is None else region["scale"],
+            prefix="partial.",
+            true_gaze=None if truth is None else truth.gaze,
+            true_codes=None if truth is None else truth.codes,
+        )
 
     def settings(self, options: PredictOptions) -> SamplingSettings:
         """The run's sampling settings: the options' K, S, solver and window mode over the model's defaults,
         resolved once here and passed down."""
-        return SamplingSettings.resolve(self.config, options.num_samples, options.num_steps, options.solver,
-                                        options.window_mode)
+        return SamplingSettings.resolve(
+            self.config, options.num_samples, options.num_steps, options.solver, options.window_mode
+        )
 
-    def predict(self, video: str | os.PathLike, output_dir: str | os.PathLike, options: PredictOptions,
-                truth: GroundTruth | None = None, on_chunk: ChunkCallback | None = None) -> dict[str, Any]:
+    def predict(
+        self,
+        video: str | os.PathLike,
+        output_dir: str | os.PathLike,
+        options: PredictOptions,
+        truth: GroundTruth | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> dict[str, Any]:
         """Predict gaze on ``video`` and write overlay/CSV/summary into ``output_dir``; returns the summary.
         ``on_chunk(chunk, frames_done, frames_total)`` is called after each chunk's rows are written (raise to
         stop)."""
@@ -233,9 +277,14 @@ class GazePredictor:
         calibration = self.wearer_calibration(options)  # a calibration of another model: before anything is written
         out_dir = Path(output_dir)
         created = make_output_dir(out_dir)
-        final = {"overlay": out_dir / OVERLAY_NAME, "csv": out_dir / CSV_NAME, "summary": out_dir / SUMMARY_NAME,
-                 "fixations": out_dir / FIXATIONS_NAME, "saccades": out_dir / SACCADES_NAME,
-                 "scanpaths": out_dir / SCANPATHS_NAME}
+        final = {
+            "overlay": out_dir / OVERLAY_NAME,
+            "csv": out_dir / CSV_NAME,
+            "summary": out_dir / SUMMARY_NAME,
+            "fixations": out_dir / FIXATIONS_NAME,
+            "saccades": out_dir / SACCADES_NAME,
+            "scanpaths": out_dir / SCANPATHS_NAME,
+        }
         # the streamed files; summary.json is written whole by write_summary
         partial = {key: path.with_name(f"partial.{path.name}") for key, path in final.items() if key != "summary"}
         finished = False
@@ -266,18 +315,29 @@ class GazePredictor:
             if not finished:
                 remove_if_empty(created)
 
-    def _stream(self, source: VideoSource, settings: SamplingSettings, options: PredictOptions,
-                partial: dict[str, Path], writer: OverlayVideoWriter | None, truth: GroundTruth | None,
-                calibration: WearerCalibration | None, on_chunk: ChunkCallback | None,
-                totals: StreamedTotals) -> None:
+    def _stream(
+        self,
+        source: VideoSource,
+        settings: SamplingSettings,
+        options: PredictOptions,
+        partial: dict[str, Path],
+        writer: OverlayVideoWriter | None,
+        truth: GroundTruth | None,
+        calibration: WearerCalibration | None,
+        on_chunk: ChunkCallback | None,
+        totals: StreamedTotals,
+    ) -> None:
         """Stream the video through the model chunk by chunk (corrected by the wearer ``calibration``): its rows and
         readouts into the ``partial`` files, its frames (with the true gaze where it is scored and the 90% region)
         to the overlay ``writer``, then ``on_chunk``; adding up ``totals``."""
         scored = truth.scored() if truth is not None else None
-        with self._readout_files(source, settings, options, partial, truth) as csv_writer, \
-                _progress(source.expected_frames, options.quiet, source.video_id) as bar:
-            for chunk in self.pipe.stream_chunks(source, settings, seed=options.seed,
-                                                 keep_frames=writer is not None, clock=totals.clock):
+        with (
+            self._readout_files(source, settings, options, partial, truth) as csv_writer,
+            _progress(source.expected_frames, options.quiet, source.video_id) as bar,
+        ):
+            for chunk in self.pipe.stream_chunks(
+                source, settings, seed=options.seed, keep_frames=writer is not None, clock=totals.clock
+            ):
                 writing = time.perf_counter()
                 chunk = corrected_chunk(chunk, calibration)
                 first = source.start_frame + chunk.start
@@ -289,36 +349,57 @@ class GazePredictor:
                 if writer is not None:
                     for offset, frame in enumerate(chunk.frames):
                         index = first + offset
-                        shown = (truth.gaze[index] if scored is not None and index < len(scored) and scored[index]
-                                 else None)
+                        shown = (
+                            truth.gaze[index] if scored is not None and index < len(scored) and scored[index] else None
+                        )
                         writer.write((frame, chunk.trajectories[:, offset], points[offset], shown, region90[offset]))
                 totals.write_s += time.perf_counter() - writing
                 if on_chunk is not None:
                     on_chunk(chunk, totals.frames, source.expected_frames or totals.frames)
             totals.readouts = csv_writer.close()
 
-    def summary(self, source: VideoSource, settings: SamplingSettings, options: PredictOptions, sigma: float,
-                streamed: StreamedTotals, calibration: WearerCalibration | None, outputs: dict[str, str],
-                predict_s: float) -> dict[str, Any]:
+    def summary(
+        self,
+        source: VideoSource,
+        settings: SamplingSettings,
+        options: PredictOptions,
+        sigma: float,
+        streamed: StreamedTotals,
+        calibration: WearerCalibration | None,
+        outputs: dict[str, str],
+        predict_s: float,
+    ) -> dict[str, Any]:
         """``summary.json`` of one prediction: video, model, sampling settings, frames, the mean point estimate,
         the heatmap, the readouts (:func:`readout_summary`), the output files and the timings (with each stage's,
         :data:`STAGES_MEASURED`)."""
         frames = max(streamed.frames, 1)
         return {
-            "video": source.name, "video_id": source.video_id, "model": self.location,
-            **settings.to_dict(), "seed": options.seed, "device": str(self.pipe.device),
+            "video": source.name,
+            "video_id": source.video_id,
+            "model": self.location,
+            **settings.to_dict(),
+            "seed": options.seed,
+            "device": str(self.pipe.device),
             "dtype": str(self.pipe.inference_dtype).removeprefix("torch."),
-            "fps": source.fps, "width": source.width, "height": source.height,
-            "start_frame": source.start_frame, "frames": streamed.frames,
+            "fps": source.fps,
+            "width": source.width,
+            "height": source.height,
+            "start_frame": source.start_frame,
+            "frames": streamed.frames,
             "point_estimate": "per-frame mean of the K samples",
             "mean_point_norm": (streamed.point_sum / frames).tolist(),
-            "heatmap": bool(options.overlay and options.heatmap), "heatmap_sigma_px": round(sigma, 3),
+            "heatmap": bool(options.overlay and options.heatmap),
+            "heatmap_sigma_px": round(sigma, 3),
             "heatmap_sigma": describe_sigma(options),
-            **readout_summary(streamed.readouts, options, calibration), "outputs": outputs,
-            "timings": {"load_s": round(self.load_s, 3), "predict_s": round(predict_s, 3),
-                        "ms_per_frame": round(1000.0 * predict_s / frames, 2),
-                        "stages_s": {**streamed.clock.totals(), "write": round(streamed.write_s, 4)},
-                        "stages_measured": STAGES_MEASURED},
+            **readout_summary(streamed.readouts, options, calibration),
+            "outputs": outputs,
+            "timings": {
+                "load_s": round(self.load_s, 3),
+                "predict_s": round(predict_s, 3),
+                "ms_per_frame": round(1000.0 * predict_s / frames, 2),
+                "stages_s": {**streamed.clock.totals(), "write": round(streamed.write_s, 4)},
+                "stages_measured": STAGES_MEASURED,
+            },
         }
 
 
@@ -340,8 +421,16 @@ def _overlay_writer(path: Path, source: VideoSource, options: PredictOptions, si
 
     def draw(item: tuple) -> np.ndarray:
         frame, samples, point, shown, region = item
-        return render_overlay_frame(renderer, frame, samples, point, sigma, heatmap=options.heatmap, truth=shown,
-                                    region_px=region if options.region else None)
+        return render_overlay_frame(
+            renderer,
+            frame,
+            samples,
+            point,
+            sigma,
+            heatmap=options.heatmap,
+            truth=shown,
+            region_px=region if options.region else None,
+        )
 
     return OverlayVideoWriter(path, fps=source.fps, render=draw, even_size=options.even_size)
 
@@ -354,24 +443,39 @@ def corrected_chunk(chunk: GazeChunk, calibration: WearerCalibration | None) -> 
     return replace(chunk, trajectories=corrected, points=corrected.mean(axis=0))
 
 
-def readout_summary(readouts: dict[str, Any], options: PredictOptions,
-                    calibration: WearerCalibration | None) -> dict[str, Any]:
+def readout_summary(
+    readouts: dict[str, Any], options: PredictOptions, calibration: WearerCalibration | None
+) -> dict[str, Any]:
     """What ``summary.json`` says of the readouts: the camera (and whether it was given), the event labeller, the
     region scale, event counts, the mean 90% spread, and the wearer calibration applied."""
-    applied = None if calibration is None else {
-        "file": None if isinstance(options.calibration, WearerCalibration) else str(options.calibration),
-        "correction": calibration.model, "offset": list(calibration.offset), "scale": list(calibration.scale)}
+    applied = (
+        None
+        if calibration is None
+        else {
+            "file": None if isinstance(options.calibration, WearerCalibration) else str(options.calibration),
+            "correction": calibration.model,
+            "offset": list(calibration.offset),
+            "scale": list(calibration.scale),
+        }
+    )
     return {**readouts, "camera_given": options.camera is not None, "wearer_calibration": applied}
 
 
-def _index_row(video: Path, folder: Path, status: str, summary: dict | None = None, seconds: float | None = None,
-               error: str = "") -> dict[str, Any]:
+def _index_row(
+    video: Path, folder: Path, status: str, summary: dict | None = None, seconds: float | None = None, error: str = ""
+) -> dict[str, Any]:
     summary = summary or {}
     if seconds is None:
         seconds = summary.get("timings", {}).get("predict_s", "")
-    return {"video": str(video), "output_dir": str(folder), "frames": summary.get("frames", ""),
-            "fps": summary.get("fps", ""), "seconds": "" if seconds == "" else round(float(seconds), 3),
-            "status": status, "error": error}
+    return {
+        "video": str(video),
+        "output_dir": str(folder),
+        "frames": summary.get("frames", ""),
+        "fps": summary.get("fps", ""),
+        "seconds": "" if seconds == "" else round(float(seconds), 3),
+        "status": status,
+        "error": error,
+    }
 
 
 def is_video_error(err: BaseException) -> bool:
@@ -382,10 +486,18 @@ def is_video_error(err: BaseException) -> bool:
     return isinstance(err, (VideoDecodeError, ValueError, OSError))
 
 
-def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: PredictOptions,
-              model: str | os.PathLike | None = None, device: str | None = None, shard: Shard | None = None,
-              resume: bool = False, say=print, dtype: str = "auto",
-              compile: bool = False) -> tuple[list[dict[str, Any]], Path | None]:
+def run_batch(
+    jobs: list[tuple[int, Path, Path]],
+    output_dir: Path,
+    options: PredictOptions,
+    model: str | os.PathLike | None = None,
+    device: str | None = None,
+    shard: Shard | None = None,
+    resume: bool = False,
+    say=print,
+    dtype: str = "auto",
+    compile: bool = False,
+) -> tuple[list[dict[str, Any]], Path | None]:
     """Predict each ``(order, video, folder)`` of this process's share; a video that fails is recorded and the run
     goes on. With ``resume``, a video whose folder already holds its finished prediction is skipped. The model is
     loaded once, and only when some video needs it (a model that cannot be loaded stops the run before anything is
@@ -410,8 +522,9 @@ def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: Pre
         except Exception as err:
             if not is_video_error(err):
                 raise
-            part.add(order, _index_row(video, folder, "failed", seconds=time.perf_counter() - started,
-                                       error=one_line(err)))
+            part.add(
+                order, _index_row(video, folder, "failed", seconds=time.perf_counter() - started, error=one_line(err))
+            )
             say(f"gazeflow: {count}: failed: {one_line(err)}")
             continue
         part.add(order, _index_row(video, folder, "ok", summary))
@@ -419,12 +532,29 @@ def run_batch(jobs: list[tuple[int, Path, Path]], output_dir: Path, options: Pre
     return part.rows, part.finish()
 
 
-def predict_video(video: str | os.PathLike, output_dir: str | os.PathLike, model: str | None = None,
-                  device: str | None = None, dtype: str = "auto", **options: Any) -> dict[str, Any]:
+def predict_video(
+    video: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    model: str | None = None,
+    device: str | None = None,
+    dtype: str = "auto",
+    **options: Any,
+) -> dict[str, Any]:
     """Load a model and predict one video into ``output_dir`` (``options``: the fields of :class:`PredictOptions`).
     Returns the summary."""
     return GazePredictor(model, device=device, dtype=dtype).predict(video, output_dir, PredictOptions(**options))
 
 
-__all__ = ["OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "PredictOptions", "GroundTruth", "GazePredictor", "RunCancelled",
-           "predict_video", "run_batch", "is_video_error", "render_overlay_frame"]
+__all__ = [
+    "OVERLAY_NAME",
+    "CSV_NAME",
+    "SUMMARY_NAME",
+    "PredictOptions",
+    "GroundTruth",
+    "GazePredictor",
+    "RunCancelled",
+    "predict_video",
+    "run_batch",
+    "is_video_error",
+    "render_overlay_frame",
+]

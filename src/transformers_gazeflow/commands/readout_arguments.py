@@ -36,8 +36,10 @@ def field_of_view(text: str) -> tuple[float, float | None]:
     except ValueError:
         values = []
     if len(values) not in (1, 2) or len(parts) != len(values) or not all(0 < v < 180 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a field of view in degrees, horizontal or "
-                                         "horizontal,vertical, each in (0, 180) (e.g. 90 or 90,60)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a field of view in degrees, horizontal or "
+            "horizontal,vertical, each in (0, 180) (e.g. 90 or 90,60)"
+        )
     return values[0], (values[1] if len(values) == 2 else None)
 
 
@@ -48,12 +50,18 @@ def _checked_intrinsics(values: dict[str, Any], where: str) -> dict[str, float]:
             if values.get(key) is not None:
                 found[key] = int(values[key])
     except (KeyError, TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f"{where}: expected fx, fy, cx, cy in pixels (numbers) and optionally "
-                                         "width, height (integers)") from None
-    if found["fx"] <= 0 or found["fy"] <= 0 or ("width" in found) != ("height" in found) or any(
-            found.get(key, 1) < 1 for key in ("width", "height")):
-        raise argparse.ArgumentTypeError(f"{where}: the focal lengths fx, fy must be positive and a frame size "
-                                         "gives both width and height >= 1")
+        raise argparse.ArgumentTypeError(
+            f"{where}: expected fx, fy, cx, cy in pixels (numbers) and optionally width, height (integers)"
+        ) from None
+    if (
+        found["fx"] <= 0
+        or found["fy"] <= 0
+        or ("width" in found) != ("height" in found)
+        or any(found.get(key, 1) < 1 for key in ("width", "height"))
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{where}: the focal lengths fx, fy must be positive and a frame size gives both width and height >= 1"
+        )
     return found
 
 
@@ -89,46 +97,95 @@ def _positive(kind: type, meaning: str):
 
 def add_camera_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("degrees (a pinhole camera)").add_mutually_exclusive_group()
-    group.add_argument("--fov", type=field_of_view, default=None, metavar="H[,V]",
-                       help="the camera's field of view in degrees, horizontal[,vertical] (default: 60 horizontal, "
-                            "square pixels: the metrics' angular-error camera)")
-    group.add_argument("--intrinsics", type=intrinsics, default=None, metavar="FX,FY,CX,CY|FILE.json",
-                       help="the camera's focal lengths and principal point in pixels, or a JSON file with fx, fy, "
-                            "cx, cy (and width, height when measured at another frame size)")
+    group.add_argument(
+        "--fov",
+        type=field_of_view,
+        default=None,
+        metavar="H[,V]",
+        help="the camera's field of view in degrees, horizontal[,vertical] (default: 60 horizontal, "
+        "square pixels: the metrics' angular-error camera)",
+    )
+    group.add_argument(
+        "--intrinsics",
+        type=intrinsics,
+        default=None,
+        metavar="FX,FY,CX,CY|FILE.json",
+        help="the camera's focal lengths and principal point in pixels, or a JSON file with fx, fy, "
+        "cx, cy (and width, height when measured at another frame size)",
+    )
 
 
 def add_readout_arguments(parser: argparse.ArgumentParser) -> None:
     """``gazeflow predict``'s readout options: camera, event labeller, wearer calibration, region outline."""
     add_camera_arguments(parser)
     group = parser.add_argument_group("fixations, saccades and calibration")
-    group.add_argument("--events", choices=EVENT_METHODS, default="ivt",
-                       help="fixation/saccade labeller: ivt (velocity threshold) or idt (dispersion threshold)")
-    group.add_argument("--saccade-threshold", type=_positive(float, "deg/s"), default=30.0, metavar="DEG_S",
-                       help="I-VT: a frame faster than this (deg/s) is a saccade (Komogortsev et al. 2010)")
-    group.add_argument("--dispersion", type=_positive(float, "degrees"), default=1.0, metavar="DEG",
-                       help="I-DT: the largest dispersion of a fixation, degrees (Salvucci & Goldberg 2000)")
-    group.add_argument("--min-fixation-ms", type=_positive(float, "milliseconds"), default=100.0, metavar="MS",
-                       help="I-DT: the shortest fixation, ms (Salvucci & Goldberg 2000)")
-    group.add_argument("--calibration", default=None, metavar="CALIB.json",
-                       help="correct every sample with this wearer calibration (from 'gazeflow calibrate', "
-                            "for the same model)")
-    group.add_argument("--region", action="store_true",
-                       help="outline the calibrated 90%% uncertainty region on the overlay")
+    group.add_argument(
+        "--events",
+        choices=EVENT_METHODS,
+        default="ivt",
+        help="fixation/saccade labeller: ivt (velocity threshold) or idt (dispersion threshold)",
+    )
+    group.add_argument(
+        "--saccade-threshold",
+        type=_positive(float, "deg/s"),
+        default=30.0,
+        metavar="DEG_S",
+        help="I-VT: a frame faster than this (deg/s) is a saccade (Komogortsev et al. 2010)",
+    )
+    group.add_argument(
+        "--dispersion",
+        type=_positive(float, "degrees"),
+        default=1.0,
+        metavar="DEG",
+        help="I-DT: the largest dispersion of a fixation, degrees (Salvucci & Goldberg 2000)",
+    )
+    group.add_argument(
+        "--min-fixation-ms",
+        type=_positive(float, "milliseconds"),
+        default=100.0,
+        metavar="MS",
+        help="I-DT: the shortest fixation, ms (Salvucci & Goldberg 2000)",
+    )
+    group.add_argument(
+        "--calibration",
+        default=None,
+        metavar="CALIB.json",
+        help="correct every sample with this wearer calibration (from 'gazeflow calibrate', for the same model)",
+    )
+    group.add_argument(
+        "--region", action="store_true", help="outline the calibrated 90%% uncertainty region on the overlay"
+    )
 
 
 def add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
     """``gazeflow calibrate``'s own arguments (the model and runtime ones are the command's usual)."""
     parser.add_argument("video", help="the wearer's video")
-    parser.add_argument("--gaze", required=True, metavar="TRACKER",
-                        help="the wearer's eye-tracker gaze on that video: a CSV with frame_idx, x_norm, y_norm "
-                             "(as gaze.csv), an Ego4D gaze CSV or an EGTEA Gaze+ BeGaze export")
+    parser.add_argument(
+        "--gaze",
+        required=True,
+        metavar="TRACKER",
+        help="the wearer's eye-tracker gaze on that video: a CSV with frame_idx, x_norm, y_norm "
+        "(as gaze.csv), an Ego4D gaze CSV or an EGTEA Gaze+ BeGaze export",
+    )
     parser.add_argument("--output", "-o", required=True, metavar="CALIB.json", help="where the calibration goes")
-    parser.add_argument("--seconds", type=_positive(float, "seconds of tracker gaze"), default=None,
-                        help="use the first SECONDS of usable tracker gaze only (default: all of it)")
-    parser.add_argument("--start-frame", type=int, default=None,
-                        help="the first frame to use (default: the first with usable tracker gaze)")
-    parser.add_argument("--correction", choices=CORRECTIONS, default="auto",
-                        help="offset, offset_scale, or auto: the one with the lower held-out error")
+    parser.add_argument(
+        "--seconds",
+        type=_positive(float, "seconds of tracker gaze"),
+        default=None,
+        help="use the first SECONDS of usable tracker gaze only (default: all of it)",
+    )
+    parser.add_argument(
+        "--start-frame",
+        type=int,
+        default=None,
+        help="the first frame to use (default: the first with usable tracker gaze)",
+    )
+    parser.add_argument(
+        "--correction",
+        choices=CORRECTIONS,
+        default="auto",
+        help="offset, offset_scale, or auto: the one with the lower held-out error",
+    )
 
 
 def readout_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -147,5 +204,13 @@ def readout_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"camera": camera, "events": events, "calibration": args.calibration, "region": args.region}
 
 
-__all__ = ["EVENT_METHODS", "CORRECTIONS", "field_of_view", "intrinsics", "add_camera_arguments",
-           "add_readout_arguments", "add_calibrate_arguments", "readout_options"]
+__all__ = [
+    "EVENT_METHODS",
+    "CORRECTIONS",
+    "field_of_view",
+    "intrinsics",
+    "add_camera_arguments",
+    "add_readout_arguments",
+    "add_calibrate_arguments",
+    "readout_options",
+]

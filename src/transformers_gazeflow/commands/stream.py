@@ -43,12 +43,14 @@ STREAM_DESCRIPTION = (
     "Predict gaze online with a causal GazeFlow: one JSON line per frame on stdout (frame, time_s, x/y in unit "
     "coordinates and pixels, the samples' spread r50_px/r90_px, latency_ms), or CSV with --csv; a latency summary on "
     "stderr at the end. SOURCE: a video file, a camera (/dev/video0), a stream URL, or - for raw RGB frames on stdin "
-    "(--raw WIDTHxHEIGHT).")
+    "(--raw WIDTHxHEIGHT)."
+)
 EXPORT_HELP = "export the causal streamer's per-frame step for devices (ONNX)"
 EXPORT_DESCRIPTION = (
     "Export the causal model's per-frame step (frame, noise, state) -> (gaze, next state) as ONNX, with "
     "streamer.json naming its inputs, outputs, shapes, dtypes and how to start the state; gazeflow stream --backend "
-    "onnxruntime --onnx DIR runs it.")
+    "onnxruntime --onnx DIR runs it."
+)
 DEFAULT_OPSET, MIN_OPSET = 18, 17
 """``stream_export``'s (not imported from there: it imports torch; a test keeps them equal)."""
 STOPPED_BY = {"KeyboardInterrupt": "SIGINT", "Terminated": "SIGTERM"}
@@ -57,46 +59,85 @@ STOPPED_BY = {"KeyboardInterrupt": "SIGINT", "Terminated": "SIGTERM"}
 
 def add_stream_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ...]) -> None:
     """The command's arguments (``solvers``: the ODE solvers ``--solver`` offers); ``cli`` checks them."""
-    parser.add_argument("source", metavar="SOURCE",
-                        help="a video file, a camera (/dev/video0), a stream URL (rtsp://, http://, udp://, ...) or - "
-                             "for raw RGB frames on stdin (with --raw WIDTHxHEIGHT)")
+    parser.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a video file, a camera (/dev/video0), a stream URL (rtsp://, http://, udp://, ...) or - "
+        "for raw RGB frames on stdin (with --raw WIDTHxHEIGHT)",
+    )
     source = parser.add_argument_group("source")
-    source.add_argument("--raw", default=None, metavar="WIDTHxHEIGHT",
-                        help="SOURCE - only: stdin carries raw RGB24 frames of this size (W * H * 3 bytes each)")
-    source.add_argument("--fps", type=float, default=None,
-                        help="SOURCE - only: the frame rate that gives time_s (default: each frame's arrival time)")
-    source.add_argument("--realtime", action=argparse.BooleanOptionalAction, default=None,
-                        help="play a file at its frame rate and drop frames while the model is behind (counted); "
-                             "default: on for cameras and URLs, off for files and stdin (every frame)")
-    source.add_argument("--source-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="an FFmpeg option for opening SOURCE, repeatable (video_size=640x480, framerate=30, "
-                             "rtsp_transport=tcp)")
+    source.add_argument(
+        "--raw",
+        default=None,
+        metavar="WIDTHxHEIGHT",
+        help="SOURCE - only: stdin carries raw RGB24 frames of this size (W * H * 3 bytes each)",
+    )
+    source.add_argument(
+        "--fps",
+        type=float,
+        default=None,
+        help="SOURCE - only: the frame rate that gives time_s (default: each frame's arrival time)",
+    )
+    source.add_argument(
+        "--realtime",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="play a file at its frame rate and drop frames while the model is behind (counted); "
+        "default: on for cameras and URLs, off for files and stdin (every frame)",
+    )
+    source.add_argument(
+        "--source-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an FFmpeg option for opening SOURCE, repeatable (video_size=640x480, framerate=30, rtsp_transport=tcp)",
+    )
     output = parser.add_argument_group("output")
-    output.add_argument("--csv", default=None, metavar="FILE",
-                        help="write CSV rows to FILE instead of JSON lines on stdout")
+    output.add_argument(
+        "--csv", default=None, metavar="FILE", help="write CSV rows to FILE instead of JSON lines on stdout"
+    )
     output.add_argument("--summary", default=None, metavar="FILE", help="also write the latency summary as JSON")
     model = parser.add_argument_group("model and sampling")
-    model.add_argument("--model", default=None,
-                       help="a causal model folder or Hub id (default: the bundled causal model, offline)")
+    model.add_argument(
+        "--model", default=None, help="a causal model folder or Hub id (default: the bundled causal model, offline)"
+    )
     model.add_argument("--num-samples", "-k", type=int, default=None, help="K samples (default: the model config's)")
     model.add_argument("--num-steps", "-s", type=int, default=None, help="S ODE steps (default: the model config's)")
     model.add_argument("--solver", choices=solvers, default=None, help="ODE solver (default: the model config's)")
     model.add_argument("--seed", type=int, default=0, help="noise seed: the same seed gives the same samples")
     runtime = parser.add_argument_group("runtime")
-    runtime.add_argument("--backend", choices=BACKENDS, default="torch",
-                         help="torch (the model) or onnxruntime (the step exported by gazeflow export-streamer)")
-    runtime.add_argument("--onnx", default=None, metavar="DIR",
-                         help="--backend onnxruntime: the folder written by gazeflow export-streamer")
+    runtime.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="torch",
+        help="torch (the model) or onnxruntime (the step exported by gazeflow export-streamer)",
+    )
+    runtime.add_argument(
+        "--onnx",
+        default=None,
+        metavar="DIR",
+        help="--backend onnxruntime: the folder written by gazeflow export-streamer",
+    )
     runtime.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (default: cpu)")
-    runtime.add_argument("--dtype", choices=DTYPES, default="float32",
-                         help="the step's weights and arithmetic in this precision (bfloat16 on a GPU; the ODE state "
-                              "stays float32)")
-    runtime.add_argument("--compile", action="store_true",
-                         help="torch.compile the per-frame step (one graph; on CUDA replayed as a CUDA graph); the "
-                              "first frame pays the compilation")
-    runtime.add_argument("--threads", type=int, default=None,
-                         help="CPU threads for torch or onnxruntime (default on the CPU: 1, since a frame's work is "
-                              "too small to share out and the decoding thread needs a core; on a GPU torch's choice)")
+    runtime.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="float32",
+        help="the step's weights and arithmetic in this precision (bfloat16 on a GPU; the ODE state stays float32)",
+    )
+    runtime.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the per-frame step (one graph; on CUDA replayed as a CUDA graph); the "
+        "first frame pays the compilation",
+    )
+    runtime.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for torch or onnxruntime (default on the CPU: 1, since a frame's work is "
+        "too small to share out and the decoding thread needs a core; on a GPU torch's choice)",
+    )
 
 
 def check_stream_arguments(args: argparse.Namespace) -> None:
@@ -114,8 +155,10 @@ def check_stream_arguments(args: argparse.Namespace) -> None:
     except ValueError as err:
         raise ValueError(f"--raw {err}") from None
     if args.fps is not None and not (stdin and args.fps > 0):
-        raise ValueError(f"--fps {args.fps}: expected a positive frame rate, and only with SOURCE - (a file, camera "
-                         "or URL has its own)")
+        raise ValueError(
+            f"--fps {args.fps}: expected a positive frame rate, and only with SOURCE - (a file, camera "
+            "or URL has its own)"
+        )
     pairs = [option.partition("=") for option in args.source_option]
     bad = next((option for option, (key, sep, _) in zip(args.source_option, pairs) if not (key and sep)), None)
     if bad is not None:
@@ -123,14 +166,22 @@ def check_stream_arguments(args: argparse.Namespace) -> None:
     args.options = {key: value for key, _, value in pairs}
     onnx = args.backend == "onnxruntime"
     if onnx != (args.onnx is not None):
-        raise ValueError("--backend onnxruntime needs --onnx DIR (a folder written by gazeflow export-streamer)"
-                         if onnx else "--onnx DIR needs --backend onnxruntime")
-    torch_only = (("--compile", args.compile), ("--dtype", args.dtype != "float32"), ("--model", args.model),
-                  ("--device", args.device not in (None, "cpu")))
+        raise ValueError(
+            "--backend onnxruntime needs --onnx DIR (a folder written by gazeflow export-streamer)"
+            if onnx
+            else "--onnx DIR needs --backend onnxruntime"
+        )
+    torch_only = (
+        ("--compile", args.compile),
+        ("--dtype", args.dtype != "float32"),
+        ("--model", args.model),
+        ("--device", args.device not in (None, "cpu")),
+    )
     for name, given in torch_only if onnx else ():
         if given:
-            raise ValueError(f"{name} is for --backend torch (the step exported in --onnx fixes the model and its "
-                             "precision)")
+            raise ValueError(
+                f"{name} is for --backend torch (the step exported in --onnx fixes the model and its precision)"
+            )
     for name, value in (("--csv", args.csv), ("--summary", args.summary)):
         if value is not None and (Path(value).is_dir() or not Path(value).expanduser().parent.is_dir()):
             raise ValueError(f"{name} {value}: expected a file in an existing folder")
@@ -138,17 +189,36 @@ def check_stream_arguments(args: argparse.Namespace) -> None:
 
 def add_export_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ...]) -> None:
     """``gazeflow export-streamer``'s arguments (``commands.stream_export`` does the work)."""
-    parser.add_argument("--format", choices=("onnx",), default="onnx",
-                        help="onnx: the per-frame step (frame, noise, state) -> (gaze, next state), opset >= 17")
-    parser.add_argument("--output-dir", "-o", required=True,
-                        help="folder for step.onnx, streamer.json (inputs, outputs, shapes, dtypes, the state's "
-                             "start), preprocessor_config.json and config.json")
-    parser.add_argument("--model", default=None,
-                        help="a causal model folder or Hub id (default: the bundled causal model, offline)")
-    parser.add_argument("--num-samples", "-k", type=int, default=None,
-                        help="K samples, fixed in the graph (default: the model config's)")
-    parser.add_argument("--num-steps", "-s", type=int, default=None,
-                        help="S ODE steps, fixed in the graph (default: the model config's)")
+    parser.add_argument(
+        "--format",
+        choices=("onnx",),
+        default="onnx",
+        help="onnx: the per-frame step (frame, noise, state) -> (gaze, next state), opset >= 17",
+    )
+    parser.add_argument(
+        "--output-dir",
+        "-o",
+        required=True,
+        help="folder for step.onnx, streamer.json (inputs, outputs, shapes, dtypes, the state's "
+        "start), preprocessor_config.json and config.json",
+    )
+    parser.add_argument(
+        "--model", default=None, help="a causal model folder or Hub id (default: the bundled causal model, offline)"
+    )
+    parser.add_argument(
+        "--num-samples",
+        "-k",
+        type=int,
+        default=None,
+        help="K samples, fixed in the graph (default: the model config's)",
+    )
+    parser.add_argument(
+        "--num-steps",
+        "-s",
+        type=int,
+        default=None,
+        help="S ODE steps, fixed in the graph (default: the model config's)",
+    )
     parser.add_argument("--solver", choices=solvers, default=None, help="ODE solver (default: the model config's)")
     parser.add_argument("--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (>= {MIN_OPSET})")
 
@@ -156,8 +226,10 @@ def add_export_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ..
 def check_export_arguments(args: argparse.Namespace) -> None:
     """``gazeflow export-streamer``'s own command-line checks (a ValueError names the argument)."""
     if args.opset < MIN_OPSET:
-        raise ValueError(f"--opset {args.opset}: expected an integer >= {MIN_OPSET} (the ONNX opset; the step needs "
-                         f"{MIN_OPSET} or later)")
+        raise ValueError(
+            f"--opset {args.opset}: expected an integer >= {MIN_OPSET} (the ONNX opset; the step needs "
+            f"{MIN_OPSET} or later)"
+        )
     output_dir = Path(args.output_dir).expanduser()
     if output_dir.exists() and not output_dir.is_dir():
         raise ValueError(f"--output-dir {output_dir}: is an existing file, expected a folder")
@@ -169,13 +241,19 @@ def run_export_streamer(args: argparse.Namespace) -> int:
     from .stream_export import export_streamer
 
     output_dir = Path(args.output_dir).expanduser()
-    interface = export_streamer(causal_model_location(args.model), output_dir, args.num_samples, args.num_steps,
-                                args.solver, args.opset)
+    interface = export_streamer(
+        causal_model_location(args.model), output_dir, args.num_samples, args.num_steps, args.solver, args.opset
+    )
     checked = interface["checked"]
-    check = (f"onnxruntime gives torch's gaze within {checked['max_abs_difference']:.1e} over {checked['frames']} "
-             "frames" if checked["frames"] else checked["note"])
-    print(f"gazeflow: the streamer step (K={interface['num_samples']}, S={interface['num_steps']}) -> "
-          f"{output_dir / interface['file']} and {output_dir / 'streamer.json'}; {check}")
+    check = (
+        f"onnxruntime gives torch's gaze within {checked['max_abs_difference']:.1e} over {checked['frames']} frames"
+        if checked["frames"]
+        else checked["note"]
+    )
+    print(
+        f"gazeflow: the streamer step (K={interface['num_samples']}, S={interface['num_steps']}) -> "
+        f"{output_dir / interface['file']} and {output_dir / 'streamer.json'}; {check}"
+    )
     return 0
 
 
@@ -198,9 +276,17 @@ def frame_record(frame, samples, mean, width: int, height: int, arrival: float) 
     mean = np.asarray(mean, dtype=np.float64)
     centre = unit_to_pixels(mean, width, height)
     r50, r90 = spread_radii(unit_to_pixels(np.asarray(samples, dtype=np.float64), width, height), centre)
-    return {"frame": frame.index, "time_s": round(frame.time_s, 6), "x": float(mean[0]), "y": float(mean[1]),
-            "x_px": round(float(centre[0]), 3), "y_px": round(float(centre[1]), 3), "r50_px": round(r50, 3),
-            "r90_px": round(r90, 3), "latency_ms": round((time.perf_counter() - arrival) * 1e3, 3)}
+    return {
+        "frame": frame.index,
+        "time_s": round(frame.time_s, 6),
+        "x": float(mean[0]),
+        "y": float(mean[1]),
+        "x_px": round(float(centre[0]), 3),
+        "y_px": round(float(centre[1]), 3),
+        "r50_px": round(r50, 3),
+        "r90_px": round(r90, 3),
+        "latency_ms": round((time.perf_counter() - arrival) * 1e3, 3),
+    }
 
 
 class RecordWriter:
@@ -231,18 +317,32 @@ def latency_summary(latencies_ms: list[float], wall_s: float, decoded: int, drop
     import numpy as np
 
     values = np.asarray(latencies_ms, dtype=np.float64)
-    latency = ({f"p{p}": round(float(np.percentile(values, p)), 3) for p in PERCENTILES}
-               | {"mean": round(float(values.mean()), 3), "max": round(float(values.max()), 3)}) if len(values) else {}
-    return {"frames": len(latencies_ms), "source_frames": decoded, "dropped": dropped, "wall_s": round(wall_s, 3),
-            "frames_per_s": round(len(latencies_ms) / wall_s, 3) if wall_s > 0 else None, "latency_ms": latency}
+    latency = (
+        (
+            {f"p{p}": round(float(np.percentile(values, p)), 3) for p in PERCENTILES}
+            | {"mean": round(float(values.mean()), 3), "max": round(float(values.max()), 3)}
+        )
+        if len(values)
+        else {}
+    )
+    return {
+        "frames": len(latencies_ms),
+        "source_frames": decoded,
+        "dropped": dropped,
+        "wall_s": round(wall_s, 3),
+        "frames_per_s": round(len(latencies_ms) / wall_s, 3) if wall_s > 0 else None,
+        "latency_ms": latency,
+    }
 
 
 def summary_line(summary: dict[str, Any]) -> str:
     latency = summary["latency_ms"]
-    timing = (", ".join(f"p{p} {latency[f'p{p}']:.1f} ms" for p in PERCENTILES) if latency else "no frame")
+    timing = ", ".join(f"p{p} {latency[f'p{p}']:.1f} ms" for p in PERCENTILES) if latency else "no frame"
     rate = f"{summary['frames_per_s']:.1f} frames/s" if summary["frames_per_s"] else "-"
-    return (f"gazeflow: stream: {summary['frames']} frames of {summary['source']} ({summary['dropped']} dropped) in "
-            f"{summary['wall_s']:.2f} s, {rate}; latency {timing} ({summary['backend']}, {summary['device']})")
+    return (
+        f"gazeflow: stream: {summary['frames']} frames of {summary['source']} ({summary['dropped']} dropped) in "
+        f"{summary['wall_s']:.2f} s, {rate}; latency {timing} ({summary['backend']}, {summary['device']})"
+    )
 
 
 # ------------------------------------------------------------------------------------------- the torch backend
@@ -251,15 +351,31 @@ class TorchStepper:
     -> ``(samples [K, 2], mean [2])`` in unit coordinates. ``compile``: a ``GazeFlowStreamer(compile=...)`` mode;
     ``dtype``: the dtype its step computes in (weights cast once; the ODE state stays float32)."""
 
-    def __init__(self, model, processor, num_samples: int | None, num_steps: int | None, solver: str | None,
-                 seed: int, dtype: str = "float32", compile: str | None = None):
+    def __init__(
+        self,
+        model,
+        processor,
+        num_samples: int | None,
+        num_steps: int | None,
+        solver: str | None,
+        seed: int,
+        dtype: str = "float32",
+        compile: str | None = None,
+    ):
         import torch
 
         from ..generation.online import GazeFlowStreamer
 
-        self.streamer = GazeFlowStreamer(model, num_samples=num_samples, num_steps=num_steps, solver=solver,
-                                         generator=torch.Generator().manual_seed(seed), processor=processor,
-                                         compile=compile, dtype=getattr(torch, dtype))
+        self.streamer = GazeFlowStreamer(
+            model,
+            num_samples=num_samples,
+            num_steps=num_steps,
+            solver=solver,
+            generator=torch.Generator().manual_seed(seed),
+            processor=processor,
+            compile=compile,
+            dtype=getattr(torch, dtype),
+        )
         self.num_samples, self.num_steps, self.seed = self.streamer.num_samples, self.streamer.num_steps, seed
 
     def warm_up(self, height: int, width: int) -> None:
@@ -290,8 +406,10 @@ def causal_model_location(model: str | None) -> str:
 
     if model is None:
         if not default_model_available(causal=True):
-            raise ModelFolderError(f"the bundled causal model has no weights ({default_model_path(causal=True)}); "
-                                   "pass a causal model folder with --model")
+            raise ModelFolderError(
+                f"the bundled causal model has no weights ({default_model_path(causal=True)}); "
+                "pass a causal model folder with --model"
+            )
         model = str(default_model_path(causal=True))
     location = resolve_model(model)
     if Path(location).is_dir() and not read_config_json(location).get("causal", False):
@@ -300,9 +418,11 @@ def causal_model_location(model: str | None) -> str:
 
 
 def not_causal_message(location: str) -> str:
-    return (f"--model {location}: gazeflow stream needs a causal model (config.json \"causal\": true, paper "
-            "Appendix F.4; train one with examples/train.py --config_overrides causal=True), this one is the "
-            "windowed bidirectional model: use gazeflow predict for it")
+    return (
+        f'--model {location}: gazeflow stream needs a causal model (config.json "causal": true, paper '
+        "Appendix F.4; train one with examples/train.py --config_overrides causal=True), this one is the "
+        "windowed bidirectional model: use gazeflow predict for it"
+    )
 
 
 def load_torch_stepper(args: argparse.Namespace, device: str) -> tuple[TorchStepper, str]:
@@ -316,8 +436,9 @@ def load_torch_stepper(args: argparse.Namespace, device: str) -> tuple[TorchStep
     prepare_for_inference(model)  # eval, SDPA, LoRA merged
     processor = load_video_processor(location, model.config)
     compile = (COMPILE_ON_CUDA if device.startswith("cuda") else COMPILE_ELSEWHERE) if args.compile else None
-    stepper = TorchStepper(model, processor, args.num_samples, args.num_steps, args.solver, args.seed, args.dtype,
-                           compile)
+    stepper = TorchStepper(
+        model, processor, args.num_samples, args.num_steps, args.solver, args.seed, args.dtype, compile
+    )
     return stepper, location
 
 
@@ -384,10 +505,17 @@ def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], 
     finally:
         feed.stop()
         writer.close()
-        summary = {"source": args.source, "backend": args.backend, "model": model_name, "device": device,
-                   "num_samples": stepper.num_samples, "num_steps": stepper.num_steps, "realtime": realtime,
-                   "stopped": stopped, **latency_summary(latencies, time.perf_counter() - started, feed.decoded,
-                                                          feed.dropped)}
+        summary = {
+            "source": args.source,
+            "backend": args.backend,
+            "model": model_name,
+            "device": device,
+            "num_samples": stepper.num_samples,
+            "num_steps": stepper.num_steps,
+            "realtime": realtime,
+            "stopped": stopped,
+            **latency_summary(latencies, time.perf_counter() - started, feed.decoded, feed.dropped),
+        }
         if args.summary:
             Path(args.summary).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         if stopped != "error":  # an error is one line of its own
@@ -404,5 +532,13 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
-__all__ = ["FIELDS", "add_stream_arguments", "run_stream", "frame_record", "spread_radii", "latency_summary",
-           "TorchStepper", "causal_model_location"]
+__all__ = [
+    "FIELDS",
+    "add_stream_arguments",
+    "run_stream",
+    "frame_record",
+    "spread_radii",
+    "latency_summary",
+    "TorchStepper",
+    "causal_model_location",
+]

@@ -60,8 +60,9 @@ class ExportedStep(nn.Module):
         self.step, self.state_layout = step, state_layout
 
     def forward(self, frame: torch.Tensor, noise: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        samples, point, next_state = self.step.functional(frame, noise, pytree.tree_unflatten(list(state),
-                                                                                              self.state_layout))
+        samples, point, next_state = self.step.functional(
+            frame, noise, pytree.tree_unflatten(list(state), self.state_layout)
+        )
         return (samples, point, *pytree.tree_leaves(next_state))
 
 
@@ -77,8 +78,9 @@ def tensor_entry(name: str, tensor: torch.Tensor | np.ndarray, **extra: Any) -> 
     return {"name": name, "shape": list(tensor.shape), "dtype": dtype, **extra}
 
 
-def streamer_interface(step: GazeFlowStreamerStep, state: StreamerState, processor, opset: int,
-                       model_name: str) -> dict[str, Any]:
+def streamer_interface(
+    step: GazeFlowStreamerStep, state: StreamerState, processor, opset: int, model_name: str
+) -> dict[str, Any]:
     """What ``streamer.json`` says: the inputs and outputs (names, shapes, dtypes, meaning), how the state starts,
     what the noise is and how frames are prepared."""
     names = state_names(state)
@@ -87,32 +89,61 @@ def streamer_interface(step: GazeFlowStreamerStep, state: StreamerState, process
     size = config.image_size
     frame, noise = torch.zeros(1, 3, size, size), torch.zeros(1, step.num_samples, 1, 2)
     return {
-        "format": INTERFACE_FORMAT, "file": STEP_FILE, "opset": opset, "torch": torch.__version__,
-        "model": model_name, "num_samples": step.num_samples, "num_steps": step.num_steps, "solver": step.solver,
-        "context_frames": config.num_frames, "encoder_frames": config.causal_encoder_frames,
+        "format": INTERFACE_FORMAT,
+        "file": STEP_FILE,
+        "opset": opset,
+        "torch": torch.__version__,
+        "model": model_name,
+        "num_samples": step.num_samples,
+        "num_steps": step.num_steps,
+        "solver": step.solver,
+        "context_frames": config.num_frames,
+        "encoder_frames": config.causal_encoder_frames,
         "inputs": [
             tensor_entry("frame", frame, meaning="the frame, RGB resized to S x S, (pixel / 255 - mean) / std"),
-            tensor_entry("noise", noise, meaning="x_0 of this frame: K x 2 independent standard normal draws "
-                                                 "(model coordinates); a new draw every frame"),
+            tensor_entry(
+                "noise",
+                noise,
+                meaning="x_0 of this frame: K x 2 independent standard normal draws "
+                "(model coordinates); a new draw every frame",
+            ),
             *[tensor_entry(name, leaf, meaning="stream state; start: zeros") for name, leaf in zip(names, leaves)],
         ],
         "outputs": [
-            tensor_entry("gaze_samples", torch.zeros(1, step.num_samples, 2),
-                         meaning="the K samples' gaze at this frame, unit coordinates [0, 1] from the top-left"),
+            tensor_entry(
+                "gaze_samples",
+                torch.zeros(1, step.num_samples, 2),
+                meaning="the K samples' gaze at this frame, unit coordinates [0, 1] from the top-left",
+            ),
             tensor_entry("gaze_point", torch.zeros(1, 2), meaning="the mean of the K samples (the point estimate)"),
             *[tensor_entry("next_" + name, leaf, feeds=name) for name, leaf in zip(names, leaves)],
         ],
-        "state": {"start": "every state.* input zero (state.frame_index: int64 0); feed each next_state.* output "
-                           "back as its state.* input with the next frame", "bytes": state.nbytes()},
-        "preprocessing": {"file": "preprocessor_config.json", "size": [size, size], "resample": processor.resample,
-                          "antialias": processor.antialias, "mean": list(processor.image_mean),
-                          "std": list(processor.image_std), "layout": "RGB, channels first, [1, 3, S, S] float32"},
+        "state": {
+            "start": "every state.* input zero (state.frame_index: int64 0); feed each next_state.* output "
+            "back as its state.* input with the next frame",
+            "bytes": state.nbytes(),
+        },
+        "preprocessing": {
+            "file": "preprocessor_config.json",
+            "size": [size, size],
+            "resample": processor.resample,
+            "antialias": processor.antialias,
+            "mean": list(processor.image_mean),
+            "std": list(processor.image_std),
+            "layout": "RGB, channels first, [1, 3, S, S] float32",
+        },
     }
 
 
-def export_streamer(location: str, output_dir: str | os.PathLike, num_samples: int | None = None,
-                    num_steps: int | None = None, solver: str | None = None, opset: int = DEFAULT_OPSET,
-                    check_frames: int = CHECK_FRAMES) -> dict[str, Any]:
+def export_streamer(
+    location: str,
+    output_dir: str | os.PathLike,
+    num_samples: int | None = None,
+    num_steps: int | None = None,
+    solver: str | None = None,
+    opset: int = DEFAULT_OPSET,
+    check_frames: int = CHECK_FRAMES,
+) -> dict[str, Any]:
     """Export a causal model folder's per-frame step to ``output_dir`` as ONNX (see the module docstring); run
     ``check_frames`` random frames through onnxruntime beside torch (when it is installed) and refuse the export
     when they differ by more than :data:`CHECK_TOLERANCE`. Returns the interface written to ``streamer.json``."""
@@ -123,8 +154,10 @@ def export_streamer(location: str, output_dir: str | os.PathLike, num_samples: i
     hf_logging.disable_progress_bar()  # the command's one line is its output
     model = load_model(location)
     if not model.config.causal:
-        raise ValueError(f"--model {location}: export-streamer needs a causal model (config.json \"causal\": true, "
-                         "paper Appendix F.4); this one is the windowed bidirectional model")
+        raise ValueError(
+            f'--model {location}: export-streamer needs a causal model (config.json "causal": true, '
+            "paper Appendix F.4); this one is the windowed bidirectional model"
+        )
     step = GazeFlowStreamerStep(model, num_samples, num_steps, solver).eval()
     state = step.new_state(1)
     leaves, layout = pytree.tree_flatten(state)
@@ -134,9 +167,17 @@ def export_streamer(location: str, output_dir: str | os.PathLike, num_samples: i
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad(), quiet_exporter():
-        torch.onnx.export(ExportedStep(step, layout).eval(), example, str(output_dir / STEP_FILE),
-                          input_names=[*INPUTS, *names], output_names=[*OUTPUTS, *("next_" + n for n in names)],
-                          opset_version=opset, dynamo=True, external_data=False, verbose=False)
+        torch.onnx.export(
+            ExportedStep(step, layout).eval(),
+            example,
+            str(output_dir / STEP_FILE),
+            input_names=[*INPUTS, *names],
+            output_names=[*OUTPUTS, *("next_" + n for n in names)],
+            opset_version=opset,
+            dynamo=True,
+            external_data=False,
+            verbose=False,
+        )
     processor = load_video_processor(location, model.config)
     processor.save_pretrained(output_dir)
     if Path(location).is_dir():
@@ -171,7 +212,7 @@ def check_against_torch(step: GazeFlowStreamerStep, path: Path, names: list[str]
     try:
         import onnxruntime
     except ImportError:
-        return {"frames": 0, "note": "onnxruntime is not installed: not checked (pip install -e \".[onnx]\")"}
+        return {"frames": 0, "note": 'onnxruntime is not installed: not checked (pip install -e ".[onnx]")'}
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     generator = torch.Generator().manual_seed(0)
     torch_state, onnx_state = step.new_state(1), [leaf.numpy() for leaf in step.new_state(1).tensors()]
@@ -182,13 +223,20 @@ def check_against_torch(step: GazeFlowStreamerStep, path: Path, names: list[str]
         with torch.no_grad():
             expected, _ = step(frame, noise, torch_state)
         outputs = session.run(None, {"frame": frame.numpy(), "noise": noise.numpy(), **dict(zip(names, onnx_state))})
-        onnx_state = outputs[len(OUTPUTS):]
+        onnx_state = outputs[len(OUTPUTS) :]
         largest = max(largest, float(np.abs(outputs[0] - expected.numpy()).max()))
     if not largest <= CHECK_TOLERANCE:
-        raise RuntimeError(f"the exported step differs from torch by {largest:.2e} in unit coordinates over {frames} "
-                           f"frames (more than {CHECK_TOLERANCE:g}): {path} is not usable")
-    return {"frames": frames, "max_abs_difference": largest, "tolerance": CHECK_TOLERANCE,
-            "onnxruntime": onnxruntime.__version__, "provider": "CPUExecutionProvider"}
+        raise RuntimeError(
+            f"the exported step differs from torch by {largest:.2e} in unit coordinates over {frames} "
+            f"frames (more than {CHECK_TOLERANCE:g}): {path} is not usable"
+        )
+    return {
+        "frames": frames,
+        "max_abs_difference": largest,
+        "tolerance": CHECK_TOLERANCE,
+        "onnxruntime": onnxruntime.__version__,
+        "provider": "CPUExecutionProvider",
+    }
 
 
 class OnnxStepper:
@@ -206,8 +254,9 @@ class OnnxStepper:
         options = onnxruntime.SessionOptions()
         if threads is not None:
             options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(str(folder / self.interface["file"]), options,
-                                                    providers=["CPUExecutionProvider"])
+        self.session = onnxruntime.InferenceSession(
+            str(folder / self.interface["file"]), options, providers=["CPUExecutionProvider"]
+        )
         self.processor = GazeFlowVideoProcessor.from_pretrained(folder)
         self.num_samples, self.num_steps = self.interface["num_samples"], self.interface["num_steps"]
         self.generator = torch.Generator().manual_seed(seed)
@@ -218,7 +267,7 @@ class OnnxStepper:
         frame = self.processor.preprocess(np.ascontiguousarray(pixels)[None]).numpy()
         noise = draw_noise((1, self.num_samples, 1, 2), self.generator, torch.device("cpu")).numpy()
         outputs = self.session.run(None, {"frame": frame, "noise": noise, **self.state})
-        self.state = {entry["name"]: value for entry, value in zip(self.state_inputs, outputs[len(OUTPUTS):])}
+        self.state = {entry["name"]: value for entry, value in zip(self.state_inputs, outputs[len(OUTPUTS) :])}
         return outputs[0][0], outputs[1][0]
 
 
@@ -240,20 +289,31 @@ def read_interface(folder: Path) -> dict[str, Any]:
     return interface
 
 
-def load_onnx_stepper(folder: str, num_samples: int | None, num_steps: int | None, seed: int,
-                      threads: int | None = None) -> OnnxStepper:
+def load_onnx_stepper(
+    folder: str, num_samples: int | None, num_steps: int | None, seed: int, threads: int | None = None
+) -> OnnxStepper:
     """The onnxruntime backend; ``-k`` / ``-s`` must be the exported K and S (they are fixed in the graph)."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
-        raise ValueError("--backend onnxruntime needs onnxruntime: pip install -e \".[onnx]\"") from None
+        raise ValueError('--backend onnxruntime needs onnxruntime: pip install -e ".[onnx]"') from None
     interface = read_interface(Path(folder))
     for flag, given, key in (("--num-samples", num_samples, "num_samples"), ("--num-steps", num_steps, "num_steps")):
         if given is not None and given != interface[key]:
-            raise ValueError(f"{flag} {given}: the step in {folder} was exported with {interface[key]} (export again "
-                             f"with {flag} {given})")
+            raise ValueError(
+                f"{flag} {given}: the step in {folder} was exported with {interface[key]} (export again "
+                f"with {flag} {given})"
+            )
     return OnnxStepper(folder, seed, threads)
 
 
-__all__ = ["EXPORT_FORMATS", "ExportedStep", "OnnxStepper", "export_streamer", "load_onnx_stepper",
-           "read_interface", "state_names", "streamer_interface"]
+__all__ = [
+    "EXPORT_FORMATS",
+    "ExportedStep",
+    "OnnxStepper",
+    "export_streamer",
+    "load_onnx_stepper",
+    "read_interface",
+    "state_names",
+    "streamer_interface",
+]

@@ -132,9 +132,11 @@ class RawStdinSource:
             if filled == 0:
                 return
             if filled < self.frame_bytes:
-                raise SourceError(f"stdin: frame {index} is truncated: {filled} of {self.frame_bytes} bytes "
-                                  f"({self.width}x{self.height} RGB; is --raw {self.width}x{self.height} the frames' "
-                                  "size?)")
+                raise SourceError(
+                    f"stdin: frame {index} is truncated: {filled} of {self.frame_bytes} bytes "
+                    f"({self.width}x{self.height} RGB; is --raw {self.width}x{self.height} the frames' "
+                    "size?)"
+                )
             now = time.perf_counter()
             started = now if started is None else started
             time_s = index / self.fps if self.fps else now - started
@@ -145,9 +147,14 @@ class RawStdinSource:
         pass
 
 
-def open_source(text: str, raw_size: tuple[int, int] | None = None, fps: float | None = None,
-                options: dict[str, str] | None = None, timeout_s: float = 10.0,
-                stdin: BinaryIO | None = None) -> AVSource | RawStdinSource:
+def open_source(
+    text: str,
+    raw_size: tuple[int, int] | None = None,
+    fps: float | None = None,
+    options: dict[str, str] | None = None,
+    timeout_s: float = 10.0,
+    stdin: BinaryIO | None = None,
+) -> AVSource | RawStdinSource:
     """Open ``SOURCE`` (see the module docstring); errors are one line naming it (:class:`SourceError`,
     ``FileNotFoundError``, ``VideoDecodeError``)."""
     kind = source_kind(text)
@@ -182,8 +189,7 @@ def open_source(text: str, raw_size: tuple[int, int] | None = None, fps: float |
     stream = container.streams.video[0]
     stream.thread_type = "AUTO" if kind == "file" else "SLICE"  # frame threads would delay live frames
     rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-    return AVSource(text if kind != "file" else str(Path(text)), kind, container, stream,
-                    float(rate) if rate else None)
+    return AVSource(text if kind != "file" else str(Path(text)), kind, container, stream, float(rate) if rate else None)
 
 
 class FrameFeed:

@@ -70,8 +70,10 @@ per-frame mean. The bundled model is small and was trained on synthetic clips on
 not real gaze; point the model box at a model trained on EGTEA Gaze+ or Ego4D for that."""
 
 READY = "Upload a video (or click the demo clip), then press **Predict gaze**."
-LEGEND = ("Overlay: heatmap of the K samples, cyan dots = the K samples, white ring = point estimate with its trail; "
-          "magenta cross = the true gaze (demo clip only).")
+LEGEND = (
+    "Overlay: heatmap of the K samples, cyan dots = the K samples, white ring = point estimate with its trail; "
+    "magenta cross = the true gaze (demo clip only)."
+)
 
 
 ENV_MODEL = "GAZEFLOW_MODEL"
@@ -98,8 +100,10 @@ def limits_from_env() -> DemoLimits:
     """:class:`~.web_demo_jobs.DemoLimits` with ``GAZEFLOW_APP_MAX_UPLOAD_MB`` / ``GAZEFLOW_APP_MAX_DURATION_S`` where
     set (a Space's variables), else the defaults."""
     defaults = DemoLimits()
-    return DemoLimits(max_upload_mb=_env_number(ENV_MAX_UPLOAD_MB, defaults.max_upload_mb),
-                      max_duration_s=_env_number(ENV_MAX_DURATION_S, defaults.max_duration_s))
+    return DemoLimits(
+        max_upload_mb=_env_number(ENV_MAX_UPLOAD_MB, defaults.max_upload_mb),
+        max_duration_s=_env_number(ENV_MAX_DURATION_S, defaults.max_duration_s),
+    )
 
 
 def default_cache_dir() -> Path:
@@ -132,9 +136,16 @@ class GazeFlowDemo:
         work_dir: parent of the jobs' temporary folders (default: the system's temporary folder).
     """
 
-    def __init__(self, model: str | None = None, device: str | None = None, limits: DemoLimits | None = None,
-                 max_concurrent_jobs: int | None = None, max_queue: int = 16,
-                 cache_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        device: str | None = None,
+        limits: DemoLimits | None = None,
+        max_concurrent_jobs: int | None = None,
+        max_queue: int = 16,
+        cache_dir: str | os.PathLike | None = None,
+        work_dir: str | os.PathLike | None = None,
+    ) -> None:
         limits = limits if limits is not None else limits_from_env()
         if max_concurrent_jobs is None:
             jobs = _env_number(ENV_MAX_JOBS, 2)
@@ -158,9 +169,21 @@ class GazeFlowDemo:
         self.blocks = self._build(gr, pipe.model.config)
 
     # ------------------------------------------------------------------ the job behind the button
-    def predict(self, video: str | None, model: str, num_samples: Any, num_steps: Any, solver: str, seed: Any,
-                start_frame: Any, end_frame: Any, heatmap: bool, window_mode: str | None = None, progress: Any = None,
-                session: str | None = None):
+    def predict(
+        self,
+        video: str | None,
+        model: str,
+        num_samples: Any,
+        num_steps: Any,
+        solver: str,
+        seed: Any,
+        start_frame: Any,
+        end_frame: Any,
+        heatmap: bool,
+        window_mode: str | None = None,
+        progress: Any = None,
+        session: str | None = None,
+    ):
         """Run one job; yields ``(status, overlay, figure, [gaze.csv, summary.json])`` once, then removes the job's
         folder (Gradio has copied the files it serves by the time the generator is resumed or closed). A bad input
         yields its message as the status (and shows it as a notice) with the outputs cleared. ``session`` (the
@@ -175,17 +198,26 @@ class GazeFlowDemo:
         try:
             if progress is not None:
                 progress(0.0, desc="checking the video, loading the model")
-            settings = JobSettings(model=model or self.model, num_samples=num_samples, num_steps=num_steps,
-                                   solver=solver, window_mode=window_mode or None, seed=seed,
-                                   start_frame=start_frame, end_frame=end_frame or None, heatmap=bool(heatmap))
+            settings = JobSettings(
+                model=model or self.model,
+                num_samples=num_samples,
+                num_steps=num_steps,
+                solver=solver,
+                window_mode=window_mode or None,
+                seed=seed,
+                start_frame=start_frame,
+                end_frame=end_frame or None,
+                heatmap=bool(heatmap),
+            )
 
             def report(done: int, total: int) -> None:
                 if progress is not None:
                     progress((done, total), desc="predicting gaze", unit="frames")
 
             try:
-                result = run_job(video, settings, job_dir, self.pipelines, self.limits, self.demo_clip, report,
-                                 cancel=cancel)
+                result = run_job(
+                    video, settings, job_dir, self.pipelines, self.limits, self.demo_clip, report, cancel=cancel
+                )
                 figure = trajectory_figure(result.times_s, result.trajectories, result.truth)
             except JobStopped as err:
                 yield f"**Stopped.** {err}", None, None, None
@@ -196,8 +228,12 @@ class GazeFlowDemo:
                 logger.exception("web demo: job failed")
                 message = f"internal error ({type(err).__name__}: {err}); the demo keeps running, try other settings"
             else:
-                yield f"**Done.** {result.message}", str(result.overlay), figure, [str(result.csv),
-                                                                                    str(result.summary_path)]
+                yield (
+                    f"**Done.** {result.message}",
+                    str(result.overlay),
+                    figure,
+                    [str(result.csv), str(result.summary_path)],
+                )
                 return
             # the message in the status line and as a notice; the event itself succeeds, so no output is marked
             # "Error" over the message and the page stays ready for the next upload
@@ -224,10 +260,34 @@ class GazeFlowDemo:
         demo = self
         defaults = SamplingSettings.resolve(config)  # the controls start at the model's sampling defaults
 
-        def predict(video, model, num_samples, num_steps, solver, window_mode, seed, start_frame, end_frame, heatmap,
-                    request=None, progress=gr.Progress()):  # noqa: B008 (Gradio's own idiom)
-            yield from demo.predict(video, model, num_samples, num_steps, solver, seed, start_frame, end_frame,
-                                    heatmap, window_mode, progress, session=getattr(request, "session_hash", None))
+        def predict(
+            video,
+            model,
+            num_samples,
+            num_steps,
+            solver,
+            window_mode,
+            seed,
+            start_frame,
+            end_frame,
+            heatmap,
+            request=None,
+            progress=gr.Progress(),  # noqa: B008 (Gradio's own idiom)
+        ):
+            yield from demo.predict(
+                video,
+                model,
+                num_samples,
+                num_steps,
+                solver,
+                seed,
+                start_frame,
+                end_frame,
+                heatmap,
+                window_mode,
+                progress,
+                session=getattr(request, "session_hash", None),
+            )
 
         def stop(request=None) -> None:
             demo.stop(getattr(request, "session_hash", None))
@@ -236,51 +296,104 @@ class GazeFlowDemo:
         predict.__annotations__["request"] = stop.__annotations__["request"] = gr.Request
 
         limits = self.limits
-        with gr.Blocks(title="GazeFlow: egocentric gaze prediction", analytics_enabled=False,
-                       delete_cache=(CACHE_MAX_AGE_S, CACHE_MAX_AGE_S)) as blocks:
+        with gr.Blocks(
+            title="GazeFlow: egocentric gaze prediction",
+            analytics_enabled=False,
+            delete_cache=(CACHE_MAX_AGE_S, CACHE_MAX_AGE_S),
+        ) as blocks:
             gr.Markdown(INTRO)
             with gr.Row():
                 with gr.Column(scale=1):
-                    video = gr.Video(label=f"Video (up to {limits.max_upload_mb:g} MB and {limits.max_duration_s:g} s "
-                                           "per run)", sources=["upload"], elem_id="gazeflow-video")
-                    gr.Examples(examples=[[str(self.demo_clip.path)]], inputs=[video],
-                                label="Demo clip: synthetic, with its true gaze", elem_id="gazeflow-examples")
+                    video = gr.Video(
+                        label=f"Video (up to {limits.max_upload_mb:g} MB and {limits.max_duration_s:g} s per run)",
+                        sources=["upload"],
+                        elem_id="gazeflow-video",
+                    )
+                    gr.Examples(
+                        examples=[[str(self.demo_clip.path)]],
+                        inputs=[video],
+                        label="Demo clip: synthetic, with its true gaze",
+                        elem_id="gazeflow-examples",
+                    )
                     with gr.Accordion("Settings", open=True):
-                        model = gr.Textbox(label="Model folder or Hub id (empty: the bundled model)",
-                                           value=self.model or "", elem_id="gazeflow-model")
+                        model = gr.Textbox(
+                            label="Model folder or Hub id (empty: the bundled model)",
+                            value=self.model or "",
+                            elem_id="gazeflow-model",
+                        )
                         with gr.Row():
-                            num_samples = gr.Slider(1, MAX_SAMPLES, value=defaults.num_samples, step=1,
-                                                    label="K (sampled trajectories)", elem_id="gazeflow-k")
-                            num_steps = gr.Slider(1, MAX_STEPS_IN_PAGE, value=defaults.num_steps, step=1,
-                                                  label="S (ODE steps)", elem_id="gazeflow-s")
+                            num_samples = gr.Slider(
+                                1,
+                                MAX_SAMPLES,
+                                value=defaults.num_samples,
+                                step=1,
+                                label="K (sampled trajectories)",
+                                elem_id="gazeflow-k",
+                            )
+                            num_steps = gr.Slider(
+                                1,
+                                MAX_STEPS_IN_PAGE,
+                                value=defaults.num_steps,
+                                step=1,
+                                label="S (ODE steps)",
+                                elem_id="gazeflow-s",
+                            )
                         with gr.Row():
                             solver = gr.Dropdown(list(SOLVERS), value=defaults.solver, label="Solver")
-                            window_mode = gr.Dropdown(list(WINDOW_MODES),
-                                                      value=defaults.window_mode,
-                                                      label="Window mode", elem_id="gazeflow-window-mode",
-                                                      info="coherent: a frame depends only on its windows")
+                            window_mode = gr.Dropdown(
+                                list(WINDOW_MODES),
+                                value=defaults.window_mode,
+                                label="Window mode",
+                                elem_id="gazeflow-window-mode",
+                                info="coherent: a frame depends only on its windows",
+                            )
                             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
                         with gr.Row():
-                            start_frame = gr.Number(value=0, precision=0, minimum=0, label="Start frame",
-                                                    elem_id="gazeflow-start")
-                            end_frame = gr.Number(value=0, precision=0, minimum=0,
-                                                  label="End frame (excluded; 0: to the end)",
-                                                  elem_id="gazeflow-end")
+                            start_frame = gr.Number(
+                                value=0, precision=0, minimum=0, label="Start frame", elem_id="gazeflow-start"
+                            )
+                            end_frame = gr.Number(
+                                value=0,
+                                precision=0,
+                                minimum=0,
+                                label="End frame (excluded; 0: to the end)",
+                                elem_id="gazeflow-end",
+                            )
                         heatmap = gr.Checkbox(value=True, label="Heatmap on the overlay")
                     with gr.Row():
                         run = gr.Button("Predict gaze", variant="primary", elem_id="gazeflow-run")
                         stop_button = gr.Button("Stop", variant="stop", elem_id="gazeflow-stop")
                 with gr.Column(scale=1):
                     status = gr.Markdown(READY, elem_id="gazeflow-status")
-                    overlay = gr.Video(label="Overlay", interactive=False, autoplay=True, loop=True,
-                                       elem_id="gazeflow-overlay")
+                    overlay = gr.Video(
+                        label="Overlay", interactive=False, autoplay=True, loop=True, elem_id="gazeflow-overlay"
+                    )
                     gr.Markdown(LEGEND)
                     plot = gr.Plot(label="Gaze over time", format="png", elem_id="gazeflow-plot")
-                    downloads = gr.File(label="Downloads: gaze.csv, summary.json", file_count="multiple",
-                                        interactive=False, elem_id="gazeflow-downloads")
-            run.click(predict, inputs=[video, model, num_samples, num_steps, solver, window_mode, seed, start_frame,
-                                       end_frame, heatmap], outputs=[status, overlay, plot, downloads],
-                      concurrency_limit=self.max_concurrent_jobs, api_name="predict")
+                    downloads = gr.File(
+                        label="Downloads: gaze.csv, summary.json",
+                        file_count="multiple",
+                        interactive=False,
+                        elem_id="gazeflow-downloads",
+                    )
+            run.click(
+                predict,
+                inputs=[
+                    video,
+                    model,
+                    num_samples,
+                    num_steps,
+                    solver,
+                    window_mode,
+                    seed,
+                    start_frame,
+                    end_frame,
+                    heatmap,
+                ],
+                outputs=[status, overlay, plot, downloads],
+                concurrency_limit=self.max_concurrent_jobs,
+                api_name="predict",
+            )
             stop_button.click(stop, inputs=None, outputs=None, queue=False, api_name="stop")
         blocks.queue(max_size=self.max_queue, default_concurrency_limit=self.max_concurrent_jobs)
         return blocks
@@ -289,8 +402,14 @@ class GazeFlowDemo:
         """Serve the page (blocks until stopped unless ``prevent_thread_lock=True``). ``host``/``port`` default to
         Gradio's (``GRADIO_SERVER_NAME``/``GRADIO_SERVER_PORT``, else 127.0.0.1:7860); ``share`` makes a public
         gradio.live link (off by default). Uploads past the size limit are refused by the server itself."""
-        options = dict(server_name=host, server_port=port, share=share, max_file_size=self.limits.max_upload_bytes,
-                       allowed_paths=[str(self.demo_clip.path.parent)], show_error=True)
+        options = dict(
+            server_name=host,
+            server_port=port,
+            share=share,
+            max_file_size=self.limits.max_upload_bytes,
+            allowed_paths=[str(self.demo_clip.path.parent)],
+            show_error=True,
+        )
         return self.blocks.launch(**{**options, **kwargs})
 
 
@@ -313,5 +432,16 @@ def serve(model: str | None = None, host: str = "127.0.0.1", port: int | None = 
     return 0
 
 
-__all__ = ["GazeFlowDemo", "serve", "default_cache_dir", "import_gradio", "limits_from_env", "GRADIO_HELP", "ENV_MODEL",
-           "ENV_DEVICE", "ENV_MAX_UPLOAD_MB", "ENV_MAX_DURATION_S", "ENV_MAX_JOBS"]
+__all__ = [
+    "GazeFlowDemo",
+    "serve",
+    "default_cache_dir",
+    "import_gradio",
+    "limits_from_env",
+    "GRADIO_HELP",
+    "ENV_MODEL",
+    "ENV_DEVICE",
+    "ENV_MAX_UPLOAD_MB",
+    "ENV_MAX_DURATION_S",
+    "ENV_MAX_JOBS",
+]

@@ -80,8 +80,9 @@ class DemoLimits:
 
     def __post_init__(self) -> None:
         if not self.max_upload_mb > 0 or not self.max_duration_s > 0:
-            raise ValueError(f"limits must be positive, got max_upload_mb={self.max_upload_mb}, "
-                             f"max_duration_s={self.max_duration_s}")
+            raise ValueError(
+                f"limits must be positive, got max_upload_mb={self.max_upload_mb}, max_duration_s={self.max_duration_s}"
+            )
         if self.min_frames < 1:
             raise ValueError(f"min_frames must be >= 1, got {self.min_frames}")
 
@@ -207,16 +208,19 @@ def check_upload(video: str | os.PathLike | None, limits: DemoLimits) -> VideoIn
     if size == 0:
         raise DemoInputError(f"{name} is empty (0 bytes): expected a video file")
     if size > limits.max_upload_bytes:
-        raise DemoInputError(f"{name} is {size / (1 << 20):.1f} MB; this demo takes videos up to "
-                             f"{limits.max_upload_mb:g} MB")
+        raise DemoInputError(
+            f"{name} is {size / (1 << 20):.1f} MB; this demo takes videos up to {limits.max_upload_mb:g} MB"
+        )
     _check_decodable(path)
     try:
         info = probe_video(path)
     except VideoDecodeError as err:
         raise DemoInputError(f"{name} cannot be read as a video: {_without_path(err, path)}") from err
     if info.num_frames < limits.min_frames:
-        raise DemoInputError(f"{name} has only {info.num_frames} frame{'s' if info.num_frames != 1 else ''}; gaze "
-                             f"prediction needs a video of at least {limits.min_frames} frames")
+        raise DemoInputError(
+            f"{name} has only {info.num_frames} frame{'s' if info.num_frames != 1 else ''}; gaze "
+            f"prediction needs a video of at least {limits.min_frames} frames"
+        )
     return info
 
 
@@ -233,22 +237,26 @@ def _check_decodable(path: Path) -> None:
         container = av.open(str(path))
     except (av.error.FFmpegError, UnicodeDecodeError, ValueError) as err:
         reason = getattr(err, "strerror", None) or type(err).__name__
-        raise DemoInputError(f"{name} is not a video file (FFmpeg: {reason}); expected a video such as an mp4, "
-                             f"mov, mkv or webm") from err
+        raise DemoInputError(
+            f"{name} is not a video file (FFmpeg: {reason}); expected a video such as an mp4, mov, mkv or webm"
+        ) from err
     try:
         streams = container.streams.video
         if not streams:
             raise DemoInputError(f"{name} has no video stream (audio or data only); expected a video")
         if streams[0].codec_context is None:
-            raise DemoInputError(f"{name} uses a video codec FFmpeg cannot decode here; re-encode it as H.264, e.g. "
-                                 f"`ffmpeg -i {name} -c:v libx264 out.mp4`")
+            raise DemoInputError(
+                f"{name} uses a video codec FFmpeg cannot decode here; re-encode it as H.264, e.g. "
+                f"`ffmpeg -i {name} -c:v libx264 out.mp4`"
+            )
     finally:
         container.close()
     try:
         first = next(iter_frames(path, 0, 1), None)
     except VideoDecodeError as err:
-        raise DemoInputError(f"{name}: its first frame cannot be decoded ({_without_path(err, path)}); re-encode it "
-                             f"as H.264") from err
+        raise DemoInputError(
+            f"{name}: its first frame cannot be decoded ({_without_path(err, path)}); re-encode it as H.264"
+        ) from err
     if first is None:
         raise DemoInputError(f"{name} has a video stream but no frame could be decoded from it")
 
@@ -269,27 +277,32 @@ def _as_int(value: Any, label: str, minimum: int | None = None, maximum: int | N
     return number
 
 
-def check_frame_range(info: VideoInfo, name: str, start_frame: Any, end_frame: Any,
-                      limits: DemoLimits) -> tuple[int, int]:
+def check_frame_range(
+    info: VideoInfo, name: str, start_frame: Any, end_frame: Any, limits: DemoLimits
+) -> tuple[int, int]:
     """``[start, stop)`` of the frames to process, within the video, at least ``min_frames`` long and within the
     duration limit."""
     start = _as_int(start_frame, "start frame", minimum=0) or 0
     end = _as_int(end_frame, "end frame", minimum=1)
     if start >= info.num_frames:
-        raise DemoInputError(f"start frame {start} is past the end of {name} ({info.num_frames} frames, 0.."
-                             f"{info.num_frames - 1})")
+        raise DemoInputError(
+            f"start frame {start} is past the end of {name} ({info.num_frames} frames, 0..{info.num_frames - 1})"
+        )
     stop = info.num_frames if end is None else min(end, info.num_frames)
     if stop <= start:
         raise DemoInputError(f"end frame {end} must be after start frame {start} (the end frame is not included)")
     if stop - start < limits.min_frames:
-        raise DemoInputError(f"frames [{start}, {stop}) of {name} are fewer than the {limits.min_frames} gaze "
-                             f"prediction needs")
+        raise DemoInputError(
+            f"frames [{start}, {stop}) of {name} are fewer than the {limits.min_frames} gaze prediction needs"
+        )
     duration = (stop - start) / info.fps
     if duration > limits.max_duration_s + 1e-9:
         most = int(limits.max_duration_s * info.fps)
-        raise DemoInputError(f"{name}: the {stop - start} frames to process last {duration:.1f} s; this demo processes "
-                             f"at most {limits.max_duration_s:g} s per run: set a frame range of at most {most} "
-                             f"frames ({info.fps:g} fps)")
+        raise DemoInputError(
+            f"{name}: the {stop - start} frames to process last {duration:.1f} s; this demo processes "
+            f"at most {limits.max_duration_s:g} s per run: set a frame range of at most {most} "
+            f"frames ({info.fps:g} fps)"
+        )
     return start, stop
 
 
@@ -305,14 +318,30 @@ def job_options(settings: JobSettings, start: int, stop: int, seed: int | None) 
     if window_mode is not None and window_mode not in WINDOW_MODES:
         raise DemoInputError(f"window mode must be one of {', '.join(WINDOW_MODES)}, got {window_mode!r}")
     fields = {field.name: getattr(settings, field.name) for field in dataclasses.fields(PredictOptions)}
-    fields.update(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode, seed=seed,
-                  start_frame=start, end_frame=stop, heatmap=bool(settings.heatmap), even_size=True)
+    fields.update(
+        num_samples=num_samples,
+        num_steps=num_steps,
+        solver=solver,
+        window_mode=window_mode,
+        seed=seed,
+        start_frame=start,
+        end_frame=stop,
+        heatmap=bool(settings.heatmap),
+        even_size=True,
+    )
     return PredictOptions(**fields)
 
 
-def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str | os.PathLike,
-            pipelines: PipelineCache, limits: DemoLimits = DemoLimits(), demo_clip: DemoClip | None = None,
-            on_progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> JobResult:
+def run_job(
+    video: str | os.PathLike | None,
+    settings: JobSettings,
+    job_dir: str | os.PathLike,
+    pipelines: PipelineCache,
+    limits: DemoLimits = DemoLimits(),
+    demo_clip: DemoClip | None = None,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> JobResult:
     """Check ``video``, stream it through the model and write ``overlay.mp4``, ``gaze.csv`` and ``summary.json`` into
     ``job_dir`` (which the caller removes). ``on_progress(frames_done, frames_total)`` is called as frames finish;
     setting ``cancel`` stops the job at the next chunk (:class:`JobStopped`, its partial files removed).
@@ -355,24 +384,34 @@ def run_job(video: str | os.PathLike | None, settings: JobSettings, job_dir: str
     # what users download names no server path: the upload by its name, the outputs by theirs
     summary.update(video=path.name, outputs=[OVERLAY_NAME, CSV_NAME, SUMMARY_NAME])
     timings["load_s"] = round(loaded - started, 3)
-    message = (f"{frames} frames of {path.name} in {timings['predict_s']:.1f} s ({timings['ms_per_frame']:.0f} "
-               f"ms/frame); K={summary['num_samples']}, S={summary['num_steps']}, {summary['solver']}, "
-               f"{summary['window_mode']} windows, seed {seed}. The point estimate makes "
-               f"{summary['point_estimate_fixations']} fixations and {summary['point_estimate_saccades']} saccades "
-               f"(I-VT, 60 degree camera); 90% of the samples lie within {summary['mean_spread90_px']:.1f} px of it "
-               "on average (gaze.csv holds each frame's spread and each row's event).")
+    message = (
+        f"{frames} frames of {path.name} in {timings['predict_s']:.1f} s ({timings['ms_per_frame']:.0f} "
+        f"ms/frame); K={summary['num_samples']}, S={summary['num_steps']}, {summary['solver']}, "
+        f"{summary['window_mode']} windows, seed {seed}. The point estimate makes "
+        f"{summary['point_estimate_fixations']} fixations and {summary['point_estimate_saccades']} saccades "
+        f"(I-VT, 60 degree camera); 90% of the samples lie within {summary['mean_spread90_px']:.1f} px of it "
+        "on average (gaze.csv holds each frame's spread and each row's event)."
+    )
     if truth is not None:
         summary["demo"] = score_points(frame_indices, point_estimate(trajectories), truth)
         demo = summary["demo"]
         if demo["frames_scored"]:
-            message += (f" Demo clip: the point estimate lies {demo['point_estimate_error']:.3f} from the true gaze "
-                        f"(magenta cross) on average, the frame centre {demo['frame_centre_error']:.3f} (unit "
-                        f"coordinates, {demo['frames_scored']} frames with the gaze on the frame).")
+            message += (
+                f" Demo clip: the point estimate lies {demo['point_estimate_error']:.3f} from the true gaze "
+                f"(magenta cross) on average, the frame centre {demo['frame_centre_error']:.3f} (unit "
+                f"coordinates, {demo['frames_scored']} frames with the gaze on the frame)."
+            )
     write_summary(out_dir / SUMMARY_NAME, summary)
-    return JobResult(overlay=out_dir / OVERLAY_NAME, csv=out_dir / CSV_NAME, summary_path=out_dir / SUMMARY_NAME,
-                     summary=summary, trajectories=trajectories,
-                     times_s=frame_times_ms(frame_indices, summary["fps"]) / 1000.0,
-                     truth=demo_clip.gaze_at(frame_indices) if truth is not None else None, message=message)
+    return JobResult(
+        overlay=out_dir / OVERLAY_NAME,
+        csv=out_dir / CSV_NAME,
+        summary_path=out_dir / SUMMARY_NAME,
+        summary=summary,
+        trajectories=trajectories,
+        times_s=frame_times_ms(frame_indices, summary["fps"]) / 1000.0,
+        truth=demo_clip.gaze_at(frame_indices) if truth is not None else None,
+        message=message,
+    )
 
 
 def trajectory_figure(times_s: np.ndarray, trajectories: np.ndarray, truth: np.ndarray | None = None) -> Figure:
@@ -387,8 +426,15 @@ def trajectory_figure(times_s: np.ndarray, trajectories: np.ndarray, truth: np.n
     axes = figure.subplots(2, 1, sharex=True)
     for axis, (ax, label) in enumerate(zip(axes, ("x (0 = left edge)", "y (0 = top edge)"))):
         samples = trajectories[:, :, axis]
-        ax.fill_between(times_s, samples.min(axis=0), samples.max(axis=0), color="#17becf", alpha=0.18, linewidth=0,
-                        label=f"K={num_samples} samples")
+        ax.fill_between(
+            times_s,
+            samples.min(axis=0),
+            samples.max(axis=0),
+            color="#17becf",
+            alpha=0.18,
+            linewidth=0,
+            label=f"K={num_samples} samples",
+        )
         for sample in samples:
             ax.plot(times_s, sample, color="#17becf", alpha=min(0.35, 4.0 / num_samples), linewidth=0.6)
         ax.plot(times_s, points[:, axis], color="#1f4e9c", linewidth=1.8, label="point estimate (mean of K)")
@@ -404,6 +450,24 @@ def trajectory_figure(times_s: np.ndarray, trajectories: np.ndarray, truth: np.n
     return figure
 
 
-__all__ = ["DemoInputError", "JobStopped", "DemoLimits", "JobSettings", "JobResult", "DemoClip", "PipelineCache",
-           "check_upload", "check_frame_range", "job_options", "prepare_demo_clip", "run_job", "trajectory_figure",
-           "OVERLAY_NAME", "CSV_NAME", "SUMMARY_NAME", "MAX_SAMPLES", "MAX_STEPS", "DEMO_CLIP_FRAMES"]
+__all__ = [
+    "DemoInputError",
+    "JobStopped",
+    "DemoLimits",
+    "JobSettings",
+    "JobResult",
+    "DemoClip",
+    "PipelineCache",
+    "check_upload",
+    "check_frame_range",
+    "job_options",
+    "prepare_demo_clip",
+    "run_job",
+    "trajectory_figure",
+    "OVERLAY_NAME",
+    "CSV_NAME",
+    "SUMMARY_NAME",
+    "MAX_SAMPLES",
+    "MAX_STEPS",
+    "DEMO_CLIP_FRAMES",
+]

@@ -33,8 +33,13 @@ def temporary_path(path: str | os.PathLike) -> Path:
     return path.with_name(f"{TEMPORARY_PREFIX}{os.getpid()}.{threading.get_ident()}.{path.name}")
 
 
-def atomic_write(path: str | os.PathLike, content: str | bytes | Callable[[Path], object], *,
-                 encoding: str = "utf-8", durable: bool = False) -> Path:
+def atomic_write(
+    path: str | os.PathLike,
+    content: str | bytes | Callable[[Path], object],
+    *,
+    encoding: str = "utf-8",
+    durable: bool = False,
+) -> Path:
     """Write ``path`` whole or not at all: ``content`` (text in ``encoding``, bytes, or a function that writes the
     file at the path it is given) goes to a temporary file in the same folder, which is then renamed onto ``path``.
     When writing raises (or is interrupted), the temporary is removed and ``path`` is left as it was.

@@ -57,17 +57,26 @@ class GazeFlowDataCollator:
         ``height``, ``action``, ``verb``, ``noun`` (int64 ``[B]``, ``-1`` where absent) and ``fps`` (float32 ``[B]``).
     """
 
-    def __init__(self, processor: GazeFlowVideoProcessor, num_frames: int = 64,
-                 decode_fn: Callable[[str, int, int], np.ndarray] | None = None,
-                 horizontal_flip_probability: float = 0.0, flip_generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        processor: GazeFlowVideoProcessor,
+        num_frames: int = 64,
+        decode_fn: Callable[[str, int, int], np.ndarray] | None = None,
+        horizontal_flip_probability: float = 0.0,
+        flip_generator: torch.Generator | None = None,
+    ) -> None:
         if not isinstance(processor, GazeFlowVideoProcessor):
             raise ValueError(f"processor must be a GazeFlowVideoProcessor, got {type(processor).__name__}")
         if isinstance(num_frames, bool) or not isinstance(num_frames, int) or num_frames < 1:
             raise ValueError(f"num_frames must be a positive int (the batch window length), got {num_frames!r}")
-        if (isinstance(horizontal_flip_probability, bool) or not isinstance(horizontal_flip_probability, (int, float))
-                or not 0.0 <= horizontal_flip_probability <= 1.0):
-            raise ValueError("horizontal_flip_probability must be a number in [0, 1], got "
-                             f"{horizontal_flip_probability!r}")
+        if (
+            isinstance(horizontal_flip_probability, bool)
+            or not isinstance(horizontal_flip_probability, (int, float))
+            or not 0.0 <= horizontal_flip_probability <= 1.0
+        ):
+            raise ValueError(
+                f"horizontal_flip_probability must be a number in [0, 1], got {horizontal_flip_probability!r}"
+            )
         if flip_generator is not None and not isinstance(flip_generator, torch.Generator):
             raise ValueError(f"flip_generator must be a torch.Generator or None, got {type(flip_generator).__name__}")
         self.processor = processor
@@ -78,16 +87,19 @@ class GazeFlowDataCollator:
 
     input_key = "pixel_values_videos"
 
-    def load_inputs(self, example: Mapping[str, Any], name: str, clip: str,
-                    flipped: bool = False) -> tuple[torch.Tensor, tuple[int, int]]:
+    def load_inputs(
+        self, example: Mapping[str, Any], name: str, clip: str, flipped: bool = False
+    ) -> tuple[torch.Tensor, tuple[int, int]]:
         """The model input of one example, padded to ``num_frames``: its window decoded, processed, and padded by
         repeating the last frame; mirrored left to right when ``flipped``. Returns ``([W, 3, S, S], (width, height)
         of the decoded frames)``."""
         n, start = int(example["num_frames"]), int(example["window_start"])
         frames = np.asarray(self.decode_fn(str(example["video_path"]), start, n))
         if frames.ndim < 3 or frames.shape[0] != n:
-            raise ValueError(f"{name} ({clip}): decoding {example['video_path']} gave "
-                             f"{frames.shape[0] if frames.ndim else 0} frames for a window of {n}")
+            raise ValueError(
+                f"{name} ({clip}): decoding {example['video_path']} gave "
+                f"{frames.shape[0] if frames.ndim else 0} frames for a window of {n}"
+            )
         _check_size(example, frames, name, clip)
         return self.finish_window(self.processor.preprocess(frames), flipped), (frames.shape[2], frames.shape[1])
 
@@ -108,12 +120,26 @@ class GazeFlowDataCollator:
 
     def __call__(self, examples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if isinstance(examples, Mapping) or not isinstance(examples, Sequence) or len(examples) == 0:
-            raise ValueError("examples must be a non-empty list of unified-schema examples (dicts), "
-                             f"got {type(examples).__name__}")
+            raise ValueError(
+                f"examples must be a non-empty list of unified-schema examples (dicts), got {type(examples).__name__}"
+            )
         width = self.num_frames
         pixels, gazes, masks, types = [], [], [], []
-        meta: dict[str, list] = {key: [] for key in ("clip_id", "video_path", "window_start", "num_frames", "width",
-                                                     "height", "fps", "action", "verb", "noun")}
+        meta: dict[str, list] = {
+            key: []
+            for key in (
+                "clip_id",
+                "video_path",
+                "window_start",
+                "num_frames",
+                "width",
+                "height",
+                "fps",
+                "action",
+                "verb",
+                "noun",
+            )
+        }
         for index, example in enumerate(examples):
             name = f"examples[{index}]"
             if not isinstance(example, Mapping):
@@ -124,8 +150,9 @@ class GazeFlowDataCollator:
             clip = str(example["clip_id"])
             n, start = int(example["num_frames"]), int(example["window_start"])
             if n < 1 or n > width:
-                raise ValueError(f"{name} ({clip}): num_frames must be in [1, {width}] (the collator's num_frames), "
-                                 f"got {n}")
+                raise ValueError(
+                    f"{name} ({clip}): num_frames must be in [1, {width}] (the collator's num_frames), got {n}"
+                )
             if start < 0:
                 raise ValueError(f"{name} ({clip}): window_start must be >= 0, got {start}")
             gaze, valid, gaze_type = _per_frame_fields(example, n, name, clip)
@@ -175,8 +202,9 @@ def _decode_window(path: str, start: int, num_frames: int) -> np.ndarray:
     return decode_frames(path, start, num_frames)
 
 
-def _per_frame_fields(example: Mapping[str, Any], n: int, name: str, clip: str
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _per_frame_fields(
+    example: Mapping[str, Any], n: int, name: str, clip: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Check and convert gaze/valid/gaze_type of one example; untracked points become finite, never NaN."""
     gaze = np.asarray(example["gaze"], dtype=np.float32)
     if gaze.shape != (n, 2):
@@ -199,8 +227,10 @@ def _per_frame_fields(example: Mapping[str, Any], n: int, name: str, clip: str
         raise ValueError(f"{name} ({clip}): gaze is not finite on valid frames {frames}")
     outside = ((gaze < -_UNIT_TOLERANCE) | (gaze > 1 + _UNIT_TOLERANCE)).any(axis=1) & valid
     if outside.any():
-        raise ValueError(f"{name} ({clip}): gaze must be unit coordinates in [0, 1] on valid frames; frames "
-                         f"{np.flatnonzero(outside)[:8].tolist()} are outside (is it in pixels or in [-1, 1]?)")
+        raise ValueError(
+            f"{name} ({clip}): gaze must be unit coordinates in [0, 1] on valid frames; frames "
+            f"{np.flatnonzero(outside)[:8].tolist()} are outside (is it in pixels or in [-1, 1]?)"
+        )
     gaze = np.where(finite[:, None], np.clip(gaze, 0.0, 1.0), np.float32(0.5)).astype(np.float32)
     return gaze, valid, gaze_type
 
@@ -212,8 +242,10 @@ def _check_size(example: Mapping[str, Any], frames: np.ndarray, name: str, clip:
     height, width = frames.shape[1:3]
     declared = (example.get("width"), example.get("height"))
     if declared[0] is not None and declared[1] is not None and (int(declared[0]), int(declared[1])) != (width, height):
-        raise ValueError(f"{name} ({clip}): the example says {int(declared[0])}x{int(declared[1])} but "
-                         f"{example['video_path']} decodes to {width}x{height}")
+        raise ValueError(
+            f"{name} ({clip}): the example says {int(declared[0])}x{int(declared[1])} but "
+            f"{example['video_path']} decodes to {width}x{height}"
+        )
 
 
 __all__ = ["GazeFlowDataCollator"]

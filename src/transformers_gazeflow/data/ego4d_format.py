@@ -45,12 +45,14 @@ EGO4D_MOTION_WIDTH, EGO4D_MOTION_HEIGHT = 1088, 1080  # the fixation threshold i
 EGO4D_FIXATION_MAX_PX = 40.0
 EGO4D_CLIP_SECONDS = 5
 EGO4D_NON_GAZE_FILES = frozenset({"manifest.csv", "manifest.ver"})
-EGO4D_GLC_SKIPPED_VIDEOS = frozenset({
-    "4e07da0c-450f-4c37-95e9-e793cb5d8f7f",
-    "5819e52c-4e12-4f86-ad69-76fc215dfbcb",
-    "83081c5a-8456-44d8-af67-280034f8f0a6",
-    "a77682da-cae7-4e68-8580-6cb47658b23f",
-})
+EGO4D_GLC_SKIPPED_VIDEOS = frozenset(
+    {
+        "4e07da0c-450f-4c37-95e9-e793cb5d8f7f",
+        "5819e52c-4e12-4f86-ad69-76fc215dfbcb",
+        "83081c5a-8456-44d8-af67-280034f8f0a6",
+        "a77682da-cae7-4e68-8580-6cb47658b23f",
+    }
+)
 
 
 def is_ego4d_gaze_csv(path: str | Path) -> bool:
@@ -86,8 +88,9 @@ def read_ego4d_gaze_csv(path: str | Path) -> Ego4dGazeSamples:
     if not path.is_file():
         raise FileNotFoundError(f"Ego4D gaze file not found: {path}")
     if not is_ego4d_gaze_csv(path):
-        raise ValueError(f"{path} is not an Ego4D gaze CSV: its header does not start with "
-                         f"{EGO4D_GAZE_HEADER_PREFIX!r}")
+        raise ValueError(
+            f"{path} is not an Ego4D gaze CSV: its header does not start with {EGO4D_GAZE_HEADER_PREFIX!r}"
+        )
     data, encoding = read_text_bytes(path)  # UTF-16/32 and byte-order marks read as UTF-8
     lines = data.split(b"\n")
     if lines and not lines[-1].strip():
@@ -122,8 +125,7 @@ def read_ego4d_gaze_csv(path: str | Path) -> Ego4dGazeSamples:
     return Ego4dGazeSamples(t, x, 1.0 - y, report)
 
 
-def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float,
-                       parity: str = PARITY_FIXED) -> GazeTrack:
+def ego4d_frame_labels(samples: Ego4dGazeSamples, num_frames: int, fps: float, parity: str = PARITY_FIXED) -> GazeTrack:
     """Per-video-frame gaze of an Ego4D video (docs/specs/data.md, "Per video frame i", after GLC
     ``get_ego4d_frame_label``).
 
@@ -223,8 +225,10 @@ def read_untracked_intervals(path: str | Path) -> tuple[dict[str, list[tuple[int
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"untracked-interval file not found: {path} (GLC's ego4d_gaze_untracked.csv, "
-                                "lines uid,HH:MM:SS,HH:MM:SS,code)")
+        raise FileNotFoundError(
+            f"untracked-interval file not found: {path} (GLC's ego4d_gaze_untracked.csv, "
+            "lines uid,HH:MM:SS,HH:MM:SS,code)"
+        )
     report = ParseReport(str(path), "ego4d untracked intervals")
     intervals: dict[str, list[tuple[int, int]]] = {}
     for row in csv.reader(read_text(path, "GLC's untracked-interval file").splitlines()):
@@ -241,8 +245,9 @@ def read_untracked_intervals(path: str | Path) -> tuple[dict[str, list[tuple[int
     return intervals, report
 
 
-def ego4d_clip_starts(duration_s: float, intervals: list[tuple[int, int]] = (),
-                      clip_seconds: int = EGO4D_CLIP_SECONDS) -> list[int]:
+def ego4d_clip_starts(
+    duration_s: float, intervals: list[tuple[int, int]] = (), clip_seconds: int = EGO4D_CLIP_SECONDS
+) -> list[int]:
     """Start seconds of GLC's Ego4D clips (docs/specs/data.md, "Windows"; GLC ``clip_videos``).
 
     Starts ``range(0, int(duration), 5)``, stopping once a clip's end passes the duration; a clip is skipped when
@@ -261,9 +266,24 @@ def ego4d_clip_starts(duration_s: float, intervals: list[tuple[int, int]] = (),
 
 
 __all__ = [
-    "EGO4D_GAZE_HEADER_PREFIX", "EGO4D_TIME_COLUMN", "EGO4D_X_COLUMN", "EGO4D_Y_COLUMN", "EGO4D_MOTION_WIDTH",
-    "EGO4D_MOTION_HEIGHT", "EGO4D_FIXATION_MAX_PX", "EGO4D_CLIP_SECONDS", "EGO4D_NON_GAZE_FILES",
-    "EGO4D_GLC_SKIPPED_VIDEOS", "is_ego4d_gaze_csv", "Ego4dGazeSamples", "read_ego4d_gaze_csv",
-    "ego4d_frame_labels", "parse_ego4d_gaze", "ego4d_label_rows", "parse_glc_clip_path", "parse_hms",
-    "read_untracked_intervals", "ego4d_clip_starts",
+    "EGO4D_GAZE_HEADER_PREFIX",
+    "EGO4D_TIME_COLUMN",
+    "EGO4D_X_COLUMN",
+    "EGO4D_Y_COLUMN",
+    "EGO4D_MOTION_WIDTH",
+    "EGO4D_MOTION_HEIGHT",
+    "EGO4D_FIXATION_MAX_PX",
+    "EGO4D_CLIP_SECONDS",
+    "EGO4D_NON_GAZE_FILES",
+    "EGO4D_GLC_SKIPPED_VIDEOS",
+    "is_ego4d_gaze_csv",
+    "Ego4dGazeSamples",
+    "read_ego4d_gaze_csv",
+    "ego4d_frame_labels",
+    "parse_ego4d_gaze",
+    "ego4d_label_rows",
+    "parse_glc_clip_path",
+    "parse_hms",
+    "read_untracked_intervals",
+    "ego4d_clip_starts",
 ]

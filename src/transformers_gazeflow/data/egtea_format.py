@@ -82,8 +82,12 @@ def begaze_frame_to_timecode(frame: int) -> str:
     return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}:{ff:02d}"
 
 
-def begaze_lines(samples: Iterable[tuple[int, float, float, int, str]], fmt: int = 1,
-                 header: Sequence[str] = (), num_samples: int | None = None) -> list[str]:
+def begaze_lines(
+    samples: Iterable[tuple[int, float, float, int, str]],
+    fmt: int = 1,
+    header: Sequence[str] = (),
+    num_samples: int | None = None,
+) -> list[str]:
     """The lines of a BeGaze text export of ``(time, px, py, frame, event)`` samples: what :func:`read_begaze` reads.
 
     Writes the layout docs/specs/data.md describes, from the constants above: :data:`BEGAZE_HEADER_LINES` ``##`` lines
@@ -99,16 +103,18 @@ def begaze_lines(samples: Iterable[tuple[int, float, float, int, str]], fmt: int
         rows = [f"{time}\tSMP\t1\t{px:.3f}\t{py:.3f}\t{frame}\t{event}" for time, px, py, frame, event in samples]
     else:
         zeros = "\t".join(["0"] * (BEGAZE_TOKENS[2] - 9))
-        rows = [f"{time}\tSMP\t1\t0\t0\t{px:.3f}\t{py:.3f}\t{zeros}\t{begaze_frame_to_timecode(frame)}\t{event}"
-                for time, px, py, frame, event in samples]
+        rows = [
+            f"{time}\tSMP\t1\t0\t0\t{px:.3f}\t{py:.3f}\t{zeros}\t{begaze_frame_to_timecode(frame)}\t{event}"
+            for time, px, py, frame, event in samples
+        ]
     marker_line = 9 if fmt == 1 else 10  # 0-based
     own = list(header)
     if any(not line.startswith("##") for line in own) or len(own) > BEGAZE_HEADER_LINES - 2:
         raise ValueError(f"header must be at most {BEGAZE_HEADER_LINES - 2} lines starting with '##'")
-    lines = ["## [BeGaze]"] + own[:marker_line - 1]
+    lines = ["## [BeGaze]"] + own[: marker_line - 1]
     lines += ["##"] * (marker_line - len(lines))
     lines.append(f"{BEGAZE_SAMPLES_MARKER}\t{len(rows) if num_samples is None else num_samples}")
-    lines += own[marker_line - 1:]
+    lines += own[marker_line - 1 :]
     lines += ["##"] * (BEGAZE_HEADER_LINES - len(lines))
     return lines + rows
 
@@ -146,8 +152,10 @@ def _begaze_format(lines: list[bytes], lengths: np.ndarray) -> tuple[int, str]:
     counts = Counter(lengths.tolist())
     best = max(BEGAZE_TOKENS, key=lambda fmt: counts.get(BEGAZE_TOKENS[fmt], 0))
     if counts.get(BEGAZE_TOKENS[best], 0) == 0:
-        raise ValueError(f"not a BeGaze export: no '{BEGAZE_SAMPLES_MARKER}' on header line 10 or 11 "
-                         "and no data row of 7 or 26 tokens")
+        raise ValueError(
+            f"not a BeGaze export: no '{BEGAZE_SAMPLES_MARKER}' on header line 10 or 11 "
+            "and no data row of 7 or 26 tokens"
+        )
     return best, "sniffed from row token counts"
 
 
@@ -205,8 +213,7 @@ def read_begaze(path: str | Path) -> BeGazeSamples:
     ok_event = ~_begaze_cut_events(events)
     report.skip("non-numeric or non-finite x/y", int((~(ok_x & ok_y)).sum()))
     report.skip("bad frame number or timecode", int(((ok_x & ok_y) & ~ok_f).sum()))
-    report.skip("event cut short (a prefix of Fixation, Saccade or Blink)",
-                int((ok_x & ok_y & ok_f & ~ok_event).sum()))
+    report.skip("event cut short (a prefix of Fixation, Saccade or Blink)", int((ok_x & ok_y & ok_f & ~ok_event).sum()))
     keep = ok_x & ok_y & ok_f & ok_event
     report.rows_kept = int(keep.sum())
     return BeGazeSamples(px[keep], py[keep], frame[keep], codes[keep], fmt, report)
@@ -247,8 +254,9 @@ def begaze_frames(samples: BeGazeSamples, parity: str = PARITY_FIXED) -> GazeTra
         tracked = frames[ends]
         types = samples.gaze_type[order][ends]
         if parity == PARITY_FIXED:
-            outside = ((mean[:, 0] < 0) | (mean[:, 0] > BEGAZE_WIDTH - 1)
-                       | (mean[:, 1] < 0) | (mean[:, 1] > BEGAZE_HEIGHT - 1))
+            outside = (
+                (mean[:, 0] < 0) | (mean[:, 0] > BEGAZE_WIDTH - 1) | (mean[:, 1] < 0) | (mean[:, 1] > BEGAZE_HEIGHT - 1)
+            )
             types = np.where(outside & ((types == FIXATION) | (types == SACCADE)), OFF_FRAME, types)
         clamped = np.stack([np.clip(mean[:, 0], 0, BEGAZE_WIDTH - 1), np.clip(mean[:, 1], 0, BEGAZE_HEIGHT - 1)], 1)
         gaze[tracked] = pixels_to_unit(clamped, BEGAZE_WIDTH, BEGAZE_HEIGHT)
@@ -287,8 +295,9 @@ def parse_egtea_clip_name(name: str) -> EgteaClip:
     if match is None:
         raise ValueError(f"not an EGTEA clip name (expected <VIDEO>-<a>-<b>-F<start>-F<end>): {name!r}")
     if int(match["end"]) < int(match["start"]):
-        raise ValueError(f"not an EGTEA clip name: its F<end> is before its F<start> (expected F<start> <= F<end>): "
-                         f"{name!r}")
+        raise ValueError(
+            f"not an EGTEA clip name: its F<end> is before its F<start> (expected F<start> <= F<end>): {name!r}"
+        )
     return EgteaClip(name, match["video"], int(match["start"]), int(match["end"]))
 
 
@@ -324,9 +333,24 @@ def read_egtea_index(path: str | Path) -> list[str]:
 
 
 __all__ = [
-    "BEGAZE_WIDTH", "BEGAZE_HEIGHT", "BEGAZE_FPS", "BEGAZE_HEADER_LINES", "BEGAZE_SAMPLES_MARKER", "BEGAZE_TOKENS",
+    "BEGAZE_WIDTH",
+    "BEGAZE_HEIGHT",
+    "BEGAZE_FPS",
+    "BEGAZE_HEADER_LINES",
+    "BEGAZE_SAMPLES_MARKER",
+    "BEGAZE_TOKENS",
     "BEGAZE_EVENT_NAMES",
-    "EGTEA_GLC_DROPPED_TEST_CLIPS", "BeGazeSamples", "read_begaze", "begaze_frames", "parse_begaze",
-    "begaze_timecode_to_frame", "begaze_frame_to_timecode", "begaze_lines", "EgteaClip", "parse_egtea_clip_name",
-    "format_egtea_clip_name", "egtea_gaze_rows", "read_egtea_index",
+    "EGTEA_GLC_DROPPED_TEST_CLIPS",
+    "BeGazeSamples",
+    "read_begaze",
+    "begaze_frames",
+    "parse_begaze",
+    "begaze_timecode_to_frame",
+    "begaze_frame_to_timecode",
+    "begaze_lines",
+    "EgteaClip",
+    "parse_egtea_clip_name",
+    "format_egtea_clip_name",
+    "egtea_gaze_rows",
+    "read_egtea_index",
 ]

@@ -103,8 +103,10 @@ class ParseReport:
 
     def summary(self) -> str:
         reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(self.skipped.items())) or "none"
-        text = (f"{self.path} ({self.kind}): {self.rows_read} rows read, {self.rows_kept} kept, "
-                f"{self.rows_skipped} skipped as malformed ({reasons})")
+        text = (
+            f"{self.path} ({self.kind}): {self.rows_read} rows read, {self.rows_kept} kept, "
+            f"{self.rows_skipped} skipped as malformed ({reasons})"
+        )
         return text + "".join(f"; {note}" for note in self.notes)
 
     def log(self) -> None:
@@ -127,10 +129,10 @@ class GazeTrack:
         return valid_mask(self.gaze_type)
 
 
-
 # ----------------------------------------------------------------------------------------------------------------
 # Vectorised token conversion (a bad token marks its row as malformed instead of failing the file)
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def tokens_to_float(tokens: Sequence[bytes] | Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Tokens (bytes or str) -> float64 values and an ``ok`` mask (non-numeric and non-finite tokens are not ok).
@@ -176,7 +178,7 @@ def _utf16_without_mark(head: bytes) -> str | None:
     pairs = len(head) // 2
     if pairs < 2:
         return None
-    odd_nuls, even_nuls = head[1:2 * pairs:2].count(0), head[0:2 * pairs:2].count(0)
+    odd_nuls, even_nuls = head[1 : 2 * pairs : 2].count(0), head[0 : 2 * pairs : 2].count(0)
     if odd_nuls >= 0.9 * pairs and even_nuls < 0.1 * pairs:
         return "utf-16-le"
     if even_nuls >= 0.9 * pairs and odd_nuls < 0.1 * pairs:
@@ -202,12 +204,13 @@ def decode_text_bytes(data: bytes) -> tuple[bytes, str | None]:
         if data.startswith(mark):
             note = f"read as {name} (byte-order mark)"
             if codec == "utf-8":
-                return data[len(mark):], note
-            return _decode_wide(data[len(mark):], codec, note)
+                return data[len(mark) :], note
+            return _decode_wide(data[len(mark) :], codec, note)
     codec = _utf16_without_mark(data[:4096])
     if codec is not None:
-        return _decode_wide(data, codec, f"read as UTF-16 {codec[-2:].upper()} (no byte-order mark; recognised by "
-                                         "its NUL bytes)")
+        return _decode_wide(
+            data, codec, f"read as UTF-16 {codec[-2:].upper()} (no byte-order mark; recognised by its NUL bytes)"
+        )
     return data, None
 
 
@@ -223,12 +226,26 @@ def read_text(path: str | Path, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: {what} must be text in UTF-8, UTF-16 or UTF-32; byte {err.start} "
-                         f"({data[err.start:err.start + 1]!r}) is not UTF-8") from None
+        raise ValueError(
+            f"{path}: {what} must be text in UTF-8, UTF-16 or UTF-32; byte {err.start} "
+            f"({data[err.start : err.start + 1]!r}) is not UTF-8"
+        ) from None
 
 
 __all__ = [
-    "PARITY_FIXED", "PARITY_GLC", "PARITY_MODES", "check_parity", "fill_untracked", "UNTRACKED_FILL",
-    "UNTRACKED_FILL_GLC_EGTEA", "UNTRACKED_FILL_GLC_EGO4D", "ParseReport", "GazeTrack", "tokens_to_float",
-    "floats_to_frame_index", "decode_text_bytes", "read_text_bytes", "read_text",
+    "PARITY_FIXED",
+    "PARITY_GLC",
+    "PARITY_MODES",
+    "check_parity",
+    "fill_untracked",
+    "UNTRACKED_FILL",
+    "UNTRACKED_FILL_GLC_EGTEA",
+    "UNTRACKED_FILL_GLC_EGO4D",
+    "ParseReport",
+    "GazeTrack",
+    "tokens_to_float",
+    "floats_to_frame_index",
+    "decode_text_bytes",
+    "read_text_bytes",
+    "read_text",
 ]

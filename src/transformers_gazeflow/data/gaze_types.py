@@ -32,5 +32,13 @@ def valid_mask(gaze_type: np.ndarray) -> np.ndarray:
     return (gaze_type != UNTRACKED) & (gaze_type != BLINK_OR_OTHER)
 
 
-__all__ = ["UNTRACKED", "FIXATION", "SACCADE", "BLINK_OR_OTHER", "OFF_FRAME", "GAZE_TYPE_CODES", "GAZE_TYPE_NAMES",
-           "valid_mask"]
+__all__ = [
+    "UNTRACKED",
+    "FIXATION",
+    "SACCADE",
+    "BLINK_OR_OTHER",
+    "OFF_FRAME",
+    "GAZE_TYPE_CODES",
+    "GAZE_TYPE_NAMES",
+    "valid_mask",
+]

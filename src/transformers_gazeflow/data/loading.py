@@ -53,14 +53,16 @@ def _import_datasets():
         import datasets
         import datasets.exceptions  # noqa: F401  (load_gaze_dataset unwraps its errors)
     except ImportError as err:
-        raise ImportError("building or loading a gaze dataset needs the `datasets` package: "
-                          "`pip install datasets`") from err
+        raise ImportError(
+            "building or loading a gaze dataset needs the `datasets` package: `pip install datasets`"
+        ) from err
     return datasets
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # The unified example schema and the shared builder options
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def gaze_example_features():
     """The ``datasets.Features`` of one example: one window of at most ``window_frames`` frames of one clip.
@@ -72,21 +74,23 @@ def gaze_example_features():
     """
     datasets = _import_datasets()
 
-    return datasets.Features({
-        "clip_id": datasets.Value("string"),
-        "video_path": datasets.Value("string"),
-        "window_start": datasets.Value("int32"),
-        "num_frames": datasets.Value("int32"),
-        "fps": datasets.Value("float32"),
-        "width": datasets.Value("int32"),
-        "height": datasets.Value("int32"),
-        "gaze": datasets.Array2D(shape=(None, 2), dtype="float32"),
-        "gaze_type": datasets.Sequence(datasets.Value("int8")),
-        "valid": datasets.Sequence(datasets.Value("bool")),
-        "action": datasets.Value("int32"),
-        "verb": datasets.Value("int32"),
-        "noun": datasets.Value("int32"),
-    })
+    return datasets.Features(
+        {
+            "clip_id": datasets.Value("string"),
+            "video_path": datasets.Value("string"),
+            "window_start": datasets.Value("int32"),
+            "num_frames": datasets.Value("int32"),
+            "fps": datasets.Value("float32"),
+            "width": datasets.Value("int32"),
+            "height": datasets.Value("int32"),
+            "gaze": datasets.Array2D(shape=(None, 2), dtype="float32"),
+            "gaze_type": datasets.Sequence(datasets.Value("int8")),
+            "valid": datasets.Sequence(datasets.Value("bool")),
+            "action": datasets.Value("int32"),
+            "verb": datasets.Value("int32"),
+            "noun": datasets.Value("int32"),
+        }
+    )
 
 
 @dataclasses.dataclass
@@ -113,8 +117,9 @@ def validate_options(config: Any) -> None:
     if not isinstance(config.window_frames, int) or config.window_frames < 1:
         raise ValueError(f"window_frames must be a positive int, got {config.window_frames!r}")
     if not isinstance(config.window_stride, int) or not 1 <= config.window_stride <= config.window_frames:
-        raise ValueError(f"window_stride must be an int in [1, window_frames={config.window_frames}], "
-                         f"got {config.window_stride!r}")
+        raise ValueError(
+            f"window_stride must be an int in [1, window_frames={config.window_frames}], got {config.window_stride!r}"
+        )
     if config.windows is not None and config.windows not in WINDOW_MODES:
         raise ValueError(f"windows must be one of {WINDOW_MODES} or None, got {config.windows!r}")
 
@@ -126,10 +131,23 @@ def split_window_mode(config: Any, split: str) -> str:
     return "all" if split == "train" else "first"
 
 
-def clip_window_examples(*, clip_id: str, video_path: str | os.PathLike, clip_first_frame: int, fps: float,
-                         width: int, height: int, gaze: np.ndarray, gaze_type: np.ndarray, mode: str,
-                         window_frames: int, window_stride: int, action: int = NO_LABEL, verb: int = NO_LABEL,
-                         noun: int = NO_LABEL) -> Iterator[tuple[str, dict]]:
+def clip_window_examples(
+    *,
+    clip_id: str,
+    video_path: str | os.PathLike,
+    clip_first_frame: int,
+    fps: float,
+    width: int,
+    height: int,
+    gaze: np.ndarray,
+    gaze_type: np.ndarray,
+    mode: str,
+    window_frames: int,
+    window_stride: int,
+    action: int = NO_LABEL,
+    verb: int = NO_LABEL,
+    noun: int = NO_LABEL,
+) -> Iterator[tuple[str, dict]]:
     """The examples of one clip whose per-frame gaze is ``gaze`` [T, 2] / ``gaze_type`` [T].
 
     ``mode="all"``: windows at :func:`~transformers_gazeflow.models.gazeflow.windows.window_starts` ``(T, window_frames,
@@ -149,21 +167,24 @@ def clip_window_examples(*, clip_id: str, video_path: str | os.PathLike, clip_fi
         window = slice(local, local + length)
         types = np.asarray(gaze_type[window], np.int8)
         start = int(clip_first_frame + local)
-        yield f"{clip_id}@{start}", {
-            "clip_id": clip_id,
-            "video_path": video_path,
-            "window_start": start,
-            "num_frames": length,
-            "fps": float(fps),
-            "width": int(width),
-            "height": int(height),
-            "gaze": np.asarray(gaze[window], np.float32),
-            "gaze_type": types,
-            "valid": valid_mask(types),
-            "action": int(action),
-            "verb": int(verb),
-            "noun": int(noun),
-        }
+        yield (
+            f"{clip_id}@{start}",
+            {
+                "clip_id": clip_id,
+                "video_path": video_path,
+                "window_start": start,
+                "num_frames": length,
+                "fps": float(fps),
+                "width": int(width),
+                "height": int(height),
+                "gaze": np.asarray(gaze[window], np.float32),
+                "gaze_type": types,
+                "valid": valid_mask(types),
+                "action": int(action),
+                "verb": int(verb),
+                "noun": int(noun),
+            },
+        )
 
 
 class ClipDroppedError(ValueError):
@@ -192,8 +213,9 @@ class BuildLog:
         report.log()
         return report
 
-    def drop(self, split: str, clip_id: str, reason: str, strict: bool, kind: str = "other",
-             error: Exception | None = None) -> None:
+    def drop(
+        self, split: str, clip_id: str, reason: str, strict: bool, kind: str = "other", error: Exception | None = None
+    ) -> None:
         """Leave clip ``clip_id`` out with a logged ``reason``, counted under ``kind``. With ``strict``, raise
         ``error`` (an error naming the file, e.g. the decoder's) or else a :class:`ClipDroppedError`."""
         if strict:
@@ -208,8 +230,9 @@ class BuildLog:
         """Keep clip ``clip_id`` with fewer frames than it should have, with a logged ``reason``, counted under
         ``kind``; with ``strict``, raise a :class:`ClipDroppedError` instead."""
         if strict:
-            raise ClipDroppedError(f"{split} clip {clip_id}: {reason} (strict=True; pass strict=False to keep the "
-                                   "frames it has)")
+            raise ClipDroppedError(
+                f"{split} clip {clip_id}: {reason} (strict=True; pass strict=False to keep the frames it has)"
+            )
         logger.warning("keeping %s clip %s shortened: %s", split, clip_id, reason)
         self.shortened.append((split, clip_id, reason))
         self.shorten_counts[kind] += 1
@@ -222,6 +245,7 @@ class BuildLog:
 
     def summary(self) -> str:
         """One line: clips dropped and shortened, by kind, and malformed rows skipped over all parse reports."""
+
         def by_kind(counts: Counter) -> str:
             return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
 
@@ -239,6 +263,7 @@ class BuildLog:
 # ----------------------------------------------------------------------------------------------------------------
 # Finding and running builders
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def builder_search_paths() -> list[Path]:
     """Where builder folders are looked for: the wheel's ``transformers_gazeflow/_builders``, then a source
@@ -269,8 +294,10 @@ def builder_file(name: str | os.PathLike) -> Path:
         if candidate.is_file():
             return candidate.resolve()
     searched = ", ".join(str(p) for p in builder_search_paths()) or "no builder folder found"
-    raise ValueError(f"unknown gaze dataset {str(name)!r}: expected one of {sorted(BUILDER_ALIASES)} or "
-                     f"{available_builders()}, or a builder folder/.py path (searched: {searched})")
+    raise ValueError(
+        f"unknown gaze dataset {str(name)!r}: expected one of {sorted(BUILDER_ALIASES)} or "
+        f"{available_builders()}, or a builder folder/.py path (searched: {searched})"
+    )
 
 
 def load_builder_class(name: str | os.PathLike):
@@ -289,11 +316,16 @@ def load_builder_class(name: str | os.PathLike):
         except BaseException:
             del sys.modules[module_name]
             raise
-    classes = [obj for _, obj in inspect.getmembers(module, inspect.isclass)
-               if issubclass(obj, datasets.GeneratorBasedBuilder) and obj.__module__ == module.__name__]
+    classes = [
+        obj
+        for _, obj in inspect.getmembers(module, inspect.isclass)
+        if issubclass(obj, datasets.GeneratorBasedBuilder) and obj.__module__ == module.__name__
+    ]
     if len(classes) != 1:
-        raise ValueError(f"{path} must define exactly one datasets.GeneratorBasedBuilder subclass, found "
-                         f"{[c.__name__ for c in classes]}")
+        raise ValueError(
+            f"{path} must define exactly one datasets.GeneratorBasedBuilder subclass, found "
+            f"{[c.__name__ for c in classes]}"
+        )
     return classes[0]
 
 
@@ -318,7 +350,7 @@ def _imported_modules(path: Path, package_dir: Path) -> set[Path]:
             if node.level:  # relative: only meaningful inside the package
                 if not inside or node.level - 1 > len(here):
                     continue
-                base = (PACKAGE_NAME, *here[:len(here) - (node.level - 1)])
+                base = (PACKAGE_NAME, *here[: len(here) - (node.level - 1)])
             else:
                 base = ()
             module = base + tuple((node.module or "").split(".")) if node.module else base
@@ -369,8 +401,14 @@ def _code_hash(builder_path: Path, package_dir: str | os.PathLike | None = None)
     return digest.hexdigest()[:16]
 
 
-def gaze_builder(name: str | os.PathLike, data_dir: str | os.PathLike | None = None, *,
-                 cache_dir: str | os.PathLike | None = None, config_name: str | None = None, **config: Any):
+def gaze_builder(
+    name: str | os.PathLike,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    config_name: str | None = None,
+    **config: Any,
+):
     """Instantiate a gaze builder (not yet prepared). ``config`` overrides the builder config's options.
 
     ``split_id=N`` selects the builder config ``splitN`` where the builder has one (EGTEA Gaze+).
@@ -386,9 +424,16 @@ def gaze_builder(name: str | os.PathLike, data_dir: str | os.PathLike | None = N
     return cls(**kwargs)
 
 
-def load_gaze_dataset(name: str | os.PathLike, data_dir: str | os.PathLike | None = None,
-                      split: str | None = None, *, cache_dir: str | os.PathLike | None = None,
-                      download_mode: str | None = None, config_name: str | None = None, **config: Any):
+def load_gaze_dataset(
+    name: str | os.PathLike,
+    data_dir: str | os.PathLike | None = None,
+    split: str | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    download_mode: str | None = None,
+    config_name: str | None = None,
+    **config: Any,
+):
     """Build (or reuse from the cache) a gaze dataset and return it in the unified example schema.
 
     ``name``: ``"egtea"``/``"egtea_gaze"``, ``"ego4d"``/``"ego4d_gaze"``, ``"synthetic"``/``"synthetic_gaze"``, or
@@ -410,8 +455,21 @@ def load_gaze_dataset(name: str | os.PathLike, data_dir: str | os.PathLike | Non
 
 
 __all__ = [
-    "BUILDER_ALIASES", "WINDOW_MODES", "NO_LABEL", "gaze_example_features", "GazeBuilderOptions", "validate_options",
-    "split_window_mode", "clip_window_examples", "ClipDroppedError", "BuildLog", "builder_search_paths",
-    "available_builders", "builder_file", "load_builder_class", "builder_code_files", "gaze_builder",
+    "BUILDER_ALIASES",
+    "WINDOW_MODES",
+    "NO_LABEL",
+    "gaze_example_features",
+    "GazeBuilderOptions",
+    "validate_options",
+    "split_window_mode",
+    "clip_window_examples",
+    "ClipDroppedError",
+    "BuildLog",
+    "builder_search_paths",
+    "available_builders",
+    "builder_file",
+    "load_builder_class",
+    "builder_code_files",
+    "gaze_builder",
     "load_gaze_dataset",
 ]

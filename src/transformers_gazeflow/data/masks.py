@@ -31,7 +31,7 @@ def grid_coverage(masks: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
     masks = np.asarray(masks)
     if masks.ndim < 2 or 0 in masks.shape[-2:]:
         raise ValueError(f"masks must be [..., H, W] with H, W >= 1, got shape {masks.shape}")
-    if (len(grid) != 2 or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 for n in grid)):
+    if len(grid) != 2 or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 for n in grid):
         raise ValueError(f"grid must be (rows, cols) of positive ints, got {grid!r}")
     height, width = masks.shape[-2:]
     rows, cols = _cell_weights(height, int(grid[0])), _cell_weights(width, int(grid[1]))

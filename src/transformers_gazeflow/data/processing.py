@@ -48,9 +48,15 @@ class GazeFlowVideoProcessor:
 
     model_input_names = ["pixel_values_videos"]
 
-    def __init__(self, size: int = 256, image_mean: tuple[float, ...] | list[float] = IMAGENET_MEAN,
-                 image_std: tuple[float, ...] | list[float] = IMAGENET_STD, resample: str = "bilinear",
-                 antialias: bool = True, chunk_frames: int = 16) -> None:
+    def __init__(
+        self,
+        size: int = 256,
+        image_mean: tuple[float, ...] | list[float] = IMAGENET_MEAN,
+        image_std: tuple[float, ...] | list[float] = IMAGENET_STD,
+        resample: str = "bilinear",
+        antialias: bool = True,
+        chunk_frames: int = 16,
+    ) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be a positive int (the square output side), got {size!r}")
         mean, std = [float(m) for m in image_mean], [float(s) for s in image_std]
@@ -81,13 +87,16 @@ class GazeFlowVideoProcessor:
                 raise ValueError(f"{name} must hold uint8 pixels (0..255), got torch dtype {video.dtype}")
             tensor = video
         else:
-            raise ValueError(f"{name} must be a numpy array or torch tensor [T, H, W, 3] of uint8, "
-                             f"got {type(video).__name__}")
+            raise ValueError(
+                f"{name} must be a numpy array or torch tensor [T, H, W, 3] of uint8, got {type(video).__name__}"
+            )
         if tensor.ndim == 3:  # grayscale [T, H, W]
             tensor = tensor.unsqueeze(-1)
         if tensor.ndim != 4 or tensor.shape[-1] not in (1, 3):
-            raise ValueError(f"{name} must have shape [T, H, W, 3] (channels last; grayscale [T, H, W] or "
-                             f"[T, H, W, 1] also accepted), got {tuple(tensor.shape)}")
+            raise ValueError(
+                f"{name} must have shape [T, H, W, 3] (channels last; grayscale [T, H, W] or "
+                f"[T, H, W, 1] also accepted), got {tuple(tensor.shape)}"
+            )
         if min(tensor.shape[:3]) < 1:
             raise ValueError(f"{name} must have at least one frame of at least 1x1 pixel, got {tuple(tensor.shape)}")
         if tensor.shape[-1] == 1:
@@ -102,11 +111,16 @@ class GazeFlowVideoProcessor:
         out = torch.empty((frames.shape[0], 3, self.size, self.size), dtype=torch.float32, device=device)
         step = self.host_chunk_frames(frames.shape[1:]) if device.type == "cpu" else self.chunk_frames
         for start in range(0, frames.shape[0], step):
-            chunk = frames[start:start + step].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
+            chunk = frames[start : start + step].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
             if chunk.shape[-2:] != (self.size, self.size):
-                chunk = F.interpolate(chunk, size=(self.size, self.size), mode=self.resample, align_corners=False,
-                                      antialias=self.antialias)
-            out[start:start + chunk.shape[0]] = (chunk - mean) / std
+                chunk = F.interpolate(
+                    chunk,
+                    size=(self.size, self.size),
+                    mode=self.resample,
+                    align_corners=False,
+                    antialias=self.antialias,
+                )
+            out[start : start + chunk.shape[0]] = (chunk - mean) / std
         return out
 
     def _normalisation(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,8 +130,10 @@ class GazeFlowVideoProcessor:
         key = (str(device), tuple(self.image_mean), tuple(self.image_std))
         cached = self.__dict__.setdefault("_normalisation_cache", {})
         if key not in cached:
-            cached[key] = tuple(torch.tensor(values, dtype=torch.float32).view(1, 3, 1, 1).to(device)
-                                for values in (self.image_mean, self.image_std))
+            cached[key] = tuple(
+                torch.tensor(values, dtype=torch.float32).view(1, 3, 1, 1).to(device)
+                for values in (self.image_mean, self.image_std)
+            )
         return cached[key]
 
     def host_chunk_frames(self, frame_shape: tuple[int, ...]) -> int:
@@ -148,8 +164,10 @@ class GazeFlowVideoProcessor:
     def unnormalize(self, pixel_values: torch.Tensor) -> torch.Tensor:
         """Invert the normalisation: ``[..., 3, S, S]`` -> uint8 ``[..., S, S, 3]`` (for overlays and checks)."""
         if not isinstance(pixel_values, torch.Tensor) or pixel_values.ndim < 3 or pixel_values.shape[-3] != 3:
-            raise ValueError("pixel_values must be a tensor [..., 3, S, S], got "
-                             f"{getattr(pixel_values, 'shape', type(pixel_values).__name__)}")
+            raise ValueError(
+                "pixel_values must be a tensor [..., 3, S, S], got "
+                f"{getattr(pixel_values, 'shape', type(pixel_values).__name__)}"
+            )
         mean = torch.tensor(self.image_mean, dtype=pixel_values.dtype, device=pixel_values.device).view(3, 1, 1)
         std = torch.tensor(self.image_std, dtype=pixel_values.dtype, device=pixel_values.device).view(3, 1, 1)
         pixels = (pixel_values * std + mean).clamp(0, 1).mul(255).round().to(torch.uint8)
@@ -214,13 +232,16 @@ class GazeFlowVideoProcessor:
         if path.is_dir():
             path = path / PREPROCESSOR_CONFIG_NAME
         if not path.is_file():
-            raise FileNotFoundError(f"no {PREPROCESSOR_CONFIG_NAME} at {path} (expected a directory written by "
-                                    f"{cls.__name__}.save_pretrained)")
+            raise FileNotFoundError(
+                f"no {PREPROCESSOR_CONFIG_NAME} at {path} (expected a directory written by "
+                f"{cls.__name__}.save_pretrained)"
+            )
         try:
             config = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path}: expected a JSON object of processor settings, but it is not valid JSON "
-                             f"({err})") from None
+            raise ValueError(
+                f"{path}: expected a JSON object of processor settings, but it is not valid JSON ({err})"
+            ) from None
         if not isinstance(config, dict):
             raise ValueError(f"{path}: expected a JSON object of processor settings, got a {type(config).__name__}")
         config.update(overrides)

@@ -74,8 +74,18 @@ from .egtea_format import BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egte
 from .synthetic.scene import _smooth_path
 from .video import write_video
 
-TASK_NAMES: tuple[str, ...] = ("moving_object", "fixed_colour", "colour_cue", "colour_cue_occluded", "shape_cue",
-                               "corner_colour_cue", "occluded_corner_cue", "stripe_cue", "blinking_cue", "ring_cue")
+TASK_NAMES: tuple[str, ...] = (
+    "moving_object",
+    "fixed_colour",
+    "colour_cue",
+    "colour_cue_occluded",
+    "shape_cue",
+    "corner_colour_cue",
+    "occluded_corner_cue",
+    "stripe_cue",
+    "blinking_cue",
+    "ring_cue",
+)
 LADDER: tuple[str, ...] = TASK_NAMES[:4]
 """The four rungs, easiest first; ``shape_cue``, ``corner_colour_cue``, ``occluded_corner_cue``, ``stripe_cue``,
 ``blinking_cue`` and ``ring_cue`` are kept apart as held-out tasks."""
@@ -83,7 +93,12 @@ OCCLUDED_TASKS: tuple[str, ...] = ("colour_cue_occluded", "occluded_corner_cue",
 """Tasks with occluder bars and a saccade back to the target after every fixation away from it."""
 
 OBJECT_COLORS: tuple[tuple[int, int, int], ...] = (
-    (225, 35, 35), (35, 190, 60), (40, 90, 235), (240, 215, 30), (215, 45, 205), (30, 205, 215),
+    (225, 35, 35),
+    (35, 190, 60),
+    (40, 90, 235),
+    (240, 215, 30),
+    (215, 45, 205),
+    (30, 205, 215),
 )
 OBJECT_COLOR_NAMES: tuple[str, ...] = ("red", "green", "blue", "yellow", "magenta", "cyan")
 SHAPES: tuple[str, ...] = ("disc", "square", "triangle", "diamond")
@@ -96,15 +111,24 @@ CORNER_CUE_CENTRE = (0.93, 0.91)
 TOP_RIGHT_CUE_CENTRE = (0.93, 0.09)
 BOTTOM_LEFT_CUE_CENTRE = (0.08, 0.91)
 TOP_CENTRE_CUE_CENTRE = (0.5, 0.08)
-CUE_CENTRES = {"corner_colour_cue": CORNER_CUE_CENTRE, "occluded_corner_cue": TOP_RIGHT_CUE_CENTRE,
-               "stripe_cue": BOTTOM_LEFT_CUE_CENTRE, "blinking_cue": TOP_CENTRE_CUE_CENTRE}
+CUE_CENTRES = {
+    "corner_colour_cue": CORNER_CUE_CENTRE,
+    "occluded_corner_cue": TOP_RIGHT_CUE_CENTRE,
+    "stripe_cue": BOTTOM_LEFT_CUE_CENTRE,
+    "blinking_cue": TOP_CENTRE_CUE_CENTRE,
+}
 """Where a task's cue sits when not at :data:`CUE_CENTRE` (top-left); ``ring_cue``'s place is drawn per clip
 (``TaskClip.cue_centre``)."""
 CUE_HALF_SIZE = 0.045
 STRIPE_HALF_SIZE = (0.06, 0.02)
 """Half length and half height of ``stripe_cue``'s cue bar, in frame widths (a 15 x 5 pixel bar at 128 x 96)."""
-CUE_GLYPHS = {"corner_colour_cue": "disc", "occluded_corner_cue": "diamond", "stripe_cue": "stripe",
-              "blinking_cue": "square", "ring_cue": "ring"}
+CUE_GLYPHS = {
+    "corner_colour_cue": "disc",
+    "occluded_corner_cue": "diamond",
+    "stripe_cue": "stripe",
+    "blinking_cue": "square",
+    "ring_cue": "ring",
+}
 """The glyph of a colour cue task's cue (objects of random shapes)."""
 CUE_PHASE_FRAMES = (4, 12)
 """``blinking_cue``: the cue is shown, then hidden, for a uniform 4-12 frames each time (both ends included)."""
@@ -139,16 +163,25 @@ class GroundingTaskSettings:
     def __post_init__(self) -> None:
         if self.task not in TASK_NAMES:
             raise ValueError(f"task must be one of {TASK_NAMES}, got {self.task!r}")
-        for name, minimum in (("num_clips", 1), ("min_frames", 2), ("max_frames", 2), ("width", 16), ("height", 16),
-                              ("seed", 0), ("min_objects", 2), ("max_objects", 2)):
+        for name, minimum in (
+            ("num_clips", 1),
+            ("min_frames", 2),
+            ("max_frames", 2),
+            ("width", 16),
+            ("height", 16),
+            ("seed", 0),
+            ("min_objects", 2),
+            ("max_objects", 2),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
                 raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
         if self.max_frames < self.min_frames:
             raise ValueError(f"max_frames ({self.max_frames}) must be >= min_frames ({self.min_frames})")
         if self.max_objects < self.min_objects or self.max_objects > len(SHAPES):
-            raise ValueError(f"need min_objects <= max_objects <= {len(SHAPES)}, got {self.min_objects}, "
-                             f"{self.max_objects}")
+            raise ValueError(
+                f"need min_objects <= max_objects <= {len(SHAPES)}, got {self.min_objects}, {self.max_objects}"
+            )
         if not (isinstance(self.fps, (int, float)) and self.fps > 0):
             raise ValueError(f"fps must be a positive number, got {self.fps!r}")
         if not 0 <= self.test_fraction < 1:
@@ -237,8 +270,9 @@ def _homes(rng: np.random.Generator, count: int) -> list[np.ndarray]:
     return homes
 
 
-def _objects(rng: np.random.Generator, settings: GroundingTaskSettings, num_frames: int) -> tuple[
-        tuple[TaskObject, ...], int, tuple[str, tuple[int, int, int]] | None]:
+def _objects(
+    rng: np.random.Generator, settings: GroundingTaskSettings, num_frames: int
+) -> tuple[tuple[TaskObject, ...], int, tuple[str, tuple[int, int, int]] | None]:
     """The task's objects (target first), the cue's label and the cue glyph."""
     task = settings.task
     count = int(rng.integers(settings.min_objects, settings.max_objects + 1 + EXTRA_OBJECTS.get(task, 0)))
@@ -248,7 +282,7 @@ def _objects(rng: np.random.Generator, settings: GroundingTaskSettings, num_fram
         shape, color = SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[int(rng.integers(len(OBJECT_COLORS)))]
         looks = [(shape, color)] * count
     elif task == "fixed_colour":
-        others = rng.permutation(np.arange(1, len(OBJECT_COLORS)))[:count - 1]
+        others = rng.permutation(np.arange(1, len(OBJECT_COLORS)))[: count - 1]
         looks = [(SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[i]) for i in [0, *others]]
     elif task in ("colour_cue", "colour_cue_occluded"):
         colors = rng.permutation(len(OBJECT_COLORS))[:count]
@@ -289,8 +323,9 @@ def _occluders(rng: np.random.Generator, settings: GroundingTaskSettings, num_fr
     return tuple(bars)
 
 
-def _cue_schedule(rng: np.random.Generator, settings: GroundingTaskSettings,
-                  num_frames: int) -> tuple[np.ndarray | None, tuple[float, float] | None]:
+def _cue_schedule(
+    rng: np.random.Generator, settings: GroundingTaskSettings, num_frames: int
+) -> tuple[np.ndarray | None, tuple[float, float] | None]:
     """The cue's visibility per frame (``blinking_cue``: shown and hidden in turns of :data:`CUE_PHASE_FRAMES`
     frames, starting in a random phase) and its place (``ring_cue``: see :data:`RING_RADII`); None for the tasks
     whose cue is always shown at a fixed place. Draws nothing for the other tasks."""
@@ -300,7 +335,7 @@ def _cue_schedule(rng: np.random.Generator, settings: GroundingTaskSettings,
         low, high = CUE_PHASE_FRAMES
         while t < num_frames:
             length = int(rng.integers(low, high + 1))
-            visible[t:t + length] = shown
+            visible[t : t + length] = shown
             shown, t = not shown, t + length
         return visible, None
     if settings.task == "ring_cue":
@@ -310,7 +345,7 @@ def _cue_schedule(rng: np.random.Generator, settings: GroundingTaskSettings,
 
 # ---------------------------------------------------------------------------------------------------- gaze
 def _min_jerk(u: np.ndarray) -> np.ndarray:
-    return u ** 3 * (10 - 15 * u + 6 * u ** 2)
+    return u**3 * (10 - 15 * u + 6 * u**2)
 
 
 def saccade_frames(amplitude: float, fps: float) -> int:
@@ -319,8 +354,9 @@ def saccade_frames(amplitude: float, fps: float) -> int:
     return max(1, int(round(duration_ms * fps / 1000.0)))
 
 
-def simulate_task_gaze(rng: np.random.Generator, objects: tuple[TaskObject, ...], num_frames: int, fps: float,
-                       back_and_forth: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def simulate_task_gaze(
+    rng: np.random.Generator, objects: tuple[TaskObject, ...], num_frames: int, fps: float, back_and_forth: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gaze ``[T, 2]``, type ``[T]`` and fixated object ``[T]`` over the objects (the module docstring's process)."""
     gaze = np.zeros((num_frames, 2))
     gaze_type = np.ones(num_frames, np.int8)
@@ -346,7 +382,7 @@ def simulate_task_gaze(rng: np.random.Generator, objects: tuple[TaskObject, ...]
             target = anchor[min(t + steps, num_frames - 1)] + landing
             u = _min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
             frames = np.arange(t, min(t + steps, num_frames))
-            gaze[frames] = gaze[t - 1] + (target - gaze[t - 1]) * u[:len(frames)]
+            gaze[frames] = gaze[t - 1] + (target - gaze[t - 1]) * u[: len(frames)]
             gaze_type[frames] = 2
             start = t + steps
         stop = min(start + duration, num_frames)
@@ -373,8 +409,9 @@ FIXATION_DRIFT = 0.0015
 FIXATION_JITTER = 0.0008
 
 
-def simulate_fixation_saccade(rng: np.random.Generator, num_windows: int, num_frames: int,
-                              fps: float = 24.0) -> np.ndarray:
+def simulate_fixation_saccade(
+    rng: np.random.Generator, num_windows: int, num_frames: int, fps: float = 24.0
+) -> np.ndarray:
     """Windows ``[n, T, 2]`` (unit coordinates) of a pure fixation/saccade process, with no scene at all: the
     known truth of the pure-dynamics probe (``examples/dynamics_probe.py``).
 
@@ -432,13 +469,27 @@ def generate_task_clip(settings: GroundingTaskSettings, index: int) -> TaskClip:
     background = _background(rng, settings.height, settings.width)
     objects, label, cue = _objects(rng, settings, num_frames)
     occluders = _occluders(rng, settings, num_frames)
-    gaze, gaze_type, fixated = simulate_task_gaze(rng, objects, num_frames, settings.fps,
-                                                  back_and_forth=settings.task in OCCLUDED_TASKS)
+    gaze, gaze_type, fixated = simulate_task_gaze(
+        rng, objects, num_frames, settings.fps, back_and_forth=settings.task in OCCLUDED_TASKS
+    )
     cue_visible, cue_centre = _cue_schedule(rng, settings, num_frames)
-    return TaskClip(clip_id=f"{settings.task}_{settings.seed}_{index:05d}", task=settings.task, label=label,
-                    width=settings.width, height=settings.height, fps=float(settings.fps), background=background,
-                    objects=objects, occluders=occluders, cue=cue, gaze=gaze, gaze_type=gaze_type, fixated=fixated,
-                    cue_visible=cue_visible, cue_centre=cue_centre)
+    return TaskClip(
+        clip_id=f"{settings.task}_{settings.seed}_{index:05d}",
+        task=settings.task,
+        label=label,
+        width=settings.width,
+        height=settings.height,
+        fps=float(settings.fps),
+        background=background,
+        objects=objects,
+        occluders=occluders,
+        cue=cue,
+        gaze=gaze,
+        gaze_type=gaze_type,
+        fixated=fixated,
+        cue_visible=cue_visible,
+        cue_centre=cue_centre,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- drawing
@@ -457,8 +508,9 @@ def _signed_distance(shape: str, qx: np.ndarray, qy: np.ndarray, radius: float) 
     raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES}")
 
 
-def _paint(frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float,
-           color: tuple[int, int, int]) -> None:
+def _paint(
+    frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float, color: tuple[int, int, int]
+) -> None:
     """Draw a shape centred at pixel ``(cx, cy)`` with a dark outline and a one-pixel antialiased edge."""
     height, width = frame.shape[:2]
     x0, x1 = max(int(cx - radius - 2), 0), min(int(cx + radius + 3), width)
@@ -485,8 +537,9 @@ def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
         _paint(frame, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t]), obj.color)
     for bar in clip.occluders:
         x0, y0, x1, y1 = bar[t]
-        frame[int(y0 * height):int(math.ceil(y1 * height)), max(int(x0 * width), 0):int(math.ceil(x1 * width))] = \
+        frame[int(y0 * height) : int(math.ceil(y1 * height)), max(int(x0 * width), 0) : int(math.ceil(x1 * width))] = (
             OCCLUDER_COLOR
+        )
     if clip.cue is not None:
         _draw_cue(frame, clip, t)
     return np.clip(frame, 0, 255).astype(np.uint8)
@@ -504,11 +557,11 @@ def _draw_cue(frame: np.ndarray, clip: TaskClip, t: int) -> None:
         return
     half = CUE_HALF_SIZE * width
     hx, hy = (STRIPE_HALF_SIZE[0] * width, STRIPE_HALF_SIZE[1] * width) if shape == "stripe" else (half, half)
-    frame[max(int(cy - hy - 2), 0):int(cy + hy + 2), max(int(cx - hx - 2), 0):int(cx + hx + 2)] = 25.0
+    frame[max(int(cy - hy - 2), 0) : int(cy + hy + 2), max(int(cx - hx - 2), 0) : int(cx + hx + 2)] = 25.0
     if clip.cue_visible is not None and not clip.cue_visible[t]:
         return
     if shape in ("square", "stripe"):
-        frame[int(cy - hy):int(cy + hy), int(cx - hx):int(cx + hx)] = color
+        frame[int(cy - hy) : int(cy + hy), int(cx - hx) : int(cx + hx)] = color
     else:
         _paint(frame, cx, cy, shape, half * 1.25, 0.0, color)
 
@@ -527,8 +580,9 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
     Returns the clips in index order.
     """
     if settings.fps != 24:
-        raise ValueError(f"settings.fps must be 24 for the EGTEA layout (its F numbers count 24 fps frames), "
-                         f"got {settings.fps}")
+        raise ValueError(
+            f"settings.fps must be 24 for the EGTEA layout (its F numbers count 24 fps frames), got {settings.fps}"
+        )
     out_dir = Path(out_dir)
     if (out_dir / "train_split1.txt").exists():
         raise FileExistsError(f"{out_dir} already holds an EGTEA layout (train_split1.txt); use an empty folder")
@@ -547,26 +601,52 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
             events = {1: "Fixation", 2: "Saccade", 3: "Blink"}
             for k in range(clip.num_frames):
                 frame = f_start - 1 + k
-                rows.append((int(round(frame / 24 * 1e6)), float(pixels[k, 0]), float(pixels[k, 1]), frame,
-                             events[int(clip.gaze_type[k])]))
+                rows.append(
+                    (
+                        int(round(frame / 24 * 1e6)),
+                        float(pixels[k, 0]),
+                        float(pixels[k, 1]),
+                        frame,
+                        events[int(clip.gaze_type[k])],
+                    )
+                )
             lines[clip_split(settings, index)].append(f"{name} {clip.label + 1} {clip.label + 1} {clip.label + 1}")
             clips.append(clip)
             cursor = f_end + 1
-        header = ["## Sample Rate:\t24", f"## Calibration Area:\t{BEGAZE_WIDTH}\t{BEGAZE_HEIGHT}",
-                  "## Format:\tTime Type Trial X Y Frame Event"]
+        header = [
+            "## Sample Rate:\t24",
+            f"## Calibration Area:\t{BEGAZE_WIDTH}\t{BEGAZE_HEIGHT}",
+            "## Format:\tTime Type Trial X Y Frame Event",
+        ]
         (out_dir / "gaze_data").mkdir(parents=True, exist_ok=True)
-        (out_dir / "gaze_data" / f"{session}.txt").write_text("\n".join(begaze_lines(rows, fmt=1, header=header))
-                                                              + "\n", encoding="utf-8")
+        (out_dir / "gaze_data" / f"{session}.txt").write_text(
+            "\n".join(begaze_lines(rows, fmt=1, header=header)) + "\n", encoding="utf-8"
+        )
     for split, split_lines in lines.items():
         with open(out_dir / f"{split}_split1.txt", "w", encoding="utf-8", newline="") as handle:
             handle.write("".join(line + "\r\n" for line in split_lines))
     names = [f"look at {label}" for label in labels]
     for kind in ("action", "verb", "noun"):
-        (out_dir / f"{kind}_idx.txt").write_text("".join(f"{n} {i + 1}\n" for i, n in enumerate(names)),
-                                                 encoding="utf-8")
+        (out_dir / f"{kind}_idx.txt").write_text(
+            "".join(f"{n} {i + 1}\n" for i, n in enumerate(names)), encoding="utf-8"
+        )
     return clips
 
 
-__all__ = ["TASK_NAMES", "LADDER", "OCCLUDED_TASKS", "GroundingTaskSettings", "TaskClip", "TaskObject",
-           "generate_task_clip", "render_task_frame", "simulate_task_gaze", "simulate_fixation_saccade",
-           "saccade_frames", "clip_split", "write_task_egtea_layout", "CUE_PHASE_FRAMES", "RING_RADII"]
+__all__ = [
+    "TASK_NAMES",
+    "LADDER",
+    "OCCLUDED_TASKS",
+    "GroundingTaskSettings",
+    "TaskClip",
+    "TaskObject",
+    "generate_task_clip",
+    "render_task_frame",
+    "simulate_task_gaze",
+    "simulate_fixation_saccade",
+    "saccade_frames",
+    "clip_split",
+    "write_task_egtea_layout",
+    "CUE_PHASE_FRAMES",
+    "RING_RADII",
+]

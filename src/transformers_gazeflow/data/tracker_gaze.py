@@ -45,8 +45,9 @@ class TrackerGaze:
 
 def _read_gaze_csv(path: Path, num_frames: int) -> TrackerGaze:
     rows = list(csv.DictReader(read_text(path, "a gaze CSV").splitlines()))
-    use_rows = [row for row in rows if row.get("sample_id") in (None, "", "-1")] if rows and "sample_id" in rows[0] \
-        else rows
+    use_rows = (
+        [row for row in rows if row.get("sample_id") in (None, "", "-1")] if rows and "sample_id" in rows[0] else rows
+    )
     code_column = next((name for name in CODE_COLUMNS if rows and name in rows[0]), None)
     sums, counts = np.zeros((num_frames, 2)), np.zeros(num_frames)
     codes = np.full(num_frames, UNTRACKED, np.int8)
@@ -103,9 +104,11 @@ def read_tracker_gaze(path: str | Path, num_frames: int, fps: float, video_name:
     try:
         track = parse_begaze(path)
     except ValueError as err:
-        raise ValueError(f"{path}: not a gaze file gazeflow reads: expected a CSV with columns "
-                         f"{', '.join(CSV_REQUIRED)} (as gaze.csv), an Ego4D gaze CSV or an EGTEA BeGaze export "
-                         f"({err})") from None
+        raise ValueError(
+            f"{path}: not a gaze file gazeflow reads: expected a CSV with columns "
+            f"{', '.join(CSV_REQUIRED)} (as gaze.csv), an Ego4D gaze CSV or an EGTEA BeGaze export "
+            f"({err})"
+        ) from None
     try:
         rows = egtea_gaze_rows(parse_egtea_clip_name(Path(video_name).name).start_frame, num_frames)
     except ValueError:

@@ -70,8 +70,9 @@ def _open(path: str | os.PathLike):
     stream = container.streams.video[0]
     if stream.codec_context is None:  # FFmpeg opened the container but knows no decoder for the stream's codec
         container.close()
-        raise VideoDecodeError(f"cannot decode video {path}: its video codec is unknown to FFmpeg here "
-                               f"(re-encode it, e.g. as H.264)")
+        raise VideoDecodeError(
+            f"cannot decode video {path}: its video codec is unknown to FFmpeg here (re-encode it, e.g. as H.264)"
+        )
     return container, stream
 
 
@@ -117,8 +118,10 @@ def probe_video(path: str | os.PathLike, check_end: bool = False) -> VideoInfo:
     if num_frames <= 0 or width <= 0 or height <= 0:
         raise VideoDecodeError(f"cannot decode video {path}: no frames of a known size in its video stream")
     if last_present is not None and last_present < num_frames - 1:
-        raise VideoDecodeError(f"cannot decode video {path}: the file is truncated (its container lists "
-                               f"{num_frames} frames, but the data ends after frame {last_present})")
+        raise VideoDecodeError(
+            f"cannot decode video {path}: the file is truncated (its container lists "
+            f"{num_frames} frames, but the data ends after frame {last_present})"
+        )
     return VideoInfo(path=str(path), num_frames=num_frames, fps=float(fps), width=width, height=height)
 
 
@@ -200,8 +203,9 @@ class BackgroundFrames:
 
     _END = object()
 
-    def __init__(self, frames: Iterable, capacity: int = 64, chunk: int = 8,
-                 transform: Callable[[list], list] | None = None) -> None:
+    def __init__(
+        self, frames: Iterable, capacity: int = 64, chunk: int = 8, transform: Callable[[list], list] | None = None
+    ) -> None:
         if capacity < 1 or chunk < 1:
             raise ValueError(f"capacity and chunk must be >= 1, got {capacity} and {chunk}")
         self._frames = frames
@@ -282,8 +286,9 @@ class BackgroundFrames:
                 self._thread.join(timeout=0.05)
 
 
-def decode_frames(path: str | os.PathLike, start: int = 0, num_frames: int | None = None,
-                  allow_short: bool = False) -> np.ndarray:
+def decode_frames(
+    path: str | os.PathLike, start: int = 0, num_frames: int | None = None, allow_short: bool = False
+) -> np.ndarray:
     """Decode ``num_frames`` frames from ``start`` into one array ``[n, H, W, 3]`` uint8.
 
     Raises :class:`VideoDecodeError` naming the file when fewer frames than asked can be decoded, unless
@@ -300,8 +305,9 @@ def decode_frames(path: str | os.PathLike, start: int = 0, num_frames: int | Non
     return np.stack(frames)
 
 
-def write_video(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: float | Fraction,
-                codec: str = "libx264", crf: int = 18) -> Path:
+def write_video(
+    path: str | os.PathLike, frames: Iterable[np.ndarray], fps: float | Fraction, codec: str = "libx264", crf: int = 18
+) -> Path:
     """Encode RGB uint8 frames ``[H, W, 3]`` (or ``[H, W]`` grayscale) into a video file, streaming.
 
     H.264 in 4:2:0 needs even sizes; odd sizes are written in 4:4:4, so any size round-trips.
@@ -318,8 +324,9 @@ def write_video(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: floa
             if frame.ndim == 2:
                 frame = np.repeat(frame[..., None], 3, axis=2)
             if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
-                raise ValueError(f"write_video({path}): frames must be uint8 [H, W, 3], "
-                                 f"got {frame.dtype} {frame.shape}")
+                raise ValueError(
+                    f"write_video({path}): frames must be uint8 [H, W, 3], got {frame.dtype} {frame.shape}"
+                )
             if stream is None:
                 height, width = frame.shape[:2]
                 stream = container.add_stream(codec, rate=rate)
@@ -329,8 +336,9 @@ def write_video(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: floa
                 if codec == "libx264":
                     stream.options = {"crf": str(crf)}
             elif frame.shape[:2] != (stream.height, stream.width):
-                raise ValueError(f"write_video({path}): frame size changed from {(stream.height, stream.width)} "
-                                 f"to {frame.shape[:2]}")
+                raise ValueError(
+                    f"write_video({path}): frame size changed from {(stream.height, stream.width)} to {frame.shape[:2]}"
+                )
             for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")):
                 container.mux(packet)
         if stream is None:
@@ -342,5 +350,12 @@ def write_video(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: floa
     return path
 
 
-__all__ = ["VideoInfo", "VideoDecodeError", "probe_video", "iter_frames", "BackgroundFrames", "decode_frames",
-           "write_video"]
+__all__ = [
+    "VideoInfo",
+    "VideoDecodeError",
+    "probe_video",
+    "iter_frames",
+    "BackgroundFrames",
+    "decode_frames",
+    "write_video",
+]

@@ -64,8 +64,11 @@ class EventSettings:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
-        if not (isinstance(self.min_duration_ms, (int, float)) and math.isfinite(self.min_duration_ms)
-                and self.min_duration_ms >= 0):
+        if not (
+            isinstance(self.min_duration_ms, (int, float))
+            and math.isfinite(self.min_duration_ms)
+            and self.min_duration_ms >= 0
+        ):
             raise ValueError(f"min_duration_ms must be a number >= 0, got {self.min_duration_ms!r}")
 
     def window_frames(self, fps: float) -> int:
@@ -131,13 +134,13 @@ class _DispersionWindow:
                 self.bounds = None  # the fixation ends; this frame opens a new window
             if len(self.pending) < self.window:
                 return
-            opening = np.stack(self.pending[:self.window])
+            opening = np.stack(self.pending[: self.window])
             bounds = np.r_[opening.min(0), opening.max(0)]
             if self._dispersion(bounds) <= self.threshold:
                 self._decide(FIXATION, opens=True)
                 for _ in range(self.window - 1):
                     self._decide(FIXATION)
-                del self.pending[:self.window]
+                del self.pending[: self.window]
                 self.bounds = bounds
             else:
                 self._decide(SACCADE)
@@ -167,12 +170,19 @@ class EventLabeller:
         self.previous: np.ndarray | None = None  # [S, 2] pixels of the last frame, None when it was not tracked
         self.next_frame = 0
         self.waiting: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # I-DT: frames not handed out
-        self.windows = ([_DispersionWindow(settings.window_frames(self.fps), settings.dispersion_deg)
-                         for _ in range(self.num_series)] if settings.method == "idt" else None)
+        self.windows = (
+            [
+                _DispersionWindow(settings.window_frames(self.fps), settings.dispersion_deg)
+                for _ in range(self.num_series)
+            ]
+            if settings.method == "idt"
+            else None
+        )
 
     def _velocity(self, points: np.ndarray, tracked: np.ndarray) -> np.ndarray:
-        before = np.concatenate([points[:, :1] if self.previous is None else self.previous[:, None], points[:, :-1]],
-                                axis=1)
+        before = np.concatenate(
+            [points[:, :1] if self.previous is None else self.previous[:, None], points[:, :-1]], axis=1
+        )
         had_before = np.r_[self.previous is not None, tracked[:-1]] & tracked
         angle = self.camera.angle_between_deg(before, points)
         return np.where(had_before[None], angle * self.fps, 0.0)
@@ -213,18 +223,25 @@ class EventLabeller:
 
     def _hand_out(self) -> LabelledFrames:
         ready = min(len(window.decided) for window in self.windows)
-        points = np.concatenate([part[0] for part in self.waiting], axis=1) if self.waiting else np.zeros(
-            (self.num_series, 0, 2))
-        velocity = np.concatenate([part[1] for part in self.waiting], axis=1) if self.waiting else np.zeros(
-            (self.num_series, 0))
+        points = (
+            np.concatenate([part[0] for part in self.waiting], axis=1)
+            if self.waiting
+            else np.zeros((self.num_series, 0, 2))
+        )
+        velocity = (
+            np.concatenate([part[1] for part in self.waiting], axis=1)
+            if self.waiting
+            else np.zeros((self.num_series, 0))
+        )
         tracked = np.concatenate([part[2] for part in self.waiting]) if self.waiting else np.zeros(0, bool)
         codes = np.concatenate([part[3] for part in self.waiting]) if self.waiting else np.zeros(0, np.int64)
         labels = np.array([window.decided[:ready] for window in self.windows], np.int64).reshape(self.num_series, ready)
         breaks = np.array([window.breaks[:ready] for window in self.windows], bool).reshape(self.num_series, ready)
         for window in self.windows:
             del window.decided[:ready], window.breaks[:ready]
-        self.waiting = [(points[:, ready:], velocity[:, ready:], tracked[ready:], codes[ready:])] if ready < len(
-            tracked) else []
+        self.waiting = (
+            [(points[:, ready:], velocity[:, ready:], tracked[ready:], codes[ready:])] if ready < len(tracked) else []
+        )
         first, self.next_frame = self.next_frame, self.next_frame + ready
         return LabelledFrames(first, labels, velocity[:, :ready], points[:, :ready], tracked[:ready], breaks)
 
@@ -296,14 +313,28 @@ class EventRecorder:
             breaks = frames.breaks[series] if frames.breaks is not None else np.zeros(n, bool)
             cuts = np.flatnonzero((np.diff(labels) != 0) | breaks[1:]) + 1
             for start, stop in zip(np.r_[0, cuts], np.r_[cuts, n]):
-                launch = self.last[series] if start == 0 else (points[start - 1] if frames.tracked[start - 1]
-                                                                else None)
-                self._segment(series, frames.first + int(start), int(labels[start]), points[start:stop],
-                              float(frames.velocity[series, start:stop].max()), launch, bool(breaks[start]))
+                launch = self.last[series] if start == 0 else (points[start - 1] if frames.tracked[start - 1] else None)
+                self._segment(
+                    series,
+                    frames.first + int(start),
+                    int(labels[start]),
+                    points[start:stop],
+                    float(frames.velocity[series, start:stop].max()),
+                    launch,
+                    bool(breaks[start]),
+                )
             self.last[series] = points[-1] if frames.tracked[-1] else None
 
-    def _segment(self, series: int, frame: int, code: int, points: np.ndarray, peak: float,
-                 launch: np.ndarray | None, opens: bool) -> None:
+    def _segment(
+        self,
+        series: int,
+        frame: int,
+        code: int,
+        points: np.ndarray,
+        peak: float,
+        launch: np.ndarray | None,
+        opens: bool,
+    ) -> None:
         run = self.runs[series]
         if run is not None and (run.code != code or opens):
             self._close(series)
@@ -322,16 +353,31 @@ class EventRecorder:
         if run.code == FIXATION:
             angles = self.camera.angles_deg(points)
             centroid = points.mean(axis=0)
-            self.fixations.append(Fixation(
-                series, start, end, (float(centroid[0]), float(centroid[1])),
-                tuple(float(v) for v in self.camera.angles_deg(centroid)),
-                float(np.ptp(points[:, 0]) + np.ptp(points[:, 1])), float(np.ptp(angles[:, 0]) + np.ptp(angles[:, 1]))))
+            self.fixations.append(
+                Fixation(
+                    series,
+                    start,
+                    end,
+                    (float(centroid[0]), float(centroid[1])),
+                    tuple(float(v) for v in self.camera.angles_deg(centroid)),
+                    float(np.ptp(points[:, 0]) + np.ptp(points[:, 1])),
+                    float(np.ptp(angles[:, 0]) + np.ptp(angles[:, 1])),
+                )
+            )
         else:
             launch = run.launch if run.launch is not None else points[0]
-            self.saccades.append(Saccade(
-                series, start, end, (float(launch[0]), float(launch[1])), (float(points[-1, 0]), float(points[-1, 1])),
-                float(np.linalg.norm(points[-1] - launch)), float(self.camera.angle_between_deg(launch, points[-1])),
-                run.peak))
+            self.saccades.append(
+                Saccade(
+                    series,
+                    start,
+                    end,
+                    (float(launch[0]), float(launch[1])),
+                    (float(points[-1, 0]), float(points[-1, 1])),
+                    float(np.linalg.norm(points[-1] - launch)),
+                    float(self.camera.angle_between_deg(launch, points[-1])),
+                    run.peak,
+                )
+            )
 
     def finish(self) -> GazeEvents:
         for series, run in enumerate(self.runs):
@@ -352,8 +398,9 @@ class GazeEvents:
     velocity: np.ndarray | None = None
 
     def of_series(self, series: int) -> GazeEvents:
-        return GazeEvents([f for f in self.fixations if f.series == series],
-                          [s for s in self.saccades if s.series == series])
+        return GazeEvents(
+            [f for f in self.fixations if f.series == series], [s for s in self.saccades if s.series == series]
+        )
 
 
 def saccade_probability(labels: np.ndarray) -> np.ndarray:
@@ -372,9 +419,16 @@ def _series_pixels(points: np.ndarray, width: int, height: int) -> np.ndarray:
     return unit_to_pixels(points, width, height)
 
 
-def detect_events(points: np.ndarray, width: int, height: int, fps: float, camera: PinholeCamera,
-                  settings: EventSettings | None = None, codes: np.ndarray | None = None,
-                  frame_offset: int = 0) -> GazeEvents:
+def detect_events(
+    points: np.ndarray,
+    width: int,
+    height: int,
+    fps: float,
+    camera: PinholeCamera,
+    settings: EventSettings | None = None,
+    codes: np.ndarray | None = None,
+    frame_offset: int = 0,
+) -> GazeEvents:
     """Label ``points`` (``[T, 2]`` or ``[S, T, 2]`` unit coordinates of a ``width x height`` frame) and find their
     events. ``codes`` ``[T]``: the input's gaze types where it knows them (untracked and blink frames are left
     out); ``camera`` is taken to this frame size (``for_frame``)."""
@@ -391,8 +445,15 @@ def detect_events(points: np.ndarray, width: int, height: int, fps: float, camer
     return events
 
 
-def events_from_codes(points: np.ndarray, codes: np.ndarray, width: int, height: int, fps: float,
-                      camera: PinholeCamera, frame_offset: int = 0) -> GazeEvents:
+def events_from_codes(
+    points: np.ndarray,
+    codes: np.ndarray,
+    width: int,
+    height: int,
+    fps: float,
+    camera: PinholeCamera,
+    frame_offset: int = 0,
+) -> GazeEvents:
     """The events of recorded gaze labelled by its own gaze-type ``codes`` ``[T]`` (e.g. a dataset's ground truth):
     runs of fixation (1) and saccade (2) frames; velocities from the points as in :func:`detect_events`."""
     pixels = _series_pixels(points, width, height)
@@ -409,6 +470,19 @@ def events_from_codes(points: np.ndarray, codes: np.ndarray, width: int, height:
     return events
 
 
-__all__ = ["EVENT_METHODS", "IVT_THRESHOLD_DEG_S", "IDT_DISPERSION_DEG", "IDT_MIN_DURATION_MS", "EventSettings",
-           "LabelledFrames", "EventLabeller", "EventRecorder", "Fixation", "Saccade", "GazeEvents",
-           "saccade_probability", "detect_events", "events_from_codes"]
+__all__ = [
+    "EVENT_METHODS",
+    "IVT_THRESHOLD_DEG_S",
+    "IDT_DISPERSION_DEG",
+    "IDT_MIN_DURATION_MS",
+    "EventSettings",
+    "LabelledFrames",
+    "EventLabeller",
+    "EventRecorder",
+    "Fixation",
+    "Saccade",
+    "GazeEvents",
+    "saccade_probability",
+    "detect_events",
+    "events_from_codes",
+]

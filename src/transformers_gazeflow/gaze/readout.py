@@ -48,23 +48,42 @@ class FrameReadout:
 
 
 def _slice_uncertainty(u: GazeUncertainty, cut: slice) -> GazeUncertainty:
-    return GazeUncertainty(u.levels, u.spread_px[:, cut], None if u.spread_deg is None else u.spread_deg[:, cut],
-                           u.modes[cut], u.region_scale, u.region_calibrated)
+    return GazeUncertainty(
+        u.levels,
+        u.spread_px[:, cut],
+        None if u.spread_deg is None else u.spread_deg[:, cut],
+        u.modes[cut],
+        u.region_scale,
+        u.region_calibrated,
+    )
 
 
 def _join_uncertainty(parts: list[GazeUncertainty]) -> GazeUncertainty:
     first = parts[0]
-    return GazeUncertainty(first.levels, np.concatenate([p.spread_px for p in parts], 1),
-                           None if first.spread_deg is None else np.concatenate([p.spread_deg for p in parts], 1),
-                           np.concatenate([p.modes for p in parts]), first.region_scale, first.region_calibrated)
+    return GazeUncertainty(
+        first.levels,
+        np.concatenate([p.spread_px for p in parts], 1),
+        None if first.spread_deg is None else np.concatenate([p.spread_deg for p in parts], 1),
+        np.concatenate([p.modes for p in parts]),
+        first.region_scale,
+        first.region_calibrated,
+    )
 
 
 class GazeReadout:
     """The readouts of one video's stream (see the module docstring). ``camera`` is taken to the frame size;
     ``region_scale`` is the model's calibrated scale (None: none)."""
 
-    def __init__(self, width: int, height: int, fps: float, camera: PinholeCamera, num_samples: int,
-                 events: EventSettings | None = None, region_scale: float | None = None) -> None:
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        fps: float,
+        camera: PinholeCamera,
+        num_samples: int,
+        events: EventSettings | None = None,
+        region_scale: float | None = None,
+    ) -> None:
         self.width, self.height = int(width), int(height)
         self.camera = camera.for_frame(self.width, self.height)
         self.region_scale = region_scale
@@ -105,9 +124,15 @@ class GazeReadout:
         self.pending = [(trajectories[:, n:], _slice_uncertainty(uncertainty, slice(n, None)))] if rest else []
         degrees = self.camera.angles_deg(labelled.points_px)
         points = trajectories[:, :n].astype(np.float64).mean(axis=0)
-        readout = FrameReadout(self.next_frame, trajectories[:, :n], points, degrees,
-                               labelled.labels, (labelled.labels[1:] == SACCADE).mean(axis=0),
-                               _slice_uncertainty(uncertainty, slice(0, n)))
+        readout = FrameReadout(
+            self.next_frame,
+            trajectories[:, :n],
+            points,
+            degrees,
+            labelled.labels,
+            (labelled.labels[1:] == SACCADE).mean(axis=0),
+            _slice_uncertainty(uncertainty, slice(0, n)),
+        )
         self.next_frame += n
         return [readout]
 

@@ -27,8 +27,14 @@ from .events import GazeEvents
 SCANPATH_FORMAT = "gazeflow-scanpaths"
 
 
-def scanpath_record(events: GazeEvents, fps: float, width: int, height: int, video_id: str = "video",
-                    first_series_is_point_estimate: bool = True) -> dict[str, Any]:
+def scanpath_record(
+    events: GazeEvents,
+    fps: float,
+    width: int,
+    height: int,
+    video_id: str = "video",
+    first_series_is_point_estimate: bool = True,
+) -> dict[str, Any]:
     """The ``scanpaths.json`` record of ``events`` (their fixations, by series) of a ``width x height`` video."""
     trains: dict[str, list] = {"xs": [], "ys": [], "ts": [], "ns": [], "subjects": []}
     durations, sample_ids = [], []
@@ -44,9 +50,16 @@ def scanpath_record(events: GazeEvents, fps: float, width: int, height: int, vid
     trains["scanpath_fixation_attributes"] = {"durations": durations}
     trains["scanpath_attributes"] = {"sample_id": sample_ids}
     trains["scanpath_attribute_mapping"] = {"durations": "duration"}
-    return {"format": SCANPATH_FORMAT, "version": 1, "video_id": video_id, "width": int(width),
-            "height": int(height), "fps": float(fps), "units": {"xs": "px", "ys": "px", "ts": "s", "durations": "s"},
-            "fixation_trains": trains}
+    return {
+        "format": SCANPATH_FORMAT,
+        "version": 1,
+        "video_id": video_id,
+        "width": int(width),
+        "height": int(height),
+        "fps": float(fps),
+        "units": {"xs": "px", "ys": "px", "ts": "s", "durations": "s"},
+        "fixation_trains": trains,
+    }
 
 
 def write_scanpaths(path: str | os.PathLike, record: dict[str, Any]) -> Path:

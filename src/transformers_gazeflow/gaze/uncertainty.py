@@ -83,8 +83,9 @@ def mode_bandwidth(points_px: np.ndarray) -> np.ndarray:
     return np.median(np.sort(distances, axis=-1)[:, :, neighbour], axis=1)
 
 
-def count_modes(points_px: np.ndarray, bandwidth: np.ndarray | None = None,
-                min_share: float = MODE_MIN_SHARE) -> np.ndarray:
+def count_modes(
+    points_px: np.ndarray, bandwidth: np.ndarray | None = None, min_share: float = MODE_MIN_SHARE
+) -> np.ndarray:
     """The number of modes of each frame's K points ``[K, T, 2]`` (pixels) under mean-shift with a Gaussian kernel of
     bandwidth ``bandwidth`` ``[T]`` (pixels; None: :func:`mode_bandwidth`; see the module docstring). Returns int
     ``[T]``, at least 1."""
@@ -96,7 +97,7 @@ def count_modes(points_px: np.ndarray, bandwidth: np.ndarray | None = None,
     active = np.arange(frames)  # frames whose points still move
     for _ in range(MEAN_SHIFT_STEPS):
         x, p, scale = shifted[active], points[active], h[active]
-        weights = np.exp(-0.5 * ((x[:, :, None, :] - p[:, None, :, :]) ** 2).sum(-1) / scale ** 2)  # [t, K, K]
+        weights = np.exp(-0.5 * ((x[:, :, None, :] - p[:, None, :, :]) ** 2).sum(-1) / scale**2)  # [t, K, K]
         moved = np.einsum("tij,tjc->tic", weights, p) / weights.sum(-1, keepdims=True)
         shifted[active] = moved
         active = active[np.abs(moved - x).max(axis=(1, 2)) > 1e-2 * scale[:, 0, 0]]
@@ -148,9 +149,15 @@ class GazeUncertainty:
         return self.region_scale * self.spread(level, unit)
 
 
-def describe_uncertainty(samples: np.ndarray, width: int, height: int, camera: PinholeCamera | None = None,
-                         region_scale: float | None = None, levels: Sequence[float] = SPREAD_LEVELS,
-                         with_modes: bool = True) -> GazeUncertainty:
+def describe_uncertainty(
+    samples: np.ndarray,
+    width: int,
+    height: int,
+    camera: PinholeCamera | None = None,
+    region_scale: float | None = None,
+    levels: Sequence[float] = SPREAD_LEVELS,
+    with_modes: bool = True,
+) -> GazeUncertainty:
     """The :class:`GazeUncertainty` of ``samples`` ``[K, T, 2]`` in unit coordinates of a ``width x height`` frame.
     ``region_scale``: the model's calibrated scale (:func:`fit_region_scale`), None when it has none."""
     samples = _as_points(samples, "samples")
@@ -183,6 +190,7 @@ def check_region_scale(scale: float, where: str = "region scale") -> float:
 
 # --- the calibrated region -----------------------------------------------------------------------------------------
 
+
 @dataclass
 class CoverageData:
     """Held-out frames for the region: ``ratios`` ``[L, N]`` = the true gaze's distance from the point estimate
@@ -200,8 +208,9 @@ class CoverageData:
         return (self.ratios <= scale).mean(axis=1)
 
 
-def coverage_ratios(samples: np.ndarray, truth: np.ndarray, width: int, height: int,
-                    levels: Sequence[float] = REGION_LEVELS) -> CoverageData:
+def coverage_ratios(
+    samples: np.ndarray, truth: np.ndarray, width: int, height: int, levels: Sequence[float] = REGION_LEVELS
+) -> CoverageData:
     """:class:`CoverageData` of one clip: ``samples`` ``[K, T, 2]`` and the true gaze ``truth`` ``[T, 2]`` (unit
     coordinates; pass only the frames whose truth is a position on the frame). Distances in native pixels."""
     samples = _as_points(samples, "samples")
@@ -262,7 +271,21 @@ def reliability_table(data: CoverageData, scale: float | None = None) -> list[di
     return rows
 
 
-__all__ = ["SPREAD_LEVELS", "REGION_LEVELS", "MODE_NEIGHBOUR_SHARE", "MODE_MIN_SHARE", "GazeUncertainty",
-           "CoverageData", "radius_quantiles", "mode_bandwidth", "count_modes", "describe_uncertainty",
-           "check_region_scale", "coverage_ratios", "merge_coverage", "calibration_gap", "fit_region_scale",
-           "reliability_table"]
+__all__ = [
+    "SPREAD_LEVELS",
+    "REGION_LEVELS",
+    "MODE_NEIGHBOUR_SHARE",
+    "MODE_MIN_SHARE",
+    "GazeUncertainty",
+    "CoverageData",
+    "radius_quantiles",
+    "mode_bandwidth",
+    "count_modes",
+    "describe_uncertainty",
+    "check_region_scale",
+    "coverage_ratios",
+    "merge_coverage",
+    "calibration_gap",
+    "fit_region_scale",
+    "reliability_table",
+]

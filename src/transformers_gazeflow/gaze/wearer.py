@@ -58,8 +58,9 @@ class Correction:
 
     def apply_px(self, points_px: np.ndarray, width: int, height: int) -> np.ndarray:
         centre = np.array([width / 2, height / 2])
-        return centre + np.asarray(self.scale) * (np.asarray(points_px, np.float64) - centre) + np.asarray(
-            self.offset_px)
+        return (
+            centre + np.asarray(self.scale) * (np.asarray(points_px, np.float64) - centre) + np.asarray(self.offset_px)
+        )
 
 
 def _huber_weights(residuals: np.ndarray) -> np.ndarray:
@@ -69,8 +70,9 @@ def _huber_weights(residuals: np.ndarray) -> np.ndarray:
     return np.where(norms <= threshold, 1.0, threshold / np.maximum(norms, 1e-12))
 
 
-def fit_correction(predicted_px: np.ndarray, tracker_px: np.ndarray, width: int, height: int,
-                   model: str = "offset") -> Correction:
+def fit_correction(
+    predicted_px: np.ndarray, tracker_px: np.ndarray, width: int, height: int, model: str = "offset"
+) -> Correction:
     """The robust fit of one correction ``model`` to paired points ``[N, 2]`` (native pixels)."""
     if model not in CALIBRATION_MODELS:
         raise ValueError(f"calibration model must be one of {CALIBRATION_MODELS} or 'auto', got {model!r}")
@@ -98,8 +100,9 @@ def fit_correction(predicted_px: np.ndarray, tracker_px: np.ndarray, width: int,
     return Correction(model, (float(offset[0]), float(offset[1])), (float(scale[0]), float(scale[1])))
 
 
-def held_out_error(predicted_px: np.ndarray, tracker_px: np.ndarray, width: int, height: int, model: str,
-                   blocks: int = HELD_OUT_BLOCKS) -> float:
+def held_out_error(
+    predicted_px: np.ndarray, tracker_px: np.ndarray, width: int, height: int, model: str, blocks: int = HELD_OUT_BLOCKS
+) -> float:
     """Mean over ``blocks`` consecutive blocks of the median pixel error on a block of ``model`` fitted on the
     others."""
     parts = np.array_split(np.arange(len(predicted_px)), blocks)
@@ -112,8 +115,9 @@ def held_out_error(predicted_px: np.ndarray, tracker_px: np.ndarray, width: int,
     return float(np.mean(errors))
 
 
-def choose_and_fit(predicted_px: np.ndarray, tracker_px: np.ndarray, width: int, height: int,
-                   model: str = "auto") -> tuple[Correction, dict[str, float]]:
+def choose_and_fit(
+    predicted_px: np.ndarray, tracker_px: np.ndarray, width: int, height: int, model: str = "auto"
+) -> tuple[Correction, dict[str, float]]:
     """Fit ``model`` (or choose one by held-out error: ``"auto"``, see the module docstring); returns the
     correction and the held-out errors (px) of the candidates compared (empty when none were)."""
     if model != "auto":
@@ -139,11 +143,24 @@ class WearerCalibration:
     fit: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_correction(cls, correction: Correction, width: int, height: int, model_name: str,
-                        model_fingerprint: str, fit: dict[str, Any] | None = None) -> WearerCalibration:
+    def from_correction(
+        cls,
+        correction: Correction,
+        width: int,
+        height: int,
+        model_name: str,
+        model_fingerprint: str,
+        fit: dict[str, Any] | None = None,
+    ) -> WearerCalibration:
         offset = pixels_to_unit(np.asarray(correction.offset_px), width, height)
-        return cls(correction.model, (float(offset[0]), float(offset[1])), correction.scale, model_name,
-                   model_fingerprint, dict(fit or {}))
+        return cls(
+            correction.model,
+            (float(offset[0]), float(offset[1])),
+            correction.scale,
+            model_name,
+            model_fingerprint,
+            dict(fit or {}),
+        )
 
     def apply(self, points: np.ndarray) -> np.ndarray:
         """Correct unit-coordinate points ``[..., 2]`` (the K samples and hence their mean), clamped to the frame;
@@ -155,13 +172,21 @@ class WearerCalibration:
     def check_model(self, fingerprint: str, model_name: str, where: str = "the calibration") -> None:
         """Refuse to correct the gaze of a model other than the one this was fitted for."""
         if fingerprint != self.model_fingerprint:
-            raise ValueError(f"{where} was fitted for the model {self.model_name} (weights {self.model_fingerprint}), "
-                             f"not for {model_name} (weights {fingerprint}): run 'gazeflow calibrate' with this model")
+            raise ValueError(
+                f"{where} was fitted for the model {self.model_name} (weights {self.model_fingerprint}), "
+                f"not for {model_name} (weights {fingerprint}): run 'gazeflow calibrate' with this model"
+            )
 
     def to_json(self) -> str:
-        record = {"format": CALIBRATION_FORMAT, "version": CALIBRATION_VERSION, "correction": self.model,
-                  "offset": list(self.offset), "scale": list(self.scale),
-                  "model": {"name": self.model_name, "fingerprint": self.model_fingerprint}, "fit": self.fit}
+        record = {
+            "format": CALIBRATION_FORMAT,
+            "version": CALIBRATION_VERSION,
+            "correction": self.model,
+            "offset": list(self.offset),
+            "scale": list(self.scale),
+            "model": {"name": self.model_name, "fingerprint": self.model_fingerprint},
+            "fit": self.fit,
+        }
         return json.dumps(record, indent=2) + "\n"
 
     @classmethod
@@ -178,14 +203,24 @@ class WearerCalibration:
             identity = record["model"]
             name, fingerprint = str(identity["name"]), str(identity["fingerprint"])
         except (KeyError, TypeError, ValueError):
-            raise ValueError(f"{where}: a calibration file needs correction, offset [x, y], scale [x, y] and model "
-                             "{name, fingerprint}") from None
-        if model not in CALIBRATION_MODELS or len(numbers) != 4 or not all(map(math.isfinite, numbers)) \
-                or numbers[2] <= 0 or numbers[3] <= 0:
-            raise ValueError(f"{where}: correction must be one of {CALIBRATION_MODELS} with a finite offset and a "
-                             "positive scale per axis")
-        return cls(model, (numbers[0], numbers[1]), (numbers[2], numbers[3]), name, fingerprint,
-                   record.get("fit") or {})
+            raise ValueError(
+                f"{where}: a calibration file needs correction, offset [x, y], scale [x, y] and model "
+                "{name, fingerprint}"
+            ) from None
+        if (
+            model not in CALIBRATION_MODELS
+            or len(numbers) != 4
+            or not all(map(math.isfinite, numbers))
+            or numbers[2] <= 0
+            or numbers[3] <= 0
+        ):
+            raise ValueError(
+                f"{where}: correction must be one of {CALIBRATION_MODELS} with a finite offset and a "
+                "positive scale per axis"
+            )
+        return cls(
+            model, (numbers[0], numbers[1]), (numbers[2], numbers[3]), name, fingerprint, record.get("fit") or {}
+        )
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> WearerCalibration:
@@ -202,9 +237,20 @@ class WearerCalibration:
 
 def pixel_errors(points: np.ndarray, truth: np.ndarray, width: int, height: int) -> np.ndarray:
     """Distances (native pixels) between unit-coordinate points and the truth ``[N, 2]``."""
-    return np.linalg.norm(unit_to_pixels(np.asarray(points, np.float64), width, height)
-                          - unit_to_pixels(np.asarray(truth, np.float64), width, height), axis=-1)
+    return np.linalg.norm(
+        unit_to_pixels(np.asarray(points, np.float64), width, height)
+        - unit_to_pixels(np.asarray(truth, np.float64), width, height),
+        axis=-1,
+    )
 
 
-__all__ = ["CALIBRATION_MODELS", "CALIBRATION_FORMAT", "Correction", "WearerCalibration", "fit_correction",
-           "held_out_error", "choose_and_fit", "pixel_errors"]
+__all__ = [
+    "CALIBRATION_MODELS",
+    "CALIBRATION_FORMAT",
+    "Correction",
+    "WearerCalibration",
+    "fit_correction",
+    "held_out_error",
+    "choose_and_fit",
+    "pixel_errors",
+]

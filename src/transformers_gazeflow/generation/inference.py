@@ -57,9 +57,15 @@ def resolve_inference_dtype(dtype: str | torch.dtype | None, device: torch.devic
     return INFERENCE_DTYPES[dtype]
 
 
-def prepare_for_inference(model: GazeFlowModel, merge_lora: bool = True, compile: bool = False,
-                          compile_mode: str | None = None, attn_implementation: str = "sdpa",
-                          dtype: torch.dtype | None = None, fuse_attention: bool = True) -> GazeFlowModel:
+def prepare_for_inference(
+    model: GazeFlowModel,
+    merge_lora: bool = True,
+    compile: bool = False,
+    compile_mode: str | None = None,
+    attn_implementation: str = "sdpa",
+    dtype: torch.dtype | None = None,
+    fuse_attention: bool = True,
+) -> GazeFlowModel:
     """Put ``model`` on the fast path, in place: eval mode, SDPA attention in the encoder, LoRA merged into the
     encoder weights (``merge_lora``), the encoder's attention fused (``fuse_attention``: one matmul for queries,
     keys and values, RoPE tables computed once), the weights cast to ``dtype`` (None: left as they are), and
@@ -205,5 +211,13 @@ def window_sampler(model: GazeFlowModel, settings, cuda_graphs: bool | None = No
     return CUDAGraphWindowSampler(sampler) if cuda_graphs else sampler
 
 
-__all__ = ["prepare_for_inference", "set_encoder_attention", "autocast_context", "resolve_inference_dtype",
-           "INFERENCE_DTYPES", "CUDAGraphWindowSampler", "window_sampler", "CUDA_GRAPH_COMPILE_MODES"]
+__all__ = [
+    "prepare_for_inference",
+    "set_encoder_attention",
+    "autocast_context",
+    "resolve_inference_dtype",
+    "INFERENCE_DTYPES",
+    "CUDAGraphWindowSampler",
+    "window_sampler",
+    "CUDA_GRAPH_COMPILE_MODES",
+]

@@ -89,12 +89,22 @@ class GazeFlowStreamer:
             ``torch.bfloat16`` on a GPU. The model itself is not changed.
     """
 
-    def __init__(self, model: GazeFlowModel, num_samples: int | None = None, num_steps: int | None = None,
-                 solver: str | None = None, generator: torch.Generator | None = None, processor=None,
-                 compile: str | None = None, dtype: torch.dtype | None = None):
+    def __init__(
+        self,
+        model: GazeFlowModel,
+        num_samples: int | None = None,
+        num_steps: int | None = None,
+        solver: str | None = None,
+        generator: torch.Generator | None = None,
+        processor=None,
+        compile: str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
         if not model.config.causal:
-            raise ValueError("GazeFlowStreamer needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
-                             "F.4): the bidirectional model's output at frame t depends on later frames")
+            raise ValueError(
+                "GazeFlowStreamer needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
+                "F.4): the bidirectional model's output at frame t depends on later frames"
+            )
         check_compile_mode(compile, next(model.parameters()).device)
         self.model = model
         self.step = GazeFlowStreamerStep(model, num_samples, num_steps, solver, dtype=dtype)
@@ -124,14 +134,17 @@ class GazeFlowStreamer:
             frame = self.processor.preprocess(frame if frame.dim() == 4 else frame.unsqueeze(0))
         if not torch.is_tensor(frame) or frame.dim() not in (3, 4) or not frame.is_floating_point():
             shape = tuple(frame.shape) if torch.is_tensor(frame) else type(frame)
-            raise ValueError(f"push: `frame` must be a float tensor [3, {config.image_size}, {config.image_size}] or "
-                             f"[B, 3, {config.image_size}, {config.image_size}] of normalised pixels (or raw uint8 "
-                             f"[H, W, 3] with a processor), got {shape}")
+            raise ValueError(
+                f"push: `frame` must be a float tensor [3, {config.image_size}, {config.image_size}] or "
+                f"[B, 3, {config.image_size}, {config.image_size}] of normalised pixels (or raw uint8 "
+                f"[H, W, 3] with a processor), got {shape}"
+            )
         frame = frame.unsqueeze(0) if frame.dim() == 3 else frame
         expected = (config.encoder_config.in_chans, config.image_size, config.image_size)
         if tuple(frame.shape[1:]) != expected:
-            raise ValueError(f"push: `frame` must be [B, {expected[0]}, {expected[1]}, {expected[2]}], "
-                             f"got {tuple(frame.shape)}")
+            raise ValueError(
+                f"push: `frame` must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {tuple(frame.shape)}"
+            )
         if self.batch_size is not None and frame.shape[0] != self.batch_size:
             raise ValueError(f"push: the stream has batch size {self.batch_size}, got a frame of {frame.shape[0]}")
         return frame
@@ -141,8 +154,9 @@ class GazeFlowStreamer:
         if self.state is None or self.state.batch_size != batch:
             self.state = self.step.new_state(batch)
             size, channels = self.model.config.image_size, self.model.config.encoder_config.in_chans
-            self.runner = make_step_runner(self.step, self.state, self.compile, (batch, channels, size, size),
-                                           (batch, self.num_samples, 1, 2))
+            self.runner = make_step_runner(
+                self.step, self.state, self.compile, (batch, channels, size, size), (batch, self.num_samples, 1, 2)
+            )
         return self.runner
 
     @torch.no_grad()

@@ -42,8 +42,10 @@ def check_compile_mode(mode: str | None, device: torch.device) -> None:
     if mode not in COMPILE_MODES:
         raise ValueError(f"`compile` must be one of {COMPILE_MODES}, got {mode!r}")
     if mode == "cuda-graph" and device.type != "cuda":
-        raise ValueError(f"compile='cuda-graph' needs the model on a CUDA device, it is on {device}; use "
-                         f"compile=None (eager) or a torch.compile mode such as 'default'")
+        raise ValueError(
+            f"compile='cuda-graph' needs the model on a CUDA device, it is on {device}; use "
+            f"compile=None (eager) or a torch.compile mode such as 'default'"
+        )
 
 
 class EagerStepRunner:
@@ -79,8 +81,14 @@ class CompiledStepRunner:
 class CUDAGraphStepRunner:
     """The eager step captured once as a CUDA graph on static frame/noise buffers and the state's buffers."""
 
-    def __init__(self, step: GazeFlowStreamerStep, state: StreamerState, frame_shape: tuple[int, ...],
-                 noise_shape: tuple[int, ...], warmup_frames: int = CUDA_GRAPH_WARMUP_FRAMES):
+    def __init__(
+        self,
+        step: GazeFlowStreamerStep,
+        state: StreamerState,
+        frame_shape: tuple[int, ...],
+        noise_shape: tuple[int, ...],
+        warmup_frames: int = CUDA_GRAPH_WARMUP_FRAMES,
+    ):
         device = step.device
         self.frame = torch.zeros(frame_shape, device=device)
         self.noise = torch.zeros(noise_shape, device=device)
@@ -103,8 +111,13 @@ class CUDAGraphStepRunner:
         return tuple(output.clone() for output in self.outputs)
 
 
-def make_step_runner(step: GazeFlowStreamerStep, state: StreamerState, mode: str | None,
-                     frame_shape: tuple[int, ...], noise_shape: tuple[int, ...]) -> StepRunner:
+def make_step_runner(
+    step: GazeFlowStreamerStep,
+    state: StreamerState,
+    mode: str | None,
+    frame_shape: tuple[int, ...],
+    noise_shape: tuple[int, ...],
+) -> StepRunner:
     """The runner of ``mode`` (one of :data:`COMPILE_MODES`) for ``step`` on ``state``, for frames of
     ``frame_shape`` and noise of ``noise_shape``."""
     check_compile_mode(mode, step.device)
@@ -115,5 +128,13 @@ def make_step_runner(step: GazeFlowStreamerStep, state: StreamerState, mode: str
     return CompiledStepRunner(step, state, mode)
 
 
-__all__ = ["COMPILE_MODES", "CUDA_GRAPH_WARMUP_FRAMES", "StepRunner", "check_compile_mode", "EagerStepRunner",
-           "CompiledStepRunner", "CUDAGraphStepRunner", "make_step_runner"]
+__all__ = [
+    "COMPILE_MODES",
+    "CUDA_GRAPH_WARMUP_FRAMES",
+    "StepRunner",
+    "check_compile_mode",
+    "EagerStepRunner",
+    "CompiledStepRunner",
+    "CUDAGraphStepRunner",
+    "make_step_runner",
+]

@@ -131,13 +131,21 @@ class GazeFlowStreamerStep(nn.Module):
             state x_s stays float32. The model is left as it is (cast copies are made where needed).
     """
 
-    def __init__(self, model: GazeFlowModel, num_samples: int | None = None, num_steps: int | None = None,
-                 solver: str | None = None, dtype: torch.dtype | None = None):
+    def __init__(
+        self,
+        model: GazeFlowModel,
+        num_samples: int | None = None,
+        num_steps: int | None = None,
+        solver: str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
         super().__init__()
         config = model.config
         if not config.causal:
-            raise ValueError("GazeFlowStreamerStep needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
-                             "F.4): the bidirectional model's output at frame t depends on later frames")
+            raise ValueError(
+                "GazeFlowStreamerStep needs a causal model (GazeFlowConfig(causal=True), paper Appendix "
+                "F.4): the bidirectional model's output at frame t depends on later frames"
+            )
         parameter = next(model.parameters())
         dtype = parameter.dtype if dtype is None else dtype
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -148,14 +156,17 @@ class GazeFlowStreamerStep(nn.Module):
         self.scheduler = scheduler_for(config, self.num_steps, self.solver)
         self.context = config.num_frames  # W
         self.encoder_frames, self.tokens_per_frame = config.causal_encoder_frames, config.tokens_per_frame
-        self.video_encoder = GazeFlowStreamingVideoEncoder(model.video_encoder, self.encoder_frames,
-                                                           self.tokens_per_frame, dtype).eval()
+        self.video_encoder = GazeFlowStreamingVideoEncoder(
+            model.video_encoder, self.encoder_frames, self.tokens_per_frame, dtype
+        ).eval()
         self.condition = GazeFlowStreamingCondition(model, dtype)  # may share the model's modules: not .eval()'d
         self.velocity_network = GazeFlowStreamingVelocityNetwork(
-            model.velocity_network, config, dtype, scheduler_flow_times(self.scheduler)).eval()
+            model.velocity_network, config, dtype, scheduler_flow_times(self.scheduler)
+        ).eval()
         device = parameter.device
-        self.register_buffer("window_offsets", torch.arange(1 - self.encoder_frames, 1, device=device),
-                             persistent=False)
+        self.register_buffer(
+            "window_offsets", torch.arange(1 - self.encoder_frames, 1, device=device), persistent=False
+        )
 
     @property
     def device(self) -> torch.device:
@@ -178,15 +189,19 @@ class GazeFlowStreamerStep(nn.Module):
             written=torch.zeros(self.context, dtype=torch.bool, device=device),
             frames=torch.zeros(batch_size, self.encoder_frames, channels, size, size, dtype=self.dtype, device=device),
             summaries=torch.zeros(batch_size, self.context, width, dtype=self.dtype, device=device)
-            if condition.has_task_bank else None,
+            if condition.has_task_bank
+            else None,
             summary_cache=ring(batch_size) if condition.num_queries > 0 else None,
-            self_attention=tuple(tuple(ring(batch_size * self.num_samples) for _ in self.velocity_network.blocks)
-                                 for _ in range(self.velocity_network.num_calls)),
+            self_attention=tuple(
+                tuple(ring(batch_size * self.num_samples) for _ in self.velocity_network.blocks)
+                for _ in range(self.velocity_network.num_calls)
+            ),
             temporal=tuple(ring(batch_size * self.tokens_per_frame) for _ in range(config.num_temporal_layers)),
         )
 
-    def encode_frame(self, frame: torch.Tensor, state: StreamerState,
-                     positions: StreamingPositions) -> StreamingCondition:
+    def encode_frame(
+        self, frame: torch.Tensor, state: StreamerState, positions: StreamingPositions
+    ) -> StreamingCondition:
         """Frame t's condition: the frame written to the window ring (the stream's first frame to every slot: frames
         before it read it, as ``causal_encoder_windows`` pads), the encoder on frames t - w + 1 .. t in time order
         (the last tubelet's N tokens are frame t's), then :class:`GazeFlowStreamingCondition` (rings updated)."""
@@ -198,8 +213,9 @@ class GazeFlowStreamerStep(nn.Module):
         tokens = self.video_encoder(ring.index_select(1, order))  # [B, N, D]
         return self.condition(tokens, state.summaries, state.summary_cache, positions, state.temporal)
 
-    def sample(self, noise: torch.Tensor, condition: StreamingCondition, state: StreamerState,
-               positions: StreamingPositions) -> torch.Tensor:
+    def sample(
+        self, noise: torch.Tensor, condition: StreamingCondition, state: StreamerState, positions: StreamingPositions
+    ) -> torch.Tensor:
         """The scheduler's sampler from x_0 = ``noise`` ``[B, K, 1, 2]`` to x_1 (float32), call c of the network
         reading and writing the ring caches ``state.self_attention[c]``."""
         network = self.velocity_network
@@ -209,16 +225,18 @@ class GazeFlowStreamerStep(nn.Module):
         def velocity_fn(sample: torch.Tensor, flow_time: float, self_condition: torch.Tensor) -> torch.Tensor:
             nonlocal call
             if flow_time != network.flow_times[call]:  # Python floats: the scheduler and the prepared times agree
-                raise RuntimeError(f"streamer step: call {call} at flow time {flow_time}, prepared for "
-                                   f"{network.flow_times[call]}")
+                raise RuntimeError(
+                    f"streamer step: call {call} at flow time {flow_time}, prepared for {network.flow_times[call]}"
+                )
             velocity = network(sample, self_condition, call, frame, positions, condition, state.self_attention[call])
             call += 1
             return velocity
 
         return self.scheduler.sample(velocity_fn, noise.float())
 
-    def forward(self, frame: torch.Tensor, noise: torch.Tensor,
-                state: StreamerState) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, frame: torch.Tensor, noise: torch.Tensor, state: StreamerState
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Frame t's K samples ``[B, K, 2]`` and their mean ``[B, 2]`` (unit coordinates, clamped, float32); the
         state moves to frame t + 1 in place."""
         positions = streaming_positions(state.frame_index, state.written, self.dtype)
@@ -227,8 +245,9 @@ class GazeFlowStreamerStep(nn.Module):
         state.frame_index.add_(1)
         return to_unit_predictions(sample[:, :, 0])
 
-    def functional(self, frame: torch.Tensor, noise: torch.Tensor,
-                   state: StreamerState) -> tuple[torch.Tensor, torch.Tensor, StreamerState]:
+    def functional(
+        self, frame: torch.Tensor, noise: torch.Tensor, state: StreamerState
+    ) -> tuple[torch.Tensor, torch.Tensor, StreamerState]:
         """:meth:`forward` without side effects: the given state is left as it is and the next one returned (the
         form an exported graph without mutable inputs needs)."""
         state = state.clone()

@@ -86,8 +86,10 @@ def as_rgb_frame(frame, index: int, size: tuple[int, int] | None) -> np.ndarray:
     if frame.ndim != 3 or frame.shape[2] != 3 or min(frame.shape[:2]) < 1:
         raise ValueError(f"frame {index}: expected shape [H, W, 3] (or grayscale [H, W]), got {frame.shape}")
     if size is not None and frame.shape[:2] != size:
-        raise ValueError(f"frame {index} is {frame.shape[1]}x{frame.shape[0]} but the video's frames are "
-                         f"{size[1]}x{size[0]}: all frames of a video must have one size")
+        raise ValueError(
+            f"frame {index} is {frame.shape[1]}x{frame.shape[0]} but the video's frames are "
+            f"{size[1]}x{size[0]}: all frames of a video must have one size"
+        )
     return frame
 
 
@@ -149,7 +151,7 @@ def process_frames(processor, frames: list[np.ndarray], device: torch.device) ->
         np.stack(frames, out=batch.numpy())
         return processor.preprocess(batch.to(device, non_blocking=True))
     step = processor.host_chunk_frames(frames[0].shape)
-    pieces = [processor.preprocess(np.stack(frames[i:i + step])) for i in range(0, len(frames), step)]
+    pieces = [processor.preprocess(np.stack(frames[i : i + step])) for i in range(0, len(frames), step)]
     return (pieces[0] if len(pieces) == 1 else torch.cat(pieces)).to(device)
 
 
@@ -196,8 +198,10 @@ class _HostCopies:
         if not self.cuda:
             self.pending.append((start, trajectories.cpu().numpy(), points.cpu().numpy(), None))
             return
-        host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t, non_blocking=True)
-                for t in (trajectories, points)]
+        host = [
+            torch.empty(t.shape, dtype=t.dtype, pin_memory=True).copy_(t, non_blocking=True)
+            for t in (trajectories, points)
+        ]
         event = torch.cuda.Event()
         event.record()
         self.pending.append((start, host[0].numpy(), host[1].numpy(), event))
@@ -252,8 +256,15 @@ def stream_gaze(
     first = 0 if plan is None else plan.output_start - plan.decode_start  # output frames, in stream indices
     stop = None if plan is None else plan.output_stop - plan.decode_start
     copies = _HostCopies(device, depth=2 * window_batch_size)
-    pieces = iter_window_predictions(model, windows, settings, generator, skip_windows=0 if plan is None else
-                                     plan.first_window, sampler=sampler, stage=stage)
+    pieces = iter_window_predictions(
+        model,
+        windows,
+        settings,
+        generator,
+        skip_windows=0 if plan is None else plan.first_window,
+        sampler=sampler,
+        stage=stage,
+    )
     for piece in pieces:
         _put_piece(copies, piece, first, stop)
         yield from _chunks(copies.ready(), raw if keep_frames else None)
@@ -270,8 +281,11 @@ def _put_piece(copies: _HostCopies, piece: SampledFrames, first: int, stop: int 
         return
     if low > piece.start:
         copies.pending.append((piece.start, None, low - piece.start, None))
-    copies.put(low - first, piece.trajectories[0, :, low - piece.start:high - piece.start],
-               piece.mean[0, low - piece.start:high - piece.start])
+    copies.put(
+        low - first,
+        piece.trajectories[0, :, low - piece.start : high - piece.start],
+        piece.mean[0, low - piece.start : high - piece.start],
+    )
     if high < piece.start + piece.num_frames:
         copies.pending.append((high, None, piece.start + piece.num_frames - high, None))
 
@@ -287,8 +301,15 @@ def _chunks(ready: Iterator[tuple], raw: deque | None) -> Iterator[GazeChunk]:
         yield GazeChunk(start=start, trajectories=trajectories, points=points, frames=chunk_frames)
 
 
-def _window_batches(model: GazeFlowModel, processor, frames: Iterable, batch_size: int, device: torch.device,
-                    stage: Stage, raw: deque | None) -> Iterator[list[Window]]:
+def _window_batches(
+    model: GazeFlowModel,
+    processor,
+    frames: Iterable,
+    batch_size: int,
+    device: torch.device,
+    stage: Stage,
+    raw: deque | None,
+) -> Iterator[list[Window]]:
     """Batches of ready windows ``(start, processed frames [1, n, 3, S, S])`` from a stream of raw frames (or of
     :class:`PreparedFrames`)."""
     window, stride = model.config.num_frames, model.config.window_stride
@@ -303,13 +324,17 @@ def _window_batches(model: GazeFlowModel, processor, frames: Iterable, batch_siz
         nonlocal processed, buffer_start
         if unprocessed or prepared:  # (the last batch may have no new frame)
             with stage("preprocess"):
-                new = process_frames(processor, unprocessed, device) if unprocessed else \
-                    torch.cat(prepared).to(device, non_blocking=True)
+                new = (
+                    process_frames(processor, unprocessed, device)
+                    if unprocessed
+                    else torch.cat(prepared).to(device, non_blocking=True)
+                )
                 processed = new if processed is None else torch.cat([processed, new])
         unprocessed.clear()
         prepared.clear()
-        batch = [(start, processed[start - buffer_start:min(start + window, end) - buffer_start][None])
-                 for start in starts]
+        batch = [
+            (start, processed[start - buffer_start : min(start + window, end) - buffer_start][None]) for start in starts
+        ]
         # later windows start after the batch's last one: earlier processed frames are never read again
         drop = starts[-1] + 1 - buffer_start
         processed, buffer_start = processed[drop:], buffer_start + drop
@@ -338,5 +363,13 @@ def _window_batches(model: GazeFlowModel, processor, frames: Iterable, batch_siz
     yield run([*ready, max(0, count - window)], count)
 
 
-__all__ = ["GazeChunk", "StageClock", "PreparedFrames", "FramePreparer", "as_rgb_frame", "process_frames",
-           "stream_gaze", "DEFAULT_WINDOW_BATCH_SIZE"]
+__all__ = [
+    "GazeChunk",
+    "StageClock",
+    "PreparedFrames",
+    "FramePreparer",
+    "as_rgb_frame",
+    "process_frames",
+    "stream_gaze",
+    "DEFAULT_WINDOW_BATCH_SIZE",
+]

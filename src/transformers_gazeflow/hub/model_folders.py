@@ -111,8 +111,9 @@ def check_model_folder(folder: str | os.PathLike) -> Path:
         raise ModelFolderError(f"expected a model folder (written by save_model_folder), got the file {path}")
     model_type = read_config_json(path).get("model_type")
     if model_type != "gazeflow":
-        raise ModelFolderError(f"{path} is not a GazeFlow model folder: config.json has model_type "
-                               f"{model_type!r}, expected 'gazeflow'")
+        raise ModelFolderError(
+            f"{path} is not a GazeFlow model folder: config.json has model_type {model_type!r}, expected 'gazeflow'"
+        )
     weights = weights_file(path)
     if weights is None:
         raise ModelFolderError(f"{path} has a GazeFlow config.json but no weights ({' or '.join(WEIGHTS_NAMES)})")
@@ -171,17 +172,22 @@ def check_weights_file(weights: str | os.PathLike) -> Path:
         prefix = handle.read(8)
         header_length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
         if header_length < 2 or 8 + header_length > size:
-            raise ModelFolderError(f"{weights}: not a complete safetensors file (truncated or damaged: its header "
-                                   f"does not fit in the file's {size:,} bytes)")
+            raise ModelFolderError(
+                f"{weights}: not a complete safetensors file (truncated or damaged: its header "
+                f"does not fit in the file's {size:,} bytes)"
+            )
         try:
             header = json.loads(handle.read(header_length))
-            end = max((int(entry["data_offsets"][1]) for key, entry in header.items() if key != "__metadata__"),
-                      default=0)
+            end = max(
+                (int(entry["data_offsets"][1]) for key, entry in header.items() if key != "__metadata__"), default=0
+            )
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
             raise ModelFolderError(f"{weights}: not a safetensors file (its header is not valid: {err})") from err
     if 8 + header_length + end != size:
-        raise ModelFolderError(f"{weights}: not a complete safetensors file (truncated or damaged: its header "
-                               f"announces {8 + header_length + end:,} bytes, the file has {size:,})")
+        raise ModelFolderError(
+            f"{weights}: not a complete safetensors file (truncated or damaged: its header "
+            f"announces {8 + header_length + end:,} bytes, the file has {size:,})"
+        )
     return weights
 
 
@@ -189,12 +195,17 @@ def check_finite_weights(model: GazeFlowModel, where: str) -> None:
     """Refuse a model whose parameters or buffers hold NaN or inf (it would write NaN gaze)."""
     import torch
 
-    bad = [name for name, tensor in [*model.named_parameters(), *model.named_buffers()]
-           if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    bad = [
+        name
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())
+    ]
     if bad:
         listed = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
-        raise ModelFolderError(f"{where}: {len(bad)} weight tensor(s) hold NaN or inf values ({listed}); "
-                               "the model cannot predict with them")
+        raise ModelFolderError(
+            f"{where}: {len(bad)} weight tensor(s) hold NaN or inf values ({listed}); "
+            "the model cannot predict with them"
+        )
 
 
 def weights_location(location: str) -> str:
@@ -216,8 +227,10 @@ def weights_errors(location: str) -> Iterator[None]:
         raise ModelFolderError(f"cannot load the GazeFlow model {location!r}: {_first_line(err)}") from err
     except Exception as err:
         if type(err).__name__ == "UnpicklingError":
-            raise ModelFolderError(f"{where}: refused: this pickle holds more than plain weights and loading it "
-                                   "could run code (save the model as model.safetensors)") from err
+            raise ModelFolderError(
+                f"{where}: refused: this pickle holds more than plain weights and loading it "
+                "could run code (save the model as model.safetensors)"
+            ) from err
         raise ModelFolderError(f"{where}: cannot load the weights ({type(err).__name__}: {_first_line(err)})") from err
 
 
@@ -276,9 +289,12 @@ def load_video_processor(name_or_path: str | os.PathLike | None, config: GazeFlo
             from transformers.utils import cached_file
 
             try:
-                resolved = cached_file(str(name_or_path), PREPROCESSOR_CONFIG_NAME,
-                                       _raise_exceptions_for_missing_entries=False,
-                                       _raise_exceptions_for_connection_errors=False)
+                resolved = cached_file(
+                    str(name_or_path),
+                    PREPROCESSOR_CONFIG_NAME,
+                    _raise_exceptions_for_missing_entries=False,
+                    _raise_exceptions_for_connection_errors=False,
+                )
             except OSError:
                 resolved = None
             if resolved:
@@ -286,8 +302,10 @@ def load_video_processor(name_or_path: str | os.PathLike | None, config: GazeFlo
     if processor is None:
         return GazeFlowVideoProcessor(size=config.image_size)
     if processor.size != config.image_size:
-        raise ModelFolderError(f"{name_or_path}: {PREPROCESSOR_CONFIG_NAME} resizes frames to {processor.size} px but "
-                               f"the encoder reads {config.image_size} px frames")
+        raise ModelFolderError(
+            f"{name_or_path}: {PREPROCESSOR_CONFIG_NAME} resizes frames to {processor.size} px but "
+            f"the encoder reads {config.image_size} px frames"
+        )
     return processor
 
 
@@ -351,15 +369,24 @@ def describe_condition(config: GazeFlowConfig) -> str:
     temporal = config.num_temporal_layers
     text = f"{config.num_spatial_layers} spatial layer{'s' if config.num_spatial_layers != 1 else ''}"
     if temporal:
-        text = (f"{temporal} temporal layer{'s' if temporal != 1 else ''} (each position across the window's frame "
-                f"groups{', earlier ones only' if config.causal else ''}), then {text}")
+        text = (
+            f"{temporal} temporal layer{'s' if temporal != 1 else ''} (each position across the window's frame "
+            f"groups{', earlier ones only' if config.causal else ''}), then {text}"
+        )
     if config.spatial_attention_init == "mimetic":
         text += ", mimetic query-key initialisation"
     return text
 
 
-def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str, description: str, training: str,
-                     limitations: str, repo: str | None = None) -> Path:
+def write_model_card(
+    folder: str | os.PathLike,
+    model: GazeFlowModel,
+    title: str,
+    description: str,
+    training: str,
+    limitations: str,
+    repo: str | None = None,
+) -> Path:
     """Write ``README.md`` (a Hub model card with metadata) into a model folder; returns its path."""
     from ..models.gazeflow.generation_gazeflow import SamplingSettings
 
@@ -367,13 +394,24 @@ def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str
     encoder = config.encoder_config
     defaults = SamplingSettings.resolve(config)
     text = MODEL_CARD_TEMPLATE.format(
-        title=title, description=description, training=training, limitations=limitations,
+        title=title,
+        description=description,
+        training=training,
+        limitations=limitations,
         encoder=f"hidden {encoder.hidden_size}, {encoder.num_hidden_layers} layers",
-        image_size=config.image_size, num_frames=config.num_frames, stride=config.window_stride,
-        hidden_size=config.hidden_size, layers=config.num_hidden_layers, heads=config.num_attention_heads,
-        params=f"{sum(p.numel() for p in model.parameters()):,}", num_samples=defaults.num_samples,
-        num_steps=defaults.num_steps, solver=defaults.solver, sigma=config.heatmap_sigma,
-        condition=describe_condition(config), repo=repo or str(folder),
+        image_size=config.image_size,
+        num_frames=config.num_frames,
+        stride=config.window_stride,
+        hidden_size=config.hidden_size,
+        layers=config.num_hidden_layers,
+        heads=config.num_attention_heads,
+        params=f"{sum(p.numel() for p in model.parameters()):,}",
+        num_samples=defaults.num_samples,
+        num_steps=defaults.num_steps,
+        solver=defaults.solver,
+        sigma=config.heatmap_sigma,
+        condition=describe_condition(config),
+        repo=repo or str(folder),
     )
     path = Path(folder) / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -381,12 +419,19 @@ def write_model_card(folder: str | os.PathLike, model: GazeFlowModel, title: str
     return path
 
 
-def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
-                      processor: GazeFlowVideoProcessor | None = None, title: str = "GazeFlow",
-                      description: str = "A GazeFlow model.", training: str = "Not documented.",
-                      limitations: str = "Not documented.", repo: str | None = None,
-                      card: str | os.PathLike | None = None, remote_code: bool = False,
-                      region_calibration: dict | None = None) -> Path:
+def save_model_folder(
+    model: GazeFlowModel,
+    folder: str | os.PathLike,
+    processor: GazeFlowVideoProcessor | None = None,
+    title: str = "GazeFlow",
+    description: str = "A GazeFlow model.",
+    training: str = "Not documented.",
+    limitations: str = "Not documented.",
+    repo: str | None = None,
+    card: str | os.PathLike | None = None,
+    remote_code: bool = False,
+    region_calibration: dict | None = None,
+) -> Path:
     """Write a complete GazeFlow model folder; the one writer of model folders in the project.
 
     ``config.json`` and ``model.safetensors`` (``model.save_pretrained``), ``preprocessor_config.json`` (``processor``,
@@ -414,8 +459,9 @@ def save_model_folder(model: GazeFlowModel, folder: str | os.PathLike,
         if Path(card).resolve() != destination.resolve():
             shutil.copyfile(card, destination)
     else:
-        write_model_card(folder, model, title=title, description=description, training=training,
-                         limitations=limitations, repo=repo)
+        write_model_card(
+            folder, model, title=title, description=description, training=training, limitations=limitations, repo=repo
+        )
     if remote_code:
         from .remote_code import add_remote_code
 
@@ -453,8 +499,12 @@ def load_region_calibration(location: str | os.PathLike | None) -> dict | None:
         from transformers.utils import cached_file
 
         try:
-            found = cached_file(str(location), REGION_CALIBRATION_NAME, _raise_exceptions_for_missing_entries=False,
-                                _raise_exceptions_for_connection_errors=False)
+            found = cached_file(
+                str(location),
+                REGION_CALIBRATION_NAME,
+                _raise_exceptions_for_missing_entries=False,
+                _raise_exceptions_for_connection_errors=False,
+            )
         except OSError:
             found = None
         if not found:
@@ -493,8 +543,13 @@ MAX_DEFAULT_MODEL_MB = 20.0
 """Size limit of the bundled default model's ``model.safetensors`` (it ships inside the package)."""
 
 
-def bundle_default_model(source: str | os.PathLike, training: str, description: str, limitations: str,
-                         destination: str | os.PathLike | None = None) -> Path:
+def bundle_default_model(
+    source: str | os.PathLike,
+    training: str,
+    description: str,
+    limitations: str,
+    destination: str | os.PathLike | None = None,
+) -> Path:
     """Install a trained model folder as a bundled model: ``default_model/``, or for a causal model
     (``config.causal``) ``default_model_causal/``, or ``destination``.
 
@@ -513,15 +568,24 @@ def bundle_default_model(source: str | os.PathLike, training: str, description: 
     causal = bool(model.config.causal)
     destination = Path(destination) if destination is not None else default_model_path(causal)
     title = f"GazeFlow {'causal ' if causal else ''}default model (small, synthetic data)"
-    save_model_folder(model, destination, processor=processor, title=title, description=description,
-                      training=training, limitations=limitations,
-                      region_calibration=load_region_calibration(source_path))
+    save_model_folder(
+        model,
+        destination,
+        processor=processor,
+        title=title,
+        description=description,
+        training=training,
+        limitations=limitations,
+        region_calibration=load_region_calibration(source_path),
+    )
     weights = destination / "model.safetensors"
     size_mb = weights.stat().st_size / 2**20
     if size_mb > MAX_DEFAULT_MODEL_MB:
         weights.unlink()
-        raise ModelFolderError(f"{source_path}: model.safetensors is {size_mb:.1f} MB, over the "
-                               f"{MAX_DEFAULT_MODEL_MB:.0f} MB limit of the bundled model")
+        raise ModelFolderError(
+            f"{source_path}: model.safetensors is {size_mb:.1f} MB, over the "
+            f"{MAX_DEFAULT_MODEL_MB:.0f} MB limit of the bundled model"
+        )
     return destination
 
 

@@ -88,7 +88,6 @@ CUSTOM_PIPELINES = {
 }
 
 
-
 def flatten_imports(source: str, source_file: str) -> str:
     """Rewrite the relative imports of the package module ``source_file`` (a path relative to the package) for the
     flat folder: each imported module becomes the flat file it is copied to (nothing else changes)."""
@@ -122,8 +121,9 @@ def add_remote_code(folder: str | os.PathLike) -> list[Path]:
     for path in written:
         for module in _RELATIVE_IMPORT.findall(path.read_text(encoding="utf-8")):
             if not (folder / f"{module}.py").is_file():
-                raise RuntimeError(f"{path.name} imports .{module}, which is not part of the remote code; add it to "
-                                   f"PIPELINE_FILES")
+                raise RuntimeError(
+                    f"{path.name} imports .{module}, which is not part of the remote code; add it to PIPELINE_FILES"
+                )
     config = json.loads(config_path.read_text(encoding="utf-8"))
     config["auto_map"] = dict(AUTO_MAP)
     config["custom_pipelines"] = json.loads(json.dumps(CUSTOM_PIPELINES))
@@ -136,11 +136,15 @@ def _sources() -> dict[str, str]:
     flat remote-code folder) from the files beside it, already flat."""
     here = Path(__file__).resolve().parent
     if not REMOTE_CODE_FILES.keys() - PIPELINE_FILES.keys():  # flat: copy the folder's own code files
-        return {path.name: path.read_text(encoding="utf-8") for path in sorted(here.glob("*.py"))
-                if path.name != "__init__.py"}
-    return {name: flatten_imports((PACKAGE_DIR / source).read_text(encoding="utf-8"), source)
-            for name, source in REMOTE_CODE_FILES.items()}
+        return {
+            path.name: path.read_text(encoding="utf-8")
+            for path in sorted(here.glob("*.py"))
+            if path.name != "__init__.py"
+        }
+    return {
+        name: flatten_imports((PACKAGE_DIR / source).read_text(encoding="utf-8"), source)
+        for name, source in REMOTE_CODE_FILES.items()
+    }
 
 
-__all__ = ["REMOTE_CODE_FILES", "PIPELINE_FILES", "AUTO_MAP", "CUSTOM_PIPELINES", "flatten_imports",
-           "add_remote_code"]
+__all__ = ["REMOTE_CODE_FILES", "PIPELINE_FILES", "AUTO_MAP", "CUSTOM_PIPELINES", "flatten_imports", "add_remote_code"]

@@ -52,8 +52,10 @@ class CenterBias:
             pts.append(gt.gaze[keep])
         allpts = np.concatenate(pts) if pts else np.zeros((0, 2))
         if allpts.shape[0] < 2:
-            raise ValueError(f"train_clips must hold at least 2 {'fixation' if fixations_only else 'valid'} frames, "
-                             f"got {allpts.shape[0]}")
+            raise ValueError(
+                f"train_clips must hold at least 2 {'fixation' if fixations_only else 'valid'} frames, "
+                f"got {allpts.shape[0]}"
+            )
         sx, sy = allpts.std(axis=0)
         if sx <= 0 or sy <= 0:
             raise ValueError(f"the train gaze has no spread on one axis (std {sx:.3g}, {sy:.3g})")
@@ -61,8 +63,9 @@ class CenterBias:
 
     def heatmap(self, width: int, height: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """The static prior map ``[height, width]`` (peak 1)."""
-        return render_gaussian_map((0.5, 0.5), (self.sigma_unit[0] * width, self.sigma_unit[1] * height), width, height,
-                                   dtype)
+        return render_gaussian_map(
+            (0.5, 0.5), (self.sigma_unit[0] * width, self.sigma_unit[1] * height), width, height, dtype
+        )
 
     def predict(self, ground_truth: Any) -> ClipPrediction:
         """The prediction for a clip: the static map for every frame and the constant centre trajectory."""

@@ -241,8 +241,9 @@ def _wasserstein1_sorted(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 20) -> 
     return total
 
 
-def displacement_statistics(pred_disp, human_disp, bins: int = JSD_BINS, log_bins: int = LOG_JSD_BINS,
-                            floor_px: float = LOG_BIN_FLOOR_PX) -> dict[str, float]:
+def displacement_statistics(
+    pred_disp, human_disp, bins: int = JSD_BINS, log_bins: int = LOG_JSD_BINS, floor_px: float = LOG_BIN_FLOOR_PX
+) -> dict[str, float]:
     """Step-length statistics of a method against human (module docstring): mean and median as ratios to human
     (pred / human), the paper's linear-bin JSD (``displacement_jsd``), the log-bin JSD (``displacement_log_jsd``),
     the Wasserstein-1 distance in px (``displacement_w1_px``) and over the human mean (``displacement_w1_relative``).
@@ -304,8 +305,10 @@ def trajectory_dynamics(trajectories, gaze, valid, width: int, height: int, bins
     if not trajectories:
         raise ValueError("trajectories is empty: nothing to evaluate")
     if not len(trajectories) == len(gaze) == len(valid):
-        raise ValueError(f"need one gaze and one valid per clip: {len(trajectories)} trajectories, {len(gaze)} gaze, "
-                         f"{len(valid)} valid")
+        raise ValueError(
+            f"need one gaze and one valid per clip: {len(trajectories)} trajectories, {len(gaze)} gaze, "
+            f"{len(valid)} valid"
+        )
     sums = {"ade_mean": [], "ade_best": [], "dtw_mean": [], "dtw_best": []}
     disp_pred, disp_human = [], []
     for i, (tr, g, v) in enumerate(zip(trajectories, gaze, valid)):

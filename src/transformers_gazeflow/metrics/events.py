@@ -77,28 +77,36 @@ class _Tally:
         self.durations_ms += [f.frames * 1000.0 / fps for f in events.fixations]
         self.amplitudes_deg += [s.amplitude_deg for s in events.saccades]
         self.fixation_counts.append(len(events.fixations))
-        for code, mine, theirs in ((FIXATION, events.fixations, truth.fixations),
-                                   (SACCADE, events.saccades, truth.saccades)):
-            self.matched[code] += matched_onsets([e.start_frame for e in mine], [e.start_frame for e in theirs],
-                                                 tolerance)
+        for code, mine, theirs in (
+            (FIXATION, events.fixations, truth.fixations),
+            (SACCADE, events.saccades, truth.saccades),
+        ):
+            self.matched[code] += matched_onsets(
+                [e.start_frame for e in mine], [e.start_frame for e in theirs], tolerance
+            )
             self.predicted[code] += len(mine)
             self.recorded[code] += len(theirs)
         self.saccade_frames += int((labels == SACCADE).sum())
         self.tracked_frames += int(((labels == FIXATION) | (labels == SACCADE)).sum())
 
     def metrics(self, human: _Tally | None) -> dict[str, float]:
-        out = {"fixations_per_clip": _mean(self.fixation_counts),
-               "fixation_duration_mean_ms": _mean(self.durations_ms),
-               "fixation_duration_median_ms": _median(self.durations_ms),
-               "saccade_amplitude_mean_deg": _mean(self.amplitudes_deg),
-               "saccade_amplitude_median_deg": _median(self.amplitudes_deg),
-               "saccade_share": self.saccade_frames / self.tracked_frames if self.tracked_frames else math.nan}
+        out = {
+            "fixations_per_clip": _mean(self.fixation_counts),
+            "fixation_duration_mean_ms": _mean(self.durations_ms),
+            "fixation_duration_median_ms": _median(self.durations_ms),
+            "saccade_amplitude_mean_deg": _mean(self.amplitudes_deg),
+            "saccade_amplitude_median_deg": _median(self.amplitudes_deg),
+            "saccade_share": self.saccade_frames / self.tracked_frames if self.tracked_frames else math.nan,
+        }
         for code, name in ((FIXATION, "fixation"), (SACCADE, "saccade")):
             precision = self.matched[code] / self.predicted[code] if self.predicted[code] else math.nan
             recall = self.matched[code] / self.recorded[code] if self.recorded[code] else math.nan
             out[f"{name}_precision"], out[f"{name}_recall"] = precision, recall
-            out[f"{name}_f1"] = (2 * precision * recall / (precision + recall) if precision + recall > 0 else
-                                 (0.0 if precision == precision and recall == recall else math.nan))
+            out[f"{name}_f1"] = (
+                2 * precision * recall / (precision + recall)
+                if precision + recall > 0
+                else (0.0 if precision == precision and recall == recall else math.nan)
+            )
         if human is not None:
             out["fixation_duration_w1_ms"] = _w1(self.durations_ms, human.durations_ms)
             out["saccade_amplitude_w1_deg"] = _w1(self.amplitudes_deg, human.amplitudes_deg)
@@ -122,17 +130,25 @@ def _tracked_codes(codes: np.ndarray) -> np.ndarray:
     return np.where((codes == UNTRACKED) | (codes == BLINK_OR_OTHER), codes, FIXATION)
 
 
-def event_metrics(predictions: Sequence[np.ndarray], references: Sequence[np.ndarray],
-                  gaze_types: Sequence[np.ndarray], fps: float | Sequence[float], width: int | Sequence[int],
-                  height: int | Sequence[int], fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
-                  settings: EventSettings | None = None,
-                  onset_tolerance_ms: float = ONSET_TOLERANCE_MS) -> dict[str, dict[str, float]]:
+def event_metrics(
+    predictions: Sequence[np.ndarray],
+    references: Sequence[np.ndarray],
+    gaze_types: Sequence[np.ndarray],
+    fps: float | Sequence[float],
+    width: int | Sequence[int],
+    height: int | Sequence[int],
+    fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
+    settings: EventSettings | None = None,
+    onset_tolerance_ms: float = ONSET_TOLERANCE_MS,
+) -> dict[str, dict[str, float]]:
     """Event metrics (see the module docstring) of per-clip predictions ``[K, T, 2]`` against the recorded gaze
     ``[T, 2]`` and its codes ``[T]`` (unit coordinates; ``fps``, ``width``, ``height`` per clip or one for all).
     Returns ``{"samples": ..., "point_estimate": ..., "labeller_on_recording": ..., "human": ...}``."""
     if not (len(predictions) == len(references) == len(gaze_types)) or not predictions:
-        raise ValueError(f"need one prediction, reference and gaze_types per clip, got {len(predictions)}, "
-                         f"{len(references)} and {len(gaze_types)}")
+        raise ValueError(
+            f"need one prediction, reference and gaze_types per clip, got {len(predictions)}, "
+            f"{len(references)} and {len(gaze_types)}"
+        )
     settings, fov_deg = settings or EventSettings(), check_fov(fov_deg)
     count = len(predictions)
     per_clip = [np.broadcast_to(np.asarray(v, np.float64), (count,)) for v in (fps, width, height)]
@@ -142,8 +158,10 @@ def event_metrics(predictions: Sequence[np.ndarray], references: Sequence[np.nda
         samples = np.asarray(predictions[index], np.float64)
         gaze, codes = np.asarray(references[index], np.float64), np.asarray(gaze_types[index]).astype(np.int64)
         if samples.ndim != 3 or samples.shape[1:] != gaze.shape or gaze.shape != (codes.shape[0], 2):
-            raise ValueError(f"clip {index}: prediction must be [K, T, 2] and reference [T, 2] with T = "
-                             f"len(gaze_types), got {samples.shape}, {gaze.shape} and {codes.shape}")
+            raise ValueError(
+                f"clip {index}: prediction must be [K, T, 2] and reference [T, 2] with T = "
+                f"len(gaze_types), got {samples.shape}, {gaze.shape} and {codes.shape}"
+            )
         camera = PinholeCamera.from_fov(w, h, fov_deg)
         tolerance = onset_tolerance_ms * rate / 1000.0
         truth = events_from_codes(gaze, codes, w, h, rate, camera)
@@ -151,8 +169,11 @@ def event_metrics(predictions: Sequence[np.ndarray], references: Sequence[np.nda
         tracked = _tracked_codes(codes)
         series = np.concatenate([samples.mean(axis=0, keepdims=True), samples, gaze[None]])
         found = detect_events(series, w, h, rate, camera, settings, codes=tracked)
-        for name, rows in (("point_estimate", [0]), ("samples", range(1, len(series) - 1)),
-                           ("labeller_on_recording", [len(series) - 1])):
+        for name, rows in (
+            ("point_estimate", [0]),
+            ("samples", range(1, len(series) - 1)),
+            ("labeller_on_recording", [len(series) - 1]),
+        ):
             for row in rows:
                 tallies[name].add(found.of_series(row), truth, found.labels[row], rate, tolerance)
     human = tallies["human"]

@@ -142,8 +142,9 @@ arithmetic on x86). A map changes by at most ``1e-19`` of its peak: far below MI
 resolution and the KL regulariser (``2.2e-16``)."""
 
 
-def gaussian_profiles(centres_px: torch.Tensor, length: int, sigma: float,
-                      log_scale: torch.Tensor | None = None) -> torch.Tensor:
+def gaussian_profiles(
+    centres_px: torch.Tensor, length: int, sigma: float, log_scale: torch.Tensor | None = None
+) -> torch.Tensor:
     """Peak-1 Gaussian profiles ``exp(-((i + 0.5 - c)^2) / (2 sigma^2))`` at pixel centres ``i = 0..length-1``,
     with values below :data:`PROFILE_FLOOR` set to 0; times ``exp(log_scale)`` (``[...]``) when given, applied
     before the exponential so that far profiles can be brought back into range.

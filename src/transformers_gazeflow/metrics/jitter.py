@@ -141,8 +141,9 @@ def _dense_ranks(values: torch.Tensor, spacing: float) -> torch.Tensor:
     return inverse.to(torch.float64) * spacing
 
 
-def expected_auc_judd(flat: torch.Tensor, fixations: torch.Tensor, scale: float,
-                      noise: JitterNoise = "uniform") -> float:
+def expected_auc_judd(
+    flat: torch.Tensor, fixations: torch.Tensor, scale: float, noise: JitterNoise = "uniform"
+) -> float:
     """Expected AUC-Judd of one map over MIT's (``"uniform"``) or pysaliency's (``"normal"``) jitter of ``scale``.
 
     ``flat [P]``: the map's values; ``fixations [N]``: distinct flat indices of the fixated pixels (``N < P``).
@@ -184,5 +185,4 @@ def expected_auc_judd(flat: torch.Tensor, fixations: torch.Tensor, scale: float,
     return float((expected_above + 0.5 * (1.0 - all_above).sum()) / (n * m))
 
 
-__all__ = ["MIT_JITTER", "JITTER_NOISES", "NORMAL_CUTOFF", "above_probability", "band_halfwidth",
-           "expected_auc_judd"]
+__all__ = ["MIT_JITTER", "JITTER_NOISES", "NORMAL_CUTOFF", "above_probability", "band_halfwidth", "expected_auc_judd"]

@@ -50,8 +50,9 @@ FRAME_METRICS = ("auc", "nss", "cc", "kl", "sim", "aae")
 _DTW_FLUSH_CLIPS = 32
 
 
-def protocol_frame_indices(num_frames: int, window: int = PROTOCOL_WINDOW,
-                           count: int = PROTOCOL_NUM_FRAMES) -> np.ndarray:
+def protocol_frame_indices(
+    num_frames: int, window: int = PROTOCOL_WINDOW, count: int = PROTOCOL_NUM_FRAMES
+) -> np.ndarray:
     """Local protocol frames ``linspace(0, window - 1, count)`` (``[0, 9, ..., 63]``), clamped to ``num_frames - 1``."""
     if num_frames < 1:
         raise ValueError(f"num_frames must be >= 1, got {num_frames}")
@@ -75,8 +76,9 @@ class ClipGroundTruth:
     height: int
 
     @classmethod
-    def from_any(cls, item: Any, where: str = "ground truth",
-                 window: int | None = PROTOCOL_WINDOW) -> "ClipGroundTruth":
+    def from_any(
+        cls, item: Any, where: str = "ground truth", window: int | None = PROTOCOL_WINDOW
+    ) -> "ClipGroundTruth":
         """Build and check from a ``ClipGroundTruth``, a dataclass or a mapping with the schema's fields.
 
         Inputs longer than ``window`` (the protocol window, 64 frames) are cut to it; ``None`` keeps every frame.
@@ -88,8 +90,10 @@ class ClipGroundTruth:
         elif isinstance(item, Mapping):
             fields = dict(item)
         else:
-            raise ValueError(f"{where}: expected a mapping or dataclass with gaze, gaze_type, valid, width, height, "
-                             f"clip_id; got {type(item).__name__}")
+            raise ValueError(
+                f"{where}: expected a mapping or dataclass with gaze, gaze_type, valid, width, height, "
+                f"clip_id; got {type(item).__name__}"
+            )
         missing = [k for k in ("gaze", "gaze_type", "valid", "width", "height") if k not in fields]
         if missing:
             raise ValueError(f"{where}: missing field(s) {missing}")
@@ -106,13 +110,15 @@ class ClipGroundTruth:
         if valid.shape != (t,):
             raise ValueError(f"{where}: valid must have shape [T] = [{t}] like gaze, got {valid.shape}")
         if not np.isin(gaze_type, GAZE_TYPE_CODES).all():
-            raise ValueError(f"{where}: gaze_type must hold unified codes {GAZE_TYPE_CODES}, "
-                             f"got {np.unique(gaze_type)}")
+            raise ValueError(
+                f"{where}: gaze_type must hold unified codes {GAZE_TYPE_CODES}, got {np.unique(gaze_type)}"
+            )
         if not np.isfinite(gaze).all():
             raise ValueError(f"{where}: gaze contains NaN or inf")
         if gaze.min() < 0 or gaze.max() > 1:
-            raise ValueError(f"{where}: gaze must be unit coordinates in [0, 1], got values in "
-                             f"[{gaze.min():.4g}, {gaze.max():.4g}]")
+            raise ValueError(
+                f"{where}: gaze must be unit coordinates in [0, 1], got values in [{gaze.min():.4g}, {gaze.max():.4g}]"
+            )
         width, height = fields["width"], fields["height"]
         if int(width) != width or int(height) != height or width < 1 or height < 1:
             raise ValueError(f"{where}: width and height must be positive integers, got {width}x{height}")
@@ -144,14 +150,16 @@ class ClipPrediction:
         elif isinstance(item, Mapping):
             unknown = set(item) - {"trajectories", "heatmaps", "heatmap_frames"}
             if unknown:
-                raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; expected trajectories, heatmaps, "
-                                 f"heatmap_frames")
+                raise ValueError(
+                    f"{where}: unknown key(s) {sorted(unknown)}; expected trajectories, heatmaps, heatmap_frames"
+                )
             pred = cls(item.get("trajectories"), item.get("heatmaps"), item.get("heatmap_frames"))
         elif isinstance(item, (np.ndarray, torch.Tensor)) and item.ndim == 3 and item.shape[-1] == 2:
             pred = cls(trajectories=item)
         else:
-            raise ValueError(f"{where}: expected a ClipPrediction, a mapping or trajectories [K, T, 2], "
-                             f"got {type(item).__name__}")
+            raise ValueError(
+                f"{where}: expected a ClipPrediction, a mapping or trajectories [K, T, 2], got {type(item).__name__}"
+            )
         if pred.trajectories is None and pred.heatmaps is None:
             raise ValueError(f"{where}: needs trajectories or heatmaps")
         return pred
@@ -189,6 +197,7 @@ class EvaluationResult:
         """A JSON-ready summary: ``metrics``, ``dynamics_references``, the ``pr_curve`` and the scored ``clip_ids``
         (per-frame scores are left out: they are arrays). Undefined values (NaN) become ``None``, so that
         ``json.dumps`` writes valid JSON."""
+
         def clean(value: Any) -> Any:
             if isinstance(value, Mapping):
                 return {str(k): clean(v) for k, v in value.items()}
@@ -197,8 +206,12 @@ class EvaluationResult:
             value = float(value)
             return value if np.isfinite(value) else None
 
-        return {"metrics": clean(self.metrics), "dynamics_references": clean(self.dynamics_references),
-                "pr_curve": clean(self.pr_curve), "clip_ids": list(self.clip_ids)}
+        return {
+            "metrics": clean(self.metrics),
+            "dynamics_references": clean(self.dynamics_references),
+            "pr_curve": clean(self.pr_curve),
+            "clip_ids": list(self.clip_ids),
+        }
 
 
 def _numpy(x: Any) -> Any:
@@ -277,8 +290,9 @@ class GazeEvaluator:
         gts = list(ground_truths)
         preds = list(predictions)
         if len(gts) != len(preds):
-            raise ValueError(f"ground_truths and predictions must have the same length, "
-                             f"got {len(gts)} and {len(preds)}")
+            raise ValueError(
+                f"ground_truths and predictions must have the same length, got {len(gts)} and {len(preds)}"
+            )
         for gt, pred in zip(gts, preds):
             self.add(gt, pred)
 
@@ -303,8 +317,10 @@ class GazeEvaluator:
             if not torch.isfinite(traj).all():
                 raise ValueError(f"{where}: trajectories contain NaN or inf")
             if traj.min() < -0.5 or traj.max() > 1.5:
-                raise ValueError(f"{where}: trajectories must be unit coordinates of the native frame (about [0, 1]), "
-                                 f"got values in [{float(traj.min()):.4g}, {float(traj.max()):.4g}]")
+                raise ValueError(
+                    f"{where}: trajectories must be unit coordinates of the native frame (about [0, 1]), "
+                    f"got values in [{float(traj.min()):.4g}, {float(traj.max()):.4g}]"
+                )
 
         slots = protocol_frame_indices(t)
         kept = np.nonzero(gt.gaze_type[slots] == FIXATION)[0]
@@ -331,8 +347,10 @@ class GazeEvaluator:
                 if pred.heatmap_frames is None:
                     maps = maps[:PROTOCOL_WINDOW]  # the window, as the ground truth
                     if maps.shape[0] != gt.gaze.shape[0]:
-                        raise ValueError(f"{where}: heatmaps cover {maps.shape[0]} frames, the ground truth "
-                                         f"{gt.gaze.shape[0]} (pass heatmap_frames for a subset)")
+                        raise ValueError(
+                            f"{where}: heatmaps cover {maps.shape[0]} frames, the ground truth "
+                            f"{gt.gaze.shape[0]} (pass heatmap_frames for a subset)"
+                        )
                     maps = maps[torch.as_tensor(frames)]
                 else:
                     have = [int(f) for f in np.asarray(pred.heatmap_frames).reshape(-1)]
@@ -353,26 +371,36 @@ class GazeEvaluator:
                     # native maps: GLC's resize-crop, then GLC's scale (a distribution over the grid)
                     maps = hm.glc_distribution(hm.glc_native_to_grid(maps, gt.width, gt.height))
                 if tuple(maps.shape[-2:]) != (hm.GLC_GRID, hm.GLC_GRID):
-                    raise ValueError(f"{where}: protocol='glc' needs 64x64 maps (or native {gt.width}x{gt.height} "
-                                     f"ones), got {tuple(maps.shape[-2:])}")
+                    raise ValueError(
+                        f"{where}: protocol='glc' needs 64x64 maps (or native {gt.width}x{gt.height} "
+                        f"ones), got {tuple(maps.shape[-2:])}"
+                    )
                 return hm.glc_minmax(maps.to(torch.float32))  # 64x64 maps: GLC's softmax output, as they are
             maps = maps.to(self.dtype)
             if tuple(maps.shape[-2:]) != (gt.height, gt.width):
-                maps = F.interpolate(maps.unsqueeze(1), size=(gt.height, gt.width), mode="bilinear",
-                                     align_corners=False).squeeze(1)
+                maps = F.interpolate(
+                    maps.unsqueeze(1), size=(gt.height, gt.width), mode="bilinear", align_corners=False
+                ).squeeze(1)
             return maps.contiguous()
         pts = traj[:, torch.as_tensor(frames)]
         if self.protocol == "glc":
             short = min(gt.width, gt.height)
             crop_pts = hm.glc_crop_gaze(pts.numpy(), gt.width, gt.height, clip=False)
             crop_pts = np.clip(crop_pts, -0.5, 1.5)
-            maps = hm.render_heatmaps(crop_pts, hm.GLC_GRID, hm.GLC_GRID, sigma=self.sigma_px * hm.GLC_GRID / short,
-                                      dtype=torch.float32, keep_shape=True)
+            maps = hm.render_heatmaps(
+                crop_pts,
+                hm.GLC_GRID,
+                hm.GLC_GRID,
+                sigma=self.sigma_px * hm.GLC_GRID / short,
+                dtype=torch.float32,
+                keep_shape=True,
+            )
             return hm.glc_minmax(hm.glc_distribution(maps))
         return hm.render_heatmaps(pts, gt.width, gt.height, sigma=self.sigma_px, dtype=self.dtype, keep_shape=True)
 
-    def _score_frames(self, gt, maps: torch.Tensor, traj, frames: np.ndarray, kept: np.ndarray,
-                      clip_index: int) -> None:
+    def _score_frames(
+        self, gt, maps: torch.Tensor, traj, frames: np.ndarray, kept: np.ndarray, clip_index: int
+    ) -> None:
         gaze = gt.gaze[frames]
         if self.protocol == "glc":
             gaze_crop = hm.glc_crop_gaze(gaze, gt.width, gt.height)
@@ -455,8 +483,10 @@ class GazeEvaluator:
             raise ValueError("no clips were added: nothing to evaluate")
         self._flush_dtw()
         if not self._frame_clip:
-            raise ValueError(f"none of the {len(self._clip_ids)} clips has a fixation on a protocol frame: the "
-                             f"per-frame metrics are undefined")
+            raise ValueError(
+                f"none of the {len(self._clip_ids)} clips has a fixation on a protocol frame: the "
+                f"per-frame metrics are undefined"
+            )
         clip_of = np.concatenate(self._frame_clip)
         slot_of = np.concatenate(self._frame_slot)
         frame = {k: np.concatenate(v) for k, v in self._frame.items()}
@@ -478,10 +508,15 @@ class GazeEvaluator:
         if not np.isnan(frame["aae_sample_mean"]).any():
             k = "aae_sample_mean"
             metrics[k] = float(clip_scores[k].mean() if self.aggregation == "clip" else frame[k].mean())
-        metrics.update(f1=float(f1_curve[best]), precision=float(p_avg[best]), recall=float(r_avg[best]),
-                       threshold=float(self.thresholds[best]))
-        metrics.update(num_clips=float(len(self._clip_ids)), num_clips_scored=float(scored.size),
-                       num_frames=float(clip_of.size))
+        metrics.update(
+            f1=float(f1_curve[best]),
+            precision=float(p_avg[best]),
+            recall=float(r_avg[best]),
+            threshold=float(self.thresholds[best]),
+        )
+        metrics.update(
+            num_clips=float(len(self._clip_ids)), num_clips_scored=float(scored.size), num_frames=float(clip_of.size)
+        )
         references: dict[str, dict[str, float]] = {}
         if self._dyn_clip:
             for k, v in self._dyn.items():
@@ -567,8 +602,13 @@ def evaluate_frames(
     best = int(np.argmax(f1))
     th = np.asarray(thresholds, dtype=np.float64)
     result = {k: float(np.mean(v)) for k, v in per.items()}
-    result.update(f1=float(f1[best]), precision=float(p_avg[best]), recall=float(r_avg[best]),
-                  threshold=float(th[best]), num_frames=float(len(maps_list)))
+    result.update(
+        f1=float(f1[best]),
+        precision=float(p_avg[best]),
+        recall=float(r_avg[best]),
+        threshold=float(th[best]),
+        num_frames=float(len(maps_list)),
+    )
     return result
 
 

@@ -138,16 +138,23 @@ def auc_judd(
             raise ValueError(f"ties='half' needs exactly one fixation per map, got {n_fix}")
         scale = jitter if ties == "expected" else 0.0
         if n_fix == 1:  # fp = sum over the other pixels of P(jittered s_j >= jittered s_f); the fixation's own is 1/2
-            exceed = above_probability(flat.to(torch.float64) - torch.gather(flat, -1, index).to(torch.float64),
-                                       scale, noise).sum(-1) - 0.5
+            exceed = (
+                above_probability(
+                    flat.to(torch.float64) - torch.gather(flat, -1, index).to(torch.float64), scale, noise
+                ).sum(-1)
+                - 0.5
+            )
             return 1.0 - 0.5 * exceed / (npix - 1)
         rows, idx = flat.reshape(-1, npix), index.reshape(-1, n_fix)
         out = [expected_auc_judd(rows[b], idx[b], scale, noise) for b in range(rows.shape[0])]
         return torch.tensor(out, dtype=torch.float64).reshape(flat.shape[:-1])
     if ties == "jitter":
         shape = flat.shape
-        draw = torch.rand(shape, generator=generator, dtype=torch.float64) if noise == "uniform" else torch.randn(
-            shape, generator=generator, dtype=torch.float64)
+        draw = (
+            torch.rand(shape, generator=generator, dtype=torch.float64)
+            if noise == "uniform"
+            else torch.randn(shape, generator=generator, dtype=torch.float64)
+        )
         flat = flat.to(torch.float64) + draw * jitter
     thr = torch.gather(flat, -1, index)  # [..., N]
     thr = torch.sort(thr, dim=-1, descending=True)[0]

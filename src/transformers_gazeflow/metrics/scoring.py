@@ -57,8 +57,9 @@ def _count_above(values: torch.Tensor, thresholds: torch.Tensor) -> torch.Tensor
     return histogram.flip(0).cumsum(0).flip(0)[1:]
 
 
-def _gather_blocks(maps: torch.Tensor, size: int, frame: torch.Tensor, block_row: torch.Tensor,
-                   block_column: torch.Tensor) -> torch.Tensor:
+def _gather_blocks(
+    maps: torch.Tensor, size: int, frame: torch.Tensor, block_row: torch.Tensor, block_column: torch.Tensor
+) -> torch.Tensor:
     """Pixels of the blocks ``(frame, block_row, block_column)`` of ``maps [F, H, W]`` as ``[n, size * size]`` (one
     take)."""
     height, width = maps.shape[-2:]
@@ -89,9 +90,17 @@ class NativeFrameScorer:
             self._work = (torch.empty(size, dtype=dtype), torch.empty(size, dtype=dtype))
         return self._work
 
-    def _kl_sim(self, saliency_map: torch.Tensor, x_profile: torch.Tensor, y_profile: torch.Tensor,
-                normaliser: float, truth_minimum: float, total: float, map_min: float,
-                varies: bool) -> tuple[float, float]:
+    def _kl_sim(
+        self,
+        saliency_map: torch.Tensor,
+        x_profile: torch.Tensor,
+        y_profile: torch.Tensor,
+        normaliser: float,
+        truth_minimum: float,
+        total: float,
+        map_min: float,
+        varies: bool,
+    ) -> tuple[float, float]:
         """KL and SIM of one frame, summed over the window where the ground truth is not negligible, in place, in
         the map's dtype (the sums are then taken in float64)."""
         pixel_count = saliency_map.numel()
@@ -101,8 +110,11 @@ class NativeFrameScorer:
         first_buffer, second_buffer = self._buffers(window_height * window_width, saliency_map.dtype)
         truth = first_buffer[: window_height * window_width].view(window_height, window_width)
         work = second_buffer[: window_height * window_width].view(window_height, window_width)
-        torch.mul(y_profile[top:bottom, None].to(saliency_map.dtype),
-                  (x_profile[left:right] / normaliser).to(saliency_map.dtype)[None, :], out=truth)  # sum-1 truth
+        torch.mul(
+            y_profile[top:bottom, None].to(saliency_map.dtype),
+            (x_profile[left:right] / normaliser).to(saliency_map.dtype)[None, :],
+            out=truth,
+        )  # sum-1 truth
         window = saliency_map[top:bottom, left:right]
         # KL: sum g * log(eps + g / (p / sum(p) + eps))
         torch.mul(window, 1.0 / total if total > 0 else 0.0, out=work).add_(sal.MIT_EPS)  # MIT: all-zero stays zero
@@ -131,8 +143,7 @@ class NativeFrameScorer:
         fixated_values = maps[frame_indices, truth.fixation[:, 1], truth.fixation[:, 0]]  # [F] in the map's dtype
         nss, cc = _nss_and_cc(sums, fixated_values, extremes, height * width)
         thresholds = torch.as_tensor(self.thresholds).to(maps.dtype)  # compared in the map's dtype, as GLC does
-        true_positives, positives, kl, sim = self._disc_counts_and_divergences(maps, truth, sums, extremes,
-                                                                               thresholds)
+        true_positives, positives, kl, sim = self._disc_counts_and_divergences(maps, truth, sums, extremes, thresholds)
         return {
             "auc": _expected_auc_judd(maps, fixated_values, extremes),
             "nss": nss,
@@ -151,14 +162,20 @@ class NativeFrameScorer:
         pixel_centres_x = torch.arange(width, dtype=torch.float64) + 0.5
         pixel_centres_y = torch.arange(height, dtype=torch.float64) + 0.5
         mass = torch.where(sums.total > 0, sums.total, torch.ones_like(sums.total))
-        centre = torch.stack(((sums.columns * pixel_centres_x).sum(-1) / mass,
-                              (sums.rows * pixel_centres_y).sum(-1) / mass), -1)
+        centre = torch.stack(
+            ((sums.columns * pixel_centres_x).sum(-1) / mass, (sums.rows * pixel_centres_y).sum(-1) / mass), -1
+        )
         centre[sums.total <= 0] = torch.tensor([width / 2, height / 2], dtype=centre.dtype)
         return sal.angular_error(centre, truth.gaze_pixels, width, height, self.fov_deg)
 
-    def _disc_counts_and_divergences(self, maps: torch.Tensor, truth: _GroundTruth, sums: _MapSums,
-                                     extremes: _BlockExtremes, thresholds: torch.Tensor
-                                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _disc_counts_and_divergences(
+        self,
+        maps: torch.Tensor,
+        truth: _GroundTruth,
+        sums: _MapSums,
+        extremes: _BlockExtremes,
+        thresholds: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Frame by frame: the true positives ``[F, thresholds]`` inside the binary disc (counted in its bounding
         box, ``heatmaps.binary_gt_masks``' rule), the disc's pixel count ``[F]``, KL and SIM ``[F]``."""
         frames = maps.shape[0]
@@ -176,9 +193,15 @@ class NativeFrameScorer:
             true_positives[frame] = _count_above(normalised_box[disc], thresholds)
             positives[frame] = disc.sum()
             kl[frame], sim[frame] = self._kl_sim(
-                maps[frame], x_profile, y_profile, float(truth.normaliser[frame]), float(truth_minimum[frame]),
-                float(sums.total[frame]), float(extremes.map_min[frame]),
-                bool(extremes.map_max[frame] > extremes.map_min[frame]))
+                maps[frame],
+                x_profile,
+                y_profile,
+                float(truth.normaliser[frame]),
+                float(truth_minimum[frame]),
+                float(sums.total[frame]),
+                float(extremes.map_min[frame]),
+                bool(extremes.map_max[frame] > extremes.map_min[frame]),
+            )
         return true_positives, positives, kl, sim
 
 
@@ -200,8 +223,13 @@ class _GroundTruth:
         gaze_pixels = unit_to_pixels(unit_gaze, width, height)
         x_profile = hm.gaussian_profiles(gaze_pixels[:, 0], width, sigma_px)
         y_profile = hm.gaussian_profiles(gaze_pixels[:, 1], height, sigma_px)
-        return cls(gaze_pixels, x_profile, y_profile, x_profile.sum(-1) * y_profile.sum(-1),
-                   hm.fixation_pixels(unit_gaze, width, height))
+        return cls(
+            gaze_pixels,
+            x_profile,
+            y_profile,
+            x_profile.sum(-1) * y_profile.sum(-1),
+            hm.fixation_pixels(unit_gaze, width, height),
+        )
 
 
 @dataclass(frozen=True)
@@ -223,13 +251,20 @@ class _MapSums:
         frames = maps.shape[0]
         rows = maps.sum(-1).double()
         squares = torch.linalg.vector_norm(maps.reshape(frames, -1), dim=-1).double() ** 2
-        map_times_x_profile = torch.stack([torch.mv(maps[frame], truth.x_profile[frame].to(maps.dtype))
-                                           for frame in range(frames)])  # [F, H] (faster than one bmm)
+        map_times_x_profile = torch.stack(
+            [torch.mv(maps[frame], truth.x_profile[frame].to(maps.dtype)) for frame in range(frames)]
+        )  # [F, H] (faster than one bmm)
         normaliser = truth.normaliser
-        return cls(rows=rows, columns=maps.sum(-2).double(), total=rows.sum(-1), squares=squares,
-                   times_truth=(map_times_x_profile.double() * truth.y_profile).sum(-1) / normaliser,
-                   truth_squares=(truth.x_profile * truth.x_profile).sum(-1)
-                   * (truth.y_profile * truth.y_profile).sum(-1) / (normaliser * normaliser))
+        return cls(
+            rows=rows,
+            columns=maps.sum(-2).double(),
+            total=rows.sum(-1),
+            squares=squares,
+            times_truth=(map_times_x_profile.double() * truth.y_profile).sum(-1) / normaliser,
+            truth_squares=(truth.x_profile * truth.x_profile).sum(-1)
+            * (truth.y_profile * truth.y_profile).sum(-1)
+            / (normaliser * normaliser),
+        )
 
 
 @dataclass(frozen=True)
@@ -261,20 +296,23 @@ class _BlockExtremes:
         return float(self.size * self.size)
 
 
-def _nss_and_cc(sums: _MapSums, fixated_values: torch.Tensor, extremes: _BlockExtremes,
-                pixel_count: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _nss_and_cc(
+    sums: _MapSums, fixated_values: torch.Tensor, extremes: _BlockExtremes, pixel_count: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """NSS (ddof 1; 0 for a constant map) and CC ``[F]`` from the sums alone."""
     mean = sums.total / pixel_count
-    map_variance = torch.where(extremes.map_max > extremes.map_min,
-                               (sums.squares - sums.total * sums.total / pixel_count).clamp_min(0.0),
-                               0.0)  # a constant map has no variance
+    map_variance = torch.where(
+        extremes.map_max > extremes.map_min, (sums.squares - sums.total * sums.total / pixel_count).clamp_min(0.0), 0.0
+    )  # a constant map has no variance
     std = torch.sqrt(map_variance / (pixel_count - 1))
     nss = torch.where(std > 0, (fixated_values.double() - mean) / torch.where(std > 0, std, 1.0), 0.0)
     truth_variance = (sums.truth_squares - 1.0 / pixel_count).clamp_min(0.0)
     denominator = torch.sqrt(map_variance * truth_variance)
-    cc = torch.where(denominator > 0,
-                     (sums.times_truth - sums.total / pixel_count) / torch.where(denominator > 0, denominator, 1.0),
-                     torch.zeros_like(denominator))
+    cc = torch.where(
+        denominator > 0,
+        (sums.times_truth - sums.total / pixel_count) / torch.where(denominator > 0, denominator, 1.0),
+        torch.zeros_like(denominator),
+    )
     return nss, cc
 
 
@@ -292,20 +330,24 @@ def _expected_auc_judd(maps: torch.Tensor, fixated_values: torch.Tensor, extreme
     expected_above = whole_above.sum(dim=(1, 2)).double() * extremes.block_area
     frame, block_row, block_column = torch.nonzero(flat_blocks & ~whole_above & ~whole_below, as_tuple=True)
     if frame.numel():
-        probabilities = jit.above_probability(block_min[frame, block_row, block_column] - fixated.view(frames)[frame],
-                                              band.view(frames)[frame]) * extremes.block_area
+        probabilities = (
+            jit.above_probability(
+                block_min[frame, block_row, block_column] - fixated.view(frames)[frame], band.view(frames)[frame]
+            )
+            * extremes.block_area
+        )
         expected_above += torch.zeros(frames, dtype=torch.float64).index_add_(0, frame, probabilities)
     frame, block_row, block_column = torch.nonzero(~(whole_above | whole_below | flat_blocks), as_tuple=True)
     if frame.numel():
         values = _gather_blocks(maps, extremes.size, frame, block_row, block_column).double()  # [n, size^2]
-        probabilities = jit.above_probability(values - fixated.view(frames, 1)[frame],
-                                              band.view(frames, 1)[frame]).sum(-1)
+        probabilities = jit.above_probability(values - fixated.view(frames, 1)[frame], band.view(frames, 1)[frame]).sum(
+            -1
+        )
         expected_above += torch.zeros(frames, dtype=torch.float64).index_add_(0, frame, probabilities)
     return 1.0 - 0.5 * (expected_above - 0.5) / (height * width - 1)  # the fixated pixel ties with itself: 1/2
 
 
-def _predicted_positive_counts(maps: torch.Tensor, extremes: _BlockExtremes,
-                               thresholds: torch.Tensor) -> torch.Tensor:
+def _predicted_positive_counts(maps: torch.Tensor, extremes: _BlockExtremes, thresholds: torch.Tensor) -> torch.Tensor:
     """F1's ``#{P' > t}`` ``[F, thresholds]`` for the min-max normalised map P' (``saliency.minmax_normalize``'s
     float operations, applied to the block extremes). A block lies entirely above t_j for j < #{t < its min} and
     entirely at or below it for j >= #{t < its max}; in between it straddles t_j and its pixels are compared one by
@@ -317,8 +359,9 @@ def _predicted_positive_counts(maps: torch.Tensor, extremes: _BlockExtremes,
     normalised_max = (extremes.block_max - map_min) / span
     first = torch.bucketize(normalised_min.reshape(frames, -1), thresholds, right=False)  # [F, blocks]
     last = torch.bucketize(normalised_max.reshape(frames, -1), thresholds, right=False)
-    whole = torch.bincount((first + (torch.arange(frames) * (count + 1)).unsqueeze(-1)).view(-1),
-                           minlength=frames * (count + 1))
+    whole = torch.bincount(
+        (first + (torch.arange(frames) * (count + 1)).unsqueeze(-1)).view(-1), minlength=frames * (count + 1)
+    )
     predicted = whole.view(frames, count + 1).flip(-1).cumsum(-1).flip(-1)[:, 1:].double() * extremes.block_area
     frame, block = torch.nonzero(last > first, as_tuple=True)  # blocks straddling at least one threshold
     if frame.numel():
@@ -326,12 +369,14 @@ def _predicted_positive_counts(maps: torch.Tensor, extremes: _BlockExtremes,
         values = _gather_blocks(maps, extremes.size, frame, block // blocks_per_row, block % blocks_per_row)
         normalised = (values - map_min.view(frames, 1)[frame]) / span.view(frames, 1)[frame]
         # per block, #{pixels > t_j} for every j from one bucketize: bucket = #{t < v}, counted per block
-        buckets = torch.bucketize(normalised, thresholds, right=False) \
-            + (torch.arange(frame.numel()) * (count + 1)).unsqueeze(-1)
+        buckets = torch.bucketize(normalised, thresholds, right=False) + (
+            torch.arange(frame.numel()) * (count + 1)
+        ).unsqueeze(-1)
         histogram = torch.bincount(buckets.view(-1), minlength=frame.numel() * (count + 1)).view(-1, count + 1)
         threshold_index = torch.arange(count)
-        straddled = ((threshold_index >= first[frame, block].unsqueeze(-1))
-                     & (threshold_index < last[frame, block].unsqueeze(-1)))  # [n, thresholds]
+        straddled = (threshold_index >= first[frame, block].unsqueeze(-1)) & (
+            threshold_index < last[frame, block].unsqueeze(-1)
+        )  # [n, thresholds]
         hits = histogram.flip(-1).cumsum(-1).flip(-1)[:, 1:] * straddled
         predicted += torch.zeros(frames, count, dtype=torch.float64).index_add_(0, frame, hits.double())
     return predicted

@@ -38,8 +38,10 @@ def paired_wilcoxon(
     if set(index_b) != set(a.frame_keys):
         only_a = len(set(a.frame_keys) - set(index_b))
         only_b = len(set(index_b) - set(a.frame_keys))
-        raise ValueError(f"the two results cover different frames ({only_a} only in a, {only_b} only in b); "
-                         f"evaluate both methods on the same clips")
+        raise ValueError(
+            f"the two results cover different frames ({only_a} only in a, {only_b} only in b); "
+            f"evaluate both methods on the same clips"
+        )
     order = np.asarray([index_b[key] for key in a.frame_keys], dtype=np.int64)
     x = np.asarray(a.frame_scores[metric], dtype=np.float64)
     y = np.asarray(b.frame_scores[metric], dtype=np.float64)[order]
@@ -47,8 +49,9 @@ def paired_wilcoxon(
     if keep.sum() < 1:
         raise ValueError(f"no paired frames with a defined {metric!r}")
     res = wilcoxon(x[keep], y[keep], alternative=alternative)
-    return WilcoxonResult(metric, float(res.statistic), float(res.pvalue), int(keep.sum()),
-                          float(np.median(x[keep] - y[keep])))
+    return WilcoxonResult(
+        metric, float(res.statistic), float(res.pvalue), int(keep.sum()), float(np.median(x[keep] - y[keep]))
+    )
 
 
 __all__ = ["WilcoxonResult", "paired_wilcoxon"]

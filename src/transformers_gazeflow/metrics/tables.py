@@ -21,34 +21,48 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-MAIN_COLUMNS = (("AUC", "auc", 1.0, 3), ("F1", "f1", 1.0, 3), ("P", "precision", 1.0, 3), ("R", "recall", 1.0, 3),
-                ("AAE", "aae", 1.0, 2), ("NSS", "nss", 1.0, 3), ("CC", "cc", 1.0, 3), ("KL", "kl", 1.0, 3),
-                ("SIM", "sim", 1.0, 3))
+MAIN_COLUMNS = (
+    ("AUC", "auc", 1.0, 3),
+    ("F1", "f1", 1.0, 3),
+    ("P", "precision", 1.0, 3),
+    ("R", "recall", 1.0, 3),
+    ("AAE", "aae", 1.0, 2),
+    ("NSS", "nss", 1.0, 3),
+    ("CC", "cc", 1.0, 3),
+    ("KL", "kl", 1.0, 3),
+    ("SIM", "sim", 1.0, 3),
+)
 """(header, metric key, scale, digits) of the main table."""
 
-DYNAMICS_COLUMNS = (("ADE mean (x10^2 px)", "ade_mean", 1e-2, 3), ("ADE best", "ade_best", 1e-2, 3),
-                    ("DTW mean (x10^2 px)", "dtw_mean", 1e-2, 3), ("DTW best", "dtw_best", 1e-2, 3),
-                    ("disp. mean / human", "displacement_mean_ratio", 1.0, 3),
-                    ("disp. median / human", "displacement_median_ratio", 1.0, 3),
-                    ("JSD (linear bins)", "displacement_jsd", 1.0, 3),
-                    ("JSD (log bins)", "displacement_log_jsd", 1.0, 3),
-                    ("W1 (px)", "displacement_w1_px", 1.0, 3),
-                    ("W1 / human mean", "displacement_w1_relative", 1.0, 3))
+DYNAMICS_COLUMNS = (
+    ("ADE mean (x10^2 px)", "ade_mean", 1e-2, 3),
+    ("ADE best", "ade_best", 1e-2, 3),
+    ("DTW mean (x10^2 px)", "dtw_mean", 1e-2, 3),
+    ("DTW best", "dtw_best", 1e-2, 3),
+    ("disp. mean / human", "displacement_mean_ratio", 1.0, 3),
+    ("disp. median / human", "displacement_median_ratio", 1.0, 3),
+    ("JSD (linear bins)", "displacement_jsd", 1.0, 3),
+    ("JSD (log bins)", "displacement_log_jsd", 1.0, 3),
+    ("W1 (px)", "displacement_w1_px", 1.0, 3),
+    ("W1 / human mean", "displacement_w1_relative", 1.0, 3),
+)
 """(header, metric key, scale, digits) of the dynamics table."""
 
-EVENT_COLUMNS = (("fixations / clip", "fixations_per_clip", 1.0, 2),
-                 ("fix. duration mean (ms)", "fixation_duration_mean_ms", 1.0, 0),
-                 ("fix. duration median (ms)", "fixation_duration_median_ms", 1.0, 0),
-                 ("fix. duration W1 (ms)", "fixation_duration_w1_ms", 1.0, 0),
-                 ("sacc. amplitude mean (deg)", "saccade_amplitude_mean_deg", 1.0, 2),
-                 ("sacc. amplitude median (deg)", "saccade_amplitude_median_deg", 1.0, 2),
-                 ("sacc. amplitude W1 (deg)", "saccade_amplitude_w1_deg", 1.0, 2),
-                 ("fixation F1", "fixation_f1", 1.0, 3), ("saccade F1", "saccade_f1", 1.0, 3),
-                 ("saccade share", "saccade_share", 1.0, 3))
+EVENT_COLUMNS = (
+    ("fixations / clip", "fixations_per_clip", 1.0, 2),
+    ("fix. duration mean (ms)", "fixation_duration_mean_ms", 1.0, 0),
+    ("fix. duration median (ms)", "fixation_duration_median_ms", 1.0, 0),
+    ("fix. duration W1 (ms)", "fixation_duration_w1_ms", 1.0, 0),
+    ("sacc. amplitude mean (deg)", "saccade_amplitude_mean_deg", 1.0, 2),
+    ("sacc. amplitude median (deg)", "saccade_amplitude_median_deg", 1.0, 2),
+    ("sacc. amplitude W1 (deg)", "saccade_amplitude_w1_deg", 1.0, 2),
+    ("fixation F1", "fixation_f1", 1.0, 3),
+    ("saccade F1", "saccade_f1", 1.0, 3),
+    ("saccade share", "saccade_share", 1.0, 3),
+)
 """(header, metric key, scale, digits) of the events table."""
 
-REFERENCE_ROWS = (("motionless", "Motionless (never moves)"),
-                  ("human_halves", "Human vs human (alternating clips)"))
+REFERENCE_ROWS = (("motionless", "Motionless (never moves)"), ("human_halves", "Human vs human (alternating clips)"))
 """Keys of ``EvaluationResult.dynamics_references`` and the names their rows print under."""
 
 
@@ -59,8 +73,7 @@ def _cell(value: float | None, scale: float, digits: int) -> str:
 
 
 def _table(columns, rows: Mapping[str, Mapping[str, float]]) -> str:
-    lines = ["| Method | " + " | ".join(header for header, *_ in columns) + " |",
-             "| --- |" + " ---: |" * len(columns)]
+    lines = ["| Method | " + " | ".join(header for header, *_ in columns) + " |", "| --- |" + " ---: |" * len(columns)]
     for method, metrics in rows.items():
         cells = [_cell(metrics.get(key), scale, digits) for _, key, scale, digits in columns]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
@@ -72,8 +85,9 @@ def main_table_markdown(rows: Mapping[str, Mapping[str, float]]) -> str:
     return _table(MAIN_COLUMNS, rows)
 
 
-def dynamics_table_markdown(rows: Mapping[str, Mapping[str, float]],
-                            references: Mapping[str, Mapping[str, float]] | None = None) -> str:
+def dynamics_table_markdown(
+    rows: Mapping[str, Mapping[str, float]], references: Mapping[str, Mapping[str, float]] | None = None
+) -> str:
     """The dynamics table: one row per ``{method name: metrics}``, then the reference rows found in ``references``
     (an ``EvaluationResult.dynamics_references``: ``"motionless"``, ``"human_halves"``)."""
     table = dict(rows)
@@ -87,10 +101,15 @@ def events_table_markdown(method: str, metrics: Mapping[str, Mapping[str, float]
     """The events table of one method: ``metrics`` as :func:`~transformers_gazeflow.metrics.events.event_metrics`
     returns them (rows: the method's samples, its point estimate, the labeller on the recorded gaze, the
     recording's own labels)."""
-    return _table(EVENT_COLUMNS, {f"{method} (each sample)": metrics["samples"],
-                                  f"{method} (point estimate)": metrics["point_estimate"],
-                                  f"{labeller} on the recorded gaze": metrics["labeller_on_recording"],
-                                  "Recording (dataset labels)": metrics["human"]})
+    return _table(
+        EVENT_COLUMNS,
+        {
+            f"{method} (each sample)": metrics["samples"],
+            f"{method} (point estimate)": metrics["point_estimate"],
+            f"{labeller} on the recorded gaze": metrics["labeller_on_recording"],
+            "Recording (dataset labels)": metrics["human"],
+        },
+    )
 
 
 def reliability_table_markdown(rows: list[Mapping[str, float]], frames: int, scale: float | None = None) -> str:
@@ -113,5 +132,13 @@ def _gap(rows: list[Mapping[str, float]], key: str) -> float:
     return sum(abs(row[key] - row["nominal"]) for row in rows) / max(len(rows), 1)
 
 
-__all__ = ["MAIN_COLUMNS", "DYNAMICS_COLUMNS", "EVENT_COLUMNS", "REFERENCE_ROWS", "main_table_markdown",
-           "dynamics_table_markdown", "events_table_markdown", "reliability_table_markdown"]
+__all__ = [
+    "MAIN_COLUMNS",
+    "DYNAMICS_COLUMNS",
+    "EVENT_COLUMNS",
+    "REFERENCE_ROWS",
+    "main_table_markdown",
+    "dynamics_table_markdown",
+    "events_table_markdown",
+    "reliability_table_markdown",
+]

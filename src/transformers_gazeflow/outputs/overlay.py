@@ -74,8 +74,13 @@ def _blend_tables(max_alpha: float) -> tuple[np.ndarray, np.ndarray]:
 COLOUR_TABLE = _colour_table()
 
 
-def blend_heatmap(frame: np.ndarray, heatmap: np.ndarray, max_alpha: float = HEATMAP_ALPHA,
-                  origin: tuple[int, int] = (0, 0), out: np.ndarray | None = None) -> np.ndarray:
+def blend_heatmap(
+    frame: np.ndarray,
+    heatmap: np.ndarray,
+    max_alpha: float = HEATMAP_ALPHA,
+    origin: tuple[int, int] = (0, 0),
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Blend a heatmap (any non-negative scale) onto an RGB frame ``[H, W, 3]`` uint8.
 
     ``heatmap`` covers the whole frame ``[H, W]``, or a box of it whose top-left pixel is ``origin`` (x, y).
@@ -84,8 +89,10 @@ def blend_heatmap(frame: np.ndarray, heatmap: np.ndarray, max_alpha: float = HEA
     x0, y0 = origin
     h, w = heatmap.shape
     if not (0 <= x0 and 0 <= y0 and x0 + w <= frame.shape[1] and y0 + h <= frame.shape[0]):
-        raise ValueError(f"heatmap {heatmap.shape} at {origin} and frame {frame.shape[:2]} must have the same size "
-                         "(or the heatmap must be a box inside the frame)")
+        raise ValueError(
+            f"heatmap {heatmap.shape} at {origin} and frame {frame.shape[:2]} must have the same size "
+            "(or the heatmap must be a box inside the frame)"
+        )
     out = frame.copy() if out is None else out
     peak = float(heatmap.max()) if heatmap.size else 0.0
     if not peak > 0:
@@ -95,10 +102,10 @@ def blend_heatmap(frame: np.ndarray, heatmap: np.ndarray, max_alpha: float = HEA
     cols = np.flatnonzero(heatmap.max(axis=0) > threshold)
     if rows.size == 0 or cols.size == 0:
         return out
-    level = heatmap[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1] * np.float32(255.0 / peak)
+    level = heatmap[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1] * np.float32(255.0 / peak)
     level = np.minimum(level, 255.0, out=level).astype(np.uint8)
     coloured, keep = _blend_tables(float(max_alpha))
-    target = out[y0 + rows[0]:y0 + rows[-1] + 1, x0 + cols[0]:x0 + cols[-1] + 1]
+    target = out[y0 + rows[0] : y0 + rows[-1] + 1, x0 + cols[0] : x0 + cols[-1] + 1]
     mixed = target.astype(np.uint16)
     mixed *= np.take(keep, level)[..., None]  # np.take: a faster gather than fancy indexing
     mixed += np.take(coloured, level, axis=0)
@@ -111,9 +118,15 @@ def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> tuple[in
     return tuple(int(round(x + (y - x) * t)) for x, y in zip(a, b))  # type: ignore[return-value]
 
 
-def draw_gaze(frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray | None = None,
-              trail_px: np.ndarray | None = None, truth_px: np.ndarray | None = None,
-              in_place: bool = False, region_px: float | None = None) -> np.ndarray:
+def draw_gaze(
+    frame: np.ndarray,
+    samples_px: np.ndarray,
+    point_px: np.ndarray | None = None,
+    trail_px: np.ndarray | None = None,
+    truth_px: np.ndarray | None = None,
+    in_place: bool = False,
+    region_px: float | None = None,
+) -> np.ndarray:
     """Draw the K samples ``[K, 2]``, the trail ``[n, 2]`` (oldest first), the point estimate ``[2]``, the outline of
     its uncertainty region (a circle of radius ``region_px`` around it) and the true gaze ``[2]`` (pixels; ``None``
     or non-finite: not drawn). Returns a new frame (``in_place``: ``frame`` itself); only the crop that holds the
@@ -125,11 +138,17 @@ def draw_gaze(frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray | 
     for extra in (point_px, truth_px, trail_px):
         if extra is not None:
             marks.append(np.asarray(extra, dtype=np.float64).reshape(-1, 2))
-    circle = (region_px is not None and point_px is not None and np.isfinite(region_px) and region_px > 0
-              and np.isfinite(point_px).all())
+    circle = (
+        region_px is not None
+        and point_px is not None
+        and np.isfinite(region_px)
+        and region_px > 0
+        and np.isfinite(point_px).all()
+    )
     if circle:
-        marks.append(np.asarray(point_px, dtype=np.float64).reshape(1, 2) + [[-region_px, -region_px],
-                                                                              [region_px, region_px]])
+        marks.append(
+            np.asarray(point_px, dtype=np.float64).reshape(1, 2) + [[-region_px, -region_px], [region_px, region_px]]
+        )
     points = np.concatenate(marks)
     points = points[np.isfinite(points).all(axis=1)]
     out = frame if in_place else frame.copy()
@@ -179,8 +198,9 @@ def draw_ground_truth(frame: np.ndarray, point_px: np.ndarray, off_frame: bool =
     x, y = (float(v) for v in np.asarray(point_px, dtype=np.float64).reshape(2))
     if off_frame:
         ring, line = max(4.0, 3.5 * unit), max(2, int(round(unit)))
-        draw.ellipse([x - ring - line, y - ring - line, x + ring + line, y + ring + line], outline=(255, 230, 0),
-                     width=2 * line)
+        draw.ellipse(
+            [x - ring - line, y - ring - line, x + ring + line, y + ring + line], outline=(255, 230, 0), width=2 * line
+        )
         draw.ellipse([x - ring, y - ring, x + ring, y + ring], outline=(230, 20, 20), width=line)
     else:
         radius = max(2.5, 2.0 * unit)
@@ -203,9 +223,16 @@ class OverlayRenderer:
         self.heatmap_alpha = heatmap_alpha
         self._trail: deque[np.ndarray] = deque(maxlen=trail + 1)
 
-    def render(self, frame: np.ndarray, samples_px: np.ndarray, point_px: np.ndarray,
-               heatmap: np.ndarray | None = None, truth_px: np.ndarray | None = None,
-               heatmap_origin: tuple[int, int] = (0, 0), region_px: float | None = None) -> np.ndarray:
+    def render(
+        self,
+        frame: np.ndarray,
+        samples_px: np.ndarray,
+        point_px: np.ndarray,
+        heatmap: np.ndarray | None = None,
+        truth_px: np.ndarray | None = None,
+        heatmap_origin: tuple[int, int] = (0, 0),
+        region_px: float | None = None,
+    ) -> np.ndarray:
         """The overlay frame; ``heatmap`` is the whole frame's map or a box of it at ``heatmap_origin`` (x, y);
         ``region_px``: the radius of the uncertainty region to outline (None: none)."""
         frame = np.asarray(frame)
@@ -249,8 +276,16 @@ class OverlayVideoWriter:
 
     _DONE = object()
 
-    def __init__(self, path: str | os.PathLike, fps: float, preset: str = "ultrafast", crf: int = 23,
-                 queued: int = 8, render: Callable[[Any], np.ndarray] | None = None, even_size: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        fps: float,
+        preset: str = "ultrafast",
+        crf: int = 23,
+        queued: int = 8,
+        render: Callable[[Any], np.ndarray] | None = None,
+        even_size: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.even_size = even_size
         self.render = render
@@ -361,6 +396,15 @@ class OverlayVideoWriter:
             self.abort()
 
 
-__all__ = ["HEATMAP_ALPHA", "HEATMAP_CUTOFF", "COLOUR_TABLE",
-           "blend_heatmap", "draw_gaze", "draw_ground_truth", "OverlayRenderer", "OverlayVideoWriter", "pad_to_even",
-           "TRUTH_COLOUR"]
+__all__ = [
+    "HEATMAP_ALPHA",
+    "HEATMAP_CUTOFF",
+    "COLOUR_TABLE",
+    "blend_heatmap",
+    "draw_gaze",
+    "draw_ground_truth",
+    "OverlayRenderer",
+    "OverlayVideoWriter",
+    "pad_to_even",
+    "TRUTH_COLOUR",
+]

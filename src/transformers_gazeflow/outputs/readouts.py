@@ -30,10 +30,22 @@ class ReadoutFiles:
     ``folder`` (their names after ``prefix``) once closed. ``true_gaze`` / ``true_codes`` as for
     :class:`~transformers_gazeflow.outputs.writers.GazeCsvWriter`."""
 
-    def __init__(self, csv_path: str | os.PathLike, folder: str | os.PathLike, video_id: str, width: int,
-                 height: int, fps: float, num_samples: int, camera: PinholeCamera,
-                 events: EventSettings | None = None, region_scale: float | None = None, prefix: str = "",
-                 true_gaze: np.ndarray | None = None, true_codes: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        csv_path: str | os.PathLike,
+        folder: str | os.PathLike,
+        video_id: str,
+        width: int,
+        height: int,
+        fps: float,
+        num_samples: int,
+        camera: PinholeCamera,
+        events: EventSettings | None = None,
+        region_scale: float | None = None,
+        prefix: str = "",
+        true_gaze: np.ndarray | None = None,
+        true_codes: np.ndarray | None = None,
+    ) -> None:
         self.folder, self.prefix, self.video_id = Path(folder), prefix, video_id
         self.width, self.height, self.fps = int(width), int(height), float(fps)
         self.readout = GazeReadout(width, height, fps, camera, num_samples, events, region_scale)
@@ -56,18 +68,25 @@ class ReadoutFiles:
             self.csv.write(part.first, part.trajectories, part)
         self.csv.close()
         events = self.readout.events
-        fixations, saccades = write_events(self.folder, events, self.video_id, self.width, self.height, self.fps,
-                                           prefix=self.prefix)
-        scanpaths = write_scanpaths(self.folder / f"{self.prefix}{SCANPATHS_NAME}",
-                                    scanpath_record(events, self.fps, self.width, self.height, self.video_id))
+        fixations, saccades = write_events(
+            self.folder, events, self.video_id, self.width, self.height, self.fps, prefix=self.prefix
+        )
+        scanpaths = write_scanpaths(
+            self.folder / f"{self.prefix}{SCANPATHS_NAME}",
+            scanpath_record(events, self.fps, self.width, self.height, self.video_id),
+        )
         point = events.of_series(0)
-        return {"files": {"fixations": fixations, "saccades": saccades, "scanpaths": scanpaths},
-                "camera": self.readout.camera.to_dict(), "events": self.readout.settings.to_dict(),
-                "region_scale": self.readout.region_scale,
-                "point_estimate_fixations": len(point.fixations), "point_estimate_saccades": len(point.saccades),
-                "sample_fixations": len(events.fixations) - len(point.fixations),
-                "sample_saccades": len(events.saccades) - len(point.saccades),
-                "mean_spread90_px": self.spread90_sum / max(self.frames, 1)}
+        return {
+            "files": {"fixations": fixations, "saccades": saccades, "scanpaths": scanpaths},
+            "camera": self.readout.camera.to_dict(),
+            "events": self.readout.settings.to_dict(),
+            "region_scale": self.readout.region_scale,
+            "point_estimate_fixations": len(point.fixations),
+            "point_estimate_saccades": len(point.saccades),
+            "sample_fixations": len(events.fixations) - len(point.fixations),
+            "sample_saccades": len(events.saccades) - len(point.saccades),
+            "mean_spread90_px": self.spread90_sum / max(self.frames, 1),
+        }
 
     def abort(self) -> None:
         self.csv.close()

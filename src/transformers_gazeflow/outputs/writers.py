@@ -77,13 +77,51 @@ from ..models.gazeflow.geometry import pixels_to_unit, unit_to_pixels
 CSV_COLUMNS = ("video_id", "frame_idx", "t_ms", "x_norm", "y_norm", "x_px", "y_px", "sample_id")
 TRUTH_COLUMNS = ("true_x_norm", "true_y_norm", "true_code")
 """Extra columns when the true gaze is known (``gazeflow demo``)."""
-READOUT_COLUMNS = ("x_deg", "y_deg", "event", "p_saccade", "spread50_px", "spread90_px", "spread50_deg",
-                   "spread90_deg", "region90_px", "region90_deg", "modes")
+READOUT_COLUMNS = (
+    "x_deg",
+    "y_deg",
+    "event",
+    "p_saccade",
+    "spread50_px",
+    "spread90_px",
+    "spread50_deg",
+    "spread90_deg",
+    "region90_px",
+    "region90_deg",
+    "modes",
+)
 """Columns of the readouts (``gazeflow predict``): degrees, event labels, uncertainty."""
-FIXATION_COLUMNS = ("video_id", "sample_id", "start_frame", "end_frame", "start_ms", "duration_ms", "x_norm", "y_norm",
-                    "x_px", "y_px", "x_deg", "y_deg", "dispersion_px", "dispersion_deg")
-SACCADE_COLUMNS = ("video_id", "sample_id", "start_frame", "end_frame", "start_ms", "duration_ms", "amplitude_px",
-                   "amplitude_deg", "peak_velocity_deg_s", "start_x_norm", "start_y_norm", "end_x_norm", "end_y_norm")
+FIXATION_COLUMNS = (
+    "video_id",
+    "sample_id",
+    "start_frame",
+    "end_frame",
+    "start_ms",
+    "duration_ms",
+    "x_norm",
+    "y_norm",
+    "x_px",
+    "y_px",
+    "x_deg",
+    "y_deg",
+    "dispersion_px",
+    "dispersion_deg",
+)
+SACCADE_COLUMNS = (
+    "video_id",
+    "sample_id",
+    "start_frame",
+    "end_frame",
+    "start_ms",
+    "duration_ms",
+    "amplitude_px",
+    "amplitude_deg",
+    "peak_velocity_deg_s",
+    "start_x_norm",
+    "start_y_norm",
+    "end_x_norm",
+    "end_y_norm",
+)
 EVENT_NAMES = {1: "fixation", 2: "saccade"}
 POINT_ESTIMATE_ID = -1
 """``sample_id`` of the point-estimate rows (the per-frame mean of the K samples)."""
@@ -96,9 +134,17 @@ class GazeCsvWriter:
     the :data:`TRUTH_COLUMNS`.
     """
 
-    def __init__(self, path: str | os.PathLike, video_id: str, width: int, height: int, fps: float,
-                 true_gaze: np.ndarray | None = None, true_codes: np.ndarray | None = None,
-                 readouts: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        video_id: str,
+        width: int,
+        height: int,
+        fps: float,
+        true_gaze: np.ndarray | None = None,
+        true_codes: np.ndarray | None = None,
+        readouts: bool = False,
+    ) -> None:
         if fps <= 0:
             raise ValueError(f"fps must be positive, got {fps}")
         if (true_gaze is None) != (true_codes is None):
@@ -106,8 +152,9 @@ class GazeCsvWriter:
         if true_gaze is not None:
             true_gaze, true_codes = np.asarray(true_gaze, np.float64), np.asarray(true_codes)
             if true_gaze.ndim != 2 or true_gaze.shape[1] != 2 or true_codes.shape != true_gaze.shape[:1]:
-                raise ValueError(f"true_gaze must be [T, 2] and true_codes [T], got {true_gaze.shape} and "
-                                 f"{true_codes.shape}")
+                raise ValueError(
+                    f"true_gaze must be [T, 2] and true_codes [T], got {true_gaze.shape} and {true_codes.shape}"
+                )
         self.true_gaze, self.true_codes = true_gaze, true_codes
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -115,8 +162,9 @@ class GazeCsvWriter:
         self._file: TextIO = self.path.open("w", newline="", encoding="utf-8")
         self._writer = csv.writer(self._file)
         self.readouts = bool(readouts)
-        self._writer.writerow(CSV_COLUMNS + (READOUT_COLUMNS if self.readouts else ())
-                              + (TRUTH_COLUMNS if true_gaze is not None else ()))
+        self._writer.writerow(
+            CSV_COLUMNS + (READOUT_COLUMNS if self.readouts else ()) + (TRUTH_COLUMNS if true_gaze is not None else ())
+        )
         self.rows = 0
 
     def check(self, first_frame: int, trajectories: np.ndarray) -> np.ndarray:
@@ -127,8 +175,10 @@ class GazeCsvWriter:
         finite = np.isfinite(trajectories).all(axis=(0, 2))
         if not finite.all():
             bad = first_frame + int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"{self.path.name}: the model predicted non-finite gaze (NaN or inf) at frame {bad}; "
-                             "nothing of it is written (are the model's weights or the input frames broken?)")
+            raise ValueError(
+                f"{self.path.name}: the model predicted non-finite gaze (NaN or inf) at frame {bad}; "
+                "nothing of it is written (are the model's weights or the input frames broken?)"
+            )
         return trajectories
 
     def _truth(self, frame: int) -> tuple[str, ...]:
@@ -158,8 +208,20 @@ class GazeCsvWriter:
                 x, y = everything[row, offset]
                 px, py = pixels[row, offset]
                 extra = _readout_cells(readout, row, offset) if readout is not None else ()
-                self._writer.writerow((self.video_id, frame, t_ms, f"{x:.6f}", f"{y:.6f}", f"{px:.2f}", f"{py:.2f}",
-                                       sample_id, *extra, *truth))
+                self._writer.writerow(
+                    (
+                        self.video_id,
+                        frame,
+                        t_ms,
+                        f"{x:.6f}",
+                        f"{y:.6f}",
+                        f"{px:.2f}",
+                        f"{py:.2f}",
+                        sample_id,
+                        *extra,
+                        *truth,
+                    )
+                )
             self.rows += len(sample_ids)
 
     def close(self) -> None:
@@ -181,15 +243,22 @@ def _readout_cells(readout: FrameReadout, row: int, offset: int) -> tuple[str, .
     u = readout.uncertainty
     degrees = [f"{u.spread(q, 'deg')[offset]:.3f}" for q in (0.5, 0.9)] if u.spread_deg is not None else ["", ""]
     region_deg = f"{u.region(0.9, 'deg')[offset]:.3f}" if u.spread_deg is not None else ""
-    return cells + (f"{readout.p_saccade[offset]:.3f}", *(f"{u.spread(q)[offset]:.2f}" for q in (0.5, 0.9)),
-                    *degrees, f"{u.region(0.9)[offset]:.2f}", region_deg, str(int(u.modes[offset])))
+    return cells + (
+        f"{readout.p_saccade[offset]:.3f}",
+        *(f"{u.spread(q)[offset]:.2f}" for q in (0.5, 0.9)),
+        *degrees,
+        f"{u.region(0.9)[offset]:.2f}",
+        region_deg,
+        str(int(u.modes[offset])),
+    )
 
 
 FIXATIONS_NAME, SACCADES_NAME = "fixations.csv", "saccades.csv"
 
 
-def write_events(folder: str | os.PathLike, events: GazeEvents, video_id: str, width: int, height: int,
-                 fps: float, prefix: str = "") -> tuple[Path, Path]:
+def write_events(
+    folder: str | os.PathLike, events: GazeEvents, video_id: str, width: int, height: int, fps: float, prefix: str = ""
+) -> tuple[Path, Path]:
     """Write ``fixations.csv`` and ``saccades.csv`` (see the module docstring) of events whose series 0 is the point
     estimate and series ``1 + k`` sample ``k`` (``prefix``: put before the names, e.g. ``partial.``). Returns their
     paths."""
@@ -201,20 +270,47 @@ def write_events(folder: str | os.PathLike, events: GazeEvents, video_id: str, w
         writer.writerow(FIXATION_COLUMNS)
         for f in events.fixations:
             x, y = pixels_to_unit(np.asarray(f.centroid_px), width, height)
-            writer.writerow((video_id, f.series - 1, f.start_frame, f.end_frame, f"{f.start_frame * ms:.3f}",
-                             f"{f.frames * ms:.3f}", f"{x:.6f}", f"{y:.6f}", f"{f.centroid_px[0]:.2f}",
-                             f"{f.centroid_px[1]:.2f}", f"{f.centroid_deg[0]:.3f}", f"{f.centroid_deg[1]:.3f}",
-                             f"{f.dispersion_px:.2f}", f"{f.dispersion_deg:.3f}"))
+            writer.writerow(
+                (
+                    video_id,
+                    f.series - 1,
+                    f.start_frame,
+                    f.end_frame,
+                    f"{f.start_frame * ms:.3f}",
+                    f"{f.frames * ms:.3f}",
+                    f"{x:.6f}",
+                    f"{y:.6f}",
+                    f"{f.centroid_px[0]:.2f}",
+                    f"{f.centroid_px[1]:.2f}",
+                    f"{f.centroid_deg[0]:.3f}",
+                    f"{f.centroid_deg[1]:.3f}",
+                    f"{f.dispersion_px:.2f}",
+                    f"{f.dispersion_deg:.3f}",
+                )
+            )
     with saccades.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(SACCADE_COLUMNS)
         for s in events.saccades:
             start = pixels_to_unit(np.asarray(s.start_px), width, height)
             end = pixels_to_unit(np.asarray(s.end_px), width, height)
-            writer.writerow((video_id, s.series - 1, s.start_frame, s.end_frame, f"{s.start_frame * ms:.3f}",
-                             f"{s.frames * ms:.3f}", f"{s.amplitude_px:.2f}", f"{s.amplitude_deg:.3f}",
-                             f"{s.peak_velocity_deg_s:.2f}", f"{start[0]:.6f}", f"{start[1]:.6f}", f"{end[0]:.6f}",
-                             f"{end[1]:.6f}"))
+            writer.writerow(
+                (
+                    video_id,
+                    s.series - 1,
+                    s.start_frame,
+                    s.end_frame,
+                    f"{s.start_frame * ms:.3f}",
+                    f"{s.frames * ms:.3f}",
+                    f"{s.amplitude_px:.2f}",
+                    f"{s.amplitude_deg:.3f}",
+                    f"{s.peak_velocity_deg_s:.2f}",
+                    f"{start[0]:.6f}",
+                    f"{start[1]:.6f}",
+                    f"{end[0]:.6f}",
+                    f"{end[1]:.6f}",
+                )
+            )
     return fixations, saccades
 
 
@@ -242,6 +338,16 @@ def write_summary(path: str | os.PathLike, summary: dict[str, Any]) -> Path:
     return atomic_write(path, json.dumps(_jsonable(summary), indent=2, allow_nan=False) + "\n")
 
 
-__all__ = ["CSV_COLUMNS", "TRUTH_COLUMNS", "READOUT_COLUMNS", "FIXATION_COLUMNS", "SACCADE_COLUMNS",
-           "POINT_ESTIMATE_ID", "FIXATIONS_NAME", "SACCADES_NAME", "GazeCsvWriter", "write_events",
-           "write_summary"]
+__all__ = [
+    "CSV_COLUMNS",
+    "TRUTH_COLUMNS",
+    "READOUT_COLUMNS",
+    "FIXATION_COLUMNS",
+    "SACCADE_COLUMNS",
+    "POINT_ESTIMATE_ID",
+    "FIXATIONS_NAME",
+    "SACCADES_NAME",
+    "GazeCsvWriter",
+    "write_events",
+    "write_summary",
+]

@@ -183,8 +183,9 @@ def _frame_range(start_frame: int | None, end_frame: int | None, total: int, nam
     return start, stop
 
 
-def open_video_source(video: Any, fps: float | None = None, start_frame: int | None = None,
-                      end_frame: int | None = None) -> VideoSource:
+def open_video_source(
+    video: Any, fps: float | None = None, start_frame: int | None = None, end_frame: int | None = None
+) -> VideoSource:
     """Describe ``video`` (a path, a ``[T, H, W, 3]`` uint8 array/tensor or a list of PIL images) for streaming.
 
     Files are probed, not decoded (errors name the file: missing, empty, not a video, truncated); frames
@@ -194,29 +195,46 @@ def open_video_source(video: Any, fps: float | None = None, start_frame: int | N
         path = Path(video)
         info = probe_video(path)  # FileNotFoundError / VideoDecodeError naming the file
         start, stop = _frame_range(start_frame, end_frame, info.num_frames, str(path))
-        return VideoSource(name=str(path), video_id=path.stem, fps=float(fps or info.fps), width=info.width,
-                           height=info.height, start_frame=start, expected_frames=stop - start,
-                           open_frames=lambda first=start, last=stop: iter_frames(path, first, last),
-                           total_frames=info.num_frames)
+        return VideoSource(
+            name=str(path),
+            video_id=path.stem,
+            fps=float(fps or info.fps),
+            width=info.width,
+            height=info.height,
+            start_frame=start,
+            expected_frames=stop - start,
+            open_frames=lambda first=start, last=stop: iter_frames(path, first, last),
+            total_frames=info.num_frames,
+        )
     if isinstance(video, (list, tuple)) and video and all(hasattr(im, "convert") for im in video):
         video = np.stack([np.asarray(im.convert("RGB")) for im in video])
     if isinstance(video, torch.Tensor):
         video = video.detach().cpu().numpy()
     if not isinstance(video, np.ndarray):
-        raise ValueError(f"expected a video file path, a [T, H, W, 3] uint8 array or tensor, or a list of PIL images, "
-                         f"got {type(video).__name__}")
+        raise ValueError(
+            f"expected a video file path, a [T, H, W, 3] uint8 array or tensor, or a list of PIL images, "
+            f"got {type(video).__name__}"
+        )
     if video.dtype != np.uint8 or video.ndim not in (3, 4) or (video.ndim == 4 and video.shape[-1] not in (1, 3)):
-        raise ValueError(f"in-memory video must be uint8 [T, H, W, 3] (or grayscale [T, H, W]), got "
-                         f"{video.dtype} {video.shape}")
+        raise ValueError(
+            f"in-memory video must be uint8 [T, H, W, 3] (or grayscale [T, H, W]), got {video.dtype} {video.shape}"
+        )
     if video.shape[0] < 1:
         raise ValueError("in-memory video has no frames")
     if fps is None:
         logger.warning("no fps= given for in-memory frames: frame times assume %s fps", DEFAULT_FPS)
     start, stop = _frame_range(start_frame, end_frame, video.shape[0], "the in-memory video")
-    return VideoSource(name="<array>", video_id="video", fps=float(fps or DEFAULT_FPS), width=int(video.shape[2]),
-                       height=int(video.shape[1]), start_frame=start, expected_frames=stop - start,
-                       open_frames=lambda first=start, last=stop: iter(video[first:last]),
-                       total_frames=int(video.shape[0]))
+    return VideoSource(
+        name="<array>",
+        video_id="video",
+        fps=float(fps or DEFAULT_FPS),
+        width=int(video.shape[2]),
+        height=int(video.shape[1]),
+        start_frame=start,
+        expected_frames=stop - start,
+        open_frames=lambda first=start, last=stop: iter(video[first:last]),
+        total_frames=int(video.shape[0]),
+    )
 
 
 def _checked_frames(source: VideoSource, first: int | None = None, stop: int | None = None) -> Iterator[np.ndarray]:
@@ -230,9 +248,11 @@ def _checked_frames(source: VideoSource, first: int | None = None, stop: int | N
     expected = source.expected_frames if stop is None else stop - first
     if expected is not None and count < expected:
         if count < expected * 0.99 - 1:
-            raise VideoDecodeError(f"cannot decode video {source.name}: its container announces {expected} frames "
-                                   f"from frame {first} but decoding stopped after {count} "
-                                   f"(truncated or damaged file)")
+            raise VideoDecodeError(
+                f"cannot decode video {source.name}: its container announces {expected} frames "
+                f"from frame {first} but decoding stopped after {count} "
+                f"(truncated or damaged file)"
+            )
         logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
 
 
@@ -295,15 +315,25 @@ class GazeFlowPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = False
 
-    def __init__(self, model: Any, *args, dtype: str | torch.dtype | None = "auto",
-                 window_batch_size: int = DEFAULT_WINDOW_BATCH_SIZE, decode_in_thread: bool = True,
-                 cuda_graphs: bool | None = None, compile: bool = False, **kwargs) -> None:
+    def __init__(
+        self,
+        model: Any,
+        *args,
+        dtype: str | torch.dtype | None = "auto",
+        window_batch_size: int = DEFAULT_WINDOW_BATCH_SIZE,
+        decode_in_thread: bool = True,
+        cuda_graphs: bool | None = None,
+        compile: bool = False,
+        **kwargs,
+    ) -> None:
         super().__init__(copy.deepcopy(model), *args, **kwargs)  # the fast path below changes the model in place
         model_type = getattr(self.model.config, "model_type", None)
         if model_type != "gazeflow" or not hasattr(self.model, "encode_video"):
             source = getattr(self.model, "name_or_path", "") or "the model given"
-            raise ModelFolderError(f"{source}: the egocentric-gaze pipeline needs a GazeFlow model, got "
-                                   f"{type(self.model).__name__} (model_type {model_type!r})")
+            raise ModelFolderError(
+                f"{source}: the egocentric-gaze pipeline needs a GazeFlow model, got "
+                f"{type(self.model).__name__} (model_type {model_type!r})"
+            )
         check_finite_weights(self.model, getattr(self.model, "name_or_path", "") or "the model given")
         if self.video_processor is None:
             self.video_processor = load_video_processor(getattr(self.model, "name_or_path", None), self.model.config)
@@ -318,27 +348,56 @@ class GazeFlowPipeline(Pipeline):
         self.cuda_graphs = cuda_graphs
         prepare_for_inference(self.model, dtype=self.inference_dtype, compile=compile)
 
-    def _sanitize_parameters(self, num_samples: int | None = None, num_steps: int | None = None,
-                             solver: str | None = None, seed: Any = _UNSET, return_heatmaps: bool | None = None,
-                             heatmap_sigma: float | None = None, start_frame: int | None = None,
-                             end_frame: int | None = None, fps: float | None = None, window_mode: str | None = None,
-                             camera: Any = None, return_uncertainty: bool | None = None,
-                             return_events: bool | None = None, events: EventSettings | None = None,
-                             calibration: Any = None, **unknown):
+    def _sanitize_parameters(
+        self,
+        num_samples: int | None = None,
+        num_steps: int | None = None,
+        solver: str | None = None,
+        seed: Any = _UNSET,
+        return_heatmaps: bool | None = None,
+        heatmap_sigma: float | None = None,
+        start_frame: int | None = None,
+        end_frame: int | None = None,
+        fps: float | None = None,
+        window_mode: str | None = None,
+        camera: Any = None,
+        return_uncertainty: bool | None = None,
+        return_events: bool | None = None,
+        events: EventSettings | None = None,
+        calibration: Any = None,
+        **unknown,
+    ):
         if unknown:
-            raise TypeError(f"egocentric-gaze: unknown parameter(s) {sorted(unknown)}; known: num_samples, num_steps, "
-                            "solver, window_mode, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps, "
-                            "camera, return_uncertainty, return_events, events, calibration")
-        preprocess = {k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items()
-                      if v is not None}
-        forward = {k: v for k, v in dict(num_samples=num_samples, num_steps=num_steps, solver=solver,
-                                         window_mode=window_mode).items() if v is not None}
+            raise TypeError(
+                f"egocentric-gaze: unknown parameter(s) {sorted(unknown)}; known: num_samples, num_steps, "
+                "solver, window_mode, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps, "
+                "camera, return_uncertainty, return_events, events, calibration"
+            )
+        preprocess = {
+            k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items() if v is not None
+        }
+        forward = {
+            k: v
+            for k, v in dict(
+                num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode
+            ).items()
+            if v is not None
+        }
         if seed is not _UNSET:
             forward["seed"] = seed
-        postprocess = {k: v for k, v in dict(return_heatmaps=return_heatmaps, heatmap_sigma=heatmap_sigma,
-                                             camera=camera, return_uncertainty=return_uncertainty,
-                                             return_events=return_events, events=events,
-                                             calibration=calibration).items() if v is not None}
+        postprocess = {
+            k: v
+            for k, v in dict(
+                return_heatmaps=return_heatmaps,
+                heatmap_sigma=heatmap_sigma,
+                camera=camera,
+                return_uncertainty=return_uncertainty,
+                return_events=return_events,
+                events=events,
+                calibration=calibration,
+            ).items()
+            if v is not None
+        }
         return preprocess, forward, postprocess
 
     def __call__(self, inputs: Any, **kwargs) -> GazePrediction | list[GazePrediction]:
@@ -361,19 +420,30 @@ class GazeFlowPipeline(Pipeline):
             raise ValueError("save_pretrained(push_to_hub=True) is not supported: call pipe.push_to_hub(repo_id)")
         source_card = Path(str(getattr(self.model, "name_or_path", "") or "")) / "README.md"
         source = str(getattr(self.model, "name_or_path", "") or "")
-        save_model_folder(self.model, save_directory, processor=self.video_processor, remote_code=True,
-                          description="A GazeFlow model saved from the egocentric-gaze pipeline.",
-                          card=source_card if source_card.is_file() else None,
-                          region_calibration=load_region_calibration(source) if Path(source).is_dir() else None)
+        save_model_folder(
+            self.model,
+            save_directory,
+            processor=self.video_processor,
+            remote_code=True,
+            description="A GazeFlow model saved from the egocentric-gaze pipeline.",
+            card=source_card if source_card.is_file() else None,
+            region_calibration=load_region_calibration(source) if Path(source).is_dir() else None,
+        )
 
     # ------------------------------------------------------------------ the three steps
-    def preprocess(self, inputs: Any, fps: float | None = None, start_frame: int | None = None,
-                   end_frame: int | None = None) -> dict[str, VideoSource]:
+    def preprocess(
+        self, inputs: Any, fps: float | None = None, start_frame: int | None = None, end_frame: int | None = None
+    ) -> dict[str, VideoSource]:
         return {"source": open_video_source(inputs, fps=fps, start_frame=start_frame, end_frame=end_frame)}
 
-    def stream_chunks(self, source: VideoSource, settings: SamplingSettings | None = None,
-                      seed: int | None = DEFAULT_SEED, keep_frames: bool = False,
-                      clock: StageClock | None = None) -> Iterator[GazeChunk]:
+    def stream_chunks(
+        self,
+        source: VideoSource,
+        settings: SamplingSettings | None = None,
+        seed: int | None = DEFAULT_SEED,
+        keep_frames: bool = False,
+        clock: StageClock | None = None,
+    ) -> Iterator[GazeChunk]:
         """Stream a source through the model: finished :class:`~transformers_gazeflow.generation.windowed.GazeChunk`
         s in order (with their raw frames when ``keep_frames``), for callers that consume frames as they come.
         ``settings``: K, S, the solver and the window mode (``SamplingSettings``; None: the model's defaults). A
@@ -386,10 +456,16 @@ class GazeFlowPipeline(Pipeline):
         plan = None
         if source.total_frames is not None and source.expected_frames is not None:
             config = self.model.config
-            plan = plan_windows(source.total_frames, config.num_frames, config.window_stride, source.start_frame,
-                                source.start_frame + source.expected_frames)
-        frames = _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start,
-                                                                              plan.decode_stop)
+            plan = plan_windows(
+                source.total_frames,
+                config.num_frames,
+                config.window_stride,
+                source.start_frame,
+                source.start_frame + source.expected_frames,
+            )
+        frames = (
+            _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start, plan.decode_stop)
+        )
         if self.decode_in_thread:  # on the CPU the thread also checks and processes the frames, beside the model
             host = self.device.type == "cpu"
             reader = BackgroundFrames(frames, transform=FramePreparer(self.video_processor) if host else None)
@@ -399,9 +475,18 @@ class GazeFlowPipeline(Pipeline):
         sampler = self.window_sampler(settings)
         started = time.perf_counter()
         try:  # stream_gaze runs without autograd
-            yield from stream_gaze(self.model, self.video_processor, reader, settings, generator=generator,
-                                   keep_frames=keep_frames, plan=plan, window_batch_size=self.window_batch_size,
-                                   sampler=sampler, stage=clock)
+            yield from stream_gaze(
+                self.model,
+                self.video_processor,
+                reader,
+                settings,
+                generator=generator,
+                keep_frames=keep_frames,
+                plan=plan,
+                window_batch_size=self.window_batch_size,
+                sampler=sampler,
+                stage=clock,
+            )
         finally:
             reader.close()
             if clock is not None:
@@ -417,29 +502,53 @@ class GazeFlowPipeline(Pipeline):
             samplers[settings] = window_sampler(self.model, settings, self.cuda_graphs)
         return samplers[settings]
 
-    def _forward(self, model_inputs: dict[str, VideoSource], num_samples: int | None = None,
-                 num_steps: int | None = None, solver: str | None = None, seed: int | None = DEFAULT_SEED,
-                 window_mode: str | None = None) -> dict[str, Any]:
+    def _forward(
+        self,
+        model_inputs: dict[str, VideoSource],
+        num_samples: int | None = None,
+        num_steps: int | None = None,
+        solver: str | None = None,
+        seed: int | None = DEFAULT_SEED,
+        window_mode: str | None = None,
+    ) -> dict[str, Any]:
         source = model_inputs["source"]
         settings = SamplingSettings.resolve(self.model.config, num_samples, num_steps, solver, window_mode)
         pieces = [chunk.trajectories for chunk in self.stream_chunks(source, settings, seed)]
         return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, "settings": settings}
 
-    def postprocess(self, model_outputs: dict[str, Any], return_heatmaps: bool = False,
-                    heatmap_sigma: float | None = None, camera: Any = None, return_uncertainty: bool = False,
-                    return_events: bool = False, events: EventSettings | None = None,
-                    calibration: Any = None) -> GazePrediction:
+    def postprocess(
+        self,
+        model_outputs: dict[str, Any],
+        return_heatmaps: bool = False,
+        heatmap_sigma: float | None = None,
+        camera: Any = None,
+        return_uncertainty: bool = False,
+        return_events: bool = False,
+        events: EventSettings | None = None,
+        calibration: Any = None,
+    ) -> GazePrediction:
         source: VideoSource = model_outputs["source"]
         trajectories = model_outputs["trajectories"]
         if calibration is not None:
             trajectories = self.wearer_calibration(calibration).apply(trajectories)
-        prediction = build_prediction(source, trajectories, model_outputs["settings"], model_outputs["seed"],
-                                      heatmap_sigma=heatmap_sigma_px(source.width, heatmap_sigma),
-                                      return_heatmaps=return_heatmaps)
+        prediction = build_prediction(
+            source,
+            trajectories,
+            model_outputs["settings"],
+            model_outputs["seed"],
+            heatmap_sigma=heatmap_sigma_px(source.width, heatmap_sigma),
+            return_heatmaps=return_heatmaps,
+        )
         if return_uncertainty or return_events:
             region = load_region_calibration(getattr(self.model, "name_or_path", None) or None)
-            add_readouts(prediction, camera, return_uncertainty, return_events, events,
-                         None if region is None else region["scale"])
+            add_readouts(
+                prediction,
+                camera,
+                return_uncertainty,
+                return_events,
+                events,
+                None if region is None else region["scale"],
+            )
         return prediction
 
     def wearer_calibration(self, calibration: str | os.PathLike | WearerCalibration) -> WearerCalibration:
@@ -457,19 +566,35 @@ def frame_times_ms(frame_indices: np.ndarray, fps: float) -> np.ndarray:
     return np.asarray(frame_indices, dtype=np.float64) * (1000.0 / fps)
 
 
-def build_prediction(source: VideoSource, trajectories: np.ndarray, settings: SamplingSettings, seed: int | None,
-                     heatmap_sigma: float, return_heatmaps: bool = False) -> GazePrediction:
+def build_prediction(
+    source: VideoSource,
+    trajectories: np.ndarray,
+    settings: SamplingSettings,
+    seed: int | None,
+    heatmap_sigma: float,
+    return_heatmaps: bool = False,
+) -> GazePrediction:
     """Assemble a :class:`GazePrediction` from a source and its ``[K, T, 2]`` unit trajectories."""
     trajectories = np.asarray(trajectories, dtype=np.float32)
     points = point_estimate(trajectories)
     frame_indices = source.start_frame + np.arange(trajectories.shape[1], dtype=np.int64)
     return GazePrediction(
-        video=source.name, video_id=source.video_id, trajectories=trajectories,
+        video=source.name,
+        video_id=source.video_id,
+        trajectories=trajectories,
         trajectories_px=unit_to_pixels(trajectories, source.width, source.height).astype(np.float32),
-        points=points, points_px=unit_to_pixels(points, source.width, source.height).astype(np.float32),
-        frame_indices=frame_indices, times_ms=frame_times_ms(frame_indices, source.fps), fps=source.fps,
-        width=source.width, height=source.height, num_samples=settings.num_samples, num_steps=settings.num_steps,
-        solver=settings.solver, window_mode=settings.window_mode, seed=seed,
+        points=points,
+        points_px=unit_to_pixels(points, source.width, source.height).astype(np.float32),
+        frame_indices=frame_indices,
+        times_ms=frame_times_ms(frame_indices, source.fps),
+        fps=source.fps,
+        width=source.width,
+        height=source.height,
+        num_samples=settings.num_samples,
+        num_steps=settings.num_steps,
+        solver=settings.solver,
+        window_mode=settings.window_mode,
+        seed=seed,
         heatmaps=GazeHeatmaps(trajectories, source.width, source.height, heatmap_sigma) if return_heatmaps else None,
     )
 
@@ -485,25 +610,52 @@ def camera_of(camera: Any, width: int, height: int) -> PinholeCamera:
     elif isinstance(camera, (tuple, list)):
         camera = FieldOfView(*camera)
     if not isinstance(camera, (FieldOfView, PinholeCamera)):
-        raise ValueError(f"camera must be a field of view in degrees, (horizontal, vertical), a FieldOfView or a "
-                         f"PinholeCamera, got {type(camera).__name__}")
+        raise ValueError(
+            f"camera must be a field of view in degrees, (horizontal, vertical), a FieldOfView or a "
+            f"PinholeCamera, got {type(camera).__name__}"
+        )
     return camera.for_frame(width, height)
 
 
-def add_readouts(prediction: GazePrediction, camera: Any = None, uncertainty: bool = True, events: bool = True,
-                 settings: EventSettings | None = None, region_scale: float | None = None) -> GazePrediction:
+def add_readouts(
+    prediction: GazePrediction,
+    camera: Any = None,
+    uncertainty: bool = True,
+    events: bool = True,
+    settings: EventSettings | None = None,
+    region_scale: float | None = None,
+) -> GazePrediction:
     """Attach the camera, the per-frame :class:`~transformers_gazeflow.gaze.uncertainty.GazeUncertainty` and the
     fixations and saccades (series 0 the point estimate, ``1 + k`` sample ``k``) to a prediction."""
     prediction.camera = camera_of(camera, prediction.width, prediction.height)
     if uncertainty:
-        prediction.uncertainty = describe_uncertainty(prediction.trajectories, prediction.width, prediction.height,
-                                                      prediction.camera, region_scale)
+        prediction.uncertainty = describe_uncertainty(
+            prediction.trajectories, prediction.width, prediction.height, prediction.camera, region_scale
+        )
     if events:
         series = np.concatenate([prediction.points[None], prediction.trajectories]).astype(np.float64)
-        prediction.events = detect_events(series, prediction.width, prediction.height, prediction.fps,
-                                          prediction.camera, settings, frame_offset=int(prediction.frame_indices[0]))
+        prediction.events = detect_events(
+            series,
+            prediction.width,
+            prediction.height,
+            prediction.fps,
+            prediction.camera,
+            settings,
+            frame_offset=int(prediction.frame_indices[0]),
+        )
     return prediction
 
 
-__all__ = ["GazeFlowPipeline", "GazePrediction", "GazeHeatmaps", "VideoSource", "open_video_source",
-           "build_prediction", "add_readouts", "camera_of", "frame_times_ms", "DEFAULT_FPS", "DEFAULT_SEED"]
+__all__ = [
+    "GazeFlowPipeline",
+    "GazePrediction",
+    "GazeHeatmaps",
+    "VideoSource",
+    "open_video_source",
+    "build_prediction",
+    "add_readouts",
+    "camera_of",
+    "frame_times_ms",
+    "DEFAULT_FPS",
+    "DEFAULT_SEED",
+]

@@ -72,8 +72,10 @@ class CheckpointError(ValueError):
 def _check_supported(accelerator) -> None:
     kind = getattr(getattr(accelerator, "distributed_type", None), "value", "")
     if kind in ("FSDP", "DEEPSPEED", "MEGATRON_LM"):
-        raise CheckpointError(f"checkpoints: {kind} shards the model and optimizer state, which this checkpoint format "
-                              f"does not handle; train on one device or with data parallel (DDP)")
+        raise CheckpointError(
+            f"checkpoints: {kind} shards the model and optimizer state, which this checkpoint format "
+            f"does not handle; train on one device or with data parallel (DDP)"
+        )
 
 
 def rng_file(process_index: int) -> str:
@@ -117,8 +119,14 @@ class TrainerState:
         unexpected = sorted(set(data) - set(names))
         if unexpected:
             raise CheckpointError(f"{path}: not a trainer state (unexpected {unexpected}; expected the fields {names})")
-        kinds = {"history": (list,), "best_validation_loss": (float, int, type(None)), "best_step": (int, type(None)),
-                 "seed": (int, type(None)), "trial_starts": (list,), "grounding_plateau": (dict, type(None))}
+        kinds = {
+            "history": (list,),
+            "best_validation_loss": (float, int, type(None)),
+            "best_step": (int, type(None)),
+            "seed": (int, type(None)),
+            "trial_starts": (list,),
+            "grounding_plateau": (dict, type(None)),
+        }
         for name in names:
             if name not in data and name in _OPTIONAL_STATE_FIELDS:  # written before the field existed
                 continue
@@ -126,8 +134,9 @@ class TrainerState:
                 raise CheckpointError(f"{path}: {name} is missing")
             value, expected = data[name], kinds.get(name, (int,))
             if isinstance(value, bool) or not isinstance(value, expected):
-                raise CheckpointError(f"{path}: {name} is {value!r}, expected "
-                                      f"{' or '.join(kind.__name__ for kind in expected)}")
+                raise CheckpointError(
+                    f"{path}: {name} is {value!r}, expected {' or '.join(kind.__name__ for kind in expected)}"
+                )
             if expected in ((int,), (int, type(None))) and value is not None and value < 0:
                 raise CheckpointError(f"{path}: {name} is {value}, expected >= 0")
         return cls(**data)
@@ -149,8 +158,11 @@ def read_json(path: Path) -> Any:
 def write_manifest(folder: Path, step: int) -> None:
     """``manifest.json``: size and sha256 of every file of the checkpoint, written last."""
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.name != MANIFEST)
-    manifest = {"format": CHECKPOINT_FORMAT, "step": step,
-                "files": {p.name: {"bytes": p.stat().st_size, "sha256": sha256_file(p)} for p in files}}
+    manifest = {
+        "format": CHECKPOINT_FORMAT,
+        "step": step,
+        "files": {p.name: {"bytes": p.stat().st_size, "sha256": sha256_file(p)} for p in files},
+    }
     path = folder / MANIFEST
     path.write_text(json.dumps(manifest, indent=2))
     fsync_file(path)
@@ -174,13 +186,21 @@ def verify_checkpoint(folder: str | os.PathLike) -> str:
 def _verify(folder: Path) -> str:
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
-        raise CheckpointError(f"{folder}: not a complete checkpoint (no {MANIFEST}: an interrupted save, or a "
-                              f"checkpoint of an older examples/train.py, which is never trusted)")
+        raise CheckpointError(
+            f"{folder}: not a complete checkpoint (no {MANIFEST}: an interrupted save, or a "
+            f"checkpoint of an older examples/train.py, which is never trusted)"
+        )
     manifest = read_json(manifest_path)
     listed = manifest.get("files") if isinstance(manifest, dict) else None
-    if (not isinstance(manifest, dict) or manifest.get("format") != CHECKPOINT_FORMAT or not isinstance(listed, dict)
-            or not all(isinstance(v, dict) and isinstance(v.get("bytes"), int) and isinstance(v.get("sha256"), str)
-                       for v in listed.values())):
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != CHECKPOINT_FORMAT
+        or not isinstance(listed, dict)
+        or not all(
+            isinstance(v, dict) and isinstance(v.get("bytes"), int) and isinstance(v.get("sha256"), str)
+            for v in listed.values()
+        )
+    ):
         raise CheckpointError(f"{manifest_path}: not a {CHECKPOINT_FORMAT} manifest")
     required = {MODEL_FILE, EMA_FILE, OPTIMIZER_FILE, SCHEDULER_FILE, TRAINER_STATE, rng_file(0)}
     if required - set(listed):
@@ -193,15 +213,18 @@ def _verify(folder: Path) -> str:
             raise CheckpointError(f"{path}: missing (listed in {MANIFEST})")
         size = path.stat().st_size
         if size != expected["bytes"]:
-            raise CheckpointError(f"{path}: {size} bytes where {MANIFEST} says {expected['bytes']} (truncated or "
-                                  f"overwritten)")
+            raise CheckpointError(
+                f"{path}: {size} bytes where {MANIFEST} says {expected['bytes']} (truncated or overwritten)"
+            )
         if sha256_file(path) != expected["sha256"]:
-            raise CheckpointError(f"{path}: sha256 differs from {MANIFEST} (the file changed after the checkpoint "
-                                  f"was written)")
+            raise CheckpointError(
+                f"{path}: sha256 differs from {MANIFEST} (the file changed after the checkpoint was written)"
+            )
     unlisted = sorted(p.name for p in folder.iterdir() if p.name != MANIFEST and p.name not in listed)
     if unlisted:
-        logger.warning("%s: ignoring %s, not part of the checkpoint (not in %s; never read)", folder,
-                       ", ".join(unlisted), MANIFEST)
+        logger.warning(
+            "%s: ignoring %s, not part of the checkpoint (not in %s; never read)", folder, ", ".join(unlisted), MANIFEST
+        )
     TrainerState.load(folder)
     for name in _WEIGHT_FILES:
         try:
@@ -209,8 +232,10 @@ def _verify(folder: Path) -> str:
         except Exception as err:  # noqa: BLE001  (safetensors' own error type varies across versions)
             raise CheckpointError(f"{folder / name}: unreadable safetensors ({type(err).__name__}: {err})") from err
         if bad is not None:
-            raise CheckpointError(f"{folder / name}: tensor {bad!r} holds NaN or inf (the run had diverged before "
-                                  f"this checkpoint was written)")
+            raise CheckpointError(
+                f"{folder / name}: tensor {bad!r} holds NaN or inf (the run had diverged before "
+                f"this checkpoint was written)"
+            )
     return sha256_file(manifest_path)
 
 
@@ -227,11 +252,22 @@ def read_index(output_dir: Path) -> list[dict] | None:
         return None
     data = read_json(path)
     entries = data.get("lineage") if isinstance(data, dict) else None
-    if (not isinstance(data, dict) or data.get("format") != INDEX_FORMAT or not isinstance(entries, list)
-            or not all(isinstance(e, dict) and isinstance(e.get("step"), int) and isinstance(e.get("path"), str)
-                       and isinstance(e.get("manifest_sha256"), str) for e in entries)):
-        raise CheckpointError(f"{path}: not a {INDEX_FORMAT} checkpoint index (expected {{'format', 'lineage': "
-                              f"[{{'step', 'path', 'manifest_sha256'}}, ...]}})")
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != INDEX_FORMAT
+        or not isinstance(entries, list)
+        or not all(
+            isinstance(e, dict)
+            and isinstance(e.get("step"), int)
+            and isinstance(e.get("path"), str)
+            and isinstance(e.get("manifest_sha256"), str)
+            for e in entries
+        )
+    ):
+        raise CheckpointError(
+            f"{path}: not a {INDEX_FORMAT} checkpoint index (expected {{'format', 'lineage': "
+            f"[{{'step', 'path', 'manifest_sha256'}}, ...]}})"
+        )
     return entries
 
 
@@ -240,8 +276,9 @@ def write_index(output_dir: Path, entries: list[dict]) -> None:
     index = {
         "format": INDEX_FORMAT,
         "note": "the checkpoints of the current run, oldest first; --resume_from_checkpoint latest takes the newest "
-                "one that verifies. step_<N> folders not listed belong to an abandoned run.",
-        "lineage": entries}
+        "one that verifies. step_<N> folders not listed belong to an abandoned run.",
+        "lineage": entries,
+    }
     atomic_write(output_dir / INDEX, json.dumps(index, indent=2, allow_nan=False), durable=True)
 
 
@@ -269,41 +306,59 @@ def find_checkpoint(argument: str | os.PathLike, output_dir: str | os.PathLike) 
     if str(argument) != "latest":
         folder = Path(argument)
         if not folder.is_dir():
-            raise FileNotFoundError(f"--resume_from_checkpoint: {folder} does not exist (expected a step_<N> folder "
-                                    f"written by examples/train.py, or 'latest')")
+            raise FileNotFoundError(
+                f"--resume_from_checkpoint: {folder} does not exist (expected a step_<N> folder "
+                f"written by examples/train.py, or 'latest')"
+            )
         verify_checkpoint(folder)
         return folder
     entries = read_index(output_dir)
     leftovers = [p.name for p in _step_folders(output_dir)]
     if entries is None:
         if leftovers:
-            raise CheckpointError(f"--resume_from_checkpoint latest: {output_dir / INDEX} is missing, so which of "
-                                  f"{', '.join(leftovers)} belong to the current run is unknown (written by an older "
-                                  f"examples/train.py?); name one with --resume_from_checkpoint <folder>")
+            raise CheckpointError(
+                f"--resume_from_checkpoint latest: {output_dir / INDEX} is missing, so which of "
+                f"{', '.join(leftovers)} belong to the current run is unknown (written by an older "
+                f"examples/train.py?); name one with --resume_from_checkpoint <folder>"
+            )
         raise FileNotFoundError(f"--resume_from_checkpoint latest: no checkpoint under --output_dir {output_dir}")
     listed = {Path(os.path.abspath(_entry_path(e, output_dir))) for e in entries}
     abandoned = [name for name in leftovers if Path(os.path.abspath(output_dir / name)) not in listed]
     if abandoned:
-        logger.info("--resume_from_checkpoint latest: ignoring %s (not in %s: left by an abandoned run, or saved "
-                    "by one that died before recording it)", ", ".join(abandoned), output_dir / INDEX)
+        logger.info(
+            "--resume_from_checkpoint latest: ignoring %s (not in %s: left by an abandoned run, or saved "
+            "by one that died before recording it)",
+            ", ".join(abandoned),
+            output_dir / INDEX,
+        )
     hint = f"; {', '.join(abandoned)} belong to an abandoned run and can be named explicitly" if abandoned else ""
     if not entries:
-        raise FileNotFoundError(f"--resume_from_checkpoint latest: the current run under --output_dir {output_dir} "
-                                f"has no checkpoint yet{hint}")
+        raise FileNotFoundError(
+            f"--resume_from_checkpoint latest: the current run under --output_dir {output_dir} "
+            f"has no checkpoint yet{hint}"
+        )
     for position, entry in enumerate(reversed(entries)):
         folder = _entry_path(entry, output_dir)
         try:
             if verify_checkpoint(folder) != entry["manifest_sha256"]:
-                raise CheckpointError(f"{folder / MANIFEST}: not the checkpoint this run wrote ({INDEX} recorded "
-                                      f"another manifest; the folder was replaced)")
+                raise CheckpointError(
+                    f"{folder / MANIFEST}: not the checkpoint this run wrote ({INDEX} recorded "
+                    f"another manifest; the folder was replaced)"
+                )
         except CheckpointError as err:
             older = len(entries) - position - 1
-            logger.warning("--resume_from_checkpoint latest: skipping %s: %s; %s", folder, err,
-                           "trying the previous checkpoint of this run" if older else "no older one in this run")
+            logger.warning(
+                "--resume_from_checkpoint latest: skipping %s: %s; %s",
+                folder,
+                err,
+                "trying the previous checkpoint of this run" if older else "no older one in this run",
+            )
             continue
         return folder
-    raise CheckpointError(f"--resume_from_checkpoint latest: none of the {len(entries)} checkpoint(s) of the current "
-                          f"run under {output_dir} verifies (see the warnings above){hint}")
+    raise CheckpointError(
+        f"--resume_from_checkpoint latest: none of the {len(entries)} checkpoint(s) of the current "
+        f"run under {output_dir} verifies (see the warnings above){hint}"
+    )
 
 
 def select_checkpoint(argument: str, output_dir: str | os.PathLike, accelerator) -> Path:
@@ -346,26 +401,41 @@ def begin_lineage(output_dir: str | os.PathLike, resumed_from: Path | None, acce
         lineage: list[dict] = []
         if resumed_from is not None:
             resumed = Path(os.path.abspath(resumed_from))
-            position = next((i for i, e in enumerate(previous)
-                             if Path(os.path.abspath(_entry_path(e, output_dir))) == resumed), None)
+            position = next(
+                (i for i, e in enumerate(previous) if Path(os.path.abspath(_entry_path(e, output_dir))) == resumed),
+                None,
+            )
             if position is not None:
-                lineage = previous[:position + 1]
+                lineage = previous[: position + 1]
             else:
                 manifest_sha256 = sha256_file(resumed / MANIFEST)
                 lineage = [_index_entry(resumed, output_dir, manifest_sha256)]
         kept = {Path(os.path.abspath(_entry_path(e, output_dir))) for e in lineage}
         dropped = [p.name for p in _step_folders(output_dir) if Path(os.path.abspath(p)) not in kept]
         if dropped:
-            logger.info("%s %s: %s not part of this run (overwritten when it reaches their step)",
-                        "resuming from" if resumed_from else "starting a new run in", resumed_from or output_dir,
-                        ", ".join(dropped))
+            logger.info(
+                "%s %s: %s not part of this run (overwritten when it reaches their step)",
+                "resuming from" if resumed_from else "starting a new run in",
+                resumed_from or output_dir,
+                ", ".join(dropped),
+            )
         write_index(output_dir, lineage)
     accelerator.wait_for_everyone()
 
 
 # ---------------------------------------------------------------------------------------------------- save / load
-def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerState, *, model, optimizer, scheduler,
-                    ema, best_ema_state: dict | None = None, flip_generator_state=None) -> Path:
+def save_checkpoint(
+    accelerator,
+    output_dir: str | os.PathLike,
+    state: TrainerState,
+    *,
+    model,
+    optimizer,
+    scheduler,
+    ema,
+    best_ema_state: dict | None = None,
+    flip_generator_state=None,
+) -> Path:
     """Write ``output_dir/step_<N>`` (N = ``state.completed_steps``) atomically and append it to the lineage.
     ``best_ema_state``: the best-validation EMA weights (a ``state_dict``), written as ``best_ema.safetensors``.
     ``flip_generator_state``: this process's flip-augmentation generator state after the last batch the loop
@@ -381,8 +451,9 @@ def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerSt
     unwrapped = accelerator.unwrap_model(model)
     bad = first_non_finite_parameter(unwrapped)
     if bad is not None:
-        raise CheckpointError(f"{final}: not written: the model's {bad!r} holds NaN or inf after step "
-                              f"{state.completed_steps}")
+        raise CheckpointError(
+            f"{final}: not written: the model's {bad!r} holds NaN or inf after step {state.completed_steps}"
+        )
     state.accelerator_step, state.num_processes = accelerator.step, accelerator.num_processes
     if accelerator.is_main_process:
         if partial.exists():
@@ -390,10 +461,12 @@ def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerSt
         partial.mkdir(parents=True)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        pieces = [(MODEL_FILE, lambda path: write_module_file(path, unwrapped)),
-                  (EMA_FILE, lambda path: write_module_file(path, ema)),
-                  (OPTIMIZER_FILE, lambda path: write_state_file(path, optimizer.state_dict())),
-                  (SCHEDULER_FILE, lambda path: write_state_file(path, scheduler.state_dict()))]
+        pieces = [
+            (MODEL_FILE, lambda path: write_module_file(path, unwrapped)),
+            (EMA_FILE, lambda path: write_module_file(path, ema)),
+            (OPTIMIZER_FILE, lambda path: write_state_file(path, optimizer.state_dict())),
+            (SCHEDULER_FILE, lambda path: write_state_file(path, scheduler.state_dict())),
+        ]
         if best_ema_state is not None:
             pieces.append((BEST_EMA_FILE, lambda path: write_state_file(path, best_ema_state)))
         if getattr(accelerator, "scaler", None) is not None:
@@ -425,8 +498,9 @@ def save_checkpoint(accelerator, output_dir: str | os.PathLike, state: TrainerSt
     return final
 
 
-def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer, scheduler, ema,
-                    flip_generator=None) -> TrainerState:
+def load_checkpoint(
+    folder: str | os.PathLike, accelerator, *, model, optimizer, scheduler, ema, flip_generator=None
+) -> TrainerState:
     """Restore a checkpoint verified by :func:`find_checkpoint` into the prepared objects, on every process:
     weights, EMA, optimizer, scheduler, gradient scaler, this process's random generators (and ``flip_generator``,
     the collator's, when given and the checkpoint holds its state), Accelerate's step.
@@ -436,9 +510,11 @@ def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer,
     folder = Path(folder)
     state = TrainerState.load(folder)
     if state.num_processes != accelerator.num_processes:
-        raise CheckpointError(f"{folder}: written by {state.num_processes} process(es), this run has "
-                              f"{accelerator.num_processes}: resume with {state.num_processes} (each process's "
-                              f"random state and data shard are part of an exact resume)")
+        raise CheckpointError(
+            f"{folder}: written by {state.num_processes} process(es), this run has "
+            f"{accelerator.num_processes}: resume with {state.num_processes} (each process's "
+            f"random state and data shard are part of an exact resume)"
+        )
     try:
         read_module_file(folder / MODEL_FILE, accelerator.unwrap_model(model))
         read_module_file(folder / EMA_FILE, ema)
@@ -447,8 +523,9 @@ def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer,
         scaler = getattr(accelerator, "scaler", None)
         if scaler is not None:
             if not (folder / SCALER_FILE).is_file():
-                raise CheckpointError(f"{folder / SCALER_FILE}: missing (this run uses fp16 loss scaling, the "
-                                      f"checkpoint's run did not)")
+                raise CheckpointError(
+                    f"{folder / SCALER_FILE}: missing (this run uses fp16 loss scaling, the checkpoint's run did not)"
+                )
             _load_state_dict(folder / SCALER_FILE, scaler)
         random_state = read_rng_file(folder / rng_file(accelerator.process_index))
         if flip_generator is not None:
@@ -456,11 +533,16 @@ def load_checkpoint(folder: str | os.PathLike, accelerator, *, model, optimizer,
                 try:
                     flip_generator.set_state(random_state[FLIP_GENERATOR_KEY])
                 except (TypeError, RuntimeError) as err:
-                    raise CheckpointError(f"{folder / rng_file(accelerator.process_index)}: not a usable "
-                                          f"{FLIP_GENERATOR_KEY} state ({err})") from err
+                    raise CheckpointError(
+                        f"{folder / rng_file(accelerator.process_index)}: not a usable "
+                        f"{FLIP_GENERATOR_KEY} state ({err})"
+                    ) from err
             else:
-                logger.warning("%s: holds no flip-augmentation generator state (written without one): the flips "
-                               "from here on differ from the interrupted run's", folder)
+                logger.warning(
+                    "%s: holds no flip-augmentation generator state (written without one): the flips "
+                    "from here on differ from the interrupted run's",
+                    folder,
+                )
     except StateFileError as err:
         raise CheckpointError(str(err)) from err
     accelerator.step = state.accelerator_step
@@ -500,13 +582,26 @@ def _load_state_dict(path: Path, target) -> None:
     try:
         target.load_state_dict(restore_tuples(loaded, reference))
     except (KeyError, ValueError, TypeError, RuntimeError, IndexError) as err:
-        raise CheckpointError(f"{path}: does not fit this run's {type(target).__name__} ({type(err).__name__}: "
-                              f"{err}): was it written with other training arguments?") from err
+        raise CheckpointError(
+            f"{path}: does not fit this run's {type(target).__name__} ({type(err).__name__}: "
+            f"{err}): was it written with other training arguments?"
+        ) from err
 
 
 __all__ = [
-    "TrainerState", "CheckpointError", "save_checkpoint", "load_checkpoint", "load_best_ema_state", "find_checkpoint",
+    "TrainerState",
+    "CheckpointError",
+    "save_checkpoint",
+    "load_checkpoint",
+    "load_best_ema_state",
+    "find_checkpoint",
     "select_checkpoint",
-    "begin_lineage", "verify_checkpoint", "read_index", "write_manifest", "publish_folder",
-    "TRAINER_STATE", "MANIFEST", "INDEX",
+    "begin_lineage",
+    "verify_checkpoint",
+    "read_index",
+    "write_manifest",
+    "publish_folder",
+    "TRAINER_STATE",
+    "MANIFEST",
+    "INDEX",
 ]

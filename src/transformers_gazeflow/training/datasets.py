@@ -10,8 +10,13 @@ from typing import Any
 DATASET_NAMES = ("egtea", "ego4d", "synthetic")
 
 
-def load_training_splits(dataset_name: str, data_dir: str | os.PathLike | None, dataset_config: str | None = None,
-                         validation_fraction: float = 0.05, **builder_options: Any):
+def load_training_splits(
+    dataset_name: str,
+    data_dir: str | os.PathLike | None,
+    dataset_config: str | None = None,
+    validation_fraction: float = 0.05,
+    **builder_options: Any,
+):
     """``(train, validation)`` windows (all windows covering each clip) of a gaze dataset.
 
     The builder's own ``validation`` split is used where it has one (synthetic); otherwise (EGTEA Gaze+, Ego4D)
@@ -23,15 +28,20 @@ def load_training_splits(dataset_name: str, data_dir: str | os.PathLike | None, 
     if dataset_name not in DATASET_NAMES:
         raise ValueError(f"--dataset_name must be one of {DATASET_NAMES}, got {dataset_name!r}")
     if data_dir is None:
-        raise ValueError(f"--data_dir is required: the folder of the raw {dataset_name} download (see its dataset "
-                         f"card under datasets_scripts/), or for 'synthetic' the folder to render the clips into")
+        raise ValueError(
+            f"--data_dir is required: the folder of the raw {dataset_name} download (see its dataset "
+            f"card under datasets_scripts/), or for 'synthetic' the folder to render the clips into"
+        )
     if dataset_name != "synthetic" and not Path(data_dir).is_dir():
-        raise FileNotFoundError(f"--data_dir {data_dir} does not exist (expected the raw {dataset_name} download; "
-                                f"see datasets_scripts/{dataset_name}_gaze/README.md for the layout)")
+        raise FileNotFoundError(
+            f"--data_dir {data_dir} does not exist (expected the raw {dataset_name} download; "
+            f"see datasets_scripts/{dataset_name}_gaze/README.md for the layout)"
+        )
     if not 0.0 <= validation_fraction < 1.0:
         raise ValueError(f"--validation_fraction must be in [0, 1), got {validation_fraction}")
-    splits = load_gaze_dataset(dataset_name, data_dir=data_dir, config_name=dataset_config, windows="all",
-                               **builder_options)
+    splits = load_gaze_dataset(
+        dataset_name, data_dir=data_dir, config_name=dataset_config, windows="all", **builder_options
+    )
     if "validation" in splits:
         return splits["train"], splits["validation"]
     train = splits["train"]

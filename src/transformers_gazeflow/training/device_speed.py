@@ -35,8 +35,13 @@ GPU_PREFETCH_FACTOR = 4
 def auto_workers(processes: int = 1, cpus: int | None = None) -> int:
     """DataLoader workers per training process on a GPU machine: the cores left after each process's own thread,
     shared between the processes, capped at :data:`AUTO_WORKERS_CAP`, at least 1."""
-    cpus = cpus if cpus is not None else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+    cpus = (
+        cpus
+        if cpus is not None
+        else len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
         else (os.cpu_count() or 1)
+    )
     return max(1, min(AUTO_WORKERS_CAP, cpus // max(1, processes) - 1))
 
 
@@ -60,9 +65,13 @@ def loader_options(num_workers: int | None, device: torch.device | str, processe
 def _frozen_matmul_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
     """The modules whose weights only feed matrix products and whose own parameters are all frozen."""
     kinds = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
-    return [(name, module) for name, module in model.named_modules()
-            if isinstance(module, kinds) and any(True for _ in module.parameters(recurse=False))
-            and not any(p.requires_grad for p in module.parameters(recurse=False))]
+    return [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, kinds)
+        and any(True for _ in module.parameters(recurse=False))
+        and not any(p.requires_grad for p in module.parameters(recurse=False))
+    ]
 
 
 class FrozenWeightCast:
@@ -77,7 +86,8 @@ class FrozenWeightCast:
                 if parameter.dtype == dtype or not parameter.is_floating_point():
                     continue
                 self.originals[f"{module_name}.{name}" if module_name else name] = parameter.detach().to(
-                    "cpu", copy=True)
+                    "cpu", copy=True
+                )
                 parameter.data = parameter.data.to(dtype)
 
     @property
@@ -90,8 +100,10 @@ class FrozenWeightCast:
         parameters = dict(model.named_parameters())
         missing = [name for name in self.originals if name not in parameters]
         if missing:
-            raise ValueError(f"FrozenWeightCast.restore: the model has no parameters {missing[:3]} (a different "
-                             f"model than the one cast?)")
+            raise ValueError(
+                f"FrozenWeightCast.restore: the model has no parameters {missing[:3]} (a different "
+                f"model than the one cast?)"
+            )
         for name, original in self.originals.items():
             parameter = parameters[name]
             parameter.data = original.to(parameter.device, copy=True)
@@ -123,5 +135,12 @@ def compile_encoder_layers(model: nn.Module, **compile_kwargs) -> int:
     return len(layers)
 
 
-__all__ = ["AUTO_WORKERS_CAP", "FrozenWeightCast", "adamw", "auto_workers", "compile_encoder_layers",
-           "enable_gradient_checkpointing", "loader_options"]
+__all__ = [
+    "AUTO_WORKERS_CAP",
+    "FrozenWeightCast",
+    "adamw",
+    "auto_workers",
+    "compile_encoder_layers",
+    "enable_gradient_checkpointing",
+    "loader_options",
+]

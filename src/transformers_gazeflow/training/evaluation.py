@@ -31,9 +31,14 @@ BASELINES = ("random_walk", "random_walk_free")
 
 def ground_truth(example: dict) -> dict:
     """The fields of a unified-schema example that the evaluator reads, as numpy arrays."""
-    return {"clip_id": example["clip_id"], "gaze": np.asarray(example["gaze"], np.float64),
-            "gaze_type": np.asarray(example["gaze_type"], np.int64), "valid": np.asarray(example["valid"], bool),
-            "width": int(example["width"]), "height": int(example["height"])}
+    return {
+        "clip_id": example["clip_id"],
+        "gaze": np.asarray(example["gaze"], np.float64),
+        "gaze_type": np.asarray(example["gaze_type"], np.int64),
+        "valid": np.asarray(example["valid"], bool),
+        "width": int(example["width"]),
+        "height": int(example["height"]),
+    }
 
 
 def clip_generator(seed: int, clip_id: str, device: torch.device | str = "cpu") -> torch.Generator:
@@ -46,9 +51,19 @@ def clip_generator(seed: int, clip_id: str, device: torch.device | str = "cpu") 
 
 
 @torch.no_grad()
-def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProcessor, num_samples: int,
-                  num_steps: int, solver: str, seed: int = 0, window: int = 64, accelerator=None,
-                  progress: bool = False, online: bool = False) -> tuple[list[np.ndarray], float]:
+def predict_clips(
+    model,
+    examples: Sequence[dict],
+    processor: GazeFlowVideoProcessor,
+    num_samples: int,
+    num_steps: int,
+    solver: str,
+    seed: int = 0,
+    window: int = 64,
+    accelerator=None,
+    progress: bool = False,
+    online: bool = False,
+) -> tuple[list[np.ndarray], float]:
     """K trajectories ``[K, n, 2]`` (unit coordinates) for each example's window, and the mean seconds per clip.
 
     ``online``: a causal model's frame-by-frame prediction (:func:`stream_clip`, what ``gazeflow stream`` does)
@@ -80,8 +95,13 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
             if online:
                 trajectories = stream_clip(model, pixels[0], num_samples, num_steps, solver, generator)
             else:
-                trajectories = model.generate(pixel_values_videos=pixels, num_samples=num_samples,
-                                              num_steps=num_steps, solver=solver, generator=generator).trajectories[0]
+                trajectories = model.generate(
+                    pixel_values_videos=pixels,
+                    num_samples=num_samples,
+                    num_steps=num_steps,
+                    solver=solver,
+                    generator=generator,
+                ).trajectories[0]
         _synchronize(device)
         seconds += time.perf_counter() - start
         predictions[index] = trajectories.float().cpu().numpy()
@@ -97,20 +117,21 @@ def predict_clips(model, examples: Sequence[dict], processor: GazeFlowVideoProce
     return ordered, seconds / max(len(examples), 1)
 
 
-def stream_clip(model, frames: torch.Tensor, num_samples: int, num_steps: int, solver: str,
-                generator: torch.Generator) -> torch.Tensor:
+def stream_clip(
+    model, frames: torch.Tensor, num_samples: int, num_steps: int, solver: str, generator: torch.Generator
+) -> torch.Tensor:
     """The causal model's online prediction of a clip, ``frames [T, 3, S, S]`` pushed one at a time through
     :class:`~transformers_gazeflow.generation.online.GazeFlowStreamer`: K trajectories ``[K, T, 2]``, frame t's
     samples made from frames <= t only."""
     from ..generation.online import GazeFlowStreamer
 
-    streamer = GazeFlowStreamer(model, num_samples=num_samples, num_steps=num_steps, solver=solver,
-                                generator=generator)
+    streamer = GazeFlowStreamer(model, num_samples=num_samples, num_steps=num_steps, solver=solver, generator=generator)
     return torch.stack([streamer.push(frame).trajectories[0] for frame in frames], dim=1)
 
 
-def baseline_predictions(name: str, train_examples: Iterable[dict], examples: Sequence[dict], num_samples: int = 50,
-                         seed: int = 0) -> list[Any]:
+def baseline_predictions(
+    name: str, train_examples: Iterable[dict], examples: Sequence[dict], num_samples: int = 50, seed: int = 0
+) -> list[Any]:
     """Predictions of a prior fitted on ``train_examples`` (paper E.2): ``center_bias``, ``random_walk`` (each step
     drawn around the previous frame's ground truth, the paper's wording) or ``random_walk_free`` (a free-running
     walk from the clip centroid; see :class:`~transformers_gazeflow.metrics.RandomWalk`)."""
@@ -138,8 +159,9 @@ def score(examples: Sequence[dict], predictions: Sequence[Any], protocol: str = 
     return evaluator.compute()
 
 
-def report_markdown(method: str, result, title: str | None = None, events: dict | None = None,
-                    reliability: dict | None = None) -> str:
+def report_markdown(
+    method: str, result, title: str | None = None, events: dict | None = None, reliability: dict | None = None
+) -> str:
     """The paper's two tables for one evaluated method, formatted by :mod:`~transformers_gazeflow.metrics.tables`
     (the one home of the tables' columns): the main table, then the dynamics table with the evaluation's reference
     rows (a motionless trajectory, human against human) below the method, then (when given) the events table
@@ -152,8 +174,10 @@ def report_markdown(method: str, result, title: str | None = None, events: dict 
         reliability_table_markdown,
     )
 
-    tables = (f"{main_table_markdown({method: result.metrics})}\n\n"
-              f"{dynamics_table_markdown({method: result.metrics}, result.dynamics_references)}\n")
+    tables = (
+        f"{main_table_markdown({method: result.metrics})}\n\n"
+        f"{dynamics_table_markdown({method: result.metrics}, result.dynamics_references)}\n"
+    )
     if events is not None:
         tables += f"\nFixations and saccades ({events['heading']}):\n\n"
         tables += f"{events_table_markdown(method, events['metrics'], events['labeller'])}\n"
@@ -188,8 +212,7 @@ def reliability_report(data, scale: float | None, scale_source: str) -> dict:
     """The reliability table's record: nominal against observed coverage, raw and at ``scale``."""
     from ..gaze.uncertainty import reliability_table
 
-    return {"rows": reliability_table(data, scale), "frames": data.frames, "scale": scale,
-            "scale_source": scale_source}
+    return {"rows": reliability_table(data, scale), "frames": data.frames, "scale": scale, "scale_source": scale_source}
 
 
 def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fov_deg: float) -> dict:
@@ -199,15 +222,24 @@ def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fo
 
     truths = [ground_truth(example) for example in examples]
     lengths = [min(p.shape[1], len(t["gaze_type"])) for p, t in zip(predictions, truths)]
-    metrics = event_metrics([p[:, :n] for p, n in zip(predictions, lengths)],
-                            [t["gaze"][:n] for t, n in zip(truths, lengths)],
-                            [t["gaze_type"][:n] for t, n in zip(truths, lengths)],
-                            [float(e["fps"]) for e in examples], [t["width"] for t in truths],
-                            [t["height"] for t in truths], fov_deg=fov_deg)
-    defined = {row: {key: (None if value != value else value) for key, value in values.items()}
-               for row, values in metrics.items()}  # NaN (no event of a kind) as None: valid JSON
-    return {"labeller": "I-VT", "heading": f"I-VT at 30 deg/s, a {fov_deg:g} degree horizontal field of view",
-            "metrics": defined}
+    metrics = event_metrics(
+        [p[:, :n] for p, n in zip(predictions, lengths)],
+        [t["gaze"][:n] for t, n in zip(truths, lengths)],
+        [t["gaze_type"][:n] for t, n in zip(truths, lengths)],
+        [float(e["fps"]) for e in examples],
+        [t["width"] for t in truths],
+        [t["height"] for t in truths],
+        fov_deg=fov_deg,
+    )
+    defined = {
+        row: {key: (None if value != value else value) for key, value in values.items()}
+        for row, values in metrics.items()
+    }  # NaN (no event of a kind) as None: valid JSON
+    return {
+        "labeller": "I-VT",
+        "heading": f"I-VT at 30 deg/s, a {fov_deg:g} degree horizontal field of view",
+        "metrics": defined,
+    }
 
 
 def grid_table_markdown(grid: dict[str, dict[str, float]], ks: Sequence[int], steps: Sequence[int]) -> str:
@@ -238,6 +270,18 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-__all__ = ["BASELINES", "predict_clips", "baseline_predictions", "score", "ground_truth", "clip_generator",
-           "report_markdown", "grid_table_markdown", "results_record", "sampled", "coverage_data",
-           "reliability_report", "event_report"]
+__all__ = [
+    "BASELINES",
+    "predict_clips",
+    "baseline_predictions",
+    "score",
+    "ground_truth",
+    "clip_generator",
+    "report_markdown",
+    "grid_table_markdown",
+    "results_record",
+    "sampled",
+    "coverage_data",
+    "reliability_report",
+    "event_report",
+]

@@ -48,8 +48,11 @@ def cache_fingerprint(model, processor: GazeFlowVideoProcessor) -> str:
     """A hash of everything the cached tokens depend on: encoder config and weights, processor, window length, and
     for the causal variant its encoder window (its tokens are per frame, from causal windows)."""
     digest = hashlib.sha256()
-    encoder_config = {k: v for k, v in model.config.encoder_config.to_dict().items()
-                      if not k.startswith("_") and k not in ("transformers_version", "architectures", "dtype")}
+    encoder_config = {
+        k: v
+        for k, v in model.config.encoder_config.to_dict().items()
+        if not k.startswith("_") and k not in ("transformers_version", "architectures", "dtype")
+    }
     digest.update(json.dumps(encoder_config, sort_keys=True, default=str).encode())
     digest.update(processor.fingerprint().encode())
     digest.update(str(model.config.num_frames).encode())
@@ -96,17 +99,24 @@ class FeatureCache:
 
     # ------------------------------------------------------------------ building
     @torch.no_grad()
-    def build(self, model, datasets: Sequence[Sequence[Mapping[str, Any]]], collator: GazeFlowDataCollator,
-              batch_size: int = 8, accelerator=None,
-              flipped_datasets: Sequence[Sequence[Mapping[str, Any]]] = ()) -> "FeatureCache":
+    def build(
+        self,
+        model,
+        datasets: Sequence[Sequence[Mapping[str, Any]]],
+        collator: GazeFlowDataCollator,
+        batch_size: int = 8,
+        accelerator=None,
+        flipped_datasets: Sequence[Sequence[Mapping[str, Any]]] = (),
+    ) -> "FeatureCache":
         """Encode every window of ``datasets``, and the mirrored copy of every window of ``flipped_datasets``, not
         yet cached (all of them if the cache was made for anything else). With an ``accelerator``, each process
         encodes the windows of every ``num_processes``-th video."""
         rank = accelerator.process_index if accelerator is not None else 0
         world = accelerator.num_processes if accelerator is not None else 1
         is_main = rank == 0
-        requests = ([(example, False) for dataset in datasets for example in dataset]
-                    + [(example, True) for dataset in flipped_datasets for example in dataset])
+        requests = [(example, False) for dataset in datasets for example in dataset] + [
+            (example, True) for dataset in flipped_datasets for example in dataset
+        ]
         keys = [example_key(example, flipped) for example, flipped in requests]
         if self.covers(keys):
             logger.info("feature cache %s is up to date (%d windows)", self.directory, len(keys))
@@ -114,8 +124,9 @@ class FeatureCache:
         manifest = self._manifest()
         if is_main:
             if manifest is not None and manifest.get("fingerprint") != self.fingerprint:
-                logger.warning("feature cache %s was built for a different encoder or processor: rebuilding",
-                               self.directory)
+                logger.warning(
+                    "feature cache %s was built for a different encoder or processor: rebuilding", self.directory
+                )
             if self.directory.exists():
                 shutil.rmtree(self.directory)
             self.directory.mkdir(parents=True)
@@ -199,7 +210,7 @@ def window_inputs(requests: Sequence[tuple[Mapping[str, Any], bool]], collator: 
     processed = collator.processor.preprocess(frames)
     for example, flipped in requests:
         start, count = int(example["window_start"]) - first, int(example["num_frames"])
-        yield example_key(example, flipped), collator.finish_window(processed[start:start + count], flipped)
+        yield example_key(example, flipped), collator.finish_window(processed[start : start + count], flipped)
 
 
 class CachedFeatureCollator(GazeFlowDataCollator):
@@ -208,14 +219,25 @@ class CachedFeatureCollator(GazeFlowDataCollator):
 
     input_key = "encoder_hidden_states"
 
-    def __init__(self, cache: FeatureCache, processor: GazeFlowVideoProcessor, num_frames: int = 64,
-                 horizontal_flip_probability: float = 0.0, flip_generator: torch.Generator | None = None):
-        super().__init__(processor, num_frames, horizontal_flip_probability=horizontal_flip_probability,
-                         flip_generator=flip_generator)
+    def __init__(
+        self,
+        cache: FeatureCache,
+        processor: GazeFlowVideoProcessor,
+        num_frames: int = 64,
+        horizontal_flip_probability: float = 0.0,
+        flip_generator: torch.Generator | None = None,
+    ):
+        super().__init__(
+            processor,
+            num_frames,
+            horizontal_flip_probability=horizontal_flip_probability,
+            flip_generator=flip_generator,
+        )
         self.cache = cache
 
-    def load_inputs(self, example: Mapping[str, Any], name: str, clip: str,
-                    flipped: bool = False) -> tuple[torch.Tensor, tuple[int, int]]:
+    def load_inputs(
+        self, example: Mapping[str, Any], name: str, clip: str, flipped: bool = False
+    ) -> tuple[torch.Tensor, tuple[int, int]]:
         return self.cache.load(example_key(example, flipped)), (int(example["width"]), int(example["height"]))
 
 

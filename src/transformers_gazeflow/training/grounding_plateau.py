@@ -35,11 +35,13 @@ PLATEAU_PROGRESS = 0.30
 """The share of the way from the centre-bias level to the floor a run's best validation L_ground must cover."""
 MAX_REFERENCE_WINDOWS = 4096
 """Windows read per split for the reference levels (evenly spaced when a split has more)."""
-STALL_ADVICE = ("the model likely spreads its gaze over the candidate objects (or the centre) instead of the one the "
-                "gaze follows. What to do: train "
-                "again with another --seed (a stall is an event of the optimisation's path, and seeds stall "
-                "independently), and before relying on this model compare it with the priors: examples/evaluate.py "
-                "--baseline center_bias and --baseline random_walk_free on the same split")
+STALL_ADVICE = (
+    "the model likely spreads its gaze over the candidate objects (or the centre) instead of the one the "
+    "gaze follows. What to do: train "
+    "again with another --seed (a stall is an event of the optimisation's path, and seeds stall "
+    "independently), and before relying on this model compare it with the priors: examples/evaluate.py "
+    "--baseline center_bias and --baseline random_walk_free on the same split"
+)
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,9 @@ class GroundingReference:
         return (self.centre_bias - loss) / span if span > 1e-6 else None
 
 
-def window_targets(dataset: Any, config: Any, max_windows: int = MAX_REFERENCE_WINDOWS
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+def window_targets(
+    dataset: Any, config: Any, max_windows: int = MAX_REFERENCE_WINDOWS
+) -> tuple[torch.Tensor, torch.Tensor]:
     """L_ground's targets of a split's windows: ``(group_targets [W, G, N], group_weights [W, G])`` for at most
     ``max_windows`` windows, evenly spaced (``grounding_targets`` on each window's gaze, padded to the model's
     ``num_frames`` with invalid frames; a frame with a non-finite gaze counts as invalid)."""
@@ -75,8 +78,9 @@ def window_targets(dataset: Any, config: Any, max_windows: int = MAX_REFERENCE_W
     grid = config.token_grid_size
     groups = frames // config.frames_per_encoder_group
     sigma = config.grounding_sigma * 2.0 / grid  # patch widths -> model units, as GazeFlowModel.grounding_loss
-    return grounding_targets(unit_to_model(torch.from_numpy(gaze)), torch.from_numpy(valid), patch_centres(grid),
-                             sigma, groups)
+    return grounding_targets(
+        unit_to_model(torch.from_numpy(gaze)), torch.from_numpy(valid), patch_centres(grid), sigma, groups
+    )
 
 
 def reference_levels(train_set: Any, validation_set: Any, config: Any) -> GroundingReference | None:
@@ -111,23 +115,37 @@ def plateau_verdict(history: Iterable[dict], reference: GroundingReference | Non
     progress = reference.progress(best["validation_grounding_loss"])
     if progress is None:
         return None
-    return {"left_plateau": progress >= PLATEAU_PROGRESS, "progress": round(progress, 4),
-            "threshold": PLATEAU_PROGRESS, "best_validation_grounding_loss": best["validation_grounding_loss"],
-            "best_step": best["step"], **{key: round(value, 5) for key, value in asdict(reference).items()}}
+    return {
+        "left_plateau": progress >= PLATEAU_PROGRESS,
+        "progress": round(progress, 4),
+        "threshold": PLATEAU_PROGRESS,
+        "best_validation_grounding_loss": best["validation_grounding_loss"],
+        "best_step": best["step"],
+        **{key: round(value, 5) for key, value in asdict(reference).items()},
+    }
 
 
 def describe_verdict(verdict: dict | None) -> str:
     """One paragraph for the log and the model card."""
     if verdict is None:
         return "not made (no validation grounding loss to read, or gaze that never moves)"
-    where = (f"best validation grounding loss (EMA) {verdict['best_validation_grounding_loss']:.4f} at step "
-             f"{verdict['best_step']}: {100 * verdict['progress']:.0f}% of the way from the centre-bias level "
-             f"{verdict['centre_bias']:.4f} to the targets' floor {verdict['floor']:.4f} (a run that left the "
-             f"plateau covers at least {100 * verdict['threshold']:.0f}%)")
+    where = (
+        f"best validation grounding loss (EMA) {verdict['best_validation_grounding_loss']:.4f} at step "
+        f"{verdict['best_step']}: {100 * verdict['progress']:.0f}% of the way from the centre-bias level "
+        f"{verdict['centre_bias']:.4f} to the targets' floor {verdict['floor']:.4f} (a run that left the "
+        f"plateau covers at least {100 * verdict['threshold']:.0f}%)"
+    )
     if verdict["left_plateau"]:
         return f"grounding left its plateau: {where}"
     return f"grounding did not leave its plateau: {where}; {STALL_ADVICE}"
 
 
-__all__ = ["GroundingReference", "PLATEAU_PROGRESS", "STALL_ADVICE", "describe_verdict", "plateau_verdict",
-           "reference_levels", "window_targets"]
+__all__ = [
+    "GroundingReference",
+    "PLATEAU_PROGRESS",
+    "STALL_ADVICE",
+    "describe_verdict",
+    "plateau_verdict",
+    "reference_levels",
+    "window_targets",
+]

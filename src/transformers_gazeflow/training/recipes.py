@@ -28,21 +28,23 @@ class Recipe:
 
     def config_overrides_text(self) -> str:
         """The overrides as ``--config_overrides`` text (``a=1,b=2``)."""
-        return ",".join(f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}"
-                        for key, value in self.config_overrides.items())
+        return ",".join(
+            f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}"
+            for key, value in self.config_overrides.items()
+        )
 
 
 SMALL_CPU = Recipe(
     name="small-cpu",
     summary="tiny random frozen encoder (64x64 input, patch 8, 2 layers of width 128) with its outputs cached once, "
-            "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), c_v from 1 temporal layer "
-            "(each position across the window's frame groups) and 2 spatial layers with mimetic query-key "
-            "initialisation, the grounding loss on c_v (weight 1, sigma 1 patch), horizontal-flip augmentation "
-            "(p 0.5, the mirrored windows cached too), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
-            "0.995, at most 4,000 steps, early stopping after 5 epochs without a better validation loss, the "
-            "best-validation EMA weights saved; a second start (seed --seed + 1, the same encoder draw) only when "
-            "the first ends its 1,000 trial steps on the grounding plateau, the one with the lower validation "
-            "grounding loss continued; <= 25 minutes on 2 CPU cores",
+    "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), c_v from 1 temporal layer "
+    "(each position across the window's frame groups) and 2 spatial layers with mimetic query-key "
+    "initialisation, the grounding loss on c_v (weight 1, sigma 1 patch), horizontal-flip augmentation "
+    "(p 0.5, the mirrored windows cached too), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
+    "0.995, at most 4,000 steps, early stopping after 5 epochs without a better validation loss, the "
+    "best-validation EMA weights saved; a second start (seed --seed + 1, the same encoder draw) only when "
+    "the first ends its 1,000 trial steps on the grounding plateau, the one with the lower validation "
+    "grounding loss continued; <= 25 minutes on 2 CPU cores",
     arguments=dict(
         config_preset="tiny",
         use_lora=False,
@@ -92,10 +94,10 @@ SMALL_CPU = Recipe(
 PAPER_ONE_GPU = Recipe(
     name="paper-1gpu",
     summary="the paper's model and optimisation (V-JEPA 2 ViT-L encoder with LoRA r16 on query/value, 64-frame "
-            "windows, AdamW lr 1e-4 cosine to 1e-6, weight decay 1e-4, clipping 1.0, EMA 0.995, 80 epochs, early "
-            "stopping after 15, effective batch 16) on one GPU: 8 clips per step and 2 accumulation steps, bf16, each "
-            "encoder layer compiled (measured on an H200 at 4 clips per step: 10.7 clips/s against 8.0 eager), "
-            "DataLoader workers one per free core, no gradient checkpointing (about 50 GB of GPU memory at 8 clips)",
+    "windows, AdamW lr 1e-4 cosine to 1e-6, weight decay 1e-4, clipping 1.0, EMA 0.995, 80 epochs, early "
+    "stopping after 15, effective batch 16) on one GPU: 8 clips per step and 2 accumulation steps, bf16, each "
+    "encoder layer compiled (measured on an H200 at 4 clips per step: 10.7 clips/s against 8.0 eager), "
+    "DataLoader workers one per free core, no gradient checkpointing (about 50 GB of GPU memory at 8 clips)",
     arguments=dict(
         config_preset="paper",
         use_lora=True,

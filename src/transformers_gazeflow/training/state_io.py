@@ -60,8 +60,10 @@ def encode_tree(node: Any, tensors: dict[str, torch.Tensor]) -> Any:
         if all(isinstance(key, str) and not key.startswith("__") for key in node):
             return {key: encode_tree(value, tensors) for key, value in node.items()}
         return {"__items__": [[encode_tree(key, tensors), encode_tree(value, tensors)] for key, value in node.items()]}
-    raise TypeError(f"cannot store a {type(node).__name__} in a checkpoint (only tensors, arrays, numbers, strings, "
-                    f"None, lists, tuples and dicts)")
+    raise TypeError(
+        f"cannot store a {type(node).__name__} in a checkpoint (only tensors, arrays, numbers, strings, "
+        f"None, lists, tuples and dicts)"
+    )
 
 
 def decode_tree(node: Any, tensors: dict[str, torch.Tensor]) -> Any:
@@ -122,11 +124,14 @@ def read_module_file(path: str | os.PathLike, module: torch.nn.Module) -> None:
     try:
         missing, unexpected = load_model(module, str(path), strict=False)
     except (SafetensorError, OSError, RuntimeError, ValueError) as err:
-        raise StateFileError(f"{path}: cannot load it into the {type(module).__name__} ({type(err).__name__}: "
-                             f"{str(err)[:500]})") from err
+        raise StateFileError(
+            f"{path}: cannot load it into the {type(module).__name__} ({type(err).__name__}: {str(err)[:500]})"
+        ) from err
     if missing or unexpected:
-        raise StateFileError(f"{path}: does not match this {type(module).__name__} (missing {sorted(missing)[:5]}, "
-                             f"unexpected {sorted(unexpected)[:5]}): was it written for another model config?")
+        raise StateFileError(
+            f"{path}: does not match this {type(module).__name__} (missing {sorted(missing)[:5]}, "
+            f"unexpected {sorted(unexpected)[:5]}): was it written for another model config?"
+        )
 
 
 def first_non_finite_tensor(path: str | os.PathLike) -> str | None:
@@ -179,8 +184,10 @@ def restore_rng_state(state: dict) -> None:
         if name in state:
             backend = getattr(torch, name, None)
             if backend is None or not backend.is_available() or backend.device_count() < len(state[name]):
-                raise ValueError(f"it holds the random state of {len(state[name])} {name} device(s), which this "
-                                 f"process does not have")
+                raise ValueError(
+                    f"it holds the random state of {len(state[name])} {name} device(s), which this "
+                    f"process does not have"
+                )
             backend.set_rng_state_all(state[name])
 
 
@@ -196,7 +203,17 @@ def read_rng_file(path: Path) -> dict:
 
 
 __all__ = [
-    "StateFileError", "encode_tree", "decode_tree", "write_state_file", "read_state_file", "write_module_file",
-    "read_module_file", "first_non_finite_tensor", "first_non_finite_parameter", "restore_tuples",
-    "capture_rng_state", "restore_rng_state", "read_rng_file",
+    "StateFileError",
+    "encode_tree",
+    "decode_tree",
+    "write_state_file",
+    "read_state_file",
+    "write_module_file",
+    "read_module_file",
+    "first_non_finite_tensor",
+    "first_non_finite_parameter",
+    "restore_tuples",
+    "capture_rng_state",
+    "restore_rng_state",
+    "read_rng_file",
 ]

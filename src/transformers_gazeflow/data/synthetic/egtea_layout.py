@@ -85,16 +85,22 @@ def _samples_on_frame(frame: int) -> int:
 def _header(session: str) -> list[str]:
     """The session's own header lines (``begaze_lines`` adds ``## [BeGaze]``, the sample count and the padding)."""
     return [
-        f"## Converted from:\tsynthetic/{session}.idf", "## Date:\t01.01.2026 00:00:00",
-        "## Version:\tBeGaze 3.x (transformers-gazeflow synthetic)", "## IDF Version:\t9",
-        f"## Sample Rate:\t{int(TRACKER_HZ)}", "## Separator Type:\tMsg", "## Trial Count:\t1",
-        "## Uses Plane File:\tFalse", f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}",
+        f"## Converted from:\tsynthetic/{session}.idf",
+        "## Date:\t01.01.2026 00:00:00",
+        "## Version:\tBeGaze 3.x (transformers-gazeflow synthetic)",
+        "## IDF Version:\t9",
+        f"## Sample Rate:\t{int(TRACKER_HZ)}",
+        "## Separator Type:\tMsg",
+        "## Trial Count:\t1",
+        "## Uses Plane File:\tFalse",
+        f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}",
         "## Format:\tTime Type Trial X Y Frame Event",
     ]
 
 
-def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, codes: np.ndarray,
-               motion: np.ndarray) -> list[tuple[int, float, float, int, str]]:
+def _gaze_rows(
+    rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, codes: np.ndarray, motion: np.ndarray
+) -> list[tuple[int, float, float, int, str]]:
     """Sample rows ``(time_us, px, py, frame, event)`` for session frames with their raw unit points and codes."""
     rows = []
     pixels = unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT)
@@ -104,8 +110,9 @@ def _gaze_rows(rng: np.random.Generator, frames: np.ndarray, raw: np.ndarray, co
         time_us = int(round(frame / EGTEA_FPS * 1e6))
         event = _event(code, move)
         if code == BLINK_OR_OTHER:  # a blink reports the held point, always inside the calibration area
-            rows.append((time_us, min(max(px, 0.0), GAZE_WIDTH - 1.0), min(max(py, 0.0), GAZE_HEIGHT - 1.0),
-                         frame, event))
+            rows.append(
+                (time_us, min(max(px, 0.0), GAZE_WIDTH - 1.0), min(max(py, 0.0), GAZE_HEIGHT - 1.0), frame, event)
+            )
             continue
         inside = 1.0 <= px <= GAZE_WIDTH - 2 and 1.0 <= py <= GAZE_HEIGHT - 2
         if inside and _samples_on_frame(frame) == 2:  # two samples whose mean is the frame's point
@@ -129,9 +136,14 @@ def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[n
     return gaze.astype(np.float32), expected_type.astype(np.int8), expected_type_glc.astype(np.int8)
 
 
-def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettings | None = None,
-                       clips_per_session: int = 3, gap_frames: tuple[int, int] = (6, 20),
-                       session_kinds: tuple[str, ...] = ("OP",), write_masks: bool = False) -> list[WrittenEgteaClip]:
+def write_egtea_layout(
+    out_dir: str | os.PathLike,
+    settings: SyntheticGazeSettings | None = None,
+    clips_per_session: int = 3,
+    gap_frames: tuple[int, int] = (6, 20),
+    session_kinds: tuple[str, ...] = ("OP",),
+    write_masks: bool = False,
+) -> list[WrittenEgteaClip]:
     """Render ``settings.num_clips`` synthetic clips into the raw EGTEA Gaze+ layout under ``out_dir``.
 
     Clips whose synthetic split is ``validation`` or ``test`` go to ``test_split1.txt``, the others to
@@ -145,8 +157,10 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
     """
     settings = settings if settings is not None else SyntheticGazeSettings(num_clips=6, width=128, height=96)
     if settings.fps != EGTEA_FPS:
-        raise ValueError(f"settings.fps must be {EGTEA_FPS} for the EGTEA layout (its F numbers are 24 fps frames), "
-                         f"got {settings.fps}")
+        raise ValueError(
+            f"settings.fps must be {EGTEA_FPS} for the EGTEA layout (its F numbers are 24 fps frames), "
+            f"got {settings.fps}"
+        )
     if isinstance(clips_per_session, bool) or not isinstance(clips_per_session, int) or clips_per_session < 1:
         raise ValueError(f"clips_per_session must be a positive int, got {clips_per_session!r}")
     if not 1 <= gap_frames[0] <= gap_frames[1]:
@@ -165,8 +179,9 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
         kind = session_kinds[session_index % len(session_kinds)]
         session = f"{kind}{session_index + 1:02d}-R{session_index % 7 + 1:02d}-Synthetic"
         gaze_name = f"{session}.txt" if kind == "OP" else f"{session}-GazeData.txt"
-        indices = range(session_index * clips_per_session,
-                        min((session_index + 1) * clips_per_session, settings.num_clips))
+        indices = range(
+            session_index * clips_per_session, min((session_index + 1) * clips_per_session, settings.num_clips)
+        )
         rows: list[tuple[int, float, float, int, str]] = []
         cursor = 1  # next free 1-based F number
         for index in indices:
@@ -185,10 +200,23 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
             session_frames = np.arange(clip.num_frames) + f_start - 1
             rows += _gaze_rows(rng, session_frames, g.gaze_raw, g.gaze_type, g.motion)
             expected_gaze, expected_type, expected_type_glc = _expected(g.gaze_raw, g.gaze_type, g.motion)
-            clips.append(WrittenEgteaClip(name=name, session=session, split=clip.split, f_start=f_start, f_end=f_end,
-                                   video_path=video_path, action=clip.task + 1, verb=clip.task + 1,
-                                   noun=clip.task + 1, clip=clip, expected_gaze=expected_gaze,
-                                   expected_type=expected_type, expected_type_glc=expected_type_glc))
+            clips.append(
+                WrittenEgteaClip(
+                    name=name,
+                    session=session,
+                    split=clip.split,
+                    f_start=f_start,
+                    f_end=f_end,
+                    video_path=video_path,
+                    action=clip.task + 1,
+                    verb=clip.task + 1,
+                    noun=clip.task + 1,
+                    clip=clip,
+                    expected_gaze=expected_gaze,
+                    expected_type=expected_type,
+                    expected_type_glc=expected_type_glc,
+                )
+            )
             cursor = f_end + 1
         rows += _gap_rows(rng, cursor - 1, int(rng.integers(gap_frames[0], gap_frames[1] + 1)))
         rows.sort(key=lambda row: row[0])
@@ -204,8 +232,9 @@ def write_egtea_layout(out_dir: str | os.PathLike, settings: SyntheticGazeSettin
     shapes = [f"{TASK_COLOR_NAMES[t]} {TASK_SHAPES[t % len(TASK_SHAPES)]}" for t in range(settings.num_tasks)]
     indexes = {"action_idx.txt": names, "verb_idx.txt": [n.split(" ", 1)[0] for n in names], "noun_idx.txt": shapes}
     for filename, labels in indexes.items():
-        (out_dir / filename).write_text("".join(f"{label} {i + 1}\n" for i, label in enumerate(labels)),
-                                        encoding="utf-8")
+        (out_dir / filename).write_text(
+            "".join(f"{label} {i + 1}\n" for i, label in enumerate(labels)), encoding="utf-8"
+        )
     return clips
 
 

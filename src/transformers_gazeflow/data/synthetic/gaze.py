@@ -22,8 +22,13 @@ from ..gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, SACCADE, UNTRACKED
 from .scene import Scene
 
 # where a fixation goes: the task's target most of the time (what makes the task predictive of gaze)
-FIXATION_CHOICES: dict[str, float] = {"target": 0.72, "distractor": 0.12, "hand": 0.06, "surface": 0.06,
-                                      "off_frame": 0.04}
+FIXATION_CHOICES: dict[str, float] = {
+    "target": 0.72,
+    "distractor": 0.12,
+    "hand": 0.06,
+    "surface": 0.06,
+    "off_frame": 0.04,
+}
 BLINK_RATE_HZ = 0.3
 UNTRACKED_RATE_HZ = 0.15
 MIN_SACCADE_AMPLITUDE = 0.025  # smaller re-fixations are folded into the drift (no saccade frames)
@@ -53,7 +58,7 @@ class SimulatedGaze:
 
 
 def _min_jerk(u: np.ndarray) -> np.ndarray:
-    return u ** 3 * (10 - 15 * u + 6 * u ** 2)
+    return u**3 * (10 - 15 * u + 6 * u**2)
 
 
 def _choose_anchor(rng: np.random.Generator, scene: Scene) -> tuple[np.ndarray, int]:
@@ -70,9 +75,13 @@ def _choose_anchor(rng: np.random.Generator, scene: Scene) -> tuple[np.ndarray, 
         return scene.hands[int(rng.integers(len(scene.hands)))], -1
     if kind == "off_frame":
         side = int(rng.integers(3))
-        point = [rng.uniform(-0.12, -0.03), rng.uniform(0.2, 0.9)] if side == 0 else \
-            [rng.uniform(1.03, 1.12), rng.uniform(0.2, 0.9)] if side == 1 else \
-            [rng.uniform(0.2, 0.8), rng.uniform(1.03, 1.1)]
+        point = (
+            [rng.uniform(-0.12, -0.03), rng.uniform(0.2, 0.9)]
+            if side == 0
+            else [rng.uniform(1.03, 1.12), rng.uniform(0.2, 0.9)]
+            if side == 1
+            else [rng.uniform(0.2, 0.8), rng.uniform(1.03, 1.1)]
+        )
         return np.tile(point, (num_frames, 1)) - scene.camera + scene.camera[:1], -1
     point = rng.uniform([0.1, 0.1], [0.9, 0.9])  # a spot on the surface, fixed in the world
     return point - scene.camera + scene.camera[:1], -1
@@ -99,7 +108,7 @@ def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> Simulat
                 target = anchor[min(t + steps, num_frames - 1)] + landing
                 u = _min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
                 frames = np.arange(t, min(t + steps, num_frames))
-                raw[frames] = raw[t - 1] + (target - raw[t - 1]) * u[:len(frames)]
+                raw[frames] = raw[t - 1] + (target - raw[t - 1]) * u[: len(frames)]
                 motion[frames] = SACCADE
                 start = t + steps
         stop = min(start + duration, num_frames)
@@ -128,8 +137,13 @@ def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> Simulat
         if frame > 0:
             gaze[frame] = gaze[frame - 1]
             raw[frame] = gaze[frame - 1]
-    return SimulatedGaze(gaze=fill_untracked(gaze, gaze_type), gaze_raw=raw.astype(np.float32), gaze_type=gaze_type,
-                         motion=motion, fixated=fixated)
+    return SimulatedGaze(
+        gaze=fill_untracked(gaze, gaze_type),
+        gaze_raw=raw.astype(np.float32),
+        gaze_type=gaze_type,
+        motion=motion,
+        fixated=fixated,
+    )
 
 
 __all__ = ["SimulatedGaze", "simulate_gaze", "FIXATION_CHOICES"]

@@ -36,10 +36,14 @@ class Scenario:
 
 
 SCENARIOS: dict[str, Scenario] = {
-    scenario.name: scenario for scenario in (
-        Scenario("served_object", generate_served_object,
-                 "the gaze mostly serves the task's target object (its colour and shape name the task) among "
-                 "distractors and hands"),
+    scenario.name: scenario
+    for scenario in (
+        Scenario(
+            "served_object",
+            generate_served_object,
+            "the gaze mostly serves the task's target object (its colour and shape name the task) among "
+            "distractors and hands",
+        ),
     )
 }
 
@@ -49,8 +53,10 @@ def register_scenario(name: str, generate: ScenarioGenerator, description: str, 
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"scenario name must be an identifier such as 'served_object', got {name!r}")
     if not callable(generate):
-        raise ValueError(f"generate must be callable (rng, settings, task, num_frames) -> (Scene, SimulatedGaze), "
-                         f"got {type(generate).__name__}")
+        raise ValueError(
+            f"generate must be callable (rng, settings, task, num_frames) -> (Scene, SimulatedGaze), "
+            f"got {type(generate).__name__}"
+        )
     if name in SCENARIOS and not replace:
         raise ValueError(f"scenario {name!r} is already registered; pass replace=True to overwrite it")
     SCENARIOS[name] = Scenario(name, generate, description)
@@ -60,8 +66,10 @@ def register_scenario(name: str, generate: ScenarioGenerator, description: str, 
 def get_scenario(name: str) -> Scenario:
     """The scenario registered as ``name``; an unknown name raises naming the known ones."""
     if name not in SCENARIOS:
-        raise ValueError(f"unknown synthetic scenario {name!r}: expected one of {sorted(SCENARIOS)} "
-                         "(or register one with register_scenario)")
+        raise ValueError(
+            f"unknown synthetic scenario {name!r}: expected one of {sorted(SCENARIOS)} "
+            "(or register one with register_scenario)"
+        )
     return SCENARIOS[name]
 
 

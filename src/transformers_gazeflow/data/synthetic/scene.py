@@ -19,14 +19,24 @@ from ...models.gazeflow.geometry import unit_to_pixels
 
 # one saturated colour and one shape per task (the task's "served" object); at most len(TASK_COLORS) tasks
 TASK_COLORS: tuple[tuple[int, int, int], ...] = (
-    (225, 35, 35), (35, 190, 60), (40, 90, 235), (240, 215, 30),
-    (215, 45, 205), (30, 205, 215), (250, 130, 15), (125, 45, 190),
+    (225, 35, 35),
+    (35, 190, 60),
+    (40, 90, 235),
+    (240, 215, 30),
+    (215, 45, 205),
+    (30, 205, 215),
+    (250, 130, 15),
+    (125, 45, 190),
 )
 TASK_COLOR_NAMES: tuple[str, ...] = ("red", "green", "blue", "yellow", "magenta", "cyan", "orange", "purple")
 SHAPES: tuple[str, ...] = ("disc", "square", "triangle", "diamond", "bar")
 TASK_SHAPES: tuple[str, ...] = ("disc", "square", "triangle", "diamond")
 DISTRACTOR_COLORS: tuple[tuple[int, int, int], ...] = (
-    (240, 240, 235), (70, 70, 75), (135, 100, 70), (175, 175, 160), (20, 20, 25),
+    (240, 240, 235),
+    (70, 70, 75),
+    (135, 100, 70),
+    (175, 175, 160),
+    (20, 20, 25),
 )
 SURFACE_COLORS: tuple[tuple[int, int, int], ...] = ((150, 118, 85), (125, 125, 120), (190, 180, 160), (95, 85, 75))
 SKIN_COLORS: tuple[tuple[int, int, int], ...] = ((225, 180, 150), (190, 140, 105), (140, 95, 70))
@@ -75,8 +85,14 @@ def task_home(task: int, num_tasks: int) -> np.ndarray:
     return np.array([0.5 + 0.26 * math.cos(angle), 0.5 + 0.22 * math.sin(angle)])
 
 
-def _smooth_path(rng: np.random.Generator, num_frames: int, fps: float, amplitude: float,
-                 frequencies: tuple[float, float], components: int = 3) -> np.ndarray:
+def _smooth_path(
+    rng: np.random.Generator,
+    num_frames: int,
+    fps: float,
+    amplitude: float,
+    frequencies: tuple[float, float],
+    components: int = 3,
+) -> np.ndarray:
     """A smooth 2-D wander around 0: a sum of ``components`` sinusoids per axis with random frequencies (Hz) in
     ``frequencies`` and random phases, of standard deviation about ``amplitude`` (unit coords). Smooth velocity,
     like hand-moved objects and head pans, unlike a random walk."""
@@ -84,7 +100,7 @@ def _smooth_path(rng: np.random.Generator, num_frames: int, fps: float, amplitud
     freq = rng.uniform(*frequencies, (1, components, 2))
     phase = rng.uniform(0, 2 * np.pi, (1, components, 2))
     weight = rng.uniform(0.5, 1.0, (1, components, 2))
-    weight *= amplitude * math.sqrt(2) / np.sqrt((weight ** 2).sum(axis=1, keepdims=True))
+    weight *= amplitude * math.sqrt(2) / np.sqrt((weight**2).sum(axis=1, keepdims=True))
     return (weight * np.sin(2 * np.pi * freq * seconds + phase)).sum(axis=1)
 
 
@@ -107,8 +123,16 @@ def _texture(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
     return np.clip(texture, 0, 255).astype(np.float32)
 
 
-def simulate_scene(rng: np.random.Generator, task: int, num_tasks: int, num_frames: int, fps: float, width: int,
-                   height: int, num_distractors: int) -> Scene:
+def simulate_scene(
+    rng: np.random.Generator,
+    task: int,
+    num_tasks: int,
+    num_frames: int,
+    fps: float,
+    width: int,
+    height: int,
+    num_distractors: int,
+) -> Scene:
     """Simulate the camera, objects and hands of one clip (no pixels yet)."""
     mx, my = int(math.ceil(0.25 * width)), int(math.ceil(0.25 * height))
     texture = _texture(rng, height + 2 * my, width + 2 * mx)
@@ -118,7 +142,7 @@ def simulate_scene(rng: np.random.Generator, task: int, num_tasks: int, num_fram
     shake[1:] = 0.5 * (shake[1:] + shake[:-1])
     for bump_at in np.flatnonzero(rng.random(num_frames) < 0.2 / fps):
         length = min(num_frames - bump_at, 6)
-        shake[bump_at:bump_at + length] += rng.normal(0, 0.012, 2) * np.linspace(1, 0, length)[:, None]
+        shake[bump_at : bump_at + length] += rng.normal(0, 0.012, 2) * np.linspace(1, 0, length)[:, None]
     camera = np.clip(pan + shake, [-0.24, -0.24], [0.24, 0.24])
 
     objects = []
@@ -148,14 +172,25 @@ def simulate_scene(rng: np.random.Generator, task: int, num_tasks: int, num_fram
     for h, anchor in enumerate(anchors):
         goal_track = objects[0].track if h == 0 else objects[1 + rng.integers(num_distractors)].track
         below = np.array([0.0, 1.6 * objects[0].radius * width / height])
-        reach = np.clip((0.75 if h == 0 else 0.45) + _smooth_path(rng, num_frames, fps, 0.15, (0.1, 0.6))[:, :1],
-                        0.2, 0.95)
+        reach = np.clip(
+            (0.75 if h == 0 else 0.45) + _smooth_path(rng, num_frames, fps, 0.15, (0.1, 0.6))[:, :1], 0.2, 0.95
+        )
         hands.append(np.asarray(anchor) + reach * (goal_track + below - np.asarray(anchor)))
-    brightness = 1 + 0.04 * np.sin(2 * np.pi * rng.uniform(0.1, 0.5) * np.arange(num_frames) / fps
-                                   + rng.uniform(0, 2 * np.pi))
-    return Scene(width=width, height=height, texture=texture, margin=(mx, my), camera=camera,
-                 brightness=brightness.astype(np.float32), objects=tuple(objects), hands=tuple(hands),
-                 hand_anchors=anchors, skin=SKIN_COLORS[rng.integers(len(SKIN_COLORS))])
+    brightness = 1 + 0.04 * np.sin(
+        2 * np.pi * rng.uniform(0.1, 0.5) * np.arange(num_frames) / fps + rng.uniform(0, 2 * np.pi)
+    )
+    return Scene(
+        width=width,
+        height=height,
+        texture=texture,
+        margin=(mx, my),
+        camera=camera,
+        brightness=brightness.astype(np.float32),
+        objects=tuple(objects),
+        hands=tuple(hands),
+        hand_anchors=anchors,
+        skin=SKIN_COLORS[rng.integers(len(SKIN_COLORS))],
+    )
 
 
 def _box(frame: np.ndarray, x0: float, y0: float, x1: float, y1: float):
@@ -175,8 +210,9 @@ def _composite(frame: np.ndarray, region, signed_distance: np.ndarray, color: np
     frame[region] = frame[region] * (1 - alpha) + color * alpha
 
 
-def _shape_distance(xs: np.ndarray, ys: np.ndarray, cx: float, cy: float, shape: str, radius: float,
-                    angle: float) -> np.ndarray:
+def _shape_distance(
+    xs: np.ndarray, ys: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float
+) -> np.ndarray:
     """Signed distance (pixels, negative inside) of pixel centres ``xs``/``ys`` to an object's outline."""
     dx, dy = xs - cx, ys - cy
     c, s = math.cos(angle), math.sin(angle)
@@ -198,8 +234,9 @@ def _shape_box(frame: np.ndarray, cx: float, cy: float, radius: float):
     return _box(frame, cx - radius - 1, cy - radius - 1, cx + radius + 1, cy + radius + 1)
 
 
-def _paint_shape(frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float,
-                 color: tuple[int, int, int]) -> None:
+def _paint_shape(
+    frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float, color: tuple[int, int, int]
+) -> None:
     box = _shape_box(frame, cx, cy, radius)
     if box is None:
         return
@@ -228,8 +265,9 @@ def _arm_parts(frame: np.ndarray, hand: np.ndarray, anchor: np.ndarray, radius: 
         yield region, (np.hypot((xs - hx) / 1.0, (ys - hy) / 0.8) - radius) * 0.9, 1.0
 
 
-def _paint_arm(frame: np.ndarray, hand: np.ndarray, anchor: np.ndarray, radius: float,
-               skin: tuple[int, int, int]) -> None:
+def _paint_arm(
+    frame: np.ndarray, hand: np.ndarray, anchor: np.ndarray, radius: float, skin: tuple[int, int, int]
+) -> None:
     """A forearm and its hand (:func:`_arm_parts`) in skin colour, the forearm a little darker."""
     for region, sd, shade in _arm_parts(frame, hand, anchor, radius):
         _composite(frame, region, sd, np.asarray(skin, np.float32) * shade)
@@ -249,7 +287,7 @@ def render_frame(scene: Scene, t: int) -> np.ndarray:
     offset = unit_to_pixels(scene.camera[t], width, height)
     ox = int(np.clip(round(mx + offset[0]), 0, 2 * mx))
     oy = int(np.clip(round(my + offset[1]), 0, 2 * my))
-    frame = scene.texture[oy:oy + height, ox:ox + width] * scene.brightness[t]
+    frame = scene.texture[oy : oy + height, ox : ox + width] * scene.brightness[t]
     for obj in scene.objects[1:] + scene.objects[:1]:  # the target is drawn last among objects: never hidden by one
         cx, cy = unit_to_pixels(obj.track[t], width, height)
         _paint_shape(frame, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t]), obj.color)
@@ -284,6 +322,17 @@ def render_frames(scene: Scene):
         yield render_frame(scene, t)
 
 
-__all__ = ["Scene", "SceneObject", "simulate_scene", "render_frame", "render_frames", "render_masks", "task_home",
-           "TASK_COLORS",
-           "TASK_COLOR_NAMES", "TASK_SHAPES", "DISTRACTOR_COLORS", "MAX_TASKS"]
+__all__ = [
+    "Scene",
+    "SceneObject",
+    "simulate_scene",
+    "render_frame",
+    "render_frames",
+    "render_masks",
+    "task_home",
+    "TASK_COLORS",
+    "TASK_COLOR_NAMES",
+    "TASK_SHAPES",
+    "DISTRACTOR_COLORS",
+    "MAX_TASKS",
+]

@@ -16,12 +16,14 @@ from .scene import Scene, simulate_scene
 from .settings import SyntheticGazeSettings
 
 
-def generate_served_object(rng: np.random.Generator, settings: SyntheticGazeSettings, task: int,
-                           num_frames: int) -> tuple[Scene, SimulatedGaze]:
+def generate_served_object(
+    rng: np.random.Generator, settings: SyntheticGazeSettings, task: int, num_frames: int
+) -> tuple[Scene, SimulatedGaze]:
     """The scene and gaze of one clip of task ``task`` with ``num_frames`` frames, drawn from ``rng``."""
     num_distractors = int(rng.integers(settings.min_distractors, settings.max_distractors + 1))
-    scene = simulate_scene(rng, task, settings.num_tasks, num_frames, settings.fps, settings.width,
-                           settings.height, num_distractors)
+    scene = simulate_scene(
+        rng, task, settings.num_tasks, num_frames, settings.fps, settings.width, settings.height, num_distractors
+    )
     return scene, simulate_gaze(rng, scene, settings.fps)
 
 

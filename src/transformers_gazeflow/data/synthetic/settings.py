@@ -49,8 +49,9 @@ class SyntheticGazeSettings:
         if self.max_frames < self.min_frames:
             raise ValueError(f"max_frames ({self.max_frames}) must be >= min_frames ({self.min_frames})")
         if self.max_distractors < self.min_distractors:
-            raise ValueError(f"max_distractors ({self.max_distractors}) must be >= min_distractors "
-                             f"({self.min_distractors})")
+            raise ValueError(
+                f"max_distractors ({self.max_distractors}) must be >= min_distractors ({self.min_distractors})"
+            )
         tasks = self.num_tasks
         if isinstance(tasks, bool) or not isinstance(tasks, int) or not 1 <= tasks <= MAX_TASKS:
             raise ValueError(f"num_tasks must be an int in [1, {MAX_TASKS}] (one colour per task), got {tasks!r}")
@@ -60,11 +61,14 @@ class SyntheticGazeSettings:
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
         if self.validation_fraction + self.test_fraction >= 1:
-            raise ValueError("validation_fraction + test_fraction must leave clips for training, got "
-                             f"{self.validation_fraction} + {self.test_fraction}")
+            raise ValueError(
+                "validation_fraction + test_fraction must leave clips for training, got "
+                f"{self.validation_fraction} + {self.test_fraction}"
+            )
         if not isinstance(self.scenario, str) or not self.scenario.isidentifier():
-            raise ValueError(f"scenario must be the name of a synthetic scenario such as 'served_object', "
-                             f"got {self.scenario!r}")
+            raise ValueError(
+                f"scenario must be the name of a synthetic scenario such as 'served_object', got {self.scenario!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

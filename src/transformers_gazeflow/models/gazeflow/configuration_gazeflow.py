@@ -97,8 +97,9 @@ def _expected(config_class: type, name: str) -> str:
     return field.metadata.get("expected") or _type_text(field.type)
 
 
-def _field_error(config_class: type, err: StrictDataclassFieldValidationError, name: str, value: Any,
-                 prefix: str = "") -> GazeFlowConfigError:
+def _field_error(
+    config_class: type, err: StrictDataclassFieldValidationError, name: str, value: Any, prefix: str = ""
+) -> GazeFlowConfigError:
     """A strict field error (two lines: the field, then its cause) as one :class:`GazeFlowConfigError` line."""
     cause = err.__cause__
     if isinstance(cause, TypeError):
@@ -117,8 +118,9 @@ def _encoder_config(value: VJEPA2Config | dict | None) -> VJEPA2Config:
     values = dict(value)
     model_type = values.pop("model_type", VJEPA2Config.model_type)
     if model_type != VJEPA2Config.model_type:
-        raise GazeFlowConfigError("encoder_config.model_type", f"must be 'vjepa2' (a V-JEPA 2 encoder), got "
-                                                               f"{model_type!r}")
+        raise GazeFlowConfigError(
+            "encoder_config.model_type", f"must be 'vjepa2' (a V-JEPA 2 encoder), got {model_type!r}"
+        )
     try:
         return VJEPA2Config(**values)
     except (StrictDataclassError, ValueError, TypeError) as err:
@@ -126,8 +128,9 @@ def _encoder_config(value: VJEPA2Config | dict | None) -> VJEPA2Config:
         if isinstance(err, StrictDataclassFieldValidationError) and named:
             name = named.group(1)
             raise _field_error(VJEPA2Config, err, name, values.get(name), prefix="encoder_config.") from err
-        raise GazeFlowConfigError("encoder_config", f"is not a valid VJEPA2Config: "
-                                                    f"{' '.join(str(err).split())}") from err
+        raise GazeFlowConfigError(
+            "encoder_config", f"is not a valid VJEPA2Config: {' '.join(str(err).split())}"
+        ) from err
 
 
 def _errors_in_one_line(cls: type) -> type:
@@ -313,8 +316,9 @@ class GazeFlowConfig(PreTrainedConfig):
     self_conditioning_prob: float | int = _number(0.5, "a number in [0, 1]", lambda value: 0.0 <= value <= 1.0)
     grounding_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no grounding head)", lambda value: value >= 0)
     grounding_sigma: float | int = _number(0.5, "a number > 0 (patch widths)", lambda value: value > 0)
-    num_samples: int | None = _field("an int >= 1 (or None: 30, 1 for regression)",
-                                     lambda value: value is None or value >= 1, default=None)
+    num_samples: int | None = _field(
+        "an int >= 1 (or None: 30, 1 for regression)", lambda value: value is None or value >= 1, default=None
+    )
     num_steps: int = _count(5)
     solver: str = _choice("euler", SOLVERS)
     heatmap_sigma: float | int = _number(25.0, "a number > 0 (pixels)", lambda value: value > 0)
@@ -323,7 +327,8 @@ class GazeFlowConfig(PreTrainedConfig):
     lora_alpha: float | int = _number(32, "a number > 0", lambda value: value > 0)
     lora_dropout: float | int = _number(0.05, "a number in [0, 1)", lambda value: 0.0 <= value < 1.0)
     lora_target_modules: list[str] | tuple[str, ...] = _field(
-        "a non-empty list of module names", lambda value: len(value) > 0, default_factory=lambda: ["query", "value"])
+        "a non-empty list of module names", lambda value: len(value) > 0, default_factory=lambda: ["query", "value"]
+    )
     freeze_encoder: bool = _flag(True)
     causal: bool = _flag(False)
     causal_encoder_frames: int = _count(2)
@@ -348,38 +353,73 @@ class GazeFlowConfig(PreTrainedConfig):
     def validate_architecture(self) -> None:
         """Widths that the layers need: d splits into H even heads (RoPE rotates pairs) and into the four parts of
         the 2D sin-cos position encoding; the encoder's frames split into whole patches."""
-        _require(self.hidden_size % self.num_attention_heads == 0, "hidden_size",
-                 f"divisible by num_attention_heads={self.num_attention_heads}", self.hidden_size)
+        _require(
+            self.hidden_size % self.num_attention_heads == 0,
+            "hidden_size",
+            f"divisible by num_attention_heads={self.num_attention_heads}",
+            self.hidden_size,
+        )
         if self.head_dim % 2:
-            raise GazeFlowConfigError("num_attention_heads", "must be a divisor of hidden_size that leaves an even "
-                                      f"head size d_h (RoPE rotates pairs), got {self.num_attention_heads} "
-                                      f"(d_h = {self.hidden_size} / {self.num_attention_heads} = {self.head_dim})")
-        _require(self.hidden_size % 4 == 0, "hidden_size", "divisible by 4 (2D sin-cos position encoding)",
-                 self.hidden_size)
+            raise GazeFlowConfigError(
+                "num_attention_heads",
+                "must be a divisor of hidden_size that leaves an even "
+                f"head size d_h (RoPE rotates pairs), got {self.num_attention_heads} "
+                f"(d_h = {self.hidden_size} / {self.num_attention_heads} = {self.head_dim})",
+            )
+        _require(
+            self.hidden_size % 4 == 0, "hidden_size", "divisible by 4 (2D sin-cos position encoding)", self.hidden_size
+        )
         crop, patch = self.encoder_config.crop_size, self.encoder_config.patch_size
-        _require(isinstance(patch, int) and crop % patch == 0, "encoder_config.crop_size",
-                 f"a multiple of patch_size={patch}", crop)
+        _require(
+            isinstance(patch, int) and crop % patch == 0,
+            "encoder_config.crop_size",
+            f"a multiple of patch_size={patch}",
+            crop,
+        )
 
     def validate_windows(self) -> None:
         """Windows that overlap or touch (W_s <= W) and frame counts in whole tubelets of the encoder."""
-        _require(self.window_stride <= self.num_frames, "window_stride",
-                 f"<= num_frames={self.num_frames} (windows must overlap or touch)", self.window_stride)
+        _require(
+            self.window_stride <= self.num_frames,
+            "window_stride",
+            f"<= num_frames={self.num_frames} (windows must overlap or touch)",
+            self.window_stride,
+        )
         tubelet = self.tubelet_size
-        _require(self.num_frames % tubelet == 0, "num_frames", f"a multiple of the encoder's tubelet_size={tubelet}",
-                 self.num_frames)
-        _require(self.causal_encoder_frames % tubelet == 0, "causal_encoder_frames",
-                 f"a multiple of the encoder's tubelet_size={tubelet}", self.causal_encoder_frames)
+        _require(
+            self.num_frames % tubelet == 0,
+            "num_frames",
+            f"a multiple of the encoder's tubelet_size={tubelet}",
+            self.num_frames,
+        )
+        _require(
+            self.causal_encoder_frames % tubelet == 0,
+            "causal_encoder_frames",
+            f"a multiple of the encoder's tubelet_size={tubelet}",
+            self.causal_encoder_frames,
+        )
 
     def validate_variants(self) -> None:
         """How the ablation switches (paper Section 4.4-4.5, Appendix F.4) combine."""
-        _require(self.use_task_cross_attention or self.task_guidance == "cross_attention", "task_guidance",
-                 "'cross_attention' when use_task_cross_attention=False (there is no task path to concatenate)",
-                 self.task_guidance)
-        _require(self.objective == "flow_matching" or self.solver == "euler", "solver",
-                 f"'euler' (the default) with objective={self.objective!r}: ODE solvers apply to flow_matching only "
-                 "(diffusion samples with DDIM, regression predicts directly)", self.solver)
-        _require(self.objective != "regression" or self.num_samples == 1, "num_samples",
-                 "1 with objective='regression' (a deterministic head predicts one trajectory, K=1)", self.num_samples)
+        _require(
+            self.use_task_cross_attention or self.task_guidance == "cross_attention",
+            "task_guidance",
+            "'cross_attention' when use_task_cross_attention=False (there is no task path to concatenate)",
+            self.task_guidance,
+        )
+        _require(
+            self.objective == "flow_matching" or self.solver == "euler",
+            "solver",
+            f"'euler' (the default) with objective={self.objective!r}: ODE solvers apply to flow_matching only "
+            "(diffusion samples with DDIM, regression predicts directly)",
+            self.solver,
+        )
+        _require(
+            self.objective != "regression" or self.num_samples == 1,
+            "num_samples",
+            "1 with objective='regression' (a deterministic head predicts one trajectory, K=1)",
+            self.num_samples,
+        )
 
     # ------------------------------------------------------------------ derived switches
     @property
@@ -422,7 +462,7 @@ class GazeFlowConfig(PreTrainedConfig):
     @property
     def tokens_per_frame(self) -> int:
         """N, the spatial tokens per frame (16 x 16 = 256 for the default encoder)."""
-        return self.token_grid_size ** 2
+        return self.token_grid_size**2
 
     @property
     def tubelet_size(self) -> int:
@@ -433,14 +473,32 @@ class GazeFlowConfig(PreTrainedConfig):
     def tiny(cls, **overrides) -> "GazeFlowConfig":
         """A tiny random-weights configuration for tests, demos and CPU smoke runs (32x32 frames, 8-frame windows)."""
         encoder = VJEPA2Config(
-            crop_size=32, patch_size=16, tubelet_size=2, frames_per_clip=8, hidden_size=32, num_hidden_layers=2,
-            num_attention_heads=2, mlp_ratio=2.0, pred_hidden_size=16, pred_num_hidden_layers=1,
+            crop_size=32,
+            patch_size=16,
+            tubelet_size=2,
+            frames_per_clip=8,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            mlp_ratio=2.0,
+            pred_hidden_size=16,
+            pred_num_hidden_layers=1,
             pred_num_attention_heads=2,
         )
         defaults: dict[str, Any] = dict(
-            encoder_config=encoder, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-            num_spatial_layers=1, num_task_queries=2, num_frames=8, window_stride=4, num_samples=4, num_steps=3,
-            lora_r=4, lora_alpha=8,
+            encoder_config=encoder,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            num_spatial_layers=1,
+            num_task_queries=2,
+            num_frames=8,
+            window_stride=4,
+            num_samples=4,
+            num_steps=3,
+            lora_r=4,
+            lora_alpha=8,
         )
         if overrides.get("objective") == "regression":
             defaults["num_samples"] = 1
@@ -448,5 +506,14 @@ class GazeFlowConfig(PreTrainedConfig):
         return cls(**defaults)
 
 
-__all__ = ["GazeFlowConfig", "GazeFlowConfigError", "SOLVERS", "OBJECTIVES", "POSITION_ENCODINGS", "TASK_GUIDANCES",
-           "WINDOW_MODES", "FLOW_TIME_SAMPLINGS", "SPATIAL_ATTENTION_INITS"]
+__all__ = [
+    "GazeFlowConfig",
+    "GazeFlowConfigError",
+    "SOLVERS",
+    "OBJECTIVES",
+    "POSITION_ENCODINGS",
+    "TASK_GUIDANCES",
+    "WINDOW_MODES",
+    "FLOW_TIME_SAMPLINGS",
+    "SPATIAL_ATTENTION_INITS",
+]

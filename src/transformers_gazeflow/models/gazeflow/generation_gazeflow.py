@@ -79,10 +79,17 @@ class WindowedModel(Protocol):
 
     def build_condition(self, encoder_hidden_states: torch.Tensor, num_frames: int, **kwargs: Any) -> Any: ...
 
-    def velocity(self, sample: torch.Tensor, flow_time: Any, condition: Any, self_condition: torch.Tensor,
-                 time_embedding: torch.Tensor | None = None) -> torch.Tensor: ...
+    def velocity(
+        self,
+        sample: torch.Tensor,
+        flow_time: Any,
+        condition: Any,
+        self_condition: torch.Tensor,
+        time_embedding: torch.Tensor | None = None,
+    ) -> torch.Tensor: ...
 
     def embed_flow_time(self, flow_time: Any, batch: int, samples: int, device: torch.device) -> torch.Tensor: ...
+
 
 KNOWN_FRAMES_RELEASE = 0.9
 """Coherent windows hold the frames they share with earlier windows on their noised path until this far along the
@@ -107,8 +114,14 @@ class SamplingSettings:
     window_mode: str = "coherent"
 
     @classmethod
-    def resolve(cls, config: GazeFlowConfig, num_samples: int | None = None, num_steps: int | None = None,
-                solver: str | None = None, window_mode: str | None = None) -> SamplingSettings:
+    def resolve(
+        cls,
+        config: GazeFlowConfig,
+        num_samples: int | None = None,
+        num_steps: int | None = None,
+        solver: str | None = None,
+        window_mode: str | None = None,
+    ) -> SamplingSettings:
         """The settings of a sampling call: each argument left at None takes the model's default (``config``'s
         ``num_samples``, ``num_steps``, ``solver``, ``window_mode``); all are checked against the config's objective
         (one-line ``ValueError`` naming the argument)."""
@@ -126,8 +139,9 @@ class SamplingSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """The four fields as a dict (``num_samples``, ``num_steps``, ``solver``, ``window_mode``)."""
-        return dict(num_samples=self.num_samples, num_steps=self.num_steps, solver=self.solver,
-                    window_mode=self.window_mode)
+        return dict(
+            num_samples=self.num_samples, num_steps=self.num_steps, solver=self.solver, window_mode=self.window_mode
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- one window
@@ -141,8 +155,9 @@ class TimeEmbeddings:
         self.model = model
         self._embeddings: dict[tuple, torch.Tensor] = {}
 
-    def __call__(self, flow_time: float | torch.Tensor, batch: int, samples: int,
-                 device: torch.device) -> torch.Tensor | None:
+    def __call__(
+        self, flow_time: float | torch.Tensor, batch: int, samples: int, device: torch.device
+    ) -> torch.Tensor | None:
         if torch.is_tensor(flow_time):  # a traced or per-sample time: computed by the network itself
             return None
         key = (float(flow_time), batch, samples, str(device), _autocast_state(device.type))
@@ -159,27 +174,36 @@ def _autocast_state(device_type: str) -> tuple:
         return False, None
 
 
-def condition_velocity_fn(model: WindowedModel, condition: Any,
-                          time_embeddings: TimeEmbeddings | None = None) -> ModelFn:
+def condition_velocity_fn(
+    model: WindowedModel, condition: Any, time_embeddings: TimeEmbeddings | None = None
+) -> ModelFn:
     """v_theta at a window's condition, for all K samples at once; ``time_embeddings`` reuses E_time(s) across calls."""
 
     def velocity_fn(sample: torch.Tensor, flow_time: float, self_condition: torch.Tensor) -> torch.Tensor:
-        embedding = None if time_embeddings is None else time_embeddings(flow_time, sample.shape[0], sample.shape[1],
-                                                                        sample.device)
+        embedding = (
+            None
+            if time_embeddings is None
+            else time_embeddings(flow_time, sample.shape[0], sample.shape[1], sample.device)
+        )
         return model.velocity(sample, flow_time, condition, self_condition, time_embedding=embedding)
 
     return velocity_fn
 
 
-def cached_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int,
-                       time_embeddings: TimeEmbeddings | None = None) -> ModelFn:
+def cached_velocity_fn(
+    model: WindowedModel,
+    encoder_hidden_states: torch.Tensor,
+    num_frames: int,
+    time_embeddings: TimeEmbeddings | None = None,
+) -> ModelFn:
     """The fast path: the condition (c_v, c_task and every block's keys/values) is built once per clip here and
     reused by every call, for all K samples at once (never copied K times)."""
     return condition_velocity_fn(model, model.build_condition(encoder_hidden_states, num_frames), time_embeddings)
 
 
-def recompute_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int,
-                          num_samples: int) -> ModelFn:
+def recompute_velocity_fn(
+    model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int, num_samples: int
+) -> ModelFn:
     """The plain reference path, as the paper counts it (~100 GFLOPs per call): every call repeats the encoder
     tokens K times and recomputes W_proj, the per-frame spatial encoder, the task bank and all keys/values."""
     repeated = encoder_hidden_states.repeat_interleave(num_samples, dim=0)
@@ -194,8 +218,14 @@ def recompute_velocity_fn(model: WindowedModel, encoder_hidden_states: torch.Ten
     return velocity_fn
 
 
-def sample_with(model: WindowedModel, velocity_fn: ModelFn, noise: torch.Tensor, num_steps: int, solver: str,
-                known: torch.Tensor | None = None) -> torch.Tensor:
+def sample_with(
+    model: WindowedModel,
+    velocity_fn: ModelFn,
+    noise: torch.Tensor,
+    num_steps: int,
+    solver: str,
+    known: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Integrate ``velocity_fn`` from ``noise [B, K, T, 2]`` by the scheduler of the config's objective; ``known``
     ``[B, K, L, 2]``: the first L frames are already sampled (coherent windows, see :func:`sample_window`)."""
     scheduler = scheduler_for(model.config, num_steps, solver)
@@ -215,9 +245,16 @@ def sample_with(model: WindowedModel, velocity_fn: ModelFn, noise: torch.Tensor,
     return scheduler.sample(conditioned_fn, noise, project)
 
 
-def sample_window(model: WindowedModel, encoder_hidden_states: torch.Tensor, num_frames: int, noise: torch.Tensor,
-                  num_steps: int, solver: str, use_condition_cache: bool = True,
-                  known: torch.Tensor | None = None) -> torch.Tensor:
+def sample_window(
+    model: WindowedModel,
+    encoder_hidden_states: torch.Tensor,
+    num_frames: int,
+    noise: torch.Tensor,
+    num_steps: int,
+    solver: str,
+    use_condition_cache: bool = True,
+    known: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Trajectories ``[B, K, T, 2]`` in model coordinates for one window's encoder tokens and noise ``[B, K, T, 2]``,
     by the scheduler of the config's objective.
 
@@ -292,8 +329,9 @@ def _no_stage(name: str) -> AbstractContextManager:
     return contextlib.nullcontext()
 
 
-def draw_window_noises(count: int, shape: tuple[int, ...], generator: torch.Generator | None,
-                       device: torch.device) -> torch.Tensor:
+def draw_window_noises(
+    count: int, shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device
+) -> torch.Tensor:
     """The noise of ``count`` consecutive windows ``[count * B, K, W, 2]``, window i the i-th draw of ``shape`` from
     the generator (as one window at a time would draw it), moved to ``device`` in one copy that does not wait for the
     device (through pinned memory when drawn on the host for an accelerator)."""
@@ -306,10 +344,16 @@ def draw_window_noises(count: int, shape: tuple[int, ...], generator: torch.Gene
     return noise.to(device)
 
 
-def iter_window_predictions(model: WindowedModel, windows: Iterable[Sequence[Window]], settings: SamplingSettings,
-                            generator: torch.Generator | None = None, use_condition_cache: bool = True,
-                            skip_windows: int = 0, sampler: Callable[..., torch.Tensor] | None = None,
-                            stage: Stage = _no_stage) -> Iterator[SampledFrames]:
+def iter_window_predictions(
+    model: WindowedModel,
+    windows: Iterable[Sequence[Window]],
+    settings: SamplingSettings,
+    generator: torch.Generator | None = None,
+    use_condition_cache: bool = True,
+    skip_windows: int = 0,
+    sampler: Callable[..., torch.Tensor] | None = None,
+    stage: Stage = _no_stage,
+) -> Iterator[SampledFrames]:
     """Sample and stitch windows, yielding finished frames in order (together they cover the clip once).
 
     ``windows`` yields batches of windows in order of their starts (as ``window_starts`` gives them), each window
@@ -350,13 +394,17 @@ def iter_window_predictions(model: WindowedModel, windows: Iterable[Sequence[Win
         with stage("sample"):
             noises = draw_window_noises(len(batch), shape, generator, device).split(clips)
             if not coherent:  # independent windows: sampled together
-                sampled = _sample_batch(model, sampler, condition, encoder_tokens, torch.cat(noises), settings,
-                                        use_condition_cache).split(clips)
+                sampled = _sample_batch(
+                    model, sampler, condition, encoder_tokens, torch.cat(noises), settings, use_condition_cache
+                ).split(clips)
             for index, ((start, clip), noise) in enumerate(zip(batch, noises)):
                 if coherent:  # each window conditioned on the frames stitched so far, the previous ones included
                     rows = slice(index * clips, (index + 1) * clips)
-                    window_sampler = (partial(sampler, condition.select_clips(rows)) if use_condition_cache else
-                                      partial(_sample_recomputed, model, encoder_tokens[rows], settings))
+                    window_sampler = (
+                        partial(sampler, condition.select_clips(rows))
+                        if use_condition_cache
+                        else partial(_sample_recomputed, model, encoder_tokens[rows], settings)
+                    )
                     values = sample_coherent_window(window_sampler, noise, blender, noise_of_frames, start)
                 else:
                     values = sampled[index]
@@ -369,29 +417,53 @@ def iter_window_predictions(model: WindowedModel, windows: Iterable[Sequence[Win
     yield finished(blender.emitted, blender.finish(clip_end))
 
 
-def _sample_recomputed(model: WindowedModel, encoder_tokens: torch.Tensor, settings: SamplingSettings,
-                       noise: torch.Tensor, known: torch.Tensor | None = None) -> torch.Tensor:
+def _sample_recomputed(
+    model: WindowedModel,
+    encoder_tokens: torch.Tensor,
+    settings: SamplingSettings,
+    noise: torch.Tensor,
+    known: torch.Tensor | None = None,
+) -> torch.Tensor:
     """One window on the plain reference path (the condition recomputed at every call)."""
-    return sample_window(model, encoder_tokens, model.config.num_frames, noise, settings.num_steps, settings.solver,
-                         use_condition_cache=False, known=known)
+    return sample_window(
+        model,
+        encoder_tokens,
+        model.config.num_frames,
+        noise,
+        settings.num_steps,
+        settings.solver,
+        use_condition_cache=False,
+        known=known,
+    )
 
 
-def _sample_batch(model: WindowedModel, sampler: Callable[..., torch.Tensor], condition: Any,
-                  encoder_tokens: torch.Tensor, noise: torch.Tensor, settings: SamplingSettings,
-                  use_condition_cache: bool) -> torch.Tensor:
+def _sample_batch(
+    model: WindowedModel,
+    sampler: Callable[..., torch.Tensor],
+    condition: Any,
+    encoder_tokens: torch.Tensor,
+    noise: torch.Tensor,
+    settings: SamplingSettings,
+    use_condition_cache: bool,
+) -> torch.Tensor:
     if use_condition_cache:
         return sampler(condition, noise)
     return _sample_recomputed(model, encoder_tokens, settings, noise)
 
 
-def sample_coherent_window(window_sampler: Callable[..., torch.Tensor], noise: torch.Tensor,
-                           stitched: StreamingBlender, noise_of_frames: StreamingBlender, start: int) -> torch.Tensor:
+def sample_coherent_window(
+    window_sampler: Callable[..., torch.Tensor],
+    noise: torch.Tensor,
+    stitched: StreamingBlender,
+    noise_of_frames: StreamingBlender,
+    start: int,
+) -> torch.Tensor:
     """One coherent window starting at ``start``: its overlap with the frames stitched so far (``stitched``) is known,
     and sampled from the same noise (``noise_of_frames``, which then records this window's noise).
     ``window_sampler(noise, known)`` samples the window."""
     known = stitched.overlap(start)
     if known is not None:
-        noise = torch.cat([noise_of_frames.overlap(start), noise[:, :, known.shape[2]:]], dim=2)
+        noise = torch.cat([noise_of_frames.overlap(start), noise[:, :, known.shape[2] :]], dim=2)
     noise_of_frames.push(noise, start)
     return window_sampler(noise, known)
 
@@ -417,8 +489,10 @@ def generate_trajectories(
     """
     settings = settings if settings is not None else SamplingSettings.resolve(model.config)
     if (pixel_values_videos is None) == (encoder_hidden_states is None):
-        raise ValueError("generate: give exactly one of `pixel_values_videos` [B, T, 3, S, S] or "
-                         "`encoder_hidden_states` [B, G * N, D]")
+        raise ValueError(
+            "generate: give exactly one of `pixel_values_videos` [B, T, 3, S, S] or "
+            "`encoder_hidden_states` [B, G * N, D]"
+        )
     if not isinstance(window_batch_size, int) or window_batch_size < 1:
         raise ValueError(f"`window_batch_size` must be an int >= 1, got {window_batch_size!r}")
     config = model.config
@@ -427,23 +501,35 @@ def generate_trajectories(
     if encoder_hidden_states is not None:
         tokens = config.tokens_per_frame
         if encoder_hidden_states.dim() != 3 or encoder_hidden_states.shape[1] % tokens != 0:
-            raise ValueError(f"`encoder_hidden_states` must be [batch, tubelets * {tokens}, "
-                             f"{config.encoder_config.hidden_size}], got {tuple(encoder_hidden_states.shape)}")
+            raise ValueError(
+                f"`encoder_hidden_states` must be [batch, tubelets * {tokens}, "
+                f"{config.encoder_config.hidden_size}], got {tuple(encoder_hidden_states.shape)}"
+            )
         num_frames = encoder_hidden_states.shape[1] // tokens * config.frames_per_encoder_group
         noise = draw_noise((encoder_hidden_states.shape[0], settings.num_samples, num_frames, 2), generator, device)
-        sampled = sample_window(model, encoder_hidden_states.to(device), num_frames, noise, settings.num_steps,
-                                settings.solver, use_condition_cache)
+        sampled = sample_window(
+            model,
+            encoder_hidden_states.to(device),
+            num_frames,
+            noise,
+            settings.num_steps,
+            settings.solver,
+            use_condition_cache,
+        )
         trajectories, mean = to_unit_predictions(sampled)
         return SampledFrames(start=0, trajectories=trajectories, mean=mean)
 
     check_pixel_values(pixel_values_videos, config)
     total_frames = pixel_values_videos.shape[1]
     starts = window_starts(total_frames, config.num_frames, config.window_stride)
-    windows = [(start, pixel_values_videos[:, start:start + config.num_frames]) for start in starts]
-    batches = (windows[i:i + window_batch_size] for i in range(0, len(windows), window_batch_size))
+    windows = [(start, pixel_values_videos[:, start : start + config.num_frames]) for start in starts]
+    batches = (windows[i : i + window_batch_size] for i in range(0, len(windows), window_batch_size))
     pieces = list(iter_window_predictions(model, batches, settings, generator, use_condition_cache))
-    return SampledFrames(start=0, trajectories=torch.cat([p.trajectories for p in pieces], dim=2),
-                         mean=torch.cat([p.mean for p in pieces], dim=1))
+    return SampledFrames(
+        start=0,
+        trajectories=torch.cat([p.trajectories for p in pieces], dim=2),
+        mean=torch.cat([p.mean for p in pieces], dim=1),
+    )
 
 
 __all__ = [

@@ -49,8 +49,9 @@ def mirror_unit_horizontally(points: ArrayLike) -> ArrayLike:
     return mirrored
 
 
-def patch_centres(grid_size: int, device: torch.device | str | None = None,
-                  dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def patch_centres(
+    grid_size: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """Model coordinates ``[N, 2]`` (``N = grid_size ** 2``) of the centres of a ``grid_size x grid_size`` token
     grid over the whole frame, in the encoder's token order (row-major: token ``row * grid_size + col`` covers
     columns ``[col, col + 1) / grid_size`` and rows ``[row, row + 1) / grid_size`` of the frame, in unit
@@ -66,8 +67,9 @@ def _frame_size(width: float, height: float, like: ArrayLike) -> ArrayLike:
     if width <= 0 or height <= 0:
         raise ValueError(f"frame size must be positive, got width={width}, height={height}")
     if isinstance(like, torch.Tensor):
-        return torch.tensor([width, height], dtype=like.dtype if like.is_floating_point() else torch.float32,
-                            device=like.device)
+        return torch.tensor(
+            [width, height], dtype=like.dtype if like.is_floating_point() else torch.float32, device=like.device
+        )
     return np.asarray([width, height], dtype=np.float64)
 
 
@@ -128,21 +130,32 @@ class PinholeCamera:
             raise ValueError(f"frame size must be positive, got width={self.width}, height={self.height}")
 
     @classmethod
-    def from_fov(cls, width: int, height: int, horizontal_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
-                 vertical_deg: float | None = None) -> PinholeCamera:
+    def from_fov(
+        cls,
+        width: int,
+        height: int,
+        horizontal_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
+        vertical_deg: float | None = None,
+    ) -> PinholeCamera:
         """The camera of a ``width x height`` frame seeing ``horizontal_deg`` across (``vertical_deg`` top to
         bottom; None: square pixels, ``fy = fx``), principal point at the centre: ``fx = (W / 2) / tan(h / 2)``."""
         fx = (width / 2) / math.tan(math.radians(check_fov(horizontal_deg, "horizontal")) / 2)
-        fy = fx if vertical_deg is None else (height / 2) / math.tan(math.radians(check_fov(vertical_deg,
-                                                                                           "vertical")) / 2)
+        fy = (
+            fx
+            if vertical_deg is None
+            else (height / 2) / math.tan(math.radians(check_fov(vertical_deg, "vertical")) / 2)
+        )
         return cls(fx, fy, width / 2, height / 2, int(width), int(height))
 
     def for_frame(self, width: int, height: int) -> PinholeCamera:
         """These intrinsics for a ``width x height`` frame: unchanged without a recorded size or at the same size;
         scaled by ``width / self.width`` and ``height / self.height`` otherwise (the same view, resized)."""
         if self.width is None or (int(width), int(height)) == (self.width, self.height):
-            return self if self.width is not None else PinholeCamera(self.fx, self.fy, self.cx, self.cy, int(width),
-                                                                     int(height))
+            return (
+                self
+                if self.width is not None
+                else PinholeCamera(self.fx, self.fy, self.cx, self.cy, int(width), int(height))
+            )
         sx, sy = width / self.width, height / self.height
         return PinholeCamera(self.fx * sx, self.fy * sy, self.cx * sx, self.cy * sy, int(width), int(height))
 
@@ -169,8 +182,14 @@ class PinholeCamera:
 
     def angle_between_deg(self, a_px: ArrayLike, b_px: ArrayLike) -> ArrayLike:
         """The angle (degrees) between the rays of pixel points ``a_px`` and ``b_px`` ``[..., 2]`` -> ``[...]``."""
-        return ray_angle_deg(a_px[..., 0] - self.cx, a_px[..., 1] - self.cy, b_px[..., 0] - self.cx,
-                             b_px[..., 1] - self.cy, self.fx, self.fy)
+        return ray_angle_deg(
+            a_px[..., 0] - self.cx,
+            a_px[..., 1] - self.cy,
+            b_px[..., 0] - self.cx,
+            b_px[..., 1] - self.cy,
+            self.fx,
+            self.fy,
+        )
 
     def to_dict(self) -> dict:
         """``fx, fy, cx, cy`` (and ``width, height`` when known) as plain numbers, for JSON."""
@@ -197,8 +216,10 @@ class FieldOfView:
         return PinholeCamera.from_fov(width, height, self.horizontal_deg, self.vertical_deg)
 
     def to_dict(self) -> dict:
-        return {"horizontal_fov_deg": float(self.horizontal_deg),
-                "vertical_fov_deg": None if self.vertical_deg is None else float(self.vertical_deg)}
+        return {
+            "horizontal_fov_deg": float(self.horizontal_deg),
+            "vertical_fov_deg": None if self.vertical_deg is None else float(self.vertical_deg),
+        }
 
 
 def check_fov(degrees: float, which: str = "horizontal") -> float:
@@ -209,8 +230,9 @@ def check_fov(degrees: float, which: str = "horizontal") -> float:
     return value
 
 
-def ray_angle_deg(ax: ArrayLike, ay: ArrayLike, bx: ArrayLike, by: ArrayLike, fx: float,
-                  fy: float | None = None) -> ArrayLike:
+def ray_angle_deg(
+    ax: ArrayLike, ay: ArrayLike, bx: ArrayLike, by: ArrayLike, fx: float, fy: float | None = None
+) -> ArrayLike:
     """The angle (degrees) between the rays of two image points given as offsets from the principal point in
     pixels, under focal lengths ``fx, fy`` (``fy`` None: ``fx``): rays ``(x, y * fx / fy, fx)``, angle
     ``atan2(|r1 x r2|, r1 . r2)`` (accurate at every angle, unlike ``acos`` of the normalised dot product). Torch
@@ -226,7 +248,17 @@ def ray_angle_deg(ax: ArrayLike, ay: ArrayLike, bx: ArrayLike, by: ArrayLike, fx
     return xp.rad2deg(xp.arctan2(cross, dot))
 
 
-__all__ = ["unit_to_model", "model_to_unit", "unit_to_pixels", "pixels_to_unit", "clamp_unit",
-           "mirror_unit_horizontally", "patch_centres", "DEFAULT_HORIZONTAL_FOV_DEG", "PinholeCamera", "FieldOfView",
-           "check_fov",
-           "ray_angle_deg"]
+__all__ = [
+    "unit_to_model",
+    "model_to_unit",
+    "unit_to_pixels",
+    "pixels_to_unit",
+    "clamp_unit",
+    "mirror_unit_horizontally",
+    "patch_centres",
+    "DEFAULT_HORIZONTAL_FOV_DEG",
+    "PinholeCamera",
+    "FieldOfView",
+    "check_fov",
+    "ray_angle_deg",
+]

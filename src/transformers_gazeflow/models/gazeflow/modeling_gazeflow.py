@@ -85,20 +85,29 @@ class GazeFlowVelocityNetwork(nn.Module):
         self.coordinate_embedding = GazeFlowSinusoidalMLP(2, config.hidden_size, COORDINATE_EMBEDDING_SCALE)
         self.time_embedding = GazeFlowSinusoidalMLP(1, config.hidden_size, TIME_EMBEDDING_SCALE)
         self.self_condition_embedding = GazeFlowSinusoidalMLP(2, config.hidden_size, COORDINATE_EMBEDDING_SCALE)
-        self.rotary_embedding = GazeFlowRotaryEmbedding(config.head_dim, config.rope_theta) \
-            if config.position_encoding == "rope" else None
+        self.rotary_embedding = (
+            GazeFlowRotaryEmbedding(config.head_dim, config.rope_theta) if config.position_encoding == "rope" else None
+        )
         self.frame_position = GazeFlowLearnedFramePosition(config) if config.position_encoding == "learned" else None
-        self.task_concat = GazeFlowTaskConcat(config) if config.use_task_cross_attention and \
-            config.task_guidance == "concat" else None
+        self.task_concat = (
+            GazeFlowTaskConcat(config) if config.use_task_cross_attention and config.task_guidance == "concat" else None
+        )
         self.blocks = nn.ModuleList([GazeFlowDenoiserBlock(config) for _ in range(config.num_hidden_layers)])
         self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.output_head = nn.Linear(config.hidden_size, 2)
 
-    def forward(self, sample: torch.Tensor, flow_time: torch.Tensor | None, self_condition: torch.Tensor,
-                condition: GazeFlowCondition, positions: torch.Tensor | None = None,
-                caches: list[GazeFlowKeyValueCache] | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False, time_embedding: torch.Tensor | None = None,
-                ) -> torch.Tensor | GazeFlowVelocityOutput:
+    def forward(
+        self,
+        sample: torch.Tensor,
+        flow_time: torch.Tensor | None,
+        self_condition: torch.Tensor,
+        condition: GazeFlowCondition,
+        positions: torch.Tensor | None = None,
+        caches: list[GazeFlowKeyValueCache] | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        time_embedding: torch.Tensor | None = None,
+    ) -> torch.Tensor | GazeFlowVelocityOutput:
         """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns the velocity
         ``[B, K, T, 2]``, or a :class:`GazeFlowVelocityOutput` with ``output_attentions`` / ``output_hidden_states``.
 
@@ -112,33 +121,48 @@ class GazeFlowVelocityNetwork(nn.Module):
         batch, samples, frames, _ = sample.shape
         if time_embedding is None:
             time_embedding = self.time_embedding(flow_time)
-        hidden = (embed_gaze(self.coordinate_embedding, self.self_condition_embedding, sample, self_condition)
-                  + time_embedding.unsqueeze(2))
+        hidden = embed_gaze(
+            self.coordinate_embedding, self.self_condition_embedding, sample, self_condition
+        ) + time_embedding.unsqueeze(2)
         if self.frame_position is not None and positions is None and not torch.compiler.is_compiling():
             self.frame_position.check_last_position(frames - 1)  # a Python int: no device read
         if self.frame_position is not None:
-            hidden = self.frame_position(hidden, torch.arange(frames, device=sample.device) if positions is None
-                                         else positions)
+            hidden = self.frame_position(
+                hidden, torch.arange(frames, device=sample.device) if positions is None else positions
+            )
         if self.task_concat is not None:
             hidden = self.task_concat(hidden, condition.task_tokens, condition.frames_per_group)
         rotary_cos, rotary_sin = None, None
         if self.rotary_embedding is not None:  # the query and key heads side by side: [T, 2 d]
             heads = 2 * self.blocks[0].self_attention.num_heads
-            rotary_cos, rotary_sin = self.rotary_embedding.tiled(self.rotary_embedding.signed(positions), heads,
-                                                                 hidden.dtype) if positions is not None \
+            rotary_cos, rotary_sin = (
+                self.rotary_embedding.tiled(self.rotary_embedding.signed(positions), heads, hidden.dtype)
+                if positions is not None
                 else self.rotary_embedding.table(frames, sample.device, heads, hidden.dtype)
+            )
         mask = causal_attention_mask(frames, sample.device) if self.causal and caches is None else None
 
         all_hidden_states = [hidden] if output_hidden_states else None
         all_attentions = ([], [], []) if output_attentions else None  # self, visual cross, task cross
         caches = caches if caches is not None else [None] * len(self.blocks)
-        for block, visual_kv, task_kv, cache in zip(self.blocks, condition.visual_key_values,
-                                                    condition.task_key_values, caches):
+        for block, visual_kv, task_kv, cache in zip(
+            self.blocks, condition.visual_key_values, condition.task_key_values, caches
+        ):
             visual_key, visual_value = visual_kv if visual_kv is not None else (None, None)
             task_key, task_value = task_kv if task_kv is not None else (None, None)
             # every tensor positional: reentrant gradient checkpointing passes gradients to positional inputs only
-            hidden, *weights = block(hidden, visual_key, visual_value, task_key, task_value, rotary_cos, rotary_sin,
-                                     mask, cache=cache, output_attentions=output_attentions)
+            hidden, *weights = block(
+                hidden,
+                visual_key,
+                visual_value,
+                task_key,
+                task_value,
+                rotary_cos,
+                rotary_sin,
+                mask,
+                cache=cache,
+                output_attentions=output_attentions,
+            )
             if output_hidden_states:
                 all_hidden_states.append(hidden)
             if output_attentions:
@@ -148,11 +172,16 @@ class GazeFlowVelocityNetwork(nn.Module):
         velocity = linear_rows(self, (self.output_head,), rows).view(batch, samples, frames, -1)
         if not (output_attentions or output_hidden_states):
             return velocity
-        self_weights, visual_weights, task_weights = (tuple(w) for w in all_attentions) if output_attentions \
-            else (None, None, None)
+        self_weights, visual_weights, task_weights = (
+            (tuple(w) for w in all_attentions) if output_attentions else (None, None, None)
+        )
         return GazeFlowVelocityOutput(
-            velocity=velocity, hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
-            attentions=self_weights, visual_cross_attentions=visual_weights, task_cross_attentions=task_weights)
+            velocity=velocity,
+            hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
+            attentions=self_weights,
+            visual_cross_attentions=visual_weights,
+            task_cross_attentions=task_weights,
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- model
@@ -224,8 +253,10 @@ def _is_plain_encoder_checkpoint(keys: set[str], lora_targets: list[str]) -> boo
     """Whether checkpoint ``keys`` hold the encoder's LoRA target layers under their plain names (no adapters)."""
     if any("lora_" in key or ".base_layer." in key for key in keys):
         return False
-    return any(key.startswith("video_encoder.") and key.endswith(".weight") and key.split(".")[-2] in lora_targets
-               for key in keys)
+    return any(
+        key.startswith("video_encoder.") and key.endswith(".weight") and key.split(".")[-2] in lora_targets
+        for key in keys
+    )
 
 
 class GazeFlowModel(GazeFlowPreTrainedModel):
@@ -249,8 +280,9 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         # a PreTrainedModel of `config.encoder_config`: transformers resolves its attention implementation
         self.video_encoder = GazeFlowVideoEncoder(config.encoder_config)
         if config.use_lora:  # before post_init: the adapters are initialised (B = 0) by `_init_weights` with the rest
-            self.video_encoder.add_lora(config.lora_r, config.lora_alpha, config.lora_dropout,
-                                        config.lora_target_modules)
+            self.video_encoder.add_lora(
+                config.lora_r, config.lora_alpha, config.lora_dropout, config.lora_target_modules
+            )
         self.condition_encoder = GazeFlowConditionEncoder(config)
         self.velocity_network = GazeFlowVelocityNetwork(config)
         self.post_init()
@@ -292,7 +324,8 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         model.add_lora()
         if isinstance(loaded, tuple):
             loaded[1]["missing_keys"] = set(loaded[1]["missing_keys"]) | {
-                name for name, _ in model.named_parameters() if "lora_" in name}
+                name for name, _ in model.named_parameters() if "lora_" in name
+            }
         return loaded
 
     # ------------------------------------------------------------------ encoder, LoRA, trainability
@@ -335,8 +368,9 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         source = VJEPA2Model.from_pretrained(vjepa2_name_or_path, **from_pretrained_kwargs)
         self.video_encoder.vjepa2.load_state_dict(source.encoder.state_dict())
 
-    def encode_video(self, pixel_values_videos: torch.Tensor, output_attentions: bool = False,
-                     output_hidden_states: bool = False) -> torch.Tensor | BaseModelOutput:
+    def encode_video(
+        self, pixel_values_videos: torch.Tensor, output_attentions: bool = False, output_hidden_states: bool = False
+    ) -> torch.Tensor | BaseModelOutput:
         """Encoder tokens ``[B, (T / tubelet) * N, D]`` of normalised frames ``[B, T, 3, S, S]`` (a
         ``BaseModelOutput`` with every layer's states / weights when asked; see :class:`GazeFlowVideoEncoder`).
 
@@ -349,13 +383,19 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         flags = dict(output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         with torch.set_grad_enabled(needs_grad):
             if self.config.causal:
-                return encode_video_causal(self.video_encoder, pixel_values_videos, self.config.causal_encoder_frames,
-                                           self.config.tokens_per_frame, **flags)
+                return encode_video_causal(
+                    self.video_encoder,
+                    pixel_values_videos,
+                    self.config.causal_encoder_frames,
+                    self.config.tokens_per_frame,
+                    **flags,
+                )
             return self.video_encoder(pixel_values_videos, **flags)
 
     # ------------------------------------------------------------------ condition
-    def build_condition(self, encoder_hidden_states: torch.Tensor, num_frames: int,
-                        share_group_tokens: bool = True) -> GazeFlowCondition:
+    def build_condition(
+        self, encoder_hidden_states: torch.Tensor, num_frames: int, share_group_tokens: bool = True
+    ) -> GazeFlowCondition:
         """The per-clip condition c = (c_v, c_task) and every block's visual/task keys and values.
 
         ``encoder_hidden_states`` ``[B, (T / tubelet) * N, D]`` are the encoder's tokens of a T-frame window; frame
@@ -367,8 +407,12 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         return self.encode_condition(encoder_hidden_states, num_frames, share_group_tokens)[0]
 
     def encode_condition(
-        self, encoder_hidden_states: torch.Tensor, num_frames: int, share_group_tokens: bool = True,
-        output_attentions: bool = False, output_hidden_states: bool = False,
+        self,
+        encoder_hidden_states: torch.Tensor,
+        num_frames: int,
+        share_group_tokens: bool = True,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
     ) -> tuple[GazeFlowCondition, GazeFlowConditionEncoderOutput]:
         """:meth:`build_condition`, also returning the condition encoder's output (c_v, c_task and, when asked, the
         spatial encoder's and task bank's states / weights)."""
@@ -384,8 +428,9 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         condition = self.condition_from_tokens(encoded.visual_tokens, encoded.task_tokens, num_frames, frames_per_group)
         return condition, encoded
 
-    def condition_from_tokens(self, visual_tokens: torch.Tensor, task_tokens: torch.Tensor | None, num_frames: int,
-                              frames_per_group: int) -> GazeFlowCondition:
+    def condition_from_tokens(
+        self, visual_tokens: torch.Tensor, task_tokens: torch.Tensor | None, num_frames: int, frames_per_group: int
+    ) -> GazeFlowCondition:
         """Every block's keys/values of c_v (``[B, G, H, N, d_h]``) and c_task (``[B, H, M + 1, d_h]``, or per group
         ``[B, G, H, M + 1, d_h]``), only for the sub-layers the block has."""
         task_per_frame = task_tokens is not None and task_tokens.dim() == 4
@@ -394,13 +439,20 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             visual, task = block.visual_attention, block.task_attention
             visual_kv.append(visual.project_key_value(visual_tokens) if visual is not None else None)
             task_kv.append(task.project_key_value(task_tokens) if task is not None else None)
-        return GazeFlowCondition(visual_tokens, task_tokens, tuple(visual_kv), tuple(task_kv), num_frames,
-                                 frames_per_group, task_per_frame)
+        return GazeFlowCondition(
+            visual_tokens, task_tokens, tuple(visual_kv), tuple(task_kv), num_frames, frames_per_group, task_per_frame
+        )
 
-    def velocity(self, sample: torch.Tensor, flow_time: torch.Tensor | float, condition: GazeFlowCondition,
-                 self_condition: torch.Tensor | None = None, output_attentions: bool = False,
-                 output_hidden_states: bool = False,
-                 time_embedding: torch.Tensor | None = None) -> torch.Tensor | GazeFlowVelocityOutput:
+    def velocity(
+        self,
+        sample: torch.Tensor,
+        flow_time: torch.Tensor | float,
+        condition: GazeFlowCondition,
+        self_condition: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        time_embedding: torch.Tensor | None = None,
+    ) -> torch.Tensor | GazeFlowVelocityOutput:
         """v_theta(x_s, s, c): ``sample [B, K, T, 2]`` (model coordinates), ``flow_time`` s as a float or
         ``[B, K]``, ``self_condition`` x1_hat ``[B, K, T, 2]`` (zeros when None). Returns ``[B, K, T, 2]``, or with
         ``output_attentions`` / ``output_hidden_states`` a :class:`GazeFlowVelocityOutput` holding every block's
@@ -418,12 +470,19 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             flow_time = flow_time_tensor(flow_time, batch, samples, sample.device)
         if self_condition is None:
             self_condition = torch.zeros_like(sample)
-        return self.velocity_network(sample, flow_time, self_condition, condition,
-                                     output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                                     time_embedding=time_embedding)
+        return self.velocity_network(
+            sample,
+            flow_time,
+            self_condition,
+            condition,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            time_embedding=time_embedding,
+        )
 
-    def embed_flow_time(self, flow_time: torch.Tensor | float, batch: int, samples: int,
-                        device: torch.device) -> torch.Tensor:
+    def embed_flow_time(
+        self, flow_time: torch.Tensor | float, batch: int, samples: int, device: torch.device
+    ) -> torch.Tensor:
         """E_time(s) ``[B, K, d]`` exactly as :meth:`velocity` computes it for ``flow_time`` (a float or ``[B, K]``),
         for callers that evaluate the network at the same time many times."""
         return self.velocity_network.time_embedding(flow_time_tensor(flow_time, batch, samples, device))
@@ -465,12 +524,15 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
-        output_hidden_states = output_hidden_states if output_hidden_states is not None \
-            else self.config.output_hidden_states
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
         flags = dict(output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         if gaze is None:
-            raise ValueError("forward: `gaze` [B, T, 2] is required (it computes the training loss); "
-                             "use `generate()` to sample trajectories")
+            raise ValueError(
+                "forward: `gaze` [B, T, 2] is required (it computes the training loss); "
+                "use `generate()` to sample trajectories"
+            )
         gaze, valid_mask = check_training_targets(gaze, valid_mask)
         batch, frames, _ = gaze.shape
         encoder_outputs = BaseModelOutput()
@@ -479,8 +541,10 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 raise ValueError("forward: give `pixel_values_videos` [B, T, 3, S, S] or `encoder_hidden_states`")
             check_pixel_values(pixel_values_videos, self.config)
             if pixel_values_videos.shape[:2] != (batch, frames):
-                raise ValueError(f"forward: `pixel_values_videos` has {tuple(pixel_values_videos.shape[:2])} "
-                                 f"(batch, frames) but `gaze` has {(batch, frames)}")
+                raise ValueError(
+                    f"forward: `pixel_values_videos` has {tuple(pixel_values_videos.shape[:2])} "
+                    f"(batch, frames) but `gaze` has {(batch, frames)}"
+                )
             encoder_hidden_states = self.encode_video(pixel_values_videos, **flags)
             if isinstance(encoder_hidden_states, BaseModelOutput):
                 encoder_outputs, encoder_hidden_states = encoder_hidden_states, encoder_hidden_states.last_hidden_state
@@ -493,23 +557,29 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             ground_loss = self.grounding_loss(grounding_logits, gaze, valid_mask)
             loss = loss + self.config.grounding_loss_weight * ground_loss
         output = GazeFlowModelOutput(
-            loss=loss, predicted_velocity=result.prediction, target_velocity=result.target,
-            flow_time=result.time, encoder_hidden_states=encoder_outputs.hidden_states,
+            loss=loss,
+            predicted_velocity=result.prediction,
+            target_velocity=result.target,
+            flow_time=result.time,
+            encoder_hidden_states=encoder_outputs.hidden_states,
             encoder_attentions=encoder_outputs.attentions,
             spatial_hidden_states=condition_outputs.spatial_hidden_states,
             spatial_attentions=condition_outputs.spatial_attentions,
             task_bank_attentions=condition_outputs.task_bank_attentions if output_attentions else None,
             temporal_attentions=condition_outputs.temporal_attentions,
-            hidden_states=velocity_outputs.hidden_states, attentions=velocity_outputs.attentions,
+            hidden_states=velocity_outputs.hidden_states,
+            attentions=velocity_outputs.attentions,
             visual_cross_attentions=velocity_outputs.visual_cross_attentions,
             task_cross_attentions=velocity_outputs.task_cross_attentions,
-            objective_loss=result.loss if ground_loss is not None else None, grounding_loss=ground_loss,
+            objective_loss=result.loss if ground_loss is not None else None,
+            grounding_loss=ground_loss,
             grounding_logits=grounding_logits,
         )
         return output if return_dict else output.to_tuple()
 
-    def grounding_loss(self, grounding_logits: torch.Tensor, gaze: torch.Tensor,
-                       valid_mask: torch.Tensor) -> torch.Tensor:
+    def grounding_loss(
+        self, grounding_logits: torch.Tensor, gaze: torch.Tensor, valid_mask: torch.Tensor
+    ) -> torch.Tensor:
         """L_ground of ``grounding_logits [B, G, N]`` against ``gaze [B, T, 2]`` (model coordinates) on the
         ``valid_mask [B, T]`` frames: the target is a Gaussian of ``config.grounding_sigma`` patch widths around
         each frame's gaze over the token grid (see ``modeling_gazeflow_objectives.grounding_loss``)."""
@@ -551,8 +621,12 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         settings = SamplingSettings.resolve(self.config, num_samples, num_steps, solver, window_mode)
         sampled = generate_trajectories(
-            self, pixel_values_videos=pixel_values_videos, encoder_hidden_states=encoder_hidden_states,
-            settings=settings, generator=generator, window_batch_size=window_batch_size,
+            self,
+            pixel_values_videos=pixel_values_videos,
+            encoder_hidden_states=encoder_hidden_states,
+            settings=settings,
+            generator=generator,
+            window_batch_size=window_batch_size,
         )
         output = GazeFlowGenerationOutput(trajectories=sampled.trajectories, mean=sampled.mean)
         return output if return_dict else output.to_tuple()

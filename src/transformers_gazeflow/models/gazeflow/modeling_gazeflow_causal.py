@@ -39,15 +39,23 @@ def causal_encoder_windows(pixel_values_videos: torch.Tensor, window: int) -> to
     """The causal window of every frame: ``[B, T, 3, S, S] -> [B * T, window, 3, S, S]``, window t holding frames
     ``t - window + 1 .. t`` (indices below 0 read frame 0)."""
     batch, frames = pixel_values_videos.shape[:2]
-    index = torch.arange(frames, device=pixel_values_videos.device)[:, None] + torch.arange(
-        1 - window, 1, device=pixel_values_videos.device)[None, :]
+    index = (
+        torch.arange(frames, device=pixel_values_videos.device)[:, None]
+        + torch.arange(1 - window, 1, device=pixel_values_videos.device)[None, :]
+    )
     windows = pixel_values_videos[:, index.clamp_min(0)]  # [B, T, window, 3, S, S]
     return windows.reshape(batch * frames, window, *pixel_values_videos.shape[2:])
 
 
-def encode_video_causal(video_encoder: VideoEncoder, pixel_values_videos: torch.Tensor, window: int,
-                        tokens_per_frame: int, frames_per_chunk: int = 64, output_attentions: bool = False,
-                        output_hidden_states: bool = False) -> torch.Tensor | BaseModelOutput:
+def encode_video_causal(
+    video_encoder: VideoEncoder,
+    pixel_values_videos: torch.Tensor,
+    window: int,
+    tokens_per_frame: int,
+    frames_per_chunk: int = 64,
+    output_attentions: bool = False,
+    output_hidden_states: bool = False,
+) -> torch.Tensor | BaseModelOutput:
     """Per-frame causal encoder tokens ``[B, T * N, D]``: frame t's N tokens are the last tubelet's tokens of the
     encoder run on frames ``t - window + 1 .. t`` only. Windows are encoded ``frames_per_chunk`` at a time.
 
@@ -68,15 +76,19 @@ def encode_video_causal(video_encoder: VideoEncoder, pixel_values_videos: torch.
     def per_layer(name: str) -> tuple[torch.Tensor, ...] | None:
         if getattr(outputs[0], name) is None:
             return None
-        return tuple(torch.cat(layer) if layer[0] is not None else None
-                     for layer in zip(*(getattr(out, name) for out in outputs)))
+        return tuple(
+            torch.cat(layer) if layer[0] is not None else None
+            for layer in zip(*(getattr(out, name) for out in outputs))
+        )
 
-    return BaseModelOutput(last_hidden_state=tokens, hidden_states=per_layer("hidden_states"),
-                           attentions=per_layer("attentions"))
+    return BaseModelOutput(
+        last_hidden_state=tokens, hidden_states=per_layer("hidden_states"), attentions=per_layer("attentions")
+    )
 
 
-def encode_frame_causal(video_encoder: VideoEncoder, recent_frames: torch.Tensor, window: int,
-                        tokens_per_frame: int) -> torch.Tensor:
+def encode_frame_causal(
+    video_encoder: VideoEncoder, recent_frames: torch.Tensor, window: int, tokens_per_frame: int
+) -> torch.Tensor:
     """Encoder tokens ``[B, N, D]`` of the newest frame from its causal window (the streamer's per-frame call).
 
     ``recent_frames [B, t', 3, S, S]`` are the last ``t' <= window`` frames seen, the newest last; a stream shorter
@@ -84,13 +96,15 @@ def encode_frame_causal(video_encoder: VideoEncoder, recent_frames: torch.Tensor
     """
     missing = window - recent_frames.shape[1]
     if missing > 0:
-        recent_frames = torch.cat([recent_frames[:, :1].expand(-1, missing, *recent_frames.shape[2:]),
-                                   recent_frames], dim=1)
+        recent_frames = torch.cat(
+            [recent_frames[:, :1].expand(-1, missing, *recent_frames.shape[2:]), recent_frames], dim=1
+        )
     return video_encoder(recent_frames[:, -window:])[:, -tokens_per_frame:]
 
 
-def causal_task_bank(bank: nn.Module, frame_summaries: torch.Tensor, last_only: bool = False,
-                     output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+def causal_task_bank(
+    bank: nn.Module, frame_summaries: torch.Tensor, last_only: bool = False, output_attentions: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The per-frame task bank ``[B, G, M + 1, d]`` of a ``GazeFlowTaskTokenBank`` from frame summaries V_bar
     ``[B, G, d]``: entry g is [p_g; q_1(g)..q_M(g)] computed from summaries 0..g only (Eqs. task_slots and
     task_bank restricted to the past; the restriction is an attention mask, so every attention kernel applies it).
@@ -130,5 +144,10 @@ def causal_task_tokens(bank: nn.Module, frame_summaries: torch.Tensor, last_only
     return causal_task_bank(bank, frame_summaries, last_only)[0]
 
 
-__all__ = ["causal_encoder_windows", "encode_video_causal", "encode_frame_causal", "causal_task_bank",
-           "causal_task_tokens"]
+__all__ = [
+    "causal_encoder_windows",
+    "encode_video_causal",
+    "encode_frame_causal",
+    "causal_task_bank",
+    "causal_task_tokens",
+]

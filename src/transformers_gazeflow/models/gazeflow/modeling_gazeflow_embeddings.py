@@ -59,8 +59,9 @@ def sincos_2d_position_encoding(grid_size: int, dim: int) -> torch.Tensor:
     """
     quarter = dim // 4
     omega = 1.0 / 10000 ** (torch.arange(quarter, dtype=torch.float64) / quarter)
-    rows, cols = torch.meshgrid(torch.arange(grid_size, dtype=torch.float64),
-                                torch.arange(grid_size, dtype=torch.float64), indexing="ij")
+    rows, cols = torch.meshgrid(
+        torch.arange(grid_size, dtype=torch.float64), torch.arange(grid_size, dtype=torch.float64), indexing="ij"
+    )
     row_angles = rows.reshape(-1, 1) * omega
     col_angles = cols.reshape(-1, 1) * omega
     encoding = torch.cat([row_angles.sin(), row_angles.cos(), col_angles.sin(), col_angles.cos()], dim=1)
@@ -109,8 +110,12 @@ class GazeFlowSinusoidalMLP(nn.Module):
         return self.project(self.features(values))
 
 
-def embed_gaze(coordinate: GazeFlowSinusoidalMLP, self_conditioning: GazeFlowSinusoidalMLP, sample: torch.Tensor,
-               self_condition: torch.Tensor) -> torch.Tensor:
+def embed_gaze(
+    coordinate: GazeFlowSinusoidalMLP,
+    self_conditioning: GazeFlowSinusoidalMLP,
+    sample: torch.Tensor,
+    self_condition: torch.Tensor,
+) -> torch.Tensor:
     """E_coord(x_s) + E_self(x1_hat) ``[..., T, d]``: when the two embeddings share their scale and frequencies, the
     sinusoidal features of both come from one pass over the four coordinates, each then through its own MLP."""
     if coordinate.scale != self_conditioning.scale or coordinate.feature_size != self_conditioning.feature_size:
@@ -159,8 +164,9 @@ class GazeFlowRotaryEmbedding(nn.Module):
         sign[0::2] = -1.0
         return cos, sin * sign
 
-    def table(self, num_frames: int, device: torch.device, heads: int = 1,
-              dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    def table(
+        self, num_frames: int, device: torch.device, heads: int = 1, dtype: torch.dtype = torch.float32
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`signed` at the positions ``0 .. num_frames - 1``, repeated for ``heads`` heads side by side
         (``[num_frames, heads * d_h]``: the attention rotates its query and key heads in one product) in ``dtype``,
         computed once per length, width, dtype and device (the frequencies are a constant of the config: the table
@@ -175,8 +181,9 @@ class GazeFlowRotaryEmbedding(nn.Module):
         return self._tables[key]
 
     @staticmethod
-    def tiled(tables: tuple[torch.Tensor, torch.Tensor], heads: int,
-              dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    def tiled(
+        tables: tuple[torch.Tensor, torch.Tensor], heads: int, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Cosines and signed sines ``[L, d_h]`` repeated for ``heads`` heads, ``[L, heads * d_h]``, in ``dtype``."""
         return tuple(table.repeat(1, heads).to(dtype) for table in tables)
 

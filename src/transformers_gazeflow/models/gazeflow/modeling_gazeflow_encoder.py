@@ -92,9 +92,15 @@ class GazeFlowCondition:
         def cut_pairs(pairs: tuple) -> tuple:
             return tuple(None if pair is None else (pair[0][rows], pair[1][rows]) for pair in pairs)
 
-        return GazeFlowCondition(cut(self.visual_tokens), cut(self.task_tokens), cut_pairs(self.visual_key_values),
-                                 cut_pairs(self.task_key_values), self.num_frames, self.frames_per_group,
-                                 self.task_per_frame)
+        return GazeFlowCondition(
+            cut(self.visual_tokens),
+            cut(self.task_tokens),
+            cut_pairs(self.visual_key_values),
+            cut_pairs(self.task_key_values),
+            self.num_frames,
+            self.frames_per_group,
+            self.task_per_frame,
+        )
 
     def dynamic_shapes(self, batch: object) -> list:
         """``torch.export`` dynamic-shape spec of this condition with its clip batch (every tensor's dimension 0)
@@ -107,8 +113,9 @@ _CONDITION_SIZES = ("num_frames", "frames_per_group", "task_per_frame")
 
 
 def _flatten_condition(condition: GazeFlowCondition):
-    return [getattr(condition, name) for name in _CONDITION_TENSORS], \
-        tuple(getattr(condition, name) for name in _CONDITION_SIZES)
+    return [getattr(condition, name) for name in _CONDITION_TENSORS], tuple(
+        getattr(condition, name) for name in _CONDITION_SIZES
+    )
 
 
 def _flatten_condition_with_keys(condition: GazeFlowCondition):
@@ -122,8 +129,12 @@ def _unflatten_condition(children, context) -> GazeFlowCondition:
 
 try:  # the tensors are the pytree's leaves; T, g and the per-frame flag are its (static) structure
     pytree.register_pytree_node(
-        GazeFlowCondition, _flatten_condition, _unflatten_condition,
-        serialized_type_name=f"{__name__}.GazeFlowCondition", flatten_with_keys_fn=_flatten_condition_with_keys)
+        GazeFlowCondition,
+        _flatten_condition,
+        _unflatten_condition,
+        serialized_type_name=f"{__name__}.GazeFlowCondition",
+        flatten_with_keys_fn=_flatten_condition_with_keys,
+    )
 except ValueError:  # already registered (the module was imported twice under one name)
     pass
 
@@ -165,12 +176,17 @@ class GazeFlowVideoEncoder(PreTrainedModel):
         """Replace the 3D patch embedding (it maps frames ``[B, C, T, S, S]`` to tokens ``[B, T/2 * N, D]``)."""
         self.vjepa2.embeddings.patch_embeddings = value
 
-    def forward(self, pixel_values_videos: torch.Tensor, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> torch.Tensor | BaseModelOutput:
+    def forward(
+        self, pixel_values_videos: torch.Tensor, output_attentions: bool = False, output_hidden_states: bool = False
+    ) -> torch.Tensor | BaseModelOutput:
         encoder = self.vjepa2
         hidden_states = encoder.embeddings(pixel_values_videos)
-        if (self.training and torch.is_grad_enabled() and not hidden_states.requires_grad
-                and any(layer.gradient_checkpointing for layer in encoder.layer)):
+        if (
+            self.training
+            and torch.is_grad_enabled()
+            and not hidden_states.requires_grad
+            and any(layer.gradient_checkpointing for layer in encoder.layer)
+        ):
             # reentrant checkpointing returns gradients only to inputs that require them: under a frozen patch
             # embedding the LoRA weights inside the layers would get none (what `enable_input_require_grads` does)
             hidden_states.requires_grad_(True)
@@ -185,8 +201,9 @@ class GazeFlowVideoEncoder(PreTrainedModel):
         hidden_states = encoder.layernorm(hidden_states)
         if not (output_attentions or output_hidden_states):
             return hidden_states
-        return BaseModelOutput(last_hidden_state=hidden_states, hidden_states=all_hidden_states,
-                               attentions=all_attentions)
+        return BaseModelOutput(
+            last_hidden_state=hidden_states, hidden_states=all_hidden_states, attentions=all_attentions
+        )
 
     def fuse_attention(self) -> None:
         """Run every V-JEPA 2 attention through :class:`GazeFlowFusedRopeAttention` (the same weights, one matmul for
@@ -224,8 +241,9 @@ class GazeFlowVideoEncoder(PreTrainedModel):
                 setattr(self.get_submodule(parent_name) if parent_name else self, child_name, module.get_base_layer())
 
 
-def _vjepa2_rope_tables(attention, tokens: int, dtype: torch.dtype,
-                        device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _vjepa2_rope_tables(
+    attention, tokens: int, dtype: torch.dtype, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Cosines and signed sines ``[tokens, d_h]`` of V-JEPA 2's 3D RoPE over the head: its depth, height and width
     sections as ``rotate_queries_or_keys`` computes them (in the activations' dtype, its sections' layout), the rest
     of the head left unrotated (cosine 1, sine 0). The sine is negated on each pair's first channel, as
@@ -254,21 +272,31 @@ class GazeFlowFusedRopeAttention(VJEPA2RopeAttention):
     of q and of k. The attention kernel is still ``config._attn_implementation`` through
     ``ALL_ATTENTION_FUNCTIONS``. Only the plain forward (no position mask) is fused; a mask goes to the parent's."""
 
-    def forward(self, hidden_states: torch.Tensor,
-                position_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, hidden_states: torch.Tensor, position_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         if position_mask is not None:
             return super().forward(hidden_states, position_mask)
         batch, tokens, width = hidden_states.shape
         projected = linear_rows(self, (self.query, self.key, self.value), hidden_states.reshape(-1, width))
-        projected = projected.view(batch, tokens, 3, self.num_attention_heads,
-                                   self.attention_head_size).permute(2, 0, 3, 1, 4)
+        projected = projected.view(batch, tokens, 3, self.num_attention_heads, self.attention_head_size).permute(
+            2, 0, 3, 1, 4
+        )
         cos, signed_sin = self._rope_tables(tokens, projected.dtype, projected.device)
         query_key = apply_signed_rotary(projected[:2], cos, signed_sin)
-        attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
-                                                                    vjepa2_eager_attention_forward)
-        context, weights = attention_interface(self, query_key[0], query_key[1], projected[2], None,
-                                               is_causal=self.is_causal, scaling=self.scaling,
-                                               dropout=0.0 if not self.training else self.dropout_prob)
+        attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(
+            self.config._attn_implementation, vjepa2_eager_attention_forward
+        )
+        context, weights = attention_interface(
+            self,
+            query_key[0],
+            query_key[1],
+            projected[2],
+            None,
+            is_causal=self.is_causal,
+            scaling=self.scaling,
+            dropout=0.0 if not self.training else self.dropout_prob,
+        )
         return linear_rows(self, (self.proj,), context.reshape(-1, self.all_head_size)).view(batch, tokens, -1), weights
 
     def _rope_tables(self, tokens: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -295,10 +323,12 @@ class GazeFlowSpatialEncoderLayer(GradientCheckpointingLayer):
         self.mlp_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.mlp = GazeFlowMLP(config.hidden_size, config.intermediate_size)
 
-    def forward(self, tokens: torch.Tensor,
-                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        update, weights = self.attention.self_attention(self.attention_norm(tokens),
-                                                        output_attentions=output_attentions)
+    def forward(
+        self, tokens: torch.Tensor, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        update, weights = self.attention.self_attention(
+            self.attention_norm(tokens), output_attentions=output_attentions
+        )
         return self.add_update_and_mlp(tokens, update), weights
 
     def add_update_and_mlp(self, tokens: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
@@ -315,14 +345,17 @@ class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
 
     Returns the tokens and, with ``output_attentions``, the weights ``[B * N, H, G, G]`` (else None)."""
 
-    def forward(self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        update, weights = self.attention.self_attention(self.attention_norm(tokens), attention_mask=attention_mask,
-                                                        output_attentions=output_attentions)
+    def forward(
+        self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        update, weights = self.attention.self_attention(
+            self.attention_norm(tokens), attention_mask=attention_mask, output_attentions=output_attentions
+        )
         return self.add_update_and_mlp(tokens, update), weights
 
-    def forward_newest(self, tokens: torch.Tensor, cache: GazeFlowRingKeyValueCache, slot: torch.Tensor,
-                       slot_mask: torch.Tensor) -> torch.Tensor:
+    def forward_newest(
+        self, tokens: torch.Tensor, cache: GazeFlowRingKeyValueCache, slot: torch.Tensor, slot_mask: torch.Tensor
+    ) -> torch.Tensor:
         """The layer for the newest frame group only (the causal streamer): ``tokens [R, 1, d]`` (R = B * N
         positions) write their keys/values into ``slot`` of the ring ``cache`` (``[R, H, W, d_h]``, in place) and
         attend to every slot that holds a group (``slot_mask`` ``[W]``, additive): the causal layer's row of the
@@ -371,7 +404,8 @@ class GazeFlowSpatialEncoder(nn.Module):
         self.causal = config.causal
         self.register_buffer("position_encoding", self.compute_position_encoding(), persistent=False)
         self.temporal_layers = nn.ModuleList(
-            [GazeFlowTemporalEncoderLayer(config) for _ in range(config.num_temporal_layers)])
+            [GazeFlowTemporalEncoderLayer(config) for _ in range(config.num_temporal_layers)]
+        )
         self.layers = nn.ModuleList([GazeFlowSpatialEncoderLayer(config) for _ in range(config.num_spatial_layers)])
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
@@ -384,8 +418,9 @@ class GazeFlowSpatialEncoder(nn.Module):
         model, none otherwise."""
         return causal_attention_mask(groups, device) if self.causal else None
 
-    def forward(self, tokens: torch.Tensor, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> torch.Tensor | GazeFlowSpatialEncoderOutput:
+    def forward(
+        self, tokens: torch.Tensor, output_attentions: bool = False, output_hidden_states: bool = False
+    ) -> torch.Tensor | GazeFlowSpatialEncoderOutput:
         batch, groups, num_tokens, width = tokens.shape
         hidden = (tokens + self.position_encoding.to(tokens.dtype)).reshape(batch * groups, num_tokens, width)
         all_hidden_states = (hidden,) if output_hidden_states else None
@@ -395,6 +430,7 @@ class GazeFlowSpatialEncoder(nn.Module):
             per_position = hidden.view(batch, groups, num_tokens, width).transpose(1, 2)
             per_position = per_position.reshape(batch * num_tokens, groups, width)  # [B * N, G, d]
             mask = self.temporal_attention_mask(groups, tokens.device)
+
             def per_group(rows: torch.Tensor) -> torch.Tensor:  # [B * N, G, d] -> [B * G, N, d]
                 rows = rows.view(batch, num_tokens, groups, width).transpose(1, 2)
                 return rows.reshape(batch * groups, num_tokens, width)
@@ -415,11 +451,20 @@ class GazeFlowSpatialEncoder(nn.Module):
         hidden = self.norm(hidden).view(batch, groups, num_tokens, width)
         if not (output_attentions or output_hidden_states):
             return hidden
-        return GazeFlowSpatialEncoderOutput(last_hidden_state=hidden, hidden_states=all_hidden_states,
-                                            attentions=all_attentions, temporal_attentions=temporal_attentions)
+        return GazeFlowSpatialEncoderOutput(
+            last_hidden_state=hidden,
+            hidden_states=all_hidden_states,
+            attentions=all_attentions,
+            temporal_attentions=temporal_attentions,
+        )
 
-    def forward_newest(self, tokens: torch.Tensor, temporal_caches: tuple[GazeFlowRingKeyValueCache, ...],
-                       slot: torch.Tensor, slot_mask: torch.Tensor) -> torch.Tensor:
+    def forward_newest(
+        self,
+        tokens: torch.Tensor,
+        temporal_caches: tuple[GazeFlowRingKeyValueCache, ...],
+        slot: torch.Tensor,
+        slot_mask: torch.Tensor,
+    ) -> torch.Tensor:
         """c_v of the newest frame group in the causal streamer: ``tokens [B, N, d]`` -> ``[B, N, d]``; each
         temporal layer reads and writes its ring of the last W groups' keys/values (``temporal_caches``, one
         ``[B * N, H, W, d_h]`` ring per layer, written at ``slot``; ``slot_mask`` ``[W]`` additive). Within the first
@@ -530,8 +575,9 @@ class GazeFlowConditionEncoder(nn.Module):
         self.task_bank = GazeFlowTaskTokenBank(config) if config.uses_task_bank else None
         self.grounding_head = GazeFlowGroundingHead(config) if config.uses_grounding_head else None
 
-    def forward(self, encoder_tokens: torch.Tensor, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> GazeFlowConditionEncoderOutput:
+    def forward(
+        self, encoder_tokens: torch.Tensor, output_attentions: bool = False, output_hidden_states: bool = False
+    ) -> GazeFlowConditionEncoderOutput:
         """``encoder_tokens [B, G, N, D]`` -> c_v ``[B, G, N, d]`` and c_task (or None)."""
         spatial = self.spatial_encoder(self.visual_projection(encoder_tokens), output_attentions, output_hidden_states)
         if isinstance(spatial, torch.Tensor):
@@ -542,9 +588,13 @@ class GazeFlowConditionEncoder(nn.Module):
             if output_attentions:
                 task_tokens, bank_attentions = task_tokens.last_hidden_state, task_tokens.attentions[0]
         return GazeFlowConditionEncoderOutput(
-            visual_tokens=spatial.last_hidden_state, task_tokens=task_tokens,
-            spatial_hidden_states=spatial.hidden_states, spatial_attentions=spatial.attentions,
-            task_bank_attentions=bank_attentions, temporal_attentions=getattr(spatial, "temporal_attentions", None))
+            visual_tokens=spatial.last_hidden_state,
+            task_tokens=task_tokens,
+            spatial_hidden_states=spatial.hidden_states,
+            spatial_attentions=spatial.attentions,
+            task_bank_attentions=bank_attentions,
+            temporal_attentions=getattr(spatial, "temporal_attentions", None),
+        )
 
 
 __all__ = [

@@ -51,11 +51,11 @@ from .modeling_gazeflow_rows import PairSwapped, layer_norm_rows, linear_rows, l
 
 logger = logging.get_logger(__name__)
 
+
 def additive_attention_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """A boolean "query may attend to key" pattern ``[..., L, S]`` as the additive float mask (0 where allowed,
     the dtype's lowest value elsewhere) that eager, SDPA and flex attention all read the same way."""
-    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill(
-        ~allowed, torch.finfo(dtype).min)
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill(~allowed, torch.finfo(dtype).min)
 
 
 def causal_attention_mask(length: int, device: torch.device) -> torch.Tensor:
@@ -119,8 +119,11 @@ def single_query_attention_forward(
         scores = scores * scaling
     if attention_mask is not None:  # [..., 1, S] -> [..., S] (views: a dimension of size 1 drops from any strides)
         scores = scores + attention_mask.view(*attention_mask.shape[:-2], attention_mask.shape[-1])
-    weights = scores.softmax(-1) if scores.dtype == torch.float32 else \
-        scores.softmax(-1, dtype=torch.float32).to(scores.dtype)
+    weights = (
+        scores.softmax(-1)
+        if scores.dtype == torch.float32
+        else scores.softmax(-1, dtype=torch.float32).to(scores.dtype)
+    )
     if dropout > 0.0:
         weights = nn.functional.dropout(weights, p=dropout, training=module.training)
     batch, heads, slots = weights.shape
@@ -157,7 +160,7 @@ class GazeFlowAttention(nn.Module):
         hidden_size = config.hidden_size
         self.num_heads = config.num_attention_heads
         self.head_dim = hidden_size // self.num_heads
-        self.scaling = self.head_dim ** -0.5
+        self.scaling = self.head_dim**-0.5
         self.is_causal = False  # causal patterns are passed as explicit masks, read alike by every kernel
         self.q_proj = nn.Linear(hidden_size, hidden_size)
         self.k_proj = nn.Linear(hidden_size, hidden_size)
@@ -179,9 +182,14 @@ class GazeFlowAttention(nn.Module):
         rows = linear_rows(self, (self.q_proj,), hidden_states.reshape(-1, hidden_states.shape[-1]))
         return self.split_heads(rows.view(hidden_states.shape))
 
-    def attention(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                  attention_mask: torch.Tensor | None = None,
-                  output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def attention(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The configured kernel on heads-split ``query [B, H, L, d_h]`` and ``key``/``value [B, H, S, d_h]``:
         the context ``[B, L, H, d_h]`` (before the output projection) and, with ``output_attentions``, the weights
         ``[B, H, L, S]`` (None from kernels that never form them, e.g. SDPA, as in transformers).
@@ -193,14 +201,16 @@ class GazeFlowAttention(nn.Module):
         if output_attentions and implementation not in (None, "eager"):
             logger.warning_once(
                 f"output_attentions=True: attention weights are only formed by attn_implementation='eager'; this "
-                f"model uses {implementation!r}, so they are returned as None (model.set_attn_implementation('eager'))")
+                f"model uses {implementation!r}, so they are returned as None (model.set_attn_implementation('eager'))"
+            )
         if attention_mask is not None:
             if attention_mask.dtype == torch.bool:
                 attention_mask = additive_attention_mask(attention_mask, query.dtype)
             # one mask row per batch entry: flex attention indexes the mask by batch
             attention_mask = attention_mask.expand(query.shape[0], *attention_mask.shape[1:])
         context, weights = attention_function(implementation)(
-            self, query, key, value, attention_mask, scaling=self.scaling, dropout=0.0, is_causal=False)
+            self, query, key, value, attention_mask, scaling=self.scaling, dropout=0.0, is_causal=False
+        )
         return context, (weights if output_attentions else None)
 
     def output_rows(self, context: torch.Tensor) -> torch.Tensor:
@@ -209,27 +219,43 @@ class GazeFlowAttention(nn.Module):
         rows = context.view(-1, width) if context.is_contiguous() else context.reshape(-1, width)
         return linear_rows(self, (self.o_proj,), rows)
 
-    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-               attention_mask: torch.Tensor | None = None,
-               output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def attend(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """:meth:`attention`, then the output projection: the output ``[B, L, d]`` and the weights (or None)."""
         context, weights = self.attention(query, key, value, attention_mask, output_attentions)
         return self.output_rows(context).view(*context.shape[:-2], -1), weights
 
-    def self_attention(self, hidden_states: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
-                       attention_mask: torch.Tensor | None = None, cache: GazeFlowKeyValueCache | None = None,
-                       output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def self_attention(
+        self,
+        hidden_states: torch.Tensor,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+        attention_mask: torch.Tensor | None = None,
+        cache: GazeFlowKeyValueCache | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Self-attention over ``hidden_states [N, L, d]`` (:meth:`self_attention_rows` on its rows): the output
         ``[N, L, d]`` and the weights (or None)."""
         sequences, length, width = hidden_states.shape
-        update, weights = self.self_attention_rows(hidden_states.reshape(-1, width), sequences, rotary,
-                                                   attention_mask, cache, output_attentions)
+        update, weights = self.self_attention_rows(
+            hidden_states.reshape(-1, width), sequences, rotary, attention_mask, cache, output_attentions
+        )
         return update.view(sequences, length, width), weights
 
-    def self_attention_rows(self, rows: torch.Tensor, sequences: int,
-                            rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
-                            attention_mask: torch.Tensor | None = None, cache: GazeFlowKeyValueCache | None = None,
-                            output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def self_attention_rows(
+        self,
+        rows: torch.Tensor,
+        sequences: int,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+        attention_mask: torch.Tensor | None = None,
+        cache: GazeFlowKeyValueCache | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Self-attention within each of ``sequences`` sequences whose tokens are ``rows [N L, d]`` (sequence by
         sequence): the output rows ``[N L, d]`` and the weights ``[N, H, L, S]`` (or None).
 
@@ -244,12 +270,13 @@ class GazeFlowAttention(nn.Module):
         heads = (self.num_heads, self.head_dim)
         if rotary is None:
             projected = linear_rows(self, (self.q_proj, self.k_proj, self.v_proj), rows)
-            query_key = projected[:, :2 * width].view(sequences, length, 2, *heads).permute(2, 0, 3, 1, 4)
+            query_key = projected[:, : 2 * width].view(sequences, length, 2, *heads).permute(2, 0, 3, 1, 4)
         else:
             cos, signed_sin = rotary
-            projected = linear_rows(self, (self.q_proj, self.k_proj, PairSwapped(self.q_proj),
-                                           PairSwapped(self.k_proj), self.v_proj), rows).view(sequences, length, -1)
-            query_key = projected[..., :2 * width] * cos + projected[..., 2 * width:4 * width] * signed_sin
+            projected = linear_rows(
+                self, (self.q_proj, self.k_proj, PairSwapped(self.q_proj), PairSwapped(self.k_proj), self.v_proj), rows
+            ).view(sequences, length, -1)
+            query_key = projected[..., : 2 * width] * cos + projected[..., 2 * width : 4 * width] * signed_sin
             query_key = query_key.view(sequences, length, 2, *heads).permute(2, 0, 3, 1, 4)
         query, key = query_key[0], query_key[1]
         value = projected[..., -width:].view(sequences, length, *heads).transpose(1, 2)
@@ -275,7 +302,7 @@ class GazeFlowKeyValueCache:
     def update(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.key is not None:
             key, value = torch.cat([self.key, key], dim=-2), torch.cat([self.value, value], dim=-2)
-        self.key, self.value = key[..., -self.max_length:, :], value[..., -self.max_length:, :]
+        self.key, self.value = key[..., -self.max_length :, :], value[..., -self.max_length :, :]
         return self.key, self.value
 
     @property
@@ -299,8 +326,9 @@ class GazeFlowRingKeyValueCache:
     value: torch.Tensor
 
     @classmethod
-    def empty(cls, rows: int, heads: int, slots: int, head_dim: int, dtype: torch.dtype,
-              device: torch.device | str) -> GazeFlowRingKeyValueCache:
+    def empty(
+        cls, rows: int, heads: int, slots: int, head_dim: int, dtype: torch.dtype, device: torch.device | str
+    ) -> GazeFlowRingKeyValueCache:
         """A zero-filled cache of ``slots`` frames for ``rows`` query rows."""
         return cls(*(torch.zeros(rows, heads, slots, head_dim, dtype=dtype, device=device) for _ in range(2)))
 
@@ -313,8 +341,7 @@ class GazeFlowRingKeyValueCache:
 
 
 try:  # a pytree of its two tensors, so that a step taking caches compiles and exports
-    pytree.register_dataclass(GazeFlowRingKeyValueCache,
-                              serialized_type_name=f"{__name__}.GazeFlowRingKeyValueCache")
+    pytree.register_dataclass(GazeFlowRingKeyValueCache, serialized_type_name=f"{__name__}.GazeFlowRingKeyValueCache")
 except ValueError:  # already registered (the module was imported twice under one name)
     pass
 
@@ -377,8 +404,9 @@ give for self-attention, used as they are (not tuned here)."""
 
 
 @torch.no_grad()
-def init_mimetic_query_key(attention: GazeFlowAttention, alpha: float = MIMETIC_QUERY_KEY[0],
-                           beta: float = MIMETIC_QUERY_KEY[1]) -> None:
+def init_mimetic_query_key(
+    attention: GazeFlowAttention, alpha: float = MIMETIC_QUERY_KEY[0], beta: float = MIMETIC_QUERY_KEY[1]
+) -> None:
     """Mimetic initialisation of a self-attention's queries and keys (Trockman & Kolter, "Mimetic Initialization
     of Self-Attention Layers", ICML 2023): for every head h, ``W_q^h [d_h, d]`` and ``W_k^h`` are the rank-d_h
     factors of ``M = alpha Z + beta I`` (``Z ~ N(0, 1/d)``, by SVD ``M = U S V^T``: ``W_q^h = (U S^1/2)^T``,
@@ -490,29 +518,42 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
         rows = hidden_states.view(-1, width) if hidden_states.is_contiguous() else hidden_states.reshape(-1, width)
         rotary = None
         if rotary_cos is not None:
-            rotary = (rotary_cos, rotary_sin) if rotary_cos.dtype == rows.dtype else \
-                (rotary_cos.to(rows.dtype), rotary_sin.to(rows.dtype))
+            rotary = (
+                (rotary_cos, rotary_sin)
+                if rotary_cos.dtype == rows.dtype
+                else (rotary_cos.to(rows.dtype), rotary_sin.to(rows.dtype))
+            )
         visual_weights = task_weights = None
 
         # (1) time-aware self-attention over the T frames of each trajectory, RoPE on q and k
         normed = layer_norm_rows(self.self_attention_norm, rows)
-        update, self_weights = self.self_attention.self_attention_rows(normed, batch * samples, rotary,
-                                                                       self_attention_mask, cache, output_attentions)
+        update, self_weights = self.self_attention.self_attention_rows(
+            normed, batch * samples, rotary, self_attention_mask, cache, output_attentions
+        )
         rows = rows + update
 
         # (2) per-frame visual cross-attention: the g frames of a group x K samples query that group's N tokens
         if self.visual_attention is not None:
             update, visual_weights = self._per_group_cross_attention(
-                self.visual_attention, layer_norm_rows(self.visual_attention_norm, rows), (batch, samples, frames),
-                visual_key, visual_value, output_attentions)
+                self.visual_attention,
+                layer_norm_rows(self.visual_attention_norm, rows),
+                (batch, samples, frames),
+                visual_key,
+                visual_value,
+                output_attentions,
+            )
             rows = (rows.view(update.shape) + update).view(-1, width)
 
         # (3) gated task cross-attention: all K x T tokens of a clip query its M + 1 task tokens (the causal
         #     variant: the tokens of frame t query frame t's own bank)
         if self.task_attention is not None:
-            update, task_weights = self._task_cross_attention(layer_norm_rows(self.task_attention_norm, rows),
-                                                              (batch, samples, frames), task_key, task_value,
-                                                              output_attentions)
+            update, task_weights = self._task_cross_attention(
+                layer_norm_rows(self.task_attention_norm, rows),
+                (batch, samples, frames),
+                task_key,
+                task_value,
+                output_attentions,
+            )
             gate = torch.sigmoid(self.task_gate)
             gate = gate if gate.dtype == update.dtype else gate.to(update.dtype)
             if update.dim() == 2:  # a bank per clip: the rows' own order
@@ -525,7 +566,11 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
         return rows.view(batch, samples, frames, width), self_weights, visual_weights, task_weights
 
     def _task_cross_attention(
-        self, normed_rows: torch.Tensor, shape: tuple[int, int, int], key: torch.Tensor, value: torch.Tensor,
+        self,
+        normed_rows: torch.Tensor,
+        shape: tuple[int, int, int],
+        key: torch.Tensor,
+        value: torch.Tensor,
         output_attentions: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The task cross-attention's update (rows ``[B K T, d]`` for a bank per clip, ``[B, K, G, g, d]`` for a bank
@@ -543,8 +588,12 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
 
     @staticmethod
     def _per_group_cross_attention(
-        attention: GazeFlowAttention, normed_rows: torch.Tensor, shape: tuple[int, int, int], key: torch.Tensor,
-        value: torch.Tensor, output_attentions: bool,
+        attention: GazeFlowAttention,
+        normed_rows: torch.Tensor,
+        shape: tuple[int, int, int],
+        key: torch.Tensor,
+        value: torch.Tensor,
+        output_attentions: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Cross-attention of the gaze tokens' rows (``shape`` = (B, K, T)) to per-group keys/values
         ``[B, G, H, S, d_h]``; returns the update ``[B, K, G, g, d]`` (a view) and the weights ``[B * K, H, T, S]``
@@ -553,8 +602,9 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
         groups = key.shape[1]
         query = _group_major(linear_rows(attention, (attention.q_proj,), normed_rows), shape, groups)
         query = query.view(*query.shape[:2], attention.num_heads, attention.head_dim).transpose(1, 2)
-        context, weights = attention.attention(query, _merge_batch_and_groups(key), _merge_batch_and_groups(value),
-                                               output_attentions=output_attentions)
+        context, weights = attention.attention(
+            query, _merge_batch_and_groups(key), _merge_batch_and_groups(value), output_attentions=output_attentions
+        )
         update = _from_group_major(attention.output_rows(context), shape, groups)
         if weights is not None:
             weights = _per_group_weights_to_frames(weights, batch, samples).flatten(0, 1)

@@ -53,9 +53,15 @@ class ObjectiveModel(Protocol):
     config: GazeFlowConfig
     training: bool
 
-    def velocity(self, sample: torch.Tensor, flow_time: torch.Tensor | float, condition: GazeFlowCondition,
-                 self_condition: torch.Tensor | None = None, output_attentions: bool = False,
-                 output_hidden_states: bool = False) -> torch.Tensor | GazeFlowVelocityOutput: ...
+    def velocity(
+        self,
+        sample: torch.Tensor,
+        flow_time: torch.Tensor | float,
+        condition: GazeFlowCondition,
+        self_condition: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> torch.Tensor | GazeFlowVelocityOutput: ...
 
 
 @dataclass
@@ -70,13 +76,25 @@ class ObjectiveOutput:
     network_outputs: GazeFlowVelocityOutput | None = None
 
 
-def _loss_network_call(model: ObjectiveModel, sample: torch.Tensor, flow_time: torch.Tensor | float,
-                       condition: GazeFlowCondition, self_condition: torch.Tensor, output_attentions: bool,
-                       output_hidden_states: bool) -> tuple[torch.Tensor, GazeFlowVelocityOutput | None]:
+def _loss_network_call(
+    model: ObjectiveModel,
+    sample: torch.Tensor,
+    flow_time: torch.Tensor | float,
+    condition: GazeFlowCondition,
+    self_condition: torch.Tensor,
+    output_attentions: bool,
+    output_hidden_states: bool,
+) -> tuple[torch.Tensor, GazeFlowVelocityOutput | None]:
     """The network call whose output enters the loss (K = 1): its prediction ``[B, T, 2]`` and, with
     ``output_attentions`` / ``output_hidden_states``, the network's :class:`GazeFlowVelocityOutput`."""
-    output = model.velocity(sample, flow_time, condition, self_condition, output_attentions=output_attentions,
-                            output_hidden_states=output_hidden_states)
+    output = model.velocity(
+        sample,
+        flow_time,
+        condition,
+        self_condition,
+        output_attentions=output_attentions,
+        output_hidden_states=output_hidden_states,
+    )
     if isinstance(output, GazeFlowVelocityOutput):
         return output.velocity.squeeze(1), output
     return output.squeeze(1), None
@@ -89,18 +107,31 @@ def masked_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch
     return squared_error.sum() / (2 * weights.sum()).clamp_min(1.0)
 
 
-def _training_noise(model: ObjectiveModel, gaze: torch.Tensor, generator: GeneratorArgument,
-                    num_timesteps: int | None = None) -> TrainingNoise:
+def _training_noise(
+    model: ObjectiveModel, gaze: torch.Tensor, generator: GeneratorArgument, num_timesteps: int | None = None
+) -> TrainingNoise:
     """Each example's draws from its own stream (``scheduling_gazeflow.example_generators``); in eval mode without a
     generator, fixed draws, the same for every example (``scheduling_gazeflow.draw_eval_noise``), so a clip's loss
     is the same on every call and in any batch, the global RNG is untouched, and the loss exports."""
     if generator is None and not model.training:
-        return draw_eval_noise(tuple(gaze.shape), model.config.self_conditioning_prob, gaze.device, gaze.dtype,
-                               num_timesteps, flow_time_sampling=model.config.flow_time_sampling)
+        return draw_eval_noise(
+            tuple(gaze.shape),
+            model.config.self_conditioning_prob,
+            gaze.device,
+            gaze.dtype,
+            num_timesteps,
+            flow_time_sampling=model.config.flow_time_sampling,
+        )
     generators = example_generators(generator, gaze.shape[0], deterministic=False)
-    return draw_training_noise(tuple(gaze.shape), generators, model.config.self_conditioning_prob, gaze.device,
-                               gaze.dtype, num_timesteps,
-                               flow_time_sampling=model.config.flow_time_sampling)
+    return draw_training_noise(
+        tuple(gaze.shape),
+        generators,
+        model.config.self_conditioning_prob,
+        gaze.device,
+        gaze.dtype,
+        num_timesteps,
+        flow_time_sampling=model.config.flow_time_sampling,
+    )
 
 
 def _self_condition(model: ObjectiveModel, use_self_condition: torch.Tensor, first_pass) -> torch.Tensor | None:
@@ -115,18 +146,37 @@ def _self_condition(model: ObjectiveModel, use_self_condition: torch.Tensor, fir
     return torch.where(mask, estimate, torch.zeros_like(estimate)).detach()
 
 
-def flow_matching_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                       valid_mask: torch.Tensor, generator: GeneratorArgument, output_attentions: bool = False,
-                       output_hidden_states: bool = False) -> ObjectiveOutput:
+def flow_matching_loss(
+    model: ObjectiveModel,
+    condition: GazeFlowCondition,
+    gaze: torch.Tensor,
+    valid_mask: torch.Tensor,
+    generator: GeneratorArgument,
+    output_attentions: bool = False,
+    output_hidden_states: bool = False,
+) -> ObjectiveOutput:
     """Eq. cfm_loss with each example's s ~ U(0, 1), x_0 ~ N(0, I) and self-conditioning coin drawn from its own
     stream (:func:`flow_matching_objective` does the rest)."""
-    return flow_matching_objective(model, condition, gaze, valid_mask, _training_noise(model, gaze, generator),
-                                   output_attentions, output_hidden_states)
+    return flow_matching_objective(
+        model,
+        condition,
+        gaze,
+        valid_mask,
+        _training_noise(model, gaze, generator),
+        output_attentions,
+        output_hidden_states,
+    )
 
 
-def flow_matching_objective(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                            valid_mask: torch.Tensor, draws: TrainingNoise, output_attentions: bool = False,
-                            output_hidden_states: bool = False) -> ObjectiveOutput:
+def flow_matching_objective(
+    model: ObjectiveModel,
+    condition: GazeFlowCondition,
+    gaze: torch.Tensor,
+    valid_mask: torch.Tensor,
+    draws: TrainingNoise,
+    output_attentions: bool = False,
+    output_hidden_states: bool = False,
+) -> ObjectiveOutput:
     """Eq. cfm_loss for given draws: x_s = (1 - (1 - sigma_min) s) x_0 + s g, target u = g - (1 - sigma_min) x_0.
     An example whose coin came up (probability ``self_conditioning_prob``) reads x1_hat = x_s + (1 - s) v from a
     first, gradient-free pass; the others read x1_hat = 0 (Appendix D.2)."""
@@ -138,17 +188,32 @@ def flow_matching_objective(model: ObjectiveModel, condition: GazeFlowCondition,
 
     sample_k, time_k = sample.unsqueeze(1), flow_time.unsqueeze(1)  # K = 1 trajectory per clip
     zeros = torch.zeros_like(sample_k)
-    self_condition = _self_condition(model, draws.self_condition, lambda: estimate_endpoint(
-        sample_k, s.unsqueeze(1), model.velocity(sample_k, time_k, condition, zeros)))
+    self_condition = _self_condition(
+        model,
+        draws.self_condition,
+        lambda: estimate_endpoint(sample_k, s.unsqueeze(1), model.velocity(sample_k, time_k, condition, zeros)),
+    )
     predicted, network_outputs = _loss_network_call(
-        model, sample_k, time_k, condition, zeros if self_condition is None else self_condition, output_attentions,
-        output_hidden_states)
+        model,
+        sample_k,
+        time_k,
+        condition,
+        zeros if self_condition is None else self_condition,
+        output_attentions,
+        output_hidden_states,
+    )
     return ObjectiveOutput(masked_mse(predicted, target, valid_mask), predicted, target, flow_time, network_outputs)
 
 
-def diffusion_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                   valid_mask: torch.Tensor, generator: GeneratorArgument, output_attentions: bool = False,
-                   output_hidden_states: bool = False) -> ObjectiveOutput:
+def diffusion_loss(
+    model: ObjectiveModel,
+    condition: GazeFlowCondition,
+    gaze: torch.Tensor,
+    valid_mask: torch.Tensor,
+    generator: GeneratorArgument,
+    output_attentions: bool = False,
+    output_hidden_states: bool = False,
+) -> ObjectiveOutput:
     """Epsilon prediction: each example's t ~ U{0 .. N - 1}, eps ~ N(0, I) and coin from its own stream;
     x_t = sqrt(alpha_bar_t) g + sqrt(1 - alpha_bar_t) eps, the network reads (x_t, tau = t / N) and predicts eps.
     Self-conditioning as in flow matching, with the clean estimate
@@ -162,27 +227,46 @@ def diffusion_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: to
 
     sample_k = sample.unsqueeze(1)
     zeros = torch.zeros_like(sample_k)
-    self_condition = _self_condition(model, draws.self_condition, lambda: scheduler.clean_estimate(
-        sample_k, model.velocity(sample_k, tau, condition, zeros), alpha_bar.unsqueeze(1)))
+    self_condition = _self_condition(
+        model,
+        draws.self_condition,
+        lambda: scheduler.clean_estimate(
+            sample_k, model.velocity(sample_k, tau, condition, zeros), alpha_bar.unsqueeze(1)
+        ),
+    )
     predicted, network_outputs = _loss_network_call(
-        model, sample_k, tau, condition, zeros if self_condition is None else self_condition, output_attentions,
-        output_hidden_states)
+        model,
+        sample_k,
+        tau,
+        condition,
+        zeros if self_condition is None else self_condition,
+        output_attentions,
+        output_hidden_states,
+    )
     return ObjectiveOutput(masked_mse(predicted, noise, valid_mask), predicted, noise, tau.squeeze(1), network_outputs)
 
 
-def regression_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor,
-                    valid_mask: torch.Tensor, generator: GeneratorArgument, output_attentions: bool = False,
-                    output_hidden_states: bool = False) -> ObjectiveOutput:
+def regression_loss(
+    model: ObjectiveModel,
+    condition: GazeFlowCondition,
+    gaze: torch.Tensor,
+    valid_mask: torch.Tensor,
+    generator: GeneratorArgument,
+    output_attentions: bool = False,
+    output_hidden_states: bool = False,
+) -> ObjectiveOutput:
     """Masked MSE between the directly predicted trajectory and g (the "- Joint Distribution Modeling" row): the
     network at x = 0, s = REGRESSION_INPUT_TIME, x1_hat = 0."""
     zeros = gaze.new_zeros(gaze.shape[0], 1, *gaze.shape[1:])
-    predicted, network_outputs = _loss_network_call(model, zeros, REGRESSION_INPUT_TIME, condition, zeros,
-                                                    output_attentions, output_hidden_states)
+    predicted, network_outputs = _loss_network_call(
+        model, zeros, REGRESSION_INPUT_TIME, condition, zeros, output_attentions, output_hidden_states
+    )
     return ObjectiveOutput(masked_mse(predicted, gaze, valid_mask), predicted, gaze, None, network_outputs)
 
 
-def grounding_targets(gaze: torch.Tensor, valid_mask: torch.Tensor, token_centres: torch.Tensor, sigma: float,
-                      groups: int) -> tuple[torch.Tensor, torch.Tensor]:
+def grounding_targets(
+    gaze: torch.Tensor, valid_mask: torch.Tensor, token_centres: torch.Tensor, sigma: float, groups: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The targets of L_ground (:func:`grounding_loss`): ``(group_targets [B, G, N], group_weights [B, G])``.
 
     Each valid frame's target is a softmax over the ``N`` tokens of ``-|centre_n - g_t|^2 / (2 sigma^2)``; a group's
@@ -193,15 +277,16 @@ def grounding_targets(gaze: torch.Tensor, valid_mask: torch.Tensor, token_centre
     if frames % groups != 0:
         raise ValueError(f"grounding_loss: {frames} frames do not split into {groups} groups")
     squared_distance = (gaze.float().unsqueeze(2) - token_centres.float().view(1, 1, num_tokens, 2)).pow(2).sum(-1)
-    frame_targets = torch.softmax(-squared_distance / (2 * sigma ** 2), dim=-1)  # [B, T, N]
+    frame_targets = torch.softmax(-squared_distance / (2 * sigma**2), dim=-1)  # [B, T, N]
     frame_weights = valid_mask.to(frame_targets.dtype)
     group_targets = (frame_targets * frame_weights.unsqueeze(-1)).view(batch, groups, -1, num_tokens).sum(2)
     group_weights = frame_weights.view(batch, groups, -1).sum(2)  # valid frames per group
     return group_targets / group_weights.clamp_min(1.0).unsqueeze(-1), group_weights
 
 
-def grounding_loss(token_logits: torch.Tensor, gaze: torch.Tensor, valid_mask: torch.Tensor,
-                   token_centres: torch.Tensor, sigma: float) -> torch.Tensor:
+def grounding_loss(
+    token_logits: torch.Tensor, gaze: torch.Tensor, valid_mask: torch.Tensor, token_centres: torch.Tensor, sigma: float
+) -> torch.Tensor:
     """The auxiliary grounding loss L_ground (beyond the paper; ``config.grounding_loss_weight``).
 
     ``token_logits [B, G, N]``: the grounding head's score of each spatial token of each frame group (G groups of
@@ -227,15 +312,22 @@ OBJECTIVE_LOSSES = {
 }
 
 
-def objective_loss(model: ObjectiveModel, condition: GazeFlowCondition, gaze: torch.Tensor, valid_mask: torch.Tensor,
-                   generator: GeneratorArgument, output_attentions: bool = False,
-                   output_hidden_states: bool = False) -> ObjectiveOutput:
+def objective_loss(
+    model: ObjectiveModel,
+    condition: GazeFlowCondition,
+    gaze: torch.Tensor,
+    valid_mask: torch.Tensor,
+    generator: GeneratorArgument,
+    output_attentions: bool = False,
+    output_hidden_states: bool = False,
+) -> ObjectiveOutput:
     """The training loss of ``model.config.objective``. ``generator``: one ``torch.Generator``, a list of one per
     example, or None (the global RNG in training, a fixed seed in eval mode); see ``scheduling_gazeflow``.
     ``output_attentions`` / ``output_hidden_states``: keep the network's at the loss's call
     (:attr:`ObjectiveOutput.network_outputs`)."""
-    return OBJECTIVE_LOSSES[model.config.objective](model, condition, gaze, valid_mask, generator, output_attentions,
-                                                    output_hidden_states)
+    return OBJECTIVE_LOSSES[model.config.objective](
+        model, condition, gaze, valid_mask, generator, output_attentions, output_hidden_states
+    )
 
 
 __all__ = [

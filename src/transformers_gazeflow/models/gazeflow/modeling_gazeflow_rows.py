@@ -114,8 +114,10 @@ def linear_rows(owner: nn.Module, parts: tuple[Part, ...], rows: torch.Tensor) -
 
     A Linear that is not a plain ``nn.Linear`` (a peft adapter around one) is called as a module."""
     if any(type(_layer(part)) is not nn.Linear for part in parts):
-        outputs = [_swap_output_pairs(part.layer(rows).t()).t() if isinstance(part, PairSwapped) else part(rows)
-                   for part in parts]
+        outputs = [
+            _swap_output_pairs(part.layer(rows).t()).t() if isinstance(part, PairSwapped) else part(rows)
+            for part in parts
+        ]
         return torch.cat(outputs, dim=-1)
     prepared = _prepared(owner, parts)
     if prepared is None:
@@ -167,8 +169,9 @@ class PreparedRowLayers(nn.Module):
     def layer_norm(self, name: str, rows: torch.Tensor) -> torch.Tensor:
         """Layer norm ``name`` over the last dimension of ``rows``."""
         weight = getattr(self, f"{name}_weight")
-        return torch.native_layer_norm(rows, weight.shape, weight, getattr(self, f"{name}_bias"),
-                                       self.layer_norm_eps)[0]
+        return torch.native_layer_norm(rows, weight.shape, weight, getattr(self, f"{name}_bias"), self.layer_norm_eps)[
+            0
+        ]
 
 
 __all__ = ["PairSwapped", "linear_weights", "linear_rows", "layer_norm_rows", "PreparedRowLayers"]

@@ -161,8 +161,10 @@ class GazeFlowStreamingCondition(nn.Module):
         self.visual_blocks = [i for i, block in enumerate(blocks) if block.visual_attention is not None]
         self.task_blocks = [i for i, block in enumerate(blocks) if block.task_attention is not None]
         self.num_blocks = len(blocks)
-        for name, attentions in (("visual", [blocks[i].visual_attention for i in self.visual_blocks]),
-                                 ("task", [blocks[i].task_attention for i in self.task_blocks])):
+        for name, attentions in (
+            ("visual", [blocks[i].visual_attention for i in self.visual_blocks]),
+            ("task", [blocks[i].task_attention for i in self.task_blocks]),
+        ):
             weight, bias = self._fused_key_value(attentions, dtype)
             self.register_buffer(f"{name}_key_value_weight", weight, persistent=False)
             self.register_buffer(f"{name}_key_value_bias", bias, persistent=False)
@@ -176,8 +178,9 @@ class GazeFlowStreamingCondition(nn.Module):
         weight = torch.cat([p.weight.detach() for p in projections]).t().to(dtype).contiguous()
         return weight, torch.cat([p.bias.detach() for p in projections]).to(dtype)
 
-    def _block_key_values(self, tokens: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
-                          blocks: list[int]) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, ...]:
+    def _block_key_values(
+        self, tokens: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, blocks: list[int]
+    ) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, ...]:
         """Per block, keys and values ``[B, H, L, d_h]`` of ``tokens [B, L, d]`` (None for blocks without the
         sub-layer)."""
         if not blocks:
@@ -191,8 +194,13 @@ class GazeFlowStreamingCondition(nn.Module):
             key_values[block] = (heads[2 * position], heads[2 * position + 1])
         return tuple(key_values)
 
-    def task_bank(self, visual_tokens: torch.Tensor, summaries: torch.Tensor,
-                  summary_cache: GazeFlowRingKeyValueCache | None, positions: StreamingPositions) -> torch.Tensor:
+    def task_bank(
+        self,
+        visual_tokens: torch.Tensor,
+        summaries: torch.Tensor,
+        summary_cache: GazeFlowRingKeyValueCache | None,
+        positions: StreamingPositions,
+    ) -> torch.Tensor:
         """c_task(t) ``[B, M + 1, d]`` over the summary ring, after writing V_bar_t (in place) into it."""
         summary = visual_tokens.mean(dim=1, keepdim=True)  # V_bar_t [B, 1, d]
         summaries.index_copy_(1, positions.slot, summary)
@@ -206,18 +214,28 @@ class GazeFlowStreamingCondition(nn.Module):
         task_queries, _ = self.bank_attention.attend(query, keys, values, mask)  # [B, M, d]
         return torch.cat([pooled, task_queries], dim=1)
 
-    def forward(self, encoder_tokens: torch.Tensor, summaries: torch.Tensor | None,
-                summary_cache: GazeFlowRingKeyValueCache | None, positions: StreamingPositions,
-                temporal_caches: tuple[GazeFlowRingKeyValueCache, ...] = ()) -> StreamingCondition:
+    def forward(
+        self,
+        encoder_tokens: torch.Tensor,
+        summaries: torch.Tensor | None,
+        summary_cache: GazeFlowRingKeyValueCache | None,
+        positions: StreamingPositions,
+        temporal_caches: tuple[GazeFlowRingKeyValueCache, ...] = (),
+    ) -> StreamingCondition:
         """``encoder_tokens [B, N, D]`` of frame t -> :class:`StreamingCondition`; the rings (``temporal_caches``:
         one per temporal layer of the spatial encoder, ``[B * N, H, W, d_h]``) are updated in place."""
         visual = self.spatial_encoder.forward_newest(  # c_v [B, N, d]
-            self.visual_projection(encoder_tokens), temporal_caches, positions.slot, positions.slot_mask)
+            self.visual_projection(encoder_tokens), temporal_caches, positions.slot, positions.slot_mask
+        )
         task = self.task_bank(visual, summaries, summary_cache, positions) if self.has_task_bank else None
-        visual_kv = self._block_key_values(visual, self.visual_key_value_weight, self.visual_key_value_bias,
-                                           self.visual_blocks)
-        task_kv = self._block_key_values(task, self.task_key_value_weight, self.task_key_value_bias,
-                                         self.task_blocks) if task is not None else (None,) * self.num_blocks
+        visual_kv = self._block_key_values(
+            visual, self.visual_key_value_weight, self.visual_key_value_bias, self.visual_blocks
+        )
+        task_kv = (
+            self._block_key_values(task, self.task_key_value_weight, self.task_key_value_bias, self.task_blocks)
+            if task is not None
+            else (None,) * self.num_blocks
+        )
         return StreamingCondition(visual, task, visual_kv, task_kv)
 
 
@@ -250,7 +268,7 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         self.config = config
         self.hidden_size, self.head_dim = config.hidden_size, config.head_dim
         self.num_heads = config.num_attention_heads
-        self.scaling = self.head_dim ** -0.5
+        self.scaling = self.head_dim**-0.5
         self.layer_norm_eps = config.layer_norm_eps
         self.rotary = rotary
         self.has_visual = block.visual_attention is not None
@@ -261,12 +279,21 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         bias = torch.cat([attention.q_proj.bias.detach() * self.scaling, attention.k_proj.bias.detach()])
         value_weight, value_bias = attention.v_proj.weight.detach(), attention.v_proj.bias.detach()
         if rotary:  # q and k, their pair-swapped copies and v apart: rotated once per frame (rotated_projection)
-            self._buffers_from({"qk_weight": weight.t(), "qk_bias": bias, "qk_swapped_weight": _pair_swap(weight.t()),
-                                "qk_swapped_bias": _pair_swap(bias), "value_weight": value_weight.t(),
-                                "value_bias": value_bias}, dtype)
+            self._buffers_from(
+                {
+                    "qk_weight": weight.t(),
+                    "qk_bias": bias,
+                    "qk_swapped_weight": _pair_swap(weight.t()),
+                    "qk_swapped_bias": _pair_swap(bias),
+                    "value_weight": value_weight.t(),
+                    "value_bias": value_bias,
+                },
+                dtype,
+            )
         else:
-            self._buffers_from({"qkv_weight": torch.cat([weight, value_weight]).t(),
-                                "qkv_bias": torch.cat([bias, value_bias])}, dtype)
+            self._buffers_from(
+                {"qkv_weight": torch.cat([weight, value_weight]).t(), "qkv_bias": torch.cat([bias, value_bias])}, dtype
+            )
         self._linear("self_out", attention.o_proj, dtype)
         self._norm("self_norm", block.self_attention_norm, dtype)
         if self.has_visual:
@@ -293,15 +320,18 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
     def _norm(self, name: str, norm: nn.LayerNorm, dtype: torch.dtype) -> None:
         self._buffers_from({f"{name}_weight": norm.weight, f"{name}_bias": norm.bias}, dtype)
 
-    def _attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                mask: torch.Tensor | None) -> torch.Tensor:
+    def _attend(
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """The configured attention kernel: context ``[B', L, H, d_h]``."""
         context, _ = attention_function(self.config._attn_implementation)(
-            self, query, key, value, mask, scaling=self.scaling, dropout=0.0, is_causal=False)
+            self, query, key, value, mask, scaling=self.scaling, dropout=0.0, is_causal=False
+        )
         return context
 
-    def _attend_single_query(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                             mask: torch.Tensor) -> torch.Tensor:
+    def _attend_single_query(
+        self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
         """The newest frame's query (already scaled) against the ring: context ``[B K, 1, H, d_h]``. On a CPU, for
         the math kernels (``sdpa``, ``eager``), :data:`SINGLE_QUERY_ATTENTION`, the same attention in half the ops;
         elsewhere the configured kernel (on CUDA one fused SDPA kernel)."""
@@ -309,24 +339,31 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         if query.device.type == "cpu" and implementation in (None, "eager", "sdpa"):
             implementation = SINGLE_QUERY_ATTENTION
         context, _ = attention_function(implementation)(
-            self, query, key, value, mask, scaling=1.0, dropout=0.0, is_causal=False)
+            self, query, key, value, mask, scaling=1.0, dropout=0.0, is_causal=False
+        )
         return context
 
-    def rotated_projection(self, rotary_cos: torch.Tensor, rotary_sin: torch.Tensor,
-                           rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def rotated_projection(
+        self, rotary_cos: torch.Tensor, rotary_sin: torch.Tensor, rows: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The self-attention's Q/K/V projection ``(W^T [d, 3 d], b)`` with frame t's RoPE rotation (Appendix C.2)
         folded into its query and key columns: ``x W_rot + b_rot`` is ``(x W + b) * cos + (x W_swap + b_swap) *
         sin`` (``rotary_*`` ``[2 d]``), made once per frame for every sampler call (all rows of a call are frame
         t). The bias is broadcast to the ``rows`` of a call on a CPU (``PreparedRowLayers``)."""
-        weight = torch.cat([torch.addcmul(self.qk_weight * rotary_cos, self.qk_swapped_weight, rotary_sin),
-                            self.value_weight], dim=1)
-        bias = torch.cat([torch.addcmul(self.qk_bias * rotary_cos, self.qk_swapped_bias, rotary_sin),
-                          self.value_bias])
+        weight = torch.cat(
+            [torch.addcmul(self.qk_weight * rotary_cos, self.qk_swapped_weight, rotary_sin), self.value_weight], dim=1
+        )
+        bias = torch.cat([torch.addcmul(self.qk_bias * rotary_cos, self.qk_swapped_bias, rotary_sin), self.value_bias])
         return weight, (bias.expand(rows, -1) if bias.device.type == "cpu" else bias)
 
-    def _self_attention(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache,
-                        projection: tuple[torch.Tensor, torch.Tensor] | None, frame: StreamingFrameInputs,
-                        positions: StreamingPositions) -> torch.Tensor:
+    def _self_attention(
+        self,
+        hidden: torch.Tensor,
+        cache: GazeFlowRingKeyValueCache,
+        projection: tuple[torch.Tensor, torch.Tensor] | None,
+        frame: StreamingFrameInputs,
+        positions: StreamingPositions,
+    ) -> torch.Tensor:
         rows, width = hidden.shape
         normed = self.layer_norm("self_norm", hidden)
         if projection is None:
@@ -334,14 +371,15 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         else:
             projected = torch.addmm(projection[1], normed, projection[0])
         split = (rows, self.num_heads, 1, self.head_dim)
-        keys, values = cache.write(positions.slot, projected[:, width:2 * width].view(split),
-                                   projected[:, 2 * width:].view(split))
-        context = self._attend_single_query(projected[:, :width].view(split), keys, values,
-                                            frame.self_attention_mask)
+        keys, values = cache.write(
+            positions.slot, projected[:, width : 2 * width].view(split), projected[:, 2 * width :].view(split)
+        )
+        context = self._attend_single_query(projected[:, :width].view(split), keys, values, frame.self_attention_mask)
         return hidden + self.linear("self_out", context.reshape(rows, width))
 
-    def _cross_attention(self, hidden: torch.Tensor, name: str, key_value: tuple[torch.Tensor, torch.Tensor],
-                         batch: int) -> torch.Tensor:
+    def _cross_attention(
+        self, hidden: torch.Tensor, name: str, key_value: tuple[torch.Tensor, torch.Tensor], batch: int
+    ) -> torch.Tensor:
         """The update of per-frame cross-attention ``name`` ("visual" or "task"): the K samples of each clip query
         its frame's keys/values (``_per_group_cross_attention`` with one frame)."""
         rows, width = hidden.shape
@@ -350,10 +388,17 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         context = self._attend(query, *key_value, None)  # [B, K, H, d_h]
         return self.linear(f"{name}_out", context.reshape(rows, width))
 
-    def forward(self, hidden: torch.Tensor, cache: GazeFlowRingKeyValueCache,
-                projection: tuple[torch.Tensor, torch.Tensor] | None, frame: StreamingFrameInputs,
-                positions: StreamingPositions, visual_kv: tuple[torch.Tensor, torch.Tensor] | None,
-                task_kv: tuple[torch.Tensor, torch.Tensor] | None, batch: int) -> torch.Tensor:
+    def forward(
+        self,
+        hidden: torch.Tensor,
+        cache: GazeFlowRingKeyValueCache,
+        projection: tuple[torch.Tensor, torch.Tensor] | None,
+        frame: StreamingFrameInputs,
+        positions: StreamingPositions,
+        visual_kv: tuple[torch.Tensor, torch.Tensor] | None,
+        task_kv: tuple[torch.Tensor, torch.Tensor] | None,
+        batch: int,
+    ) -> torch.Tensor:
         """``hidden [B K, d]`` -> ``[B K, d]``; ``projection`` the block's :meth:`rotated_projection` of frame t
         (None without RoPE)."""
         hidden = self._self_attention(hidden, cache, projection, frame, positions)
@@ -401,8 +446,9 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         self.hidden_size, self.dtype = config.hidden_size, dtype
         self.flow_times = list(flow_times)
         self.rotary = network.rotary_embedding is not None
-        self.blocks = nn.ModuleList([GazeFlowStreamingBlock(block, config, dtype, self.rotary)
-                                     for block in network.blocks])
+        self.blocks = nn.ModuleList(
+            [GazeFlowStreamingBlock(block, config, dtype, self.rotary) for block in network.blocks]
+        )
         coordinate, self_condition = network.coordinate_embedding, network.self_condition_embedding
         with torch.no_grad():
             times = torch.tensor(self.flow_times, dtype=torch.float32, device=coordinate.linear_in.weight.device)
@@ -411,8 +457,9 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         exponent = torch.arange(half, dtype=torch.float32, device=times.device) / half
         self.register_buffer("frequencies", torch.exp(-math.log(10000.0) * exponent), persistent=False)
         # float32 as the angles: the same product as the Python float, without wrapping it at every call
-        self.register_buffer("coordinate_scale", torch.tensor(COORDINATE_EMBEDDING_SCALE, device=times.device),
-                             persistent=False)
+        self.register_buffer(
+            "coordinate_scale", torch.tensor(COORDINATE_EMBEDDING_SCALE, device=times.device), persistent=False
+        )
         first = torch.block_diag(coordinate.linear_in.weight.detach(), self_condition.linear_in.weight.detach())
         second = torch.cat([coordinate.linear_out.weight.detach(), self_condition.linear_out.weight.detach()], dim=1)
         output_bias = coordinate.linear_out.bias.detach() + self_condition.linear_out.bias.detach()
@@ -421,8 +468,10 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
             "embedding_in_bias": torch.cat([coordinate.linear_in.bias, self_condition.linear_in.bias]),
             "embedding_out_weight": second.t(),
             "call_biases": output_bias + time_embeddings,
-            "output_norm_weight": network.output_norm.weight, "output_norm_bias": network.output_norm.bias,
-            "output_weight": network.output_head.weight.t(), "output_bias": network.output_head.bias,
+            "output_norm_weight": network.output_norm.weight,
+            "output_norm_bias": network.output_norm.bias,
+            "output_weight": network.output_head.weight.t(),
+            "output_bias": network.output_head.bias,
         }
         if self.rotary:  # frequencies of the q and k columns: per head, each pair's frequency twice
             pairs = network.rotary_embedding.inv_freq.repeat_interleave(2)
@@ -433,8 +482,8 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         self.task_concat = network.task_concat is not None
         if self.task_concat:
             projection = network.task_concat.projection
-            buffers["concat_hidden_weight"] = projection.weight[:, :config.hidden_size].t()
-            buffers["concat_bank_weight"] = projection.weight[:, config.hidden_size:].t()
+            buffers["concat_hidden_weight"] = projection.weight[:, : config.hidden_size].t()
+            buffers["concat_bank_weight"] = projection.weight[:, config.hidden_size :].t()
             buffers["concat_bias"] = projection.bias
         for name, tensor in buffers.items():
             keep = torch.float64 if name == "rotary_frequencies" else dtype
@@ -445,8 +494,9 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
     def num_calls(self) -> int:
         return len(self.flow_times)
 
-    def frame_inputs(self, positions: StreamingPositions, condition: StreamingCondition,
-                     rows: int) -> StreamingFrameInputs:
+    def frame_inputs(
+        self, positions: StreamingPositions, condition: StreamingCondition, rows: int
+    ) -> StreamingFrameInputs:
         """The per-frame constants of every call of frame t, for ``rows = B K`` gaze tokens."""
         biases, concat_bias = self.call_biases, None
         if self.learned_positions:  # the newest frame's row in the window: min(t, W - 1)
@@ -465,8 +515,9 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
             biases = biases.unsqueeze(1).expand(-1, rows, -1)
         return StreamingFrameInputs(biases, concat_bias, mask, projections)
 
-    def embed(self, sample: torch.Tensor, self_condition: torch.Tensor, call: int,
-              frame: StreamingFrameInputs) -> torch.Tensor:
+    def embed(
+        self, sample: torch.Tensor, self_condition: torch.Tensor, call: int, frame: StreamingFrameInputs
+    ) -> torch.Tensor:
         """The gaze tokens' input ``[B K, d]`` of call ``call``: E_coord(x_s) + E_self(x1_hat) + E_time(s_call)
         (+ the learned position; then the concatenated task bank's projection)."""
         rows = sample.shape[0] * sample.shape[1]
@@ -480,17 +531,24 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
             hidden = torch.addmm(frame.concat_bias, hidden, self.concat_hidden_weight)
         return hidden
 
-    def forward(self, sample: torch.Tensor, self_condition: torch.Tensor, call: int, frame: StreamingFrameInputs,
-                positions: StreamingPositions, condition: StreamingCondition,
-                caches: tuple[GazeFlowRingKeyValueCache, ...]) -> torch.Tensor:
+    def forward(
+        self,
+        sample: torch.Tensor,
+        self_condition: torch.Tensor,
+        call: int,
+        frame: StreamingFrameInputs,
+        positions: StreamingPositions,
+        condition: StreamingCondition,
+        caches: tuple[GazeFlowRingKeyValueCache, ...],
+    ) -> torch.Tensor:
         """The velocity ``[B, K, 1, 2]`` (float32) at ``sample``/``self_condition`` ``[B, K, 1, 2]`` (float32), for
         the sampler's call number ``call`` (its flow time is ``flow_times[call]``); ``caches`` are that call's ring
         caches, one per block, updated in place."""
         batch, samples = sample.shape[:2]
         hidden = self.embed(sample, self_condition, call, frame)
-        for block, cache, projection, visual_kv, task_kv in zip(self.blocks, caches, frame.projections,
-                                                                condition.visual_key_values,
-                                                                condition.task_key_values):
+        for block, cache, projection, visual_kv, task_kv in zip(
+            self.blocks, caches, frame.projections, condition.visual_key_values, condition.task_key_values
+        ):
             hidden = block(hidden, cache, projection, frame, positions, visual_kv, task_kv, batch)
         velocity = self.linear("output", self.layer_norm("output_norm", hidden))
         velocity = velocity.view(batch, samples, 1, 2)

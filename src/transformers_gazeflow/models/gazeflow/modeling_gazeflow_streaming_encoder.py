@@ -30,8 +30,9 @@ ROPE_BASE = 10000.0
 """V-JEPA 2's rotary base (``rotate_queries_or_keys``: ``omega = 1 / 10000^(2j / D)``)."""
 
 
-def vjepa2_rotary_tables(attention: nn.Module, num_tokens: int, dtype: torch.dtype,
-                         device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def vjepa2_rotary_tables(
+    attention: nn.Module, num_tokens: int, dtype: torch.dtype, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Cosines and sines ``[num_tokens, head_dim]`` with which ``VJEPA2RopeAttention`` rotates the queries and keys
     of ``num_tokens`` tokens (frame, height and width segments of the head; the rest unrotated: cos 1, sin 0),
     computed as transformers' ``rotate_queries_or_keys`` computes them, in ``dtype``."""
@@ -41,7 +42,7 @@ def vjepa2_rotary_tables(attention: nn.Module, num_tokens: int, dtype: torch.dty
     for position in positions:
         omega = torch.arange(segment // 2, dtype=dtype, device=device)
         omega /= segment / 2.0
-        omega = 1.0 / ROPE_BASE ** omega
+        omega = 1.0 / ROPE_BASE**omega
         angles = position.unsqueeze(-1) * omega  # [L, D / 2]
         cosines.append(angles.cos().repeat(1, 2))
         sines.append(angles.sin().repeat(1, 2))
@@ -79,12 +80,17 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
         projections = (attention.query, attention.key, attention.value)
         query_key = torch.cat([attention.query.weight, attention.key.weight]).t()  # [D, 2 D]
         tensors = {
-            "norm1_weight": layer.norm1.weight, "norm1_bias": layer.norm1.bias,
+            "norm1_weight": layer.norm1.weight,
+            "norm1_bias": layer.norm1.bias,
             "qkv_weight": torch.cat([query_key, _rotate_pairs(query_key), attention.value.weight.t()], dim=1),
-            "proj_weight": attention.proj.weight.t(), "proj_bias": attention.proj.bias,
-            "norm2_weight": layer.norm2.weight, "norm2_bias": layer.norm2.bias,
-            "fc1_weight": layer.mlp.fc1.weight.t(), "fc1_bias": layer.mlp.fc1.bias,
-            "fc2_weight": layer.mlp.fc2.weight.t(), "fc2_bias": layer.mlp.fc2.bias,
+            "proj_weight": attention.proj.weight.t(),
+            "proj_bias": attention.proj.bias,
+            "norm2_weight": layer.norm2.weight,
+            "norm2_bias": layer.norm2.bias,
+            "fc1_weight": layer.mlp.fc1.weight.t(),
+            "fc1_bias": layer.mlp.fc1.bias,
+            "fc2_weight": layer.mlp.fc2.weight.t(),
+            "fc2_bias": layer.mlp.fc2.bias,
         }
         for name, tensor in tensors.items():
             self.register_buffer(name, tensor.detach().to(dtype).contiguous(), persistent=False)
@@ -102,16 +108,17 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
         normed = self.layer_norm("norm1", hidden.reshape(batch * length, width))
         qkv = torch.mm(normed, self.qkv_weight) if self.qkv_bias is None else self.linear("qkv", normed)
         qkv = qkv.view(batch, length, 5 * width)
-        query_key = qkv[..., :2 * width] * rotary_cos + qkv[..., 2 * width:4 * width] * rotary_sin
+        query_key = qkv[..., : 2 * width] * rotary_cos + qkv[..., 2 * width : 4 * width] * rotary_sin
         heads = (batch, length, self.num_heads, self.head_dim)
         query = query_key[..., :width].view(heads).transpose(1, 2)
         key = query_key[..., width:].view(heads).transpose(1, 2)
-        value = qkv[..., 4 * width:].view(heads).transpose(1, 2)
+        value = qkv[..., 4 * width :].view(heads).transpose(1, 2)
         if self.last_tokens is not None:
-            query, hidden = query[:, :, -self.last_tokens:], hidden[:, -self.last_tokens:]
+            query, hidden = query[:, :, -self.last_tokens :], hidden[:, -self.last_tokens :]
             length = self.last_tokens
         context, _ = attention_function(self.config._attn_implementation)(
-            self, query, key, value, None, scaling=self.scaling, dropout=0.0, is_causal=False)
+            self, query, key, value, None, scaling=self.scaling, dropout=0.0, is_causal=False
+        )
         rows = hidden.reshape(batch * length, width) + self.linear("proj", context.reshape(batch * length, width))
         rows = rows + self.linear("fc2", self.activation(self.linear("fc1", self.layer_norm("norm2", rows))))
         return rows.view(batch, length, width)
@@ -137,9 +144,12 @@ class GazeFlowStreamingVideoEncoder(nn.Module):
         layers = vjepa2.layer
         num_tokens = window // config.tubelet_size * tokens_per_frame
         last_tokens = tokens_per_frame if num_tokens > tokens_per_frame else None  # the last layer's outputs kept
-        self.layers = nn.ModuleList([
-            GazeFlowStreamingEncoderLayer(layer, config, dtype, last_tokens if i == len(layers) - 1 else None)
-            for i, layer in enumerate(layers)])
+        self.layers = nn.ModuleList(
+            [
+                GazeFlowStreamingEncoderLayer(layer, config, dtype, last_tokens if i == len(layers) - 1 else None)
+                for i, layer in enumerate(layers)
+            ]
+        )
         self.register_buffer("norm_weight", vjepa2.layernorm.weight.detach(), persistent=False)
         self.register_buffer("norm_bias", vjepa2.layernorm.bias.detach(), persistent=False)
         self.eps, self.hidden_size = config.layer_norm_eps, config.hidden_size

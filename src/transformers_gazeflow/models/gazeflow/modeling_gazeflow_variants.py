@@ -41,9 +41,11 @@ class GazeFlowLearnedFramePosition(nn.Module):
     def check_last_position(self, last_position: int) -> None:
         """A frame index past the table is an error naming the table's size."""
         if last_position >= self.max_positions:
-            raise ValueError(f"position_encoding='learned' has a table of num_frames={self.max_positions} rows; "
-                             f"frame index {last_position} is out of range (use windows of at most "
-                             f"{self.max_positions} frames)")
+            raise ValueError(
+                f"position_encoding='learned' has a table of num_frames={self.max_positions} rows; "
+                f"frame index {last_position} is out of range (use windows of at most "
+                f"{self.max_positions} frames)"
+            )
 
 
 class GazeFlowTaskConcat(nn.Module):

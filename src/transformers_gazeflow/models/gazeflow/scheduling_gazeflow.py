@@ -91,8 +91,11 @@ def scaled(factor: float | torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
     """``factor * tensor``, with a Python float ``factor`` kept as a 0-dim CPU tensor of ``tensor``'s dtype (float32
     or float64; the same product bit for bit): a Python float is wrapped into a tensor and converted at every call,
     four more ops on the host each time, in every step of every window. Under ``torch.compile`` the float itself."""
-    if not isinstance(factor, float) or tensor.dtype not in (torch.float32, torch.float64) \
-            or torch.compiler.is_compiling():
+    if (
+        not isinstance(factor, float)
+        or tensor.dtype not in (torch.float32, torch.float64)
+        or torch.compiler.is_compiling()
+    ):
         return factor * tensor
     key = (factor, tensor.dtype)
     scalar = _SCALARS.get(key)
@@ -145,8 +148,15 @@ class FlowMatchingScheduler:
         """The conditional velocity u = d x_s / ds = g - (1 - sigma_min) x_0 (Eq. cfm_loss)."""
         return clean - (1 - self.sigma_min) * noise
 
-    def step(self, model_fn: ModelFn, sample: torch.Tensor, self_condition: torch.Tensor, flow_time: float,
-             next_time: float, project: Projection | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self,
+        model_fn: ModelFn,
+        sample: torch.Tensor,
+        self_condition: torch.Tensor,
+        flow_time: float,
+        next_time: float,
+        project: Projection | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One step from s = ``flow_time`` to ``next_time``; returns the new sample and self-conditioning input."""
         dt = next_time - flow_time
         sample = _project(project, sample, flow_time)
@@ -157,8 +167,10 @@ class FlowMatchingScheduler:
         if self.solver == "heun":
             predicted = _project(project, sample + dt * velocity, next_time)
             corrected_velocity = model_fn(predicted, next_time, endpoint)
-            return (sample + dt * 0.5 * (velocity + corrected_velocity),
-                    estimate_endpoint(predicted, next_time, corrected_velocity))
+            return (
+                sample + dt * 0.5 * (velocity + corrected_velocity),
+                estimate_endpoint(predicted, next_time, corrected_velocity),
+            )
         middle_time = flow_time + 0.5 * dt
         middle = _project(project, sample + 0.5 * dt * velocity, middle_time)
         middle_velocity = model_fn(middle, middle_time, endpoint)
@@ -244,28 +256,36 @@ class DDIMScheduler:
         """x_t = sqrt(alpha_bar) g + sqrt(1 - alpha_bar) eps."""
         if torch.is_tensor(alpha_bar):
             return alpha_bar.sqrt() * clean + (1 - alpha_bar).sqrt() * noise
-        return alpha_bar ** 0.5 * clean + (1 - alpha_bar) ** 0.5 * noise
+        return alpha_bar**0.5 * clean + (1 - alpha_bar) ** 0.5 * noise
 
     def add_noise(self, clean: torch.Tensor, noise: torch.Tensor, timestep: int) -> torch.Tensor:
         """x_t at the integer ``timestep`` (t = -1: the clean trajectory)."""
         return self.noised(clean, noise, self.alpha_bar(timestep))
 
     @staticmethod
-    def clean_estimate(sample: torch.Tensor, noise_estimate: torch.Tensor,
-                       alpha_bar: float | torch.Tensor) -> torch.Tensor:
+    def clean_estimate(
+        sample: torch.Tensor, noise_estimate: torch.Tensor, alpha_bar: float | torch.Tensor
+    ) -> torch.Tensor:
         """x0_hat = clip((x_t - sqrt(1 - alpha_bar) eps_hat) / sqrt(alpha_bar), -1, 1)."""
         if torch.is_tensor(alpha_bar):
             return ((sample - (1 - alpha_bar).sqrt() * noise_estimate) / alpha_bar.sqrt()).clamp(-1, 1)
-        return ((sample - (1 - alpha_bar) ** 0.5 * noise_estimate) / alpha_bar ** 0.5).clamp(-1.0, 1.0)
+        return ((sample - (1 - alpha_bar) ** 0.5 * noise_estimate) / alpha_bar**0.5).clamp(-1.0, 1.0)
 
-    def step(self, model_fn: ModelFn, sample: torch.Tensor, self_condition: torch.Tensor, timestep: int,
-             previous_timestep: int, project: Projection | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self,
+        model_fn: ModelFn,
+        sample: torch.Tensor,
+        self_condition: torch.Tensor,
+        timestep: int,
+        previous_timestep: int,
+        project: Projection | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One DDIM step from ``timestep`` to ``previous_timestep`` (-1: the end); returns (x_prev, x0_hat)."""
         alpha_bar, alpha_bar_prev = self.alpha_bar(timestep), self.alpha_bar(previous_timestep)
         sample = _project(project, sample, timestep)
         eps = model_fn(sample, self.model_time(timestep), self_condition)
         clean = self.clean_estimate(sample, eps, alpha_bar)
-        return alpha_bar_prev ** 0.5 * clean + (1 - alpha_bar_prev) ** 0.5 * eps, clean
+        return alpha_bar_prev**0.5 * clean + (1 - alpha_bar_prev) ** 0.5 * eps, clean
 
     def sample(self, model_fn: ModelFn, noise: torch.Tensor, project: Projection | None = None) -> torch.Tensor:
         """From x_{N-1} = ``noise`` to x_0; self-conditioning starts from zeros."""
@@ -323,8 +343,10 @@ def example_generators(generator: GeneratorArgument, batch_size: int, determinis
     """
     if isinstance(generator, (list, tuple)):
         if len(generator) != batch_size or not all(isinstance(g, torch.Generator) for g in generator):
-            raise ValueError(f"`generator` must be a torch.Generator or a list of one per example ({batch_size}), got "
-                             f"a list of {len(generator)}")
+            raise ValueError(
+                f"`generator` must be a torch.Generator or a list of one per example ({batch_size}), got "
+                f"a list of {len(generator)}"
+            )
         return list(generator)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"`generator` must be a torch.Generator, a list of them or None, got {type(generator)}")
@@ -373,9 +395,15 @@ class TrainingNoise:
     self_condition: torch.Tensor
 
 
-def draw_training_noise(shape: tuple[int, int, int], generators: list[torch.Generator], self_conditioning_prob: float,
-                        device: torch.device, dtype: torch.dtype, num_timesteps: int | None = None,
-                        flow_time_sampling: str = "uniform") -> TrainingNoise:
+def draw_training_noise(
+    shape: tuple[int, int, int],
+    generators: list[torch.Generator],
+    self_conditioning_prob: float,
+    device: torch.device,
+    dtype: torch.dtype,
+    num_timesteps: int | None = None,
+    flow_time_sampling: str = "uniform",
+) -> TrainingNoise:
     """Each example draws, from its own generator and in this order: its time (s from one u ~ U(0, 1) mapped by
     :func:`flow_time_from_uniform` with ``flow_time_sampling``, or with ``num_timesteps`` an integer
     t ~ U{0 .. N - 1}), its noise ``[T, 2]`` and its coin u ~ U(0, 1) (self-conditioning when
@@ -394,9 +422,11 @@ def draw_training_noise(shape: tuple[int, int, int], generators: list[torch.Gene
     time = torch.cat(times).to(device)
     if num_timesteps is None:
         time = flow_time_from_uniform(time.float(), flow_time_sampling)
-    return TrainingNoise(time=time, noise=torch.stack(noises).to(device=device, dtype=dtype),
-                         self_condition=torch.cat(coins).to(device) < self_conditioning_prob)
-
+    return TrainingNoise(
+        time=time,
+        noise=torch.stack(noises).to(device=device, dtype=dtype),
+        self_condition=torch.cat(coins).to(device) < self_conditioning_prob,
+    )
 
 
 def _weyl_uniform(count: int, offset: float, device: torch.device) -> torch.Tensor:
@@ -406,9 +436,14 @@ def _weyl_uniform(count: int, offset: float, device: torch.device) -> torch.Tens
     return torch.frac(offset + index * EVAL_WEYL_STEP).clamp(1e-6, 1 - 1e-6)
 
 
-def draw_eval_noise(shape: tuple[int, int, int], self_conditioning_prob: float, device: torch.device,
-                    dtype: torch.dtype, num_timesteps: int | None = None,
-                    flow_time_sampling: str = "uniform") -> TrainingNoise:
+def draw_eval_noise(
+    shape: tuple[int, int, int],
+    self_conditioning_prob: float,
+    device: torch.device,
+    dtype: torch.dtype,
+    num_timesteps: int | None = None,
+    flow_time_sampling: str = "uniform",
+) -> TrainingNoise:
     """The eval-mode draws without a generator: fixed numbers, the same for every example (so a clip's eval loss
     depends on the clip alone) and computed without a generator or a read of a tensor value (``torch.export`` gives
     the eager loss, with a dynamic batch too). The time is the uniform u = 0.5 mapped like a training draw (s = 0.5
@@ -423,8 +458,12 @@ def draw_eval_noise(shape: tuple[int, int, int], self_conditioning_prob: float, 
         time = torch.full((1,), num_timesteps // 2, dtype=torch.int64, device=device)
     uniform = _weyl_uniform(frames * width, EVAL_WEYL_OFFSET, device)
     noise = (math.sqrt(2.0) * torch.erfinv(2.0 * uniform - 1.0)).reshape(frames, width).to(dtype)
-    return TrainingNoise(time=time.expand(batch), noise=noise.unsqueeze(0).expand(batch, frames, width),
-                         self_condition=(half < self_conditioning_prob).expand(batch))
+    return TrainingNoise(
+        time=time.expand(batch),
+        noise=noise.unsqueeze(0).expand(batch, frames, width),
+        self_condition=(half < self_conditioning_prob).expand(batch),
+    )
+
 
 __all__ = [
     "ModelFn",

@@ -93,19 +93,27 @@ class WindowPlan:
     output_stop: int
 
 
-def plan_windows(num_frames: int, window: int, stride: int, start_frame: int = 0,
-                 end_frame: int | None = None) -> WindowPlan:
+def plan_windows(
+    num_frames: int, window: int, stride: int, start_frame: int = 0, end_frame: int | None = None
+) -> WindowPlan:
     """The windows of the whole video's grid that cover frames ``[start_frame, end_frame)`` (end: the video's)."""
     end_frame = num_frames if end_frame is None else end_frame
     if not 0 <= start_frame < end_frame <= num_frames:
-        raise ValueError(f"frame range [{start_frame}, {end_frame}) must lie within the video's {num_frames} frames "
-                         f"and hold at least one frame")
+        raise ValueError(
+            f"frame range [{start_frame}, {end_frame}) must lie within the video's {num_frames} frames "
+            f"and hold at least one frame"
+        )
     grid = window_starts(num_frames, window, stride)
     chosen = [i for i, start in enumerate(grid) if start < end_frame and start + window > start_frame]
     starts = tuple(grid[i] for i in chosen)
-    return WindowPlan(starts=starts, first_window=chosen[0], decode_start=starts[0],
-                      decode_stop=min(starts[-1] + window, num_frames), output_start=start_frame,
-                      output_stop=end_frame)
+    return WindowPlan(
+        starts=starts,
+        first_window=chosen[0],
+        decode_start=starts[0],
+        decode_stop=min(starts[-1] + window, num_frames),
+        output_start=start_frame,
+        output_stop=end_frame,
+    )
 
 
 def _ramp_blend(earlier: torch.Tensor, later: torch.Tensor) -> torch.Tensor:
@@ -117,8 +125,9 @@ def _ramp_blend(earlier: torch.Tensor, later: torch.Tensor) -> torch.Tensor:
     return (1 - ramp) * earlier + ramp * later
 
 
-def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_frames: int,
-                  frame_dim: int) -> torch.Tensor:
+def blend_windows(
+    window_values: list[torch.Tensor], starts: list[int], num_frames: int, frame_dim: int
+) -> torch.Tensor:
     """Stitch per-window predictions into one sequence of ``num_frames`` frames with the linear overlap blend.
 
     ``window_values[i]`` holds the prediction of window ``i`` along dimension ``frame_dim`` (its length is the
@@ -136,8 +145,8 @@ def blend_windows(window_values: list[torch.Tensor], starts: list[int], num_fram
         values = values[:length]
         overlap = max(0, covered_until - start)
         if overlap > 0:
-            out[start:start + overlap] = _ramp_blend(out[start:start + overlap], values[:overlap])
-        out[start + overlap:start + length] = values[overlap:]
+            out[start : start + overlap] = _ramp_blend(out[start : start + overlap], values[:overlap])
+        out[start + overlap : start + length] = values[overlap:]
         covered_until = max(covered_until, start + length)
     if covered_until < num_frames:
         raise ValueError(f"windows cover only {covered_until} of {num_frames} frames")
@@ -192,14 +201,18 @@ class StreamingBlender:
             self._pending, self._last_start = values.clone(), 0
             return None
         if start <= self._last_start or start > self.covered_until:
-            raise ValueError(f"window start {start} must lie after the previous start {self._last_start} and at or "
-                             f"before the end of the covered frames {self.covered_until}")
+            raise ValueError(
+                f"window start {start} must lie after the previous start {self._last_start} and at or "
+                f"before the end of the covered frames {self.covered_until}"
+            )
         cut = start - self._emitted
         finished, pending = self._pending[:cut], self._pending[cut:]
         overlap = pending.shape[0]
         if overlap > values.shape[0]:
-            raise ValueError(f"the window at {start} ({values.shape[0]} frames) ends inside the frames already covered "
-                             f"(up to {self.covered_until}); windows must reach past the previous one")
+            raise ValueError(
+                f"the window at {start} ({values.shape[0]} frames) ends inside the frames already covered "
+                f"(up to {self.covered_until}); windows must reach past the previous one"
+            )
         blended = values.clone()
         if overlap > 0:
             blended[:overlap] = pending if self.mode == "keep" else _ramp_blend(pending, values[:overlap])
@@ -214,19 +227,28 @@ class StreamingBlender:
             return None
         if start < self._emitted:
             raise ValueError(f"frames before {self._emitted} were handed back already; cannot read them from {start}")
-        return self._pending[start - self._emitted:].movedim(0, self.frame_dim)
+        return self._pending[start - self._emitted :].movedim(0, self.frame_dim)
 
     def finish(self, num_frames: int) -> torch.Tensor:
         """The remaining frames ``[emitted, num_frames)`` along ``frame_dim``; the blender is then spent."""
         if self._pending is None:
             raise ValueError("finish: no window was pushed")
         if num_frames > self.covered_until or num_frames <= self._emitted:
-            raise ValueError(f"finish: the windows cover frames [{self._emitted}, {self.covered_until}) still pending, "
-                             f"cannot end the clip at {num_frames} frames")
-        rest = self._pending[:num_frames - self._emitted]
+            raise ValueError(
+                f"finish: the windows cover frames [{self._emitted}, {self.covered_until}) still pending, "
+                f"cannot end the clip at {num_frames} frames"
+            )
+        rest = self._pending[: num_frames - self._emitted]
         self._pending, self._emitted = None, num_frames
         return rest.movedim(0, self.frame_dim)
 
 
-__all__ = ["pad_last_frame", "window_starts", "WindowPlan", "plan_windows", "blend_windows", "STITCH_MODES",
-           "StreamingBlender"]
+__all__ = [
+    "pad_last_frame",
+    "window_starts",
+    "WindowPlan",
+    "plan_windows",
+    "blend_windows",
+    "STITCH_MODES",
+    "StreamingBlender",
+]

@@ -60,9 +60,23 @@ class GazeEvents(evaluate.Metric):
             ),
         )
 
-    def _compute(self, predictions, references, gaze_types, fps, width, height, fov_deg=60.0, method="ivt",
-                 velocity_threshold_deg_s=30.0, dispersion_deg=1.0, min_duration_ms=100.0, onset_tolerance_ms=100.0):
+    def _compute(
+        self,
+        predictions,
+        references,
+        gaze_types,
+        fps,
+        width,
+        height,
+        fov_deg=60.0,
+        method="ivt",
+        velocity_threshold_deg_s=30.0,
+        dispersion_deg=1.0,
+        min_duration_ms=100.0,
+        onset_tolerance_ms=100.0,
+    ):
         settings = EventSettings(method, velocity_threshold_deg_s, dispersion_deg, min_duration_ms)
-        metrics = events.event_metrics(predictions, references, gaze_types, fps, width, height, fov_deg, settings,
-                                       onset_tolerance_ms)
+        metrics = events.event_metrics(
+            predictions, references, gaze_types, fps, width, height, fov_deg, settings, onset_tolerance_ms
+        )
         return events.flatten_event_metrics(metrics)
