@@ -271,7 +271,6 @@ def test_the_scheduler_imports_neither_objectives_nor_samplers(graph):
 # this list when it is split (the list must end empty).
 OVER_THE_CAP_AFTER_FORMATTING = {
     "commands.cli": 729,
-    "data.synthetic_tasks": 652,
     "hub.model_folders": 618,
     "metrics.protocol": 627,
     "models.gazeflow.modeling_gazeflow": 648,
