@@ -541,9 +541,6 @@ def predict_video(
 
 
 __all__ = [
-    "OVERLAY_NAME",
-    "CSV_NAME",
-    "SUMMARY_NAME",
     "PredictOptions",
     "GroundTruth",
     "GazePredictor",

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from ..data.gaze_types import FIXATION, GAZE_TYPE_CODES
-from ..models.gazeflow.geometry import unit_to_pixels
+from ..models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, unit_to_pixels
 from . import dynamics as dyn
 from . import heatmaps as hm
 from . import saliency as sal
@@ -238,7 +238,7 @@ class GazeEvaluator:
         self,
         protocol: Literal["paper", "glc"] = "paper",
         sigma_px: float = hm.DEFAULT_SIGMA_PX,
-        fov_deg: float = sal.DEFAULT_FOV_DEG,
+        fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
         thresholds=sal.GLC_THRESHOLDS,
         aggregation: Literal["clip", "frame"] | None = None,
         dtype: torch.dtype = torch.float32,
@@ -566,7 +566,7 @@ def evaluate_frames(
     heatmaps: Iterable[Any],
     gaze: Iterable[Any],
     sigma_px: float = hm.DEFAULT_SIGMA_PX,
-    fov_deg: float = sal.DEFAULT_FOV_DEG,
+    fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
     thresholds=sal.GLC_THRESHOLDS,
 ) -> dict[str, float]:
     """Per-frame saliency metrics over a flat set of frames, each a fixation frame at its map's own resolution.
@@ -615,7 +615,6 @@ def evaluate_frames(
 __all__ = [
     "PROTOCOL_WINDOW",
     "PROTOCOL_NUM_FRAMES",
-    "FIXATION",
     "FRAME_METRICS",
     "protocol_frame_indices",
     "ClipGroundTruth",

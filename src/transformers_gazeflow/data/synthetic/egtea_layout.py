@@ -45,8 +45,6 @@ from .dataset import SyntheticClip, generate_clip, split_assignment, task_names
 from .scene import TASK_COLOR_NAMES, TASK_SHAPES
 from .settings import SyntheticGazeSettings
 
-EGTEA_FPS = float(BEGAZE_FPS)
-GAZE_WIDTH, GAZE_HEIGHT = BEGAZE_WIDTH, BEGAZE_HEIGHT
 TRACKER_HZ = 30.0
 LAYOUT_SPLITS = ("train", "test")
 """The layout's split files, ``<split>_split1.txt``."""
@@ -82,7 +80,7 @@ class WrittenEgteaClip:
 
 def _samples_on_frame(frame: int) -> int:
     """How many 30 Hz tracker samples fall on 24 fps video frame ``frame`` (1 or 2)."""
-    ratio = TRACKER_HZ / EGTEA_FPS
+    ratio = TRACKER_HZ / BEGAZE_FPS
     return int(math.floor((frame + 1) * ratio) - math.floor(frame * ratio))
 
 
@@ -97,7 +95,7 @@ def _header(session: str) -> list[str]:
         "## Separator Type:\tMsg",
         "## Trial Count:\t1",
         "## Uses Plane File:\tFalse",
-        f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}",
+        f"## Calibration Area:\t{BEGAZE_WIDTH}\t{BEGAZE_HEIGHT}",
         "## Format:\tTime Type Trial X Y Frame Event",
     ]
 
@@ -107,7 +105,7 @@ def _gaze_rows(
 ) -> list[tuple[int, float, float, int, str]]:
     """Sample rows ``(time_us, px, py, frame, event)`` for session frames with their raw unit points and codes."""
     rows = []
-    pixels = unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT)
+    pixels = unit_to_pixels(raw.astype(np.float64), BEGAZE_WIDTH, BEGAZE_HEIGHT)
     for frame, (px, py), code, move in zip(frames.tolist(), pixels.tolist(), codes.tolist(), motion.tolist()):
         if code == UNTRACKED:
             continue
@@ -115,10 +113,10 @@ def _gaze_rows(
         event = BEGAZE_EVENTS[BLINK_OR_OTHER if code == BLINK_OR_OTHER else move]
         if code == BLINK_OR_OTHER:  # a blink reports the held point, always inside the calibration area
             rows.append(
-                (time_us, min(max(px, 0.0), GAZE_WIDTH - 1.0), min(max(py, 0.0), GAZE_HEIGHT - 1.0), frame, event)
+                (time_us, min(max(px, 0.0), BEGAZE_WIDTH - 1.0), min(max(py, 0.0), BEGAZE_HEIGHT - 1.0), frame, event)
             )
             continue
-        inside = 1.0 <= px <= GAZE_WIDTH - 2 and 1.0 <= py <= GAZE_HEIGHT - 2
+        inside = 1.0 <= px <= BEGAZE_WIDTH - 2 and 1.0 <= py <= BEGAZE_HEIGHT - 2
         if inside and _samples_on_frame(frame) == 2:  # two samples whose mean is the frame's point
             dx, dy = rng.uniform(-0.5, 0.5, 2).tolist()
             rows.append((time_us, px + dx, py + dy, frame, event))
@@ -130,10 +128,10 @@ def _gaze_rows(
 
 def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (:class:`WrittenEgteaClip`)."""
-    pixels = np.round(unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT), 3)  # what the text holds
-    limit = np.array([GAZE_WIDTH - 1, GAZE_HEIGHT - 1])
+    pixels = np.round(unit_to_pixels(raw.astype(np.float64), BEGAZE_WIDTH, BEGAZE_HEIGHT), 3)  # what the text holds
+    limit = np.array([BEGAZE_WIDTH - 1, BEGAZE_HEIGHT - 1])
     off = ((pixels < 0) | (pixels > limit)).any(axis=1)
-    gaze = np.clip(pixels, 0, limit) / np.array([GAZE_WIDTH, GAZE_HEIGHT])
+    gaze = np.clip(pixels, 0, limit) / np.array([BEGAZE_WIDTH, BEGAZE_HEIGHT])
     tracked = (codes != UNTRACKED) & (codes != BLINK_OR_OTHER)
     expected_type = np.where(tracked, np.where(off, OFF_FRAME, motion), codes)
     expected_type_glc = np.where(tracked, motion, codes)
@@ -207,9 +205,9 @@ def _check_layout_options(
     settings: SyntheticGazeSettings, clips_per_session: int, gap_frames: tuple[int, int], session_kinds: tuple[str, ...]
 ) -> None:
     """:func:`write_egtea_layout`'s options, each refused with a one-line error naming it."""
-    if settings.fps != EGTEA_FPS:
+    if settings.fps != BEGAZE_FPS:
         raise ValueError(
-            f"settings.fps must be {EGTEA_FPS} for the EGTEA layout (its F numbers are 24 fps frames), "
+            f"settings.fps must be {BEGAZE_FPS} for the EGTEA layout (its F numbers are 24 fps frames), "
             f"got {settings.fps}"
         )
     if isinstance(clips_per_session, bool) or not isinstance(clips_per_session, int) or clips_per_session < 1:
@@ -230,7 +228,7 @@ def _write_clip(out_dir: Path, session: str, clip: SyntheticClip, f_start: int, 
     f_end = f_start + clip.num_frames - 1
     name = egtea_clip_name_at(session, f_start, f_end)
     video_path = out_dir / "cropped_clips" / session / f"{name}.mp4"
-    write_video(video_path, clip.frames(), fps=EGTEA_FPS)
+    write_video(video_path, clip.frames(), fps=BEGAZE_FPS)
     if write_masks:
         clip.masks().save(out_dir / "masks" / session / f"{name}.npz")
     expected_gaze, expected_type, expected_type_glc = _expected(*_tracker_view(clip))
@@ -279,7 +277,4 @@ __all__ = [
     "WrittenEgteaClip",
     "write_egtea_layout",
     "write_split_and_index_files",
-    "EGTEA_FPS",
-    "GAZE_WIDTH",
-    "GAZE_HEIGHT",
 ]
