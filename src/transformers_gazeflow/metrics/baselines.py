@@ -25,7 +25,7 @@ import torch
 from ..data.gaze_types import FIXATION
 from ..models.gazeflow.geometry import clamp_unit, pixels_to_unit, unit_to_pixels
 from .heatmaps import render_gaussian_map
-from .protocol import ClipGroundTruth, ClipPrediction
+from .protocol_records import ClipGroundTruth, ClipPrediction
 
 
 def _clips(clips: Iterable[Any]) -> Iterable[ClipGroundTruth]:
