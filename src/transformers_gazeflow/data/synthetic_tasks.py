@@ -89,6 +89,7 @@ from .synthetic.scene import (
     TASK_SHAPES,
     SceneObject,
     paint_shape,
+    place_apart,
     smooth_path,
     surface_waves,
 )
@@ -263,25 +264,13 @@ def _background(rng: np.random.Generator, height: int, width: int) -> np.ndarray
     return np.clip(texture, 0, 255).astype(np.float32)
 
 
-def _homes(rng: np.random.Generator, count: int) -> list[np.ndarray]:
-    """Object home positions spread over the frame (at least 0.22 apart when possible), away from the cue."""
-    homes: list[np.ndarray] = []
-    for _ in range(count):
-        for _attempt in range(50):
-            candidate = rng.uniform([0.2, 0.22], [0.82, 0.8])
-            if all(np.linalg.norm(candidate - h) > 0.22 for h in homes):
-                break
-        homes.append(candidate)
-    return homes
-
-
 def _objects(
     rng: np.random.Generator, settings: GroundingTaskSettings, num_frames: int
 ) -> tuple[tuple[SceneObject, ...], int, tuple[str, tuple[int, int, int]] | None]:
     """The task's objects (target first), the cue's label and the cue glyph."""
     task = settings.task
     count = int(rng.integers(settings.min_objects, settings.max_objects + 1 + EXTRA_OBJECTS.get(task, 0)))
-    homes = _homes(rng, count)
+    homes = place_apart(rng, [], count, (0.2, 0.22), (0.82, 0.8), min_distance=0.22, attempts=50)  # away from cues
     label, cue = 0, None
     if task == "moving_object":
         shape, color = SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[int(rng.integers(len(OBJECT_COLORS)))]

@@ -7,8 +7,9 @@ pixel ``i`` covering ``[i, i + 1)``. Each task owns one *target* object whose co
 (saturated colours, one per task); distractors are neutral (white, grey, brown, ...), so the object the gaze
 serves is visible in the pixels and a model can learn it.
 
-The surface's waves (:func:`surface_waves`), the objects' smooth paths (:func:`smooth_path`) and their shapes and
-drawing (:func:`outline_distance`, :func:`paint_shape`) are also those of ``data.synthetic_tasks``' grounding tasks.
+The surface's waves (:func:`surface_waves`), the objects' homes (:func:`place_apart`) and smooth paths
+(:func:`smooth_path`), and their shapes and drawing (:func:`outline_distance`, :func:`paint_shape`) are also those
+of ``data.synthetic_tasks``' grounding tasks.
 """
 
 from __future__ import annotations
@@ -112,6 +113,28 @@ def smooth_path(
     return (weight * np.sin(2 * np.pi * freq * seconds + phase)).sum(axis=1)
 
 
+def place_apart(
+    rng: np.random.Generator,
+    points: list[np.ndarray],
+    count: int,
+    low: tuple[float, float],
+    high: tuple[float, float],
+    min_distance: float,
+    attempts: int,
+) -> list[np.ndarray]:
+    """``points`` and ``count`` more (unit coordinates), each drawn uniformly in the box ``[low, high]`` and drawn
+    again, up to ``attempts`` times in all, until it lies more than ``min_distance`` from every point before it (the
+    last draw is kept when none does): objects' homes spread over the frame."""
+    points = list(points)
+    for _ in range(count):
+        for _attempt in range(attempts):
+            candidate = rng.uniform(list(low), list(high))
+            if all(np.linalg.norm(candidate - point) > min_distance for point in points):
+                break
+        points.append(candidate)
+    return points
+
+
 def surface_waves(
     rng: np.random.Generator, height: int, width: int, count: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -165,13 +188,8 @@ def simulate_scene(
 
     objects = []
     home = task_home(task, num_tasks)
-    homes = [home]
-    for _ in range(num_distractors):  # distractor homes spread over the frame, away from the target
-        for _attempt in range(20):
-            candidate = rng.uniform([0.12, 0.15], [0.88, 0.85])
-            if min(np.linalg.norm(candidate - h) for h in homes) > 0.2:
-                break
-        homes.append(candidate)
+    # distractor homes spread over the frame, away from the target
+    homes = place_apart(rng, [home], num_distractors, (0.12, 0.15), (0.88, 0.85), min_distance=0.2, attempts=20)
     for k, object_home in enumerate(homes):
         if k == 0:
             shape, color = TASK_SHAPES[task % len(TASK_SHAPES)], TASK_COLORS[task]
@@ -371,6 +389,7 @@ __all__ = [
     "render_masks",
     "task_home",
     "smooth_path",
+    "place_apart",
     "surface_waves",
     "outline_distance",
     "paint_shape",
