@@ -7,7 +7,7 @@
   displacement. It sees no video.
 
 Both fit on train clips in the unified schema (``gaze`` unit [T, 2], ``gaze_type``, ``valid``, ``width``,
-``height``) and return :class:`~transformers_gazeflow.metrics.protocol.ClipPrediction` objects that
+``height``) and return :class:`~transformers_gazeflow.metrics.protocol_records.ClipPrediction` objects that
 :class:`~transformers_gazeflow.metrics.protocol.GazeEvaluator` scores like any model.
 """
 
