@@ -25,6 +25,7 @@ import numpy as np
 
 from transformers_gazeflow.commands.calibrate import predicted_points, usable_frames
 from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
+from transformers_gazeflow.data.gaze_types import OFF_FRAME, valid_mask
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
 from transformers_gazeflow.data.video import write_video
 from transformers_gazeflow.gaze.wearer import WearerCalibration, choose_and_fit
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             args.outlier_share,
         )
         outside = ((reported < 0) | (reported > 1)).any(axis=1)
-        codes = np.where(outside & (codes != 0) & (codes != 3), 4, codes)  # what a tracker reports off the frame
+        codes = np.where(outside & valid_mask(codes), OFF_FRAME, codes)  # what a tracker reports off the frame
         points = predicted_points(predictor, video, 0, clip.num_frames, PredictOptions())
         evaluated = usable_frames(codes, fps, start_frame=int(clip.num_frames - args.eval_seconds * fps))
         camera = FieldOfView().for_frame(width, height)

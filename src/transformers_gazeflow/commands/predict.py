@@ -44,7 +44,7 @@ import numpy as np
 
 from ..data.gaze_types import OFF_FRAME, valid_mask
 from ..gaze.events import EventSettings
-from ..gaze.wearer import WearerCalibration
+from ..gaze.wearer import WearerCalibration, calibration_for_model
 from ..generation.windowed import StageClock
 from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
@@ -219,14 +219,9 @@ class GazePredictor:
 
     def wearer_calibration(self, options: PredictOptions) -> WearerCalibration | None:
         """The options' wearer calibration, read and checked against this model (one-line errors)."""
-        calibration = options.calibration
-        if calibration is None:
+        if options.calibration is None:
             return None
-        where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
-        if not isinstance(calibration, WearerCalibration):
-            calibration = WearerCalibration.read(calibration)
-        calibration.check_model(self.pipe.model_fingerprint, self.location, where=where)
-        return calibration
+        return calibration_for_model(options.calibration, self.pipe.model_fingerprint, self.location)
 
     def _readout_files(
         self,
@@ -546,9 +541,6 @@ def predict_video(
 
 
 __all__ = [
-    "OVERLAY_NAME",
-    "CSV_NAME",
-    "SUMMARY_NAME",
     "PredictOptions",
     "GroundTruth",
     "GazePredictor",

@@ -34,7 +34,6 @@ FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "late
 DTYPES = ("float32", "bfloat16", "float16")
 BACKENDS = ("torch", "onnxruntime")
 PERCENTILES = (50, 95, 99)
-SPREAD_QUANTILES = (0.5, 0.9)
 COMPILE_ON_CUDA, COMPILE_ELSEWHERE = "reduce-overhead", "default"
 """``--compile``'s ``GazeFlowStreamer(compile=...)`` mode: compiled and replayed as a CUDA graph on a GPU, compiled
 elsewhere."""
@@ -258,24 +257,16 @@ def run_export_streamer(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------- records
-def spread_radii(samples_px, centre_px) -> tuple[float, ...]:
-    """Radii around ``centre_px [2]`` holding 50% and 90% of ``samples_px [K, 2]`` (linear quantiles of the
-    distances)."""
-    import numpy as np
-
-    distances = np.linalg.norm(np.asarray(samples_px, dtype=np.float64) - np.asarray(centre_px), axis=-1)
-    return tuple(float(value) for value in np.quantile(distances, SPREAD_QUANTILES))
-
-
 def frame_record(frame, samples, mean, width: int, height: int, arrival: float) -> dict[str, Any]:
     """One output line: ``samples [K, 2]`` and ``mean [2]`` in unit coordinates, of a ``width x height`` frame."""
     import numpy as np
 
+    from ..gaze.uncertainty import spread_radii
     from ..models.gazeflow.geometry import unit_to_pixels
 
     mean = np.asarray(mean, dtype=np.float64)
     centre = unit_to_pixels(mean, width, height)
-    r50, r90 = spread_radii(unit_to_pixels(np.asarray(samples, dtype=np.float64), width, height), centre)
+    r50, r90 = spread_radii(unit_to_pixels(np.asarray(samples, dtype=np.float64), width, height), centre).tolist()
     return {
         "frame": frame.index,
         "time_s": round(frame.time_s, 6),
@@ -537,7 +528,6 @@ __all__ = [
     "add_stream_arguments",
     "run_stream",
     "frame_record",
-    "spread_radii",
     "latency_summary",
     "TorchStepper",
     "causal_model_location",

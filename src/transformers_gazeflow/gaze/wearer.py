@@ -235,6 +235,19 @@ class WearerCalibration:
         return atomic_write(path, self.to_json())
 
 
+def calibration_for_model(
+    calibration: str | os.PathLike | WearerCalibration, fingerprint: str, model_name: str
+) -> WearerCalibration:
+    """A wearer calibration (a ``calib.json`` path or the object) checked to be the one fitted for the model whose
+    weights have ``fingerprint`` (``model_name``: how the one-line error names that model; the error names the file,
+    or "the calibration" for an object)."""
+    where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
+    if not isinstance(calibration, WearerCalibration):
+        calibration = WearerCalibration.read(calibration)
+    calibration.check_model(fingerprint, model_name, where=where)
+    return calibration
+
+
 def pixel_errors(points: np.ndarray, truth: np.ndarray, width: int, height: int) -> np.ndarray:
     """Distances (native pixels) between unit-coordinate points and the truth ``[N, 2]``."""
     return np.linalg.norm(
@@ -249,6 +262,7 @@ __all__ = [
     "CALIBRATION_FORMAT",
     "Correction",
     "WearerCalibration",
+    "calibration_for_model",
     "fit_correction",
     "held_out_error",
     "choose_and_fit",

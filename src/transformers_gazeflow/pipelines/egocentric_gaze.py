@@ -37,7 +37,7 @@ from transformers import Pipeline
 from ..data.video import BackgroundFrames, VideoDecodeError, iter_frames, probe_video
 from ..gaze.events import EventSettings, GazeEvents, detect_events
 from ..gaze.uncertainty import GazeUncertainty, describe_uncertainty
-from ..gaze.wearer import WearerCalibration
+from ..gaze.wearer import WearerCalibration, calibration_for_model
 from ..generation.inference import prepare_for_inference, resolve_inference_dtype, window_sampler
 from ..generation.windowed import DEFAULT_WINDOW_BATCH_SIZE, FramePreparer, GazeChunk, StageClock, stream_gaze
 from ..hub.model_folders import (
@@ -553,12 +553,8 @@ class GazeFlowPipeline(Pipeline):
 
     def wearer_calibration(self, calibration: str | os.PathLike | WearerCalibration) -> WearerCalibration:
         """A wearer calibration (a ``calib.json`` path or the object), checked to be this model's."""
-        where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
-        if not isinstance(calibration, WearerCalibration):
-            calibration = WearerCalibration.read(calibration)
         name = getattr(self.model, "name_or_path", "") or "the pipeline's model"
-        calibration.check_model(self.model_fingerprint, name, where=where)
-        return calibration
+        return calibration_for_model(calibration, self.model_fingerprint, name)
 
 
 def frame_times_ms(frame_indices: np.ndarray, fps: float) -> np.ndarray:

@@ -38,6 +38,14 @@ from .generation_gazeflow import SamplingSettings, generate_trajectories
 from .geometry import patch_centres
 from .modeling_gazeflow_causal import encode_video_causal
 from .modeling_gazeflow_checks import check_encoder_hidden_states, check_pixel_values, check_training_targets
+from .modeling_gazeflow_embeddings import (
+    COORDINATE_EMBEDDING_SCALE,
+    TIME_EMBEDDING_SCALE,
+    GazeFlowRotaryEmbedding,
+    GazeFlowSinusoidalMLP,
+    embed_gaze,
+    flow_time_tensor,
+)
 from .modeling_gazeflow_encoder import (
     GazeFlowCondition,
     GazeFlowConditionEncoder,
@@ -47,22 +55,15 @@ from .modeling_gazeflow_encoder import (
     GazeFlowVideoEncoder,
 )
 from .modeling_gazeflow_layers import (
-    COORDINATE_EMBEDDING_SCALE,
-    TIME_EMBEDDING_SCALE,
     GazeFlowDenoiserBlock,
     GazeFlowKeyValueCache,
-    GazeFlowRotaryEmbedding,
-    GazeFlowSinusoidalMLP,
     causal_attention_mask,
-    embed_gaze,
-    flow_time_tensor,
     init_mimetic_query_key,
     init_standard_weights,
-    layer_norm_rows,
-    linear_rows,
 )
 from .modeling_gazeflow_objectives import grounding_loss, objective_loss
 from .modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput, GazeFlowVelocityOutput
+from .modeling_gazeflow_rows import layer_norm_rows, linear_rows
 from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition, GazeFlowTaskConcat
 
 
@@ -635,14 +636,5 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
 __all__ = [
     "GazeFlowModel",
     "GazeFlowPreTrainedModel",
-    "GazeFlowModelOutput",
-    "GazeFlowVelocityOutput",
-    "GazeFlowGenerationOutput",
-    "GazeFlowCondition",
     "GazeFlowVelocityNetwork",
-    # the encoder side, defined in modeling_gazeflow_encoder (re-exported: they used to live here)
-    "GazeFlowVideoEncoder",
-    "GazeFlowConditionEncoder",
-    "GazeFlowSpatialEncoder",
-    "GazeFlowTaskTokenBank",
 ]

@@ -6,8 +6,6 @@
 * :func:`sincos_2d_position_encoding` - the 2D sinusoidal spatial position encoding (Appendix C.1);
 * :class:`GazeFlowRotaryEmbedding` and :func:`apply_rotary` - 1D RoPE over the frame index, base theta (Appendix
   C.2); :func:`apply_signed_rotary` is the same rotation from a signed sine table, as the attention applies it.
-
-``modeling_gazeflow_layers`` re-exports every name.
 """
 
 from __future__ import annotations

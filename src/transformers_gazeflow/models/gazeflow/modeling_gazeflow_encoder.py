@@ -36,17 +36,16 @@ from transformers.utils import ModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
 from .modeling_gazeflow_causal import causal_task_bank
+from .modeling_gazeflow_embeddings import apply_signed_rotary, sincos_2d_position_encoding
 from .modeling_gazeflow_layers import (
     GazeFlowAttention,
     GazeFlowMLP,
     GazeFlowRingKeyValueCache,
-    apply_signed_rotary,
     causal_attention_mask,
     init_standard_weights,
-    linear_rows,
     mark_lora_factors,
-    sincos_2d_position_encoding,
 )
+from .modeling_gazeflow_rows import linear_rows
 
 
 # ---------------------------------------------------------------------------------------------------- condition

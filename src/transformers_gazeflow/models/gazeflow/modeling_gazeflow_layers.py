@@ -2,9 +2,6 @@
 
 Small named modules, each implementing one piece of the paper:
 
-* the embeddings (``modeling_gazeflow_embeddings``, re-exported here): :func:`sinusoidal_embedding`,
-  :class:`GazeFlowSinusoidalMLP`, :func:`sincos_2d_position_encoding` (Appendix C.1), :class:`GazeFlowRotaryEmbedding`
-  and :func:`apply_rotary` (Appendix C.2).
 * :func:`eager_attention_forward` and :class:`GazeFlowAttention` - multi-head attention through transformers'
   attention interface (``ALL_ATTENTION_FUNCTIONS``: ``"sdpa"``, ``"flex_attention"``, ...; this eager function is
   the fallback), so ``config._attn_implementation`` picks the kernel of every attention of the model. Keys/values
@@ -32,22 +29,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, AttentionInterf
 from transformers.utils import logging
 
 from .configuration_gazeflow import GazeFlowConfig
-from .modeling_gazeflow_embeddings import (  # re-exported: the embeddings' own module, one import for the model's parts
-    COORDINATE_EMBEDDING_SCALE,
-    TIME_EMBEDDING_SCALE,
-    GazeFlowRotaryEmbedding,
-    GazeFlowSinusoidalMLP,
-    apply_rotary,
-    apply_signed_rotary,
-    embed_gaze,
-    flow_time_tensor,
-    sincos_2d_position_encoding,
-    sinusoidal_embedding,
-    sinusoidal_features,
-    sinusoidal_frequencies,
-    swap_pairs,
-)
-from .modeling_gazeflow_rows import PairSwapped, layer_norm_rows, linear_rows, linear_weights
+from .modeling_gazeflow_rows import PairSwapped, layer_norm_rows, linear_rows
 
 logger = logging.get_logger(__name__)
 
@@ -614,23 +596,6 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
 __all__ = [
     "MIMETIC_QUERY_KEY",
     "init_mimetic_query_key",
-    "TIME_EMBEDDING_SCALE",
-    "COORDINATE_EMBEDDING_SCALE",
-    "sinusoidal_frequencies",
-    "sinusoidal_features",
-    "sinusoidal_embedding",
-    "sincos_2d_position_encoding",
-    "GazeFlowSinusoidalMLP",
-    "embed_gaze",
-    "flow_time_tensor",
-    "GazeFlowRotaryEmbedding",
-    "PairSwapped",
-    "linear_weights",
-    "linear_rows",
-    "layer_norm_rows",
-    "apply_rotary",
-    "apply_signed_rotary",
-    "swap_pairs",
     "additive_attention_mask",
     "causal_attention_mask",
     "eager_attention_forward",

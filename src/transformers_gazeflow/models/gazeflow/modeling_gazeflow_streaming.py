@@ -50,8 +50,8 @@ from torch import nn
 from torch.nn import functional
 
 from .configuration_gazeflow import GazeFlowConfig
+from .modeling_gazeflow_embeddings import COORDINATE_EMBEDDING_SCALE
 from .modeling_gazeflow_layers import (
-    COORDINATE_EMBEDDING_SCALE,
     SINGLE_QUERY_ATTENTION,
     GazeFlowAttention,
     GazeFlowDenoiserBlock,
