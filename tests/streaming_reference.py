@@ -13,8 +13,8 @@ import torch
 from transformers_gazeflow.generation.online import GazeFlowStreamOutput
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow import GazeFlowModel
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import GazeFlowKeyValueCache
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import GazeFlowKeyValueCache
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise, scheduler_for
 
 

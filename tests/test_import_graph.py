@@ -274,9 +274,6 @@ OVER_THE_CAP_AFTER_FORMATTING = {
     "data.synthetic_tasks": 652,
     "hub.model_folders": 618,
     "metrics.protocol": 627,
-    "models.gazeflow.modeling_gazeflow": 648,
-    "models.gazeflow.modeling_gazeflow_encoder": 612,
-    "models.gazeflow.modeling_gazeflow_layers": 648,
     "pipelines.egocentric_gaze": 661,
     "training.checkpointing": 607,
 }

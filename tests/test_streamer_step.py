@@ -14,7 +14,7 @@ from transformers_gazeflow.generation.online import GazeFlowStreamer
 from transformers_gazeflow.generation.streaming_runners import COMPILE_MODES, check_compile_mode
 from transformers_gazeflow.generation.streaming_step import GazeFlowStreamerStep, scheduler_flow_times
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_encoder_windows
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import GazeFlowRotaryEmbedding, apply_rotary
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_embeddings import GazeFlowRotaryEmbedding, apply_rotary
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_streaming import rotary_phases
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_streaming_encoder import GazeFlowStreamingVideoEncoder
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import scheduler_for
@@ -217,7 +217,7 @@ def test_single_query_attention_equals_eager_and_is_registered():
     to the eager matmul-softmax (masked slots, scaling, strided queries, bf16), other query lengths through eager."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-    from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import (
+    from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import (
         SINGLE_QUERY_ATTENTION,
         eager_attention_forward,
         single_query_attention_forward,

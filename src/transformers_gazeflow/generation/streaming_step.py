@@ -52,7 +52,7 @@ from torch import nn
 
 from ..models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
-from ..models.gazeflow.modeling_gazeflow_layers import GazeFlowRingKeyValueCache
+from ..models.gazeflow.modeling_gazeflow_attention import GazeFlowRingKeyValueCache
 from ..models.gazeflow.modeling_gazeflow_streaming import (
     GazeFlowStreamingCondition,
     GazeFlowStreamingVelocityNetwork,

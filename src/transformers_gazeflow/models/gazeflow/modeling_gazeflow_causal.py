@@ -5,7 +5,7 @@ and current frames, and extracts visual features with a causal sliding window". 
 changes lives here or is named from here:
 
 1. **Causal frame self-attention**: ``GazeFlowVelocityNetwork`` gives every block's frame self-attention the mask
-   ``modeling_gazeflow_layers.causal_attention_mask``: the gaze token of frame t attends to frames <= t only.
+   ``modeling_gazeflow_attention.causal_attention_mask``: the gaze token of frame t attends to frames <= t only.
 2. **Causal encoder window** (:func:`causal_encoder_windows`, :func:`encode_video_causal`): V-JEPA 2 encodes
    2-frame tubelets, and its attention mixes every tubelet of a clip, so the bidirectional model's tokens for frame
    t depend on the whole window. In the causal model every frame t gets its own tokens: the encoder runs on the

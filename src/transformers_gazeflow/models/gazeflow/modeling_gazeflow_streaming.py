@@ -15,9 +15,9 @@ replayed as a CUDA graph and exported:
   once (cast to the run's dtype, Q/K/V fused, the attention scale folded into the query columns, the flow-time
   embedding of each sampler call and the embedding biases folded into one bias per call; frame t's RoPE rotation
   folded into the Q/K/V projection once per frame for all S calls) and the self-attention's keys/values in
-  :class:`~.modeling_gazeflow_layers.GazeFlowRingKeyValueCache` buffers (one per call and block). On a CPU the
+  :class:`~.modeling_gazeflow_attention.GazeFlowRingKeyValueCache` buffers (one per call and block). On a CPU the
   newest query attends to the ring through the single-query kernel registered in transformers' attention
-  interface (``modeling_gazeflow_layers.single_query_attention_forward``).
+  interface (``modeling_gazeflow_attention.single_query_attention_forward``).
 * :class:`StreamingPositions` and :func:`streaming_positions` - what frame t's index gives every part: the ring slot
   ``t mod W``, the mask of the slots that hold a frame (the last ``min(t + 1, W)``) and their count.
 * :func:`rotary_phases` - RoPE angles of a frame index reduced mod 2 pi in float64 (see below).
@@ -50,14 +50,19 @@ from torch import nn
 from torch.nn import functional
 
 from .configuration_gazeflow import GazeFlowConfig
-from .modeling_gazeflow_layers import (
-    COORDINATE_EMBEDDING_SCALE,
+from .modeling_gazeflow_attention import (
     SINGLE_QUERY_ATTENTION,
     GazeFlowAttention,
-    GazeFlowDenoiserBlock,
     GazeFlowRingKeyValueCache,
     attention_function,
 )
+from .modeling_gazeflow_embeddings import (
+    COORDINATE_EMBEDDING_SCALE,
+    rotate_pairs,
+    sinusoidal_features,
+    sinusoidal_frequencies,
+)
+from .modeling_gazeflow_layers import GazeFlowDenoiserBlock
 from .modeling_gazeflow_rows import PreparedRowLayers
 
 ONE_TURN = 2 * math.pi
@@ -120,13 +125,6 @@ def cast_copy(module: nn.Module, dtype: torch.dtype) -> nn.Module:
 def _transposed(linear: nn.Linear, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """``(W^T [in, out], b [out])`` of a Linear in ``dtype``, for ``torch.addmm(b, x, W^T)``."""
     return linear.weight.detach().t().to(dtype).contiguous(), linear.bias.detach().to(dtype)
-
-
-def _pair_swap(weight: torch.Tensor) -> torch.Tensor:
-    """The columns of ``weight [..., d]`` rotated a quarter turn within each interleaved pair, ``(a, b) -> (-b, a)``:
-    ``x @ _pair_swap(W)`` is ``apply_rotary``'s ``rotated`` of ``x @ W`` (exact: a signed permutation)."""
-    pairs = weight.unflatten(-1, (-1, 2))
-    return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
 
 
 # ---------------------------------------------------------------------------------------------------- condition
@@ -283,8 +281,8 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
                 {
                     "qk_weight": weight.t(),
                     "qk_bias": bias,
-                    "qk_swapped_weight": _pair_swap(weight.t()),
-                    "qk_swapped_bias": _pair_swap(bias),
+                    "qk_swapped_weight": rotate_pairs(weight.t()),
+                    "qk_swapped_bias": rotate_pairs(bias),
                     "value_weight": value_weight.t(),
                     "value_bias": value_bias,
                 },
@@ -453,9 +451,8 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         with torch.no_grad():
             times = torch.tensor(self.flow_times, dtype=torch.float32, device=coordinate.linear_in.weight.device)
             time_embeddings = network.time_embedding(times).float()  # E_time(s) of each sampler call [calls, d]
-        half = coordinate.feature_size // coordinate.num_inputs // 2
-        exponent = torch.arange(half, dtype=torch.float32, device=times.device) / half
-        self.register_buffer("frequencies", torch.exp(-math.log(10000.0) * exponent), persistent=False)
+        frequencies = sinusoidal_frequencies(coordinate.feature_size // coordinate.num_inputs, device=times.device)
+        self.register_buffer("frequencies", frequencies, persistent=False)
         # float32 as the angles: the same product as the Python float, without wrapping it at every call
         self.register_buffer(
             "coordinate_scale", torch.tensor(COORDINATE_EMBEDDING_SCALE, device=times.device), persistent=False
@@ -522,8 +519,7 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         (+ the learned position; then the concatenated task bank's projection)."""
         rows = sample.shape[0] * sample.shape[1]
         values = torch.cat([sample, self_condition], dim=-1).view(rows, 4)  # x, y of x_s, then of x1_hat
-        angles = values.unsqueeze(-1) * self.coordinate_scale * self.frequencies  # as sinusoidal_embedding
-        features = torch.cat([angles.cos(), angles.sin()], dim=-1).view(rows, 2 * self.hidden_size)
+        features = sinusoidal_features(values, self.frequencies, self.coordinate_scale).view(rows, 2 * self.hidden_size)
         features = features if features.dtype == self.dtype else features.to(self.dtype)
         hidden = functional.silu(self.linear("embedding_in", features))
         hidden = self.linear("embedding_out", hidden, frame.call_biases[call])
