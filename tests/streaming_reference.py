@@ -20,7 +20,11 @@ from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 
 class ReferenceStreamer:
     """The streamer as it was before the static step: Python deques, growing key/value caches
-    (``GazeFlowKeyValueCache``), the model's own velocity network with ``caches=`` per call."""
+    (``GazeFlowKeyValueCache``), the model's own velocity network with ``caches=`` per call.
+
+    Twin of ``streaming_step.GazeFlowStreamerStep``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_previous_streamer_past_the_window``.
+    """
 
     def __init__(
         self,

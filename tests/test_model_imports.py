@@ -1,7 +1,8 @@
 """The model folder's import graph, read with ``ast`` (every import counts: module level, inside functions and under
 ``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, attention, initialisation, layers,
-embeddings, rows, video encoder, encoder side, velocity network, causal variant, ablation switches, outputs) import only each other and the conventions (the folder's ``geometry``
-and ``windows``), never the model, its windowed sampling or anything above it, and form no cycle."""
+embeddings, rows, video encoder, encoder side, velocity network, causal variant, ablation switches, outputs) import
+only each other and the conventions (the folder's ``geometry`` and ``windows``), never the model, its windowed
+sampling or anything above it, and form no cycle."""
 
 import ast
 from pathlib import Path

@@ -304,7 +304,11 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         self, visual_tokens: torch.Tensor, task_tokens: torch.Tensor | None, num_frames: int, frames_per_group: int
     ) -> GazeFlowCondition:
         """Every block's keys/values of c_v (``[B, G, H, N, d_h]``) and c_task (``[B, H, M + 1, d_h]``, or per group
-        ``[B, G, H, M + 1, d_h]``), only for the sub-layers the block has."""
+        ``[B, G, H, M + 1, d_h]``), only for the sub-layers the block has.
+
+        Twin of ``modeling_gazeflow_streaming.GazeFlowStreamingCondition``: change both; held equal by
+        ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
+        """
         task_per_frame = task_tokens is not None and task_tokens.dim() == 4
         visual_kv, task_kv = [], []
         for block in self.velocity_network.blocks:

@@ -56,6 +56,11 @@ def eager_attention_forward(
 
     ``query [B, H, L, d_h]``, ``key``/``value [B, H, S, d_h]``, ``attention_mask`` additive, broadcastable to
     ``[B, H, L, S]``. Returns the context ``[B, L, H, d_h]`` and the weights ``[B, H, L, S]`` (rows sum to 1).
+
+    Twin of ``modeling_gazeflow_attention.single_query_attention_forward``: change both; held equal by
+    ``tests/test_streamer_step.py::test_single_query_attention_equals_eager_and_is_registered``.
+    Twin of ``sdpa_attention.sdpa_attention_forward``: change both; held equal by
+    ``tests/test_model_contracts.py::test_eager_matches_sdpa_in_fp32``.
     """
     weights = torch.matmul(query, key.transpose(-1, -2)) * scaling
     if attention_mask is not None:
@@ -88,6 +93,9 @@ def single_query_attention_forward(
     fused SDPA kernel beats its five elementwise kernels, so callers choose it for CPUs only. ``query [B, H, 1, d_h]``
     (any strides), ``key``/``value [B, H, S, d_h]``, ``attention_mask`` additive ``[B or 1, H or 1, 1, S]``. Returns
     the context ``[B, 1, H, d_h]`` and no weights; other query lengths go to :func:`eager_attention_forward`.
+
+    Twin of ``modeling_gazeflow_attention.eager_attention_forward``: change both; held equal by
+    ``tests/test_streamer_step.py::test_single_query_attention_equals_eager_and_is_registered``.
     """
     if query.shape[-2] != 1:
         context, _ = eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout)
@@ -242,6 +250,9 @@ class GazeFlowAttention(nn.Module):
         (:class:`PairSwapped`), so the rotation is ``qk * cos + swapped * signed_sin``, two elementwise products.
         With a ``cache`` (incremental decoding), the rows are the newest frames only: their rotated keys and values
         are appended to the cache and the queries attend to every cached frame (all in the past: no mask).
+
+        Twin of ``modeling_gazeflow_embeddings.apply_rotary``: change both; held equal by
+        ``tests/test_twins.py::test_rope_forms_equal_apply_rotary``.
         """
         width = rows.shape[-1]
         length = rows.shape[0] // sequences
@@ -270,7 +281,11 @@ class GazeFlowKeyValueCache:
     (the window W: older frames drop out, so the per-frame work is bounded).
 
     The plain, growing form: every update concatenates and trims, so its shapes change over the first W frames. It
-    is the reference that :class:`GazeFlowRingKeyValueCache` (static shapes, the streamer's) is checked against."""
+    is the reference that :class:`GazeFlowRingKeyValueCache` (static shapes, the streamer's) is checked against.
+
+    Twin of ``modeling_gazeflow_attention.GazeFlowRingKeyValueCache``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_previous_streamer_past_the_window``.
+    """
 
     def __init__(self, max_length: int):
         self.max_length = max_length
@@ -298,6 +313,9 @@ class GazeFlowRingKeyValueCache:
     exports. Which slots hold a frame yet is an attention mask over the slots (``modeling_gazeflow_streaming``), not a
     slice; the slots' order is not the frames' order, which attention does not see (with RoPE the keys carry their
     own positions).
+
+    Twin of ``modeling_gazeflow_attention.GazeFlowKeyValueCache``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_previous_streamer_past_the_window``.
     """
 
     key: torch.Tensor

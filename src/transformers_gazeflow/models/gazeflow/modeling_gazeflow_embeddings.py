@@ -205,13 +205,23 @@ def rotate_pairs(states: torch.Tensor) -> torch.Tensor:
 def apply_rotary(states: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate the interleaved channel pairs of ``states [..., T, d_h]`` by the RoPE angles (Appendix C.2):
     ``(x_2j, x_2j+1) -> (x_2j cos - x_2j+1 sin, x_2j+1 cos + x_2j sin)`` (``cos``, ``sin`` of
-    :meth:`GazeFlowRotaryEmbedding.forward`)."""
+    :meth:`GazeFlowRotaryEmbedding.forward`).
+
+    Twin of ``modeling_gazeflow_embeddings.apply_signed_rotary``: change both; held equal by
+    ``tests/test_twins.py::test_rope_forms_equal_apply_rotary``.
+    Twin of ``modeling_gazeflow_attention.GazeFlowAttention.self_attention_rows``: change both; held equal by
+    ``tests/test_twins.py::test_rope_forms_equal_apply_rotary``.
+    """
     return states * cos.to(states.dtype) + rotate_pairs(states) * sin.to(states.dtype)
 
 
 def apply_signed_rotary(states: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
     """:func:`apply_rotary` with the sine's sign folded in (:meth:`GazeFlowRotaryEmbedding.signed`): the same values
-    (``-x_2j+1 sin`` is ``x_2j+1 (-sin)`` exactly) from a swap of the pairs instead of a stack of negated halves."""
+    (``-x_2j+1 sin`` is ``x_2j+1 (-sin)`` exactly) from a swap of the pairs instead of a stack of negated halves.
+
+    Twin of ``modeling_gazeflow_embeddings.apply_rotary``: change both; held equal by
+    ``tests/test_twins.py::test_rope_forms_equal_apply_rotary``.
+    """
     return states * cos.to(states.dtype) + swap_pairs(states) * signed_sin.to(states.dtype)
 
 

@@ -161,6 +161,12 @@ class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
     def forward(
         self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None, output_attentions: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The layer over the G groups of every spatial position, ``tokens [B * N, G, d]`` (``attention_mask``: the
+        spatial encoder's ``temporal_attention_mask``, causal in the causal model).
+
+        Twin of ``modeling_gazeflow_encoder.GazeFlowTemporalEncoderLayer.forward_newest``: change both; held equal by
+        ``tests/test_temporal_layers.py::test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_last_w_frames``.
+        """
         update, weights = self.attention.self_attention(
             self.attention_norm(tokens), attention_mask=attention_mask, output_attentions=output_attentions
         )
@@ -172,7 +178,11 @@ class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
         """The layer for the newest frame group only (the causal streamer): ``tokens [R, 1, d]`` (R = B * N
         positions) write their keys/values into ``slot`` of the ring ``cache`` (``[R, H, W, d_h]``, in place) and
         attend to every slot that holds a group (``slot_mask`` ``[W]``, additive): the causal layer's row of the
-        newest group over the last W groups."""
+        newest group over the last W groups.
+
+        Twin of ``modeling_gazeflow_encoder.GazeFlowTemporalEncoderLayer.forward``: change both; held equal by
+        ``tests/test_temporal_layers.py::test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_last_w_frames``.
+        """
         normed = self.attention_norm(tokens)
         keys, values = cache.write(slot, *self.attention.project_key_value(normed))
         query = self.attention.project_query(normed)  # [R, H, 1, d_h]
@@ -234,6 +244,12 @@ class GazeFlowSpatialEncoder(nn.Module):
     def forward(
         self, tokens: torch.Tensor, output_attentions: bool = False, output_hidden_states: bool = False
     ) -> torch.Tensor | GazeFlowSpatialEncoderOutput:
+        """c_v of every frame group of a window: W_proj's tokens ``[B, G, N, d]`` -> ``[B, G, N, d]`` (the class
+        docstring says what the output flags add).
+
+        Twin of ``modeling_gazeflow_encoder.GazeFlowSpatialEncoder.forward_newest``: change both; held equal by
+        ``tests/test_temporal_layers.py::test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_last_w_frames``.
+        """
         batch, groups, num_tokens, width = tokens.shape
         hidden = (tokens + self.position_encoding.to(tokens.dtype)).reshape(batch * groups, num_tokens, width)
         all_hidden_states = (hidden,) if output_hidden_states else None
@@ -283,7 +299,11 @@ class GazeFlowSpatialEncoder(nn.Module):
         ``[B * N, H, W, d_h]`` ring per layer, written at ``slot``; ``slot_mask`` ``[W]`` additive). Within the first
         W groups this equals the causal :meth:`forward`'s row of the newest group; past them each layer attends to
         the last W groups, whose keys in a second or later temporal layer were computed with their own W-group
-        context (a key/value cache's sliding window, as in the velocity network's frame self-attention)."""
+        context (a key/value cache's sliding window, as in the velocity network's frame self-attention).
+
+        Twin of ``modeling_gazeflow_encoder.GazeFlowSpatialEncoder.forward``: change both; held equal by
+        ``tests/test_temporal_layers.py::test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_last_w_frames``.
+        """
         batch, num_tokens, width = tokens.shape
         hidden = tokens + self.position_encoding.to(tokens.dtype)
         if len(self.temporal_layers):
@@ -321,22 +341,35 @@ class GazeFlowTaskTokenBank(nn.Module):
             self.attention = GazeFlowAttention(config)
 
     def forward(self, visual_tokens: torch.Tensor, output_attentions: bool = False) -> torch.Tensor | BaseModelOutput:
+        """c_task of c_v ``visual_tokens [B, G, N, d]`` (see the class docstring)."""
         frame_summaries = visual_tokens.mean(dim=2)  # V_bar: [B, G, d]
-        weights = None
         if self.causal:
             task_tokens, weights = causal_task_bank(self, frame_summaries, output_attentions=output_attentions)
-        elif self.num_queries == 0:
-            task_tokens = frame_summaries.mean(dim=1, keepdim=True)  # p: [B, 1, d]
         else:
-            pooled = frame_summaries.mean(dim=1, keepdim=True)
-            batch = visual_tokens.shape[0]
-            query = self.attention.project_query(self.queries.to(visual_tokens.dtype)).expand(batch, -1, -1, -1)
-            key, value = self.attention.project_key_value(frame_summaries)
-            task_queries, weights = self.attention.attend(query, key, value, output_attentions=output_attentions)
-            task_tokens = torch.cat([pooled, task_queries], dim=1)  # [p; q_1..q_M]: [B, M + 1, d]
+            task_tokens, weights = self.over_summaries(frame_summaries, output_attentions)
         if not output_attentions:
             return task_tokens
         return BaseModelOutput(last_hidden_state=task_tokens, attentions=(weights,))
+
+    def over_summaries(
+        self, frame_summaries: torch.Tensor, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """c_task = [p; q_1..q_M] ``[B, M + 1, d]`` over every given frame summary V_bar ``[B, G, d]``: p their mean,
+        the M queries attending to them all (Eqs. task_slots, task_bank), and the queries' weights ``[B, H, M, G]``
+        with ``output_attentions`` (else None). The windowed bank, and the causal bank's entry of the newest frame
+        group (``causal_task_bank(..., last_only=True)``).
+
+        Twin of ``modeling_gazeflow_causal.causal_task_bank``: change both; held equal by
+        ``tests/test_causal_streaming.py::test_causal_task_bank_row_t_uses_frames_up_to_t_only``.
+        """
+        pooled = frame_summaries.mean(dim=1, keepdim=True)  # p: [B, 1, d]
+        if self.num_queries == 0:
+            return pooled, None
+        batch = frame_summaries.shape[0]
+        query = self.attention.project_query(self.queries.to(frame_summaries.dtype)).expand(batch, -1, -1, -1)
+        key, value = self.attention.project_key_value(frame_summaries)
+        task_queries, weights = self.attention.attend(query, key, value, output_attentions=output_attentions)
+        return torch.cat([pooled, task_queries], dim=1), weights  # [p; q_1..q_M]: [B, M + 1, d]
 
 
 # ---------------------------------------------------------------------------------------------------- grounding

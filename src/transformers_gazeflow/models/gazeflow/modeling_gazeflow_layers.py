@@ -87,6 +87,9 @@ class GazeFlowDenoiserBlock(GradientCheckpointingLayer):
     for) the condition's keys/values too. Returns ``(h, self_attention, visual_cross_attention,
     task_cross_attention)``: with ``output_attentions`` the weights ``[B * K, H, T, S]`` (row ``b * K + k`` for
     sample k of clip b; S = T, N, M + 1; the self-attention's is the very tensor the kernel used), else None.
+
+    Twin of ``modeling_gazeflow_streaming.GazeFlowStreamingBlock``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
     """
 
     def __init__(self, config: GazeFlowConfig):

@@ -122,11 +122,6 @@ def cast_copy(module: nn.Module, dtype: torch.dtype) -> nn.Module:
     return copy.deepcopy(module).to(dtype)
 
 
-def _transposed(linear: nn.Linear, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(W^T [in, out], b [out])`` of a Linear in ``dtype``, for ``torch.addmm(b, x, W^T)``."""
-    return linear.weight.detach().t().to(dtype).contiguous(), linear.bias.detach().to(dtype)
-
-
 # ---------------------------------------------------------------------------------------------------- condition
 class GazeFlowStreamingCondition(nn.Module):
     """Frame t's condition from its encoder tokens, for all K samples and every sampler call (once per frame).
@@ -137,6 +132,9 @@ class GazeFlowStreamingCondition(nn.Module):
     (``modeling_gazeflow_causal.causal_task_bank`` with ``last_only``): p_t their mean, the M task queries (projected
     once, here) attending to their keys/values, of which only the newest is projected per frame. Then the keys and
     values of c_v(t) and c_task(t) for every block (``GazeFlowModel.condition_from_tokens``), one product each.
+
+    Twin of ``modeling_gazeflow.GazeFlowModel.condition_from_tokens``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
     """
 
     def __init__(self, model: nn.Module, dtype: torch.dtype):
@@ -199,7 +197,11 @@ class GazeFlowStreamingCondition(nn.Module):
         summary_cache: GazeFlowRingKeyValueCache | None,
         positions: StreamingPositions,
     ) -> torch.Tensor:
-        """c_task(t) ``[B, M + 1, d]`` over the summary ring, after writing V_bar_t (in place) into it."""
+        """c_task(t) ``[B, M + 1, d]`` over the summary ring, after writing V_bar_t (in place) into it.
+
+        Twin of ``modeling_gazeflow_causal.causal_task_bank``: change both; held equal by
+        ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
+        """
         summary = visual_tokens.mean(dim=1, keepdim=True)  # V_bar_t [B, 1, d]
         summaries.index_copy_(1, positions.slot, summary)
         pooled = summaries.sum(dim=1, keepdim=True) / positions.count.to(summaries.dtype)  # p_t; unwritten: 0
@@ -257,6 +259,9 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
     queries attend to the ring of the last W frames' keys (slots not written yet masked); (2) visual and (3) gated
     task cross-attention to frame t's keys/values; (4) the MLP. Attention goes through the configured kernel
     (``config._attn_implementation``, transformers' attention interface).
+
+    Twin of ``modeling_gazeflow_layers.GazeFlowDenoiserBlock``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
     """
 
     is_causal = False  # read by transformers' attention functions: masks are explicit
@@ -277,7 +282,7 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         bias = torch.cat([attention.q_proj.bias.detach() * self.scaling, attention.k_proj.bias.detach()])
         value_weight, value_bias = attention.v_proj.weight.detach(), attention.v_proj.bias.detach()
         if rotary:  # q and k, their pair-swapped copies and v apart: rotated once per frame (rotated_projection)
-            self._buffers_from(
+            self.register_prepared(
                 {
                     "qk_weight": weight.t(),
                     "qk_bias": bias,
@@ -289,34 +294,23 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
                 dtype,
             )
         else:
-            self._buffers_from(
+            self.register_prepared(
                 {"qkv_weight": torch.cat([weight, value_weight]).t(), "qkv_bias": torch.cat([bias, value_bias])}, dtype
             )
-        self._linear("self_out", attention.o_proj, dtype)
-        self._norm("self_norm", block.self_attention_norm, dtype)
+        self.prepare_linear("self_out", attention.o_proj, dtype)
+        self.prepare_layer_norm("self_norm", block.self_attention_norm, dtype)
         if self.has_visual:
-            self._norm("visual_norm", block.visual_attention_norm, dtype)
-            self._linear("visual_query", block.visual_attention.q_proj, dtype)
-            self._linear("visual_out", block.visual_attention.o_proj, dtype)
+            self.prepare_layer_norm("visual_norm", block.visual_attention_norm, dtype)
+            self.prepare_linear("visual_query", block.visual_attention.q_proj, dtype)
+            self.prepare_linear("visual_out", block.visual_attention.o_proj, dtype)
         if self.has_task:
-            self._norm("task_norm", block.task_attention_norm, dtype)
-            self._linear("task_query", block.task_attention.q_proj, dtype)
-            self._linear("task_out", block.task_attention.o_proj, dtype)
-            self._buffers_from({"task_gate": torch.sigmoid(block.task_gate.detach())}, dtype)
-        self._norm("mlp_norm", block.mlp_norm, dtype)
-        self._linear("fc1", block.mlp.fc1, dtype)
-        self._linear("fc2", block.mlp.fc2, dtype)
-
-    def _buffers_from(self, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> None:
-        for name, tensor in tensors.items():
-            self.register_buffer(name, tensor.detach().to(dtype).contiguous(), persistent=False)
-
-    def _linear(self, name: str, linear: nn.Linear, dtype: torch.dtype) -> None:
-        weight, bias = _transposed(linear, dtype)
-        self._buffers_from({f"{name}_weight": weight, f"{name}_bias": bias}, dtype)
-
-    def _norm(self, name: str, norm: nn.LayerNorm, dtype: torch.dtype) -> None:
-        self._buffers_from({f"{name}_weight": norm.weight, f"{name}_bias": norm.bias}, dtype)
+            self.prepare_layer_norm("task_norm", block.task_attention_norm, dtype)
+            self.prepare_linear("task_query", block.task_attention.q_proj, dtype)
+            self.prepare_linear("task_out", block.task_attention.o_proj, dtype)
+            self.register_prepared({"task_gate": torch.sigmoid(block.task_gate.detach())}, dtype)
+        self.prepare_layer_norm("mlp_norm", block.mlp_norm, dtype)
+        self.prepare_linear("fc1", block.mlp.fc1, dtype)
+        self.prepare_linear("fc2", block.mlp.fc2, dtype)
 
     def _attend(
         self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None
@@ -437,6 +431,9 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
     concatenated task bank) is two products: the two sinusoidal MLPs' first layers as one block-diagonal product,
     their second layers as one product whose bias carries both biases and E_time(s) of the call (the sampler's flow
     times are known when the streamer is built: ``flow_times``).
+
+    Twin of ``modeling_gazeflow_velocity.GazeFlowVelocityNetwork``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
     """
 
     def __init__(self, network: nn.Module, config: GazeFlowConfig, dtype: torch.dtype, flow_times: list[float]):

@@ -36,7 +36,11 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
 
     The Q/K/V product also gives the queries and keys with each channel pair rotated a quarter turn (extra columns
     of the weight, a signed permutation: the same values as rotating the product), so RoPE is ``qk * cos +
-    rotated * sin``, two products and a sum."""
+    rotated * sin``, two products and a sum.
+
+    Twin of ``modeling_vjepa2.VJEPA2Layer``: change both; held equal by
+    ``tests/test_streamer_step.py::test_static_encoder_equals_the_video_encoder_on_the_window``.
+    """
 
     is_causal = False  # read by transformers' attention functions
 
@@ -63,8 +67,7 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
             "fc2_weight": layer.mlp.fc2.weight.t(),
             "fc2_bias": layer.mlp.fc2.bias,
         }
-        for name, tensor in tensors.items():
-            self.register_buffer(name, tensor.detach().to(dtype).contiguous(), persistent=False)
+        self.register_prepared(tensors, dtype)
         qkv_bias = None
         if all(p.bias is not None for p in projections):  # config.qkv_bias
             query_key_bias = torch.cat([attention.query.bias, attention.key.bias])
@@ -98,7 +101,11 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
 class GazeFlowStreamingVideoEncoder(nn.Module):
     """``GazeFlowVideoEncoder`` on a window of ``window`` frames, returning the last tubelet's ``tokens_per_frame``
     tokens ``[B, N, D]`` (the newest frame's, in the causal model), with weights and rotary tables prepared once in
-    ``dtype`` (module docstring)."""
+    ``dtype`` (module docstring).
+
+    Twin of ``modeling_gazeflow_video_encoder.GazeFlowVideoEncoder``: change both; held equal by
+    ``tests/test_streamer_step.py::test_static_encoder_equals_the_video_encoder_on_the_window``.
+    """
 
     def __init__(self, video_encoder: nn.Module, window: int, tokens_per_frame: int, dtype: torch.dtype):
         super().__init__()

@@ -33,6 +33,9 @@ class GazeFlowVelocityNetwork(nn.Module):
 
     ``forward`` is free of Python branches on tensor values, so it exports with ``torch.export`` (the condition is
     a pytree); input checks live in :meth:`GazeFlowModel.velocity`.
+
+    Twin of ``modeling_gazeflow_streaming.GazeFlowStreamingVelocityNetwork``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
     """
 
     def __init__(self, config: GazeFlowConfig):

@@ -35,6 +35,9 @@ class GazeFlowVideoEncoder(PreTrainedModel):
     ``BaseModelOutput``: ``hidden_states`` the patch embeddings and every layer's output (``L + 1`` entries of
     ``[B, (T / 2) * N, D]``), ``attentions`` every layer's weights ``[B, H_enc, (T / 2) * N, (T / 2) * N]``
     (``attn_implementation="eager"``). LoRA adapters (Appendix E.4) are injected with ``peft`` by :meth:`add_lora`.
+
+    Twin of ``modeling_gazeflow_streaming_encoder.GazeFlowStreamingVideoEncoder``: change both; held equal by
+    ``tests/test_streamer_step.py::test_static_encoder_equals_the_video_encoder_on_the_window``.
     """
 
     config_class = VJEPA2Config
@@ -132,7 +135,11 @@ def vjepa2_rotary_tables(
     """Cosines and sines ``[num_tokens, d_h]`` with which ``VJEPA2RopeAttention`` rotates the queries and keys of
     ``num_tokens`` tokens: its depth (frame), height and width sections of the head as transformers'
     ``rotate_queries_or_keys`` computes them (in ``dtype``, the activations' dtype, and its sections' layout), the
-    rest of the head unrotated (cosine 1, sine 0)."""
+    rest of the head unrotated (cosine 1, sine 0).
+
+    Twin of ``modeling_vjepa2.rotate_queries_or_keys``: change both; held equal by
+    ``tests/test_streaming_pipeline.py::test_the_fused_encoder_attention_equals_transformers_bit_for_bit``.
+    """
     positions = attention.get_position_ids(torch.empty(1, num_tokens, 0, device=device))  # frame, height, width ids
     cosines, sines = [], []
     for position, width in zip(positions, (attention.d_dim, attention.h_dim, attention.w_dim)):
@@ -164,7 +171,11 @@ class GazeFlowFusedRopeAttention(VJEPA2RopeAttention):
     keys and values from one matmul (``linear_rows``), queries and keys rotated together, and the RoPE
     tables of a token count computed once (:func:`vjepa2_rotary_tables`) instead of at every call for each section
     of q and of k. The attention kernel is still ``config._attn_implementation`` through
-    ``ALL_ATTENTION_FUNCTIONS``. Only the plain forward (no position mask) is fused; a mask goes to the parent's."""
+    ``ALL_ATTENTION_FUNCTIONS``. Only the plain forward (no position mask) is fused; a mask goes to the parent's.
+
+    Twin of ``modeling_vjepa2.VJEPA2RopeAttention``: change both; held equal by
+    ``tests/test_streaming_pipeline.py::test_the_fused_encoder_attention_equals_transformers_bit_for_bit``.
+    """
 
     def forward(
         self, hidden_states: torch.Tensor, position_mask: torch.Tensor | None = None
