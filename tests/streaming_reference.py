@@ -13,14 +13,18 @@ import torch
 from transformers_gazeflow.generation.online import GazeFlowStreamOutput
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow import GazeFlowModel
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import GazeFlowKeyValueCache
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import GazeFlowKeyValueCache
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise, scheduler_for
 
 
 class ReferenceStreamer:
     """The streamer as it was before the static step: Python deques, growing key/value caches
-    (``GazeFlowKeyValueCache``), the model's own velocity network with ``caches=`` per call."""
+    (``GazeFlowKeyValueCache``), the model's own velocity network with ``caches=`` per call.
+
+    Twin of ``streaming_step.GazeFlowStreamerStep``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_previous_streamer_past_the_window``.
+    """
 
     def __init__(
         self,

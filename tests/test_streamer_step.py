@@ -217,7 +217,7 @@ def test_single_query_attention_equals_eager_and_is_registered():
     to the eager matmul-softmax (masked slots, scaling, strided queries, bf16), other query lengths through eager."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-    from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import (
+    from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import (
         SINGLE_QUERY_ATTENTION,
         eager_attention_forward,
         single_query_attention_forward,

@@ -52,7 +52,7 @@ from torch import nn
 
 from ..models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
-from ..models.gazeflow.modeling_gazeflow_layers import GazeFlowRingKeyValueCache
+from ..models.gazeflow.modeling_gazeflow_attention import GazeFlowRingKeyValueCache
 from ..models.gazeflow.modeling_gazeflow_streaming import (
     GazeFlowStreamingCondition,
     GazeFlowStreamingVelocityNetwork,
@@ -129,6 +129,9 @@ class GazeFlowStreamerStep(nn.Module):
         num_samples, num_steps, solver: K, S and the ODE solver (defaults from the config).
         dtype: the dtype every weight is cast to once and the step computes in (default: the model's); the ODE
             state x_s stays float32. The model is left as it is (cast copies are made where needed).
+
+    Twin of ``streaming_reference.ReferenceStreamer``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_previous_streamer_past_the_window``.
     """
 
     def __init__(
@@ -204,7 +207,11 @@ class GazeFlowStreamerStep(nn.Module):
     ) -> StreamingCondition:
         """Frame t's condition: the frame written to the window ring (the stream's first frame to every slot: frames
         before it read it, as ``causal_encoder_windows`` pads), the encoder on frames t - w + 1 .. t in time order
-        (the last tubelet's N tokens are frame t's), then :class:`GazeFlowStreamingCondition` (rings updated)."""
+        (the last tubelet's N tokens are frame t's), then :class:`GazeFlowStreamingCondition` (rings updated).
+
+        Twin of ``modeling_gazeflow_causal.causal_encoder_windows``: change both; held equal by
+        ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
+        """
         ring, window = state.frames, self.encoder_frames
         frame = frame.unsqueeze(1).to(ring.dtype)
         ring.copy_(torch.where(positions.first, frame.expand_as(ring), ring))

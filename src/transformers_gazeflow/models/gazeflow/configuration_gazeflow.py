@@ -280,7 +280,7 @@ class GazeFlowConfig(PreTrainedConfig):
             tokens alike), or
             `"mimetic"`: mimetic initialisation (Trockman & Kolter, 2023), each head's W_q^T W_k ~ 0.7 Z + 0.7 I
             (Z ~ N(0, 1/d)), so that from the first step a token attends more to the tokens that look like it
-            (`modeling_gazeflow_layers.init_mimetic_query_key`). Only training from scratch reads it.
+            (`modeling_gazeflow_initialization.init_mimetic_query_key`). Only training from scratch reads it.
         layer_norm_eps (`float`, *optional*, defaults to 1e-6):
             Epsilon of every LayerNorm of the GazeFlow modules.
 
