@@ -54,9 +54,6 @@ from transformers_gazeflow.data.collator import FLIP_STATE_KEY, GazeFlowDataColl
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.hub.model_folders import load_video_processor, save_model_folder
 from transformers_gazeflow.training.checkpointing import (
-    TRAINER_STATE,
-    CheckpointError,
-    TrainerState,
     begin_lineage,
     load_best_ema_state,
     load_checkpoint,
@@ -83,6 +80,7 @@ from transformers_gazeflow.training.grounding_plateau import (
 )
 from transformers_gazeflow.training.processes import leave_process_group
 from transformers_gazeflow.training.recipes import RECIPES, recipe_help
+from transformers_gazeflow.training.trainer_state import TRAINER_STATE, CheckpointError, TrainerState
 
 logger = logging.getLogger("train")
 MODEL_INPUTS = ("pixel_values_videos", "encoder_hidden_states", "gaze", "valid_mask")

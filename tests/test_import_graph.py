@@ -278,7 +278,6 @@ OVER_THE_CAP_AFTER_FORMATTING = {
     "models.gazeflow.modeling_gazeflow_encoder": 612,
     "models.gazeflow.modeling_gazeflow_layers": 648,
     "pipelines.egocentric_gaze": 661,
-    "training.checkpointing": 607,
 }
 
 

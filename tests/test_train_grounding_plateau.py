@@ -17,7 +17,6 @@ from transformers_gazeflow import GazeFlowConfig
 from transformers_gazeflow.data.synthetic_tasks import GroundingTaskSettings, write_task_egtea_layout
 from transformers_gazeflow.models.gazeflow.geometry import patch_centres
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import grounding_loss
-from transformers_gazeflow.training.checkpointing import TrainerState
 from transformers_gazeflow.training.datasets import load_training_splits
 from transformers_gazeflow.training.grounding_plateau import (
     PLATEAU_PROGRESS,
@@ -27,6 +26,7 @@ from transformers_gazeflow.training.grounding_plateau import (
     reference_levels,
     window_targets,
 )
+from transformers_gazeflow.training.trainer_state import TrainerState
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"

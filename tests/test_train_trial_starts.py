@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.script_loading import load_script
-from transformers_gazeflow.training.checkpointing import TrainerState
+from transformers_gazeflow.training.trainer_state import TrainerState
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
