@@ -284,6 +284,7 @@ def save_final_model(run: TrainingRun, processor: GazeFlowVideoProcessor, output
 
 # ---------------------------------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
+    """Train as ``argv`` (or ``sys.argv``) says: the model folder goes to ``--output_dir``; returns the exit status."""
     args = parse_args(argv)
     output_dir = Path(args.output_dir)
     mixed_precision = args.mixed_precision or ("bf16" if torch.cuda.is_available() else "no")

@@ -10,12 +10,12 @@ start's continuation (:mod:`.trial_starts`).
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from accelerate import Accelerator
 from torch.optim.swa_utils import AveragedModel
 from torch.utils.data import DataLoader
 from transformers import get_cosine_with_min_lr_schedule_with_warmup
@@ -29,7 +29,6 @@ from .trainer_state import TrainerState
 RUN_LOGGER = "train"
 """The logger of a training run's log (what ``examples/train.py`` prints): one name whichever module writes the
 line, so that the log reads, and filters, as one stream."""
-logger = logging.getLogger(RUN_LOGGER)
 
 
 class TrainingError(RuntimeError):
@@ -43,7 +42,7 @@ class TrainingSetup(NamedTuple):
     without validation windows; ``training.grounding_plateau``)."""
 
     args: argparse.Namespace
-    accelerator: Any
+    accelerator: Accelerator
     train_set: Any
     validation_set: Any
     collator: Any
@@ -88,7 +87,7 @@ class TrainingRun:
         """What a checkpoint holds besides the trainer state."""
         return dict(model=self.model, optimizer=self.optimizer, scheduler=self.scheduler, ema=self.ema)
 
-    def save(self, accelerator, folder: Path) -> Path:
+    def save(self, accelerator: Accelerator, folder: Path) -> Path:
         """A checkpoint of where the run stands, in ``folder/step_<N>``."""
         self.last_checkpoint = save_checkpoint(
             accelerator,
@@ -100,7 +99,7 @@ class TrainingRun:
         )
         return self.last_checkpoint
 
-    def restore(self, accelerator, checkpoint: Path) -> None:
+    def restore(self, accelerator: Accelerator, checkpoint: Path) -> None:
         """Continue from ``checkpoint``: weights, optimizer, schedule, EMA, random state, trainer state."""
         self.state = load_checkpoint(checkpoint, accelerator, **self.checkpointed, flip_generator=self.flip_generator)
         self.best_ema_state = load_best_ema_state(checkpoint, self.state)
@@ -165,7 +164,9 @@ def prepare_run(setup: TrainingSetup, model: torch.nn.Module, seed: int) -> Trai
     )
 
 
-def apply_speed_settings(model: torch.nn.Module, args: argparse.Namespace, accelerator) -> FrozenWeightCast | None:
+def apply_speed_settings(
+    model: torch.nn.Module, args: argparse.Namespace, accelerator: Accelerator
+) -> FrozenWeightCast | None:
     """``--gradient_checkpointing`` and ``--frozen_weights_in_bf16`` on ``model``, before its optimizer and EMA are
     built; returns the cast (None when the weights keep float32)."""
     if args.gradient_checkpointing:
