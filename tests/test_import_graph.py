@@ -272,7 +272,6 @@ def test_the_scheduler_imports_neither_objectives_nor_samplers(graph):
 OVER_THE_CAP_AFTER_FORMATTING = {
     "commands.cli": 729,
     "pipelines.egocentric_gaze": 661,
-    "training.checkpointing": 607,
 }
 
 
