@@ -32,9 +32,6 @@ PENDING = {
     "benchmarks/gpu_suite_tools.py": 1023,
     "src/transformers_gazeflow/commands/stream.py::add_stream_arguments": 81,
     "src/transformers_gazeflow/commands/web_demo.py::GazeFlowDemo._build": 141,
-    "src/transformers_gazeflow/data/synthetic/egtea_layout.py::write_egtea_layout": 100,
-    "src/transformers_gazeflow/models/gazeflow/modeling_gazeflow.py::GazeFlowModel.forward": 88,
-    "src/transformers_gazeflow/models/gazeflow/modeling_gazeflow.py::GazeFlowVelocityNetwork.forward": 86,
 }
 
 
