@@ -61,6 +61,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from op_counts import count_aten_ops
+from results import add_results_argument, config_model, shipped_model, write_section
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -103,14 +105,41 @@ def generated_frames(num_frames: int, width: int, height: int, fps: float):
         yield frame.astype(np.uint8)
 
 
+def tiny_config():
+    """The ``tiny`` model's configuration (32x32 frames, 8-frame windows; random weights)."""
+    from transformers_gazeflow import GazeFlowConfig
+
+    return GazeFlowConfig.tiny()
+
+
+def paper_config():
+    """The ``paper`` model's configuration: the paper's geometry (ViT-L, 64-frame windows, 256 px; random weights)."""
+    from transformers_gazeflow import GazeFlowConfig
+
+    return GazeFlowConfig(use_lora=False)
+
+
 def tiny_model(folder: Path) -> Path:
-    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+    from transformers_gazeflow import GazeFlowModel
     from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 
     torch.manual_seed(0)
-    GazeFlowModel(GazeFlowConfig.tiny()).save_pretrained(folder)
+    GazeFlowModel(tiny_config()).save_pretrained(folder)
     GazeFlowVideoProcessor(size=32).save_pretrained(folder)
     return folder
+
+
+def measured_model(name: str | None) -> dict:
+    """The results' entry of a model: ``bundled`` (or None), ``tiny``, ``paper``, or a model folder."""
+    from results import folder_model
+
+    if name in (None, "bundled"):
+        return shipped_model()
+    if name == "tiny":
+        return config_model("tiny, random weights", tiny_config(), "bench_pipeline:tiny_config")
+    if name == "paper":
+        return config_model("paper geometry, random weights", paper_config(), "bench_pipeline:paper_config")
+    return folder_model(name, name)
 
 
 def run(video: Path, model: str, out_dir: Path, overlay: bool, num_samples: int | None, num_steps: int | None) -> dict:
@@ -138,13 +167,12 @@ def run(video: Path, model: str, out_dir: Path, overlay: bool, num_samples: int 
     }
 
 
-def overlay_costs(args, work: Path, model: str | None) -> None:
+def overlay_costs(args, work: Path, model: str | None) -> dict:
+    """The overlay's cost per frame at each of ``--sizes``, side by side with ``--no-overlay``."""
     import statistics
 
-    from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions, render_overlay_frame
-    from transformers_gazeflow.data.video import iter_frames, write_video
-    from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px
-    from transformers_gazeflow.outputs.overlay import OverlayRenderer, OverlayVideoWriter
+    from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
+    from transformers_gazeflow.data.video import write_video
 
     predictor = GazePredictor(model)
     options = dict(num_samples=args.num_samples, num_steps=args.num_steps, quiet=True)
@@ -163,26 +191,18 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
                 )
                 times[overlay].append(1000 * (time.perf_counter() - started) / summary["frames"])
                 cpu[overlay].append(1000 * (time.process_time() - cpu_started) / summary["frames"])
-        # the overlay's parts alone, on the same frames and predictions
-        frames = list(iter_frames(video))
-        samples = summary_samples(work / f"out_{size}_True" / "gaze.csv", len(frames))
-        renderer = OverlayRenderer()
-        sigma = heatmap_sigma_px(width)
-        started = time.perf_counter()
-        drawn = [
-            render_overlay_frame(renderer, frame, samples[i], samples[i].mean(axis=0), sigma)
-            for i, frame in enumerate(frames)
-        ]
-        draw_ms = 1000 * (time.perf_counter() - started) / len(frames)
-        started = time.perf_counter()
-        writer = OverlayVideoWriter(work / "encode_only.mp4", fps=args.fps)
-        for frame in drawn:
-            writer.write(frame)
-        writer.close()
-        encode_ms = 1000 * (time.perf_counter() - started) / len(frames)
-        none, with_overlay = statistics.median(times[False]), statistics.median(times[True])
+        draw_ms, encode_ms = overlay_parts_ms(video, work / f"out_{size}_True" / "gaze.csv", width, args.fps, work)
         rows.append(
-            (size, none, with_overlay, statistics.median(cpu[False]), statistics.median(cpu[True]), draw_ms, encode_ms)
+            {
+                "size": size,
+                "no_overlay_ms": statistics.median(times[False]),
+                "overlay_ms": statistics.median(times[True]),
+                "no_overlay_cpu_ms": statistics.median(cpu[False]),
+                "overlay_cpu_ms": statistics.median(cpu[True]),
+                "drawing_ms": draw_ms,
+                "encoding_ms": encode_ms,
+                "runs_wall_ms": {"no_overlay": times[False], "overlay": times[True]},
+            }
         )
         print(
             f"  {size}: wall ms/frame: no overlay {[round(t, 1) for t in times[False]]}, overlay "
@@ -194,16 +214,48 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
         f"model: {args.model or 'bundled default'}, {args.frames} frames at {args.fps:g} fps, "
         f"median of {args.repeats}, load average {os.getloadavg()[0]:.1f}"
     )
+    print_overlay_table(rows)
+    return {"frames": args.frames, "fps": args.fps, "repeats": args.repeats, "sizes": rows}
+
+
+def overlay_parts_ms(video: Path, csv_path: Path, width: int, fps: float, work: Path) -> tuple[float, float]:
+    """The overlay's two parts alone on the same frames and predictions: ms per frame drawing, and encoding."""
+    from transformers_gazeflow.commands.predict import render_overlay_frame
+    from transformers_gazeflow.data.video import iter_frames
+    from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px
+    from transformers_gazeflow.outputs.overlay import OverlayRenderer, OverlayVideoWriter
+
+    frames = list(iter_frames(video))
+    samples = summary_samples(csv_path, len(frames))
+    renderer = OverlayRenderer()
+    sigma = heatmap_sigma_px(width)
+    started = time.perf_counter()
+    drawn = [
+        render_overlay_frame(renderer, frame, samples[i], samples[i].mean(axis=0), sigma)
+        for i, frame in enumerate(frames)
+    ]
+    draw_ms = 1000 * (time.perf_counter() - started) / len(frames)
+    started = time.perf_counter()
+    writer = OverlayVideoWriter(work / "encode_only.mp4", fps=fps)
+    for frame in drawn:
+        writer.write(frame)
+    writer.close()
+    return draw_ms, 1000 * (time.perf_counter() - started) / len(frames)
+
+
+def print_overlay_table(rows: list[dict]) -> None:
     print(
         "| frame size | --no-overlay ms/frame | overlay ms/frame | overlay adds (wall) | --no-overlay CPU ms/frame | "
         "overlay CPU ms/frame | overlay adds (CPU) | drawing alone ms/frame | encoding alone ms/frame |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for size, none, with_overlay, cpu_none, cpu_overlay, draw_ms, encode_ms in rows:
+    for row in rows:
+        none, with_overlay = row["no_overlay_ms"], row["overlay_ms"]
+        cpu_none, cpu_overlay = row["no_overlay_cpu_ms"], row["overlay_cpu_ms"]
         print(
-            f"| {size} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | "
-            f"{cpu_none:.1f} | {cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | {draw_ms:.1f} | "
-            f"{encode_ms:.1f} |"
+            f"| {row['size']} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | "
+            f"{cpu_none:.1f} | {cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | "
+            f"{row['drawing_ms']:.1f} | {row['encoding_ms']:.1f} |"
         )
 
 
@@ -217,7 +269,8 @@ def summary_samples(csv_path: Path, num_frames: int) -> np.ndarray:
     return xy.reshape(num_frames, -1, 2)
 
 
-def memory(args, work: Path, model: str | None) -> None:
+def memory(args, work: Path, model: str | None) -> dict:
+    """Resident memory over long videos (``--minutes``)."""
     from transformers_gazeflow.data.video import write_video
 
     width, height = (int(v) for v in args.size.lower().split("x"))
@@ -249,6 +302,12 @@ def memory(args, work: Path, model: str | None) -> None:
             f"{r['predict_ms_per_frame']:.2f} | {r['rss_first_quarter_mb']:.0f} MiB | "
             f"{r['rss_last_quarter_mb']:.0f} MiB | {r['rss_peak_mb']:.0f} MiB |"
         )
+    return {
+        "size": args.size,
+        "fps": args.fps,
+        "overlay": not args.no_overlay,
+        "videos": [{"minutes": minutes, **result} for minutes, result in rows],
+    }
 
 
 # ------------------------------------------------------------------------------------------ serial vs overlapped
@@ -257,56 +316,12 @@ SERIAL = dict(window_batch_size=1, decode_in_thread=False, cuda_graphs=False, dt
 PATHS = {"serial": SERIAL, "overlapped": {}}
 """The command's path as it runs now (the defaults) and the serial path it replaced."""
 
-VIEW_AND_ALLOCATION_OPS = {
-    "aten::as_strided",
-    "aten::view",
-    "aten::transpose",
-    "aten::t",
-    "aten::expand",
-    "aten::unsqueeze",
-    "aten::squeeze",
-    "aten::slice",
-    "aten::select",
-    "aten::permute",
-    "aten::reshape",
-    "aten::_reshape_alias",
-    "aten::flatten",
-    "aten::unflatten",
-    "aten::narrow",
-    "aten::resolve_conj",
-    "aten::resolve_neg",
-    "aten::empty",
-    "aten::empty_strided",
-    "aten::empty_like",
-    "aten::detach",
-    "aten::alias",
-    "aten::split",
-    "aten::unbind",
-    "aten::chunk",
-    "aten::_unsafe_view",
-    "aten::contiguous",
-    "aten::to",
-    "aten::lift_fresh",
-    "aten::result_type",
-    "aten::view_as",
-    "aten::expand_as",
-    "aten::movedim",
-    "aten::split_with_sizes",
-    "aten::unsafe_split",
-}
-"""Aten ops that launch no kernel on a GPU (views, metadata, allocations, conversions to the same dtype)."""
-
 
 def count_ops(fn) -> dict:
-    """Run ``fn`` under ``torch.profiler`` (CPU) and count its aten ops: all of them (nested ones included), and
-    those that are not views, allocations or no-op conversions (nested ones included: an upper bound on the kernels
-    a GPU would launch)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        fn()
-    events = [e for e in profiler.events() if e.name.startswith("aten::")]
-    return {"all": len(events), "compute": sum(e.name not in VIEW_AND_ALLOCATION_OPS for e in events)}
+    """Aten ops of ``fn`` on the CPU: all of them and those that are not views, allocations or no-op conversions
+    (``op_counts.count_aten_ops``)."""
+    counts = count_aten_ops(fn)
+    return {"all": counts["all"], "compute": counts["compute"]}
 
 
 def build_predictor(name: str, device: str, options: dict, work: Path):
@@ -318,12 +333,12 @@ def build_predictor(name: str, device: str, options: dict, work: Path):
         return GazePredictor(None, device=device, **options)
     if name == "tiny":
         return GazePredictor(str(tiny_model(work / "tiny_model")), device=device, **options)
-    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowPipeline
+    from transformers_gazeflow import GazeFlowModel, GazeFlowPipeline
     from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 
     torch.manual_seed(0)
     with torch.device(device):  # initialised where it runs: a ViT-L's init on a CPU takes long
-        model = GazeFlowModel(GazeFlowConfig(use_lora=False)).eval()
+        model = GazeFlowModel(paper_config()).eval()
     pipe = GazeFlowPipeline(model=model, device=device, video_processor=GazeFlowVideoProcessor(size=256), **options)
     del model
     return GazePredictor.from_pipeline(pipe, "paper geometry, random weights")
@@ -553,6 +568,7 @@ def main() -> None:
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="device of the --throughput run"
     )
     parser.add_argument("--json", default=None, help="write the figures of --ops/--decode-ratio/--throughput here")
+    add_results_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -562,19 +578,38 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.workdir or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        if args.ops or args.decode_ratio or args.throughput:
-            figures = {}
-            for flag, run_mode in (("ops", ops_per_frame), ("decode_ratio", decode_ratio), ("throughput", throughput)):
-                if getattr(args, flag):
-                    figures[flag] = run_mode(args, work)
-            if args.json:
-                Path(args.json).write_text(json.dumps(figures, indent=1))
-            return
-        model = str(tiny_model(work / "tiny_model")) if args.model == "tiny" else args.model
-        if args.minutes:
-            memory(args, work, model)
-        else:
-            overlay_costs(args, work, model)
+        figures = run_modes(args, work)
+    for section, section_figures in figures.items():
+        device = args.device if section == "throughput" else "cpu"  # the other runs are the CPU's
+        write_section(
+            args.results_dir, "bench_pipeline", section, section_figures, section_models(section, args), device
+        )
+
+
+def run_modes(args, work: Path) -> dict:
+    """The runs the flags ask for, each one's figures under its results section's name."""
+    if args.ops or args.decode_ratio or args.throughput:
+        figures = {}
+        for flag, run_mode in (("ops", ops_per_frame), ("decode_ratio", decode_ratio), ("throughput", throughput)):
+            if getattr(args, flag):
+                figures[flag.replace("_", "-")] = run_mode(args, work)
+        if args.json:
+            Path(args.json).write_text(json.dumps({k.replace("-", "_"): v for k, v in figures.items()}, indent=1))
+        return figures
+    model = str(tiny_model(work / "tiny_model")) if args.model == "tiny" else args.model
+    if args.minutes:
+        return {"memory": memory(args, work, model)}
+    return {"overlay": overlay_costs(args, work, model)}
+
+
+def section_models(section: str, args) -> list[dict]:
+    """The models a section measured: ``--ops`` the bundled one, ``--throughput`` each of ``--throughput-models``,
+    the others ``--model``."""
+    if section == "ops":
+        return [measured_model("bundled")]
+    if section == "throughput":
+        return [measured_model(name) for name in args.throughput_models]
+    return [measured_model(args.model)]
 
 
 if __name__ == "__main__":
