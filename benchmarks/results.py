@@ -114,9 +114,8 @@ def shipped_model(name: str = "bundled", causal: bool = False) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------- provenance
-def source() -> dict:
-    """The commit of the tree and whether tracked files differ from it; on the device machine (no .git) the GPU
-    suite's record of the commit its wheel was built from."""
+def git_source() -> dict | None:
+    """``{"commit", "dirty"}`` of the tree (dirty: tracked files differ from the commit), or None without git."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
         status = subprocess.run(
@@ -127,11 +126,20 @@ def source() -> dict:
             check=True,
         )
     except (OSError, subprocess.CalledProcessError):
-        if SOURCE_RECORD.exists():
-            record = json.loads(SOURCE_RECORD.read_text())
-            return {"commit": record.get("commit"), "dirty": record.get("dirty"), "from": "the suite's wheel record"}
-        return {"commit": None, "dirty": None}
+        return None
     return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def source() -> dict:
+    """The tree's commit (:func:`git_source`); on the device machine (no .git) the GPU suite's record of the commit
+    its wheel was built from."""
+    found = git_source()
+    if found is not None:
+        return found
+    if SOURCE_RECORD.exists():
+        record = json.loads(SOURCE_RECORD.read_text())
+        return {"commit": record.get("commit"), "dirty": record.get("dirty"), "from": "the suite's wheel record"}
+    return {"commit": None, "dirty": None}
 
 
 def cpu_name() -> str:
@@ -260,3 +268,35 @@ def read_results(path: str | os.PathLike) -> dict:
         if missing:
             raise ValueError(f"{path}: section {name!r} lacks {', '.join(missing)}")
     return document
+
+
+def merge(files: list[Path], into: Path = RESULTS_DIR) -> list[Path]:
+    """Copy the sections of results files (a GPU suite's ``results/``) into ``into``'s files of the same name, each
+    section replacing the one of its name and the others kept."""
+    from transformers_gazeflow.data.atomic_files import atomic_write
+
+    written = []
+    for path in files:
+        incoming = read_results(path)
+        target = Path(into) / Path(path).name
+        document = read_results(target) if target.exists() else {"benchmark": incoming["benchmark"], "sections": {}}
+        if document["benchmark"] != incoming["benchmark"]:
+            raise ValueError(f"{target}: holds {document['benchmark']!r}, {path} holds {incoming['benchmark']!r}")
+        document["sections"] = dict(sorted({**document["sections"], **incoming["sections"]}.items()))
+        atomic_write(target, json.dumps(document, indent=1) + "\n")
+        written.append(target)
+        print(f"{target}: sections {', '.join(incoming['sections'])} from {path}")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Merge results files (e.g. a GPU suite's OUT_DIR/results/*.json).")
+    parser.add_argument("files", nargs="+", type=Path, help="results files to merge")
+    parser.add_argument("--into", type=Path, default=RESULTS_DIR, help="default: docs/benchmark_results")
+    args = parser.parse_args(argv)
+    merge(args.files, args.into)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
