@@ -52,7 +52,7 @@ BLOCK = re.compile(
     r"(?P<body>.*?)<!-- end (?P=kind) -->",
     re.S,
 )
-MEASURED = re.compile(r"<!-- measured: (?P<note>.*?) -->(?P<body>.*?)<!-- end measured -->", re.S)
+MEASURED = re.compile(r"<!-- measured: (?P<note>[^\n]*?) -->(?P<body>.*?)<!-- end measured -->", re.S)
 MEASURED_NOTE = re.compile(r"\bcommit (?P<commit>[0-9a-f]{7,40})\b.*\bmodels?\b", re.S)
 
 
@@ -113,9 +113,10 @@ def machine_text(machine: dict) -> str:
 
 
 def model_text(model: dict) -> str:
+    if model["kind"] == "folder" and model.get("shipped"):
+        return f"the bundled `{model['shipped']}` (fingerprint {model['sha256'][:12]})"
     if model["kind"] == "folder":
-        where = f"the bundled `{model['shipped']}`" if model.get("shipped") else f"the folder `{model.get('path')}`"
-        return f"{model['name']}: {where} (fingerprint {model['sha256'][:12]})"
+        return f"{model['name']}: the folder `{model.get('path')}` (fingerprint {model['sha256'][:12]})"
     return f"{model['name']} (configuration fingerprint {model['sha256'][:12]}, `{model['builder']}`)"
 
 
@@ -144,7 +145,7 @@ def render_block(match: re.Match, sources: Sources) -> str:
     if entry.inline:
         body = rendered
     else:
-        body = "\n" + provenance(section, match["as_of"]) + "\n\n" + "\n".join(rendered) + "\n"
+        body = "\n" + provenance(section, match["as_of"]) + "\n\n" + "\n".join(rendered) + "\n\n"
     as_of = f" as of {match['as_of']}" if match["as_of"] else ""
     head = f"<!-- {match['kind']}: {match['source']}/{match['name']}{as_of} -->"
     return f"{head}{body}<!-- end {match['kind']} -->"
