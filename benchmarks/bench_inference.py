@@ -358,8 +358,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
     section = "profile" if args.profile_only else ("compiled" if args.compile else "eager")
+    name = "tiny" if args.preset == "tiny" else f"the paper's geometry with {args.encoder_layers} of ViT-L's 24 layers"
     measured = config_model(
-        "ViT-L geometry, random weights",
+        f"{name}, {args.frames} frames, random weights",
         clip.fast.config,
         "bench_inference:preset_config",
         preset=args.preset,
