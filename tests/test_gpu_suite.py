@@ -250,6 +250,15 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
     runs = figures(out, "predict.json")["runs"]
     assert set(runs) == {"bundled", "tiny random, 160x120"}
     assert all(run["exit_code"] == 0 and run["frames_per_second"] > 0 for run in runs.values())
+    # every benchmark step's figures with their provenance, collected for docs/benchmark_results
+    sections = {path.name: set(json.loads(path.read_text())["sections"]) for path in (out / "results").glob("*.json")}
+    assert sections == {
+        "bench_inference.cpu.json": {"eager", "compiled", "profile"},
+        "bench_pipeline.cpu.json": {"throughput"},
+        "bench_streaming.cpu.json": {"tiny", "bundled", "tiny-profile"},
+        "bench_train.cpu.json": {"tiny"},
+        "gazeflow_predict.cpu.json": {"tiny"},
+    }
 
 
 @pytest.mark.slow
