@@ -131,7 +131,9 @@ def test_a_model_that_is_no_longer_the_shipped_one_fails_unless_marked_as_of(mad
 def test_a_model_built_from_a_configuration_is_checked_against_its_builder(made_up, tmp_path, monkeypatch):
     sources, path, _ = made_up
     (tmp_path / "made_up_builder.py").write_text("def config(width):\n    return {'hidden_size': width}\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])  # not syspath_prepend: the tests' pkg_resources shim
+    monkeypatch.setitem(sys.modules, "made_up_builder", None)
+    del sys.modules["made_up_builder"]  # imported by the check below, dropped again after the test
     document = json.loads(path.read_text())
     document["sections"]["ops"]["models"] = [
         results.config_model("random", {"hidden_size": 64}, "made_up_builder:config", width=64)
