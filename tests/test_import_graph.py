@@ -132,9 +132,16 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 # The layers of docs/specs/architecture.md, lowest first, as the package's folders; a module may import its own layer
 # and the layers listed for it. The conventions are the lowest floor: coordinate frames and the window grid live in the
 # model folder (which must be self-contained, so the model can read them), gaze-type codes and the valid rule in the
-# data layer (the unified schema), and how a file is written whole (atomic_files: every layer that writes a file uses
-# it); none of them imports anything of ours.
-CONVENTIONS = ("models.gazeflow.geometry", "models.gazeflow.windows", "data.gaze_types", "data.atomic_files")
+# data layer (the unified schema), how a file is written whole (atomic_files: every layer that writes a file uses
+# it), and the named choices of every option (choices: the config checks them, the command line offers them); none of
+# them imports anything of ours.
+CONVENTIONS = (
+    "models.gazeflow.geometry",
+    "models.gazeflow.windows",
+    "models.gazeflow.choices",
+    "data.gaze_types",
+    "data.atomic_files",
+)
 LAYERS: dict[str, tuple[str, ...]] = {
     "conventions": CONVENTIONS,
     "model": ("models",),
@@ -245,6 +252,12 @@ def test_the_model_folder_imports_nothing_of_the_package_outside_it(graph):
 def test_the_conventions_import_nothing_of_ours(graph):
     for module in CONVENTIONS:
         assert not graph.edges[module], (module, graph.edges[module])
+
+
+def test_the_choices_import_nothing_at_all(graph):
+    """The command line builds its parser from them before anything heavy is imported: no import statement."""
+    tree = ast.parse(graph.modules["models.gazeflow.choices"].read_text(encoding="utf-8"))
+    assert not [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def test_nothing_below_the_model_imports_its_network(graph):

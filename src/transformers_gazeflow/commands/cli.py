@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..models.gazeflow.choices import DTYPES, SOLVERS, WINDOW_MODES
 from .readout_arguments import add_calibrate_arguments, add_readout_arguments, readout_options
 from .stream import (  # light: nothing heavy is imported before the model loads
     EXPORT_DESCRIPTION,
@@ -54,10 +55,6 @@ from .stream import (  # light: nothing heavy is imported before the model loads
     add_stream_arguments,
 )
 
-SOLVERS = ("euler", "heun", "midpoint")
-WINDOW_MODES = ("coherent", "blend")
-"""The ODE solvers and window modes of ``configuration_gazeflow.SOLVERS`` / ``WINDOW_MODES`` (a test keeps them equal;
-importing the configuration would import transformers and cost seconds at every start)."""
 DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
 EXIT_USAGE, EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 2, 1, 130, 143
 WORKER_ENV = "GAZEFLOW_WORKER"
@@ -217,7 +214,7 @@ def _add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("speed")
     group.add_argument(
         "--dtype",
-        choices=("auto", "float32", "bfloat16", "float16"),
+        choices=("auto", *DTYPES),
         default="auto",
         help="dtype of the weights (default auto: bfloat16 on CUDA, float32 on CPU)",
     )

@@ -30,8 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET
+
 FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
-DTYPES = ("float32", "bfloat16", "float16")
 BACKENDS = ("torch", "onnxruntime")
 PERCENTILES = (50, 95, 99)
 SPREAD_QUANTILES = (0.5, 0.9)
@@ -51,8 +52,6 @@ EXPORT_DESCRIPTION = (
     "streamer.json naming its inputs, outputs, shapes, dtypes and how to start the state; gazeflow stream --backend "
     "onnxruntime --onnx DIR runs it."
 )
-DEFAULT_OPSET, MIN_OPSET = 18, 17
-"""``stream_export``'s (not imported from there: it imports torch; a test keeps them equal)."""
 STOPPED_BY = {"KeyboardInterrupt": "SIGINT", "Terminated": "SIGTERM"}
 """How a stream that ends on an exception says it stopped (``cli.Terminated`` is SIGTERM); any other: "error"."""
 

@@ -40,9 +40,9 @@ import torch.utils._pytree as pytree
 from torch import nn
 
 from ..generation.streaming_step import GazeFlowStreamerStep, StreamerState
+from ..models.gazeflow.choices import DEFAULT_OPSET
 from ..models.gazeflow.scheduling_gazeflow import draw_noise
 
-DEFAULT_OPSET, MIN_OPSET = 18, 17
 EXPORT_FORMATS = ("onnx",)
 STEP_FILE, INTERFACE_FILE = "step.onnx", "streamer.json"
 INTERFACE_FORMAT = "gazeflow-streamer-step/1"

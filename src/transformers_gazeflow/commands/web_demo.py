@@ -39,7 +39,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
+from ..models.gazeflow.choices import SOLVERS, WINDOW_MODES
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from .web_demo_jobs import (
     MAX_SAMPLES,

@@ -32,7 +32,7 @@ import numpy as np
 from ..data.atomic_files import atomic_write, sha256_file
 from ..data.video import VideoDecodeError, VideoInfo, iter_frames, probe_video, write_video
 from ..hub.model_folders import ModelFolderError, load_model, resolve_model
-from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
+from ..models.gazeflow.choices import SOLVERS, WINDOW_MODES
 from ..models.gazeflow.generation_gazeflow import point_estimate
 from ..outputs.overlay import TRUTH_COLOUR
 from ..outputs.writers import write_summary

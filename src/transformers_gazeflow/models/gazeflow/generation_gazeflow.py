@@ -58,7 +58,8 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import torch
 
-from .configuration_gazeflow import WINDOW_MODES, GazeFlowConfig
+from .choices import WINDOW_MODES
+from .configuration_gazeflow import GazeFlowConfig
 from .geometry import clamp_unit, model_to_unit
 from .modeling_gazeflow_checks import check_objective_sampling, check_pixel_values, check_sampling_arguments
 from .scheduling_gazeflow import ModelFn, RegressionScheduler, draw_noise, scheduler_for
