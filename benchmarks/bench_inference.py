@@ -33,6 +33,7 @@ from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.generation.inference import prepare_for_inference
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 
 PAPER_KS_GRID_SECONDS = {  # Table ks_grid, time per 64-frame clip on one H100 (encoder included)
     (1, 1): 0.49,
@@ -182,9 +183,9 @@ def sampler_cuda_graph_ms(
     """One window's sampler (condition built beforehand), ms: eager against its CUDA graph replay
     (``CUDAGraphWindowSampler``), and the largest difference between the two."""
     from transformers_gazeflow.generation.inference import CUDAGraphWindowSampler
-    from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, WindowSampler
+    from transformers_gazeflow.models.gazeflow.generation_gazeflow import WindowSampler
 
-    settings = SamplingSettings.resolve(fast.config, samples, steps, "euler")
+    settings = SamplingSettings.resolve(fast.config, num_samples=samples, num_steps=steps, solver="euler")
     eager = WindowSampler(fast, settings)
     graphed = CUDAGraphWindowSampler(WindowSampler(fast, settings))
     noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
@@ -317,7 +318,8 @@ def main(argv: list[str] | None = None) -> dict:
         def sample():
             noise = draw_noise((1, k, frames, 2), torch.Generator().manual_seed(0), device)
             with torch.no_grad(), autocast_context(fast, dtype):
-                return sample_window(fast, tokens, frames, noise, s, "euler", use_condition_cache=True)
+                settings = SamplingSettings.resolve(fast.config, num_samples=k, num_steps=s, solver="euler")
+                return sample_window(fast, tokens, frames, noise, settings, use_condition_cache=True)
 
         for _ in range(warmup):
             sample()
@@ -344,12 +346,14 @@ def main(argv: list[str] | None = None) -> dict:
     def sample_fast(samples: int, steps: int):
         noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
         with torch.no_grad(), autocast_context(fast, dtype):
-            return sample_window(fast, tokens_fast, frames, noise, steps, "euler", use_condition_cache=True)
+            settings = SamplingSettings.resolve(fast.config, num_samples=samples, num_steps=steps, solver="euler")
+            return sample_window(fast, tokens_fast, frames, noise, settings, use_condition_cache=True)
 
     def sample_reference(samples: int, steps: int):
         noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
         with torch.no_grad():
-            return sample_window(reference, tokens_reference, frames, noise, steps, "euler", use_condition_cache=False)
+            settings = SamplingSettings.resolve(reference.config, num_samples=samples, num_steps=steps, solver="euler")
+            return sample_window(reference, tokens_reference, frames, noise, settings, use_condition_cache=False)
 
     # ---------------------------------------------------------------- sampler grid (fast path)
     print(f"\nsampler ms / clip, fast path (condition build included; {frames} frames)")

@@ -38,7 +38,7 @@ class ReferenceStreamer:
                 "F.4): the bidirectional model's output at frame t depends on later frames"
             )
         self.model = model
-        settings = SamplingSettings.resolve(config, num_samples, num_steps, solver)
+        settings = SamplingSettings.resolve(config, num_samples=num_samples, num_steps=num_steps, solver=solver)
         self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
         self.scheduler = scheduler_for(config, self.num_steps, self.solver)
         self.generator = generator

@@ -257,7 +257,11 @@ class GazePredictor:
         """The run's sampling settings: the options' K, S, solver and window mode over the model's defaults,
         resolved once here and passed down."""
         return SamplingSettings.resolve(
-            self.config, options.num_samples, options.num_steps, options.solver, options.window_mode
+            self.config,
+            num_samples=options.num_samples,
+            num_steps=options.num_steps,
+            solver=options.solver,
+            window_mode=options.window_mode,
         )
 
     def predict(

@@ -241,7 +241,12 @@ def run_export_streamer(args: argparse.Namespace) -> int:
 
     output_dir = Path(args.output_dir).expanduser()
     interface = export_streamer(
-        causal_model_location(args.model), output_dir, args.num_samples, args.num_steps, args.solver, args.opset
+        causal_model_location(args.model),
+        output_dir,
+        opset=args.opset,
+        num_samples=args.num_samples,
+        num_steps=args.num_steps,
+        solver=args.solver,
     )
     checked = interface["checked"]
     check = (
@@ -375,7 +380,8 @@ class TorchStepper:
             compile=compile,
             dtype=getattr(torch, dtype),
         )
-        self.num_samples, self.num_steps, self.seed = self.streamer.num_samples, self.streamer.num_steps, seed
+        settings = self.streamer.settings
+        self.num_samples, self.num_steps, self.seed = settings.num_samples, settings.num_steps, seed
 
     def warm_up(self, height: int, width: int) -> None:
         """Compile (or capture) the step on a blank frame before the stream starts, so that the first real frame's

@@ -41,6 +41,7 @@ from torch import nn
 
 from ..generation.streaming_step import GazeFlowStreamerStep, StreamerState
 from ..models.gazeflow.choices import DEFAULT_OPSET
+from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from ..models.gazeflow.scheduling_gazeflow import draw_noise
 
 EXPORT_FORMATS = ("onnx",)
@@ -85,18 +86,18 @@ def streamer_interface(
     what the noise is and how frames are prepared."""
     names = state_names(state)
     leaves = state.tensors()
-    config = step.config
+    config, settings = step.config, step.settings
     size = config.image_size
-    frame, noise = torch.zeros(1, 3, size, size), torch.zeros(1, step.num_samples, 1, 2)
+    frame, noise = torch.zeros(1, 3, size, size), torch.zeros(1, settings.num_samples, 1, 2)
     return {
         "format": INTERFACE_FORMAT,
         "file": STEP_FILE,
         "opset": opset,
         "torch": torch.__version__,
         "model": model_name,
-        "num_samples": step.num_samples,
-        "num_steps": step.num_steps,
-        "solver": step.solver,
+        "num_samples": settings.num_samples,
+        "num_steps": settings.num_steps,
+        "solver": settings.solver,
         "context_frames": config.num_frames,
         "encoder_frames": config.causal_encoder_frames,
         "inputs": [
@@ -112,7 +113,7 @@ def streamer_interface(
         "outputs": [
             tensor_entry(
                 "gaze_samples",
-                torch.zeros(1, step.num_samples, 2),
+                torch.zeros(1, settings.num_samples, 2),
                 meaning="the K samples' gaze at this frame, unit coordinates [0, 1] from the top-left",
             ),
             tensor_entry("gaze_point", torch.zeros(1, 2), meaning="the mean of the K samples (the point estimate)"),
@@ -138,15 +139,17 @@ def streamer_interface(
 def export_streamer(
     location: str,
     output_dir: str | os.PathLike,
-    num_samples: int | None = None,
-    num_steps: int | None = None,
-    solver: str | None = None,
+    *,
     opset: int = DEFAULT_OPSET,
     check_frames: int = CHECK_FRAMES,
+    **sampling: Any,
 ) -> dict[str, Any]:
-    """Export a causal model folder's per-frame step to ``output_dir`` as ONNX (see the module docstring); run
-    ``check_frames`` random frames through onnxruntime beside torch (when it is installed) and refuse the export
-    when they differ by more than :data:`CHECK_TOLERANCE`. Returns the interface written to ``streamer.json``."""
+    """Export a causal model folder's per-frame step to ``output_dir`` as ONNX (see the module docstring), sampling
+    with the config's defaults overridden by ``sampling`` (keywords named after the fields of
+    :class:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.SamplingSettings`: ``num_samples=K``, ...,
+    fixed in the graph); run ``check_frames`` random frames through onnxruntime beside torch (when it is installed)
+    and refuse the export when they differ by more than :data:`CHECK_TOLERANCE`. Returns the interface written to
+    ``streamer.json``."""
     from transformers.utils import logging as hf_logging
 
     from ..hub.model_folders import load_model, load_video_processor
@@ -158,11 +161,11 @@ def export_streamer(
             f'--model {location}: export-streamer needs a causal model (config.json "causal": true, '
             "paper Appendix F.4); this one is the windowed bidirectional model"
         )
-    step = GazeFlowStreamerStep(model, num_samples, num_steps, solver).eval()
+    step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, **sampling)).eval()
     state = step.new_state(1)
     leaves, layout = pytree.tree_flatten(state)
     size = model.config.image_size
-    example = (torch.zeros(1, 3, size, size), torch.zeros(1, step.num_samples, 1, 2), *leaves)
+    example = (torch.zeros(1, 3, size, size), torch.zeros(1, step.settings.num_samples, 1, 2), *leaves)
     names = state_names(state)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -219,7 +222,7 @@ def check_against_torch(step: GazeFlowStreamerStep, path: Path, names: list[str]
     size, largest = step.config.image_size, 0.0
     for _ in range(frames):
         frame = torch.randn(1, 3, size, size, generator=generator)
-        noise = torch.randn(1, step.num_samples, 1, 2, generator=generator)
+        noise = torch.randn(1, step.settings.num_samples, 1, 2, generator=generator)
         with torch.no_grad():
             expected, _ = step(frame, noise, torch_state)
         outputs = session.run(None, {"frame": frame.numpy(), "noise": noise.numpy(), **dict(zip(names, onnx_state))})

@@ -512,7 +512,9 @@ class GazeFlowPipeline(Pipeline):
         window_mode: str | None = None,
     ) -> dict[str, Any]:
         source = model_inputs["source"]
-        settings = SamplingSettings.resolve(self.model.config, num_samples, num_steps, solver, window_mode)
+        settings = SamplingSettings.resolve(
+            self.model.config, num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode
+        )
         pieces = [chunk.trajectories for chunk in self.stream_chunks(source, settings, seed)]
         return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, "settings": settings}
 

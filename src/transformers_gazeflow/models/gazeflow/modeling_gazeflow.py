@@ -619,7 +619,9 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 a linear blend); default from the config (see ``generation_gazeflow``).
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        settings = SamplingSettings.resolve(self.config, num_samples, num_steps, solver, window_mode)
+        settings = SamplingSettings.resolve(
+            self.config, num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode
+        )
         sampled = generate_trajectories(
             self,
             pixel_values_videos=pixel_values_videos,
