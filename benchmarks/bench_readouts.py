@@ -20,10 +20,10 @@ import torch
 
 from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
+from transformers_gazeflow.data.video_sources import open_video_source
 from transformers_gazeflow.gaze.events import EventSettings
 from transformers_gazeflow.gaze.readout import GazeReadout
 from transformers_gazeflow.models.gazeflow.geometry import FieldOfView
-from transformers_gazeflow.pipelines.egocentric_gaze import open_video_source
 
 
 def main() -> None:

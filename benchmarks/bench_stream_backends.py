@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformers_gazeflow.commands.stream import TorchStepper
+from transformers_gazeflow.generation.steppers import TorchStepper
 from transformers_gazeflow.hub.model_folders import default_model_path, load_model, load_video_processor
 
 BACKENDS = ("torch", "torch-compiled", "onnxruntime")
@@ -47,7 +47,8 @@ def make_steppers(model_dir: str, backends: list[str], seed: int, threads: int, 
     steppers = {}
     for backend in backends:
         if backend == "onnxruntime":
-            from transformers_gazeflow.commands.stream_export import OnnxStepper, export_streamer
+            from transformers_gazeflow.generation.onnx_export import export_streamer
+            from transformers_gazeflow.generation.steppers import OnnxStepper
 
             export_streamer(model_dir, export_dir)
             steppers[backend] = OnnxStepper(export_dir, seed=seed, threads=threads)

@@ -165,7 +165,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     # what K samples tell (uncertainty, events, a wearer's correction): maths on trajectories, like the metrics
     "gaze": {"conventions"},
     "metrics": {"conventions", "gaze"},
-    "generation": {"conventions", "model"},
+    # the stream's steppers and the ONNX export open model folders (hub) and prepare raw frames (data)
+    "generation": {"conventions", "model", "data", "hub"},
     "hub": {"conventions", "model", "data"},
     "pipelines": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub"},
     "outputs": {"conventions", "model", "data", "gaze", "metrics"},

@@ -216,8 +216,8 @@ def test_onnx_export_carries_the_temporal_rings(tmp_path):
     """The exported step takes and returns the temporal rings as state tensors, and onnxruntime gives the torch
     step's gaze past the window (the export's own check over 12 frames, W = 8)."""
     pytest.importorskip("onnxruntime", reason="the [onnx] extra: pip install -e '.[onnx]'")
-    from transformers_gazeflow.commands.stream_export import export_streamer
     from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+    from transformers_gazeflow.generation.onnx_export import export_streamer
 
     folder = tmp_path / "model"
     tiny_model(num_temporal_layers=1, causal=True).save_pretrained(folder)

@@ -20,9 +20,9 @@ import numpy as np
 
 from ..data.gaze_types import OFF_FRAME, valid_mask
 from ..data.tracker_gaze import read_tracker_gaze
+from ..data.video_sources import open_video_source
 from ..gaze.wearer import WearerCalibration, choose_and_fit, pixel_errors
 from ..models.gazeflow.geometry import unit_to_pixels
-from ..pipelines.egocentric_gaze import open_video_source
 from .predict import GazePredictor, PredictOptions
 
 

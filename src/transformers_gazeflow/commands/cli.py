@@ -380,7 +380,7 @@ def run_predict(args: argparse.Namespace) -> int:
     resolve_model(args.model)
     device = _prepare_runtime(args, shard.local_rank)
     if not batch:
-        from ..pipelines.egocentric_gaze import open_video_source
+        from ..data.video_sources import open_video_source
 
         open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)  # a bad video: now
         from .predict import GazePredictor

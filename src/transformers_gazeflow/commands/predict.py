@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.gaze_types import OFF_FRAME, valid_mask
+from ..data.video_sources import VideoSource, open_video_source
 from ..gaze.events import EventSettings
 from ..gaze.wearer import WearerCalibration
 from ..generation.windowed import StageClock
@@ -53,7 +54,7 @@ from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixel
 from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
 from ..outputs.readouts import SCANPATHS_NAME, ReadoutFiles
 from ..outputs.writers import FIXATIONS_NAME, SACCADES_NAME, write_summary
-from ..pipelines.egocentric_gaze import GazeFlowPipeline, VideoSource, open_video_source
+from ..pipelines.egocentric_gaze import GazeFlowPipeline
 from .batch import (
     CSV_NAME,
     OVERLAY_NAME,

@@ -6,7 +6,7 @@ GazeFlowStreamer`). Per frame, one line of JSON on stdout (or a CSV row with ``-
 :data:`FIELDS`:
 
 * ``frame``: the frame's index in the source (frames dropped by ``--realtime`` leave gaps); ``time_s``: its time in
-  seconds (``stream_sources.SourceFrame``);
+  seconds (``data.stream_sources.SourceFrame``);
 * ``x``, ``y``: the point estimate (mean of the K samples) in unit coordinates, [0, 1] from the top-left corner;
   ``x_px``, ``y_px``: the same in pixels of the source frame;
 * ``r50_px``, ``r90_px``: the spread of the K samples, the radius around the point estimate holding 50% and 90% of
@@ -142,7 +142,7 @@ def add_stream_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ..
 def check_stream_arguments(args: argparse.Namespace) -> None:
     """``gazeflow stream``'s own command-line checks (nothing opened, nothing heavy imported; a ValueError names
     the argument): sets ``args.raw_size`` and ``args.options``."""
-    from .stream_sources import parse_raw_size, source_kind
+    from ..data.stream_sources import parse_raw_size, source_kind
 
     stdin = source_kind(args.source) == "stdin"
     if args.raw is not None and not stdin:
@@ -237,7 +237,7 @@ def check_export_arguments(args: argparse.Namespace) -> None:
 def run_export_streamer(args: argparse.Namespace) -> int:
     """Run ``gazeflow export-streamer`` on checked arguments: the export, then one line saying what was written and
     how closely onnxruntime followed torch."""
-    from .stream_export import export_streamer
+    from ..generation.onnx_export import export_streamer
 
     output_dir = Path(args.output_dir).expanduser()
     interface = export_streamer(
@@ -350,55 +350,6 @@ def summary_line(summary: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------- the torch backend
-class TorchStepper:
-    """Frame in, gaze out, through :class:`GazeFlowStreamer` (the model itself): ``step(pixels [H, W, 3] uint8)``
-    -> ``(samples [K, 2], mean [2])`` in unit coordinates. ``compile``: a ``GazeFlowStreamer(compile=...)`` mode;
-    ``dtype``: the dtype its step computes in (weights cast once; the ODE state stays float32)."""
-
-    def __init__(
-        self,
-        model,
-        processor,
-        num_samples: int | None,
-        num_steps: int | None,
-        solver: str | None,
-        seed: int,
-        dtype: str = "float32",
-        compile: str | None = None,
-    ):
-        import torch
-
-        from ..generation.online import GazeFlowStreamer
-
-        self.streamer = GazeFlowStreamer(
-            model,
-            num_samples=num_samples,
-            num_steps=num_steps,
-            solver=solver,
-            generator=torch.Generator().manual_seed(seed),
-            processor=processor,
-            compile=compile,
-            dtype=getattr(torch, dtype),
-        )
-        settings = self.streamer.settings
-        self.num_samples, self.num_steps, self.seed = settings.num_samples, settings.num_steps, seed
-
-    def warm_up(self, height: int, width: int) -> None:
-        """Compile (or capture) the step on a blank frame before the stream starts, so that the first real frame's
-        latency is not the compilation's; the stream then starts afresh (state zeroed in place, noise reseeded)."""
-        import numpy as np
-
-        self.step(np.zeros((height, width, 3), np.uint8))
-        self.streamer.reset()
-        self.streamer.generator.manual_seed(self.seed)
-
-    def step(self, pixels):
-        import torch
-
-        output = self.streamer.push(torch.from_numpy(pixels))
-        return output.trajectories[0].float().cpu().numpy(), output.mean[0].float().cpu().numpy()
-
-
 def causal_model_location(model: str | None) -> str:
     """``--model`` checked for the stream (a local folder must be causal); None: the bundled causal model."""
     from ..hub.model_folders import (
@@ -430,8 +381,9 @@ def not_causal_message(location: str) -> str:
     )
 
 
-def load_torch_stepper(args: argparse.Namespace, device: str) -> tuple[TorchStepper, str]:
+def load_torch_stepper(args: argparse.Namespace, device: str):
     from ..generation.inference import prepare_for_inference
+    from ..generation.steppers import TorchStepper
     from ..hub.model_folders import load_model, load_video_processor
 
     location = causal_model_location(args.model)
@@ -457,7 +409,7 @@ def cpu_threads(requested: int | None) -> int:
 def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None], str], source):
     """The backend's stepper, the model's name and the device; with ``--compile`` compiled before the first frame."""
     if args.backend == "onnxruntime":
-        from .stream_export import load_onnx_stepper
+        from ..generation.steppers import load_onnx_stepper
 
         stepper = load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, cpu_threads(args.threads))
         return stepper, args.onnx, "cpu"
@@ -479,7 +431,7 @@ def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None]
 def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], str]) -> int:
     """Run ``gazeflow stream`` on arguments that ``cli`` has checked (``args.raw_size``, ``args.options`` set);
     ``resolve_device`` turns ``--device`` into a torch device (after the source has opened)."""
-    from .stream_sources import FrameFeed, open_source
+    from ..data.stream_sources import FrameFeed, open_source
 
     source = open_source(args.source, getattr(args, "raw_size", None), args.fps, args.options)
     try:
@@ -544,6 +496,5 @@ __all__ = [
     "frame_record",
     "spread_radii",
     "latency_summary",
-    "TorchStepper",
     "causal_model_location",
 ]

@@ -39,10 +39,9 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
-from ..generation.streaming_step import GazeFlowStreamerStep, StreamerState
 from ..models.gazeflow.choices import DEFAULT_OPSET
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
-from ..models.gazeflow.scheduling_gazeflow import draw_noise
+from .streaming_step import GazeFlowStreamerStep, StreamerState
 
 EXPORT_FORMATS = ("onnx",)
 STEP_FILE, INTERFACE_FILE = "step.onnx", "streamer.json"
@@ -242,38 +241,6 @@ def check_against_torch(step: GazeFlowStreamerStep, path: Path, names: list[str]
     }
 
 
-class OnnxStepper:
-    """``gazeflow stream --backend onnxruntime``: frames through an exported step in onnxruntime (CPU). The noise is
-    drawn as :class:`GazeFlowStreamer` draws it (``torch.Generator`` seeded with ``seed``, ``[1, K, 1, 2]`` per frame),
-    so a seed gives the torch backend's samples (to float rounding)."""
-
-    def __init__(self, folder: str | os.PathLike, seed: int = 0, threads: int | None = None):
-        import onnxruntime
-
-        from ..data.processing import GazeFlowVideoProcessor
-
-        folder = Path(folder)
-        self.interface = read_interface(folder)
-        options = onnxruntime.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(
-            str(folder / self.interface["file"]), options, providers=["CPUExecutionProvider"]
-        )
-        self.processor = GazeFlowVideoProcessor.from_pretrained(folder)
-        self.num_samples, self.num_steps = self.interface["num_samples"], self.interface["num_steps"]
-        self.generator = torch.Generator().manual_seed(seed)
-        self.state_inputs = [entry for entry in self.interface["inputs"] if entry["name"].startswith("state.")]
-        self.state = {entry["name"]: np.zeros(entry["shape"], dtype=entry["dtype"]) for entry in self.state_inputs}
-
-    def step(self, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        frame = self.processor.preprocess(np.ascontiguousarray(pixels)[None]).numpy()
-        noise = draw_noise((1, self.num_samples, 1, 2), self.generator, torch.device("cpu")).numpy()
-        outputs = self.session.run(None, {"frame": frame, "noise": noise, **self.state})
-        self.state = {entry["name"]: value for entry, value in zip(self.state_inputs, outputs[len(OUTPUTS) :])}
-        return outputs[0][0], outputs[1][0]
-
-
 def read_interface(folder: Path) -> dict[str, Any]:
     """``streamer.json`` of an export folder, checked; one-line errors naming the folder or file."""
     path = folder / INTERFACE_FILE
@@ -292,30 +259,10 @@ def read_interface(folder: Path) -> dict[str, Any]:
     return interface
 
 
-def load_onnx_stepper(
-    folder: str, num_samples: int | None, num_steps: int | None, seed: int, threads: int | None = None
-) -> OnnxStepper:
-    """The onnxruntime backend; ``-k`` / ``-s`` must be the exported K and S (they are fixed in the graph)."""
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        raise ValueError('--backend onnxruntime needs onnxruntime: pip install -e ".[onnx]"') from None
-    interface = read_interface(Path(folder))
-    for flag, given, key in (("--num-samples", num_samples, "num_samples"), ("--num-steps", num_steps, "num_steps")):
-        if given is not None and given != interface[key]:
-            raise ValueError(
-                f"{flag} {given}: the step in {folder} was exported with {interface[key]} (export again "
-                f"with {flag} {given})"
-            )
-    return OnnxStepper(folder, seed, threads)
-
-
 __all__ = [
     "EXPORT_FORMATS",
     "ExportedStep",
-    "OnnxStepper",
     "export_streamer",
-    "load_onnx_stepper",
     "read_interface",
     "state_names",
     "streamer_interface",
