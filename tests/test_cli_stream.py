@@ -343,7 +343,7 @@ def test_the_warm_up_before_a_compiled_stream_leaves_its_samples_as_they_were(ca
     model = GazeFlowModel.from_pretrained(causal_model_dir).eval()
     processor = GazeFlowVideoProcessor.from_pretrained(causal_model_dir)
     frames = random_video(10, 24, 32, seed=6)
-    plain, warmed = (TorchStepper(model, processor, None, None, None, seed=4) for _ in range(2))
+    plain, warmed = (TorchStepper(model, processor, None, seed=4) for _ in range(2))
     warmed.warm_up(24, 32)
     for frame in frames:
         (samples, mean), (warm_samples, warm_mean) = plain.step(frame), warmed.step(frame)

@@ -81,13 +81,11 @@ class RunCancelled(Exception):
 
 @dataclass
 class PredictOptions:
-    """How to predict and what to write (``None``: the model config's default for K, S, the solver and the window
-    mode)."""
+    """How to predict and what to write."""
 
-    num_samples: int | None = None
-    num_steps: int | None = None
-    solver: str | None = None
-    window_mode: str | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)
+    """The sampling settings asked for, by field of :class:`SamplingSettings` (``num_samples``, ``num_steps``,
+    ``solver``, ``window_mode``; absent or None: the model config's default), resolved once per run."""
     seed: int | None = 0
     start_frame: int | None = None
     end_frame: int | None = None
@@ -255,15 +253,9 @@ class GazePredictor:
         )
 
     def settings(self, options: PredictOptions) -> SamplingSettings:
-        """The run's sampling settings: the options' K, S, solver and window mode over the model's defaults,
-        resolved once here and passed down."""
-        return SamplingSettings.resolve(
-            self.config,
-            num_samples=options.num_samples,
-            num_steps=options.num_steps,
-            solver=options.solver,
-            window_mode=options.window_mode,
-        )
+        """The run's sampling settings: the options' over the model's defaults, resolved once here and passed
+        down."""
+        return SamplingSettings.resolve(self.config, **options.sampling)
 
     def predict(
         self,
@@ -545,8 +537,10 @@ def predict_video(
     dtype: str = "auto",
     **options: Any,
 ) -> dict[str, Any]:
-    """Load a model and predict one video into ``output_dir`` (``options``: the fields of :class:`PredictOptions`).
-    Returns the summary."""
+    """Load a model and predict one video into ``output_dir`` (``options``: the fields of :class:`PredictOptions`,
+    and those of :class:`SamplingSettings` as keywords, e.g. ``num_samples=30``). Returns the summary."""
+    sampling = {name: options.pop(name) for name in SamplingSettings.field_names() if name in options}
+    options.setdefault("sampling", {}).update(sampling)
     return GazePredictor(model, device=device, dtype=dtype).predict(video, output_dir, PredictOptions(**options))
 
 

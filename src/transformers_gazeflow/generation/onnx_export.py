@@ -1,5 +1,6 @@
-"""``gazeflow export-streamer``: the causal streamer's per-frame step as ONNX, for devices; and the ``onnxruntime``
-backend of ``gazeflow stream`` that runs it.
+"""The causal streamer's per-frame step as ONNX, for devices (what ``gazeflow export-streamer`` writes and the
+``onnxruntime`` stepper of :mod:`.steppers` runs): :class:`ExportedStep`, :func:`export_streamer` and the folder's
+``streamer.json`` (:func:`streamer_interface`, :func:`read_interface`).
 
 The exported graph is :meth:`GazeFlowStreamerStep.functional <transformers_gazeflow.generation.streaming_step.
 GazeFlowStreamerStep.functional>` (paper Appendix F.4's causal model, one frame): a pure function
@@ -17,9 +18,10 @@ GazeFlowStreamerStep.functional>` (paper Appendix F.4's causal model, one frame)
   unit coordinates ([0, 1] from the top-left corner, clamped); ``next_state.*``: the state to feed back as
   ``state.*`` with the next frame.
 
-Every shape is fixed (batch 1, K and S chosen at export). The folder holds ``step.onnx`` (weights inside),
-``streamer.json`` (:func:`streamer_interface`: names, shapes, dtypes, the state's start, the noise, the
-preprocessing, and what the export checked), ``preprocessor_config.json`` and the model's ``config.json``.
+Every shape is fixed (batch 1; K, S and the solver, the step's ``SamplingSettings``, chosen at export). The folder
+holds ``step.onnx`` (weights inside), ``streamer.json`` (:func:`streamer_interface`: names, shapes, dtypes, the
+state's start, the noise, the preprocessing, and what the export checked), ``preprocessor_config.json`` and the
+model's ``config.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import logging
 import os
 import shutil
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -241,6 +243,21 @@ def check_against_torch(step: GazeFlowStreamerStep, path: Path, names: list[str]
     }
 
 
+def exported_settings(interface: dict[str, Any]) -> SamplingSettings:
+    """The sampling settings an exported step was made with (fixed in its graph), from its ``streamer.json``."""
+    return SamplingSettings(**{name: interface[name] for name in SamplingSettings.field_names() if name in interface})
+
+
+def sampling_mismatches(interface: dict[str, Any], sampling: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``(field, given, exported)`` for each sampling setting given (not None) that the exported step was made
+    with otherwise: what a step with K, S and the solver fixed in its graph cannot honour."""
+    return [
+        (name, given, interface[name])
+        for name, given in sampling.items()
+        if given is not None and name in interface and given != interface[name]
+    ]
+
+
 def read_interface(folder: Path) -> dict[str, Any]:
     """``streamer.json`` of an export folder, checked; one-line errors naming the folder or file."""
     path = folder / INTERFACE_FILE
@@ -264,6 +281,8 @@ __all__ = [
     "ExportedStep",
     "export_streamer",
     "read_interface",
+    "exported_settings",
+    "sampling_mismatches",
     "state_names",
     "streamer_interface",
 ]

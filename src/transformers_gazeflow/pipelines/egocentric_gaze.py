@@ -22,6 +22,7 @@ for the whole video.
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import time
 from collections.abc import Iterator
@@ -221,39 +222,33 @@ class GazeFlowPipeline(Pipeline):
 
     def _sanitize_parameters(
         self,
-        num_samples: int | None = None,
-        num_steps: int | None = None,
-        solver: str | None = None,
         seed: Any = _UNSET,
         return_heatmaps: bool | None = None,
         heatmap_sigma: float | None = None,
         start_frame: int | None = None,
         end_frame: int | None = None,
         fps: float | None = None,
-        window_mode: str | None = None,
         camera: Any = None,
         return_uncertainty: bool | None = None,
         return_events: bool | None = None,
         events: EventSettings | None = None,
         calibration: Any = None,
-        **unknown,
+        **sampling,
     ):
+        """The call's parameters for each step; ``sampling``: the fields of :class:`SamplingSettings` (K, S, the
+        solver, the window mode), resolved once in :meth:`_forward`."""
+        unknown = sorted(set(sampling) - set(SamplingSettings.field_names()))
         if unknown:
-            raise TypeError(
-                f"egocentric-gaze: unknown parameter(s) {sorted(unknown)}; known: num_samples, num_steps, "
-                "solver, window_mode, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps, "
-                "camera, return_uncertainty, return_events, events, calibration"
-            )
+            own = inspect.signature(type(self)._sanitize_parameters).parameters.values()
+            known = [
+                *SamplingSettings.field_names(),
+                *(p.name for p in own if p.name != "self" and p.kind != p.VAR_KEYWORD),
+            ]
+            raise TypeError(f"egocentric-gaze: unknown parameter(s) {unknown}; known: {', '.join(known)}")
         preprocess = {
             k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items() if v is not None
         }
-        forward = {
-            k: v
-            for k, v in dict(
-                num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode
-            ).items()
-            if v is not None
-        }
+        forward = {name: value for name, value in sampling.items() if value is not None}
         if seed is not _UNSET:
             forward["seed"] = seed
         postprocess = {
@@ -372,18 +367,10 @@ class GazeFlowPipeline(Pipeline):
         return samplers[settings]
 
     def _forward(
-        self,
-        model_inputs: dict[str, VideoSource],
-        num_samples: int | None = None,
-        num_steps: int | None = None,
-        solver: str | None = None,
-        seed: int | None = DEFAULT_SEED,
-        window_mode: str | None = None,
+        self, model_inputs: dict[str, VideoSource], seed: int | None = DEFAULT_SEED, **sampling: Any
     ) -> dict[str, Any]:
         source = model_inputs["source"]
-        settings = SamplingSettings.resolve(
-            self.model.config, num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode
-        )
+        settings = SamplingSettings.resolve(self.model.config, **sampling)
         pieces = [chunk.trajectories for chunk in self.stream_chunks(source, settings, seed)]
         return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, "settings": settings}
 
