@@ -14,7 +14,7 @@ The model is the causal variant (paper Appendix F.4) with random weights:
 Modes (``--modes``, comma-separated; default ``reference,eager`` on a CPU and
 ``reference,eager,cuda-graph,reduce-overhead`` on CUDA):
 
-* ``reference`` - the previous streamer (``tests/streaming_reference.py``), under bf16 autocast with ``--dtype bf16``;
+* ``reference`` - the previous streamer (``streaming_reference.py`` here), under bf16 autocast with ``--dtype bf16``;
 * ``eager`` - ``GazeFlowStreamer(compile=None, dtype=...)``, the static step op by op;
 * ``default``, ``reduce-overhead`` - ``GazeFlowStreamer(compile=mode)``: torch.compile (on CUDA ``reduce-overhead``
   replays it as a CUDA graph);
@@ -42,18 +42,15 @@ import argparse
 import contextlib
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 from engine_hooks import time_streamer_condition
+from streaming_reference import ReferenceStreamer
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowStreamer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.streaming_reference
-from tests.streaming_reference import ReferenceStreamer  # noqa: E402
 
 TARGET_P99_MS = 5.0  # K=30, S=5, one H100, bf16
 BUNDLED_CONFIG = Path(__file__).resolve().parents[1] / "src" / "transformers_gazeflow" / "default_model" / "config.json"

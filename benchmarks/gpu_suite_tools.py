@@ -326,15 +326,14 @@ def environment(out_dir: Path, device: str) -> dict:
     return info
 
 
-def import_pysaliency():
-    """pysaliency as the metric tests import it: through their shims (``tests/conftest.py``: no
-    ``pkg_resources`` in setuptools >= 81, no ``np.trapz`` in numpy >= 2.4)."""
-    sys.path.insert(0, str(REPO))
-    try:
-        from tests.conftest import _import_pysaliency
-    finally:
-        sys.path.remove(str(REPO))
-    return _import_pysaliency()
+def import_reference(module: str):
+    """A module of the suite; pysaliency as the metric tests import it, through the shims of
+    ``reference_libraries.py`` (no ``pkg_resources`` in setuptools >= 81, no ``np.trapz`` in numpy >= 2.4)."""
+    if module != "pysaliency":
+        return importlib.import_module(module)
+    from reference_libraries import import_pysaliency  # beside this script
+
+    return import_pysaliency()
 
 
 def preflight(out_dir: Path, device: str) -> int:
@@ -364,7 +363,7 @@ def preflight(out_dir: Path, device: str) -> int:
     for module in modules:
         start = time.perf_counter()
         try:
-            imported = import_pysaliency() if module == "pysaliency" else importlib.import_module(module)
+            imported = import_reference(module)
             report["imports"][module] = {
                 "ok": True,
                 "version": getattr(imported, "__version__", None),

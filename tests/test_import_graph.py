@@ -284,14 +284,12 @@ def test_the_scheduler_imports_neither_objectives_nor_samplers(graph):
 # Modules that `ruff format` took past the cap, each at its formatted length: they may not grow, and each leaves
 # this list when it is split (the list must end empty).
 OVER_THE_CAP_AFTER_FORMATTING = {
-    "commands.cli": 729,
     "data.synthetic_tasks": 652,
     "hub.model_folders": 618,
     "metrics.protocol": 627,
     "models.gazeflow.modeling_gazeflow": 648,
     "models.gazeflow.modeling_gazeflow_encoder": 612,
     "models.gazeflow.modeling_gazeflow_layers": 648,
-    "pipelines.egocentric_gaze": 661,
     "training.checkpointing": 607,
 }
 
@@ -410,3 +408,69 @@ def test_the_architecture_doc_names_every_layer_and_a_missing_name_is_caught():
         f"| Eq. x | y | `{PACKAGE_NAME}.geometry.clamp_unit` and `{PACKAGE_NAME}.schema.valid_mask` |\n"
     )
     assert equation_table_names(broken) == [f"{PACKAGE_NAME}.geometry.clamp_unit", f"{PACKAGE_NAME}.schema.valid_mask"]
+
+
+# --- examples/ and benchmarks/ ----------------------------------------------------------------------------------
+REPO = PACKAGE.parents[1]
+SCRIPT_FOLDERS = ("examples", "benchmarks")
+RUN_THE_COMMAND = {
+    "benchmarks/bench_pipeline.py": "times `gazeflow predict` itself: GazePredictor's overlay, CSVs and summary.json",
+}
+"""Scripts whose job is to run a command's own work, and may import ``commands`` for it (each with why)."""
+
+
+def script_imports(path: Path) -> set[str]:
+    """Every module a script imports by absolute name, lazily or not (``from a import b`` counts ``a`` and
+    ``a.b``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return found
+
+
+def outside_the_layers(module: str) -> bool:
+    """The command layer or the test suite: what examples and benchmarks do not build on."""
+    return any(module == top or module.startswith(top + ".") for top in (f"{PACKAGE_NAME}.commands", "tests"))
+
+
+def scripts_importing_commands_or_tests(root: Path) -> dict[str, list[str]]:
+    found = {}
+    for folder in SCRIPT_FOLDERS:
+        for path in sorted((root / folder).rglob("*.py")):
+            wrong = sorted(module for module in script_imports(path) if outside_the_layers(module))
+            if wrong:
+                found[path.relative_to(root).as_posix()] = wrong
+    return found
+
+
+def test_examples_and_benchmarks_import_the_layers_not_the_commands_or_the_tests():
+    found = scripts_importing_commands_or_tests(REPO)
+    assert not set(found) - set(RUN_THE_COMMAND), {name: found[name] for name in set(found) - set(RUN_THE_COMMAND)}
+    assert set(RUN_THE_COMMAND) <= set(found), "an exception no script needs any more: remove it"
+    assert all(not module.startswith("tests") for modules in found.values() for module in modules), found
+
+
+def test_the_script_check_sees_lazy_package_and_test_imports(tmp_path):
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "examples" / "clean.py").write_text(
+        f"from {PACKAGE_NAME}.pipelines.egocentric_gaze import GazeFlowPipeline\nimport engine_hooks\n"
+    )
+    (tmp_path / "benchmarks" / "lazy.py").write_text(
+        f"def main():\n    from {PACKAGE_NAME}.commands.predict import GazePredictor\n"
+    )
+    (tmp_path / "benchmarks" / "tests_.py").write_text(
+        f"import tests.conftest\nfrom tests import streaming_reference\nfrom {PACKAGE_NAME} import commands\n"
+    )
+    assert scripts_importing_commands_or_tests(tmp_path) == {
+        "benchmarks/lazy.py": [f"{PACKAGE_NAME}.commands.predict", f"{PACKAGE_NAME}.commands.predict.GazePredictor"],
+        "benchmarks/tests_.py": [
+            "tests",
+            "tests.conftest",
+            "tests.streaming_reference",
+            f"{PACKAGE_NAME}.commands",
+        ],
+    }

@@ -1,17 +1,20 @@
 """A video ready to stream through the windowed engine: a file (probed, not decoded) or frames in memory, with its
-frame rate, size and the frame range asked for (moved here from ``pipelines.egocentric_gaze``)."""
+frame rate, size and the frame range asked for (:func:`open_video_source`), and its frames read with a check that a
+file did not end early (:func:`checked_frames`). The ``egocentric-gaze`` pipeline streams it; ``gazeflow predict``
+and ``gazeflow calibrate`` open one to check a video before the model loads (this module imports numpy and PyAV's
+prober only, no torch)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from .video import VideoDecodeError, iter_frames, probe_video
 
@@ -76,7 +79,8 @@ def open_video_source(
         )
     if isinstance(video, (list, tuple)) and video and all(hasattr(im, "convert") for im in video):
         video = np.stack([np.asarray(im.convert("RGB")) for im in video])
-    if isinstance(video, torch.Tensor):
+    torch = sys.modules.get("torch")  # a tensor exists only once torch is imported: probing imports no torch
+    if torch is not None and isinstance(video, torch.Tensor):
         video = video.detach().cpu().numpy()
     if not isinstance(video, np.ndarray):
         raise ValueError(
