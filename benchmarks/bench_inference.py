@@ -34,6 +34,7 @@ from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.generation.inference import prepare_for_inference
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 
 PAPER_KS_GRID_SECONDS = {  # Table ks_grid, time per 64-frame clip on one H100 (encoder included)
     (1, 1): 0.49,
@@ -185,9 +186,9 @@ def sampler_cuda_graph_ms(
     """One window's sampler (condition built beforehand), ms: eager against its CUDA graph replay
     (``CUDAGraphWindowSampler``), and the largest difference between the two."""
     from transformers_gazeflow.generation.inference import CUDAGraphWindowSampler
-    from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, WindowSampler
+    from transformers_gazeflow.models.gazeflow.generation_gazeflow import WindowSampler
 
-    settings = SamplingSettings.resolve(fast.config, samples, steps, "euler")
+    settings = SamplingSettings.resolve(fast.config, num_samples=samples, num_steps=steps, solver="euler")
     eager = WindowSampler(fast, settings)
     graphed = CUDAGraphWindowSampler(WindowSampler(fast, settings))
     noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
@@ -296,15 +297,17 @@ class ClipPaths:
     def sample_fast(self, samples: int, steps: int):
         noise = draw_noise((1, samples, self.frames, 2), torch.Generator().manual_seed(0), self.device)
         with torch.no_grad(), autocast_context(self.fast, self.dtype):
-            return sample_window(
-                self.fast, self.tokens("fast"), self.frames, noise, steps, "euler", use_condition_cache=True
-            )
+            settings = SamplingSettings.resolve(self.fast.config, num_samples=samples, num_steps=steps, solver="euler")
+            return sample_window(self.fast, self.tokens("fast"), self.frames, noise, settings, use_condition_cache=True)
 
     def sample_reference(self, samples: int, steps: int):
         noise = draw_noise((1, samples, self.frames, 2), torch.Generator().manual_seed(0), self.device)
         with torch.no_grad():
+            settings = SamplingSettings.resolve(
+                self.reference.config, num_samples=samples, num_steps=steps, solver="euler"
+            )
             return sample_window(
-                self.reference, self.tokens("reference"), self.frames, noise, steps, "euler", use_condition_cache=False
+                self.reference, self.tokens("reference"), self.frames, noise, settings, use_condition_cache=False
             )
 
     def generate_fast(self, samples: int, steps: int):

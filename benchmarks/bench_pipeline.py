@@ -125,7 +125,7 @@ def overlay_costs(args, work: Path, model: str | None) -> dict:
     from transformers_gazeflow.data.video import write_video
 
     predictor = GazePredictor(model)
-    options = dict(num_samples=args.num_samples, num_steps=args.num_steps, quiet=True)
+    options = dict(sampling=dict(num_samples=args.num_samples, num_steps=args.num_steps), quiet=True)
     rows = []
     for size in args.sizes:
         width, height = (int(v) for v in size.lower().split("x"))

@@ -19,12 +19,14 @@ import numpy as np
 import torch
 from results import add_results_argument, folder_model, shipped_model, write_section
 
-from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
+from transformers_gazeflow.data.video_sources import open_video_source
 from transformers_gazeflow.gaze.events import EventSettings
 from transformers_gazeflow.gaze.readout import GazeReadout
+from transformers_gazeflow.hub.model_folders import load_model, resolve_model
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import FieldOfView
-from transformers_gazeflow.pipelines.egocentric_gaze import open_video_source
+from transformers_gazeflow.pipelines.egocentric_gaze import GazeFlowPipeline
 
 
 def main() -> None:
@@ -42,13 +44,13 @@ def main() -> None:
     )
     clip = generate_clip(settings, 0)
     frames = np.stack(list(clip.frames()))
-    predictor = GazePredictor(args.model)
+    pipe = GazeFlowPipeline(model=load_model(resolve_model(args.model)))  # what gazeflow predict runs
     print("| K | model ms / frame | readouts ms / frame | readouts / model |\n| ---: | ---: | ---: | ---: |")
     rows = []
     for k in args.num_samples:
         source = open_video_source(frames, fps=clip.fps)
         started = time.perf_counter()
-        chunks = list(predictor.pipe.stream_chunks(source, predictor.settings(PredictOptions(num_samples=k))))
+        chunks = list(pipe.stream_chunks(source, SamplingSettings.resolve(pipe.model.config, num_samples=k)))
         model_ms = 1000 * (time.perf_counter() - started) / len(frames)
         readout = GazeReadout(clip.width, clip.height, clip.fps, FieldOfView(), k, EventSettings(args.events))
         started = time.perf_counter()

@@ -29,7 +29,7 @@ from results import add_results_argument, config_model, folder_model, write_sect
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.models.gazeflow.generation_gazeflow import sample_window
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, sample_window
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import FlowMatchingScheduler, draw_noise
 
 SIGMA_MIN, SIGMA = 1e-3, 0.4
@@ -125,7 +125,8 @@ def model_distances(args) -> list[dict]:
     noise = draw_noise((1, args.num_samples, frames, 2), torch.Generator().manual_seed(1), torch.device("cpu"))
     found = []
     with torch.no_grad():
-        reference = sample_window(model, states, frames, noise, args.reference_steps, "euler")
+        euler = SamplingSettings.resolve(model.config, num_steps=args.reference_steps, solver="euler")
+        reference = sample_window(model, states, frames, noise, euler)
         label = args.checkpoint or f"{args.preset} size, random weights"
         print(
             f"\n## Model ({label}; K={args.num_samples}, W={frames}): mean endpoint distance to Euler "
@@ -134,9 +135,10 @@ def model_distances(args) -> list[dict]:
         print("| solver | S | network calls | distance | ms per clip |")
         print("| --- | --- | --- | --- | --- |")
         for solver, steps in rows(args.steps):
-            sample_window(model, states, frames, noise, steps, solver)  # warm-up
+            settings = SamplingSettings.resolve(model.config, num_steps=steps, solver=solver)
+            sample_window(model, states, frames, noise, settings)  # warm-up
             start = time.perf_counter()
-            result = sample_window(model, states, frames, noise, steps, solver)
+            result = sample_window(model, states, frames, noise, settings)
             elapsed = 1000 * (time.perf_counter() - start)
             distance = (result - reference).norm(dim=-1).mean().item()
             calls = steps * FlowMatchingScheduler(steps, solver).calls_per_step

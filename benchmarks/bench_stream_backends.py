@@ -1,9 +1,10 @@
 """Frames per second of ``gazeflow stream``'s backends on the bundled causal model, side by side in one run.
 
-What ``gazeflow stream`` runs per frame, through its own steppers (``commands.stream.TorchStepper``,
-``commands.stream_export.OnnxStepper``): the raw RGB frame resized and normalised, the frame's noise drawn, the
-causal step (encoder on the frame's causal window, condition, S ODE steps on the K samples against the ring
-caches), the samples back as numpy. Backends:
+What ``gazeflow stream`` runs per frame, through the steppers of its own registry
+(``generation.steppers.STEPPERS``, opened as the command opens them): the raw RGB frame resized and normalised, the
+frame's noise drawn, the causal step (encoder on the frame's causal window, condition, S ODE steps on the K samples
+against the ring caches), the samples back as numpy. Backends, each of the registry's and, for a backend that runs
+the model, the same compiled:
 
 * ``torch``: ``GazeFlowStreamer`` eager;
 * ``torch-compiled``: the same step under ``torch.compile`` (one graph; compiled before the timed frames);
@@ -35,26 +36,29 @@ import numpy as np
 import torch
 from results import add_results_argument, folder_model, write_section
 
-from transformers_gazeflow.commands.stream import TorchStepper
-from transformers_gazeflow.hub.model_folders import default_model_path, load_model, load_video_processor
+from transformers_gazeflow.generation.onnx_export import export_streamer
+from transformers_gazeflow.generation.steppers import STEPPERS, StepperOptions
+from transformers_gazeflow.hub.model_folders import default_model_path, load_model
 
-BACKENDS = ("torch", "torch-compiled", "onnxruntime")
+COMPILED = "-compiled"
+BACKENDS = tuple(
+    variant
+    for name, backend in STEPPERS.items()
+    for variant in ((name,) if backend.exported else (name, name + COMPILED))
+)
+"""The registry's backends and, for one that runs the model, its compiled variant (``torch``, ``torch-compiled``,
+``onnxruntime``)."""
 TARGET_FRAMES_PER_S = 60.0  # p50, 2 CPU cores
 
 
 def make_steppers(model_dir: str, backends: list[str], seed: int, threads: int, export_dir: Path) -> dict:
-    model = load_model(model_dir)
-    processor = load_video_processor(model_dir, model.config)
     steppers = {}
-    for backend in backends:
-        if backend == "onnxruntime":
-            from transformers_gazeflow.commands.stream_export import OnnxStepper, export_streamer
-
+    for variant in backends:
+        backend = STEPPERS[variant.removesuffix(COMPILED)]
+        options = StepperOptions(seed=seed, threads=threads, compile="default" if variant.endswith(COMPILED) else None)
+        if backend.exported and not export_dir.exists():
             export_streamer(model_dir, export_dir)
-            steppers[backend] = OnnxStepper(export_dir, seed=seed, threads=threads)
-        else:
-            compile = "default" if backend == "torch-compiled" else None
-            steppers[backend] = TorchStepper(model, processor, None, None, None, seed, compile=compile)
+        steppers[variant] = backend.open(str(export_dir) if backend.exported else model_dir, options)
     return steppers
 
 
@@ -117,8 +121,8 @@ def stream_every_backend(args) -> tuple[dict, dict, dict]:
     with tempfile.TemporaryDirectory() as scratch:
         started = time.perf_counter()
         steppers = make_steppers(args.model, args.backends, args.seed, args.threads, Path(scratch) / "onnx")
-        for stepper in steppers.values():  # warm-up frames: compilation, allocations, caches
-            if isinstance(stepper, TorchStepper) and stepper.streamer.compile:
+        for variant, stepper in steppers.items():  # warm-up frames: compilation, allocations, caches
+            if variant.endswith(COMPILED):
                 stepper.warm_up(height, width)
             for frame in frames[: args.warmup]:
                 stepper.step(frame)

@@ -113,12 +113,14 @@ def ops_per_frame(args, work: Path) -> dict:
     from transformers_gazeflow.commands.predict import PredictOptions
 
     video = generated_video(work, args.ops_frames, 256, 256, args.fps)
-    options = PredictOptions(overlay=False, num_samples=args.num_samples or 30, num_steps=args.num_steps or 5)
+    options = PredictOptions(
+        overlay=False, sampling=dict(num_samples=args.num_samples or 30, num_steps=args.num_steps or 5)
+    )
     figures: dict = {
         "benchmark": "pipeline-ops",
         "frames": args.ops_frames,
-        "K": options.num_samples,
-        "S": options.num_steps,
+        "K": options.sampling["num_samples"],
+        "S": options.sampling["num_steps"],
         "paths": {},
     }
     for path, pipeline_options in PATHS.items():
@@ -128,7 +130,7 @@ def ops_per_frame(args, work: Path) -> dict:
         figures["paths"][path] = {kind: count / args.ops_frames for kind, count in counts.items()}
     figures["stages"] = stage_ops()
     print(
-        f"\naten ops per output frame, bundled model, K={options.num_samples}, S={options.num_steps}, "
+        f"\naten ops per output frame, bundled model, K={figures['K']}, S={figures['S']}, "
         f"{args.ops_frames} frames of 256x256 (torch {torch.__version__}, {torch.get_num_threads()} threads)"
     )
     print("| path | all aten ops / frame | without views and allocations / frame |")
@@ -189,7 +191,7 @@ def decode_ratio(args, work: Path) -> dict:
 
     width, height = (int(v) for v in args.ratio_size.lower().split("x"))
     video = generated_video(work, args.ratio_frames, width, height, args.fps)
-    options = PredictOptions(overlay=False, num_samples=1, num_steps=1)
+    options = PredictOptions(overlay=False, sampling=dict(num_samples=1, num_steps=1))
     predictors = {path: build_predictor(args.model or "bundled", "cpu", opts, work) for path, opts in PATHS.items()}
     times: dict[str, list[float]] = {"decode alone": [], **{path: [] for path in PATHS}}
     for repeat in range(args.repeats):
@@ -226,20 +228,22 @@ def throughput(args, work: Path) -> dict:
     """``--throughput``: frames per second of the command's path, serial and overlapped, per model and size."""
     from transformers_gazeflow.commands.predict import PredictOptions
 
-    options = PredictOptions(overlay=False, num_samples=args.num_samples or 30, num_steps=args.num_steps or 5)
+    options = PredictOptions(
+        overlay=False, sampling=dict(num_samples=args.num_samples or 30, num_steps=args.num_steps or 5)
+    )
     frames = int(round(args.seconds * args.fps))
     figures: dict = {
         "benchmark": "pipeline-throughput",
         "device": args.device,
-        "K": options.num_samples,
-        "S": options.num_steps,
+        "K": options.sampling["num_samples"],
+        "S": options.sampling["num_steps"],
         "seconds": args.seconds,
         "runs": [],
     }
     if args.device.startswith("cuda"):
         figures["device_name"] = torch.cuda.get_device_name(torch.device(args.device))
     print(
-        f"\ngazeflow predict --no-overlay's path, K={options.num_samples}, S={options.num_steps}, {frames} frames "
+        f"\ngazeflow predict --no-overlay's path, K={figures['K']}, S={figures['S']}, {frames} frames "
         f"at {args.fps:g} fps, device {figures.get('device_name', args.device)}",
         flush=True,
     )

@@ -1,7 +1,8 @@
 """The causal streamer as it was before the static step (``GazeFlowStreamerStep``): kept as the reference the static
-step is checked against past the first W frames, where ``model.generate`` on a prefix no longer applies (the
-sliding context). Simple and slow: deques of frames and summaries, key/value caches that grow by ``cat`` and are
-trimmed to W, the model's own ``GazeFlowVelocityNetwork`` with a cache per block and network call."""
+step is checked against past the first W frames (``tests/test_causal_streaming.py``; ``bench_streaming.py`` times
+it), where ``model.generate`` on a prefix no longer applies (the sliding context). Simple and slow: deques of frames
+and summaries, key/value caches that grow by ``cat`` and are trimmed to W, the model's own
+``GazeFlowVelocityNetwork`` with a cache per block and network call."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ class ReferenceStreamer:
                 "F.4): the bidirectional model's output at frame t depends on later frames"
             )
         self.model = model
-        settings = SamplingSettings.resolve(config, num_samples, num_steps, solver)
+        settings = SamplingSettings.resolve(config, num_samples=num_samples, num_steps=num_steps, solver=solver)
         self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
         self.scheduler = scheduler_for(config, self.num_steps, self.solver)
         self.generator = generator

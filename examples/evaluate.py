@@ -259,7 +259,9 @@ def predict_with_model(
             f"--online needs a causal model (config causal=true); {args.model_name_or_path} is the "
             "windowed bidirectional model"
         )
-    settings = SamplingSettings.resolve(model.config, args.num_samples, args.num_steps, args.solver)
+    settings = SamplingSettings.resolve(
+        model.config, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver
+    )
     num_samples, num_steps, solver = settings.num_samples, settings.num_steps, settings.solver
     results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
     if args.grid:

@@ -23,8 +23,8 @@ import torch
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.commands.cli import main
 from transformers_gazeflow.commands.stream import FIELDS, frame_record
-from transformers_gazeflow.commands.stream_sources import FrameFeed
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+from transformers_gazeflow.data.stream_sources import FrameFeed
 from transformers_gazeflow.data.video import iter_frames, write_video
 from transformers_gazeflow.gaze.uncertainty import spread_radii
 from transformers_gazeflow.generation.online import GazeFlowStreamer
@@ -351,12 +351,12 @@ def test_the_stream_stops_quietly_when_its_reader_goes_away(tmp_path, causal_mod
 
 def test_the_warm_up_before_a_compiled_stream_leaves_its_samples_as_they_were(causal_model_dir):
     """``--compile`` compiles on a blank frame first; the stream then starts afresh (same state, same noise)."""
-    from transformers_gazeflow.commands.stream import TorchStepper
+    from transformers_gazeflow.generation.steppers import TorchStepper
 
     model = GazeFlowModel.from_pretrained(causal_model_dir).eval()
     processor = GazeFlowVideoProcessor.from_pretrained(causal_model_dir)
     frames = random_video(10, 24, 32, seed=6)
-    plain, warmed = (TorchStepper(model, processor, None, None, None, seed=4) for _ in range(2))
+    plain, warmed = (TorchStepper(model, processor, None, seed=4) for _ in range(2))
     warmed.warm_up(24, 32)
     for frame in frames:
         (samples, mean), (warm_samples, warm_mean) = plain.step(frame), warmed.step(frame)

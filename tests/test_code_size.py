@@ -23,10 +23,7 @@ MAX_MODULE_LINES = 600
 
 # Over a cap today, each at its current size ("<path>" for a module, "<path>::<qualified name>" for a function): may
 # not grow; the entry leaves when the item is split (the dict must end empty).
-PENDING = {
-    "src/transformers_gazeflow/commands/stream.py::add_stream_arguments": 81,
-    "src/transformers_gazeflow/commands/web_demo.py::GazeFlowDemo._build": 141,
-}
+PENDING: dict[str, int] = {}
 
 
 def function_sizes(path: Path, name: str) -> dict[str, int]:

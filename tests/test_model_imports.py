@@ -1,8 +1,8 @@
 """The model folder's import graph, read with ``ast`` (every import counts: module level, inside functions and under
 ``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, attention, initialisation, layers,
 embeddings, rows, video encoder, encoder side, velocity network, causal variant, ablation switches, outputs) import
-only each other and the conventions (the folder's ``geometry`` and ``windows``), never the model, its windowed
-sampling or anything above it, and form no cycle."""
+only each other and the conventions (the folder's ``geometry``, ``windows`` and ``choices``), never the model, its
+windowed sampling or anything above it, and form no cycle."""
 
 import ast
 from pathlib import Path
@@ -25,7 +25,7 @@ BELOW_THE_MODEL = (
     "modeling_gazeflow_variants",
     "modeling_gazeflow_outputs",
 )
-CONVENTIONS = ("geometry", "windows")
+CONVENTIONS = ("geometry", "windows", "choices")
 
 
 def package_imports(module: str, package: Path = PACKAGE) -> set[str]:

@@ -84,14 +84,6 @@ def test_every_public_name_resolves():
         assert getattr(transformers_gazeflow, name) is not None, name
 
 
-def test_the_command_knows_the_solvers_of_the_config():
-    """cli.py keeps its own copy so that it starts without importing transformers: it must stay equal."""
-    from transformers_gazeflow.commands import cli
-    from transformers_gazeflow.models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
-
-    assert tuple(cli.SOLVERS) == tuple(SOLVERS) and tuple(cli.WINDOW_MODES) == tuple(WINDOW_MODES)
-
-
 def test_the_package_imports_where_datasets_evaluate_and_av_are_missing():
     """As on the GPU image: the model side works; the data side says what to install."""
     code = (

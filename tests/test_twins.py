@@ -36,8 +36,8 @@ from transformers_gazeflow.models.gazeflow.modeling_gazeflow_rows import (
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
-OURS = ("transformers_gazeflow.", "tests.")
-SOURCES = (ROOT / "src" / "transformers_gazeflow", ROOT / "tests" / "streaming_reference.py")
+OURS = ("transformers_gazeflow.", "benchmarks.")
+SOURCES = (ROOT / "src" / "transformers_gazeflow", ROOT / "benchmarks" / "streaming_reference.py")
 TWIN_OF = re.compile(r"Twin of ``([\w.]+)``")
 
 

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 
 from ..data.atomic_files import atomic_write
+from ..models.gazeflow.choices import CALIBRATION_MODELS
 from ..models.gazeflow.geometry import clamp_unit, pixels_to_unit, unit_to_pixels
 
-CALIBRATION_MODELS = ("offset", "offset_scale")
 CALIBRATION_FORMAT = "gazeflow-wearer-calibration"
 CALIBRATION_VERSION = 1
 HUBER_K = 2.45
@@ -258,7 +258,6 @@ def pixel_errors(points: np.ndarray, truth: np.ndarray, width: int, height: int)
 
 
 __all__ = [
-    "CALIBRATION_MODELS",
     "CALIBRATION_FORMAT",
     "Correction",
     "WearerCalibration",

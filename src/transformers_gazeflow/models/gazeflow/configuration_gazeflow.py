@@ -36,11 +36,11 @@ from huggingface_hub.errors import (
 )
 from transformers import PreTrainedConfig, VJEPA2Config
 
-SOLVERS = ("euler", "heun", "midpoint")
+from .choices import SOLVERS, WINDOW_MODES
+
 OBJECTIVES = ("flow_matching", "diffusion", "regression")
 POSITION_ENCODINGS = ("rope", "learned", "none")
 TASK_GUIDANCES = ("cross_attention", "concat")
-WINDOW_MODES = ("coherent", "blend")
 SPATIAL_ATTENTION_INITS = ("normal", "mimetic")
 FLOW_TIME_SAMPLINGS = ("uniform", "late_quadratic", "logit_normal")
 
@@ -509,11 +509,9 @@ class GazeFlowConfig(PreTrainedConfig):
 __all__ = [
     "GazeFlowConfig",
     "GazeFlowConfigError",
-    "SOLVERS",
     "OBJECTIVES",
     "POSITION_ENCODINGS",
     "TASK_GUIDANCES",
-    "WINDOW_MODES",
     "FLOW_TIME_SAMPLINGS",
     "SPATIAL_ATTENTION_INITS",
 ]

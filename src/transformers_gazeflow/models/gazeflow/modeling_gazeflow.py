@@ -510,12 +510,12 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 a linear blend); default from the config (see ``generation_gazeflow``).
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        settings = SamplingSettings.resolve(self.config, num_samples, num_steps, solver, window_mode)
+        sampling = dict(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode)
         sampled = generate_trajectories(
             self,
             pixel_values_videos=pixel_values_videos,
             encoder_hidden_states=encoder_hidden_states,
-            settings=settings,
+            settings=SamplingSettings.resolve(self.config, **sampling),
             generator=generator,
             window_batch_size=window_batch_size,
         )
