@@ -40,7 +40,7 @@ import torch
 
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
-from ..models.gazeflow.scheduling_gazeflow import draw_noise
+from ..models.gazeflow.scheduling_gazeflow import correlate_noise, draw_noise
 from .streaming_runners import StepRunner, check_compile_mode, make_step_runner
 from .streaming_step import GazeFlowStreamerStep, StreamerState
 
@@ -82,7 +82,10 @@ class GazeFlowStreamer:
         settings: K, S and the ODE solver (:class:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.
             SamplingSettings`); or leave it None and give keyword arguments named after its fields
             (``num_samples=K``, ``num_steps=S``, ``solver=...``): each one not given is the config's default.
-        generator: draws each frame's noise ``[B, K, 1, 2]`` (a seed makes the stream reproducible).
+        generator: draws each frame's noise ``[B, K, 1, 2]`` (a seed makes the stream reproducible). With the
+            model's ``noise_correlation`` rho > 0 the draw e_t is the innovation of the AR(1) prior over frames, and
+            the step reads x_0[t] = rho x_0[t - 1] + sqrt(1 - rho^2) e_t (x_0[0] = e_0): the prior the windowed
+            model samples a window from, continued frame by frame.
         processor: optional ``GazeFlowVideoProcessor``; then :meth:`push` also takes raw uint8 frames
             ``[H, W, 3]`` (or ``[B, H, W, 3]``) and processes them.
         compile: how the step runs (:data:`~.streaming_runners.COMPILE_MODES`): None (eager, the default and the
@@ -131,6 +134,7 @@ class GazeFlowStreamer:
         is reused; a new batch size makes new buffers (and a new compilation or capture)."""
         self.frame_index = 0
         self.batch_size: int | None = None
+        self.previous_noise: torch.Tensor | None = None  # x_0 of the last frame (the AR(1) prior continues from it)
         if self.state is not None:
             self.state.zero_()
 
@@ -175,7 +179,8 @@ class GazeFlowStreamer:
     def push(self, frame: torch.Tensor, noise: torch.Tensor | None = None) -> GazeFlowStreamOutput:
         """Feed frame t (``[3, S, S]`` or ``[B, 3, S, S]``, normalised) and get its gaze.
 
-        ``noise`` ``[B, K, 1, 2]`` (model coordinates) replaces the generator's draw for this frame.
+        ``noise`` ``[B, K, 1, 2]`` (model coordinates) replaces the generator's draw for this frame (with the
+        model's ``noise_correlation`` > 0, the AR(1) innovation e_t; see the class docstring).
         """
         device = self.step.device
         frame = self._as_frames(frame).to(device)
@@ -186,7 +191,14 @@ class GazeFlowStreamer:
         runner = self._runner_for(batch)
         if noise is None:
             noise = draw_noise(shape, self.generator, device)
-        trajectories, mean = runner(frame, noise.to(device=device, dtype=torch.float32))
+        noise = correlate_noise(
+            noise.to(device=device, dtype=torch.float32),
+            self.model.config.noise_correlation,
+            self.previous_noise,
+            frame_dim=2,
+        )
+        trajectories, mean = runner(frame, noise)
+        self.previous_noise = noise
         output = GazeFlowStreamOutput(self.frame_index, trajectories, mean)
         self.batch_size = batch
         self.frame_index += 1

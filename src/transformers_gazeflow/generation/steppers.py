@@ -172,6 +172,8 @@ class OnnxStepper:
         self.processor = GazeFlowVideoProcessor.from_pretrained(folder)
         self.settings = exported_settings(self.interface)
         self.generator = torch.Generator().manual_seed(seed)
+        self.noise_correlation = float(self.interface.get("noise_correlation", 0.0))
+        self.previous_noise: torch.Tensor | None = None  # x_0 of the last frame (the AR(1) prior continues from it)
         self.state_inputs = [entry for entry in self.interface["inputs"] if entry["name"].startswith("state.")]
         self.state = {entry["name"]: np.zeros(entry["shape"], dtype=entry["dtype"]) for entry in self.state_inputs}
 
@@ -195,11 +197,13 @@ class OnnxStepper:
         import numpy as np
         import torch
 
-        from ..models.gazeflow.scheduling_gazeflow import draw_noise
+        from ..models.gazeflow.scheduling_gazeflow import correlate_noise, draw_noise
         from .onnx_export import OUTPUTS
 
         frame = self.processor.preprocess(np.ascontiguousarray(pixels)[None]).numpy()
-        noise = draw_noise((1, self.settings.num_samples, 1, 2), self.generator, torch.device("cpu")).numpy()
+        noise = draw_noise((1, self.settings.num_samples, 1, 2), self.generator, torch.device("cpu"))
+        noise = self.previous_noise = correlate_noise(noise, self.noise_correlation, self.previous_noise, frame_dim=2)
+        noise = noise.numpy()
         outputs = self.session.run(None, {"frame": frame, "noise": noise, **self.state})
         self.state = {entry["name"]: value for entry, value in zip(self.state_inputs, outputs[len(OUTPUTS) :])}
         return outputs[0][0], outputs[1][0]

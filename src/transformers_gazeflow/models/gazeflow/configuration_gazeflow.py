@@ -217,6 +217,13 @@ class GazeFlowConfig(PreTrainedConfig):
             paper's Algorithm 1), `"late_quadratic"` s = 1 - (1 - u)^2 (more draws near the data end, where
             sub-pixel precision is learned; beyond the paper) or `"logit_normal"` s = sigmoid(Phi^-1(u)) (Esser et
             al. 2024; beyond the paper). See `scheduling_gazeflow.flow_time_from_uniform`.
+        noise_correlation (`float`, *optional*, defaults to 0.0):
+            Lag-1 correlation rho over frames of the base noise x_0 (Eq. bg:cfm), in [0, 1). 0 is the paper's
+            x_0 ~ N(0, I), independent across frames; rho > 0 draws x_0 ~ N(0, Sigma), Sigma_tu = rho^|t - u|, a
+            stationary AR(1) (Ornstein-Uhlenbeck) process over the frames of a window with unit variance, in
+            training and in sampling alike (beyond the paper; functional flow matching, Kerrigan et al. 2024).
+            Residual noise that an unconverged sampler leaves in a trajectory is then smooth over frames instead
+            of a white frame-to-frame jitter. See `scheduling_gazeflow.correlate_noise`.
         self_conditioning_prob (`float`, *optional*, defaults to 0.5):
             Probability of self-conditioning in training (Appendix E.2).
         grounding_loss_weight (`float`, *optional*, defaults to 0.0):
@@ -313,6 +320,7 @@ class GazeFlowConfig(PreTrainedConfig):
     window_mode: str = _choice("coherent", WINDOW_MODES)
     sigma_min: float | int = _number(1e-3, "a number in (0, 1)", lambda value: 0.0 < value < 1.0)
     flow_time_sampling: str = _choice("uniform", FLOW_TIME_SAMPLINGS)
+    noise_correlation: float | int = _number(0.0, "a number in [0, 1) (0: independent frames)", lambda v: 0 <= v < 1)
     self_conditioning_prob: float | int = _number(0.5, "a number in [0, 1]", lambda value: 0.0 <= value <= 1.0)
     grounding_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no grounding head)", lambda value: value >= 0)
     grounding_sigma: float | int = _number(0.5, "a number > 0 (patch widths)", lambda value: value > 0)

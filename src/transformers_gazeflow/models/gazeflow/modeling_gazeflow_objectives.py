@@ -121,6 +121,7 @@ def _training_noise(
             gaze.dtype,
             num_timesteps,
             flow_time_sampling=model.config.flow_time_sampling,
+            noise_correlation=model.config.noise_correlation,
         )
     generators = example_generators(generator, gaze.shape[0], deterministic=False)
     return draw_training_noise(
@@ -131,6 +132,7 @@ def _training_noise(
         gaze.dtype,
         num_timesteps,
         flow_time_sampling=model.config.flow_time_sampling,
+        noise_correlation=model.config.noise_correlation,
     )
 
 
