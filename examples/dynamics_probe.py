@@ -28,9 +28,9 @@ Beyond the default sampler (Euler, S uniform steps, one window), each trained mo
 samplers at no training cost (``--solvers``, ``--time_grid_powers``), along one long Euler path at given flow times
 (``--endpoint_times``: the network's one-shot endpoint estimate x1_hat = x_s + (1 - s) v there), and on whole clips
 of ``--clip_frames`` frames through the coherent windows of ``generate()``. ``--noise_correlation`` trains and samples
-with the AR(1) base noise over frames (``GazeFlowConfig.noise_correlation``); ``--eval_at_cpu_minutes`` reads the
-model at points of one run's training (a learning curve against CPU time); ``--save_dir`` / ``--load_dir`` keep the
-trained models, so a sampler is read again without training.
+with the AR(1) base noise over frames (``GazeFlowConfig.noise_correlation``); ``--eval_at_steps`` reads the model at
+points of one run's training (a learning curve; the cosine schedule is the whole run's); ``--save_dir`` /
+``--load_dir`` keep the trained models, so a sampler is read again without training.
 
 Beside the methods it prints two references: a motionless trajectory, and an independent draw of the true process
 (the floor: what a perfect model scores with this many samples). Every run reports its CPU and wall time.
@@ -129,11 +129,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="stop each run's training once it has used this much CPU time (all objectives and seeds get the same cap)",
     )
     parser.add_argument(
-        "--eval_at_cpu_minutes",
-        type=float,
+        "--eval_at_steps",
+        type=int,
         nargs="*",
         default=[],
-        help="also read each run's EMA model when its training has used this much CPU time (a learning curve)",
+        help="also read each run's EMA model after this many training steps (a learning curve; the CPU time is "
+        "reported beside)",
     )
     parser.add_argument("--save_dir", default=None, help="save each run's EMA model under this folder")
     parser.add_argument("--load_dir", default=None, help="read models saved by --save_dir instead of training")
@@ -176,8 +177,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error(f"--endpoint_times must all be in [0, 1), got {args.endpoint_times}")
     if args.clip_frames and args.clip_frames <= args.num_frames:
         parser.error(f"--clip_frames must be 0 or more than --num_frames={args.num_frames}, got {args.clip_frames}")
-    if any(m <= 0 for m in args.eval_at_cpu_minutes):
-        parser.error(f"--eval_at_cpu_minutes must all be > 0, got {args.eval_at_cpu_minutes}")
+    if any(not 1 <= n < args.max_train_steps for n in args.eval_at_steps):
+        parser.error(f"--eval_at_steps must all be in [1, --max_train_steps), got {args.eval_at_steps}")
     if args.save_dir and args.load_dir:
         parser.error("give at most one of --save_dir and --load_dir")
     try:
@@ -328,7 +329,7 @@ class Truth:
 
 
 def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth: Truth) -> list[RunResult]:
-    """Train one run (or load it, ``--load_dir``) and read it: at the end, and at each ``--eval_at_cpu_minutes``."""
+    """Train one run (or load it, ``--load_dir``) and read it: at the end, and at each of ``--eval_at_steps``."""
     torch.manual_seed(seed)
     config = probe_config(variant, args.num_frames, args.overrides)
     folder = f"{variant.folder}-seed{seed}"
@@ -349,7 +350,7 @@ def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth
     rng = np.random.default_rng([seed, 7])
     tokens = constant_tokens(config, args.batch_size)
     cap = None if args.max_cpu_minutes is None else args.max_cpu_minutes * 60
-    checkpoints = sorted(m for m in args.eval_at_cpu_minutes if cap is None or m * 60 < cap)
+    checkpoints = set(args.eval_at_steps)
     results, reading_cpu, steps_done = [], 0.0, 0
     cpu_start, wall_start = time.process_time(), time.time()
     model.train()
@@ -368,10 +369,10 @@ def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth
         ema.update_parameters(model)
         steps_done = step
         used = time.process_time() - cpu_start - reading_cpu
-        if checkpoints and used >= checkpoints[0] * 60:
+        if step in checkpoints:
             reading_start = time.process_time()
             figures = probe_model(args, ema.module.eval(), seed, truth)
-            name = f"{variant.name} at {checkpoints.pop(0):g} CPU min"
+            name = f"{variant.name} at step {step}"
             results.append(RunResult(name, seed, step, used, time.time() - wall_start, figures))
             reading_cpu += time.process_time() - reading_start
         if cap is not None and used >= cap:

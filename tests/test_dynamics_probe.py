@@ -138,7 +138,7 @@ def test_samplers_endpoints_clips_and_a_learning_curve_are_rows(probe, capsys, t
     path (an Euler step from s to 1 lands on x_s + (1 - s) v), and a saved run read again gives the same rows."""
     extra = ["--objectives", "flow_matching", "--noise_correlation", "0", "0.5", "--solvers", "euler", "heun"]
     extra += ["--time_grid_powers", "1", "2", "--endpoint_times", "0.5", "--clip_frames", "24", "--clip_count", "2"]
-    extra += ["--eval_at_cpu_minutes", "0.00001", "--save_dir", str(tmp_path)]
+    extra += ["--eval_at_steps", "2", "--save_dir", str(tmp_path)]
     assert probe.main(TINY + extra) == 0
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     rows = {line.split(" | ")[0][2:] + " S=" + line.split(" | ")[1]: line.split(" | ")[5:] for line in table[1:]}
@@ -146,7 +146,7 @@ def test_samplers_endpoints_clips_and_a_learning_curve_are_rows(probe, capsys, t
         for suffix in ("", " [heun]", " [grid p=2]", " [heun, grid p=2]", " [whole 24-frame clips]"):
             assert f"{name}{suffix} S=1" in rows and f"{name}{suffix} S=2" in rows, name + suffix
         assert rows[f"{name} [x1_hat at s=0.50] S=2"] == rows[f"{name} S=2"]
-        assert f"{name} at 1e-05 CPU min S=2" in rows
+        assert f"{name} at step 2 S=2" in rows
     assert rows["flow_matching (uniform s) S=1"] != rows["flow_matching (uniform s, rho 0.5) S=1"]
     assert (tmp_path / "flow_matching-uniform-rho0.5-seed0" / "config.json").is_file()
     assert probe.main(TINY + extra[:5] + ["--load_dir", str(tmp_path)]) == 0
@@ -169,6 +169,7 @@ def test_samplers_endpoints_clips_and_a_learning_curve_are_rows(probe, capsys, t
         (["--endpoint_times", "1"], "--endpoint_times must all be in [0, 1)"),
         (["--clip_frames", "16"], "--clip_frames must be 0 or more than --num_frames=16"),
         (["--save_dir", "a", "--load_dir", "b"], "give at most one of --save_dir and --load_dir"),
+        (["--eval_at_steps", "3"], "--eval_at_steps must all be in [1, --max_train_steps)"),
     ],
 )
 def test_bad_arguments_name_themselves(probe, capsys, extra, message):
