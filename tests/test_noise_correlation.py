@@ -207,8 +207,8 @@ def test_the_onnx_stepper_continues_the_prior_as_the_torch_streamer_does(tmp_pat
     builds each frame's x_0 from its draws as the torch streamer does (the same seed, the same gaze)."""
     pytest.importorskip("onnxruntime", reason="the [onnx] extra: pip install -e '.[onnx]'")
     from transformers_gazeflow.commands.cli import main
-    from transformers_gazeflow.generation.steppers import OnnxStepper
     from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+    from transformers_gazeflow.generation.steppers import OnnxStepper
 
     model_dir, exported = tmp_path / "model", tmp_path / "exported"
     tiny_model(causal=True, noise_correlation=RHO).save_pretrained(model_dir)
