@@ -323,12 +323,13 @@ Scheduler = FlowMatchingScheduler | DDIMScheduler | RegressionScheduler
 
 
 def scheduler_for(config, num_steps: int, solver: str = "euler") -> Scheduler:
-    """The scheduler of ``config.objective`` with S = ``num_steps`` (and the ODE ``solver`` for flow matching)."""
+    """The scheduler of ``config.objective`` with S = ``num_steps`` (and for flow matching the ODE ``solver`` on the
+    config's flow-time grid, ``config.time_grid_power``)."""
     if config.objective == "diffusion":
         return DDIMScheduler(num_steps, config.diffusion_timesteps)
     if config.objective == "regression":
         return RegressionScheduler()
-    return FlowMatchingScheduler(num_steps, solver, config.sigma_min)
+    return FlowMatchingScheduler(num_steps, solver, config.sigma_min, config.time_grid_power)
 
 
 # ---------------------------------------------------------------------------------------------------- noise draws
@@ -368,6 +369,32 @@ def correlate_noise(
         shape[frame_dim] = frames
         correlated = correlated + decay.view(shape) * previous
     return correlated
+
+
+def whiten_frames(correlated: torch.Tensor, correlation: float, frame_dim: int = -2) -> torch.Tensor:
+    """The inverse of :func:`correlate_noise` without ``previous``: the innovations e = L^-1 x of a trajectory-shaped
+    ``correlated`` ``[..., T, ...]``, e[0] = x[0] and e[t] = (x[t] - rho x[t - 1]) / sqrt(1 - rho^2) along
+    ``frame_dim``. Under the AR(1) prior N(0, Sigma), ||L^-1 r||^2 = r^T Sigma^-1 r is the prior's own metric: a
+    frame-to-frame jitter costs 1 / (1 - rho^2) times what a slow drift of the same size does. ``correlation`` 0
+    returns ``correlated`` itself."""
+    if not 0.0 <= correlation < 1.0:
+        raise ValueError(f"`noise_correlation` must be a number in [0, 1), got {correlation!r}")
+    if correlation == 0.0:
+        return correlated
+    moved = correlated.movedim(frame_dim, 0)
+    innovation = math.sqrt(1.0 - correlation * correlation)
+    later = (moved[1:] - correlation * moved[:-1]) / innovation
+    return torch.cat([moved[:1], later]).movedim(0, frame_dim)
+
+
+def continue_correlated(
+    white: torch.Tensor, correlation: float, previous: torch.Tensor, first: torch.Tensor
+) -> torch.Tensor:
+    """One frame of the AR(1) recursion of :func:`correlate_noise`, as a stream takes it: rho ``previous`` +
+    sqrt(1 - rho^2) ``white``, or ``white`` itself where ``first`` (a bool tensor broadcastable to ``white``: the
+    stream's first frame) holds. No Python branch on tensor values, so it exports."""
+    innovation = math.sqrt(1.0 - correlation * correlation)
+    return torch.where(first, white, correlation * previous + innovation * white)
 
 
 def draw_noise(shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
@@ -534,6 +561,8 @@ __all__ = [
     "Scheduler",
     "scheduler_for",
     "correlate_noise",
+    "whiten_frames",
+    "continue_correlated",
     "draw_noise",
     "GeneratorArgument",
     "example_generators",
