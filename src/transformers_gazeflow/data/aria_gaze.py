@@ -12,8 +12,8 @@ Two kinds of file, both from Aria's Machine Perception Services (MPS) at the eye
 * **3D** (MPS's ``general_eye_gaze.csv`` / ``personalized_eye_gaze.csv``): ``tracking_timestamp_us`` on the device
   clock, the gaze direction as ``yaw_rads_cpf`` and ``pitch_rads_cpf`` in the central pupil frame (CPF), and
   ``depth_m`` where known. Older and newer schemas are read alike: a file with per-eye ``left_yaw_rads_cpf`` /
-  ``right_yaw_rads_cpf`` and no combined yaw has it computed as projectaria_tools does (the two rays' intersection,
-  63 mm apart); an empty or non-positive depth is 1 m (Aria's documented default). The direction is ``(tan yaw,
+  ``right_yaw_rads_cpf`` and no combined yaw has it computed as projectaria_tools does (the direction of the two rays'
+  intersection); an empty or non-positive depth is 1 m (Aria's documented default). The direction is ``(tan yaw,
   tan pitch, 1)`` normalised, the gaze point ``depth`` metres along it (projectaria_tools'
   ``getEyeGazePointAtDepth``); :mod:`.aria_calibration` projects it into the RGB camera.
 
@@ -47,8 +47,6 @@ ARIA_UPRIGHT_SIZE = 1408
 """Width and height (pixels) of the upright RGB frame the 2D CSVs' ``x, y`` are measured in."""
 ARIA_DEFAULT_DEPTH_M = 1.0
 """The gaze depth where a 3D row has none (projectaria_tools' tutorials use 1 m)."""
-ARIA_IPD_M = 0.063
-"""The distance between the eyes projectaria_tools assumes to combine per-eye yaws (``IPD_meters``)."""
 FRAME_COLUMNS = ("frame_num", "frame_number")
 TIME_COLUMN = "tracking_timestamp_us"
 
@@ -168,13 +166,10 @@ class MpsEyeGaze:
 
 
 def combined_yaw(left_yaw: np.ndarray, right_yaw: np.ndarray) -> np.ndarray:
-    """The combined yaw of per-eye yaws (projectaria_tools' ``computeDepthAndCombinedGazeDirection``): the
-    direction ``atan(x / z)`` of the two rays' intersection, eyes :data:`ARIA_IPD_M` apart on the x axis."""
-    tan_left, tan_right = np.tan(left_yaw), np.tan(right_yaw)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = ARIA_IPD_M / 2 * (tan_left + tan_right) / (tan_right - tan_left)
-        z = ARIA_IPD_M / (tan_right - tan_left)
-        return np.arctan(x / z)
+    """The combined yaw of per-eye yaws, as projectaria_tools' ``computeDepthAndCombinedGazeDirection`` defines it:
+    the direction ``atan(x / z)`` of the two rays' intersection, eyes 63 mm apart on the x axis. ``x / z`` reduces to
+    ``(tan left + tan right) / 2`` whatever the eyes' distance, which stays defined for parallel rays."""
+    return np.arctan((np.tan(left_yaw) + np.tan(right_yaw)) / 2.0)
 
 
 def is_mps_eye_gaze_csv(path: str | Path) -> bool:
@@ -257,7 +252,6 @@ __all__ = [
     "ARIA_GAZE_RATE_HZ",
     "ARIA_UPRIGHT_SIZE",
     "ARIA_DEFAULT_DEPTH_M",
-    "ARIA_IPD_M",
     "read_csv_columns",
     "AriaGazeSamples",
     "read_gaze_2d_csv",
