@@ -77,6 +77,15 @@ def _layout_error(path: Path, what: str) -> FileNotFoundError:
     return FileNotFoundError(f"Ego-Exo4D gaze: {what} not found: {path}\nExpected layout:\n{LAYOUT}")
 
 
+def take_folder(root: Path, take: Take) -> Path | None:
+    """The take's folder: ``root_dir`` of takes.json under the download, else ``takes/<take_name>``; None where
+    neither is there (the take was not downloaded)."""
+    for folder in (root / take.root_dir, root / "takes" / take.name):
+        if folder.is_dir():
+            return folder
+    return None
+
+
 def clip_ranges(num_frames: int, fps: float, clip_seconds: float | None) -> list[tuple[int, int]]:
     """``[first, stop)`` frame ranges of a take's clips: consecutive clips of ``round(clip_seconds * fps)`` frames
     while a whole clip fits; a take shorter than one clip is one clip of all its frames; None: the whole take."""
@@ -143,16 +152,23 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
         self._clips = {split: [] for split in SPLITS}
         for uid, split in splits.items():
             take = takes.get(uid)
+            take_dir = take_folder(root, take) if take is not None else None
             if take is None:
                 self.skipped_takes["not in takes.json"] += 1
-            elif not (root / take.root_dir).is_dir():
+            elif take_dir is None:
                 self.skipped_takes["not downloaded"] += 1
             else:
-                self._clips[split] += self._take_clips(root / take.root_dir, take, split)
+                self._clips[split] += self._take_clips(take_dir, take, split)
         if self.skipped_takes:
             logger.info("Ego-Exo4D gaze: takes of splits.json not read: %s", dict(self.skipped_takes))
         self.build_log.log_summary("Ego-Exo4D gaze")
         empty = [split for split in SPLITS if not self._clips[split]]
+        if len(empty) == len(SPLITS):
+            read = dict(self.skipped_takes) or "none"
+            raise FileNotFoundError(
+                f"Ego-Exo4D gaze: no take of {root / 'annotations' / 'splits.json'} gave a clip under {root / 'takes'} "
+                f"(takes not read: {read}; {self.build_log.summary()})"
+            )
         if empty:  # `datasets` cannot hold an empty split: say so, and build the others
             logger.warning("no clip of the %s split(s) is left (see the log above); building the others", empty)
         return [

@@ -17,7 +17,8 @@ Facts from the Ego-Exo4D download tooling (``facebookresearch/Ego4d``: ``ego4d/i
 
 Where a detail is not certain the readers accept the variants: split names in any case (``val`` or ``validation``),
 a ``split_to_take_uids`` table instead of ``take_uid_to_split``, file names in any case, a missing or null
-``relative_path`` (then ``frame_aligned_videos/*_214-1.mp4`` is looked for), a missing ``has_trimmed_eye_gaze``.
+``relative_path`` or a video of another name (then the folder's one ``*_214-1.mp4`` file), a missing
+``has_trimmed_eye_gaze``.
 """
 
 from __future__ import annotations
@@ -124,6 +125,16 @@ def _file_in(folder: Path, name: str) -> Path | None:
     return next((p for p in sorted(folder.iterdir()) if p.name.lower() == name.lower() and p.is_file()), None)
 
 
+def _aria_video_in(folder: Path, name: str | None) -> Path | None:
+    """The Aria RGB video in ``folder``: ``name`` in any case, else the folder's one ``*_214-1.mp4`` file; None where
+    there is no such single file."""
+    found = _file_in(folder, name) if name else None
+    if found is not None or not folder.is_dir():
+        return found
+    matches = [p for p in sorted(folder.iterdir()) if p.is_file() and p.name.lower().endswith(ARIA_RGB_SUFFIX)]
+    return matches[0] if len(matches) == 1 else None
+
+
 @dataclass(frozen=True)
 class TakeVideo:
     """The video a take is read from: ``path`` and whether it is the 448 copy (``downscaled``)."""
@@ -134,14 +145,12 @@ class TakeVideo:
 
 def take_video(take_dir: Path, take: Take, choice: str = "auto") -> TakeVideo | None:
     """The take's RGB video: ``"auto"``: the 448 copy where present, else the full video; ``"full"``: the full
-    video only; ``"downscaled"``: the 448 copy only. None where the chosen file is missing."""
-    full = _file_in((take_dir / take.rgb_video).parent, Path(take.rgb_video).name) if take.rgb_video else None
-    if full is None and not take.rgb_video:
-        folder = take_dir / "frame_aligned_videos"
-        found = sorted(folder.glob("*")) if folder.is_dir() else []
-        full = next((p for p in found if p.name.lower().endswith(ARIA_RGB_SUFFIX) and p.is_file()), None)
-    name = Path(take.rgb_video).name if take.rgb_video else (full.name if full else None)
-    small = _file_in(take_dir.joinpath(*DOWNSCALED_FOLDER), name) if name else None
+    video only; ``"downscaled"``: the 448 copy only. None where the chosen file is missing. The file is the one
+    takes.json names (in any case), else the folder's single ``*_214-1.mp4`` file."""
+    name = Path(take.rgb_video).name if take.rgb_video else None
+    full_folder = (take_dir / take.rgb_video).parent if take.rgb_video else take_dir / "frame_aligned_videos"
+    full = _aria_video_in(full_folder, name)
+    small = _aria_video_in(take_dir.joinpath(*DOWNSCALED_FOLDER), name or (full.name if full else None))
     if choice in ("auto", "downscaled") and small is not None:
         return TakeVideo(small, True)
     if choice in ("auto", "full") and full is not None:

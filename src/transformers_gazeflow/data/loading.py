@@ -460,7 +460,16 @@ def load_gaze_dataset(
         if isinstance(err.__cause__, (OSError, ValueError, RuntimeError)):
             raise err.__cause__ from err
         raise
-    return builder.as_dataset(split=split)
+    try:
+        return builder.as_dataset(split=split)
+    except ValueError as err:  # a split left without any clip is not built (the builder logged why)
+        if "Unknown split" not in str(err):
+            raise
+        built = sorted(builder.info.splits or ())
+        raise ValueError(
+            f"{name}: no split {split!r} was built from {data_dir} (built: {built}); a split none of whose clips "
+            "was kept is left out, and the log names the takes and clips dropped"
+        ) from None
 
 
 __all__ = [
