@@ -18,7 +18,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from transformers_gazeflow.data.aria_gaze import frame_gaze, read_gaze_2d_csv
+from transformers_gazeflow.data.aria_gaze import AriaGazeSamples, frame_gaze, read_gaze_2d_csv
 from transformers_gazeflow.data.egoexo4d_format import Take, read_splits, read_takes, take_gaze_files, take_video
 from transformers_gazeflow.data.gaze_common import GazeTrack
 from transformers_gazeflow.data.gaze_types import UNTRACKED
@@ -84,6 +84,28 @@ def take_folder(root: Path, take: Take) -> Path | None:
         if folder.is_dir():
             return folder
     return None
+
+
+def read_take_gaze(gaze_files: list[tuple[Path, str]]) -> tuple[AriaGazeSamples, str] | ValueError:
+    """The first of a take's 2D gaze files (in preference order) that reads and has a row with gaze, and its kind;
+    where none has, the first that reads (its clips are then dropped for want of gaze), else the first file's error.
+    A file passed over is named in the notes of the one read."""
+    passed_over: list[str] = []
+    readable: tuple[AriaGazeSamples, str] | None = None
+    first_error: ValueError | None = None
+    for path, kind in gaze_files:
+        try:
+            samples = read_gaze_2d_csv(path)
+        except ValueError as err:
+            first_error = first_error or err
+            passed_over.append(f"{path.name} unreadable ({err})")
+            continue
+        if np.isfinite(samples.points).all(-1).any():
+            samples.report.notes += [f"passed over {text}" for text in passed_over]
+            return samples, kind
+        readable = readable or (samples, kind)
+        passed_over.append(f"{path.name} (no row has gaze)")
+    return readable if readable is not None else first_error
 
 
 def clip_ranges(num_frames: int, fps: float, clip_seconds: float | None) -> list[tuple[int, int]]:
@@ -183,8 +205,8 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
 
     def _take_track(self, take_dir: Path, take: Take, split: str) -> tuple[VideoInfo, GazeTrack] | None:
         """The take's probed video and per-frame gaze, or None after dropping it with its reason."""
-        gaze_file, kind, three_d = take_gaze_files(take_dir, self.config.gaze)
-        if gaze_file is None:
+        gaze_files, three_d = take_gaze_files(take_dir, self.config.gaze)
+        if not gaze_files:
             if three_d is not None:
                 reason = (
                     f"it has only 3D eye gaze ({three_d.name}), on the device clock; the 2D files are on the video's"
@@ -199,11 +221,13 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
             return self._drop_take(split, take, f"its RGB video is missing ({where})", "video missing", error)
         try:
             info = probe_video(video.path, check_end=True)
-            track = frame_gaze(read_gaze_2d_csv(gaze_file), info.num_frames, info.fps)
         except VideoDecodeError as err:
             return self._drop_take(split, take, str(err), "video unreadable", err)
-        except ValueError as err:
-            return self._drop_take(split, take, str(err), "gaze unreadable", err)
+        found = read_take_gaze(gaze_files)
+        if isinstance(found, ValueError):
+            return self._drop_take(split, take, str(found), "gaze unreadable", found)
+        samples, kind = found
+        track = frame_gaze(samples, info.num_frames, info.fps)
         track.report.notes.append(f"{kind} gaze on {'the 448 copy' if video.downscaled else 'the full video'}")
         self.build_log.add_report(track.report)
         return info, track

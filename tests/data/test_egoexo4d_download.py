@@ -106,14 +106,17 @@ def test_a_video_named_otherwise_than_takes_json_says_is_the_folders_one_aria_vi
 
 def test_gaze_files_personalized_first_general_else_and_3d_only_reported(tmp_path):
     folder = tmp_path / "eye_gaze"
-    assert take_gaze_files(tmp_path) == (None, None, None)
+    assert take_gaze_files(tmp_path) == ([], None)
     write_lines(folder / "general_eye_gaze.csv", mps_lines([0.0], [0.0], [1.0]))
-    assert take_gaze_files(tmp_path) == (None, None, folder / "general_eye_gaze.csv")
+    assert take_gaze_files(tmp_path) == ([], folder / "general_eye_gaze.csv")
     write_lines(folder / "General_Eye_Gaze_2D.csv", gaze_2d_lines([1.0], [1.0]))
-    assert take_gaze_files(tmp_path)[:2] == (folder / "General_Eye_Gaze_2D.csv", "general")
+    assert take_gaze_files(tmp_path) == ([(folder / "General_Eye_Gaze_2D.csv", "general")], None)
     write_lines(folder / "personalized_eye_gaze_2d.csv", gaze_2d_lines([1.0], [1.0]))
-    assert take_gaze_files(tmp_path)[:2] == (folder / "personalized_eye_gaze_2d.csv", "personalized")
-    assert take_gaze_files(tmp_path, "general")[1] == "general"
+    assert take_gaze_files(tmp_path)[0] == [
+        (folder / "personalized_eye_gaze_2d.csv", "personalized"),
+        (folder / "General_Eye_Gaze_2D.csv", "general"),
+    ]
+    assert take_gaze_files(tmp_path, "general")[0] == [(folder / "General_Eye_Gaze_2D.csv", "general")]
 
 
 # --- the builder on partial downloads -----------------------------------------------------------------------------
@@ -224,3 +227,47 @@ def test_a_missing_layout_part_is_an_error_naming_it(tmp_path):
     write_lines(root / "annotations" / "splits.json", ["{not json"])
     with pytest.raises(ValueError, match=r"splits\.json is not valid JSON"):
         build(root, tmp_path / "cache2")
+
+
+def test_an_unusable_personalized_file_falls_back_to_the_general_one(tmp_path):
+    general = gaze_2d_lines([300.0] * 10, [700.0] * 10)
+    takes = [
+        FixtureTake(
+            "u1",
+            "blank_personal_1",
+            "train",
+            frames=30,
+            gaze_2d={
+                "personalized_eye_gaze_2d.csv": gaze_2d_lines([None] * 10, [None] * 10),
+                "general_eye_gaze_2d.csv": general,
+            },
+        ),
+        FixtureTake(
+            "u2",
+            "broken_personal_2",
+            "train",
+            frames=30,
+            gaze_2d={"personalized_eye_gaze_2d.csv": ["frame_num,u,v", "0,1,2"], "general_eye_gaze_2d.csv": general},
+        ),
+        FixtureTake(
+            "u3",
+            "both_broken_3",
+            "train",
+            frames=30,
+            gaze_2d={"personalized_eye_gaze_2d.csv": ["frame_num,u"], "general_eye_gaze_2d.csv": ["frame_num,v"]},
+        ),
+    ]
+    root = make_egoexo4d_root(tmp_path / "root", takes)
+    builder, ds = build(root, tmp_path / "cache")
+    for take in ("blank_personal_1", "broken_personal_2"):
+        example = next(ex for ex in ds["train"].with_format("numpy") if ex["clip_id"] == f"{take}_t0_t1")
+        assert example["gaze"][0] == pytest.approx([300.5 / 1408, 700.5 / 1408])  # the general file's
+        report = builder.build_log.reports[str(root / "takes" / take / "eye_gaze" / "general_eye_gaze_2d.csv")]
+        assert any("passed over personalized_eye_gaze_2d.csv" in note for note in report.notes)
+        assert "general gaze on the full video" in report.notes
+    dropped = builder.build_log.dropped_in("train")
+    assert list(dropped) == ["both_broken_3 (every clip)"]
+    assert (
+        "personalized_eye_gaze_2d.csv: the 2D eye-gaze CSV has no column x or y"
+        in dropped["both_broken_3 (every clip)"]
+    )

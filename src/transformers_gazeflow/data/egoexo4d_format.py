@@ -13,7 +13,7 @@ Facts from the Ego-Exo4D download tooling (``facebookresearch/Ego4d``: ``ego4d/i
 * eye gaze under ``eye_gaze/``: ``personalized_eye_gaze_2d.csv`` and ``general_eye_gaze_2d.csv`` (the 2D files
   :mod:`.aria_gaze` reads), their 3D twins without ``_2d``, and ``summary.json``. Personalized gaze (from the wearer's
   in-session calibration) is preferred where it exists, as EgoGazeLite and ARGaze do; some takes have only general gaze,
-  some none.
+  some none. (:func:`take_gaze_files` lists them in that order; the builder reads the first usable one.)
 
 Where a detail is not certain the readers accept the variants: split names in any case (``val`` or ``validation``),
 a ``split_to_take_uids`` table instead of ``take_uid_to_split``, file names in any case, a missing or null
@@ -158,17 +158,15 @@ def take_video(take_dir: Path, take: Take, choice: str = "auto") -> TakeVideo | 
     return None
 
 
-def take_gaze_files(take_dir: Path, prefer: str = "personalized") -> tuple[Path | None, str | None, Path | None]:
-    """The take's 2D gaze file and its kind (``"personalized"`` where present and ``prefer`` is it, else
-    ``"general"``), and a 3D file where no 2D one exists (for the drop reason)."""
+def take_gaze_files(take_dir: Path, prefer: str = "personalized") -> tuple[list[tuple[Path, str]], Path | None]:
+    """The take's 2D gaze files in the order they are tried, each with its kind (``"personalized"`` first where
+    ``prefer`` is it, then ``"general"``), and, where there is no 2D file, a 3D one (for the drop reason)."""
     folder = take_dir / "eye_gaze"
     order = ("personalized", "general") if prefer == "personalized" else ("general",)
-    for kind in order:
-        found = _file_in(folder, GAZE_2D_FILES[kind])
-        if found is not None:
-            return found, kind, None
-    three_d = next((f for f in (_file_in(folder, GAZE_3D_FILES[kind]) for kind in order) if f is not None), None)
-    return None, None, three_d
+    found = [(path, kind) for kind in order if (path := _file_in(folder, GAZE_2D_FILES[kind])) is not None]
+    if found:
+        return found, None
+    return [], next((f for f in (_file_in(folder, GAZE_3D_FILES[kind]) for kind in order) if f is not None), None)
 
 
 __all__ = [
