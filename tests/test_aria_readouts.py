@@ -140,3 +140,40 @@ def test_calibrate_recovers_an_offset_from_mps_gaze(tmp_path, aria_json, synthet
     assert record["fit"]["tracker_kind"] == "MPS 3D eye-gaze CSV"
     np.testing.assert_allclose(record["offset"], offset, atol=5e-3)
     assert math.isfinite(record["fit"]["median_error_after_px"])
+
+
+def test_calibrate_recovers_an_offset_from_an_egoexo4d_2d_csv(tmp_path, synthetic_clip_mp4, tiny_model_dir):
+    """The 2D files need no camera: pixels of the upright 1408 frame, unit (x + 0.5) / 1408 at any video size."""
+    path, _ = synthetic_clip_mp4
+    predicted = tmp_path / "pred"
+    status, _, stderr = run("predict", path, "--model", tiny_model_dir, "-o", predicted, "-q", "--no-overlay")
+    assert status == 0, stderr
+    with (predicted / "gaze.csv").open(encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["sample_id"] == "-1"]
+    points = np.array([[float(r["x_norm"]), float(r["y_norm"])] for r in rows])
+    offset = np.array([-0.03, 0.06])
+    pixels = np.clip(points + offset, 0.02, 0.98) * 1408 - 0.5
+    lines = gaze_2d_lines(list(pixels[:, 0]), list(pixels[:, 1]), period_us=round(1e6 / 24))  # a row per 24 fps frame
+    tracker = write_lines(tmp_path / "personalized_eye_gaze_2d.csv", lines)
+    calib = tmp_path / "calib.json"
+    argv = ("calibrate", path, "--gaze", tracker, "-o", calib, "--model", tiny_model_dir, "--correction", "offset")
+    status, _, stderr = run(*argv)
+    assert status == 0, stderr
+    record = json.loads(calib.read_text())
+    assert record["fit"]["tracker_kind"] == "Ego-Exo4D 2D eye-gaze CSV"
+    np.testing.assert_allclose(record["offset"], offset, atol=5e-3)
+
+
+def test_intrinsics_tells_an_aria_calibration_from_pinhole_intrinsics(tmp_path):
+    from transformers_gazeflow.commands.readout_arguments import FISHEYE_CALIBRATION, intrinsics
+
+    pinhole = tmp_path / "camera.json"
+    pinhole.write_text(json.dumps({"fx": 64, "fy": 64, "cx": 64, "cy": 48}))
+    assert intrinsics(str(pinhole)) == {"fx": 64.0, "fy": 64.0, "cx": 64.0, "cy": 48.0}
+    for name, text in (
+        ("device.json", json.dumps({"CameraCalibrations": []})),
+        ("minimal.json", "\ufeff" + json.dumps({"model": "FISHEYE624", "params": RAW})),  # with a byte-order mark
+        ("online_calibration.jsonl", json.dumps({"CameraCalibrations": []}) + "\n"),
+    ):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        assert intrinsics(str(tmp_path / name)) == {FISHEYE_CALIBRATION: str(tmp_path / name)}
