@@ -222,7 +222,14 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
         try:
             info = probe_video(video.path, check_end=True)
         except VideoDecodeError as err:
-            return self._drop_take(split, take, str(err), "video unreadable", err)
+            full = take_video(take_dir, take, "full") if video.downscaled and self.config.video == "auto" else None
+            if full is None:
+                return self._drop_take(split, take, str(err), "video unreadable", err)
+            try:  # a damaged 448 copy (e.g. an interrupted download part): the full video instead
+                info, video = probe_video(full.path, check_end=True), full
+            except VideoDecodeError as full_err:
+                return self._drop_take(split, take, f"{err}; {full_err}", "video unreadable", err)
+            logger.warning("take %s: the 448 copy is unreadable (%s); reading the full video", take.name, err)
         found = read_take_gaze(gaze_files)
         if isinstance(found, ValueError):
             return self._drop_take(split, take, str(found), "gaze unreadable", found)

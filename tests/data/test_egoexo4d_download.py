@@ -271,3 +271,23 @@ def test_an_unusable_personalized_file_falls_back_to_the_general_one(tmp_path):
         "personalized_eye_gaze_2d.csv: the 2D eye-gaze CSV has no column x or y"
         in dropped["both_broken_3 (every clip)"]
     )
+
+
+def test_a_damaged_448_copy_gives_way_to_the_full_video(tmp_path):
+    takes = [
+        FixtureTake("u1", "cut_copy_1", "train", frames=30, downscaled_frames=30, gaze_2d=GAZE),
+        FixtureTake("u2", "cut_copy_only_2", "train", downscaled_frames=30, gaze_2d=GAZE),
+        FixtureTake("u3", "good_3", "train", frames=30, gaze_2d=GAZE),
+    ]
+    root = make_egoexo4d_root(tmp_path / "root", takes)
+    for name in ("cut_copy_1", "cut_copy_only_2"):
+        copy = root / "takes" / name / "frame_aligned_videos" / "downscaled" / "448" / "aria01_214-1.mp4"
+        copy.write_bytes(copy.read_bytes()[:200])  # an interrupted download
+    builder, ds = build(root, tmp_path / "cache")
+    paths = {ex["clip_id"]: ex["video_path"] for ex in ds["train"]}
+    full = root / "takes" / "cut_copy_1" / "frame_aligned_videos" / "aria01_214-1.mp4"
+    assert paths["cut_copy_1_t0_t1"] == str(full) and "cut_copy_only_2_t0_t1" not in paths
+    assert dict(builder.build_log.drop_counts) == {"video unreadable": 1}
+    assert "cut_copy_only_2" in builder.build_log.dropped_in("train")["cut_copy_only_2 (every clip)"]
+    with pytest.raises(FileNotFoundError, match=r"2 video unreadable"):  # asked for the copy only: no fallback
+        build(root, tmp_path / "cache2", video="downscaled")
