@@ -12,8 +12,9 @@ Prints and writes (``results.md``) the paper's two tables (``metrics.tables``): 
 NSS, CC, KL, SIM) and the dynamics row (ADE and DTW mean/best, step ratios to human, JSD on linear and log bins,
 Wasserstein-1) with the reference rows a method is read against (a motionless trajectory, human against human).
 For sampled trajectories (a model, a random walk) it also prints the events table (fixations and saccades by I-VT
-against the split's own gaze-type labels, ``metrics.events``; ``--fov_deg``) and the reliability table of the
-uncertainty regions (nominal coverage q against the share of frames whose true gaze the q-region holds,
+against the split's own gaze-type labels, ``metrics.events``; ``--fov_deg``, or ``--camera``: a Project Aria calibration
+whose fisheye camera also gives the AAE) and the reliability table of the uncertainty regions (nominal coverage q
+against the share of frames whose true gaze the q-region holds,
 ``gaze.uncertainty``) with the raw spread and with the region scale: the model folder's ``region_calibration.json``,
 or one fitted on ``--region_split`` (e.g. ``validation``) and, with ``--save_region_calibration``, written there.
 ``results.json`` holds the run's settings and ``EvaluationResult.to_dict()`` (metrics, dynamics references, PR curve,
@@ -32,6 +33,7 @@ import numpy as np
 from accelerate import Accelerator
 
 from transformers_gazeflow import GazeFlowModel
+from transformers_gazeflow.data.aria_calibration import read_video_camera
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.gaze.uncertainty import REGION_LEVELS, fit_region_scale
@@ -106,7 +108,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--fov_deg",
         type=float,
         default=60.0,
-        help="horizontal field of view of the camera the events' degrees use (the angular error's)",
+        help="horizontal field of view of the pinhole camera the events' degrees use (the angular error's)",
+    )
+    parser.add_argument(
+        "--camera",
+        default=None,
+        metavar="CALIB.json",
+        help="a Project Aria camera calibration (device calibration .json/.jsonl, e.g. a take's "
+        "trajectory/online_calibration.jsonl, or the minimal FISHEYE624 form): the AAE and the events' degrees "
+        "through that fisheye camera instead of the --fov_deg pinhole (Ego-Exo4D's Aria video)",
     )
     parser.add_argument(
         "--region_split",
@@ -199,6 +209,19 @@ def load_split(args: argparse.Namespace, split: str):
     )
 
 
+def evaluation_camera(args: argparse.Namespace):
+    """The camera of the AAE and the events' degrees: ``--camera``'s fisheye (the upright Aria video's), else None
+    (the ``--fov_deg`` pinhole; on Ego-Exo4D a note says those degrees are the pinhole convention's, not Aria's)."""
+    if args.camera is not None:
+        return read_video_camera(args.camera)
+    if args.dataset_name == "egoexo4d":
+        print(
+            f"evaluate.py: note: AAE through a {args.fov_deg:g} degree pinhole (the protocol's convention); "
+            "--camera CALIB.json gives the angles of Aria's fisheye camera"
+        )
+    return None
+
+
 def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     """Predict (sharded over the processes) and, on the main process, score and write the results."""
     evaluated = load_split(args, args.split)
@@ -225,10 +248,12 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
         return 0
 
     results["sigma_px"] = sigma
-    result = score(examples, predictions, args.protocol, sigma)
+    camera = evaluation_camera(args)
+    results["camera"] = camera.to_dict() if camera is not None else {"horizontal_fov_deg": args.fov_deg}
+    result = score(examples, predictions, args.protocol, sigma, camera)
     events = reliability = None
     if sampled(predictions):
-        events = event_report(examples, predictions, args.fov_deg)
+        events = event_report(examples, predictions, args.fov_deg, camera)
         reliability = reliability_report(coverage_data(examples, predictions), *region)
         results.update(events=events, reliability=reliability)
     report = report_markdown(

@@ -455,6 +455,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         start_frame=args.start_frame,
         correction=args.correction,
         options=options,
+        camera_calibration=args.camera,
     )
     fit = done["calibration"]
     scale = "" if fit.model == "offset" else f", scale ({fit.scale[0]:.3f}, {fit.scale[1]:.3f})"

@@ -50,7 +50,7 @@ from ..generation.windowed import StageClock
 from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
-from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixels
+from ..models.gazeflow.geometry import FieldOfView, FisheyeCamera, PinholeCamera, unit_to_pixels
 from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
 from ..outputs.readouts import SCANPATHS_NAME, ReadoutFiles
 from ..outputs.writers import FIXATIONS_NAME, SACCADES_NAME, write_summary
@@ -97,7 +97,7 @@ class PredictOptions:
     quiet: bool = True
     even_size: bool = False
     """Pad an odd-sized overlay by one edge row/column to H.264 4:2:0, which browsers play (the web demo)."""
-    camera: FieldOfView | PinholeCamera | None = None
+    camera: FieldOfView | PinholeCamera | FisheyeCamera | None = None
     """The camera for degrees (None: the metrics' 60 degree horizontal field of view)."""
     events: EventSettings | None = None
     """How frames are labelled fixation or saccade (None: I-VT at 30 deg/s)."""

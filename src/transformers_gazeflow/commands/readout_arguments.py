@@ -5,7 +5,11 @@ outline) and of ``gazeflow calibrate``. Plain Python like the command's parser: 
 * ``--fov H[,V]``: the camera's horizontal (and vertical) field of view in degrees, each in (0, 180); without V the
   pixels are square. ``--intrinsics fx,fy,cx,cy`` (pixels of the video's frames) or ``--intrinsics FILE.json`` (an
   object with ``fx``, ``fy``, ``cx``, ``cy`` and, optionally, ``width`` and ``height``: the frame size they were
-  measured at, rescaled to the video's). Neither: the metrics' 60 degree horizontal field of view.
+  measured at, rescaled to the video's), or a Project Aria calibration (``FILE.json`` / ``FILE.jsonl``: a device
+  calibration with ``CameraCalibrations``, or ``{"model": "FISHEYE624", "params": [...], ...}``; read by
+  :mod:`~transformers_gazeflow.data.aria_calibration`): the fisheye camera of the upright Aria video. Neither: the
+  metrics' 60 degree horizontal field of view.
+* ``gazeflow calibrate --camera CALIB.json``: the recording's Aria calibration, which an MPS 3D eye-gaze CSV needs.
 """
 
 from __future__ import annotations
@@ -63,16 +67,26 @@ def _checked_intrinsics(values: dict[str, Any], where: str) -> dict[str, float]:
     return found
 
 
+FISHEYE_CALIBRATION = "calibration_file"
+"""The key :func:`intrinsics` returns a Project Aria calibration file under (read by :func:`readout_options`)."""
+_FISHEYE_KEYS = ("CameraCalibrations", "params", "model")
+
+
 def intrinsics(text: str) -> dict[str, float]:
-    """``--intrinsics``: ``fx,fy,cx,cy`` (pixels) or a JSON file holding them."""
-    if text.lower().endswith(".json") or Path(text).is_file():
+    """``--intrinsics``: ``fx,fy,cx,cy`` (pixels), a JSON file holding them, or a Project Aria calibration file
+    (``{"calibration_file": path}``)."""
+    if text.lower().endswith((".json", ".jsonl")) or Path(text).is_file():
         path = Path(text).expanduser()
+        if path.suffix.lower() == ".jsonl" and path.is_file():
+            return {FISHEYE_CALIBRATION: str(path)}
         try:
-            values = json.loads(path.read_text(encoding="utf-8"))
+            values = json.loads(path.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
             raise argparse.ArgumentTypeError(f"{text}: cannot read the intrinsics file ({err})") from None
         if not isinstance(values, dict):
             raise argparse.ArgumentTypeError(f"{text}: expected a JSON object with fx, fy, cx, cy")
+        if any(key in values for key in _FISHEYE_KEYS):
+            return {FISHEYE_CALIBRATION: str(path)}
         return _checked_intrinsics(values, text)
     parts = text.split(",")
     if len(parts) != 4:
@@ -94,7 +108,7 @@ def _positive(kind: type, meaning: str):
 
 
 def add_camera_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("degrees (a pinhole camera)").add_mutually_exclusive_group()
+    group = parser.add_argument_group("degrees (the camera)").add_mutually_exclusive_group()
     group.add_argument(
         "--fov",
         type=field_of_view,
@@ -109,7 +123,9 @@ def add_camera_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FX,FY,CX,CY|FILE.json",
         help="the camera's focal lengths and principal point in pixels, or a JSON file with fx, fy, "
-        "cx, cy (and width, height when measured at another frame size)",
+        "cx, cy (and width, height when measured at another frame size), or a Project Aria calibration "
+        "(device calibration .json/.jsonl or {model: FISHEYE624, params, width, height}): the fisheye "
+        "camera of the upright Aria video",
     )
 
 
@@ -167,6 +183,13 @@ def add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", "-o", required=True, metavar="CALIB.json", help="where the calibration goes")
     parser.add_argument(
+        "--camera",
+        default=None,
+        metavar="ARIA_CALIB.json",
+        help="the recording's Project Aria camera calibration (device calibration .json/.jsonl or the minimal "
+        "FISHEYE624 form), which an MPS 3D eye-gaze CSV needs to be projected into the video",
+    )
+    parser.add_argument(
         "--seconds",
         type=_positive(float, "seconds of tracker gaze"),
         default=None,
@@ -194,6 +217,10 @@ def readout_options(args: argparse.Namespace) -> dict[str, Any]:
     camera = None
     if getattr(args, "fov", None) is not None:
         camera = FieldOfView(*args.fov)
+    elif getattr(args, "intrinsics", None) is not None and FISHEYE_CALIBRATION in args.intrinsics:
+        from ..data.aria_calibration import read_video_camera
+
+        camera = read_video_camera(args.intrinsics[FISHEYE_CALIBRATION])
     elif getattr(args, "intrinsics", None) is not None:
         camera = PinholeCamera(**args.intrinsics)
     if not hasattr(args, "events"):
@@ -205,6 +232,7 @@ def readout_options(args: argparse.Namespace) -> dict[str, Any]:
 __all__ = [
     "field_of_view",
     "intrinsics",
+    "FISHEYE_CALIBRATION",
     "add_camera_arguments",
     "add_readout_arguments",
     "add_calibrate_arguments",

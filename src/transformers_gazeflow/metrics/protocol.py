@@ -59,6 +59,8 @@ class GazeEvaluator:
         protocol: ``"paper"`` (native maps, sigma ``sigma_px``) or ``"glc"`` (GLC's own 64x64 pipeline).
         sigma_px: Gaussian sigma of predicted and ground-truth maps at native resolution (25 px, paper E.3).
         fov_deg: horizontal field of view of the AAE camera (60 degrees).
+        camera: the AAE camera instead of that pinhole (a ``geometry`` camera, e.g. ``FisheyeCamera``: Project Aria's
+            calibrated RGB camera, whose degrees away from the centre a pinhole gets wrong), at each clip's size.
         thresholds: adaptive-F1 thresholds on the min-max normalised prediction (``linspace(0, 0.02, 11)``).
         aggregation: ``"clip"`` (frame -> clip -> set; the paper's default) or ``"frame"`` (mean over all kept
             frames; the ``"glc"`` protocol's default, as GLC's ``TestGazeMeter`` reports).
@@ -77,6 +79,7 @@ class GazeEvaluator:
         aggregation: Literal["clip", "frame"] | None = None,
         dtype: torch.dtype = torch.float32,
         log_bin_floor_px: float = dyn.LOG_BIN_FLOOR_PX,
+        camera: Any = None,
     ) -> None:
         if protocol not in ("paper", "glc"):
             raise ValueError(f"protocol must be 'paper' or 'glc', got {protocol!r}")
@@ -95,10 +98,11 @@ class GazeEvaluator:
         self.log_bin_floor_px = float(log_bin_floor_px)
         self.sigma_px = float(sigma_px)
         self.fov_deg = float(fov_deg)
+        self.camera = camera
         self.thresholds = th
         self.aggregation = aggregation
         self.dtype = dtype
-        self._scorer = NativeFrameScorer(self.sigma_px, self.thresholds, self.fov_deg)
+        self._scorer = NativeFrameScorer(self.sigma_px, self.thresholds, self.fov_deg, camera)
         self.reset()
 
     def reset(self) -> None:
@@ -258,7 +262,9 @@ class GazeEvaluator:
             if traj is not None:
                 gt_px = unit_to_pixels(torch.from_numpy(gaze), gt.width, gt.height)
                 mean_px = unit_to_pixels(traj[:, torch.as_tensor(frames)].mean(0), gt.width, gt.height)
-                scores["aae_sample_mean"] = sal.angular_error(mean_px, gt_px, gt.width, gt.height, self.fov_deg)
+                scores["aae_sample_mean"] = sal.angular_error(
+                    mean_px, gt_px, gt.width, gt.height, self.fov_deg, self.camera
+                )
             else:
                 scores["aae_sample_mean"] = torch.full_like(scores["aae"], float("nan"))
         precision, recall = sal.precision_recall(tp, predicted, positives)
@@ -402,6 +408,7 @@ def evaluate_frames(
     sigma_px: float = hm.DEFAULT_SIGMA_PX,
     fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
     thresholds=sal.GLC_THRESHOLDS,
+    camera: Any = None,
 ) -> dict[str, float]:
     """Per-frame saliency metrics over a flat set of frames, each a fixation frame at its map's own resolution.
 
@@ -415,7 +422,7 @@ def evaluate_frames(
         raise ValueError("heatmaps is empty: nothing to evaluate")
     if gaze_arr.shape != (len(maps_list), 2):
         raise ValueError(f"gaze must hold one (x, y) point per heatmap: {len(maps_list)} maps, gaze {gaze_arr.shape}")
-    scorer = NativeFrameScorer(sigma_px, thresholds, fov_deg)
+    scorer = NativeFrameScorer(sigma_px, thresholds, fov_deg, camera)
     per: dict[str, list[float]] = {k: [] for k in FRAME_METRICS}
     precision, recall = [], []
     for i, (m, g) in enumerate(zip(maps_list, gaze_arr)):

@@ -50,7 +50,7 @@ from ..hub.model_folders import (
 )
 from ..metrics.heatmaps import heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings, point_estimate
-from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixels
+from ..models.gazeflow.geometry import FieldOfView, FisheyeCamera, PinholeCamera, unit_to_pixels
 from ..models.gazeflow.windows import plan_windows
 
 DEFAULT_SEED = 0
@@ -129,7 +129,8 @@ class GazePrediction:
     window_mode: str  # how overlapping windows were joined: "coherent" or "blend"
     seed: int | None
     heatmaps: GazeHeatmaps | None = field(default=None, repr=False)
-    camera: PinholeCamera | None = None  # the camera of the degrees below (``return_uncertainty``/``return_events``)
+    # the camera of the degrees below (``return_uncertainty``/``return_events``)
+    camera: PinholeCamera | FisheyeCamera | None = None
     uncertainty: GazeUncertainty | None = field(default=None, repr=False)  # spread, modes, region per frame
     events: GazeEvents | None = field(default=None, repr=False)  # series 0: the point estimate; 1 + k: sample k
 
@@ -163,8 +164,9 @@ class GazeFlowPipeline(Pipeline):
     ``return_uncertainty`` (``GazePrediction.uncertainty``: spread radii, modes, the calibrated region;
     :mod:`transformers_gazeflow.gaze.uncertainty`), ``return_events`` (``GazePrediction.events``: fixations and
     saccades, I-VT by default or ``events=EventSettings(...)``), through ``camera`` (a horizontal field of view in
-    degrees, ``(h, v)``, a ``FieldOfView`` or ``PinholeCamera``; default the metrics' 60 degrees), and ``calibration``
-    (a ``calib.json`` or ``WearerCalibration`` of this model, from ``gazeflow calibrate``: applied to every sample).
+    degrees, ``(h, v)``, a ``FieldOfView``, ``PinholeCamera`` or ``FisheyeCamera``; default the metrics' 60
+    degrees), and ``calibration`` (a ``calib.json`` or ``WearerCalibration`` of this model, from ``gazeflow
+    calibrate``: applied to every sample).
     ``device`` is chosen when the pipeline is built (``pipeline(..., device="cuda")``). Returns a
     :class:`GazePrediction` per video.
 
@@ -453,20 +455,20 @@ def build_prediction(
     )
 
 
-def camera_of(camera: Any, width: int, height: int) -> PinholeCamera:
-    """The pinhole camera of a ``camera=`` argument for a ``width x height`` frame: None (the metrics' 60 degree
-    horizontal field of view), a horizontal field of view in degrees, ``(horizontal, vertical)``, a
-    ``FieldOfView`` or a ``PinholeCamera``."""
+def camera_of(camera: Any, width: int, height: int) -> PinholeCamera | FisheyeCamera:
+    """The camera of a ``camera=`` argument for a ``width x height`` frame: None (the metrics' 60 degree horizontal
+    field of view), a horizontal field of view in degrees, ``(horizontal, vertical)``, a ``FieldOfView``, a
+    ``PinholeCamera`` or a ``FisheyeCamera`` (Project Aria's RGB camera)."""
     if camera is None:
         camera = FieldOfView()
     elif isinstance(camera, (int, float)):
         camera = FieldOfView(float(camera))
     elif isinstance(camera, (tuple, list)):
         camera = FieldOfView(*camera)
-    if not isinstance(camera, (FieldOfView, PinholeCamera)):
+    if not isinstance(camera, (FieldOfView, PinholeCamera, FisheyeCamera)):
         raise ValueError(
-            f"camera must be a field of view in degrees, (horizontal, vertical), a FieldOfView or a "
-            f"PinholeCamera, got {type(camera).__name__}"
+            f"camera must be a field of view in degrees, (horizontal, vertical), a FieldOfView, a "
+            f"PinholeCamera or a FisheyeCamera, got {type(camera).__name__}"
         )
     return camera.for_frame(width, height)
 

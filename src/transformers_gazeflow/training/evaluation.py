@@ -147,13 +147,20 @@ def baseline_predictions(
     raise ValueError(f"--baseline must be one of {('center_bias',) + BASELINES}, got {name!r}")
 
 
-def score(examples: Sequence[dict], predictions: Sequence[Any], protocol: str = "paper", sigma_px: float = 25.0):
-    """Run the evaluator over every (example, prediction) pair; returns its ``EvaluationResult``."""
+def score(
+    examples: Sequence[dict],
+    predictions: Sequence[Any],
+    protocol: str = "paper",
+    sigma_px: float = 25.0,
+    camera: Any = None,
+):
+    """Run the evaluator over every (example, prediction) pair; returns its ``EvaluationResult``. ``camera``: the
+    AAE's camera (a ``geometry`` camera; None: the protocol's 60 degree pinhole)."""
     from ..metrics import GazeEvaluator
 
     if len(examples) != len(predictions):
         raise ValueError(f"{len(examples)} examples but {len(predictions)} predictions")
-    evaluator = GazeEvaluator(protocol=protocol, sigma_px=sigma_px)
+    evaluator = GazeEvaluator(protocol=protocol, sigma_px=sigma_px, camera=camera)
     for example, prediction in zip(examples, predictions):
         evaluator.add(ground_truth(example), prediction)
     return evaluator.compute()
@@ -215,9 +222,12 @@ def reliability_report(data, scale: float | None, scale_source: str) -> dict:
     return {"rows": reliability_table(data, scale), "frames": data.frames, "scale": scale, "scale_source": scale_source}
 
 
-def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fov_deg: float) -> dict:
+def event_report(
+    examples: Sequence[dict], predictions: Sequence[np.ndarray], fov_deg: float, camera: Any = None
+) -> dict:
     """Fixations and saccades of the predictions against the examples' gaze-type labels
-    (:func:`~transformers_gazeflow.metrics.events.event_metrics`, I-VT at its default, the given camera)."""
+    (:func:`~transformers_gazeflow.metrics.events.event_metrics`, I-VT at its default, the given camera: ``camera``,
+    else the pinhole of ``fov_deg``)."""
     from ..metrics.events import event_metrics
 
     truths = [ground_truth(example) for example in examples]
@@ -230,6 +240,7 @@ def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fo
         [t["width"] for t in truths],
         [t["height"] for t in truths],
         fov_deg=fov_deg,
+        camera=camera,
     )
     defined = {
         row: {key: (None if value != value else value) for key, value in values.items()}
@@ -237,9 +248,21 @@ def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fo
     }  # NaN (no event of a kind) as None: valid JSON
     return {
         "labeller": "I-VT",
-        "heading": f"I-VT at 30 deg/s, a {fov_deg:g} degree horizontal field of view",
+        "heading": "I-VT at 30 deg/s, "
+        + (f"a {fov_deg:g} degree horizontal field of view" if camera is None else _camera_words(camera)),
         "metrics": defined,
     }
+
+
+def _camera_words(camera: Any) -> str:
+    """How the events' heading names a given camera (``geometry`` cameras describe themselves in ``to_dict``)."""
+    described = camera.to_dict()
+    if "params" in described:  # a FisheyeCamera: its model and focal length at its frame size
+        return (
+            f"the {described['model']} camera (f {described['params'][0]:.1f} px at "
+            f"{described['width']}x{described['height']})"
+        )
+    return "the camera " + ", ".join(f"{key} {value}" for key, value in described.items())
 
 
 def grid_table_markdown(grid: dict[str, dict[str, float]], ks: Sequence[int], steps: Sequence[int]) -> str:
