@@ -323,6 +323,7 @@ def save_model_folder(
     card: str | os.PathLike | None = None,
     remote_code: bool = False,
     region_calibration: dict | None = None,
+    model_argument: str | None = None,
 ) -> Path:
     """Write a complete GazeFlow model folder; the one writer of model folders in the project.
 
@@ -332,7 +333,8 @@ def save_model_folder(
     from ``title``, ``description``, ``training`` and ``limitations``). ``remote_code=True`` adds the model's and the
     pipeline's code for ``trust_remote_code=True`` loading
     (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`). ``region_calibration`` (a
-    :func:`load_region_calibration` record, e.g. the source folder's) is written as ``region_calibration.json``. The
+    :func:`load_region_calibration` record, e.g. the source folder's) is written as ``region_calibration.json``.
+    ``repo`` / ``model_argument``: what the card's usage snippet loads (:func:`~.model_cards.write_model_card`). The
     folder is ready for ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
     """
     import shutil
@@ -352,7 +354,14 @@ def save_model_folder(
             shutil.copyfile(card, destination)
     else:
         write_model_card(
-            folder, model, title=title, description=description, training=training, limitations=limitations, repo=repo
+            folder,
+            model,
+            title=title,
+            description=description,
+            training=training,
+            limitations=limitations,
+            repo=repo,
+            model_argument=model_argument,
         )
     if remote_code:
         from .remote_code import add_remote_code
@@ -469,6 +478,7 @@ def bundle_default_model(
         training=training,
         limitations=limitations,
         region_calibration=load_region_calibration(source_path),
+        model_argument=f"str(transformers_gazeflow.default_model_path({'causal=True' if causal else ''}))",
     )
     weights = destination / "model.safetensors"
     size_mb = weights.stat().st_size / 2**20
