@@ -238,6 +238,29 @@ def test_the_pipeline_carries_readouts_and_applies_a_calibration(tmp_path, predi
         gaze(str(path), calibration=other)
 
 
+def test_the_pipeline_applies_the_model_folders_region_calibration(tmp_path, predicted, tiny_model_dir):
+    """The pipeline's regions are the model folder's factors times the spread (at least rho), as gaze.csv's."""
+    import shutil
+
+    from transformers import pipeline
+
+    import transformers_gazeflow  # noqa: F401  (registers the task)
+
+    path, _ = predicted
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    record = {"format": "gazeflow-region-calibration", "version": 2, "exchangeable": "frames"}
+    record.update(levels=[0.5, 0.9], factors=[1.5, 2.5], min_radius_px=0.75)
+    (folder / "region_calibration.json").write_text(json.dumps(record))
+    plain = pipeline("egocentric-gaze", model=str(tiny_model_dir))(str(path), return_uncertainty=True)
+    calibrated = pipeline("egocentric-gaze", model=str(folder))(str(path), return_uncertainty=True)
+    assert plain.uncertainty.calibration is None and calibrated.uncertainty.calibration.factors == (1.5, 2.5)
+    spread = calibrated.uncertainty.spread(0.9)
+    np.testing.assert_array_equal(spread, plain.uncertainty.spread(0.9))
+    np.testing.assert_allclose(calibrated.uncertainty.region(0.9), 2.5 * np.maximum(spread, 0.75))
+    np.testing.assert_array_equal(plain.uncertainty.region(0.9), spread)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
