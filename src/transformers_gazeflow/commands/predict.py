@@ -12,7 +12,7 @@ output folder:
 * ``fixations.csv``, ``saccades.csv`` (the events of the point estimate and of each sample) and ``scanpaths.json``
   (the fixations for pysaliency);
 * ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, the camera, the
-  event labeller, the region scale, the wearer calibration, outputs and timings.
+  event labeller, the region calibration, the wearer calibration, outputs and timings.
 
 ``PredictOptions.camera`` (``--fov`` / ``--intrinsics``; the metrics' 60 degree camera by default) turns pixels into
 degrees; ``PredictOptions.calibration`` (``--calibration``) corrects every sample with a wearer calibration fitted
@@ -230,7 +230,6 @@ class GazePredictor:
         paths: dict[str, Path],
         truth: GroundTruth | None,
     ) -> ReadoutFiles:
-        region = load_region_calibration(self.location)
         return ReadoutFiles(
             paths["csv"],
             paths["csv"].parent,
@@ -241,7 +240,7 @@ class GazePredictor:
             settings.num_samples,
             (options.camera or FieldOfView()).for_frame(source.width, source.height),
             options.events,
-            None if region is None else region["scale"],
+            load_region_calibration(self.location),
             prefix="partial.",
             true_gaze=None if truth is None else truth.gaze,
             true_codes=None if truth is None else truth.codes,
@@ -439,7 +438,7 @@ def readout_summary(
     readouts: dict[str, Any], options: PredictOptions, calibration: WearerCalibration | None
 ) -> dict[str, Any]:
     """What ``summary.json`` says of the readouts: the camera (and whether it was given), the event labeller, the
-    region scale, event counts, the mean 90% spread, and the wearer calibration applied."""
+    region calibration, event counts, the mean 90% spread (and region), and the wearer calibration applied."""
     applied = (
         None
         if calibration is None
