@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET
-from .arguments import SAMPLING_FLAGS, add_model_arguments, add_sampling_arguments, sampling_request
+from .arguments import (
+    SAMPLING_FLAGS,
+    add_model_arguments,
+    add_sampling_arguments,
+    require_extra,
+    sampling_request,
+)
 
 FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
 PERCENTILES = (50, 95, 99)
@@ -233,6 +239,7 @@ def check_export_arguments(args: argparse.Namespace) -> None:
 def run_export_streamer(args: argparse.Namespace) -> int:
     """Run ``gazeflow export-streamer`` on checked arguments: the export, then one line saying what was written and
     how closely onnxruntime followed torch."""
+    require_extra("onnx", ("onnx", "onnxscript"), "gazeflow export-streamer")  # before any folder is made
     from ..generation.onnx_export import export_streamer
 
     output_dir = Path(args.output_dir).expanduser()
@@ -372,6 +379,7 @@ def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None]
     backend = STEPPERS[args.backend]
     options = StepperOptions(sampling=sampling_request(args), seed=args.seed, threads=cpu_threads(args.threads))
     if backend.exported:  # K, S and the solver are fixed in the graph: the flags given must be the exported ones
+        require_extra("onnx", ("onnxruntime",), f"gazeflow stream --backend {args.backend}")
         check_exported_sampling(args)
         return backend.open(args.onnx, options), args.onnx
     import torch
