@@ -73,7 +73,7 @@ not real gaze; point the model box at a model trained on EGTEA Gaze+ or Ego4D fo
 READY = "Upload a video (or click the demo clip), then press **Predict gaze**."
 LEGEND = (
     "Overlay: heatmap of the K samples, cyan dots = the K samples, white ring = point estimate with its trail; "
-    "magenta cross = the true gaze (demo clip only)."
+    "white cross = the true gaze (demo clip only)."
 )
 
 
