@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET
+from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET, STREAM_CPU_THREADS
 from .arguments import (
     SAMPLING_FLAGS,
     add_model_arguments,
@@ -366,9 +366,9 @@ def causal_model_location(model: str | None) -> str:
 
 # ------------------------------------------------------------------------------------------- the command
 def cpu_threads(requested: int | None) -> int:
-    """``--threads`` on the CPU: one unless asked (a frame's work is too small to share out, and the decoding thread
-    needs a core)."""
-    return 1 if requested is None else requested
+    """``--threads`` on the CPU: the library streamer's default (``STREAM_CPU_THREADS``, one) unless asked (a frame's
+    work is too small to share out, and the decoding thread needs a core)."""
+    return STREAM_CPU_THREADS if requested is None else requested
 
 
 def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None], str], source):
