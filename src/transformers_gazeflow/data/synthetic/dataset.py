@@ -278,7 +278,8 @@ def _advance(bar, out_dir: Path, done: int, total: int) -> None:
     bar.update(1)
     if done in (1, 10, 100) or done % 500 == 0:
         size = sum(path.stat().st_size for path in (out_dir / VIDEO_DIR).glob("*.mp4"))
-        bar.set_postfix(disk=f"~{size / done * total / 1e6:.0f} MB")
+        estimate = size / done * total / 1e6
+        bar.set_postfix(disk=f"~{estimate:.1f} MB" if estimate < 10 else f"~{estimate:.0f} MB")
 
 
 def _is_own_temporary(name: str) -> bool:
