@@ -159,7 +159,8 @@ class FeatureCache:
                 by_video.setdefault(str(example["video_path"]), []).append((example, flipped))
         videos = sorted(by_video)[rank::world]  # each process encodes the windows of its share of the videos
         writer = _ShardWriter(self.directory, rank, model, batch_size)
-        with _CacheProgress(sum(len(by_video[video]) for video in videos), self.directory, len(keys), rank) as bar:
+        todo = sum(len(by_video[video]) for video in videos)
+        with _CacheProgress(todo, self.directory, len(keys), len(done), rank) as bar:
             for video in videos:
                 for key, inputs in window_inputs(by_video[video], collator):
                     bar.advance(writer.add(key, inputs))
@@ -282,10 +283,10 @@ class _CacheProgress:
     """A progress bar over the windows to encode (on the main process) whose postfix is the cache's estimated
     size on disk: the bytes written so far per window, times every window of the cache."""
 
-    def __init__(self, todo: int, directory: Path, total_windows: int, rank: int):
+    def __init__(self, todo: int, directory: Path, total_windows: int, already: int, rank: int):
         from tqdm.auto import tqdm
 
-        self.directory, self.total_windows, self.written = directory, total_windows, 0
+        self.directory, self.total_windows, self.written = directory, total_windows, already  # already: resumed
         self.bar = tqdm(total=todo, desc="caching encoder features", unit="window", disable=rank != 0 or todo == 0)
         self.estimated = False
 
