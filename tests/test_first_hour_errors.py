@@ -136,3 +136,41 @@ def test_a_file_that_is_no_video_is_refused_before_torch_is_imported(tmp_path):
     out = run_python(code, env={**os.environ, "HF_HUB_OFFLINE": "1"}).strip().splitlines()[-1]
     assert out == "1 False", out
     assert not (tmp_path / "out").exists()
+
+
+def test_gazeflow_app_tells_a_command_line_user_about_share_the_command_lines_way(tmp_path):
+    """gradio's own hint ("set `share=True` in `launch()`") speaks to Python callers; the command says --share."""
+    pytest.importorskip("gradio", reason="the web demo needs gradio: pip install -e '.[app]'")
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "transformers_gazeflow.commands.cli", "app", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    import threading
+
+    watchdog = threading.Timer(600, process.kill)  # a server that never says where it is fails the test, not CI
+    watchdog.start()
+    try:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("gazeflow app: "):
+                break
+    finally:
+        watchdog.cancel()
+        process.terminate()
+        rest, _ = process.communicate(timeout=60)
+    said = "".join(lines)
+    assert f"gazeflow app: the web demo is at http://127.0.0.1:{port}" in said, said + rest
+    assert "(add --share for a public gradio.live link); Ctrl-C stops it" in said
+    assert "share=True" not in said + rest
