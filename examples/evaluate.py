@@ -108,7 +108,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--method_name", default=None, help="the row's name in the tables")
-    parser.add_argument("--output_dir", default=None, help="where results.json/results.md go (default: print only)")
+    parser.add_argument(
+        "--output_dir",
+        default=None,
+        help="where results.json, results.md and frame_scores.npz go (default: "
+        "runs/eval/<method>-<dataset>[-<config>]-<split>, named when written)",
+    )
     parser.add_argument(
         "--fov_deg",
         type=float,
@@ -287,9 +292,16 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     if "grid" in results:
         report += "\n" + grid_table_markdown(results["grid"], GRID_K, GRID_S)
     print(report)
-    if args.output_dir:
-        write_results(Path(args.output_dir), results_record(results, result, seconds), report, result)
+    write_results(default_output_dir(args, method), results_record(results, result, seconds), report, result)
     return 0
+
+
+def default_output_dir(args: argparse.Namespace, method: str) -> Path:
+    """``--output_dir``, or ``runs/eval/<method>-<dataset>[-<config>]-<split>`` (the results are always written)."""
+    if args.output_dir:
+        return Path(args.output_dir)
+    parts = [method, args.dataset_name, args.dataset_config, args.split]
+    return Path("runs") / "eval" / "-".join(str(part) for part in parts if part)
 
 
 def predict_with_model(

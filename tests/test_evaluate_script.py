@@ -40,9 +40,9 @@ def model_dir(tmp_path_factory):
     return folder
 
 
-def run(args, env, launcher=None, check=True):
+def run(args, env, launcher=None, check=True, cwd=REPO):
     command = (launcher or [sys.executable]) + [str(EVALUATE)] + [str(a) for a in args]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
     if check and result.returncode != 0:
         raise AssertionError(
             f"evaluate.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-4000:]}"
@@ -100,7 +100,7 @@ def test_the_region_factors_are_fitted_saved_and_read_back(tmp_path, env, data_d
 
     model = shutil.copytree(model_dir, tmp_path / "model")
     args = ["--model_name_or_path", model, *data_args(data_dir), "--num_samples", 4, "--num_steps", 2]
-    fitted = run(args + ["--region_split", "validation", "--save_region_calibration"], env)
+    fitted = run(args + ["--region_split", "validation", "--save_region_calibration"], env, cwd=tmp_path)
     saved = json.loads((model / "region_calibration.json").read_text())
     assert saved["version"] == 2 and saved["levels"] == [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
     assert len(saved["factors"]) == 6 and saved["exchangeable"] == "frames" and saved["min_radius_px"] == 1.0
@@ -144,6 +144,14 @@ def test_baselines(tmp_path, env, data_dir, baseline):
     if baseline == "center_bias":  # one point per frame: both estimates are its distance to the truth
         assert results["metrics"]["energy_score_fair"] == results["metrics"]["energy_score_plain"]
         assert "reliability" not in results
+
+
+def test_results_are_written_by_default_and_the_command_says_where(tmp_path, env, data_dir):
+    result = run(["--baseline", "center_bias", *data_args(data_dir), "--sigma_px", 5], env, cwd=tmp_path)
+    folder = tmp_path / "runs" / "eval" / "center_bias-synthetic-tiny-train"
+    assert json.loads((folder / "results.json").read_text())["method"] == "center_bias"
+    assert (folder / "results.md").is_file() and (folder / "frame_scores.npz").is_file()
+    assert f"wrote {Path('runs/eval/center_bias-synthetic-tiny-train/results.json')}" in result.stdout
 
 
 def test_two_processes_give_the_one_process_result(tmp_path, env, data_dir, model_dir):

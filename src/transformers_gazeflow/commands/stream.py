@@ -35,8 +35,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET
-from .arguments import SAMPLING_FLAGS, add_model_arguments, add_sampling_arguments, sampling_request
+from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET, STREAM_CPU_THREADS
+from .arguments import (
+    SAMPLING_FLAGS,
+    add_model_arguments,
+    add_sampling_arguments,
+    require_extra,
+    sampling_request,
+)
 
 FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
 REGION_FIELDS = ("region90_px",)
@@ -238,6 +244,7 @@ def check_export_arguments(args: argparse.Namespace) -> None:
 def run_export_streamer(args: argparse.Namespace) -> int:
     """Run ``gazeflow export-streamer`` on checked arguments: the export, then one line saying what was written and
     how closely onnxruntime followed torch."""
+    require_extra("onnx", ("onnx", "onnxscript"), "gazeflow export-streamer")  # before any folder is made
     from ..generation.onnx_export import export_streamer
 
     output_dir = Path(args.output_dir).expanduser()
@@ -373,9 +380,9 @@ def causal_model_location(model: str | None) -> str:
 
 # ------------------------------------------------------------------------------------------- the command
 def cpu_threads(requested: int | None) -> int:
-    """``--threads`` on the CPU: one unless asked (a frame's work is too small to share out, and the decoding thread
-    needs a core)."""
-    return 1 if requested is None else requested
+    """``--threads`` on the CPU: the library streamer's default (``STREAM_CPU_THREADS``, one) unless asked (a frame's
+    work is too small to share out, and the decoding thread needs a core)."""
+    return STREAM_CPU_THREADS if requested is None else requested
 
 
 def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None], str], source):
@@ -386,6 +393,7 @@ def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None]
     backend = STEPPERS[args.backend]
     options = StepperOptions(sampling=sampling_request(args), seed=args.seed, threads=cpu_threads(args.threads))
     if backend.exported:  # K, S and the solver are fixed in the graph: the flags given must be the exported ones
+        require_extra("onnx", ("onnxruntime",), f"gazeflow stream --backend {args.backend}")
         check_exported_sampling(args)
         return backend.open(args.onnx, options), args.onnx
     import torch

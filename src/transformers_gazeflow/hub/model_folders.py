@@ -139,7 +139,40 @@ def resolve_model(model: str | os.PathLike | None) -> str:
     hub_id = not isinstance(model, Path) and re.fullmatch(r"[A-Za-z0-9_][\w.-]*(/[\w.-]+)?", text) is not None
     if Path(text).expanduser().exists() or not hub_id:
         return str(check_model_folder(Path(text).expanduser()))
+    check_hub_id_reachable(text)
     return text
+
+
+HUB_PROBE_TIMEOUT_S = 3.0
+"""How long a Hub id's first look-up waits for the Hub's host to answer before the id is refused."""
+
+
+def check_hub_id_reachable(repo_id: str) -> None:
+    """A name that is no folder here is a Hub id only if it can be looked up: in the Hugging Face cache, or on the
+    Hub, whose host must accept a connection within :data:`HUB_PROBE_TIMEOUT_S` (offline, transformers would retry
+    the download for half a minute before failing). ``ModelFolderError`` otherwise, at once, naming both readings."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+        return
+    folder = f"{repo_id!r} is no folder here (from {Path.cwd()})"
+    if constants.HF_HUB_OFFLINE:
+        raise ModelFolderError(
+            f"{folder}, and as a Hub id it is not in the Hugging Face cache (HF_HUB_OFFLINE is set); give a model "
+            "folder, or download the Hub model once online"
+        )
+    endpoint = urlparse(constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname, port), timeout=HUB_PROBE_TIMEOUT_S).close()
+    except OSError as err:
+        raise ModelFolderError(
+            f"{folder}, and as a Hub id it cannot be looked up: {endpoint.hostname} is not reachable ({err}); give a "
+            "model folder, or check the network"
+        ) from None
 
 
 def load_config(location: str) -> GazeFlowConfig:
@@ -503,6 +536,7 @@ __all__ = [
     "weights_errors",
     "weights_location",
     "resolve_model",
+    "check_hub_id_reachable",
     "load_config",
     "load_video_processor",
     "load_model",

@@ -274,7 +274,7 @@ def write_events(
             writer.writerow(
                 (
                     video_id,
-                    f.series - 1,
+                    f.sample_id,
                     f.start_frame,
                     f.end_frame,
                     f"{f.start_frame * ms:.3f}",
@@ -298,7 +298,7 @@ def write_events(
             writer.writerow(
                 (
                     video_id,
-                    s.series - 1,
+                    s.sample_id,
                     s.start_frame,
                     s.end_frame,
                     f"{s.start_frame * ms:.3f}",

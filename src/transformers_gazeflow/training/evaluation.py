@@ -127,7 +127,9 @@ def stream_clip(
     samples made from frames <= t only."""
     from ..generation.online import GazeFlowStreamer
 
-    streamer = GazeFlowStreamer(model, num_samples=num_samples, num_steps=num_steps, solver=solver, generator=generator)
+    streamer = GazeFlowStreamer(
+        model, num_samples=num_samples, num_steps=num_steps, solver=solver, generator=generator, threads=None
+    )  # the evaluation keeps the process's threads
     return torch.stack([streamer.push(frame).trajectories[0] for frame in frames], dim=1)
 
 
