@@ -61,7 +61,7 @@ def calibrate_wearer(
         since = f" from frame {start_frame}" if start_frame is not None else ""
         raise ValueError(
             f"{tracker}: no usable gaze rows on the {total} frames of {video}{since} ({gaze.kind}: every "
-            "row is missing, untracked, a blink, off the frame or outside the video's frames)"
+            f"row is missing, untracked, a blink, off the frame or outside the video's frames){gaze.hint}"
         )
     predictor = predictor or GazePredictor(model, device=device)
     points = predicted_points(predictor, video, int(frames[0]), int(frames[-1]) + 1, options)[frames - frames[0]]

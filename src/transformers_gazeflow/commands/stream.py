@@ -11,6 +11,9 @@ GazeFlowStreamer`). Per frame, one line of JSON on stdout (or a CSV row with ``-
   ``x_px``, ``y_px``: the same in pixels of the source frame;
 * ``r50_px``, ``r90_px``: the spread of the K samples, the radius around the point estimate holding 50% and 90% of
   them (pixels);
+* ``region90_px``, only when the model folder (or the ``--onnx`` folder) holds a ``region_calibration.json``: the
+  calibrated 90% region's radius, the same as ``gaze.csv``'s (``gaze.uncertainty.describe_uncertainty``, the one
+  computation of spreads and regions);
 * ``latency_ms``: milliseconds from the frame's arrival (decoded and handed over by the feed) to its line.
 
 At the end, and on Ctrl-C / SIGTERM, a latency summary (p50 / p95 / p99, frames, drops, frames/s) goes to stderr
@@ -32,10 +35,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET
-from .arguments import SAMPLING_FLAGS, add_model_arguments, add_sampling_arguments, sampling_request
+from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET, STREAM_CPU_THREADS
+from .arguments import (
+    SAMPLING_FLAGS,
+    add_model_arguments,
+    add_sampling_arguments,
+    require_extra,
+    sampling_request,
+)
 
 FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
+REGION_FIELDS = ("region90_px",)
+"""The fields a line gains when the model has a region calibration."""
 PERCENTILES = (50, 95, 99)
 COMPILE_ON_CUDA, COMPILE_ELSEWHERE = "reduce-overhead", "default"
 """``--compile``'s ``GazeFlowStreamer(compile=...)`` mode: compiled and replayed as a CUDA graph on a GPU, compiled
@@ -233,6 +244,7 @@ def check_export_arguments(args: argparse.Namespace) -> None:
 def run_export_streamer(args: argparse.Namespace) -> int:
     """Run ``gazeflow export-streamer`` on checked arguments: the export, then one line saying what was written and
     how closely onnxruntime followed torch."""
+    require_extra("onnx", ("onnx", "onnxscript"), "gazeflow export-streamer")  # before any folder is made
     from ..generation.onnx_export import export_streamer
 
     output_dir = Path(args.output_dir).expanduser()
@@ -253,37 +265,46 @@ def run_export_streamer(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------- records
-def frame_record(frame, samples, mean, width: int, height: int, arrival: float) -> dict[str, Any]:
-    """One output line: ``samples [K, 2]`` and ``mean [2]`` in unit coordinates, of a ``width x height`` frame."""
+def frame_record(
+    frame, samples, mean, width: int, height: int, arrival: float, calibration: Any = None
+) -> dict[str, Any]:
+    """One output line: ``samples [K, 2]`` and ``mean [2]`` in unit coordinates, of a ``width x height`` frame;
+    ``calibration``: the model's ``gaze.regions.RegionCalibration`` (None: no region field)."""
     import numpy as np
 
-    from ..gaze.uncertainty import spread_radii
+    from ..gaze.uncertainty import describe_uncertainty
     from ..models.gazeflow.geometry import unit_to_pixels
 
     mean = np.asarray(mean, dtype=np.float64)
     centre = unit_to_pixels(mean, width, height)
-    r50, r90 = spread_radii(unit_to_pixels(np.asarray(samples, dtype=np.float64), width, height), centre).tolist()
-    return {
+    samples = np.asarray(samples, dtype=np.float64)[:, None]
+    uncertainty = describe_uncertainty(
+        samples, width, height, calibration=calibration, with_modes=False, centre=mean[None]
+    )
+    record = {
         "frame": frame.index,
         "time_s": round(frame.time_s, 6),
         "x": float(mean[0]),
         "y": float(mean[1]),
         "x_px": round(float(centre[0]), 3),
         "y_px": round(float(centre[1]), 3),
-        "r50_px": round(r50, 3),
-        "r90_px": round(r90, 3),
+        "r50_px": round(float(uncertainty.spread(0.5)[0]), 3),
+        "r90_px": round(float(uncertainty.spread(0.9)[0]), 3),
         "latency_ms": round((time.perf_counter() - arrival) * 1e3, 3),
     }
+    if calibration is not None:
+        record["region90_px"] = round(float(uncertainty.region(0.9)[0]), 3)
+    return record
 
 
 class RecordWriter:
     """JSON lines on stdout, or CSV rows in a file (``--csv``); every record flushed at once."""
 
-    def __init__(self, csv_path: str | None):
+    def __init__(self, csv_path: str | None, fields: tuple[str, ...] = FIELDS):
         import csv
 
         self.handle = open(csv_path, "w", newline="", encoding="utf-8") if csv_path else sys.stdout
-        self.csv = csv.DictWriter(self.handle, fieldnames=FIELDS) if csv_path else None
+        self.csv = csv.DictWriter(self.handle, fieldnames=fields) if csv_path else None
         if self.csv is not None:
             self.csv.writeheader()
 
@@ -359,9 +380,9 @@ def causal_model_location(model: str | None) -> str:
 
 # ------------------------------------------------------------------------------------------- the command
 def cpu_threads(requested: int | None) -> int:
-    """``--threads`` on the CPU: one unless asked (a frame's work is too small to share out, and the decoding thread
-    needs a core)."""
-    return 1 if requested is None else requested
+    """``--threads`` on the CPU: the library streamer's default (``STREAM_CPU_THREADS``, one) unless asked (a frame's
+    work is too small to share out, and the decoding thread needs a core)."""
+    return STREAM_CPU_THREADS if requested is None else requested
 
 
 def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None], str], source):
@@ -372,6 +393,7 @@ def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None]
     backend = STEPPERS[args.backend]
     options = StepperOptions(sampling=sampling_request(args), seed=args.seed, threads=cpu_threads(args.threads))
     if backend.exported:  # K, S and the solver are fixed in the graph: the flags given must be the exported ones
+        require_extra("onnx", ("onnxruntime",), f"gazeflow stream --backend {args.backend}")
         check_exported_sampling(args)
         return backend.open(args.onnx, options), args.onnx
     import torch
@@ -414,9 +436,16 @@ def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], 
     except BaseException:
         source.close()
         raise
+    from ..hub.model_folders import load_region_calibration
+
+    try:
+        calibration = load_region_calibration(model_name)
+    except BaseException:
+        source.close()
+        raise
     realtime = source.live if args.realtime is None else args.realtime
     feed = FrameFeed(source, realtime=realtime, pace=realtime and source.kind == "file")
-    writer = RecordWriter(args.csv)
+    writer = RecordWriter(args.csv, FIELDS if calibration is None else FIELDS + REGION_FIELDS)
     latencies: list[float] = []
     stopped = "end"
     started = time.perf_counter()
@@ -424,7 +453,7 @@ def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], 
     try:
         for frame in feed:
             samples, mean = stepper.step(frame.pixels)
-            record = frame_record(frame, samples, mean, source.width, source.height, frame.arrival)
+            record = frame_record(frame, samples, mean, source.width, source.height, frame.arrival, calibration)
             latencies.append(record["latency_ms"])
             writer.write(record)
     except BrokenPipeError:  # the reader went away (`gazeflow stream ... | head`): stop quietly
@@ -466,6 +495,7 @@ def _silence_stdout() -> None:
 
 __all__ = [
     "FIELDS",
+    "REGION_FIELDS",
     "add_stream_arguments",
     "run_stream",
     "frame_record",

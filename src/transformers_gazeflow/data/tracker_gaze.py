@@ -47,11 +47,13 @@ CODE_COLUMNS = ("gaze_type", "true_code")
 @dataclass
 class TrackerGaze:
     """Per-frame tracker gaze of a video's ``T`` frames: ``gaze`` ``[T, 2]`` unit coordinates, ``gaze_type`` ``[T]``
-    codes (untracked where the file has nothing usable) and ``kind``, the format read."""
+    codes (untracked where the file has nothing usable) and ``kind``, the format read; ``hint``: what the rows left
+    out look like when that tells the likely mistake (pixels in the unit-coordinate columns), else empty."""
 
     gaze: np.ndarray
     gaze_type: np.ndarray
     kind: str
+    hint: str = ""
 
 
 def _read_gaze_csv(path: Path, num_frames: int) -> TrackerGaze:
@@ -62,19 +64,30 @@ def _read_gaze_csv(path: Path, num_frames: int) -> TrackerGaze:
     code_column = next((name for name in CODE_COLUMNS if rows and name in rows[0]), None)
     sums, counts = np.zeros((num_frames, 2)), np.zeros(num_frames)
     codes = np.full(num_frames, UNTRACKED, np.int8)
+    largest, beyond = np.zeros(2), 0  # rows whose coordinates are finite numbers past the frame's [0, 1]
     for row in use_rows:
         try:
             frame, x, y = int(row["frame_idx"]), float(row["x_norm"]), float(row["y_norm"])
             code = int(row[code_column]) if code_column and row[code_column] not in (None, "") else FIXATION
         except (TypeError, ValueError):
             continue
-        if not (0 <= frame < num_frames and math.isfinite(x) and math.isfinite(y) and 0 <= x <= 1 and 0 <= y <= 1):
+        if math.isfinite(x) and math.isfinite(y) and not (0 <= x <= 1 and 0 <= y <= 1):
+            largest, beyond = np.maximum(largest, (x, y)), beyond + 1
+            continue
+        if not (0 <= frame < num_frames and math.isfinite(x) and math.isfinite(y)):
             continue
         sums[frame] += (x, y)
         counts[frame] += 1
         codes[frame] = code
     gaze = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], 0.5)
-    return TrackerGaze(gaze, np.where(counts > 0, codes, UNTRACKED).astype(np.int8), "gaze CSV")
+    hint = ""
+    if beyond > counts.sum() and largest.max() > 2:  # most numeric rows past the frame, by more than a frame
+        hint = (
+            f"; {beyond} rows have x_norm/y_norm up to ({largest[0]:g}, {largest[1]:g}), which look like pixels: "
+            "x_norm and y_norm are unit coordinates, [0, 1] of the frame width and height (divide pixels by the "
+            "video's width and height)"
+        )
+    return TrackerGaze(gaze, np.where(counts > 0, codes, UNTRACKED).astype(np.int8), "gaze CSV", hint)
 
 
 def _csv_header(path: Path) -> list[str] | None:

@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from ..models.gazeflow.choices import STREAM_CPU_THREADS
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 from ..models.gazeflow.scheduling_gazeflow import correlate_noise, draw_noise
@@ -94,6 +95,10 @@ class GazeFlowStreamer:
             compilation or capture happens at the first frame of a batch size.
         dtype: the dtype the step's weights are cast to once and it computes in (default: the model's), e.g.
             ``torch.bfloat16`` on a GPU. The model itself is not changed.
+        threads: on the CPU, torch's intra-op threads are set to this when the streamer is built (default
+            ``STREAM_CPU_THREADS`` of ``models.gazeflow.choices``, 1, as ``gazeflow stream``: a frame's work is too
+            small to share out, and on 2 cores torch's default beside a decoding thread took several times longer
+            per frame); torch's threads are the process's, so None leaves them as they are. Ignored elsewhere.
     """
 
     def __init__(
@@ -105,6 +110,7 @@ class GazeFlowStreamer:
         processor=None,
         compile: str | None = None,
         dtype: torch.dtype | None = None,
+        threads: int | None = STREAM_CPU_THREADS,
         **sampling: Any,
     ):
         if not model.config.causal:
@@ -117,6 +123,10 @@ class GazeFlowStreamer:
             raise TypeError(
                 f"GazeFlowStreamer: give `settings` or its fields as keywords, not both ({sorted(sampling)})"
             )
+        if threads is not None and next(model.parameters()).device.type == "cpu":
+            if threads < 1:
+                raise ValueError(f"GazeFlowStreamer: threads must be >= 1 (or None), got {threads}")
+            torch.set_num_threads(threads)
         self.model = model
         self.settings = settings if settings is not None else SamplingSettings.resolve(model.config, **sampling)
         self.step = GazeFlowStreamerStep(model, self.settings, dtype=dtype)

@@ -99,6 +99,7 @@ class TorchStepper:
             processor=processor,
             compile=compile,
             dtype=getattr(torch, dtype),
+            threads=None,  # the caller sets the process's threads (gazeflow stream --threads)
         )
         self.settings, self.seed = self.streamer.settings, seed
         self.device = str(next(model.parameters()).device)

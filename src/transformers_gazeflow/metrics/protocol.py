@@ -14,7 +14,9 @@ docs/specs/evaluation.md, "Which frames", "Maps", "GLC's own pipeline").
 * dynamics (trajectory predictions only): ADE and DTW over all valid frames of the window (mean over K and best of
   K, averaged over clips), displacement mean/median ratios to human, their histograms' JSD (the paper's linear bins
   and log bins) and the Wasserstein-1 distance of the step distributions, with the motionless and human-vs-human
-  reference rows (``EvaluationResult.dynamics_references``; tables: ``metrics.tables``).
+  reference rows (``EvaluationResult.dynamics_references``; tables: ``metrics.tables``); and the sample set's
+  proper scores over the same frames, the energy score and the per-coordinate CRPS, fair and plain
+  (``metrics.sample_scores``: per clip over its valid frames, then the mean over clips).
 
 ``protocol="paper"`` (default) scores native-resolution maps (sigma 25 px); ``protocol="glc"`` reproduces GLC's own
 pipeline (256 crop, 64x64 maps, OpenCV kernel, ``gt > 0.001``, GLC min-max, GLC's AUC variant and AAE on the map).
@@ -44,6 +46,7 @@ from .protocol_records import (
     as_numpy,
     protocol_frame_indices,
 )
+from .sample_scores import SAMPLE_SCORE_KEYS, clip_sample_scores
 from .scoring import NativeFrameScorer
 
 FRAME_METRICS = ("auc", "nss", "cc", "kl", "sim", "aae")
@@ -116,6 +119,7 @@ class GazeEvaluator:
         self._recall: list[np.ndarray] = []
         self._dyn_clip: list[int] = []
         self._dyn: dict[str, list[float]] = {k: [] for k in ("ade_mean", "ade_best", "dtw_mean", "dtw_best")}
+        self._sample_scores: list[dict[str, float]] = []
         self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._disp_pred: list[np.ndarray] = []
         self._disp_human: list[np.ndarray] = []
@@ -286,6 +290,7 @@ class GazeEvaluator:
         self._dyn["ade_mean"].append(float(ade.mean()))
         self._dyn["ade_best"].append(float(ade.min()))
         self._pending.append((clip_index, px[:, valid], human[valid]))
+        self._sample_scores.append(clip_sample_scores(px, human, valid))
         if len(self._pending) >= _DTW_FLUSH_CLIPS:
             self._flush_dtw()
         self._disp_pred.append(dyn.displacements(px, valid).astype(np.float32))
@@ -361,6 +366,8 @@ class GazeEvaluator:
         if self._dyn_clip:
             for k, v in self._dyn.items():
                 metrics[k] = float(np.mean(v))
+            for k in SAMPLE_SCORE_KEYS:
+                metrics[k] = float(np.mean([clip[k] for clip in self._sample_scores]))
             pred_disp = np.concatenate(self._disp_pred)
             human_disp = np.concatenate(self._disp_human)
             if pred_disp.size and human_disp.size:

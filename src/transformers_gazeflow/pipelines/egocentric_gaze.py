@@ -37,6 +37,7 @@ from transformers import Pipeline
 from ..data.video import BackgroundFrames, TimedFrames
 from ..data.video_sources import VideoSource, checked_frames, open_video_source
 from ..gaze.events import EventSettings, GazeEvents, detect_events
+from ..gaze.regions import RegionCalibration
 from ..gaze.uncertainty import GazeUncertainty, describe_uncertainty
 from ..gaze.wearer import WearerCalibration, calibration_for_model
 from ..generation.inference import prepare_for_inference, resolve_inference_dtype, window_sampler
@@ -401,14 +402,7 @@ class GazeFlowPipeline(Pipeline):
         )
         if return_uncertainty or return_events:
             region = load_region_calibration(getattr(self.model, "name_or_path", None) or None)
-            add_readouts(
-                prediction,
-                camera,
-                return_uncertainty,
-                return_events,
-                events,
-                None if region is None else region["scale"],
-            )
+            add_readouts(prediction, camera, return_uncertainty, return_events, events, region)
         return prediction
 
     def wearer_calibration(self, calibration: str | os.PathLike | WearerCalibration) -> WearerCalibration:
@@ -479,14 +473,15 @@ def add_readouts(
     uncertainty: bool = True,
     events: bool = True,
     settings: EventSettings | None = None,
-    region_scale: float | None = None,
+    region_calibration: RegionCalibration | float | None = None,
 ) -> GazePrediction:
-    """Attach the camera, the per-frame :class:`~transformers_gazeflow.gaze.uncertainty.GazeUncertainty` and the
-    fixations and saccades (series 0 the point estimate, ``1 + k`` sample ``k``) to a prediction."""
+    """Attach the camera, the per-frame :class:`~transformers_gazeflow.gaze.uncertainty.GazeUncertainty` (its
+    regions calibrated by ``region_calibration``, the model folder's) and the fixations and saccades (series 0 the
+    point estimate, ``1 + k`` sample ``k``) to a prediction."""
     prediction.camera = camera_of(camera, prediction.width, prediction.height)
     if uncertainty:
         prediction.uncertainty = describe_uncertainty(
-            prediction.trajectories, prediction.width, prediction.height, prediction.camera, region_scale
+            prediction.trajectories, prediction.width, prediction.height, prediction.camera, region_calibration
         )
     if events:
         series = np.concatenate([prediction.points[None], prediction.trajectories]).astype(np.float64)
