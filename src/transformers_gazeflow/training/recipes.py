@@ -41,9 +41,7 @@ SMALL_CPU = Recipe(
     "velocity network d=64 / 3 blocks / 4 heads on 16-frame windows (stride 8), c_v from 1 temporal layer "
     "(each position across the window's frame groups) and 2 spatial layers with mimetic query-key "
     "initialisation, the grounding loss on c_v (weight 1, sigma 1 patch), horizontal-flip augmentation "
-    "(p 0.5, the mirrored windows cached too), flow matching in the AR(1) prior's whitened frame "
-    "coordinates (rho 0.97) with late-weighted training times and the sampler's grid s_i = 1 - (1 - i/S)^3, "
-    "batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
+    "(p 0.5, the mirrored windows cached too), batch 16, lr 1e-3 cosine (100 warm-up steps), EMA "
     "0.995, at most 4,000 steps, early stopping after 5 epochs without a better validation loss, the "
     "best-validation EMA weights saved; a second start (seed --seed + 1, the same encoder draw) only when "
     "the first ends its 1,000 trial steps on the grounding plateau, the one with the lower validation "
@@ -91,10 +89,6 @@ SMALL_CPU = Recipe(
         "heatmap_sigma": 5.0,
         "num_samples": 16,
         "num_steps": 5,
-        "noise_correlation": 0.97,
-        "whitened_flow": True,
-        "flow_time_sampling": "late_quadratic",
-        "time_grid_power": 3.0,
     },
 )
 
