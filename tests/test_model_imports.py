@@ -1,6 +1,7 @@
 """The model folder's import graph, read with ``ast`` (every import counts: module level, inside functions and under
 ``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, attention, initialisation, layers,
-embeddings, rows, video encoder, encoder side, velocity network, causal variant, ablation switches, outputs) import
+embeddings, rows, video encoder, encoder side, velocity network, causal variant, ablation switches, outputs, and the
+scheduler, whose AR(1) frame recursion the velocity network reads its head through) import
 only each other and the conventions (the folder's ``geometry``, ``windows`` and ``choices``), never the model, its
 windowed sampling or anything above it, and form no cycle."""
 
@@ -24,6 +25,7 @@ BELOW_THE_MODEL = (
     "modeling_gazeflow_causal",
     "modeling_gazeflow_variants",
     "modeling_gazeflow_outputs",
+    "scheduling_gazeflow",
 )
 CONVENTIONS = ("geometry", "windows", "choices")
 
