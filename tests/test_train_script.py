@@ -88,7 +88,7 @@ def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
     sums = checksums(result.stdout + result.stderr)
     assert set(sums) == {0, 1}, result.stdout[-2000:]
     assert sums[0] == sums[1]
-    assert "2 processes" in result.stderr
+    assert "2 process(es) on cpu" in result.stderr
     assert (tmp_path / "run" / "model.safetensors").exists() and (tmp_path / "run" / "README.md").exists()
     written = {p.name for p in (tmp_path / "run" / "step_2").iterdir()}
     assert {"rng_state_0.safetensors", "rng_state_1.safetensors"} <= written
