@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data.atomic_files import atomic_write
+from ..data.interface_files import InterfaceFileError, read_json_object, region_calibration
 
 if TYPE_CHECKING:
     from ..data.processing import GazeFlowVideoProcessor
@@ -479,10 +480,8 @@ REGION_CALIBRATION_NAME = "region_calibration.json"
 def save_region_calibration(folder: str | os.PathLike, scale: float, record: dict | None = None) -> Path:
     """Write ``region_calibration.json`` into a model folder: ``{"scale": s, ...record}`` (``record``: how it was
     fitted: data, split, frames, levels, the reliability before and after). Returns its path."""
-    scale = float(scale)
-    if not (scale > 0 and scale != float("inf")):
-        raise ValueError(f"region scale must be a finite positive number, got {scale}")
     folder = Path(folder)
+    scale = region_calibration({"scale": float(scale)}, f"{folder / REGION_CALIBRATION_NAME} (not written)")
     if not folder.is_dir():
         raise ModelFolderError(f"cannot write {REGION_CALIBRATION_NAME}: {folder} is not a model folder")
     text = json.dumps({"scale": scale, **(record or {})}, indent=2) + "\n"
@@ -512,14 +511,11 @@ def load_region_calibration(location: str | os.PathLike | None) -> dict | None:
         path = Path(found)
     elif not path.is_file():
         return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        scale = float(record["scale"])
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:
-        raise ModelFolderError(f"{path}: expected a JSON object with a number 'scale' ({err})") from None
-    if not (scale > 0 and scale != float("inf")):
-        raise ModelFolderError(f"{path}: scale must be a finite positive number, got {record['scale']!r}")
-    return {**record, "scale": scale}
+    try:  # the one schema of region_calibration.json
+        record = read_json_object(path, "a region calibration")
+        return {**record, "scale": region_calibration(record, str(path))}
+    except InterfaceFileError as err:
+        raise ModelFolderError(str(err)) from None
 
 
 def model_fingerprint(model: GazeFlowModel) -> str:
