@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results import add_results_argument, write_section
 
 from transformers_gazeflow.data.ego4d_format import parse_ego4d_gaze
 from transformers_gazeflow.data.egtea_format import begaze_lines, parse_begaze
@@ -67,43 +68,64 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--video", type=Path, default=None, help="video for the decode rates (default: generated)")
     parser.add_argument("--video-frames", type=int, default=480, help="frames of the generated video")
     parser.add_argument("--window", type=int, default=64, help="frames in the decoded window")
+    add_results_argument(parser)
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        print(f"== gaze parsing ({args.rows:,} rows, best of {args.repeats}) ==")
-        for fmt in (1, 2):
-            path = write_begaze_file(tmp / f"begaze{fmt}.txt", args.rows, fmt)
-            seconds = best_of(args.repeats, lambda path=path: parse_begaze(path))
-            track = parse_begaze(path)
-            verdict = "OK" if seconds < 1.0 else "SLOWER than the 1 s target"
-            print(
-                f"BeGaze format {fmt}: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s "
-                f"({len(track):,} frames; target < 1 s: {verdict})"
-            )
-        path = write_ego4d_file(tmp / "ego4d.csv", args.rows)
-        frames = int(args.rows / 250 * 30)
-        seconds = best_of(args.repeats, lambda: parse_ego4d_gaze(path, frames, 30.0))
-        print(
-            f"Ego4D gaze CSV: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s (labels {frames:,} frames at 30 fps)"
-        )
+        figures = {"rows": args.rows, "repeats": args.repeats, "parsing": gaze_parsing(args, tmp)}
+        figures["decoding"] = video_decoding(args, tmp)
+    write_section(args.results_dir, "bench_data", "default", figures, [])
 
-        video = args.video or generated_video(tmp / "video.mp4", args.video_frames, 640, 480)
-        info = probe_video(video)
+
+def gaze_parsing(args, tmp: Path) -> list[dict]:
+    """Seconds (best of ``--repeats``) to parse generated BeGaze files (formats 1 and 2) and an Ego4D gaze CSV."""
+    print(f"== gaze parsing ({args.rows:,} rows, best of {args.repeats}) ==")
+    found = []
+    for fmt in (1, 2):
+        path = write_begaze_file(tmp / f"begaze{fmt}.txt", args.rows, fmt)
+        seconds = best_of(args.repeats, lambda path=path: parse_begaze(path))
+        track = parse_begaze(path)
+        verdict = "OK" if seconds < 1.0 else "SLOWER than the 1 s target"
         print(
-            f"\n== video decoding ({video.name if args.video else 'generated'}: {info.width}x{info.height}, "
-            f"{info.num_frames} frames at {info.fps:g} fps) =="
+            f"BeGaze format {fmt}: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s "
+            f"({len(track):,} frames; target < 1 s: {verdict})"
         )
-        window = min(args.window, info.num_frames)
-        start = max(0, (info.num_frames - window) // 2)
-        window_s = [best_of(1, lambda: decode_frames(video, start, window)) for _ in range(args.repeats)]
-        full_s = best_of(args.repeats, lambda: sum(1 for _ in iter_frames(video)))
-        print(
-            f"window of {window} frames from frame {start}: {min(window_s) * 1000:.1f} ms, "
-            f"{window / min(window_s):,.0f} frames/s (median {window / statistics.median(window_s):,.0f})"
-        )
-        print(f"full video, {info.num_frames} frames: {full_s:.3f} s, {info.num_frames / full_s:,.0f} frames/s")
-        print(f"window decode costs {min(window_s) / full_s:.1%} of decoding the whole video")
+        found.append({"file": f"BeGaze format {fmt}", "seconds": seconds, "frames": len(track)})
+    path = write_ego4d_file(tmp / "ego4d.csv", args.rows)
+    frames = int(args.rows / 250 * 30)
+    seconds = best_of(args.repeats, lambda: parse_ego4d_gaze(path, frames, 30.0))
+    print(f"Ego4D gaze CSV: {seconds:.3f} s, {args.rows / seconds:,.0f} rows/s (labels {frames:,} frames at 30 fps)")
+    found.append({"file": "Ego4D gaze CSV", "seconds": seconds, "frames": frames})
+    return found
+
+
+def video_decoding(args, tmp: Path) -> dict:
+    """A window of ``--window`` frames from the middle of the video against decoding the whole video."""
+    video = args.video or generated_video(tmp / "video.mp4", args.video_frames, 640, 480)
+    info = probe_video(video)
+    print(
+        f"\n== video decoding ({video.name if args.video else 'generated'}: {info.width}x{info.height}, "
+        f"{info.num_frames} frames at {info.fps:g} fps) =="
+    )
+    window = min(args.window, info.num_frames)
+    start = max(0, (info.num_frames - window) // 2)
+    window_s = [best_of(1, lambda: decode_frames(video, start, window)) for _ in range(args.repeats)]
+    full_s = best_of(args.repeats, lambda: sum(1 for _ in iter_frames(video)))
+    print(
+        f"window of {window} frames from frame {start}: {min(window_s) * 1000:.1f} ms, "
+        f"{window / min(window_s):,.0f} frames/s (median {window / statistics.median(window_s):,.0f})"
+    )
+    print(f"full video, {info.num_frames} frames: {full_s:.3f} s, {info.num_frames / full_s:,.0f} frames/s")
+    print(f"window decode costs {min(window_s) / full_s:.1%} of decoding the whole video")
+    return {
+        "video": str(args.video) if args.video else f"generated {info.width}x{info.height}",
+        "frames": info.num_frames,
+        "window": window,
+        "window_start": start,
+        "window_seconds": min(window_s),
+        "full_seconds": full_s,
+    }
 
 
 if __name__ == "__main__":

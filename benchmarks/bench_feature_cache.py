@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import torch
+from results import add_results_argument, config_model, write_section
 from torch.utils.data import DataLoader
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
@@ -27,29 +28,33 @@ from transformers_gazeflow.training.datasets import load_training_splits
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
 
 
+def model_config(paper_encoder: bool = False, encoder_layers: int = 4) -> GazeFlowConfig:
+    """The model trained: the paper's geometry (``--paper-encoder``), else a small V-JEPA-2-style encoder of
+    ``encoder_layers`` layers (width 64, 64 px input) under a 4-block velocity network; random weights."""
+    if paper_encoder:
+        return GazeFlowConfig(use_lora=False)
+    return GazeFlowConfig.tiny(
+        encoder_config={
+            "crop_size": 64,
+            "patch_size": 8,
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "num_hidden_layers": encoder_layers,
+            "frames_per_clip": 16,
+        },
+        hidden_size=128,
+        num_attention_heads=4,
+        intermediate_size=512,
+        num_hidden_layers=4,
+        num_frames=16,
+        window_stride=8,
+        use_lora=False,
+    )
+
+
 def build_model(args) -> GazeFlowModel:
-    if args.paper_encoder:
-        config = GazeFlowConfig(use_lora=False)
-    else:
-        config = GazeFlowConfig.tiny(
-            encoder_config={
-                "crop_size": 64,
-                "patch_size": 8,
-                "hidden_size": 64,
-                "num_attention_heads": 4,
-                "num_hidden_layers": args.encoder_layers,
-                "frames_per_clip": 16,
-            },
-            hidden_size=128,
-            num_attention_heads=4,
-            intermediate_size=512,
-            num_hidden_layers=4,
-            num_frames=16,
-            window_stride=8,
-            use_lora=False,
-        )
     torch.manual_seed(0)
-    return GazeFlowModel(config)
+    return GazeFlowModel(model_config(args.paper_encoder, args.encoder_layers))
 
 
 def train_step(model, batch, optimizer, device) -> None:
@@ -83,6 +88,7 @@ def main() -> None:
     parser.add_argument("--encoder-layers", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--steps", type=int, default=20)
+    add_results_argument(parser)
     args = parser.parse_args()
     device = torch.device(args.device)
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="gazeflow_synthetic_")
@@ -125,6 +131,23 @@ def main() -> None:
         size = sum(f.stat().st_size for f in Path(cache_dir).glob("*.safetensors")) / 2**20
     print(f"cache build (once): {build_seconds:.1f} s for {len(train)} windows, {size:.1f} MiB on disk")
     print(f"steps/s without cache {rate_plain:.2f}, with cache {rate_cached:.2f}: {rate_cached / rate_plain:.1f}x")
+    figures = {
+        "windows": len(train),
+        "batch_size": args.batch_size,
+        "steps": args.steps,
+        "cache_build_s": build_seconds,
+        "cache_mib": size,
+        "steps_per_s": {"without_cache": rate_plain, "with_cache": rate_cached},
+    }
+    measured = config_model(
+        "the trained model, random weights",
+        config,
+        "bench_feature_cache:model_config",
+        paper_encoder=args.paper_encoder,
+        encoder_layers=args.encoder_layers,
+    )
+    section = "paper-encoder" if args.paper_encoder else f"encoder-{args.encoder_layers}-layers"
+    write_section(args.results_dir, "bench_feature_cache", section, figures, [measured], args.device)
 
 
 if __name__ == "__main__":

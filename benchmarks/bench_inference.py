@@ -29,10 +29,12 @@ from pathlib import Path
 
 import torch
 from engine_hooks import autocast_context, draw_noise, sample_window, set_encoder_attention
+from results import add_results_argument, config_model, write_section
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.generation.inference import prepare_for_inference
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 
 PAPER_KS_GRID_SECONDS = {  # Table ks_grid, time per 64-frame clip on one H100 (encoder included)
     (1, 1): 0.49,
@@ -101,16 +103,18 @@ def peak_memory_gb(fn, device: torch.device) -> float | None:
     return torch.cuda.max_memory_allocated(device) / 2**30
 
 
-def build_config(args) -> GazeFlowConfig:
-    if args.preset == "tiny":
+def preset_config(preset: str, frames: int, encoder_layers: int) -> GazeFlowConfig:
+    """``tiny`` (the test model), else the paper's geometry: V-JEPA 2 ViT-L at 256 px with ``encoder_layers`` of its
+    24 layers, ``frames`` per clip; LoRA on (random weights)."""
+    if preset == "tiny":
         return GazeFlowConfig.tiny(use_lora=True)
-    encoder = VJEPA2Config(num_hidden_layers=args.encoder_layers, frames_per_clip=args.frames)
-    return GazeFlowConfig(encoder_config=encoder, num_frames=args.frames, window_stride=args.frames // 2, use_lora=True)
+    encoder = VJEPA2Config(num_hidden_layers=encoder_layers, frames_per_clip=frames)
+    return GazeFlowConfig(encoder_config=encoder, num_frames=frames, window_stride=frames // 2, use_lora=True)
 
 
 def build_models(args, device: torch.device) -> tuple[GazeFlowModel, GazeFlowModel]:
     torch.manual_seed(0)
-    reference = GazeFlowModel(build_config(args)).to(device).eval()
+    reference = GazeFlowModel(preset_config(args.preset, args.frames, args.encoder_layers)).to(device).eval()
     generator = torch.Generator().manual_seed(1)
     with torch.no_grad():  # LoRA B starts at zero: give the adapters weight so merging is real work
         for name, parameter in reference.named_parameters():
@@ -182,9 +186,9 @@ def sampler_cuda_graph_ms(
     """One window's sampler (condition built beforehand), ms: eager against its CUDA graph replay
     (``CUDAGraphWindowSampler``), and the largest difference between the two."""
     from transformers_gazeflow.generation.inference import CUDAGraphWindowSampler
-    from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, WindowSampler
+    from transformers_gazeflow.models.gazeflow.generation_gazeflow import WindowSampler
 
-    settings = SamplingSettings.resolve(fast.config, samples, steps, "euler")
+    settings = SamplingSettings.resolve(fast.config, num_samples=samples, num_steps=steps, solver="euler")
     eager = WindowSampler(fast, settings)
     graphed = CUDAGraphWindowSampler(WindowSampler(fast, settings))
     noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
@@ -243,6 +247,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="only the profile of one clip at --reference-k/-s (after one warm-up), no timings",
     )
     parser.add_argument("--json", default=None, help="write every figure to this JSON file")
+    add_results_argument(parser)
     args = parser.parse_args(argv)
     gpu = torch.device(args.device).type == "cuda"
     if args.preset == "tiny":
@@ -263,13 +268,63 @@ def paper_clip_ms(samples: int, steps: int) -> float | None:
     return None if seconds is None else 1e3 * seconds
 
 
+class ClipPaths:
+    """One random clip through the fast path and the reference path: the encoder of each, and the sampler of each
+    on its own encoder's tokens (tokens made once, on first use)."""
+
+    def __init__(self, args, device: torch.device):
+        self.args, self.device, self.frames = args, device, args.frames
+        self.dtype = {"bf16": torch.bfloat16, "fp32": None}[args.dtype] if args.weights == "autocast" else None
+        self.warmup = 3 if args.compile else 1
+        self.fast, self.reference = build_models(args, device)
+        size = self.fast.config.image_size
+        self.pixels = torch.randn(1, args.frames, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
+        self._tokens: dict[str, torch.Tensor] = {}
+
+    def encode_fast(self):
+        with torch.no_grad(), autocast_context(self.fast, self.dtype):
+            return self.fast.encode_video(self.pixels)
+
+    def encode_reference(self):
+        with torch.no_grad():
+            return self.reference.encode_video(self.pixels)
+
+    def tokens(self, path: str) -> torch.Tensor:
+        if path not in self._tokens:
+            self._tokens[path] = self.encode_fast() if path == "fast" else self.encode_reference()
+        return self._tokens[path]
+
+    def sample_fast(self, samples: int, steps: int):
+        noise = draw_noise((1, samples, self.frames, 2), torch.Generator().manual_seed(0), self.device)
+        with torch.no_grad(), autocast_context(self.fast, self.dtype):
+            settings = SamplingSettings.resolve(self.fast.config, num_samples=samples, num_steps=steps, solver="euler")
+            return sample_window(self.fast, self.tokens("fast"), self.frames, noise, settings, use_condition_cache=True)
+
+    def sample_reference(self, samples: int, steps: int):
+        noise = draw_noise((1, samples, self.frames, 2), torch.Generator().manual_seed(0), self.device)
+        with torch.no_grad():
+            settings = SamplingSettings.resolve(
+                self.reference.config, num_samples=samples, num_steps=steps, solver="euler"
+            )
+            return sample_window(
+                self.reference, self.tokens("reference"), self.frames, noise, settings, use_condition_cache=False
+            )
+
+    def generate_fast(self, samples: int, steps: int):
+        with torch.no_grad(), autocast_context(self.fast, self.dtype):
+            return self.fast.generate(
+                pixel_values_videos=self.pixels,
+                num_samples=samples,
+                num_steps=steps,
+                generator=torch.Generator().manual_seed(0),
+            )
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     device = torch.device(args.device)
     gpu = device.type == "cuda"
-    dtype = {"bf16": torch.bfloat16, "fp32": None}[args.dtype] if args.weights == "autocast" else None
     device_name = torch.cuda.get_device_name(device) if gpu else "CPU"
-    warmup = 3 if args.compile else 1
     print(
         f"device {device_name}; torch {torch.__version__}; threads {torch.get_num_threads()}; fast-path dtype "
         f"{args.dtype} ({args.weights}); preset {args.preset}; {args.frames} frames; encoder layers "
@@ -295,39 +350,36 @@ def main(argv: list[str] | None = None) -> dict:
             "method_ms_per_frame": PAPER_METHOD_MS_PER_FRAME,
         },
     }
-
-    fast, reference = build_models(args, device)
-    frames = args.frames
-    size = fast.config.image_size
-    pixels = torch.randn(1, frames, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
-
-    # ---------------------------------------------------------------- encoder
-    def encode_fast():
-        with torch.no_grad(), autocast_context(fast, dtype):
-            return fast.encode_video(pixels)
-
-    def encode_reference():
-        with torch.no_grad():
-            return reference.encode_video(pixels)
-
+    clip = ClipPaths(args, device)
     if args.profile_only:
         k, s = args.reference_k, args.reference_s
-        tokens = encode_fast()
+        for _ in range(clip.warmup):
+            clip.sample_fast(k, s)
+        figures["profile"] = profile_clip(clip.encode_fast, lambda: clip.sample_fast(k, s), device, k, s)
+    else:
+        measure(args, clip, figures)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=1))
+    section = "profile" if args.profile_only else ("compiled" if args.compile else "eager")
+    name = "tiny" if args.preset == "tiny" else f"the paper's geometry with {args.encoder_layers} of ViT-L's 24 layers"
+    measured = config_model(
+        f"{name}, {args.frames} frames, random weights",
+        clip.fast.config,
+        "bench_inference:preset_config",
+        preset=args.preset,
+        frames=args.frames,
+        encoder_layers=args.encoder_layers,
+    )
+    write_section(args.results_dir, "bench_inference", section, figures, [measured], args.device)
+    return figures
 
-        def sample():
-            noise = draw_noise((1, k, frames, 2), torch.Generator().manual_seed(0), device)
-            with torch.no_grad(), autocast_context(fast, dtype):
-                return sample_window(fast, tokens, frames, noise, s, "euler", use_condition_cache=True)
 
-        for _ in range(warmup):
-            sample()
-        figures["profile"] = profile_clip(encode_fast, sample, device, k, s)
-        if args.json:
-            Path(args.json).write_text(json.dumps(figures, indent=1))
-        return figures
-
-    encoder_fast = timed(encode_fast, device, args.repeats)
-    encoder_reference = timed(encode_reference, device, args.repeats)
+def measure(args, clip: ClipPaths, figures: dict) -> None:
+    """Every figure of a run into ``figures``: encoder, its variants, the sampler grid, generate(), fast against
+    reference at --reference-k/-s, the sampler's CUDA graph, peak memory, Table method_time, the targets."""
+    device, frames = clip.device, clip.frames
+    encoder_fast = timed(clip.encode_fast, device, args.repeats)
+    encoder_reference = timed(clip.encode_reference, device, args.repeats)
     figures["encoder_ms"] = {"fast": 1e3 * encoder_fast, "reference": 1e3 * encoder_reference}
     print(
         f"\nencoder ms / clip: fast {encoder_fast * 1e3:.1f}, reference {encoder_reference * 1e3:.1f}, "
@@ -335,71 +387,86 @@ def main(argv: list[str] | None = None) -> dict:
         f"(fast / paper = {encoder_fast * 1e3 / PAPER_ENCODER_MS:.3f}); target {TARGETS['encoder_ms']:.0f} ms",
         flush=True,
     )
-
     if not args.no_encoder_variants:
-        figures["encoder_variants_ms"] = encoder_variants(args, reference, pixels, device)
-    tokens_fast = encode_fast()
-    tokens_reference = encode_reference()
-
-    def sample_fast(samples: int, steps: int):
-        noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
-        with torch.no_grad(), autocast_context(fast, dtype):
-            return sample_window(fast, tokens_fast, frames, noise, steps, "euler", use_condition_cache=True)
-
-    def sample_reference(samples: int, steps: int):
-        noise = draw_noise((1, samples, frames, 2), torch.Generator().manual_seed(0), device)
-        with torch.no_grad():
-            return sample_window(reference, tokens_reference, frames, noise, steps, "euler", use_condition_cache=False)
-
-    # ---------------------------------------------------------------- sampler grid (fast path)
-    print(f"\nsampler ms / clip, fast path (condition build included; {frames} frames)")
-    print("   K \\ S " + "".join(f"{s:>10}" for s in args.grid_s))
-    grid: dict[tuple[int, int], float] = {}
-    for samples in args.grid_k:
-        row = []
-        for steps in args.grid_s:
-            grid[samples, steps] = timed(lambda k=samples, s=steps: sample_fast(k, s), device, args.repeats, warmup)
-            row.append(f"{grid[samples, steps] * 1e3:>10.2f}")
-        print(f"{samples:>8} " + "".join(row), flush=True)
-    figures["sampler_ms_grid"] = {str(k): {str(s): 1e3 * grid[k, s] for s in args.grid_s} for k in args.grid_k}
-    if frames == PAPER_FRAMES:
-        print(
-            "end-to-end (encoder + sampler) ms per clip / the paper's per-clip time, Table ks_grid "
-            "(ours ms | paper ms | ratio):"
-        )
-        ratios = {}
-        for samples in args.grid_k:
-            cells = []
-            for steps in args.grid_s:
-                ours, paper = 1e3 * (encoder_fast + grid[samples, steps]), paper_clip_ms(samples, steps)
-                if paper is None:
-                    cells.append(f"{ours:9.1f} |       - |     -")
-                    continue
-                ratios.setdefault(str(samples), {})[str(steps)] = ours / paper
-                cells.append(f"{ours:9.1f} | {paper:7.0f} | {ours / paper:.4f}")
-            print(f"  K={samples:<3} " + "   ".join(cells))
-        figures["ks_grid_ratio_to_paper"] = ratios
-
-    # ---------------------------------------------------------------- the public path: generate()
+        figures["encoder_variants_ms"] = encoder_variants(args, clip.reference, clip.pixels, device)
+    grid = sampler_grid(args, clip, encoder_fast, figures)
     k, s = args.reference_k, args.reference_s
-
-    def generate_fast():
-        with torch.no_grad(), autocast_context(fast, dtype):
-            return fast.generate(
-                pixel_values_videos=pixels, num_samples=k, num_steps=s, generator=torch.Generator().manual_seed(0)
-            )
-
-    generate_seconds = timed(generate_fast, device, args.repeats, warmup)
+    generate_seconds = timed(lambda: clip.generate_fast(k, s), device, args.repeats, clip.warmup)
     figures["generate_ms_per_frame"] = 1e3 * generate_seconds / frames
     print(
         f"\nGazeFlowModel.generate on the fast path, K={k}, S={s}: {generate_seconds * 1e3:.1f} ms / clip, "
         f"{generate_seconds * 1e3 / frames:.3f} ms / frame",
         flush=True,
     )
+    figures["at"] = fast_against_reference(args, clip, encoder_fast, encoder_reference)
+    if device.type == "cuda" and not args.compile:
+        figures["sampler_cuda_graph_ms"] = sampler_cuda_graph_ms(
+            args, clip.fast, clip.tokens("fast"), frames, device, k, s
+        )
+    peak_fast = peak_memory_gb(lambda: (clip.encode_fast(), clip.sample_fast(k, s)), device)
+    peak_reference = peak_memory_gb(lambda: (clip.encode_reference(), clip.sample_reference(k, s)), device)
+    figures["peak_memory_gb"] = None if peak_fast is None else {"fast": peak_fast, "reference": peak_reference}
+    if peak_fast is not None:
+        print(
+            f"peak GPU memory GB (weights included): fast {peak_fast:.2f}, reference {peak_reference:.2f}; "
+            f"paper {PAPER_PEAK_GB}; target {TARGETS['peak_memory_gb']:.0f}"
+        )
+    else:
+        print("peak GPU memory: n/a on CPU")
+    if frames == PAPER_FRAMES:
+        figures["method_time_ours_ms_per_frame"] = method_time(grid, encoder_fast, frames)
+    at = figures["at"]
+    figures["targets_met"] = {
+        "encoder_ms": figures["encoder_ms"]["fast"] <= TARGETS["encoder_ms"],
+        "sampler_ms": (k, s) == (30, 5) and at["sampler_ms"]["fast"] < TARGETS["sampler_ms"],
+        "ms_per_frame": (k, s) == (30, 5) and at["ms_per_frame"]["fast"] <= TARGETS["ms_per_frame"],
+        "peak_memory_gb": peak_fast is not None and peak_fast <= TARGETS["peak_memory_gb"],
+    }
+    if args.profile:
+        figures["profile"] = profile_clip(clip.encode_fast, lambda: clip.sample_fast(k, s), device, k, s)
 
-    # ---------------------------------------------------------------- fast vs reference, end to end
-    sampler_fast = timed(lambda: sample_fast(k, s), device, args.repeats, warmup)
-    sampler_reference = timed(lambda: sample_reference(k, s), device, args.repeats)
+
+def sampler_grid(args, clip: ClipPaths, encoder_fast: float, figures: dict) -> dict[tuple[int, int], float]:
+    """The fast path's sampler seconds per clip (condition build included) at every K of --grid-k and S of
+    --grid-s; at the paper's 64 frames also each end-to-end clip against Table ks_grid."""
+    print(f"\nsampler ms / clip, fast path (condition build included; {clip.frames} frames)")
+    print("   K \\ S " + "".join(f"{s:>10}" for s in args.grid_s))
+    grid: dict[tuple[int, int], float] = {}
+    for samples in args.grid_k:
+        row = []
+        for steps in args.grid_s:
+            grid[samples, steps] = timed(
+                lambda k=samples, s=steps: clip.sample_fast(k, s), clip.device, args.repeats, clip.warmup
+            )
+            row.append(f"{grid[samples, steps] * 1e3:>10.2f}")
+        print(f"{samples:>8} " + "".join(row), flush=True)
+    figures["sampler_ms_grid"] = {str(k): {str(s): 1e3 * grid[k, s] for s in args.grid_s} for k in args.grid_k}
+    if clip.frames != PAPER_FRAMES:
+        return grid
+    print(
+        "end-to-end (encoder + sampler) ms per clip / the paper's per-clip time, Table ks_grid "
+        "(ours ms | paper ms | ratio):"
+    )
+    ratios = {}
+    for samples in args.grid_k:
+        cells = []
+        for steps in args.grid_s:
+            ours, paper = 1e3 * (encoder_fast + grid[samples, steps]), paper_clip_ms(samples, steps)
+            if paper is None:
+                cells.append(f"{ours:9.1f} |       - |     -")
+                continue
+            ratios.setdefault(str(samples), {})[str(steps)] = ours / paper
+            cells.append(f"{ours:9.1f} | {paper:7.0f} | {ours / paper:.4f}")
+        print(f"  K={samples:<3} " + "   ".join(cells))
+    figures["ks_grid_ratio_to_paper"] = ratios
+    return grid
+
+
+def fast_against_reference(args, clip: ClipPaths, encoder_fast: float, encoder_reference: float) -> dict:
+    """The sampler and the whole clip at --reference-k/-s on both paths, and their trajectories' difference."""
+    k, s, frames = args.reference_k, args.reference_s, clip.frames
+    sampler_fast = timed(lambda: clip.sample_fast(k, s), clip.device, args.repeats, clip.warmup)
+    sampler_reference = timed(lambda: clip.sample_reference(k, s), clip.device, args.repeats)
     clip_fast = encoder_fast + sampler_fast
     clip_reference = encoder_reference + sampler_reference
     print(
@@ -412,11 +479,9 @@ def main(argv: list[str] | None = None) -> dict:
         f"{clip_fast * 1e3 / frames / PAPER_MS_PER_FRAME:.4f}); target {TARGETS['ms_per_frame']} ms"
     )
     with torch.no_grad():
-        fast_out = sample_fast(k, s).float()
-        reference_out = sample_reference(k, s).float()
-    difference = (fast_out - reference_out).abs().max().item()
+        difference = (clip.sample_fast(k, s).float() - clip.sample_reference(k, s).float()).abs().max().item()
     print(f"fast vs reference trajectories (model coordinates): max |diff| {difference:.2e}")
-    figures["at"] = {
+    return {
         "K": k,
         "S": s,
         "sampler_ms": {"fast": 1e3 * sampler_fast, "reference": 1e3 * sampler_reference},
@@ -424,43 +489,18 @@ def main(argv: list[str] | None = None) -> dict:
         "max_abs_difference": difference,
     }
 
-    if gpu and not args.compile:
-        figures["sampler_cuda_graph_ms"] = sampler_cuda_graph_ms(args, fast, tokens_fast, frames, device, k, s)
-    peak_fast = peak_memory_gb(lambda: (encode_fast(), sample_fast(k, s)), device)
-    peak_reference = peak_memory_gb(lambda: (encode_reference(), sample_reference(k, s)), device)
-    figures["peak_memory_gb"] = None if peak_fast is None else {"fast": peak_fast, "reference": peak_reference}
-    if peak_fast is not None:
-        print(
-            f"peak GPU memory GB (weights included): fast {peak_fast:.2f}, reference {peak_reference:.2f}; "
-            f"paper {PAPER_PEAK_GB}; target {TARGETS['peak_memory_gb']:.0f}"
-        )
-    else:
-        print("peak GPU memory: n/a on CPU")
 
-    # ---------------------------------------------------------------- Table method_time, side by side
-    if frames == PAPER_FRAMES:
-        ours = {}
-        for name, (samples, steps) in {"GazeFlow (K=50, S=50)": (50, 50), "GazeFlow (K=30, S=5)": (30, 5)}.items():
-            if (samples, steps) in grid:
-                ours[name] = 1e3 * (encoder_fast + grid[samples, steps]) / frames
-        print("\nTable method_time (ms / frame, one H100 in the paper): method | paper | ours | ours / paper")
-        for name, paper in PAPER_METHOD_MS_PER_FRAME.items():
-            mine = ours.get(name)
-            print(f"  {name:<22} | {paper:7.1f} | " + (f"{mine:8.3f} | {mine / paper:.4f}" if mine else "       - |"))
-        figures["method_time_ours_ms_per_frame"] = ours
-
-    figures["targets_met"] = {
-        "encoder_ms": figures["encoder_ms"]["fast"] <= TARGETS["encoder_ms"],
-        "sampler_ms": (k, s) == (30, 5) and figures["at"]["sampler_ms"]["fast"] < TARGETS["sampler_ms"],
-        "ms_per_frame": (k, s) == (30, 5) and figures["at"]["ms_per_frame"]["fast"] <= TARGETS["ms_per_frame"],
-        "peak_memory_gb": peak_fast is not None and peak_fast <= TARGETS["peak_memory_gb"],
-    }
-
-    if args.profile:
-        figures["profile"] = profile_clip(encode_fast, lambda: sample_fast(k, s), device, k, s)
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=1))
-    return figures
+def method_time(grid: dict, encoder_fast: float, frames: int) -> dict:
+    """Table method_time side by side: our ms per frame (encoder + the grid's sampler) at the paper's rows."""
+    ours = {}
+    for name, (samples, steps) in {"GazeFlow (K=50, S=50)": (50, 50), "GazeFlow (K=30, S=5)": (30, 5)}.items():
+        if (samples, steps) in grid:
+            ours[name] = 1e3 * (encoder_fast + grid[samples, steps]) / frames
+    print("\nTable method_time (ms / frame, one H100 in the paper): method | paper | ours | ours / paper")
+    for name, paper in PAPER_METHOD_MS_PER_FRAME.items():
+        mine = ours.get(name)
+        print(f"  {name:<22} | {paper:7.1f} | " + (f"{mine:8.3f} | {mine / paper:.4f}" if mine else "       - |"))
+    return ours
 
 
 def profile_clip(encode, sample, device: torch.device, samples: int, steps: int, rows: int = 15) -> list[dict]:

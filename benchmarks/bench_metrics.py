@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import torch
+from results import add_results_argument, write_section
 
 from transformers_gazeflow.metrics import GazeEvaluator
 
@@ -50,6 +51,7 @@ def main() -> None:
     parser.add_argument("--protocol", choices=["paper", "glc"], default="paper")
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
+    add_results_argument(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -73,6 +75,18 @@ def main() -> None:
         f"peak memory (RSS): {peak_rss:.0f} MB ({peak_rss - base_rss:.0f} MB over the {base_rss:.0f} MB after imports)"
     )
     print("metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in m.items()))
+    figures = {
+        "protocol": args.protocol,
+        "clips": args.clips,
+        "samples": args.samples,
+        "size": f"{args.width}x{args.height}",
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mb": peak_rss,
+        "rss_after_imports_mb": base_rss,
+        "metrics": {name: float(value) for name, value in m.items()},
+    }
+    write_section(args.results_dir, "bench_metrics", args.protocol, figures, [])
 
 
 if __name__ == "__main__":

@@ -61,6 +61,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from pipeline_paths import PATHS, decode_ratio, generated_frames, measured_model, ops_per_frame, throughput, tiny_model
+from results import add_results_argument, write_section
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -90,29 +92,6 @@ class MemorySampler(threading.Thread):
         return self.samples
 
 
-def generated_frames(num_frames: int, width: int, height: int, fps: float):
-    """A bright disc moving on a Lissajous path over a slowly drifting colour gradient."""
-    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32)
-    for t in range(num_frames):
-        seconds = t / fps
-        base = (xs / width * 120 + ys / height * 60 + 40 * np.sin(0.2 * seconds)).astype(np.float32)
-        cx = width * (0.5 + 0.35 * np.sin(0.7 * seconds))
-        cy = height * (0.5 + 0.3 * np.sin(1.1 * seconds + 0.5))
-        disc = ((xs - cx) ** 2 + (ys - cy) ** 2 < (0.06 * min(width, height)) ** 2) * 255.0
-        frame = np.clip(np.stack([base + disc, base * 0.8 + disc, 200 - base * 0.5 + disc * 0.2], -1), 0, 255)
-        yield frame.astype(np.uint8)
-
-
-def tiny_model(folder: Path) -> Path:
-    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-    from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-
-    torch.manual_seed(0)
-    GazeFlowModel(GazeFlowConfig.tiny()).save_pretrained(folder)
-    GazeFlowVideoProcessor(size=32).save_pretrained(folder)
-    return folder
-
-
 def run(video: Path, model: str, out_dir: Path, overlay: bool, num_samples: int | None, num_steps: int | None) -> dict:
     from transformers_gazeflow.commands.predict import predict_video
 
@@ -138,16 +117,15 @@ def run(video: Path, model: str, out_dir: Path, overlay: bool, num_samples: int 
     }
 
 
-def overlay_costs(args, work: Path, model: str | None) -> None:
+def overlay_costs(args, work: Path, model: str | None) -> dict:
+    """The overlay's cost per frame at each of ``--sizes``, side by side with ``--no-overlay``."""
     import statistics
 
-    from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions, render_overlay_frame
-    from transformers_gazeflow.data.video import iter_frames, write_video
-    from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px
-    from transformers_gazeflow.outputs.overlay import OverlayRenderer, OverlayVideoWriter
+    from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
+    from transformers_gazeflow.data.video import write_video
 
     predictor = GazePredictor(model)
-    options = dict(num_samples=args.num_samples, num_steps=args.num_steps, quiet=True)
+    options = dict(sampling=dict(num_samples=args.num_samples, num_steps=args.num_steps), quiet=True)
     rows = []
     for size in args.sizes:
         width, height = (int(v) for v in size.lower().split("x"))
@@ -163,26 +141,18 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
                 )
                 times[overlay].append(1000 * (time.perf_counter() - started) / summary["frames"])
                 cpu[overlay].append(1000 * (time.process_time() - cpu_started) / summary["frames"])
-        # the overlay's parts alone, on the same frames and predictions
-        frames = list(iter_frames(video))
-        samples = summary_samples(work / f"out_{size}_True" / "gaze.csv", len(frames))
-        renderer = OverlayRenderer()
-        sigma = heatmap_sigma_px(width)
-        started = time.perf_counter()
-        drawn = [
-            render_overlay_frame(renderer, frame, samples[i], samples[i].mean(axis=0), sigma)
-            for i, frame in enumerate(frames)
-        ]
-        draw_ms = 1000 * (time.perf_counter() - started) / len(frames)
-        started = time.perf_counter()
-        writer = OverlayVideoWriter(work / "encode_only.mp4", fps=args.fps)
-        for frame in drawn:
-            writer.write(frame)
-        writer.close()
-        encode_ms = 1000 * (time.perf_counter() - started) / len(frames)
-        none, with_overlay = statistics.median(times[False]), statistics.median(times[True])
+        draw_ms, encode_ms = overlay_parts_ms(video, work / f"out_{size}_True" / "gaze.csv", width, args.fps, work)
         rows.append(
-            (size, none, with_overlay, statistics.median(cpu[False]), statistics.median(cpu[True]), draw_ms, encode_ms)
+            {
+                "size": size,
+                "no_overlay_ms": statistics.median(times[False]),
+                "overlay_ms": statistics.median(times[True]),
+                "no_overlay_cpu_ms": statistics.median(cpu[False]),
+                "overlay_cpu_ms": statistics.median(cpu[True]),
+                "drawing_ms": draw_ms,
+                "encoding_ms": encode_ms,
+                "runs_wall_ms": {"no_overlay": times[False], "overlay": times[True]},
+            }
         )
         print(
             f"  {size}: wall ms/frame: no overlay {[round(t, 1) for t in times[False]]}, overlay "
@@ -194,16 +164,48 @@ def overlay_costs(args, work: Path, model: str | None) -> None:
         f"model: {args.model or 'bundled default'}, {args.frames} frames at {args.fps:g} fps, "
         f"median of {args.repeats}, load average {os.getloadavg()[0]:.1f}"
     )
+    print_overlay_table(rows)
+    return {"frames": args.frames, "fps": args.fps, "repeats": args.repeats, "sizes": rows}
+
+
+def overlay_parts_ms(video: Path, csv_path: Path, width: int, fps: float, work: Path) -> tuple[float, float]:
+    """The overlay's two parts alone on the same frames and predictions: ms per frame drawing, and encoding."""
+    from transformers_gazeflow.commands.predict import render_overlay_frame
+    from transformers_gazeflow.data.video import iter_frames
+    from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px
+    from transformers_gazeflow.outputs.overlay import OverlayRenderer, OverlayVideoWriter
+
+    frames = list(iter_frames(video))
+    samples = summary_samples(csv_path, len(frames))
+    renderer = OverlayRenderer()
+    sigma = heatmap_sigma_px(width)
+    started = time.perf_counter()
+    drawn = [
+        render_overlay_frame(renderer, frame, samples[i], samples[i].mean(axis=0), sigma)
+        for i, frame in enumerate(frames)
+    ]
+    draw_ms = 1000 * (time.perf_counter() - started) / len(frames)
+    started = time.perf_counter()
+    writer = OverlayVideoWriter(work / "encode_only.mp4", fps=fps)
+    for frame in drawn:
+        writer.write(frame)
+    writer.close()
+    return draw_ms, 1000 * (time.perf_counter() - started) / len(frames)
+
+
+def print_overlay_table(rows: list[dict]) -> None:
     print(
         "| frame size | --no-overlay ms/frame | overlay ms/frame | overlay adds (wall) | --no-overlay CPU ms/frame | "
         "overlay CPU ms/frame | overlay adds (CPU) | drawing alone ms/frame | encoding alone ms/frame |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for size, none, with_overlay, cpu_none, cpu_overlay, draw_ms, encode_ms in rows:
+    for row in rows:
+        none, with_overlay = row["no_overlay_ms"], row["overlay_ms"]
+        cpu_none, cpu_overlay = row["no_overlay_cpu_ms"], row["overlay_cpu_ms"]
         print(
-            f"| {size} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | "
-            f"{cpu_none:.1f} | {cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | {draw_ms:.1f} | "
-            f"{encode_ms:.1f} |"
+            f"| {row['size']} | {none:.1f} | {with_overlay:.1f} | {100 * (with_overlay / none - 1):+.0f}% | "
+            f"{cpu_none:.1f} | {cpu_overlay:.1f} | {100 * (cpu_overlay / cpu_none - 1):+.0f}% | "
+            f"{row['drawing_ms']:.1f} | {row['encoding_ms']:.1f} |"
         )
 
 
@@ -217,7 +219,8 @@ def summary_samples(csv_path: Path, num_frames: int) -> np.ndarray:
     return xy.reshape(num_frames, -1, 2)
 
 
-def memory(args, work: Path, model: str | None) -> None:
+def memory(args, work: Path, model: str | None) -> dict:
+    """Resident memory over long videos (``--minutes``)."""
     from transformers_gazeflow.data.video import write_video
 
     width, height = (int(v) for v in args.size.lower().split("x"))
@@ -249,263 +252,12 @@ def memory(args, work: Path, model: str | None) -> None:
             f"{r['predict_ms_per_frame']:.2f} | {r['rss_first_quarter_mb']:.0f} MiB | "
             f"{r['rss_last_quarter_mb']:.0f} MiB | {r['rss_peak_mb']:.0f} MiB |"
         )
-
-
-# ------------------------------------------------------------------------------------------ serial vs overlapped
-SERIAL = dict(window_batch_size=1, decode_in_thread=False, cuda_graphs=False, dtype="float32")
-"""The serial path: one window at a time, frames read in the model's loop, fp32, eager sampling."""
-PATHS = {"serial": SERIAL, "overlapped": {}}
-"""The command's path as it runs now (the defaults) and the serial path it replaced."""
-
-VIEW_AND_ALLOCATION_OPS = {
-    "aten::as_strided",
-    "aten::view",
-    "aten::transpose",
-    "aten::t",
-    "aten::expand",
-    "aten::unsqueeze",
-    "aten::squeeze",
-    "aten::slice",
-    "aten::select",
-    "aten::permute",
-    "aten::reshape",
-    "aten::_reshape_alias",
-    "aten::flatten",
-    "aten::unflatten",
-    "aten::narrow",
-    "aten::resolve_conj",
-    "aten::resolve_neg",
-    "aten::empty",
-    "aten::empty_strided",
-    "aten::empty_like",
-    "aten::detach",
-    "aten::alias",
-    "aten::split",
-    "aten::unbind",
-    "aten::chunk",
-    "aten::_unsafe_view",
-    "aten::contiguous",
-    "aten::to",
-    "aten::lift_fresh",
-    "aten::result_type",
-    "aten::view_as",
-    "aten::expand_as",
-    "aten::movedim",
-    "aten::split_with_sizes",
-    "aten::unsafe_split",
-}
-"""Aten ops that launch no kernel on a GPU (views, metadata, allocations, conversions to the same dtype)."""
-
-
-def count_ops(fn) -> dict:
-    """Run ``fn`` under ``torch.profiler`` (CPU) and count its aten ops: all of them (nested ones included), and
-    those that are not views, allocations or no-op conversions (nested ones included: an upper bound on the kernels
-    a GPU would launch)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        fn()
-    events = [e for e in profiler.events() if e.name.startswith("aten::")]
-    return {"all": len(events), "compute": sum(e.name not in VIEW_AND_ALLOCATION_OPS for e in events)}
-
-
-def build_predictor(name: str, device: str, options: dict, work: Path):
-    """``bundled`` (the default model), ``paper`` (a random model of the paper's geometry, built on the device) or
-    ``tiny``, with the pipeline ``options`` of a path."""
-    from transformers_gazeflow.commands.predict import GazePredictor
-
-    if name == "bundled":
-        return GazePredictor(None, device=device, **options)
-    if name == "tiny":
-        return GazePredictor(str(tiny_model(work / "tiny_model")), device=device, **options)
-    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowPipeline
-    from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-
-    torch.manual_seed(0)
-    with torch.device(device):  # initialised where it runs: a ViT-L's init on a CPU takes long
-        model = GazeFlowModel(GazeFlowConfig(use_lora=False)).eval()
-    pipe = GazeFlowPipeline(model=model, device=device, video_processor=GazeFlowVideoProcessor(size=256), **options)
-    del model
-    return GazePredictor.from_pipeline(pipe, "paper geometry, random weights")
-
-
-def generated_video(work: Path, frames: int, width: int, height: int, fps: float) -> Path:
-    from transformers_gazeflow.data.video import write_video
-
-    video = work / f"generated_{width}x{height}_{frames}.mp4"
-    if not video.exists():
-        write_video(video, generated_frames(frames, width, height, fps), fps=fps)
-    return video
-
-
-def ops_per_frame(args, work: Path) -> dict:
-    """``--ops``: aten ops per output frame of the command's path, serial and overlapped, and per stage."""
-    from transformers_gazeflow.commands.predict import PredictOptions
-
-    video = generated_video(work, args.ops_frames, 256, 256, args.fps)
-    options = PredictOptions(overlay=False, num_samples=args.num_samples or 30, num_steps=args.num_steps or 5)
-    figures: dict = {
-        "benchmark": "pipeline-ops",
-        "frames": args.ops_frames,
-        "K": options.num_samples,
-        "S": options.num_steps,
-        "paths": {},
-    }
-    for path, pipeline_options in PATHS.items():
-        predictor = build_predictor("bundled", "cpu", pipeline_options, work)
-        predictor.predict(video, work / f"warm_{path}", options)
-        counts = count_ops(lambda p=predictor: p.predict(video, work / "ops", options))
-        figures["paths"][path] = {kind: count / args.ops_frames for kind, count in counts.items()}
-    figures["stages"] = stage_ops()
-    print(
-        f"\naten ops per output frame, bundled model, K={options.num_samples}, S={options.num_steps}, "
-        f"{args.ops_frames} frames of 256x256 (torch {torch.__version__}, {torch.get_num_threads()} threads)"
-    )
-    print("| path | all aten ops / frame | without views and allocations / frame |")
-    print("| --- | ---: | ---: |")
-    for path, counts in figures["paths"].items():
-        print(f"| {path} | {counts['all']:.0f} | {counts['compute']:.0f} |")
-    print("\n| stage | all aten ops | without views and allocations |")
-    print("| --- | ---: | ---: |")
-    for stage, counts in figures["stages"].items():
-        print(f"| {stage} | {counts['all']} | {counts['compute']} |")
-    return figures
-
-
-def stage_ops() -> dict:
-    """Aten ops of each stage of one window of the bundled model (K=30)."""
-    import copy
-
-    import transformers_gazeflow
-    from transformers_gazeflow.generation.inference import prepare_for_inference
-    from transformers_gazeflow.hub.model_folders import load_model, load_video_processor
-
-    model = load_model(transformers_gazeflow.default_model_path())
-    processor = load_video_processor(transformers_gazeflow.default_model_path(), model.config)
-    plain = prepare_for_inference(copy.deepcopy(model), fuse_attention=False)
-    fast = prepare_for_inference(model)
-    window, size = model.config.num_frames, model.config.image_size
-    clip = torch.randn(1, window, 3, size, size)
-    frames = np.random.default_rng(0).integers(0, 256, (64, 256, 256, 3), dtype=np.uint8)
-    stages = {}
-    with torch.no_grad():
-        for name, fn in (
-            ("encoder, transformers' V-JEPA 2 attention (per window)", lambda: plain.encode_video(clip)),
-            ("encoder, fused attention (per window)", lambda: fast.encode_video(clip)),
-        ):
-            fn()
-            stages[name] = count_ops(fn)
-        tokens = fast.encode_video(clip)
-        stages["condition (per window)"] = count_ops(lambda: fast.build_condition(tokens, window))
-        condition = fast.build_condition(tokens, window)
-        sample = torch.randn(1, 30, window, 2)
-        embedding = fast.embed_flow_time(0.2, 1, 30, sample.device)
-        fast.velocity(sample, 0.2, condition, sample, time_embedding=embedding)
-        stages["velocity network, one call (K=30)"] = count_ops(
-            lambda: fast.velocity(sample, 0.2, condition, sample, time_embedding=embedding)
-        )
-        stages["preprocess, one frame at a time (per frame)"] = count_ops(lambda: processor.preprocess(frames[:1]))
-        batch = count_ops(lambda: processor.preprocess(frames))
-        stages["preprocess, 64 frames at once (per frame)"] = {k: round(v / 64, 1) for k, v in batch.items()}
-    return stages
-
-
-def decode_ratio(args, work: Path) -> dict:
-    """``--decode-ratio``: the command's ms/frame at K=1, S=1 against decoding the video alone."""
-    import statistics
-
-    from transformers_gazeflow.commands.predict import PredictOptions
-    from transformers_gazeflow.data.video import iter_frames
-
-    width, height = (int(v) for v in args.ratio_size.lower().split("x"))
-    video = generated_video(work, args.ratio_frames, width, height, args.fps)
-    options = PredictOptions(overlay=False, num_samples=1, num_steps=1)
-    predictors = {path: build_predictor(args.model or "bundled", "cpu", opts, work) for path, opts in PATHS.items()}
-    times: dict[str, list[float]] = {"decode alone": [], **{path: [] for path in PATHS}}
-    for repeat in range(args.repeats):
-        order = list(times) if repeat % 2 == 0 else list(reversed(times))
-        for name in order:
-            started = time.perf_counter()
-            if name == "decode alone":
-                count = sum(1 for _ in iter_frames(video))
-            else:
-                count = predictors[name].predict(video, work / f"ratio_{name}", options)["frames"]
-            times[name].append(1000 * (time.perf_counter() - started) / count)
-    medians = {name: statistics.median(values) for name, values in times.items()}
-    print(
-        f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
-        f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})"
-    )
-    print("| path | ms / frame | / decoding alone |")
-    print("| --- | ---: | ---: |")
-    for name, value in medians.items():
-        print(f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x |")
     return {
-        "benchmark": "pipeline-decode-ratio",
-        "model": args.model or "bundled",
-        "size": args.ratio_size,
-        "frames": args.ratio_frames,
-        "threads": torch.get_num_threads(),
-        "ms_per_frame": medians,
-        "runs_ms_per_frame": times,
-        "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in PATHS},
+        "size": args.size,
+        "fps": args.fps,
+        "overlay": not args.no_overlay,
+        "videos": [{"minutes": minutes, **result} for minutes, result in rows],
     }
-
-
-def throughput(args, work: Path) -> dict:
-    """``--throughput``: frames per second of the command's path, serial and overlapped, per model and size."""
-    from transformers_gazeflow.commands.predict import PredictOptions
-
-    options = PredictOptions(overlay=False, num_samples=args.num_samples or 30, num_steps=args.num_steps or 5)
-    frames = int(round(args.seconds * args.fps))
-    figures: dict = {
-        "benchmark": "pipeline-throughput",
-        "device": args.device,
-        "K": options.num_samples,
-        "S": options.num_steps,
-        "seconds": args.seconds,
-        "runs": [],
-    }
-    if args.device.startswith("cuda"):
-        figures["device_name"] = torch.cuda.get_device_name(torch.device(args.device))
-    print(
-        f"\ngazeflow predict --no-overlay's path, K={options.num_samples}, S={options.num_steps}, {frames} frames "
-        f"at {args.fps:g} fps, device {figures.get('device_name', args.device)}",
-        flush=True,
-    )
-    print("| model | size | path | frames / s | ms / frame | stages (s) |", flush=True)
-    print("| --- | --- | --- | ---: | ---: | --- |", flush=True)
-    for model in args.throughput_models:
-        for path in args.paths:
-            predictor = build_predictor(model, args.device, PATHS[path], work)
-            for size in args.throughput_sizes:
-                width, height = (int(v) for v in size.lower().split("x"))
-                warm = generated_video(work, int(4 * args.fps), width, height, args.fps)
-                predictor.predict(warm, work / "warm", options)  # graph capture, cuDNN autotuning, allocations
-                video = generated_video(work, frames, width, height, args.fps)
-                summary = predictor.predict(video, work / "out", options)
-                timings = summary["timings"]
-                row = {
-                    "model": model,
-                    "size": size,
-                    "path": path,
-                    "frames": summary["frames"],
-                    "dtype": summary["dtype"],
-                    "frames_per_second": summary["frames"] / timings["predict_s"],
-                    "ms_per_frame": timings["ms_per_frame"],
-                    "stages_s": timings["stages_s"],
-                }
-                figures["runs"].append(row)
-                stages = ", ".join(f"{k} {v:.2f}" for k, v in timings["stages_s"].items())
-                print(
-                    f"| {model} | {size} | {path} ({summary['dtype']}) | {row['frames_per_second']:.0f} | "
-                    f"{row['ms_per_frame']:.2f} | {stages} |",
-                    flush=True,
-                )
-            del predictor
-            if args.device.startswith("cuda"):
-                torch.cuda.empty_cache()
-    return figures
 
 
 def main() -> None:
@@ -553,6 +305,7 @@ def main() -> None:
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="device of the --throughput run"
     )
     parser.add_argument("--json", default=None, help="write the figures of --ops/--decode-ratio/--throughput here")
+    add_results_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -562,19 +315,38 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.workdir or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        if args.ops or args.decode_ratio or args.throughput:
-            figures = {}
-            for flag, run_mode in (("ops", ops_per_frame), ("decode_ratio", decode_ratio), ("throughput", throughput)):
-                if getattr(args, flag):
-                    figures[flag] = run_mode(args, work)
-            if args.json:
-                Path(args.json).write_text(json.dumps(figures, indent=1))
-            return
-        model = str(tiny_model(work / "tiny_model")) if args.model == "tiny" else args.model
-        if args.minutes:
-            memory(args, work, model)
-        else:
-            overlay_costs(args, work, model)
+        figures = run_modes(args, work)
+    for section, section_figures in figures.items():
+        device = args.device if section == "throughput" else "cpu"  # the other runs are the CPU's
+        write_section(
+            args.results_dir, "bench_pipeline", section, section_figures, section_models(section, args), device
+        )
+
+
+def run_modes(args, work: Path) -> dict:
+    """The runs the flags ask for, each one's figures under its results section's name."""
+    if args.ops or args.decode_ratio or args.throughput:
+        figures = {}
+        for flag, run_mode in (("ops", ops_per_frame), ("decode_ratio", decode_ratio), ("throughput", throughput)):
+            if getattr(args, flag):
+                figures[flag.replace("_", "-")] = run_mode(args, work)
+        if args.json:
+            Path(args.json).write_text(json.dumps({k.replace("-", "_"): v for k, v in figures.items()}, indent=1))
+        return figures
+    model = str(tiny_model(work / "tiny_model")) if args.model == "tiny" else args.model
+    if args.minutes:
+        return {"memory": memory(args, work, model)}
+    return {"overlay": overlay_costs(args, work, model)}
+
+
+def section_models(section: str, args) -> list[dict]:
+    """The models a section measured: ``--ops`` the bundled one, ``--throughput`` each of ``--throughput-models``,
+    the others ``--model``."""
+    if section == "ops":
+        return [measured_model("bundled")]
+    if section == "throughput":
+        return [measured_model(name) for name in args.throughput_models]
+    return [measured_model(args.model)]
 
 
 if __name__ == "__main__":

@@ -17,13 +17,16 @@ import time
 
 import numpy as np
 import torch
+from results import add_results_argument, folder_model, shipped_model, write_section
 
-from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
+from transformers_gazeflow.data.video_sources import open_video_source
 from transformers_gazeflow.gaze.events import EventSettings
 from transformers_gazeflow.gaze.readout import GazeReadout
+from transformers_gazeflow.hub.model_folders import load_model, resolve_model
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import FieldOfView
-from transformers_gazeflow.pipelines.egocentric_gaze import open_video_source
+from transformers_gazeflow.pipelines.egocentric_gaze import GazeFlowPipeline
 
 
 def main() -> None:
@@ -33,6 +36,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=240)
     parser.add_argument("--events", choices=["ivt", "idt"], default="ivt")
     parser.add_argument("--threads", type=int, default=2)
+    add_results_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     settings = SyntheticGazeSettings(
@@ -40,12 +44,13 @@ def main() -> None:
     )
     clip = generate_clip(settings, 0)
     frames = np.stack(list(clip.frames()))
-    predictor = GazePredictor(args.model)
+    pipe = GazeFlowPipeline(model=load_model(resolve_model(args.model)))  # what gazeflow predict runs
     print("| K | model ms / frame | readouts ms / frame | readouts / model |\n| ---: | ---: | ---: | ---: |")
+    rows = []
     for k in args.num_samples:
         source = open_video_source(frames, fps=clip.fps)
         started = time.perf_counter()
-        chunks = list(predictor.pipe.stream_chunks(source, predictor.settings(PredictOptions(num_samples=k))))
+        chunks = list(pipe.stream_chunks(source, SamplingSettings.resolve(pipe.model.config, num_samples=k)))
         model_ms = 1000 * (time.perf_counter() - started) / len(frames)
         readout = GazeReadout(clip.width, clip.height, clip.fps, FieldOfView(), k, EventSettings(args.events))
         started = time.perf_counter()
@@ -54,6 +59,10 @@ def main() -> None:
         readout.finish()
         readout_ms = 1000 * (time.perf_counter() - started) / len(frames)
         print(f"| {k} | {model_ms:.2f} | {readout_ms:.2f} | {readout_ms / model_ms:.3f} |", flush=True)
+        rows.append({"K": k, "model_ms_per_frame": model_ms, "readouts_ms_per_frame": readout_ms})
+    figures = {"frames": len(frames), "events": args.events, "rows": rows}
+    model = folder_model(args.model, args.model) if args.model else shipped_model()
+    write_section(args.results_dir, "bench_readouts", "default", figures, [model])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ Two settings:
 Equal network calls: Euler S=2n vs Heun / midpoint S=n (two calls per step).
 
     python benchmarks/bench_solvers.py
+    python benchmarks/bench_solvers.py --no-model --results-dir docs/benchmark_results   # the known ODE alone
     python benchmarks/bench_solvers.py --checkpoint path/to/gazeflow --preset paper
 """
 
@@ -24,10 +25,11 @@ import math
 import time
 
 import torch
+from results import add_results_argument, config_model, folder_model, write_section
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.models.gazeflow.generation_gazeflow import sample_window
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, sample_window
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import FlowMatchingScheduler, draw_noise
 
 SIGMA_MIN, SIGMA = 1e-3, 0.4
@@ -46,13 +48,19 @@ def known_ode_error(solver: str, num_steps: int) -> float:
     return (FlowMatchingScheduler(num_steps, solver).sample(gaussian_velocity, x0) - exact).abs().max().item()
 
 
+def preset_config(preset: str) -> GazeFlowConfig:
+    """The random-weight model of ``--preset``: the paper's velocity network (one encoder layer: the encoder does not
+    run) or the tiny test model."""
+    if preset == "tiny":
+        return GazeFlowConfig.tiny(use_lora=False)
+    return GazeFlowConfig(encoder_config=VJEPA2Config(num_hidden_layers=1), use_lora=False)
+
+
 def build_model(args) -> GazeFlowModel:
     if args.checkpoint:
         return GazeFlowModel.from_pretrained(args.checkpoint).eval()
     torch.manual_seed(0)
-    if args.preset == "tiny":
-        return GazeFlowModel(GazeFlowConfig.tiny(use_lora=False)).eval()
-    return GazeFlowModel(GazeFlowConfig(encoder_config=VJEPA2Config(num_hidden_layers=1), use_lora=False)).eval()
+    return GazeFlowModel(preset_config(args.preset)).eval()
 
 
 def rows(max_steps: list[int]) -> list[tuple[str, int]]:
@@ -70,6 +78,8 @@ def main() -> None:
     parser.add_argument("--num-samples", type=int, default=30, help="K for the model rows")
     parser.add_argument("--reference-steps", type=int, default=256)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--no-model", action="store_true", help="the known ODE only (no model rows)")
+    add_results_argument(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -77,12 +87,32 @@ def main() -> None:
     print("## Known ODE (Gaussian data, exact OT velocity): max endpoint error")
     print("| network calls | Euler (S = calls) | Heun (S = calls / 2) | midpoint (S = calls / 2) |")
     print("| --- | --- | --- | --- |")
+    known = []
     for steps in args.steps:
-        print(
-            f"| {2 * steps} | {known_ode_error('euler', 2 * steps):.2e} | {known_ode_error('heun', steps):.2e} | "
-            f"{known_ode_error('midpoint', steps):.2e} |"
-        )
+        errors = {
+            "calls": 2 * steps,
+            "euler": known_ode_error("euler", 2 * steps),
+            "heun": known_ode_error("heun", steps),
+            "midpoint": known_ode_error("midpoint", steps),
+        }
+        known.append(errors)
+        print(f"| {2 * steps} | {errors['euler']:.2e} | {errors['heun']:.2e} | {errors['midpoint']:.2e} |")
+    write_section(args.results_dir, "bench_solvers", "known-ode", {"known_ode": known}, [])
+    if args.no_model:
+        return
+    model_rows = model_distances(args)
+    write_section(args.results_dir, "bench_solvers", "model", {"model": model_rows}, [measured_model(args)])
 
+
+def measured_model(args) -> dict:
+    if args.checkpoint:
+        return folder_model(args.checkpoint, args.checkpoint)
+    name = f"{args.preset} size, random weights"
+    return config_model(name, preset_config(args.preset), "bench_solvers:preset_config", preset=args.preset)
+
+
+def model_distances(args) -> list[dict]:
+    """Each solver's mean endpoint distance to Euler at ``--reference-steps`` on the model, and its ms per clip."""
     model = build_model(args)
     config = model.config
     frames = config.num_frames
@@ -93,8 +123,10 @@ def main() -> None:
         generator=torch.Generator().manual_seed(0),
     )
     noise = draw_noise((1, args.num_samples, frames, 2), torch.Generator().manual_seed(1), torch.device("cpu"))
+    found = []
     with torch.no_grad():
-        reference = sample_window(model, states, frames, noise, args.reference_steps, "euler")
+        euler = SamplingSettings.resolve(model.config, num_steps=args.reference_steps, solver="euler")
+        reference = sample_window(model, states, frames, noise, euler)
         label = args.checkpoint or f"{args.preset} size, random weights"
         print(
             f"\n## Model ({label}; K={args.num_samples}, W={frames}): mean endpoint distance to Euler "
@@ -103,13 +135,16 @@ def main() -> None:
         print("| solver | S | network calls | distance | ms per clip |")
         print("| --- | --- | --- | --- | --- |")
         for solver, steps in rows(args.steps):
-            sample_window(model, states, frames, noise, steps, solver)  # warm-up
+            settings = SamplingSettings.resolve(model.config, num_steps=steps, solver=solver)
+            sample_window(model, states, frames, noise, settings)  # warm-up
             start = time.perf_counter()
-            result = sample_window(model, states, frames, noise, steps, solver)
+            result = sample_window(model, states, frames, noise, settings)
             elapsed = 1000 * (time.perf_counter() - start)
             distance = (result - reference).norm(dim=-1).mean().item()
             calls = steps * FlowMatchingScheduler(steps, solver).calls_per_step
             print(f"| {solver} | {steps} | {calls} | {distance:.4f} | {elapsed:.0f} |")
+            found.append({"solver": solver, "S": steps, "calls": calls, "distance": distance, "ms_per_clip": elapsed})
+    return found
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import add_results_argument, write_section
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -44,6 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--with-train-help", action="store_true", help="also time examples/train.py --help")
+    add_results_argument(parser)
     args = parser.parse_args()
     gazeflow = command()
     python = [sys.executable, "-c"]
@@ -87,6 +90,8 @@ def main() -> None:
     print("| --- | ---: | ---: |")
     for name, values in times.items():
         print(f"| {name} | {statistics.median(values):.2f} | {min(values):.2f} |")
+    figures = {"repeats": args.repeats, "command": " ".join(gazeflow), "seconds": times}
+    write_section(args.results_dir, "bench_startup", "default", figures, [])
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Frames per second of ``gazeflow stream``'s backends on the bundled causal model, side by side in one run.
 
-What ``gazeflow stream`` runs per frame, through its own steppers (``commands.stream.TorchStepper``,
-``commands.stream_export.OnnxStepper``): the raw RGB frame resized and normalised, the frame's noise drawn, the
-causal step (encoder on the frame's causal window, condition, S ODE steps on the K samples against the ring
-caches), the samples back as numpy. Backends:
+What ``gazeflow stream`` runs per frame, through the steppers of its own registry
+(``generation.steppers.STEPPERS``, opened as the command opens them): the raw RGB frame resized and normalised, the
+frame's noise drawn, the causal step (encoder on the frame's causal window, condition, S ODE steps on the K samples
+against the ring caches), the samples back as numpy. Backends, each of the registry's and, for a backend that runs
+the model, the same compiled:
 
 * ``torch``: ``GazeFlowStreamer`` eager;
 * ``torch-compiled``: the same step under ``torch.compile`` (one graph; compiled before the timed frames);
@@ -33,27 +34,31 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from results import add_results_argument, folder_model, write_section
 
-from transformers_gazeflow.commands.stream import TorchStepper
-from transformers_gazeflow.hub.model_folders import default_model_path, load_model, load_video_processor
+from transformers_gazeflow.generation.onnx_export import export_streamer
+from transformers_gazeflow.generation.steppers import STEPPERS, StepperOptions
+from transformers_gazeflow.hub.model_folders import default_model_path, load_model
 
-BACKENDS = ("torch", "torch-compiled", "onnxruntime")
+COMPILED = "-compiled"
+BACKENDS = tuple(
+    variant
+    for name, backend in STEPPERS.items()
+    for variant in ((name,) if backend.exported else (name, name + COMPILED))
+)
+"""The registry's backends and, for one that runs the model, its compiled variant (``torch``, ``torch-compiled``,
+``onnxruntime``)."""
 TARGET_FRAMES_PER_S = 60.0  # p50, 2 CPU cores
 
 
 def make_steppers(model_dir: str, backends: list[str], seed: int, threads: int, export_dir: Path) -> dict:
-    model = load_model(model_dir)
-    processor = load_video_processor(model_dir, model.config)
     steppers = {}
-    for backend in backends:
-        if backend == "onnxruntime":
-            from transformers_gazeflow.commands.stream_export import OnnxStepper, export_streamer
-
+    for variant in backends:
+        backend = STEPPERS[variant.removesuffix(COMPILED)]
+        options = StepperOptions(seed=seed, threads=threads, compile="default" if variant.endswith(COMPILED) else None)
+        if backend.exported and not export_dir.exists():
             export_streamer(model_dir, export_dir)
-            steppers[backend] = OnnxStepper(export_dir, seed=seed, threads=threads)
-        else:
-            compile = "default" if backend == "torch-compiled" else None
-            steppers[backend] = TorchStepper(model, processor, None, None, None, seed, compile=compile)
+        steppers[variant] = backend.open(str(export_dir) if backend.exported else model_dir, options)
     return steppers
 
 
@@ -72,16 +77,52 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the figures here")
+    add_results_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    measured = stream_every_backend(args)
+    config = load_model(args.model).config
+    print(
+        f"{args.model}: K={config.num_samples}, S={config.num_steps}, {config.image_size}x{config.image_size} "
+        f"input, W={config.num_frames}; {args.size} frames, {args.threads} threads, torch {torch.__version__}"
+    )
+    rows = backend_rows(*measured)
+    best = max(rows, key=lambda name: rows[name]["frames_per_s_at_p50"])
+    verdict = "meets" if rows[best]["frames_per_s_at_p50"] >= TARGET_FRAMES_PER_S else "misses"
+    print(
+        f"best: {best}, {rows[best]['frames_per_s_at_p50']:.1f} frames/s at the p50: {verdict} the target of "
+        f">= {TARGET_FRAMES_PER_S:.0f} frames/s on {args.threads} threads"
+    )
+    figures = {
+        "model": args.model,
+        "threads": args.threads,
+        "size": args.size,
+        "frames": args.frames,
+        "torch": torch.__version__,
+        "backends": rows,
+        "best": best,
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+    write_section(
+        args.results_dir,
+        "bench_stream_backends",
+        f"{args.threads}-threads",
+        figures,
+        [folder_model("causal model", args.model)],
+    )
+
+
+def stream_every_backend(args) -> tuple[dict, dict, dict]:
+    """Every backend streams the same frames (``--warmup`` untimed first), in alternating rounds: per backend the
+    wall ms and CPU ms of each timed frame and its gaze point."""
     width, height = (int(v) for v in args.size.split("x"))
     frames = np.random.default_rng(0).integers(0, 256, (args.warmup + args.frames, height, width, 3), np.uint8)
-
     with tempfile.TemporaryDirectory() as scratch:
         started = time.perf_counter()
         steppers = make_steppers(args.model, args.backends, args.seed, args.threads, Path(scratch) / "onnx")
-        for stepper in steppers.values():  # warm-up frames: compilation, allocations, caches
-            if isinstance(stepper, TorchStepper) and stepper.streamer.compile:
+        for variant, stepper in steppers.items():  # warm-up frames: compilation, allocations, caches
+            if variant.endswith(COMPILED):
                 stepper.warm_up(height, width)
             for frame in frames[: args.warmup]:
                 stepper.step(frame)
@@ -98,18 +139,18 @@ def main() -> None:
                     times[name].append((time.perf_counter() - start) * 1e3)
                     cpu_times[name].append((time.process_time() - cpu_start) * 1e3)
                     points[name].append(mean)
+    return times, cpu_times, points
 
-    config = load_model(args.model).config
-    print(
-        f"{args.model}: K={config.num_samples}, S={config.num_steps}, {config.image_size}x{config.image_size} "
-        f"input, W={config.num_frames}; {args.size} frames, {args.threads} threads, torch {torch.__version__}"
-    )
+
+def backend_rows(times: dict, cpu_times: dict, points: dict) -> dict:
+    """Per backend: p50/p95/mean ms, frames/s at the p50, the ratio to eager, the largest difference of its gaze
+    from eager's and the CPU ms at the p50; printed as a table."""
     eager_p50 = percentile(times["torch"], 50) if "torch" in times else None
     rows = {}
     print(
         f"{'backend':<16}{'p50 ms':>9}{'p95 ms':>9}{'frames/s':>10}{'vs eager':>10}{'max |dx|':>11}{'CPU ms p50':>12}"
     )
-    for name in steppers:
+    for name in times:
         p50, p95, cpu_p50 = (percentile(times[name], 50), percentile(times[name], 95), percentile(cpu_times[name], 50))
         difference = (
             float(np.abs(np.asarray(points[name]) - np.asarray(points["torch"])).max())
@@ -129,27 +170,7 @@ def main() -> None:
             f"{name:<16}{p50:>9.2f}{p95:>9.2f}{1e3 / p50:>10.1f}"
             f"{(eager_p50 / p50 if eager_p50 else float('nan')):>9.2f}x{difference:>11.1e}{cpu_p50:>12.2f}"
         )
-    best = max(rows, key=lambda name: rows[name]["frames_per_s_at_p50"])
-    verdict = "meets" if rows[best]["frames_per_s_at_p50"] >= TARGET_FRAMES_PER_S else "misses"
-    print(
-        f"best: {best}, {rows[best]['frames_per_s_at_p50']:.1f} frames/s at the p50: {verdict} the target of "
-        f">= {TARGET_FRAMES_PER_S:.0f} frames/s on {args.threads} threads"
-    )
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {
-                    "model": args.model,
-                    "threads": args.threads,
-                    "size": args.size,
-                    "frames": args.frames,
-                    "torch": torch.__version__,
-                    "backends": rows,
-                    "best": best,
-                },
-                indent=2,
-            )
-        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ The model is the causal variant (paper Appendix F.4) with random weights:
 Modes (``--modes``, comma-separated; default ``reference,eager`` on a CPU and
 ``reference,eager,cuda-graph,reduce-overhead`` on CUDA):
 
-* ``reference`` - the previous streamer (``tests/streaming_reference.py``), under bf16 autocast with ``--dtype bf16``;
+* ``reference`` - the previous streamer (``benchmarks/streaming_reference.py``), under bf16 autocast with
+  ``--dtype bf16``;
 * ``eager`` - ``GazeFlowStreamer(compile=None, dtype=...)``, the static step op by op;
 * ``default``, ``reduce-overhead`` - ``GazeFlowStreamer(compile=mode)``: torch.compile (on CUDA ``reduce-overhead``
   replays it as a CUDA graph);
@@ -42,37 +43,54 @@ import argparse
 import contextlib
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 from engine_hooks import time_streamer_condition
+from op_counts import count_aten_ops
+from results import add_results_argument, config_model, write_section
+from streaming_reference import ReferenceStreamer
 from transformers import VJEPA2Config
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, GazeFlowStreamer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.streaming_reference
-from tests.streaming_reference import ReferenceStreamer  # noqa: E402
 
 TARGET_P99_MS = 5.0  # K=30, S=5, one H100, bf16
 BUNDLED_CONFIG = Path(__file__).resolve().parents[1] / "src" / "transformers_gazeflow" / "default_model" / "config.json"
 NEW_MODES = ("eager", "default", "reduce-overhead", "cuda-graph")
 
 
-def build_model(preset: str, encoder_layers: int, device: str) -> GazeFlowModel:
-    torch.manual_seed(0)
+def preset_config(preset: str, encoder_layers: int = 2) -> GazeFlowConfig:
+    """The causal configuration of ``--preset`` (random weights): ``tiny``, ``bundled`` (the bundled model's
+    ``config.json`` with ``causal=True``) or ``paper`` (the paper's geometry with ``encoder_layers`` of ViT-L's
+    24 layers)."""
     if preset == "tiny":
-        config = GazeFlowConfig.tiny(causal=True, use_lora=False)
-    elif preset == "bundled":
+        return GazeFlowConfig.tiny(causal=True, use_lora=False)
+    if preset == "bundled":
         values = json.loads(BUNDLED_CONFIG.read_text())
         values.update(causal=True, use_lora=False)
-        config = GazeFlowConfig.from_dict(values)
-    else:
-        config = GazeFlowConfig(
-            encoder_config=VJEPA2Config(num_hidden_layers=encoder_layers), causal=True, use_lora=False
-        )
-    return GazeFlowModel(config).to(device).eval()
+        return GazeFlowConfig.from_dict(values)
+    return GazeFlowConfig(encoder_config=VJEPA2Config(num_hidden_layers=encoder_layers), causal=True, use_lora=False)
+
+
+def build_model(preset: str, encoder_layers: int, device: str) -> GazeFlowModel:
+    torch.manual_seed(0)
+    return GazeFlowModel(preset_config(preset, encoder_layers)).to(device).eval()
+
+
+def measured_model(args) -> dict:
+    """The results' entry of the model streamed: its configuration's fingerprint (random weights)."""
+    layers = args.encoder_layers if args.preset == "paper" else 2
+    name = {"tiny": "tiny", "bundled": "the bundled model's configuration"}.get(
+        args.preset, f"the paper's geometry, {layers}/24 encoder layers"
+    )
+    return config_model(
+        f"{name}, causal, random weights",
+        preset_config(args.preset, layers),
+        "bench_streaming:preset_config",
+        preset=args.preset,
+        encoder_layers=layers,
+    )
 
 
 def synchronize(device: str) -> None:
@@ -116,23 +134,18 @@ def make_streamer(mode: str, model: GazeFlowModel, args):
 
 def count_ops(push, frames, noises, device: str) -> dict:
     """aten ops (all, and top-level) and CUDA kernels per frame over the given frames."""
-    from torch.profiler import ProfilerActivity, profile
-
     gpu = device.startswith("cuda")
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
-    with profile(activities=activities) as profiler:
+
+    def stream():
         for frame, noise in zip(frames, noises):
             push(frame, noise)
         synchronize(device)
-    events = profiler.events()
-    aten = [e for e in events if e.name.startswith("aten::")]
-    top = [e for e in aten if e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::")]
-    kernels = [e for e in events if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA] if gpu else []
-    n = len(frames)
+
+    counts, n = count_aten_ops(stream, cuda=gpu), len(frames)
     return {
-        "aten_ops_per_frame": len(aten) / n,
-        "top_level_ops_per_frame": len(top) / n,
-        "cuda_kernels_per_frame": len(kernels) / n if gpu else None,
+        "aten_ops_per_frame": counts["all"] / n,
+        "top_level_ops_per_frame": counts["top_level"] / n,
+        "cuda_kernels_per_frame": counts["cuda_kernels"] / n if gpu else None,
     }
 
 
@@ -269,6 +282,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="only the profile: --warmup eager frames untimed, then 5 frames profiled",
     )
     parser.add_argument("--json", default=None, help="write the figures to this JSON file")
+    add_results_argument(parser)
     args = parser.parse_args(argv)
     gpu = torch.device(args.device).type == "cuda"
     args.dtype = args.dtype or ("bf16" if gpu else "fp32")
@@ -308,8 +322,7 @@ def main(argv: list[str] | None = None) -> dict:
                 lambda f, n: streamer.push(f, noise=n), frames[args.warmup :][:5], noises[:5], args.device
             ),
         }
-        if args.json:
-            Path(args.json).write_text(json.dumps(figures, indent=1))
+        write_figures(args, figures)
         return figures
 
     results = run_modes(model, frames, noises, args)
@@ -318,6 +331,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def report(args, config, device_name: str, results: dict, baseline: dict) -> dict:
+    """Print every mode side by side and the best mode against the target; return (and write) the figures."""
     encoder = {"tiny": "tiny", "bundled": "bundled model's"}.get(
         args.preset, f"ViT-L geometry, {args.encoder_layers}/24 layers"
     )
@@ -327,47 +341,9 @@ def report(args, config, device_name: str, results: dict, baseline: dict) -> dic
         f"K={args.num_samples}, S={args.num_steps} {args.solver}, {device_name}, {args.dtype}, "
         f"{torch.get_num_threads()} threads, torch {torch.__version__}"
     )
-    eager = results.get("eager", {}).get("outputs")
-    print(
-        "| mode | ms/frame mean | p50 | p95 | p99 | max | setup s | aten ops/frame (all / top-level) | "
-        "CUDA kernels/frame | peak GB | max abs diff to eager |"
-    )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for mode, figures in results.items():
-        if "error" in figures:
-            print(f"| {mode} | failed: {figures['error'][:120]} |")
-            continue
-        outputs = figures.pop("outputs")
-        if eager is not None:
-            n = min(len(outputs), len(eager))
-            figures["max_abs_difference_to_eager"] = (outputs[:n] - eager[:n]).abs().max().item()
-        ms, diff = figures["ms_per_frame"], figures.get("max_abs_difference_to_eager")
-        ops = f"{figures['aten_ops_per_frame']:.0f} / {figures['top_level_ops_per_frame']:.0f}"
-        print(
-            f"| {mode} | {ms['mean']:.2f} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {ms['max']:.2f} | "
-            f"{figures['setup_s']:.2f} | {ops} | {fmt(figures['cuda_kernels_per_frame'], 0)} | "
-            f"{fmt(figures['peak_memory_gb'], 2)} | {fmt(diff, 1, 'e')} |"
-        )
-    print(
-        f"| recompute the last W frames | {baseline['mean']:.2f} | {baseline['p50']:.2f} | {baseline['p95']:.2f} | "
-        f"{baseline['p99']:.2f} | {baseline['max']:.2f} | | | | | |"
-    )
+    print_modes(results, baseline)
     ok = {mode: f for mode, f in results.items() if "error" not in f}
-    if "eager" in ok and "encoder_condition_ms" in ok["eager"]:
-        split = ok["eager"]
-        print(
-            f"eager split: encoder + condition p50 {split['encoder_condition_ms']['p50']:.2f} ms, sampler "
-            f"(S x calls) p50 {split['sampler_ms']['p50']:.2f} ms"
-        )
-    if "reference" in ok:
-        before = ok["reference"]
-        for mode in (m for m in NEW_MODES if m in ok):
-            after = ok[mode]
-            print(
-                f"{mode} vs reference: {before['ms_per_frame']['p50'] / after['ms_per_frame']['p50']:.1f}x faster "
-                f"(p50), aten ops per frame {before['aten_ops_per_frame']:.0f} -> {after['aten_ops_per_frame']:.0f} "
-                f"({before['aten_ops_per_frame'] / after['aten_ops_per_frame']:.1f}x)"
-            )
+    print_comparisons(ok)
     candidates = [m for m in NEW_MODES if m in ok] or list(ok)
     primary = min(candidates, key=lambda m: ok[m]["ms_per_frame"]["p99"]) if candidates else None
     total = ok[primary]["ms_per_frame"] if primary else None
@@ -403,9 +379,64 @@ def report(args, config, device_name: str, results: dict, baseline: dict) -> dic
     }
     if "eager" in ok and "profile" in ok["eager"]:
         figures["profile"] = ok["eager"].pop("profile")
+    write_figures(args, figures)
+    return figures
+
+
+def print_modes(results: dict, baseline: dict) -> None:
+    """The modes' table (each mode's outputs replaced by its largest difference to eager's) and the baseline."""
+    eager = results.get("eager", {}).get("outputs")
+    print(
+        "| mode | ms/frame mean | p50 | p95 | p99 | max | setup s | aten ops/frame (all / top-level) | "
+        "CUDA kernels/frame | peak GB | max abs diff to eager |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for mode, figures in results.items():
+        if "error" in figures:
+            print(f"| {mode} | failed: {figures['error'][:120]} |")
+            continue
+        outputs = figures.pop("outputs")
+        if eager is not None:
+            n = min(len(outputs), len(eager))
+            figures["max_abs_difference_to_eager"] = (outputs[:n] - eager[:n]).abs().max().item()
+        ms, diff = figures["ms_per_frame"], figures.get("max_abs_difference_to_eager")
+        ops = f"{figures['aten_ops_per_frame']:.0f} / {figures['top_level_ops_per_frame']:.0f}"
+        print(
+            f"| {mode} | {ms['mean']:.2f} | {ms['p50']:.2f} | {ms['p95']:.2f} | {ms['p99']:.2f} | {ms['max']:.2f} | "
+            f"{figures['setup_s']:.2f} | {ops} | {fmt(figures['cuda_kernels_per_frame'], 0)} | "
+            f"{fmt(figures['peak_memory_gb'], 2)} | {fmt(diff, 1, 'e')} |"
+        )
+    print(
+        f"| recompute the last W frames | {baseline['mean']:.2f} | {baseline['p50']:.2f} | {baseline['p95']:.2f} | "
+        f"{baseline['p99']:.2f} | {baseline['max']:.2f} | | | | | |"
+    )
+
+
+def print_comparisons(ok: dict) -> None:
+    """The eager step's split (condition, sampler) and each new mode against the previous streamer."""
+    if "eager" in ok and "encoder_condition_ms" in ok["eager"]:
+        split = ok["eager"]
+        print(
+            f"eager split: encoder + condition p50 {split['encoder_condition_ms']['p50']:.2f} ms, sampler "
+            f"(S x calls) p50 {split['sampler_ms']['p50']:.2f} ms"
+        )
+    if "reference" in ok:
+        before = ok["reference"]
+        for mode in (m for m in NEW_MODES if m in ok):
+            after = ok[mode]
+            print(
+                f"{mode} vs reference: {before['ms_per_frame']['p50'] / after['ms_per_frame']['p50']:.1f}x faster "
+                f"(p50), aten ops per frame {before['aten_ops_per_frame']:.0f} -> {after['aten_ops_per_frame']:.0f} "
+                f"({before['aten_ops_per_frame'] / after['aten_ops_per_frame']:.1f}x)"
+            )
+
+
+def write_figures(args, figures: dict) -> None:
+    """``--json`` (the figures alone) and ``--results-dir`` (with their provenance; one section per preset)."""
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
-    return figures
+    section = args.preset + ("-profile" if args.profile_only else "")
+    write_section(args.results_dir, "bench_streaming", section, figures, [measured_model(args)], args.device)
 
 
 def fmt(value, digits: int, style: str = "f") -> str:

@@ -37,12 +37,13 @@ import json
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from results import add_results_argument, config_model, write_section
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from torch.utils.data import DataLoader, RandomSampler
+from train_sweep import GPU_VARIANTS, TINY_VARIANTS, Variant, fastest, format_row, gpu_hours, report
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.training.device_speed import (
@@ -52,47 +53,6 @@ from transformers_gazeflow.training.device_speed import (
     enable_gradient_checkpointing,
     loader_options,
 )
-
-EGTEA_TRAIN_CLIPS = 8299  # split 1 (data spec, "EGTEA Gaze+")
-EGO4D_TRAIN_CLIPS = 15310  # GLC's train_ego4d_gaze.csv (data spec, "Ego4D gaze subset")
-EPOCHS = 80  # paper Appendix E.4
-PAPER_GPU_HOURS = {"EGTEA Gaze+": 3 * 24 * 4, "Ego4D": 5 * 24 * 4}  # "~3 days ... ~5 days, both on 4x H100"
-PROBE_60E8CBE = {"B1+probe": 5.3, "B4+probe": 7.5, "B4+ckpt+probe": 5.3, "B8+ckpt+probe": 5.8}  # clips/s, H100
-GPU_VARIANTS = [
-    "B1+probe",
-    "B4+probe",
-    "B4+ckpt+probe",
-    "B8+ckpt+probe",
-    "B4",
-    "B4+fast",
-    "B8+fast",
-    "B8+fast+ckpt",
-    "B16+fast+ckpt",
-    "B4+fast+compile",
-]
-TINY_VARIANTS = ["B2+probe", "B2", "B2+fast+ckpt", "B2+fast+compile"]
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    batch: int
-    checkpointing: bool
-    fast: bool
-    compile: bool
-    probe: bool
-
-    @classmethod
-    def parse(cls, text: str) -> Variant:
-        tokens = text.split("+")
-        known = {"ckpt", "fast", "compile", "probe"}
-        batch = [t for t in tokens if t.startswith("B") and t[1:].isdigit() and int(t[1:]) > 0]
-        unknown = [t for t in tokens if t not in known and t not in batch]
-        if len(batch) != 1 or unknown:
-            raise ValueError(
-                f"--variants: {text!r} must be B<clips> joined with any of {sorted(known)} by '+', e.g. B4+fast+ckpt"
-            )
-        return cls(text, int(batch[0][1:]), "ckpt" in tokens, "fast" in tokens, "compile" in tokens, "probe" in tokens)
 
 
 # ---------------------------------------------------------------------------------------------------- the model step
@@ -360,13 +320,6 @@ def through_data(
         free_memory(device)
 
 
-def gpu_hours(clips_per_s: float) -> dict[str, float]:
-    return {
-        "EGTEA Gaze+": EGTEA_TRAIN_CLIPS * EPOCHS / clips_per_s / 3600,
-        "Ego4D": EGO4D_TRAIN_CLIPS * EPOCHS / clips_per_s / 3600,
-    }
-
-
 # ---------------------------------------------------------------------------------------------------- the run
 class Budget:
     """``--time-limit``: whether another measurement may start, and what was skipped for time."""
@@ -428,6 +381,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-flops", action="store_true", help="skip counting the FLOPs of a step")
     parser.add_argument("--time-limit", type=float, default=None, help="start no measurement after this many s")
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
+    add_results_argument(parser)
     args = parser.parse_args(argv)
     for name in ("steps", "data_steps"):
         if getattr(args, name) < 1:
@@ -469,15 +423,6 @@ def run_model_only(args, config, device, budget: Budget, figures: dict, compiled
         print(f"model only {variant.name}: {format_row(results[variant.name])}", flush=True)
         save(figures, args.json, budget)
     return results
-
-
-def fastest(results: dict, exclude_probe: bool = True) -> str | None:
-    rates = {
-        name: r["clips_per_s"]
-        for name, r in results.items()
-        if "clips_per_s" in r and not (exclude_probe and Variant.parse(name).probe)
-    }
-    return max(rates, key=rates.get) if rates else None
 
 
 def run_data_path(args, config, device, model_results: dict, budget: Budget) -> dict:
@@ -537,116 +482,6 @@ def _temporary_folder():
         yield folder
 
 
-def format_row(result: dict) -> str:
-    if "error" in result:
-        return result["error"]
-    peak = result.get("peak_gb")
-    return f"{result['s_per_step']:.3f} s/step, {result['clips_per_s']:.2f} clips/s" + (
-        f", peak {peak:.1f} GB" if peak is not None else ""
-    )
-
-
-def model_table(results: dict, flops_per_clip: float | None) -> list[str]:
-    lines = [
-        "| variant | clips / step | checkpointing | bf16 frozen weights, fused AdamW | compiled | step | "
-        "s / step | clips / s | peak GB | model TFLOP/s | 60e8cbe probe clips / s |",
-        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for name, result in results.items():
-        v = Variant.parse(name)
-        flags = ["yes" if flag else "no" for flag in (v.checkpointing, v.fast, v.compile)]
-        kind = "probe (no clip, no EMA)" if v.probe else "train.py"
-        if "error" in result:
-            lines.append(f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['error']} | | | | |")
-            continue
-        tflops = flops_per_clip * result["clips_per_s"] / 1e12 if flops_per_clip else None
-        peak = "-" if result["peak_gb"] is None else f"{result['peak_gb']:.1f}"
-        lines.append(
-            f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['s_per_step']:.3f} | "
-            f"{result['clips_per_s']:.2f} | {peak} | {'-' if tflops is None else f'{tflops:.3g}'} | "
-            f"{PROBE_60E8CBE.get(name, '-')} |"
-        )
-    return lines
-
-
-def data_tables(data: dict, model_results: dict) -> list[str]:
-    cost = data["collator"]
-    lines = [
-        f"Clips: {data['clips']} EGTEA Gaze+ layout clips of {data['frames']} frames at {data['size']}, 24 fps "
-        f"({data['windows']} training windows; prepared in {data['seconds_to_prepare']:.1f} s). The collator, "
-        f"per window on one core: decode {1e3 * cost['decode_cpu_s']:.0f} ms + resize and normalise "
-        f"{1e3 * cost['process_cpu_s']:.0f} ms of CPU = {cost['clips_per_s_per_worker']:.2f} clips/s per "
-        f"worker.",
-        "",
-        "| loader alone (pinned batches on the host) | clips / s | first round s |",
-        "| --- | ---: | ---: |",
-    ]
-    lines += [
-        f"| {r['workers']} workers | {r['clips_per_s']:.2f} | {r['first_round_s']:.1f} |" for r in data["loader_alone"]
-    ]
-    alone = {r["workers"]: r["clips_per_s"] for r in data["loader_alone"]}
-    lines += [
-        "",
-        "| data-fed step | workers | clips / s | model only clips / s | loader alone clips / s | fed / model only |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for fed in data["fed"]:
-        if "error" in fed:
-            lines.append(f"| {fed['variant']} | {fed['workers']} | {fed['error']} | | | |")
-            continue
-        model = model_results.get(fed["variant"], {}).get("clips_per_s")
-        ratio = "-" if not model else f"{fed['clips_per_s'] / model:.2f}"
-        lines.append(
-            f"| {fed['variant']} | {fed['workers']} | {fed['clips_per_s']:.2f} | "
-            f"{'-' if model is None else f'{model:.2f}'} | "
-            f"{alone.get(fed['workers'], float('nan')):.2f} | {ratio} |"
-        )
-    return lines
-
-
-def hours_table(model_results: dict, data: dict | None) -> list[str]:
-    rows = [("60e8cbe probe, B4, model only (H100)", PROBE_60E8CBE["B4+probe"])]
-    best = fastest(model_results)
-    if best:
-        rows.append((f"this run, model only, {best}", model_results[best]["clips_per_s"]))
-    fed = [r for r in (data or {}).get("fed", []) if "clips_per_s" in r]
-    if fed:
-        top = max(fed, key=lambda r: r["clips_per_s"])
-        rows.append((f"this run, fed by the data path, {top['variant']}, {top['workers']} workers", top["clips_per_s"]))
-    rows.append(("target", 15.0))
-    lines = [
-        f"| 80 epochs on one GPU at | clips / s | EGTEA Gaze+ ({EGTEA_TRAIN_CLIPS:,} clips) GPU-h | Ego4D "
-        f"({EGO4D_TRAIN_CLIPS:,} clips) GPU-h |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    for label, rate in rows:
-        hours = gpu_hours(rate)
-        lines.append(f"| {label} | {rate:.2f} | {hours['EGTEA Gaze+']:.1f} | {hours['Ego4D']:.1f} |")
-    lines.append(
-        f"| the paper: ~3 days (EGTEA Gaze+) and ~5 days (Ego4D) on 4x H100 | - | "
-        f"{PAPER_GPU_HOURS['EGTEA Gaze+']} | {PAPER_GPU_HOURS['Ego4D']} |"
-    )
-    return lines
-
-
-def report(figures: dict) -> str:
-    lines = [f"## Training throughput ({figures['device']}, {figures['preset']} geometry: {figures['geometry']})", ""]
-    flops = figures.get("flops_per_clip")
-    if flops:
-        lines += [
-            f"One training step costs {flops / 1e12:.3g} TFLOP per clip (matrix products and attention, "
-            f"forward and backward, counted by torch.utils.flop_counter).",
-            "",
-        ]
-    lines += ["Model only (random inputs, no data loading):", ""] + model_table(figures.get("model_only", {}), flops)
-    if figures.get("data"):
-        lines += ["", "Through the data path:", ""] + data_tables(figures["data"], figures.get("model_only", {}))
-    lines += ["", "GPU-hours:", ""] + hours_table(figures.get("model_only", {}), figures.get("data"))
-    if figures["skipped"]:
-        lines += ["", f"Skipped for the time limit: {', '.join(figures['skipped'])}."]
-    return "\n".join(lines) + "\n"
-
-
 def save(figures: dict, path: Path | None, budget: Budget) -> str:
     """The report of what is measured so far, into ``figures["report"]`` and ``path`` (after every measurement, so
     that a run stopped by a time limit keeps what it measured)."""
@@ -692,6 +527,10 @@ def main(argv: list[str] | None = None) -> dict:
         save(figures, args.json, budget)
     run_model_only(args, config, device, budget, figures, compiled=True)
     print("\n" + save(figures, args.json, budget))
+    measured = config_model(
+        f"{args.preset} geometry, random weights", config, "bench_train:make_config", preset=args.preset
+    )
+    write_section(args.results_dir, "bench_train", args.preset, figures, [measured], args.device)
     return figures
 
 

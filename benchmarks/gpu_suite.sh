@@ -39,7 +39,10 @@
 # no step runs past BUDGET + 60 s from the start; optional steps start only while less than BUDGET seconds
 # (--budget-s, default 420 on a GPU) have passed. So the whole call ends within 8 minutes by default.
 # Then OUT_DIR/summary.md: the device line, the commit, the plan against what ran, every figure against the targets
-# and the paper. --bundle DIR: also DIR/summary.md and DIR/gpu_suite.tar.gz (every log and figure): 2 files for $OUT.
+# and the paper. Every benchmark step also writes OUT_DIR/results/<benchmark>.<machine>.json: its figures with the
+# commit, the machine and the fingerprints of the models it measured (benchmarks/results.py; the suite sets
+# GAZEFLOW_BENCHMARK_RESULTS). --bundle DIR: also DIR/summary.md and DIR/gpu_suite.tar.gz (every log, figure and
+# results file): 2 files for $OUT.
 # --tiny: tiny models and sizes (a dry run; with --device cpu it is tests/test_gpu_suite.py's smoke test).
 #
 # ---------------------------------------------------------------------------------------------------------------
@@ -48,8 +51,10 @@
 # On the GPU machine, ONE `run` call of the device tool (carry [".whl"]; timeout_s 560; the machine is bare, so
 # the suite installs first):
 #   bash benchmarks/gpu_suite.sh /tmp/g --bundle "$OUT"
-# Its two files come back under files_at: summary.md goes into docs/benchmarks.md ("H100"); the tarball holds
-# every log and JSON. Several calls' folders merge with: python benchmarks/gpu_suite_tools.py summary D1 D2 -o F
+# Its two files come back under files_at: the tarball holds every log and JSON. Its results files go into
+# docs/benchmark_results/ (each section replacing the one of its name) and the tables are rendered from them:
+#   python benchmarks/results.py G/results/*.json && python benchmarks/render_tables.py
+# Several calls' folders merge into one summary with: python benchmarks/gpu_suite_tools.py summary D1 D2 -o F
 # ---------------------------------------------------------------------------------------------------------------
 set -uo pipefail
 
@@ -116,6 +121,7 @@ OUT_DIR="$(cd "$OUT_DIR" && pwd)"
 cd "$REPO" || exit 2
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export HF_DATASETS_CACHE="${HF_DATASETS_CACHE:-$(mktemp -d)}"
+export GAZEFLOW_BENCHMARK_RESULTS="$OUT_DIR/results"  # every benchmark's figures with their provenance
 WORK="${GAZEFLOW_SUITE_WORK:-$(mktemp -d -t gazeflow_suite_work.XXXXXX)}"  # videos and models: not in the bundle
 TOOLS=("$PYTHON" "$HERE/gpu_suite_tools.py")
 SUITE_START=$(date +%s)

@@ -154,6 +154,19 @@ def group_names(source, group_by: str) -> list[str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    model, processor, examples = load_model_and_clips(args)
+    source = mask_source(args)
+    patterns, attribution, area = capture_clips(args, model, processor, examples, source)
+    if patterns.num_clips == 0:
+        raise ValueError(f"--split {args.split}: no clip has two frames or more")
+    roles = HeadRoles.from_patterns(patterns.mean(), args.rule, patterns.num_clips)
+    write_report(args, roles, attribution, area, source)
+    return 0
+
+
+def load_model_and_clips(args: argparse.Namespace) -> tuple:
+    """The model (``--model_name_or_path``, the bundled one without it), its processor and the first window of each
+    clip of ``--split``; a ``ValueError`` naming the argument when one cannot be loaded."""
     try:
         model, processor = load_analysis_model(args.model_name_or_path, args.device)
     except (ModelFolderError, OSError, ValueError) as err:
@@ -170,7 +183,16 @@ def main(argv: list[str] | None = None) -> int:
         ) from err
     if not examples:
         raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
-    source = mask_source(args)
+    return model, processor, examples
+
+
+def capture_clips(
+    args: argparse.Namespace, model, processor, examples: list[dict], source
+) -> tuple[SelfAttentionPatterns, RegionAttribution, RegionAttribution]:
+    """Each clip's attention at flow time ``--flow_time``: the self-attention patterns, and where masks are at hand
+    the visual cross-attention's mass on the hand / active object / background, beside the same shares under
+    uniform attention (the regions' area, the reference)."""
+    window = int(model.config.num_frames)
     side = int(round(model.config.tokens_per_frame**0.5))
     tubelet = int(model.config.frames_per_encoder_group)
     patterns = SelfAttentionPatterns(args.grid or window)
@@ -192,10 +214,14 @@ def main(argv: list[str] | None = None) -> int:
         group = int(example.get(args.group_by, -1))
         attribution.add(captured.clip_id, region_attention_mass(weights, tokens), group)
         area.add(captured.clip_id, region_attention_mass(np.full((1, 1) + weights.shape[2:], 1.0), tokens), group)
-    if patterns.num_clips == 0:
-        raise ValueError(f"--split {args.split}: no clip has two frames or more")
-    roles = HeadRoles.from_patterns(patterns.mean(), args.rule, patterns.num_clips)
+    return patterns, attribution, area
 
+
+def write_report(
+    args: argparse.Namespace, roles: HeadRoles, attribution: RegionAttribution, area: RegionAttribution, source
+) -> None:
+    """The roles' and the attribution's tables, JSON and figures in ``--output_dir``, and ``report.md`` with both
+    tables (printed too)."""
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     name = args.model_name_or_path or "bundled default"
@@ -214,29 +240,41 @@ def main(argv: list[str] | None = None) -> int:
         self_attention_offset_figure(roles, out / "self_attn_offset.png"),
     ]
     if attribution.clip_ids:
-        names = group_names(source, args.group_by)
-        reference = area.global_mean()
-        table = attribution.markdown() + (
-            "\n\nUniform attention (each region's share of the token area, the reference a head beats or not): hand "
-            f"{100 * reference[0]:.1f}%, object {100 * reference[1]:.1f}%, background {100 * reference[2]:.1f}%."
-        )
-        report += ["", "### Visual cross-attention: hand / active object / background", "", table]
-        (out / "attribution.md").write_text(table + "\n")
-        result = {**attribution.to_json(names), "uniform_attention": dict(zip(REGIONS, reference.round(6).tolist()))}
-        (out / "attribution.json").write_text(json.dumps(result, indent=2))
-        written.append(attribution_scatter_figure(attribution, out / "attribution_scatter.png", reference=reference))
-        if attribution.group_counts():
-            written.append(
-                group_breakdown_figure(attribution, out / "attribution_by_group.png", names, args.top_groups)
-            )
-        else:
-            report += ["", f"(no clip has a {args.group_by} label: no per-group breakdown)"]
+        lines, figures = write_attribution(args, attribution, area, source, out)
+        report += lines
+        written += figures
     elif source is not None:
         report += ["", "(the model has no visual cross-attention: no attribution)"]
     (out / "report.md").write_text("\n".join(report) + "\n")
     print("\n".join(report))
     print("wrote " + ", ".join(str(p) for p in [out / "report.md", *written]))
-    return 0
+
+
+def write_attribution(
+    args: argparse.Namespace,
+    attribution: RegionAttribution,
+    area: RegionAttribution,
+    source,
+    out: Path,
+) -> tuple[list[str], list[Path]]:
+    """``attribution.md``, ``attribution.json`` and the figures in ``out``; returns the report's lines on the
+    attribution and the figures written."""
+    names = group_names(source, args.group_by)
+    reference = area.global_mean()
+    table = attribution.markdown() + (
+        "\n\nUniform attention (each region's share of the token area, the reference a head beats or not): hand "
+        f"{100 * reference[0]:.1f}%, object {100 * reference[1]:.1f}%, background {100 * reference[2]:.1f}%."
+    )
+    report = ["", "### Visual cross-attention: hand / active object / background", "", table]
+    (out / "attribution.md").write_text(table + "\n")
+    result = {**attribution.to_json(names), "uniform_attention": dict(zip(REGIONS, reference.round(6).tolist()))}
+    (out / "attribution.json").write_text(json.dumps(result, indent=2))
+    figures = [attribution_scatter_figure(attribution, out / "attribution_scatter.png", reference=reference)]
+    if attribution.group_counts():
+        figures.append(group_breakdown_figure(attribution, out / "attribution_by_group.png", names, args.top_groups))
+    else:
+        report += ["", f"(no clip has a {args.group_by} label: no per-group breakdown)"]
+    return report, figures
 
 
 if __name__ == "__main__":

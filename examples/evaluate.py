@@ -143,14 +143,7 @@ def region_scale(
             if saved is None
             else (saved["scale"], f"scale from the model folder's region_calibration.json ({saved.get('split', '?')})")
         )
-    held_out = load_gaze_dataset(
-        args.dataset_name,
-        data_dir=args.data_dir,
-        split=args.region_split,
-        config_name=args.dataset_config,
-        windows="first",
-        window_frames=PROTOCOL_WINDOW,
-    )
+    held_out = load_split(args, args.region_split)
     clips = [held_out[i] for i in range(len(held_out))]
     if not clips:
         raise ValueError(f"--region_split {args.region_split} of {args.dataset_name} has no clips")
@@ -194,16 +187,21 @@ def main(argv: list[str] | None = None) -> int:
         leave_process_group(accelerator, wait_for_everyone=False)
 
 
-def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
-    """Predict (sharded over the processes) and, on the main process, score and write the results."""
-    evaluated = load_gaze_dataset(
+def load_split(args: argparse.Namespace, split: str):
+    """``split`` of ``--dataset_name``, one example per clip: its first protocol window (64 frames)."""
+    return load_gaze_dataset(
         args.dataset_name,
         data_dir=args.data_dir,
-        split=args.split,
+        split=split,
         config_name=args.dataset_config,
         windows="first",
         window_frames=PROTOCOL_WINDOW,
     )
+
+
+def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
+    """Predict (sharded over the processes) and, on the main process, score and write the results."""
+    evaluated = load_split(args, args.split)
     examples = [
         evaluated[i] for i in range(len(evaluated) if args.max_clips is None else min(args.max_clips, len(evaluated)))
     ]
@@ -217,67 +215,21 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
         "clips": len(examples),
         "protocol": args.protocol,
     }
-
     if args.baseline:
-        train = load_gaze_dataset(
-            args.dataset_name,
-            data_dir=args.data_dir,
-            split=args.train_split,
-            config_name=args.dataset_config,
-            windows="first",
-            window_frames=PROTOCOL_WINDOW,
-        )
+        train = load_split(args, args.train_split)
         predictions = baseline_predictions(args.baseline, train, examples, args.num_samples or 50, args.seed)
-        seconds = None
+        seconds, region, sigma = None, (None, "no region scale"), args.sigma_px or 25.0
     else:
-        model, processor = load_model_and_processor(args.model_name_or_path)
-        model = model.to(accelerator.device)
-        if args.online and not model.config.causal:
-            raise ValueError(
-                f"--online needs a causal model (config causal=true); {args.model_name_or_path} is the "
-                "windowed bidirectional model"
-            )
-        settings = SamplingSettings.resolve(model.config, args.num_samples, args.num_steps, args.solver)
-        num_samples, num_steps, solver = settings.num_samples, settings.num_steps, settings.solver
-        results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
-        if args.grid:
-            grid = {}
-            for k in GRID_K:
-                for s in GRID_S:
-                    predictions, seconds = predict_clips(
-                        model, examples, processor, k, s, solver, args.seed, accelerator=accelerator
-                    )
-                    if accelerator.is_main_process:
-                        sigma = args.sigma_px or model.config.heatmap_sigma
-                        f1 = score(examples, predictions, args.protocol, sigma)["f1"]
-                        grid[f"K={k},S={s}"] = {"f1": f1, "seconds_per_clip": seconds}
-                        print(f"K={k:>2} S={s:>2}: F1 {f1:.4f}, {seconds:.3f} s per clip", flush=True)
-            results["grid"] = grid
-        results["online"] = args.online
-        predictions, seconds = predict_clips(
-            model,
-            examples,
-            processor,
-            num_samples,
-            num_steps,
-            solver,
-            args.seed,
-            accelerator=accelerator,
-            progress=True,
-            online=args.online,
-        )
-        region = region_scale(args, model, processor, num_samples, num_steps, solver, accelerator)
+        predictions, seconds, region, sigma = predict_with_model(args, accelerator, examples, results)
     if not accelerator.is_main_process:
         return 0
 
-    sigma = args.sigma_px or (25.0 if args.baseline else model.config.heatmap_sigma)
     results["sigma_px"] = sigma
     result = score(examples, predictions, args.protocol, sigma)
     events = reliability = None
     if sampled(predictions):
         events = event_report(examples, predictions, args.fov_deg)
-        scale, source = (None, "no region scale") if args.baseline else region
-        reliability = reliability_report(coverage_data(examples, predictions), scale, source)
+        reliability = reliability_report(coverage_data(examples, predictions), *region)
         results.update(events=events, reliability=reliability)
     report = report_markdown(
         method,
@@ -288,20 +240,77 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     )
     if "grid" in results:
         report += "\n" + grid_table_markdown(results["grid"], GRID_K, GRID_S)
-    results = results_record(results, result, seconds)
     print(report)
     if args.output_dir:
-        out = Path(args.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
-        (out / "results.md").write_text(report)
-        np.savez_compressed(
-            out / "frame_scores.npz",
-            keys=np.asarray([f"{c}#{s}" for c, s in result.frame_keys]),
-            **{k: v for k, v in result.frame_scores.items()},
-        )
-        print(f"wrote {out / 'results.json'}, {out / 'results.md'} and per-frame scores {out / 'frame_scores.npz'}")
+        write_results(Path(args.output_dir), results_record(results, result, seconds), report, result)
     return 0
+
+
+def predict_with_model(
+    args: argparse.Namespace, accelerator: Accelerator, examples: list[dict], results: dict
+) -> tuple[list, float, tuple[float | None, str], float]:
+    """The model's predictions of ``examples`` (and with ``--grid`` the K x S sweep first), its seconds per clip,
+    the uncertainty regions' scale and where it comes from, and the maps' sigma; the sampling settings go into
+    ``results``."""
+    model, processor = load_model_and_processor(args.model_name_or_path)
+    model = model.to(accelerator.device)
+    if args.online and not model.config.causal:
+        raise ValueError(
+            f"--online needs a causal model (config causal=true); {args.model_name_or_path} is the "
+            "windowed bidirectional model"
+        )
+    settings = SamplingSettings.resolve(
+        model.config, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver
+    )
+    num_samples, num_steps, solver = settings.num_samples, settings.num_steps, settings.solver
+    results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
+    if args.grid:
+        results["grid"] = sweep_grid(args, accelerator, model, processor, examples, solver)
+    results["online"] = args.online
+    predictions, seconds = predict_clips(
+        model,
+        examples,
+        processor,
+        num_samples,
+        num_steps,
+        solver,
+        args.seed,
+        accelerator=accelerator,
+        progress=True,
+        online=args.online,
+    )
+    region = region_scale(args, model, processor, num_samples, num_steps, solver, accelerator)
+    return predictions, seconds, region, args.sigma_px or model.config.heatmap_sigma
+
+
+def sweep_grid(args: argparse.Namespace, accelerator: Accelerator, model, processor, examples: list[dict], solver: str):
+    """``--grid``: F1 and seconds per clip for each K in ``GRID_K`` and S in ``GRID_S`` (Table ks_grid)."""
+    grid = {}
+    for k in GRID_K:
+        for s in GRID_S:
+            predictions, seconds = predict_clips(
+                model, examples, processor, k, s, solver, args.seed, accelerator=accelerator
+            )
+            if accelerator.is_main_process:
+                sigma = args.sigma_px or model.config.heatmap_sigma
+                f1 = score(examples, predictions, args.protocol, sigma)["f1"]
+                grid[f"K={k},S={s}"] = {"f1": f1, "seconds_per_clip": seconds}
+                print(f"K={k:>2} S={s:>2}: F1 {f1:.4f}, {seconds:.3f} s per clip", flush=True)
+    return grid
+
+
+def write_results(out: Path, results: dict, report: str, result) -> None:
+    """``results.json`` (the run and the scores), ``results.md`` (the tables) and ``frame_scores.npz`` (each scored
+    frame's metrics, keyed ``<clip>#<frame>``) in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
+    (out / "results.md").write_text(report)
+    np.savez_compressed(
+        out / "frame_scores.npz",
+        keys=np.asarray([f"{c}#{s}" for c, s in result.frame_keys]),
+        **{k: v for k, v in result.frame_scores.items()},
+    )
+    print(f"wrote {out / 'results.json'}, {out / 'results.md'} and per-frame scores {out / 'frame_scores.npz'}")
 
 
 if __name__ == "__main__":

@@ -135,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     if not examples:
         raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
     model.set_attn_implementation("sdpa")  # sampling needs no weights
-    settings = SamplingSettings.resolve(model.config, args.num_samples, args.num_steps, args.solver)
+    settings = SamplingSettings.resolve(
+        model.config, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver
+    )
     predictions, _ = predict_clips(
         model,
         examples,

@@ -7,7 +7,7 @@ systematic offset (``--offset_deg``, degrees through the metrics' 60 degree came
 simulation has. For each clip the model predicts once (the windows ``gazeflow calibrate`` and ``gazeflow predict``
 run; a frame's prediction does not depend on the range asked for); then for each ``--seconds`` a calibration is
 fitted on the first seconds of usable tracker gaze exactly as ``gazeflow calibrate`` fits it
-(:func:`~transformers_gazeflow.commands.calibrate.usable_frames`,
+(:func:`~transformers_gazeflow.data.tracker_gaze.usable_frames`,
 :func:`~transformers_gazeflow.gaze.wearer.choose_and_fit`) and scored on the clips' last ``--eval_seconds`` (the
 same frames for every budget, never used to fit), against the tracker's systematic reading (true gaze plus offset).
 
@@ -23,12 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-from transformers_gazeflow.commands.calibrate import predicted_points, usable_frames
-from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
+from transformers_gazeflow.data.gaze_types import OFF_FRAME, valid_mask
 from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate_clip
+from transformers_gazeflow.data.tracker_gaze import usable_frames
 from transformers_gazeflow.data.video import write_video
+from transformers_gazeflow.data.video_sources import open_video_source
 from transformers_gazeflow.gaze.wearer import WearerCalibration, choose_and_fit
+from transformers_gazeflow.hub.model_folders import load_model, resolve_model
 from transformers_gazeflow.models.gazeflow.geometry import FieldOfView, pixels_to_unit, unit_to_pixels
+from transformers_gazeflow.pipelines.egocentric_gaze import GazeFlowPipeline
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -79,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         fps=24.0,
         seed=args.seed,
     )
-    predictor = GazePredictor(args.model)
+    pipe = GazeFlowPipeline(model=load_model(resolve_model(args.model)))
     rng = np.random.default_rng(args.seed)
     rows: dict[float, dict[str, list]] = {
         s: {"before": [], "after": [], "models": [], "frames": []} for s in args.seconds
@@ -100,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             args.outlier_share,
         )
         outside = ((reported < 0) | (reported > 1)).any(axis=1)
-        codes = np.where(outside & (codes != 0) & (codes != 3), 4, codes)  # what a tracker reports off the frame
-        points = predicted_points(predictor, video, 0, clip.num_frames, PredictOptions())
+        codes = np.where(outside & valid_mask(codes), OFF_FRAME, codes)  # what a tracker reports off the frame
+        # the point estimate of the model's defaults and seed 0, as gazeflow calibrate and predict run it
+        points = np.concatenate([chunk.points for chunk in pipe.stream_chunks(open_video_source(video))])
         evaluated = usable_frames(codes, fps, start_frame=int(clip.num_frames - args.eval_seconds * fps))
         camera = FieldOfView().for_frame(width, height)
         floor.append(median_errors(points[evaluated], np.asarray(clip.gaze.gaze)[evaluated], camera))

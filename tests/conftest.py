@@ -1,10 +1,9 @@
 """Shared test helpers: real mp4 files that no one here made, small generated videos, a fresh interpreter, and
-pysaliency (the reference saliency metrics) behind a small compatibility shim."""
+pysaliency (the reference saliency metrics) behind a small compatibility shim (``benchmarks/reference_libraries``)."""
 
 import shutil
 import subprocess
 import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +13,8 @@ import pytest
 # setuptools before any test runs: inductor's C++ build imports it, and it refuses to load once another import has
 # pulled the stdlib ``distutils`` into sys.modules (seen in the full suite, not in a test run alone)
 import setuptools  # noqa: F401
+
+from .script_loading import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,32 +92,12 @@ def gradient_frames(num_frames: int, height: int, width: int) -> np.ndarray:
     return frames
 
 
-def _import_pysaliency():
-    """pysaliency 0.2.22 imports ``pkg_resources`` (gone from setuptools >= 81) in modules the metrics never use,
-    and calls ``np.trapz`` (removed in numpy 2.4) inside its ROC code. Shim both, in the tests only."""
-    if not hasattr(np, "trapz"):
-        np.trapz = np.trapezoid
-    try:
-        import pkg_resources  # noqa: F401
-    except ImportError:
-        shim = types.ModuleType("pkg_resources")
-
-        def _unavailable(*args, **kwargs):
-            raise RuntimeError("pkg_resources shim (tests/conftest.py): resource access is not available")
-
-        shim.resource_string = _unavailable
-        shim.resource_listdir = _unavailable
-        sys.modules["pkg_resources"] = shim
-    import pysaliency
-
-    return pysaliency
-
-
 @pytest.fixture(scope="session")
 def pysaliency():
-    """pysaliency through :func:`_import_pysaliency`; the test is skipped where it is not installed."""
+    """pysaliency through ``benchmarks/reference_libraries.py``'s shim; the test is skipped where it is not
+    installed."""
     try:
-        return _import_pysaliency()
+        return load_script(REPO / "benchmarks" / "reference_libraries.py", "reference_libraries").import_pysaliency()
     except ImportError as err:  # pragma: no cover - the test extra installs it
         pytest.skip(f"pysaliency is not installed (pip install -e '.[test]'): {err}")
 

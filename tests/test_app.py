@@ -256,9 +256,16 @@ def test_no_upload_and_limits(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
     assert refused(bikes_mp4, start_frame=10, end_frame=11) == (
         "frames [10, 11) of bikes.mp4 are fewer than the 2 gaze prediction needs"
     )
-    assert refused(bikes_mp4, end_frame=8, num_samples=0) == "K (samples) must be between 1 and 64, got 0"
-    assert refused(bikes_mp4, end_frame=8, num_steps=101) == "S (steps) must be between 1 and 100, got 101"
-    assert refused(bikes_mp4, end_frame=8, solver="rk4") == "solver must be one of euler, heun, midpoint, got 'rk4'"
+    assert (
+        refused(bikes_mp4, end_frame=8, sampling=dict(num_samples=0)) == "K (samples) must be between 1 and 64, got 0"
+    )
+    assert (
+        refused(bikes_mp4, end_frame=8, sampling=dict(num_steps=101)) == "S (steps) must be between 1 and 100, got 101"
+    )
+    assert (
+        refused(bikes_mp4, end_frame=8, sampling=dict(solver="rk4"))
+        == "solver must be one of euler, heun, midpoint, got 'rk4'"
+    )
     assert refused(bikes_mp4, end_frame=8, seed=-3) == "seed must be >= 0, got -3"
 
 
@@ -329,7 +336,7 @@ def test_job_offers_the_window_modes_of_the_pipeline(tmp_path, bikes_mp4, tiny_m
     for mode in ("coherent", "blend"):
         result = run_job(
             bikes_mp4,
-            JobSettings(model=str(tiny_model_dir), window_mode=mode, end_frame=40),
+            JobSettings(model=str(tiny_model_dir), sampling=dict(window_mode=mode), end_frame=40),
             tmp_path / mode,
             pipelines,
         )
@@ -346,7 +353,7 @@ def test_job_offers_the_window_modes_of_the_pipeline(tmp_path, bikes_mp4, tiny_m
     with pytest.raises(DemoInputError, match=r"^window mode must be one of coherent, blend, got 'smooth'$"):
         run_job(
             bikes_mp4,
-            JobSettings(model=str(tiny_model_dir), window_mode="smooth", end_frame=8),
+            JobSettings(model=str(tiny_model_dir), sampling=dict(window_mode="smooth"), end_frame=8),
             tmp_path / "bad",
             pipelines,
         )
@@ -407,9 +414,7 @@ def test_handler_yields_the_outputs_then_removes_its_temporary_folder(demo, bike
     run = demo.predict(
         str(bikes_mp4),
         str(tiny_model_dir),
-        4,
-        3,
-        "heun",
+        dict(num_samples=4, num_steps=3, solver="heun"),
         1,
         0,
         12,
@@ -438,7 +443,9 @@ def test_handler_shows_bad_input_as_a_status_line_and_keeps_no_files(demo, bad_v
         (faststart_truncated_mp4(tmp_path), "cannot be decoded to the end"),
     ]:
         with pytest.warns(UserWarning):  # gr.Warning outside a running page is a Python warning
-            outputs = list(demo.predict(str(video), "", 4, 3, "euler", 0, 0, 0, False))
+            outputs = list(
+                demo.predict(str(video), "", dict(num_samples=4, num_steps=3, solver="euler"), 0, 0, 0, False)
+            )
         assert len(outputs) == 1
         status, overlay, figure, files = outputs[0]
         assert status.startswith("**Could not run:** ") and expected in status, status
@@ -460,14 +467,11 @@ def test_stop_ends_the_sessions_running_job_only(demo, bikes_mp4, tiny_model_dir
         demo.predict(
             str(bikes_mp4),
             str(tiny_model_dir),
-            4,
-            3,
-            "euler",
+            dict(num_samples=4, num_steps=3, solver="euler", window_mode="blend"),
             0,
             0,
             100,
             True,
-            "blend",
             progress=progress,
             session="session-1",
         )

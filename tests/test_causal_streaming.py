@@ -1,6 +1,8 @@
 """The causal variant (paper Appendix F.4) and the streamer: the output at frame t never depends on a later frame,
 through the encoder included, and frame-by-frame streaming equals the causal model run on the same prefix."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,11 @@ from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.generation.online import GazeFlowStreamer
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_encoder_windows, causal_task_tokens
 
-from .streaming_reference import ReferenceStreamer
+from .script_loading import load_script
+
+REPO = Path(__file__).resolve().parents[1]
+ReferenceStreamer = load_script(REPO / "benchmarks" / "streaming_reference.py", "streaming_reference").ReferenceStreamer
+"""The causal streamer as it was before the static step (``benchmarks/streaming_reference.py``)."""
 
 
 def tiny_model(seed: int = 0, **overrides) -> GazeFlowModel:

@@ -22,8 +22,6 @@ from transformers_gazeflow.training import checkpointing
 from transformers_gazeflow.training.checkpointing import (
     INDEX,
     MANIFEST,
-    CheckpointError,
-    TrainerState,
     begin_lineage,
     find_checkpoint,
     load_checkpoint,
@@ -38,6 +36,7 @@ from transformers_gazeflow.training.state_io import (
     read_state_file,
     write_state_file,
 )
+from transformers_gazeflow.training.trainer_state import CheckpointError, TrainerState
 
 LOGGER = checkpointing.logger.name
 

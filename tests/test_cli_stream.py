@@ -22,10 +22,11 @@ import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.commands.cli import main
-from transformers_gazeflow.commands.stream import FIELDS, spread_radii
-from transformers_gazeflow.commands.stream_sources import FrameFeed
+from transformers_gazeflow.commands.stream import FIELDS, frame_record
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+from transformers_gazeflow.data.stream_sources import FrameFeed
 from transformers_gazeflow.data.video import iter_frames, write_video
+from transformers_gazeflow.gaze.uncertainty import spread_radii
 from transformers_gazeflow.generation.online import GazeFlowStreamer
 
 from .conftest import run_python
@@ -65,6 +66,18 @@ def streamer_on(model_dir: Path, frames, seed: int = 0, **kwargs):
     return [streamer.push(torch.from_numpy(np.ascontiguousarray(frame))) for frame in frames]
 
 
+def test_a_lines_spread_is_gaze_csvs_rule_the_ceil_q_k_th_smallest_distance():
+    """K = 10 samples at 1..10 px to the right of the point estimate (a 100 x 100 frame): r50 is the 5th smallest
+    distance and r90 the 9th (numpy's ``inverted_cdf``, as gaze.csv's spread50/spread90), not a linear quantile's
+    5.5 and 9.1."""
+    mean = np.array([0.5, 0.5])
+    samples = np.stack([0.5 + np.arange(1, 11) / 100.0, np.full(10, 0.5)], axis=-1)
+    frame = type("Frame", (), {"index": 7, "time_s": 0.25})()
+    record = frame_record(frame, samples, mean, 100, 100, time.perf_counter())
+    assert (record["r50_px"], record["r90_px"]) == (5.0, 9.0)
+    np.testing.assert_allclose(spread_radii(samples * 100, mean * 100), [5.0, 9.0], rtol=0, atol=1e-12)
+
+
 def test_one_line_per_frame_equal_to_the_streamer_run_directly(capsys, tmp_path, synthetic_clip_mp4, causal_model_dir):
     path, clip = synthetic_clip_mp4
     status, records, err = stream_in_process(
@@ -81,7 +94,7 @@ def test_one_line_per_frame_equal_to_the_streamer_run_directly(capsys, tmp_path,
         assert record["y_px"] == pytest.approx(record["y"] * height, abs=1e-3)
         r50, r90 = spread_radii(
             output.trajectories[0].numpy() * [width, height], output.mean[0].numpy() * [width, height]
-        )
+        ).tolist()
         assert (record["r50_px"], record["r90_px"]) == (pytest.approx(r50, abs=1e-3), pytest.approx(r90, abs=1e-3))
         assert 0 < record["r50_px"] <= record["r90_px"] and record["latency_ms"] > 0
         assert record["time_s"] == pytest.approx(record["frame"] / clip.fps, abs=1e-6)
@@ -338,12 +351,12 @@ def test_the_stream_stops_quietly_when_its_reader_goes_away(tmp_path, causal_mod
 
 def test_the_warm_up_before_a_compiled_stream_leaves_its_samples_as_they_were(causal_model_dir):
     """``--compile`` compiles on a blank frame first; the stream then starts afresh (same state, same noise)."""
-    from transformers_gazeflow.commands.stream import TorchStepper
+    from transformers_gazeflow.generation.steppers import TorchStepper
 
     model = GazeFlowModel.from_pretrained(causal_model_dir).eval()
     processor = GazeFlowVideoProcessor.from_pretrained(causal_model_dir)
     frames = random_video(10, 24, 32, seed=6)
-    plain, warmed = (TorchStepper(model, processor, None, None, None, seed=4) for _ in range(2))
+    plain, warmed = (TorchStepper(model, processor, None, seed=4) for _ in range(2))
     warmed.warm_up(24, 32)
     for frame in frames:
         (samples, mean), (warm_samples, warm_mean) = plain.step(frame), warmed.step(frame)

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from transformers_gazeflow.data.video_sources import VideoSource
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.outputs.writers import (
     CSV_COLUMNS,
@@ -15,7 +16,7 @@ from transformers_gazeflow.outputs.writers import (
     GazeCsvWriter,
     write_summary,
 )
-from transformers_gazeflow.pipelines.egocentric_gaze import VideoSource, build_prediction
+from transformers_gazeflow.pipelines.egocentric_gaze import build_prediction
 
 
 def rows(path):

@@ -247,13 +247,3 @@ def test_bad_calibration_inputs_are_one_line(tmp_path, predicted, tiny_model_dir
         "predict", path, "--model", tiny_model_dir, "-o", tmp_path / "p", "--calibration", not_json, "-q"
     )
     assert status == 1 and "not valid JSON" in stderr and stderr.count("\n") == 1
-
-
-def test_the_command_line_names_the_labellers_and_corrections_of_the_gaze_modules():
-    """commands.readout_arguments copies them so that the parser imports nothing heavy; they must stay equal."""
-    from transformers_gazeflow.commands import readout_arguments
-    from transformers_gazeflow.gaze.events import EVENT_METHODS
-    from transformers_gazeflow.gaze.wearer import CALIBRATION_MODELS
-
-    assert readout_arguments.EVENT_METHODS == EVENT_METHODS
-    assert readout_arguments.CORRECTIONS == ("auto", *CALIBRATION_MODELS)

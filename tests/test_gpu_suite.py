@@ -28,7 +28,8 @@ STEPS = [
 ]
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-import gpu_suite_tools  # noqa: E402
+import gpu_summary  # noqa: E402
+import gpu_wheels  # noqa: E402
 
 
 def suite(*args: str, timeout: float = 1800, **env_overrides: str) -> subprocess.CompletedProcess:
@@ -44,12 +45,12 @@ def status(out_dir: Path) -> dict[str, str]:
 
 
 def test_the_wheel_list_carries_every_package_the_gpu_image_lacks():
-    needed, problems = gpu_suite_tools.requirement_closure()
+    needed, problems = gpu_wheels.requirement_closure()
     assert problems == []
-    carried = {gpu_suite_tools.normalize(name) for name, _, _ in gpu_suite_tools.wheel_list()}
+    carried = {gpu_wheels.normalize(name) for name, _, _ in gpu_wheels.wheel_list()}
     assert {"datasets", "evaluate", "av", "pysaliency", "scikit-video"} <= needed <= carried
     assert carried - needed == set(), "gpu_wheels.txt carries a wheel nothing needs"
-    image = gpu_suite_tools.image_packages()
+    image = gpu_wheels.image_packages()
     assert {"torch", "transformers", "accelerate", "peft", "numpy", "pytest"} <= image and not carried & image
 
 
@@ -58,7 +59,7 @@ def test_dry_run_prints_every_step_and_the_pip_commands(tmp_path):
     assert result.returncode == 0, result.stderr
     assert status(tmp_path) == {"environment": "dry-run", **{step: "dry-run" for step in STEPS}}
     downloads = [line for line in result.stdout.splitlines() if "pip download" in line or "pip wheel" in line]
-    for name, version, from_sdist in gpu_suite_tools.wheel_list():
+    for name, version, from_sdist in gpu_wheels.wheel_list():
         assert any(f" {name}=={version}" in line and ("--no-binary" in line) == from_sdist for line in downloads), name
     assert all("--python-version 3.12" in line for line in downloads if "pip download" in line)
     installs = [line for line in result.stdout.splitlines() if "pip install" in line]
@@ -187,7 +188,7 @@ def test_summary_merges_the_calls_and_marks_each_target(tmp_path):
             }
         )
     )
-    text = gpu_suite_tools.summary([first, second], tmp_path / "summary.md")
+    text = gpu_summary.summary([first, second], tmp_path / "summary.md")
     assert "device: `NVIDIA H100 80GB HBM3` (capability 9.0, 79.2 GiB, 132 SMs)" in text
     assert "commit: `c0ffee`; the tree matches it" in text
     assert "| inference | - | - | - | 0 | 200.1 |" in text and "| streaming | - | - | - | 1 | 50.0 |" in text
@@ -201,7 +202,7 @@ def test_summary_merges_the_calls_and_marks_each_target(tmp_path):
     assert "## Causal streamer by mode, paper geometry (K=30, S=5, bf16; best: cuda-graph)" in text
     assert "| cuda-graph | 3.90 | 5.50 | 6.25 | 0.2 | 14 | 1413 | 3.08 | 0.0e+00 |" in text
     assert "| reduce-overhead | failed: RuntimeError: no compiler |" in text
-    assert gpu_suite_tools.missed_targets(first) == [] and gpu_suite_tools.missed_targets(second) == [
+    assert gpu_summary.missed_targets(first) == [] and gpu_summary.missed_targets(second) == [
         "inference",
         "streaming",
     ]
@@ -249,12 +250,21 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
     runs = figures(out, "predict.json")["runs"]
     assert set(runs) == {"bundled", "tiny random, 160x120"}
     assert all(run["exit_code"] == 0 and run["frames_per_second"] > 0 for run in runs.values())
+    # every benchmark step's figures with their provenance, collected for docs/benchmark_results
+    sections = {path.name: set(json.loads(path.read_text())["sections"]) for path in (out / "results").glob("*.json")}
+    assert sections == {
+        "bench_inference.cpu.json": {"eager", "compiled", "profile"},
+        "bench_pipeline.cpu.json": {"throughput"},
+        "bench_streaming.cpu.json": {"tiny", "bundled", "tiny-profile"},
+        "bench_train.cpu.json": {"tiny"},
+        "gazeflow_predict.cpu.json": {"tiny"},
+    }
 
 
 @pytest.mark.slow
 def test_the_gpu_tests_pass_on_the_cpu(one_call):
     _, out, _ = one_call
-    counts = gpu_suite_tools.test_counts(out, "tests.xml")
+    counts = gpu_summary.test_counts(out, "tests.xml")
     assert counts["tests"] >= 12 and counts["failures"] == counts["errors"] == 0, counts
     # on a CPU only what captures CUDA graphs is skipped, and says so
     assert len(counts["skip_reasons"]) == counts["skipped"] <= 2, counts

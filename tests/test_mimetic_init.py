@@ -12,9 +12,9 @@ import torch
 from tests.script_loading import load_script
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.models.gazeflow.configuration_gazeflow import GazeFlowConfigError
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import (
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import GazeFlowAttention
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_initialization import (
     MIMETIC_QUERY_KEY,
-    GazeFlowAttention,
     init_mimetic_query_key,
 )
 

@@ -15,8 +15,8 @@ from transformers import AttentionInterface, PreTrainedModel, VJEPA2Config
 from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2RopeAttention
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import GazeFlowAttention
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_checks import check_training_targets
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import GazeFlowAttention
 
 LAYERS = dict(num_hidden_layers=2, encoder_layers=2, spatial_layers=1)  # GazeFlowConfig.tiny()
 HEADS, FRAMES, TOKENS, WIDTH, QUERIES = 4, 8, 4, 32, 2  # tiny: H, T, N (2 x 2 patches), d, M

@@ -1,7 +1,8 @@
 """The model folder's import graph, read with ``ast`` (every import counts: module level, inside functions and under
-``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, layers, embeddings, rows, encoder
-side, causal variant, ablation switches, outputs) import only each other and the conventions (the folder's ``geometry``
-and ``windows``), never the model, its windowed sampling or anything above it, and form no cycle."""
+``TYPE_CHECKING``). The modules below ``modeling_gazeflow`` (config, input checks, attention, initialisation, layers,
+embeddings, rows, video encoder, encoder side, velocity network, causal variant, ablation switches, outputs) import
+only each other and the conventions (the folder's ``geometry``, ``windows`` and ``choices``), never the model, its
+windowed sampling or anything above it, and form no cycle."""
 
 import ast
 from pathlib import Path
@@ -12,15 +13,19 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "transformers_gazeflow" 
 BELOW_THE_MODEL = (
     "configuration_gazeflow",
     "modeling_gazeflow_checks",
+    "modeling_gazeflow_attention",
+    "modeling_gazeflow_initialization",
     "modeling_gazeflow_layers",
     "modeling_gazeflow_embeddings",
     "modeling_gazeflow_rows",
+    "modeling_gazeflow_video_encoder",
     "modeling_gazeflow_encoder",
+    "modeling_gazeflow_velocity",
     "modeling_gazeflow_causal",
     "modeling_gazeflow_variants",
     "modeling_gazeflow_outputs",
 )
-CONVENTIONS = ("geometry", "windows")
+CONVENTIONS = ("geometry", "windows", "choices")
 
 
 def package_imports(module: str, package: Path = PACKAGE) -> set[str]:

@@ -64,17 +64,24 @@ def test_importing_the_package_is_light_and_names_load_on_first_use():
     assert lines == ["[]", "1 gazeflow True", "True", "module 'transformers_gazeflow' has no attribute 'no_such_name'"]
 
 
+def test_each_public_name_is_looked_up_in_the_module_that_defines_it():
+    """``_EXPORTS`` names each class's and function's one home (a package's ``__init__`` re-exports, as it may)."""
+    import importlib
+    import types
+
+    elsewhere = []
+    for name, module in transformers_gazeflow._EXPORTS.items():
+        target = importlib.import_module(f"transformers_gazeflow.{module}")
+        value = getattr(target, name)
+        is_package = Path(target.__file__).name == "__init__.py"
+        if isinstance(value, (type, types.FunctionType)) and not is_package and value.__module__ != target.__name__:
+            elsewhere.append(f"{name}: {module} (defined in {value.__module__})")
+    assert not elsewhere, elsewhere
+
+
 def test_every_public_name_resolves():
     for name in transformers_gazeflow.__all__:
         assert getattr(transformers_gazeflow, name) is not None, name
-
-
-def test_the_command_knows_the_solvers_of_the_config():
-    """cli.py keeps its own copy so that it starts without importing transformers: it must stay equal."""
-    from transformers_gazeflow.commands import cli
-    from transformers_gazeflow.models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
-
-    assert tuple(cli.SOLVERS) == tuple(SOLVERS) and tuple(cli.WINDOW_MODES) == tuple(WINDOW_MODES)
 
 
 def test_the_package_imports_where_datasets_evaluate_and_av_are_missing():

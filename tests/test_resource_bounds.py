@@ -19,6 +19,7 @@ from transformers_gazeflow.generation.resource_bounds import (
     windowed_memory,
 )
 from transformers_gazeflow.generation.streaming_step import GazeFlowStreamerStep, scheduler_flow_times
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import scheduler_for
 
 
@@ -34,7 +35,8 @@ from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import scheduler_
 def test_the_streamer_estimate_is_the_state_it_allocates(overrides, k, s, solver, dtype):
     torch.manual_seed(0)
     model = GazeFlowModel(GazeFlowConfig.tiny(causal=True, **overrides)).eval()
-    state = GazeFlowStreamerStep(model, k, s, solver, dtype=dtype).new_state(1)
+    settings = SamplingSettings.resolve(model.config, num_samples=k, num_steps=s, solver=solver)
+    state = GazeFlowStreamerStep(model, settings, dtype=dtype).new_state(1)
     estimate = streamer_memory(model.config, k, s, solver, dtype_bytes=torch.finfo(dtype).bits // 8)
     # all of it but the frame index (int64) and the written flags (one bool per context frame)
     assert estimate.total == state.nbytes() - 8 - model.config.num_frames

@@ -4,7 +4,11 @@ import pytest
 import torch
 
 from transformers_gazeflow import FlowMatchingScheduler, GazeFlowConfig, GazeFlowModel, model_to_unit
-from transformers_gazeflow.models.gazeflow.generation_gazeflow import generate_trajectories, sample_window
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import (
+    SamplingSettings,
+    generate_trajectories,
+    sample_window,
+)
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise
 
 
@@ -31,8 +35,9 @@ def test_condition_cache_equals_recomputing_every_call(model, solver):
     tokens = features(model)
     noise = torch.randn(2, 5, 8, 2, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        cached = sample_window(model, tokens, 8, noise, num_steps=3, solver=solver, use_condition_cache=True)
-        reference = sample_window(model, tokens, 8, noise, num_steps=3, solver=solver, use_condition_cache=False)
+        settings = SamplingSettings.resolve(model.config, num_steps=3, solver=solver)
+        cached = sample_window(model, tokens, 8, noise, settings, use_condition_cache=True)
+        reference = sample_window(model, tokens, 8, noise, settings, use_condition_cache=False)
     assert cached.shape == (2, 5, 8, 2)
     assert torch.allclose(cached, reference, atol=1e-5), (cached - reference).abs().max()
     assert not torch.allclose(cached[:, 0], cached[:, 1])  # the K samples differ
@@ -43,7 +48,7 @@ def test_euler_equals_a_hand_rolled_euler(model):
     steps = 4
     noise = torch.randn(1, 3, 8, 2, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
-        sampled = sample_window(model, tokens, 8, noise, num_steps=steps, solver="euler")
+        sampled = sample_window(model, tokens, 8, noise, SamplingSettings.resolve(model.config, num_steps=steps))
         condition = model.build_condition(tokens, 8)
         x, x1_hat = noise.clone(), torch.zeros_like(noise)
         for i in range(steps):
@@ -124,8 +129,9 @@ def test_windows_are_blended_not_overwritten(model):
     first_noise = draw_noise((1, 2, 8, 2), generator, torch.device("cpu"))
     second_noise = draw_noise((1, 2, 8, 2), generator, torch.device("cpu"))
     with torch.no_grad():
-        first = sample_window(model, model.encode_video(pixels[:, :8]), 8, first_noise, 2, "euler")
-        second = sample_window(model, model.encode_video(pixels[:, 4:]), 8, second_noise, 2, "euler")
+        settings = SamplingSettings.resolve(model.config, num_samples=2, num_steps=2, solver="euler")
+        first = sample_window(model, model.encode_video(pixels[:, :8]), 8, first_noise, settings)
+        second = sample_window(model, model.encode_video(pixels[:, 4:]), 8, second_noise, settings)
     alpha = torch.arange(4.0).view(1, 1, 4, 1) / 4
     blended = (1 - alpha) * first[:, :, 4:] + alpha * second[:, :, :4]
     expected = torch.cat([first[:, :, :4], blended, second[:, :, 4:]], dim=2)

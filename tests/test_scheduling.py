@@ -130,7 +130,7 @@ def test_the_scheduler_imports_only_torch_the_config_and_the_conventions():
             ours.add(node.module)
         elif isinstance(node, ast.Import):
             assert all(alias.name.split(".")[0] in {"torch", "math"} for alias in node.names)
-    assert ours <= {"configuration_gazeflow", "geometry", "windows"}, ours
+    assert ours <= {"configuration_gazeflow", "geometry", "windows", "choices"}, ours
 
 
 def test_progress_runs_from_noise_to_data_for_both_schedulers():

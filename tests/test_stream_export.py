@@ -121,12 +121,6 @@ def test_gazeflow_stream_with_the_onnxruntime_backend(
     assert summary["backend"] == "onnxruntime" and summary["num_samples"] == 5 and summary["model"] == str(exported)
 
 
-def test_the_command_line_knows_the_exporters_opsets():
-    from transformers_gazeflow.commands import stream, stream_export
-
-    assert (stream.DEFAULT_OPSET, stream.MIN_OPSET) == (stream_export.DEFAULT_OPSET, stream_export.MIN_OPSET)
-
-
 def test_export_and_backend_errors_are_one_line(capsys, tmp_path, exported, tiny_model_dir):  # noqa: F811
     def error_of(*argv) -> tuple[int, str]:
         status = main([str(a) for a in argv])

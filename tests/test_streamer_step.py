@@ -13,8 +13,9 @@ from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.generation.online import GazeFlowStreamer
 from transformers_gazeflow.generation.streaming_runners import COMPILE_MODES, check_compile_mode
 from transformers_gazeflow.generation.streaming_step import GazeFlowStreamerStep, scheduler_flow_times
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_encoder_windows
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import GazeFlowRotaryEmbedding, apply_rotary
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_embeddings import GazeFlowRotaryEmbedding, apply_rotary
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_streaming import rotary_phases
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_streaming_encoder import GazeFlowStreamingVideoEncoder
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import scheduler_for
@@ -43,7 +44,7 @@ def test_compiled_step_is_one_graph_over_300_frames_and_equals_eager(overrides):
     """fullgraph=True raises on a graph break; error_on_recompile on a recompile (the ring wraps 75 times: W = 4).
     The aot_eager backend traces and functionalizes exactly what inductor would compile, in seconds."""
     model = tiny_model(num_frames=4, window_stride=2, **overrides)
-    step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
+    step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2))
     frames, noises = inputs(300)
     torch._dynamo.reset()
     counters.clear()
@@ -95,7 +96,7 @@ def test_rope_angles_stay_precise_over_a_long_stream():
 
 def test_a_stream_at_frame_ten_million_equals_the_same_stream_at_frame_zero():
     model = tiny_model(num_frames=4, window_stride=2)
-    step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
+    step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2))
     frames, noises = inputs(13)
     late = step.new_state(2)
     late.frame_index.fill_(10**7 + 1)  # not a multiple of W: the rings start mid-way
@@ -119,7 +120,7 @@ def test_functional_step_exports_and_the_exported_stream_equals_eager():
     """torch.export of (frame, noise, state) -> (trajectories, mean, next state): the graph the ONNX export and a
     runtime without mutable inputs take; run past W frames (the rings wrap) it equals the eager step."""
     model = tiny_model(num_frames=4, window_stride=2)
-    step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
+    step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2))
     frames, noises = inputs(7)
     with torch.no_grad():
         exported = torch.export.export(FunctionalStep(step), (frames[0], noises[0], step.new_state(2)), strict=False)
@@ -132,7 +133,7 @@ def test_functional_step_exports_and_the_exported_stream_equals_eager():
 
 def test_functional_step_leaves_its_state_and_returns_the_next():
     model = tiny_model()
-    step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
+    step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2))
     frames, noises = inputs(3)
     state = step.new_state(2)
     run(step, state, frames[:2], noises[:2])
@@ -148,8 +149,10 @@ def test_functional_step_leaves_its_state_and_returns_the_next():
 def test_bf16_step_casts_its_weights_once_and_leaves_the_model():
     model = tiny_model()
     frames, noises = inputs(10)
-    fp32 = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
-    bf16 = GazeFlowStreamerStep(model, num_samples=3, num_steps=2, dtype=torch.bfloat16)
+    fp32 = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2))
+    bf16 = GazeFlowStreamerStep(
+        model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2), dtype=torch.bfloat16
+    )
     kept = {
         "velocity_network.frequencies": torch.float32,  # sinusoidal features of float32 coordinates
         "velocity_network.coordinate_scale": torch.float32,  # their scale, as the Python float it replaces
@@ -217,7 +220,7 @@ def test_single_query_attention_equals_eager_and_is_registered():
     to the eager matmul-softmax (masked slots, scaling, strided queries, bf16), other query lengths through eager."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-    from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import (
+    from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import (
         SINGLE_QUERY_ATTENTION,
         eager_attention_forward,
         single_query_attention_forward,
@@ -274,10 +277,12 @@ def test_streamer_self_attention_runs_the_configured_kernel_unless_it_is_a_math_
     AttentionInterface.register("gazeflow_streamer_spy", spy)
     frames, noises = inputs(6)
     model = tiny_model()
-    default = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)  # sdpa: the single-query kernel on a CPU
+    default = GazeFlowStreamerStep(
+        model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2)
+    )  # sdpa: the single-query kernel on a CPU
     expected = run(default, default.new_state(2), frames, noises)
     model.set_attn_implementation("gazeflow_streamer_spy")
-    step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
+    step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2))
     got = run(step, step.new_state(2), frames, noises)
     assert len(called) == 6 * 2 * len(step.velocity_network.blocks)  # frames x calls x blocks
     assert torch.allclose(got, expected, atol=1e-5)

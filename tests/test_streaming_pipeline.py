@@ -230,7 +230,7 @@ def test_time_embeddings_are_computed_once_per_flow_time_and_change_nothing(solv
         first = sampler(condition, noise)
         second = sampler(condition, noise)
         hook.remove()
-        expected = sample_window(model, tokens, 8, noise, 4, solver, use_condition_cache=False)
+        expected = sample_window(model, tokens, 8, noise, settings, use_condition_cache=False)
     assert isinstance(sampler.time_embeddings, TimeEmbeddings)
     assert len(calls) == (4 if solver == "euler" else 5)  # the distinct flow times (Heun: s_0..s_4), once per run
     assert torch.equal(first, second)

@@ -10,6 +10,7 @@ import torch
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.generation.streaming_step import GazeFlowStreamerStep
 from transformers_gazeflow.models.gazeflow.configuration_gazeflow import GazeFlowConfigError
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_encoder import GazeFlowTemporalEncoderLayer
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_streaming import streaming_positions
 
@@ -179,7 +180,7 @@ def test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_las
     spatial encoder run on frames t - W + 1 .. t's tokens (its last group). (With more layers a deeper layer's ring
     holds keys of frames computed with their own W-frame context, as any key/value cache does: equal within W.)"""
     model = tiny_model(num_temporal_layers=1, causal=True, num_frames=4, window_stride=2)
-    step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2)
+    step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2))
     state = step.new_state(2)
     assert [tuple(ring.key.shape) for ring in state.temporal] == [(2 * TOKENS, HEADS, 4, 8)]
     pixels = torch.randn(2, 11, 3, 32, 32, generator=torch.Generator().manual_seed(3))
@@ -199,7 +200,9 @@ def test_bf16_step_keeps_bf16_temporal_rings():
     noises = torch.randn(6, 2, 3, 1, 2, generator=torch.Generator().manual_seed(1))
     results = []
     for dtype in (torch.float32, torch.bfloat16):
-        step = GazeFlowStreamerStep(model, num_samples=3, num_steps=2, dtype=dtype)
+        step = GazeFlowStreamerStep(
+            model, SamplingSettings.resolve(model.config, num_samples=3, num_steps=2), dtype=dtype
+        )
         state = step.new_state(2)
         assert state.temporal[0].key.dtype == dtype
         with torch.no_grad():
@@ -213,8 +216,8 @@ def test_onnx_export_carries_the_temporal_rings(tmp_path):
     """The exported step takes and returns the temporal rings as state tensors, and onnxruntime gives the torch
     step's gaze past the window (the export's own check over 12 frames, W = 8)."""
     pytest.importorskip("onnxruntime", reason="the [onnx] extra: pip install -e '.[onnx]'")
-    from transformers_gazeflow.commands.stream_export import export_streamer
     from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
+    from transformers_gazeflow.generation.onnx_export import export_streamer
 
     folder = tmp_path / "model"
     tiny_model(num_temporal_layers=1, causal=True).save_pretrained(folder)

@@ -17,16 +17,19 @@ from transformers_gazeflow import GazeFlowConfig
 from transformers_gazeflow.data.synthetic_tasks import GroundingTaskSettings, write_task_egtea_layout
 from transformers_gazeflow.models.gazeflow.geometry import patch_centres
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import grounding_loss
-from transformers_gazeflow.training.checkpointing import TrainerState
+from transformers_gazeflow.training import loop
 from transformers_gazeflow.training.datasets import load_training_splits
 from transformers_gazeflow.training.grounding_plateau import (
     PLATEAU_PROGRESS,
     GroundingReference,
     describe_verdict,
+    left_plateau,
     plateau_verdict,
     reference_levels,
     window_targets,
 )
+from transformers_gazeflow.training.trainer_state import TrainerState
+from transformers_gazeflow.training.trial_starts import note_trial_starts_on_plateau
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
@@ -85,8 +88,8 @@ def quiet(train, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.getbasetemp() / "hf_cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    bar = train.tqdm
-    monkeypatch.setattr(train, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
+    bar = loop.tqdm
+    monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
 
 
 def tiny_config() -> GazeFlowConfig:
@@ -126,6 +129,11 @@ def test_the_verdict_reads_the_best_validation_grounding_loss_of_the_history():
     assert plateau_verdict(stalled, None) is None
     assert plateau_verdict([{"epoch": 0, "step": 1, "validation_loss": 0.2}], reference) is None
     assert describe_verdict(None).startswith("not made")
+
+
+@pytest.mark.parametrize("progress, left", [(None, False), (0.0, False), (0.2999, False), (0.30, True), (0.9, True)])
+def test_left_plateau_reads_the_progress_against_the_stall_threshold(progress, left):
+    assert left_plateau(progress) is left
 
 
 def test_the_reference_levels_are_the_grounding_loss_of_a_constant_map_and_the_targets_entropy(red_object_task, quiet):
@@ -205,13 +213,13 @@ def test_a_run_that_learns_is_not_flagged_and_one_that_cannot_is(train, red_obje
 
 def test_trial_starts_all_on_the_plateau_are_said(train, caplog):
     with caplog.at_level(logging.INFO, logger="train"):
-        train.note_trial_starts_on_plateau([{"grounding_progress": 0.21}, {"grounding_progress": 0.22}])
+        note_trial_starts_on_plateau([{"grounding_progress": 0.21}, {"grounding_progress": 0.22}])
     assert any(
         r.levelno == logging.WARNING and "no trial start's grounding has left its plateau" in r.getMessage()
         for r in caplog.records
     )
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="train"):
-        train.note_trial_starts_on_plateau([{"grounding_progress": 0.21}, {"grounding_progress": 0.45}])
-        train.note_trial_starts_on_plateau([{"grounding_progress": None}])
+        note_trial_starts_on_plateau([{"grounding_progress": 0.21}, {"grounding_progress": 0.45}])
+        note_trial_starts_on_plateau([{"grounding_progress": None}])
     assert not caplog.records

@@ -8,8 +8,10 @@ import torch
 from safetensors.torch import load_file
 
 from tests.script_loading import load_script
-from transformers_gazeflow.training.checkpointing import TrainerState
+from transformers_gazeflow.training import loop
 from transformers_gazeflow.training.recipes import RECIPES, SMALL_CPU
+from transformers_gazeflow.training.trainer_state import TrainerState
+from transformers_gazeflow.training.validation import validation_loss
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
@@ -103,9 +105,9 @@ def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, m
         snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
         return next(scripted), None
 
-    monkeypatch.setattr(train, "validation_loss", scripted_validation)
-    bar = train.tqdm
-    monkeypatch.setattr(train, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
+    monkeypatch.setattr(loop, "validation_loss", scripted_validation)
+    bar = loop.tqdm
+    monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
     out = tmp_path / "run"
     assert (
         train.main(
@@ -153,9 +155,9 @@ def test_resume_keeps_the_best_weights_it_had(train, tmp_path, monkeypatch):
         losses["calls"] += 1
         return (0.2 if losses["calls"] == 1 else 0.9), None
 
-    monkeypatch.setattr(train, "validation_loss", scripted_validation)
-    bar = train.tqdm
-    monkeypatch.setattr(train, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
+    monkeypatch.setattr(loop, "validation_loss", scripted_validation)
+    bar = loop.tqdm
+    monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
     full = tmp_path / "full"
     base = [
         str(a)
@@ -208,7 +210,7 @@ def test_validation_reads_the_flow_matching_loss_and_reports_grounding_beside_it
         gaze = torch.rand(size, config.num_frames, 2, generator=generator) * 2 - 1
         batches.append({"encoder_hidden_states": tokens, "gaze": gaze})
     grounded = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, grounding_loss_weight=2.0))
-    objective, grounding = train.validation_loss(grounded, batches, accelerator, seed=0)
+    objective, grounding = validation_loss(grounded, batches, accelerator, seed=0)
     expected_objective, expected_grounding = [], []
     generator = torch.Generator().manual_seed(0)
     for batch in batches:
@@ -218,7 +220,7 @@ def test_validation_reads_the_flow_matching_loss_and_reports_grounding_beside_it
     assert objective == pytest.approx(sum(expected_objective) / 5, rel=1e-5)
     assert grounding == pytest.approx(sum(expected_grounding) / 5, rel=1e-5)
     plain = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False))
-    loss, none = train.validation_loss(plain, batches, accelerator, seed=0)
+    loss, none = validation_loss(plain, batches, accelerator, seed=0)
     generator = torch.Generator().manual_seed(0)
     expected = sum(plain(**batch, generator=generator).loss.item() * batch["gaze"].shape[0] for batch in batches) / 5
     assert none is None and loss == pytest.approx(expected, rel=1e-5)

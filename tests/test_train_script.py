@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from torch.optim.swa_utils import AveragedModel
 
 from tests.script_loading import load_script
+from transformers_gazeflow.training import loop
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
@@ -336,8 +338,8 @@ def test_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(
 
     monkeypatch.setattr(train.GazeFlowModel, "forward", failing_forward)
     # the run stops inside its loop, so its progress bar is never closed and would print after pytest's summary
-    bar = train.tqdm
-    monkeypatch.setattr(train, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
+    bar = loop.tqdm
+    monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
     with pytest.raises(train.TrainingError, match=r"non-finite training loss \(nan\) at step 3") as error:
         train.main(
             [
@@ -359,7 +361,7 @@ def test_weights_gone_nan_are_not_checkpointed_and_the_last_good_checkpoint_is_n
     for key in ("HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "OMP_NUM_THREADS"):
         monkeypatch.setenv(key, env[key])
     train = load_script(TRAIN, "gazeflow_train_script")
-    original = train.AveragedModel.update_parameters
+    original = AveragedModel.update_parameters
     calls = {"n": 0}
 
     def diverging_update(self, model):  # after step 4's update: one weight becomes NaN (the loss was finite)
@@ -369,7 +371,7 @@ def test_weights_gone_nan_are_not_checkpointed_and_the_last_good_checkpoint_is_n
                 next(model.parameters()).view(-1)[0] = float("nan")
         return original(self, model)
 
-    monkeypatch.setattr(train.AveragedModel, "update_parameters", diverging_update)
+    monkeypatch.setattr(AveragedModel, "update_parameters", diverging_update)
     with pytest.raises(
         train.TrainingError,
         match=r"step_4: not written: the model's '.+' holds NaN or inf after "

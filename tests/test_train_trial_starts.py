@@ -13,7 +13,8 @@ import torch
 from safetensors.torch import load_file
 
 from tests.script_loading import load_script
-from transformers_gazeflow.training.checkpointing import TrainerState
+from transformers_gazeflow.training import loop, trial_starts
+from transformers_gazeflow.training.trainer_state import TrainerState
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "examples" / "train.py"
@@ -51,8 +52,8 @@ def quiet(train, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path_factory.getbasetemp() / "hf_cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    bar = train.tqdm
-    monkeypatch.setattr(train, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
+    bar = loop.tqdm
+    monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
     return tmp_path_factory.getbasetemp() / "trial_data"
 
 
@@ -69,8 +70,8 @@ def equal(a: dict, b: dict, prefix: str = "") -> bool:
 def test_the_chosen_start_of_the_seed_is_the_plain_run_bit_for_bit(train, quiet, tmp_path, monkeypatch):
     plain = run(train, quiet, tmp_path / "plain")
     scored = []
-    monkeypatch.setattr(train, "trial_score", lambda record: scored.append(record["seed"]) or record["seed"])
-    monkeypatch.setattr(train, "left_plateau", lambda record: False)  # every start on the plateau: both run
+    monkeypatch.setattr(trial_starts, "trial_score", lambda record: scored.append(record["seed"]) or record["seed"])
+    monkeypatch.setattr(trial_starts, "left_plateau", lambda progress: False)  # every start on the plateau: both run
     trial = run(train, quiet, tmp_path / "trial", "--trial_starts", 2, "--trial_steps", 3)
     assert set(scored) == {0, 1}
     assert equal(plain, trial)  # start 0 paused at step 3, checkpointed, continued: the same run as never pausing
@@ -90,8 +91,8 @@ def test_the_chosen_start_of_the_seed_is_the_plain_run_bit_for_bit(train, quiet,
 
 def test_another_start_chosen_continues_from_its_checkpoint_with_the_one_encoder(train, quiet, tmp_path, monkeypatch):
     plain = run(train, quiet, tmp_path / "plain")
-    monkeypatch.setattr(train, "trial_score", lambda record: -record["seed"])  # the last start wins
-    monkeypatch.setattr(train, "left_plateau", lambda record: False)
+    monkeypatch.setattr(trial_starts, "trial_score", lambda record: -record["seed"])  # the last start wins
+    monkeypatch.setattr(trial_starts, "left_plateau", lambda progress: False)
     trial = run(train, quiet, tmp_path / "trial", "--trial_starts", 3, "--trial_steps", 3)
     state = TrainerState.load(tmp_path / "trial")
     assert state.seed == 2 and [r["seed"] for r in state.trial_starts] == [0, 1, 2]
@@ -113,22 +114,16 @@ def test_another_start_chosen_continues_from_its_checkpoint_with_the_one_encoder
 def test_a_start_that_left_the_plateau_is_continued_without_further_starts(train, quiet, tmp_path, monkeypatch):
     plain = run(train, quiet, tmp_path / "plain")
     seen = []
-    monkeypatch.setattr(train, "left_plateau", lambda record: seen.append(record["seed"]) or True)
+    monkeypatch.setattr(trial_starts, "left_plateau", lambda progress: seen.append(progress) or True)
     trial = run(train, quiet, tmp_path / "trial", "--trial_starts", 3, "--trial_steps", 3)
-    assert seen == [0]  # start 0 left it: starts 1 and 2 never trained
     assert equal(plain, trial)
     state = TrainerState.load(tmp_path / "trial")
+    assert set(seen) == {state.trial_starts[0]["grounding_progress"]}  # start 0 left it: 1 and 2 never trained
     assert [r["seed"] for r in state.trial_starts] == [0] and state.completed_steps == 8
     assert sorted(path.name for path in (tmp_path / "trial" / "trials").iterdir()) == ["seed_0"]
     card = (tmp_path / "trial" / "README.md").read_text()
     assert "- trial starts: one start: it had left the grounding plateau at step 3" in card
     assert "so no further start" in card
-
-
-@pytest.mark.parametrize("progress, left", [(None, False), (0.0, False), (0.2999, False), (0.30, True), (0.9, True)])
-def test_left_plateau_reads_the_progress_against_the_stall_threshold(train, progress, left):
-    record = {"seed": 0} if progress is None else {"seed": 0, "grounding_progress": progress}
-    assert train.left_plateau(record) is left
 
 
 @pytest.mark.parametrize(

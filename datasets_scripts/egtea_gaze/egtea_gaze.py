@@ -30,7 +30,7 @@ from transformers_gazeflow.data.loading import (
     GazeBuilderOptions,
     clip_window_examples,
     gaze_example_features,
-    split_window_mode,
+    split_clip_windows,
     validate_options,
 )
 from transformers_gazeflow.data.video import VideoDecodeError, probe_video
@@ -260,7 +260,7 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
 
     def _generate_examples(self, split: str):
         config = self.config
-        mode = split_window_mode(config, split)
+        windows = split_clip_windows(config, split)
         for name, (action, verb, noun), info, gaze, gaze_type in self._clips[split]:
             yield from clip_window_examples(
                 clip_id=name,
@@ -271,7 +271,7 @@ class EgteaGaze(datasets.GeneratorBasedBuilder):
                 height=info.height,
                 gaze=gaze,
                 gaze_type=gaze_type,
-                mode=mode,
+                windows=windows,
                 window_frames=config.window_frames,
                 window_stride=config.window_stride,
                 action=action,

@@ -30,7 +30,7 @@ from transformers_gazeflow.data.loading import (
     GazeBuilderOptions,
     clip_window_examples,
     gaze_example_features,
-    split_window_mode,
+    split_clip_windows,
     validate_options,
 )
 from transformers_gazeflow.data.synthetic.dataset import generate_dataset, load_dataset_records
@@ -175,7 +175,7 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
 
     def _generate_examples(self, records: list[dict], split: str):
         config = self.config
-        mode = split_window_mode(config, split)
+        windows = split_clip_windows(config, split)
         for record in records:
             total = int(record["num_frames"])
             yield from clip_window_examples(
@@ -187,7 +187,7 @@ class SyntheticGaze(datasets.GeneratorBasedBuilder):
                 height=record["height"],
                 gaze=np.asarray(record["gaze"], np.float32).reshape(total, 2),
                 gaze_type=np.asarray(record["gaze_type"], np.int8),
-                mode=mode,
+                windows=windows,
                 window_frames=config.window_frames,
                 window_stride=config.window_stride,
                 action=record["task"],

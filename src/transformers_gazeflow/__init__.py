@@ -30,9 +30,9 @@ _EXPORTS: dict[str, str] = {
     "GazeFlowConfig": "models.gazeflow.configuration_gazeflow",
     "GazeFlowModel": "models.gazeflow.modeling_gazeflow",
     "GazeFlowPreTrainedModel": "models.gazeflow.modeling_gazeflow",
-    "GazeFlowModelOutput": "models.gazeflow.modeling_gazeflow",
-    "GazeFlowGenerationOutput": "models.gazeflow.modeling_gazeflow",
-    "GazeFlowCondition": "models.gazeflow.modeling_gazeflow",
+    "GazeFlowModelOutput": "models.gazeflow.modeling_gazeflow_outputs",
+    "GazeFlowGenerationOutput": "models.gazeflow.modeling_gazeflow_outputs",
+    "GazeFlowCondition": "models.gazeflow.modeling_gazeflow_encoder",
     "FlowMatchingScheduler": "models.gazeflow.scheduling_gazeflow",
     "DDIMScheduler": "models.gazeflow.scheduling_gazeflow",
     "RegressionScheduler": "models.gazeflow.scheduling_gazeflow",
@@ -166,13 +166,9 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
         unit_to_model,
         unit_to_pixels,
     )
-    from .models.gazeflow.modeling_gazeflow import (
-        GazeFlowCondition,
-        GazeFlowGenerationOutput,
-        GazeFlowModel,
-        GazeFlowModelOutput,
-        GazeFlowPreTrainedModel,
-    )
+    from .models.gazeflow.modeling_gazeflow import GazeFlowModel, GazeFlowPreTrainedModel
+    from .models.gazeflow.modeling_gazeflow_encoder import GazeFlowCondition
+    from .models.gazeflow.modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput
     from .models.gazeflow.scheduling_gazeflow import (
         DDIMScheduler,
         FlowMatchingScheduler,

@@ -112,7 +112,7 @@ def test_untracked_nan_gaze_becomes_finite_and_invalid(tiny_clip):
         ({"num_frames": 9}, r"num_frames must be in \[1, 8\]"),
         ({"gaze": [[0.5, 0.5]] * 3}, r"gaze must have shape \[num_frames, 2\]"),
         ({"valid": [True] * 3}, r"valid must have shape"),
-        ({"gaze_type": [1, 1, 1, 9]}, r"gaze_type codes must be in 0..4"),
+        ({"gaze_type": [1, 1, 1, 9]}, r"gaze_type codes must be in \(0, 1, 2, 3, 4\)"),
         ({"gaze": [[0.5, 0.5], [0.5, 0.5], [320.0, 0.5], [0.5, 0.5]]}, r"unit coordinates in \[0, 1\].*\[2\]"),
         ({"gaze": [[0.5, 0.5], [0.5, 0.5], [float("nan"), 0.5], [0.5, 0.5]]}, r"not finite on valid frames \[2\]"),
         ({"width": 640, "height": 480}, "says 640x480 but .* decodes to 64x48"),

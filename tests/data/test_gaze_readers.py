@@ -136,6 +136,19 @@ def test_egtea_clip_name_and_alignment_rule():
         egtea.format_egtea_clip_name("OP01-PastaSalad", 1, 2, 3, 4)
 
 
+def test_a_written_clip_name_and_sample_time_follow_the_24_fps_axis():
+    """The writers' clip name from F numbers: a = (start - 1) / 24 s, b = end / 24 s, in ms (5 / 24 s = 208.3 ms,
+    53 / 24 s = 2208.3 ms); a sample on frame 53 at 53 / 24 s = 2208333.3 us."""
+    assert egtea.egtea_clip_name_at("OP01-R01-Synthetic", 6, 53) == "OP01-R01-Synthetic-208-2208-F000006-F000053"
+    assert egtea.begaze_time_us(53) == 2208333 and egtea.begaze_time_us(0) == 0
+
+
+def test_the_event_written_for_each_code_reads_back_as_that_code():
+    assert egtea.BEGAZE_EVENTS == {FIXATION: "Fixation", SACCADE: "Saccade", BLINK_OR_OTHER: "Blink"}
+    codes = [FIXATION, SACCADE, BLINK_OR_OTHER, SACCADE]
+    assert egtea._begaze_event_codes([egtea.BEGAZE_EVENTS[code] for code in codes]).tolist() == codes
+
+
 def test_begaze_parses_100k_rows(tmp_path):
     """A full-size file parses completely (its speed is measured by benchmarks/bench_data.py, not here)."""
     rng = np.random.default_rng(0)

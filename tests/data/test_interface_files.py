@@ -24,6 +24,7 @@ from transformers_gazeflow.data.interface_files import (
     streamer_interface,
     wearer_calibration,
 )
+from transformers_gazeflow.models.gazeflow.choices import CALIBRATION_MODELS
 
 
 def one_line(err: pytest.ExceptionInfo) -> str:
@@ -153,12 +154,12 @@ CALIBRATION = {
 )
 def test_a_calibration_file_names_the_field_that_is_wrong(change, message):
     with pytest.raises(InterfaceFileError) as caught:
-        wearer_calibration({**CALIBRATION, **change}, "calib.json")
+        wearer_calibration({**CALIBRATION, **change}, "calib.json", CALIBRATION_MODELS)
     assert one_line(caught).startswith(f"calib.json: {message}")
 
 
 def test_a_calibration_file_as_read():
-    assert wearer_calibration(CALIBRATION, "calib.json") == {
+    assert wearer_calibration(CALIBRATION, "calib.json", CALIBRATION_MODELS) == {
         "correction": "offset_scale",
         "offset": (-0.05, 0.03),
         "scale": (1.1, 0.9),

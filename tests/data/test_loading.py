@@ -78,16 +78,22 @@ def test_clip_window_examples_short_clip_and_modes():
         window_frames=8,
         window_stride=4,
     )
-    keys = [key for key, _ in clip_window_examples(mode="all", **kwargs)]
+    keys = [key for key, _ in clip_window_examples(windows="all", **kwargs)]
     assert keys == ["c@100", "c@104", "c@108", "c@112"]
-    ((key, ex),) = clip_window_examples(mode="first", **kwargs)
+    ((key, ex),) = clip_window_examples(windows="first", **kwargs)
     assert ex["window_start"] == 100 and ex["num_frames"] == 8 and Path(ex["video_path"]).is_absolute()
     assert list(ex["valid"]) == [True, True, False, False, True, True, True, False]
     np.testing.assert_array_equal(ex["gaze"], gaze[:8])
-    ((key, ex),) = clip_window_examples(mode="all", **{**kwargs, "window_frames": 64, "window_stride": 32})
+    ((key, ex),) = clip_window_examples(windows="all", **{**kwargs, "window_frames": 64, "window_stride": 32})
     assert ex["num_frames"] == 20  # a clip shorter than a window is one example, not padded
     with pytest.raises(ValueError, match="windows must be one of"):
-        list(clip_window_examples(mode="middle", **kwargs))
+        list(clip_window_examples(windows="middle", **kwargs))
+    # one name, one meaning: the data's "which windows of a clip" is not the sampler's window_mode
+    from transformers_gazeflow.data import loading
+    from transformers_gazeflow.models.gazeflow.configuration_gazeflow import WINDOW_MODES
+
+    assert loading.CLIP_WINDOWS == ("all", "first") and not hasattr(loading, "WINDOW_MODES")
+    assert not set(loading.CLIP_WINDOWS) & set(WINDOW_MODES)
 
 
 PACKAGE = REPO / "src" / "transformers_gazeflow"

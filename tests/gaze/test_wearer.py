@@ -9,7 +9,7 @@ import pytest
 from tests.data.raw_fixtures import write_begaze, write_ego4d_gaze_csv
 from transformers_gazeflow.data.gaze_types import BLINK_OR_OTHER, FIXATION, UNTRACKED
 from transformers_gazeflow.data.tracker_gaze import read_tracker_gaze
-from transformers_gazeflow.gaze.wearer import WearerCalibration, choose_and_fit, fit_correction
+from transformers_gazeflow.gaze.wearer import WearerCalibration, calibration_for_model, choose_and_fit, fit_correction
 
 
 def test_a_known_offset_is_recovered_despite_outliers():
@@ -70,6 +70,21 @@ def test_the_calibration_file_round_trips_and_refuses_another_model(tmp_path):
         WearerCalibration.read(tmp_path / "bad.json")
     with pytest.raises(FileNotFoundError, match="calibration file not found"):
         WearerCalibration.read(tmp_path / "missing.json")
+
+
+def test_the_one_check_of_a_calibration_against_a_model_reads_a_file_or_takes_the_object(tmp_path):
+    """What the pipeline and ``gazeflow predict`` both run: a path is read, an object taken as it is, and either is
+    refused for another model's weights, the error naming the file (or "the calibration") and the model."""
+    calibration = WearerCalibration("offset", (0.1, 0.0), (1.0, 1.0), "models/a", "0123abcd")
+    path = calibration.write(tmp_path / "calib.json")
+    assert calibration_for_model(path, "0123abcd", "models/a") == calibration
+    assert calibration_for_model(calibration, "0123abcd", "here") is calibration
+    with pytest.raises(ValueError, match=f"^{path} was fitted for the model models/a .* not for models/b "):
+        calibration_for_model(str(path), "ffff", "models/b")
+    with pytest.raises(ValueError, match="^the calibration was fitted for the model models/a .* not for the model"):
+        calibration_for_model(calibration, "ffff", "the model")
+    with pytest.raises(FileNotFoundError, match="calibration file not found"):
+        calibration_for_model(tmp_path / "missing.json", "0123abcd", "models/a")
 
 
 def test_tracker_gaze_from_a_gaze_csv(tmp_path):

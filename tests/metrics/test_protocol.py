@@ -9,12 +9,8 @@ import torch
 from transformers_gazeflow.metrics import heatmaps as hm
 from transformers_gazeflow.metrics import protocol as proto
 from transformers_gazeflow.metrics import saliency as sal
-from transformers_gazeflow.metrics.protocol import (
-    ClipPrediction,
-    GazeEvaluator,
-    evaluate_predictions,
-    protocol_frame_indices,
-)
+from transformers_gazeflow.metrics.protocol import GazeEvaluator, evaluate_predictions
+from transformers_gazeflow.metrics.protocol_records import ClipPrediction, protocol_frame_indices
 from transformers_gazeflow.metrics.significance import paired_wilcoxon
 from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..data.loading import NO_LABEL
+
 LABEL_HEADS = ("action", "verb", "noun")
 PROBE_INPUTS = ("q", "p", "pq")
 ROW_LABELS = {
@@ -39,7 +41,6 @@ ROW_LABELS = {
 ROW_ORDER = ("q", "p", "pq", "union", "encoder", "chance")
 DEFAULT_WEIGHT_DECAYS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 TOP_K = (1, 5)
-NO_LABEL = -1
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,12 @@
 
 :func:`calibrate_wearer` reads the tracker's gaze on the video's frames (:func:`~transformers_gazeflow.data.
 tracker_gaze.read_tracker_gaze`: a ``gaze.csv``-like CSV, an Ego4D gaze CSV or an EGTEA BeGaze export), keeps the
-usable frames (tracked, not a blink, on the frame; with ``seconds`` only those in the first ``seconds`` from the
-first one used), predicts the model's point estimate on the frames they span (the same windows as
-``gazeflow predict``, so the gaze corrected later is the gaze fitted here), fits the correction
-(:mod:`transformers_gazeflow.gaze.wearer`: offset or offset + scale, robust, chosen by held-out error) and writes it
-with the model's identity to ``calib.json``. ``gazeflow predict --calibration calib.json`` applies it.
+usable frames (:func:`~transformers_gazeflow.data.tracker_gaze.usable_frames`: tracked, not a blink, on the frame;
+with ``seconds`` only those in the first ``seconds`` from the first one used), predicts the model's point estimate on
+the frames they span (the same windows as ``gazeflow predict``, so the gaze corrected later is the gaze fitted here),
+fits the correction (:mod:`transformers_gazeflow.gaze.wearer`: offset or offset + scale, robust, chosen by held-out
+error) and writes it with the model's identity to ``calib.json``. ``gazeflow predict --calibration calib.json``
+applies it.
 """
 
 from __future__ import annotations
@@ -18,26 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ..data.gaze_types import OFF_FRAME, valid_mask
-from ..data.tracker_gaze import read_tracker_gaze
+from ..data.tracker_gaze import read_tracker_gaze, usable_frames
+from ..data.video_sources import open_video_source
 from ..gaze.wearer import WearerCalibration, choose_and_fit, pixel_errors
 from ..models.gazeflow.geometry import unit_to_pixels
-from ..pipelines.egocentric_gaze import open_video_source
 from .predict import GazePredictor, PredictOptions
-
-
-def usable_frames(
-    codes: np.ndarray, fps: float, seconds: float | None = None, start_frame: int | None = None
-) -> np.ndarray:
-    """The frames a calibration fits on: tracker gaze valid and on the frame, from ``start_frame`` (default: the
-    first such frame) and, with ``seconds``, before ``start + seconds * fps``."""
-    codes = np.asarray(codes)
-    frames = np.flatnonzero(valid_mask(codes) & (codes != OFF_FRAME))
-    if start_frame is not None:
-        frames = frames[frames >= start_frame]
-    if seconds is not None and frames.size:
-        frames = frames[frames < frames[0] + seconds * fps]
-    return frames
 
 
 def predicted_points(
@@ -121,4 +107,4 @@ def calibrate_wearer(
     }
 
 
-__all__ = ["calibrate_wearer", "usable_frames", "predicted_points"]
+__all__ = ["calibrate_wearer", "predicted_points"]

@@ -17,9 +17,10 @@ and exits with status 2 for a bad command line and 1 for a bad input (video, mod
 ``GAZEFLOW_DEBUG=1`` shows the traceback instead. Ctrl-C (SIGINT) exits with 130 and SIGTERM with 143, after
 removing the partial outputs of the video under way (finished videos are kept; ``--resume`` continues).
 
-Adding a command (``gazeflow app`` below is one, shortened)::
+Adding a command (``gazeflow app`` below is one, shortened; the arguments of every subcommand are declared in
+:mod:`.arguments`, the sampling flags once for all of them)::
 
-    def add_app_arguments(parser):                 # reuse add_model_arguments(parser), add_runtime_arguments(parser)
+    def add_app_arguments(parser):                 # in arguments.py; reuse add_model_arguments(parser), ...
         parser.add_argument("--port", type=int, default=None)
 
     def run_app(args) -> int:                      # import heavy things here, not at the top of the module
@@ -33,19 +34,26 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .readout_arguments import add_calibrate_arguments, add_readout_arguments, readout_options
-from .stream import (  # light: nothing heavy is imported before the model loads
+from .arguments import (  # light: nothing heavy is imported before the model loads
+    UsageError,
+    add_app_arguments,
+    add_calibration_command_arguments,
+    add_demo_arguments,
+    add_predict_arguments,
+    check_arguments,
+    sampling_request,
+)
+from .readout_arguments import readout_options
+from .stream import (
     EXPORT_DESCRIPTION,
     EXPORT_HELP,
     STREAM_DESCRIPTION,
@@ -54,18 +62,9 @@ from .stream import (  # light: nothing heavy is imported before the model loads
     add_stream_arguments,
 )
 
-SOLVERS = ("euler", "heun", "midpoint")
-WINDOW_MODES = ("coherent", "blend")
-"""The ODE solvers and window modes of ``configuration_gazeflow.SOLVERS`` / ``WINDOW_MODES`` (a test keeps them equal;
-importing the configuration would import transformers and cost seconds at every start)."""
-DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
 EXIT_USAGE, EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 2, 1, 130, 143
 WORKER_ENV = "GAZEFLOW_WORKER"
 """Set in the processes that ``--num-processes`` starts (they read their shard from RANK / WORLD_SIZE)."""
-
-
-class UsageError(ValueError):
-    """A bad command line: the message names the argument and what was expected (exit status 2)."""
 
 
 class Terminated(BaseException):
@@ -130,113 +129,6 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def heatmap_sigma(text: str) -> tuple[str, float]:
-    """``--heatmap-sigma``: pixels (``25``, ``25px``) or a percentage of the frame width (``3.9%``)."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(px|%)?\s*", text, flags=re.IGNORECASE)
-    value = float(match.group(1)) if match else 0.0
-    if not match or not value > 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected a positive size in pixels (25, 25px) or a percentage of the frame width (3.9%)"
-        )
-    return ("fraction", value / 100.0) if match.group(2) == "%" else ("px", value)
-
-
-# ------------------------------------------------------------------------------------------- shared arguments
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model and sampling")
-    group.add_argument("--model", default=None, help="model folder or Hub id (default: the bundled model, offline)")
-    group.add_argument(
-        "--num-samples", "-k", type=int, default=None, help="K sampled trajectories (default: the model config's)"
-    )
-    group.add_argument("--num-steps", "-s", type=int, default=None, help="S ODE steps (default: the model config's)")
-    group.add_argument("--solver", choices=SOLVERS, default=None, help="ODE solver (default: the model config's)")
-    group.add_argument(
-        "--window-mode",
-        choices=WINDOW_MODES,
-        default=None,
-        help="joining overlapping windows: coherent (each sample one continuous trajectory) or blend "
-        "(the paper's linear blend of independent windows) (default: the model config's)",
-    )
-    group.add_argument("--seed", type=int, default=0, help="noise seed: the same seed gives the same samples")
-
-
-def add_overlay_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("overlay video")
-    group.add_argument("--no-overlay", action="store_true", help="write only gaze.csv and summary.json")
-    group.add_argument("--no-heatmap", action="store_true", help="do not draw the heatmap on the overlay")
-    group.add_argument(
-        "--heatmap-sigma",
-        type=heatmap_sigma,
-        default=None,
-        metavar="SIGMA",
-        help="heatmap Gaussian sigma, in pixels (25) or %% of the frame width (3.9%%) "
-        "(default: 3.9%% of the width, the paper's 25 px at 640 px)",
-    )
-    group.add_argument("--trail", type=int, default=8, help="frames in the point-estimate trail")
-
-
-def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("runtime")
-    group.add_argument(
-        "--device",
-        default=None,
-        help="cpu, cuda, cuda:N or mps (default: cpu; under a launcher, cuda means cuda:LOCAL_RANK)",
-    )
-    group.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
-    group.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-
-
-def _add_predict_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "video",
-        nargs="+",
-        help="video files, folders of videos, quoted glob patterns ('clips/*.mp4') or text files "
-        "listing one video path per line (.txt)",
-    )
-    parser.add_argument(
-        "--output-dir",
-        "-o",
-        required=True,
-        help="output folder (several videos: one subfolder per video and index.csv)",
-    )
-    parser.add_argument("--start-frame", type=int, default=None, help="first frame to process (default 0)")
-    parser.add_argument("--end-frame", type=int, default=None, help="stop before this frame (default: the end)")
-    parser.add_argument(
-        "--resume", action="store_true", help="skip videos whose output folder already holds a finished prediction"
-    )
-    parser.add_argument(
-        "--num-processes",
-        type=int,
-        default=1,
-        help="share the videos among N processes (on CPU or one GPU each with --device cuda)",
-    )
-    add_model_arguments(parser)
-    add_overlay_arguments(parser)
-    add_readout_arguments(parser)
-    add_runtime_arguments(parser)
-    group = parser.add_argument_group("speed")
-    group.add_argument(
-        "--dtype",
-        choices=("auto", "float32", "bfloat16", "float16"),
-        default="auto",
-        help="dtype of the weights (default auto: bfloat16 on CUDA, float32 on CPU)",
-    )
-    group.add_argument(
-        "--compile",
-        action="store_true",
-        help="torch.compile the velocity network (on CUDA each window's sampling steps are replayed "
-        "as a CUDA graph either way, where that is faster)",
-    )
-
-
-def _add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output-dir", "-o", default="gazeflow_demo", help="output folder")
-    parser.add_argument("--frames", type=int, default=96, help="frames of the generated clip")
-    add_model_arguments(parser)
-    add_overlay_arguments(parser)
-    add_runtime_arguments(parser)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="gazeflow",
@@ -259,31 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# ------------------------------------------------------------------------------------------- checks
-def _at_least(args: argparse.Namespace, name: str, minimum: int, meaning: str) -> None:
-    value = getattr(args, name, None)
-    if value is not None and value < minimum:
-        raise UsageError(f"--{name.replace('_', '-')} {value}: expected an integer >= {minimum} ({meaning})")
-
-
-def check_arguments(args: argparse.Namespace) -> None:
-    """Every check that needs nothing but the command line (no file read, nothing imported)."""
-    _at_least(args, "num_samples", 1, "the number K of sampled trajectories")
-    _at_least(args, "num_steps", 1, "the number S of ODE steps")
-    _at_least(args, "threads", 1, "CPU threads")
-    _at_least(args, "trail", 0, "frames in the trail")
-    _at_least(args, "frames", 1, "frames of the demo clip")
-    _at_least(args, "num_processes", 1, "processes")
-    _at_least(args, "start_frame", 0, "the first frame, counted from 0")
-    _at_least(args, "end_frame", 1, "the frame to stop before")
-    start, end = getattr(args, "start_frame", None), getattr(args, "end_frame", None)
-    if start is not None and end is not None and end <= start:
-        raise UsageError(f"--end-frame {end} must be greater than --start-frame {start}")
-    device = getattr(args, "device", None)
-    if device is not None and not DEVICE_PATTERN.fullmatch(device):
-        raise UsageError(f"--device {device!r}: unknown device, expected cpu, cuda, cuda:N or mps")
-
-
+# ------------------------------------------------------------------------------------------- runtime
 def resolve_device(name: str | None, local_rank: int = 0) -> str:
     """The torch device for ``--device`` (imports torch): ``cuda`` under a launcher is ``cuda:LOCAL_RANK``; a device
     this machine does not have is a one-line error."""
@@ -332,11 +200,8 @@ def _predict_options(args: argparse.Namespace, quiet: bool | None = None):
 
     kind, value = args.heatmap_sigma or (None, None)
     return PredictOptions(
-        num_samples=args.num_samples,
-        num_steps=args.num_steps,
-        solver=args.solver,
+        sampling=sampling_request(args),
         seed=args.seed,
-        window_mode=getattr(args, "window_mode", None),
         start_frame=getattr(args, "start_frame", None),
         end_frame=getattr(args, "end_frame", None),
         trail=args.trail,
@@ -383,7 +248,7 @@ def run_predict(args: argparse.Namespace) -> int:
     resolve_model(args.model)
     device = _prepare_runtime(args, shard.local_rank)
     if not batch:
-        from ..pipelines.egocentric_gaze import open_video_source
+        from ..data.video_sources import open_video_source
 
         open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)  # a bad video: now
         from .predict import GazePredictor
@@ -503,7 +368,7 @@ register_command(
     Command(
         "predict",
         "predict gaze on videos",
-        _add_predict_arguments,
+        add_predict_arguments,
         run_predict,
         description="Predict gaze on one or many videos: overlay.mp4, gaze.csv and summary.json per video (and "
         "index.csv for several).",
@@ -513,7 +378,7 @@ register_command(
     Command(
         "demo",
         "run the bundled model on a generated clip with known gaze",
-        _add_demo_arguments,
+        add_demo_arguments,
         run_demo_command,
         description="Render a synthetic egocentric clip with known gaze, predict on it, draw the true gaze beside the "
         "prediction and score the point estimate against it.",
@@ -549,7 +414,7 @@ register_command(
     Command(
         "stream",
         STREAM_HELP,
-        partial(add_stream_arguments, solvers=SOLVERS),
+        add_stream_arguments,
         _run_stream,
         description=STREAM_DESCRIPTION,
     )
@@ -558,7 +423,7 @@ register_command(
     Command(
         "export-streamer",
         EXPORT_HELP,
-        partial(add_export_arguments, solvers=SOLVERS),
+        add_export_arguments,
         _run_export_streamer,
         description=EXPORT_DESCRIPTION,
     )
@@ -566,12 +431,6 @@ register_command(
 
 
 # ------------------------------------------------------------------------------------------- calibrate
-def _add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
-    add_calibrate_arguments(parser)
-    add_model_arguments(parser)
-    add_runtime_arguments(parser)
-
-
 def run_calibrate(args: argparse.Namespace) -> int:
     from ..hub.model_folders import resolve_model
 
@@ -585,13 +444,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate_wearer
     from .predict import PredictOptions
 
-    options = PredictOptions(
-        num_samples=args.num_samples,
-        num_steps=args.num_steps,
-        solver=args.solver,
-        window_mode=args.window_mode,
-        seed=args.seed,
-    )
+    options = PredictOptions(sampling=sampling_request(args), seed=args.seed)
     done = calibrate_wearer(
         args.video,
         args.gaze,
@@ -617,7 +470,7 @@ register_command(
     Command(
         "calibrate",
         "fit a wearer's correction from a few seconds of eye-tracker gaze",
-        _add_calibrate_arguments,
+        add_calibration_command_arguments,
         run_calibrate,
         description="Fit a per-wearer correction (offset, or offset and scale) of the model's gaze from "
         "the wearer's eye-tracker gaze on a video; apply it with 'gazeflow predict "
@@ -627,13 +480,6 @@ register_command(
 
 
 # ------------------------------------------------------------------------------------------- app
-def _add_app_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default=None, help="model the page starts with (default: the bundled model)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
-    parser.add_argument("--port", type=int, default=None, help="port (default: Gradio's, 7860)")
-    parser.add_argument("--share", action="store_true", help="also make a public gradio.live link (off by default)")
-
-
 def run_app(args: argparse.Namespace) -> int:
     if args.port is not None and not 0 < args.port < 65536:
         raise UsageError(f"--port {args.port}: expected a port number from 1 to 65535")
@@ -646,7 +492,7 @@ register_command(
     Command(
         "app",
         "serve the web demo (needs the [app] extra: gradio)",
-        _add_app_arguments,
+        add_app_arguments,
         run_app,
         description="Serve the GazeFlow web demo (a Gradio page over the egocentric-gaze pipeline).",
     )

@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.gaze_types import OFF_FRAME, valid_mask
+from ..data.video_sources import VideoSource, open_video_source
 from ..gaze.events import EventSettings
-from ..gaze.wearer import WearerCalibration
+from ..gaze.wearer import WearerCalibration, calibration_for_model
 from ..generation.windowed import StageClock
 from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
@@ -53,7 +54,7 @@ from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixel
 from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
 from ..outputs.readouts import SCANPATHS_NAME, ReadoutFiles
 from ..outputs.writers import FIXATIONS_NAME, SACCADES_NAME, write_summary
-from ..pipelines.egocentric_gaze import GazeFlowPipeline, VideoSource, open_video_source
+from ..pipelines.egocentric_gaze import GazeFlowPipeline
 from .batch import (
     CSV_NAME,
     OVERLAY_NAME,
@@ -80,13 +81,11 @@ class RunCancelled(Exception):
 
 @dataclass
 class PredictOptions:
-    """How to predict and what to write (``None``: the model config's default for K, S, the solver and the window
-    mode)."""
+    """How to predict and what to write."""
 
-    num_samples: int | None = None
-    num_steps: int | None = None
-    solver: str | None = None
-    window_mode: str | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)
+    """The sampling settings asked for, by field of :class:`SamplingSettings` (``num_samples``, ``num_steps``,
+    ``solver``, ``window_mode``; absent or None: the model config's default), resolved once per run."""
     seed: int | None = 0
     start_frame: int | None = None
     end_frame: int | None = None
@@ -219,14 +218,9 @@ class GazePredictor:
 
     def wearer_calibration(self, options: PredictOptions) -> WearerCalibration | None:
         """The options' wearer calibration, read and checked against this model (one-line errors)."""
-        calibration = options.calibration
-        if calibration is None:
+        if options.calibration is None:
             return None
-        where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
-        if not isinstance(calibration, WearerCalibration):
-            calibration = WearerCalibration.read(calibration)
-        calibration.check_model(self.pipe.model_fingerprint, self.location, where=where)
-        return calibration
+        return calibration_for_model(options.calibration, self.pipe.model_fingerprint, self.location)
 
     def _readout_files(
         self,
@@ -254,11 +248,9 @@ class GazePredictor:
         )
 
     def settings(self, options: PredictOptions) -> SamplingSettings:
-        """The run's sampling settings: the options' K, S, solver and window mode over the model's defaults,
-        resolved once here and passed down."""
-        return SamplingSettings.resolve(
-            self.config, options.num_samples, options.num_steps, options.solver, options.window_mode
-        )
+        """The run's sampling settings: the options' over the model's defaults, resolved once here and passed
+        down."""
+        return SamplingSettings.resolve(self.config, **options.sampling)
 
     def predict(
         self,
@@ -540,15 +532,14 @@ def predict_video(
     dtype: str = "auto",
     **options: Any,
 ) -> dict[str, Any]:
-    """Load a model and predict one video into ``output_dir`` (``options``: the fields of :class:`PredictOptions`).
-    Returns the summary."""
+    """Load a model and predict one video into ``output_dir`` (``options``: the fields of :class:`PredictOptions`,
+    and those of :class:`SamplingSettings` as keywords, e.g. ``num_samples=30``). Returns the summary."""
+    sampling = {name: options.pop(name) for name in SamplingSettings.field_names() if name in options}
+    options.setdefault("sampling", {}).update(sampling)
     return GazePredictor(model, device=device, dtype=dtype).predict(video, output_dir, PredictOptions(**options))
 
 
 __all__ = [
-    "OVERLAY_NAME",
-    "CSV_NAME",
-    "SUMMARY_NAME",
     "PredictOptions",
     "GroundTruth",
     "GazePredictor",

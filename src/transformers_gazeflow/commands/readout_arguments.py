@@ -16,9 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-EVENT_METHODS = ("ivt", "idt")
-CORRECTIONS = ("auto", "offset", "offset_scale")
-"""The event labellers and wearer corrections of ``gaze.events`` / ``gaze.wearer`` (a test keeps them equal)."""
+from ..models.gazeflow.choices import CORRECTIONS, EVENT_METHODS
 
 
 def _number(text: str) -> float:
@@ -205,8 +203,6 @@ def readout_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 __all__ = [
-    "EVENT_METHODS",
-    "CORRECTIONS",
     "field_of_view",
     "intrinsics",
     "add_camera_arguments",

@@ -6,7 +6,7 @@ GazeFlowStreamer`). Per frame, one line of JSON on stdout (or a CSV row with ``-
 :data:`FIELDS`:
 
 * ``frame``: the frame's index in the source (frames dropped by ``--realtime`` leave gaps); ``time_s``: its time in
-  seconds (``stream_sources.SourceFrame``);
+  seconds (``data.stream_sources.SourceFrame``);
 * ``x``, ``y``: the point estimate (mean of the K samples) in unit coordinates, [0, 1] from the top-left corner;
   ``x_px``, ``y_px``: the same in pixels of the source frame;
 * ``r50_px``, ``r90_px``: the spread of the K samples, the radius around the point estimate holding 50% and 90% of
@@ -14,7 +14,8 @@ GazeFlowStreamer`). Per frame, one line of JSON on stdout (or a CSV row with ``-
 * ``latency_ms``: milliseconds from the frame's arrival (decoded and handed over by the feed) to its line.
 
 At the end, and on Ctrl-C / SIGTERM, a latency summary (p50 / p95 / p99, frames, drops, frames/s) goes to stderr
-and, with ``--summary FILE``, to a JSON file. Backends: ``torch`` (the model itself) and ``onnxruntime`` (the
+and, with ``--summary FILE``, to a JSON file. Backends (``--backend``): the registry
+:data:`~transformers_gazeflow.generation.steppers.STEPPERS`, ``torch`` (the model itself) and ``onnxruntime`` (the
 per-frame step exported by ``gazeflow export-streamer``).
 
 This module imports nothing heavy at import time (the ``gazeflow`` command builds its parser from it).
@@ -27,14 +28,15 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET
+from .arguments import SAMPLING_FLAGS, add_model_arguments, add_sampling_arguments, sampling_request
+
 FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
-DTYPES = ("float32", "bfloat16", "float16")
-BACKENDS = ("torch", "onnxruntime")
 PERCENTILES = (50, 95, 99)
-SPREAD_QUANTILES = (0.5, 0.9)
 COMPILE_ON_CUDA, COMPILE_ELSEWHERE = "reduce-overhead", "default"
 """``--compile``'s ``GazeFlowStreamer(compile=...)`` mode: compiled and replayed as a CUDA graph on a GPU, compiled
 elsewhere."""
@@ -51,21 +53,64 @@ EXPORT_DESCRIPTION = (
     "streamer.json naming its inputs, outputs, shapes, dtypes and how to start the state; gazeflow stream --backend "
     "onnxruntime --onnx DIR runs it."
 )
-DEFAULT_OPSET, MIN_OPSET = 18, 17
-"""``stream_export``'s (not imported from there: it imports torch; a test keeps them equal)."""
 STOPPED_BY = {"KeyboardInterrupt": "SIGINT", "Terminated": "SIGTERM"}
 """How a stream that ends on an exception says it stopped (``cli.Terminated`` is SIGTERM); any other: "error"."""
 
 
-def add_stream_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ...]) -> None:
-    """The command's arguments (``solvers``: the ODE solvers ``--solver`` offers); ``cli`` checks them."""
+def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's arguments; ``cli`` checks them."""
+    from ..generation.steppers import STEPPERS  # light: the registry imports nothing heavy
+
     parser.add_argument(
         "source",
         metavar="SOURCE",
         help="a video file, a camera (/dev/video0), a stream URL (rtsp://, http://, udp://, ...) or - "
         "for raw RGB frames on stdin (with --raw WIDTHxHEIGHT)",
     )
-    source = parser.add_argument_group("source")
+    _add_source_arguments(parser.add_argument_group("source"))
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "--csv", default=None, metavar="FILE", help="write CSV rows to FILE instead of JSON lines on stdout"
+    )
+    output.add_argument("--summary", default=None, metavar="FILE", help="also write the latency summary as JSON")
+    add_model_arguments(parser, causal=True)
+    runtime = parser.add_argument_group("runtime")
+    runtime.add_argument(
+        "--backend",
+        choices=tuple(STEPPERS),
+        default=next(iter(STEPPERS)),
+        help="; ".join(f"{name}: {backend.help}" for name, backend in STEPPERS.items()),
+    )
+    exported = " or ".join(name for name, backend in STEPPERS.items() if backend.exported)
+    runtime.add_argument(
+        "--onnx",
+        default=None,
+        metavar="DIR",
+        help=f"--backend {exported}: the folder written by gazeflow export-streamer",
+    )
+    runtime.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (default: cpu)")
+    runtime.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="float32",
+        help="the step's weights and arithmetic in this precision (bfloat16 on a GPU; the ODE state stays float32)",
+    )
+    runtime.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the per-frame step (one graph; on CUDA replayed as a CUDA graph); the "
+        "first frame pays the compilation",
+    )
+    runtime.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for torch or onnxruntime (default on the CPU: 1, since a frame's work is "
+        "too small to share out and the decoding thread needs a core; on a GPU torch's choice)",
+    )
+
+
+def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
     source.add_argument(
         "--raw",
         default=None,
@@ -92,58 +137,12 @@ def add_stream_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ..
         metavar="KEY=VALUE",
         help="an FFmpeg option for opening SOURCE, repeatable (video_size=640x480, framerate=30, rtsp_transport=tcp)",
     )
-    output = parser.add_argument_group("output")
-    output.add_argument(
-        "--csv", default=None, metavar="FILE", help="write CSV rows to FILE instead of JSON lines on stdout"
-    )
-    output.add_argument("--summary", default=None, metavar="FILE", help="also write the latency summary as JSON")
-    model = parser.add_argument_group("model and sampling")
-    model.add_argument(
-        "--model", default=None, help="a causal model folder or Hub id (default: the bundled causal model, offline)"
-    )
-    model.add_argument("--num-samples", "-k", type=int, default=None, help="K samples (default: the model config's)")
-    model.add_argument("--num-steps", "-s", type=int, default=None, help="S ODE steps (default: the model config's)")
-    model.add_argument("--solver", choices=solvers, default=None, help="ODE solver (default: the model config's)")
-    model.add_argument("--seed", type=int, default=0, help="noise seed: the same seed gives the same samples")
-    runtime = parser.add_argument_group("runtime")
-    runtime.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        default="torch",
-        help="torch (the model) or onnxruntime (the step exported by gazeflow export-streamer)",
-    )
-    runtime.add_argument(
-        "--onnx",
-        default=None,
-        metavar="DIR",
-        help="--backend onnxruntime: the folder written by gazeflow export-streamer",
-    )
-    runtime.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (default: cpu)")
-    runtime.add_argument(
-        "--dtype",
-        choices=DTYPES,
-        default="float32",
-        help="the step's weights and arithmetic in this precision (bfloat16 on a GPU; the ODE state stays float32)",
-    )
-    runtime.add_argument(
-        "--compile",
-        action="store_true",
-        help="torch.compile the per-frame step (one graph; on CUDA replayed as a CUDA graph); the "
-        "first frame pays the compilation",
-    )
-    runtime.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="CPU threads for torch or onnxruntime (default on the CPU: 1, since a frame's work is "
-        "too small to share out and the decoding thread needs a core; on a GPU torch's choice)",
-    )
 
 
 def check_stream_arguments(args: argparse.Namespace) -> None:
     """``gazeflow stream``'s own command-line checks (nothing opened, nothing heavy imported; a ValueError names
     the argument): sets ``args.raw_size`` and ``args.options``."""
-    from .stream_sources import parse_raw_size, source_kind
+    from ..data.stream_sources import parse_raw_size, source_kind
 
     stdin = source_kind(args.source) == "stdin"
     if args.raw is not None and not stdin:
@@ -164,31 +163,41 @@ def check_stream_arguments(args: argparse.Namespace) -> None:
     if bad is not None:
         raise ValueError(f"--source-option {bad!r}: expected KEY=VALUE (e.g. video_size=640x480)")
     args.options = {key: value for key, _, value in pairs}
-    onnx = args.backend == "onnxruntime"
-    if onnx != (args.onnx is not None):
-        raise ValueError(
-            "--backend onnxruntime needs --onnx DIR (a folder written by gazeflow export-streamer)"
-            if onnx
-            else "--onnx DIR needs --backend onnxruntime"
-        )
-    torch_only = (
-        ("--compile", args.compile),
-        ("--dtype", args.dtype != "float32"),
-        ("--model", args.model),
-        ("--device", args.device not in (None, "cpu")),
-    )
-    for name, given in torch_only if onnx else ():
-        if given:
-            raise ValueError(
-                f"{name} is for --backend torch (the step exported in --onnx fixes the model and its precision)"
-            )
+    _check_backend_arguments(args)
     for name, value in (("--csv", args.csv), ("--summary", args.summary)):
         if value is not None and (Path(value).is_dir() or not Path(value).expanduser().parent.is_dir()):
             raise ValueError(f"{name} {value}: expected a file in an existing folder")
 
 
-def add_export_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ...]) -> None:
-    """``gazeflow export-streamer``'s arguments (``commands.stream_export`` does the work)."""
+def _check_backend_arguments(args: argparse.Namespace) -> None:
+    """An exported backend reads ``--onnx DIR`` and takes none of the flags of a backend that runs the model."""
+    from ..generation.steppers import STEPPERS
+
+    exported = STEPPERS[args.backend].exported
+    if exported != (args.onnx is not None):
+        names = " or ".join(name for name, backend in STEPPERS.items() if backend.exported)
+        raise ValueError(
+            f"--backend {args.backend} needs --onnx DIR (a folder written by gazeflow export-streamer)"
+            if exported
+            else f"--onnx DIR needs --backend {names}"
+        )
+    model_only = (
+        ("--compile", args.compile),
+        ("--dtype", args.dtype != "float32"),
+        ("--model", args.model),
+        ("--device", args.device not in (None, "cpu")),
+    )
+    runs_the_model = " or ".join(name for name, backend in STEPPERS.items() if not backend.exported)
+    for name, given in model_only if exported else ():
+        if given:
+            raise ValueError(
+                f"{name} is for --backend {runs_the_model} (the step exported in --onnx fixes the model and its "
+                "precision)"
+            )
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """``gazeflow export-streamer``'s arguments (``generation.onnx_export`` does the work)."""
     parser.add_argument(
         "--format",
         choices=("onnx",),
@@ -205,21 +214,7 @@ def add_export_arguments(parser: argparse.ArgumentParser, solvers: tuple[str, ..
     parser.add_argument(
         "--model", default=None, help="a causal model folder or Hub id (default: the bundled causal model, offline)"
     )
-    parser.add_argument(
-        "--num-samples",
-        "-k",
-        type=int,
-        default=None,
-        help="K samples, fixed in the graph (default: the model config's)",
-    )
-    parser.add_argument(
-        "--num-steps",
-        "-s",
-        type=int,
-        default=None,
-        help="S ODE steps, fixed in the graph (default: the model config's)",
-    )
-    parser.add_argument("--solver", choices=solvers, default=None, help="ODE solver (default: the model config's)")
+    add_sampling_arguments(parser, windowed=False, seed=False, fixed=True)
     parser.add_argument("--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (>= {MIN_OPSET})")
 
 
@@ -238,11 +233,11 @@ def check_export_arguments(args: argparse.Namespace) -> None:
 def run_export_streamer(args: argparse.Namespace) -> int:
     """Run ``gazeflow export-streamer`` on checked arguments: the export, then one line saying what was written and
     how closely onnxruntime followed torch."""
-    from .stream_export import export_streamer
+    from ..generation.onnx_export import export_streamer
 
     output_dir = Path(args.output_dir).expanduser()
     interface = export_streamer(
-        causal_model_location(args.model), output_dir, args.num_samples, args.num_steps, args.solver, args.opset
+        causal_model_location(args.model), output_dir, opset=args.opset, **sampling_request(args)
     )
     checked = interface["checked"]
     check = (
@@ -258,24 +253,16 @@ def run_export_streamer(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------- records
-def spread_radii(samples_px, centre_px) -> tuple[float, ...]:
-    """Radii around ``centre_px [2]`` holding 50% and 90% of ``samples_px [K, 2]`` (linear quantiles of the
-    distances)."""
-    import numpy as np
-
-    distances = np.linalg.norm(np.asarray(samples_px, dtype=np.float64) - np.asarray(centre_px), axis=-1)
-    return tuple(float(value) for value in np.quantile(distances, SPREAD_QUANTILES))
-
-
 def frame_record(frame, samples, mean, width: int, height: int, arrival: float) -> dict[str, Any]:
     """One output line: ``samples [K, 2]`` and ``mean [2]`` in unit coordinates, of a ``width x height`` frame."""
     import numpy as np
 
+    from ..gaze.uncertainty import spread_radii
     from ..models.gazeflow.geometry import unit_to_pixels
 
     mean = np.asarray(mean, dtype=np.float64)
     centre = unit_to_pixels(mean, width, height)
-    r50, r90 = spread_radii(unit_to_pixels(np.asarray(samples, dtype=np.float64), width, height), centre)
+    r50, r90 = spread_radii(unit_to_pixels(np.asarray(samples, dtype=np.float64), width, height), centre).tolist()
     return {
         "frame": frame.index,
         "time_s": round(frame.time_s, 6),
@@ -345,57 +332,10 @@ def summary_line(summary: dict[str, Any]) -> str:
     )
 
 
-# ------------------------------------------------------------------------------------------- the torch backend
-class TorchStepper:
-    """Frame in, gaze out, through :class:`GazeFlowStreamer` (the model itself): ``step(pixels [H, W, 3] uint8)``
-    -> ``(samples [K, 2], mean [2])`` in unit coordinates. ``compile``: a ``GazeFlowStreamer(compile=...)`` mode;
-    ``dtype``: the dtype its step computes in (weights cast once; the ODE state stays float32)."""
-
-    def __init__(
-        self,
-        model,
-        processor,
-        num_samples: int | None,
-        num_steps: int | None,
-        solver: str | None,
-        seed: int,
-        dtype: str = "float32",
-        compile: str | None = None,
-    ):
-        import torch
-
-        from ..generation.online import GazeFlowStreamer
-
-        self.streamer = GazeFlowStreamer(
-            model,
-            num_samples=num_samples,
-            num_steps=num_steps,
-            solver=solver,
-            generator=torch.Generator().manual_seed(seed),
-            processor=processor,
-            compile=compile,
-            dtype=getattr(torch, dtype),
-        )
-        self.num_samples, self.num_steps, self.seed = self.streamer.num_samples, self.streamer.num_steps, seed
-
-    def warm_up(self, height: int, width: int) -> None:
-        """Compile (or capture) the step on a blank frame before the stream starts, so that the first real frame's
-        latency is not the compilation's; the stream then starts afresh (state zeroed in place, noise reseeded)."""
-        import numpy as np
-
-        self.step(np.zeros((height, width, 3), np.uint8))
-        self.streamer.reset()
-        self.streamer.generator.manual_seed(self.seed)
-
-    def step(self, pixels):
-        import torch
-
-        output = self.streamer.push(torch.from_numpy(pixels))
-        return output.trajectories[0].float().cpu().numpy(), output.mean[0].float().cpu().numpy()
-
-
+# ------------------------------------------------------------------------------------------- the model
 def causal_model_location(model: str | None) -> str:
     """``--model`` checked for the stream (a local folder must be causal); None: the bundled causal model."""
+    from ..generation.steppers import not_causal_message
     from ..hub.model_folders import (
         ModelFolderError,
         default_model_available,
@@ -417,31 +357,6 @@ def causal_model_location(model: str | None) -> str:
     return location
 
 
-def not_causal_message(location: str) -> str:
-    return (
-        f'--model {location}: gazeflow stream needs a causal model (config.json "causal": true, paper '
-        "Appendix F.4; train one with examples/train.py --config_overrides causal=True), this one is the "
-        "windowed bidirectional model: use gazeflow predict for it"
-    )
-
-
-def load_torch_stepper(args: argparse.Namespace, device: str) -> tuple[TorchStepper, str]:
-    from ..generation.inference import prepare_for_inference
-    from ..hub.model_folders import load_model, load_video_processor
-
-    location = causal_model_location(args.model)
-    model = load_model(location, device=device)
-    if not model.config.causal:  # a Hub id, read only now
-        raise ValueError(not_causal_message(location))
-    prepare_for_inference(model)  # eval, SDPA, LoRA merged
-    processor = load_video_processor(location, model.config)
-    compile = (COMPILE_ON_CUDA if device.startswith("cuda") else COMPILE_ELSEWHERE) if args.compile else None
-    stepper = TorchStepper(
-        model, processor, args.num_samples, args.num_steps, args.solver, args.seed, args.dtype, compile
-    )
-    return stepper, location
-
-
 # ------------------------------------------------------------------------------------------- the command
 def cpu_threads(requested: int | None) -> int:
     """``--threads`` on the CPU: one unless asked (a frame's work is too small to share out, and the decoding thread
@@ -450,12 +365,15 @@ def cpu_threads(requested: int | None) -> int:
 
 
 def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None], str], source):
-    """The backend's stepper, the model's name and the device; with ``--compile`` compiled before the first frame."""
-    if args.backend == "onnxruntime":
-        from .stream_export import load_onnx_stepper
+    """The backend's stepper (:data:`~transformers_gazeflow.generation.steppers.STEPPERS`) and the location it
+    opened; with ``--compile`` compiled before the first frame."""
+    from ..generation.steppers import STEPPERS, StepperOptions
 
-        stepper = load_onnx_stepper(args.onnx, args.num_samples, args.num_steps, args.seed, cpu_threads(args.threads))
-        return stepper, args.onnx, "cpu"
+    backend = STEPPERS[args.backend]
+    options = StepperOptions(sampling=sampling_request(args), seed=args.seed, threads=cpu_threads(args.threads))
+    if backend.exported:  # K, S and the solver are fixed in the graph: the flags given must be the exported ones
+        check_exported_sampling(args)
+        return backend.open(args.onnx, options), args.onnx
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -465,20 +383,34 @@ def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None]
     elif args.threads is not None:
         torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()  # stderr carries only the summary (or one error line)
-    stepper, model_name = load_torch_stepper(args, device)
+    location = causal_model_location(args.model)
+    compile = (COMPILE_ON_CUDA if device.startswith("cuda") else COMPILE_ELSEWHERE) if args.compile else None
+    stepper = backend.open(location, replace(options, device=device, dtype=args.dtype, compile=compile))
     if args.compile:
         stepper.warm_up(source.height, source.width)
-    return stepper, model_name, device
+    return stepper, location
+
+
+def check_exported_sampling(args: argparse.Namespace) -> None:
+    """The sampling flags given must be what the step in ``--onnx`` was exported with (one-line errors naming the
+    flag)."""
+    from ..generation.onnx_export import read_interface, sampling_mismatches
+
+    for name, given, exported in sampling_mismatches(read_interface(Path(args.onnx)), sampling_request(args)):
+        flag = SAMPLING_FLAGS[name].names[0]
+        raise ValueError(
+            f"{flag} {given}: the step in {args.onnx} was exported with {exported} (export again with {flag} {given})"
+        )
 
 
 def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], str]) -> int:
     """Run ``gazeflow stream`` on arguments that ``cli`` has checked (``args.raw_size``, ``args.options`` set);
     ``resolve_device`` turns ``--device`` into a torch device (after the source has opened)."""
-    from .stream_sources import FrameFeed, open_source
+    from ..data.stream_sources import FrameFeed, open_source
 
     source = open_source(args.source, getattr(args, "raw_size", None), args.fps, args.options)
     try:
-        stepper, model_name, device = load_stepper(args, resolve_device, source)
+        stepper, model_name = load_stepper(args, resolve_device, source)
     except BaseException:
         source.close()
         raise
@@ -509,9 +441,9 @@ def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], 
             "source": args.source,
             "backend": args.backend,
             "model": model_name,
-            "device": device,
-            "num_samples": stepper.num_samples,
-            "num_steps": stepper.num_steps,
+            "device": stepper.device,
+            "num_samples": stepper.settings.num_samples,
+            "num_steps": stepper.settings.num_steps,
             "realtime": realtime,
             "stopped": stopped,
             **latency_summary(latencies, time.perf_counter() - started, feed.decoded, feed.dropped),
@@ -537,8 +469,6 @@ __all__ = [
     "add_stream_arguments",
     "run_stream",
     "frame_record",
-    "spread_radii",
     "latency_summary",
-    "TorchStepper",
     "causal_model_location",
 ]

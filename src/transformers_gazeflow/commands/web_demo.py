@@ -36,10 +36,11 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
+from ..models.gazeflow.choices import SOLVERS, WINDOW_MODES
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from .web_demo_jobs import (
     MAX_SAMPLES,
@@ -173,21 +174,19 @@ class GazeFlowDemo:
         self,
         video: str | None,
         model: str,
-        num_samples: Any,
-        num_steps: Any,
-        solver: str,
+        sampling: Mapping[str, Any],
         seed: Any,
         start_frame: Any,
         end_frame: Any,
         heatmap: bool,
-        window_mode: str | None = None,
         progress: Any = None,
         session: str | None = None,
     ):
         """Run one job; yields ``(status, overlay, figure, [gaze.csv, summary.json])`` once, then removes the job's
-        folder (Gradio has copied the files it serves by the time the generator is resumed or closed). A bad input
-        yields its message as the status (and shows it as a notice) with the outputs cleared. ``session`` (the
-        page's session) lets :meth:`stop` end the job at its next chunk."""
+        folder (Gradio has copied the files it serves by the time the generator is resumed or closed). ``sampling``:
+        the page's sampling controls by ``SamplingSettings`` field (K, S, the solver, the window mode; empty: the
+        model's default). A bad input yields its message as the status (and shows it as a notice) with the outputs
+        cleared. ``session`` (the page's session) lets :meth:`stop` end the job at its next chunk."""
         import gradio as gr
 
         job_dir = Path(tempfile.mkdtemp(prefix="gazeflow-job-", dir=self.work_dir))
@@ -200,10 +199,7 @@ class GazeFlowDemo:
                 progress(0.0, desc="checking the video, loading the model")
             settings = JobSettings(
                 model=model or self.model,
-                num_samples=num_samples,
-                num_steps=num_steps,
-                solver=solver,
-                window_mode=window_mode or None,
+                sampling=dict(sampling),
                 seed=seed,
                 start_frame=start_frame,
                 end_frame=end_frame or None,
@@ -258,7 +254,6 @@ class GazeFlowDemo:
     # ------------------------------------------------------------------ the page
     def _build(self, gr, config) -> gradio.Blocks:
         demo = self
-        defaults = SamplingSettings.resolve(config)  # the controls start at the model's sampling defaults
 
         def predict(
             video,
@@ -274,20 +269,9 @@ class GazeFlowDemo:
             request=None,
             progress=gr.Progress(),  # noqa: B008 (Gradio's own idiom)
         ):
-            yield from demo.predict(
-                video,
-                model,
-                num_samples,
-                num_steps,
-                solver,
-                seed,
-                start_frame,
-                end_frame,
-                heatmap,
-                window_mode,
-                progress,
-                session=getattr(request, "session_hash", None),
-            )
+            sampling = dict(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode)
+            session = getattr(request, "session_hash", None)
+            yield from demo.predict(video, model, sampling, seed, start_frame, end_frame, heatmap, progress, session)
 
         def stop(request=None) -> None:
             demo.stop(getattr(request, "session_hash", None))
@@ -295,7 +279,6 @@ class GazeFlowDemo:
         # Gradio passes the request to a parameter annotated gr.Request (set here: gradio is imported lazily)
         predict.__annotations__["request"] = stop.__annotations__["request"] = gr.Request
 
-        limits = self.limits
         with gr.Blocks(
             title="GazeFlow: egocentric gaze prediction",
             analytics_enabled=False,
@@ -304,99 +287,98 @@ class GazeFlowDemo:
             gr.Markdown(INTRO)
             with gr.Row():
                 with gr.Column(scale=1):
-                    video = gr.Video(
-                        label=f"Video (up to {limits.max_upload_mb:g} MB and {limits.max_duration_s:g} s per run)",
-                        sources=["upload"],
-                        elem_id="gazeflow-video",
-                    )
-                    gr.Examples(
-                        examples=[[str(self.demo_clip.path)]],
-                        inputs=[video],
-                        label="Demo clip: synthetic, with its true gaze",
-                        elem_id="gazeflow-examples",
-                    )
-                    with gr.Accordion("Settings", open=True):
-                        model = gr.Textbox(
-                            label="Model folder or Hub id (empty: the bundled model)",
-                            value=self.model or "",
-                            elem_id="gazeflow-model",
-                        )
-                        with gr.Row():
-                            num_samples = gr.Slider(
-                                1,
-                                MAX_SAMPLES,
-                                value=defaults.num_samples,
-                                step=1,
-                                label="K (sampled trajectories)",
-                                elem_id="gazeflow-k",
-                            )
-                            num_steps = gr.Slider(
-                                1,
-                                MAX_STEPS_IN_PAGE,
-                                value=defaults.num_steps,
-                                step=1,
-                                label="S (ODE steps)",
-                                elem_id="gazeflow-s",
-                            )
-                        with gr.Row():
-                            solver = gr.Dropdown(list(SOLVERS), value=defaults.solver, label="Solver")
-                            window_mode = gr.Dropdown(
-                                list(WINDOW_MODES),
-                                value=defaults.window_mode,
-                                label="Window mode",
-                                elem_id="gazeflow-window-mode",
-                                info="coherent: a frame depends only on its windows",
-                            )
-                            seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
-                        with gr.Row():
-                            start_frame = gr.Number(
-                                value=0, precision=0, minimum=0, label="Start frame", elem_id="gazeflow-start"
-                            )
-                            end_frame = gr.Number(
-                                value=0,
-                                precision=0,
-                                minimum=0,
-                                label="End frame (excluded; 0: to the end)",
-                                elem_id="gazeflow-end",
-                            )
-                        heatmap = gr.Checkbox(value=True, label="Heatmap on the overlay")
-                    with gr.Row():
-                        run = gr.Button("Predict gaze", variant="primary", elem_id="gazeflow-run")
-                        stop_button = gr.Button("Stop", variant="stop", elem_id="gazeflow-stop")
+                    inputs, run, stop_button = self._input_column(gr, config)
                 with gr.Column(scale=1):
-                    status = gr.Markdown(READY, elem_id="gazeflow-status")
-                    overlay = gr.Video(
-                        label="Overlay", interactive=False, autoplay=True, loop=True, elem_id="gazeflow-overlay"
-                    )
-                    gr.Markdown(LEGEND)
-                    plot = gr.Plot(label="Gaze over time", format="png", elem_id="gazeflow-plot")
-                    downloads = gr.File(
-                        label="Downloads: gaze.csv, summary.json",
-                        file_count="multiple",
-                        interactive=False,
-                        elem_id="gazeflow-downloads",
-                    )
+                    outputs = self._output_column(gr)
             run.click(
                 predict,
-                inputs=[
-                    video,
-                    model,
-                    num_samples,
-                    num_steps,
-                    solver,
-                    window_mode,
-                    seed,
-                    start_frame,
-                    end_frame,
-                    heatmap,
-                ],
-                outputs=[status, overlay, plot, downloads],
+                inputs=inputs,
+                outputs=outputs,
                 concurrency_limit=self.max_concurrent_jobs,
                 api_name="predict",
             )
             stop_button.click(stop, inputs=None, outputs=None, queue=False, api_name="stop")
         blocks.queue(max_size=self.max_queue, default_concurrency_limit=self.max_concurrent_jobs)
         return blocks
+
+    def _input_column(self, gr, config) -> tuple[list, Any, Any]:
+        """The upload, the demo clip and the settings (the sampling controls start at the model's defaults); returns
+        the inputs of the predict callback in its order, and the run and stop buttons."""
+        limits = self.limits
+        video = gr.Video(
+            label=f"Video (up to {limits.max_upload_mb:g} MB and {limits.max_duration_s:g} s per run)",
+            sources=["upload"],
+            elem_id="gazeflow-video",
+        )
+        gr.Examples(
+            examples=[[str(self.demo_clip.path)]],
+            inputs=[video],
+            label="Demo clip: synthetic, with its true gaze",
+            elem_id="gazeflow-examples",
+        )
+        with gr.Accordion("Settings", open=True):
+            model = gr.Textbox(
+                label="Model folder or Hub id (empty: the bundled model)",
+                value=self.model or "",
+                elem_id="gazeflow-model",
+            )
+            sampling = self._sampling_controls(gr, SamplingSettings.resolve(config))
+            with gr.Row():
+                start_frame = gr.Number(value=0, precision=0, minimum=0, label="Start frame", elem_id="gazeflow-start")
+                end_frame = gr.Number(
+                    value=0,
+                    precision=0,
+                    minimum=0,
+                    label="End frame (excluded; 0: to the end)",
+                    elem_id="gazeflow-end",
+                )
+            heatmap = gr.Checkbox(value=True, label="Heatmap on the overlay")
+        with gr.Row():
+            run = gr.Button("Predict gaze", variant="primary", elem_id="gazeflow-run")
+            stop_button = gr.Button("Stop", variant="stop", elem_id="gazeflow-stop")
+        return [video, model, *sampling, start_frame, end_frame, heatmap], run, stop_button
+
+    @staticmethod
+    def _sampling_controls(gr, defaults: SamplingSettings) -> list:
+        """K, S, the solver, the window mode and the seed, in the predict callback's order."""
+        with gr.Row():
+            num_samples = gr.Slider(
+                1,
+                MAX_SAMPLES,
+                value=defaults.num_samples,
+                step=1,
+                label="K (sampled trajectories)",
+                elem_id="gazeflow-k",
+            )
+            num_steps = gr.Slider(
+                1, MAX_STEPS_IN_PAGE, value=defaults.num_steps, step=1, label="S (ODE steps)", elem_id="gazeflow-s"
+            )
+        with gr.Row():
+            solver = gr.Dropdown(list(SOLVERS), value=defaults.solver, label="Solver")
+            window_mode = gr.Dropdown(
+                list(WINDOW_MODES),
+                value=defaults.window_mode,
+                label="Window mode",
+                elem_id="gazeflow-window-mode",
+                info="coherent: a frame depends only on its windows",
+            )
+            seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
+        return [num_samples, num_steps, solver, window_mode, seed]
+
+    @staticmethod
+    def _output_column(gr) -> list:
+        """The status line, the overlay, the figure and the downloads (the predict callback's outputs)."""
+        status = gr.Markdown(READY, elem_id="gazeflow-status")
+        overlay = gr.Video(label="Overlay", interactive=False, autoplay=True, loop=True, elem_id="gazeflow-overlay")
+        gr.Markdown(LEGEND)
+        plot = gr.Plot(label="Gaze over time", format="png", elem_id="gazeflow-plot")
+        downloads = gr.File(
+            label="Downloads: gaze.csv, summary.json",
+            file_count="multiple",
+            interactive=False,
+            elem_id="gazeflow-downloads",
+        )
+        return [status, overlay, plot, downloads]
 
     def launch(self, host: str | None = None, port: int | None = None, share: bool = False, **kwargs: Any):
         """Serve the page (blocks until stopped unless ``prevent_thread_lock=True``). ``host``/``port`` default to

@@ -32,7 +32,7 @@ import numpy as np
 from ..data.atomic_files import atomic_write, sha256_file
 from ..data.video import VideoDecodeError, VideoInfo, iter_frames, probe_video, write_video
 from ..hub.model_folders import ModelFolderError, load_model, resolve_model
-from ..models.gazeflow.configuration_gazeflow import SOLVERS, WINDOW_MODES
+from ..models.gazeflow.choices import SOLVERS, WINDOW_MODES
 from ..models.gazeflow.generation_gazeflow import point_estimate
 from ..outputs.overlay import TRUTH_COLOUR
 from ..outputs.writers import write_summary
@@ -306,23 +306,30 @@ def check_frame_range(
     return start, stop
 
 
+def _choice(value: Any, label: str, choices: tuple[str, ...]) -> str | None:
+    value = value or None
+    if value is not None and value not in choices:
+        raise DemoInputError(f"{label} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+PAGE_SAMPLING_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "num_samples": lambda value: _as_int(value, "K (samples)", 1, MAX_SAMPLES),
+    "num_steps": lambda value: _as_int(value, "S (steps)", 1, MAX_STEPS),
+    "solver": lambda value: _choice(value, "solver", SOLVERS),
+    "window_mode": lambda value: _choice(value, "window mode", WINDOW_MODES),
+}
+"""The page's sampling controls, by ``SamplingSettings`` field: each value as the page gives it (numbers as floats,
+an empty choice) -> the value to resolve (None: the model's default), or a :class:`DemoInputError`."""
+
+
 def job_options(settings: JobSettings, start: int, stop: int, seed: int | None) -> PredictOptions:
     """The job's options: K and S within the demo's bounds, the solver and window mode known (None: the model's),
     the checked frame range and seed, odd overlay sizes padded for browsers."""
-    num_samples = _as_int(settings.num_samples, "K (samples)", 1, MAX_SAMPLES)
-    num_steps = _as_int(settings.num_steps, "S (steps)", 1, MAX_STEPS)
-    solver = settings.solver or None
-    if solver is not None and solver not in SOLVERS:
-        raise DemoInputError(f"solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
-    window_mode = settings.window_mode or None
-    if window_mode is not None and window_mode not in WINDOW_MODES:
-        raise DemoInputError(f"window mode must be one of {', '.join(WINDOW_MODES)}, got {window_mode!r}")
+    sampling = {name: PAGE_SAMPLING_CHECKS[name](settings.sampling.get(name)) for name in PAGE_SAMPLING_CHECKS}
     fields = {field.name: getattr(settings, field.name) for field in dataclasses.fields(PredictOptions)}
     fields.update(
-        num_samples=num_samples,
-        num_steps=num_steps,
-        solver=solver,
-        window_mode=window_mode,
+        sampling={**settings.sampling, **sampling},
         seed=seed,
         start_frame=start,
         end_frame=stop,
@@ -464,9 +471,6 @@ __all__ = [
     "prepare_demo_clip",
     "run_job",
     "trajectory_figure",
-    "OVERLAY_NAME",
-    "CSV_NAME",
-    "SUMMARY_NAME",
     "MAX_SAMPLES",
     "MAX_STEPS",
     "DEMO_CLIP_FRAMES",

@@ -28,6 +28,7 @@ import torch
 
 from ..models.gazeflow.geometry import mirror_unit_horizontally, unit_to_model
 from ..models.gazeflow.windows import pad_last_frame
+from .gaze_types import FIXATION, GAZE_TYPE_CODES, UNTRACKED
 from .processing import GazeFlowVideoProcessor
 from .video import decode_frames
 
@@ -217,10 +218,12 @@ def _per_frame_fields(
         gaze_type = np.asarray(example["gaze_type"]).astype(np.int64)
         if gaze_type.shape != (n,):
             raise ValueError(f"{name} ({clip}): gaze_type must have shape [num_frames] = [{n}], got {gaze_type.shape}")
-        if gaze_type.min() < 0 or gaze_type.max() > 4:
-            raise ValueError(f"{name} ({clip}): gaze_type codes must be in 0..4, got {sorted(set(gaze_type.tolist()))}")
+        if not np.isin(gaze_type, GAZE_TYPE_CODES).all():
+            raise ValueError(
+                f"{name} ({clip}): gaze_type codes must be in {GAZE_TYPE_CODES}, got {sorted(set(gaze_type.tolist()))}"
+            )
     else:
-        gaze_type = np.where(valid, 1, 0).astype(np.int64)
+        gaze_type = np.where(valid, FIXATION, UNTRACKED).astype(np.int64)
     finite = np.isfinite(gaze).all(axis=1)
     if (valid & ~finite).any():
         frames = np.flatnonzero(valid & ~finite)[:8].tolist()

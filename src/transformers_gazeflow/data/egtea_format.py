@@ -131,6 +131,8 @@ def _begaze_event_codes(events: Sequence[bytes] | Sequence[str]) -> np.ndarray:
 #: The event names a BeGaze row may be cut inside of (a file whose last write was interrupted): a proper prefix of
 #: one of them (``Fixat``) is a cut row, skipped and counted, never read as "anything else" (blink/other).
 BEGAZE_EVENT_NAMES = ("Fixation", "Saccade", "Blink")
+BEGAZE_EVENTS: dict[int, str] = dict(zip((FIXATION, SACCADE, BLINK_OR_OTHER), BEGAZE_EVENT_NAMES))
+"""The event a writer gives a sample of each unified code (what :func:`_begaze_event_codes` reads back)."""
 _CUT_EVENT_TOKENS = sorted({name[:end].encode() for name in BEGAZE_EVENT_NAMES for end in range(1, len(name))})
 
 
@@ -310,6 +312,18 @@ def format_egtea_clip_name(video: str, a: int | str, b: int | str, start_frame: 
     return name
 
 
+def egtea_clip_name_at(video: str, start_frame: int, end_frame: int) -> str:
+    """The name of the clip of session ``video`` spanning F numbers ``start_frame``..``end_frame``, its ``a``/``b``
+    the times (ms) where it starts and ends on the session's :data:`BEGAZE_FPS` axis."""
+    a, b = int(round((start_frame - 1) / BEGAZE_FPS * 1000)), int(round(end_frame / BEGAZE_FPS * 1000))
+    return format_egtea_clip_name(video, a, b, start_frame, end_frame)
+
+
+def begaze_time_us(frame: int) -> int:
+    """The BeGaze ``Time`` (microseconds) of a sample on session frame ``frame`` (0-based, :data:`BEGAZE_FPS`)."""
+    return int(round(frame / BEGAZE_FPS * 1e6))
+
+
 def egtea_gaze_rows(start_frame: int, num_frames: int) -> np.ndarray:
     """Gaze rows of an EGTEA clip: local frame ``k`` reads row ``F_start - 1 + k`` (docs/specs/data.md, "Alignment")."""
     return np.arange(num_frames, dtype=np.int64) + (start_frame - 1)
@@ -340,6 +354,7 @@ __all__ = [
     "BEGAZE_SAMPLES_MARKER",
     "BEGAZE_TOKENS",
     "BEGAZE_EVENT_NAMES",
+    "BEGAZE_EVENTS",
     "EGTEA_GLC_DROPPED_TEST_CLIPS",
     "BeGazeSamples",
     "read_begaze",
@@ -348,9 +363,11 @@ __all__ = [
     "begaze_timecode_to_frame",
     "begaze_frame_to_timecode",
     "begaze_lines",
+    "begaze_time_us",
     "EgteaClip",
     "parse_egtea_clip_name",
     "format_egtea_clip_name",
+    "egtea_clip_name_at",
     "egtea_gaze_rows",
     "read_egtea_index",
 ]

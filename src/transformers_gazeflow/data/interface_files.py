@@ -51,7 +51,6 @@ ONNX_TENSOR_TYPES = {
 """onnxruntime's names of the graph's input types -> the dtype names of ``streamer.json``."""
 MAX_TENSOR_ELEMENTS = 1 << 34
 CALIBRATION_FORMAT, CALIBRATION_VERSION = "gazeflow-wearer-calibration", 1
-CALIBRATION_MODELS = ("offset", "offset_scale")
 OFFSET_LIMIT = 1.0
 """A wearer offset moves the gaze by less than a frame: past one frame width/height every point would sit on the
 border."""
@@ -238,11 +237,12 @@ def camera_intrinsics(record: dict[str, Any], where: str) -> dict[str, float | i
     return found
 
 
-def wearer_calibration(record: dict[str, Any], where: str) -> dict[str, Any]:
+def wearer_calibration(record: dict[str, Any], where: str, corrections: Sequence[str]) -> dict[str, Any]:
     """``calib.json``: ``format`` and ``version`` (:data:`CALIBRATION_FORMAT`, :data:`CALIBRATION_VERSION`),
-    ``correction`` (:data:`CALIBRATION_MODELS`), ``offset`` [x, y] in frame widths/heights within
-    :data:`OFFSET_LIMIT`, ``scale`` [x, y] in :data:`SCALE_RANGE` (exactly [1, 1] for an ``offset`` correction),
-    ``model`` {``name``, ``fingerprint``} and an optional ``fit`` object. Returns the checked fields."""
+    ``correction`` (one of ``corrections``: ``choices.CALIBRATION_MODELS``, passed by the reader), ``offset`` [x, y]
+    in frame widths/heights within :data:`OFFSET_LIMIT`, ``scale`` [x, y] in :data:`SCALE_RANGE` (exactly [1, 1] for
+    an ``offset`` correction), ``model`` {``name``, ``fingerprint``} and an optional ``fit`` object. Returns the
+    checked fields."""
     if record.get("format") != CALIBRATION_FORMAT:
         raise fail(
             where,
@@ -252,7 +252,7 @@ def wearer_calibration(record: dict[str, Any], where: str) -> dict[str, Any]:
         )
     if field(record, "version", where, "the file's version") != CALIBRATION_VERSION:
         raise fail(where, "version", f"{CALIBRATION_VERSION} (the version this gazeflow reads)", record["version"])
-    correction = text_field(field(record, "correction", where, "a correction"), where, "correction", CALIBRATION_MODELS)
+    correction = text_field(field(record, "correction", where, "a correction"), where, "correction", corrections)
     offset = number_pair(field(record, "offset", where, "[x, y]"), where, "offset", -OFFSET_LIMIT, OFFSET_LIMIT)
     scale = number_pair(field(record, "scale", where, "[x, y]"), where, "scale", *SCALE_RANGE)
     if correction == "offset" and scale != (1.0, 1.0):
@@ -415,7 +415,6 @@ __all__ = [
     "STREAMER_FORMAT",
     "CALIBRATION_FORMAT",
     "CALIBRATION_VERSION",
-    "CALIBRATION_MODELS",
     "OFFSET_LIMIT",
     "SCALE_RANGE",
 ]

@@ -42,7 +42,9 @@ logger = logging.getLogger(__name__)
 
 #: Short names of the builders (docs/specs/data.md): ``egtea`` -> ``egtea_gaze`` and so on; full folder names work too.
 BUILDER_ALIASES = {"egtea": "egtea_gaze", "ego4d": "ego4d_gaze", "synthetic": "synthetic_gaze"}
-WINDOW_MODES = ("all", "first")
+CLIP_WINDOWS = ("all", "first")
+"""Which windows of a clip a gaze dataset yields as examples (the builders' ``windows`` option): ``"all"`` windows
+covering the clip or the ``"first"`` only. Not the sampler's ``window_mode`` (how a prediction joins its windows)."""
 NO_LABEL = -1  # action/verb/noun where a dataset has none (docs/specs/data.md, "Unified example schema")
 
 
@@ -120,11 +122,11 @@ def validate_options(config: Any) -> None:
         raise ValueError(
             f"window_stride must be an int in [1, window_frames={config.window_frames}], got {config.window_stride!r}"
         )
-    if config.windows is not None and config.windows not in WINDOW_MODES:
-        raise ValueError(f"windows must be one of {WINDOW_MODES} or None, got {config.windows!r}")
+    if config.windows is not None and config.windows not in CLIP_WINDOWS:
+        raise ValueError(f"windows must be one of {CLIP_WINDOWS} or None, got {config.windows!r}")
 
 
-def split_window_mode(config: Any, split: str) -> str:
+def split_clip_windows(config: Any, split: str) -> str:
     """``windows`` for a split: the config's value, else ``"all"`` for train and ``"first"`` for other splits."""
     if config.windows is not None:
         return config.windows
@@ -141,7 +143,7 @@ def clip_window_examples(
     height: int,
     gaze: np.ndarray,
     gaze_type: np.ndarray,
-    mode: str,
+    windows: str,
     window_frames: int,
     window_stride: int,
     action: int = NO_LABEL,
@@ -150,17 +152,18 @@ def clip_window_examples(
 ) -> Iterator[tuple[str, dict]]:
     """The examples of one clip whose per-frame gaze is ``gaze`` [T, 2] / ``gaze_type`` [T].
 
-    ``mode="all"``: windows at :func:`~transformers_gazeflow.models.gazeflow.windows.window_starts` ``(T, window_frames,
-    window_stride)``, covering the whole clip; ``mode="first"``: the first window only. A clip shorter than a window
-    is one example of ``T`` frames (not padded here). ``window_start`` counts frames of the video file, so a clip
-    that starts at frame ``clip_first_frame`` of a longer video yields ``clip_first_frame + local start``.
+    ``windows="all"``: windows at :func:`~transformers_gazeflow.models.gazeflow.windows.window_starts`
+    ``(T, window_frames, window_stride)``, covering the whole clip; ``windows="first"``: the first window only
+    (:data:`CLIP_WINDOWS`). A clip shorter than a window is one example of ``T`` frames (not padded here).
+    ``window_start`` counts frames of the video file, so a clip that starts at frame ``clip_first_frame`` of a longer
+    video yields ``clip_first_frame + local start``.
     """
     total = int(gaze_type.shape[0])
     if gaze.shape != (total, 2):
         raise ValueError(f"{clip_id}: gaze has shape {gaze.shape}, expected ({total}, 2)")
-    if mode not in WINDOW_MODES:
-        raise ValueError(f"windows must be one of {WINDOW_MODES}, got {mode!r}")
-    starts = window_starts(total, window_frames, window_stride) if mode == "all" else [0]
+    if windows not in CLIP_WINDOWS:
+        raise ValueError(f"windows must be one of {CLIP_WINDOWS}, got {windows!r}")
+    starts = window_starts(total, window_frames, window_stride) if windows == "all" else [0]
     length = min(window_frames, total)
     video_path = str(Path(video_path).absolute())
     for local in starts:
@@ -456,12 +459,12 @@ def load_gaze_dataset(
 
 __all__ = [
     "BUILDER_ALIASES",
-    "WINDOW_MODES",
+    "CLIP_WINDOWS",
     "NO_LABEL",
     "gaze_example_features",
     "GazeBuilderOptions",
     "validate_options",
-    "split_window_mode",
+    "split_clip_windows",
     "clip_window_examples",
     "ClipDroppedError",
     "BuildLog",

@@ -1,7 +1,8 @@
 """Synthetic grounding tasks: clips whose gaze target is decided by what the frames show, one documented rule each.
 
-A ladder for finding out whether (and from what) a model reads the video (grounding). Every clip shows
-a still, softly textured surface with a few moving objects; the gaze is a fixation/saccade process that follows
+A ladder for finding out whether (and from what) a model reads the video (grounding). Every clip shows a still,
+softly textured surface with a few moving objects (drawn flat with ``data.synthetic.scene``'s waves, paths and shapes);
+the gaze is a fixation/saccade process (``data.synthetic.gaze.walk_fixations`` with :data:`TASK_WALK`) that follows
 one *target* object most of the time. What makes an object the target is the task's rule:
 
 =======================  =============================================================================================
@@ -70,8 +71,28 @@ from pathlib import Path
 
 import numpy as np
 
-from .egtea_format import BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
-from .synthetic.scene import _smooth_path
+from .egtea_format import (
+    BEGAZE_EVENTS,
+    BEGAZE_FPS,
+    BEGAZE_HEIGHT,
+    BEGAZE_WIDTH,
+    begaze_lines,
+    begaze_time_us,
+    egtea_clip_name_at,
+)
+from .gaze_types import BLINK_OR_OTHER
+from .synthetic.egtea_layout import write_split_and_index_files
+from .synthetic.gaze import FixationWalk, drifting_fixation, fixation_frames, saccade_path, walk_fixations
+from .synthetic.scene import (
+    TASK_COLOR_NAMES,
+    TASK_COLORS,
+    TASK_SHAPES,
+    SceneObject,
+    paint_shape,
+    place_apart,
+    smooth_path,
+    surface_waves,
+)
 from .video import write_video
 
 TASK_NAMES: tuple[str, ...] = (
@@ -92,20 +113,19 @@ LADDER: tuple[str, ...] = TASK_NAMES[:4]
 OCCLUDED_TASKS: tuple[str, ...] = ("colour_cue_occluded", "occluded_corner_cue", "stripe_cue", "blinking_cue")
 """Tasks with occluder bars and a saccade back to the target after every fixation away from it."""
 
-OBJECT_COLORS: tuple[tuple[int, int, int], ...] = (
-    (225, 35, 35),
-    (35, 190, 60),
-    (40, 90, 235),
-    (240, 215, 30),
-    (215, 45, 205),
-    (30, 205, 215),
-)
-OBJECT_COLOR_NAMES: tuple[str, ...] = ("red", "green", "blue", "yellow", "magenta", "cyan")
-SHAPES: tuple[str, ...] = ("disc", "square", "triangle", "diamond")
+OBJECT_COLORS: tuple[tuple[int, int, int], ...] = TASK_COLORS[:6]
+"""The objects' colours: the first six of the ``synthetic_gaze`` scenes' task colours (red, green, blue, yellow,
+magenta, cyan)."""
+OBJECT_COLOR_NAMES: tuple[str, ...] = TASK_COLOR_NAMES[:6]
+SHAPES: tuple[str, ...] = TASK_SHAPES
 OCCLUDER_COLOR = (128, 128, 128)
 FIELD_OF_VIEW_DEG = 60.0
 TARGET_PROBABILITY = 0.8
 BLINK_RATE_HZ = 0.2
+TASK_WALK = FixationWalk(
+    median_s=(0.40, 0.25), duration_sigma=0.45, landing_sigma=0.012, drift_sigma=0.0012, jitter_sigma=0.0008
+)
+"""The tasks' fixation/saccade walk (``data.synthetic.gaze.walk_fixations``, the module docstring's numbers)."""
 CUE_CENTRE = (0.07, 0.09)
 CORNER_CUE_CENTRE = (0.93, 0.91)
 TOP_RIGHT_CUE_CENTRE = (0.93, 0.09)
@@ -189,15 +209,6 @@ class GroundingTaskSettings:
 
 
 @dataclass(frozen=True)
-class TaskObject:
-    shape: str
-    color: tuple[int, int, int]
-    radius: float  # in units of the frame width
-    track: np.ndarray  # [T, 2] unit coordinates of its centre
-    angle: np.ndarray  # [T] rotation, radians
-
-
-@dataclass(frozen=True)
 class TaskClip:
     """One clip of a grounding task: its scene (drawn on demand by :meth:`frames`) and its gaze.
 
@@ -214,7 +225,7 @@ class TaskClip:
     height: int
     fps: float
     background: np.ndarray  # float32 [H, W, 3]
-    objects: tuple[TaskObject, ...]
+    objects: tuple[SceneObject, ...]
     occluders: tuple[np.ndarray, ...]  # each [T, 4]: x0, y0, x1, y1 (unit) of a bar drawn over the objects
     cue: tuple[str, tuple[int, int, int]] | None  # (shape, colour) of the cue glyph, or None
     gaze: np.ndarray  # float32 [T, 2]
@@ -228,7 +239,7 @@ class TaskClip:
         return int(self.gaze.shape[0])
 
     @property
-    def target(self) -> TaskObject:
+    def target(self) -> SceneObject:
         return self.objects[0]
 
     def frame(self, t: int) -> np.ndarray:
@@ -247,36 +258,19 @@ class TaskClip:
 
 def _background(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
     """A still, low-contrast surface: a muted base colour, smooth waves and fine grain."""
-    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
-    u, v = xx / width, yy / height
     base = rng.uniform(110, 170, 3).astype(np.float32)
-    waves = np.zeros_like(u)
-    for _ in range(3):
-        fx, fy = rng.uniform(-3, 3, 2)
-        waves += np.sin(2 * np.pi * (fx * u + fy * v) + rng.uniform(0, 2 * np.pi)) / 3
+    _, _, waves = surface_waves(rng, height, width, count=3)
     texture = base * (1 + 0.08 * waves[..., None]) + rng.normal(0, 4, (height, width, 3))
     return np.clip(texture, 0, 255).astype(np.float32)
 
 
-def _homes(rng: np.random.Generator, count: int) -> list[np.ndarray]:
-    """Object home positions spread over the frame (at least 0.22 apart when possible), away from the cue."""
-    homes: list[np.ndarray] = []
-    for _ in range(count):
-        for _attempt in range(50):
-            candidate = rng.uniform([0.2, 0.22], [0.82, 0.8])
-            if all(np.linalg.norm(candidate - h) > 0.22 for h in homes):
-                break
-        homes.append(candidate)
-    return homes
-
-
 def _objects(
     rng: np.random.Generator, settings: GroundingTaskSettings, num_frames: int
-) -> tuple[tuple[TaskObject, ...], int, tuple[str, tuple[int, int, int]] | None]:
+) -> tuple[tuple[SceneObject, ...], int, tuple[str, tuple[int, int, int]] | None]:
     """The task's objects (target first), the cue's label and the cue glyph."""
     task = settings.task
     count = int(rng.integers(settings.min_objects, settings.max_objects + 1 + EXTRA_OBJECTS.get(task, 0)))
-    homes = _homes(rng, count)
+    homes = place_apart(rng, [], count, (0.2, 0.22), (0.82, 0.8), min_distance=0.22, attempts=50)  # away from cues
     label, cue = 0, None
     if task == "moving_object":
         shape, color = SHAPES[int(rng.integers(len(SHAPES)))], OBJECT_COLORS[int(rng.integers(len(OBJECT_COLORS)))]
@@ -301,11 +295,11 @@ def _objects(
     objects = []
     for k, ((shape, color), home) in enumerate(zip(looks, homes)):
         still = task == "moving_object" and k > 0
-        path = np.zeros((num_frames, 2)) if still else _smooth_path(rng, num_frames, settings.fps, 0.08, (0.08, 0.35))
+        path = np.zeros((num_frames, 2)) if still else smooth_path(rng, num_frames, settings.fps, 0.08, (0.08, 0.35))
         track = np.clip(home + path, 0.1, 0.9)
         spin = 0.0 if still else rng.normal(0, 0.5)
         angle = rng.uniform(0, 2 * np.pi) + spin * np.arange(num_frames) / settings.fps
-        objects.append(TaskObject(shape, color, float(rng.uniform(0.06, 0.075)), track, angle))
+        objects.append(SceneObject(shape, color, float(rng.uniform(0.06, 0.075)), track, angle))
     return tuple(objects), label, cue
 
 
@@ -344,10 +338,6 @@ def _cue_schedule(
 
 
 # ---------------------------------------------------------------------------------------------------- gaze
-def _min_jerk(u: np.ndarray) -> np.ndarray:
-    return u**3 * (10 - 15 * u + 6 * u**2)
-
-
 def saccade_frames(amplitude: float, fps: float) -> int:
     """Frames a saccade of ``amplitude`` (unit widths) lasts by the main sequence, ``21 ms + 2.2 ms/deg``, >= 1."""
     duration_ms = 21.0 + 2.2 * amplitude * FIELD_OF_VIEW_DEG
@@ -355,48 +345,32 @@ def saccade_frames(amplitude: float, fps: float) -> int:
 
 
 def simulate_task_gaze(
-    rng: np.random.Generator, objects: tuple[TaskObject, ...], num_frames: int, fps: float, back_and_forth: bool = False
+    rng: np.random.Generator,
+    objects: tuple[SceneObject, ...],
+    num_frames: int,
+    fps: float,
+    back_and_forth: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Gaze ``[T, 2]``, type ``[T]`` and fixated object ``[T]`` over the objects (the module docstring's process)."""
-    gaze = np.zeros((num_frames, 2))
-    gaze_type = np.ones(num_frames, np.int8)
-    fixated = np.full(num_frames, -1, np.int16)
-    t, away = 0, False
-    while t < num_frames:
-        on_target = (away and back_and_forth) or rng.random() < TARGET_PROBABILITY
-        if on_target:
-            index, anchor = 0, objects[0].track
-        elif len(objects) > 1 and rng.random() < 2 / 3:
+    """Gaze ``[T, 2]``, type ``[T]`` and fixated object ``[T]`` over the objects (the module docstring's process:
+    :data:`TASK_WALK` over the anchors :data:`TARGET_PROBABILITY` chooses, main-sequence saccades, then blinks)."""
+
+    def choose_anchor(previous: int | None) -> tuple[np.ndarray, int]:
+        away = previous is not None and previous != 0
+        if (away and back_and_forth) or rng.random() < TARGET_PROBABILITY:
+            return objects[0].track, 0
+        if len(objects) > 1 and rng.random() < 2 / 3:
             index = 1 + int(rng.integers(len(objects) - 1))
-            anchor = objects[index].track
-        else:
-            index, anchor = -1, np.tile(rng.uniform(0.15, 0.85, 2), (num_frames, 1))
-        away = index != 0
-        median_s = 0.40 if index == 0 else 0.25
-        duration = max(2, int(round(fps * median_s * math.exp(rng.normal(0, 0.45)))))
-        landing = rng.normal(0, 0.012, 2)
-        start = t
-        if t > 0:
-            goal = anchor[min(t, num_frames - 1)] + landing
-            steps = saccade_frames(float(np.linalg.norm(goal - gaze[t - 1])), fps)
-            target = anchor[min(t + steps, num_frames - 1)] + landing
-            u = _min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
-            frames = np.arange(t, min(t + steps, num_frames))
-            gaze[frames] = gaze[t - 1] + (target - gaze[t - 1]) * u[: len(frames)]
-            gaze_type[frames] = 2
-            start = t + steps
-        stop = min(start + duration, num_frames)
-        if start < stop:
-            length = stop - start
-            drift = np.cumsum(rng.normal(0, 0.0012, (length, 2)), axis=0)
-            gaze[start:stop] = anchor[start:stop] + landing + drift + rng.normal(0, 0.0008, (length, 2))
-            fixated[start:stop] = index
-        t = stop
+            return objects[index].track, index
+        return np.tile(rng.uniform(0.15, 0.85, 2), (num_frames, 1)), -1
+
+    gaze, gaze_type, fixated = walk_fixations(
+        rng, num_frames, fps, TASK_WALK, choose_anchor, lambda amplitude: saccade_frames(amplitude, fps)
+    )
     gaze = np.clip(gaze, 0.01, 0.99)
     for _ in range(int(rng.poisson(BLINK_RATE_HZ * num_frames / fps))):
         first = int(rng.integers(1, num_frames))
         last = min(num_frames, first + int(rng.integers(2, 4)))
-        gaze_type[first:last] = 3
+        gaze_type[first:last] = BLINK_OR_OTHER
         gaze[first:last] = gaze[first - 1]
     return gaze.astype(np.float32), gaze_type, fixated
 
@@ -433,18 +407,16 @@ def simulate_fixation_saccade(
         points: list[np.ndarray] = []
         first = True
         while len(points) < num_frames:
-            duration = max(2, int(round(fps * FIXATION_MEDIAN_S * math.exp(rng.normal(0, 0.5)))))
+            duration = fixation_frames(rng, fps, FIXATION_MEDIAN_S, 0.5)
             if first:
                 duration, first = int(rng.integers(1, duration + 1)), False
-            drift = np.cumsum(rng.normal(0, FIXATION_DRIFT, (duration, 2)), axis=0)
-            points.extend(position + drift + rng.normal(0, FIXATION_JITTER, (duration, 2)))
+            fixation, drift = drifting_fixation(rng, position, duration, FIXATION_DRIFT, FIXATION_JITTER)
+            points.extend(fixation)
             position = position + drift[-1]
             amplitude = float(np.clip(SACCADE_MEDIAN_AMPLITUDE * math.exp(rng.normal(0, 0.6)), 0.03, 0.5))
             angle = rng.uniform(0, 2 * math.pi)
             target = np.clip(position + amplitude * np.array([math.cos(angle), math.sin(angle)]), 0.05, 0.95)
-            steps = saccade_frames(float(np.linalg.norm(target - position)), fps)
-            u = _min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
-            points.extend(position + (target - position) * u)
+            points.extend(saccade_path(position, target, saccade_frames(float(np.linalg.norm(target - position)), fps)))
             position = target
         out[window] = np.asarray(points[:num_frames])
     return out
@@ -493,37 +465,22 @@ def generate_task_clip(settings: GroundingTaskSettings, index: int) -> TaskClip:
 
 
 # ---------------------------------------------------------------------------------------------------- drawing
-def _signed_distance(shape: str, qx: np.ndarray, qy: np.ndarray, radius: float) -> np.ndarray:
-    if shape == "disc":
-        return np.hypot(qx, qy) - radius
-    if shape == "square":
-        return np.maximum(np.abs(qx), np.abs(qy)) - 0.8 * radius
-    if shape == "triangle":
-        return np.maximum.reduce([-qy, 0.866 * qx + 0.5 * qy, -0.866 * qx + 0.5 * qy]) - 0.5 * radius
-    if shape == "diamond":
-        return (np.abs(qx) + np.abs(qy)) * 0.7071 - 0.72 * radius
-    if shape == "ring":  # the cue ring of ``ring_cue``: outer radius ``radius``, inner RING_RADII's ratio of it
-        inner = RING_RADII[1] / RING_RADII[0] * radius
-        return np.abs(np.hypot(qx, qy) - (radius + inner) / 2) - (radius - inner) / 2
-    raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES}")
-
-
 def _paint(
     frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float, color: tuple[int, int, int]
 ) -> None:
-    """Draw a shape centred at pixel ``(cx, cy)`` with a dark outline and a one-pixel antialiased edge."""
+    """Draw a shape centred at pixel ``(cx, cy)`` flat (no light from above, unlike the ``synthetic_gaze`` scenes),
+    with the scenes' outline and edge (``scene.paint_shape``), in a box reaching 2 pixels beyond ``radius`` to the
+    top/left and 3 (exclusive) to the bottom/right; ``"ring"`` is ``ring_cue``'s cue ring, its inner radius
+    :data:`RING_RADII`'s ratio of ``radius``."""
     height, width = frame.shape[:2]
     x0, x1 = max(int(cx - radius - 2), 0), min(int(cx + radius + 3), width)
     y0, y1 = max(int(cy - radius - 2), 0), min(int(cy + radius + 3), height)
     if x0 >= x1 or y0 >= y1:
         return
     ys, xs = np.mgrid[y0:y1, x0:x1].astype(np.float32) + 0.5
-    dx, dy = xs - cx, ys - cy
-    c, s = math.cos(angle), math.sin(angle)
-    distance = _signed_distance(shape, c * dx + s * dy, -s * dx + c * dy, radius)
-    body = np.where((distance > -1.2)[..., None], np.asarray(color, np.float32) * 0.45, np.asarray(color, np.float32))
-    alpha = np.clip(0.5 - distance, 0.0, 1.0)[..., None]
-    frame[y0:y1, x0:x1] = frame[y0:y1, x0:x1] * (1 - alpha) + body * alpha
+    inner = RING_RADII[1] / RING_RADII[0] * radius if shape == "ring" else 0.0
+    box = ((slice(y0, y1), slice(x0, x1)), xs, ys)
+    paint_shape(frame, box, cx, cy, shape, radius, angle, color, shading=0.0, inner_radius=inner)
 
 
 def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
@@ -579,7 +536,7 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
     is its cue label + 1 (1-based, as in the split files). ``settings.fps`` must be 24 (EGTEA's frame axis).
     Returns the clips in index order.
     """
-    if settings.fps != 24:
+    if settings.fps != BEGAZE_FPS:
         raise ValueError(
             f"settings.fps must be 24 for the EGTEA layout (its F numbers count 24 fps frames), got {settings.fps}"
         )
@@ -587,49 +544,29 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
     if (out_dir / "train_split1.txt").exists():
         raise FileExistsError(f"{out_dir} already holds an EGTEA layout (train_split1.txt); use an empty folder")
     clips, lines = [], {"train": [], "test": []}
-    labels = OBJECT_COLOR_NAMES if settings.task != "shape_cue" else SHAPES
+    header = ["## Sample Rate:\t24", f"## Calibration Area:\t{BEGAZE_WIDTH}\t{BEGAZE_HEIGHT}"]
+    header.append("## Format:\tTime Type Trial X Y Frame Event")
     for first in range(0, settings.num_clips, EGTEA_SESSION_CLIPS):
         session = f"OP{first // EGTEA_SESSION_CLIPS + 1:02d}-R01-{settings.task.replace('_', '')}"
         rows, cursor = [], 1
         for index in range(first, min(first + EGTEA_SESSION_CLIPS, settings.num_clips)):
             clip = generate_task_clip(settings, index)
             f_start, f_end = cursor + 5, cursor + 5 + clip.num_frames - 1
-            a, b = int(round((f_start - 1) / 24 * 1000)), int(round(f_end / 24 * 1000))
-            name = format_egtea_clip_name(session, a, b, f_start, f_end)
+            name = egtea_clip_name_at(session, f_start, f_end)
             write_video(out_dir / "cropped_clips" / session / f"{name}.mp4", clip.frames(), fps=24)
             pixels = clip.gaze.astype(np.float64) * np.array([BEGAZE_WIDTH, BEGAZE_HEIGHT])
-            events = {1: "Fixation", 2: "Saccade", 3: "Blink"}
-            for k in range(clip.num_frames):
-                frame = f_start - 1 + k
-                rows.append(
-                    (
-                        int(round(frame / 24 * 1e6)),
-                        float(pixels[k, 0]),
-                        float(pixels[k, 1]),
-                        frame,
-                        events[int(clip.gaze_type[k])],
-                    )
-                )
+            for k, frame in enumerate(range(f_start - 1, f_end)):
+                event = BEGAZE_EVENTS[int(clip.gaze_type[k])]
+                rows.append((begaze_time_us(frame), float(pixels[k, 0]), float(pixels[k, 1]), frame, event))
             lines[clip_split(settings, index)].append(f"{name} {clip.label + 1} {clip.label + 1} {clip.label + 1}")
             clips.append(clip)
             cursor = f_end + 1
-        header = [
-            "## Sample Rate:\t24",
-            f"## Calibration Area:\t{BEGAZE_WIDTH}\t{BEGAZE_HEIGHT}",
-            "## Format:\tTime Type Trial X Y Frame Event",
-        ]
         (out_dir / "gaze_data").mkdir(parents=True, exist_ok=True)
         (out_dir / "gaze_data" / f"{session}.txt").write_text(
             "\n".join(begaze_lines(rows, fmt=1, header=header)) + "\n", encoding="utf-8"
         )
-    for split, split_lines in lines.items():
-        with open(out_dir / f"{split}_split1.txt", "w", encoding="utf-8", newline="") as handle:
-            handle.write("".join(line + "\r\n" for line in split_lines))
-    names = [f"look at {label}" for label in labels]
-    for kind in ("action", "verb", "noun"):
-        (out_dir / f"{kind}_idx.txt").write_text(
-            "".join(f"{n} {i + 1}\n" for i, n in enumerate(names)), encoding="utf-8"
-        )
+    names = [f"look at {label}" for label in (OBJECT_COLOR_NAMES if settings.task != "shape_cue" else SHAPES)]
+    write_split_and_index_files(out_dir, lines, {kind: names for kind in ("action", "verb", "noun")})
     return clips
 
 
@@ -639,7 +576,6 @@ __all__ = [
     "OCCLUDED_TASKS",
     "GroundingTaskSettings",
     "TaskClip",
-    "TaskObject",
     "generate_task_clip",
     "render_task_frame",
     "simulate_task_gaze",

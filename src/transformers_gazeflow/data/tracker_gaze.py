@@ -29,7 +29,7 @@ import numpy as np
 from .ego4d_format import is_ego4d_gaze_csv, parse_ego4d_gaze, parse_glc_clip_path
 from .egtea_format import egtea_gaze_rows, parse_begaze, parse_egtea_clip_name
 from .gaze_common import read_text
-from .gaze_types import FIXATION, GAZE_TYPE_CODES, GAZE_TYPE_NAMES, UNTRACKED
+from .gaze_types import FIXATION, GAZE_TYPE_CODES, GAZE_TYPE_NAMES, OFF_FRAME, UNTRACKED, valid_mask
 
 CSV_REQUIRED = ("frame_idx", "x_norm", "y_norm")
 CODE_COLUMNS = ("gaze_type", "true_code")
@@ -139,4 +139,18 @@ def read_tracker_gaze(path: str | Path, num_frames: int, fps: float, video_name:
     return _rows_of(track.gaze, track.gaze_type, rows, "EGTEA BeGaze export")
 
 
-__all__ = ["TrackerGaze", "read_tracker_gaze", "CSV_REQUIRED"]
+def usable_frames(
+    codes: np.ndarray, fps: float, seconds: float | None = None, start_frame: int | None = None
+) -> np.ndarray:
+    """The frames a calibration fits on: tracker gaze valid and on the frame, from ``start_frame`` (default: the
+    first such frame) and, with ``seconds``, before ``start + seconds * fps``."""
+    codes = np.asarray(codes)
+    frames = np.flatnonzero(valid_mask(codes) & (codes != OFF_FRAME))
+    if start_frame is not None:
+        frames = frames[frames >= start_frame]
+    if seconds is not None and frames.size:
+        frames = frames[frames < frames[0] + seconds * fps]
+    return frames
+
+
+__all__ = ["TrackerGaze", "read_tracker_gaze", "usable_frames", "CSV_REQUIRED"]

@@ -286,6 +286,27 @@ class BackgroundFrames:
                 self._thread.join(timeout=0.05)
 
 
+class TimedFrames:
+    """Frames read in the consumer's loop (no thread), timing the reads as :class:`BackgroundFrames` does."""
+
+    def __init__(self, frames: Iterator[np.ndarray]) -> None:
+        self.frames, self.read_s, self.wait_s = frames, 0.0, 0.0
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        while True:
+            started = time.perf_counter()
+            frame = next(self.frames, None)
+            elapsed = time.perf_counter() - started
+            self.read_s += elapsed
+            self.wait_s += elapsed
+            if frame is None:
+                return
+            yield frame
+
+    def close(self) -> None:
+        self.frames.close()
+
+
 def decode_frames(
     path: str | os.PathLike, start: int = 0, num_frames: int | None = None, allow_short: bool = False
 ) -> np.ndarray:
@@ -356,6 +377,7 @@ __all__ = [
     "probe_video",
     "iter_frames",
     "BackgroundFrames",
+    "TimedFrames",
     "decode_frames",
     "write_video",
 ]

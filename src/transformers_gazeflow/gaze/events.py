@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data.gaze_types import BLINK_OR_OTHER, FIXATION, SACCADE, UNTRACKED
+from ..models.gazeflow.choices import EVENT_METHODS
 from ..models.gazeflow.geometry import PinholeCamera, unit_to_pixels
 
-EVENT_METHODS = ("ivt", "idt")
 IVT_THRESHOLD_DEG_S = 30.0
 """Default I-VT velocity threshold (deg/s; Komogortsev et al. 2010)."""
 IDT_DISPERSION_DEG = 1.0
@@ -471,7 +471,6 @@ def events_from_codes(
 
 
 __all__ = [
-    "EVENT_METHODS",
     "IVT_THRESHOLD_DEG_S",
     "IDT_DISPERSION_DEG",
     "IDT_MIN_DURATION_MS",

@@ -71,6 +71,15 @@ def radius_quantiles(distances: np.ndarray, levels: Sequence[float]) -> np.ndarr
     return np.quantile(np.asarray(distances, np.float64), levels, axis=0, method="inverted_cdf")
 
 
+def spread_radii(samples_px, centre_px, levels: Sequence[float] = SPREAD_LEVELS) -> np.ndarray:
+    """The spread radii ``r_q`` of K samples around their point estimate, in pixels: ``[L, ...]`` for
+    ``samples_px [K, ..., 2]`` around ``centre_px [..., 2]`` (one frame: ``[K, 2]`` around ``[2]`` gives ``[L]``),
+    by the one quantile rule of :func:`radius_quantiles` (the ``ceil(q K)``-th smallest distance). The ``r50_px`` /
+    ``r90_px`` of ``gazeflow stream`` and the ``spread50`` / ``spread90`` of ``gaze.csv`` are these radii."""
+    samples = np.asarray(samples_px, np.float64)
+    return radius_quantiles(np.linalg.norm(samples - np.asarray(centre_px, np.float64), axis=-1), levels)
+
+
 def mode_bandwidth(points_px: np.ndarray) -> np.ndarray:
     """``[T]``: the local spread of each frame's K points ``[K, T, 2]``: the median over the points of the distance
     to their ``ceil(K / 5)``-th nearest neighbour (0 for K = 1)."""
@@ -164,8 +173,7 @@ def describe_uncertainty(
     levels = _check_levels(levels)
     pixels = unit_to_pixels(samples, width, height)
     centre = pixels.mean(axis=0)
-    distances = np.linalg.norm(pixels - centre, axis=-1)
-    spread_px = radius_quantiles(distances, levels)
+    spread_px = spread_radii(pixels, centre, levels)
     spread_deg = None
     if camera is not None:
         spread_deg = radius_quantiles(camera.for_frame(width, height).angle_between_deg(pixels, centre[None]), levels)
@@ -220,7 +228,7 @@ def coverage_ratios(
     levels = _check_levels(levels)
     pixels = unit_to_pixels(samples, width, height)
     centre = pixels.mean(axis=0)
-    radii = radius_quantiles(np.linalg.norm(pixels - centre, axis=-1), levels)  # [L, T]
+    radii = spread_radii(pixels, centre, levels)  # [L, T]
     miss = np.linalg.norm(unit_to_pixels(truth, width, height) - centre, axis=-1)  # [T]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(radii > 0, miss / radii, np.where(miss > 0, np.inf, 0.0))
@@ -279,6 +287,7 @@ __all__ = [
     "GazeUncertainty",
     "CoverageData",
     "radius_quantiles",
+    "spread_radii",
     "mode_bandwidth",
     "count_modes",
     "describe_uncertainty",

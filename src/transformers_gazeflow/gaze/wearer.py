@@ -34,13 +34,8 @@ from typing import Any
 import numpy as np
 
 from ..data.atomic_files import atomic_write
-from ..data.interface_files import (
-    CALIBRATION_FORMAT,
-    CALIBRATION_MODELS,
-    CALIBRATION_VERSION,
-    parse_json_object,
-    wearer_calibration,
-)
+from ..data.interface_files import CALIBRATION_FORMAT, CALIBRATION_VERSION, parse_json_object, wearer_calibration
+from ..models.gazeflow.choices import CALIBRATION_MODELS
 from ..models.gazeflow.geometry import clamp_unit, pixels_to_unit, unit_to_pixels
 
 HUBER_K = 2.45
@@ -198,7 +193,7 @@ class WearerCalibration:
         """A calibration from its JSON, checked by the one schema of ``calib.json``
         (:func:`~transformers_gazeflow.data.interface_files.wearer_calibration`: one-line errors naming ``where`` and
         the field)."""
-        fields = wearer_calibration(parse_json_object(text, where), where)
+        fields = wearer_calibration(parse_json_object(text, where), where, CALIBRATION_MODELS)
         return cls(
             fields["correction"],
             fields["offset"],
@@ -220,9 +215,22 @@ class WearerCalibration:
         ``path``."""
         path = Path(path)
         text = self.to_json()
-        wearer_calibration(parse_json_object(text, str(path)), str(path))
+        wearer_calibration(parse_json_object(text, str(path)), str(path), CALIBRATION_MODELS)
         path.parent.mkdir(parents=True, exist_ok=True)
         return atomic_write(path, text)
+
+
+def calibration_for_model(
+    calibration: str | os.PathLike | WearerCalibration, fingerprint: str, model_name: str
+) -> WearerCalibration:
+    """A wearer calibration (a ``calib.json`` path or the object) checked to be the one fitted for the model whose
+    weights have ``fingerprint`` (``model_name``: how the one-line error names that model; the error names the file,
+    or "the calibration" for an object)."""
+    where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
+    if not isinstance(calibration, WearerCalibration):
+        calibration = WearerCalibration.read(calibration)
+    calibration.check_model(fingerprint, model_name, where=where)
+    return calibration
 
 
 def pixel_errors(points: np.ndarray, truth: np.ndarray, width: int, height: int) -> np.ndarray:
@@ -235,10 +243,9 @@ def pixel_errors(points: np.ndarray, truth: np.ndarray, width: int, height: int)
 
 
 __all__ = [
-    "CALIBRATION_MODELS",
-    "CALIBRATION_FORMAT",
     "Correction",
     "WearerCalibration",
+    "calibration_for_model",
     "fit_correction",
     "held_out_error",
     "choose_and_fit",

@@ -31,12 +31,13 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from ..models.gazeflow.choices import DTYPES
 from ..models.gazeflow.generation_gazeflow import WindowSampler
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 
 logger = logging.getLogger(__name__)
 
-INFERENCE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+INFERENCE_DTYPES = {name: getattr(torch, name) for name in DTYPES}
 """The dtypes the weights can be cast to for inference (``--dtype``; ``"auto"``: :func:`resolve_inference_dtype`)."""
 
 

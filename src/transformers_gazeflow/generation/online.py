@@ -34,9 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 from ..models.gazeflow.scheduling_gazeflow import draw_noise
 from .streaming_runners import StepRunner, check_compile_mode, make_step_runner
@@ -77,7 +79,9 @@ class GazeFlowStreamer:
 
     Args:
         model: a causal :class:`GazeFlowModel` (``config.causal=True``), in eval mode.
-        num_samples, num_steps, solver: K, S and the ODE solver (defaults from the config).
+        settings: K, S and the ODE solver (:class:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.
+            SamplingSettings`); or leave it None and give keyword arguments named after its fields
+            (``num_samples=K``, ``num_steps=S``, ``solver=...``): each one not given is the config's default.
         generator: draws each frame's noise ``[B, K, 1, 2]`` (a seed makes the stream reproducible).
         processor: optional ``GazeFlowVideoProcessor``; then :meth:`push` also takes raw uint8 frames
             ``[H, W, 3]`` (or ``[B, H, W, 3]``) and processes them.
@@ -92,13 +96,13 @@ class GazeFlowStreamer:
     def __init__(
         self,
         model: GazeFlowModel,
-        num_samples: int | None = None,
-        num_steps: int | None = None,
-        solver: str | None = None,
+        settings: SamplingSettings | None = None,
+        *,
         generator: torch.Generator | None = None,
         processor=None,
         compile: str | None = None,
         dtype: torch.dtype | None = None,
+        **sampling: Any,
     ):
         if not model.config.causal:
             raise ValueError(
@@ -106,9 +110,13 @@ class GazeFlowStreamer:
                 "F.4): the bidirectional model's output at frame t depends on later frames"
             )
         check_compile_mode(compile, next(model.parameters()).device)
+        if settings is not None and sampling:
+            raise TypeError(
+                f"GazeFlowStreamer: give `settings` or its fields as keywords, not both ({sorted(sampling)})"
+            )
         self.model = model
-        self.step = GazeFlowStreamerStep(model, num_samples, num_steps, solver, dtype=dtype)
-        self.num_samples, self.num_steps, self.solver = self.step.num_samples, self.step.num_steps, self.step.solver
+        self.settings = settings if settings is not None else SamplingSettings.resolve(model.config, **sampling)
+        self.step = GazeFlowStreamerStep(model, self.settings, dtype=dtype)
         self.scheduler = self.step.scheduler
         self.compile = compile
         self.generator = generator
@@ -155,7 +163,11 @@ class GazeFlowStreamer:
             self.state = self.step.new_state(batch)
             size, channels = self.model.config.image_size, self.model.config.encoder_config.in_chans
             self.runner = make_step_runner(
-                self.step, self.state, self.compile, (batch, channels, size, size), (batch, self.num_samples, 1, 2)
+                self.step,
+                self.state,
+                self.compile,
+                (batch, channels, size, size),
+                (batch, self.settings.num_samples, 1, 2),
             )
         return self.runner
 
@@ -168,7 +180,7 @@ class GazeFlowStreamer:
         device = self.step.device
         frame = self._as_frames(frame).to(device)
         batch = frame.shape[0]
-        shape = (batch, self.num_samples, 1, 2)
+        shape = (batch, self.settings.num_samples, 1, 2)
         if noise is not None and tuple(noise.shape) != shape:  # checked before the stream's state changes
             raise ValueError(f"push: `noise` must have shape {shape} (batch, K, 1 frame, 2), got {tuple(noise.shape)}")
         runner = self._runner_for(batch)

@@ -3,7 +3,8 @@ and its :class:`StreamerState`.
 
 The API that ``GazeFlowStreamer``, the ``gazeflow stream`` command and the ONNX export build on::
 
-    step = GazeFlowStreamerStep(model, num_samples=K, num_steps=S, solver=None, dtype=None)
+    settings = SamplingSettings.resolve(model.config, num_samples=K, num_steps=S)   # K, S, the solver
+    step = GazeFlowStreamerStep(model, settings, dtype=None)
     state = step.new_state(batch_size)                   # every buffer zero, frame index 0
     trajectories, mean = step(frame, noise, state)       # the state is updated in place
     trajectories, mean, new_state = step.functional(frame, noise, state)   # no side effect (export)
@@ -52,7 +53,7 @@ from torch import nn
 
 from ..models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
-from ..models.gazeflow.modeling_gazeflow_layers import GazeFlowRingKeyValueCache
+from ..models.gazeflow.modeling_gazeflow_attention import GazeFlowRingKeyValueCache
 from ..models.gazeflow.modeling_gazeflow_streaming import (
     GazeFlowStreamingCondition,
     GazeFlowStreamingVelocityNetwork,
@@ -61,7 +62,7 @@ from ..models.gazeflow.modeling_gazeflow_streaming import (
     streaming_positions,
 )
 from ..models.gazeflow.modeling_gazeflow_streaming_encoder import GazeFlowStreamingVideoEncoder
-from ..models.gazeflow.scheduling_gazeflow import Scheduler, scheduler_for
+from ..models.gazeflow.scheduling_gazeflow import Scheduler
 
 
 @dataclass
@@ -126,17 +127,18 @@ class GazeFlowStreamerStep(nn.Module):
 
     Args:
         model: a causal :class:`GazeFlowModel` (``config.causal=True``), in eval mode.
-        num_samples, num_steps, solver: K, S and the ODE solver (defaults from the config).
+        settings: K, S and the ODE solver (:class:`SamplingSettings`; None: the config's defaults).
         dtype: the dtype every weight is cast to once and the step computes in (default: the model's); the ODE
             state x_s stays float32. The model is left as it is (cast copies are made where needed).
+
+    Twin of ``streaming_reference.ReferenceStreamer``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_previous_streamer_past_the_window``.
     """
 
     def __init__(
         self,
         model: GazeFlowModel,
-        num_samples: int | None = None,
-        num_steps: int | None = None,
-        solver: str | None = None,
+        settings: SamplingSettings | None = None,
         dtype: torch.dtype | None = None,
     ):
         super().__init__()
@@ -150,10 +152,9 @@ class GazeFlowStreamerStep(nn.Module):
         dtype = parameter.dtype if dtype is None else dtype
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"`dtype` must be a floating torch.dtype (e.g. torch.bfloat16), got {dtype!r}")
-        settings = SamplingSettings.resolve(config, num_samples, num_steps, solver)
+        self.settings = settings if settings is not None else SamplingSettings.resolve(config)
         self.config, self.dtype = config, dtype
-        self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
-        self.scheduler = scheduler_for(config, self.num_steps, self.solver)
+        self.scheduler = self.settings.scheduler(config)
         self.context = config.num_frames  # W
         self.encoder_frames, self.tokens_per_frame = config.causal_encoder_frames, config.tokens_per_frame
         self.video_encoder = GazeFlowStreamingVideoEncoder(
@@ -193,7 +194,7 @@ class GazeFlowStreamerStep(nn.Module):
             else None,
             summary_cache=ring(batch_size) if condition.num_queries > 0 else None,
             self_attention=tuple(
-                tuple(ring(batch_size * self.num_samples) for _ in self.velocity_network.blocks)
+                tuple(ring(batch_size * self.settings.num_samples) for _ in self.velocity_network.blocks)
                 for _ in range(self.velocity_network.num_calls)
             ),
             temporal=tuple(ring(batch_size * self.tokens_per_frame) for _ in range(config.num_temporal_layers)),
@@ -204,7 +205,11 @@ class GazeFlowStreamerStep(nn.Module):
     ) -> StreamingCondition:
         """Frame t's condition: the frame written to the window ring (the stream's first frame to every slot: frames
         before it read it, as ``causal_encoder_windows`` pads), the encoder on frames t - w + 1 .. t in time order
-        (the last tubelet's N tokens are frame t's), then :class:`GazeFlowStreamingCondition` (rings updated)."""
+        (the last tubelet's N tokens are frame t's), then :class:`GazeFlowStreamingCondition` (rings updated).
+
+        Twin of ``modeling_gazeflow_causal.causal_encoder_windows``: change both; held equal by
+        ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
+        """
         ring, window = state.frames, self.encoder_frames
         frame = frame.unsqueeze(1).to(ring.dtype)
         ring.copy_(torch.where(positions.first, frame.expand_as(ring), ring))

@@ -1,13 +1,14 @@
-"""Model folders: the one writer (:func:`save_model_folder`), loading with clear errors, the bundled default, cards.
+"""Model folders: the one writer (:func:`save_model_folder`), loading with clear errors, the bundled default.
 
 A GazeFlow model folder (what :func:`save_model_folder` writes, and what a Hub repository holds) contains
 ``config.json`` (``model_type: "gazeflow"``), ``model.safetensors``, ``preprocessor_config.json`` (the
 :class:`~transformers_gazeflow.data.processing.GazeFlowVideoProcessor`; when missing, the processor defaults to
-``size=config.image_size``) and a ``README.md`` model card; with ``remote_code=True`` also the code that
-``trust_remote_code=True`` loading needs (:mod:`transformers_gazeflow.hub.remote_code`). ``model.save_pretrained(dir)``
-alone writes only the config and the weights (the model knows nothing of the data processor or of cards: the model
-layer never imports the data layer), so every writer of model folders in the project (the pipeline's
-``save_pretrained``, ``examples/train.py``, :func:`bundle_default_model`) calls :func:`save_model_folder`.
+``size=config.image_size``) and a ``README.md`` model card (:mod:`transformers_gazeflow.hub.model_cards`); with
+``remote_code=True`` also the code that ``trust_remote_code=True`` loading needs
+(:mod:`transformers_gazeflow.hub.remote_code`). ``model.save_pretrained(dir)`` alone writes only the config and the
+weights (the model knows nothing of the data processor or of cards: the model layer never imports the data layer), so
+every writer of model folders in the project (the pipeline's ``save_pretrained``, ``examples/train.py``,
+:func:`bundle_default_model`) calls :func:`save_model_folder`.
 
 Loading (:func:`load_model`) checks a folder before transformers reads it and names the file that is wrong: no
 ``config.json`` or another ``model_type``, a config field of the wrong type, missing, empty or truncated weights, a
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from ..data.atomic_files import atomic_write
 from ..data.interface_files import InterfaceFileError, read_json_object, region_calibration
+from .model_cards import write_model_card
 
 if TYPE_CHECKING:
     from ..data.processing import GazeFlowVideoProcessor
@@ -310,116 +312,6 @@ def load_video_processor(name_or_path: str | os.PathLike | None, config: GazeFlo
     return processor
 
 
-# Hub metadata: no `pipeline_tag` (the Hub only accepts its own task names); the task is named in the tags
-MODEL_CARD_TEMPLATE = """---
-library_name: transformers
-license: apache-2.0
-tags:
-- egocentric-gaze
-- gazeflow
-- egocentric
-- gaze-prediction
-- flow-matching
-- video
----
-
-# {title}
-
-{description}
-
-## What it is
-
-A GazeFlow model (egocentric gaze prediction by conditional flow matching): from a head-mounted video it samples
-K whole gaze trajectories, one (x, y) point per frame in [0, 1] image coordinates (origin top-left).
-
-- Encoder: V-JEPA 2 ({encoder}), input {image_size}x{image_size}, windows of {num_frames} frames, stride {stride}.
-- Velocity network: d={hidden_size}, {layers} DenoiserBlocks, {heads} heads; {params} parameters in all.
-- Visual condition c_v: {condition}.
-- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps. Evaluation maps: Gaussians of
-  sigma {sigma} px at the data's native size (`heatmap_sigma`); overlays and pipeline heatmaps use 3.9% of the
-  frame width unless given `heatmap_sigma` (the paper's 25 px at 640 px).
-
-## Training
-
-{training}
-
-## Use
-
-```python
-import transformers_gazeflow  # registers the model and the "egocentric-gaze" pipeline
-from transformers import pipeline
-
-gaze = pipeline("egocentric-gaze", model="{repo}")
-out = gaze("my_video.mp4", num_samples=30, num_steps=5)  # seed=0 unless given
-out["points_px"]     # [T, 2] per-frame point estimate (mean of the K samples), pixels
-out["trajectories"]  # [K, T, 2] samples, [0, 1]
-```
-
-Offline: download the folder once (or copy it), then pass its local path as `model=` and set `HF_HUB_OFFLINE=1`.
-Without installing `transformers-gazeflow`, the folder loads with `trust_remote_code=True` when it carries the
-remote code (see the project README).
-
-## Limitations
-
-{limitations}
-"""
-
-
-def describe_condition(config: GazeFlowConfig) -> str:
-    """The card's line on the spatial encoder that builds c_v: its layers and how their attention starts."""
-    temporal = config.num_temporal_layers
-    text = f"{config.num_spatial_layers} spatial layer{'s' if config.num_spatial_layers != 1 else ''}"
-    if temporal:
-        text = (
-            f"{temporal} temporal layer{'s' if temporal != 1 else ''} (each position across the window's frame "
-            f"groups{', earlier ones only' if config.causal else ''}), then {text}"
-        )
-    if config.spatial_attention_init == "mimetic":
-        text += ", mimetic query-key initialisation"
-    return text
-
-
-def write_model_card(
-    folder: str | os.PathLike,
-    model: GazeFlowModel,
-    title: str,
-    description: str,
-    training: str,
-    limitations: str,
-    repo: str | None = None,
-) -> Path:
-    """Write ``README.md`` (a Hub model card with metadata) into a model folder; returns its path."""
-    from ..models.gazeflow.generation_gazeflow import SamplingSettings
-
-    config = model.config
-    encoder = config.encoder_config
-    defaults = SamplingSettings.resolve(config)
-    text = MODEL_CARD_TEMPLATE.format(
-        title=title,
-        description=description,
-        training=training,
-        limitations=limitations,
-        encoder=f"hidden {encoder.hidden_size}, {encoder.num_hidden_layers} layers",
-        image_size=config.image_size,
-        num_frames=config.num_frames,
-        stride=config.window_stride,
-        hidden_size=config.hidden_size,
-        layers=config.num_hidden_layers,
-        heads=config.num_attention_heads,
-        params=f"{sum(p.numel() for p in model.parameters()):,}",
-        num_samples=defaults.num_samples,
-        num_steps=defaults.num_steps,
-        solver=defaults.solver,
-        sigma=config.heatmap_sigma,
-        condition=describe_condition(config),
-        repo=repo or str(folder),
-    )
-    path = Path(folder) / "README.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def save_model_folder(
     model: GazeFlowModel,
     folder: str | os.PathLike,
@@ -610,5 +502,4 @@ __all__ = [
     "load_video_processor",
     "load_model",
     "save_model_folder",
-    "write_model_card",
 ]

@@ -47,8 +47,10 @@ PIPELINE_FILES: dict[str, str] = {
     "windowed.py": "generation/windowed.py",
     "inference.py": "generation/inference.py",
     "model_folders.py": "hub/model_folders.py",
+    "model_cards.py": "hub/model_cards.py",  # what the model folders' one writer writes as README.md
     "remote_code.py": "hub/remote_code.py",  # so that a pipeline loaded from the folder can save itself again
     "video.py": "data/video.py",
+    "video_sources.py": "data/video_sources.py",
     "processing.py": "data/processing.py",
     "heatmaps.py": "metrics/heatmaps.py",
     "gaze_uncertainty.py": "gaze/uncertainty.py",  # the readouts the pipeline attaches when asked

@@ -2,8 +2,9 @@
 
 Layers: ``heatmaps`` (the one renderer of maps) -> ``jitter`` (MIT's AUC jitter in expectation), ``saliency`` and
 ``dynamics`` (the maths), ``events`` (fixations and saccades against recorded labels) -> ``scoring`` (the
-evaluator's fast path) -> ``protocol`` (the evaluator) -> ``significance`` (Wilcoxon), ``baselines`` (the priors),
-``tables`` (markdown); the ``evaluate`` modules under ``evaluate_modules/`` wrap them (:func:`evaluate_module_path`).
+evaluator's fast path), ``protocol_records`` (what the protocol reads and returns) -> ``protocol`` (the evaluator)
+-> ``significance`` (Wilcoxon), ``baselines`` (the priors), ``tables`` (markdown); the ``evaluate`` modules under
+``evaluate_modules/`` wrap them (:func:`evaluate_module_path`).
 Nothing here imports the model.
 """
 
@@ -31,15 +32,8 @@ from .heatmaps import (
     render_heatmaps,
 )
 from .modules import EVALUATE_MODULES, evaluate_module_path
-from .protocol import (
-    ClipGroundTruth,
-    ClipPrediction,
-    EvaluationResult,
-    GazeEvaluator,
-    evaluate_frames,
-    evaluate_predictions,
-    protocol_frame_indices,
-)
+from .protocol import GazeEvaluator, evaluate_frames, evaluate_predictions
+from .protocol_records import ClipGroundTruth, ClipPrediction, EvaluationResult, protocol_frame_indices
 from .saliency import angular_error, auc_judd, cc, center_of_mass, glc_aae, glc_auc, kl_div, nss, sim
 from .significance import WilcoxonResult, paired_wilcoxon
 from .tables import dynamics_table_markdown, main_table_markdown

@@ -7,7 +7,7 @@
   displacement. It sees no video.
 
 Both fit on train clips in the unified schema (``gaze`` unit [T, 2], ``gaze_type``, ``valid``, ``width``,
-``height``) and return :class:`~transformers_gazeflow.metrics.protocol.ClipPrediction` objects that
+``height``) and return :class:`~transformers_gazeflow.metrics.protocol_records.ClipPrediction` objects that
 :class:`~transformers_gazeflow.metrics.protocol.GazeEvaluator` scores like any model.
 """
 
@@ -25,7 +25,7 @@ import torch
 from ..data.gaze_types import FIXATION
 from ..models.gazeflow.geometry import clamp_unit, pixels_to_unit, unit_to_pixels
 from .heatmaps import render_gaussian_map
-from .protocol import ClipGroundTruth, ClipPrediction
+from .protocol_records import ClipGroundTruth, ClipPrediction
 
 
 def _clips(clips: Iterable[Any]) -> Iterable[ClipGroundTruth]:

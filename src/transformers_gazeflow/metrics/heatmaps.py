@@ -428,6 +428,7 @@ __all__ = [
     "GLC_KERNEL_SIZE",
     "GLC_GT_THRESHOLD",
     "GLC_BINARY_LEVEL",
+    "GLC_PRED_EPS",
     "opencv_default_sigma",
     "opencv_gaussian_kernel",
     "binary_gt_radius",

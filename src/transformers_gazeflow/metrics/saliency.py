@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, PinholeCamera, ray_angle_deg
-from .heatmaps import GLC_BINARY_LEVEL, GLC_GRID, GLC_PRED_EPS
+from .heatmaps import GLC_GRID
 from .jitter import MIT_JITTER, JitterNoise, above_probability, check_noise, expected_auc_judd
 
 AucTies = Literal["expected", "jitter", "half", "none"]
@@ -37,10 +37,6 @@ GLC_THRESHOLDS = np.linspace(0.0, 0.02, 11)
 
 GLC_AUC_SIGMA = 3.2
 """Sigma (cells) of GLC's AUC blur of the one-hot centre of mass."""
-
-DEFAULT_FOV_DEG = DEFAULT_HORIZONTAL_FOV_DEG
-"""Horizontal field of view of the AAE pinhole camera (Huang et al. ECCV 2018): the package's one default camera,
-``geometry.DEFAULT_HORIZONTAL_FOV_DEG``."""
 
 
 def _maps(x, name: str) -> torch.Tensor:
@@ -328,7 +324,7 @@ def predicted_point(saliency) -> torch.Tensor:
     return torch.where(empty.unsqueeze(-1), centre, com)
 
 
-def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFAULT_FOV_DEG) -> torch.Tensor:
+def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG) -> torch.Tensor:
     """Angular error in degrees between two image points under a pinhole camera (AAE; Huang et al. ECCV 2018).
 
     The camera is ``geometry.PinholeCamera.from_fov(width, height, fov_deg)``: focal ``f = (W / 2) / tan(fov / 2)``
@@ -424,10 +420,7 @@ def glc_aae(pred_maps, gaze_crop, grid: int = GLC_GRID) -> torch.Tensor:
 
 __all__ = [
     "MIT_EPS",
-    "GLC_PRED_EPS",
     "GLC_THRESHOLDS",
-    "DEFAULT_FOV_DEG",
-    "GLC_BINARY_LEVEL",
     "AUC_TIES",
     "auc_judd",
     "nss",

@@ -8,7 +8,7 @@ from typing import Literal
 
 import numpy as np
 
-from .protocol import EvaluationResult
+from .protocol_records import EvaluationResult
 
 
 @dataclasses.dataclass

@@ -1,6 +1,7 @@
-"""The paper's two result tables as markdown, from :class:`~transformers_gazeflow.metrics.protocol.EvaluationResult`
-metrics (paper Section 4.1, Tables main and dynamics, plus the dynamics metrics a motionless trajectory cannot
-game, :mod:`~transformers_gazeflow.metrics.dynamics`).
+"""The paper's two result tables as markdown, from
+:class:`~transformers_gazeflow.metrics.protocol_records.EvaluationResult` metrics (paper Section 4.1, Tables main and
+dynamics, plus the dynamics metrics a motionless trajectory cannot game,
+:mod:`~transformers_gazeflow.metrics.dynamics`).
 
 * :func:`main_table_markdown`: AUC, F1, P, R, AAE, NSS, CC, KL, SIM per method.
 * :func:`dynamics_table_markdown`: ADE and DTW (mean, best of K; x10^2 px), the step-length ratios to human, the

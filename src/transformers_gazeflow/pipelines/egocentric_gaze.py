@@ -22,10 +22,10 @@ for the whole video.
 from __future__ import annotations
 
 import copy
-import logging
+import inspect
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,11 @@ import numpy as np
 import torch
 from transformers import Pipeline
 
-from ..data.video import BackgroundFrames, VideoDecodeError, iter_frames, probe_video
+from ..data.video import BackgroundFrames, TimedFrames
+from ..data.video_sources import VideoSource, checked_frames, open_video_source
 from ..gaze.events import EventSettings, GazeEvents, detect_events
 from ..gaze.uncertainty import GazeUncertainty, describe_uncertainty
-from ..gaze.wearer import WearerCalibration
+from ..gaze.wearer import WearerCalibration, calibration_for_model
 from ..generation.inference import prepare_for_inference, resolve_inference_dtype, window_sampler
 from ..generation.windowed import DEFAULT_WINDOW_BATCH_SIZE, FramePreparer, GazeChunk, StageClock, stream_gaze
 from ..hub.model_folders import (
@@ -51,11 +52,6 @@ from ..metrics.heatmaps import heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings, point_estimate
 from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixels
 from ..models.gazeflow.windows import plan_windows
-
-logger = logging.getLogger(__name__)
-
-DEFAULT_FPS = 30.0
-"""Frame rate assumed for in-memory frames given without ``fps=`` (it only sets the frame times)."""
 
 DEFAULT_SEED = 0
 """Noise seed when a call gives none, as the ``gazeflow`` command's ``--seed``: the same call gives the same samples.
@@ -153,130 +149,6 @@ class GazePrediction:
         return {key: getattr(self, key) for key in self.keys()}
 
 
-@dataclass
-class VideoSource:
-    """A video ready to stream: where it comes from, its frame rate and size, and how to read its frames.
-
-    ``open_frames()`` reads the requested frames ``[start_frame, start_frame + expected_frames)``;
-    ``open_frames(first, stop)`` any frames of the video (the windows covering the range may reach past it).
-    ``total_frames``: the whole video's length (its window grid), when known.
-    """
-
-    name: str
-    video_id: str
-    fps: float
-    width: int
-    height: int
-    start_frame: int
-    expected_frames: int | None
-    open_frames: Callable[..., Iterator[np.ndarray]]
-    total_frames: int | None = None
-
-
-def _frame_range(start_frame: int | None, end_frame: int | None, total: int, name: str) -> tuple[int, int]:
-    start = 0 if start_frame is None else int(start_frame)
-    stop = total if end_frame is None else min(int(end_frame), total)
-    if start < 0 or (end_frame is not None and int(end_frame) <= start):
-        raise ValueError(f"bad frame range [{start_frame}, {end_frame}) for {name}: need 0 <= start_frame < end_frame")
-    if start >= total:
-        raise ValueError(f"start_frame {start} is past the end of {name} ({total} frames)")
-    return start, stop
-
-
-def open_video_source(
-    video: Any, fps: float | None = None, start_frame: int | None = None, end_frame: int | None = None
-) -> VideoSource:
-    """Describe ``video`` (a path, a ``[T, H, W, 3]`` uint8 array/tensor or a list of PIL images) for streaming.
-
-    Files are probed, not decoded (errors name the file: missing, empty, not a video, truncated); frames
-    ``[start_frame, end_frame)`` are streamed later by ``open_frames()``.
-    """
-    if isinstance(video, (str, os.PathLike)):
-        path = Path(video)
-        info = probe_video(path)  # FileNotFoundError / VideoDecodeError naming the file
-        start, stop = _frame_range(start_frame, end_frame, info.num_frames, str(path))
-        return VideoSource(
-            name=str(path),
-            video_id=path.stem,
-            fps=float(fps or info.fps),
-            width=info.width,
-            height=info.height,
-            start_frame=start,
-            expected_frames=stop - start,
-            open_frames=lambda first=start, last=stop: iter_frames(path, first, last),
-            total_frames=info.num_frames,
-        )
-    if isinstance(video, (list, tuple)) and video and all(hasattr(im, "convert") for im in video):
-        video = np.stack([np.asarray(im.convert("RGB")) for im in video])
-    if isinstance(video, torch.Tensor):
-        video = video.detach().cpu().numpy()
-    if not isinstance(video, np.ndarray):
-        raise ValueError(
-            f"expected a video file path, a [T, H, W, 3] uint8 array or tensor, or a list of PIL images, "
-            f"got {type(video).__name__}"
-        )
-    if video.dtype != np.uint8 or video.ndim not in (3, 4) or (video.ndim == 4 and video.shape[-1] not in (1, 3)):
-        raise ValueError(
-            f"in-memory video must be uint8 [T, H, W, 3] (or grayscale [T, H, W]), got {video.dtype} {video.shape}"
-        )
-    if video.shape[0] < 1:
-        raise ValueError("in-memory video has no frames")
-    if fps is None:
-        logger.warning("no fps= given for in-memory frames: frame times assume %s fps", DEFAULT_FPS)
-    start, stop = _frame_range(start_frame, end_frame, video.shape[0], "the in-memory video")
-    return VideoSource(
-        name="<array>",
-        video_id="video",
-        fps=float(fps or DEFAULT_FPS),
-        width=int(video.shape[2]),
-        height=int(video.shape[1]),
-        start_frame=start,
-        expected_frames=stop - start,
-        open_frames=lambda first=start, last=stop: iter(video[first:last]),
-        total_frames=int(video.shape[0]),
-    )
-
-
-def _checked_frames(source: VideoSource, first: int | None = None, stop: int | None = None) -> Iterator[np.ndarray]:
-    """The source's frames (``[first, stop)``, default the requested ones); a file that yields clearly fewer frames
-    than its container announces is truncated."""
-    first = source.start_frame if first is None else first
-    count = 0
-    for frame in source.open_frames() if stop is None else source.open_frames(first, stop):
-        count += 1
-        yield frame
-    expected = source.expected_frames if stop is None else stop - first
-    if expected is not None and count < expected:
-        if count < expected * 0.99 - 1:
-            raise VideoDecodeError(
-                f"cannot decode video {source.name}: its container announces {expected} frames "
-                f"from frame {first} but decoding stopped after {count} "
-                f"(truncated or damaged file)"
-            )
-        logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
-
-
-class _TimedFrames:
-    """Frames read in the consumer's loop (no thread), timing the reads as :class:`BackgroundFrames` does."""
-
-    def __init__(self, frames: Iterator[np.ndarray]) -> None:
-        self.frames, self.read_s, self.wait_s = frames, 0.0, 0.0
-
-    def __iter__(self) -> Iterator[np.ndarray]:
-        while True:
-            started = time.perf_counter()
-            frame = next(self.frames, None)
-            elapsed = time.perf_counter() - started
-            self.read_s += elapsed
-            self.wait_s += elapsed
-            if frame is None:
-                return
-            yield frame
-
-    def close(self) -> None:
-        self.frames.close()
-
-
 class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
@@ -350,39 +222,33 @@ class GazeFlowPipeline(Pipeline):
 
     def _sanitize_parameters(
         self,
-        num_samples: int | None = None,
-        num_steps: int | None = None,
-        solver: str | None = None,
         seed: Any = _UNSET,
         return_heatmaps: bool | None = None,
         heatmap_sigma: float | None = None,
         start_frame: int | None = None,
         end_frame: int | None = None,
         fps: float | None = None,
-        window_mode: str | None = None,
         camera: Any = None,
         return_uncertainty: bool | None = None,
         return_events: bool | None = None,
         events: EventSettings | None = None,
         calibration: Any = None,
-        **unknown,
+        **sampling,
     ):
+        """The call's parameters for each step; ``sampling``: the fields of :class:`SamplingSettings` (K, S, the
+        solver, the window mode), resolved once in :meth:`_forward`."""
+        unknown = sorted(set(sampling) - set(SamplingSettings.field_names()))
         if unknown:
-            raise TypeError(
-                f"egocentric-gaze: unknown parameter(s) {sorted(unknown)}; known: num_samples, num_steps, "
-                "solver, window_mode, seed, return_heatmaps, heatmap_sigma, start_frame, end_frame, fps, "
-                "camera, return_uncertainty, return_events, events, calibration"
-            )
+            own = inspect.signature(type(self)._sanitize_parameters).parameters.values()
+            known = [
+                *SamplingSettings.field_names(),
+                *(p.name for p in own if p.name != "self" and p.kind != p.VAR_KEYWORD),
+            ]
+            raise TypeError(f"egocentric-gaze: unknown parameter(s) {unknown}; known: {', '.join(known)}")
         preprocess = {
             k: v for k, v in dict(fps=fps, start_frame=start_frame, end_frame=end_frame).items() if v is not None
         }
-        forward = {
-            k: v
-            for k, v in dict(
-                num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode
-            ).items()
-            if v is not None
-        }
+        forward = {name: value for name, value in sampling.items() if value is not None}
         if seed is not _UNSET:
             forward["seed"] = seed
         postprocess = {
@@ -463,14 +329,12 @@ class GazeFlowPipeline(Pipeline):
                 source.start_frame,
                 source.start_frame + source.expected_frames,
             )
-        frames = (
-            _checked_frames(source) if plan is None else _checked_frames(source, plan.decode_start, plan.decode_stop)
-        )
+        frames = checked_frames(source) if plan is None else checked_frames(source, plan.decode_start, plan.decode_stop)
         if self.decode_in_thread:  # on the CPU the thread also checks and processes the frames, beside the model
             host = self.device.type == "cpu"
             reader = BackgroundFrames(frames, transform=FramePreparer(self.video_processor) if host else None)
         else:
-            reader = _TimedFrames(frames)
+            reader = TimedFrames(frames)
         settings = settings if settings is not None else SamplingSettings.resolve(self.model.config)
         sampler = self.window_sampler(settings)
         started = time.perf_counter()
@@ -503,16 +367,10 @@ class GazeFlowPipeline(Pipeline):
         return samplers[settings]
 
     def _forward(
-        self,
-        model_inputs: dict[str, VideoSource],
-        num_samples: int | None = None,
-        num_steps: int | None = None,
-        solver: str | None = None,
-        seed: int | None = DEFAULT_SEED,
-        window_mode: str | None = None,
+        self, model_inputs: dict[str, VideoSource], seed: int | None = DEFAULT_SEED, **sampling: Any
     ) -> dict[str, Any]:
         source = model_inputs["source"]
-        settings = SamplingSettings.resolve(self.model.config, num_samples, num_steps, solver, window_mode)
+        settings = SamplingSettings.resolve(self.model.config, **sampling)
         pieces = [chunk.trajectories for chunk in self.stream_chunks(source, settings, seed)]
         return {"source": source, "trajectories": np.concatenate(pieces, axis=1), "seed": seed, "settings": settings}
 
@@ -553,12 +411,8 @@ class GazeFlowPipeline(Pipeline):
 
     def wearer_calibration(self, calibration: str | os.PathLike | WearerCalibration) -> WearerCalibration:
         """A wearer calibration (a ``calib.json`` path or the object), checked to be this model's."""
-        where = "the calibration" if isinstance(calibration, WearerCalibration) else str(calibration)
-        if not isinstance(calibration, WearerCalibration):
-            calibration = WearerCalibration.read(calibration)
         name = getattr(self.model, "name_or_path", "") or "the pipeline's model"
-        calibration.check_model(self.model_fingerprint, name, where=where)
-        return calibration
+        return calibration_for_model(calibration, self.model_fingerprint, name)
 
 
 def frame_times_ms(frame_indices: np.ndarray, fps: float) -> np.ndarray:
@@ -650,12 +504,9 @@ __all__ = [
     "GazeFlowPipeline",
     "GazePrediction",
     "GazeHeatmaps",
-    "VideoSource",
-    "open_video_source",
     "build_prediction",
     "add_readouts",
     "camera_of",
     "frame_times_ms",
-    "DEFAULT_FPS",
     "DEFAULT_SEED",
 ]

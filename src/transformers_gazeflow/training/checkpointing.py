@@ -10,7 +10,7 @@ A checkpoint ``step_<N>/`` holds the whole training state as safetensors files (
 | ``optimizer.safetensors``, ``scheduler.safetensors`` | their ``state_dict()`` (``scaler.safetensors`` under fp16) |
 | ``rng_state_<rank>.safetensors`` | each process's Python, NumPy, torch CPU and device generators, and the flip |
 | | augmentation's generator as of the last batch the loop consumed (``flip_generator``, when the run has one) |
-| ``trainer_state.json`` | where the loop stands (:class:`TrainerState`) |
+| ``trainer_state.json`` | where the loop stands (:class:`~.trainer_state.TrainerState`) |
 | ``manifest.json`` | size and sha256 of every other file, written last |
 
 It is written in ``.tmp_step_<N>/`` and renamed into place when the manifest is on disk, so a crash leaves either
@@ -32,7 +32,6 @@ import logging
 import os
 import re
 import shutil
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +49,12 @@ from .state_io import (
     write_module_file,
     write_state_file,
 )
+from .trainer_state import TRAINER_STATE, CheckpointError, TrainerState, read_json
 
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = "gazeflow-checkpoint/1"
 INDEX_FORMAT = "gazeflow-checkpoint-index/1"
-TRAINER_STATE = "trainer_state.json"
 MANIFEST = "manifest.json"
 INDEX = "checkpoints.json"
 MODEL_FILE, EMA_FILE, BEST_EMA_FILE = "model.safetensors", "ema.safetensors", "best_ema.safetensors"
@@ -63,10 +62,6 @@ OPTIMIZER_FILE, SCHEDULER_FILE, SCALER_FILE = "optimizer.safetensors", "schedule
 _WEIGHT_FILES = (MODEL_FILE, EMA_FILE, OPTIMIZER_FILE)  # checked for NaN/inf on resume
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 FLIP_GENERATOR_KEY = "flip_generator"  # in rng_state_<rank>.safetensors, beside capture_rng_state()'s generators
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be trusted or used. The message starts with the file (or folder) at fault."""
 
 
 def _check_supported(accelerator) -> None:
@@ -80,78 +75,6 @@ def _check_supported(accelerator) -> None:
 
 def rng_file(process_index: int) -> str:
     return f"rng_state_{process_index}.safetensors"
-
-
-_OPTIONAL_STATE_FIELDS = ("best_step", "seed", "trial_starts", "grounding_plateau")
-"""Trainer-state fields that older checkpoints lack (their default applies)."""
-
-
-@dataclass
-class TrainerState:
-    """What the loop needs besides the weights and optimizer to continue exactly where it stopped."""
-
-    completed_steps: int = 0
-    epoch: int = 0
-    step_in_epoch: int = 0  # optimizer steps already taken in ``epoch``
-    best_validation_loss: float | None = None
-    best_step: int | None = None  # the step whose EMA weights scored best_validation_loss (``best_ema.safetensors``)
-    epochs_without_improvement: int = 0
-    history: list[dict] = field(default_factory=list)
-    accelerator_step: int = 0  # Accelerate's micro-batch counter for gradient accumulation
-    num_processes: int = 1  # a resume needs as many (each process's random state is part of the state)
-    seed: int | None = None  # the run's seed (its data order); a trial start's differs from --seed
-    trial_starts: list[dict] = field(default_factory=list)  # --trial_starts: each start's seed, step, losses
-    grounding_plateau: dict | None = None  # after training: whether grounding left its plateau (grounding_plateau)
-
-    def save(self, folder: Path) -> None:
-        path = Path(folder) / TRAINER_STATE
-        path.write_text(json.dumps(asdict(self), indent=2))
-        fsync_file(path)
-
-    @classmethod
-    def load(cls, folder: Path) -> "TrainerState":
-        """Read ``folder/trainer_state.json``; ``CheckpointError`` naming the file and field when it is not one."""
-        path = Path(folder) / TRAINER_STATE
-        data = read_json(path)
-        if not isinstance(data, dict):
-            raise CheckpointError(f"{path}: not a trainer state (a JSON {type(data).__name__}, expected an object)")
-        names = list(cls.__dataclass_fields__)
-        unexpected = sorted(set(data) - set(names))
-        if unexpected:
-            raise CheckpointError(f"{path}: not a trainer state (unexpected {unexpected}; expected the fields {names})")
-        kinds = {
-            "history": (list,),
-            "best_validation_loss": (float, int, type(None)),
-            "best_step": (int, type(None)),
-            "seed": (int, type(None)),
-            "trial_starts": (list,),
-            "grounding_plateau": (dict, type(None)),
-        }
-        for name in names:
-            if name not in data and name in _OPTIONAL_STATE_FIELDS:  # written before the field existed
-                continue
-            if name not in data:
-                raise CheckpointError(f"{path}: {name} is missing")
-            value, expected = data[name], kinds.get(name, (int,))
-            if isinstance(value, bool) or not isinstance(value, expected):
-                raise CheckpointError(
-                    f"{path}: {name} is {value!r}, expected {' or '.join(kind.__name__ for kind in expected)}"
-                )
-            if expected in ((int,), (int, type(None))) and value is not None and value < 0:
-                raise CheckpointError(f"{path}: {name} is {value}, expected >= 0")
-        return cls(**data)
-
-
-def read_json(path: Path) -> Any:
-    """Parse a JSON file we wrote; ``CheckpointError`` naming the file for a missing, unreadable or bad one."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise CheckpointError(f"{path}: missing") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{path}: unreadable ({err})") from err
-    except json.JSONDecodeError as err:
-        raise CheckpointError(f"{path}: invalid JSON ({err})") from err
 
 
 # ---------------------------------------------------------------------------------------------------- manifest
@@ -589,8 +512,6 @@ def _load_state_dict(path: Path, target) -> None:
 
 
 __all__ = [
-    "TrainerState",
-    "CheckpointError",
     "save_checkpoint",
     "load_checkpoint",
     "load_best_ema_state",
@@ -601,7 +522,6 @@ __all__ = [
     "read_index",
     "write_manifest",
     "publish_folder",
-    "TRAINER_STATE",
     "MANIFEST",
     "INDEX",
 ]

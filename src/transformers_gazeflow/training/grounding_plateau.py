@@ -13,10 +13,11 @@ alone, so the check needs no setting per dataset:
 * ``floor``: the mean entropy of the validation windows' targets;
 * ``progress = (centre_bias - best) / (centre_bias - floor)``, ``best`` the lowest validation L_ground (EMA).
 
-A run *left the plateau* when ``progress >= PLATEAU_PROGRESS``. The threshold lies between the progress of the runs
-that learned a cue rule and of those that stalled, and above what a predictor that spreads its mass evenly over the
-candidate objects covers (that predictor needs the objects' positions, so it cannot be the reference here); the
-runs it was chosen from are listed in docs/results.md.
+A run *left the plateau* when ``progress >= PLATEAU_PROGRESS`` (:func:`left_plateau`, the one test the end-of-run
+check and the trial starts both make). The threshold lies between the progress of the runs that learned a cue rule
+and of those that stalled, and above what a predictor that spreads its mass evenly over the candidate objects covers
+(that predictor needs the objects' positions, so it cannot be the reference here); the runs it was chosen from are
+listed in docs/results.md.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ class GroundingReference:
         coincide: gaze that never moves leaves nothing to ground)."""
         span = self.centre_bias - self.floor
         return (self.centre_bias - loss) / span if span > 1e-6 else None
+
+
+def left_plateau(progress: float | None) -> bool:
+    """Whether a run whose best validation L_ground covers ``progress`` of the way from the centre-bias level to the
+    floor has left the plateau: at least :data:`PLATEAU_PROGRESS` (False where the progress cannot be told)."""
+    return progress is not None and progress >= PLATEAU_PROGRESS
 
 
 def window_targets(
@@ -116,7 +123,7 @@ def plateau_verdict(history: Iterable[dict], reference: GroundingReference | Non
     if progress is None:
         return None
     return {
-        "left_plateau": progress >= PLATEAU_PROGRESS,
+        "left_plateau": left_plateau(progress),
         "progress": round(progress, 4),
         "threshold": PLATEAU_PROGRESS,
         "best_validation_grounding_loss": best["validation_grounding_loss"],
@@ -145,6 +152,7 @@ __all__ = [
     "PLATEAU_PROGRESS",
     "STALL_ADVICE",
     "describe_verdict",
+    "left_plateau",
     "plateau_verdict",
     "reference_levels",
     "window_targets",

@@ -32,9 +32,9 @@ from .dataset import (
     split_assignment,
     task_names,
 )
-from .egtea_layout import EGTEA_FPS, GAZE_HEIGHT, GAZE_WIDTH, WrittenEgteaClip, write_egtea_layout
+from .egtea_layout import WrittenEgteaClip, write_egtea_layout
 from .gaze import FIXATION_CHOICES, SimulatedGaze, simulate_gaze
-from .scenarios import DEFAULT_SCENARIO, SCENARIOS, Scenario, ScenarioGenerator, get_scenario, register_scenario
+from .scenarios import SCENARIOS, Scenario, ScenarioGenerator, get_scenario, register_scenario
 from .scene import (
     DISTRACTOR_COLORS,
     MAX_TASKS,
@@ -50,7 +50,7 @@ from .scene import (
     task_home,
 )
 from .served_object import generate_served_object
-from .settings import SyntheticGazeSettings
+from .settings import DEFAULT_SCENARIO, SyntheticGazeSettings
 
 __all__ = [
     "SyntheticGazeSettings",
@@ -74,9 +74,6 @@ __all__ = [
     "LAYOUT_HELP",
     "WrittenEgteaClip",
     "write_egtea_layout",
-    "EGTEA_FPS",
-    "GAZE_WIDTH",
-    "GAZE_HEIGHT",
     "SimulatedGaze",
     "simulate_gaze",
     "FIXATION_CHOICES",

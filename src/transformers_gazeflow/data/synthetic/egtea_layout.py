@@ -30,16 +30,24 @@ from pathlib import Path
 import numpy as np
 
 from ...models.gazeflow.geometry import unit_to_pixels
-from ..egtea_format import BEGAZE_FPS, BEGAZE_HEIGHT, BEGAZE_WIDTH, begaze_lines, format_egtea_clip_name
-from ..gaze_types import BLINK_OR_OTHER, OFF_FRAME, SACCADE, UNTRACKED
+from ..egtea_format import (
+    BEGAZE_EVENTS,
+    BEGAZE_FPS,
+    BEGAZE_HEIGHT,
+    BEGAZE_WIDTH,
+    begaze_lines,
+    begaze_time_us,
+    egtea_clip_name_at,
+)
+from ..gaze_types import BLINK_OR_OTHER, FIXATION, OFF_FRAME, UNTRACKED
 from ..video import write_video
 from .dataset import SyntheticClip, generate_clip, split_assignment, task_names
 from .scene import TASK_COLOR_NAMES, TASK_SHAPES
 from .settings import SyntheticGazeSettings
 
-EGTEA_FPS = float(BEGAZE_FPS)
-GAZE_WIDTH, GAZE_HEIGHT = BEGAZE_WIDTH, BEGAZE_HEIGHT
 TRACKER_HZ = 30.0
+LAYOUT_SPLITS = ("train", "test")
+"""The layout's split files, ``<split>_split1.txt``."""
 
 
 @dataclass(frozen=True)
@@ -70,15 +78,9 @@ class WrittenEgteaClip:
     expected_type_glc: np.ndarray  # int8 [n]
 
 
-def _event(code: int, motion: int) -> str:
-    if code == BLINK_OR_OTHER:
-        return "Blink"
-    return "Saccade" if motion == SACCADE else "Fixation"
-
-
 def _samples_on_frame(frame: int) -> int:
     """How many 30 Hz tracker samples fall on 24 fps video frame ``frame`` (1 or 2)."""
-    ratio = TRACKER_HZ / EGTEA_FPS
+    ratio = TRACKER_HZ / BEGAZE_FPS
     return int(math.floor((frame + 1) * ratio) - math.floor(frame * ratio))
 
 
@@ -93,7 +95,7 @@ def _header(session: str) -> list[str]:
         "## Separator Type:\tMsg",
         "## Trial Count:\t1",
         "## Uses Plane File:\tFalse",
-        f"## Calibration Area:\t{GAZE_WIDTH}\t{GAZE_HEIGHT}",
+        f"## Calibration Area:\t{BEGAZE_WIDTH}\t{BEGAZE_HEIGHT}",
         "## Format:\tTime Type Trial X Y Frame Event",
     ]
 
@@ -103,18 +105,18 @@ def _gaze_rows(
 ) -> list[tuple[int, float, float, int, str]]:
     """Sample rows ``(time_us, px, py, frame, event)`` for session frames with their raw unit points and codes."""
     rows = []
-    pixels = unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT)
+    pixels = unit_to_pixels(raw.astype(np.float64), BEGAZE_WIDTH, BEGAZE_HEIGHT)
     for frame, (px, py), code, move in zip(frames.tolist(), pixels.tolist(), codes.tolist(), motion.tolist()):
         if code == UNTRACKED:
             continue
-        time_us = int(round(frame / EGTEA_FPS * 1e6))
-        event = _event(code, move)
+        time_us = begaze_time_us(frame)
+        event = BEGAZE_EVENTS[BLINK_OR_OTHER if code == BLINK_OR_OTHER else move]
         if code == BLINK_OR_OTHER:  # a blink reports the held point, always inside the calibration area
             rows.append(
-                (time_us, min(max(px, 0.0), GAZE_WIDTH - 1.0), min(max(py, 0.0), GAZE_HEIGHT - 1.0), frame, event)
+                (time_us, min(max(px, 0.0), BEGAZE_WIDTH - 1.0), min(max(py, 0.0), BEGAZE_HEIGHT - 1.0), frame, event)
             )
             continue
-        inside = 1.0 <= px <= GAZE_WIDTH - 2 and 1.0 <= py <= GAZE_HEIGHT - 2
+        inside = 1.0 <= px <= BEGAZE_WIDTH - 2 and 1.0 <= py <= BEGAZE_HEIGHT - 2
         if inside and _samples_on_frame(frame) == 2:  # two samples whose mean is the frame's point
             dx, dy = rng.uniform(-0.5, 0.5, 2).tolist()
             rows.append((time_us, px + dx, py + dy, frame, event))
@@ -126,10 +128,10 @@ def _gaze_rows(
 
 def _expected(raw: np.ndarray, codes: np.ndarray, motion: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What the default EGTEA parser reads back from rows written from ``raw``/``codes`` (:class:`WrittenEgteaClip`)."""
-    pixels = np.round(unit_to_pixels(raw.astype(np.float64), GAZE_WIDTH, GAZE_HEIGHT), 3)  # what the text holds
-    limit = np.array([GAZE_WIDTH - 1, GAZE_HEIGHT - 1])
+    pixels = np.round(unit_to_pixels(raw.astype(np.float64), BEGAZE_WIDTH, BEGAZE_HEIGHT), 3)  # what the text holds
+    limit = np.array([BEGAZE_WIDTH - 1, BEGAZE_HEIGHT - 1])
     off = ((pixels < 0) | (pixels > limit)).any(axis=1)
-    gaze = np.clip(pixels, 0, limit) / np.array([GAZE_WIDTH, GAZE_HEIGHT])
+    gaze = np.clip(pixels, 0, limit) / np.array([BEGAZE_WIDTH, BEGAZE_HEIGHT])
     tracked = (codes != UNTRACKED) & (codes != BLINK_OR_OTHER)
     expected_type = np.where(tracked, np.where(off, OFF_FRAME, motion), codes)
     expected_type_glc = np.where(tracked, motion, codes)
@@ -156,9 +158,56 @@ def write_egtea_layout(
     :meth:`~transformers_gazeflow.data.masks.RegionMasks.load` reads them back).
     """
     settings = settings if settings is not None else SyntheticGazeSettings(num_clips=6, width=128, height=96)
-    if settings.fps != EGTEA_FPS:
+    _check_layout_options(settings, clips_per_session, gap_frames, session_kinds)
+    out_dir = Path(out_dir)
+    for name in ("cropped_clips", "gaze_data"):
+        (out_dir / name).mkdir(parents=True, exist_ok=True)
+    splits = split_assignment(settings)
+    rng = np.random.default_rng([settings.seed, 1 << 21])
+    clips: list[WrittenEgteaClip] = []
+    for session_index in range(math.ceil(settings.num_clips / clips_per_session)):
+        kind = session_kinds[session_index % len(session_kinds)]
+        session = f"{kind}{session_index + 1:02d}-R{session_index % 7 + 1:02d}-Synthetic"
+        first = session_index * clips_per_session
+        rows: list[tuple[int, float, float, int, str]] = []
+        cursor = 1  # next free 1-based F number
+        for index in range(first, min(first + clips_per_session, settings.num_clips)):
+            clip = generate_clip(settings, index, "train" if splits[index] == "train" else "test")
+            gap = int(rng.integers(gap_frames[0], gap_frames[1] + 1))
+            rows += _gap_rows(rng, cursor - 1, gap)
+            f_start = cursor + gap
+            clips.append(_write_clip(out_dir, session, clip, f_start, write_masks))
+            rows += _gaze_rows(rng, np.arange(clip.num_frames) + f_start - 1, *_tracker_view(clip))
+            cursor = clips[-1].f_end + 1
+        rows += _gap_rows(rng, cursor - 1, int(rng.integers(gap_frames[0], gap_frames[1] + 1)))
+        rows.sort(key=lambda row: row[0])
+        assert max(row[3] for row in rows) < 2 * len(rows), "the reference parser sizes its array from the sample count"
+        gaze_name = f"{session}.txt" if kind == "OP" else f"{session}-GazeData.txt"
+        lines = begaze_lines(rows, fmt=1, header=_header(session))
+        (out_dir / "gaze_data" / gaze_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    names = task_names(settings.num_tasks)
+    write_split_and_index_files(
+        out_dir,
+        {
+            split: [f"{c.name} {c.action} {c.verb} {c.noun}" for c in clips if c.split == split]
+            for split in LAYOUT_SPLITS
+        },
+        {
+            "action": names,
+            "verb": [n.split(" ", 1)[0] for n in names],
+            "noun": [f"{TASK_COLOR_NAMES[t]} {TASK_SHAPES[t % len(TASK_SHAPES)]}" for t in range(settings.num_tasks)],
+        },
+    )
+    return clips
+
+
+def _check_layout_options(
+    settings: SyntheticGazeSettings, clips_per_session: int, gap_frames: tuple[int, int], session_kinds: tuple[str, ...]
+) -> None:
+    """:func:`write_egtea_layout`'s options, each refused with a one-line error naming it."""
+    if settings.fps != BEGAZE_FPS:
         raise ValueError(
-            f"settings.fps must be {EGTEA_FPS} for the EGTEA layout (its F numbers are 24 fps frames), "
+            f"settings.fps must be {BEGAZE_FPS} for the EGTEA layout (its F numbers are 24 fps frames), "
             f"got {settings.fps}"
         )
     if isinstance(clips_per_session, bool) or not isinstance(clips_per_session, int) or clips_per_session < 1:
@@ -167,75 +216,51 @@ def write_egtea_layout(
         raise ValueError(f"gap_frames must be (low, high) with 1 <= low <= high, got {gap_frames!r}")
     if not session_kinds or any(kind not in ("OP", "P") for kind in session_kinds):
         raise ValueError(f"session_kinds must be a non-empty tuple of 'OP' and 'P', got {session_kinds!r}")
-    out_dir = Path(out_dir)
-    for name in ("cropped_clips", "gaze_data"):
-        (out_dir / name).mkdir(parents=True, exist_ok=True)
-    splits = split_assignment(settings)
-    names = task_names(settings.num_tasks)
-    rng = np.random.default_rng([settings.seed, 1 << 21])
-    clips: list[WrittenEgteaClip] = []
-    num_sessions = math.ceil(settings.num_clips / clips_per_session)
-    for session_index in range(num_sessions):
-        kind = session_kinds[session_index % len(session_kinds)]
-        session = f"{kind}{session_index + 1:02d}-R{session_index % 7 + 1:02d}-Synthetic"
-        gaze_name = f"{session}.txt" if kind == "OP" else f"{session}-GazeData.txt"
-        indices = range(
-            session_index * clips_per_session, min((session_index + 1) * clips_per_session, settings.num_clips)
-        )
-        rows: list[tuple[int, float, float, int, str]] = []
-        cursor = 1  # next free 1-based F number
-        for index in indices:
-            clip = generate_clip(settings, index, "train" if splits[index] == "train" else "test")
-            gap = int(rng.integers(gap_frames[0], gap_frames[1] + 1))
-            rows += _gap_rows(rng, cursor - 1, gap)
-            f_start = cursor + gap
-            f_end = f_start + clip.num_frames - 1
-            a, b = int(round((f_start - 1) / EGTEA_FPS * 1000)), int(round(f_end / EGTEA_FPS * 1000))
-            name = format_egtea_clip_name(session, a, b, f_start, f_end)
-            video_path = out_dir / "cropped_clips" / session / f"{name}.mp4"
-            write_video(video_path, clip.frames(), fps=EGTEA_FPS)
-            if write_masks:
-                clip.masks().save(out_dir / "masks" / session / f"{name}.npz")
-            g = clip.gaze
-            session_frames = np.arange(clip.num_frames) + f_start - 1
-            rows += _gaze_rows(rng, session_frames, g.gaze_raw, g.gaze_type, g.motion)
-            expected_gaze, expected_type, expected_type_glc = _expected(g.gaze_raw, g.gaze_type, g.motion)
-            clips.append(
-                WrittenEgteaClip(
-                    name=name,
-                    session=session,
-                    split=clip.split,
-                    f_start=f_start,
-                    f_end=f_end,
-                    video_path=video_path,
-                    action=clip.task + 1,
-                    verb=clip.task + 1,
-                    noun=clip.task + 1,
-                    clip=clip,
-                    expected_gaze=expected_gaze,
-                    expected_type=expected_type,
-                    expected_type_glc=expected_type_glc,
-                )
-            )
-            cursor = f_end + 1
-        rows += _gap_rows(rng, cursor - 1, int(rng.integers(gap_frames[0], gap_frames[1] + 1)))
-        rows.sort(key=lambda row: row[0])
-        max_frame = max(row[3] for row in rows)
-        assert max_frame < 2 * len(rows), "the reference parser sizes its array from the sample count"
-        lines = begaze_lines(rows, fmt=1, header=_header(session))
-        (out_dir / "gaze_data" / gaze_name).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    for split in ("train", "test"):
-        lines = [f"{c.name} {c.action} {c.verb} {c.noun}" for c in clips if c.split == split]
+
+def _tracker_view(clip: SyntheticClip) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the eye tracker records of a clip: its raw points, gaze-type codes and eye movement."""
+    return clip.gaze.gaze_raw, clip.gaze.gaze_type, clip.gaze.motion
+
+
+def _write_clip(out_dir: Path, session: str, clip: SyntheticClip, f_start: int, write_masks: bool) -> WrittenEgteaClip:
+    """Write one clip's video (and masks) starting at session F number ``f_start``; what a parser must read back."""
+    f_end = f_start + clip.num_frames - 1
+    name = egtea_clip_name_at(session, f_start, f_end)
+    video_path = out_dir / "cropped_clips" / session / f"{name}.mp4"
+    write_video(video_path, clip.frames(), fps=BEGAZE_FPS)
+    if write_masks:
+        clip.masks().save(out_dir / "masks" / session / f"{name}.npz")
+    expected_gaze, expected_type, expected_type_glc = _expected(*_tracker_view(clip))
+    return WrittenEgteaClip(
+        name=name,
+        session=session,
+        split=clip.split,
+        f_start=f_start,
+        f_end=f_end,
+        video_path=video_path,
+        action=clip.task + 1,
+        verb=clip.task + 1,
+        noun=clip.task + 1,
+        clip=clip,
+        expected_gaze=expected_gaze,
+        expected_type=expected_type,
+        expected_type_glc=expected_type_glc,
+    )
+
+
+def write_split_and_index_files(
+    out_dir: Path, split_lines: dict[str, list[str]], index_names: dict[str, list[str]]
+) -> None:
+    """The layout's split files (``<split>_split1.txt``: the lines as given, CRLF) and index files
+    (``<kind>_idx.txt``: ``"<name> <1-based id>"`` per name, LF)."""
+    for split, lines in split_lines.items():
         with open(out_dir / f"{split}_split1.txt", "w", encoding="utf-8", newline="") as handle:
             handle.write("".join(line + "\r\n" for line in lines))
-    shapes = [f"{TASK_COLOR_NAMES[t]} {TASK_SHAPES[t % len(TASK_SHAPES)]}" for t in range(settings.num_tasks)]
-    indexes = {"action_idx.txt": names, "verb_idx.txt": [n.split(" ", 1)[0] for n in names], "noun_idx.txt": shapes}
-    for filename, labels in indexes.items():
-        (out_dir / filename).write_text(
-            "".join(f"{label} {i + 1}\n" for i, label in enumerate(labels)), encoding="utf-8"
+    for kind, names in index_names.items():
+        (out_dir / f"{kind}_idx.txt").write_text(
+            "".join(f"{n} {i + 1}\n" for i, n in enumerate(names)), encoding="utf-8"
         )
-    return clips
 
 
 def _gap_rows(rng: np.random.Generator, first_frame: int, length: int) -> list[tuple[int, float, float, int, str]]:
@@ -244,8 +269,12 @@ def _gap_rows(rng: np.random.Generator, first_frame: int, length: int) -> list[t
         return []
     frames = np.arange(first_frame, first_frame + length)
     points = rng.uniform(0.2, 0.8, 2) + np.cumsum(rng.normal(0, 0.002, (length, 2)), axis=0)
-    codes = np.ones(length, np.int8)
+    codes = np.full(length, FIXATION, np.int8)
     return _gaze_rows(rng, frames, points, codes, codes)
 
 
-__all__ = ["WrittenEgteaClip", "write_egtea_layout", "EGTEA_FPS", "GAZE_WIDTH", "GAZE_HEIGHT"]
+__all__ = [
+    "WrittenEgteaClip",
+    "write_egtea_layout",
+    "write_split_and_index_files",
+]

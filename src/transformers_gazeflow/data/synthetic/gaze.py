@@ -7,11 +7,16 @@ blink/other, 4 off-frame (clamped); ``valid`` = not untracked and not blink (bot
 Coordinates are unit ``[0, 1]``; a blink reports the last tracked position, and untracked frames follow the builders'
 rule (:func:`~transformers_gazeflow.data.gaze_common.fill_untracked`: the last valid point is held), so no step is
 invented by missing samples.
+
+The fixation/saccade walk itself (:func:`walk_fixations` with a :class:`FixationWalk` of constants, and its pieces
+:func:`fixation_frames`, :func:`drifting_fixation`, :func:`saccade_path`) is also the gaze of ``data.synthetic_tasks``'
+grounding tasks, with their own constants and saccade lengths.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,8 +62,99 @@ class SimulatedGaze:
         return valid_mask(self.gaze_type)
 
 
-def _min_jerk(u: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class FixationWalk:
+    """The constants of a fixation/saccade walk over anchors (:func:`walk_fixations`), the gaze process both synthetic
+    generators run (this module's scenes and ``data.synthetic_tasks``' grounding tasks, with their own constants).
+
+    A fixation lasts a log-normal time (median ``median_s[0]`` s on the target, ``median_s[1]`` s elsewhere, sigma
+    ``duration_sigma`` in log space, at least 2 frames), lands with an error N(0, ``landing_sigma``) per axis, drifts
+    (a random walk of N(0, ``drift_sigma``) per frame and axis) and jitters (N(0, ``jitter_sigma``) per frame and
+    axis); a saccade (minimum-jerk profile, :func:`saccade_path`) leads to it from the previous point.
+    """
+
+    median_s: tuple[float, float]
+    duration_sigma: float
+    landing_sigma: float
+    drift_sigma: float
+    jitter_sigma: float
+
+
+SCENE_WALK = FixationWalk(
+    median_s=(0.55, 0.28), duration_sigma=0.45, landing_sigma=0.015, drift_sigma=0.0015, jitter_sigma=0.001
+)
+"""The walk over a simulated scene: a median fixation of about 0.3 s, longer (pursuit-like) on the target."""
+
+
+def min_jerk(u: np.ndarray) -> np.ndarray:
+    """The minimum-jerk profile ``10 u^3 - 15 u^4 + 6 u^5`` of a movement's progress ``u`` in ``[0, 1]``."""
     return u**3 * (10 - 15 * u + 6 * u**2)
+
+
+def saccade_path(start: np.ndarray, end: np.ndarray, steps: int) -> np.ndarray:
+    """``[steps, 2]``: the points of a saccade of ``steps`` frames from ``start`` to ``end`` (a minimum-jerk profile,
+    both ends left out)."""
+    return start + (end - start) * min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
+
+
+def fixation_frames(rng: np.random.Generator, fps: float, median_s: float, sigma: float) -> int:
+    """A fixation's length in frames: log-normal, median ``median_s`` seconds, ``sigma`` in log space, at least 2."""
+    return max(2, int(round(fps * median_s * math.exp(rng.normal(0, sigma)))))
+
+
+def drifting_fixation(
+    rng: np.random.Generator, centre: np.ndarray, length: int, drift_sigma: float, jitter_sigma: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``length`` fixation points around ``centre`` (``[2]`` or ``[length, 2]``): a random walk of
+    N(0, ``drift_sigma``) steps plus a jitter of N(0, ``jitter_sigma``) per frame and axis. Returns the points and the
+    walk ``[length, 2]``."""
+    drift = np.cumsum(rng.normal(0, drift_sigma, (length, 2)), axis=0)
+    return centre + drift + rng.normal(0, jitter_sigma, (length, 2)), drift
+
+
+def walk_fixations(
+    rng: np.random.Generator,
+    num_frames: int,
+    fps: float,
+    walk: FixationWalk,
+    choose_anchor: Callable[[int | None], tuple[np.ndarray, int]],
+    saccade_frames: Callable[[float], int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A sequence of fixations joined by saccades over ``num_frames`` frames (``walk``'s constants).
+
+    ``choose_anchor(previous)`` picks what the next fixation follows (``previous``: the object index of the fixation
+    before, None for the first): a track ``[T, 2]`` (unit) and its object index (0 the target, -1 no object).
+    ``saccade_frames(amplitude)`` is the length in frames of a saccade of that amplitude (unit widths; 0: none, the
+    re-fixation is folded into the drift). Returns the unclamped points ``[T, 2]`` (float64), the eye movement
+    ``[T]`` (int8: :data:`FIXATION` or :data:`SACCADE`) and the fixated object ``[T]`` (int16, -1 for no object or a
+    saccade).
+    """
+    raw = np.zeros((num_frames, 2))
+    motion = np.full(num_frames, FIXATION, np.int8)
+    fixated = np.full(num_frames, -1, np.int16)
+    t, index = 0, None
+    while t < num_frames:
+        anchor, index = choose_anchor(index)
+        median_s = walk.median_s[0] if index == 0 else walk.median_s[1]
+        duration = fixation_frames(rng, fps, median_s, walk.duration_sigma)
+        landing = rng.normal(0, walk.landing_sigma, 2)  # landing error of the saccade
+        start = t
+        steps = saccade_frames(float(np.linalg.norm(anchor[min(t, num_frames - 1)] + landing - raw[t - 1]))) if t else 0
+        if steps:
+            target = anchor[min(t + steps, num_frames - 1)] + landing
+            frames = np.arange(t, min(t + steps, num_frames))
+            raw[frames] = saccade_path(raw[t - 1], target, steps)[: len(frames)]
+            motion[frames] = SACCADE
+            start = t + steps
+        stop = min(start + duration, num_frames)
+        if start < stop:
+            raw[start:stop], _ = drifting_fixation(
+                rng, anchor[start:stop] + landing, stop - start, walk.drift_sigma, walk.jitter_sigma
+            )
+            motion[start:stop] = FIXATION
+            fixated[start:stop] = index
+        t = stop
+    return raw, motion, fixated
 
 
 def _choose_anchor(rng: np.random.Generator, scene: Scene) -> tuple[np.ndarray, int]:
@@ -87,40 +183,20 @@ def _choose_anchor(rng: np.random.Generator, scene: Scene) -> tuple[np.ndarray, 
     return point - scene.camera + scene.camera[:1], -1
 
 
+def _scene_saccade_frames(amplitude: float) -> int:
+    """A saccade over a scene lasts 2-4 frames by its amplitude; below :data:`MIN_SACCADE_AMPLITUDE` there is none
+    (the re-fixation is folded into the drift)."""
+    if amplitude < MIN_SACCADE_AMPLITUDE:
+        return 0
+    return 2 if amplitude < 0.12 else 3 if amplitude < 0.3 else 4
+
+
 def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> SimulatedGaze:
     """Simulate the gaze of one clip over ``scene`` (see the module docstring for the model)."""
     num_frames = scene.num_frames
-    raw = np.zeros((num_frames, 2))
-    motion = np.full(num_frames, FIXATION, np.int8)
-    fixated = np.full(num_frames, -1, np.int16)
-    t = 0
-    while t < num_frames:
-        anchor, index = _choose_anchor(rng, scene)
-        # fixation duration: log-normal, median ~0.3 s (longer, pursuit-like, on the target)
-        median_s = 0.55 if index == 0 else 0.28
-        duration = max(2, int(round(fps * median_s * math.exp(rng.normal(0, 0.45)))))
-        landing = rng.normal(0, 0.015, 2)  # landing error of the saccade
-        start = t
-        if t > 0:
-            amplitude = float(np.linalg.norm(anchor[min(t, num_frames - 1)] + landing - raw[t - 1]))
-            if amplitude >= MIN_SACCADE_AMPLITUDE:
-                steps = 2 if amplitude < 0.12 else 3 if amplitude < 0.3 else 4
-                target = anchor[min(t + steps, num_frames - 1)] + landing
-                u = _min_jerk(np.arange(1, steps + 1) / (steps + 1))[:, None]
-                frames = np.arange(t, min(t + steps, num_frames))
-                raw[frames] = raw[t - 1] + (target - raw[t - 1]) * u[: len(frames)]
-                motion[frames] = SACCADE
-                start = t + steps
-        stop = min(start + duration, num_frames)
-        if start < stop:
-            length = stop - start
-            drift = np.cumsum(rng.normal(0, 0.0015, (length, 2)), axis=0)
-            jitter = rng.normal(0, 0.001, (length, 2))
-            raw[start:stop] = anchor[start:stop] + landing + drift + jitter
-            motion[start:stop] = FIXATION
-            fixated[start:stop] = index
-        t = stop
-
+    raw, motion, fixated = walk_fixations(
+        rng, num_frames, fps, SCENE_WALK, lambda previous: _choose_anchor(rng, scene), _scene_saccade_frames
+    )
     gaze_type = motion.copy()
     gaze = np.asarray(clamp_unit(raw), np.float64)
     off = ((raw < 0) | (raw > 1)).any(axis=1)
@@ -146,4 +222,15 @@ def simulate_gaze(rng: np.random.Generator, scene: Scene, fps: float) -> Simulat
     )
 
 
-__all__ = ["SimulatedGaze", "simulate_gaze", "FIXATION_CHOICES"]
+__all__ = [
+    "SimulatedGaze",
+    "simulate_gaze",
+    "FIXATION_CHOICES",
+    "FixationWalk",
+    "SCENE_WALK",
+    "walk_fixations",
+    "min_jerk",
+    "saccade_path",
+    "fixation_frames",
+    "drifting_fixation",
+]

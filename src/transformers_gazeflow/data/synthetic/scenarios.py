@@ -21,7 +21,7 @@ import numpy as np
 from .gaze import SimulatedGaze
 from .scene import Scene
 from .served_object import generate_served_object
-from .settings import DEFAULT_SCENARIO, SyntheticGazeSettings
+from .settings import SyntheticGazeSettings
 
 ScenarioGenerator = Callable[[np.random.Generator, SyntheticGazeSettings, int, int], tuple[Scene, SimulatedGaze]]
 
@@ -73,4 +73,4 @@ def get_scenario(name: str) -> Scenario:
     return SCENARIOS[name]
 
 
-__all__ = ["Scenario", "ScenarioGenerator", "SCENARIOS", "DEFAULT_SCENARIO", "register_scenario", "get_scenario"]
+__all__ = ["Scenario", "ScenarioGenerator", "SCENARIOS", "register_scenario", "get_scenario"]

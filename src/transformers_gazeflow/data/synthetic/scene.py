@@ -6,6 +6,10 @@ Every position is in **unit** coordinates of the frame (``geometry``): ``(0, 0)`
 pixel ``i`` covering ``[i, i + 1)``. Each task owns one *target* object whose colour and shape identify the task
 (saturated colours, one per task); distractors are neutral (white, grey, brown, ...), so the object the gaze
 serves is visible in the pixels and a model can learn it.
+
+The surface's waves (:func:`surface_waves`), the objects' homes (:func:`place_apart`) and smooth paths
+(:func:`smooth_path`), and their shapes and drawing (:func:`outline_distance`, :func:`paint_shape`) are also those
+of ``data.synthetic_tasks``' grounding tasks.
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ SURFACE_COLORS: tuple[tuple[int, int, int], ...] = ((150, 118, 85), (125, 125, 1
 SKIN_COLORS: tuple[tuple[int, int, int], ...] = ((225, 180, 150), (190, 140, 105), (140, 95, 70))
 MAX_TASKS = len(TASK_COLORS)
 HAND_RADIUS = 0.075  # in units of the frame width
+OBJECT_SHADING = 0.15
+"""Objects are lit from above: their colour times ``1 + 0.15`` at their top edge down to ``1 - 0.15`` at the bottom."""
+OUTLINE_PX = 1.2
+"""Width (pixels) of an object's dark outline, drawn at :data:`OUTLINE_SHADE` of its colour."""
+OUTLINE_SHADE = 0.45
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,7 @@ def task_home(task: int, num_tasks: int) -> np.ndarray:
     return np.array([0.5 + 0.26 * math.cos(angle), 0.5 + 0.22 * math.sin(angle)])
 
 
-def _smooth_path(
+def smooth_path(
     rng: np.random.Generator,
     num_frames: int,
     fps: float,
@@ -104,17 +113,49 @@ def _smooth_path(
     return (weight * np.sin(2 * np.pi * freq * seconds + phase)).sum(axis=1)
 
 
-def _texture(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
-    """A work-surface texture: a counter and a darker edge, smooth colour waves, tiles and fine grain."""
+def place_apart(
+    rng: np.random.Generator,
+    points: list[np.ndarray],
+    count: int,
+    low: tuple[float, float],
+    high: tuple[float, float],
+    min_distance: float,
+    attempts: int,
+) -> list[np.ndarray]:
+    """``points`` and ``count`` more (unit coordinates), each drawn uniformly in the box ``[low, high]`` and drawn
+    again, up to ``attempts`` times in all, until it lies more than ``min_distance`` from every point before it (the
+    last draw is kept when none does): objects' homes spread over the frame."""
+    points = list(points)
+    for _ in range(count):
+        for _attempt in range(attempts):
+            candidate = rng.uniform(list(low), list(high))
+            if all(np.linalg.norm(candidate - point) > min_distance for point in points):
+                break
+        points.append(candidate)
+    return points
+
+
+def surface_waves(
+    rng: np.random.Generator, height: int, width: int, count: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A surface's smooth colour waves: the mean of ``count`` plane waves of random direction, up to ``count`` cycles
+    across the frame per axis, and random phase, with the pixel grid's unit coordinates ``u``, ``v`` (float32
+    ``[H, W]`` each, ``u = x / W``, ``v = y / H``) they are drawn on."""
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
     u, v = xx / width, yy / height
+    waves = np.zeros_like(u)
+    for _ in range(count):
+        fx, fy = rng.uniform(-count, count, 2)
+        waves += np.sin(2 * np.pi * (fx * u + fy * v) + rng.uniform(0, 2 * np.pi)) / count
+    return u, v, waves
+
+
+def _texture(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
+    """A work-surface texture: a counter and a darker edge, smooth colour waves, tiles and fine grain."""
     base = np.asarray(SURFACE_COLORS[rng.integers(len(SURFACE_COLORS))], np.float32)
     other = np.asarray(SURFACE_COLORS[rng.integers(len(SURFACE_COLORS))], np.float32) * 0.6
     edge = rng.uniform(0.65, 0.9)
-    waves = np.zeros_like(u)
-    for _ in range(4):
-        fx, fy = rng.uniform(-4, 4, 2)
-        waves += np.sin(2 * np.pi * (fx * u + fy * v) + rng.uniform(0, 2 * np.pi)) / 4
+    u, v, waves = surface_waves(rng, height, width, count=4)
     tiles = rng.uniform(4, 9)
     grid = ((u * tiles) % 1 < 0.04) | ((v * tiles * width / height) % 1 < 0.04)
     texture = np.where((v > edge + 0.03 * np.sin(6 * u))[..., None], other, base)
@@ -137,7 +178,7 @@ def simulate_scene(
     mx, my = int(math.ceil(0.25 * width)), int(math.ceil(0.25 * height))
     texture = _texture(rng, height + 2 * my, width + 2 * mx)
     # camera: slow pan (mean-reverting, bounded by the texture margin) plus per-frame head shake and a few bumps
-    pan = _smooth_path(rng, num_frames, fps, 0.05, (0.03, 0.25))
+    pan = smooth_path(rng, num_frames, fps, 0.05, (0.03, 0.25))
     shake = rng.normal(0, 0.002, (num_frames, 2))
     shake[1:] = 0.5 * (shake[1:] + shake[:-1])
     for bump_at in np.flatnonzero(rng.random(num_frames) < 0.2 / fps):
@@ -147,13 +188,8 @@ def simulate_scene(
 
     objects = []
     home = task_home(task, num_tasks)
-    homes = [home]
-    for _ in range(num_distractors):  # distractor homes spread over the frame, away from the target
-        for _attempt in range(20):
-            candidate = rng.uniform([0.12, 0.15], [0.88, 0.85])
-            if min(np.linalg.norm(candidate - h) for h in homes) > 0.2:
-                break
-        homes.append(candidate)
+    # distractor homes spread over the frame, away from the target
+    homes = place_apart(rng, [home], num_distractors, (0.12, 0.15), (0.88, 0.85), min_distance=0.2, attempts=20)
     for k, object_home in enumerate(homes):
         if k == 0:
             shape, color = TASK_SHAPES[task % len(TASK_SHAPES)], TASK_COLORS[task]
@@ -162,7 +198,7 @@ def simulate_scene(
             shape = SHAPES[rng.integers(len(SHAPES))]
             color = DISTRACTOR_COLORS[rng.integers(len(DISTRACTOR_COLORS))]
             radius, amplitude, band = rng.uniform(0.05, 0.085), 0.03, (0.05, 0.2)
-        world = object_home + _smooth_path(rng, num_frames, fps, amplitude, band)
+        world = object_home + smooth_path(rng, num_frames, fps, amplitude, band)
         angle = rng.uniform(0, 2 * np.pi) + rng.normal(0, 0.6) * np.arange(num_frames) / fps
         objects.append(SceneObject(shape, color, float(radius), world - camera, angle))
 
@@ -173,7 +209,7 @@ def simulate_scene(
         goal_track = objects[0].track if h == 0 else objects[1 + rng.integers(num_distractors)].track
         below = np.array([0.0, 1.6 * objects[0].radius * width / height])
         reach = np.clip(
-            (0.75 if h == 0 else 0.45) + _smooth_path(rng, num_frames, fps, 0.15, (0.1, 0.6))[:, :1], 0.2, 0.95
+            (0.75 if h == 0 else 0.45) + smooth_path(rng, num_frames, fps, 0.15, (0.1, 0.6))[:, :1], 0.2, 0.95
         )
         hands.append(np.asarray(anchor) + reach * (goal_track + below - np.asarray(anchor)))
     brightness = 1 + 0.04 * np.sin(
@@ -210,13 +246,10 @@ def _composite(frame: np.ndarray, region, signed_distance: np.ndarray, color: np
     frame[region] = frame[region] * (1 - alpha) + color * alpha
 
 
-def _shape_distance(
-    xs: np.ndarray, ys: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float
-) -> np.ndarray:
-    """Signed distance (pixels, negative inside) of pixel centres ``xs``/``ys`` to an object's outline."""
-    dx, dy = xs - cx, ys - cy
-    c, s = math.cos(angle), math.sin(angle)
-    qx, qy = c * dx + s * dy, -s * dx + c * dy
+def outline_distance(shape: str, qx: np.ndarray, qy: np.ndarray, radius: float, inner_radius: float = 0.0):
+    """Signed distance (pixels, negative inside) of points ``(qx, qy)`` given in a shape's own frame (centred on it,
+    unrotated) to the outline of a shape of size ``radius``: a disc, square, triangle, diamond or bar, or a ring
+    between ``inner_radius`` and ``radius``."""
     if shape == "disc":
         return np.hypot(qx, qy) - radius
     if shape == "square":
@@ -227,24 +260,48 @@ def _shape_distance(
         return (np.abs(qx) + np.abs(qy)) * 0.7071 - 0.72 * radius
     if shape == "bar":
         return np.maximum(np.abs(qx) - radius, np.abs(qy) - 0.4 * radius)
-    raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES}")
+    if shape == "ring":
+        return np.abs(np.hypot(qx, qy) - (radius + inner_radius) / 2) - (radius - inner_radius) / 2
+    raise ValueError(f"unknown shape {shape!r}, expected one of {SHAPES + ('ring',)}")
+
+
+def _shape_distance(
+    xs: np.ndarray, ys: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float, inner_radius=0.0
+) -> np.ndarray:
+    """Signed distance (pixels, negative inside) of pixel centres ``xs``/``ys`` to the outline of a shape centred at
+    ``(cx, cy)`` and turned by ``angle`` (:func:`outline_distance`)."""
+    dx, dy = xs - cx, ys - cy
+    c, s = math.cos(angle), math.sin(angle)
+    return outline_distance(shape, c * dx + s * dy, -s * dx + c * dy, radius, inner_radius)
 
 
 def _shape_box(frame: np.ndarray, cx: float, cy: float, radius: float):
     return _box(frame, cx - radius - 1, cy - radius - 1, cx + radius + 1, cy + radius + 1)
 
 
-def _paint_shape(
-    frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float, color: tuple[int, int, int]
+def paint_shape(
+    frame: np.ndarray,
+    box,
+    cx: float,
+    cy: float,
+    shape: str,
+    radius: float,
+    angle: float,
+    color: tuple[int, int, int],
+    shading: float = OBJECT_SHADING,
+    inner_radius: float = 0.0,
 ) -> None:
-    box = _shape_box(frame, cx, cy, radius)
+    """Draw a shape centred at pixel ``(cx, cy)`` into ``box`` (``(region, xs, ys)`` as :func:`_box` gives; None
+    draws nothing): its colour lit from above by ``shading`` (0: flat), a dark outline (:data:`OUTLINE_PX` wide,
+    :data:`OUTLINE_SHADE` of the colour) and a one-pixel antialiased edge."""
     if box is None:
         return
     region, xs, ys = box
-    sd = _shape_distance(xs, ys, cx, cy, shape, radius, angle)
-    shade = 1.0 + 0.15 * np.clip(-(ys - cy) / radius, -1, 1)  # lit from above
-    body = np.asarray(color, np.float32) * shade[..., None]
-    body = np.where((sd > -1.2)[..., None], body * 0.45, body)  # dark outline
+    sd = _shape_distance(xs, ys, cx, cy, shape, radius, angle, inner_radius)
+    body = np.asarray(color, np.float32)
+    if shading:
+        body = body * (1.0 + shading * np.clip(-(ys - cy) / radius, -1, 1))[..., None]
+    body = np.where((sd > -OUTLINE_PX)[..., None], body * OUTLINE_SHADE, body)
     _composite(frame, region, sd, body)
 
 
@@ -290,7 +347,8 @@ def render_frame(scene: Scene, t: int) -> np.ndarray:
     frame = scene.texture[oy : oy + height, ox : ox + width] * scene.brightness[t]
     for obj in scene.objects[1:] + scene.objects[:1]:  # the target is drawn last among objects: never hidden by one
         cx, cy = unit_to_pixels(obj.track[t], width, height)
-        _paint_shape(frame, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t]), obj.color)
+        radius = obj.radius * width
+        paint_shape(frame, _shape_box(frame, cx, cy, radius), cx, cy, obj.shape, radius, float(obj.angle[t]), obj.color)
     for hand, anchor in _hand_pixels(scene, t):
         _paint_arm(frame, hand, anchor, HAND_RADIUS * width, scene.skin)
     return np.clip(frame, 0, 255).astype(np.uint8)
@@ -330,6 +388,11 @@ __all__ = [
     "render_frames",
     "render_masks",
     "task_home",
+    "smooth_path",
+    "place_apart",
+    "surface_waves",
+    "outline_distance",
+    "paint_shape",
     "TASK_COLORS",
     "TASK_COLOR_NAMES",
     "TASK_SHAPES",

@@ -36,11 +36,11 @@ from huggingface_hub.errors import (
 )
 from transformers import PreTrainedConfig, VJEPA2Config
 
-SOLVERS = ("euler", "heun", "midpoint")
+from .choices import SOLVERS, WINDOW_MODES
+
 OBJECTIVES = ("flow_matching", "diffusion", "regression")
 POSITION_ENCODINGS = ("rope", "learned", "none")
 TASK_GUIDANCES = ("cross_attention", "concat")
-WINDOW_MODES = ("coherent", "blend")
 SPATIAL_ATTENTION_INITS = ("normal", "mimetic")
 FLOW_TIME_SAMPLINGS = ("uniform", "late_quadratic", "logit_normal")
 
@@ -280,7 +280,7 @@ class GazeFlowConfig(PreTrainedConfig):
             tokens alike), or
             `"mimetic"`: mimetic initialisation (Trockman & Kolter, 2023), each head's W_q^T W_k ~ 0.7 Z + 0.7 I
             (Z ~ N(0, 1/d)), so that from the first step a token attends more to the tokens that look like it
-            (`modeling_gazeflow_layers.init_mimetic_query_key`). Only training from scratch reads it.
+            (`modeling_gazeflow_initialization.init_mimetic_query_key`). Only training from scratch reads it.
         layer_norm_eps (`float`, *optional*, defaults to 1e-6):
             Epsilon of every LayerNorm of the GazeFlow modules.
 
@@ -509,11 +509,9 @@ class GazeFlowConfig(PreTrainedConfig):
 __all__ = [
     "GazeFlowConfig",
     "GazeFlowConfigError",
-    "SOLVERS",
     "OBJECTIVES",
     "POSITION_ENCODINGS",
     "TASK_GUIDANCES",
-    "WINDOW_MODES",
     "FLOW_TIME_SAMPLINGS",
     "SPATIAL_ATTENTION_INITS",
 ]

@@ -51,17 +51,18 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
 
-from .configuration_gazeflow import WINDOW_MODES, GazeFlowConfig
+from .choices import WINDOW_MODES
+from .configuration_gazeflow import GazeFlowConfig
 from .geometry import clamp_unit, model_to_unit
 from .modeling_gazeflow_checks import check_objective_sampling, check_pixel_values, check_sampling_arguments
-from .scheduling_gazeflow import ModelFn, RegressionScheduler, draw_noise, scheduler_for
+from .scheduling_gazeflow import ModelFn, RegressionScheduler, Scheduler, draw_noise, scheduler_for
 from .windows import StreamingBlender, pad_last_frame, window_starts
 
 ArrayLike = TypeVar("ArrayLike", torch.Tensor, np.ndarray)
@@ -106,7 +107,12 @@ shorter than a window, padded here)."""
 class SamplingSettings:
     """K, S, the ODE solver and the window mode of one sampling call, resolved once (:meth:`resolve`) from the
     call's arguments and the model's defaults and then passed down as one object: ``generate()``, the pipeline, the
-    ``gazeflow`` command and the web demo resolve once, the engine and the streamer only read it."""
+    ``gazeflow`` command and the web demo resolve once; the windowed engine, the causal streamer's step and its ONNX
+    export only read it (the scheduler of the steps: :meth:`scheduler`).
+
+    Adding a sampling option: a field here with its default in :meth:`resolve` (and its check), the code that reads
+    it, and its test; the ``gazeflow`` flag is one entry of ``commands.arguments.SAMPLING_FLAGS``, and the pipeline,
+    ``GazeFlowStreamer`` and the web demo pass keyword arguments named after the fields through to :meth:`resolve`."""
 
     num_samples: int
     num_steps: int
@@ -117,6 +123,7 @@ class SamplingSettings:
     def resolve(
         cls,
         config: GazeFlowConfig,
+        *,
         num_samples: int | None = None,
         num_steps: int | None = None,
         solver: str | None = None,
@@ -137,11 +144,19 @@ class SamplingSettings:
             raise ValueError(f"`window_mode` must be one of {WINDOW_MODES}, got {settings.window_mode!r}")
         return settings
 
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The settings' fields, in order (the keyword arguments :meth:`resolve` takes)."""
+        return tuple(field.name for field in fields(cls))
+
     def to_dict(self) -> dict[str, Any]:
-        """The four fields as a dict (``num_samples``, ``num_steps``, ``solver``, ``window_mode``)."""
-        return dict(
-            num_samples=self.num_samples, num_steps=self.num_steps, solver=self.solver, window_mode=self.window_mode
-        )
+        """The fields as a dict (``num_samples``, ``num_steps``, ``solver``, ``window_mode``)."""
+        return {name: getattr(self, name) for name in self.field_names()}
+
+    def scheduler(self, config: GazeFlowConfig) -> Scheduler:
+        """The scheduler whose steps these settings sample with, for the config's objective (S steps of the
+        solver; DDIM; the regression head's one prediction)."""
+        return scheduler_for(config, self.num_steps, self.solver)
 
 
 # ---------------------------------------------------------------------------------------------------- one window
@@ -222,13 +237,12 @@ def sample_with(
     model: WindowedModel,
     velocity_fn: ModelFn,
     noise: torch.Tensor,
-    num_steps: int,
-    solver: str,
+    settings: SamplingSettings,
     known: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Integrate ``velocity_fn`` from ``noise [B, K, T, 2]`` by the scheduler of the config's objective; ``known``
-    ``[B, K, L, 2]``: the first L frames are already sampled (coherent windows, see :func:`sample_window`)."""
-    scheduler = scheduler_for(model.config, num_steps, solver)
+    """Integrate ``velocity_fn`` from ``noise [B, K, T, 2]`` by the settings' scheduler for the config's objective;
+    ``known`` ``[B, K, L, 2]``: the first L frames are already sampled (coherent windows, see :func:`sample_window`)."""
+    scheduler = settings.scheduler(model.config)
     if known is None or known.shape[2] == 0 or isinstance(scheduler, RegressionScheduler):
         return scheduler.sample(velocity_fn, noise)  # (the regression head reads no state: nothing to condition)
     overlap = known.shape[2]
@@ -250,13 +264,12 @@ def sample_window(
     encoder_hidden_states: torch.Tensor,
     num_frames: int,
     noise: torch.Tensor,
-    num_steps: int,
-    solver: str,
+    settings: SamplingSettings,
     use_condition_cache: bool = True,
     known: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Trajectories ``[B, K, T, 2]`` in model coordinates for one window's encoder tokens and noise ``[B, K, T, 2]``,
-    by the scheduler of the config's objective.
+    by the settings' scheduler for the config's objective (K is the noise's).
 
     ``known`` ``[B, K, L, 2]``: the window's first L frames are already sampled (coherent windows). Every state the
     network reads holds them at their noised value under the window's own noise, ``scheduler.add_noise(known,
@@ -267,7 +280,7 @@ def sample_window(
         velocity_fn = cached_velocity_fn(model, encoder_hidden_states, num_frames, TimeEmbeddings(model))
     else:
         velocity_fn = recompute_velocity_fn(model, encoder_hidden_states, num_frames, noise.shape[1])
-    return sample_with(model, velocity_fn, noise, num_steps, solver, known)
+    return sample_with(model, velocity_fn, noise, settings, known)
 
 
 class WindowSampler:
@@ -282,7 +295,7 @@ class WindowSampler:
 
     def __call__(self, condition: Any, noise: torch.Tensor, known: torch.Tensor | None = None) -> torch.Tensor:
         velocity_fn = condition_velocity_fn(self.model, condition, self.time_embeddings)
-        return sample_with(self.model, velocity_fn, noise, self.settings.num_steps, self.settings.solver, known)
+        return sample_with(self.model, velocity_fn, noise, self.settings, known)
 
 
 # ---------------------------------------------------------------------------------------------------- the loop
@@ -426,14 +439,7 @@ def _sample_recomputed(
 ) -> torch.Tensor:
     """One window on the plain reference path (the condition recomputed at every call)."""
     return sample_window(
-        model,
-        encoder_tokens,
-        model.config.num_frames,
-        noise,
-        settings.num_steps,
-        settings.solver,
-        use_condition_cache=False,
-        known=known,
+        model, encoder_tokens, model.config.num_frames, noise, settings, use_condition_cache=False, known=known
     )
 
 
@@ -508,13 +514,7 @@ def generate_trajectories(
         num_frames = encoder_hidden_states.shape[1] // tokens * config.frames_per_encoder_group
         noise = draw_noise((encoder_hidden_states.shape[0], settings.num_samples, num_frames, 2), generator, device)
         sampled = sample_window(
-            model,
-            encoder_hidden_states.to(device),
-            num_frames,
-            noise,
-            settings.num_steps,
-            settings.solver,
-            use_condition_cache,
+            model, encoder_hidden_states.to(device), num_frames, noise, settings, use_condition_cache
         )
         trajectories, mean = to_unit_predictions(sampled)
         return SampledFrames(start=0, trajectories=trajectories, mean=mean)

@@ -2,13 +2,14 @@
 
 The model has three parts, each a small named module:
 
-* the encoder side E_psi (``modeling_gazeflow_encoder``): :class:`GazeFlowVideoEncoder` (V-JEPA 2, optionally with
-  LoRA) and :class:`GazeFlowConditionEncoder` (W_proj, the per-frame spatial encoder and the task-token bank: Eqs.
-  visual_condition, task_slots, task_bank). :meth:`GazeFlowModel.build_condition` also precomputes every block's
-  visual and task keys/values, so that one clip's condition is computed once and shared by all K samples and S
-  steps.
-* :class:`GazeFlowVelocityNetwork` - v_theta(x_s, s, c): coordinate, timestep and self-conditioning embeddings,
-  six DenoiserBlocks and a linear head to a velocity in R^{2T} (Section 3.2, Appendix C.3).
+* the encoder side E_psi: :class:`GazeFlowVideoEncoder` (``modeling_gazeflow_video_encoder``: V-JEPA 2, optionally
+  with LoRA) and :class:`GazeFlowConditionEncoder` (``modeling_gazeflow_encoder``: W_proj, the per-frame spatial
+  encoder and the task-token bank: Eqs. visual_condition, task_slots, task_bank). :meth:`GazeFlowModel.build_condition`
+  also precomputes every block's visual and task keys/values, so that one clip's condition is computed once and
+  shared by all K samples and S steps.
+* :class:`GazeFlowVelocityNetwork` (``modeling_gazeflow_velocity``) - v_theta(x_s, s, c): coordinate, timestep and
+  self-conditioning embeddings, six DenoiserBlocks and a linear head to a velocity in R^{2T} (Section 3.2, Appendix
+  C.3).
 
 :meth:`GazeFlowModel.forward` returns the conditional flow-matching loss (Eq. cfm_loss with the OT interpolant of
 Appendix E.4 and self-conditioning of Appendix D.2); :meth:`GazeFlowModel.generate` samples trajectories through
@@ -38,150 +39,21 @@ from .generation_gazeflow import SamplingSettings, generate_trajectories
 from .geometry import patch_centres
 from .modeling_gazeflow_causal import encode_video_causal
 from .modeling_gazeflow_checks import check_encoder_hidden_states, check_pixel_values, check_training_targets
+from .modeling_gazeflow_embeddings import GazeFlowRotaryEmbedding, GazeFlowSinusoidalMLP, flow_time_tensor
 from .modeling_gazeflow_encoder import (
     GazeFlowCondition,
     GazeFlowConditionEncoder,
     GazeFlowConditionEncoderOutput,
     GazeFlowSpatialEncoder,
     GazeFlowTaskTokenBank,
-    GazeFlowVideoEncoder,
 )
-from .modeling_gazeflow_layers import (
-    COORDINATE_EMBEDDING_SCALE,
-    TIME_EMBEDDING_SCALE,
-    GazeFlowDenoiserBlock,
-    GazeFlowKeyValueCache,
-    GazeFlowRotaryEmbedding,
-    GazeFlowSinusoidalMLP,
-    causal_attention_mask,
-    embed_gaze,
-    flow_time_tensor,
-    init_mimetic_query_key,
-    init_standard_weights,
-    layer_norm_rows,
-    linear_rows,
-)
+from .modeling_gazeflow_initialization import init_mimetic_query_key, init_standard_weights
+from .modeling_gazeflow_layers import GazeFlowDenoiserBlock
 from .modeling_gazeflow_objectives import grounding_loss, objective_loss
 from .modeling_gazeflow_outputs import GazeFlowGenerationOutput, GazeFlowModelOutput, GazeFlowVelocityOutput
-from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition, GazeFlowTaskConcat
-
-
-# ---------------------------------------------------------------------------------------------------- network
-class GazeFlowVelocityNetwork(nn.Module):
-    """The conditional velocity network v_theta(x_s, s, c) (paper Section 3.2, Appendix C).
-
-    Gaze tokens h_t = E_coord(x_s,t) + E_time(s) + E_self(x1_hat_t) (our reading of what the paper leaves open,
-    ``docs/specs/model.md``), L DenoiserBlocks, then LayerNorm + Linear(d -> 2) per frame: a velocity in R^{2T}. The
-    frame position is 1D RoPE on the self-attention's queries and keys (Appendix C.2); the ablations' learned position
-    table and concatenated task bank come from ``modeling_gazeflow_variants``.
-
-    ``forward`` is free of Python branches on tensor values, so it exports with ``torch.export`` (the condition is
-    a pytree); input checks live in :meth:`GazeFlowModel.velocity`.
-    """
-
-    def __init__(self, config: GazeFlowConfig):
-        super().__init__()
-        self.causal = config.causal
-        self.coordinate_embedding = GazeFlowSinusoidalMLP(2, config.hidden_size, COORDINATE_EMBEDDING_SCALE)
-        self.time_embedding = GazeFlowSinusoidalMLP(1, config.hidden_size, TIME_EMBEDDING_SCALE)
-        self.self_condition_embedding = GazeFlowSinusoidalMLP(2, config.hidden_size, COORDINATE_EMBEDDING_SCALE)
-        self.rotary_embedding = (
-            GazeFlowRotaryEmbedding(config.head_dim, config.rope_theta) if config.position_encoding == "rope" else None
-        )
-        self.frame_position = GazeFlowLearnedFramePosition(config) if config.position_encoding == "learned" else None
-        self.task_concat = (
-            GazeFlowTaskConcat(config) if config.use_task_cross_attention and config.task_guidance == "concat" else None
-        )
-        self.blocks = nn.ModuleList([GazeFlowDenoiserBlock(config) for _ in range(config.num_hidden_layers)])
-        self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.output_head = nn.Linear(config.hidden_size, 2)
-
-    def forward(
-        self,
-        sample: torch.Tensor,
-        flow_time: torch.Tensor | None,
-        self_condition: torch.Tensor,
-        condition: GazeFlowCondition,
-        positions: torch.Tensor | None = None,
-        caches: list[GazeFlowKeyValueCache] | None = None,
-        output_attentions: bool = False,
-        output_hidden_states: bool = False,
-        time_embedding: torch.Tensor | None = None,
-    ) -> torch.Tensor | GazeFlowVelocityOutput:
-        """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns the velocity
-        ``[B, K, T, 2]``, or a :class:`GazeFlowVelocityOutput` with ``output_attentions`` / ``output_hidden_states``.
-
-        ``positions`` (frame indices of the T tokens, default ``0 .. T - 1``) and ``caches`` (one growing
-        self-attention key/value cache per block) feed the newest frames only: plain incremental decoding, the
-        reference the causal streamer's static step (``modeling_gazeflow_streaming``, ring caches) is tested against.
-        Given ``positions``, the caller checks them against a learned position table: reading their values here would
-        wait for the device at every call.
-        ``time_embedding``: E_time(s) ``[B, K, d]`` computed already (``flow_time`` is then not read).
-        """
-        batch, samples, frames, _ = sample.shape
-        if time_embedding is None:
-            time_embedding = self.time_embedding(flow_time)
-        hidden = embed_gaze(
-            self.coordinate_embedding, self.self_condition_embedding, sample, self_condition
-        ) + time_embedding.unsqueeze(2)
-        if self.frame_position is not None and positions is None and not torch.compiler.is_compiling():
-            self.frame_position.check_last_position(frames - 1)  # a Python int: no device read
-        if self.frame_position is not None:
-            hidden = self.frame_position(
-                hidden, torch.arange(frames, device=sample.device) if positions is None else positions
-            )
-        if self.task_concat is not None:
-            hidden = self.task_concat(hidden, condition.task_tokens, condition.frames_per_group)
-        rotary_cos, rotary_sin = None, None
-        if self.rotary_embedding is not None:  # the query and key heads side by side: [T, 2 d]
-            heads = 2 * self.blocks[0].self_attention.num_heads
-            rotary_cos, rotary_sin = (
-                self.rotary_embedding.tiled(self.rotary_embedding.signed(positions), heads, hidden.dtype)
-                if positions is not None
-                else self.rotary_embedding.table(frames, sample.device, heads, hidden.dtype)
-            )
-        mask = causal_attention_mask(frames, sample.device) if self.causal and caches is None else None
-
-        all_hidden_states = [hidden] if output_hidden_states else None
-        all_attentions = ([], [], []) if output_attentions else None  # self, visual cross, task cross
-        caches = caches if caches is not None else [None] * len(self.blocks)
-        for block, visual_kv, task_kv, cache in zip(
-            self.blocks, condition.visual_key_values, condition.task_key_values, caches
-        ):
-            visual_key, visual_value = visual_kv if visual_kv is not None else (None, None)
-            task_key, task_value = task_kv if task_kv is not None else (None, None)
-            # every tensor positional: reentrant gradient checkpointing passes gradients to positional inputs only
-            hidden, *weights = block(
-                hidden,
-                visual_key,
-                visual_value,
-                task_key,
-                task_value,
-                rotary_cos,
-                rotary_sin,
-                mask,
-                cache=cache,
-                output_attentions=output_attentions,
-            )
-            if output_hidden_states:
-                all_hidden_states.append(hidden)
-            if output_attentions:
-                for collected, layer_weights in zip(all_attentions, weights):
-                    collected.append(layer_weights)
-        rows = layer_norm_rows(self.output_norm, hidden.reshape(-1, hidden.shape[-1]))
-        velocity = linear_rows(self, (self.output_head,), rows).view(batch, samples, frames, -1)
-        if not (output_attentions or output_hidden_states):
-            return velocity
-        self_weights, visual_weights, task_weights = (
-            (tuple(w) for w in all_attentions) if output_attentions else (None, None, None)
-        )
-        return GazeFlowVelocityOutput(
-            velocity=velocity,
-            hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
-            attentions=self_weights,
-            visual_cross_attentions=visual_weights,
-            task_cross_attentions=task_weights,
-        )
+from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition
+from .modeling_gazeflow_velocity import GazeFlowVelocityNetwork
+from .modeling_gazeflow_video_encoder import GazeFlowVideoEncoder
 
 
 # ---------------------------------------------------------------------------------------------------- model
@@ -432,7 +304,11 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         self, visual_tokens: torch.Tensor, task_tokens: torch.Tensor | None, num_frames: int, frames_per_group: int
     ) -> GazeFlowCondition:
         """Every block's keys/values of c_v (``[B, G, H, N, d_h]``) and c_task (``[B, H, M + 1, d_h]``, or per group
-        ``[B, G, H, M + 1, d_h]``), only for the sub-layers the block has."""
+        ``[B, G, H, M + 1, d_h]``), only for the sub-layers the block has.
+
+        Twin of ``modeling_gazeflow_streaming.GazeFlowStreamingCondition``: change both; held equal by
+        ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
+        """
         task_per_frame = task_tokens is not None and task_tokens.dim() == 4
         visual_kv, task_kv = [], []
         for block in self.velocity_network.blocks:
@@ -534,20 +410,10 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 "use `generate()` to sample trajectories"
             )
         gaze, valid_mask = check_training_targets(gaze, valid_mask)
-        batch, frames, _ = gaze.shape
-        encoder_outputs = BaseModelOutput()
-        if encoder_hidden_states is None:
-            if pixel_values_videos is None:
-                raise ValueError("forward: give `pixel_values_videos` [B, T, 3, S, S] or `encoder_hidden_states`")
-            check_pixel_values(pixel_values_videos, self.config)
-            if pixel_values_videos.shape[:2] != (batch, frames):
-                raise ValueError(
-                    f"forward: `pixel_values_videos` has {tuple(pixel_values_videos.shape[:2])} "
-                    f"(batch, frames) but `gaze` has {(batch, frames)}"
-                )
-            encoder_hidden_states = self.encode_video(pixel_values_videos, **flags)
-            if isinstance(encoder_hidden_states, BaseModelOutput):
-                encoder_outputs, encoder_hidden_states = encoder_hidden_states, encoder_hidden_states.last_hidden_state
+        frames = gaze.shape[1]
+        encoder_hidden_states, encoder_outputs = self._encoder_tokens_for_loss(
+            pixel_values_videos, encoder_hidden_states, gaze, flags
+        )
         condition, condition_outputs = self.encode_condition(encoder_hidden_states, frames, **flags)
         result = objective_loss(self, condition, gaze, valid_mask, generator, **flags)
         velocity_outputs = result.network_outputs or GazeFlowVelocityOutput()
@@ -576,6 +442,31 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             grounding_logits=grounding_logits,
         )
         return output if return_dict else output.to_tuple()
+
+    def _encoder_tokens_for_loss(
+        self,
+        pixel_values_videos: torch.Tensor | None,
+        encoder_hidden_states: torch.Tensor | None,
+        gaze: torch.Tensor,
+        flags: dict,
+    ) -> tuple[torch.Tensor, BaseModelOutput]:
+        """:meth:`forward`'s encoder tokens (given, or of ``pixel_values_videos``, checked against ``gaze``'s batch
+        and frames) and the encoder's per-layer outputs (empty unless ``flags`` ask for them)."""
+        if encoder_hidden_states is not None:
+            return encoder_hidden_states, BaseModelOutput()
+        if pixel_values_videos is None:
+            raise ValueError("forward: give `pixel_values_videos` [B, T, 3, S, S] or `encoder_hidden_states`")
+        check_pixel_values(pixel_values_videos, self.config)
+        batch, frames = gaze.shape[:2]
+        if pixel_values_videos.shape[:2] != (batch, frames):
+            raise ValueError(
+                f"forward: `pixel_values_videos` has {tuple(pixel_values_videos.shape[:2])} "
+                f"(batch, frames) but `gaze` has {(batch, frames)}"
+            )
+        encoded = self.encode_video(pixel_values_videos, **flags)
+        if isinstance(encoded, BaseModelOutput):
+            return encoded.last_hidden_state, encoded
+        return encoded, BaseModelOutput()
 
     def grounding_loss(
         self, grounding_logits: torch.Tensor, gaze: torch.Tensor, valid_mask: torch.Tensor
@@ -619,12 +510,12 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
                 a linear blend); default from the config (see ``generation_gazeflow``).
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        settings = SamplingSettings.resolve(self.config, num_samples, num_steps, solver, window_mode)
+        sampling = dict(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode)
         sampled = generate_trajectories(
             self,
             pixel_values_videos=pixel_values_videos,
             encoder_hidden_states=encoder_hidden_states,
-            settings=settings,
+            settings=SamplingSettings.resolve(self.config, **sampling),
             generator=generator,
             window_batch_size=window_batch_size,
         )
@@ -635,14 +526,4 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
 __all__ = [
     "GazeFlowModel",
     "GazeFlowPreTrainedModel",
-    "GazeFlowModelOutput",
-    "GazeFlowVelocityOutput",
-    "GazeFlowGenerationOutput",
-    "GazeFlowCondition",
-    "GazeFlowVelocityNetwork",
-    # the encoder side, defined in modeling_gazeflow_encoder (re-exported: they used to live here)
-    "GazeFlowVideoEncoder",
-    "GazeFlowConditionEncoder",
-    "GazeFlowSpatialEncoder",
-    "GazeFlowTaskTokenBank",
 ]

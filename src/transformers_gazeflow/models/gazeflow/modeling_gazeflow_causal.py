@@ -5,7 +5,7 @@ and current frames, and extracts visual features with a causal sliding window". 
 changes lives here or is named from here:
 
 1. **Causal frame self-attention**: ``GazeFlowVelocityNetwork`` gives every block's frame self-attention the mask
-   ``modeling_gazeflow_layers.causal_attention_mask``: the gaze token of frame t attends to frames <= t only.
+   ``modeling_gazeflow_attention.causal_attention_mask``: the gaze token of frame t attends to frames <= t only.
 2. **Causal encoder window** (:func:`causal_encoder_windows`, :func:`encode_video_causal`): V-JEPA 2 encodes
    2-frame tubelets, and its attention mixes every tubelet of a clip, so the bidirectional model's tokens for frame
    t depend on the whole window. In the causal model every frame t gets its own tokens: the encoder runs on the
@@ -37,7 +37,11 @@ or a ``BaseModelOutput`` when called with ``output_attentions`` / ``output_hidde
 
 def causal_encoder_windows(pixel_values_videos: torch.Tensor, window: int) -> torch.Tensor:
     """The causal window of every frame: ``[B, T, 3, S, S] -> [B * T, window, 3, S, S]``, window t holding frames
-    ``t - window + 1 .. t`` (indices below 0 read frame 0)."""
+    ``t - window + 1 .. t`` (indices below 0 read frame 0).
+
+    Twin of ``streaming_step.GazeFlowStreamerStep.encode_frame``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
+    """
     batch, frames = pixel_values_videos.shape[:2]
     index = (
         torch.arange(frames, device=pixel_values_videos.device)[:, None]
@@ -109,32 +113,33 @@ def causal_task_bank(
     ``[B, G, d]``: entry g is [p_g; q_1(g)..q_M(g)] computed from summaries 0..g only (Eqs. task_slots and
     task_bank restricted to the past; the restriction is an attention mask, so every attention kernel applies it).
 
-    With ``last_only`` only the newest entry ``[B, 1, M + 1, d]`` is computed, from all given summaries (the
-    streamer passes the summaries of its window). With ``output_attentions`` also returns the queries' weights over
-    the summaries, ``[B, H, rows * M, G]`` (rows = G, or 1 with ``last_only``; row ``g * M + m`` is query m of
-    group g; masked entries are 0).
+    With ``last_only`` only the newest entry ``[B, 1, M + 1, d]`` is computed, from all given summaries: the
+    windowed bank's computation (``GazeFlowTaskTokenBank.over_summaries``; a reference streamer passes the summaries
+    of its window). With ``output_attentions`` also returns the queries' weights over the summaries,
+    ``[B, H, rows * M, G]`` (rows = G, or 1 with ``last_only``; row ``g * M + m`` is query m of group g; masked
+    entries are 0).
+
+    Twin of ``modeling_gazeflow_streaming.GazeFlowStreamingCondition.task_bank``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
+    Twin of ``modeling_gazeflow_encoder.GazeFlowTaskTokenBank.over_summaries``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_causal_task_bank_row_t_uses_frames_up_to_t_only``.
     """
+    if last_only:  # the newest entry reads every summary: the windowed bank's computation
+        task_tokens, weights = bank.over_summaries(frame_summaries, output_attentions)
+        return task_tokens.unsqueeze(1), weights
     batch, groups, width = frame_summaries.shape
     counts = torch.arange(1, groups + 1, device=frame_summaries.device, dtype=frame_summaries.dtype)
-    if last_only:
-        pooled = frame_summaries.mean(dim=1, keepdim=True)  # [B, 1, d]
-    else:
-        pooled = frame_summaries.cumsum(dim=1) / counts[:, None]  # p_g: running mean
-    pooled = pooled.unsqueeze(2)
+    pooled = (frame_summaries.cumsum(dim=1) / counts[:, None]).unsqueeze(2)  # p_g: running mean, [B, G, 1, d]
     if bank.num_queries == 0:
         return pooled, None
     attention, num_queries = bank.attention, bank.num_queries
     query = attention.project_query(bank.queries.to(frame_summaries.dtype))  # [H, M, d_h]
     key, value = attention.project_key_value(frame_summaries)  # [B, H, G, d_h]
-    rows = 1 if last_only else groups
-    query = query.unsqueeze(0).repeat(1, 1, rows, 1).expand(batch, -1, -1, -1)  # [B, H, rows * M, d_h]
-    mask = None
-    if not last_only:
-        query_group = torch.arange(groups, device=frame_summaries.device).repeat_interleave(num_queries)
-        allowed = torch.arange(groups, device=frame_summaries.device)[None, :] <= query_group[:, None]
-        mask = allowed[None, None]
-    output, weights = attention.attend(query, key, value, mask, output_attentions)
-    task_queries = output.view(batch, rows, num_queries, width)
+    query = query.unsqueeze(0).repeat(1, 1, groups, 1).expand(batch, -1, -1, -1)  # [B, H, G * M, d_h]
+    query_group = torch.arange(groups, device=frame_summaries.device).repeat_interleave(num_queries)
+    allowed = torch.arange(groups, device=frame_summaries.device)[None, :] <= query_group[:, None]
+    output, weights = attention.attend(query, key, value, allowed[None, None], output_attentions)
+    task_queries = output.view(batch, groups, num_queries, width)
     return torch.cat([pooled, task_queries], dim=2), weights
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from .configuration_gazeflow import SOLVERS, GazeFlowConfig
+from .choices import SOLVERS
+from .configuration_gazeflow import GazeFlowConfig
 
 
 def check_pixel_values(pixel_values_videos: torch.Tensor, config: GazeFlowConfig) -> None:

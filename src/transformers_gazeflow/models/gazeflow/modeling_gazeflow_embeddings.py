@@ -6,8 +6,6 @@
 * :func:`sincos_2d_position_encoding` - the 2D sinusoidal spatial position encoding (Appendix C.1);
 * :class:`GazeFlowRotaryEmbedding` and :func:`apply_rotary` - 1D RoPE over the frame index, base theta (Appendix
   C.2); :func:`apply_signed_rotary` is the same rotation from a signed sine table, as the attention applies it.
-
-``modeling_gazeflow_layers`` re-exports every name.
 """
 
 from __future__ import annotations
@@ -28,10 +26,13 @@ COORDINATE_EMBEDDING_SCALE = 100.0
 change of x_s, e.g. an ODE solver's error, can change v_theta)."""
 
 
-def sinusoidal_frequencies(dim: int, max_period: float = 10000.0) -> torch.Tensor:
-    """The ``dim / 2`` frequencies ``w_j = max_period^(-j / (dim / 2))`` of :func:`sinusoidal_embedding`."""
+def sinusoidal_frequencies(
+    dim: int, max_period: float = 10000.0, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """The ``dim / 2`` frequencies ``w_j = max_period^(-j / (dim / 2))`` of :func:`sinusoidal_embedding`, float32,
+    computed on ``device`` (default the CPU)."""
     half = dim // 2
-    exponent = torch.arange(half, dtype=torch.float32) / half
+    exponent = torch.arange(half, dtype=torch.float32, device=device) / half
     return torch.exp(-math.log(max_period) * exponent)
 
 
@@ -193,18 +194,34 @@ def swap_pairs(states: torch.Tensor) -> torch.Tensor:
     return states.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
 
 
+def rotate_pairs(states: torch.Tensor) -> torch.Tensor:
+    """``(x_2j, x_2j+1) -> (-x_2j+1, x_2j)`` over the last dimension of ``states [..., d]``: each interleaved channel
+    pair turned a quarter turn, the factor RoPE multiplies by the sine (V-JEPA 2's and GazeFlow's convention). On
+    a weight's columns it is a signed permutation, so ``x @ rotate_pairs(W)`` is exactly ``rotate_pairs(x @ W)``."""
+    pairs = states.unflatten(-1, (-1, 2))
+    return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+
+
 def apply_rotary(states: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate the interleaved channel pairs of ``states [..., T, d_h]`` by the RoPE angles (Appendix C.2):
     ``(x_2j, x_2j+1) -> (x_2j cos - x_2j+1 sin, x_2j+1 cos + x_2j sin)`` (``cos``, ``sin`` of
-    :meth:`GazeFlowRotaryEmbedding.forward`)."""
-    pairs = states.unflatten(-1, (-1, 2))
-    rotated = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
-    return states * cos.to(states.dtype) + rotated * sin.to(states.dtype)
+    :meth:`GazeFlowRotaryEmbedding.forward`).
+
+    Twin of ``modeling_gazeflow_embeddings.apply_signed_rotary``: change both; held equal by
+    ``tests/test_twins.py::test_rope_forms_equal_apply_rotary``.
+    Twin of ``modeling_gazeflow_attention.GazeFlowAttention.self_attention_rows``: change both; held equal by
+    ``tests/test_twins.py::test_rope_forms_equal_apply_rotary``.
+    """
+    return states * cos.to(states.dtype) + rotate_pairs(states) * sin.to(states.dtype)
 
 
 def apply_signed_rotary(states: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
     """:func:`apply_rotary` with the sine's sign folded in (:meth:`GazeFlowRotaryEmbedding.signed`): the same values
-    (``-x_2j+1 sin`` is ``x_2j+1 (-sin)`` exactly) from a swap of the pairs instead of a stack of negated halves."""
+    (``-x_2j+1 sin`` is ``x_2j+1 (-sin)`` exactly) from a swap of the pairs instead of a stack of negated halves.
+
+    Twin of ``modeling_gazeflow_embeddings.apply_rotary``: change both; held equal by
+    ``tests/test_twins.py::test_rope_forms_equal_apply_rotary``.
+    """
     return states * cos.to(states.dtype) + swap_pairs(states) * signed_sin.to(states.dtype)
 
 
@@ -220,6 +237,7 @@ __all__ = [
     "flow_time_tensor",
     "GazeFlowRotaryEmbedding",
     "swap_pairs",
+    "rotate_pairs",
     "apply_rotary",
     "apply_signed_rotary",
 ]

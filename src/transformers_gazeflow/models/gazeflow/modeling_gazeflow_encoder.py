@@ -1,11 +1,6 @@
-"""The encoder side of GazeFlow, E_psi: from frames to the condition c = (c_v, c_task) (paper Section 3.1,
-Appendix C.1).
+"""The encoder side of GazeFlow after its backbone, E_psi's head: from V-JEPA 2's tokens to the condition
+c = (c_v, c_task) (paper Section 3.1, Appendix C.1). The backbone, V-JEPA 2, is ``modeling_gazeflow_video_encoder``.
 
-* :class:`GazeFlowVideoEncoder` - the bottom-up backbone: the V-JEPA 2 encoder (transformers ``VJEPA2Encoder``,
-  the encoder path of ``VJEPA2Model``; the predictor is never built nor run), optionally with LoRA adapters through
-  ``peft`` (Appendix E.4). A ``PreTrainedModel`` of its own config (``GazeFlowConfig.encoder_config``), as
-  transformers' composite models hold their sub-models, so that ``attn_implementation`` reaches it through
-  transformers' own dispatch.
 * :class:`GazeFlowSpatialEncoder` - W_proj's tokens plus a 2D sin-cos position encoding through pre-norm layers
   applied to each frame on its own (Eq. visual_condition): c_v. Optionally (``num_temporal_layers``, beyond the
   paper) :class:`GazeFlowTemporalEncoderLayer`'s first mix each spatial position across the window's frame groups.
@@ -26,27 +21,15 @@ from dataclasses import dataclass
 import torch
 import torch.utils._pytree as pytree
 from torch import nn
-from transformers import PreTrainedModel, VJEPA2Config
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput
-from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2Encoder, VJEPA2RopeAttention
-from transformers.models.vjepa2.modeling_vjepa2 import eager_attention_forward as vjepa2_eager_attention_forward
 from transformers.utils import ModelOutput
 
 from .configuration_gazeflow import GazeFlowConfig
+from .modeling_gazeflow_attention import GazeFlowAttention, GazeFlowRingKeyValueCache, causal_attention_mask
 from .modeling_gazeflow_causal import causal_task_bank
-from .modeling_gazeflow_layers import (
-    GazeFlowAttention,
-    GazeFlowMLP,
-    GazeFlowRingKeyValueCache,
-    apply_signed_rotary,
-    causal_attention_mask,
-    init_standard_weights,
-    linear_rows,
-    mark_lora_factors,
-    sincos_2d_position_encoding,
-)
+from .modeling_gazeflow_embeddings import sincos_2d_position_encoding
+from .modeling_gazeflow_layers import GazeFlowMLP
 
 
 # ---------------------------------------------------------------------------------------------------- condition
@@ -140,176 +123,6 @@ except ValueError:  # already registered (the module was imported twice under on
 
 
 # ---------------------------------------------------------------------------------------------------- video encoder
-class GazeFlowVideoEncoder(PreTrainedModel):
-    """The V-JEPA 2 ViT-L encoder path (paper Section 3.1, "Bottom-Up Feature Extraction"; Appendix C.1).
-
-    Input frames ``[B, T, 3, 256, 256]``; output the last hidden state ``[B, (T / 2) * N, D]`` with N = 16 x 16
-    spatial tokens per tubelet of 2 frames. With ``output_hidden_states`` / ``output_attentions`` returns a
-    ``BaseModelOutput``: ``hidden_states`` the patch embeddings and every layer's output (``L + 1`` entries of
-    ``[B, (T / 2) * N, D]``), ``attentions`` every layer's weights ``[B, H_enc, (T / 2) * N, (T / 2) * N]``
-    (``attn_implementation="eager"``). LoRA adapters (Appendix E.4) are injected with ``peft`` by :meth:`add_lora`.
-    """
-
-    config_class = VJEPA2Config
-    config: VJEPA2Config
-    main_input_name = "pixel_values_videos"
-    input_modalities = "video"
-    supports_gradient_checkpointing = True
-    _no_split_modules = ["VJEPA2Layer"]
-    _supports_sdpa = True
-    _supports_flex_attn = True
-
-    def __init__(self, config: VJEPA2Config):
-        super().__init__(config)
-        self.vjepa2 = VJEPA2Encoder(config)
-        self.post_init()
-
-    @torch.no_grad()
-    def _init_weights(self, module: nn.Module) -> None:
-        init_standard_weights(module, self.config.initializer_range)
-
-    def get_input_embeddings(self) -> nn.Module:
-        """The 3D patch embedding (tubelet x patch convolution), the encoder's input embedding."""
-        return self.vjepa2.embeddings.patch_embeddings
-
-    def set_input_embeddings(self, value: nn.Module) -> None:
-        """Replace the 3D patch embedding (it maps frames ``[B, C, T, S, S]`` to tokens ``[B, T/2 * N, D]``)."""
-        self.vjepa2.embeddings.patch_embeddings = value
-
-    def forward(
-        self, pixel_values_videos: torch.Tensor, output_attentions: bool = False, output_hidden_states: bool = False
-    ) -> torch.Tensor | BaseModelOutput:
-        encoder = self.vjepa2
-        hidden_states = encoder.embeddings(pixel_values_videos)
-        if (
-            self.training
-            and torch.is_grad_enabled()
-            and not hidden_states.requires_grad
-            and any(layer.gradient_checkpointing for layer in encoder.layer)
-        ):
-            # reentrant checkpointing returns gradients only to inputs that require them: under a frozen patch
-            # embedding the LoRA weights inside the layers would get none (what `enable_input_require_grads` does)
-            hidden_states.requires_grad_(True)
-        all_hidden_states = (hidden_states,) if output_hidden_states else None
-        all_attentions = () if output_attentions else None
-        for layer in encoder.layer:
-            hidden_states, weights = layer(hidden_states, None)
-            if output_hidden_states:
-                all_hidden_states += (hidden_states,)
-            if output_attentions:
-                all_attentions += (weights,)
-        hidden_states = encoder.layernorm(hidden_states)
-        if not (output_attentions or output_hidden_states):
-            return hidden_states
-        return BaseModelOutput(
-            last_hidden_state=hidden_states, hidden_states=all_hidden_states, attentions=all_attentions
-        )
-
-    def fuse_attention(self) -> None:
-        """Run every V-JEPA 2 attention through :class:`GazeFlowFusedRopeAttention` (the same weights, one matmul for
-        queries, keys and values, RoPE tables computed once per shape): the same outputs as transformers' module
-        (bit for bit in fp32 on CPU), with a fraction of its kernels. Idempotent; for inference (the inference fast
-        path calls it after merging LoRA)."""
-        from transformers.models.vjepa2.modeling_vjepa2 import VJEPA2RopeAttention
-
-        for module in self.vjepa2.modules():
-            if type(module) is VJEPA2RopeAttention:
-                module.__class__ = GazeFlowFusedRopeAttention
-
-    def add_lora(self, r: int, alpha: float, dropout: float, target_modules: list[str]) -> None:
-        """Inject peft LoRA adapters (peft's init: B = 0). ``GazeFlowModel`` then initialises them with the rest of
-        the model through ``_init_weights`` (the same scheme), which is also what initialises adapters that a
-        loaded checkpoint does not provide."""
-        from peft import LoraConfig, inject_adapter_in_model
-
-        lora_config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules))
-        inject_adapter_in_model(lora_config, self.vjepa2)
-        mark_lora_factors(self.vjepa2)
-
-    @property
-    def has_lora(self) -> bool:
-        return any("lora_" in name for name, _ in self.named_parameters())
-
-    def merge_lora(self) -> None:
-        """Fold every LoRA update into its base weight and put the plain ``nn.Linear`` back."""
-        from peft.tuners.lora import LoraLayer
-
-        for name, module in list(self.named_modules()):
-            if isinstance(module, LoraLayer):
-                module.merge()
-                parent_name, _, child_name = name.rpartition(".")
-                setattr(self.get_submodule(parent_name) if parent_name else self, child_name, module.get_base_layer())
-
-
-def _vjepa2_rope_tables(
-    attention, tokens: int, dtype: torch.dtype, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Cosines and signed sines ``[tokens, d_h]`` of V-JEPA 2's 3D RoPE over the head: its depth, height and width
-    sections as ``rotate_queries_or_keys`` computes them (in the activations' dtype, its sections' layout), the rest
-    of the head left unrotated (cosine 1, sine 0). The sine is negated on each pair's first channel, as
-    ``modeling_gazeflow_layers.apply_signed_rotary`` reads it."""
-    positions = attention.get_position_ids(torch.empty(1, tokens, 0, device=device))
-    cosines, sines = [], []
-    for position, width in zip(positions, (attention.d_dim, attention.h_dim, attention.w_dim)):
-        omega = torch.arange(width // 2, dtype=dtype, device=device)
-        omega /= width / 2.0
-        omega = 1.0 / 10000**omega
-        frequencies = position.unsqueeze(-1) * omega
-        cosines.append(frequencies.cos().repeat(1, 2))
-        sines.append(frequencies.sin().repeat(1, 2))
-    rest = attention.attention_head_size - sum(c.shape[-1] for c in cosines)
-    cosines.append(torch.ones(tokens, rest, dtype=dtype, device=device))
-    sines.append(torch.zeros(tokens, rest, dtype=dtype, device=device))
-    sign = torch.ones(attention.attention_head_size, dtype=dtype, device=device)
-    sign[0::2] = -1
-    return torch.cat(cosines, dim=-1), torch.cat(sines, dim=-1) * sign
-
-
-class GazeFlowFusedRopeAttention(VJEPA2RopeAttention):
-    """transformers' V-JEPA 2 attention with its weights used as they are, computed with fewer kernels: queries,
-    keys and values from one matmul (``linear_rows``), queries and keys rotated together, and the RoPE
-    tables of a token count computed once (:func:`_vjepa2_rope_tables`) instead of at every call for each section
-    of q and of k. The attention kernel is still ``config._attn_implementation`` through
-    ``ALL_ATTENTION_FUNCTIONS``. Only the plain forward (no position mask) is fused; a mask goes to the parent's."""
-
-    def forward(
-        self, hidden_states: torch.Tensor, position_mask: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if position_mask is not None:
-            return super().forward(hidden_states, position_mask)
-        batch, tokens, width = hidden_states.shape
-        projected = linear_rows(self, (self.query, self.key, self.value), hidden_states.reshape(-1, width))
-        projected = projected.view(batch, tokens, 3, self.num_attention_heads, self.attention_head_size).permute(
-            2, 0, 3, 1, 4
-        )
-        cos, signed_sin = self._rope_tables(tokens, projected.dtype, projected.device)
-        query_key = apply_signed_rotary(projected[:2], cos, signed_sin)
-        attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(
-            self.config._attn_implementation, vjepa2_eager_attention_forward
-        )
-        context, weights = attention_interface(
-            self,
-            query_key[0],
-            query_key[1],
-            projected[2],
-            None,
-            is_causal=self.is_causal,
-            scaling=self.scaling,
-            dropout=0.0 if not self.training else self.dropout_prob,
-        )
-        return linear_rows(self, (self.proj,), context.reshape(-1, self.all_head_size)).view(batch, tokens, -1), weights
-
-    def _rope_tables(self, tokens: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        key = (tokens, dtype, str(device))
-        if torch.compiler.is_compiling():
-            return _vjepa2_rope_tables(self, tokens, dtype, device)
-        tables = self.__dict__.setdefault("_rope_table_cache", {})
-        if key not in tables:
-            tables.clear()
-            tables[key] = _vjepa2_rope_tables(self, tokens, dtype, device)
-        return tables[key]
-
-
 # ---------------------------------------------------------------------------------------------------- c_v
 class GazeFlowSpatialEncoderLayer(GradientCheckpointingLayer):
     """One pre-norm Transformer encoder layer over the N spatial tokens of a single frame (Appendix C.1).
@@ -348,6 +161,12 @@ class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
     def forward(
         self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None, output_attentions: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The layer over the G groups of every spatial position, ``tokens [B * N, G, d]`` (``attention_mask``: the
+        spatial encoder's ``temporal_attention_mask``, causal in the causal model).
+
+        Twin of ``modeling_gazeflow_encoder.GazeFlowTemporalEncoderLayer.forward_newest``: change both; held equal by
+        ``tests/test_temporal_layers.py::test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_last_w_frames``.
+        """
         update, weights = self.attention.self_attention(
             self.attention_norm(tokens), attention_mask=attention_mask, output_attentions=output_attentions
         )
@@ -359,7 +178,11 @@ class GazeFlowTemporalEncoderLayer(GazeFlowSpatialEncoderLayer):
         """The layer for the newest frame group only (the causal streamer): ``tokens [R, 1, d]`` (R = B * N
         positions) write their keys/values into ``slot`` of the ring ``cache`` (``[R, H, W, d_h]``, in place) and
         attend to every slot that holds a group (``slot_mask`` ``[W]``, additive): the causal layer's row of the
-        newest group over the last W groups."""
+        newest group over the last W groups.
+
+        Twin of ``modeling_gazeflow_encoder.GazeFlowTemporalEncoderLayer.forward``: change both; held equal by
+        ``tests/test_temporal_layers.py::test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_last_w_frames``.
+        """
         normed = self.attention_norm(tokens)
         keys, values = cache.write(slot, *self.attention.project_key_value(normed))
         query = self.attention.project_query(normed)  # [R, H, 1, d_h]
@@ -421,6 +244,12 @@ class GazeFlowSpatialEncoder(nn.Module):
     def forward(
         self, tokens: torch.Tensor, output_attentions: bool = False, output_hidden_states: bool = False
     ) -> torch.Tensor | GazeFlowSpatialEncoderOutput:
+        """c_v of every frame group of a window: W_proj's tokens ``[B, G, N, d]`` -> ``[B, G, N, d]`` (the class
+        docstring says what the output flags add).
+
+        Twin of ``modeling_gazeflow_encoder.GazeFlowSpatialEncoder.forward_newest``: change both; held equal by
+        ``tests/test_temporal_layers.py::test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_last_w_frames``.
+        """
         batch, groups, num_tokens, width = tokens.shape
         hidden = (tokens + self.position_encoding.to(tokens.dtype)).reshape(batch * groups, num_tokens, width)
         all_hidden_states = (hidden,) if output_hidden_states else None
@@ -470,7 +299,11 @@ class GazeFlowSpatialEncoder(nn.Module):
         ``[B * N, H, W, d_h]`` ring per layer, written at ``slot``; ``slot_mask`` ``[W]`` additive). Within the first
         W groups this equals the causal :meth:`forward`'s row of the newest group; past them each layer attends to
         the last W groups, whose keys in a second or later temporal layer were computed with their own W-group
-        context (a key/value cache's sliding window, as in the velocity network's frame self-attention)."""
+        context (a key/value cache's sliding window, as in the velocity network's frame self-attention).
+
+        Twin of ``modeling_gazeflow_encoder.GazeFlowSpatialEncoder.forward``: change both; held equal by
+        ``tests/test_temporal_layers.py::test_streamer_condition_past_the_window_equals_the_causal_encoder_on_the_last_w_frames``.
+        """
         batch, num_tokens, width = tokens.shape
         hidden = tokens + self.position_encoding.to(tokens.dtype)
         if len(self.temporal_layers):
@@ -508,22 +341,35 @@ class GazeFlowTaskTokenBank(nn.Module):
             self.attention = GazeFlowAttention(config)
 
     def forward(self, visual_tokens: torch.Tensor, output_attentions: bool = False) -> torch.Tensor | BaseModelOutput:
+        """c_task of c_v ``visual_tokens [B, G, N, d]`` (see the class docstring)."""
         frame_summaries = visual_tokens.mean(dim=2)  # V_bar: [B, G, d]
-        weights = None
         if self.causal:
             task_tokens, weights = causal_task_bank(self, frame_summaries, output_attentions=output_attentions)
-        elif self.num_queries == 0:
-            task_tokens = frame_summaries.mean(dim=1, keepdim=True)  # p: [B, 1, d]
         else:
-            pooled = frame_summaries.mean(dim=1, keepdim=True)
-            batch = visual_tokens.shape[0]
-            query = self.attention.project_query(self.queries.to(visual_tokens.dtype)).expand(batch, -1, -1, -1)
-            key, value = self.attention.project_key_value(frame_summaries)
-            task_queries, weights = self.attention.attend(query, key, value, output_attentions=output_attentions)
-            task_tokens = torch.cat([pooled, task_queries], dim=1)  # [p; q_1..q_M]: [B, M + 1, d]
+            task_tokens, weights = self.over_summaries(frame_summaries, output_attentions)
         if not output_attentions:
             return task_tokens
         return BaseModelOutput(last_hidden_state=task_tokens, attentions=(weights,))
+
+    def over_summaries(
+        self, frame_summaries: torch.Tensor, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """c_task = [p; q_1..q_M] ``[B, M + 1, d]`` over every given frame summary V_bar ``[B, G, d]``: p their mean,
+        the M queries attending to them all (Eqs. task_slots, task_bank), and the queries' weights ``[B, H, M, G]``
+        with ``output_attentions`` (else None). The windowed bank, and the causal bank's entry of the newest frame
+        group (``causal_task_bank(..., last_only=True)``).
+
+        Twin of ``modeling_gazeflow_causal.causal_task_bank``: change both; held equal by
+        ``tests/test_causal_streaming.py::test_causal_task_bank_row_t_uses_frames_up_to_t_only``.
+        """
+        pooled = frame_summaries.mean(dim=1, keepdim=True)  # p: [B, 1, d]
+        if self.num_queries == 0:
+            return pooled, None
+        batch = frame_summaries.shape[0]
+        query = self.attention.project_query(self.queries.to(frame_summaries.dtype)).expand(batch, -1, -1, -1)
+        key, value = self.attention.project_key_value(frame_summaries)
+        task_queries, weights = self.attention.attend(query, key, value, output_attentions=output_attentions)
+        return torch.cat([pooled, task_queries], dim=1), weights  # [p; q_1..q_M]: [B, M + 1, d]
 
 
 # ---------------------------------------------------------------------------------------------------- grounding
@@ -599,8 +445,6 @@ class GazeFlowConditionEncoder(nn.Module):
 
 __all__ = [
     "GazeFlowCondition",
-    "GazeFlowVideoEncoder",
-    "GazeFlowFusedRopeAttention",
     "GazeFlowSpatialEncoderLayer",
     "GazeFlowTemporalEncoderLayer",
     "GazeFlowSpatialEncoderOutput",

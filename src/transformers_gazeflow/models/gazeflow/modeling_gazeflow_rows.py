@@ -11,8 +11,10 @@
 
 Every output is the same computation as the modules' own forward (``F.linear`` on a 2-D input is this ``addmm``, and
 on a 3-D or 4-D one it is the same ``addmm`` between views; ``F.layer_norm`` calls the same kernel), so outputs do
-not change. What changes is the count of ops dispatched per call, which is what an eager step costs on the host: a
-Linear on a 3-D or 4-D input adds views around its matmul and transposes its weight at every call.
+not change; Linears side by side in one ``addmm`` compute each output column as the same dot product, which a BLAS
+may sum in another order (float rounding, about 1e-7 in float32). What changes is the count of ops dispatched per
+call, which is what an eager step costs on the host: a Linear on a 3-D or 4-D input adds views around its matmul and
+transposes its weight at every call.
 
 **A device-dependent choice.** On a CPU, ``addmm`` broadcasts a 1-D bias to the rows with an ``expand`` at every
 call; without autograd, :func:`linear_rows` keeps the bias broadcast to a call's row count with the prepared weights
@@ -112,7 +114,10 @@ def linear_weights(owner: nn.Module, parts: tuple[Part, ...]) -> tuple[torch.Ten
 def linear_rows(owner: nn.Module, parts: tuple[Part, ...], rows: torch.Tensor) -> torch.Tensor:
     """The Linears ``parts`` (see :func:`linear_weights`) on ``rows [R, in]``: ``[R, sum of out]``, one matmul.
 
-    A Linear that is not a plain ``nn.Linear`` (a peft adapter around one) is called as a module."""
+    A Linear that is not a plain ``nn.Linear`` (a peft adapter around one) is called as a module.
+
+    Twin of ``nn.Linear``: change both; held equal by ``tests/test_twins.py::test_row_layers_equal_torch_layers``.
+    """
     if any(type(_layer(part)) is not nn.Linear for part in parts):
         outputs = [
             _swap_output_pairs(part.layer(rows).t()).t() if isinstance(part, PairSwapped) else part(rows)
@@ -131,7 +136,10 @@ def linear_rows(owner: nn.Module, parts: tuple[Part, ...], rows: torch.Tensor) -
 
 def layer_norm_rows(norm: nn.LayerNorm, rows: torch.Tensor) -> torch.Tensor:
     """``norm(rows)``: the layer norm's kernel called directly (``F.layer_norm`` dispatches to it through one more
-    op). A norm that is not a plain ``nn.LayerNorm`` is called as a module."""
+    op). A norm that is not a plain ``nn.LayerNorm`` is called as a module.
+
+    Twin of ``nn.LayerNorm``: change both; held equal by ``tests/test_twins.py::test_row_layers_equal_torch_layers``.
+    """
     if type(norm) is not nn.LayerNorm:
         return norm(rows)
     return torch.native_layer_norm(rows, norm.normalized_shape, norm.weight, norm.bias, norm.eps)[0]
@@ -147,9 +155,27 @@ class PreparedRowLayers(nn.Module):
 
     layer_norm_eps: float
 
+    def register_prepared(self, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> None:
+        """Register ``tensors`` as non-persistent buffers, detached, in ``dtype`` and contiguous (made once, when the
+        module is built from a model's modules)."""
+        for name, tensor in tensors.items():
+            self.register_buffer(name, tensor.detach().to(dtype).contiguous(), persistent=False)
+
+    def prepare_linear(self, name: str, linear: nn.Linear, dtype: torch.dtype) -> None:
+        """Linear ``name`` from ``linear``: ``<name>_weight`` ``W^T [in, out]`` and ``<name>_bias``."""
+        self.register_prepared({f"{name}_weight": linear.weight.t(), f"{name}_bias": linear.bias}, dtype)
+
+    def prepare_layer_norm(self, name: str, norm: nn.LayerNorm, dtype: torch.dtype) -> None:
+        """Layer norm ``name`` from ``norm``: ``<name>_weight`` and ``<name>_bias`` ``[d]``."""
+        self.register_prepared({f"{name}_weight": norm.weight, f"{name}_bias": norm.bias}, dtype)
+
     def linear(self, name: str, rows: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         """Linear ``name`` on ``rows [R, in]`` (``bias`` in place of its own, e.g. one with more folded in: used as
-        it is given)."""
+        it is given).
+
+        Twin of ``functional.linear``: change both; held equal by
+        ``tests/test_twins.py::test_row_layers_equal_torch_layers``.
+        """
         if bias is None:
             bias = getattr(self, f"{name}_bias")
             if rows.device.type == "cpu" and not torch.compiler.is_compiling():
@@ -167,7 +193,11 @@ class PreparedRowLayers(nn.Module):
         return broadcast
 
     def layer_norm(self, name: str, rows: torch.Tensor) -> torch.Tensor:
-        """Layer norm ``name`` over the last dimension of ``rows``."""
+        """Layer norm ``name`` over the last dimension of ``rows``.
+
+        Twin of ``functional.layer_norm``: change both; held equal by
+        ``tests/test_twins.py::test_row_layers_equal_torch_layers``.
+        """
         weight = getattr(self, f"{name}_weight")
         return torch.native_layer_norm(rows, weight.shape, weight, getattr(self, f"{name}_bias"), self.layer_norm_eps)[
             0

@@ -15,9 +15,9 @@ replayed as a CUDA graph and exported:
   once (cast to the run's dtype, Q/K/V fused, the attention scale folded into the query columns, the flow-time
   embedding of each sampler call and the embedding biases folded into one bias per call; frame t's RoPE rotation
   folded into the Q/K/V projection once per frame for all S calls) and the self-attention's keys/values in
-  :class:`~.modeling_gazeflow_layers.GazeFlowRingKeyValueCache` buffers (one per call and block). On a CPU the
+  :class:`~.modeling_gazeflow_attention.GazeFlowRingKeyValueCache` buffers (one per call and block). On a CPU the
   newest query attends to the ring through the single-query kernel registered in transformers' attention
-  interface (``modeling_gazeflow_layers.single_query_attention_forward``).
+  interface (``modeling_gazeflow_attention.single_query_attention_forward``).
 * :class:`StreamingPositions` and :func:`streaming_positions` - what frame t's index gives every part: the ring slot
   ``t mod W``, the mask of the slots that hold a frame (the last ``min(t + 1, W)``) and their count.
 * :func:`rotary_phases` - RoPE angles of a frame index reduced mod 2 pi in float64 (see below).
@@ -50,14 +50,19 @@ from torch import nn
 from torch.nn import functional
 
 from .configuration_gazeflow import GazeFlowConfig
-from .modeling_gazeflow_layers import (
-    COORDINATE_EMBEDDING_SCALE,
+from .modeling_gazeflow_attention import (
     SINGLE_QUERY_ATTENTION,
     GazeFlowAttention,
-    GazeFlowDenoiserBlock,
     GazeFlowRingKeyValueCache,
     attention_function,
 )
+from .modeling_gazeflow_embeddings import (
+    COORDINATE_EMBEDDING_SCALE,
+    rotate_pairs,
+    sinusoidal_features,
+    sinusoidal_frequencies,
+)
+from .modeling_gazeflow_layers import GazeFlowDenoiserBlock
 from .modeling_gazeflow_rows import PreparedRowLayers
 
 ONE_TURN = 2 * math.pi
@@ -117,18 +122,6 @@ def cast_copy(module: nn.Module, dtype: torch.dtype) -> nn.Module:
     return copy.deepcopy(module).to(dtype)
 
 
-def _transposed(linear: nn.Linear, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(W^T [in, out], b [out])`` of a Linear in ``dtype``, for ``torch.addmm(b, x, W^T)``."""
-    return linear.weight.detach().t().to(dtype).contiguous(), linear.bias.detach().to(dtype)
-
-
-def _pair_swap(weight: torch.Tensor) -> torch.Tensor:
-    """The columns of ``weight [..., d]`` rotated a quarter turn within each interleaved pair, ``(a, b) -> (-b, a)``:
-    ``x @ _pair_swap(W)`` is ``apply_rotary``'s ``rotated`` of ``x @ W`` (exact: a signed permutation)."""
-    pairs = weight.unflatten(-1, (-1, 2))
-    return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
-
-
 # ---------------------------------------------------------------------------------------------------- condition
 class GazeFlowStreamingCondition(nn.Module):
     """Frame t's condition from its encoder tokens, for all K samples and every sampler call (once per frame).
@@ -139,6 +132,9 @@ class GazeFlowStreamingCondition(nn.Module):
     (``modeling_gazeflow_causal.causal_task_bank`` with ``last_only``): p_t their mean, the M task queries (projected
     once, here) attending to their keys/values, of which only the newest is projected per frame. Then the keys and
     values of c_v(t) and c_task(t) for every block (``GazeFlowModel.condition_from_tokens``), one product each.
+
+    Twin of ``modeling_gazeflow.GazeFlowModel.condition_from_tokens``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
     """
 
     def __init__(self, model: nn.Module, dtype: torch.dtype):
@@ -201,7 +197,11 @@ class GazeFlowStreamingCondition(nn.Module):
         summary_cache: GazeFlowRingKeyValueCache | None,
         positions: StreamingPositions,
     ) -> torch.Tensor:
-        """c_task(t) ``[B, M + 1, d]`` over the summary ring, after writing V_bar_t (in place) into it."""
+        """c_task(t) ``[B, M + 1, d]`` over the summary ring, after writing V_bar_t (in place) into it.
+
+        Twin of ``modeling_gazeflow_causal.causal_task_bank``: change both; held equal by
+        ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
+        """
         summary = visual_tokens.mean(dim=1, keepdim=True)  # V_bar_t [B, 1, d]
         summaries.index_copy_(1, positions.slot, summary)
         pooled = summaries.sum(dim=1, keepdim=True) / positions.count.to(summaries.dtype)  # p_t; unwritten: 0
@@ -259,6 +259,9 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
     queries attend to the ring of the last W frames' keys (slots not written yet masked); (2) visual and (3) gated
     task cross-attention to frame t's keys/values; (4) the MLP. Attention goes through the configured kernel
     (``config._attn_implementation``, transformers' attention interface).
+
+    Twin of ``modeling_gazeflow_layers.GazeFlowDenoiserBlock``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
     """
 
     is_causal = False  # read by transformers' attention functions: masks are explicit
@@ -279,46 +282,35 @@ class GazeFlowStreamingBlock(PreparedRowLayers):
         bias = torch.cat([attention.q_proj.bias.detach() * self.scaling, attention.k_proj.bias.detach()])
         value_weight, value_bias = attention.v_proj.weight.detach(), attention.v_proj.bias.detach()
         if rotary:  # q and k, their pair-swapped copies and v apart: rotated once per frame (rotated_projection)
-            self._buffers_from(
+            self.register_prepared(
                 {
                     "qk_weight": weight.t(),
                     "qk_bias": bias,
-                    "qk_swapped_weight": _pair_swap(weight.t()),
-                    "qk_swapped_bias": _pair_swap(bias),
+                    "qk_swapped_weight": rotate_pairs(weight.t()),
+                    "qk_swapped_bias": rotate_pairs(bias),
                     "value_weight": value_weight.t(),
                     "value_bias": value_bias,
                 },
                 dtype,
             )
         else:
-            self._buffers_from(
+            self.register_prepared(
                 {"qkv_weight": torch.cat([weight, value_weight]).t(), "qkv_bias": torch.cat([bias, value_bias])}, dtype
             )
-        self._linear("self_out", attention.o_proj, dtype)
-        self._norm("self_norm", block.self_attention_norm, dtype)
+        self.prepare_linear("self_out", attention.o_proj, dtype)
+        self.prepare_layer_norm("self_norm", block.self_attention_norm, dtype)
         if self.has_visual:
-            self._norm("visual_norm", block.visual_attention_norm, dtype)
-            self._linear("visual_query", block.visual_attention.q_proj, dtype)
-            self._linear("visual_out", block.visual_attention.o_proj, dtype)
+            self.prepare_layer_norm("visual_norm", block.visual_attention_norm, dtype)
+            self.prepare_linear("visual_query", block.visual_attention.q_proj, dtype)
+            self.prepare_linear("visual_out", block.visual_attention.o_proj, dtype)
         if self.has_task:
-            self._norm("task_norm", block.task_attention_norm, dtype)
-            self._linear("task_query", block.task_attention.q_proj, dtype)
-            self._linear("task_out", block.task_attention.o_proj, dtype)
-            self._buffers_from({"task_gate": torch.sigmoid(block.task_gate.detach())}, dtype)
-        self._norm("mlp_norm", block.mlp_norm, dtype)
-        self._linear("fc1", block.mlp.fc1, dtype)
-        self._linear("fc2", block.mlp.fc2, dtype)
-
-    def _buffers_from(self, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> None:
-        for name, tensor in tensors.items():
-            self.register_buffer(name, tensor.detach().to(dtype).contiguous(), persistent=False)
-
-    def _linear(self, name: str, linear: nn.Linear, dtype: torch.dtype) -> None:
-        weight, bias = _transposed(linear, dtype)
-        self._buffers_from({f"{name}_weight": weight, f"{name}_bias": bias}, dtype)
-
-    def _norm(self, name: str, norm: nn.LayerNorm, dtype: torch.dtype) -> None:
-        self._buffers_from({f"{name}_weight": norm.weight, f"{name}_bias": norm.bias}, dtype)
+            self.prepare_layer_norm("task_norm", block.task_attention_norm, dtype)
+            self.prepare_linear("task_query", block.task_attention.q_proj, dtype)
+            self.prepare_linear("task_out", block.task_attention.o_proj, dtype)
+            self.register_prepared({"task_gate": torch.sigmoid(block.task_gate.detach())}, dtype)
+        self.prepare_layer_norm("mlp_norm", block.mlp_norm, dtype)
+        self.prepare_linear("fc1", block.mlp.fc1, dtype)
+        self.prepare_linear("fc2", block.mlp.fc2, dtype)
 
     def _attend(
         self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None
@@ -439,6 +431,9 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
     concatenated task bank) is two products: the two sinusoidal MLPs' first layers as one block-diagonal product,
     their second layers as one product whose bias carries both biases and E_time(s) of the call (the sampler's flow
     times are known when the streamer is built: ``flow_times``).
+
+    Twin of ``modeling_gazeflow_velocity.GazeFlowVelocityNetwork``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_causal_model_on_every_prefix``.
     """
 
     def __init__(self, network: nn.Module, config: GazeFlowConfig, dtype: torch.dtype, flow_times: list[float]):
@@ -453,9 +448,8 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         with torch.no_grad():
             times = torch.tensor(self.flow_times, dtype=torch.float32, device=coordinate.linear_in.weight.device)
             time_embeddings = network.time_embedding(times).float()  # E_time(s) of each sampler call [calls, d]
-        half = coordinate.feature_size // coordinate.num_inputs // 2
-        exponent = torch.arange(half, dtype=torch.float32, device=times.device) / half
-        self.register_buffer("frequencies", torch.exp(-math.log(10000.0) * exponent), persistent=False)
+        frequencies = sinusoidal_frequencies(coordinate.feature_size // coordinate.num_inputs, device=times.device)
+        self.register_buffer("frequencies", frequencies, persistent=False)
         # float32 as the angles: the same product as the Python float, without wrapping it at every call
         self.register_buffer(
             "coordinate_scale", torch.tensor(COORDINATE_EMBEDDING_SCALE, device=times.device), persistent=False
@@ -522,8 +516,7 @@ class GazeFlowStreamingVelocityNetwork(PreparedRowLayers):
         (+ the learned position; then the concatenated task bank's projection)."""
         rows = sample.shape[0] * sample.shape[1]
         values = torch.cat([sample, self_condition], dim=-1).view(rows, 4)  # x, y of x_s, then of x1_hat
-        angles = values.unsqueeze(-1) * self.coordinate_scale * self.frequencies  # as sinusoidal_embedding
-        features = torch.cat([angles.cos(), angles.sin()], dim=-1).view(rows, 2 * self.hidden_size)
+        features = sinusoidal_features(values, self.frequencies, self.coordinate_scale).view(rows, 2 * self.hidden_size)
         features = features if features.dtype == self.dtype else features.to(self.dtype)
         hidden = functional.silu(self.linear("embedding_in", features))
         hidden = self.linear("embedding_out", hidden, frame.call_biases[call])

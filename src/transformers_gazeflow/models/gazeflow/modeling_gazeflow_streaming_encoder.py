@@ -23,39 +23,10 @@ from torch import nn
 from torch.nn import functional
 from transformers.activations import ACT2FN
 
-from .modeling_gazeflow_layers import attention_function
+from .modeling_gazeflow_attention import attention_function
+from .modeling_gazeflow_embeddings import rotate_pairs
 from .modeling_gazeflow_rows import PreparedRowLayers
-
-ROPE_BASE = 10000.0
-"""V-JEPA 2's rotary base (``rotate_queries_or_keys``: ``omega = 1 / 10000^(2j / D)``)."""
-
-
-def vjepa2_rotary_tables(
-    attention: nn.Module, num_tokens: int, dtype: torch.dtype, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Cosines and sines ``[num_tokens, head_dim]`` with which ``VJEPA2RopeAttention`` rotates the queries and keys
-    of ``num_tokens`` tokens (frame, height and width segments of the head; the rest unrotated: cos 1, sin 0),
-    computed as transformers' ``rotate_queries_or_keys`` computes them, in ``dtype``."""
-    positions = attention.get_position_ids(torch.zeros(1, num_tokens, 1, device=device))  # frame, height, width ids
-    segment = attention.d_dim
-    cosines, sines = [], []
-    for position in positions:
-        omega = torch.arange(segment // 2, dtype=dtype, device=device)
-        omega /= segment / 2.0
-        omega = 1.0 / ROPE_BASE**omega
-        angles = position.unsqueeze(-1) * omega  # [L, D / 2]
-        cosines.append(angles.cos().repeat(1, 2))
-        sines.append(angles.sin().repeat(1, 2))
-    rest = attention.attention_head_size - 3 * segment
-    cosines.append(torch.ones(num_tokens, rest, dtype=dtype, device=device))
-    sines.append(torch.zeros(num_tokens, rest, dtype=dtype, device=device))
-    return torch.cat(cosines, dim=-1), torch.cat(sines, dim=-1)
-
-
-def _rotate_pairs(states: torch.Tensor) -> torch.Tensor:
-    """``(a, b) -> (-b, a)`` within each interleaved channel pair (V-JEPA 2's and GazeFlow's RoPE convention)."""
-    pairs = states.unflatten(-1, (-1, 2))
-    return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+from .modeling_gazeflow_video_encoder import vjepa2_rotary_tables
 
 
 class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
@@ -65,7 +36,11 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
 
     The Q/K/V product also gives the queries and keys with each channel pair rotated a quarter turn (extra columns
     of the weight, a signed permutation: the same values as rotating the product), so RoPE is ``qk * cos +
-    rotated * sin``, two products and a sum."""
+    rotated * sin``, two products and a sum.
+
+    Twin of ``modeling_vjepa2.VJEPA2Layer``: change both; held equal by
+    ``tests/test_streamer_step.py::test_static_encoder_equals_the_video_encoder_on_the_window``.
+    """
 
     is_causal = False  # read by transformers' attention functions
 
@@ -82,7 +57,7 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
         tensors = {
             "norm1_weight": layer.norm1.weight,
             "norm1_bias": layer.norm1.bias,
-            "qkv_weight": torch.cat([query_key, _rotate_pairs(query_key), attention.value.weight.t()], dim=1),
+            "qkv_weight": torch.cat([query_key, rotate_pairs(query_key), attention.value.weight.t()], dim=1),
             "proj_weight": attention.proj.weight.t(),
             "proj_bias": attention.proj.bias,
             "norm2_weight": layer.norm2.weight,
@@ -92,12 +67,11 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
             "fc2_weight": layer.mlp.fc2.weight.t(),
             "fc2_bias": layer.mlp.fc2.bias,
         }
-        for name, tensor in tensors.items():
-            self.register_buffer(name, tensor.detach().to(dtype).contiguous(), persistent=False)
+        self.register_prepared(tensors, dtype)
         qkv_bias = None
         if all(p.bias is not None for p in projections):  # config.qkv_bias
             query_key_bias = torch.cat([attention.query.bias, attention.key.bias])
-            qkv_bias = torch.cat([query_key_bias, _rotate_pairs(query_key_bias), attention.value.bias])
+            qkv_bias = torch.cat([query_key_bias, rotate_pairs(query_key_bias), attention.value.bias])
             qkv_bias = qkv_bias.detach().to(dtype)
         self.register_buffer("qkv_bias", qkv_bias, persistent=False)
 
@@ -127,7 +101,11 @@ class GazeFlowStreamingEncoderLayer(PreparedRowLayers):
 class GazeFlowStreamingVideoEncoder(nn.Module):
     """``GazeFlowVideoEncoder`` on a window of ``window`` frames, returning the last tubelet's ``tokens_per_frame``
     tokens ``[B, N, D]`` (the newest frame's, in the causal model), with weights and rotary tables prepared once in
-    ``dtype`` (module docstring)."""
+    ``dtype`` (module docstring).
+
+    Twin of ``modeling_gazeflow_video_encoder.GazeFlowVideoEncoder``: change both; held equal by
+    ``tests/test_streamer_step.py::test_static_encoder_equals_the_video_encoder_on_the_window``.
+    """
 
     def __init__(self, video_encoder: nn.Module, window: int, tokens_per_frame: int, dtype: torch.dtype):
         super().__init__()
@@ -168,4 +146,4 @@ class GazeFlowStreamingVideoEncoder(nn.Module):
         return functional.layer_norm(hidden, (self.hidden_size,), self.norm_weight, self.norm_bias, self.eps)
 
 
-__all__ = ["vjepa2_rotary_tables", "GazeFlowStreamingEncoderLayer", "GazeFlowStreamingVideoEncoder"]
+__all__ = ["GazeFlowStreamingEncoderLayer", "GazeFlowStreamingVideoEncoder"]

@@ -1,7 +1,7 @@
 """The architectural ablation switches of the velocity network, one named module each (paper Sections 4.4-4.5).
 
 The paper's model runs through none of this file: its frame position is RoPE (``GazeFlowRotaryEmbedding`` in
-``modeling_gazeflow_layers``) and its task bank enters through the gated task cross-attention of every block.
+``modeling_gazeflow_embeddings``) and its task bank enters through the gated task cross-attention of every block.
 
 * ``position_encoding="learned"`` -> :class:`GazeFlowLearnedFramePosition`: a learned absolute table ``[W, d]``
   added to the gaze tokens instead of RoPE (Table pe_compare). ``"none"`` (the "- Temporal RoPE" row of Table

@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .configuration_gazeflow import FLOW_TIME_SAMPLINGS, SOLVERS
+from .choices import SOLVERS
+from .configuration_gazeflow import FLOW_TIME_SAMPLINGS
 
 ModelFn = Callable[[torch.Tensor, float, torch.Tensor], torch.Tensor]
 """``model_fn(x, time, x1_hat) -> output``: tensors ``[B, K, T, 2]`` in model coordinates; ``time`` is the float the

@@ -175,7 +175,7 @@ def open_source(
     elif kind == "url":
         opener = dict(options=options or {}, timeout=timeout_s)
     else:
-        from ..data.video import probe_video
+        from .video import probe_video
 
         probe_video(text)  # a missing, empty, truncated or non-video file: one line naming it
         opener = dict(options=options or {})

@@ -1,7 +1,8 @@
 """The causal streamer as it was before the static step (``GazeFlowStreamerStep``): kept as the reference the static
-step is checked against past the first W frames, where ``model.generate`` on a prefix no longer applies (the
-sliding context). Simple and slow: deques of frames and summaries, key/value caches that grow by ``cat`` and are
-trimmed to W, the model's own ``GazeFlowVelocityNetwork`` with a cache per block and network call."""
+step is checked against past the first W frames (``tests/test_causal_streaming.py``; ``bench_streaming.py`` times
+it), where ``model.generate`` on a prefix no longer applies (the sliding context). Simple and slow: deques of frames
+and summaries, key/value caches that grow by ``cat`` and are trimmed to W, the model's own
+``GazeFlowVelocityNetwork`` with a cache per block and network call."""
 
 from __future__ import annotations
 
@@ -13,14 +14,18 @@ import torch
 from transformers_gazeflow.generation.online import GazeFlowStreamOutput
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow import GazeFlowModel
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import GazeFlowKeyValueCache
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_causal import causal_task_tokens, encode_frame_causal
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_layers import GazeFlowKeyValueCache
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import draw_noise, scheduler_for
 
 
 class ReferenceStreamer:
     """The streamer as it was before the static step: Python deques, growing key/value caches
-    (``GazeFlowKeyValueCache``), the model's own velocity network with ``caches=`` per call."""
+    (``GazeFlowKeyValueCache``), the model's own velocity network with ``caches=`` per call.
+
+    Twin of ``streaming_step.GazeFlowStreamerStep``: change both; held equal by
+    ``tests/test_causal_streaming.py::test_streamer_equals_the_previous_streamer_past_the_window``.
+    """
 
     def __init__(
         self,
@@ -38,7 +43,7 @@ class ReferenceStreamer:
                 "F.4): the bidirectional model's output at frame t depends on later frames"
             )
         self.model = model
-        settings = SamplingSettings.resolve(config, num_samples, num_steps, solver)
+        settings = SamplingSettings.resolve(config, num_samples=num_samples, num_steps=num_steps, solver=solver)
         self.num_samples, self.num_steps, self.solver = settings.num_samples, settings.num_steps, settings.solver
         self.scheduler = scheduler_for(config, self.num_steps, self.solver)
         self.generator = generator

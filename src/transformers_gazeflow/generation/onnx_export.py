@@ -1,5 +1,6 @@
-"""``gazeflow export-streamer``: the causal streamer's per-frame step as ONNX, for devices; and the ``onnxruntime``
-backend of ``gazeflow stream`` that runs it.
+"""The causal streamer's per-frame step as ONNX, for devices (what ``gazeflow export-streamer`` writes and the
+``onnxruntime`` stepper of :mod:`.steppers` runs): :class:`ExportedStep`, :func:`export_streamer` and the folder's
+``streamer.json`` (:func:`streamer_interface`, :func:`read_interface`).
 
 The exported graph is :meth:`GazeFlowStreamerStep.functional <transformers_gazeflow.generation.streaming_step.
 GazeFlowStreamerStep.functional>` (paper Appendix F.4's causal model, one frame): a pure function
@@ -17,9 +18,10 @@ GazeFlowStreamerStep.functional>` (paper Appendix F.4's causal model, one frame)
   unit coordinates ([0, 1] from the top-left corner, clamped); ``next_state.*``: the state to feed back as
   ``state.*`` with the next frame.
 
-Every shape is fixed (batch 1, K and S chosen at export). The folder holds ``step.onnx`` (weights inside),
-``streamer.json`` (:func:`streamer_interface`: names, shapes, dtypes, the state's start, the noise, the
-preprocessing, and what the export checked), ``preprocessor_config.json`` and the model's ``config.json``.
+Every shape is fixed (batch 1; K, S and the solver, the step's ``SamplingSettings``, chosen at export). The folder
+holds ``step.onnx`` (weights inside), ``streamer.json`` (:func:`streamer_interface`: names, shapes, dtypes, the
+state's start, the noise, the preprocessing, and what the export checked), ``preprocessor_config.json`` and the
+model's ``config.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import logging
 import os
 import shutil
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +41,10 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
-from ..generation.streaming_step import GazeFlowStreamerStep, StreamerState
-from ..models.gazeflow.scheduling_gazeflow import draw_noise
+from ..models.gazeflow.choices import DEFAULT_OPSET
+from ..models.gazeflow.generation_gazeflow import SamplingSettings
+from .streaming_step import GazeFlowStreamerStep, StreamerState
 
-DEFAULT_OPSET, MIN_OPSET = 18, 17
 EXPORT_FORMATS = ("onnx",)
 STEP_FILE, INTERFACE_FILE = "step.onnx", "streamer.json"
 INTERFACE_FORMAT = "gazeflow-streamer-step/1"
@@ -85,18 +87,18 @@ def streamer_interface(
     what the noise is and how frames are prepared."""
     names = state_names(state)
     leaves = state.tensors()
-    config = step.config
+    config, settings = step.config, step.settings
     size = config.image_size
-    frame, noise = torch.zeros(1, 3, size, size), torch.zeros(1, step.num_samples, 1, 2)
+    frame, noise = torch.zeros(1, 3, size, size), torch.zeros(1, settings.num_samples, 1, 2)
     return {
         "format": INTERFACE_FORMAT,
         "file": STEP_FILE,
         "opset": opset,
         "torch": torch.__version__,
         "model": model_name,
-        "num_samples": step.num_samples,
-        "num_steps": step.num_steps,
-        "solver": step.solver,
+        "num_samples": settings.num_samples,
+        "num_steps": settings.num_steps,
+        "solver": settings.solver,
         "context_frames": config.num_frames,
         "encoder_frames": config.causal_encoder_frames,
         "inputs": [
@@ -112,7 +114,7 @@ def streamer_interface(
         "outputs": [
             tensor_entry(
                 "gaze_samples",
-                torch.zeros(1, step.num_samples, 2),
+                torch.zeros(1, settings.num_samples, 2),
                 meaning="the K samples' gaze at this frame, unit coordinates [0, 1] from the top-left",
             ),
             tensor_entry("gaze_point", torch.zeros(1, 2), meaning="the mean of the K samples (the point estimate)"),
@@ -138,15 +140,17 @@ def streamer_interface(
 def export_streamer(
     location: str,
     output_dir: str | os.PathLike,
-    num_samples: int | None = None,
-    num_steps: int | None = None,
-    solver: str | None = None,
+    *,
     opset: int = DEFAULT_OPSET,
     check_frames: int = CHECK_FRAMES,
+    **sampling: Any,
 ) -> dict[str, Any]:
-    """Export a causal model folder's per-frame step to ``output_dir`` as ONNX (see the module docstring); run
-    ``check_frames`` random frames through onnxruntime beside torch (when it is installed) and refuse the export
-    when they differ by more than :data:`CHECK_TOLERANCE`. Returns the interface written to ``streamer.json``."""
+    """Export a causal model folder's per-frame step to ``output_dir`` as ONNX (see the module docstring), sampling
+    with the config's defaults overridden by ``sampling`` (keywords named after the fields of
+    :class:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.SamplingSettings`: ``num_samples=K``, ...,
+    fixed in the graph); run ``check_frames`` random frames through onnxruntime beside torch (when it is installed)
+    and refuse the export when they differ by more than :data:`CHECK_TOLERANCE`. Returns the interface written to
+    ``streamer.json``."""
     from transformers.utils import logging as hf_logging
 
     from ..hub.model_folders import load_model, load_video_processor
@@ -158,11 +162,11 @@ def export_streamer(
             f'--model {location}: export-streamer needs a causal model (config.json "causal": true, '
             "paper Appendix F.4); this one is the windowed bidirectional model"
         )
-    step = GazeFlowStreamerStep(model, num_samples, num_steps, solver).eval()
+    step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, **sampling)).eval()
     state = step.new_state(1)
     leaves, layout = pytree.tree_flatten(state)
     size = model.config.image_size
-    example = (torch.zeros(1, 3, size, size), torch.zeros(1, step.num_samples, 1, 2), *leaves)
+    example = (torch.zeros(1, 3, size, size), torch.zeros(1, step.settings.num_samples, 1, 2), *leaves)
     names = state_names(state)
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -219,7 +223,7 @@ def check_against_torch(step: GazeFlowStreamerStep, path: Path, names: list[str]
     size, largest = step.config.image_size, 0.0
     for _ in range(frames):
         frame = torch.randn(1, 3, size, size, generator=generator)
-        noise = torch.randn(1, step.num_samples, 1, 2, generator=generator)
+        noise = torch.randn(1, step.settings.num_samples, 1, 2, generator=generator)
         with torch.no_grad():
             expected, _ = step(frame, noise, torch_state)
         outputs = session.run(None, {"frame": frame.numpy(), "noise": noise.numpy(), **dict(zip(names, onnx_state))})
@@ -239,36 +243,19 @@ def check_against_torch(step: GazeFlowStreamerStep, path: Path, names: list[str]
     }
 
 
-class OnnxStepper:
-    """``gazeflow stream --backend onnxruntime``: frames through an exported step in onnxruntime (CPU). The noise is
-    drawn as :class:`GazeFlowStreamer` draws it (``torch.Generator`` seeded with ``seed``, ``[1, K, 1, 2]`` per frame),
-    so a seed gives the torch backend's samples (to float rounding)."""
+def exported_settings(interface: dict[str, Any]) -> SamplingSettings:
+    """The sampling settings an exported step was made with (fixed in its graph), from its ``streamer.json``."""
+    return SamplingSettings(**{name: interface[name] for name in SamplingSettings.field_names() if name in interface})
 
-    def __init__(self, folder: str | os.PathLike, seed: int = 0, threads: int | None = None):
-        import onnxruntime
 
-        from ..data.processing import GazeFlowVideoProcessor
-
-        folder = Path(folder)
-        self.interface = read_interface(folder)
-        options = onnxruntime.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(
-            str(folder / self.interface["file"]), options, providers=["CPUExecutionProvider"]
-        )
-        self.processor = GazeFlowVideoProcessor.from_pretrained(folder)
-        self.num_samples, self.num_steps = self.interface["num_samples"], self.interface["num_steps"]
-        self.generator = torch.Generator().manual_seed(seed)
-        self.state_inputs = [entry for entry in self.interface["inputs"] if entry["name"].startswith("state.")]
-        self.state = {entry["name"]: np.zeros(entry["shape"], dtype=entry["dtype"]) for entry in self.state_inputs}
-
-    def step(self, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        frame = self.processor.preprocess(np.ascontiguousarray(pixels)[None]).numpy()
-        noise = draw_noise((1, self.num_samples, 1, 2), self.generator, torch.device("cpu")).numpy()
-        outputs = self.session.run(None, {"frame": frame, "noise": noise, **self.state})
-        self.state = {entry["name"]: value for entry, value in zip(self.state_inputs, outputs[len(OUTPUTS) :])}
-        return outputs[0][0], outputs[1][0]
+def sampling_mismatches(interface: dict[str, Any], sampling: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``(field, given, exported)`` for each sampling setting given (not None) that the exported step was made
+    with otherwise: what a step with K, S and the solver fixed in its graph cannot honour."""
+    return [
+        (name, given, interface[name])
+        for name, given in sampling.items()
+        if given is not None and name in interface and given != interface[name]
+    ]
 
 
 def read_interface(folder: Path) -> dict[str, Any]:
@@ -289,31 +276,13 @@ def read_interface(folder: Path) -> dict[str, Any]:
     return interface
 
 
-def load_onnx_stepper(
-    folder: str, num_samples: int | None, num_steps: int | None, seed: int, threads: int | None = None
-) -> OnnxStepper:
-    """The onnxruntime backend; ``-k`` / ``-s`` must be the exported K and S (they are fixed in the graph)."""
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        raise ValueError('--backend onnxruntime needs onnxruntime: pip install -e ".[onnx]"') from None
-    interface = read_interface(Path(folder))
-    for flag, given, key in (("--num-samples", num_samples, "num_samples"), ("--num-steps", num_steps, "num_steps")):
-        if given is not None and given != interface[key]:
-            raise ValueError(
-                f"{flag} {given}: the step in {folder} was exported with {interface[key]} (export again "
-                f"with {flag} {given})"
-            )
-    return OnnxStepper(folder, seed, threads)
-
-
 __all__ = [
     "EXPORT_FORMATS",
     "ExportedStep",
-    "OnnxStepper",
     "export_streamer",
-    "load_onnx_stepper",
     "read_interface",
+    "exported_settings",
+    "sampling_mismatches",
     "state_names",
     "streamer_interface",
 ]

@@ -1,0 +1,243 @@
+"""The ``gazeflow`` subcommands' arguments, each declared once, and the checks that need nothing but the command line.
+
+The sampling flags are :data:`SAMPLING_FLAGS`, one entry per field of
+:class:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.SamplingSettings` a flag sets (``-k``, ``-s``,
+``--solver``, ``--window-mode``): :func:`add_sampling_arguments` gives them to every subcommand that samples (with
+``--seed``), :func:`check_arguments` checks their bounds, and :func:`sampling_request` hands what was given to
+``SamplingSettings.resolve`` by field name once the model's config is known. A new sampling option is one entry here.
+
+Plain Python like the parser (``argparse``; the choices from ``models.gazeflow.choices``): nothing heavy is imported,
+so ``gazeflow --help`` and argument errors answer in well under a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..models.gazeflow.choices import DTYPES, SOLVERS, WINDOW_MODES
+from .readout_arguments import add_calibrate_arguments, add_readout_arguments
+
+DEVICE_PATTERN = re.compile(r"cpu|cuda(:\d+)?|mps")
+
+
+class UsageError(ValueError):
+    """A bad command line: the message names the argument and what was expected (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class SamplingFlag:
+    """A command-line flag setting one field of ``SamplingSettings`` (default None: the model config's value).
+
+    ``minimum`` and ``meaning``: the smallest value :func:`check_arguments` accepts and what the number counts;
+    ``windowed``: only for the windowed engine (``predict``, ``demo``, ``calibrate``), not the causal stream."""
+
+    names: tuple[str, ...]
+    help: str
+    type: type | None = None
+    minimum: int | None = None
+    choices: tuple[str, ...] | None = None
+    meaning: str = ""
+    windowed: bool = False
+
+
+SAMPLING_FLAGS: dict[str, SamplingFlag] = {
+    "num_samples": SamplingFlag(
+        ("--num-samples", "-k"), "K sampled trajectories", int, 1, meaning="the number K of sampled trajectories"
+    ),
+    "num_steps": SamplingFlag(("--num-steps", "-s"), "S ODE steps", int, 1, meaning="the number S of ODE steps"),
+    "solver": SamplingFlag(("--solver",), "ODE solver", choices=SOLVERS),
+    "window_mode": SamplingFlag(
+        ("--window-mode",),
+        "joining overlapping windows: coherent (each sample one continuous trajectory) or blend (the paper's linear "
+        "blend of independent windows)",
+        choices=WINDOW_MODES,
+        windowed=True,
+    ),
+}
+"""The sampling flags by the ``SamplingSettings`` field each sets."""
+
+
+def add_sampling_arguments(
+    group: argparse._ActionsContainer, *, windowed: bool = True, seed: bool = True, fixed: bool = False
+) -> None:
+    """The sampling flags of :data:`SAMPLING_FLAGS` (without the windowed engine's when not ``windowed``), and
+    ``--seed``; ``fixed``: the values are fixed in an exported graph."""
+    default = "fixed in the graph; default: the model config's" if fixed else "default: the model config's"
+    for dest, flag in SAMPLING_FLAGS.items():
+        if windowed or not flag.windowed:
+            help = f"{flag.help} ({default})"
+            group.add_argument(*flag.names, dest=dest, type=flag.type, choices=flag.choices, default=None, help=help)
+    if seed:
+        group.add_argument("--seed", type=int, default=0, help="noise seed: the same seed gives the same samples")
+
+
+def sampling_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The sampling flags of a parsed command line by ``SamplingSettings`` field (None: not given, the model's
+    default), for ``SamplingSettings.resolve(config, **request)``."""
+    return {dest: getattr(args, dest) for dest in SAMPLING_FLAGS if hasattr(args, dest)}
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, causal: bool = False) -> argparse._ArgumentGroup:
+    """``--model`` and the sampling flags (a causal model streams frame by frame: no windows to join)."""
+    group = parser.add_argument_group("model and sampling")
+    group.add_argument(
+        "--model",
+        default=None,
+        help="a causal model folder or Hub id (default: the bundled causal model, offline)"
+        if causal
+        else "model folder or Hub id (default: the bundled model, offline)",
+    )
+    add_sampling_arguments(group, windowed=not causal)
+    return group
+
+
+def heatmap_sigma(text: str) -> tuple[str, float]:
+    """``--heatmap-sigma``: pixels (``25``, ``25px``) or a percentage of the frame width (``3.9%``)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[-+]?\d+)?)\s*(px|%)?\s*", text, flags=re.IGNORECASE)
+    value = float(match.group(1)) if match else 0.0
+    if not match or not value > 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected a positive size in pixels (25, 25px) or a percentage of the frame width (3.9%)"
+        )
+    return ("fraction", value / 100.0) if match.group(2) == "%" else ("px", value)
+
+
+def add_overlay_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("overlay video")
+    group.add_argument("--no-overlay", action="store_true", help="write only gaze.csv and summary.json")
+    group.add_argument("--no-heatmap", action="store_true", help="do not draw the heatmap on the overlay")
+    group.add_argument(
+        "--heatmap-sigma",
+        type=heatmap_sigma,
+        default=None,
+        metavar="SIGMA",
+        help="heatmap Gaussian sigma, in pixels (25) or %% of the frame width (3.9%%) "
+        "(default: 3.9%% of the width, the paper's 25 px at 640 px)",
+    )
+    group.add_argument("--trail", type=int, default=8, help="frames in the point-estimate trail")
+
+
+def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("runtime")
+    group.add_argument(
+        "--device",
+        default=None,
+        help="cpu, cuda, cuda:N or mps (default: cpu; under a launcher, cuda means cuda:LOCAL_RANK)",
+    )
+    group.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
+    group.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+
+
+def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
+    """``gazeflow predict``'s arguments."""
+    parser.add_argument(
+        "video",
+        nargs="+",
+        help="video files, folders of videos, quoted glob patterns ('clips/*.mp4') or text files "
+        "listing one video path per line (.txt)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        "-o",
+        required=True,
+        help="output folder (several videos: one subfolder per video and index.csv)",
+    )
+    parser.add_argument("--start-frame", type=int, default=None, help="first frame to process (default 0)")
+    parser.add_argument("--end-frame", type=int, default=None, help="stop before this frame (default: the end)")
+    parser.add_argument(
+        "--resume", action="store_true", help="skip videos whose output folder already holds a finished prediction"
+    )
+    parser.add_argument(
+        "--num-processes",
+        type=int,
+        default=1,
+        help="share the videos among N processes (on CPU or one GPU each with --device cuda)",
+    )
+    add_model_arguments(parser)
+    add_overlay_arguments(parser)
+    add_readout_arguments(parser)
+    add_runtime_arguments(parser)
+    group = parser.add_argument_group("speed")
+    group.add_argument(
+        "--dtype",
+        choices=("auto", *DTYPES),
+        default="auto",
+        help="dtype of the weights (default auto: bfloat16 on CUDA, float32 on CPU)",
+    )
+    group.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the velocity network (on CUDA each window's sampling steps are replayed "
+        "as a CUDA graph either way, where that is faster)",
+    )
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    """``gazeflow demo``'s arguments."""
+    parser.add_argument("--output-dir", "-o", default="gazeflow_demo", help="output folder")
+    parser.add_argument("--frames", type=int, default=96, help="frames of the generated clip")
+    add_model_arguments(parser)
+    add_overlay_arguments(parser)
+    add_runtime_arguments(parser)
+
+
+def add_calibration_command_arguments(parser: argparse.ArgumentParser) -> None:
+    """``gazeflow calibrate``'s arguments: its own, then the model's and the runtime's."""
+    add_calibrate_arguments(parser)
+    add_model_arguments(parser)
+    add_runtime_arguments(parser)
+
+
+def add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    """``gazeflow app``'s arguments."""
+    parser.add_argument("--model", default=None, help="model the page starts with (default: the bundled model)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
+    parser.add_argument("--port", type=int, default=None, help="port (default: Gradio's, 7860)")
+    parser.add_argument("--share", action="store_true", help="also make a public gradio.live link (off by default)")
+
+
+# ------------------------------------------------------------------------------------------- checks
+def _at_least(args: argparse.Namespace, name: str, minimum: int, meaning: str) -> None:
+    value = getattr(args, name, None)
+    if value is not None and value < minimum:
+        raise UsageError(f"--{name.replace('_', '-')} {value}: expected an integer >= {minimum} ({meaning})")
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every check that needs nothing but the command line (no file read, nothing imported)."""
+    for dest, flag in SAMPLING_FLAGS.items():
+        if flag.minimum is not None:
+            _at_least(args, dest, flag.minimum, flag.meaning)
+    _at_least(args, "threads", 1, "CPU threads")
+    _at_least(args, "trail", 0, "frames in the trail")
+    _at_least(args, "frames", 1, "frames of the demo clip")
+    _at_least(args, "num_processes", 1, "processes")
+    _at_least(args, "start_frame", 0, "the first frame, counted from 0")
+    _at_least(args, "end_frame", 1, "the frame to stop before")
+    start, end = getattr(args, "start_frame", None), getattr(args, "end_frame", None)
+    if start is not None and end is not None and end <= start:
+        raise UsageError(f"--end-frame {end} must be greater than --start-frame {start}")
+    device = getattr(args, "device", None)
+    if device is not None and not DEVICE_PATTERN.fullmatch(device):
+        raise UsageError(f"--device {device!r}: unknown device, expected cpu, cuda, cuda:N or mps")
+
+
+__all__ = [
+    "UsageError",
+    "SamplingFlag",
+    "SAMPLING_FLAGS",
+    "add_sampling_arguments",
+    "sampling_request",
+    "add_model_arguments",
+    "add_overlay_arguments",
+    "add_runtime_arguments",
+    "add_predict_arguments",
+    "add_demo_arguments",
+    "add_calibration_command_arguments",
+    "add_app_arguments",
+    "heatmap_sigma",
+    "check_arguments",
+]

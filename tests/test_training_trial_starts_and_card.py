@@ -1,0 +1,146 @@
+"""The trial starts' choice and models (``training.trial_starts``), the model card's training section
+(``training.card``) and the checks after training (``training.final_checks``), on hand-written records."""
+
+import argparse
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+from transformers_gazeflow.training.card import describe_trial_starts, model_card_sections
+from transformers_gazeflow.training.final_checks import check_replicas_agree, parameter_checksum
+from transformers_gazeflow.training.grounding_plateau import GroundingReference
+from transformers_gazeflow.training.run import TrainingError, TrainingSetup
+from transformers_gazeflow.training.trainer_state import TrainerState
+from transformers_gazeflow.training.trial_starts import build_start_model, trial_score, trial_score_name
+
+GROUNDED = {"seed": 0, "step": 3, "validation_loss": 1.0, "validation_grounding_loss": 1.25}
+PLAIN = {"seed": 1, "step": 3, "validation_loss": 0.75, "validation_grounding_loss": None}
+
+
+def test_a_start_is_scored_by_its_grounding_loss_where_it_has_one():
+    assert trial_score(GROUNDED) == 1.25 and trial_score_name(GROUNDED) == "validation grounding loss"
+    assert trial_score(PLAIN) == 0.75 and trial_score_name(PLAIN) == "validation loss"
+
+
+class TwoParts(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.video_encoder = nn.Linear(3, 3)
+        self.head = nn.Linear(3, 2)
+
+
+def test_a_start_model_is_initialised_under_its_seed_with_the_one_encoder():
+    encoder_state = {"weight": torch.full((3, 3), 0.5), "bias": torch.zeros(3)}
+    first, again, other = (build_start_model(TwoParts, seed, encoder_state) for seed in (5, 5, 6))
+    torch.manual_seed(5)
+    reference = TwoParts()  # what seed 5 initialises, built by hand
+    assert torch.equal(first.head.weight, reference.head.weight) and torch.equal(first.head.weight, again.head.weight)
+    assert not torch.equal(first.head.weight, other.head.weight)
+    for model in (first, other):
+        assert torch.equal(model.video_encoder.weight, encoder_state["weight"])
+
+
+def test_the_card_line_on_the_trial_starts():
+    assert describe_trial_starts([GROUNDED, {**GROUNDED, "seed": 1, "validation_grounding_loss": 1.5}], 0) == (
+        "2 starts sharing one encoder draw; validation grounding loss (EMA) at their end: seed 0 1.25000 (step 3), "
+        "seed 1 1.50000 (step 3); continued: seed 0's"
+    )
+    assert describe_trial_starts([{**GROUNDED, "grounding_progress": 0.4}], 0) == (
+        "one start: it had left the grounding plateau at step 3 (40% of the way), so no further start; "
+        "validation grounding loss (EMA) 1.25000; continued: seed 0's"
+    )
+
+
+def _setup() -> TrainingSetup:
+    args = argparse.Namespace(
+        dataset_name="synthetic",
+        dataset_config="tiny",
+        data_dir="data",
+        learning_rate=1e-4,
+        min_learning_rate=1e-6,
+        weight_decay=1e-4,
+        max_grad_norm=1.0,
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=2,
+        recipe=None,
+        ema_decay=0.995,
+        cache_features=True,
+    )
+    return TrainingSetup(
+        args=args,
+        accelerator=SimpleNamespace(num_processes=2),
+        train_set=[None] * 10,
+        validation_set=[None] * 2,
+        collator=None,
+        train_collator=None,
+        steps_per_epoch=5,
+        max_train_steps=10,
+        num_epochs=2,
+        mixed_precision="no",
+        grounding_reference=GroundingReference(centre_bias=1.4, floor=1.0),
+    )
+
+
+def test_the_card_names_the_saved_weights_and_warns_about_a_stall():
+    history = [{"epoch": 0, "step": 5, "validation_loss": 0.5}, {"epoch": 1, "step": 10, "validation_loss": 0.25}]
+    stalled = {
+        "left_plateau": False,
+        "progress": 0.05,
+        "threshold": 0.3,
+        "best_validation_grounding_loss": 1.38,
+        "best_step": 10,
+        "centre_bias": 1.4,
+        "floor": 1.0,
+    }
+    state = TrainerState(
+        completed_steps=10, epoch=2, best_validation_loss=0.25, best_step=10, history=history, grounding_plateau=stalled
+    )
+    card = model_card_sections(_setup(), SimpleNamespace(state=state), "python examples/train.py --x", 12.4)
+    lines = card["training"].splitlines()
+    assert lines[0] == "- command: python examples/train.py --x"
+    assert "- batch: effective 16 (4 x 2 processes x 2 accumulation)" in lines
+    assert "- wall time: 12 s" in lines and "- windows: 10 train / 2 validation" in lines
+    assert "- saved weights: the EMA weights at step 10 (epoch 1), the best validation loss: 0.25000" in lines
+    assert "- validation loss per epoch (EMA): [0.5, 0.25]" in lines
+    assert any(line.startswith("- grounding plateau check: grounding did not leave its plateau") for line in lines)
+    assert card["description"].endswith("(0.995) of step 10, the best validation loss (0.25000).")
+    assert card["limitations"].startswith("**Warning: grounding did not leave its plateau")
+    assert card["title"] == "GazeFlow trained on synthetic"
+
+    state.grounding_plateau = {**stalled, "left_plateau": True, "progress": 0.5}
+    state.best_step = state.best_validation_loss = None
+    card = model_card_sections(_setup(), SimpleNamespace(state=state), "python examples/train.py", 1.0)
+    assert card["limitations"].startswith("Evaluate it with `examples/evaluate.py`")
+    assert card["description"].endswith("of the last step.")
+    assert (
+        "- saved weights: the EMA weights of the last step (10; no validation split to choose by)"
+        in card["training"].splitlines()
+    )
+
+
+def test_the_parameter_checksum_sums_every_weight():
+    model = nn.Linear(2, 1)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[1.5, -2.0]]))
+        model.bias.fill_(4.25)
+    assert parameter_checksum(model) == 3.75
+
+
+def _accelerator(other_replica_offset: float) -> SimpleNamespace:
+    """One process's view of a two-process run: gather returns its checksum and the other replica's."""
+    return SimpleNamespace(
+        unwrap_model=lambda model: model,
+        gather=lambda tensor: torch.cat([tensor, tensor + other_replica_offset]),
+        device=torch.device("cpu"),
+        process_index=0,
+    )
+
+
+def test_replicas_that_diverged_stop_the_run(capsys):
+    run = SimpleNamespace(model=nn.Linear(2, 1))
+    check_replicas_agree(_accelerator(0.0), run)
+    assert "[rank 0] parameter checksum" in capsys.readouterr().out
+    with pytest.raises(TrainingError, match="replicas diverged: parameter checksums"):
+        check_replicas_agree(_accelerator(1e-6), run)
