@@ -37,12 +37,12 @@ MAX_JSON_BYTES = 1 << 24
 STREAMER_FORMAT = "gazeflow-streamer-step/1"
 STREAMER_INPUTS, STREAMER_OUTPUTS = ("frame", "noise"), ("gaze_samples", "gaze_point")
 STATE_PREFIX, NEXT_PREFIX = "state.", "next_"
-TENSOR_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "bool": 1}
-"""The dtypes a streamer's tensors may have, with their bytes per element."""
+TENSOR_DTYPES = {"float32": 4, "float16": 2, "float64": 8, "int64": 8, "int32": 4, "bool": 1}
+"""The dtypes a streamer's tensors may have (numpy's, which the onnxruntime backend feeds), with their bytes per
+element."""
 ONNX_TENSOR_TYPES = {
     "tensor(float)": "float32",
     "tensor(float16)": "float16",
-    "tensor(bfloat16)": "bfloat16",
     "tensor(double)": "float64",
     "tensor(int64)": "int64",
     "tensor(int32)": "int32",
@@ -70,7 +70,7 @@ class InterfaceFileError(ValueError):
 # ------------------------------------------------------------------------------------------- reading JSON
 def _shown(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def fail(where: str, field: str, expected: str, value: Any = ...) -> InterfaceFileError:
@@ -363,7 +363,13 @@ def streamer_interface(record: dict[str, Any], folder: str | os.PathLike, where:
     ]
     for index, (want, have) in enumerate(zip(expected, outputs)):
         if want != have:
-            raise fail(where, f"outputs[{index}]", f"{want[0]} {list(want[1])} {want[2]}", [have[0], list(have[1])])
+            source = f" (as inputs[{index}] {state[index - 2][0]})" if index >= 2 else ""
+            raise fail(
+                where,
+                f"outputs[{index}]",
+                f"{want[0]} {list(want[1])} {want[2]}{source}",
+                [have[0], list(have[1]), have[2]],
+            )
     if len(outputs) != len(expected):
         raise fail(where, "outputs", f"{len(expected)} tensors (gaze, point, one next_ per state input)", len(outputs))
     state_bytes = sum(math.prod(shape) * TENSOR_DTYPES[dtype] for _, shape, dtype in state)

@@ -6,8 +6,9 @@ export, model folders):
 * **An output is never an input** (:func:`check_outputs`): each output path is compared with every input and every
   other output of the run before anything is opened. Two paths name one file when their real paths are equal
   (symbolic links resolved, ``a/../b``, ``./b``) or when both exist and are one file (``os.path.samefile``: hard
-  links, case-insensitive file systems). An output inside an input folder (a model folder, an export folder) is
-  refused, and so is a folder replaced whole that holds an input.
+  links, case-insensitive file systems). An output inside an input folder (the commands' model and export folders) is
+  refused, and so is a folder replaced whole that holds an input (the example scripts name a model folder's files
+  instead, :func:`files_of`: an evaluation may sit in its training run's folder, never on one of its files).
 * **Names made from inputs stay in their folder** (:func:`safe_name`, :func:`confined`): a video's stem becomes one
   file name, never ``..``, ``.``, empty, absolute, with a path separator or a NUL.
 * **Temporaries are new files** (:class:`StagedFiles`, over :func:`~transformers_gazeflow.data.atomic_files.
@@ -73,6 +74,11 @@ def check_outputs(outputs: Iterable[Named], inputs: Iterable[Named] = (), folder
     """Refuse, before anything is opened, a run whose ``outputs`` (files it writes) or ``folders`` (folders it
     replaces whole) would overwrite what it reads or each other (see the module docstring). ``inputs`` may be files
     or folders; one that does not exist on disk (a Hub id, a camera URL) is passed over."""
+    outputs, folders, inputs = list(outputs), list(folders), list(inputs)
+    for argument, path in (*outputs, *folders):
+        if "\x00" in str(path) or not str(path):
+            raise UnsafeOutputError(f"{argument} {str(path)!r}: expected a path (not empty, no NUL character)")
+    inputs = [(argument, path) for argument, path in inputs if "\x00" not in str(path)]
     read = [(argument, str(path), *_identity(path)) for argument, path in inputs if os.path.lexists(path)]
     by_real = {real: (argument, path) for argument, path, real, _ in read}
     by_inode = {inode: (argument, path) for argument, path, _, inode in read if inode is not None}
@@ -113,6 +119,19 @@ def check_outputs(outputs: Iterable[Named], inputs: Iterable[Named] = (), folder
                 f"{argument} {folder}: the folder is replaced whole and would take the input {held[0]} {held[1]} "
                 "with it (choose a folder apart from the inputs)"
             )
+
+
+def files_of(argument: str, path: str | os.PathLike | None) -> list[Named]:
+    """The inputs a folder argument stands for where the run's outputs may sit in it, as ``(argument, file)``: the
+    files directly in it (a model folder's ``config.json``, its weights, ...), so that an output may sit beside them
+    but never be one of them (the example scripts: a training run's folder holds its evaluation, ``runs/x/eval``;
+    the ``gazeflow`` commands pass their model and export folders whole, and write nothing inside them); a file:
+    itself; None or nothing on disk (a Hub id): none."""
+    if path is None or not os.path.lexists(path):
+        return []
+    if not os.path.isdir(path):
+        return [(argument, path)]
+    return [(argument, entry.path) for entry in os.scandir(path) if entry.is_file()]
 
 
 # ------------------------------------------------------------------------------------------- names
@@ -295,6 +314,7 @@ def foreign_entries(folder: str | os.PathLike, names: Iterable[str]) -> list[str
 __all__ = [
     "UnsafeOutputError",
     "check_outputs",
+    "files_of",
     "safe_name",
     "confined",
     "refuse_foreign",
