@@ -25,6 +25,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+"""Bytes per element of the precisions inference runs in (``models.gazeflow.choices.DTYPES``)."""
 CALLS_PER_STEP = {"euler": 1, "heun": 2, "midpoint": 2}
 """Network calls per ODE step of each solver (``FlowMatchingScheduler.step``; a test counts them on the scheduler)."""
 MAX_NUM_STEPS = 10_000
@@ -148,6 +150,7 @@ def check_num_steps(num_steps: int | None, argument: str = "--num-steps") -> Non
 
 
 __all__ = [
+    "DTYPE_BYTES",
     "CALLS_PER_STEP",
     "MAX_NUM_STEPS",
     "ResourceBoundError",
