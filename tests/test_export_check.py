@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.commands import cli
 from transformers_gazeflow.commands.cli import main
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.data.video import write_video
@@ -122,6 +123,17 @@ def test_a_rejected_or_interrupted_export_leaves_the_earlier_export_as_it_was(ex
     assert err.startswith(f"gazeflow: error: --output-dir {folder}: the exported step differs from torch by ")
     assert err.endswith("not kept (the folder is left as it was)") and len(err.splitlines()) == 1
     assert digest(root) == before  # no new step.onnx beside the old streamer.json, no temporary folder
+    monkeypatch.undo()
+
+    def terminated(*args, **kwargs):  # SIGTERM while the graph is written into the temporary sibling
+        raise cli.Terminated()
+
+    monkeypatch.setattr(onnx_export, "export_graph", terminated)
+    assert main(argv) == 143
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "gazeflow: terminated (SIGTERM): nothing of the export was kept; the output folder is as it was"
+    )
+    assert digest(root) == before
 
 
 def test_stream_refuses_an_export_whose_files_lie_in_one_line(exported, tmp_path, capsys):

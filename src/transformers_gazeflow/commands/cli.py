@@ -539,6 +539,10 @@ def _stopped(argv: list[str], args: argparse.Namespace | None) -> str:
         return "the web demo stopped"
     if argv[:1] == ["stream"]:
         return getattr(args, "stream_ending", "the stream stopped before it opened its source")
+    if argv[:1] == ["export-streamer"]:  # the export is swapped in whole, after its check
+        return "nothing of the export was kept; the output folder is as it was"
+    if argv[:1] == ["calibrate"]:  # calib.json is written whole, last
+        return "no calibration was written"
     return "partial outputs of the video under way were removed"
 
 
