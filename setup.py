@@ -52,6 +52,11 @@ EXTRAS = {
     "onnx": ["onnx>=1.16", "onnxscript>=0.2", "onnxruntime>=1.18"],
     # the analysis figures (examples/probe.py, attention_analysis.py, failure_analysis.py; analysis/figures.py)
     "analysis": ["matplotlib>=3.7"],
+    # Project Aria recordings: a wearer's own MPS eye gaze (3D) is projected into the RGB video through the device
+    # calibration with projectaria-tools where it is installed (its central-pupil-frame pose of the device's build,
+    # its FISHEYE624 projection), and the fisheye tests compare our own numpy FISHEYE624 with it; optional because
+    # the numpy camera needs none of it and the package pulls in Jupyter and Rerun
+    "aria": ["projectaria-tools>=2.3"],
 }
 
 # The dataset builders (datasets_scripts/<name>/<name>.py + README.md) ship inside the wheel as

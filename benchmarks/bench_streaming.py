@@ -128,6 +128,7 @@ def make_streamer(mode: str, model: GazeFlowModel, args):
         solver=args.solver,
         compile=None if mode == "eager" else mode,
         dtype=dtype,
+        threads=None,  # the benchmark's own --threads setting
     )
     return streamer, contextlib.nullcontext
 

@@ -17,12 +17,14 @@ Then the data path: EGTEA Gaze+ layout clips at 640x480 and 24 fps generated on 
 loader settings train.py uses on the device (pinned memory, persistent workers); the loader alone (the clips/s it
 can feed) beside the step that consumes it. Last, the GPU-hours of 80 epochs of EGTEA Gaze+ (8,299 training clips
 of split 1) and Ego4D (15,310 training clips: GLC's train_ego4d_gaze.csv, as the data spec gives it) at each rate,
-and the paper's (about 3 and 5 days on 4 H100s).
+and the paper's (about 3 and 5 days on 4 H100s); ``--train-clips NAME=N`` adds a dataset whose count depends on the
+download (Ego-Exo4D: the training windows of your build).
 
     python benchmarks/bench_train.py                                  # GPU: the paper's geometry
     python benchmarks/bench_train.py --variants B4+fast B8+fast+ckpt --workers 8 14 --json train.json
     python benchmarks/bench_train.py --device cpu --preset tiny       # the smoke run (CI)
     python benchmarks/bench_train.py --prepare-data DIR               # write the clips only (then --data-dir DIR)
+    python benchmarks/bench_train.py --train-clips Ego-Exo4D=N        # and the GPU-hours of N Ego-Exo4D windows
 
 ``--time-limit S`` stops starting new measurements once S seconds have passed (the GPU suite's budget), and says
 what it skipped.
@@ -43,7 +45,16 @@ import torch
 from results import add_results_argument, config_model, write_section
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from torch.utils.data import DataLoader, RandomSampler
-from train_sweep import GPU_VARIANTS, TINY_VARIANTS, Variant, fastest, format_row, gpu_hours, report
+from train_sweep import (
+    GPU_VARIANTS,
+    TINY_VARIANTS,
+    Variant,
+    fastest,
+    format_row,
+    gpu_hours,
+    parse_train_clips,
+    report,
+)
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.training.device_speed import (
@@ -381,6 +392,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-flops", action="store_true", help="skip counting the FLOPs of a step")
     parser.add_argument("--time-limit", type=float, default=None, help="start no measurement after this many s")
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
+    parser.add_argument(
+        "--train-clips",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="also give the GPU-hours of N training clips of dataset NAME (repeatable), e.g. Ego-Exo4D=N with N the "
+        "training windows of your build, whose takes depend on what was downloaded",
+    )
     add_results_argument(parser)
     args = parser.parse_args(argv)
     for name in ("steps", "data_steps"):
@@ -487,7 +506,8 @@ def save(figures: dict, path: Path | None, budget: Budget) -> str:
     that a run stopped by a time limit keeps what it measured)."""
     figures["skipped"] = budget.skipped
     best = fastest(figures.get("model_only", {}))
-    figures["gpu_hours"] = {"model_only": gpu_hours(figures["model_only"][best]["clips_per_s"]) if best else None}
+    rate = figures["model_only"][best]["clips_per_s"] if best else None
+    figures["gpu_hours"] = {"model_only": gpu_hours(rate, figures.get("train_clips")) if rate else None}
     figures["report"] = report(figures)
     if path is not None:
         path.write_text(json.dumps(figures, indent=1))
@@ -506,6 +526,10 @@ def main(argv: list[str] | None = None) -> dict:
         )
         print(f"clips written to {args.prepare_data}")
         return {}
+    try:
+        train_clips = dict(parse_train_clips(text) for text in args.train_clips)
+    except ValueError as err:
+        raise SystemExit(f"bench_train.py: {err}") from None
     device = torch.device(args.device)
     budget = Budget(args.time_limit)
     config = make_config(args.preset)
@@ -518,6 +542,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"{config.image_size}x{config.image_size}, LoRA r{config.lora_r} on "
         f"{'/'.join(config.lora_target_modules)}, "
         f"{'bf16 autocast' if device.type == 'cuda' else 'fp32'}",
+        "train_clips": train_clips,
     }
     if not args.no_flops and budget.allows("FLOP count"):
         figures["flops_per_clip"] = count_flops_per_clip(config, device)

@@ -12,7 +12,8 @@ hand-written)::
 
 ``bench_pipeline.cpu`` is the results file ``docs/benchmark_results/bench_pipeline.cpu.json`` and ``ops-paths``
 a table of ``result_tables.TABLES``; ``<!-- value: SOURCE/NAME -->400.2<!-- end value -->`` renders one figure
-inside a sentence. ``region_calibration`` as the source is the bundled model's ``region_calibration.json``.
+inside a sentence. ``region_calibration`` as the source is the bundled model's ``region_calibration.json``
+(``region_calibration.causal`` the causal model's).
 
 The checks (``--check``, and ``tests/test_benchmark_results.py``):
 
@@ -88,7 +89,8 @@ def load_block(match: re.Match, sources: Sources) -> tuple[dict | None, dict]:
             f"{block_label(match)}: {name} is a {'value' if entry.inline else 'table'}, not a {match['kind']}"
         )
     if benchmark == REGION_CALIBRATION:
-        path = sources.folder("default_model") / "region_calibration.json"
+        shipped = "default_model_causal" if source.endswith(".causal") else "default_model"
+        path = sources.folder(shipped) / "region_calibration.json"
         return None, json.loads(path.read_text())
     path = sources.results_dir / f"{source}.json"
     if not path.exists():
@@ -124,8 +126,8 @@ def provenance(section: dict | None, as_of: str | None) -> str:
     """The line above a rendered table: what measured it, where, when, on which model."""
     if section is None:
         return (
-            "From the bundled model's `region_calibration.json` (written by `examples/evaluate.py --region_split "
-            "validation --save_region_calibration`)."
+            "From the bundled model's `region_calibration.json`, written by `examples/evaluate.py --split test "
+            "--region_split validation --save_region_calibration` (the causal model's with `--online`)."
         )
     state = " with uncommitted changes" if section.get("dirty") else ""
     models = "; ".join(model_text(model) for model in section["models"]) or "no model"

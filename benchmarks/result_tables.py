@@ -185,27 +185,44 @@ def window_mode_median_ratio(mode: str) -> Callable[[dict], str]:
 
 # ---------------------------------------------------------------------------------------- the shipped model's files
 def region_coverage(calibration: dict) -> list[str]:
-    scale = calibration["scale"]
-    lines = header(
-        "nominal q", "observed (raw spread, s = 1)", f"observed (calibrated, s = {scale:.4f})", numeric_from=0
-    )
-    for level, raw, calibrated in zip(
-        calibration["levels"], calibration["coverage_raw"], calibration["coverage_calibrated"]
-    ):
-        lines.append(row(f"{level:.2f}", f"{raw:.3f}", f"{calibrated:.3f}"))
+    """A version-2 ``region_calibration.json``: each level's factor and the coverage it reaches on the frames it
+    was fitted on and, when the file holds them, on the held-out split's."""
+    held_out = calibration.get("held_out")
+    fitted_on, tested_on = calibration["split"].split(" / ")[-1], held_out and held_out["split"].split(" / ")[-1]
+    columns = ["nominal q", "factor f_q", f"{fitted_on}: raw spread", f"{fitted_on}: calibrated"]
+    columns += [f"{tested_on}: raw spread", f"{tested_on}: calibrated"] if held_out else []
+    lines = header(*columns, numeric_from=0)
+    for index, level in enumerate(calibration["levels"]):
+        cells = [f"{level:.2f}", f"{calibration['factors'][index]:.3f}"]
+        for record in (calibration, held_out) if held_out else (calibration,):
+            cells += [f"{record['coverage_raw'][index]:.3f}", f"{record['coverage_calibrated'][index]:.3f}"]
+        lines.append(row(*cells))
     return lines
 
 
-def region_scale(calibration: dict) -> str:
-    return f"{calibration['scale']:.4f}"
+def region_factors(calibration: dict) -> str:
+    return ", ".join(
+        f"f_{level:g} = {factor:.3f}" for level, factor in zip(calibration["levels"], calibration["factors"])
+    )
 
 
 def region_split(calibration: dict) -> str:
     return f"{calibration['split']}, {calibration['clips']} clips, {calibration['frames']:,} frames"
 
 
+def region_held_out(calibration: dict) -> str:
+    held_out = calibration["held_out"]
+    return f"{held_out['split']}, {held_out['clips']} clips, {held_out['frames']:,} frames"
+
+
+def region_held_out_coverage(calibration: dict) -> str:
+    covered = calibration["held_out"]["coverage_calibrated"]
+    return ", ".join(f"{coverage:.3f} at q = {level:g}" for level, coverage in zip(calibration["levels"], covered))
+
+
 REGION_CALIBRATION = "region_calibration"
-"""The source name of the bundled windowed model's ``region_calibration.json`` (not a results file)."""
+"""The source name of a bundled model's ``region_calibration.json`` (not a results file): ``region_calibration`` the
+windowed model's, ``region_calibration.causal`` the causal model's."""
 
 TABLES: dict[tuple[str, str], Rendered] = {
     ("bench_pipeline", "ops-paths"): Rendered("ops", pipeline_ops_paths),
@@ -227,7 +244,9 @@ TABLES: dict[tuple[str, str], Rendered] = {
         "default", window_mode_median_ratio("coherent"), inline=True
     ),
     (REGION_CALIBRATION, "coverage"): Rendered("", region_coverage),
-    (REGION_CALIBRATION, "scale"): Rendered("", region_scale, inline=True),
+    (REGION_CALIBRATION, "factors"): Rendered("", region_factors, inline=True),
     (REGION_CALIBRATION, "split"): Rendered("", region_split, inline=True),
+    (REGION_CALIBRATION, "held-out"): Rendered("", region_held_out, inline=True),
+    (REGION_CALIBRATION, "held-out-coverage"): Rendered("", region_held_out_coverage, inline=True),
 }
 """Every table and value the docs render: ``(benchmark, name) -> Rendered``."""

@@ -57,6 +57,7 @@ class ReferenceStreamer:
         self.recent_frames: deque[torch.Tensor] = deque(maxlen=self.model.config.causal_encoder_frames)
         self.frame_summaries: deque[torch.Tensor] = deque(maxlen=self.context)
         self.caches: list[list[GazeFlowKeyValueCache]] = []  # [network call of the sampler][block]
+        self.velocities: list[torch.Tensor] = []  # [network call]: the last frame's velocity (whitened_flow)
         self.batch_size: int | None = None
 
     # ------------------------------------------------------------------ per-frame steps
@@ -136,7 +137,17 @@ class ReferenceStreamer:
             if call == len(self.caches):
                 self.caches.append([GazeFlowKeyValueCache(self.context) for _ in network.blocks])
             times = torch.full((batch, self.num_samples), float(flow_time), device=device)
-            velocity = network(sample, times, self_condition, condition, positions=positions, caches=self.caches[call])
+            previous = self.velocities[call] if call < len(self.velocities) else None
+            velocity = network(
+                sample,
+                times,
+                self_condition,
+                condition,
+                positions=positions,
+                caches=self.caches[call],
+                previous_velocity=previous,
+            )
+            self.velocities[call : call + 1] = [velocity]  # config.whitened_flow continues from it at the next frame
             call += 1
             return velocity
 

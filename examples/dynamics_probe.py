@@ -11,6 +11,8 @@ each S, and prints the step-distribution figures against the true process:
     python examples/dynamics_probe.py --max_cpu_minutes 15 --seeds 0 1 2
     python examples/dynamics_probe.py --config_overrides "hidden_size=128,num_hidden_layers=4"
     python examples/dynamics_probe.py --flow_time_sampling uniform late_quadratic --batch_size 64 --seeds 0 1 2
+    python examples/dynamics_probe.py --objectives flow_matching --noise_correlation 0 0.9 --solvers euler heun \
+        --time_grid_powers 1 2 --endpoint_times 0.8 0.96 --clip_frames 64 --num_steps 1 2 5 50
 
 Figures (steps are ``|g_t - g_{t-1}|`` in unit coordinates, pooled over windows and samples):
 
@@ -22,6 +24,14 @@ Figures (steps are ``|g_t - g_{t-1}|`` in unit coordinates, pooled over windows 
 * W1, the Wasserstein-1 distance between the two step distributions, as a ratio to the true mean step (a motionless
   trajectory scores exactly 1).
 
+Beyond the default sampler (Euler, S uniform steps, one window), each trained model can be read with more
+samplers at no training cost (``--solvers``, ``--time_grid_powers``), along one long Euler path at given flow times
+(``--endpoint_times``: the network's one-shot endpoint estimate x1_hat = x_s + (1 - s) v there), and on whole clips
+of ``--clip_frames`` frames through the coherent windows of ``generate()``. ``--noise_correlation`` trains and samples
+with the AR(1) base noise over frames (``GazeFlowConfig.noise_correlation``); ``--eval_at_steps`` reads the model at
+points of one run's training (a learning curve; the cosine schedule is the whole run's); ``--save_dir`` /
+``--load_dir`` keep the trained models, so a sampler is read again without training.
+
 Beside the methods it prints two references: a motionless trajectory, and an independent draw of the true process
 (the floor: what a perfect model scores with this many samples). Every run reports its CPU and wall time.
 """
@@ -30,9 +40,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -43,14 +55,23 @@ from transformers import VJEPA2Config, get_cosine_with_min_lr_schedule_with_warm
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.synthetic_tasks import simulate_fixation_saccade
 from transformers_gazeflow.metrics.dynamics import displacement_histograms, jensen_shannon
-from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
+from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS, SOLVERS
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import cached_velocity_fn, to_unit_predictions
 from transformers_gazeflow.models.gazeflow.geometry import unit_to_model
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
+    FlowMatchingScheduler,
+    correlate_noise,
+    draw_noise,
+    estimate_endpoint,
+)
 
 OBJECTIVES = ("flow_matching", "regression", "diffusion")
 LOG_BINS = 50
 LOG_BIN_FLOOR = 0.01
 """The first log-spaced edge is this fraction of the true median step (smaller steps share one bin)."""
 FPS = 24.0
+TRAINING_FILE = "probe_training.json"
+"""``--save_dir``: each run's [train steps, CPU s, wall s], beside its model."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,6 +90,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="flow matching's training-time distributions to compare (config.flow_time_sampling; "
         "'uniform' is the paper's); each one is a separate flow-matching run",
     )
+    parser.add_argument(
+        "--noise_correlation",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="lag-1 correlations rho of the AR(1) base noise over frames to compare (config.noise_correlation; "
+        "0 is the paper's independent frames); each one is a separate flow-matching run",
+    )
+    parser.add_argument("--solvers", nargs="+", default=["euler"], choices=SOLVERS, help="ODE solvers to read with")
+    parser.add_argument(
+        "--time_grid_powers",
+        type=float,
+        nargs="+",
+        default=[1.0],
+        help="sampling time grids s_i = 1 - (1 - i / S)^p to read with (1: the paper's uniform grid)",
+    )
+    parser.add_argument(
+        "--endpoint_times",
+        type=float,
+        nargs="*",
+        default=[],
+        help="flow times s at which the endpoint estimate x1_hat = x_s + (1 - s) v is read along one Euler path "
+        "of the largest --num_steps",
+    )
+    parser.add_argument(
+        "--clip_frames",
+        type=int,
+        default=0,
+        help="also sample whole clips of this many frames through generate()'s coherent windows (stride T / 2)",
+    )
+    parser.add_argument("--clip_count", type=int, default=16, help="clips sampled with --clip_frames")
     parser.add_argument("--max_train_steps", type=int, default=4000)
     parser.add_argument(
         "--max_cpu_minutes",
@@ -76,6 +128,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="stop each run's training once it has used this much CPU time (all objectives and seeds get the same cap)",
     )
+    parser.add_argument(
+        "--eval_at_steps",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also read each run's EMA model after this many training steps (a learning curve; the CPU time is "
+        "reported beside)",
+    )
+    parser.add_argument("--save_dir", default=None, help="save each run's EMA model under this folder")
+    parser.add_argument("--load_dir", default=None, help="read models saved by --save_dir instead of training")
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--num_warmup_steps", type=int, default=100)
@@ -91,7 +153,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num_samples", type=int, default=8, help="K trajectories per window (flow matching)")
     parser.add_argument("--reference_windows", type=int, default=2000, help="windows of the true process")
     args = parser.parse_args(argv)
-    for name in ("max_train_steps", "batch_size", "eval_windows", "num_samples", "reference_windows"):
+    check_args(parser, args)
+    return args
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    for name in ("max_train_steps", "batch_size", "eval_windows", "num_samples", "reference_windows", "clip_count"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if any(s < 1 for s in args.num_steps):
@@ -102,13 +169,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         )
     if args.max_cpu_minutes is not None and args.max_cpu_minutes <= 0:
         parser.error(f"--max_cpu_minutes must be > 0, got {args.max_cpu_minutes}")
+    if any(not 0.0 <= rho < 1.0 for rho in args.noise_correlation):
+        parser.error(f"--noise_correlation must all be in [0, 1), got {args.noise_correlation}")
+    if any(not p >= 1.0 for p in args.time_grid_powers):
+        parser.error(f"--time_grid_powers must all be >= 1, got {args.time_grid_powers}")
+    if any(not 0.0 <= t < 1.0 for t in args.endpoint_times):
+        parser.error(f"--endpoint_times must all be in [0, 1), got {args.endpoint_times}")
+    if args.clip_frames and args.clip_frames <= args.num_frames:
+        parser.error(f"--clip_frames must be 0 or more than --num_frames={args.num_frames}, got {args.clip_frames}")
+    if any(not 1 <= n < args.max_train_steps for n in args.eval_at_steps):
+        parser.error(f"--eval_at_steps must all be in [1, --max_train_steps), got {args.eval_at_steps}")
+    if args.save_dir and args.load_dir:
+        parser.error("give at most one of --save_dir and --load_dir")
     try:
         args.overrides = parse_overrides(args.config_overrides)
-        for objective, sampling in probe_variants(args):
-            probe_config(objective, args.num_frames, args.overrides, sampling)
+        for variant in probe_variants(args):
+            probe_config(variant, args.num_frames, args.overrides)
     except ValueError as err:
         parser.error(str(err))
-    return args
 
 
 def parse_overrides(text: str) -> dict:
@@ -156,22 +234,38 @@ def step_figures(steps: np.ndarray, true_steps: np.ndarray) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------------------------------- model
-def probe_variants(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """(objective, flow_time_sampling) runs: flow matching once per ``--flow_time_sampling``, the others once."""
-    return [
-        (objective, sampling)
-        for objective in args.objectives
-        for sampling in (args.flow_time_sampling if objective == "flow_matching" else ["uniform"])
-    ]
+@dataclass(frozen=True)
+class Variant:
+    """One training run's recipe: the objective, flow matching's time sampling and its base noise's correlation."""
+
+    objective: str
+    flow_time_sampling: str = "uniform"
+    noise_correlation: float = 0.0
+
+    @property
+    def name(self) -> str:
+        if self.objective != "flow_matching":
+            return self.objective
+        noise = f", rho {self.noise_correlation:g}" if self.noise_correlation else ""
+        return f"{self.objective} ({self.flow_time_sampling} s{noise})"
+
+    @property
+    def folder(self) -> str:
+        return f"{self.objective}-{self.flow_time_sampling}-rho{self.noise_correlation:g}"
 
 
-def variant_name(objective: str, sampling: str) -> str:
-    return f"{objective} ({sampling} s)" if objective == "flow_matching" else objective
+def probe_variants(args: argparse.Namespace) -> list[Variant]:
+    """Training runs: flow matching once per ``--flow_time_sampling`` x ``--noise_correlation``, the others once."""
+    variants = []
+    for objective in args.objectives:
+        if objective != "flow_matching":
+            variants.append(Variant(objective))
+            continue
+        variants += [Variant(objective, s, rho) for s in args.flow_time_sampling for rho in args.noise_correlation]
+    return variants
 
 
-def probe_config(
-    objective: str, num_frames: int, overrides: dict, flow_time_sampling: str = "uniform"
-) -> GazeFlowConfig:
+def probe_config(variant: Variant, num_frames: int, overrides: dict) -> GazeFlowConfig:
     """The probe's model: a one-token-per-frame encoder (its tokens are replaced by constants) and the small
     recipe's velocity network (d=64, 3 DenoiserBlocks, 4 heads), with ``overrides`` on top."""
     encoder = VJEPA2Config(
@@ -197,9 +291,10 @@ def probe_config(
         num_frames=num_frames,
         window_stride=num_frames // 2,
         use_lora=False,
-        objective=objective,
-        num_samples=1 if objective == "regression" else 8,
-        flow_time_sampling=flow_time_sampling,
+        objective=variant.objective,
+        num_samples=1 if variant.objective == "regression" else 8,
+        flow_time_sampling=variant.flow_time_sampling,
+        noise_correlation=variant.noise_correlation,
     )
     settings.update(overrides)
     try:
@@ -217,19 +312,31 @@ def constant_tokens(config: GazeFlowConfig, batch: int) -> torch.Tensor:
 
 @dataclass
 class RunResult:
-    objective: str  # the row name: the objective, with flow matching's time sampling
+    objective: str  # the row name: the variant's name
     seed: int
     train_steps: int
     cpu_seconds: float
     wall_seconds: float
-    figures: dict[int, dict[str, float]]  # S -> figures (regression: one entry under S = 1)
+    figures: dict[tuple[str, int], dict[str, float]]  # (sampler, S) -> figures (regression: one entry, S = 1)
 
 
-def train_and_probe(
-    args: argparse.Namespace, objective: str, seed: int, true_steps: np.ndarray, flow_time_sampling: str = "uniform"
-) -> RunResult:
+@dataclass
+class Truth:
+    """The true process's steps: within single windows and, with ``--clip_frames``, within whole clips."""
+
+    window_steps: np.ndarray
+    clip_steps: np.ndarray | None = None
+
+
+def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth: Truth) -> list[RunResult]:
+    """Train one run (or load it, ``--load_dir``) and read it: at the end, and at each of ``--eval_at_steps``."""
     torch.manual_seed(seed)
-    config = probe_config(objective, args.num_frames, args.overrides, flow_time_sampling)
+    config = probe_config(variant, args.num_frames, args.overrides)
+    folder = f"{variant.folder}-seed{seed}"
+    if args.load_dir:
+        model = GazeFlowModel.from_pretrained(f"{args.load_dir}/{folder}").eval()
+        steps, cpu_seconds, wall_seconds = json.loads(Path(args.load_dir, folder, TRAINING_FILE).read_text())
+        return [RunResult(variant.name, seed, steps, cpu_seconds, wall_seconds, probe_model(args, model, seed, truth))]
     model = GazeFlowModel(config)
     ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -242,9 +349,10 @@ def train_and_probe(
     )
     rng = np.random.default_rng([seed, 7])
     tokens = constant_tokens(config, args.batch_size)
-    cpu_start, wall_start = time.process_time(), time.time()
     cap = None if args.max_cpu_minutes is None else args.max_cpu_minutes * 60
-    steps_done = 0
+    checkpoints = set(args.eval_at_steps)
+    results, reading_cpu, steps_done = [], 0.0, 0
+    cpu_start, wall_start = time.process_time(), time.time()
     model.train()
     for step in range(1, args.max_train_steps + 1):
         gaze = torch.from_numpy(
@@ -252,7 +360,7 @@ def train_and_probe(
         ).float()
         loss = model(encoder_hidden_states=tokens, gaze=gaze).loss
         if not torch.isfinite(loss):
-            raise RuntimeError(f"non-finite loss {loss.item()} at step {step} ({objective}, seed {seed})")
+            raise RuntimeError(f"non-finite loss {loss.item()} at step {step} ({variant.name}, seed {seed})")
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -260,22 +368,107 @@ def train_and_probe(
         scheduler.step()
         ema.update_parameters(model)
         steps_done = step
-        if cap is not None and time.process_time() - cpu_start >= cap:
+        used = time.process_time() - cpu_start - reading_cpu
+        if step in checkpoints:
+            reading_start = time.process_time()
+            figures = probe_model(args, ema.module.eval(), seed, truth)
+            name = f"{variant.name} at step {step}"
+            results.append(RunResult(name, seed, step, used, time.time() - wall_start, figures))
+            reading_cpu += time.process_time() - reading_start
+        if cap is not None and used >= cap:
             break
-    cpu_seconds, wall_seconds = time.process_time() - cpu_start, time.time() - wall_start
+    cpu_seconds = time.process_time() - cpu_start - reading_cpu
+    wall_seconds = time.time() - wall_start
     trained = ema.module.eval()
+    if args.save_dir:
+        trained.save_pretrained(f"{args.save_dir}/{folder}")
+        Path(args.save_dir, folder, TRAINING_FILE).write_text(json.dumps([steps_done, cpu_seconds, wall_seconds]))
+    figures = probe_model(args, trained, seed, truth)
+    return results + [RunResult(variant.name, seed, steps_done, cpu_seconds, wall_seconds, figures)]
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+def sampler_name(solver: str, power: float) -> str:
+    """A row's sampler suffix: empty for the paper's Euler on the uniform grid."""
+    parts = ([] if solver == "euler" else [solver]) + ([] if power == 1.0 else [f"grid p={power:g}"])
+    return ", ".join(parts)
+
+
+def probe_model(
+    args: argparse.Namespace, model: GazeFlowModel, seed: int, truth: Truth
+) -> dict[tuple[str, int], dict[str, float]]:
+    """Step figures of one trained model for every sampler asked for (see the module docstring)."""
+    config = model.config
+    if config.objective == "regression":
+        out = model.generate(encoder_hidden_states=constant_tokens(config, args.eval_windows), num_samples=1)
+        return {("", 1): step_figures(steps_of(out.trajectories.numpy().astype(np.float64)), truth.window_steps)}
+    velocity = cached_velocity_fn(model, constant_tokens(config, args.eval_windows), config.num_frames)
+    shape = (args.eval_windows, args.num_samples, config.num_frames, 2)
     figures = {}
-    eval_tokens = constant_tokens(config, args.eval_windows)
-    for num_steps in [1] if objective == "regression" else args.num_steps:
-        samples = 1 if objective == "regression" else args.num_samples
-        out = trained.generate(
-            encoder_hidden_states=eval_tokens,
-            num_samples=samples,
+    with torch.no_grad():
+        for solver in args.solvers:
+            for power in args.time_grid_powers:
+                for num_steps in args.num_steps:
+                    noise = window_noise(config, shape, seed)
+                    sampler = FlowMatchingScheduler(num_steps, solver, config.sigma_min, power)
+                    sampled = to_unit_predictions(sampler.sample(velocity, noise))[0]
+                    figures[(sampler_name(solver, power), num_steps)] = step_figures(
+                        steps_of(sampled.numpy().astype(np.float64)), truth.window_steps
+                    )
+        figures.update(endpoint_figures(args, velocity, window_noise(config, shape, seed), truth))
+        if args.clip_frames:
+            figures.update(clip_figures(args, model, seed, truth))
+    return figures
+
+
+def window_noise(config: GazeFlowConfig, shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    """x_0 of one reading: the draw ``generate()`` makes with the reading's seed, under the model's prior."""
+    white = draw_noise(shape, torch.Generator().manual_seed(10_000 + seed), torch.device("cpu"))
+    return correlate_noise(white, config.noise_correlation)
+
+
+def endpoint_figures(
+    args: argparse.Namespace, velocity, noise: torch.Tensor, truth: Truth
+) -> dict[tuple[str, int], dict[str, float]]:
+    """Step figures of x1_hat = x_s + (1 - s) v at ``--endpoint_times`` along one Euler path of the largest S (what
+    a sampler whose last step starts at s returns)."""
+    if not args.endpoint_times:
+        return {}
+    num_steps = max(args.num_steps)
+    grid = FlowMatchingScheduler(num_steps, "euler").timesteps()
+    wanted = {min(range(num_steps), key=lambda i: abs(grid[i] - s)) for s in args.endpoint_times}
+    figures, sample, self_condition = {}, noise, torch.zeros_like(noise)
+    for i in range(num_steps):
+        v = velocity(sample, grid[i], self_condition)
+        self_condition = estimate_endpoint(sample, grid[i], v)
+        if i in wanted:
+            endpoint = to_unit_predictions(self_condition)[0].numpy().astype(np.float64)
+            figures[(f"x1_hat at s={grid[i]:.2f}", num_steps)] = step_figures(steps_of(endpoint), truth.window_steps)
+        sample = sample + (grid[i + 1] - grid[i]) * v
+    return figures
+
+
+def clip_figures(
+    args: argparse.Namespace, model: GazeFlowModel, seed: int, truth: Truth
+) -> dict[tuple[str, int], dict[str, float]]:
+    """Step figures of whole clips of ``--clip_frames`` frames sampled by ``generate()`` (coherent windows, stride
+    T / 2; Euler, uniform grid), every window reading the constant condition."""
+    config = model.config
+    model.encode_video = lambda frames: constant_tokens(config, frames.shape[0])  # the uninformative condition
+    size = config.image_size
+    frames = torch.zeros(args.clip_count, args.clip_frames, config.encoder_config.in_chans, size, size)
+    figures = {}
+    for num_steps in args.num_steps:
+        out = model.generate(
+            pixel_values_videos=frames,
+            num_samples=args.num_samples,
             num_steps=num_steps,
-            generator=torch.Generator().manual_seed(10_000 + seed),
+            generator=torch.Generator().manual_seed(20_000 + seed),
         )
-        figures[num_steps] = step_figures(steps_of(out.trajectories.numpy().astype(np.float64)), true_steps)
-    return RunResult(variant_name(objective, flow_time_sampling), seed, steps_done, cpu_seconds, wall_seconds, figures)
+        steps = steps_of(out.trajectories.numpy().astype(np.float64))
+        figures[(f"whole {args.clip_frames}-frame clips", num_steps)] = step_figures(steps, truth.clip_steps)
+    del model.encode_video
+    return figures
 
 
 # ---------------------------------------------------------------------------------------------------- report
@@ -298,29 +491,33 @@ def report(results: list[RunResult], references: dict[str, dict[str, float]]) ->
     lines = [HEADER]
     for name, figures in references.items():
         lines.append(_row(name, "-", "-", "-", "-", [figures]))
-    by_key: dict[tuple[str, int], list[RunResult]] = {}
+    by_key: dict[tuple[str, str, int], list[RunResult]] = {}
     for result in results:
-        for num_steps in result.figures:
-            by_key.setdefault((result.objective, num_steps), []).append(result)
-    for (objective, num_steps), runs in by_key.items():
+        for sampler, num_steps in result.figures:
+            by_key.setdefault((result.objective, sampler, num_steps), []).append(result)
+    for (objective, sampler, num_steps), runs in by_key.items():
         lines.append(
             _row(
-                objective,
+                objective + (f" [{sampler}]" if sampler else ""),
                 str(num_steps) if objective != "regression" else "-",
                 str(len(runs)),
                 f"{np.mean([r.train_steps for r in runs]):.0f}",
                 f"{np.mean([r.cpu_seconds for r in runs]):.0f}",
-                [r.figures[num_steps] for r in runs],
+                [r.figures[(sampler, num_steps)] for r in runs],
             )
         )
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def true_process(args: argparse.Namespace) -> tuple[Truth, dict[str, dict[str, float]]]:
+    """The true steps (windows; whole clips with ``--clip_frames``) and the two reference rows."""
     true_steps = steps_of(
         simulate_fixation_saccade(np.random.default_rng(999), args.reference_windows, args.num_frames, FPS)
     )
+    clip_steps = None
+    if args.clip_frames:
+        count = max(1, args.reference_windows * args.num_frames // args.clip_frames)
+        clip_steps = steps_of(simulate_fixation_saccade(np.random.default_rng(997), count, args.clip_frames, FPS))
     independent = steps_of(
         simulate_fixation_saccade(
             np.random.default_rng(998), args.eval_windows * args.num_samples, args.num_frames, FPS
@@ -330,25 +527,31 @@ def main(argv: list[str] | None = None) -> int:
         "true process (independent draw: the floor)": step_figures(independent, true_steps),
         "motionless": step_figures(np.zeros(true_steps.size), true_steps),
     }
+    return Truth(true_steps, clip_steps), references
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    truth, references = true_process(args)
     print(
-        f"true process: median step {np.median(true_steps):.5f}, mean step {true_steps.mean():.5f} (unit "
-        f"coordinates), {args.num_frames}-frame windows at {FPS:g} fps",
+        f"true process: median step {np.median(truth.window_steps):.5f}, mean step {truth.window_steps.mean():.5f} "
+        f"(unit coordinates), {args.num_frames}-frame windows at {FPS:g} fps",
         flush=True,
     )
     results = []
     for seed in args.seeds:
-        for objective, sampling in probe_variants(args):
-            result = train_and_probe(args, objective, seed, true_steps, sampling)
-            results.append(result)
-            summary = ", ".join(
-                f"S={s}: median x{f['median_ratio']:.2f}, log-JSD {f['jsd_log']:.3f}, W1 x{f['w1_ratio']:.2f}"
-                for s, f in result.figures.items()
-            )
-            print(
-                f"{result.objective} seed {seed}: {result.train_steps} steps, {result.cpu_seconds:.0f} CPU s, "
-                f"{result.wall_seconds:.0f} wall s; {summary}",
-                flush=True,
-            )
+        for variant in probe_variants(args):
+            for result in train_and_probe(args, variant, seed, truth):
+                results.append(result)
+                summary = ", ".join(
+                    f"S={s}{' ' + name if name else ''}: median x{f['median_ratio']:.2f}, log-JSD {f['jsd_log']:.3f}"
+                    for (name, s), f in result.figures.items()
+                )
+                print(
+                    f"{result.objective} seed {seed}: {result.train_steps} steps, {result.cpu_seconds:.0f} CPU s, "
+                    f"{result.wall_seconds:.0f} wall s; {summary}",
+                    flush=True,
+                )
     print()
     print(report(results, references))
     return 0

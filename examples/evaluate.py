@@ -10,12 +10,16 @@
 
 Prints and writes (``results.md``) the paper's two tables (``metrics.tables``): the main-table row (AUC, F1, P, R, AAE,
 NSS, CC, KL, SIM) and the dynamics row (ADE and DTW mean/best, step ratios to human, JSD on linear and log bins,
-Wasserstein-1) with the reference rows a method is read against (a motionless trajectory, human against human).
-For sampled trajectories (a model, a random walk) it also prints the events table (fixations and saccades by I-VT
-against the split's own gaze-type labels, ``metrics.events``; ``--fov_deg``) and the reliability table of the
-uncertainty regions (nominal coverage q against the share of frames whose true gaze the q-region holds,
-``gaze.uncertainty``) with the raw spread and with the region scale: the model folder's ``region_calibration.json``,
-or one fitted on ``--region_split`` (e.g. ``validation``) and, with ``--save_region_calibration``, written there.
+Wasserstein-1) with the reference rows a method is read against (a motionless trajectory, human against human), the
+same row in the paper's layout, and the sample set's energy score and CRPS (``metrics.sample_scores``). For
+trajectories (a model, a random walk, Center Bias's centre) it also prints the events table (fixations and saccades
+by I-VT against the split's own gaze-type labels, ``metrics.events``; ``--fov_deg``, or ``--camera``: a Project Aria
+calibration whose fisheye camera also gives the AAE) and, for K >= 2 samples, the
+reliability table of the uncertainty regions (nominal coverage q against the share of frames whose true gaze the
+q-region holds, ``gaze.uncertainty``) with the raw spread and with the calibrated factors: the model folder's
+``region_calibration.json``, or factors fitted on ``--region_split`` (e.g. ``validation``; split conformal,
+``--region_exchangeable``) and, with ``--save_region_calibration``, written there with the coverage they reach on
+both splits.
 ``results.json`` holds the run's settings and ``EvaluationResult.to_dict()`` (metrics, dynamics references, PR curve,
 clip ids; undefined values as ``null``). Each clip's first 64-frame window is
 scored at frames [0, 9, ..., 63] with the fixation filter (the protocol of ``docs/metrics.md``).
@@ -32,11 +36,13 @@ import numpy as np
 from accelerate import Accelerator
 
 from transformers_gazeflow import GazeFlowModel
+from transformers_gazeflow.data.aria_calibration import read_video_camera
 from transformers_gazeflow.data.atomic_files import atomic_write
 from transformers_gazeflow.data.loading import load_gaze_dataset
 from transformers_gazeflow.data.output_safety import check_outputs, files_of
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
-from transformers_gazeflow.gaze.uncertainty import REGION_LEVELS, fit_region_scale
+from transformers_gazeflow.gaze.regions import EXCHANGEABLE_UNITS, RegionCalibration
+from transformers_gazeflow.gaze.uncertainty import fit_region_calibration
 from transformers_gazeflow.hub.model_folders import (
     ModelFolderError,
     load_model,
@@ -57,6 +63,7 @@ from transformers_gazeflow.training.evaluation import (
     results_record,
     sampled,
     score,
+    trajectories_of,
 )
 from transformers_gazeflow.training.processes import leave_process_group
 
@@ -103,25 +110,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--method_name", default=None, help="the row's name in the tables")
-    parser.add_argument("--output_dir", default=None, help="where results.json/results.md go (default: print only)")
+    parser.add_argument(
+        "--output_dir",
+        default=None,
+        help="where results.json, results.md and frame_scores.npz go (default: "
+        "runs/eval/<method>-<dataset>[-<config>]-<split>, named when written)",
+    )
     parser.add_argument(
         "--fov_deg",
         type=float,
         default=60.0,
-        help="horizontal field of view of the camera the events' degrees use (the angular error's)",
+        help="horizontal field of view of the pinhole camera the events' degrees use (the angular error's)",
+    )
+    parser.add_argument(
+        "--camera",
+        default=None,
+        metavar="CALIB.json",
+        help="a Project Aria camera calibration (device calibration .json/.jsonl, e.g. a take's "
+        "trajectory/online_calibration.jsonl, or the minimal FISHEYE624 form): the AAE and the events' degrees "
+        "through that fisheye camera instead of the --fov_deg pinhole (Ego-Exo4D's Aria video)",
     )
     parser.add_argument(
         "--region_split",
         default=None,
-        help="fit the uncertainty regions' scale on this split (e.g. validation; default: the model "
+        help="fit the uncertainty regions' factors on this split (e.g. validation; default: the model "
         "folder's region_calibration.json, if any)",
+    )
+    parser.add_argument(
+        "--region_exchangeable",
+        choices=EXCHANGEABLE_UNITS,
+        default="frames",
+        help="the conformal fit's exchangeable unit: frames (the ceil((N + 1) q)-th smallest score; near q on new "
+        "clips) or clips (each clip weighs one; coverage >= q on a new clip, about q / clips above it)",
     )
     parser.add_argument(
         "--save_region_calibration",
         action="store_true",
-        help="write the scale fitted on --region_split into the model folder",
+        help="write the factors fitted on --region_split into the model folder",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.save_region_calibration and args.region_split is None:
+        parser.error("--save_region_calibration needs --region_split (the split the factors are fitted on)")
+    return args
 
 
 def load_model_and_processor(path: str) -> tuple[GazeFlowModel, GazeFlowVideoProcessor]:
@@ -133,47 +163,48 @@ def load_model_and_processor(path: str) -> tuple[GazeFlowModel, GazeFlowVideoPro
     return model, load_video_processor(path, model.config)
 
 
-def region_scale(
+def region_calibration(
     args: argparse.Namespace, model, processor, num_samples: int, num_steps: int, solver: str, accelerator: Accelerator
-) -> tuple[float | None, str]:
-    """The uncertainty regions' scale and where it comes from: fitted on ``--region_split`` (and saved with
-    ``--save_region_calibration``), else the model folder's ``region_calibration.json``, else none."""
+) -> tuple[RegionCalibration | None, str]:
+    """The uncertainty regions' calibration and where it comes from: fitted on ``--region_split``, else the model
+    folder's ``region_calibration.json``, else none."""
     if args.region_split is None:
         saved = load_region_calibration(args.model_name_or_path)
-        return (
-            (None, "the model has no region scale")
-            if saved is None
-            else (saved["scale"], f"scale from the model folder's region_calibration.json ({saved.get('split', '?')})")
-        )
+        if saved is None:
+            return None, "the model has no region calibration"
+        return saved, f"the model folder's region_calibration.json ({saved.provenance.get('split', '?')})"
     held_out = load_split(args, args.region_split)
     clips = [held_out[i] for i in range(len(held_out))]
     if not clips:
         raise ValueError(f"--region_split {args.region_split} of {args.dataset_name} has no clips")
     predictions, _ = predict_clips(
-        model, clips, processor, num_samples, num_steps, solver, args.seed, accelerator=accelerator
+        model, clips, processor, num_samples, num_steps, solver, args.seed, accelerator=accelerator, online=args.online
     )
     data = coverage_data(clips, predictions)
-    scale = fit_region_scale(data)
     where = f"{args.dataset_name} / {args.region_split}"
-    if args.save_region_calibration and accelerator.is_main_process:
-        path = save_region_calibration(
-            args.model_name_or_path,
-            scale,
-            {
-                "split": where,
-                "clips": len(clips),
-                "frames": data.frames,
-                "levels": list(REGION_LEVELS),
-                "num_samples": num_samples,
-                "num_steps": num_steps,
-                "solver": solver,
-                "seed": args.seed,
-                "coverage_raw": data.coverage(1.0).tolist(),
-                "coverage_calibrated": data.coverage(scale).tolist(),
-            },
-        )
-        print(f"wrote the region scale {scale:.4f} to {path}")
-    return scale, f"scale fitted on {where}, {data.frames} frames"
+    provenance = {"split": where, "clips": len(clips), "frames": data.frames, "num_samples": num_samples}
+    provenance.update(num_steps=num_steps, solver=solver, seed=args.seed, online=args.online)
+    calibration = fit_region_calibration(data, exchangeable=args.region_exchangeable, provenance=provenance)
+    calibration.provenance.update(
+        coverage_raw=data.coverage(None).tolist(), coverage_calibrated=data.coverage(calibration).tolist()
+    )
+    return calibration, f"fitted on {where}, {data.frames} frames, {args.region_exchangeable} exchangeable"
+
+
+def save_calibration(args: argparse.Namespace, calibration: RegionCalibration, data, clips: int) -> None:
+    """``--save_region_calibration``: the factors into the model folder, with the coverage they reach on the
+    evaluated split when it is another than the one they were fitted on."""
+    if args.split != args.region_split:
+        calibration.provenance["held_out"] = {
+            "split": f"{args.dataset_name} / {args.split}",
+            "clips": clips,
+            "frames": data.frames,
+            "coverage_raw": data.coverage(None).tolist(),
+            "coverage_calibrated": data.coverage(calibration).tolist(),
+        }
+    path = save_region_calibration(args.model_name_or_path, calibration)
+    factors = ", ".join(f"{q:g}: {f:.4f}" for q, f in zip(calibration.levels, calibration.factors))
+    print(f"wrote the region factors ({factors}) to {path}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +233,19 @@ def load_split(args: argparse.Namespace, split: str):
     )
 
 
+def evaluation_camera(args: argparse.Namespace):
+    """The camera of the AAE and the events' degrees: ``--camera``'s fisheye (the upright Aria video's), else None
+    (the ``--fov_deg`` pinhole; on Ego-Exo4D a note says those degrees are the pinhole convention's, not Aria's)."""
+    if args.camera is not None:
+        return read_video_camera(args.camera)
+    if args.dataset_name == "egoexo4d":
+        print(
+            f"evaluate.py: note: AAE through a {args.fov_deg:g} degree pinhole (the protocol's convention); "
+            "--camera CALIB.json gives the angles of Aria's fisheye camera"
+        )
+    return None
+
+
 def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     """Predict (sharded over the processes) and, on the main process, score and write the results."""
     evaluated = load_split(args, args.split)
@@ -221,19 +265,26 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     if args.baseline:
         train = load_split(args, args.train_split)
         predictions = baseline_predictions(args.baseline, train, examples, args.num_samples or 50, args.seed)
-        seconds, region, sigma = None, (None, "no region scale"), args.sigma_px or 25.0
+        seconds, region, sigma = None, (None, "no region calibration"), args.sigma_px or 25.0
     else:
         predictions, seconds, region, sigma = predict_with_model(args, accelerator, examples, results)
     if not accelerator.is_main_process:
         return 0
 
     results["sigma_px"] = sigma
-    result = score(examples, predictions, args.protocol, sigma)
+    camera = evaluation_camera(args)
+    results["camera"] = camera.to_dict() if camera is not None else {"horizontal_fov_deg": args.fov_deg}
+    result = score(examples, predictions, args.protocol, sigma, camera)
     events = reliability = None
-    if sampled(predictions):
-        events = event_report(examples, predictions, args.fov_deg)
-        reliability = reliability_report(coverage_data(examples, predictions), *region)
-        results.update(events=events, reliability=reliability)
+    if trajectories_of(predictions) is not None:
+        events = event_report(examples, predictions, args.fov_deg, camera)
+        results.update(events=events)
+    if sampled(predictions) or (trajectories_of(predictions) is not None and region[0] is not None):
+        data = coverage_data(examples, predictions)
+        reliability = reliability_report(data, *region, short="f_q per level" if region[0] is not None else None)
+        results.update(reliability=reliability)
+        if args.save_region_calibration:
+            save_calibration(args, region[0], data, len(examples))
     report = report_markdown(
         method,
         result,
@@ -244,16 +295,23 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
     if "grid" in results:
         report += "\n" + grid_table_markdown(results["grid"], GRID_K, GRID_S)
     print(report)
-    if args.output_dir:
-        write_results(Path(args.output_dir), results_record(results, result, seconds), report, result)
+    write_results(default_output_dir(args, method), results_record(results, result, seconds), report, result)
     return 0
+
+
+def default_output_dir(args: argparse.Namespace, method: str) -> Path:
+    """``--output_dir``, or ``runs/eval/<method>-<dataset>[-<config>]-<split>`` (the results are always written)."""
+    if args.output_dir:
+        return Path(args.output_dir)
+    parts = [method, args.dataset_name, args.dataset_config, args.split]
+    return Path("runs") / "eval" / "-".join(str(part) for part in parts if part)
 
 
 def predict_with_model(
     args: argparse.Namespace, accelerator: Accelerator, examples: list[dict], results: dict
-) -> tuple[list, float, tuple[float | None, str], float]:
+) -> tuple[list, float, tuple[RegionCalibration | None, str], float]:
     """The model's predictions of ``examples`` (and with ``--grid`` the K x S sweep first), its seconds per clip,
-    the uncertainty regions' scale and where it comes from, and the maps' sigma; the sampling settings go into
+    the uncertainty regions' calibration and where it comes from, and the maps' sigma; the sampling settings go into
     ``results``."""
     model, processor = load_model_and_processor(args.model_name_or_path)
     model = model.to(accelerator.device)
@@ -282,7 +340,7 @@ def predict_with_model(
         progress=True,
         online=args.online,
     )
-    region = region_scale(args, model, processor, num_samples, num_steps, solver, accelerator)
+    region = region_calibration(args, model, processor, num_samples, num_steps, solver, accelerator)
     return predictions, seconds, region, args.sigma_px or model.config.heatmap_sigma
 
 

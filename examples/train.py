@@ -306,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             "gazeflow", config={k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, bool))}
         )
     logger.info(
-        "training %d steps (%d epochs of %d steps), effective batch %d, %s, %d processes on %s, %.2fM trainable",
+        "training %d steps (%d epochs of %d steps), effective batch %d, mixed precision %s, %d process(es) on %s, "
+        "%.2fM trainable parameters",
         setup.max_train_steps,
         setup.num_epochs,
         setup.steps_per_epoch,

@@ -265,7 +265,7 @@ def test_demo_clip_in_one_click_shows_the_true_gaze(browser, server, artefacts, 
     page.locator("#gazeflow-run").click()
     status = wait_for_status(page)
     assert status.startswith("Done. 96 frames of gazeflow_demo_clip.mp4"), status
-    assert "Demo clip: the point estimate lies" in status and "true gaze (magenta cross)" in status
+    assert "Demo clip: the point estimate lies" in status and "true gaze (white cross)" in status
     state = overlay_state(page)
     assert (state["width"], state["height"]) == (256, 192)
     summary = json.loads(download(page, "summary.json", tmp_path).read_text())

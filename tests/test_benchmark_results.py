@@ -39,13 +39,22 @@ def made_up(tmp_path):
     (model / "region_calibration.json").write_text(
         json.dumps(
             {
-                "scale": 1.25,
+                "format": "gazeflow-region-calibration",
+                "version": 2,
+                "levels": [0.5, 0.9],
+                "factors": [1.25, 2.5],
                 "split": "synthetic / validation",
                 "clips": 3,
                 "frames": 1200,
-                "levels": [0.5, 0.9],
                 "coverage_raw": [0.4, 0.8],
                 "coverage_calibrated": [0.5, 0.875],
+                "held_out": {
+                    "split": "synthetic / test",
+                    "clips": 4,
+                    "frames": 1500,
+                    "coverage_raw": [0.3, 0.7],
+                    "coverage_calibrated": [0.52, 0.9],
+                },
             }
         )
     )
@@ -179,16 +188,37 @@ def test_a_missing_section_is_named(made_up):
         render_tables.render_text(TEXT, sources)
 
 
-def test_the_region_scale_and_coverage_come_from_the_model_folder(made_up):
+def test_the_region_factors_and_coverage_come_from_the_model_folder(made_up):
     sources, _, _ = made_up
     text = (
-        "s = <!-- value: region_calibration/scale -->?<!-- end value -->\n"
+        "<!-- value: region_calibration/factors -->?<!-- end value --> on "
+        "<!-- value: region_calibration/split -->?<!-- end value -->, tested on "
+        "<!-- value: region_calibration/held-out -->?<!-- end value -->\n"
         "<!-- table: region_calibration/coverage -->\n<!-- end table -->"
     )
     rendered = render_tables.render_text(text, sources)
-    assert rendered.startswith("s = <!-- value: region_calibration/scale -->1.2500<!-- end value -->")
-    assert "| 0.50 | 0.400 | 0.500 |\n| 0.90 | 0.800 | 0.875 |\n\n<!-- end table -->" in rendered
-    assert "| nominal q | observed (raw spread, s = 1) | observed (calibrated, s = 1.2500) |" in rendered
+    assert rendered.startswith(
+        "<!-- value: region_calibration/factors -->f_0.5 = 1.250, f_0.9 = 2.500<!-- end value --> on "
+        "<!-- value: region_calibration/split -->synthetic / validation, 3 clips, 1,200 frames<!-- end value -->, "
+        "tested on <!-- value: region_calibration/held-out -->synthetic / test, 4 clips, 1,500 frames<!-- end value -->"
+    )
+    header = (
+        "| nominal q | factor f_q | validation: raw spread | validation: calibrated | test: raw spread "
+        "| test: calibrated |"
+    )
+    assert header in rendered
+    assert (
+        "| 0.50 | 1.250 | 0.400 | 0.500 | 0.300 | 0.520 |\n| 0.90 | 2.500 | 0.800 | 0.875 | 0.700 | 0.900 |\n"
+        in rendered
+    )
+    coverage = "<!-- value: region_calibration/held-out-coverage -->?<!-- end value -->"
+    assert render_tables.render_text(coverage, sources) == coverage.replace("?", "0.520 at q = 0.5, 0.900 at q = 0.9")
+    causal = made_up[2].parent / "default_model_causal"  # the causal model's file is its own folder's
+    causal.mkdir()
+    (causal / "region_calibration.json").write_text(json.dumps({"levels": [0.9], "factors": [3.0]}))
+    both = render_tables.Sources(sources.results_dir, sources.model_folders + (("default_model_causal", causal),))
+    marker = "<!-- value: region_calibration.causal/factors -->?<!-- end value -->"
+    assert render_tables.render_text(marker, both) == marker.replace("?", "f_0.9 = 3.000")
 
 
 def test_every_table_of_the_benchmarks_page_is_rendered_or_marked_as_measured():

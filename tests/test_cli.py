@@ -15,6 +15,7 @@ import pytest
 
 from transformers_gazeflow.commands.cli import main
 from transformers_gazeflow.data.video import iter_frames, probe_video
+from transformers_gazeflow.outputs.overlay import READABLE_SHORT_SIDE, readable_scale
 from transformers_gazeflow.outputs.writers import (
     CSV_COLUMNS,
     FIXATION_COLUMNS,
@@ -68,7 +69,9 @@ def check_outputs(
         overlay_info = probe_video(out_dir / "overlay.mp4")
         assert overlay_info.num_frames == info.num_frames
         assert overlay_info.fps == pytest.approx(info.fps)
-        assert (overlay_info.width, overlay_info.height) == (info.width, info.height)
+        scale = readable_scale(info.height, info.width, READABLE_SHORT_SIDE)  # small videos drawn larger; the CSV
+        assert min(overlay_info.width, overlay_info.height) >= min(READABLE_SHORT_SIDE, info.width, info.height)
+        assert (overlay_info.width, overlay_info.height) == (info.width * scale, info.height * scale)
         assert sum(1 for _ in iter_frames(out_dir / "overlay.mp4")) == info.num_frames  # it decodes
     else:
         assert not (out_dir / "overlay.mp4").exists()

@@ -119,6 +119,37 @@ def test_csv_rows_hold_the_same_points(capsys, tmp_path, synthetic_clip_mp4, cau
     assert [(float(r["x"]), float(r["y"])) for r in rows] == [(r["x"], r["y"]) for r in records]
 
 
+def test_a_model_folders_region_calibration_reaches_the_lines(capsys, tmp_path, synthetic_clip_mp4, causal_model_dir):
+    """With a region_calibration.json in the causal model's folder each line (and CSV row) gains region90_px,
+    f_90 * max(r90_px, rho) (the calibration's floor rho in pixels), and nothing else changes; without one there is
+    no region field."""
+    import csv
+    import shutil
+
+    path, _ = synthetic_clip_mp4
+    folder = tmp_path / "model"
+    shutil.copytree(causal_model_dir, folder)
+    record = {"format": "gazeflow-region-calibration", "version": 2, "exchangeable": "frames"}
+    record.update(levels=[0.5, 0.9], factors=[1.5, 2.5], min_radius_px=40.0)  # a floor above some r90s
+    (folder / "region_calibration.json").write_text(json.dumps(record))
+    _, plain, _ = stream_in_process(capsys, path, "--model", causal_model_dir)
+    status, calibrated, _ = stream_in_process(capsys, path, "--model", folder, "--csv", tmp_path / "rows.csv")
+    assert status == 0 and calibrated == [] and "region90_px" not in plain[0]
+    _, calibrated, _ = stream_in_process(capsys, path, "--model", folder)
+    with open(tmp_path / "rows.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert tuple(rows[0]) == FIELDS + ("region90_px",)
+    floored = 0
+    for before, line, row in zip(plain, calibrated, rows):
+        assert {k: v for k, v in line.items() if k not in ("latency_ms", "region90_px")} == {
+            k: v for k, v in before.items() if k != "latency_ms"
+        }
+        assert line["region90_px"] == pytest.approx(2.5 * max(line["r90_px"], 40.0), abs=3e-3)
+        assert float(row["region90_px"]) == line["region90_px"]
+        floored += line["r90_px"] < 40.0
+    assert 0 < floored < len(plain)  # both sides of the floor were exercised
+
+
 def with_stdin(monkeypatch, data: bytes) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
 

@@ -112,7 +112,8 @@ def test_each_time_sampling_is_its_own_flow_matching_run(probe, capsys):
     assert {"flow_matching (uniform s)", "flow_matching (late_quadratic s)"} <= names
     assert "regression" not in names
     args = probe.parse_args(TINY + ["--flow_time_sampling", "logit_normal"])
-    assert probe.probe_config("flow_matching", 16, args.overrides, "logit_normal").flow_time_sampling == "logit_normal"
+    variant = probe.Variant("flow_matching", "logit_normal")
+    assert probe.probe_config(variant, 16, args.overrides).flow_time_sampling == "logit_normal"
 
 
 def test_cpu_cap_stops_training_early(probe):
@@ -128,8 +129,30 @@ def test_cpu_cap_stops_training_early(probe):
         ]
     )
     true_steps = np.linspace(0.001, 0.05, 100)
-    result = probe.train_and_probe(args, "flow_matching", 0, true_steps)
-    assert result.train_steps < 1000 and set(result.figures) == {1, 2}
+    (result,) = probe.train_and_probe(args, probe.Variant("flow_matching"), 0, probe.Truth(true_steps))
+    assert result.train_steps < 1000 and set(result.figures) == {("", 1), ("", 2)}
+
+
+def test_samplers_endpoints_clips_and_a_learning_curve_are_rows(probe, capsys, tmp_path):
+    """Each reading is its own row; the Euler S=2 output is the endpoint estimate x1_hat at s = 0.5 of the same
+    path (an Euler step from s to 1 lands on x_s + (1 - s) v), and a saved run read again gives the same rows."""
+    extra = ["--objectives", "flow_matching", "--noise_correlation", "0", "0.5", "--solvers", "euler", "heun"]
+    extra += ["--time_grid_powers", "1", "2", "--endpoint_times", "0.5", "--clip_frames", "24", "--clip_count", "2"]
+    extra += ["--eval_at_steps", "2", "--save_dir", str(tmp_path)]
+    assert probe.main(TINY + extra) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    rows = {line.split(" | ")[0][2:] + " S=" + line.split(" | ")[1]: line.split(" | ")[5:] for line in table[1:]}
+    for name in ("flow_matching (uniform s)", "flow_matching (uniform s, rho 0.5)"):
+        for suffix in ("", " [heun]", " [grid p=2]", " [heun, grid p=2]", " [whole 24-frame clips]"):
+            assert f"{name}{suffix} S=1" in rows and f"{name}{suffix} S=2" in rows, name + suffix
+        assert rows[f"{name} [x1_hat at s=0.50] S=2"] == rows[f"{name} S=2"]
+        assert f"{name} at step 2 S=2" in rows
+    assert rows["flow_matching (uniform s) S=1"] != rows["flow_matching (uniform s, rho 0.5) S=1"]
+    assert (tmp_path / "flow_matching-uniform-rho0.5-seed0" / "config.json").is_file()
+    assert probe.main(TINY + extra[:5] + ["--load_dir", str(tmp_path)]) == 0
+    again = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    again_rows = {line.split(" | ")[0][2:] + " S=" + line.split(" | ")[1]: line.split(" | ")[5:] for line in again[1:]}
+    assert again_rows["flow_matching (uniform s, rho 0.5) S=2"] == rows["flow_matching (uniform s, rho 0.5) S=2"]
 
 
 @pytest.mark.parametrize(
@@ -141,6 +164,12 @@ def test_cpu_cap_stops_training_early(probe):
         (["--num_steps", "0"], "--num_steps must all be >= 1"),
         (["--max_cpu_minutes", "0"], "--max_cpu_minutes must be > 0"),
         (["--flow_time_sampling", "late"], "--flow_time_sampling: invalid choice"),
+        (["--noise_correlation", "1"], "--noise_correlation must all be in [0, 1)"),
+        (["--time_grid_powers", "0.5"], "--time_grid_powers must all be >= 1"),
+        (["--endpoint_times", "1"], "--endpoint_times must all be in [0, 1)"),
+        (["--clip_frames", "16"], "--clip_frames must be 0 or more than --num_frames=16"),
+        (["--save_dir", "a", "--load_dir", "b"], "give at most one of --save_dir and --load_dir"),
+        (["--eval_at_steps", "3"], "--eval_at_steps must all be in [1, --max_train_steps)"),
     ],
 )
 def test_bad_arguments_name_themselves(probe, capsys, extra, message):

@@ -40,9 +40,9 @@ def model_dir(tmp_path_factory):
     return folder
 
 
-def run(args, env, launcher=None, check=True):
+def run(args, env, launcher=None, check=True, cwd=REPO):
     command = (launcher or [sys.executable]) + [str(EVALUATE)] + [str(a) for a in args]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
     if check and result.returncode != 0:
         raise AssertionError(
             f"evaluate.py failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-4000:]}"
@@ -86,26 +86,38 @@ def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, model_d
     # beside the dynamics table: the events table and the reliability of the uncertainty regions
     assert "(each sample) |" in markdown and "(point estimate) |" in markdown
     assert "Fixations and saccades (I-VT" in markdown and "| Recording (dataset labels) |" in markdown
-    assert "Uncertainty regions (the model has no region scale)" in markdown and "| 0.95 |" in markdown
+    assert "Uncertainty regions (the model has no region calibration)" in markdown and "| 0.95 |" in markdown
+    # the paper's layout of the dynamics row, and the sample set's energy score and CRPS
+    assert "In the paper's layout (Table dynamics)" in markdown and "| Disp Mean (H: " in markdown
+    assert "| energy score (px, fair) | CRPS per coordinate (px, fair) |" in markdown
+    assert all(results["metrics"][key] > 0 for key in ("energy_score_fair", "crps_fair"))
     assert {"samples", "point_estimate", "labeller_on_recording", "human"} == set(results["events"]["metrics"])
     assert [row["nominal"] for row in results["reliability"]["rows"]] == [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
 
 
-def test_the_region_scale_is_fitted_saved_and_read_back(tmp_path, env, data_dir, model_dir):
+def test_the_region_factors_are_fitted_saved_and_read_back(tmp_path, env, data_dir, model_dir):
     import shutil
 
     model = shutil.copytree(model_dir, tmp_path / "model")
     args = ["--model_name_or_path", model, *data_args(data_dir), "--num_samples", 4, "--num_steps", 2]
-    fitted = run(args + ["--region_split", "validation", "--save_region_calibration"], env)
+    fitted = run(args + ["--region_split", "validation", "--save_region_calibration"], env, cwd=tmp_path)
     saved = json.loads((model / "region_calibration.json").read_text())
-    assert saved["scale"] > 0 and saved["split"] == "synthetic / validation" and saved["frames"] > 0
-    assert f"wrote the region scale {saved['scale']:.4f}" in fitted.stdout
-    assert "scale fitted on synthetic / validation" in fitted.stdout
+    assert saved["version"] == 2 and saved["levels"] == [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+    assert len(saved["factors"]) == 6 and saved["exchangeable"] == "frames" and saved["min_radius_px"] == 1.0
+    assert saved["split"] == "synthetic / validation" and saved["frames"] > 0
+    # the coverage the factors reach on the fitting frames and on the evaluated split are in the file
+    assert all(c >= q for c, q in zip(saved["coverage_calibrated"], saved["levels"]))
+    assert saved["held_out"]["split"] == "synthetic / train" and len(saved["held_out"]["coverage_calibrated"]) == 6
+    assert f"wrote the region factors (0.5: {saved['factors'][0]:.4f}," in fitted.stdout
+    assert "fitted on synthetic / validation" in fitted.stdout
     again = run(args + ["--output_dir", tmp_path / "again"], env)
-    assert "scale from the model folder's region_calibration.json (synthetic / validation)" in again.stdout
+    assert "the model folder's region_calibration.json (synthetic / validation)" in again.stdout
     reliability = json.loads((tmp_path / "again" / "results.json").read_text())["reliability"]
-    assert reliability["scale"] == pytest.approx(saved["scale"])
-    assert all("calibrated" in row for row in reliability["rows"])
+    assert reliability["calibration"]["factors"] == saved["factors"]
+    assert [row["factor"] for row in reliability["rows"]] == saved["factors"]
+    assert [row["calibrated"] for row in reliability["rows"]] == saved["held_out"]["coverage_calibrated"]
+    refused = run(args + ["--save_region_calibration"], env, check=False)
+    assert refused.returncode == 2 and "--save_region_calibration needs --region_split" in refused.stderr
 
 
 @pytest.mark.parametrize("baseline", ["center_bias", "random_walk", "random_walk_free"])
@@ -124,8 +136,22 @@ def test_baselines(tmp_path, env, data_dir, baseline):
         ],
         env,
     )
-    metrics = json.loads((tmp_path / "results.json").read_text())["metrics"]
-    assert all(key in metrics for key in MAIN_KEYS)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert all(key in results["metrics"] for key in MAIN_KEYS)
+    # every baseline has trajectories (Center Bias its centre): dynamics, proper scores and the events table
+    assert all(key in results["metrics"] for key in ("ade_mean", "energy_score_fair", "crps_plain"))
+    assert "(each sample) |" in (tmp_path / "results.md").read_text() and "events" in results
+    if baseline == "center_bias":  # one point per frame: both estimates are its distance to the truth
+        assert results["metrics"]["energy_score_fair"] == results["metrics"]["energy_score_plain"]
+        assert "reliability" not in results
+
+
+def test_results_are_written_by_default_and_the_command_says_where(tmp_path, env, data_dir):
+    result = run(["--baseline", "center_bias", *data_args(data_dir), "--sigma_px", 5], env, cwd=tmp_path)
+    folder = tmp_path / "runs" / "eval" / "center_bias-synthetic-tiny-train"
+    assert json.loads((folder / "results.json").read_text())["method"] == "center_bias"
+    assert (folder / "results.md").is_file() and (folder / "frame_scores.npz").is_file()
+    assert f"wrote {Path('runs/eval/center_bias-synthetic-tiny-train/results.json')}" in result.stdout
 
 
 def test_two_processes_give_the_one_process_result(tmp_path, env, data_dir, model_dir):

@@ -142,3 +142,50 @@ def test_a_causal_model_caches_its_per_frame_tokens_plain_and_mirrored(tmp_path,
             for batch in (cached, decoded)
         ]
         assert torch.allclose(losses[0], losses[1], atol=1e-6)
+
+
+def test_an_interrupted_build_resumes_with_the_windows_it_had_written(tmp_path, setting):
+    """A build stopped after its second shard (Ctrl-C inside the encoder) keeps those two shards: the next build
+    encodes only the windows they lack, and every window's tokens equal those of an uninterrupted build."""
+    model, processor, train, validation = setting
+    collator = GazeFlowDataCollator(processor, num_frames=8)
+    fingerprint = cache_fingerprint(model, processor)
+    examples = [train[i] for i in range(len(train))] + [validation[i] for i in range(len(validation))]
+    assert len(examples) > 6
+    encoded = []
+    encode = model.encode_video
+
+    def counting(inputs):
+        if len(encoded) == 2 and stop_after_two:
+            raise KeyboardInterrupt
+        encoded.append(inputs.shape[0])
+        return encode(inputs)
+
+    stop_after_two = True
+    model.encode_video = counting
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            FeatureCache(tmp_path / "cut", fingerprint).build(model, [train, validation], collator, batch_size=3)
+        assert encoded == [3, 3] and not (tmp_path / "cut" / "manifest.json").exists()
+        stop_after_two, encoded[:] = False, []
+        resumed = FeatureCache(tmp_path / "cut", fingerprint).build(model, [train, validation], collator, batch_size=3)
+        assert sum(encoded) == len(examples) - 6
+    finally:
+        del model.encode_video
+    whole = FeatureCache(tmp_path / "whole", fingerprint).build(model, [train, validation], collator, batch_size=3)
+    for example in examples:
+        assert torch.equal(resumed.load(example_key(example)), whole.load(example_key(example)))
+    assert not (tmp_path / "cut" / "building.json").exists()
+
+
+def test_a_build_shows_its_progress_and_the_size_on_disk(tmp_path, setting, caplog):
+    model, processor, train, _ = setting
+    collator = GazeFlowDataCollator(processor, num_frames=8)
+    with caplog.at_level("INFO", logger="transformers_gazeflow.training.feature_cache"):
+        cache = FeatureCache(tmp_path, cache_fingerprint(model, processor)).build(model, [train], collator)
+    on_disk = sum(path.stat().st_size for path in tmp_path.glob("shard-*.safetensors"))
+    message = next(m for m in caplog.messages if "on disk when complete" in m)
+    estimate_gb = float(message.split("about ")[1].split(" GB")[0])
+    per_window = on_disk / len(train)  # every window holds the same number of tokens
+    assert abs(estimate_gb - per_window * len(train) / 1e9) <= 0.01 + 0.25 * on_disk / 1e9
+    assert cache.covers([example_key(train[i]) for i in range(len(train))])

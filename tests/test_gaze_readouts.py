@@ -91,6 +91,57 @@ def test_predict_with_a_field_of_view_writes_degrees_events_and_spreads(predicte
     assert record["fixation_trains"]["scanpath_attributes"]["sample_id"][0] == -1
 
 
+def test_a_model_folders_region_calibration_reaches_gaze_csv_and_the_summary(tmp_path, predicted, tiny_model_dir):
+    """The same clip, model and seed with a region_calibration.json in the folder: only the region columns change,
+    to f_90 * max(spread90, rho) in pixels (rho as an angle beside the point estimate in degrees); a version-1 file
+    still means its single scale times spread90."""
+    import shutil
+
+    path, plain = predicted
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    record = {"format": "gazeflow-region-calibration", "version": 2, "exchangeable": "frames"}
+    record.update(levels=[0.5, 0.9], factors=[1.5, 2.5], min_radius_px=0.75)
+    (folder / "region_calibration.json").write_text(json.dumps(record))
+    status, _, stderr = run(
+        "predict", path, "--model", folder, "-o", tmp_path / "v2", "--fov", "90", "-q", "--no-overlay"
+    )
+    assert status == 0, stderr
+    (folder / "region_calibration.json").write_text(json.dumps({"scale": 2.0}))
+    status, _, stderr = run(
+        "predict", path, "--model", folder, "-o", tmp_path / "v1", "--fov", "90", "-q", "--no-overlay"
+    )
+    assert status == 0, stderr
+    camera = PinholeCamera.from_fov(64, 48, 90)  # f = 32 px
+    region_columns = {"region90_px", "region90_deg"}
+    points = 0
+    for before, v2, v1 in zip(
+        *(rows_of(folder_ / "gaze.csv") for folder_ in (plain, tmp_path / "v2", tmp_path / "v1"))
+    ):
+        assert {k: v for k, v in v2.items() if k not in region_columns} == {
+            k: v for k, v in before.items() if k not in region_columns
+        }
+        if before["sample_id"] != "-1":
+            assert v2["region90_px"] == v1["region90_px"] == ""
+            continue
+        points += 1
+        spread_px, spread_deg = float(before["spread90_px"]), float(before["spread90_deg"])
+        centre = np.array([float(before["x_px"]), float(before["y_px"])])
+        floor_deg = float(camera.angle_between_deg(centre + [0.75, 0], centre))
+        assert float(v2["region90_px"]) == pytest.approx(2.5 * max(spread_px, 0.75), abs=0.02)
+        assert float(v2["region90_deg"]) == pytest.approx(2.5 * max(spread_deg, floor_deg), abs=0.003)
+        assert float(v1["region90_px"]) == pytest.approx(2.0 * spread_px, abs=0.02)
+        assert float(v1["region90_deg"]) == pytest.approx(2.0 * spread_deg, abs=0.003)
+    assert points == 30
+    summary = json.loads((tmp_path / "v2" / "summary.json").read_text())
+    assert summary["region_calibration"]["factors"] == [1.5, 2.5] and summary["mean_region90_px"] > 0
+    assert json.loads((plain / "summary.json").read_text())["region_calibration"] is None
+    assert json.loads((tmp_path / "v1" / "summary.json").read_text())["region_calibration"] == {
+        "version": 1,
+        "scale": 2.0,
+    }
+
+
 def test_idt_and_intrinsics(tmp_path, synthetic_clip_mp4, tiny_model_dir):
     path, _ = synthetic_clip_mp4
     intrinsics = tmp_path / "camera.json"
@@ -185,6 +236,29 @@ def test_the_pipeline_carries_readouts_and_applies_a_calibration(tmp_path, predi
     other = WearerCalibration("offset", (0.05, -0.05), (1.0, 1.0), "another/model", "0" * 16)
     with pytest.raises(ValueError, match="fitted for the model another/model"):
         gaze(str(path), calibration=other)
+
+
+def test_the_pipeline_applies_the_model_folders_region_calibration(tmp_path, predicted, tiny_model_dir):
+    """The pipeline's regions are the model folder's factors times the spread (at least rho), as gaze.csv's."""
+    import shutil
+
+    from transformers import pipeline
+
+    import transformers_gazeflow  # noqa: F401  (registers the task)
+
+    path, _ = predicted
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, folder)
+    record = {"format": "gazeflow-region-calibration", "version": 2, "exchangeable": "frames"}
+    record.update(levels=[0.5, 0.9], factors=[1.5, 2.5], min_radius_px=0.75)
+    (folder / "region_calibration.json").write_text(json.dumps(record))
+    plain = pipeline("egocentric-gaze", model=str(tiny_model_dir))(str(path), return_uncertainty=True)
+    calibrated = pipeline("egocentric-gaze", model=str(folder))(str(path), return_uncertainty=True)
+    assert plain.uncertainty.calibration is None and calibrated.uncertainty.calibration.factors == (1.5, 2.5)
+    spread = calibrated.uncertainty.spread(0.9)
+    np.testing.assert_array_equal(spread, plain.uncertainty.spread(0.9))
+    np.testing.assert_allclose(calibrated.uncertainty.region(0.9), 2.5 * np.maximum(spread, 0.75))
+    np.testing.assert_array_equal(plain.uncertainty.region(0.9), spread)
 
 
 @pytest.mark.parametrize(

@@ -169,7 +169,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "metrics": {"conventions", "gaze"},
     # the stream's steppers and the ONNX export open model folders (hub) and prepare raw frames (data)
     "generation": {"conventions", "model", "data", "hub"},
-    "hub": {"conventions", "model", "data"},
+    # a model folder's region_calibration.json is read into the gaze layer's RegionCalibration
+    "hub": {"conventions", "model", "data", "gaze"},
     "pipelines": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub"},
     "outputs": {"conventions", "model", "data", "gaze", "metrics"},
     "recipes": {"conventions", "model", "data", "gaze", "metrics", "generation", "hub"},

@@ -289,3 +289,16 @@ def test_registration_works_whatever_was_imported_first(tiny_model_dir):
         tiny_model_dir,
     )
     assert lines[-1] == "GazeFlowConfig"
+
+
+def test_a_bundled_models_card_loads_it_by_the_package_not_by_a_path_of_the_machine_it_was_made_on():
+    """The card's usage snippet names the package's folder as an expression that holds on any machine; a path
+    written into it (the bundling machine's) would not."""
+    import transformers_gazeflow
+
+    card = (transformers_gazeflow.default_model_path() / "README.md").read_text()
+    snippet = next(line for line in card.splitlines() if line.startswith('gaze = pipeline("egocentric-gaze"'))
+    argument = snippet.split("model=", 1)[1].rsplit(")", 1)[0]
+    assert eval(argument, {"transformers_gazeflow": transformers_gazeflow}) == str(  # noqa: S307 - our own card
+        transformers_gazeflow.default_model_path()
+    )

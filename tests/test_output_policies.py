@@ -28,9 +28,10 @@ def test_the_policies_name_the_writers_files():
     assert output_policies.FIXATIONS_NAME == writers.FIXATIONS_NAME
     assert output_policies.SACCADES_NAME == writers.SACCADES_NAME
     assert output_policies.SCANPATHS_NAME == readouts.SCANPATHS_NAME
-    from transformers_gazeflow.commands.stream import FIELDS
+    from transformers_gazeflow.commands.stream import FIELDS, REGION_FIELDS
 
     assert output_policies.STREAM_FIELDS == FIELDS
+    assert output_policies.STREAM_REGION_FIELDS == REGION_FIELDS
 
 
 def test_a_prediction_replaces_an_earlier_prediction_and_nothing_else(tmp_path):
@@ -74,6 +75,9 @@ def test_stream_and_calibrate_outputs_replace_only_their_own_files(tmp_path):
     other.write_text("precious")
     check_output_files([("--csv", stream_csv, "stream --csv"), ("--summary", summary, "stream --summary")])
     check_output_files([("--output", calib, "calibrate"), ("--csv", tmp_path / "new.csv", "stream --csv")])
+    region_csv = tmp_path / "region.csv"  # a stream of a model with a region calibration: one more column
+    region_csv.write_text(",".join(output_policies.STREAM_FIELDS + ("region90_px",)) + "\n0,0.0,0.5\n")
+    check_output_files([("--csv", region_csv, "stream --csv")])
     for argument, command in (("--csv", "stream --csv"), ("--summary", "stream --summary"), ("--output", "calibrate")):
         with pytest.raises(UnsafeOutputError) as caught:
             check_output_files([(argument, other, command)])

@@ -148,3 +148,44 @@ def test_scaled_is_the_python_float_product_bit_for_bit(dtype):
         assert torch.equal(scaled(factor, tensor), factor * tensor), factor
     flow_time = torch.full((3, 1, 1, 1), 0.25, dtype=dtype)  # a tensor factor (training) is used as it is
     assert torch.equal(scaled(flow_time, tensor), flow_time * tensor)
+
+
+def test_a_time_grid_power_puts_the_steps_near_the_data_end():
+    assert FlowMatchingScheduler(5).timesteps() == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    late = FlowMatchingScheduler(4, time_grid_power=2.0).timesteps()
+    assert late == pytest.approx([0.0, 1 - 0.75**2, 1 - 0.5**2, 1 - 0.25**2, 1.0])  # s_i = 1 - (1 - i / S)^2
+    recorded = []
+
+    def record(sample, time, self_condition):
+        recorded.append(time)
+        return torch.zeros_like(sample)
+
+    FlowMatchingScheduler(4, "heun", time_grid_power=2.0).sample(record, torch.zeros(1, 1, 2, 2))
+    assert recorded[::2] == pytest.approx(late[:-1]) and recorded[1::2] == pytest.approx(late[1:])
+    with pytest.raises(ValueError, match="`time_grid_power` must be a number >= 1, got 0.5"):
+        FlowMatchingScheduler(4, time_grid_power=0.5)
+
+
+def test_the_config_time_grid_reaches_the_window_sampler_and_the_streamer():
+    """``config.time_grid_power`` p = 2 at S = 2: flow times 0 and 1 - (1 - 1/2)^2 = 0.75, read by the windowed
+    sampler's network calls and prepared in the causal streamer's step."""
+    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+    from transformers_gazeflow.generation.streaming_step import GazeFlowStreamerStep
+    from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
+
+    torch.manual_seed(0)
+    model = GazeFlowModel(GazeFlowConfig.tiny(use_lora=False, causal=True, time_grid_power=2)).eval()
+    settings = SamplingSettings.resolve(model.config, num_samples=1, num_steps=2)
+    assert GazeFlowStreamerStep(model, settings).velocity_network.flow_times == [0.0, 0.75]
+    seen = []
+    original = model.velocity
+
+    def recording(sample, flow_time, *args, **kwargs):
+        seen.append(float(flow_time) if not torch.is_tensor(flow_time) else flow_time.flatten()[0].item())
+        return original(sample, flow_time, *args, **kwargs)
+
+    model.velocity = recording
+    model.generate(encoder_hidden_states=torch.randn(1, 16, 32), num_samples=1, num_steps=2)
+    assert seen == [0.0, 0.75]
+    with pytest.raises(ValueError, match=r"^GazeFlowConfig: `time_grid_power` must be a number >= 1"):
+        GazeFlowConfig.tiny(time_grid_power=0.5)

@@ -12,7 +12,7 @@ from torch import nn
 
 from tests.script_loading import load_script
 from transformers_gazeflow.training import loop
-from transformers_gazeflow.training.early_stopping import note_validation_loss, patience_spent
+from transformers_gazeflow.training.early_stopping import early_stopping_min_steps, note_validation_loss, patience_spent
 from transformers_gazeflow.training.ema import cpu_state_dict, exponential_moving_average
 from transformers_gazeflow.training.trainer_state import TrainerState
 
@@ -86,22 +86,38 @@ def test_early_stopping_counts_epochs_since_the_best_and_a_tie_is_no_improvement
     assert patience_spent(state, 2) and not patience_spent(state, 3)
 
 
+def test_patience_is_not_spent_before_the_minimum_step():
+    """The first epochs' validation losses do not end a run: 2 epochs without improvement at step 12 of 200 with
+    20 warm-up steps leave patience 2 unspent until step max(20, 200 // 4) = 50."""
+    assert early_stopping_min_steps(200, 20) == 50 and early_stopping_min_steps(200, 80) == 80
+    assert early_stopping_min_steps(200, 20, requested=0) == 0
+    state = TrainerState(completed_steps=12, epochs_without_improvement=2)
+    assert not patience_spent(state, 2, min_steps=50) and patience_spent(state, 2, min_steps=12)
+    state.completed_steps = 50
+    assert patience_spent(state, 2, min_steps=50)
+
+
 def test_a_state_whose_patience_is_spent_trains_no_further():
     """A run restored from a checkpoint written as early stopping hit (a chosen trial start that stopped early) is
     over: the loop returns at once, before it touches the data or the model."""
-    setup = SimpleNamespace(args=argparse.Namespace(early_stopping_patience=2))
+    setup = SimpleNamespace(
+        args=argparse.Namespace(early_stopping_patience=2, num_warmup_steps=0, early_stopping_min_steps=None),
+        max_train_steps=100,
+    )
     run = SimpleNamespace(state=TrainerState(completed_steps=40, epochs_without_improvement=2))
     assert loop.train_epochs(setup, run, Path("unused")) is True
     assert run.state.completed_steps == 40
 
 
-def test_the_loop_stops_after_patience_epochs_without_improvement(tmp_path, monkeypatch, caplog):
-    """8 steps an epoch, validation losses scripted 0.5, 0.6, 0.7, 0.1, ...: with patience 2 the run stops after
-    the third epoch (step 24) and keeps the first epoch's weights, however good the later epochs would have been."""
+@pytest.mark.parametrize("min_steps, stopped_at", [(None, 24), (40, 40)])
+def test_the_loop_stops_after_patience_epochs_without_improvement(tmp_path, monkeypatch, caplog, min_steps, stopped_at):
+    """8 steps an epoch, validation losses scripted 0.5, 0.6, 0.7, 0.8, ...: with patience 2 the run stops after
+    the third epoch (step 24; the default minimum is 48 // 4 = 12 steps) and keeps the first epoch's weights; with
+    ``--early_stopping_min_steps 40`` it trains on to step 40 first."""
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    scripted = iter([0.5, 0.6, 0.7, 0.1, 0.1, 0.1])
+    scripted = iter([0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
     monkeypatch.setattr(loop, "validation_loss", lambda model, loader, accelerator, seed: (next(scripted), None))
     bar = loop.tqdm
     monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
@@ -109,10 +125,13 @@ def test_the_loop_stops_after_patience_epochs_without_improvement(tmp_path, monk
     argv = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_preset", "tiny"]
     argv += ["--per_device_train_batch_size", "8", "--dataloader_num_workers", "0", "--no-use_lora"]
     argv += ["--num_train_epochs", "6", "--early_stopping_patience", "2"]
+    argv += [] if min_steps is None else ["--early_stopping_min_steps", str(min_steps)]
     argv += ["--data_dir", str(tmp_path / "data"), "--output_dir", str(tmp_path / "run")]
     with caplog.at_level(logging.INFO, logger="train"):
         assert train.main(argv) == 0
     state = TrainerState.load(tmp_path / "run")
-    assert [record["step"] for record in state.history] == [8, 16, 24]
-    assert state.completed_steps == 24 and state.best_step == 8 and state.epochs_without_improvement == 2
-    assert "early stopping: no validation improvement for 2 epochs" in caplog.messages
+    assert [record["step"] for record in state.history] == list(range(8, stopped_at + 1, 8))
+    assert state.completed_steps == stopped_at and state.best_step == 8
+    assert state.epochs_without_improvement == stopped_at // 8 - 1
+    expected = f"early stopping at step {stopped_at}: no validation improvement for {stopped_at // 8 - 1} epochs"
+    assert any(message.startswith(expected) for message in caplog.messages), caplog.messages

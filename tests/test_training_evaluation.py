@@ -115,12 +115,15 @@ def test_the_report_prints_both_tables_with_the_dynamics_reference_rows():
     report = report_markdown("GazeFlow", result, title="GazeFlow on synthetic")
     assert report.startswith("## GazeFlow on synthetic\n\n")
     assert main_table_markdown({"GazeFlow": result.metrics}) in report
-    assert dynamics_table_markdown({"GazeFlow": result.metrics}, result.dynamics_references) in report
-    lines = report.splitlines()
+    dynamics = dynamics_table_markdown({"GazeFlow": result.metrics}, result.dynamics_references)
+    assert dynamics in report
+    lines = dynamics.splitlines()
     for _, name in REFERENCE_ROWS:  # the reference rows sit below the method's row, with real numbers
         row = next(line for line in lines if line.startswith(f"| {name} |"))
         assert lines.index(row) > max(i for i, line in enumerate(lines) if line.startswith("| GazeFlow |"))
         assert any(cell.strip() not in ("-", "") for cell in row.split("|")[2:])
+    # then the same row in the paper's layout and the sample set's proper scores
+    assert report.index(dynamics) < report.index("In the paper's layout") < report.index("proper scores")
     assert "JSD (log bins)" in report and "W1 (px)" in report
     assert report_markdown("GazeFlow", result) == report.split("\n\n", 1)[1]
 

@@ -3,14 +3,18 @@
 import numpy as np
 import pytest
 
+from transformers_gazeflow.data.synthetic.scene import TASK_COLORS
 from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px, render_heatmaps
 from transformers_gazeflow.outputs.overlay import (
     COLOUR_TABLE,
+    SAMPLE_COLOUR,
+    OverlayLegend,
     OverlayRenderer,
     OverlayVideoWriter,
     blend_heatmap,
     draw_gaze,
     draw_ground_truth,
+    readable_scale,
 )
 
 
@@ -135,14 +139,51 @@ def test_a_720p_overlay_frame_shows_the_heatmap(tmp_path, scene):
 
 def test_the_true_gaze_is_a_distinct_marker():
     frame = grey(96, 128)
-    out = draw_gaze(
-        frame, samples_px=np.array([[20.0, 20.0]]), point_px=np.array([30.0, 30.0]), truth_px=np.array([90.0, 60.0])
-    )
-    magenta = (out[..., 0] > 200) & (out[..., 1] < 60) & (out[..., 2] > 150)
-    ys, xs = np.nonzero(magenta)
-    assert magenta.sum() > 10 and abs(xs.mean() - 90) < 2 and abs(ys.mean() - 60) < 2
-    assert not magenta[:, :60].any()  # only there
+    out = draw_gaze(frame, samples_px=np.array([[20.0, 20.0]]), truth_px=np.array([90.0, 60.0]))
+    white = (out >= 240).all(axis=-1)
+    ys, xs = np.nonzero(white)
+    assert white.sum() > 10 and abs(xs.mean() - 90) < 2 and abs(ys.mean() - 60) < 2
+    assert not white[:, :60].any()  # only there
+    rim = (out[55:66, 85:96] <= 10).all(axis=-1)
+    assert rim.sum() > white.sum()  # in a black rim wider than the cross
     np.testing.assert_array_equal(draw_gaze(frame, np.zeros((0, 2)), truth_px=np.array([np.nan, np.nan])), frame)
+
+
+@pytest.mark.parametrize("background", [*map(tuple, COLOUR_TABLE[::15]), *TASK_COLORS], ids=str)
+def test_the_true_gaze_stands_out_on_every_heatmap_colour_and_scene_object(background):
+    """The cross's own colour is far (>= 100 in some channel) from each colour the heatmap blends towards and each
+    saturated object colour of the synthetic scenes (the magenta cross vanished on the magenta object and the red
+    heatmap)."""
+    frame = np.empty((96, 128, 3), np.uint8)
+    frame[...] = background
+    out = draw_gaze(frame, np.zeros((0, 2)), truth_px=np.array([64.0, 48.0]))
+    assert np.abs(out[48, 64].astype(int) - np.asarray(background)).max() >= 100
+
+
+def test_the_legend_is_burned_in_with_each_marks_colours_and_a_small_video_is_enlarged():
+    frame = grey(192, 256)
+    legend = OverlayLegend(num_samples=16, heatmap=True, region=False, truth=True)
+    renderer = OverlayRenderer(trail=0, legend=legend, min_short_side=480)
+    samples = np.array([[200.0, 150.0], [210.0, 140.0]])
+    out = renderer.render(frame, samples, samples.mean(axis=0), truth_px=np.array([180.0, 120.0]))
+    assert out.shape == (576, 768, 3)  # 3x: the short side 192 -> 576 >= 480
+    rows = legend.entries()
+    assert [mark for mark, _ in rows] == ["samples", "point", "heatmap", "truth"]
+    box = out[:120, :300]
+    assert (box[2, 2] == frame[0, 0] // 4).all()  # behind the legend, the frame darkened to a quarter
+    assert (np.abs(box.astype(int) - SAMPLE_COLOUR).max(axis=-1) < 20).any()  # the samples' swatch
+    assert (np.abs(box.astype(int) - COLOUR_TABLE[255].astype(int)).max(axis=-1) < 20).any()  # the heatmap's
+    assert (box >= 250).all(axis=-1).sum() > 50  # white text, the ring and the cross
+    # the samples are drawn where they are, three times further from the origin
+    near = out[int(150 * 3) - 2 : int(150 * 3) + 3, int(200 * 3) - 2 : int(200 * 3) + 3].astype(int)
+    assert (np.abs(near - SAMPLE_COLOUR).max(axis=-1) < 40).any()
+    plain = OverlayRenderer(trail=0).render(frame, samples, samples.mean(axis=0))
+    assert plain.shape == frame.shape and (plain[:20, :20] == frame[:20, :20]).all()  # the library's default: as is
+    assert (
+        readable_scale(192, 256, 480) == 3
+        and readable_scale(720, 1280, 480) == 1
+        and readable_scale(100, 50, None) == 1
+    )
 
 
 def test_heatmap_sigma_px():

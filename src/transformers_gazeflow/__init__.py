@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "clamp_unit": "models.gazeflow.geometry",
     "PinholeCamera": "models.gazeflow.geometry",
     "FieldOfView": "models.gazeflow.geometry",
+    "FisheyeCamera": "models.gazeflow.geometry",
     "UNTRACKED": "data.gaze_types",
     "FIXATION": "data.gaze_types",
     "SACCADE": "data.gaze_types",
@@ -159,6 +160,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real names
     from .models.gazeflow.generation_gazeflow import generate_trajectories, point_estimate
     from .models.gazeflow.geometry import (
         FieldOfView,
+        FisheyeCamera,
         PinholeCamera,
         clamp_unit,
         model_to_unit,

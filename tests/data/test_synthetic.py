@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -354,3 +355,33 @@ def test_the_subpackage_keeps_the_old_modules_public_names():
     ]
     assert [name for name in old if not hasattr(synthetic, name)] == []
     assert set(synthetic.__all__) <= set(dir(synthetic))
+
+
+def test_an_interrupted_rendering_resumes_with_the_clips_it_had_finished(tmp_path, monkeypatch):
+    """Stopped while writing its third clip, a rendering keeps the first two: the next run renders one clip, writes
+    the annotations of an uninterrupted run, and leaves no per-clip record behind."""
+    from transformers_gazeflow.data.synthetic import dataset
+
+    small = SyntheticGazeSettings(**{**TINY.to_dict(), "num_clips": 3, "max_frames": 16})
+    write = dataset.write_video
+    written = []
+
+    def stop_at_third(path, frames, fps):
+        if len(written) == 2 and stopping:
+            raise KeyboardInterrupt
+        written.append(Path(path).name)
+        return write(path, frames, fps=fps)
+
+    stopping = True
+    monkeypatch.setattr(dataset, "write_video", stop_at_third)
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(tmp_path / "cut", small)
+    assert len(written) == 2 and not (tmp_path / "cut" / MANIFEST_NAME).exists()
+    stopping, written[:] = False, []
+    generate_dataset(tmp_path / "cut", small)
+    assert written == ["synth_3_00002.mp4"]
+    whole = generate_dataset(tmp_path / "whole", small)
+    assert (tmp_path / "cut" / ANNOTATIONS_NAME).read_text() == (whole / ANNOTATIONS_NAME).read_text().replace(
+        str(tmp_path / "whole"), str(tmp_path / "cut")
+    )
+    assert sorted(p.suffix for p in (tmp_path / "cut" / "videos").iterdir()) == [".mp4"] * 3

@@ -1,5 +1,5 @@
-"""Uncertainty from the K samples: hand-computed spreads, modes of known point clouds, the region scale's fit on
-a known distribution, the reliability table."""
+"""Uncertainty from the K samples: hand-computed spreads, modes of known point clouds, the single region scale's fit
+on a known distribution, the reliability table (the per-level conformal factors: tests/gaze/test_regions.py)."""
 
 import numpy as np
 import pytest
@@ -33,7 +33,7 @@ def test_spread_radii_by_hand():
     u = describe_uncertainty(samples, 100, 100)
     assert u.spread(0.5)[0] == pytest.approx(5.0) and u.spread(0.9)[0] == pytest.approx(9.0)
     assert u.region(0.9)[0] == pytest.approx(9.0) and not u.region_calibrated
-    calibrated = describe_uncertainty(samples, 100, 100, region_scale=1.5)
+    calibrated = describe_uncertainty(samples, 100, 100, calibration=1.5)  # a version-1 file's single scale
     assert calibrated.region(0.9)[0] == pytest.approx(13.5) and calibrated.region_calibrated
     # degrees through a 90-degree camera: 5 px at the centre of a 100 px wide frame with f = 50 px
     camera = PinholeCamera.from_fov(100, 100, 90)
@@ -82,13 +82,14 @@ def test_the_region_scale_fit_on_a_known_distribution():
     for row in rows:
         assert row["raw"] < row["nominal"] - 0.15  # the raw spread is far too narrow
         assert row["calibrated"] == pytest.approx(row["nominal"], abs=0.03)
-    text = reliability_table_markdown(rows, data.frames, scale)
-    assert "| 0.90 |" in text and "calibrated, s = " in text and "3000 frames" in text
+    text = reliability_table_markdown(rows, data.frames, "one scale")
+    assert "| 0.90 |" in text and "factor f_q | observed (calibrated, one scale)" in text and "3000 frames" in text
+    assert f"| {scale:.3f} |" in text
 
 
 def test_the_fit_by_hand_and_edge_cases():
     # one level, four frames with ratios 0.5, 1, 2, 4: at q = 0.5 the smallest scale covering 2 of 4 is 1
-    data = CoverageData((0.5,), np.array([[0.5, 1.0, 2.0, 4.0]]))
+    data = CoverageData((0.5,), np.array([0.5, 1.0, 2.0, 4.0]), np.ones((1, 4)), np.arange(4))
     assert fit_region_scale(data) == 1.0 and data.coverage(1.0).tolist() == [0.5]
     # a truth away from samples that all coincide is out of any region (inf); 0 / 0 is covered
     still = np.full((5, 2, 2), 0.5)
@@ -101,4 +102,4 @@ def test_the_fit_by_hand_and_edge_cases():
     with pytest.raises(ValueError, match=r"samples must be \[K, T, 2\]"):
         describe_uncertainty(np.zeros((3, 2)), 10, 10)
     with pytest.raises(ValueError, match="region scale must be a finite positive"):
-        describe_uncertainty(still, 10, 10, region_scale=0.0)
+        describe_uncertainty(still, 10, 10, calibration=0.0)

@@ -84,7 +84,7 @@ def test_bf16_lora_ema_training_resumes_to_the_same_weights(device, environment,
     data_dir = tmp_path / "data"
     args = TINY + ["--data_dir", data_dir, "--use_lora", "--mixed_precision", "bf16", "--max_train_steps", 4]
     full = train(args + ["--output_dir", tmp_path / "full", "--checkpointing_steps", 2], environment)
-    assert f"bf16, 1 processes on {device.type}" in full.stderr, full.stderr[-2000:]
+    assert f"mixed precision bf16, 1 process(es) on {device.type}" in full.stderr, full.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "full").glob("step_*")) == ["step_2", "step_4"]
     resumed = train(
         args + ["--output_dir", tmp_path / "resumed", "--resume_from_checkpoint", tmp_path / "full" / "step_2"],

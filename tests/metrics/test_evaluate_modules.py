@@ -14,7 +14,8 @@ from transformers_gazeflow.metrics import EVALUATE_MODULES, evaluate_module_path
 from transformers_gazeflow.metrics import heatmaps as hm
 from transformers_gazeflow.metrics.dynamics import trajectory_dynamics
 from transformers_gazeflow.metrics.events import event_metrics, flatten_event_metrics
-from transformers_gazeflow.metrics.protocol import evaluate_frames
+from transformers_gazeflow.metrics.protocol import evaluate_frames, evaluate_predictions
+from transformers_gazeflow.metrics.sample_scores import sample_scores
 
 from ..conftest import build_wheel, run_python
 
@@ -84,6 +85,37 @@ def test_gaze_events_module_wraps_package_maths():
     assert got.keys() == want.keys() and "human_fixations_per_clip" in got and "saccade_f1" in got
     for k in want:
         assert got[k] == pytest.approx(want[k], rel=1e-9, nan_ok=True), k
+
+
+def test_gaze_energy_score_module_wraps_package_maths_and_the_evaluator_reports_the_same():
+    import evaluate
+
+    rng = np.random.default_rng(3)
+    trajs = [rng.random((4, 6, 2)).astype(np.float32) for _ in range(2)]
+    gaze = [rng.random((6, 2)).astype(np.float32) for _ in range(2)]
+    valid = [[True] * 6, [True, False, True, True, True, True]]
+    metric = evaluate.load(evaluate_module_path("gaze_energy_score"))
+    got = metric.compute(
+        predictions=[t.tolist() for t in trajs], references=[g.tolist() for g in gaze], valid=valid, width=64, height=48
+    )
+    want = sample_scores(trajs, gaze, valid, 64, 48)
+    assert set(got) == {"energy_score_fair", "energy_score_plain", "crps_fair", "crps_plain"}
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-9), k
+    truths = [
+        {
+            "clip_id": str(i),
+            "gaze": g,
+            "gaze_type": np.ones(6, np.int8),
+            "valid": np.asarray(v),
+            "width": 64,
+            "height": 48,
+        }
+        for i, (g, v) in enumerate(zip(gaze, valid))
+    ]
+    result = evaluate_predictions(truths, trajs, sigma_px=3.0)
+    for k in want:
+        assert result.metrics[k] == pytest.approx(want[k], rel=1e-9), k
 
 
 def test_evaluate_frames_rejects_bad_input():

@@ -28,6 +28,44 @@ class UsageError(ValueError):
     """A bad command line: the message names the argument and what was expected (exit status 2)."""
 
 
+class MissingExtraError(ValueError):
+    """An optional dependency a command needs is not installed: the message names the extra's install command."""
+
+
+def require_extra(extra: str, modules: tuple[str, ...], needed_by: str) -> None:
+    """Refuse, before anything is created, a command whose optional ``extra`` is not installed (``modules`` are
+    looked up without importing them)."""
+    from importlib.util import find_spec
+
+    missing = [name for name in modules if find_spec(name) is None]
+    if missing:
+        raise MissingExtraError(
+            f"{needed_by} needs {', '.join(missing)} (the [{extra}] extra): "
+            f'pip install "transformers-gazeflow[{extra}]"'
+        )
+
+
+INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+def did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """``"; did you mean X?"`` for argparse's ``message`` when it names an unknown option of ``parser`` or an invalid
+    choice close to a known one (difflib's ratio >= 0.6), else ``""``."""
+    from difflib import get_close_matches
+
+    guesses: list[str] = []
+    if message.startswith("unrecognized arguments:"):
+        options = [name for name in parser._option_string_actions if name.startswith("--")]
+        for word in message.split(":", 1)[1].split():
+            if word.startswith("-"):
+                guesses += get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+    choice = INVALID_CHOICE.search(message)
+    if choice:
+        choices = re.findall(r"'([^']*)'", choice.group(2))
+        guesses += get_close_matches(choice.group(1), choices, n=1, cutoff=0.6)
+    return f"; did you mean {' or '.join(dict.fromkeys(guesses))}?" if guesses else ""
+
+
 @dataclass(frozen=True)
 class SamplingFlag:
     """A command-line flag setting one field of ``SamplingSettings`` (default None: the model config's value).
@@ -270,6 +308,9 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 __all__ = [
     "UsageError",
+    "MissingExtraError",
+    "require_extra",
+    "did_you_mean",
     "SamplingFlag",
     "SAMPLING_FLAGS",
     "add_sampling_arguments",

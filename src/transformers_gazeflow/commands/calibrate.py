@@ -1,7 +1,8 @@
 """``gazeflow calibrate``: fit a wearer's correction of a model's gaze from a few seconds of the wearer's eye tracker.
 
 :func:`calibrate_wearer` reads the tracker's gaze on the video's frames (:func:`~transformers_gazeflow.data.
-tracker_gaze.read_tracker_gaze`: a ``gaze.csv``-like CSV, an Ego4D gaze CSV or an EGTEA BeGaze export), keeps the
+tracker_gaze.read_tracker_gaze`: a ``gaze.csv``-like CSV, an Ego4D gaze CSV, an EGTEA BeGaze export, an Ego-Exo4D 2D
+eye-gaze CSV, or an Aria recording's MPS 3D eye-gaze CSV with its ``camera_calibration``), keeps the
 usable frames (:func:`~transformers_gazeflow.data.tracker_gaze.usable_frames`: tracked, not a blink, on the frame;
 with ``seconds`` only those in the first ``seconds`` from the first one used), predicts the model's point estimate on
 the frames they span (the same windows as ``gazeflow predict``, so the gaze corrected later is the gaze fitted here),
@@ -48,6 +49,7 @@ def calibrate_wearer(
     start_frame: int | None = None,
     correction: str = "auto",
     options: PredictOptions | None = None,
+    camera_calibration: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Fit and write a wearer calibration (see the module docstring); returns what was done: the calibration, the
     frames and seconds used, and the median pixel error on them before and after."""
@@ -55,13 +57,13 @@ def calibrate_wearer(
     options = options or PredictOptions()
     source = open_video_source(video)
     total = source.total_frames or source.expected_frames
-    gaze = read_tracker_gaze(tracker, total, source.fps, Path(video).name)
+    gaze = read_tracker_gaze(tracker, total, source.fps, Path(video).name, camera_calibration)
     frames = usable_frames(gaze.gaze_type, source.fps, seconds, start_frame)
     if frames.size == 0:
         since = f" from frame {start_frame}" if start_frame is not None else ""
         raise ValueError(
             f"{tracker}: no usable gaze rows on the {total} frames of {video}{since} ({gaze.kind}: every "
-            "row is missing, untracked, a blink, off the frame or outside the video's frames)"
+            f"row is missing, untracked, a blink, off the frame or outside the video's frames){gaze.hint}"
         )
     predictor = predictor or GazePredictor(model, device=device)
     points = predicted_points(predictor, video, int(frames[0]), int(frames[-1]) + 1, options)[frames - frames[0]]

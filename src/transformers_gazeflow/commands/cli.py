@@ -50,6 +50,7 @@ from .arguments import (  # light: nothing heavy is imported before the model lo
     add_demo_arguments,
     add_predict_arguments,
     check_arguments,
+    did_you_mean,
     sampling_request,
 )
 from .readout_arguments import readout_options
@@ -92,10 +93,22 @@ def register_command(command: Command) -> Command:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (``gazeflow: error: ...``) raised as :class:`UsageError` instead of exiting."""
+    """argparse with one-line errors (``gazeflow: error: ...``) raised as :class:`UsageError` instead of exiting,
+    with a guess for a mistyped option or command and the help of the subcommand where the error is."""
 
     def error(self, message: str):  # noqa: D102
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        raise UsageError(f"{message}{did_you_mean(self, message)} (see '{self.prog} --help')")
+
+
+class _SubcommandParser(_Parser):
+    """A subcommand's parser refuses the arguments it does not know itself (argparse would leave them to the top
+    parser, whose error knows neither the subcommand's options nor its help)."""
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: D102
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -138,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         "GAZEFLOW_DEBUG=1 shows the traceback.",
     )
     parser.add_argument("--version", action=_VersionAction, help="print the versions and exit")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_SubcommandParser)
     for command in COMMANDS.values():
         sub = commands.add_parser(
             command.name,
@@ -249,13 +262,14 @@ def run_predict(args: argparse.Namespace) -> int:
     if not batch and not videos[0].exists():
         raise FileNotFoundError(f"video file not found: {videos[0]}")
     location = resolve_model(args.model)
+    if not batch:  # a file that is no video is refused before torch is imported
+        from ..data.video_sources import open_video_source
+
+        open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)
     folders = output_folders(videos, output_dir) if batch else [output_dir]
     check_prediction_outputs(videos, folders, output_dir, location, _predict_options(args), batch)
     device = _prepare_runtime(args, shard.local_rank)
     if not batch:
-        from ..data.video_sources import open_video_source
-
-        open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)  # a bad video: now
         from .predict import GazePredictor
 
         predictor = GazePredictor(args.model, device=device, dtype=args.dtype, compile=args.compile)
@@ -440,7 +454,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"video file not found: {args.video}")
     if not Path(args.gaze).is_file():
         raise FileNotFoundError(f"tracker gaze file not found: {args.gaze}")
-    check_calibration_output(args, resolve_model(args.model))
+    location = resolve_model(args.model)
+    from ..data.video_sources import open_video_source
+
+    open_video_source(args.video)  # a file that is no video is refused before torch is imported
+    check_calibration_output(args, location)
     device = _prepare_runtime(args)
     from .calibrate import calibrate_wearer
     from .predict import PredictOptions
@@ -456,6 +474,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         start_frame=args.start_frame,
         correction=args.correction,
         options=options,
+        camera_calibration=args.camera,
     )
     fit = done["calibration"]
     scale = "" if fit.model == "offset" else f", scale ({fit.scale[0]:.3f}, {fit.scale[1]:.3f})"
@@ -502,6 +521,7 @@ register_command(
 
 # ------------------------------------------------------------------------------------------- main
 def _is_user_error(err: BaseException) -> bool:
+    """Whether ``err`` is the user's to fix (one line) rather than a bug (a traceback)."""
     from ..hub.model_folders import ModelFolderError
 
     if isinstance(err, (UsageError, ModelFolderError, OSError, ValueError)):

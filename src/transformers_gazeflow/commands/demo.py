@@ -2,7 +2,7 @@
 
 A synthetic clip (:mod:`transformers_gazeflow.data.synthetic`, 256x192 at 24 fps, seed 7) is written to
 ``demo_input.mp4`` and predicted like any video (:class:`~transformers_gazeflow.commands.predict.GazePredictor`),
-with its true gaze drawn on the overlay (a magenta cross, on frames where it is a position on the frame) and written to
+with its true gaze drawn on the overlay (a white cross, on frames where it is a position on the frame) and written to
 ``gaze.csv`` (``true_x_norm``, ``true_y_norm``, ``true_code`` on every row). ``summary.json`` gains ``demo``: the
 mean distance (unit coordinates) from the true gaze of the point estimate and of the frame centre, over the frames
 whose true gaze is valid and on the frame (:meth:`GroundTruth.scored`: not untracked, not a blink, not off-frame),

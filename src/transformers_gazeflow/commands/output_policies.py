@@ -8,8 +8,8 @@ at an output's name:
   ``fixations.csv``, ``saccades.csv``, ``scanpaths.json`` and ``summary.json`` (a batch also ``index.csv``): the
   files of an earlier prediction are replaced as before (the folder's ``summary.json`` is a prediction's); a file at
   those names in a folder without one, or a link, is refused without ``--overwrite``;
-* ``stream`` writes ``--csv FILE`` and ``--summary FILE``: an earlier stream's CSV (its header) or summary (its
-  fields) is replaced; any other file, or a link, is refused without ``--overwrite``;
+* ``stream`` writes ``--csv FILE`` and ``--summary FILE``: an earlier stream's CSV (its header, with or without the
+  region column) or summary (its fields) is replaced; any other file, or a link, is refused without ``--overwrite``;
 * ``calibrate`` writes ``--output CALIB.json``: an earlier calibration (``calib.json``'s format) is replaced; any
   other file, or a link, is refused without ``--overwrite``;
 * ``export-streamer`` replaces ``--output-dir DIR`` whole: a new or empty folder, or an earlier export (its
@@ -60,6 +60,8 @@ STREAMED_OUTPUTS = ("overlay", "csv", "fixations", "saccades", "scanpaths")
 PREDICTION_FILES = tuple(PREDICTION_OUTPUTS.values())
 EXPORT_FILES = ("step.onnx", "streamer.json", "preprocessor_config.json", "config.json")
 STREAM_FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
+STREAM_REGION_FIELDS = ("region90_px",)
+"""``commands.stream``'s ``FIELDS`` and ``REGION_FIELDS`` (a model with a region calibration adds them)."""
 STREAM_SUMMARY_FIELDS = ("source", "backend", "stopped", "frames", "latency_ms")
 
 
@@ -111,17 +113,19 @@ def check_prediction_outputs(
 
 
 def check_calibration_output(args, location: str) -> None:
-    """``gazeflow calibrate --output``: never the video, the tracker file or a file of the model folder, and a file
-    there that is not an earlier calibration only with ``--overwrite``."""
-    inputs = [("VIDEO", args.video), ("--gaze", args.gaze)] + (
-        [("--model", location)] if Path(location).is_dir() else []
-    )
+    """``gazeflow calibrate --output``: never the video, the tracker file, the ``--camera`` calibration or a file of
+    the model folder, and a file there that is not an earlier calibration only with ``--overwrite``."""
+    inputs = [("VIDEO", args.video), ("--gaze", args.gaze)]
+    if getattr(args, "camera", None) is not None:
+        inputs.append(("--camera", args.camera))
+    if Path(location).is_dir():
+        inputs.append(("--model", location))
     check_outputs([("--output", args.output)], inputs)
     check_output_files([("--output", args.output, "calibrate")], args.overwrite)
 
 
 def is_stream_csv(path: Path) -> bool:
-    return first_line(path) == ",".join(STREAM_FIELDS)
+    return first_line(path) in (",".join(STREAM_FIELDS), ",".join(STREAM_FIELDS + STREAM_REGION_FIELDS))
 
 
 def is_stream_summary(path: Path) -> bool:

@@ -12,7 +12,7 @@ output folder:
 * ``fixations.csv``, ``saccades.csv`` (the events of the point estimate and of each sample) and ``scanpaths.json``
   (the fixations for pysaliency);
 * ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, the camera, the
-  event labeller, the region scale, the wearer calibration, outputs and timings.
+  event labeller, the region calibration, the wearer calibration, outputs and timings.
 
 ``PredictOptions.camera`` (``--fov`` / ``--intrinsics``; the metrics' 60 degree camera by default) turns pixels into
 degrees; ``PredictOptions.calibration`` (``--calibration``) corrects every sample with a wearer calibration fitted
@@ -52,8 +52,8 @@ from ..generation.windowed import StageClock
 from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
-from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixels
-from ..outputs.overlay import OverlayRenderer, OverlayVideoWriter
+from ..models.gazeflow.geometry import FieldOfView, FisheyeCamera, PinholeCamera, unit_to_pixels
+from ..outputs.overlay import READABLE_SHORT_SIDE, OverlayLegend, OverlayRenderer, OverlayVideoWriter
 from ..outputs.readouts import ReadoutFiles
 from ..outputs.writers import write_summary
 from ..pipelines.egocentric_gaze import GazeFlowPipeline
@@ -97,7 +97,10 @@ class PredictOptions:
     quiet: bool = True
     even_size: bool = False
     """Pad an odd-sized overlay by one edge row/column to H.264 4:2:0, which browsers play (the web demo)."""
-    camera: FieldOfView | PinholeCamera | None = None
+    readable_overlay: bool = True
+    """Burn a legend into the overlay and draw a small video at a short side of at least ``READABLE_SHORT_SIDE``
+    (480 px); off in the web demo, whose page explains the marks and scales the player."""
+    camera: FieldOfView | PinholeCamera | FisheyeCamera | None = None
     """The camera for degrees (None: the metrics' 60 degree horizontal field of view)."""
     events: EventSettings | None = None
     """How frames are labelled fixation or saccade (None: I-VT at 30 deg/s)."""
@@ -236,7 +239,6 @@ class GazePredictor:
         paths: dict[str, Path],
         truth: GroundTruth | None,
     ) -> ReadoutFiles:
-        region = load_region_calibration(self.location)
         return ReadoutFiles(
             paths["csv"],
             {key: paths[key] for key in ("fixations", "saccades", "scanpaths")},
@@ -247,7 +249,7 @@ class GazePredictor:
             settings.num_samples,
             (options.camera or FieldOfView()).for_frame(source.width, source.height),
             options.events,
-            None if region is None else region["scale"],
+            load_region_calibration(self.location),
             true_gaze=None if truth is None else truth.gaze,
             true_codes=None if truth is None else truth.codes,
         )
@@ -284,7 +286,8 @@ class GazePredictor:
         finished = False
         streamed = StreamedTotals(clock=StageClock(self.pipe.device))
         started = time.perf_counter()
-        writer = _overlay_writer(partial["overlay"], source, options, sigma) if options.overlay else None
+        legend = OverlayLegend(settings.num_samples, options.heatmap, options.region, truth is not None)
+        writer = _overlay_writer(partial["overlay"], source, options, sigma, legend) if options.overlay else None
         try:
             self._stream(source, settings, options, partial, writer, truth, calibration, on_chunk, streamed)
             outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
@@ -426,9 +429,17 @@ class StreamedTotals:
     write_s: float = 0.0
 
 
-def _overlay_writer(path: Path, source: VideoSource, options: PredictOptions, sigma: float) -> OverlayVideoWriter:
-    """The overlay video's writer: it draws each frame in its own thread, in frame order."""
-    renderer = OverlayRenderer(trail=options.trail)
+def _overlay_writer(
+    path: Path, source: VideoSource, options: PredictOptions, sigma: float, legend: OverlayLegend
+) -> OverlayVideoWriter:
+    """The overlay video's writer: it draws each frame in its own thread, in frame order (with ``legend`` and at a
+    readable size unless ``options.readable_overlay`` is off)."""
+    readable = options.readable_overlay
+    renderer = OverlayRenderer(
+        trail=options.trail,
+        legend=legend if readable else None,
+        min_short_side=READABLE_SHORT_SIDE if readable else None,
+    )
 
     def draw(item: tuple) -> np.ndarray:
         frame, samples, point, shown, region = item
@@ -458,7 +469,7 @@ def readout_summary(
     readouts: dict[str, Any], options: PredictOptions, calibration: WearerCalibration | None
 ) -> dict[str, Any]:
     """What ``summary.json`` says of the readouts: the camera (and whether it was given), the event labeller, the
-    region scale, event counts, the mean 90% spread, and the wearer calibration applied."""
+    region calibration, event counts, the mean 90% spread (and region), and the wearer calibration applied."""
     applied = (
         None
         if calibration is None

@@ -5,7 +5,11 @@ outline) and of ``gazeflow calibrate``. Plain Python like the command's parser: 
 * ``--fov H[,V]``: the camera's horizontal (and vertical) field of view in degrees, each in (0, 180); without V the
   pixels are square. ``--intrinsics fx,fy,cx,cy`` (pixels of the video's frames) or ``--intrinsics FILE.json`` (an
   object with ``fx``, ``fy``, ``cx``, ``cy`` and, optionally, ``width`` and ``height``: the frame size they were
-  measured at, rescaled to the video's). Neither: the metrics' 60 degree horizontal field of view.
+  measured at, rescaled to the video's), or a Project Aria calibration (``FILE.json`` / ``FILE.jsonl``: a device
+  calibration with ``CameraCalibrations``, or ``{"model": "FISHEYE624", "params": [...], ...}``; read by
+  :mod:`~transformers_gazeflow.data.aria_calibration`): the fisheye camera of the upright Aria video. Neither: the
+  metrics' 60 degree horizontal field of view.
+* ``gazeflow calibrate --camera CALIB.json``: the recording's Aria calibration, which an MPS 3D eye-gaze CSV needs.
 """
 
 from __future__ import annotations
@@ -40,6 +44,11 @@ def field_of_view(text: str) -> tuple[float, float | None]:
     return values[0], (values[1] if len(values) == 2 else None)
 
 
+FISHEYE_CALIBRATION = "calibration_file"
+"""The key :func:`intrinsics` returns a Project Aria calibration file under (read by :func:`readout_options`)."""
+_FISHEYE_KEYS = ("CameraCalibrations", "params", "model")
+
+
 class Intrinsics(dict):
     """Checked intrinsics (``fx``, ``fy``, ``cx``, ``cy``; ``width``, ``height`` when given) and ``file``, the JSON
     file they were read from (None for ``fx,fy,cx,cy``): no output of the run may overwrite it."""
@@ -49,14 +58,21 @@ class Intrinsics(dict):
 
 def intrinsics(text: str) -> Intrinsics:
     """``--intrinsics``: ``fx,fy,cx,cy`` (pixels) or a JSON file holding them, checked by the intrinsics' one schema
-    (``data.interface_files.camera_intrinsics``: finite, plausible values; one line naming the file and the
-    field)."""
+    (``data.interface_files.camera_intrinsics``: finite, plausible values; one line naming the file and the field),
+    or a Project Aria calibration file (``{"calibration_file": path}``, read by ``data.aria_calibration``)."""
     from ..data.interface_files import InterfaceFileError, camera_intrinsics, read_json_object
 
     try:
-        if text.lower().endswith(".json") or Path(text).is_file():
+        if text.lower().endswith((".json", ".jsonl")) or Path(text).is_file():
             path = Path(text).expanduser()
-            found = Intrinsics(camera_intrinsics(read_json_object(path, "an intrinsics file"), text))
+            if path.suffix.lower() == ".jsonl" and path.is_file():  # an Aria online calibration: one record a line
+                found = Intrinsics({FISHEYE_CALIBRATION: str(path)})
+            else:
+                values = read_json_object(path, "an intrinsics file")
+                if any(key in values for key in _FISHEYE_KEYS):  # read by data.aria_calibration's own checks
+                    found = Intrinsics({FISHEYE_CALIBRATION: str(path)})
+                else:
+                    found = Intrinsics(camera_intrinsics(values, text))
             found.file = str(path)
             return found
         parts = text.split(",")
@@ -85,7 +101,7 @@ def _positive(kind: type, meaning: str):
 
 
 def add_camera_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("degrees (a pinhole camera)").add_mutually_exclusive_group()
+    group = parser.add_argument_group("degrees (the camera)").add_mutually_exclusive_group()
     group.add_argument(
         "--fov",
         type=field_of_view,
@@ -100,7 +116,9 @@ def add_camera_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FX,FY,CX,CY|FILE.json",
         help="the camera's focal lengths and principal point in pixels, or a JSON file with fx, fy, "
-        "cx, cy (and width, height when measured at another frame size)",
+        "cx, cy (and width, height when measured at another frame size), or a Project Aria calibration "
+        "(device calibration .json/.jsonl or {model: FISHEYE624, params, width, height}): the fisheye "
+        "camera of the upright Aria video",
     )
 
 
@@ -158,6 +176,13 @@ def add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", "-o", required=True, metavar="CALIB.json", help="where the calibration goes")
     parser.add_argument(
+        "--camera",
+        default=None,
+        metavar="ARIA_CALIB.json",
+        help="the recording's Project Aria camera calibration (device calibration .json/.jsonl or the minimal "
+        "FISHEYE624 form), which an MPS 3D eye-gaze CSV needs to be projected into the video",
+    )
+    parser.add_argument(
         "--seconds",
         type=_positive(float, "seconds of tracker gaze"),
         default=None,
@@ -186,7 +211,12 @@ def readout_options(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "fov", None) is not None:
         camera = FieldOfView(*args.fov)
     elif getattr(args, "intrinsics", None) is not None:
-        camera = PinholeCamera(**args.intrinsics)
+        if FISHEYE_CALIBRATION in args.intrinsics:
+            from ..data.aria_calibration import read_video_camera
+
+            camera = read_video_camera(args.intrinsics[FISHEYE_CALIBRATION])
+        else:
+            camera = PinholeCamera(**args.intrinsics)
         inputs = (("--intrinsics", args.intrinsics.file),) if getattr(args.intrinsics, "file", None) else ()
     if not hasattr(args, "events"):
         return {"camera": camera, "inputs": inputs}
@@ -204,6 +234,7 @@ __all__ = [
     "field_of_view",
     "Intrinsics",
     "intrinsics",
+    "FISHEYE_CALIBRATION",
     "add_camera_arguments",
     "add_readout_arguments",
     "add_calibrate_arguments",

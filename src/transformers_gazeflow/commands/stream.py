@@ -11,6 +11,9 @@ GazeFlowStreamer`). Per frame, one line of JSON on stdout (or a CSV row with ``-
   ``x_px``, ``y_px``: the same in pixels of the source frame;
 * ``r50_px``, ``r90_px``: the spread of the K samples, the radius around the point estimate holding 50% and 90% of
   them (pixels);
+* ``region90_px``, only when the model folder (or the ``--onnx`` folder) holds a ``region_calibration.json``: the
+  calibrated 90% region's radius, the same as ``gaze.csv``'s (``gaze.uncertainty.describe_uncertainty``, the one
+  computation of spreads and regions);
 * ``latency_ms``: milliseconds from the frame's arrival (decoded and handed over by the feed) to its line.
 
 At the end, and on Ctrl-C / SIGTERM, a latency summary (p50 / p95 / p99, frames, drops, frames/s) goes to stderr
@@ -32,17 +35,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET
+from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET, STREAM_CPU_THREADS
 from .arguments import (
     SAMPLING_FLAGS,
     add_memory_argument,
     add_model_arguments,
     add_overwrite_argument,
     add_sampling_arguments,
+    require_extra,
     sampling_request,
 )
 
 FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
+REGION_FIELDS = ("region90_px",)
+"""The fields a line gains when the model has a region calibration."""
 PERCENTILES = (50, 95, 99)
 COMPILE_ON_CUDA, COMPILE_ELSEWHERE = "reduce-overhead", "default"
 """``--compile``'s ``GazeFlowStreamer(compile=...)`` mode: compiled and replayed as a CUDA graph on a GPU, compiled
@@ -248,6 +254,7 @@ def check_export_arguments(args: argparse.Namespace) -> None:
 def run_export_streamer(args: argparse.Namespace) -> int:
     """Run ``gazeflow export-streamer`` on checked arguments: the export, then one line saying what was written and
     how closely onnxruntime followed torch."""
+    require_extra("onnx", ("onnx", "onnxscript"), "gazeflow export-streamer")  # before any folder is made
     from ..data.output_safety import check_outputs
     from ..generation.onnx_export import ExportCheckError, export_streamer
     from .output_policies import check_export_folder
@@ -276,37 +283,46 @@ def run_export_streamer(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------- records
-def frame_record(frame, samples, mean, width: int, height: int, arrival: float) -> dict[str, Any]:
-    """One output line: ``samples [K, 2]`` and ``mean [2]`` in unit coordinates, of a ``width x height`` frame."""
+def frame_record(
+    frame, samples, mean, width: int, height: int, arrival: float, calibration: Any = None
+) -> dict[str, Any]:
+    """One output line: ``samples [K, 2]`` and ``mean [2]`` in unit coordinates, of a ``width x height`` frame;
+    ``calibration``: the model's ``gaze.regions.RegionCalibration`` (None: no region field)."""
     import numpy as np
 
-    from ..gaze.uncertainty import spread_radii
+    from ..gaze.uncertainty import describe_uncertainty
     from ..models.gazeflow.geometry import unit_to_pixels
 
     mean = np.asarray(mean, dtype=np.float64)
     centre = unit_to_pixels(mean, width, height)
-    r50, r90 = spread_radii(unit_to_pixels(np.asarray(samples, dtype=np.float64), width, height), centre).tolist()
-    return {
+    samples = np.asarray(samples, dtype=np.float64)[:, None]
+    uncertainty = describe_uncertainty(
+        samples, width, height, calibration=calibration, with_modes=False, centre=mean[None]
+    )
+    record = {
         "frame": frame.index,
         "time_s": round(frame.time_s, 6),
         "x": float(mean[0]),
         "y": float(mean[1]),
         "x_px": round(float(centre[0]), 3),
         "y_px": round(float(centre[1]), 3),
-        "r50_px": round(r50, 3),
-        "r90_px": round(r90, 3),
+        "r50_px": round(float(uncertainty.spread(0.5)[0]), 3),
+        "r90_px": round(float(uncertainty.spread(0.9)[0]), 3),
         "latency_ms": round((time.perf_counter() - arrival) * 1e3, 3),
     }
+    if calibration is not None:
+        record["region90_px"] = round(float(uncertainty.region(0.9)[0]), 3)
+    return record
 
 
 class RecordWriter:
     """JSON lines on stdout, or CSV rows in a file (``--csv``); every record flushed at once."""
 
-    def __init__(self, csv_path: str | None):
+    def __init__(self, csv_path: str | None, fields: tuple[str, ...] = FIELDS):
         import csv
 
         self.handle = open(csv_path, "w", newline="", encoding="utf-8") if csv_path else sys.stdout
-        self.csv = csv.DictWriter(self.handle, fieldnames=FIELDS) if csv_path else None
+        self.csv = csv.DictWriter(self.handle, fieldnames=fields) if csv_path else None
         if self.csv is not None:
             self.csv.writeheader()
 
@@ -382,9 +398,9 @@ def causal_model_location(model: str | None) -> str:
 
 # ------------------------------------------------------------------------------------------- the command
 def cpu_threads(requested: int | None) -> int:
-    """``--threads`` on the CPU: one unless asked (a frame's work is too small to share out, and the decoding thread
-    needs a core)."""
-    return 1 if requested is None else requested
+    """``--threads`` on the CPU: the library streamer's default (``STREAM_CPU_THREADS``, one) unless asked (a frame's
+    work is too small to share out, and the decoding thread needs a core)."""
+    return STREAM_CPU_THREADS if requested is None else requested
 
 
 def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None], str], source):
@@ -400,6 +416,7 @@ def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None]
         max_memory_gb=getattr(args, "max_memory_gb", None),
     )
     if backend.exported:  # K, S and the solver are fixed in the graph: the flags given must be the exported ones
+        require_extra("onnx", ("onnxruntime",), f"gazeflow stream --backend {args.backend}")
         check_exported_sampling(args)
         return backend.open(args.onnx, options), args.onnx
     import torch
@@ -464,19 +481,21 @@ class StreamRun:
 
     def run(self, resolve_device: Callable[[str | None], str]) -> None:
         from ..data.stream_sources import FrameFeed, open_source
+        from ..hub.model_folders import load_region_calibration
 
         args = self.args
         csv_path = self.staged.stage(args.csv) if args.csv else None
         self.source = source = open_source(args.source, getattr(args, "raw_size", None), args.fps, args.options)
         self.stepper, self.model_name = load_stepper(args, resolve_device, source)
+        calibration = load_region_calibration(self.model_name)
         self.realtime = source.live if args.realtime is None else args.realtime
         self.feed = FrameFeed(source, realtime=self.realtime, pace=self.realtime and source.kind == "file")
-        self.writer = RecordWriter(csv_path)
+        self.writer = RecordWriter(csv_path, FIELDS if calibration is None else FIELDS + REGION_FIELDS)
         self.started = time.perf_counter()
         self.feed.start()
         for frame in self.feed:
             samples, mean = self.stepper.step(frame.pixels)
-            record = frame_record(frame, samples, mean, source.width, source.height, frame.arrival)
+            record = frame_record(frame, samples, mean, source.width, source.height, frame.arrival, calibration)
             self.latencies.append(record["latency_ms"])
             self.writer.write(record)
 
@@ -556,6 +575,7 @@ def _silence_stdout() -> None:
 
 __all__ = [
     "FIELDS",
+    "REGION_FIELDS",
     "add_stream_arguments",
     "run_stream",
     "frame_record",

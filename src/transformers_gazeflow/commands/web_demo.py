@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..models.gazeflow.choices import SOLVERS, WINDOW_MODES
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
+from .arguments import SAMPLING_FLAGS
 from .web_demo_jobs import (
     MAX_SAMPLES,
     DemoInputError,
@@ -73,7 +74,7 @@ not real gaze; point the model box at a model trained on EGTEA Gaze+ or Ego4D fo
 READY = "Upload a video (or click the demo clip), then press **Predict gaze**."
 LEGEND = (
     "Overlay: heatmap of the K samples, cyan dots = the K samples, white ring = point estimate with its trail; "
-    "magenta cross = the true gaze (demo clip only)."
+    "white cross = the true gaze (demo clip only)."
 )
 
 
@@ -360,7 +361,7 @@ class GazeFlowDemo:
                 value=defaults.window_mode,
                 label="Window mode",
                 elem_id="gazeflow-window-mode",
-                info="coherent: a frame depends only on its windows",
+                info=SAMPLING_FLAGS["window_mode"].help,  # the command line's words for the same option
             )
             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
         return [num_samples, num_steps, solver, window_mode, seed]
@@ -410,7 +411,11 @@ def serve(model: str | None = None, host: str = "127.0.0.1", port: int | None = 
             raise
         print(f"gazeflow: error: {err}", file=sys.stderr)
         return 1
-    demo.launch(host=host, port=port, share=share)
+    # gradio's own lines speak to a Python caller ("set `share=True` in `launch()`"): say it the command's way
+    _, local_url, share_url = demo.launch(host=host, port=port, share=share, quiet=True, prevent_thread_lock=True)
+    public = f" and {share_url}" if share_url else " (add --share for a public gradio.live link)"
+    print(f"gazeflow app: the web demo is at {local_url}{public}; Ctrl-C stops it", flush=True)
+    demo.blocks.block_thread()
     return 0
 
 

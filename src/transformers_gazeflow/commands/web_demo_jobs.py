@@ -5,7 +5,7 @@ A job writes ``overlay.mp4`` (browser-playable H.264 4:2:0: odd sizes padded to 
 ``gaze.csv`` (:mod:`.export`'s format) and ``summary.json``, and returns the K sampled trajectories for the x(t)/y(t)
 figure (:func:`trajectory_figure`). The overlay, the heatmap sigma (a fraction of the frame width) and the CSV are the
 command's. For the bundled demo clip (:func:`prepare_demo_clip`, ``gazeflow demo``'s clip, recognised by its
-content) the true gaze is drawn on the overlay (the command's magenta cross), written to the CSV's truth columns and
+content) the true gaze is drawn on the overlay (the command's white cross), written to the CSV's truth columns and
 the figure, and the summary scores the point estimate against it as ``gazeflow demo`` does
 (:func:`transformers_gazeflow.commands.demo.score_points`: valid, on-frame frames only). A job reports progress per
 chunk and stops at the next chunk when its ``cancel`` event is set (:class:`JobStopped`, nothing left behind).
@@ -34,7 +34,6 @@ from ..data.video import VideoDecodeError, VideoInfo, iter_frames, probe_video, 
 from ..hub.model_folders import ModelFolderError, load_model, resolve_model
 from ..models.gazeflow.choices import SOLVERS, WINDOW_MODES
 from ..models.gazeflow.generation_gazeflow import point_estimate
-from ..outputs.overlay import TRUTH_COLOUR
 from ..outputs.writers import write_summary
 from ..pipelines.egocentric_gaze import frame_times_ms
 from .batch import CSV_NAME, OVERLAY_NAME, SUMMARY_NAME
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 
 MAX_SAMPLES, MAX_STEPS = 64, 100
 """Upper bounds on K and S in the demo (each job's cost grows with K x S)."""
-TRUTH_HEX = "#{:02x}{:02x}{:02x}".format(*TRUTH_COLOUR)
+TRUTH_HEX = "#000000"  # the plot's true gaze: the overlay's white cross would vanish on the plot's white
 """The true gaze's colour in the figure: the overlay's true-gaze marker's."""
 DEMO_CLIP_NAME = "gazeflow_demo_clip.mp4"
 DEMO_CLIP_FRAMES = 96
@@ -335,6 +334,7 @@ def job_options(settings: JobSettings, start: int, stop: int, seed: int | None) 
         end_frame=stop,
         heatmap=bool(settings.heatmap),
         even_size=True,
+        readable_overlay=False,  # the page's caption explains the marks and the player scales the video
     )
     return PredictOptions(**fields)
 
@@ -405,7 +405,7 @@ def run_job(
         if demo["frames_scored"]:
             message += (
                 f" Demo clip: the point estimate lies {demo['point_estimate_error']:.3f} from the true gaze "
-                f"(magenta cross) on average, the frame centre {demo['frame_centre_error']:.3f} (unit "
+                f"(white cross) on average, the frame centre {demo['frame_centre_error']:.3f} (unit "
                 f"coordinates, {demo['frames_scored']} frames with the gaze on the frame)."
             )
     write_summary(out_dir / SUMMARY_NAME, summary)

@@ -4,7 +4,8 @@
   graph's own inputs and outputs (``gazeflow stream --backend onnxruntime``);
 * ``calib.json``, a wearer calibration: :func:`wearer_calibration` (``gaze.wearer.WearerCalibration``);
 * the ``--intrinsics`` JSON file, or ``fx,fy,cx,cy``: :func:`camera_intrinsics`;
-* ``region_calibration.json`` of a model folder: :func:`region_calibration` (``hub.model_folders``);
+* ``region_calibration.json`` of a model folder, version 2 (a factor per level) or 1 (one scale):
+  :func:`region_calibration` (``gaze.regions.RegionCalibration.from_record``, read by ``hub.model_folders``);
 * ``summary.json`` read back by ``gazeflow predict --resume``: :func:`prediction_summary`;
 * a part of a batch's ``index.csv`` (``.gazeflow_index/part-R-of-N.csv``): :func:`index_part_row`.
 
@@ -56,6 +57,11 @@ OFFSET_LIMIT = 1.0
 border."""
 SCALE_RANGE = (0.01, 100.0)
 """A wearer scale or a region scale within two orders of magnitude of 1 (``1e-300`` pins every point to one spot)."""
+REGION_CALIBRATION_FORMAT, REGION_CALIBRATION_VERSION = "gazeflow-region-calibration", 2
+"""``region_calibration.json``: version 2 holds a factor per level; a file without ``version`` is version 1, one
+``scale`` at every level."""
+MAX_REGION_FACTOR = 1e6
+"""The largest region factor (and floor, pixels) a file may hold: a disc a million times the spread is no region."""
 FOCAL_RANGE_PX = (1e-3, 1e6)
 PRINCIPAL_POINT_LIMIT_PX = 1e6
 MAX_FRAME_SIDE = 1 << 16
@@ -277,9 +283,44 @@ def wearer_calibration(record: dict[str, Any], where: str, corrections: Sequence
     }
 
 
-def region_calibration(record: dict[str, Any], where: str) -> float:
-    """``region_calibration.json``: its ``scale``, a number in :data:`SCALE_RANGE`."""
-    return number(field(record, "scale", where, "the region scale"), where, "scale", *SCALE_RANGE)
+def region_calibration(record: dict[str, Any], where: str, units: Sequence[str]) -> dict[str, Any]:
+    """``region_calibration.json`` (``gaze.regions.RegionCalibration``), one of two versions:
+
+    * version 2 (``format`` :data:`REGION_CALIBRATION_FORMAT`, ``version`` :data:`REGION_CALIBRATION_VERSION`):
+      ``levels``, shares in (0, 1), increasing; ``factors`` f_q, one per level, each in ``[0, MAX_REGION_FACTOR]``;
+      ``min_radius_px`` rho in ``[0, MAX_REGION_FACTOR]``; ``exchangeable``, one of ``units`` (the conformal fit's
+      unit: ``gaze.regions.EXCHANGEABLE_UNITS``, passed by the reader);
+    * version 1 (no ``version``): one ``scale`` in :data:`SCALE_RANGE` at every level.
+
+    Returns ``levels`` (None for version 1), ``factors``, ``min_radius_px`` and ``exchangeable`` (None for version
+    1); other fields (how it was fitted) are the caller's."""
+    if not isinstance(record, dict):
+        raise fail(where, "(top)", "a JSON object", type(record).__name__)
+    if "version" not in record:  # version 1: one scale at every level, no floor
+        value = field(record, "scale", where, "the region scale (a version-1 file) or a 'version'")
+        scale = number(value, where, "scale", *SCALE_RANGE)
+        return {"levels": None, "factors": (scale,), "min_radius_px": 0.0, "exchangeable": None}
+    version = record["version"]
+    if isinstance(version, bool) or version != REGION_CALIBRATION_VERSION:
+        expected = f"{REGION_CALIBRATION_VERSION} (or no version: a single 'scale')"
+        raise fail(where, "version", expected, version)
+    if record.get("format") != REGION_CALIBRATION_FORMAT:
+        raise fail(where, "format", repr(REGION_CALIBRATION_FORMAT), record.get("format"))
+    lists = {}
+    for name, low, high, low_open in (("levels", 0, 1, True), ("factors", 0, MAX_REGION_FACTOR, False)):
+        values = field(record, name, where, "a non-empty list of numbers")
+        if not isinstance(values, list) or not values:
+            raise fail(where, name, "a non-empty list of numbers", values)
+        lists[name] = tuple(number(v, where, f"{name}[{i}]", low, high, False, low_open) for i, v in enumerate(values))
+    levels, factors = lists["levels"], lists["factors"]
+    if len(factors) != len(levels):
+        raise fail(where, "factors", f"one factor per level ({len(levels)})", len(factors))
+    if levels[-1] >= 1 or any(b <= a for a, b in zip(levels, levels[1:])):
+        raise fail(where, "levels", "shares in (0, 1), increasing", list(levels))
+    radius = field(record, "min_radius_px", where, "rho, native pixels")
+    min_radius = number(radius, where, "min_radius_px", 0, MAX_REGION_FACTOR)
+    exchangeable = text_field(record.get("exchangeable"), where, "exchangeable", units)
+    return {"levels": levels, "factors": factors, "min_radius_px": min_radius, "exchangeable": exchangeable}
 
 
 def prediction_summary(record: dict[str, Any], where: str) -> dict[str, Any]:
@@ -330,10 +371,11 @@ def _tensor_entries(value: Any, where: str, name: str) -> list[tuple[str, tuple[
 def streamer_interface(record: dict[str, Any], folder: str | os.PathLike, where: str) -> dict[str, Any]:
     """``streamer.json`` of an export folder: ``format`` (:data:`STREAMER_FORMAT`); ``file``, one file name of a
     regular file inside ``folder`` (never a path out of it, nor a link leaving it); ``num_samples`` K and
-    ``num_steps`` S (integers >= 1); ``inputs`` ``frame`` [1, 3, S, S] float32, ``noise`` [1, K, 1, 2] float32, then
-    the ``state.*`` tensors; ``outputs`` ``gaze_samples`` [1, K, 2], ``gaze_point`` [1, 2], then ``next_state.*``
-    matching the state inputs one for one. Returns the record with ``path`` (the graph file), ``inputs`` and
-    ``outputs`` as ``(name, shape, dtype)`` and ``state_bytes``."""
+    ``num_steps`` S (integers >= 1); optionally ``noise_correlation``, the AR(1) prior's rho over frames in [0, 1);
+    ``inputs`` ``frame`` [1, 3, S, S] float32, ``noise`` [1, K, 1, 2] float32, then the ``state.*`` tensors;
+    ``outputs`` ``gaze_samples`` [1, K, 2], ``gaze_point`` [1, 2], then ``next_state.*`` matching the state inputs
+    one for one. Returns the record with ``path`` (the graph file), ``inputs`` and ``outputs`` as
+    ``(name, shape, dtype)`` and ``state_bytes``."""
     if record.get("format") != STREAMER_FORMAT:
         raise fail(where, "format", f"{STREAMER_FORMAT!r} (export again with this version)", record.get("format"))
     name = field(record, "file", where, "the graph's file name")
@@ -345,6 +387,10 @@ def streamer_interface(record: dict[str, Any], folder: str | os.PathLike, where:
         raise fail(where, "file", f"a file inside {folder} (not a link out of it)", name)
     k = number(field(record, "num_samples", where, "K"), where, "num_samples", 1, 1 << 24, True)
     number(field(record, "num_steps", where, "S"), where, "num_steps", 1, 1 << 24, True)
+    if "noise_correlation" in record:  # the AR(1) prior's rho over frames; absent: independent frames
+        rho = number(record["noise_correlation"], where, "noise_correlation", 0, 1)
+        if rho >= 1:
+            raise fail(where, "noise_correlation", "a number in [0, 1) (0: independent frames)", rho)
     inputs = _tensor_entries(field(record, "inputs", where, "a list of tensors"), where, "inputs")
     outputs = _tensor_entries(field(record, "outputs", where, "a list of tensors"), where, "outputs")
     if [entry[0] for entry in inputs[:2]] != list(STREAMER_INPUTS):
@@ -421,6 +467,9 @@ __all__ = [
     "STREAMER_FORMAT",
     "CALIBRATION_FORMAT",
     "CALIBRATION_VERSION",
+    "REGION_CALIBRATION_FORMAT",
+    "REGION_CALIBRATION_VERSION",
+    "MAX_REGION_FACTOR",
     "OFFSET_LIMIT",
     "SCALE_RANGE",
 ]

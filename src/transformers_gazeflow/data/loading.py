@@ -41,7 +41,12 @@ from .gaze_types import valid_mask
 logger = logging.getLogger(__name__)
 
 #: Short names of the builders (docs/specs/data.md): ``egtea`` -> ``egtea_gaze`` and so on; full folder names work too.
-BUILDER_ALIASES = {"egtea": "egtea_gaze", "ego4d": "ego4d_gaze", "synthetic": "synthetic_gaze"}
+BUILDER_ALIASES = {
+    "egtea": "egtea_gaze",
+    "ego4d": "ego4d_gaze",
+    "egoexo4d": "egoexo4d_gaze",
+    "synthetic": "synthetic_gaze",
+}
 CLIP_WINDOWS = ("all", "first")
 """Which windows of a clip a gaze dataset yields as examples (the builders' ``windows`` option): ``"all"`` windows
 covering the clip or the ``"first"`` only. Not the sampler's ``window_mode`` (how a prediction joins its windows)."""
@@ -439,9 +444,10 @@ def load_gaze_dataset(
 ):
     """Build (or reuse from the cache) a gaze dataset and return it in the unified example schema.
 
-    ``name``: ``"egtea"``/``"egtea_gaze"``, ``"ego4d"``/``"ego4d_gaze"``, ``"synthetic"``/``"synthetic_gaze"``, or
-    a builder folder/file. ``data_dir``: the raw download (see each builder's dataset card). ``split``: ``"train"``
-    or ``"test"`` (a ``datasets.Dataset``), or ``None`` for a ``datasets.DatasetDict`` of all splits.
+    ``name``: ``"egtea"``/``"egtea_gaze"``, ``"ego4d"``/``"ego4d_gaze"``, ``"egoexo4d"``/``"egoexo4d_gaze"``,
+    ``"synthetic"``/``"synthetic_gaze"``, or a builder folder/file. ``data_dir``: the raw download (see each builder's
+    dataset card). ``split``: ``"train"``, ``"test"`` or (where the builder has it, e.g. Ego-Exo4D) ``"validation"`` (a
+    ``datasets.Dataset``), or ``None`` for a ``datasets.DatasetDict`` of all splits.
     ``config``: builder options, e.g. ``split_id=2``, ``parity="glc"``, ``window_frames=64``, ``window_stride=32``,
     ``windows="all"``, ``strict=True``. ``download_mode="force_redownload"`` rebuilds after the raw files changed.
     """
@@ -454,7 +460,16 @@ def load_gaze_dataset(
         if isinstance(err.__cause__, (OSError, ValueError, RuntimeError)):
             raise err.__cause__ from err
         raise
-    return builder.as_dataset(split=split)
+    try:
+        return builder.as_dataset(split=split)
+    except ValueError as err:  # a split left without any clip is not built (the builder logged why)
+        if "Unknown split" not in str(err):
+            raise
+        built = sorted(builder.info.splits or ())
+        raise ValueError(
+            f"{name}: no split {split!r} was built from {data_dir} (built: {built}); a split none of whose clips "
+            "was kept is left out, and the log names the takes and clips dropped"
+        ) from None
 
 
 __all__ = [

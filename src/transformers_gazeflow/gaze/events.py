@@ -260,6 +260,13 @@ class Fixation:
     dispersion_deg: float
 
     @property
+    def sample_id(self) -> int:
+        """The event's ``sample_id`` as ``gaze.csv`` and ``fixations.csv`` / ``saccades.csv`` write it, for a
+        prediction's series order (series 0 the point estimate, series k + 1 sample k): -1 for the point estimate,
+        0 .. K-1 for the samples."""
+        return self.series - 1
+
+    @property
     def frames(self) -> int:
         return self.end_frame - self.start_frame + 1
 
@@ -277,6 +284,13 @@ class Saccade:
     amplitude_px: float
     amplitude_deg: float
     peak_velocity_deg_s: float
+
+    @property
+    def sample_id(self) -> int:
+        """The event's ``sample_id`` as ``gaze.csv`` and ``fixations.csv`` / ``saccades.csv`` write it, for a
+        prediction's series order (series 0 the point estimate, series k + 1 sample k): -1 for the point estimate,
+        0 .. K-1 for the samples."""
+        return self.series - 1
 
     @property
     def frames(self) -> int:
@@ -401,6 +415,11 @@ class GazeEvents:
         return GazeEvents(
             [f for f in self.fixations if f.series == series], [s for s in self.saccades if s.series == series]
         )
+
+    def of_sample(self, sample_id: int) -> GazeEvents:
+        """The events of one ``sample_id`` of a prediction (-1: the point estimate; k: sample k), as the CSVs name
+        them."""
+        return self.of_series(sample_id + 1)
 
 
 def saccade_probability(labels: np.ndarray) -> np.ndarray:

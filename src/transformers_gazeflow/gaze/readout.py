@@ -17,7 +17,8 @@ import numpy as np
 from ..data.gaze_types import SACCADE
 from ..models.gazeflow.geometry import PinholeCamera, unit_to_pixels
 from .events import EventLabeller, EventRecorder, EventSettings, GazeEvents, LabelledFrames
-from .uncertainty import GazeUncertainty, describe_uncertainty
+from .regions import RegionCalibration
+from .uncertainty import GazeUncertainty, as_region_calibration, describe_uncertainty
 
 
 @dataclass
@@ -47,32 +48,9 @@ class FrameReadout:
         return int(self.trajectories.shape[1])
 
 
-def _slice_uncertainty(u: GazeUncertainty, cut: slice) -> GazeUncertainty:
-    return GazeUncertainty(
-        u.levels,
-        u.spread_px[:, cut],
-        None if u.spread_deg is None else u.spread_deg[:, cut],
-        u.modes[cut],
-        u.region_scale,
-        u.region_calibrated,
-    )
-
-
-def _join_uncertainty(parts: list[GazeUncertainty]) -> GazeUncertainty:
-    first = parts[0]
-    return GazeUncertainty(
-        first.levels,
-        np.concatenate([p.spread_px for p in parts], 1),
-        None if first.spread_deg is None else np.concatenate([p.spread_deg for p in parts], 1),
-        np.concatenate([p.modes for p in parts]),
-        first.region_scale,
-        first.region_calibrated,
-    )
-
-
 class GazeReadout:
     """The readouts of one video's stream (see the module docstring). ``camera`` is taken to the frame size;
-    ``region_scale`` is the model's calibrated scale (None: none)."""
+    ``region_calibration`` is the model's (``uncertainty.as_region_calibration``; None: none)."""
 
     def __init__(
         self,
@@ -82,11 +60,11 @@ class GazeReadout:
         camera: PinholeCamera,
         num_samples: int,
         events: EventSettings | None = None,
-        region_scale: float | None = None,
+        region_calibration: RegionCalibration | float | None = None,
     ) -> None:
         self.width, self.height = int(width), int(height)
         self.camera = camera.for_frame(self.width, self.height)
-        self.region_scale = region_scale
+        self.region_calibration = as_region_calibration(region_calibration)
         self.settings = events or EventSettings()
         self.labeller = EventLabeller(self.settings, self.camera, fps, num_samples + 1)
         self.recorder: EventRecorder | None = None
@@ -101,7 +79,7 @@ class GazeReadout:
         if self.recorder is None:
             self.recorder = EventRecorder(trajectories.shape[0] + 1, self.camera, frame_offset=first_frame)
             self.next_frame = first_frame
-        uncertainty = describe_uncertainty(trajectories, self.width, self.height, self.camera, self.region_scale)
+        uncertainty = describe_uncertainty(trajectories, self.width, self.height, self.camera, self.region_calibration)
         self.pending.append((trajectories, uncertainty))
         samples = trajectories.astype(np.float64)
         series = np.concatenate([samples.mean(axis=0, keepdims=True), samples])
@@ -118,10 +96,10 @@ class GazeReadout:
             return []
         self.recorder.add(labelled)
         trajectories = np.concatenate([part[0] for part in self.pending], axis=1)
-        uncertainty = _join_uncertainty([part[1] for part in self.pending])
+        uncertainty = GazeUncertainty.concatenate([part[1] for part in self.pending])
         n = labelled.num_frames
         rest = trajectories.shape[1] - n
-        self.pending = [(trajectories[:, n:], _slice_uncertainty(uncertainty, slice(n, None)))] if rest else []
+        self.pending = [(trajectories[:, n:], uncertainty.frames(slice(n, None)))] if rest else []
         degrees = self.camera.angles_deg(labelled.points_px)
         points = trajectories[:, :n].astype(np.float64).mean(axis=0)
         readout = FrameReadout(
@@ -131,7 +109,7 @@ class GazeReadout:
             degrees,
             labelled.labels,
             (labelled.labels[1:] == SACCADE).mean(axis=0),
-            _slice_uncertainty(uncertainty, slice(0, n)),
+            uncertainty.frames(slice(0, n)),
         )
         self.next_frame += n
         return [readout]

@@ -1,4 +1,4 @@
-"""Uncertainty of a frame's gaze from its K samples: spread radii, the number of modes, and a calibrated region.
+"""Uncertainty of a frame's gaze from its K samples: spread radii, the number of modes, and the calibrated region.
 
 For a frame with K sampled points ``p_1..p_K`` and the point estimate ``m`` (their mean,
 ``generation_gazeflow.point_estimate``):
@@ -15,11 +15,14 @@ For a frame with K sampled points ``p_1..p_K`` and the point estimate ``m`` (the
   each): one cloud gives one mode in 99.7% of frames at K = 30 (99.3% at K = 16); two equal clouds 6 sigmas apart
   give two in 100%, 4 sigmas apart in 74%; three 6 sigmas apart give three in 93%. Points stop once a step moves
   none of them by more than ``h / 100``.
-* **calibrated region**: the disc of radius ``s r_q`` around ``m``. The one scale ``s`` is fitted on held-out
-  frames with known gaze (:func:`fit_region_scale`) so that the q-region holds the true gaze a share ``q`` of the
-  time, for ``q`` in :data:`REGION_LEVELS` (0.5 to 0.95) together: ``s`` minimises the mean absolute gap between
-  the nominal ``q`` and the observed coverage. :func:`reliability_table` is that coverage, nominal against observed
-(printed by ``metrics.tables.reliability_table_markdown``).
+* **calibrated region**: the disc around ``m`` of radius ``f_q * max(r_q, rho)``, one factor ``f_q`` per level fitted
+  on held-out frames with known gaze by split conformal prediction so that the q-region holds the true gaze a share
+  ``q`` of the time (:mod:`.regions`: the rule, what it guarantees, the file). :func:`describe_uncertainty` computes
+  spreads and regions for every reader (``gaze.csv``, ``gazeflow stream``, the pipeline, the web demo);
+  :func:`coverage_ratios` and :func:`fit_region_calibration` fit the factors on held-out frames, and
+  :func:`reliability_table` is the coverage, nominal against observed (printed by
+  ``metrics.tables.reliability_table_markdown``). :func:`fit_region_scale` is the single scale of version-1 files,
+  kept to compare with: one scale cannot fit every level when the errors' tails are heavier than the samples'.
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..models.gazeflow.geometry import PinholeCamera, unit_to_pixels
+from .regions import MIN_RADIUS_PX, RegionCalibration, conformal_quantile
 
 SPREAD_LEVELS = (0.5, 0.9)
 """The shares of the K samples whose radii are reported (``spread50``, ``spread90``)."""
 
 REGION_LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
-"""The nominal coverages the region scale is fitted on and the reliability table reports."""
+"""The nominal coverages the region factors are fitted at and the reliability table reports."""
 
 MODE_NEIGHBOUR_SHARE = 0.2
 """Mean-shift bandwidth: the median distance of a sample to its ``ceil(MODE_NEIGHBOUR_SHARE * K)``-th nearest
@@ -129,20 +133,26 @@ class GazeUncertainty:
     """Per-frame uncertainty of ``T`` frames (see the module docstring).
 
     Args:
-        levels: the sample shares of the spread radii (:data:`SPREAD_LEVELS`).
+        levels: the sample shares of the spread radii (:data:`SPREAD_LEVELS` and the calibration's levels).
         spread_px: ``[L, T]`` radii around the point estimate holding each share of the samples, native pixels.
         spread_deg: ``[L, T]`` the same in degrees (None without a camera).
         modes: ``[T]`` the number of modes of the samples.
-        region_scale: the calibrated scale ``s`` (1.0 when the model has none: the raw spread).
-        region_calibrated: whether ``region_scale`` was fitted on held-out data.
+        calibration: the model's :class:`~.regions.RegionCalibration` (None: the region is the raw spread).
+        min_radius_deg: ``[T]`` the calibration's floor ``rho`` as an angle at each point estimate (None without a
+            camera or a floor).
     """
 
     levels: tuple[float, ...]
     spread_px: np.ndarray
     spread_deg: np.ndarray | None
     modes: np.ndarray
-    region_scale: float = 1.0
-    region_calibrated: bool = False
+    calibration: RegionCalibration | None = None
+    min_radius_deg: np.ndarray | None = None
+
+    @property
+    def region_calibrated(self) -> bool:
+        """Whether the regions come from a calibration fitted on held-out data."""
+        return self.calibration is not None
 
     def spread(self, level: float, unit: str = "px") -> np.ndarray:
         """``[T]`` radius holding ``level`` of the samples, in ``"px"`` or ``"deg"``."""
@@ -154,8 +164,44 @@ class GazeUncertainty:
         return table[self.levels.index(level)]
 
     def region(self, level: float, unit: str = "px") -> np.ndarray:
-        """``[T]`` radius of the (calibrated) ``level`` region: ``region_scale * spread``."""
-        return self.region_scale * self.spread(level, unit)
+        """``[T]`` radius of the ``level`` region: ``f_q * max(r_q, rho)`` with the model's calibration
+        (:meth:`~.regions.RegionCalibration.radius`), the raw spread ``r_q`` without one."""
+        if self.calibration is None:
+            return self.spread(level, unit)
+        floor = None if unit == "px" else (0.0 if self.min_radius_deg is None else self.min_radius_deg)
+        return self.calibration.radius(level, lambda fitted: self.spread(fitted, unit), floor)
+
+    def frames(self, cut: slice) -> GazeUncertainty:
+        """The uncertainty of the frames ``cut``."""
+        return GazeUncertainty(
+            self.levels,
+            self.spread_px[:, cut],
+            None if self.spread_deg is None else self.spread_deg[:, cut],
+            self.modes[cut],
+            self.calibration,
+            None if self.min_radius_deg is None else self.min_radius_deg[cut],
+        )
+
+    @staticmethod
+    def concatenate(parts: Sequence[GazeUncertainty]) -> GazeUncertainty:
+        """The frames of ``parts`` (of one stream: the same levels and calibration) one after the other."""
+        first = parts[0]
+        return GazeUncertainty(
+            first.levels,
+            np.concatenate([p.spread_px for p in parts], 1),
+            None if first.spread_deg is None else np.concatenate([p.spread_deg for p in parts], 1),
+            np.concatenate([p.modes for p in parts]),
+            first.calibration,
+            None if first.min_radius_deg is None else np.concatenate([p.min_radius_deg for p in parts]),
+        )
+
+
+def as_region_calibration(calibration: RegionCalibration | float | None) -> RegionCalibration | None:
+    """A model's region calibration: a :class:`~.regions.RegionCalibration`, a single scale (a version-1 file's
+    ``s``: :func:`check_region_scale`) or None."""
+    if calibration is None or isinstance(calibration, RegionCalibration):
+        return calibration
+    return RegionCalibration.single_scale(check_region_scale(calibration))
 
 
 def describe_uncertainty(
@@ -163,26 +209,32 @@ def describe_uncertainty(
     width: int,
     height: int,
     camera: PinholeCamera | None = None,
-    region_scale: float | None = None,
+    calibration: RegionCalibration | float | None = None,
     levels: Sequence[float] = SPREAD_LEVELS,
     with_modes: bool = True,
+    centre: np.ndarray | None = None,
 ) -> GazeUncertainty:
-    """The :class:`GazeUncertainty` of ``samples`` ``[K, T, 2]`` in unit coordinates of a ``width x height`` frame.
-    ``region_scale``: the model's calibrated scale (:func:`fit_region_scale`), None when it has none."""
+    """The :class:`GazeUncertainty` of ``samples`` ``[K, T, 2]`` in unit coordinates of a ``width x height`` frame:
+    the one computation of spreads and regions behind ``gaze.csv``, ``gazeflow stream``, the pipeline and the web
+    demo. ``calibration``: the model's (:func:`as_region_calibration`), None when it has none; its levels are
+    computed beside ``levels``. ``centre``: the point estimate ``[T, 2]`` (unit coordinates) when the caller has it
+    (default: the samples' mean)."""
     samples = _as_points(samples, "samples")
-    levels = _check_levels(levels)
+    calibration = as_region_calibration(calibration)
+    fitted = () if calibration is None or calibration.levels is None else calibration.levels
+    levels = tuple(sorted(set(_check_levels(levels)) | set(fitted)))
     pixels = unit_to_pixels(samples, width, height)
-    centre = pixels.mean(axis=0)
+    centre = pixels.mean(axis=0) if centre is None else unit_to_pixels(np.asarray(centre, np.float64), width, height)
     spread_px = spread_radii(pixels, centre, levels)
-    spread_deg = None
+    spread_deg = floor_deg = None
     if camera is not None:
-        spread_deg = radius_quantiles(camera.for_frame(width, height).angle_between_deg(pixels, centre[None]), levels)
-    if with_modes:
-        modes = count_modes(pixels)
-    else:
-        modes = np.ones(samples.shape[1], np.int64)
-    scale = 1.0 if region_scale is None else check_region_scale(region_scale)
-    return GazeUncertainty(levels, spread_px, spread_deg, modes, scale, region_scale is not None)
+        frame_camera = camera.for_frame(width, height)
+        spread_deg = radius_quantiles(frame_camera.angle_between_deg(pixels, centre[None]), levels)
+        if calibration is not None and calibration.min_radius_px > 0:
+            beside = centre + np.array([calibration.min_radius_px, 0.0])
+            floor_deg = frame_camera.angle_between_deg(beside, centre)
+    modes = count_modes(pixels) if with_modes else np.ones(samples.shape[1], np.int64)
+    return GazeUncertainty(levels, spread_px, spread_deg, modes, calibration, floor_deg)
 
 
 def check_region_scale(scale: float, where: str = "region scale") -> float:
@@ -201,19 +253,45 @@ def check_region_scale(scale: float, where: str = "region scale") -> float:
 
 @dataclass
 class CoverageData:
-    """Held-out frames for the region: ``ratios`` ``[L, N]`` = the true gaze's distance from the point estimate
-    over the spread radius ``r_q`` of each of ``N`` frames at each level (``0 / 0 = 0``, ``d / 0 = inf``)."""
+    """Held-out frames for the region: for each of ``N`` frames the true gaze's distance ``miss_px`` ``[N]`` from
+    the point estimate, the spread radii ``radii_px`` ``[L, N]`` at ``levels``, and the clip ``clips`` ``[N]`` it
+    belongs to (native pixels)."""
 
     levels: tuple[float, ...]
-    ratios: np.ndarray
+    miss_px: np.ndarray
+    radii_px: np.ndarray
+    clips: np.ndarray
 
     @property
     def frames(self) -> int:
-        return int(self.ratios.shape[1])
+        return int(self.miss_px.shape[0])
 
-    def coverage(self, scale: float) -> np.ndarray:
-        """``[L]``: the share of frames whose true gaze lies within ``scale * r_q``."""
-        return (self.ratios <= scale).mean(axis=1)
+    @property
+    def ratios(self) -> np.ndarray:
+        """``[L, N]``: the miss over the spread radius (``0 / 0 = 0``, ``d / 0 = inf``), what a single scale
+        multiplies."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.radii_px > 0, self.miss_px / self.radii_px, np.where(self.miss_px > 0, np.inf, 0.0))
+
+    def scores(self, min_radius_px: float = MIN_RADIUS_PX) -> np.ndarray:
+        """``[L, N]``: the nonconformity scores ``|g - m| / max(r_q, rho)`` (:mod:`.regions`), ``rho > 0``."""
+        if not (math.isfinite(min_radius_px) and min_radius_px > 0):
+            raise ValueError(f"min_radius_px must be a positive number of pixels, got {min_radius_px}")
+        return self.miss_px / np.maximum(self.radii_px, min_radius_px)
+
+    def coverage(self, calibration: RegionCalibration | float | None = None) -> np.ndarray:
+        """``[L]``: the share of frames whose true gaze lies within the region of each level: the raw spread
+        without a calibration, ``R_q`` of :meth:`~.regions.RegionCalibration.radius` with one (a number: a single
+        scale)."""
+        calibration = as_region_calibration(calibration)
+        covered = []
+        for index, level in enumerate(self.levels):
+            if calibration is None:
+                radius = self.radii_px[index]
+            else:
+                radius = calibration.radius(level, lambda fitted: self.radii_px[self.levels.index(fitted)])
+            covered.append(float((self.miss_px <= radius).mean()))
+        return np.asarray(covered)
 
 
 def coverage_ratios(
@@ -230,50 +308,82 @@ def coverage_ratios(
     centre = pixels.mean(axis=0)
     radii = spread_radii(pixels, centre, levels)  # [L, T]
     miss = np.linalg.norm(unit_to_pixels(truth, width, height) - centre, axis=-1)  # [T]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(radii > 0, miss / radii, np.where(miss > 0, np.inf, 0.0))
-    return CoverageData(levels, ratios)
+    return CoverageData(levels, miss, radii, np.zeros(miss.shape[0], np.int64))
 
 
 def merge_coverage(parts: Sequence[CoverageData]) -> CoverageData:
-    """The frames of several clips together (all at the same levels)."""
+    """The frames of several clips together (all at the same levels), part ``i``'s clips numbered after part
+    ``i - 1``'s."""
     if not parts:
         raise ValueError("no held-out frames to fit or score the region on")
     levels = parts[0].levels
     if any(part.levels != levels for part in parts):
         raise ValueError("coverage data of different levels cannot be merged")
-    return CoverageData(levels, np.concatenate([part.ratios for part in parts], axis=1))
+    clips, offset = [], 0
+    for part in parts:
+        clips.append(part.clips + offset)
+        offset += int(part.clips.max()) + 1 if part.frames else 0
+    return CoverageData(
+        levels,
+        np.concatenate([part.miss_px for part in parts]),
+        np.concatenate([part.radii_px for part in parts], axis=1),
+        np.concatenate(clips),
+    )
 
 
-def calibration_gap(data: CoverageData, scale: float) -> float:
-    """The mean over the levels of ``|coverage(q) - q|`` at ``scale``."""
-    return float(np.abs(data.coverage(scale) - np.asarray(data.levels)).mean())
+def fit_region_calibration(
+    data: CoverageData,
+    min_radius_px: float = MIN_RADIUS_PX,
+    exchangeable: str = "frames",
+    provenance: dict | None = None,
+) -> RegionCalibration:
+    """One factor per level of ``data``: the split-conformal quantile (:func:`~.regions.conformal_quantile`) of the
+    scores ``|g - m| / max(r_q, rho)`` at that level, the frames or the clips taken as exchangeable (:mod:`.regions`
+    says what each guarantees)."""
+    if exchangeable not in ("frames", "clips"):
+        raise ValueError(f"exchangeable must be 'frames' or 'clips', got {exchangeable!r}")
+    if data.frames == 0:
+        raise ValueError("no held-out frames to fit the region on")
+    scores = data.scores(min_radius_px)
+    clips = data.clips if exchangeable == "clips" else None
+    factors = tuple(conformal_quantile(scores[i], level, clips) for i, level in enumerate(data.levels))
+    return RegionCalibration(data.levels, factors, float(min_radius_px), exchangeable, dict(provenance or {}))
 
 
 def fit_region_scale(data: CoverageData) -> float:
     """The one scale ``s`` whose regions ``s r_q`` hold the truth closest to a share ``q`` of the frames, averaged
-    over the levels (the smallest such ``s``; coverage only changes at the ratios themselves, so they are the
-    candidates, searched exactly)."""
+    over the levels (a version-1 calibration; the smallest such ``s``; coverage only changes at the ratios
+    themselves, so they are the candidates, searched exactly)."""
     if data.frames == 0:
         raise ValueError("no held-out frames to fit the region scale on")
-    finite = np.unique(data.ratios[np.isfinite(data.ratios) & (data.ratios > 0)])
+    ratios = data.ratios
+    finite = np.unique(ratios[np.isfinite(ratios) & (ratios > 0)])
     if finite.size == 0:
         return 1.0  # every truth exactly on its point estimate or unreachable: no scale does better
-    sorted_ratios = np.sort(data.ratios, axis=1)
+    sorted_ratios = np.sort(ratios, axis=1)
     covered = np.stack([np.searchsorted(row, finite, side="right") for row in sorted_ratios]) / data.frames
     gaps = np.abs(covered - np.asarray(data.levels)[:, None]).mean(axis=0)
     return float(finite[int(np.argmin(gaps))])
 
 
-def reliability_table(data: CoverageData, scale: float | None = None) -> list[dict[str, float]]:
-    """One row per level: ``nominal`` q, ``raw`` coverage of the uncalibrated region (``s = 1``) and, given a
-    ``scale``, ``calibrated`` coverage."""
-    raw = data.coverage(1.0)
-    calibrated = data.coverage(scale) if scale is not None else None
+def calibration_gap(data: CoverageData, calibration: RegionCalibration | float | None = None) -> float:
+    """The mean over the levels of ``|coverage(q) - q|``."""
+    return float(np.abs(data.coverage(calibration) - np.asarray(data.levels)).mean())
+
+
+def reliability_table(
+    data: CoverageData, calibration: RegionCalibration | float | None = None
+) -> list[dict[str, float]]:
+    """One row per level: ``nominal`` q, ``raw`` coverage of the uncalibrated region (the spread ``r_q``) and, given
+    a calibration, its ``factor`` and ``calibrated`` coverage."""
+    calibration = as_region_calibration(calibration)
+    raw = data.coverage(None)
+    calibrated = data.coverage(calibration) if calibration is not None else None
     rows = []
     for index, level in enumerate(data.levels):
         row = {"nominal": level, "raw": float(raw[index])}
-        if calibrated is not None:
+        if calibration is not None:
+            row["factor"] = float(calibration.factor_for(level)[1])
             row["calibrated"] = float(calibrated[index])
         rows.append(row)
     return rows
@@ -290,11 +400,13 @@ __all__ = [
     "spread_radii",
     "mode_bandwidth",
     "count_modes",
+    "as_region_calibration",
     "describe_uncertainty",
     "check_region_scale",
     "coverage_ratios",
     "merge_coverage",
-    "calibration_gap",
+    "fit_region_calibration",
     "fit_region_scale",
+    "calibration_gap",
     "reliability_table",
 ]

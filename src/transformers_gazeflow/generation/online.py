@@ -38,9 +38,10 @@ from typing import Any
 
 import torch
 
+from ..models.gazeflow.choices import STREAM_CPU_THREADS
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
-from ..models.gazeflow.scheduling_gazeflow import draw_noise
+from ..models.gazeflow.scheduling_gazeflow import correlate_noise, draw_noise
 from .streaming_runners import StepRunner, check_compile_mode, make_step_runner
 from .streaming_step import GazeFlowStreamerStep, StreamerState
 
@@ -82,7 +83,10 @@ class GazeFlowStreamer:
         settings: K, S and the ODE solver (:class:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.
             SamplingSettings`); or leave it None and give keyword arguments named after its fields
             (``num_samples=K``, ``num_steps=S``, ``solver=...``): each one not given is the config's default.
-        generator: draws each frame's noise ``[B, K, 1, 2]`` (a seed makes the stream reproducible).
+        generator: draws each frame's noise ``[B, K, 1, 2]`` (a seed makes the stream reproducible). With the
+            model's ``noise_correlation`` rho > 0 the draw e_t is the innovation of the AR(1) prior over frames, and
+            the step reads x_0[t] = rho x_0[t - 1] + sqrt(1 - rho^2) e_t (x_0[0] = e_0): the prior the windowed
+            model samples a window from, continued frame by frame.
         processor: optional ``GazeFlowVideoProcessor``; then :meth:`push` also takes raw uint8 frames
             ``[H, W, 3]`` (or ``[B, H, W, 3]``) and processes them.
         compile: how the step runs (:data:`~.streaming_runners.COMPILE_MODES`): None (eager, the default and the
@@ -91,6 +95,10 @@ class GazeFlowStreamer:
             compilation or capture happens at the first frame of a batch size.
         dtype: the dtype the step's weights are cast to once and it computes in (default: the model's), e.g.
             ``torch.bfloat16`` on a GPU. The model itself is not changed.
+        threads: on the CPU, torch's intra-op threads are set to this when the streamer is built (default
+            ``STREAM_CPU_THREADS`` of ``models.gazeflow.choices``, 1, as ``gazeflow stream``: a frame's work is too
+            small to share out, and on 2 cores torch's default beside a decoding thread took several times longer
+            per frame); torch's threads are the process's, so None leaves them as they are. Ignored elsewhere.
     """
 
     def __init__(
@@ -102,6 +110,7 @@ class GazeFlowStreamer:
         processor=None,
         compile: str | None = None,
         dtype: torch.dtype | None = None,
+        threads: int | None = STREAM_CPU_THREADS,
         **sampling: Any,
     ):
         if not model.config.causal:
@@ -114,6 +123,10 @@ class GazeFlowStreamer:
             raise TypeError(
                 f"GazeFlowStreamer: give `settings` or its fields as keywords, not both ({sorted(sampling)})"
             )
+        if threads is not None and next(model.parameters()).device.type == "cpu":
+            if threads < 1:
+                raise ValueError(f"GazeFlowStreamer: threads must be >= 1 (or None), got {threads}")
+            torch.set_num_threads(threads)
         self.model = model
         self.settings = settings if settings is not None else SamplingSettings.resolve(model.config, **sampling)
         self.step = GazeFlowStreamerStep(model, self.settings, dtype=dtype)
@@ -131,6 +144,7 @@ class GazeFlowStreamer:
         is reused; a new batch size makes new buffers (and a new compilation or capture)."""
         self.frame_index = 0
         self.batch_size: int | None = None
+        self.previous_noise: torch.Tensor | None = None  # x_0 of the last frame (the AR(1) prior continues from it)
         if self.state is not None:
             self.state.zero_()
 
@@ -175,7 +189,8 @@ class GazeFlowStreamer:
     def push(self, frame: torch.Tensor, noise: torch.Tensor | None = None) -> GazeFlowStreamOutput:
         """Feed frame t (``[3, S, S]`` or ``[B, 3, S, S]``, normalised) and get its gaze.
 
-        ``noise`` ``[B, K, 1, 2]`` (model coordinates) replaces the generator's draw for this frame.
+        ``noise`` ``[B, K, 1, 2]`` (model coordinates) replaces the generator's draw for this frame (with the
+        model's ``noise_correlation`` > 0, the AR(1) innovation e_t; see the class docstring).
         """
         device = self.step.device
         frame = self._as_frames(frame).to(device)
@@ -186,7 +201,14 @@ class GazeFlowStreamer:
         runner = self._runner_for(batch)
         if noise is None:
             noise = draw_noise(shape, self.generator, device)
-        trajectories, mean = runner(frame, noise.to(device=device, dtype=torch.float32))
+        noise = correlate_noise(
+            noise.to(device=device, dtype=torch.float32),
+            self.model.config.noise_correlation,
+            self.previous_noise,
+            frame_dim=2,
+        )
+        trajectories, mean = runner(frame, noise)
+        self.previous_noise = noise
         output = GazeFlowStreamOutput(self.frame_index, trajectories, mean)
         self.batch_size = batch
         self.frame_index += 1

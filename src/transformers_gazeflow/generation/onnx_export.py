@@ -10,6 +10,8 @@ GazeFlowStreamerStep.functional>` (paper Appendix F.4's causal model, one frame)
 * ``frame`` ``[1, 3, S, S]`` float32: the frame resized to S x S and normalised (``preprocessor_config.json``:
   ``(pixel / 255 - mean) / std`` per RGB channel);
 * ``noise`` ``[1, K, 1, 2]`` float32: this frame's x_0, K x 2 independent standard normal draws (model coordinates);
+  for a model with ``noise_correlation`` rho > 0 (``streamer.json`` then says so), x_0[t] = rho x_0[t - 1] +
+  sqrt(1 - rho^2) e_t with e_t such draws and x_0[0] = e_0 (the model's AR(1) prior over frames);
 * ``state.*``: the ring buffers (:class:`~transformers_gazeflow.generation.streaming_step.StreamerState`: the frame
   index, the encoder's frame window, the task bank's summaries and keys/values, every sampler call's and block's
   self-attention keys/values, and with ``num_temporal_layers`` the temporal layers' keys/values); all zeros for a
@@ -99,6 +101,16 @@ def streamer_interface(
     config, settings = step.config, step.settings
     size = config.image_size
     frame, noise = torch.zeros(1, 3, size, size), torch.zeros(1, settings.num_samples, 1, 2)
+    noise_meaning = (
+        "x_0 of this frame: K x 2 independent standard normal draws (model coordinates); a new draw every frame"
+    )
+    correlated = {}
+    if config.noise_correlation > 0:
+        noise_meaning = (
+            "x_0 of this frame (model coordinates): x_0[t] = rho x_0[t-1] + sqrt(1 - rho^2) e_t, x_0[0] = e_0, "
+            "with rho = noise_correlation and e_t K x 2 independent standard normal draws, new every frame"
+        )
+        correlated = {"noise_correlation": config.noise_correlation}
     return {
         "format": INTERFACE_FORMAT,
         "file": STEP_FILE,
@@ -110,14 +122,10 @@ def streamer_interface(
         "solver": settings.solver,
         "context_frames": config.num_frames,
         "encoder_frames": config.causal_encoder_frames,
+        **correlated,
         "inputs": [
             tensor_entry("frame", frame, meaning="the frame, RGB resized to S x S, (pixel / 255 - mean) / std"),
-            tensor_entry(
-                "noise",
-                noise,
-                meaning="x_0 of this frame: K x 2 independent standard normal draws "
-                "(model coordinates); a new draw every frame",
-            ),
+            tensor_entry("noise", noise, meaning=noise_meaning),
             *[tensor_entry(name, leaf, meaning="stream state; start: zeros") for name, leaf in zip(names, leaves)],
         ],
         "outputs": [

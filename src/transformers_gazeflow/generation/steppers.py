@@ -102,6 +102,7 @@ class TorchStepper:
             processor=processor,
             compile=compile,
             dtype=getattr(torch, dtype),
+            threads=None,  # the caller sets the process's threads (gazeflow stream --threads)
         )
         self.settings, self.seed = self.streamer.settings, seed
         self.device = str(next(model.parameters()).device)
@@ -194,6 +195,8 @@ class OnnxStepper:
         self.processor = GazeFlowVideoProcessor.from_pretrained(folder)
         self.settings = exported_settings(self.interface)
         self.generator = torch.Generator().manual_seed(seed)
+        self.noise_correlation = self.interface.get("noise_correlation", 0.0)  # checked in [0, 1) by its schema
+        self.previous_noise: torch.Tensor | None = None  # x_0 of the last frame (the AR(1) prior continues from it)
         state = self.interface["inputs"][len(INPUTS) :]
         self.state_names = [name for name, _, _ in state]
         self.state = {name: np.zeros(shape, dtype) for name, shape, dtype in state}
@@ -218,11 +221,13 @@ class OnnxStepper:
         import numpy as np
         import torch
 
-        from ..models.gazeflow.scheduling_gazeflow import draw_noise
+        from ..models.gazeflow.scheduling_gazeflow import correlate_noise, draw_noise
         from .onnx_export import OUTPUTS
 
         frame = self.processor.preprocess(np.ascontiguousarray(pixels)[None]).numpy()
-        noise = draw_noise((1, self.settings.num_samples, 1, 2), self.generator, torch.device("cpu")).numpy()
+        noise = draw_noise((1, self.settings.num_samples, 1, 2), self.generator, torch.device("cpu"))
+        noise = self.previous_noise = correlate_noise(noise, self.noise_correlation, self.previous_noise, frame_dim=2)
+        noise = noise.numpy()
         outputs = self.session.run(None, {"frame": frame, "noise": noise, **self.state})
         self.state = dict(zip(self.state_names, outputs[len(OUTPUTS) :]))
         return outputs[0][0], outputs[1][0]

@@ -31,7 +31,11 @@ shape fixed when it is made, none changes from frame 0 on; nothing is read back 
 * ``self_attention``: per sampler call (S x 1 or 2 calls) and per block, a ring of the newest gaze tokens'
   keys/values ``[B K, H, W, d_h]`` (``GazeFlowRingKeyValueCache``);
 * ``temporal``: per temporal layer of the spatial encoder (``config.num_temporal_layers``; empty without them), a
-  ring of the last W frames' keys/values at every spatial position, ``[B N, H, W, d_h]``.
+  ring of the last W frames' keys/values at every spatial position, ``[B N, H, W, d_h]``;
+* ``velocities`` ``[calls, B, K, 1, 2]`` float32 (``config.whitened_flow`` only, else None): the last frame's velocity
+  at each sampler call, from which this frame's continues the AR(1) recursion v = L w over frames
+  (``GazeFlowVelocityNetwork.read_head``); it runs on past W frames as the prior it is, where a W-frame window
+  would start it again.
 
 Past W frames each ring overwrites its oldest slot, so memory is fixed and the context slides: frame t attends to
 frames t - W + 1 .. t, which with RoPE (offsets only) equals the model run on the last W frames with the same gaze
@@ -62,7 +66,7 @@ from ..models.gazeflow.modeling_gazeflow_streaming import (
     streaming_positions,
 )
 from ..models.gazeflow.modeling_gazeflow_streaming_encoder import GazeFlowStreamingVideoEncoder
-from ..models.gazeflow.scheduling_gazeflow import Scheduler
+from ..models.gazeflow.scheduling_gazeflow import Scheduler, continue_correlated
 
 
 @dataclass
@@ -76,6 +80,7 @@ class StreamerState:
     summary_cache: GazeFlowRingKeyValueCache | None
     self_attention: tuple[tuple[GazeFlowRingKeyValueCache, ...], ...]
     temporal: tuple[GazeFlowRingKeyValueCache, ...] = ()
+    velocities: torch.Tensor | None = None
 
     @property
     def batch_size(self) -> int:
@@ -198,6 +203,11 @@ class GazeFlowStreamerStep(nn.Module):
                 for _ in range(self.velocity_network.num_calls)
             ),
             temporal=tuple(ring(batch_size * self.tokens_per_frame) for _ in range(config.num_temporal_layers)),
+            velocities=torch.zeros(
+                self.velocity_network.num_calls, batch_size, self.settings.num_samples, 1, 2, device=device
+            )
+            if config.whitened_flow
+            else None,
         )
 
     def encode_frame(
@@ -234,6 +244,10 @@ class GazeFlowStreamerStep(nn.Module):
                     f"streamer step: call {call} at flow time {flow_time}, prepared for {network.flow_times[call]}"
                 )
             velocity = network(sample, self_condition, call, frame, positions, condition, state.self_attention[call])
+            if state.velocities is not None:  # config.whitened_flow: v = L w, continued from the last frame's
+                previous = state.velocities[call]
+                velocity = continue_correlated(velocity, self.config.noise_correlation, previous, positions.first)
+                previous.copy_(velocity)
             call += 1
             return velocity
 

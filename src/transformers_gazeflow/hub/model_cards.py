@@ -54,7 +54,7 @@ K whole gaze trajectories, one (x, y) point per frame in [0, 1] image coordinate
 import transformers_gazeflow  # registers the model and the "egocentric-gaze" pipeline
 from transformers import pipeline
 
-gaze = pipeline("egocentric-gaze", model="{repo}")
+gaze = pipeline("egocentric-gaze", model={model_argument})
 out = gaze("my_video.mp4", num_samples=30, num_steps=5)  # seed=0 unless given
 out["points_px"]     # [T, 2] per-frame point estimate (mean of the K samples), pixels
 out["trajectories"]  # [K, T, 2] samples, [0, 1]
@@ -92,8 +92,11 @@ def write_model_card(
     training: str,
     limitations: str,
     repo: str | None = None,
+    model_argument: str | None = None,
 ) -> Path:
-    """Write ``README.md`` (a Hub model card with metadata) into a model folder; returns its path."""
+    """Write ``README.md`` (a Hub model card with metadata) into a model folder; returns its path. Its usage snippet
+    loads ``repo`` (default: the folder's path), or the Python expression ``model_argument`` where a name written
+    into the card would not hold on the reader's machine (a bundled model's package folder)."""
     from ..models.gazeflow.generation_gazeflow import SamplingSettings
 
     config = model.config
@@ -117,7 +120,7 @@ def write_model_card(
         solver=defaults.solver,
         sigma=config.heatmap_sigma,
         condition=describe_condition(config),
-        repo=repo or str(folder),
+        model_argument=model_argument or repr(repo or str(folder)),
     )
     path = Path(folder) / "README.md"
     path.parent.mkdir(parents=True, exist_ok=True)

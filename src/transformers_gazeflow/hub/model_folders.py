@@ -18,10 +18,11 @@ pickle that is not plain weights (refused: loading it could run code), NaN or in
 The package ships two folders: ``default_model/``, used when no model is named (:func:`default_model_path`), and
 ``default_model_causal/``, the causal model that online prediction uses (``default_model_path(causal=True)``).
 
-A folder may also hold ``region_calibration.json`` (:data:`REGION_CALIBRATION_NAME`): the scale that calibrates the
-model's uncertainty regions (``gaze.uncertainty.fit_region_scale``), written by :func:`save_region_calibration`
-and read back, when present, by :func:`load_region_calibration`. :func:`model_fingerprint` names a model's weights
-(what a wearer calibration records).
+A folder may also hold ``region_calibration.json`` (:data:`REGION_CALIBRATION_NAME`): the factors that calibrate
+the model's uncertainty regions, one per level (``gaze.regions.RegionCalibration``, fitted by
+``gaze.uncertainty.fit_region_calibration``; a version-1 file's single scale still reads), written by
+:func:`save_region_calibration` and read back, when present, by :func:`load_region_calibration`.
+:func:`model_fingerprint` names a model's weights (what a wearer calibration records).
 
 This module imports neither torch nor transformers at import time (the ``gazeflow`` command checks a ``--model``
 folder before it loads them).
@@ -38,11 +39,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data.atomic_files import atomic_write
-from ..data.interface_files import InterfaceFileError, read_json_object, region_calibration
+from ..data.interface_files import read_json_object
 from .model_cards import write_model_card
 
 if TYPE_CHECKING:
     from ..data.processing import GazeFlowVideoProcessor
+    from ..gaze.regions import RegionCalibration
     from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
     from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 
@@ -138,7 +140,40 @@ def resolve_model(model: str | os.PathLike | None) -> str:
     hub_id = not isinstance(model, Path) and re.fullmatch(r"[A-Za-z0-9_][\w.-]*(/[\w.-]+)?", text) is not None
     if Path(text).expanduser().exists() or not hub_id:
         return str(check_model_folder(Path(text).expanduser()))
+    check_hub_id_reachable(text)
     return text
+
+
+HUB_PROBE_TIMEOUT_S = 3.0
+"""How long a Hub id's first look-up waits for the Hub's host to answer before the id is refused."""
+
+
+def check_hub_id_reachable(repo_id: str) -> None:
+    """A name that is no folder here is a Hub id only if it can be looked up: in the Hugging Face cache, or on the
+    Hub, whose host must accept a connection within :data:`HUB_PROBE_TIMEOUT_S` (offline, transformers would retry
+    the download for half a minute before failing). ``ModelFolderError`` otherwise, at once, naming both readings."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+        return
+    folder = f"{repo_id!r} is no folder here (from {Path.cwd()})"
+    if constants.HF_HUB_OFFLINE:
+        raise ModelFolderError(
+            f"{folder}, and as a Hub id it is not in the Hugging Face cache (HF_HUB_OFFLINE is set); give a model "
+            "folder, or download the Hub model once online"
+        )
+    endpoint = urlparse(constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname, port), timeout=HUB_PROBE_TIMEOUT_S).close()
+    except OSError as err:
+        raise ModelFolderError(
+            f"{folder}, and as a Hub id it cannot be looked up: {endpoint.hostname} is not reachable ({err}); give a "
+            "model folder, or check the network"
+        ) from None
 
 
 def load_config(location: str) -> GazeFlowConfig:
@@ -323,7 +358,8 @@ def save_model_folder(
     repo: str | None = None,
     card: str | os.PathLike | None = None,
     remote_code: bool = False,
-    region_calibration: dict | None = None,
+    region_calibration: RegionCalibration | None = None,
+    model_argument: str | None = None,
 ) -> Path:
     """Write a complete GazeFlow model folder; the one writer of model folders in the project.
 
@@ -332,8 +368,9 @@ def save_model_folder(
     (``card``: an existing card to copy, e.g. the one of the folder the model was loaded from; otherwise one written
     from ``title``, ``description``, ``training`` and ``limitations``). ``remote_code=True`` adds the model's and the
     pipeline's code for ``trust_remote_code=True`` loading
-    (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`). ``region_calibration`` (a
-    :func:`load_region_calibration` record, e.g. the source folder's) is written as ``region_calibration.json``. The
+    (:func:`transformers_gazeflow.hub.remote_code.add_remote_code`). ``region_calibration`` (e.g. the
+    source folder's, :func:`load_region_calibration`) is written as ``region_calibration.json``.
+    ``repo`` / ``model_argument``: what the card's usage snippet loads (:func:`~.model_cards.write_model_card`). The
     folder is ready for ``huggingface_hub.upload_folder(repo_id=..., folder_path=folder)``. Returns it.
     """
     import shutil
@@ -353,36 +390,51 @@ def save_model_folder(
             shutil.copyfile(card, destination)
     else:
         write_model_card(
-            folder, model, title=title, description=description, training=training, limitations=limitations, repo=repo
+            folder,
+            model,
+            title=title,
+            description=description,
+            training=training,
+            limitations=limitations,
+            repo=repo,
+            model_argument=model_argument,
         )
     if remote_code:
         from .remote_code import add_remote_code
 
         add_remote_code(folder)
     if region_calibration is not None:
-        record = dict(region_calibration)
-        save_region_calibration(folder, record.pop("scale"), record)
+        save_region_calibration(folder, region_calibration)
     return folder
 
 
 REGION_CALIBRATION_NAME = "region_calibration.json"
-"""The model folder's file holding the scale of its calibrated uncertainty regions."""
+"""The model folder's file holding the factors of its calibrated uncertainty regions."""
 
 
-def save_region_calibration(folder: str | os.PathLike, scale: float, record: dict | None = None) -> Path:
-    """Write ``region_calibration.json`` into a model folder: ``{"scale": s, ...record}`` (``record``: how it was
-    fitted: data, split, frames, levels, the reliability before and after). Returns its path."""
+def save_region_calibration(folder: str | os.PathLike, calibration: RegionCalibration) -> Path:
+    """Write ``region_calibration.json`` into a model folder: ``calibration.to_record()`` (the factors with their
+    levels, then how they were fitted), checked by the file's one schema before it is written. Returns its path."""
+    from ..gaze.regions import RegionCalibration
+
     folder = Path(folder)
-    scale = region_calibration({"scale": float(scale)}, f"{folder / REGION_CALIBRATION_NAME} (not written)")
+    record = calibration.to_record()
+    try:  # what the readers would refuse is never written
+        RegionCalibration.from_record(record, f"{folder / REGION_CALIBRATION_NAME} (not written)")
+    except ValueError as err:
+        raise ModelFolderError(str(err)) from None
     if not folder.is_dir():
         raise ModelFolderError(f"cannot write {REGION_CALIBRATION_NAME}: {folder} is not a model folder")
-    text = json.dumps({"scale": scale, **(record or {})}, indent=2) + "\n"
+    text = json.dumps(record, indent=2) + "\n"
     return atomic_write(folder / REGION_CALIBRATION_NAME, text)
 
 
-def load_region_calibration(location: str | os.PathLike | None) -> dict | None:
-    """The ``region_calibration.json`` of a model location (a folder, or a Hub id from its cache/download), or None
-    when it has none; a file that is there but wrong is a :class:`ModelFolderError` naming it."""
+def load_region_calibration(location: str | os.PathLike | None) -> RegionCalibration | None:
+    """The ``region_calibration.json`` of a model location (a folder, or a Hub id from its cache/download) as a
+    ``gaze.regions.RegionCalibration``, or None when it has none; a file that is there but wrong is a
+    :class:`ModelFolderError` naming it and the field."""
+    from ..gaze.regions import RegionCalibration
+
     if location is None:
         return None
     path = Path(location) / REGION_CALIBRATION_NAME
@@ -403,10 +455,9 @@ def load_region_calibration(location: str | os.PathLike | None) -> dict | None:
         path = Path(found)
     elif not path.is_file():
         return None
-    try:  # the one schema of region_calibration.json
-        record = read_json_object(path, "a region calibration")
-        return {**record, "scale": region_calibration(record, str(path))}
-    except InterfaceFileError as err:
+    try:  # the one schema of region_calibration.json (gaze.regions.RegionCalibration.from_record checks it)
+        return RegionCalibration.from_record(read_json_object(path, "a region calibration"), str(path))
+    except ValueError as err:  # an InterfaceFileError is one
         raise ModelFolderError(str(err)) from None
 
 
@@ -465,6 +516,7 @@ def bundle_default_model(
         training=training,
         limitations=limitations,
         region_calibration=load_region_calibration(source_path),
+        model_argument=f"str(transformers_gazeflow.default_model_path({'causal=True' if causal else ''}))",
     )
     weights = destination / "model.safetensors"
     size_mb = weights.stat().st_size / 2**20
@@ -498,6 +550,7 @@ __all__ = [
     "weights_errors",
     "weights_location",
     "resolve_model",
+    "check_hub_id_reachable",
     "load_config",
     "load_video_processor",
     "load_model",

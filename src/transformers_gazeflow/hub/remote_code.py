@@ -54,6 +54,7 @@ PIPELINE_FILES: dict[str, str] = {
     "processing.py": "data/processing.py",
     "heatmaps.py": "metrics/heatmaps.py",
     "gaze_uncertainty.py": "gaze/uncertainty.py",  # the readouts the pipeline attaches when asked
+    "gaze_regions.py": "gaze/regions.py",  # the calibrated region: its factors and region_calibration.json
     "gaze_events.py": "gaze/events.py",
     "gaze_wearer.py": "gaze/wearer.py",
     "gaze_types.py": "data/gaze_types.py",

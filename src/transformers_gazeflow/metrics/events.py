@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -140,9 +141,12 @@ def event_metrics(
     fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
     settings: EventSettings | None = None,
     onset_tolerance_ms: float = ONSET_TOLERANCE_MS,
+    camera: Any = None,
 ) -> dict[str, dict[str, float]]:
     """Event metrics (see the module docstring) of per-clip predictions ``[K, T, 2]`` against the recorded gaze
     ``[T, 2]`` and its codes ``[T]`` (unit coordinates; ``fps``, ``width``, ``height`` per clip or one for all).
+    ``camera`` (a ``geometry`` camera, e.g. a ``FisheyeCamera``, at each clip's size) replaces the pinhole of
+    ``fov_deg``.
     Returns ``{"samples": ..., "point_estimate": ..., "labeller_on_recording": ..., "human": ...}``."""
     if not (len(predictions) == len(references) == len(gaze_types)) or not predictions:
         raise ValueError(
@@ -162,13 +166,13 @@ def event_metrics(
                 f"clip {index}: prediction must be [K, T, 2] and reference [T, 2] with T = "
                 f"len(gaze_types), got {samples.shape}, {gaze.shape} and {codes.shape}"
             )
-        camera = PinholeCamera.from_fov(w, h, fov_deg)
+        clip_camera = PinholeCamera.from_fov(w, h, fov_deg) if camera is None else camera.for_frame(w, h)
         tolerance = onset_tolerance_ms * rate / 1000.0
-        truth = events_from_codes(gaze, codes, w, h, rate, camera)
+        truth = events_from_codes(gaze, codes, w, h, rate, clip_camera)
         tallies["human"].add(truth, truth, truth.labels[0], rate, tolerance)
         tracked = _tracked_codes(codes)
         series = np.concatenate([samples.mean(axis=0, keepdims=True), samples, gaze[None]])
-        found = detect_events(series, w, h, rate, camera, settings, codes=tracked)
+        found = detect_events(series, w, h, rate, clip_camera, settings, codes=tracked)
         for name, rows in (
             ("point_estimate", [0]),
             ("samples", range(1, len(series) - 1)),

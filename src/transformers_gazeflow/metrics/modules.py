@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-EVALUATE_MODULES = ("gaze_saliency", "gaze_dynamics", "gaze_events")
+EVALUATE_MODULES = ("gaze_saliency", "gaze_dynamics", "gaze_events", "gaze_energy_score")
 """The evaluate modules this package ships."""
 
 

@@ -14,7 +14,9 @@ docs/specs/evaluation.md, "Which frames", "Maps", "GLC's own pipeline").
 * dynamics (trajectory predictions only): ADE and DTW over all valid frames of the window (mean over K and best of
   K, averaged over clips), displacement mean/median ratios to human, their histograms' JSD (the paper's linear bins
   and log bins) and the Wasserstein-1 distance of the step distributions, with the motionless and human-vs-human
-  reference rows (``EvaluationResult.dynamics_references``; tables: ``metrics.tables``).
+  reference rows (``EvaluationResult.dynamics_references``; tables: ``metrics.tables``); and the sample set's
+  proper scores over the same frames, the energy score and the per-coordinate CRPS, fair and plain
+  (``metrics.sample_scores``: per clip over its valid frames, then the mean over clips).
 
 ``protocol="paper"`` (default) scores native-resolution maps (sigma 25 px); ``protocol="glc"`` reproduces GLC's own
 pipeline (256 crop, 64x64 maps, OpenCV kernel, ``gt > 0.001``, GLC min-max, GLC's AUC variant and AAE on the map).
@@ -44,6 +46,7 @@ from .protocol_records import (
     as_numpy,
     protocol_frame_indices,
 )
+from .sample_scores import SAMPLE_SCORE_KEYS, clip_sample_scores
 from .scoring import NativeFrameScorer
 
 FRAME_METRICS = ("auc", "nss", "cc", "kl", "sim", "aae")
@@ -59,6 +62,8 @@ class GazeEvaluator:
         protocol: ``"paper"`` (native maps, sigma ``sigma_px``) or ``"glc"`` (GLC's own 64x64 pipeline).
         sigma_px: Gaussian sigma of predicted and ground-truth maps at native resolution (25 px, paper E.3).
         fov_deg: horizontal field of view of the AAE camera (60 degrees).
+        camera: the AAE camera instead of that pinhole (a ``geometry`` camera, e.g. ``FisheyeCamera``: Project Aria's
+            calibrated RGB camera, whose degrees away from the centre a pinhole gets wrong), at each clip's size.
         thresholds: adaptive-F1 thresholds on the min-max normalised prediction (``linspace(0, 0.02, 11)``).
         aggregation: ``"clip"`` (frame -> clip -> set; the paper's default) or ``"frame"`` (mean over all kept
             frames; the ``"glc"`` protocol's default, as GLC's ``TestGazeMeter`` reports).
@@ -77,6 +82,7 @@ class GazeEvaluator:
         aggregation: Literal["clip", "frame"] | None = None,
         dtype: torch.dtype = torch.float32,
         log_bin_floor_px: float = dyn.LOG_BIN_FLOOR_PX,
+        camera: Any = None,
     ) -> None:
         if protocol not in ("paper", "glc"):
             raise ValueError(f"protocol must be 'paper' or 'glc', got {protocol!r}")
@@ -95,10 +101,11 @@ class GazeEvaluator:
         self.log_bin_floor_px = float(log_bin_floor_px)
         self.sigma_px = float(sigma_px)
         self.fov_deg = float(fov_deg)
+        self.camera = camera
         self.thresholds = th
         self.aggregation = aggregation
         self.dtype = dtype
-        self._scorer = NativeFrameScorer(self.sigma_px, self.thresholds, self.fov_deg)
+        self._scorer = NativeFrameScorer(self.sigma_px, self.thresholds, self.fov_deg, camera)
         self.reset()
 
     def reset(self) -> None:
@@ -112,6 +119,7 @@ class GazeEvaluator:
         self._recall: list[np.ndarray] = []
         self._dyn_clip: list[int] = []
         self._dyn: dict[str, list[float]] = {k: [] for k in ("ade_mean", "ade_best", "dtw_mean", "dtw_best")}
+        self._sample_scores: list[dict[str, float]] = []
         self._pending: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._disp_pred: list[np.ndarray] = []
         self._disp_human: list[np.ndarray] = []
@@ -258,7 +266,9 @@ class GazeEvaluator:
             if traj is not None:
                 gt_px = unit_to_pixels(torch.from_numpy(gaze), gt.width, gt.height)
                 mean_px = unit_to_pixels(traj[:, torch.as_tensor(frames)].mean(0), gt.width, gt.height)
-                scores["aae_sample_mean"] = sal.angular_error(mean_px, gt_px, gt.width, gt.height, self.fov_deg)
+                scores["aae_sample_mean"] = sal.angular_error(
+                    mean_px, gt_px, gt.width, gt.height, self.fov_deg, self.camera
+                )
             else:
                 scores["aae_sample_mean"] = torch.full_like(scores["aae"], float("nan"))
         precision, recall = sal.precision_recall(tp, predicted, positives)
@@ -280,6 +290,7 @@ class GazeEvaluator:
         self._dyn["ade_mean"].append(float(ade.mean()))
         self._dyn["ade_best"].append(float(ade.min()))
         self._pending.append((clip_index, px[:, valid], human[valid]))
+        self._sample_scores.append(clip_sample_scores(px, human, valid))
         if len(self._pending) >= _DTW_FLUSH_CLIPS:
             self._flush_dtw()
         self._disp_pred.append(dyn.displacements(px, valid).astype(np.float32))
@@ -355,6 +366,8 @@ class GazeEvaluator:
         if self._dyn_clip:
             for k, v in self._dyn.items():
                 metrics[k] = float(np.mean(v))
+            for k in SAMPLE_SCORE_KEYS:
+                metrics[k] = float(np.mean([clip[k] for clip in self._sample_scores]))
             pred_disp = np.concatenate(self._disp_pred)
             human_disp = np.concatenate(self._disp_human)
             if pred_disp.size and human_disp.size:
@@ -402,6 +415,7 @@ def evaluate_frames(
     sigma_px: float = hm.DEFAULT_SIGMA_PX,
     fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
     thresholds=sal.GLC_THRESHOLDS,
+    camera: Any = None,
 ) -> dict[str, float]:
     """Per-frame saliency metrics over a flat set of frames, each a fixation frame at its map's own resolution.
 
@@ -415,7 +429,7 @@ def evaluate_frames(
         raise ValueError("heatmaps is empty: nothing to evaluate")
     if gaze_arr.shape != (len(maps_list), 2):
         raise ValueError(f"gaze must hold one (x, y) point per heatmap: {len(maps_list)} maps, gaze {gaze_arr.shape}")
-    scorer = NativeFrameScorer(sigma_px, thresholds, fov_deg)
+    scorer = NativeFrameScorer(sigma_px, thresholds, fov_deg, camera)
     per: dict[str, list[float]] = {k: [] for k in FRAME_METRICS}
     precision, recall = [], []
     for i, (m, g) in enumerate(zip(maps_list, gaze_arr)):

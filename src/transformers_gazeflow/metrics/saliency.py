@@ -16,7 +16,7 @@ Fixations are pixel indices ``(x, y) = (col, row)`` (see ``heatmaps.fixation_pix
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -324,18 +324,23 @@ def predicted_point(saliency) -> torch.Tensor:
     return torch.where(empty.unsqueeze(-1), centre, com)
 
 
-def angular_error(pred_px, gt_px, width: int, height: int, fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG) -> torch.Tensor:
-    """Angular error in degrees between two image points under a pinhole camera (AAE; Huang et al. ECCV 2018).
+def angular_error(
+    pred_px, gt_px, width: int, height: int, fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG, camera: Any = None
+) -> torch.Tensor:
+    """Angular error in degrees between two image points (AAE; Huang et al. ECCV 2018).
 
     The camera is ``geometry.PinholeCamera.from_fov(width, height, fov_deg)``: focal ``f = (W / 2) / tan(fov / 2)``
     (60 degree horizontal field of view), the same focal vertically, principal point at the frame centre; the angle
-    between the rays is ``geometry.ray_angle_deg`` (``atan2(|r1 x r2|, r1 . r2)``). Points ``[..., 2]`` in continuous
-    native pixels.
+    between the rays is ``geometry.ray_angle_deg`` (``atan2(|r1 x r2|, r1 . r2)``). ``camera`` (a ``geometry``
+    camera: ``PinholeCamera``, ``FieldOfView`` or ``FisheyeCamera``, e.g. Project Aria's calibrated RGB camera) takes
+    its place, at ``camera.for_frame(width, height)``. Points ``[..., 2]`` in continuous native pixels.
     """
     p = torch.as_tensor(np.asarray(pred_px) if not isinstance(pred_px, torch.Tensor) else pred_px).to(torch.float64)
     g = torch.as_tensor(np.asarray(gt_px) if not isinstance(gt_px, torch.Tensor) else gt_px).to(torch.float64)
     if p.shape != g.shape or p.shape[-1:] != (2,):
         raise ValueError(f"pred_px and gt_px must both have shape [..., 2], got {tuple(p.shape)} and {tuple(g.shape)}")
+    if camera is not None:
+        return camera.for_frame(width, height).angle_between_deg(p, g)
     if not 0 < fov_deg < 180:
         raise ValueError(f"fov_deg must be in (0, 180), got {fov_deg}")
     return PinholeCamera.from_fov(width, height, fov_deg).angle_between_deg(p, g)

@@ -22,6 +22,7 @@ functions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -78,10 +79,11 @@ class NativeFrameScorer:
     (``minmax_normalize``, no epsilon).
     """
 
-    def __init__(self, sigma_px: float, thresholds, fov_deg: float) -> None:
+    def __init__(self, sigma_px: float, thresholds, fov_deg: float, camera: Any = None) -> None:
         self.sigma_px = float(sigma_px)
         self.thresholds = np.asarray(thresholds, dtype=np.float64)
         self.fov_deg = float(fov_deg)
+        self.camera = camera  # the AAE camera (saliency.angular_error); None: the pinhole of fov_deg
         self._work: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _buffers(self, size: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -166,7 +168,7 @@ class NativeFrameScorer:
             ((sums.columns * pixel_centres_x).sum(-1) / mass, (sums.rows * pixel_centres_y).sum(-1) / mass), -1
         )
         centre[sums.total <= 0] = torch.tensor([width / 2, height / 2], dtype=centre.dtype)
-        return sal.angular_error(centre, truth.gaze_pixels, width, height, self.fov_deg)
+        return sal.angular_error(centre, truth.gaze_pixels, width, height, self.fov_deg, self.camera)
 
     def _disc_counts_and_divergences(
         self,

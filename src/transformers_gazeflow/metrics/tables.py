@@ -13,7 +13,11 @@ dynamics, plus the dynamics metrics a motionless trajectory cannot game,
 * :func:`events_table_markdown`: fixations per clip, fixation durations, saccade amplitudes (with their
   Wasserstein-1 distances to the recording's) and event-level F1 (:mod:`~transformers_gazeflow.metrics.events`).
 * :func:`reliability_table_markdown`: nominal coverage of the uncertainty regions against the observed
-  (:mod:`transformers_gazeflow.gaze.uncertainty`).
+  (:mod:`transformers_gazeflow.gaze.uncertainty`), with each level's calibrated factor.
+* :func:`paper_dynamics_table_markdown`: the paper's Table dynamics as laid out there (ADE and DTW mean / best,
+  Disp Mean and Disp Med as ratios with the human values in their headers, the 100-bin JSD).
+* :func:`sample_scores_table_markdown`: the energy score and the CRPS of the sample set
+  (:mod:`~transformers_gazeflow.metrics.sample_scores`).
 
 A cell whose metric is missing or undefined (NaN) prints ``-``.
 """
@@ -62,6 +66,14 @@ EVENT_COLUMNS = (
     ("saccade share", "saccade_share", 1.0, 3),
 )
 """(header, metric key, scale, digits) of the events table."""
+
+SAMPLE_SCORE_COLUMNS = (
+    ("energy score (px, fair)", "energy_score_fair", 1.0, 3),
+    ("CRPS per coordinate (px, fair)", "crps_fair", 1.0, 3),
+    ("energy score (px, plain)", "energy_score_plain", 1.0, 3),
+    ("CRPS per coordinate (px, plain)", "crps_plain", 1.0, 3),
+)
+"""(header, metric key, scale, digits) of the sample-set scores table; the fair estimates are the ones compared."""
 
 REFERENCE_ROWS = (("motionless", "Motionless (never moves)"), ("human_halves", "Human vs human (alternating clips)"))
 """Keys of ``EvaluationResult.dynamics_references`` and the names their rows print under."""
@@ -113,20 +125,50 @@ def events_table_markdown(method: str, metrics: Mapping[str, Mapping[str, float]
     )
 
 
-def reliability_table_markdown(rows: list[Mapping[str, float]], frames: int, scale: float | None = None) -> str:
-    """The reliability table: nominal q against the observed coverage of the raw spread's regions and, given the
-    model's ``scale``, the calibrated ones (``rows`` from ``gaze.uncertainty.reliability_table``)."""
-    calibrated = scale is not None
+def reliability_table_markdown(rows: list[Mapping[str, float]], frames: int, source: str | None = None) -> str:
+    """The reliability table: nominal q against the observed coverage of the raw spread's regions and, when the
+    rows hold them (a calibration), each level's factor ``f_q`` and the calibrated coverage (``rows`` from
+    ``gaze.uncertainty.reliability_table``; ``source`` names the calibration in the header)."""
+    calibrated = bool(rows) and "calibrated" in rows[0]
     head = "| nominal q | observed (raw spread) |"
-    head += f" observed (calibrated, s = {scale:.3f}) |" if calibrated else ""
-    lines = [head, "| ---: | ---: |" + (" ---: |" if calibrated else "")]
+    head += f" factor f_q | observed (calibrated{f', {source}' if source else ''}) |" if calibrated else ""
+    lines = [head, "| ---: | ---: |" + (" ---: | ---: |" if calibrated else "")]
     for row in rows:
         cells = f"| {row['nominal']:.2f} | {row['raw']:.3f} |"
-        lines.append(cells + (f" {row['calibrated']:.3f} |" if calibrated else ""))
+        lines.append(cells + (f" {row['factor']:.3f} | {row['calibrated']:.3f} |" if calibrated else ""))
     note = f"\n{frames} frames; mean |observed - nominal|: raw {_gap(rows, 'raw'):.3f}"
     if calibrated:
         note += f", calibrated {_gap(rows, 'calibrated'):.3f}"
     return "\n".join(lines) + note + "\n"
+
+
+def paper_dynamics_table_markdown(rows: Mapping[str, Mapping[str, float]]) -> str:
+    """The paper's Table dynamics (Appendix E.3): ADE and DTW (mean over K, best of K; x10^2 px), Disp Mean and Disp
+    Med as ratios to the human steps (the human values, from the first row, in the headers) and the JSD of the
+    100-bin linear histograms (base e)."""
+    first = next(iter(rows.values()), {})
+    mean_px, median_px = first.get("human_displacement_mean_px"), first.get("human_displacement_median_px")
+    human = "-" if mean_px is None else f"{mean_px:.2f}"
+    human_median = "-" if median_px is None else f"{median_px:.2f}"
+    lines = [
+        f"| Method | ADE mean (x10^2 px) | ADE best | DTW mean (x10^2 px) | DTW best | Disp Mean (H: {human} px) | "
+        f"Disp Med (H: {human_median} px) | JSD |",
+        "| --- |" + " ---: |" * 7,
+    ]
+    for method, metrics in rows.items():
+        cells = [_cell(metrics.get(key), 1e-2, 3) for key in ("ade_mean", "ade_best", "dtw_mean", "dtw_best")]
+        for key in ("displacement_mean_ratio", "displacement_median_ratio"):
+            cell = _cell(metrics.get(key), 1.0, 2)
+            cells.append(cell if cell == "-" else f"{cell}x")
+        cells.append(_cell(metrics.get("displacement_jsd"), 1.0, 3))
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sample_scores_table_markdown(rows: Mapping[str, Mapping[str, float]]) -> str:
+    """The energy score and the per-coordinate CRPS of the sample sets, fair and plain (native px, lower is
+    better): one row per ``{method name: metrics}``."""
+    return _table(SAMPLE_SCORE_COLUMNS, rows)
 
 
 def _gap(rows: list[Mapping[str, float]], key: str) -> float:
@@ -137,9 +179,12 @@ __all__ = [
     "MAIN_COLUMNS",
     "DYNAMICS_COLUMNS",
     "EVENT_COLUMNS",
+    "SAMPLE_SCORE_COLUMNS",
     "REFERENCE_ROWS",
     "main_table_markdown",
     "dynamics_table_markdown",
     "events_table_markdown",
     "reliability_table_markdown",
+    "paper_dynamics_table_markdown",
+    "sample_scores_table_markdown",
 ]

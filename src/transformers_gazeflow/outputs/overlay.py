@@ -13,8 +13,16 @@ drawn on the original frames at their native size, and encoded to H.264 in a bac
   is the evaluation's sigma in native pixels of the dataset, :mod:`transformers_gazeflow.metrics`; the overlay does
   not read it.)
 * **samples**: small cyan dots with a dark rim; **point estimate**: a white ring with a dark rim and a trail of its
-  last positions fading from green to white; **true gaze** (``gazeflow demo``): a magenta cross with a dark rim.
-  Marks are drawn with PIL on the crop that holds them only. Sizes scale with ``min(H, W)``.
+  last positions fading from green to white; **true gaze** (``gazeflow demo``): a white cross in a thick black rim
+  (white is far from every colour of the heatmap and from the saturated objects of a scene, and the rim separates
+  it from a light background). Marks are drawn with PIL on the crop that holds them only. Sizes scale with
+  ``min(H, W)``.
+* **legend** (:class:`OverlayLegend`, what ``gazeflow predict`` and ``gazeflow demo`` burn in): a dark box in the
+  top-left corner naming each mark shown, drawn with the marks' own colours (:func:`draw_legend`).
+* **readable size** (``min_short_side``): a small video is drawn at an integer multiple of its size whose short side
+  is at least that (``gazeflow predict``: 480 px, so 256x192 becomes 768x576): the frame and the heatmap are
+  blended at the native size, then enlarged (bilinear), and the marks and the legend drawn at the new size. The
+  coordinates written elsewhere (``gaze.csv``) stay the video's.
 * :class:`OverlayVideoWriter` draws and encodes (libx264, ``preset=ultrafast``, ``crf=23``: the fastest preset,
   files about 1.5x those of ``veryfast`` at this quality) in a background thread, so both overlap the decoding and
   the model of the next frames (numpy, torch and FFmpeg release the GIL for their heavy work). With ``even_size``
@@ -35,6 +43,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -50,7 +59,10 @@ HEATMAP_CUTOFF = 0.02
 
 _RAMP = np.array([[40, 70, 255], [0, 215, 255], [255, 240, 0], [255, 120, 0], [235, 20, 40]], dtype=np.float64)
 SAMPLE_COLOUR, SAMPLE_RIM = (0, 230, 255), (0, 40, 60)
-TRUTH_COLOUR, RIM = (255, 0, 200), (0, 0, 0)
+TRUTH_COLOUR, RIM = (255, 255, 255), (0, 0, 0)
+POINT_COLOUR = (255, 255, 255)
+READABLE_SHORT_SIDE = 480
+"""The short side, in pixels, below which ``gazeflow predict`` enlarges the overlay (see the module docstring)."""
 
 
 def _colour_table() -> np.ndarray:
@@ -177,15 +189,92 @@ def draw_gaze(
         draw.ellipse([x - radius, y - radius, x + radius, y + radius], fill=SAMPLE_COLOUR, outline=SAMPLE_RIM)
     if truth_px is not None and np.isfinite(truth_px).all():
         x, y = np.asarray(truth_px, dtype=np.float64) - offset
-        for colour, thickness in ((RIM, max(3, int(unit * 1.2) + 2)), (TRUTH_COLOUR, max(1, int(unit * 1.2)))):
+        for colour, thickness in ((RIM, max(4, int(unit * 1.2) + 4)), (TRUTH_COLOUR, max(1, int(unit * 1.2)))):
             draw.line([(x - cross, y - cross), (x + cross, y + cross)], fill=colour, width=thickness)
             draw.line([(x - cross, y + cross), (x + cross, y - cross)], fill=colour, width=thickness)
     if point_px is not None and np.isfinite(point_px).all():
         x, y = np.asarray(point_px, dtype=np.float64) - offset
         draw.ellipse([x - ring - 1, y - ring - 1, x + ring + 1, y + ring + 1], outline=RIM, width=1)
-        draw.ellipse([x - ring, y - ring, x + ring, y + ring], outline=(255, 255, 255), width=max(1, int(unit * 0.8)))
+        draw.ellipse([x - ring, y - ring, x + ring, y + ring], outline=POINT_COLOUR, width=max(1, int(unit * 0.8)))
     out[y0:y1, x0:x1] = np.asarray(image)
     return out
+
+
+@dataclass(frozen=True)
+class OverlayLegend:
+    """What the burned-in legend names: the K samples (``num_samples``), the point estimate and its trail, the
+    heatmap, the 90% region and the true gaze, each only where it is drawn."""
+
+    num_samples: int
+    heatmap: bool = True
+    region: bool = False
+    truth: bool = False
+
+    def entries(self) -> list[tuple[str, str]]:
+        """``(mark, text)`` per line, in drawing order (``mark``: the swatch :func:`draw_legend` draws)."""
+        rows = [("samples", f"{self.num_samples} sampled gaze points"), ("point", "point estimate (mean) + trail")]
+        if self.heatmap:
+            rows.append(("heatmap", "density of the samples"))
+        if self.region:
+            rows.append(("region", "90% region"))
+        if self.truth:
+            rows.append(("truth", "true gaze"))
+        return rows
+
+
+def _legend_font(size: int):
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=size)
+    except (TypeError, ImportError, OSError):  # Pillow without FreeType: the fixed bitmap font
+        return ImageFont.load_default()
+
+
+def draw_legend(frame: np.ndarray, legend: OverlayLegend) -> np.ndarray:
+    """Burn ``legend`` into the top-left corner of ``frame`` (in place; returned): a dark box, darkening what is
+    behind it to a quarter, with one line per mark, its swatch drawn in the mark's colours and its name in white."""
+    height, width = frame.shape[:2]
+    unit = max(1.0, min(height, width) / 100.0)
+    rows = legend.entries()
+    font = _legend_font(max(10, int(round(2.6 * unit))))
+    line = max(12, int(round(3.6 * unit)))
+    swatch = line
+    pad = max(3, int(unit))
+    text_width = max(int(np.ceil(font.getlength(text))) for _, text in rows)
+    box_w = min(width, pad * 3 + swatch + text_width)
+    box_h = min(height, pad * 2 + line * len(rows))
+    frame[:box_h, :box_w] = frame[:box_h, :box_w] // 4
+    image = Image.fromarray(np.ascontiguousarray(frame[:box_h, :box_w]))
+    draw = ImageDraw.Draw(image)
+    for i, (mark, text) in enumerate(rows):
+        cx, cy = pad + swatch / 2, pad + line * i + line / 2
+        r = swatch * 0.3
+        if mark == "samples":
+            draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=SAMPLE_COLOUR, outline=SAMPLE_RIM)
+        elif mark == "point":
+            draw.ellipse([cx - r, cy - r, cx + r, cy + r], outline=POINT_COLOUR, width=max(1, int(unit * 0.8)))
+        elif mark == "heatmap":
+            for j in range(swatch):
+                colour = tuple(int(c) for c in COLOUR_TABLE[int(255 * j / max(1, swatch - 1))])
+                draw.line([(pad + j, cy - r), (pad + j, cy + r)], fill=colour)
+        elif mark == "region":
+            draw.ellipse([cx - r * 1.4, cy - r * 1.4, cx + r * 1.4, cy + r * 1.4], outline=POINT_COLOUR, width=1)
+        else:
+            thickness = max(1, int(unit * 1.2))
+            draw.line([(cx - r, cy - r), (cx + r, cy + r)], fill=TRUTH_COLOUR, width=thickness)
+            draw.line([(cx - r, cy + r), (cx + r, cy - r)], fill=TRUTH_COLOUR, width=thickness)
+        draw.text((pad * 2 + swatch, cy), text, fill=(255, 255, 255), font=font, anchor="lm")
+    frame[:box_h, :box_w] = np.asarray(image)
+    return frame
+
+
+def readable_scale(height: int, width: int, min_short_side: int | None) -> int:
+    """The integer factor that brings the short side of a ``height`` x ``width`` frame to at least
+    ``min_short_side`` (1 when it is there already, or when ``min_short_side`` is None)."""
+    if not min_short_side:
+        return 1
+    return max(1, -(-int(min_short_side) // max(1, min(height, width))))
 
 
 def draw_ground_truth(frame: np.ndarray, point_px: np.ndarray, off_frame: bool = False) -> np.ndarray:
@@ -212,15 +301,24 @@ def draw_ground_truth(frame: np.ndarray, point_px: np.ndarray, off_frame: bool =
 class OverlayRenderer:
     """Draws frames one after another, keeping the trail of the last ``trail`` point estimates.
 
-    ``render(frame, samples_px, point_px, heatmap, truth_px)`` returns the overlay frame (same size, uint8 RGB).
+    ``render(frame, samples_px, point_px, heatmap, truth_px)`` returns the overlay frame (uint8 RGB; the frame's size
+    times :func:`readable_scale` of ``min_short_side``), with ``legend`` burned in when given. Coordinates are in
+    pixels of the frame as given.
     """
 
-    def __init__(self, trail: int = 8, heatmap_alpha: float = HEATMAP_ALPHA) -> None:
+    def __init__(
+        self,
+        trail: int = 8,
+        heatmap_alpha: float = HEATMAP_ALPHA,
+        legend: OverlayLegend | None = None,
+        min_short_side: int | None = None,
+    ) -> None:
         if trail < 0:
             raise ValueError(f"trail must be >= 0 frames, got {trail}")
         if not 0.0 <= heatmap_alpha <= 1.0:
             raise ValueError(f"heatmap_alpha must be in [0, 1], got {heatmap_alpha}")
         self.heatmap_alpha = heatmap_alpha
+        self.legend, self.min_short_side = legend, min_short_side
         self._trail: deque[np.ndarray] = deque(maxlen=trail + 1)
 
     def render(
@@ -243,7 +341,16 @@ class OverlayRenderer:
         if heatmap is not None:
             blend_heatmap(out, heatmap, self.heatmap_alpha, origin=heatmap_origin, out=out)
         trail = np.stack(self._trail) if len(self._trail) >= 2 else None
-        return draw_gaze(out, samples_px, point_px, trail, truth_px, in_place=True, region_px=region_px)
+        scale = readable_scale(out.shape[0], out.shape[1], self.min_short_side)
+        if scale > 1:
+            size = (out.shape[1] * scale, out.shape[0] * scale)
+            out = np.asarray(Image.fromarray(out).resize(size, Image.Resampling.BILINEAR)).copy()
+            samples_px, point_px = np.asarray(samples_px) * scale, np.asarray(point_px) * scale
+            trail = None if trail is None else trail * scale
+            truth_px = None if truth_px is None else np.asarray(truth_px) * scale
+            region_px = None if region_px is None else region_px * scale
+        out = draw_gaze(out, samples_px, point_px, trail, truth_px, in_place=True, region_px=region_px)
+        return out if self.legend is None else draw_legend(out, self.legend)
 
 
 def pad_to_even(frame: np.ndarray) -> np.ndarray:
@@ -403,7 +510,11 @@ __all__ = [
     "blend_heatmap",
     "draw_gaze",
     "draw_ground_truth",
+    "draw_legend",
+    "OverlayLegend",
     "OverlayRenderer",
+    "readable_scale",
+    "READABLE_SHORT_SIDE",
     "OverlayVideoWriter",
     "pad_to_even",
     "TRUTH_COLOUR",

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..gaze.events import EventSettings
 from ..gaze.readout import GazeReadout
+from ..gaze.regions import RegionCalibration
 from ..gaze.scanpaths import scanpath_record, write_scanpaths
 from ..gaze.uncertainty import GazeUncertainty
 from ..models.gazeflow.geometry import PinholeCamera
@@ -42,15 +43,15 @@ class ReadoutFiles:
         num_samples: int,
         camera: PinholeCamera,
         events: EventSettings | None = None,
-        region_scale: float | None = None,
+        region_calibration: RegionCalibration | None = None,
         true_gaze: np.ndarray | None = None,
         true_codes: np.ndarray | None = None,
     ) -> None:
         self.files, self.video_id = {key: Path(files[key]) for key in ("fixations", "saccades", "scanpaths")}, video_id
         self.width, self.height, self.fps = int(width), int(height), float(fps)
-        self.readout = GazeReadout(width, height, fps, camera, num_samples, events, region_scale)
+        self.readout = GazeReadout(width, height, fps, camera, num_samples, events, region_calibration)
         self.csv = GazeCsvWriter(csv_path, video_id, width, height, fps, true_gaze, true_codes, readouts=True)
-        self.frames, self.spread90_sum = 0, 0.0
+        self.frames, self.spread90_sum, self.region90_sum = 0, 0.0, 0.0
 
     def write(self, first_frame: int, trajectories: np.ndarray) -> GazeUncertainty:
         """Take the next chunk's samples ``[K, n, 2]`` (unit coordinates); write the rows whose labels are known."""
@@ -60,6 +61,8 @@ class ReadoutFiles:
             self.csv.write(part.first, part.trajectories, part)
         self.frames += uncertainty.modes.shape[0]
         self.spread90_sum += float(uncertainty.spread(0.9).sum())
+        if uncertainty.region_calibrated:
+            self.region90_sum += float(uncertainty.region(0.9).sum())
         return uncertainty
 
     def close(self) -> dict[str, Any]:
@@ -79,13 +82,21 @@ class ReadoutFiles:
             "files": {"fixations": fixations, "saccades": saccades, "scanpaths": scanpaths},
             "camera": self.readout.camera.to_dict(),
             "events": self.readout.settings.to_dict(),
-            "region_scale": self.readout.region_scale,
             "point_estimate_fixations": len(point.fixations),
             "point_estimate_saccades": len(point.saccades),
             "sample_fixations": len(events.fixations) - len(point.fixations),
             "sample_saccades": len(events.saccades) - len(point.saccades),
             "mean_spread90_px": self.spread90_sum / max(self.frames, 1),
+            **self._regions(),
         }
+
+    def _regions(self) -> dict[str, Any]:
+        """The calibration the regions used (None: the raw spread) and, with one, the mean 90% region."""
+        calibration = self.readout.region_calibration
+        if calibration is None:
+            return {"region_calibration": None}
+        mean = self.region90_sum / max(self.frames, 1)
+        return {"region_calibration": calibration.summary(), "mean_region90_px": mean}
 
     def abort(self) -> None:
         self.csv.close()

@@ -29,8 +29,9 @@ sample rows):
 ``spread90_px``    the same for 90% of the samples
 ``spread50_deg``   ``spread50_px`` as the angle between rays, degrees
 ``spread90_deg``   ``spread90_px`` in degrees
-``region90_px``    the calibrated 90% region's radius: the model's region scale times ``spread90_px`` (the raw
-                   spread when the model folder has no ``region_calibration.json``)
+``region90_px``    the calibrated 90% region's radius: the model's 90% factor times ``spread90_px`` (at least one
+                   native pixel; ``gaze.regions``), the raw spread when the model folder has no
+                   ``region_calibration.json``
 ``region90_deg``   the same in degrees
 ``modes``          the number of modes of the K samples (``gaze.uncertainty``)
 =================  ==========================================================================================
@@ -279,7 +280,7 @@ def write_events(
             writer.writerow(
                 (
                     video_id,
-                    f.series - 1,
+                    f.sample_id,
                     f.start_frame,
                     f.end_frame,
                     f"{f.start_frame * ms:.3f}",
@@ -303,7 +304,7 @@ def write_events(
             writer.writerow(
                 (
                     video_id,
-                    s.series - 1,
+                    s.sample_id,
                     s.start_frame,
                     s.end_frame,
                     f"{s.start_frame * ms:.3f}",

@@ -37,6 +37,7 @@ from transformers import Pipeline
 from ..data.video import BackgroundFrames, TimedFrames
 from ..data.video_sources import VideoSource, checked_frames, open_video_source
 from ..gaze.events import EventSettings, GazeEvents, detect_events
+from ..gaze.regions import RegionCalibration
 from ..gaze.uncertainty import GazeUncertainty, describe_uncertainty
 from ..gaze.wearer import WearerCalibration, calibration_for_model
 from ..generation.inference import prepare_for_inference, resolve_inference_dtype, window_sampler
@@ -50,7 +51,7 @@ from ..hub.model_folders import (
 )
 from ..metrics.heatmaps import heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings, point_estimate
-from ..models.gazeflow.geometry import FieldOfView, PinholeCamera, unit_to_pixels
+from ..models.gazeflow.geometry import FieldOfView, FisheyeCamera, PinholeCamera, unit_to_pixels
 from ..models.gazeflow.windows import plan_windows
 
 DEFAULT_SEED = 0
@@ -129,7 +130,8 @@ class GazePrediction:
     window_mode: str  # how overlapping windows were joined: "coherent" or "blend"
     seed: int | None
     heatmaps: GazeHeatmaps | None = field(default=None, repr=False)
-    camera: PinholeCamera | None = None  # the camera of the degrees below (``return_uncertainty``/``return_events``)
+    # the camera of the degrees below (``return_uncertainty``/``return_events``)
+    camera: PinholeCamera | FisheyeCamera | None = None
     uncertainty: GazeUncertainty | None = field(default=None, repr=False)  # spread, modes, region per frame
     events: GazeEvents | None = field(default=None, repr=False)  # series 0: the point estimate; 1 + k: sample k
 
@@ -163,8 +165,9 @@ class GazeFlowPipeline(Pipeline):
     ``return_uncertainty`` (``GazePrediction.uncertainty``: spread radii, modes, the calibrated region;
     :mod:`transformers_gazeflow.gaze.uncertainty`), ``return_events`` (``GazePrediction.events``: fixations and
     saccades, I-VT by default or ``events=EventSettings(...)``), through ``camera`` (a horizontal field of view in
-    degrees, ``(h, v)``, a ``FieldOfView`` or ``PinholeCamera``; default the metrics' 60 degrees), and ``calibration``
-    (a ``calib.json`` or ``WearerCalibration`` of this model, from ``gazeflow calibrate``: applied to every sample).
+    degrees, ``(h, v)``, a ``FieldOfView``, ``PinholeCamera`` or ``FisheyeCamera``; default the metrics' 60
+    degrees), and ``calibration`` (a ``calib.json`` or ``WearerCalibration`` of this model, from ``gazeflow
+    calibrate``: applied to every sample).
     ``device`` is chosen when the pipeline is built (``pipeline(..., device="cuda")``). Returns a
     :class:`GazePrediction` per video.
 
@@ -399,14 +402,7 @@ class GazeFlowPipeline(Pipeline):
         )
         if return_uncertainty or return_events:
             region = load_region_calibration(getattr(self.model, "name_or_path", None) or None)
-            add_readouts(
-                prediction,
-                camera,
-                return_uncertainty,
-                return_events,
-                events,
-                None if region is None else region["scale"],
-            )
+            add_readouts(prediction, camera, return_uncertainty, return_events, events, region)
         return prediction
 
     def wearer_calibration(self, calibration: str | os.PathLike | WearerCalibration) -> WearerCalibration:
@@ -453,20 +449,20 @@ def build_prediction(
     )
 
 
-def camera_of(camera: Any, width: int, height: int) -> PinholeCamera:
-    """The pinhole camera of a ``camera=`` argument for a ``width x height`` frame: None (the metrics' 60 degree
-    horizontal field of view), a horizontal field of view in degrees, ``(horizontal, vertical)``, a
-    ``FieldOfView`` or a ``PinholeCamera``."""
+def camera_of(camera: Any, width: int, height: int) -> PinholeCamera | FisheyeCamera:
+    """The camera of a ``camera=`` argument for a ``width x height`` frame: None (the metrics' 60 degree horizontal
+    field of view), a horizontal field of view in degrees, ``(horizontal, vertical)``, a ``FieldOfView``, a
+    ``PinholeCamera`` or a ``FisheyeCamera`` (Project Aria's RGB camera)."""
     if camera is None:
         camera = FieldOfView()
     elif isinstance(camera, (int, float)):
         camera = FieldOfView(float(camera))
     elif isinstance(camera, (tuple, list)):
         camera = FieldOfView(*camera)
-    if not isinstance(camera, (FieldOfView, PinholeCamera)):
+    if not isinstance(camera, (FieldOfView, PinholeCamera, FisheyeCamera)):
         raise ValueError(
-            f"camera must be a field of view in degrees, (horizontal, vertical), a FieldOfView or a "
-            f"PinholeCamera, got {type(camera).__name__}"
+            f"camera must be a field of view in degrees, (horizontal, vertical), a FieldOfView, a "
+            f"PinholeCamera or a FisheyeCamera, got {type(camera).__name__}"
         )
     return camera.for_frame(width, height)
 
@@ -477,14 +473,15 @@ def add_readouts(
     uncertainty: bool = True,
     events: bool = True,
     settings: EventSettings | None = None,
-    region_scale: float | None = None,
+    region_calibration: RegionCalibration | float | None = None,
 ) -> GazePrediction:
-    """Attach the camera, the per-frame :class:`~transformers_gazeflow.gaze.uncertainty.GazeUncertainty` and the
-    fixations and saccades (series 0 the point estimate, ``1 + k`` sample ``k``) to a prediction."""
+    """Attach the camera, the per-frame :class:`~transformers_gazeflow.gaze.uncertainty.GazeUncertainty` (its
+    regions calibrated by ``region_calibration``, the model folder's) and the fixations and saccades (series 0 the
+    point estimate, ``1 + k`` sample ``k``) to a prediction."""
     prediction.camera = camera_of(camera, prediction.width, prediction.height)
     if uncertainty:
         prediction.uncertainty = describe_uncertainty(
-            prediction.trajectories, prediction.width, prediction.height, prediction.camera, region_scale
+            prediction.trajectories, prediction.width, prediction.height, prediction.camera, region_calibration
         )
     if events:
         series = np.concatenate([prediction.points[None], prediction.trajectories]).astype(np.float64)

@@ -149,6 +149,13 @@ def add_training_arguments(train: argparse._ArgumentGroup) -> None:
     train.add_argument("--checkpointing_steps", type=int, default=None, help="save a checkpoint every N steps")
     train.add_argument("--resume_from_checkpoint", default=None, help="a step_<N> folder, or 'latest'")
     train.add_argument("--early_stopping_patience", type=int, default=15, help="epochs without improvement")
+    train.add_argument(
+        "--early_stopping_min_steps",
+        type=int,
+        default=None,
+        help="no early stopping before this step (default: the end of the warm-up or a quarter of the run's steps, "
+        "whichever is later), so that a run cannot end before it has learned",
+    )
     train.add_argument("--logging_steps", type=int, default=10, help="log the training loss every N steps")
     train.add_argument("--report_to", default="none", help="tensorboard, wandb, ... or 'none'")
 
@@ -183,6 +190,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.early_stopping_patience < 1:
         parser.error(f"--early_stopping_patience must be >= 1, got {args.early_stopping_patience}")
+    if args.early_stopping_min_steps is not None and args.early_stopping_min_steps < 0:
+        parser.error(f"--early_stopping_min_steps must be >= 0, got {args.early_stopping_min_steps}")
     if not 0.0 <= args.horizontal_flip_probability <= 1.0:
         parser.error(f"--horizontal_flip_probability must be in [0, 1], got {args.horizontal_flip_probability}")
     if not args.learning_rate > 0:  # the cosine schedule divides by it (min_learning_rate / learning_rate)

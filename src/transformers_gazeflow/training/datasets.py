@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-DATASET_NAMES = ("egtea", "ego4d", "synthetic")
+DATASET_NAMES = ("egtea", "ego4d", "egoexo4d", "synthetic")
 
 
 def load_training_splits(
@@ -19,9 +19,9 @@ def load_training_splits(
 ):
     """``(train, validation)`` windows (all windows covering each clip) of a gaze dataset.
 
-    The builder's own ``validation`` split is used where it has one (synthetic); otherwise (EGTEA Gaze+, Ego4D)
-    ``validation_fraction`` of the training *clips* is held out, chosen by a hash of the clip id, so the windows of
-    one clip never fall on both sides and the choice does not depend on order or seed.
+    The builder's own ``validation`` split is used where it has one (synthetic, Ego-Exo4D); otherwise (EGTEA Gaze+,
+    Ego4D) ``validation_fraction`` of the training *clips* is held out, chosen by a hash of the clip id, so the
+    windows of one clip never fall on both sides and the choice does not depend on order or seed.
     """
     from ..data.loading import load_gaze_dataset
 

@@ -7,10 +7,12 @@
 * :func:`baseline_predictions` gives the Center Bias and Random Walk priors for the same clips.
 * :func:`score` feeds (ground truth, prediction) pairs to :class:`~transformers_gazeflow.metrics.GazeEvaluator`.
 * :func:`report_markdown` prints the paper's two tables with :mod:`~transformers_gazeflow.metrics.tables` (the
-  dynamics table with its motionless / human-halves reference rows), and beside them, for sampled trajectories,
-  the events table (:func:`event_report`) and the reliability of the uncertainty regions (:func:`coverage_data`,
-  :func:`fit_region_scale`); :func:`grid_table_markdown` the K x S sweep, and :func:`results_record` is what
-  ``results.json`` holds (the run, then ``EvaluationResult.to_dict()``).
+  dynamics table with its motionless / human-halves reference rows, and the same rows in the paper's layout), the
+  sample set's energy score and CRPS, and beside them, for trajectories (:func:`trajectories_of`: a model, a random
+  walk, Center Bias's centre), the events table (:func:`event_report`) and, for K >= 2 samples, the reliability of
+  the uncertainty regions (:func:`coverage_data`, ``gaze.uncertainty.fit_region_calibration``);
+  :func:`grid_table_markdown` the K x S sweep, and :func:`results_record` is what ``results.json`` holds (the run,
+  then ``EvaluationResult.to_dict()``).
 """
 
 from __future__ import annotations
@@ -125,7 +127,9 @@ def stream_clip(
     samples made from frames <= t only."""
     from ..generation.online import GazeFlowStreamer
 
-    streamer = GazeFlowStreamer(model, num_samples=num_samples, num_steps=num_steps, solver=solver, generator=generator)
+    streamer = GazeFlowStreamer(
+        model, num_samples=num_samples, num_steps=num_steps, solver=solver, generator=generator, threads=None
+    )  # the evaluation keeps the process's threads
     return torch.stack([streamer.push(frame).trajectories[0] for frame in frames], dim=1)
 
 
@@ -147,13 +151,20 @@ def baseline_predictions(
     raise ValueError(f"--baseline must be one of {('center_bias',) + BASELINES}, got {name!r}")
 
 
-def score(examples: Sequence[dict], predictions: Sequence[Any], protocol: str = "paper", sigma_px: float = 25.0):
-    """Run the evaluator over every (example, prediction) pair; returns its ``EvaluationResult``."""
+def score(
+    examples: Sequence[dict],
+    predictions: Sequence[Any],
+    protocol: str = "paper",
+    sigma_px: float = 25.0,
+    camera: Any = None,
+):
+    """Run the evaluator over every (example, prediction) pair; returns its ``EvaluationResult``. ``camera``: the
+    AAE's camera (a ``geometry`` camera; None: the protocol's 60 degree pinhole)."""
     from ..metrics import GazeEvaluator
 
     if len(examples) != len(predictions):
         raise ValueError(f"{len(examples)} examples but {len(predictions)} predictions")
-    evaluator = GazeEvaluator(protocol=protocol, sigma_px=sigma_px)
+    evaluator = GazeEvaluator(protocol=protocol, sigma_px=sigma_px, camera=camera)
     for example, prediction in zip(examples, predictions):
         evaluator.add(ground_truth(example), prediction)
     return evaluator.compute()
@@ -164,42 +175,65 @@ def report_markdown(
 ) -> str:
     """The paper's two tables for one evaluated method, formatted by :mod:`~transformers_gazeflow.metrics.tables`
     (the one home of the tables' columns): the main table, then the dynamics table with the evaluation's reference
-    rows (a motionless trajectory, human against human) below the method, then (when given) the events table
-    (``events``: :func:`event_report`) and the reliability table (``reliability``: :func:`reliability_report`).
-    ``result`` is an ``EvaluationResult``; ``title``, when given, heads the report as a markdown ``##`` line."""
+    rows (a motionless trajectory, human against human) below the method and the method's row in the paper's layout,
+    then the sample set's energy score and CRPS and (when given) the events table (``events``: :func:`event_report`)
+    and the reliability table (``reliability``: :func:`reliability_report`). ``result`` is an ``EvaluationResult``;
+    ``title``, when given, heads the report as a markdown ``##`` line."""
     from ..metrics.tables import (
         dynamics_table_markdown,
         events_table_markdown,
         main_table_markdown,
+        paper_dynamics_table_markdown,
         reliability_table_markdown,
+        sample_scores_table_markdown,
     )
 
     tables = (
         f"{main_table_markdown({method: result.metrics})}\n\n"
         f"{dynamics_table_markdown({method: result.metrics}, result.dynamics_references)}\n"
     )
+    if "ade_mean" in result.metrics:
+        tables += (
+            f"\nIn the paper's layout (Table dynamics):\n\n{paper_dynamics_table_markdown({method: result.metrics})}\n"
+        )
+        tables += f"\nThe sample set's proper scores:\n\n{sample_scores_table_markdown({method: result.metrics})}\n"
     if events is not None:
         tables += f"\nFixations and saccades ({events['heading']}):\n\n"
         tables += f"{events_table_markdown(method, events['metrics'], events['labeller'])}\n"
     if reliability is not None:
-        tables += f"\nUncertainty regions ({reliability['scale_source']}):\n\n"
-        tables += reliability_table_markdown(reliability["rows"], reliability["frames"], reliability["scale"])
+        tables += f"\nUncertainty regions ({reliability['source']}):\n\n"
+        tables += reliability_table_markdown(reliability["rows"], reliability["frames"], reliability.get("short"))
     return f"## {title}\n\n{tables}" if title else tables
 
 
+def trajectories_of(predictions: Sequence[Any]) -> list[np.ndarray] | None:
+    """The sampled trajectories ``[K, T, 2]`` of each prediction (an array, or a ``ClipPrediction`` with
+    trajectories: a model, a random walk, Center Bias's centre), or None when some prediction has none."""
+    from ..metrics.protocol_records import ClipPrediction
+
+    found = []
+    for prediction in predictions:
+        trajectories = prediction.trajectories if isinstance(prediction, ClipPrediction) else prediction
+        if not (isinstance(trajectories, np.ndarray) and trajectories.ndim == 3 and trajectories.shape[-1] == 2):
+            return None
+        found.append(trajectories)
+    return found
+
+
 def sampled(predictions: Sequence[Any]) -> bool:
-    """Whether the predictions are sampled trajectories ``[K, T, 2]`` (a model, a random walk; not maps)."""
-    return all(isinstance(p, np.ndarray) and p.ndim == 3 and p.shape[-1] == 2 for p in predictions)
+    """Whether the predictions are sampled trajectories, at least two samples each (their spread is a region)."""
+    found = trajectories_of(predictions)
+    return found is not None and all(p.shape[0] >= 2 for p in found)
 
 
 def coverage_data(examples: Sequence[dict], predictions: Sequence[np.ndarray]):
-    """The uncertainty regions' held-out frames of a split (``gaze.uncertainty.CoverageData``): every frame whose
-    true gaze is a position on the frame (valid, not off-frame)."""
+    """The uncertainty regions' held-out frames of a split (``gaze.uncertainty.CoverageData``, one clip per
+    example): every frame whose true gaze is a position on the frame (valid, not off-frame)."""
     from ..data.gaze_types import OFF_FRAME, valid_mask
     from ..gaze.uncertainty import coverage_ratios, merge_coverage
 
     parts = []
-    for example, samples in zip(examples, predictions):
+    for example, samples in zip(examples, trajectories_of(predictions) or []):
         truth = ground_truth(example)
         n = min(samples.shape[1], len(truth["gaze_type"]))
         keep = np.flatnonzero(valid_mask(truth["gaze_type"][:n]) & (truth["gaze_type"][:n] != OFF_FRAME))
@@ -208,18 +242,27 @@ def coverage_data(examples: Sequence[dict], predictions: Sequence[np.ndarray]):
     return merge_coverage(parts)
 
 
-def reliability_report(data, scale: float | None, scale_source: str) -> dict:
-    """The reliability table's record: nominal against observed coverage, raw and at ``scale``."""
+def reliability_report(data, calibration, source: str, short: str | None = None) -> dict:
+    """The reliability table's record: nominal against observed coverage, raw and with ``calibration`` (a
+    ``gaze.regions.RegionCalibration``, or None), and its factors; ``source`` says where it comes from, ``short``
+    names it in the table's header."""
     from ..gaze.uncertainty import reliability_table
 
-    return {"rows": reliability_table(data, scale), "frames": data.frames, "scale": scale, "scale_source": scale_source}
+    record = {"rows": reliability_table(data, calibration), "frames": data.frames, "source": source}
+    if calibration is not None:
+        record.update(short=short, calibration=calibration.summary())
+    return record
 
 
-def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fov_deg: float) -> dict:
+def event_report(
+    examples: Sequence[dict], predictions: Sequence[np.ndarray], fov_deg: float, camera: Any = None
+) -> dict:
     """Fixations and saccades of the predictions against the examples' gaze-type labels
-    (:func:`~transformers_gazeflow.metrics.events.event_metrics`, I-VT at its default, the given camera)."""
+    (:func:`~transformers_gazeflow.metrics.events.event_metrics`, I-VT at its default, the given camera: ``camera``,
+    else the pinhole of ``fov_deg``)."""
     from ..metrics.events import event_metrics
 
+    predictions = trajectories_of(predictions)
     truths = [ground_truth(example) for example in examples]
     lengths = [min(p.shape[1], len(t["gaze_type"])) for p, t in zip(predictions, truths)]
     metrics = event_metrics(
@@ -230,6 +273,7 @@ def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fo
         [t["width"] for t in truths],
         [t["height"] for t in truths],
         fov_deg=fov_deg,
+        camera=camera,
     )
     defined = {
         row: {key: (None if value != value else value) for key, value in values.items()}
@@ -237,9 +281,21 @@ def event_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fo
     }  # NaN (no event of a kind) as None: valid JSON
     return {
         "labeller": "I-VT",
-        "heading": f"I-VT at 30 deg/s, a {fov_deg:g} degree horizontal field of view",
+        "heading": "I-VT at 30 deg/s, "
+        + (f"a {fov_deg:g} degree horizontal field of view" if camera is None else _camera_words(camera)),
         "metrics": defined,
     }
+
+
+def _camera_words(camera: Any) -> str:
+    """How the events' heading names a given camera (``geometry`` cameras describe themselves in ``to_dict``)."""
+    described = camera.to_dict()
+    if "params" in described:  # a FisheyeCamera: its model and focal length at its frame size
+        return (
+            f"the {described['model']} camera (f {described['params'][0]:.1f} px at "
+            f"{described['width']}x{described['height']})"
+        )
+    return "the camera " + ", ".join(f"{key} {value}" for key, value in described.items())
 
 
 def grid_table_markdown(grid: dict[str, dict[str, float]], ks: Sequence[int], steps: Sequence[int]) -> str:
@@ -281,6 +337,7 @@ __all__ = [
     "grid_table_markdown",
     "results_record",
     "sampled",
+    "trajectories_of",
     "coverage_data",
     "reliability_report",
     "event_report",

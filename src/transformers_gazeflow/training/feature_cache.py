@@ -34,6 +34,7 @@ from ..data.processing import GazeFlowVideoProcessor
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+BUILDING = "building.json"  # a build under way or interrupted, with its fingerprint (resumed by the next build)
 FORMAT_VERSION = 1
 FLIPPED_SUFFIX = ":hflip"
 
@@ -98,6 +99,26 @@ class FeatureCache:
         return self
 
     # ------------------------------------------------------------------ building
+    def _keep_only_own_windows(self) -> None:
+        """Empty the folder unless it holds windows of this fingerprint: a complete cache that lacks some keys, or
+        a build interrupted before its manifest (shards are written whole, each process's index after each shard),
+        whose windows the next build keeps."""
+        manifest = self._manifest()
+        try:
+            started = json.loads((self.directory / BUILDING).read_text())
+        except (OSError, json.JSONDecodeError):
+            started = None
+        if manifest is not None and manifest.get("fingerprint") == self.fingerprint:
+            return
+        if manifest is None and isinstance(started, dict) and started.get("fingerprint") == self.fingerprint:
+            return
+        if manifest is not None:
+            logger.warning(
+                "feature cache %s was built for a different encoder or processor: rebuilding", self.directory
+            )
+        if self.directory.exists():
+            shutil.rmtree(self.directory)
+
     @torch.no_grad()
     def build(
         self,
@@ -110,10 +131,10 @@ class FeatureCache:
     ) -> "FeatureCache":
         """Encode every window of ``datasets``, and the mirrored copy of every window of ``flipped_datasets``, not
         yet cached (all of them if the cache was made for anything else). With an ``accelerator``, each process
-        encodes the windows of every ``num_processes``-th video."""
+        encodes the windows of every ``num_processes``-th video. An interrupted build resumes where it stopped;
+        a progress bar counts the windows and shows the cache's size on disk, estimated from the first shard."""
         rank = accelerator.process_index if accelerator is not None else 0
         world = accelerator.num_processes if accelerator is not None else 1
-        is_main = rank == 0
         requests = [(example, False) for dataset in datasets for example in dataset] + [
             (example, True) for dataset in flipped_datasets for example in dataset
         ]
@@ -121,57 +142,36 @@ class FeatureCache:
         if self.covers(keys):
             logger.info("feature cache %s is up to date (%d windows)", self.directory, len(keys))
             return self.open()
-        manifest = self._manifest()
-        if is_main:
-            if manifest is not None and manifest.get("fingerprint") != self.fingerprint:
-                logger.warning(
-                    "feature cache %s was built for a different encoder or processor: rebuilding", self.directory
-                )
-            if self.directory.exists():
-                shutil.rmtree(self.directory)
-            self.directory.mkdir(parents=True)
+        if rank == 0:
+            self._keep_only_own_windows()
+            self.directory.mkdir(parents=True, exist_ok=True)
+            (self.directory / MANIFEST).unlink(missing_ok=True)
+            atomic_write(self.directory / BUILDING, json.dumps({"fingerprint": self.fingerprint}))
         _barrier(accelerator)
-
+        done = _read_indexes(self.directory)
+        if done:
+            logger.info(
+                "feature cache %s: resuming, %d of %d windows already cached", self.directory, len(done), len(keys)
+            )
         by_video: dict[str, list[tuple[Mapping[str, Any], bool]]] = {}
-        for example, flipped in requests:
-            by_video.setdefault(str(example["video_path"]), []).append((example, flipped))
+        for (example, flipped), key in zip(requests, keys):
+            if key not in done:
+                by_video.setdefault(str(example["video_path"]), []).append((example, flipped))
         videos = sorted(by_video)[rank::world]  # each process encodes the windows of its share of the videos
-        device = next(model.parameters()).device
-        entries: dict[str, str] = {}
-        pending_keys: list[str] = []
-        pending_inputs: list[torch.Tensor] = []
-
-        def flush() -> None:
-            if not pending_inputs:
-                return
-            # stored in fp32 whatever the autocast: CPU autocast returns bf16 tokens (CUDA's layer norm returns fp32),
-            # and a bf16 cache would break a later run without autocast ("mat1 and mat2 must have the same dtype")
-            tokens = model.encode_video(torch.stack(pending_inputs).to(device)).to("cpu", torch.float32).contiguous()
-            shard = f"shard-r{rank:03d}-{len(set(entries.values())):06d}.safetensors"
-            tensors = {key: tokens[i].clone() for i, key in enumerate(pending_keys)}
-            _save_safetensors(tensors, self.directory / shard)
-            entries.update({key: shard for key in tensors})
-            pending_keys.clear()
-            pending_inputs.clear()
-
-        for video in videos:
-            for key, inputs in window_inputs(by_video[video], collator):
-                if key in pending_keys or key in entries:
-                    continue
-                pending_keys.append(key)
-                pending_inputs.append(inputs)
-                if len(pending_inputs) == batch_size:
-                    flush()
-        flush()
-        (self.directory / f"index-r{rank:03d}.json").write_text(json.dumps(entries))
+        writer = _ShardWriter(self.directory, rank, model, batch_size)
+        todo = sum(len(by_video[video]) for video in videos)
+        with _CacheProgress(todo, self.directory, len(keys), len(done), rank) as bar:
+            for video in videos:
+                for key, inputs in window_inputs(by_video[video], collator):
+                    bar.advance(writer.add(key, inputs))
+            bar.advance(writer.flush())
         _barrier(accelerator)
-        if is_main:
-            merged: dict[str, str] = {}
-            for part in sorted(self.directory.glob("index-r*.json")):
-                merged.update(json.loads(part.read_text()))
+        if rank == 0:
+            merged = _read_indexes(self.directory)
             manifest = {"fingerprint": self.fingerprint, "format_version": FORMAT_VERSION, "entries": merged}
             # the manifest appears only once every shard is written
             atomic_write(self.directory / MANIFEST, json.dumps(manifest))
+            (self.directory / BUILDING).unlink(missing_ok=True)
         _barrier(accelerator)
         return self.open()
 
@@ -239,6 +239,93 @@ class CachedFeatureCollator(GazeFlowDataCollator):
         self, example: Mapping[str, Any], name: str, clip: str, flipped: bool = False
     ) -> tuple[torch.Tensor, tuple[int, int]]:
         return self.cache.load(example_key(example, flipped)), (int(example["width"]), int(example["height"]))
+
+
+class _ShardWriter:
+    """One process's windows, encoded ``batch_size`` at a time into ``shard-r<rank>-<n>.safetensors``; after each
+    shard, the process's index (``index-r<rank>.json``: key -> shard, the earlier builds' entries kept) is
+    rewritten whole, so an interrupted build leaves every finished shard usable."""
+
+    def __init__(self, directory: Path, rank: int, model, batch_size: int):
+        self.directory, self.rank, self.model, self.batch_size = directory, rank, model, batch_size
+        self.device = next(model.parameters()).device
+        self.index_path = directory / f"index-r{rank:03d}.json"
+        self.entries: dict[str, str] = json.loads(self.index_path.read_text()) if self.index_path.exists() else {}
+        self.next_shard = len(list(directory.glob(f"shard-r{rank:03d}-*.safetensors")))
+        self.keys: list[str] = []
+        self.inputs: list[torch.Tensor] = []
+
+    def add(self, key: str, inputs: torch.Tensor) -> int:
+        """Queue one window; returns how many windows were written by the shard this completed (or 0)."""
+        if key in self.keys or key in self.entries:
+            return 0
+        self.keys.append(key)
+        self.inputs.append(inputs)
+        return self.flush() if len(self.inputs) == self.batch_size else 0
+
+    def flush(self) -> int:
+        if not self.inputs:
+            return 0
+        # stored in fp32 whatever the autocast: CPU autocast returns bf16 tokens (CUDA's layer norm returns fp32),
+        # and a bf16 cache would break a later run without autocast ("mat1 and mat2 must have the same dtype")
+        tokens = self.model.encode_video(torch.stack(self.inputs).to(self.device)).to("cpu", torch.float32)
+        shard = f"shard-r{self.rank:03d}-{self.next_shard:06d}.safetensors"
+        self.next_shard += 1
+        tensors = {key: tokens[i].clone() for i, key in enumerate(self.keys)}
+        _save_safetensors(tensors, self.directory / shard)
+        self.entries.update({key: shard for key in tensors})
+        atomic_write(self.index_path, json.dumps(self.entries))
+        self.keys, self.inputs = [], []
+        return len(tensors)
+
+
+class _CacheProgress:
+    """A progress bar over the windows to encode (on the main process) whose postfix is the cache's estimated
+    size on disk: the bytes written so far per window, times every window of the cache."""
+
+    def __init__(self, todo: int, directory: Path, total_windows: int, already: int, rank: int):
+        from tqdm.auto import tqdm
+
+        self.directory, self.total_windows, self.written = directory, total_windows, already  # already: resumed
+        self.bar = tqdm(total=todo, desc="caching encoder features", unit="window", disable=rank != 0 or todo == 0)
+        self.estimated = False
+
+    def advance(self, windows: int) -> None:
+        if not windows:
+            return
+        self.written += windows
+        self.bar.update(windows)
+        if not self.estimated:
+            self.estimated = True
+            size = sum(path.stat().st_size for path in self.directory.glob("shard-*.safetensors"))
+            estimate = size / self.written * self.total_windows if self.written else 0
+            free = shutil.disk_usage(self.directory).free
+            self.bar.set_postfix(disk=f"~{estimate / 1e9:.2f} GB")
+            logger.info("feature cache %s: about %.2f GB on disk when complete", self.directory, estimate / 1e9)
+            if estimate > free:
+                logger.warning(
+                    "feature cache %s needs about %.2f GB, only %.2f GB are free there (--feature_cache_dir moves it)",
+                    self.directory,
+                    estimate / 1e9,
+                    free / 1e9,
+                )
+
+    def __enter__(self) -> "_CacheProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+
+
+def _read_indexes(directory: Path) -> dict[str, str]:
+    """Every process's index of the shards written so far (``index-r*.json``; one cut short is ignored)."""
+    merged: dict[str, str] = {}
+    for part in sorted(directory.glob("index-r*.json")) if directory.is_dir() else ():
+        try:
+            merged.update(json.loads(part.read_text()))
+        except json.JSONDecodeError:
+            continue
+    return {key: shard for key, shard in merged.items() if (directory / shard).is_file()}
 
 
 def _save_safetensors(tensors: dict[str, torch.Tensor], path: Path) -> None:

@@ -17,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..data.collator import FLIP_STATE_KEY
-from .early_stopping import note_validation_loss, patience_spent
+from .early_stopping import early_stopping_min_steps, note_validation_loss, patience_spent
 from .ema import cpu_state_dict
 from .faults import fault_point
 from .run import RUN_LOGGER, TrainingError, TrainingRun, TrainingSetup
@@ -48,7 +48,10 @@ def train_epochs(
     stopping); False when it paused after step ``pause_at_step`` (a trial start's end), before any end-of-epoch
     work, so that continuing from a checkpoint written now gives the same run as never pausing."""
     args, state = setup.args, run.state
-    if patience_spent(state, args.early_stopping_patience):  # a checkpoint written as early stopping hit
+    min_steps = early_stopping_min_steps(
+        setup.max_train_steps, args.num_warmup_steps, getattr(args, "early_stopping_min_steps", None)
+    )
+    if patience_spent(state, args.early_stopping_patience, min_steps):  # a checkpoint written as early stopping hit
         return True
     progress = tqdm(
         total=setup.max_train_steps,
@@ -64,8 +67,13 @@ def train_epochs(
             finish_epoch(setup, run, epoch, last_step=end is EpochEnd.LAST_STEP)
             if end is EpochEnd.LAST_STEP:
                 break
-            if patience_spent(state, args.early_stopping_patience):
-                logger.info("early stopping: no validation improvement for %d epochs", state.epochs_without_improvement)
+            if patience_spent(state, args.early_stopping_patience, min_steps):
+                logger.info(
+                    "early stopping at step %d: no validation improvement for %d epochs (best: step %s)",
+                    state.completed_steps,
+                    state.epochs_without_improvement,
+                    state.best_step,
+                )
                 break
     finally:
         progress.close()

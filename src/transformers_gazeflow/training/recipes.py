@@ -7,6 +7,7 @@ and ``--config_overrides`` on the command line is merged over the recipe's (the 
 | recipe | for |
 | --- | --- |
 | ``small-cpu`` | learning a dataset's rule with no pretrained encoder at hand, on 2 CPU cores in <= 25 minutes |
+| ``first-run`` | a first run: ``small-cpu`` cut to 1,200 steps, one start, no flips; sized for ~10 min on 2 cores |
 | ``paper-1gpu`` | the paper's model and optimisation on one GPU (H100 or H200), with the fastest settings measured |
 """
 
@@ -91,6 +92,16 @@ SMALL_CPU = Recipe(
     },
 )
 
+FIRST_RUN = Recipe(
+    name="first-run",
+    summary="the small-cpu recipe cut to a first try: at most 1,200 steps (100 warm-up), one start (no trial "
+    "starts), no horizontal flips (half the feature cache to compute and store), the same model and "
+    "optimisation; sized for about 10 minutes on 2 idle CPU cores with the data rendered by the run itself "
+    "(scaled from the small-cpu run's cost)",
+    arguments={**SMALL_CPU.arguments, "max_train_steps": 1200, "trial_starts": 1, "horizontal_flip_probability": 0.0},
+    config_overrides=dict(SMALL_CPU.config_overrides),
+)
+
 PAPER_ONE_GPU = Recipe(
     name="paper-1gpu",
     summary="the paper's model and optimisation (V-JEPA 2 ViT-L encoder with LoRA r16 on query/value, 64-frame "
@@ -117,7 +128,7 @@ PAPER_ONE_GPU = Recipe(
     ),
 )
 
-RECIPES: dict[str, Recipe] = {recipe.name: recipe for recipe in (SMALL_CPU, PAPER_ONE_GPU)}
+RECIPES: dict[str, Recipe] = {recipe.name: recipe for recipe in (SMALL_CPU, FIRST_RUN, PAPER_ONE_GPU)}
 
 
 def recipe_help() -> str:
@@ -125,4 +136,4 @@ def recipe_help() -> str:
     return "; ".join(f"{recipe.name}: {recipe.summary}" for recipe in RECIPES.values())
 
 
-__all__ = ["Recipe", "RECIPES", "SMALL_CPU", "PAPER_ONE_GPU", "recipe_help"]
+__all__ = ["Recipe", "RECIPES", "SMALL_CPU", "FIRST_RUN", "PAPER_ONE_GPU", "recipe_help"]

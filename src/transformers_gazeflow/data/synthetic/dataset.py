@@ -12,6 +12,10 @@ On disk (what :func:`generate_dataset` writes and the ``synthetic_gaze`` builder
     <data_dir>/annotations.jsonl     one line per clip: clip_id, video, split, task, per-frame gaze/type/valid
     <data_dir>/videos/<clip_id>.mp4  the rendered clips (H.264)
 
+While it renders, each finished clip's annotation line also sits beside its video (``videos/<clip_id>.json``, written
+after the video): a rendering interrupted before the manifest resumes from them and renders only the clips without
+one; they are removed once the manifest is written.
+
 :func:`~.egtea_layout.write_egtea_layout` writes the same kind of clips in the raw
 EGTEA Gaze+ layout instead.
 """
@@ -170,11 +174,21 @@ def clip_record(clip: SyntheticClip, video: str, names: list[str]) -> dict[str, 
 
 
 def _write_one(job: tuple[SyntheticGazeSettings, int, str, str]) -> dict[str, Any]:
+    """Render one clip (or read back its record, left by an interrupted rendering); returns its annotation line."""
     settings, index, split, out_dir = job
+    clip_id = f"synth_{settings.seed}_{index:05d}"
+    video = f"{VIDEO_DIR}/{clip_id}.mp4"
+    done = Path(out_dir) / VIDEO_DIR / f"{clip_id}.json"
+    if done.is_file() and (Path(out_dir) / video).is_file():
+        try:
+            return json.loads(done.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            pass
     clip = generate_clip(settings, index, split)
-    video = f"{VIDEO_DIR}/{clip.clip_id}.mp4"
     write_video(Path(out_dir) / video, clip.frames(), fps=clip.fps)
-    return clip_record(clip, video, task_names(settings.num_tasks))
+    record = clip_record(clip, video, task_names(settings.num_tasks))
+    atomic_write(done, json.dumps(record, separators=(",", ":")))
+    return record
 
 
 def _read_manifest(path: Path) -> SyntheticGazeSettings:
@@ -221,11 +235,7 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
     (out_dir / VIDEO_DIR).mkdir(parents=True, exist_ok=True)
     splits = split_assignment(settings)
     jobs = [(settings, index, splits[index], str(out_dir)) for index in range(settings.num_clips)]
-    if num_workers > 1:
-        with ProcessPoolExecutor(max_workers=num_workers) as pool:
-            records = list(pool.map(_write_one, jobs, chunksize=4))
-    else:
-        records = [_write_one(job) for job in jobs]
+    records = _render_with_progress(jobs, out_dir, num_workers)
     atomic_write(
         out_dir / ANNOTATIONS_NAME, "".join(json.dumps(record, separators=(",", ":")) + "\n" for record in records)
     )
@@ -237,7 +247,39 @@ def generate_dataset(out_dir: str | os.PathLike, settings: SyntheticGazeSettings
         "num_clips": len(records),
     }
     atomic_write(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    for record in records:
+        (out_dir / VIDEO_DIR / f"{record['clip_id']}.json").unlink(missing_ok=True)
     return out_dir
+
+
+def _render_with_progress(jobs: list, out_dir: Path, num_workers: int) -> list[dict[str, Any]]:
+    """Every job's record, rendered over ``num_workers`` processes, with a progress bar over the clips whose postfix
+    is the dataset's estimated size on disk (the videos written so far per clip, times the clips)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(jobs), desc=f"rendering synthetic clips into {out_dir}", unit="clip")
+    records = []
+    try:
+        if num_workers > 1:
+            with ProcessPoolExecutor(max_workers=num_workers) as pool:
+                for record in pool.map(_write_one, jobs, chunksize=4):
+                    records.append(record)
+                    _advance(bar, out_dir, len(records), len(jobs))
+        else:
+            for job in jobs:
+                records.append(_write_one(job))
+                _advance(bar, out_dir, len(records), len(jobs))
+    finally:
+        bar.close()
+    return records
+
+
+def _advance(bar, out_dir: Path, done: int, total: int) -> None:
+    bar.update(1)
+    if done in (1, 10, 100) or done % 500 == 0:
+        size = sum(path.stat().st_size for path in (out_dir / VIDEO_DIR).glob("*.mp4"))
+        estimate = size / done * total / 1e6
+        bar.set_postfix(disk=f"~{estimate:.1f} MB" if estimate < 10 else f"~{estimate:.0f} MB")
 
 
 def _is_own_temporary(name: str) -> bool:

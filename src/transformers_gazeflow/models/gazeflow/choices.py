@@ -30,7 +30,12 @@ error)."""
 DEFAULT_OPSET, MIN_OPSET = 18, 17
 """The ONNX opset the streamer's per-frame step is exported with by default, and the oldest it can be."""
 
+STREAM_CPU_THREADS = 1
+"""Torch's intra-op threads for streaming on the CPU unless told (``GazeFlowStreamer(threads=...)``, ``gazeflow stream
+--threads``): a frame's work is too small to share out, and the decoding thread needs a core."""
+
 __all__ = [
+    "STREAM_CPU_THREADS",
     "SOLVERS",
     "WINDOW_MODES",
     "DTYPES",

@@ -217,6 +217,26 @@ class GazeFlowConfig(PreTrainedConfig):
             paper's Algorithm 1), `"late_quadratic"` s = 1 - (1 - u)^2 (more draws near the data end, where
             sub-pixel precision is learned; beyond the paper) or `"logit_normal"` s = sigmoid(Phi^-1(u)) (Esser et
             al. 2024; beyond the paper). See `scheduling_gazeflow.flow_time_from_uniform`.
+        noise_correlation (`float`, *optional*, defaults to 0.0):
+            Lag-1 correlation rho over frames of the base noise x_0 (Eq. bg:cfm), in [0, 1). 0 is the paper's
+            x_0 ~ N(0, I), independent across frames; rho > 0 draws x_0 ~ N(0, Sigma), Sigma_tu = rho^|t - u|, a
+            stationary AR(1) (Ornstein-Uhlenbeck) process over the frames of a window with unit variance, in
+            training and in sampling alike (beyond the paper; functional flow matching, Kerrigan et al. 2024).
+            Residual noise that an unconverged sampler leaves in a trajectory is then smooth over frames instead
+            of a white frame-to-frame jitter. See `scheduling_gazeflow.correlate_noise`.
+        whitened_flow (`bool`, *optional*, defaults to `False`):
+            With `noise_correlation` rho > 0, run the flow in the prior's whitened frame coordinates e = L^-1 x
+            (x = L e the AR(1) recursion of `scheduling_gazeflow.correlate_noise`): the velocity network's head
+            gives the velocity there, w, read as v = L w over the window's frames (the same recursion: each frame's
+            velocity is rho times the previous frame's plus sqrt(1 - rho^2) times its own head output), and the
+            flow-matching loss is measured there, ||L^-1 (v - u)||^2 = (v - u)^T Sigma^-1 (v - u). The network still
+            reads x_s in model coordinates. An error of the head that is independent from frame to frame then moves
+            a sample by sqrt(1 - rho^2) of it between frames rather than by all of it (beyond the paper; with
+            rho = 0 or `False` the paper's Eq. cfm_loss).
+        time_grid_power (`float`, *optional*, defaults to 1.0):
+            The sampler's flow-time grid s_i = 1 - (1 - i / S)^p, i = 0..S: 1 is the paper's uniform Euler grid
+            (Appendix D.2); p > 1 spends more of the S steps near the data end s = 1 (beyond the paper). See
+            `scheduling_gazeflow.FlowMatchingScheduler`.
         self_conditioning_prob (`float`, *optional*, defaults to 0.5):
             Probability of self-conditioning in training (Appendix E.2).
         grounding_loss_weight (`float`, *optional*, defaults to 0.0):
@@ -313,6 +333,9 @@ class GazeFlowConfig(PreTrainedConfig):
     window_mode: str = _choice("coherent", WINDOW_MODES)
     sigma_min: float | int = _number(1e-3, "a number in (0, 1)", lambda value: 0.0 < value < 1.0)
     flow_time_sampling: str = _choice("uniform", FLOW_TIME_SAMPLINGS)
+    noise_correlation: float | int = _number(0.0, "a number in [0, 1) (0: independent frames)", lambda v: 0 <= v < 1)
+    whitened_flow: bool = _flag(False)
+    time_grid_power: float | int = _number(1.0, "a number >= 1 (1: the paper's uniform grid)", lambda v: v >= 1)
     self_conditioning_prob: float | int = _number(0.5, "a number in [0, 1]", lambda value: 0.0 <= value <= 1.0)
     grounding_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no grounding head)", lambda value: value >= 0)
     grounding_sigma: float | int = _number(0.5, "a number > 0 (patch widths)", lambda value: value > 0)
@@ -413,6 +436,13 @@ class GazeFlowConfig(PreTrainedConfig):
             f"'euler' (the default) with objective={self.objective!r}: ODE solvers apply to flow_matching only "
             "(diffusion samples with DDIM, regression predicts directly)",
             self.solver,
+        )
+        _require(
+            not self.whitened_flow or (self.objective == "flow_matching" and self.noise_correlation > 0),
+            "whitened_flow",
+            f"False unless objective='flow_matching' and noise_correlation > 0 (the flow's coordinates are the AR(1) "
+            f"prior's; objective={self.objective!r}, noise_correlation={self.noise_correlation!r})",
+            self.whitened_flow,
         )
         _require(
             self.objective != "regression" or self.num_samples == 1,

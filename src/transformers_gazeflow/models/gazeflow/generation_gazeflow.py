@@ -62,7 +62,7 @@ from .choices import WINDOW_MODES
 from .configuration_gazeflow import GazeFlowConfig
 from .geometry import clamp_unit, model_to_unit
 from .modeling_gazeflow_checks import check_objective_sampling, check_pixel_values, check_sampling_arguments
-from .scheduling_gazeflow import ModelFn, RegressionScheduler, Scheduler, draw_noise, scheduler_for
+from .scheduling_gazeflow import ModelFn, RegressionScheduler, Scheduler, correlate_noise, draw_noise, scheduler_for
 from .windows import StreamingBlender, pad_last_frame, window_starts
 
 ArrayLike = TypeVar("ArrayLike", torch.Tensor, np.ndarray)
@@ -406,9 +406,10 @@ def iter_window_predictions(
         pieces = []
         with stage("sample"):
             noises = draw_window_noises(len(batch), shape, generator, device).split(clips)
-            if not coherent:  # independent windows: sampled together
+            if not coherent:  # independent windows: sampled together, each from its own x_0 prior
+                priors = torch.cat([correlate_noise(noise, config.noise_correlation) for noise in noises])
                 sampled = _sample_batch(
-                    model, sampler, condition, encoder_tokens, torch.cat(noises), settings, use_condition_cache
+                    model, sampler, condition, encoder_tokens, priors, settings, use_condition_cache
                 ).split(clips)
             for index, ((start, clip), noise) in enumerate(zip(batch, noises)):
                 if coherent:  # each window conditioned on the frames stitched so far, the previous ones included
@@ -418,7 +419,9 @@ def iter_window_predictions(
                         if use_condition_cache
                         else partial(_sample_recomputed, model, encoder_tokens[rows], settings)
                     )
-                    values = sample_coherent_window(window_sampler, noise, blender, noise_of_frames, start)
+                    values = sample_coherent_window(
+                        window_sampler, noise, blender, noise_of_frames, start, config.noise_correlation
+                    )
                 else:
                     values = sampled[index]
                 clip_end = max(clip_end, start + clip.shape[1])
@@ -463,13 +466,22 @@ def sample_coherent_window(
     stitched: StreamingBlender,
     noise_of_frames: StreamingBlender,
     start: int,
+    noise_correlation: float = 0.0,
 ) -> torch.Tensor:
     """One coherent window starting at ``start``: its overlap with the frames stitched so far (``stitched``) is known,
     and sampled from the same noise (``noise_of_frames``, which then records this window's noise).
-    ``window_sampler(noise, known)`` samples the window."""
+    ``window_sampler(noise, known)`` samples the window. ``noise`` holds the window's white draws; with
+    ``noise_correlation`` rho > 0 its x_0 is the AR(1) prior over frames (``scheduling_gazeflow.correlate_noise``),
+    and after a known overlap that prior continues from the overlap's last x_0, so the frames of the whole clip
+    share one AR(1) process."""
     known = stitched.overlap(start)
-    if known is not None:
-        noise = torch.cat([noise_of_frames.overlap(start), noise[:, :, known.shape[2] :]], dim=2)
+    if known is None:
+        noise = correlate_noise(noise, noise_correlation, frame_dim=2)
+    else:
+        overlap_noise = noise_of_frames.overlap(start)
+        fresh = noise[:, :, known.shape[2] :]
+        fresh = correlate_noise(fresh, noise_correlation, overlap_noise[:, :, -1:], frame_dim=2)
+        noise = torch.cat([overlap_noise, fresh], dim=2)
     noise_of_frames.push(noise, start)
     return window_sampler(noise, known)
 
@@ -513,6 +525,7 @@ def generate_trajectories(
             )
         num_frames = encoder_hidden_states.shape[1] // tokens * config.frames_per_encoder_group
         noise = draw_noise((encoder_hidden_states.shape[0], settings.num_samples, num_frames, 2), generator, device)
+        noise = correlate_noise(noise, config.noise_correlation)
         sampled = sample_window(
             model, encoder_hidden_states.to(device), num_frames, noise, settings, use_condition_cache
         )

@@ -15,7 +15,12 @@ Four frames of reference are used across the project:
   in degrees are always the angle between the two rays (:func:`ray_angle_deg`), never a difference of Fick angles.
   The metrics' angular error uses the same camera and the same function: a 60 degree horizontal field of view
   (:data:`DEFAULT_HORIZONTAL_FOV_DEG`, Huang et al. ECCV 2018), square pixels and the principal point at the frame
-  centre, for EGTEA Gaze+ and Ego4D alike. Fisheye cameras (Project Aria) are not modelled.
+  centre, for EGTEA Gaze+ and Ego4D alike.
+* **degrees through a fisheye camera** (:class:`FisheyeCamera`, Project Aria's RGB camera): a pixel is the ray its
+  FISHEYE624 model unprojects (projectaria_tools' ``FisheyeRadTanThinPrism``: radial polynomial in the angle from the
+  optical axis, tangential and thin-prism terms, one focal length), inverted by Newton's method as projectaria_tools
+  does; Fick angles and distances in degrees as for the pinhole, from that ray. A pinhole ``--fov`` is wrong on such
+  video away from the centre.
 
 Every conversion between them lives here; nothing else in the package re-derives them.
 """
@@ -248,6 +253,202 @@ def ray_angle_deg(
     return xp.rad2deg(xp.arctan2(cross, dot))
 
 
+# --- degrees: a fisheye camera (FISHEYE624) ----------------------------------------------------------------------
+
+FISHEYE624 = "FISHEYE624"
+"""The name of Project Aria's camera model (projectaria_tools' ``FisheyeRadTanThinPrism``, JSON name of the same)."""
+FISHEYE624_NUM_PARAMS = 15
+"""FISHEYE624's parameters, in projectaria_tools' order: ``f, cx, cy, k0..k5, p0, p1, s0..s3``."""
+_NEWTON_ITERATIONS = 50  # projectaria_tools' CameraNewtonsMethod::kMaxIterations
+_NEWTON_TOLERANCE = 1e-7  # its convergence tolerance for doubles
+_SOPHUS_EPSILON = 1e-10  # Sophus::Constants<double>::epsilon(), its guard on a vanishing derivative
+
+
+def _float64_points(points: ArrayLike) -> tuple[np.ndarray, object]:
+    """``points`` as a float64 numpy array, and a function that turns a result back into the input's kind."""
+    if isinstance(points, torch.Tensor):
+        dtype = points.dtype if points.is_floating_point() else torch.float64
+        device = points.device
+        return points.detach().to("cpu", torch.float64).numpy(), lambda out: torch.from_numpy(out).to(device, dtype)
+    return np.asarray(points, dtype=np.float64), lambda out: out
+
+
+def _angle_between_rays_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The angle (degrees) between 3D rays ``[..., 3]``: ``atan2(|a x b|, a . b)``, accurate at every angle."""
+    return np.rad2deg(np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), (a * b).sum(-1)))
+
+
+@dataclass(frozen=True)
+class FisheyeCamera:
+    """Project Aria's FISHEYE624 camera in the pixels of a ``width x height`` frame (projectaria_tools'
+    ``FisheyeRadTanThinPrism<6, true, true, true>``, ``core/calibration/camera_projections/FisheyeRadTanThinPrism.h``).
+
+    ``params`` = ``(f, cx, cy, k0..k5, p0, p1, s0..s3)`` as projectaria_tools stores them, in its pixel convention
+    (pixel centres at integers): its pixel ``(u, v)`` is ``(u + 0.5, v + 0.5)`` in the continuous pixel frame of
+    :func:`unit_to_pixels`, which every method here takes and returns. A ray ``(x, y, z)`` projects as: ``(a, b) =
+    (x, y) / z``, ``r = |(a, b)|``, ``theta = atan(r)``, ``(xr, yr) = theta (1 + k0 theta^2 + ... + k5 theta^12)
+    (a, b) / r``; plus the tangential term ``((2 xr^2 + rd^2) p0 + 2 xr yr p1, (2 yr^2 + rd^2) p1 + 2 xr yr p0)``
+    and the thin-prism term ``(s0 rd^2 + s1 rd^4, s2 rd^2 + s3 rd^4)`` (``rd^2 = xr^2 + yr^2``); times ``f``, plus
+    ``(cx, cy)``. Without distortion it is the equidistant fisheye: a pixel ``d`` pixels from the principal point
+    sees ``d / f`` radians off the optical axis. Unprojection inverts it by Newton's method, as projectaria_tools
+    does (tangential and thin-prism terms first, then the radial polynomial in ``theta``).
+    """
+
+    params: tuple[float, ...]
+    width: int
+    height: int
+
+    def __post_init__(self) -> None:
+        values = tuple(float(v) for v in np.asarray(self.params, dtype=np.float64).reshape(-1))
+        if len(values) != FISHEYE624_NUM_PARAMS or not all(math.isfinite(v) for v in values):
+            raise ValueError(
+                f"FISHEYE624 takes {FISHEYE624_NUM_PARAMS} finite parameters (f, cx, cy, k0..k5, p0, p1, s0..s3), "
+                f"got {list(values)}"
+            )
+        _finite_positive(values[0], "the focal length f")
+        if not (int(self.width) >= 1 and int(self.height) >= 1):
+            raise ValueError(f"frame size must be positive, got width={self.width}, height={self.height}")
+        object.__setattr__(self, "params", values)
+        object.__setattr__(self, "width", int(self.width))
+        object.__setattr__(self, "height", int(self.height))
+
+    def _distort(self, xr: np.ndarray, yr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The tangential and thin-prism terms added to the radially distorted ``(xr, yr)``."""
+        p0, p1, s0, s1, s2, s3 = self.params[9:]
+        rd2 = xr * xr + yr * yr
+        twice_dot = 2.0 * (xr * p0 + yr * p1)
+        u = xr + twice_dot * xr + rd2 * p0 + s0 * rd2 + s1 * rd2 * rd2
+        v = yr + twice_dot * yr + rd2 * p1 + s2 * rd2 + s3 * rd2 * rd2
+        return u, v
+
+    def _undistort(self, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(xr, yr)`` whose :meth:`_distort` is ``(u, v)``: Newton's method from ``(u, v)``, each point stopping
+        once its correction is below the tolerance (projectaria_tools' ``compute_xr_yr_from_uvDistorted``)."""
+        p0, p1, s0, s1, s2, s3 = self.params[9:]
+        xr, yr = u.copy(), v.copy()
+        active = np.ones(u.shape, bool)
+        for _ in range(_NEWTON_ITERATIONS):
+            if not active.any():
+                break
+            est_u, est_v = self._distort(xr, yr)
+            rd2 = xr * xr + yr * yr
+            off_diagonal = 2.0 * (xr * p1 + yr * p0)
+            prism_x, prism_y = 2.0 * (s0 + 2.0 * s1 * rd2), 2.0 * (s2 + 2.0 * s3 * rd2)
+            j00 = 1.0 + 6.0 * xr * p0 + 2.0 * yr * p1 + xr * prism_x
+            j01 = off_diagonal + yr * prism_x
+            j10 = off_diagonal + xr * prism_y
+            j11 = 1.0 + 6.0 * yr * p1 + 2.0 * xr * p0 + yr * prism_y
+            det = j00 * j11 - j01 * j10
+            du, dv = u - est_u, v - est_v
+            step_x = np.where(active, (j11 * du - j01 * dv) / det, 0.0)
+            step_y = np.where(active, (j00 * dv - j10 * du) / det, 0.0)
+            xr, yr = xr + step_x, yr + step_y
+            active &= step_x * step_x + step_y * step_y >= _NEWTON_TOLERANCE**2
+        return xr, yr
+
+    def _theta_of_radius(self, radius: np.ndarray) -> np.ndarray:
+        """``theta`` with ``theta (1 + k0 theta^2 + ... + k5 theta^12) = radius``: Newton's method from ``radius``,
+        kept inside the half space (projectaria_tools' ``getThetaFromNorm_xr_yr``)."""
+        ks = self.params[3:9]
+        theta = radius.copy()
+        active = np.ones(radius.shape, bool)
+        for _ in range(_NEWTON_ITERATIONS):
+            if not active.any():
+                break
+            theta2 = theta * theta
+            power, radial, slope = theta2.copy(), np.ones_like(theta), np.ones_like(theta)
+            for i, k in enumerate(ks):
+                radial += power * k
+                slope += (2 * i + 3) * k * power
+                power = power * theta2
+            residual = radius - radial * theta
+            nudge = np.where(residual * slope > 0, 10.0, -10.0) * _SOPHUS_EPSILON
+            step = np.where(np.abs(slope) > _SOPHUS_EPSILON, residual / np.where(slope == 0, 1.0, slope), nudge)
+            step = np.where(active, step, 0.0)
+            theta = theta + step
+            active &= np.abs(step) >= _NEWTON_TOLERANCE
+            theta = np.where(active & (np.abs(theta) >= math.pi / 2), 0.999 * math.pi / 2, theta)
+        return theta
+
+    def project(self, rays: ArrayLike) -> ArrayLike:
+        """Pixels ``[..., 2]`` (continuous frame) of camera-frame points or rays ``[..., 3]``; NaN behind the camera
+        (``z <= 0``)."""
+        points, back = _float64_points(rays)
+        f, cx, cy = self.params[:3]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(points[..., 2] > 0, points[..., 2], np.nan)
+            a, b = points[..., 0] / z, points[..., 1] / z
+            r = np.hypot(a, b)
+            theta = np.arctan(r)
+            theta2, power, radial = theta * theta, theta * theta, np.ones_like(theta)
+            for k in self.params[3:9]:
+                radial += power * k
+                power = power * theta2
+            scale = radial * np.where(r < np.finfo(np.float64).eps, 1.0, theta / np.where(r == 0, 1.0, r))
+            u, v = self._distort(scale * a, scale * b)
+        return back(np.stack([f * u + cx + 0.5, f * v + cy + 0.5], -1))
+
+    def unproject(self, points_px: ArrayLike) -> ArrayLike:
+        """The rays ``(x, y, 1)`` ``[..., 3]`` of pixels ``[..., 2]`` (continuous frame), as projectaria_tools'
+        ``unproject`` returns them."""
+        pixels, back = _float64_points(points_px)
+        f, cx, cy = self.params[:3]
+        xr, yr = self._undistort((pixels[..., 0] - 0.5 - cx) / f, (pixels[..., 1] - 0.5 - cy) / f)
+        norm = np.hypot(xr, yr)
+        theta = self._theta_of_radius(norm)
+        scale = np.where(norm == 0, 0.0, np.tan(theta) / np.where(norm == 0, 1.0, norm))
+        return back(np.stack([scale * xr, scale * yr, np.ones_like(norm)], -1))
+
+    def scaled(self, scale: float, width: int, height: int, offset: tuple[float, float] = (0.0, 0.0)) -> FisheyeCamera:
+        """This camera for a frame cropped by ``offset`` pixels (left, top) and then resized by ``scale`` to
+        ``width x height`` (projectaria_tools' ``CameraCalibration.rescale``: ``f * s``, ``s (c - offset + 0.5) -
+        0.5``; the distortion is unchanged)."""
+        f, cx, cy = self.params[:3]
+        s = _finite_positive(scale, "scale")
+        centre = (s * (cx - offset[0] + 0.5) - 0.5, s * (cy - offset[1] + 0.5) - 0.5)
+        return FisheyeCamera((f * s, *centre, *self.params[3:]), width, height)
+
+    def rotated_cw90(self) -> FisheyeCamera:
+        """This camera for its frame turned 90 degrees clockwise (Aria's upright RGB video: pixel ``(u, v)`` of the
+        raw frame is ``(H - 1 - v, u)``; projectaria_tools' ``rotateCameraCalibCW90Deg``)."""
+        f, cx, cy, *ks = self.params[:9]
+        p0, p1, s0, s1, s2, s3 = self.params[9:]
+        return FisheyeCamera((f, self.height - 1 - cy, cx, *ks, -p1, p0, -s2, -s3, s0, s1), self.height, self.width)
+
+    def for_frame(self, width: int, height: int) -> FisheyeCamera:
+        """This camera for a ``width x height`` copy of its frame: itself at the same size, else :meth:`scaled`
+        uniformly (a fisheye keeps one focal length, so the copy must keep the aspect ratio)."""
+        if (int(width), int(height)) == (self.width, self.height):
+            return self
+        scale_x, scale_y = width / self.width, height / self.height
+        if not math.isclose(scale_x, scale_y, rel_tol=1e-3):
+            raise ValueError(
+                f"a FISHEYE624 camera of a {self.width}x{self.height} frame cannot describe a {width}x{height} frame "
+                "(only uniform resizes keep its single focal length)"
+            )
+        return self.scaled(scale_x, int(width), int(height))
+
+    def angles_deg(self, points_px: ArrayLike) -> ArrayLike:
+        """Fick angles ``[..., 2]`` (degrees) of pixel points ``[..., 2]``: azimuth ``atan2(x, z)`` and elevation
+        ``atan2(y, sqrt(x^2 + z^2))`` (positive downwards) of the unprojected ray ``(x, y, z)``."""
+        pixels, back = _float64_points(points_px)
+        ray = self.unproject(pixels)
+        azimuth = np.arctan2(ray[..., 0], ray[..., 2])
+        elevation = np.arctan2(ray[..., 1], np.hypot(ray[..., 0], ray[..., 2]))
+        return back(np.rad2deg(np.stack([azimuth, elevation], -1)))
+
+    def angle_between_deg(self, a_px: ArrayLike, b_px: ArrayLike) -> ArrayLike:
+        """The angle (degrees) between the rays of pixel points ``a_px`` and ``b_px`` ``[..., 2]`` -> ``[...]``."""
+        a, back = _float64_points(a_px)
+        b, _ = _float64_points(b_px)
+        return back(_angle_between_rays_deg(self.unproject(a), self.unproject(b)))
+
+    def to_dict(self) -> dict:
+        """``model`` (FISHEYE624), ``params`` (projectaria_tools' order and pixel convention), ``width``,
+        ``height``, for JSON."""
+        return {"model": FISHEYE624, "params": list(self.params), "width": self.width, "height": self.height}
+
+
 __all__ = [
     "unit_to_model",
     "model_to_unit",
@@ -261,4 +462,7 @@ __all__ = [
     "FieldOfView",
     "check_fov",
     "ray_angle_deg",
+    "FISHEYE624",
+    "FISHEYE624_NUM_PARAMS",
+    "FisheyeCamera",
 ]

@@ -43,6 +43,7 @@ from .scheduling_gazeflow import (
     draw_training_noise,
     estimate_endpoint,
     example_generators,
+    whiten_frames,
 )
 
 
@@ -107,6 +108,18 @@ def masked_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch
     return squared_error.sum() / (2 * weights.sum()).clamp_min(1.0)
 
 
+def frame_whitened_mse(
+    prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch.Tensor, correlation: float
+) -> torch.Tensor:
+    """:func:`masked_mse` in the AR(1) prior's whitened frame coordinates (``config.whitened_flow``): the residual
+    r = prediction - target ``[B, T, 2]`` mapped to e = L^-1 r (``scheduling_gazeflow.whiten_frames``), frame t's
+    term counted where frames t and t - 1 are both valid (frame 0 where it is), over ``2 sum(m)``."""
+    residual = whiten_frames(prediction.float() - target.float(), correlation, frame_dim=1)
+    mask = valid_mask.to(residual.dtype)
+    pairs = torch.cat([mask[:, :1], mask[:, 1:] * mask[:, :-1]], dim=1).unsqueeze(-1)
+    return (residual**2 * pairs).sum() / (2 * mask.sum()).clamp_min(1.0)
+
+
 def _training_noise(
     model: ObjectiveModel, gaze: torch.Tensor, generator: GeneratorArgument, num_timesteps: int | None = None
 ) -> TrainingNoise:
@@ -121,6 +134,7 @@ def _training_noise(
             gaze.dtype,
             num_timesteps,
             flow_time_sampling=model.config.flow_time_sampling,
+            noise_correlation=model.config.noise_correlation,
         )
     generators = example_generators(generator, gaze.shape[0], deterministic=False)
     return draw_training_noise(
@@ -131,6 +145,7 @@ def _training_noise(
         gaze.dtype,
         num_timesteps,
         flow_time_sampling=model.config.flow_time_sampling,
+        noise_correlation=model.config.noise_correlation,
     )
 
 
@@ -202,7 +217,13 @@ def flow_matching_objective(
         output_attentions,
         output_hidden_states,
     )
-    return ObjectiveOutput(masked_mse(predicted, target, valid_mask), predicted, target, flow_time, network_outputs)
+    config = model.config
+    loss = (
+        frame_whitened_mse(predicted, target, valid_mask, config.noise_correlation)
+        if config.whitened_flow
+        else masked_mse(predicted, target, valid_mask)
+    )
+    return ObjectiveOutput(loss, predicted, target, flow_time, network_outputs)
 
 
 def diffusion_loss(
@@ -334,6 +355,7 @@ __all__ = [
     "ObjectiveModel",
     "ObjectiveOutput",
     "masked_mse",
+    "frame_whitened_mse",
     "flow_matching_loss",
     "flow_matching_objective",
     "diffusion_loss",

@@ -151,7 +151,8 @@ class PreparedRowLayers(nn.Module):
 
     :meth:`linear` is ``torch.addmm(b, rows, W^T)``, with the bias broadcast to the row count once and kept on a CPU
     outside ``torch.compile`` (the module docstring's device-dependent choice); :meth:`layer_norm` calls the layer
-    norm's kernel directly. Both are the same computations as ``F.linear`` / ``F.layer_norm``."""
+    norm's kernel directly. The same sums as ``F.linear`` / ``F.layer_norm`` (a BLAS may order the
+    linear's sums differently for a contiguous ``W^T``)."""
 
     layer_norm_eps: float
 

@@ -21,6 +21,7 @@ from .modeling_gazeflow_layers import GazeFlowDenoiserBlock
 from .modeling_gazeflow_outputs import GazeFlowVelocityOutput
 from .modeling_gazeflow_rows import layer_norm_rows, linear_rows
 from .modeling_gazeflow_variants import GazeFlowLearnedFramePosition, GazeFlowTaskConcat
+from .scheduling_gazeflow import correlate_noise
 
 
 class GazeFlowVelocityNetwork(nn.Module):
@@ -54,6 +55,7 @@ class GazeFlowVelocityNetwork(nn.Module):
         self.blocks = nn.ModuleList([GazeFlowDenoiserBlock(config) for _ in range(config.num_hidden_layers)])
         self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.output_head = nn.Linear(config.hidden_size, 2)
+        self.whitening_correlation = config.noise_correlation if config.whitened_flow else 0.0
 
     def forward(
         self,
@@ -66,6 +68,7 @@ class GazeFlowVelocityNetwork(nn.Module):
         output_attentions: bool = False,
         output_hidden_states: bool = False,
         time_embedding: torch.Tensor | None = None,
+        previous_velocity: torch.Tensor | None = None,
     ) -> torch.Tensor | GazeFlowVelocityOutput:
         """``sample``, ``self_condition``: ``[B, K, T, 2]``; ``flow_time``: ``[B, K]``; returns the velocity
         ``[B, K, T, 2]``, or a :class:`GazeFlowVelocityOutput` with ``output_attentions`` / ``output_hidden_states``.
@@ -76,6 +79,9 @@ class GazeFlowVelocityNetwork(nn.Module):
         Given ``positions``, the caller checks them against a learned position table: reading their values here would
         wait for the device at every call.
         ``time_embedding``: E_time(s) ``[B, K, d]`` computed already (``flow_time`` is then not read).
+        With ``config.whitened_flow`` the head's output w is read as v = L w over the T frames (:meth:`read_head`);
+        ``previous_velocity`` ``[B, K, 1, 2]``, the velocity of the frame before the first one fed (incremental
+        decoding), continues that recursion.
         """
         batch, samples, frames, _ = sample.shape
         hidden = self.embed(sample, flow_time, self_condition, condition, positions, time_embedding)
@@ -109,7 +115,8 @@ class GazeFlowVelocityNetwork(nn.Module):
                 for collected, layer_weights in zip(all_attentions, weights):
                     collected.append(layer_weights)
         rows = layer_norm_rows(self.output_norm, hidden.reshape(-1, hidden.shape[-1]))
-        velocity = linear_rows(self, (self.output_head,), rows).view(batch, samples, frames, -1)
+        head = linear_rows(self, (self.output_head,), rows).view(batch, samples, frames, -1)
+        velocity = self.read_head(head, previous_velocity)
         if not (output_attentions or output_hidden_states):
             return velocity
         self_weights, visual_weights, task_weights = (
@@ -122,6 +129,14 @@ class GazeFlowVelocityNetwork(nn.Module):
             visual_cross_attentions=visual_weights,
             task_cross_attentions=task_weights,
         )
+
+    def read_head(self, head: torch.Tensor, previous_velocity: torch.Tensor | None = None) -> torch.Tensor:
+        """The velocity in model coordinates from the head's output ``[B, K, T, 2]``: the output itself, or with
+        ``config.whitened_flow`` the AR(1) recursion v = L w over frames (``scheduling_gazeflow.correlate_noise``,
+        continued from ``previous_velocity`` when given)."""
+        if not self.whitening_correlation:
+            return head
+        return correlate_noise(head, self.whitening_correlation, previous_velocity, frame_dim=-2)
 
     def embed(
         self,

@@ -16,6 +16,7 @@ constants.
 | DDIM (Song et al. 2021, eta = 0) and its x_t, clean estimate | Appendix F.4 | :class:`DDIMScheduler` |
 | the regression head's constant inputs | Section 4.4 | :data:`REGRESSION_INPUT_TIME`, :class:`RegressionScheduler` |
 | x_0 ~ N(0, I) at inference | Algorithm 1 | :func:`draw_noise` |
+| x_0 ~ N(0, Sigma), AR(1) over frames (functional flow matching) | Eq. bg:cfm | :func:`correlate_noise` |
 | training draws: s (or t), x_0, the self-conditioning coin | Algorithm 1, Appendix D.2 | :func:`draw_training_noise` |
 | s from a uniform draw: uniform (paper), late_quadratic, logit_normal | Algorithm 1 | :func:`flow_time_from_uniform` |
 
@@ -125,17 +126,23 @@ class FlowMatchingScheduler:
     num_steps: int = 1
     solver: str = "euler"
     sigma_min: float = 1e-3
+    time_grid_power: float = 1.0
 
     def __post_init__(self) -> None:
         _check_steps(self.num_steps, self.solver)
+        if not self.time_grid_power >= 1.0:
+            raise ValueError(f"`time_grid_power` must be a number >= 1, got {self.time_grid_power!r}")
 
     @property
     def calls_per_step(self) -> int:
         return 1 if self.solver == "euler" else 2
 
     def timesteps(self) -> list[float]:
-        """s_0 = 0, s_1 = 1 / S, ..., s_S = 1."""
-        return [i / self.num_steps for i in range(self.num_steps + 1)]
+        """s_0 = 0, s_1 = 1 / S, ..., s_S = 1; with ``time_grid_power`` p > 1, s_i = 1 - (1 - i / S)^p (steps
+        shrink toward the data end s = 1)."""
+        if self.time_grid_power == 1.0:
+            return [i / self.num_steps for i in range(self.num_steps + 1)]
+        return [1.0 - (1.0 - i / self.num_steps) ** self.time_grid_power for i in range(self.num_steps + 1)]
 
     def progress(self, flow_time: float) -> float:
         """How far a time is along the path from noise (0) to data (1): s itself."""
@@ -316,15 +323,80 @@ Scheduler = FlowMatchingScheduler | DDIMScheduler | RegressionScheduler
 
 
 def scheduler_for(config, num_steps: int, solver: str = "euler") -> Scheduler:
-    """The scheduler of ``config.objective`` with S = ``num_steps`` (and the ODE ``solver`` for flow matching)."""
+    """The scheduler of ``config.objective`` with S = ``num_steps`` (and for flow matching the ODE ``solver`` on the
+    config's flow-time grid, ``config.time_grid_power``)."""
     if config.objective == "diffusion":
         return DDIMScheduler(num_steps, config.diffusion_timesteps)
     if config.objective == "regression":
         return RegressionScheduler()
-    return FlowMatchingScheduler(num_steps, solver, config.sigma_min)
+    return FlowMatchingScheduler(num_steps, solver, config.sigma_min, config.time_grid_power)
 
 
 # ---------------------------------------------------------------------------------------------------- noise draws
+def correlate_noise(
+    white: torch.Tensor, correlation: float, previous: torch.Tensor | None = None, frame_dim: int = -2
+) -> torch.Tensor:
+    """x_0 of the AR(1) prior over frames from white innovations: x_0[t] = rho x_0[t - 1] + sqrt(1 - rho^2) e[t].
+
+    The paper's x_0 ~ N(0, I) (Eq. bg:cfm) is independent across frames; with ``correlation`` rho > 0 it is a
+    stationary Gaussian process over the T frames of a window instead, N(0, Sigma) with Sigma_tu = rho^|t - u| (a
+    sampled Ornstein-Uhlenbeck process, unit variance per frame and axis): the temporally correlated base noise of
+    functional flow matching (Kerrigan, Migliorini & Smyth, "Functional Flow Matching", AISTATS 2024) and of flow
+    matching with Gaussian-process priors for time series (Kollovieh et al., ICLR 2025). ``white`` ``[..., T, ...]``
+    holds N(0, 1) innovations e along ``frame_dim``. Without ``previous`` the first frame is x_0[0] = e[0]; with
+    ``previous`` (x_0 of the frame just before, broadcastable to one frame of ``white``) the process continues from
+    it, so a window's frames after a known overlap, or a stream's next frame, follow the same prior (AR(1) is
+    Markov: the last frame is all the past it needs). ``correlation`` 0 returns ``white`` itself (the paper's prior,
+    bit for bit)."""
+    if not 0.0 <= correlation < 1.0:
+        raise ValueError(f"`noise_correlation` must be a number in [0, 1), got {correlation!r}")
+    if correlation == 0.0:
+        return white
+    frames = white.shape[frame_dim]
+    innovation = math.sqrt(1.0 - correlation * correlation)
+    index = torch.arange(frames, dtype=torch.float64)
+    lag = index.view(-1, 1) - index.view(1, -1)
+    # x = L e with L_tu = rho^(t - u) c_u for u <= t, c_u = sqrt(1 - rho^2) except c_0 = 1 without `previous`
+    weights = torch.where(lag >= 0, correlation ** lag.clamp(min=0), torch.zeros((), dtype=torch.float64))
+    weights = weights * innovation
+    if previous is None:
+        weights[:, 0] = weights[:, 0] / innovation
+    moved = white.movedim(frame_dim, -1)
+    correlated = (moved @ weights.T.to(device=white.device, dtype=white.dtype)).movedim(-1, frame_dim)
+    if previous is not None:
+        decay = (correlation ** (index + 1)).to(device=white.device, dtype=white.dtype)
+        shape = [1] * white.dim()
+        shape[frame_dim] = frames
+        correlated = correlated + decay.view(shape) * previous
+    return correlated
+
+
+def whiten_frames(correlated: torch.Tensor, correlation: float, frame_dim: int = -2) -> torch.Tensor:
+    """The inverse of :func:`correlate_noise` without ``previous``: the innovations e = L^-1 x of a trajectory-shaped
+    ``correlated`` ``[..., T, ...]``, e[0] = x[0] and e[t] = (x[t] - rho x[t - 1]) / sqrt(1 - rho^2) along
+    ``frame_dim``. Under the AR(1) prior N(0, Sigma), ||L^-1 r||^2 = r^T Sigma^-1 r is the prior's own metric: a
+    frame-to-frame jitter costs 1 / (1 - rho^2) times what a slow drift of the same size does. ``correlation`` 0
+    returns ``correlated`` itself."""
+    if not 0.0 <= correlation < 1.0:
+        raise ValueError(f"`noise_correlation` must be a number in [0, 1), got {correlation!r}")
+    if correlation == 0.0:
+        return correlated
+    moved = correlated.movedim(frame_dim, 0)
+    innovation = math.sqrt(1.0 - correlation * correlation)
+    later = (moved[1:] - correlation * moved[:-1]) / innovation
+    return torch.cat([moved[:1], later]).movedim(0, frame_dim)
+
+
+def continue_correlated(
+    white: torch.Tensor, correlation: float, previous: torch.Tensor, first: torch.Tensor
+) -> torch.Tensor:
+    """One frame of the AR(1) recursion of :func:`correlate_noise`, as a stream takes it: rho ``previous`` +
+    sqrt(1 - rho^2) ``white``, or ``white`` itself where ``first`` (a bool tensor broadcastable to ``white``: the
+    stream's first frame) holds. No Python branch on tensor values, so it exports."""
+    innovation = math.sqrt(1.0 - correlation * correlation)
+    return torch.where(first, white, correlation * previous + innovation * white)
+
+
 def draw_noise(shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
     """x_0 ~ N(0, I), drawn on the generator's device (so a seed means the same noise anywhere), then moved."""
     draw_device = generator.device if generator is not None else device
@@ -404,11 +476,13 @@ def draw_training_noise(
     dtype: torch.dtype,
     num_timesteps: int | None = None,
     flow_time_sampling: str = "uniform",
+    noise_correlation: float = 0.0,
 ) -> TrainingNoise:
     """Each example draws, from its own generator and in this order: its time (s from one u ~ U(0, 1) mapped by
     :func:`flow_time_from_uniform` with ``flow_time_sampling``, or with ``num_timesteps`` an integer
     t ~ U{0 .. N - 1}), its noise ``[T, 2]`` and its coin u ~ U(0, 1) (self-conditioning when
-    u < ``self_conditioning_prob``)."""
+    u < ``self_conditioning_prob``). The noise is N(0, I), or with ``noise_correlation`` rho > 0 the AR(1) prior of
+    :func:`correlate_noise` made from those same draws (the sampler's x_0 prior, so training and sampling match)."""
     if num_timesteps is None and flow_time_sampling not in FLOW_TIME_SAMPLINGS:
         raise ValueError(f"`flow_time_sampling` must be one of {FLOW_TIME_SAMPLINGS}, got {flow_time_sampling!r}")
     batch, frames, width = shape
@@ -425,7 +499,7 @@ def draw_training_noise(
         time = flow_time_from_uniform(time.float(), flow_time_sampling)
     return TrainingNoise(
         time=time,
-        noise=torch.stack(noises).to(device=device, dtype=dtype),
+        noise=correlate_noise(torch.stack(noises), noise_correlation).to(device=device, dtype=dtype),
         self_condition=torch.cat(coins).to(device) < self_conditioning_prob,
     )
 
@@ -444,13 +518,14 @@ def draw_eval_noise(
     dtype: torch.dtype,
     num_timesteps: int | None = None,
     flow_time_sampling: str = "uniform",
+    noise_correlation: float = 0.0,
 ) -> TrainingNoise:
     """The eval-mode draws without a generator: fixed numbers, the same for every example (so a clip's eval loss
     depends on the clip alone) and computed without a generator or a read of a tensor value (``torch.export`` gives
     the eager loss, with a dynamic batch too). The time is the uniform u = 0.5 mapped like a training draw (s = 0.5
     for the paper's uniform sampling; t = N / 2 for diffusion), the noise ``[T, 2]`` is N(0, I) quantiles of an evenly
     spread sequence, and the self-conditioning coin is u = 0.5 (the second pass runs when ``self_conditioning_prob`` >
-    0.5)."""
+    0.5). With ``noise_correlation`` rho > 0 the noise is :func:`correlate_noise` of those quantiles."""
     batch, frames, width = shape
     half = torch.full((1,), 0.5, device=device)
     if num_timesteps is None:
@@ -458,7 +533,8 @@ def draw_eval_noise(
     else:
         time = torch.full((1,), num_timesteps // 2, dtype=torch.int64, device=device)
     uniform = _weyl_uniform(frames * width, EVAL_WEYL_OFFSET, device)
-    noise = (math.sqrt(2.0) * torch.erfinv(2.0 * uniform - 1.0)).reshape(frames, width).to(dtype)
+    white = (math.sqrt(2.0) * torch.erfinv(2.0 * uniform - 1.0)).reshape(frames, width)
+    noise = correlate_noise(white, noise_correlation).to(dtype)
     return TrainingNoise(
         time=time.expand(batch),
         noise=noise.unsqueeze(0).expand(batch, frames, width),
@@ -484,6 +560,9 @@ __all__ = [
     "RegressionScheduler",
     "Scheduler",
     "scheduler_for",
+    "correlate_noise",
+    "whiten_frames",
+    "continue_correlated",
     "draw_noise",
     "GeneratorArgument",
     "example_generators",

@@ -1,0 +1,92 @@
+"""examples/evaluate.py on an Ego-Exo4D download (generated raw-format fixture): Center Bias and the Random Walk scored
+by the protocol (AUC, F1, AAE), the AAE through a Project Aria calibration's fisheye camera with ``--camera``."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformers_gazeflow.models.gazeflow.geometry import FisheyeCamera
+
+from .data.egoexo4d_fixtures import FixtureTake, gaze_2d_lines, make_egoexo4d_root
+
+REPO = Path(__file__).resolve().parents[1]
+EVALUATE = REPO / "examples" / "evaluate.py"
+SIZE = 128  # the fixture's video: an upright Aria frame at 128 x 128
+F_1408 = 610.0  # an equidistant fisheye (no distortion) at the 1408 frame, principal point at its centre
+PARAMS = [F_1408, 703.5, 703.5] + [0.0] * 12
+TRUTH_X = 1197.0  # the validation take's gaze: 493.5 px right of the principal point (pixels of the 1408 frame)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    return {**os.environ, "HF_DATASETS_CACHE": str(tmp_path_factory.mktemp("hf")), "OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def egoexo_root(tmp_path_factory):
+    spread_x = [300.0 + 40 * (n % 20) for n in range(30)]
+    spread_y = [500.0 + 30 * (n % 10) for n in range(30)]
+    takes = [
+        FixtureTake(
+            "u1", "train_1", "train", frames=90, gaze_2d={"general_eye_gaze_2d.csv": gaze_2d_lines(spread_x, spread_y)}
+        ),
+        FixtureTake(
+            "u2",
+            "val_2",
+            "val",
+            frames=90,
+            gaze_2d={"personalized_eye_gaze_2d.csv": gaze_2d_lines([TRUTH_X] * 30, [703.5] * 30)},
+        ),
+    ]
+    return make_egoexo4d_root(tmp_path_factory.mktemp("egoexo4d"), takes, size=SIZE)
+
+
+@pytest.fixture(scope="module")
+def camera_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("aria") / "camera.json"
+    path.write_text(json.dumps({"model": "FISHEYE624", "params": PARAMS, "width": 1408, "height": 1408}))
+    return path
+
+
+def evaluate(env, out, *extra):
+    argv = ["--dataset_name", "egoexo4d", "--split", "validation", "--train_split", "train", "--output_dir", out]
+    result = subprocess.run(
+        [sys.executable, str(EVALUATE), *map(str, argv), *map(str, extra)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-4000:]}"
+    return json.loads((Path(out) / "results.json").read_text()), result.stdout
+
+
+@pytest.mark.parametrize("baseline", ["center_bias", "random_walk"])
+def test_baselines_on_egoexo4d_through_the_fisheye(tmp_path, env, egoexo_root, camera_file, baseline):
+    common = ("--data_dir", egoexo_root, "--baseline", baseline, "--sigma_px", 4)
+    fisheye, _ = evaluate(env, tmp_path / "fisheye", *common, "--camera", camera_file)
+    pinhole, stdout = evaluate(env, tmp_path / "pinhole", *common)
+    for results in (fisheye, pinhole):
+        assert results["clips"] == 1 and all(k in results["metrics"] for k in ("auc", "f1", "precision", "aae"))
+        assert 0 <= results["metrics"]["auc"] <= 1
+    assert fisheye["camera"] == {"model": "FISHEYE624", "params": PARAMS, "width": 1408, "height": 1408}
+    assert fisheye["camera"] == FisheyeCamera(PARAMS, 1408, 1408).rotated_cw90().to_dict()  # symmetric: turns alike
+    assert pinhole["camera"] == {"horizontal_fov_deg": 60.0}
+    assert "AAE through a 60 degree pinhole" in stdout and "--camera" in stdout
+    # the scores that do not use degrees are the same; the AAE is the fisheye's
+    for key in ("auc", "f1", "nss"):
+        assert fisheye["metrics"][key] == pytest.approx(pinhole["metrics"][key], nan_ok=True)
+    if baseline == "center_bias":  # a map centred on the frame: its point is the centre, within half a pixel
+        offset = (TRUTH_X - 703.5) * SIZE / 1408  # px of the 128 frame from the principal point
+        focal = F_1408 * SIZE / 1408
+        assert fisheye["metrics"]["aae"] == pytest.approx(math.degrees(offset / focal), abs=math.degrees(0.6 / focal))
+        pinhole_focal = (SIZE / 2) / math.tan(math.radians(30))
+        assert pinhole["metrics"]["aae"] == pytest.approx(
+            math.degrees(math.atan(offset / pinhole_focal)), abs=math.degrees(0.6 / pinhole_focal)
+        )
