@@ -170,12 +170,54 @@ def test_a_calibration_file_as_read():
 
 
 # ------------------------------------------------------------------------------------------- small files
-def test_region_scale_summary_and_index_rows():
-    assert region_calibration({"scale": 1.12, "split": "validation"}, "r.json") == 1.12
+UNITS = ("frames", "clips")
+REGIONS = {
+    "format": "gazeflow-region-calibration",
+    "version": 2,
+    "exchangeable": "frames",
+    "levels": [0.5, 0.9],
+    "factors": [1.25, 2.5],
+    "min_radius_px": 1.0,
+    "split": "validation",
+}
+
+
+def test_region_calibration_version_1_and_2():
+    version_1 = region_calibration({"scale": 1.12, "split": "validation"}, "r.json", UNITS)
+    assert version_1 == {"levels": None, "factors": (1.12,), "min_radius_px": 0.0, "exchangeable": None}
     for value, shown in ((1e-300, "1e-300"), ("1.1", "'1.1'"), (0, "0")):
         with pytest.raises(InterfaceFileError) as caught:
-            region_calibration({"scale": value}, "r.json")
+            region_calibration({"scale": value}, "r.json", UNITS)
         assert one_line(caught) == f"r.json: scale: expected a finite number in [0.01, 100], got {shown}"
+    version_2 = region_calibration(REGIONS, "r.json", UNITS)
+    assert version_2 == {"levels": (0.5, 0.9), "factors": (1.25, 2.5), "min_radius_px": 1.0, "exchangeable": "frames"}
+    for change, message in (
+        ({"version": True}, "version: expected 2 (or no version: a single 'scale'), got True"),
+        ({"version": 3}, "version: expected 2 (or no version: a single 'scale'), got 3"),
+        ({"format": "x"}, "format: expected 'gazeflow-region-calibration', got 'x'"),
+        ({"levels": []}, "levels: expected a non-empty list of numbers, got []"),
+        ({"levels": [0.5, 1.5]}, "levels[1]: expected a finite number in (0, 1], got 1.5"),
+        ({"levels": [0.5, 1]}, "levels: expected shares in (0, 1), increasing, got [0.5, 1.0]"),
+        ({"levels": [0.9, 0.5]}, "levels: expected shares in (0, 1), increasing, got [0.9, 0.5]"),
+        ({"factors": [1.25]}, "factors: expected one factor per level (2), got 1"),
+        ({"factors": [1.25, 1e300]}, "factors[1]: expected a finite number in [0, 1000000], got 1e+300"),
+        ({"factors": [1.25, -1]}, "factors[1]: expected a finite number in [0, 1000000], got -1"),
+        ({"factors": [1.25, "2"]}, "factors[1]: expected a finite number in [0, 1000000], got '2'"),
+        ({"min_radius_px": -1}, "min_radius_px: expected a finite number in [0, 1000000], got -1"),
+        ({"exchangeable": "pixels"}, "exchangeable: expected one of frames, clips, got 'pixels'"),
+    ):
+        with pytest.raises(InterfaceFileError) as caught:
+            region_calibration({**REGIONS, **change}, "r.json", UNITS)
+        assert one_line(caught) == f"r.json: {message}"
+    with pytest.raises(InterfaceFileError) as caught:
+        region_calibration({key: value for key, value in REGIONS.items() if key != "min_radius_px"}, "r.json", UNITS)
+    assert one_line(caught) == "r.json: min_radius_px: expected rho, native pixels (the field is missing)"
+    with pytest.raises(InterfaceFileError) as caught:
+        region_calibration([1.5], "r.json", UNITS)
+    assert one_line(caught) == "r.json: (top): expected a JSON object, got 'list'"
+
+
+def test_summary_and_index_rows():
     summary = {"video": "a.mp4", "frames": 30, "fps": 24.0, "timings": {"predict_s": 1.5}}
     assert prediction_summary(summary, "s.json") is summary
     for change, message in (
@@ -265,6 +307,9 @@ def changed(path: str, value):
         ),
         ("outputs.3", KeyError, "outputs: expected 4 tensors (gaze, point, one next_ per state input), got 3"),
         ("format", "gazeflow-streamer-step/0", "format: expected 'gazeflow-streamer-step/1' (export again"),
+        ("noise_correlation", 1.0, "noise_correlation: expected a number in [0, 1) (0: independent frames), got 1.0"),
+        ("noise_correlation", -0.1, "noise_correlation: expected a finite number in [0, 1], got -0.1"),
+        ("noise_correlation", "0.5", "noise_correlation: expected a finite number in [0, 1], got '0.5'"),
     ],
 )
 def test_a_streamer_json_names_the_field_that_is_wrong(export, path, value, message):
@@ -280,6 +325,8 @@ def test_a_streamer_json_names_the_field_that_is_wrong(export, path, value, mess
 def test_a_streamer_json_as_read_and_matched_against_its_graph(export):
     interface = streamer_interface(json.loads(json.dumps(STREAMER)), export, "streamer.json")
     assert interface["path"] == export / "step.onnx"
+    correlated = streamer_interface({**STREAMER, "noise_correlation": 0.5}, export, "streamer.json")
+    assert correlated["noise_correlation"] == 0.5  # the AR(1) prior's rho reaches the stepper
     assert interface["state_bytes"] == 8 + 4 * 2 * 8 * 16 * 4
     graph_inputs = [
         (e["name"], e["shape"], {"float32": "tensor(float)", "int64": "tensor(int64)"}[e["dtype"]])
