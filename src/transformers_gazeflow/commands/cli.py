@@ -446,6 +446,7 @@ register_command(
 
 # ------------------------------------------------------------------------------------------- calibrate
 def run_calibrate(args: argparse.Namespace) -> int:
+    from ..data.video_sources import open_video_source
     from ..hub.model_folders import resolve_model
     from .output_policies import check_calibration_output
 
@@ -455,8 +456,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if not Path(args.gaze).is_file():
         raise FileNotFoundError(f"tracker gaze file not found: {args.gaze}")
     location = resolve_model(args.model)
-    from ..data.video_sources import open_video_source
-
     open_video_source(args.video)  # a file that is no video is refused before torch is imported
     check_calibration_output(args, location)
     device = _prepare_runtime(args)
