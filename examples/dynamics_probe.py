@@ -74,14 +74,8 @@ TRAINING_FILE = "probe_training.json"
 """``--save_dir``: each run's [train steps, CPU s, wall s], beside its model."""
 
 
-DESCRIPTION = (
-    "Train GazeFlow on a known fixation/saccade process with an uninformative condition and compare its step "
-    "distribution."
-)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=DESCRIPTION)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objectives", nargs="+", default=["flow_matching", "regression"], choices=OBJECTIVES)
     parser.add_argument("--num_steps", type=int, nargs="+", default=[5, 50], help="S values to sample with")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
