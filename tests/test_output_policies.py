@@ -156,3 +156,23 @@ def test_the_example_scripts_never_write_over_the_model_they_read(tmp_path, caps
         evaluate.main([*argv, "--output_dir", str(model)])
     assert {path.name: path.read_text() for path in model.iterdir()} == before
     evaluate.check_result_outputs(evaluate.parse_args([*argv, "--output_dir", str(model / "eval")]))  # beside: fine
+
+
+def test_calibrate_and_predict_never_write_over_their_camera_calibration(tmp_path):
+    """``gazeflow calibrate --camera`` and an Aria calibration given to ``--intrinsics`` are inputs like the pinhole
+    intrinsics file: no output may be one of them."""
+    import argparse
+
+    from transformers_gazeflow.commands.output_policies import check_calibration_output
+    from transformers_gazeflow.commands.readout_arguments import FISHEYE_CALIBRATION, intrinsics
+
+    camera = tmp_path / "camera.json"
+    camera.write_text(json.dumps({"model": "FISHEYE624", "params": [0.0] * 15}))
+    args = argparse.Namespace(
+        video=str(tmp_path / "v.mp4"), gaze=str(tmp_path / "g.csv"), camera=str(camera), output=str(camera)
+    )
+    with pytest.raises(UnsafeOutputError, match=r"^--output .*camera.json: is the input --camera "):
+        check_calibration_output(args, "org/hub-model")
+    assert json.loads(camera.read_text())["model"] == "FISHEYE624"
+    given = intrinsics(str(camera))
+    assert given == {FISHEYE_CALIBRATION: str(camera)} and given.file == str(camera)
