@@ -35,6 +35,9 @@ EXTRAS = {
         # drives the system's headless Chromium in the web demo's browser tests (its own browser download is not
         # needed: the tests launch /usr/bin/chromium, installed with apt)
         "playwright>=1.40",
+        # the property-based suites: generated names, JSON fields and sizes against the output-safety layer and the
+        # interface files' schemas, and the commands driven with hostile inputs in a sandbox folder
+        "hypothesis>=6.100",
     ],
     # the lint and format checks CI runs before the tests (`python -m ruff check .`, `python -m ruff format --check .`;
     # rules and line length in pyproject.toml); pinned because another release may format the same code differently;

@@ -37,7 +37,9 @@ from accelerate import Accelerator
 
 from transformers_gazeflow import GazeFlowModel
 from transformers_gazeflow.data.aria_calibration import read_video_camera
+from transformers_gazeflow.data.atomic_files import atomic_write
 from transformers_gazeflow.data.loading import load_gaze_dataset
+from transformers_gazeflow.data.output_safety import check_outputs, files_of
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.gaze.regions import EXCHANGEABLE_UNITS, RegionCalibration
 from transformers_gazeflow.gaze.uncertainty import fit_region_calibration
@@ -207,6 +209,7 @@ def save_calibration(args: argparse.Namespace, calibration: RegionCalibration, d
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_result_outputs(args)
     accelerator = Accelerator()
     try:
         return run_evaluation(args, accelerator)
@@ -357,17 +360,24 @@ def sweep_grid(args: argparse.Namespace, accelerator: Accelerator, model, proces
     return grid
 
 
+RESULT_FILES = ("results.json", "results.md", "frame_scores.npz")
+
+
+def check_result_outputs(args: argparse.Namespace) -> None:
+    """The result files never overwrite a file of the model folder the run reads: checked before it starts."""
+    if args.output_dir:
+        outputs = [("--output_dir", Path(args.output_dir) / name) for name in RESULT_FILES]
+        check_outputs(outputs, files_of("--model_name_or_path", args.model_name_or_path))
+
+
 def write_results(out: Path, results: dict, report: str, result) -> None:
     """``results.json`` (the run and the scores), ``results.md`` (the tables) and ``frame_scores.npz`` (each scored
-    frame's metrics, keyed ``<clip>#<frame>``) in ``out``."""
+    frame's metrics, keyed ``<clip>#<frame>``) in ``out``, each written whole (``atomic_write``)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
-    (out / "results.md").write_text(report)
-    np.savez_compressed(
-        out / "frame_scores.npz",
-        keys=np.asarray([f"{c}#{s}" for c, s in result.frame_keys]),
-        **{k: v for k, v in result.frame_scores.items()},
-    )
+    atomic_write(out / "results.json", json.dumps(results, indent=2, default=float))
+    atomic_write(out / "results.md", report)
+    frame_scores = {"keys": np.asarray([f"{c}#{s}" for c, s in result.frame_keys]), **result.frame_scores}
+    atomic_write(out / "frame_scores.npz", lambda temporary: np.savez_compressed(temporary, **frame_scores))
     print(f"wrote {out / 'results.json'}, {out / 'results.md'} and per-frame scores {out / 'frame_scores.npz'}")
 
 

@@ -51,6 +51,7 @@ from transformers import AutoConfig
 import transformers_gazeflow  # noqa: F401  (registers GazeFlow with the Auto classes)
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
 from transformers_gazeflow.data.collator import GazeFlowDataCollator
+from transformers_gazeflow.data.output_safety import check_outputs, files_of
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.hub.model_folders import load_video_processor, save_model_folder
 from transformers_gazeflow.training.arguments import (
@@ -287,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     """Train as ``argv`` (or ``sys.argv``) says: the model folder goes to ``--output_dir``; returns the exit status."""
     args = parse_args(argv)
     output_dir = Path(args.output_dir)
+    # the final model's files never overwrite what the run reads (its start model, its data): before anything starts
+    final_files = [("--output_dir", output_dir / name) for name in ("config.json", "model.safetensors", TRAINER_STATE)]
+    check_outputs(final_files, files_of("--model_name_or_path", args.model_name_or_path))
     mixed_precision = args.mixed_precision or ("bf16" if torch.cuda.is_available() else "no")
     accelerator = start_accelerator(args, output_dir, mixed_precision)
     resume_from = checkpoint_to_resume(args, output_dir, accelerator)

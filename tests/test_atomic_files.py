@@ -73,6 +73,19 @@ def test_each_thread_writes_its_own_temporary(tmp_path):
     assert names[0] != names[1] and all(str(os.getpid()) in path.name for path in names.values())
 
 
+def test_a_link_planted_at_the_temporary_name_is_never_written_through(tmp_path, monkeypatch):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    planted = tmp_path / "out" / "partial.gaze.csv"
+    planted.parent.mkdir()
+    os.symlink(victim, planted)
+    names = iter([planted, tmp_path / "out" / "partial.fresh.gaze.csv"])
+    monkeypatch.setattr(atomic_files, "temporary_path", lambda path: next(names))
+    atomic_write(tmp_path / "out" / "gaze.csv", "rows\n")
+    assert victim.read_text() == "precious" and (tmp_path / "out" / "gaze.csv").read_text() == "rows\n"
+    assert os.readlink(planted) == str(victim)  # left as it was: not ours to remove
+
+
 def test_sha256_file_over_several_blocks(tmp_path):
     data = os.urandom((1 << 20) * 2 + 17)
     (tmp_path / "weights").write_bytes(data)

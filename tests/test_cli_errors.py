@@ -3,6 +3,7 @@ for every bad argument and input, GAZEFLOW_DEBUG, --version, and SIGINT/SIGTERM 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -146,6 +147,15 @@ def _long_video(folder: Path, frames: int = 1500) -> Path:
     return write_video(folder / "long.mp4", random_video(frames, 24, 32, seed=4), fps=25)
 
 
+def _sizes(paths) -> list[int]:
+    """The sizes of ``paths`` that still exist (a temporary may be renamed between the listing and the look)."""
+    sizes = []
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            sizes.append(path.stat().st_size)
+    return sizes
+
+
 def _interrupt(tmp_path: Path, model: Path, signum: int, overlay: bool, out: Path) -> subprocess.CompletedProcess:
     args = [
         sys.executable,
@@ -170,10 +180,9 @@ def _interrupt(tmp_path: Path, model: Path, signum: int, overlay: bool, out: Pat
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    partial = out / "partial.gaze.csv"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
-        if partial.is_file() and partial.stat().st_size > 2000:  # predicting: rows are being written
+        if any(size > 2000 for size in _sizes(out.glob("partial.*gaze.csv"))):  # the CSV's temporary is filling
             break
         time.sleep(0.05)
     assert process.poll() is None, f"the run ended before it could be interrupted: {process.stderr.read()[-2000:]}"

@@ -133,14 +133,16 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 # and the layers listed for it. The conventions are the lowest floor: coordinate frames and the window grid live in the
 # model folder (which must be self-contained, so the model can read them), gaze-type codes and the valid rule in the
 # data layer (the unified schema), how a file is written whole (atomic_files: every layer that writes a file uses
-# it), and the named choices of every option (choices: the config checks them, the command line offers them); none of
-# them imports anything of ours.
+# it), the named choices of every option (choices: the config checks them, the command line offers them) and the
+# schemas of the files a user hands us (interface_files: every layer that reads one checks it there); none of them
+# imports anything of ours.
 CONVENTIONS = (
     "models.gazeflow.geometry",
     "models.gazeflow.windows",
     "models.gazeflow.choices",
     "data.gaze_types",
     "data.atomic_files",
+    "data.interface_files",
 )
 LAYERS: dict[str, tuple[str, ...]] = {
     "conventions": CONVENTIONS,

@@ -66,7 +66,7 @@ def test_the_calibration_file_round_trips_and_refuses_another_model(tmp_path):
     record = json.loads(path.read_text())
     record["scale"] = [0, 1]
     (tmp_path / "bad.json").write_text(json.dumps(record))
-    with pytest.raises(ValueError, match="positive scale"):
+    with pytest.raises(ValueError, match=r"bad.json: scale\[0\]: expected a finite number in \[0.01, 100\], got 0$"):
         WearerCalibration.read(tmp_path / "bad.json")
     with pytest.raises(FileNotFoundError, match="calibration file not found"):
         WearerCalibration.read(tmp_path / "missing.json")
@@ -99,6 +99,32 @@ def test_tracker_gaze_from_a_gaze_csv(tmp_path):
     coded = tmp_path / "coded.csv"
     coded.write_text("frame_idx,x_norm,y_norm,gaze_type\n0,0.1,0.2,3\n1,0.2,0.2,2\n")
     assert read_tracker_gaze(coded, 2, 24).gaze_type.tolist() == [BLINK_OR_OTHER, 2]
+
+
+def test_a_tracker_csv_with_a_byte_order_mark_or_spaced_header_reads_like_plain_utf8(tmp_path):
+    rows = "frame_idx,x_norm,y_norm,gaze_type\n0,0.1,0.2,1\n1,0.3,0.4,2\n"
+    plain, marked, wide = tmp_path / "plain.csv", tmp_path / "marked.csv", tmp_path / "wide.csv"
+    plain.write_text(rows)
+    marked.write_bytes(b"\xef\xbb\xbf" + rows.encode())
+    wide.write_bytes(rows.replace(",", ", ").encode("utf-16"))  # UTF-16 with its mark, cells after ", "
+    expected = read_tracker_gaze(plain, 3, 24)
+    assert expected.gaze_type.tolist() == [FIXATION, 2, UNTRACKED]
+    for other in (marked, wide):
+        again = read_tracker_gaze(other, 3, 24)
+        assert again.kind == "gaze CSV" and again.gaze_type.tolist() == expected.gaze_type.tolist()
+        np.testing.assert_array_equal(again.gaze, expected.gaze)
+
+
+@pytest.mark.parametrize("code", ["300", "-1", "5", "99999999999999999999"])
+def test_a_tracker_gaze_type_outside_the_codes_is_one_line_naming_file_line_and_column(tmp_path, code):
+    path = tmp_path / "tracker.csv"
+    path.write_text(f"frame_idx,x_norm,y_norm,gaze_type\n0,0.1,0.2,1\n1,0.3,0.4,{code}\n")
+    with pytest.raises(ValueError) as caught:
+        read_tracker_gaze(path, 2, 24)
+    assert str(caught.value) == (
+        f"{path}: line 3: gaze_type: expected a gaze-type code (0 untracked, 1 fixation, 2 saccade, 3 blink/other, "
+        f"4 off-frame), got {code!r}"
+    )
 
 
 def test_tracker_gaze_from_egtea_and_ego4d_files(tmp_path):

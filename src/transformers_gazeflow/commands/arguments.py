@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..generation.resource_bounds import MAX_NUM_STEPS
 from ..models.gazeflow.choices import DTYPES, SOLVERS, WINDOW_MODES
 from .readout_arguments import add_calibrate_arguments, add_readout_arguments
 
@@ -69,13 +70,14 @@ def did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
 class SamplingFlag:
     """A command-line flag setting one field of ``SamplingSettings`` (default None: the model config's value).
 
-    ``minimum`` and ``meaning``: the smallest value :func:`check_arguments` accepts and what the number counts;
+    ``minimum``, ``maximum`` and ``meaning``: the values :func:`check_arguments` accepts and what the number counts;
     ``windowed``: only for the windowed engine (``predict``, ``demo``, ``calibrate``), not the causal stream."""
 
     names: tuple[str, ...]
     help: str
     type: type | None = None
     minimum: int | None = None
+    maximum: int | None = None
     choices: tuple[str, ...] | None = None
     meaning: str = ""
     windowed: bool = False
@@ -85,7 +87,9 @@ SAMPLING_FLAGS: dict[str, SamplingFlag] = {
     "num_samples": SamplingFlag(
         ("--num-samples", "-k"), "K sampled trajectories", int, 1, meaning="the number K of sampled trajectories"
     ),
-    "num_steps": SamplingFlag(("--num-steps", "-s"), "S ODE steps", int, 1, meaning="the number S of ODE steps"),
+    "num_steps": SamplingFlag(
+        ("--num-steps", "-s"), "S ODE steps", int, 1, MAX_NUM_STEPS, meaning="the number S of ODE steps"
+    ),
     "solver": SamplingFlag(("--solver",), "ODE solver", choices=SOLVERS),
     "window_mode": SamplingFlag(
         ("--window-mode",),
@@ -143,6 +147,28 @@ def heatmap_sigma(text: str) -> tuple[str, float]:
     return ("fraction", value / 100.0) if match.group(2) == "%" else ("px", value)
 
 
+def add_overwrite_argument(group: argparse._ActionsContainer, what: str) -> None:
+    """``--overwrite``: replace ``what`` even where a file there was not written by the command (see
+    ``commands.output_policies``)."""
+    group.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"replace {what} even where a file there was not written by this command (a link is replaced, never "
+        "followed; an output is never one of the inputs)",
+    )
+
+
+def add_memory_argument(group: argparse._ActionsContainer) -> None:
+    """``--max-memory-gb``: the memory a run's sizes may need, estimated before anything is allocated."""
+    group.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=None,
+        metavar="GB",
+        help="refuse sizes (-k, -s, frame size) whose estimated memory passes this (default: this machine's memory)",
+    )
+
+
 def add_overlay_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("overlay video")
     group.add_argument("--no-overlay", action="store_true", help="write only gaze.csv and summary.json")
@@ -167,6 +193,7 @@ def add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice)")
     group.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    add_memory_argument(group)
 
 
 def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
@@ -188,6 +215,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume", action="store_true", help="skip videos whose output folder already holds a finished prediction"
     )
+    add_overwrite_argument(parser, "overlay.mp4, gaze.csv, ... in the output folders")
     parser.add_argument(
         "--num-processes",
         type=int,
@@ -216,6 +244,7 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     """``gazeflow demo``'s arguments."""
     parser.add_argument("--output-dir", "-o", default="gazeflow_demo", help="output folder")
+    add_overwrite_argument(parser, "demo_input.mp4, overlay.mp4, gaze.csv, ... in the output folder")
     parser.add_argument("--frames", type=int, default=96, help="frames of the generated clip")
     add_model_arguments(parser)
     add_overlay_arguments(parser)
@@ -225,6 +254,7 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 def add_calibration_command_arguments(parser: argparse.ArgumentParser) -> None:
     """``gazeflow calibrate``'s arguments: its own, then the model's and the runtime's."""
     add_calibrate_arguments(parser)
+    add_overwrite_argument(parser, "--output")
     add_model_arguments(parser)
     add_runtime_arguments(parser)
 
@@ -244,11 +274,24 @@ def _at_least(args: argparse.Namespace, name: str, minimum: int, meaning: str) -
         raise UsageError(f"--{name.replace('_', '-')} {value}: expected an integer >= {minimum} ({meaning})")
 
 
+def _at_most(args: argparse.Namespace, name: str, maximum: int, meaning: str) -> None:
+    value = getattr(args, name, None)
+    if value is not None and value > maximum:
+        raise UsageError(
+            f"--{name.replace('_', '-')} {value}: expected at most {maximum} ({meaning}: a bound on a loop)"
+        )
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """Every check that needs nothing but the command line (no file read, nothing imported)."""
     for dest, flag in SAMPLING_FLAGS.items():
         if flag.minimum is not None:
             _at_least(args, dest, flag.minimum, flag.meaning)
+        if flag.maximum is not None:
+            _at_most(args, dest, flag.maximum, flag.meaning)
+    memory = getattr(args, "max_memory_gb", None)
+    if memory is not None and not (memory > 0 and memory != float("inf")):
+        raise UsageError(f"--max-memory-gb {memory}: expected a positive number of gigabytes")
     _at_least(args, "threads", 1, "CPU threads")
     _at_least(args, "trail", 0, "frames in the trail")
     _at_least(args, "frames", 1, "frames of the demo clip")
@@ -273,6 +316,8 @@ __all__ = [
     "add_sampling_arguments",
     "sampling_request",
     "add_model_arguments",
+    "add_overwrite_argument",
+    "add_memory_argument",
     "add_overlay_arguments",
     "add_runtime_arguments",
     "add_predict_arguments",

@@ -4,14 +4,17 @@
   (``'clips/*.mp4'``, quoted so that the shell leaves them to us) and text files of paths (``.txt`` / ``.list``: one
   path per line, ``#`` comments, relative paths read from the list's folder); a file named twice is predicted once.
 * **Output folders** (:func:`output_folders`): one per video under ``--output-dir``, named after the video's file
-  name without extension; when two videos share a name, each gets ``<name>-<8 hex digits of its path's hash>``.
+  name without extension made one plain file name (``data.output_safety.safe_name``: a stem ``..``, ``.`` or empty,
+  or one with a separator, never leaves ``--output-dir``); when two videos share a name, or a name is one the batch
+  itself uses (``index.csv``, ``.gazeflow_index``), each gets ``<name>-<8 hex digits of its path's hash>``.
   A lone video file given as the only input writes straight into ``--output-dir`` (no index).
 * **Sharding** (:func:`shard_from_env`): under ``torchrun`` / ``accelerate launch`` (or ``gazeflow predict
   --num-processes N``, which starts its processes the same way) process ``RANK`` of ``WORLD_SIZE`` takes videos
   ``RANK, RANK + WORLD_SIZE, ...`` of the input order: a fixed partition, so no video is done twice.
 * **The index** ``index.csv`` (:data:`INDEX_COLUMNS`): one row per video in input order, with its status: ``ok``,
   ``failed`` (the error in one line; the run goes on with the next video) or ``skipped`` (``--resume``: its folder
-  already held a finished prediction, read back from its ``summary.json``). Each process rewrites its own part
+  already held a finished prediction, read back from its ``summary.json`` and checked by its schema,
+  ``data.interface_files.prediction_summary``). Each process rewrites its own part
   (``.gazeflow_index/part-R-of-N.csv``) after every video; every process that finishes merges the parts that are
   complete, so the last one to finish writes the whole index (:func:`merge_index`).
 """
@@ -21,12 +24,14 @@ from __future__ import annotations
 import csv
 import glob
 import hashlib
-import json
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.atomic_files import atomic_write
+from ..data.interface_files import InterfaceFileError, index_part_row, prediction_summary, read_json_object
+from ..data.output_safety import safe_name
 
 OVERLAY_NAME, CSV_NAME, SUMMARY_NAME = "overlay.mp4", "gaze.csv", "summary.json"
 INDEX_NAME = "index.csv"
@@ -102,10 +107,13 @@ def _first_of_each(videos: list[Path]) -> list[Path]:
 
 
 def output_folders(videos: list[Path], output_dir: Path) -> list[Path]:
-    """One output folder per video: ``output_dir / <file name without extension>``, with the hash of the video's
-    absolute path appended to names that several videos share (the same on every process and every run)."""
-    stems = [video.stem or video.name for video in videos]
-    shared = {stem for stem in stems if stems.count(stem) > 1}
+    """One output folder per video: ``output_dir / <file name without extension>`` made one plain name
+    (:func:`~transformers_gazeflow.data.output_safety.safe_name`), with the hash of the video's absolute path
+    appended to names that several videos share or that the batch itself uses (the same on every process and every
+    run)."""
+    stems = [safe_name(video.stem or video.name) for video in videos]
+    counts = Counter(stems)
+    shared = {stem for stem in stems if counts[stem] > 1} | {INDEX_NAME, PARTS_DIR}
     folders = []
     for video, stem in zip(videos, stems):
         if stem in shared:
@@ -157,13 +165,17 @@ def remove_if_empty(folders: list[Path]) -> None:
 
 
 def finished_summary(folder: Path, video: Path) -> dict | None:
-    """The ``summary.json`` of a finished prediction of ``video`` in ``folder``, or None."""
+    """The ``summary.json`` of a finished prediction of ``video`` in ``folder`` (checked by its schema), or None: a
+    summary that is missing, of another video or not a prediction's is not a finished prediction (the video is
+    predicted again, and its folder's files are then replaced only if they are a prediction's)."""
     path = folder / SUMMARY_NAME
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not path.is_file():
         return None
-    if not isinstance(summary, dict) or summary.get("video") != str(video) or not (folder / CSV_NAME).is_file():
+    try:
+        summary = prediction_summary(read_json_object(path, "a prediction's summary.json"), str(path))
+    except InterfaceFileError:
+        return None
+    if summary["video"] != str(video) or not (folder / CSV_NAME).is_file():
         return None
     return summary
 
@@ -253,7 +265,7 @@ def merge_index(output_dir: Path, world: int) -> Path | None:
         if not part.with_suffix(".done").is_file():
             return None
         with part.open(newline="", encoding="utf-8") as handle:
-            rows.extend(csv.DictReader(handle))
+            rows.extend(index_part_row(row, str(part), line) for line, row in enumerate(csv.DictReader(handle), 2))
     rows.sort(key=lambda row: int(row["order"]))
     index = output_dir / INDEX_NAME
     _write_csv_atomic(index, rows, INDEX_COLUMNS)

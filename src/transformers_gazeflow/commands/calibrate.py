@@ -32,7 +32,9 @@ def predicted_points(
 ) -> np.ndarray:
     """The model's point estimate ``[stop - first, 2]`` on frames ``[first, stop)`` of ``video``."""
     source = open_video_source(video, start_frame=first, end_frame=stop)
-    chunks = predictor.pipe.stream_chunks(source, predictor.settings(options), seed=options.seed)
+    settings = predictor.settings(options)
+    predictor.check_sizes(settings, source, options)  # -k past the memory: refused before sampling allocates
+    chunks = predictor.pipe.stream_chunks(source, settings, seed=options.seed)
     return np.concatenate([chunk.points for chunk in chunks])
 
 

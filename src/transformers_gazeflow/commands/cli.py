@@ -223,6 +223,8 @@ def _predict_options(args: argparse.Namespace, quiet: bool | None = None):
         heatmap_sigma_fraction=value if kind == "fraction" else None,
         overlay=not args.no_overlay,
         quiet=args.quiet if quiet is None else quiet,
+        overwrite=args.overwrite,
+        max_memory_gb=args.max_memory_gb,
         **readout_options(args),
     )
 
@@ -239,6 +241,7 @@ def _report(summary: dict[str, Any]) -> None:
 def run_predict(args: argparse.Namespace) -> int:
     from ..hub.model_folders import resolve_model
     from .batch import check_output_dir, expand_videos, output_folders, shard_from_env
+    from .output_policies import check_prediction_outputs
 
     check_arguments(args)
     output_dir = Path(args.output_dir).expanduser()
@@ -258,11 +261,13 @@ def run_predict(args: argparse.Namespace) -> int:
     batch = batch or shard.world > 1  # several processes share even one video's list: it is done once, by rank 0
     if not batch and not videos[0].exists():
         raise FileNotFoundError(f"video file not found: {videos[0]}")
-    resolve_model(args.model)
+    location = resolve_model(args.model)
     if not batch:  # a file that is no video is refused before torch is imported
         from ..data.video_sources import open_video_source
 
         open_video_source(videos[0], start_frame=args.start_frame, end_frame=args.end_frame)
+    folders = output_folders(videos, output_dir) if batch else [output_dir]
+    check_prediction_outputs(videos, folders, output_dir, location, _predict_options(args), batch)
     device = _prepare_runtime(args, shard.local_rank)
     if not batch:
         from .predict import GazePredictor
@@ -273,12 +278,7 @@ def run_predict(args: argparse.Namespace) -> int:
         return 0
     from .predict import run_batch
 
-    jobs = shard.take(
-        [
-            (order, video, folder)
-            for order, (video, folder) in enumerate(zip(videos, output_folders(videos, output_dir)))
-        ]
-    )
+    jobs = shard.take([(order, video, folder) for order, (video, folder) in enumerate(zip(videos, folders))])
     rows, index = run_batch(
         jobs,
         output_dir,
@@ -446,22 +446,23 @@ register_command(
 
 # ------------------------------------------------------------------------------------------- calibrate
 def run_calibrate(args: argparse.Namespace) -> int:
+    from ..data.video_sources import open_video_source
     from ..hub.model_folders import resolve_model
+    from .output_policies import check_calibration_output
 
     check_arguments(args)
     if not Path(args.video).is_file():
         raise FileNotFoundError(f"video file not found: {args.video}")
     if not Path(args.gaze).is_file():
         raise FileNotFoundError(f"tracker gaze file not found: {args.gaze}")
-    resolve_model(args.model)
-    from ..data.video_sources import open_video_source
-
+    location = resolve_model(args.model)
     open_video_source(args.video)  # a file that is no video is refused before torch is imported
+    check_calibration_output(args, location)
     device = _prepare_runtime(args)
     from .calibrate import calibrate_wearer
     from .predict import PredictOptions
 
-    options = PredictOptions(sampling=sampling_request(args), seed=args.seed)
+    options = PredictOptions(sampling=sampling_request(args), seed=args.seed, max_memory_gb=args.max_memory_gb)
     done = calibrate_wearer(
         args.video,
         args.gaze,
@@ -551,12 +552,16 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _stopped(argv: list[str]) -> str:
-    """What a signal ended, for its one line."""
+def _stopped(argv: list[str], args: argparse.Namespace | None) -> str:
+    """What a signal ended, for its one line (a stream says where its summary is: ``args.stream_ending``)."""
     if argv[:1] == ["app"]:
         return "the web demo stopped"
     if argv[:1] == ["stream"]:
-        return "the stream stopped (its summary is above)"
+        return getattr(args, "stream_ending", "the stream stopped before it opened its source")
+    if argv[:1] == ["export-streamer"]:  # the export is swapped in whole, after its check
+        return "nothing of the export was kept; the output folder is as it was"
+    if argv[:1] == ["calibrate"]:  # calib.json is written whole, last
+        return "no calibration was written"
     return "partial outputs of the video under way were removed"
 
 
@@ -566,6 +571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = bool(os.environ.get("GAZEFLOW_DEBUG"))
     from .batch import one_line
 
+    args = None
     with _signals_as_exceptions():
         try:
             args = build_parser().parse_args(argv)
@@ -576,12 +582,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             if debug:
                 raise
-            print(f"\ngazeflow: interrupted (SIGINT): {_stopped(argv)}", file=sys.stderr)
+            print(f"\ngazeflow: interrupted (SIGINT): {_stopped(argv, args)}", file=sys.stderr)
             return EXIT_SIGINT
         except Terminated:
             if debug:
                 raise
-            print(f"gazeflow: terminated (SIGTERM): {_stopped(argv)}", file=sys.stderr)
+            print(f"gazeflow: terminated (SIGTERM): {_stopped(argv, args)}", file=sys.stderr)
             return EXIT_SIGTERM
         except Exception as err:
             if debug or not _is_user_error(err):

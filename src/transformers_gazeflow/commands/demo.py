@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from ..data.atomic_files import atomic_write
 from ..data.gaze_types import GAZE_TYPE_NAMES
+from ..data.output_safety import check_outputs
 from ..data.video import write_video
 from ..outputs.writers import write_summary
 from .batch import CSV_NAME, SUMMARY_NAME, make_output_dir, remove_if_empty
+from .output_policies import check_prediction_folder, prediction_outputs
 from .predict import GazePredictor, GroundTruth, PredictOptions
 
 DEMO_VIDEO_NAME = "demo_input.mp4"
@@ -104,12 +107,15 @@ def run_demo(
     options = options or PredictOptions()
     predictor = GazePredictor(model, device=device)
     out_dir = Path(output_dir)
-    created = make_output_dir(out_dir)
     video = out_dir / DEMO_VIDEO_NAME
-    finished = False
+    check_outputs([*prediction_outputs(out_dir), ("--output-dir", video)], [("--model", predictor.location)])
+    check_prediction_folder(out_dir, options.overwrite, extra=(DEMO_VIDEO_NAME,))
+    created = make_output_dir(out_dir)
+    finished = wrote = False
     try:
         clip, truth = demo_clip(num_frames)
-        write_video(video, clip.frames(), fps=clip.fps)
+        atomic_write(video, lambda temporary: write_video(temporary, clip.frames(), fps=clip.fps))
+        wrote = True
         summary = predictor.predict(video, out_dir, options, truth=truth)
         summary["demo"] = demo_scores(out_dir / CSV_NAME, truth)
         write_summary(out_dir / SUMMARY_NAME, summary)
@@ -117,7 +123,8 @@ def run_demo(
         return summary
     finally:
         if not finished:
-            video.unlink(missing_ok=True)
+            if wrote:
+                video.unlink(missing_ok=True)
             remove_if_empty(created)
 
 

@@ -43,22 +43,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.gaze_types import OFF_FRAME, valid_mask
+from ..data.output_safety import StagedFiles, check_outputs
 from ..data.video_sources import VideoSource, open_video_source
 from ..gaze.events import EventSettings
 from ..gaze.wearer import WearerCalibration, calibration_for_model
+from ..generation.resource_bounds import check_memory, windowed_memory
 from ..generation.windowed import StageClock
 from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from ..models.gazeflow.geometry import FieldOfView, FisheyeCamera, PinholeCamera, unit_to_pixels
 from ..outputs.overlay import READABLE_SHORT_SIDE, OverlayLegend, OverlayRenderer, OverlayVideoWriter
-from ..outputs.readouts import SCANPATHS_NAME, ReadoutFiles
-from ..outputs.writers import FIXATIONS_NAME, SACCADES_NAME, write_summary
+from ..outputs.readouts import ReadoutFiles
+from ..outputs.writers import write_summary
 from ..pipelines.egocentric_gaze import GazeFlowPipeline
 from .batch import (
-    CSV_NAME,
-    OVERLAY_NAME,
-    SUMMARY_NAME,
     IndexPart,
     Shard,
     finished_summary,
@@ -66,6 +65,7 @@ from .batch import (
     one_line,
     remove_if_empty,
 )
+from .output_policies import PREDICTION_OUTPUTS, STREAMED_OUTPUTS, check_prediction_folder, prediction_outputs
 
 if TYPE_CHECKING:
     from ..generation.windowed import GazeChunk
@@ -108,6 +108,12 @@ class PredictOptions:
     """A wearer calibration (``calib.json`` or the object) applied to every sample."""
     region: bool = False
     """Outline the calibrated 90% uncertainty region on the overlay."""
+    overwrite: bool = False
+    """Replace files at the outputs' names that no earlier prediction wrote (``commands.output_policies``)."""
+    max_memory_gb: float | None = None
+    """The memory the sampling may need, estimated before it allocates (None: the machine's memory)."""
+    inputs: tuple[tuple[str, str], ...] = ()
+    """Further files the run reads, ``(argument, path)`` (``--intrinsics``): no output may be one of them."""
 
 
 @dataclass
@@ -235,7 +241,7 @@ class GazePredictor:
     ) -> ReadoutFiles:
         return ReadoutFiles(
             paths["csv"],
-            paths["csv"].parent,
+            {key: paths[key] for key in ("fixations", "saccades", "scanpaths")},
             source.video_id,
             source.width,
             source.height,
@@ -244,7 +250,6 @@ class GazePredictor:
             (options.camera or FieldOfView()).for_frame(source.width, source.height),
             options.events,
             load_region_calibration(self.location),
-            prefix="partial.",
             true_gaze=None if truth is None else truth.gaze,
             true_codes=None if truth is None else truth.codes,
         )
@@ -267,20 +272,17 @@ class GazePredictor:
         stop)."""
         source = open_video_source(video, start_frame=options.start_frame, end_frame=options.end_frame)
         settings = self.settings(options)
+        self.check_sizes(settings, source, options)
         sigma = heatmap_sigma_px(source.width, options.heatmap_sigma_px, options.heatmap_sigma_fraction)
         calibration = self.wearer_calibration(options)  # a calibration of another model: before anything is written
         out_dir = Path(output_dir)
+        self.check_outputs(video, out_dir, options)
         created = make_output_dir(out_dir)
-        final = {
-            "overlay": out_dir / OVERLAY_NAME,
-            "csv": out_dir / CSV_NAME,
-            "summary": out_dir / SUMMARY_NAME,
-            "fixations": out_dir / FIXATIONS_NAME,
-            "saccades": out_dir / SACCADES_NAME,
-            "scanpaths": out_dir / SCANPATHS_NAME,
-        }
-        # the streamed files; summary.json is written whole by write_summary
-        partial = {key: path.with_name(f"partial.{path.name}") for key, path in final.items() if key != "summary"}
+        final = {name: out_dir / file for name, file in PREDICTION_OUTPUTS.items()}
+        # the streamed files, each under a temporary of its own (created here, never through a link); summary.json
+        # is written whole by write_summary, last
+        staged = StagedFiles()
+        partial = {key: staged.stage(final[key]) for key in STREAMED_OUTPUTS if key != "overlay" or options.overlay}
         finished = False
         streamed = StreamedTotals(clock=StageClock(self.pipe.device))
         started = time.perf_counter()
@@ -294,10 +296,10 @@ class GazePredictor:
                 outputs["overlay"] = str(final["overlay"])
             predict_s = time.perf_counter() - started
             for name in ("csv", *streamed.readouts.pop("files")):
-                partial[name].replace(final[name])
+                staged.publish(final[name])
                 outputs[name] = str(final[name])
             if writer is not None:
-                partial["overlay"].replace(final["overlay"])
+                staged.publish(final["overlay"])
             summary = self.summary(source, settings, options, sigma, streamed, calibration, outputs, predict_s)
             write_summary(final["summary"], summary)  # last: a folder with a summary.json holds a finished prediction
             finished = True
@@ -305,10 +307,27 @@ class GazePredictor:
         finally:
             if writer is not None and not finished:
                 writer.abort()
-            for path in partial.values():
-                path.unlink(missing_ok=True)
+            staged.discard()
             if not finished:
                 remove_if_empty(created)
+
+    def check_sizes(self, settings: SamplingSettings, source: VideoSource, options: PredictOptions) -> None:
+        """The memory K and the frames need, estimated before sampling allocates it (``generation.
+        resource_bounds``): past ``options.max_memory_gb`` (None: the machine's), a one-line refusal."""
+        need = windowed_memory(
+            self.config, settings.num_samples, self.pipe.inference_dtype.itemsize, (source.width, source.height)
+        )
+        check_memory(need, f"K={settings.num_samples}", options.max_memory_gb)
+
+    def check_outputs(self, video: str | os.PathLike, out_dir: Path, options: PredictOptions) -> None:
+        """No output may be an input (the video, the calibration, the model folder, ``options.inputs``), and files
+        at the outputs' names that no earlier prediction wrote are kept unless ``options.overwrite``
+        (``commands.output_policies``); before anything is written."""
+        inputs = [("VIDEO", video), *options.inputs, ("--model", self.location)]
+        if isinstance(options.calibration, (str, os.PathLike)):
+            inputs.append(("--calibration", options.calibration))
+        check_outputs(prediction_outputs(out_dir), inputs)
+        check_prediction_folder(out_dir, options.overwrite)
 
     def _stream(
         self,

@@ -15,7 +15,6 @@ outline) and of ``gazeflow calibrate``. Plain Python like the command's parser: 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -45,53 +44,47 @@ def field_of_view(text: str) -> tuple[float, float | None]:
     return values[0], (values[1] if len(values) == 2 else None)
 
 
-def _checked_intrinsics(values: dict[str, Any], where: str) -> dict[str, float]:
-    try:
-        found = {key: _number(values[key]) for key in ("fx", "fy", "cx", "cy")}
-        for key in ("width", "height"):
-            if values.get(key) is not None:
-                found[key] = int(values[key])
-    except (KeyError, TypeError, ValueError):
-        raise argparse.ArgumentTypeError(
-            f"{where}: expected fx, fy, cx, cy in pixels (numbers) and optionally width, height (integers)"
-        ) from None
-    if (
-        found["fx"] <= 0
-        or found["fy"] <= 0
-        or ("width" in found) != ("height" in found)
-        or any(found.get(key, 1) < 1 for key in ("width", "height"))
-    ):
-        raise argparse.ArgumentTypeError(
-            f"{where}: the focal lengths fx, fy must be positive and a frame size gives both width and height >= 1"
-        )
-    return found
-
-
 FISHEYE_CALIBRATION = "calibration_file"
 """The key :func:`intrinsics` returns a Project Aria calibration file under (read by :func:`readout_options`)."""
 _FISHEYE_KEYS = ("CameraCalibrations", "params", "model")
 
 
-def intrinsics(text: str) -> dict[str, float]:
-    """``--intrinsics``: ``fx,fy,cx,cy`` (pixels), a JSON file holding them, or a Project Aria calibration file
-    (``{"calibration_file": path}``)."""
-    if text.lower().endswith((".json", ".jsonl")) or Path(text).is_file():
-        path = Path(text).expanduser()
-        if path.suffix.lower() == ".jsonl" and path.is_file():
-            return {FISHEYE_CALIBRATION: str(path)}
+class Intrinsics(dict):
+    """Checked intrinsics (``fx``, ``fy``, ``cx``, ``cy``; ``width``, ``height`` when given) and ``file``, the JSON
+    file they were read from (None for ``fx,fy,cx,cy``): no output of the run may overwrite it."""
+
+    file: str | None = None
+
+
+def intrinsics(text: str) -> Intrinsics:
+    """``--intrinsics``: ``fx,fy,cx,cy`` (pixels) or a JSON file holding them, checked by the intrinsics' one schema
+    (``data.interface_files.camera_intrinsics``: finite, plausible values; one line naming the file and the field),
+    or a Project Aria calibration file (``{"calibration_file": path}``, read by ``data.aria_calibration``)."""
+    from ..data.interface_files import InterfaceFileError, camera_intrinsics, read_json_object
+
+    try:
+        if text.lower().endswith((".json", ".jsonl")) or Path(text).is_file():
+            path = Path(text).expanduser()
+            if path.suffix.lower() == ".jsonl" and path.is_file():  # an Aria online calibration: one record a line
+                found = Intrinsics({FISHEYE_CALIBRATION: str(path)})
+            else:
+                values = read_json_object(path, "an intrinsics file")
+                if any(key in values for key in _FISHEYE_KEYS):  # read by data.aria_calibration's own checks
+                    found = Intrinsics({FISHEYE_CALIBRATION: str(path)})
+                else:
+                    found = Intrinsics(camera_intrinsics(values, text))
+            found.file = str(path)
+            return found
+        parts = text.split(",")
         try:
-            values = json.loads(path.read_text(encoding="utf-8-sig"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise argparse.ArgumentTypeError(f"{text}: cannot read the intrinsics file ({err})") from None
-        if not isinstance(values, dict):
-            raise argparse.ArgumentTypeError(f"{text}: expected a JSON object with fx, fy, cx, cy")
-        if any(key in values for key in _FISHEYE_KEYS):
-            return {FISHEYE_CALIBRATION: str(path)}
-        return _checked_intrinsics(values, text)
-    parts = text.split(",")
-    if len(parts) != 4:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected fx,fy,cx,cy in pixels or a .json file")
-    return _checked_intrinsics(dict(zip(("fx", "fy", "cx", "cy"), parts)), repr(text))
+            numbers = [float(part) for part in parts]
+        except ValueError:
+            numbers = []
+        if len(parts) != 4 or len(numbers) != 4:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected fx,fy,cx,cy in pixels (numbers) or a .json file")
+        return Intrinsics(camera_intrinsics(dict(zip(("fx", "fy", "cx", "cy"), numbers)), repr(text)))
+    except InterfaceFileError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _positive(kind: type, meaning: str):
@@ -214,23 +207,32 @@ def readout_options(args: argparse.Namespace) -> dict[str, Any]:
     from ..gaze.events import EventSettings
     from ..models.gazeflow.geometry import FieldOfView, PinholeCamera
 
-    camera = None
+    camera, inputs = None, ()
     if getattr(args, "fov", None) is not None:
         camera = FieldOfView(*args.fov)
-    elif getattr(args, "intrinsics", None) is not None and FISHEYE_CALIBRATION in args.intrinsics:
-        from ..data.aria_calibration import read_video_camera
-
-        camera = read_video_camera(args.intrinsics[FISHEYE_CALIBRATION])
     elif getattr(args, "intrinsics", None) is not None:
-        camera = PinholeCamera(**args.intrinsics)
+        if FISHEYE_CALIBRATION in args.intrinsics:
+            from ..data.aria_calibration import read_video_camera
+
+            camera = read_video_camera(args.intrinsics[FISHEYE_CALIBRATION])
+        else:
+            camera = PinholeCamera(**args.intrinsics)
+        inputs = (("--intrinsics", args.intrinsics.file),) if getattr(args.intrinsics, "file", None) else ()
     if not hasattr(args, "events"):
-        return {"camera": camera}
+        return {"camera": camera, "inputs": inputs}
     events = EventSettings(args.events, args.saccade_threshold, args.dispersion, args.min_fixation_ms)
-    return {"camera": camera, "events": events, "calibration": args.calibration, "region": args.region}
+    return {
+        "camera": camera,
+        "events": events,
+        "calibration": args.calibration,
+        "region": args.region,
+        "inputs": inputs,
+    }
 
 
 __all__ = [
     "field_of_view",
+    "Intrinsics",
     "intrinsics",
     "FISHEYE_CALIBRATION",
     "add_camera_arguments",

@@ -38,7 +38,9 @@ from typing import Any
 from ..models.gazeflow.choices import DEFAULT_OPSET, DTYPES, MIN_OPSET, STREAM_CPU_THREADS
 from .arguments import (
     SAMPLING_FLAGS,
+    add_memory_argument,
     add_model_arguments,
+    add_overwrite_argument,
     add_sampling_arguments,
     require_extra,
     sampling_request,
@@ -84,6 +86,7 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
         "--csv", default=None, metavar="FILE", help="write CSV rows to FILE instead of JSON lines on stdout"
     )
     output.add_argument("--summary", default=None, metavar="FILE", help="also write the latency summary as JSON")
+    add_overwrite_argument(output, "--csv and --summary")
     add_model_arguments(parser, causal=True)
     runtime = parser.add_argument_group("runtime")
     runtime.add_argument(
@@ -119,6 +122,7 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
         help="CPU threads for torch or onnxruntime (default on the CPU: 1, since a frame's work is "
         "too small to share out and the decoding thread needs a core; on a GPU torch's choice)",
     )
+    add_memory_argument(runtime)
 
 
 def _add_source_arguments(source: argparse._ArgumentGroup) -> None:
@@ -164,6 +168,10 @@ def check_stream_arguments(args: argparse.Namespace) -> None:
         args.raw_size = parse_raw_size(args.raw) if stdin else None
     except ValueError as err:
         raise ValueError(f"--raw {err}") from None
+    if args.raw_size is not None:  # the frames' memory, before anything is read
+        from ..generation.resource_bounds import check_memory, raw_frame_memory
+
+        check_memory(raw_frame_memory(*args.raw_size), f"--raw {args.raw}", args.max_memory_gb)
     if args.fps is not None and not (stdin and args.fps > 0):
         raise ValueError(
             f"--fps {args.fps}: expected a positive frame rate, and only with SOURCE - (a file, camera "
@@ -176,8 +184,8 @@ def check_stream_arguments(args: argparse.Namespace) -> None:
     args.options = {key: value for key, _, value in pairs}
     _check_backend_arguments(args)
     for name, value in (("--csv", args.csv), ("--summary", args.summary)):
-        if value is not None and (Path(value).is_dir() or not Path(value).expanduser().parent.is_dir()):
-            raise ValueError(f"{name} {value}: expected a file in an existing folder")
+        if value is not None and (not value or Path(value).is_dir() or not Path(value).expanduser().parent.is_dir()):
+            raise ValueError(f"{name} {value or repr(value)}: expected a file in an existing folder")
 
 
 def _check_backend_arguments(args: argparse.Namespace) -> None:
@@ -227,6 +235,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_sampling_arguments(parser, windowed=False, seed=False, fixed=True)
     parser.add_argument("--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (>= {MIN_OPSET})")
+    add_overwrite_argument(parser, "the output folder (replaced whole)")
+    add_memory_argument(parser)
 
 
 def check_export_arguments(args: argparse.Namespace) -> None:
@@ -245,12 +255,20 @@ def run_export_streamer(args: argparse.Namespace) -> int:
     """Run ``gazeflow export-streamer`` on checked arguments: the export, then one line saying what was written and
     how closely onnxruntime followed torch."""
     require_extra("onnx", ("onnx", "onnxscript"), "gazeflow export-streamer")  # before any folder is made
-    from ..generation.onnx_export import export_streamer
+    from ..data.output_safety import check_outputs
+    from ..generation.onnx_export import ExportCheckError, export_streamer
+    from .output_policies import check_export_folder
 
     output_dir = Path(args.output_dir).expanduser()
-    interface = export_streamer(
-        causal_model_location(args.model), output_dir, opset=args.opset, **sampling_request(args)
-    )
+    location = causal_model_location(args.model)
+    check_outputs([], [("--model", location)], folders=[("--output-dir", output_dir)])  # replaced whole
+    check_export_folder(output_dir, args.overwrite)
+    try:
+        interface = export_streamer(
+            location, output_dir, opset=args.opset, max_memory_gb=args.max_memory_gb, **sampling_request(args)
+        )
+    except ExportCheckError as err:
+        raise ExportCheckError(f"--output-dir {output_dir}: {err} (the folder is left as it was)") from None
     checked = interface["checked"]
     check = (
         f"onnxruntime gives torch's gaze within {checked['max_abs_difference']:.1e} over {checked['frames']} frames"
@@ -391,7 +409,12 @@ def load_stepper(args: argparse.Namespace, resolve_device: Callable[[str | None]
     from ..generation.steppers import STEPPERS, StepperOptions
 
     backend = STEPPERS[args.backend]
-    options = StepperOptions(sampling=sampling_request(args), seed=args.seed, threads=cpu_threads(args.threads))
+    options = StepperOptions(
+        sampling=sampling_request(args),
+        seed=args.seed,
+        threads=cpu_threads(args.threads),
+        max_memory_gb=getattr(args, "max_memory_gb", None),
+    )
     if backend.exported:  # K, S and the solver are fixed in the graph: the flags given must be the exported ones
         require_extra("onnx", ("onnxruntime",), f"gazeflow stream --backend {args.backend}")
         check_exported_sampling(args)
@@ -425,62 +448,119 @@ def check_exported_sampling(args: argparse.Namespace) -> None:
         )
 
 
-def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], str]) -> int:
-    """Run ``gazeflow stream`` on arguments that ``cli`` has checked (``args.raw_size``, ``args.options`` set);
-    ``resolve_device`` turns ``--device`` into a torch device (after the source has opened)."""
-    from ..data.stream_sources import FrameFeed, open_source
+def check_stream_outputs(args: argparse.Namespace) -> None:
+    """``--csv`` and ``--summary`` are never an input (the source file, the model or export folder) nor each other,
+    and a file there that an earlier stream did not write is replaced only with ``--overwrite``
+    (``commands.output_policies``); checked before the source is opened."""
+    from ..data.output_safety import check_outputs
+    from ..data.stream_sources import source_kind
+    from ..hub.model_folders import default_model_path
+    from .output_policies import check_output_files
 
-    source = open_source(args.source, getattr(args, "raw_size", None), args.fps, args.options)
-    try:
-        stepper, model_name = load_stepper(args, resolve_device, source)
-    except BaseException:
-        source.close()
-        raise
-    from ..hub.model_folders import load_region_calibration
+    outputs = [(flag, path) for flag, path in (("--csv", args.csv), ("--summary", args.summary)) if path is not None]
+    inputs = [("SOURCE", args.source)] if source_kind(args.source) == "file" else []
+    inputs.append(("--onnx", args.onnx) if args.onnx else ("--model", args.model or default_model_path(causal=True)))
+    check_outputs(outputs, inputs)
+    check_output_files([(flag, path, f"stream {flag}") for flag, path in outputs], args.overwrite)
 
-    try:
-        calibration = load_region_calibration(model_name)
-    except BaseException:
-        source.close()
-        raise
-    realtime = source.live if args.realtime is None else args.realtime
-    feed = FrameFeed(source, realtime=realtime, pace=realtime and source.kind == "file")
-    writer = RecordWriter(args.csv, FIELDS if calibration is None else FIELDS + REGION_FIELDS)
-    latencies: list[float] = []
-    stopped = "end"
-    started = time.perf_counter()
-    feed.start()
-    try:
-        for frame in feed:
-            samples, mean = stepper.step(frame.pixels)
+
+class StreamRun:
+    """One ``gazeflow stream`` run: what it has opened, what it measured and how it stopped, so that every exit path
+    (the end, an error, SIGINT, SIGTERM while the model loads) closes the same way: the CSV renamed into place with
+    the rows written (removed after an error: complete or absent), the summary written and printed, and
+    ``args.stream_ending`` saying truthfully where it is, for the command's last line."""
+
+    def __init__(self, args: argparse.Namespace):
+        from ..data.output_safety import StagedFiles
+
+        self.args, self.staged = args, StagedFiles()
+        self.source = self.feed = self.stepper = self.writer = None
+        self.model_name, self.realtime, self.stopped, self.error = None, None, "end", None
+        self.latencies: list[float] = []
+        self.started = time.perf_counter()
+
+    def run(self, resolve_device: Callable[[str | None], str]) -> None:
+        from ..data.stream_sources import FrameFeed, open_source
+        from ..hub.model_folders import load_region_calibration
+
+        args = self.args
+        csv_path = self.staged.stage(args.csv) if args.csv else None
+        self.source = source = open_source(args.source, getattr(args, "raw_size", None), args.fps, args.options)
+        self.stepper, self.model_name = load_stepper(args, resolve_device, source)
+        calibration = load_region_calibration(self.model_name)
+        self.realtime = source.live if args.realtime is None else args.realtime
+        self.feed = FrameFeed(source, realtime=self.realtime, pace=self.realtime and source.kind == "file")
+        self.writer = RecordWriter(csv_path, FIELDS if calibration is None else FIELDS + REGION_FIELDS)
+        self.started = time.perf_counter()
+        self.feed.start()
+        for frame in self.feed:
+            samples, mean = self.stepper.step(frame.pixels)
             record = frame_record(frame, samples, mean, source.width, source.height, frame.arrival, calibration)
-            latencies.append(record["latency_ms"])
-            writer.write(record)
-    except BrokenPipeError:  # the reader went away (`gazeflow stream ... | head`): stop quietly
-        stopped = "output closed"
-        _silence_stdout()
-    except BaseException as err:
-        # by name: under `python -m ...commands.cli` the signal handler's Terminated is __main__'s class
-        stopped = STOPPED_BY.get(type(err).__name__, "error")
-        raise
-    finally:
-        feed.stop()
-        writer.close()
+            self.latencies.append(record["latency_ms"])
+            self.writer.write(record)
+
+    def finish(self) -> None:
+        from ..data.atomic_files import atomic_write
+
+        args = self.args
+        if self.feed is not None:
+            self.feed.stop()
+        elif self.source is not None:
+            self.source.close()
+        if self.writer is not None:
+            self.writer.close()
+        csv_kept = bool(args.csv) and self.writer is not None and self.stopped != "error"
+        if csv_kept:
+            self.staged.publish(args.csv)
+        self.staged.discard()
+        feed = self.feed
         summary = {
             "source": args.source,
             "backend": args.backend,
-            "model": model_name,
-            "device": stepper.device,
-            "num_samples": stepper.settings.num_samples,
-            "num_steps": stepper.settings.num_steps,
-            "realtime": realtime,
-            "stopped": stopped,
-            **latency_summary(latencies, time.perf_counter() - started, feed.decoded, feed.dropped),
+            "model": self.model_name,
+            "device": getattr(self.stepper, "device", None),
+            "num_samples": self.stepper.settings.num_samples if self.stepper else None,
+            "num_steps": self.stepper.settings.num_steps if self.stepper else None,
+            "realtime": self.realtime,
+            "stopped": self.stopped,
+            **({"error": self.error + (f" ({args.csv} not kept)" if args.csv else "")} if self.error else {}),
+            **latency_summary(
+                self.latencies,
+                time.perf_counter() - self.started,
+                feed.decoded if feed else 0,
+                feed.dropped if feed else 0,
+            ),
         }
         if args.summary:
-            Path(args.summary).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        if stopped != "error":  # an error is one line of its own
+            atomic_write(args.summary, json.dumps(summary, indent=2) + "\n")
+        if self.stepper is None:  # stopped while opening: no summary line, the command's line says so
+            where = f"; its summary is in {args.summary}" if args.summary else ""
+            args.stream_ending = f"the stream stopped before its first frame{where}"
+        elif self.stopped != "error":  # an error is one line of its own
             print(summary_line(summary), file=sys.stderr, flush=True)
+            args.stream_ending = "the stream stopped (its summary is above)"
+
+
+def run_stream(args: argparse.Namespace, resolve_device: Callable[[str | None], str]) -> int:
+    """Run ``gazeflow stream`` on arguments that ``cli`` has checked (``args.raw_size``, ``args.options`` set);
+    ``resolve_device`` turns ``--device`` into a torch device (after the source has opened). A source that ends
+    short (a truncated file, an empty stdin) is an error, as ``gazeflow predict`` reports it."""
+    from .batch import one_line
+
+    check_stream_outputs(args)
+    run = StreamRun(args)
+    try:
+        run.run(resolve_device)
+    except BrokenPipeError:  # the reader went away (`gazeflow stream ... | head`): stop quietly
+        run.stopped = "output closed"
+        _silence_stdout()
+    except BaseException as err:
+        # by name: under `python -m ...commands.cli` the signal handler's Terminated is __main__'s class
+        run.stopped = STOPPED_BY.get(type(err).__name__, "error")
+        run.error = one_line(err) if run.stopped == "error" else None
+        raise
+    finally:
+        run.finish()
     return 0
 
 

@@ -6,6 +6,10 @@ complete new one, never a mix; the temporary is removed when the writing fails. 
 command's outputs, the web demo's clip, the synthetic data set, a wearer's calibration and a model folder's region
 calibration all write through it.
 
+The temporary is created exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``, :func:`create_exclusive`) under a name with a
+random part: a file or a symbolic link already at that name (planted, or left by a crash) is never written through;
+another name is drawn instead. The rename replaces a link at ``path`` itself, never the file it points to.
+
 It is one of the conventions at the bottom of the package (it imports nothing of ours), so every layer that writes a
 file (data, gaze, hub, outputs, recipes, commands) may import it; the model folder, which must stay self-contained,
 writes through transformers' ``save_pretrained`` instead.
@@ -15,22 +19,44 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 TEMPORARY_PREFIX = "partial."
-"""The temporary of ``<folder>/<name>`` is ``<folder>/partial.<process>.<thread>.<name>``: one per process and thread
-(parallel writers of one file never share it), and it keeps the name's suffix (writers that pick a format by the
-suffix, such as PyAV's, see the real one)."""
+"""The temporary of ``<folder>/<name>`` is ``<folder>/partial.<process>.<thread>.<random>.<name>``: one per process and
+thread (parallel writers of one file never share it), unpredictable (nothing can be planted at it in advance), and
+it keeps the name's suffix (writers that pick a format by the suffix, such as PyAV's, see the real one)."""
 
 _HASH_CHUNK = 1 << 20
+_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+_ATTEMPTS = 100
 
 
 def temporary_path(path: str | os.PathLike) -> Path:
-    """Where :func:`atomic_write` writes ``path`` before renaming it (:data:`TEMPORARY_PREFIX`)."""
+    """A fresh name for the temporary of ``path`` (:data:`TEMPORARY_PREFIX`); :func:`create_temporary` creates it."""
     path = Path(path)
-    return path.with_name(f"{TEMPORARY_PREFIX}{os.getpid()}.{threading.get_ident()}.{path.name}")
+    token = secrets.token_hex(4)
+    return path.with_name(f"{TEMPORARY_PREFIX}{os.getpid()}.{threading.get_ident()}.{token}.{path.name}")
+
+
+def create_exclusive(path: str | os.PathLike) -> int:
+    """Create ``path`` as a new empty file and return its descriptor open for writing: never an existing file, never
+    through a symbolic link (``O_CREAT | O_EXCL | O_NOFOLLOW``; ``FileExistsError`` when anything is there)."""
+    return os.open(path, _EXCLUSIVE, 0o666)
+
+
+def create_temporary(path: str | os.PathLike) -> tuple[Path, int]:
+    """The temporary of ``path``, created exclusively beside it (:func:`create_exclusive`), and its descriptor; a name
+    already taken (planted or left behind) is passed over for a new one."""
+    for _ in range(_ATTEMPTS):
+        temporary = temporary_path(path)
+        try:
+            return temporary, create_exclusive(temporary)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{Path(path).parent}: no free temporary name for {Path(path).name} in {_ATTEMPTS} tries")
 
 
 def atomic_write(
@@ -48,14 +74,15 @@ def atomic_write(
     file under the new name nor lose the rename (checkpoint records).
     """
     path = Path(path)
-    temporary = temporary_path(path)
+    if not isinstance(content, (str, bytes)) and not callable(content):
+        raise TypeError(f"atomic_write: content must be text, bytes or a function, got {type(content).__name__}")
+    temporary, descriptor = create_temporary(path)
     try:
-        if isinstance(content, str):
-            temporary.write_text(content, encoding=encoding)
-        elif isinstance(content, bytes):
-            temporary.write_bytes(content)
-        else:
-            content(temporary)
+        with os.fdopen(descriptor, "wb") as handle:
+            if not callable(content):
+                handle.write(content.encode(encoding) if isinstance(content, str) else content)
+        if callable(content):
+            content(temporary)  # the function opens the (empty, new) file the temporary name holds
         if durable:
             fsync_file(temporary)
         os.replace(temporary, path)
@@ -96,4 +123,13 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["TEMPORARY_PREFIX", "temporary_path", "atomic_write", "fsync_file", "fsync_directory", "sha256_file"]
+__all__ = [
+    "TEMPORARY_PREFIX",
+    "temporary_path",
+    "create_exclusive",
+    "create_temporary",
+    "atomic_write",
+    "fsync_file",
+    "fsync_directory",
+    "sha256_file",
+]

@@ -21,8 +21,10 @@ frame, the moment the model takes it (decoding ran ahead, in parallel, and the s
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import stat
 import threading
 import time
 from collections import deque
@@ -83,15 +85,20 @@ def source_kind(text: str) -> str:
 class AVSource:
     """A file, camera or URL opened with PyAV; frames decoded to RGB uint8."""
 
-    def __init__(self, name: str, kind: str, container, stream, fps: float | None):
+    def __init__(self, name: str, kind: str, container, stream, fps: float | None, expected_frames: int | None = None):
         self.name, self.kind, self.container, self.stream, self.fps = name, kind, container, stream, fps
         self.width, self.height = int(stream.codec_context.width), int(stream.codec_context.height)
         self.live = kind != "file"
+        self.expected_frames = expected_frames
 
     def frames(self) -> Iterator[tuple[int, float, np.ndarray]]:
+        """The decoded frames; a file that stops clearly short of the frames its container announces is truncated
+        (``video_sources.check_decoded_count``, the rule ``gazeflow predict`` reads files by)."""
         import av
 
-        first_time = None
+        from .video_sources import check_decoded_count
+
+        first_time, count = None, 0
         try:
             for index, frame in enumerate(self.container.decode(self.stream)):
                 if self.live and frame.time is not None:
@@ -99,9 +106,11 @@ class AVSource:
                     time_s = frame.time - first_time
                 else:
                     time_s = index / self.fps if self.fps else 0.0
+                count += 1
                 yield index, float(time_s), frame.to_ndarray(format="rgb24")
         except av.error.FFmpegError as err:
             raise SourceError(f"cannot decode {self.kind} {self.name}: {err}") from err
+        check_decoded_count(self.name, self.expected_frames, count)
 
     def close(self) -> None:
         self.container.close()
@@ -129,6 +138,11 @@ class RawStdinSource:
                 if not count:
                     break
                 filled += count
+            if filled == 0 and index == 0:
+                raise SourceError(
+                    f"stdin: no frame: the input ended before its first {self.width}x{self.height} RGB frame "
+                    f"({self.frame_bytes} bytes)"
+                )
             if filled == 0:
                 return
             if filled < self.frame_bytes:
@@ -147,6 +161,28 @@ class RawStdinSource:
         pass
 
 
+def check_raw_length(stream: BinaryIO, width: int, height: int) -> None:
+    """Where stdin is a file (``< frames.rgb``) its length is known before a frame is read: empty, or not a whole
+    number of ``width x height`` RGB frames, is a :class:`SourceError` naming the sizes (a pipe's length is not
+    known; its frames are checked as they arrive, :class:`RawStdinSource`)."""
+    try:
+        info = os.fstat(stream.fileno())
+        position = stream.tell() if stat.S_ISREG(info.st_mode) else None
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return
+    if position is None:
+        return
+    remaining, frame_bytes = info.st_size - position, width * height * 3
+    if remaining <= 0:
+        raise SourceError(f"stdin: no frame: the input is empty (expected {width}x{height} RGB frames)")
+    if remaining % frame_bytes:
+        raise SourceError(
+            f"stdin: {remaining} bytes are not a whole number of {width}x{height} RGB frames ({frame_bytes} bytes "
+            f"each: {remaining // frame_bytes} whole and {remaining % frame_bytes} bytes over): is --raw "
+            f"{width}x{height} the frames' size?"
+        )
+
+
 def open_source(
     text: str,
     raw_size: tuple[int, int] | None = None,
@@ -163,7 +199,9 @@ def open_source(
             raise SourceError("SOURCE - reads raw RGB frames from stdin and needs their size: --raw WIDTHxHEIGHT")
         import sys
 
-        return RawStdinSource(*raw_size, stdin if stdin is not None else sys.stdin.buffer, fps)
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        check_raw_length(stream, *raw_size)
+        return RawStdinSource(*raw_size, stream, fps)
     if raw_size is not None:
         raise SourceError(f"--raw is for raw frames on stdin (SOURCE -), not for {text}")
     import av
@@ -177,7 +215,7 @@ def open_source(
     else:
         from .video import probe_video
 
-        probe_video(text)  # a missing, empty, truncated or non-video file: one line naming it
+        expected = probe_video(text).num_frames  # a missing, empty or non-video file: one line naming it
         opener = dict(options=options or {})
     try:
         container = av.open(text, **opener)
@@ -189,7 +227,8 @@ def open_source(
     stream = container.streams.video[0]
     stream.thread_type = "AUTO" if kind == "file" else "SLICE"  # frame threads would delay live frames
     rate = stream.average_rate or stream.guessed_rate or stream.base_rate
-    return AVSource(text if kind != "file" else str(Path(text)), kind, container, stream, float(rate) if rate else None)
+    name, fps = (text if kind != "file" else str(Path(text))), (float(rate) if rate else None)
+    return AVSource(name, kind, container, stream, fps, expected if kind == "file" else None)
 
 
 class FrameFeed:

@@ -4,9 +4,11 @@ Five kinds of file, told apart by content:
 
 * a **CSV with** ``frame_idx``, ``x_norm`` and ``y_norm`` columns (unit coordinates, origin top-left), as
   ``gazeflow predict`` writes ``gaze.csv``: when it has a ``sample_id`` column only the point-estimate rows (-1)
-  are read, and a ``gaze_type`` (or ``true_code``) column gives each row's gaze-type code; several rows on one frame
-  are averaged. A row whose position is empty, not a number or outside ``[0, 1]`` (a blink, a lost eye, a glance
-  off the frame) leaves its frame untracked;
+  are read, and a ``gaze_type`` (or ``true_code``) column gives each row's gaze-type code (one of
+  ``gaze_types.GAZE_TYPE_CODES``: another number is a one-line error naming the file, the line and the column);
+  several rows on one frame are averaged. A row whose position is empty, not a number or outside ``[0, 1]`` (a
+  blink, a lost eye, a glance off the frame) leaves its frame untracked. The file may be UTF-8 with or without a
+  byte-order mark, UTF-16 or UTF-32 (``gaze_common.read_text``);
 * an **Ego4D gaze CSV** (:mod:`.ego4d_format`): labelled on the video's frames; a video named like GLC's clips,
   ``<uid>_t<start>_t<end>.mp4``, reads the frames from second ``start`` on;
 * an **EGTEA Gaze+ BeGaze export** (:mod:`.egtea_format`): a video named like an EGTEA clip,
@@ -36,7 +38,7 @@ from .aria_gaze import frame_gaze, is_mps_eye_gaze_csv, read_gaze_2d_csv, read_m
 from .ego4d_format import is_ego4d_gaze_csv, parse_ego4d_gaze, parse_glc_clip_path
 from .egtea_format import egtea_gaze_rows, parse_begaze, parse_egtea_clip_name
 from .gaze_common import read_text
-from .gaze_types import FIXATION, OFF_FRAME, UNTRACKED, valid_mask
+from .gaze_types import FIXATION, GAZE_TYPE_CODES, GAZE_TYPE_NAMES, OFF_FRAME, UNTRACKED, valid_mask
 
 CSV_REQUIRED = ("frame_idx", "x_norm", "y_norm")
 ARIA_2D_REQUIRED = ("x", "y")
@@ -56,20 +58,40 @@ class TrackerGaze:
     hint: str = ""
 
 
-def _read_gaze_csv(path: Path, num_frames: int) -> TrackerGaze:
-    rows = list(csv.DictReader(read_text(path, "a gaze CSV").splitlines()))
+def _gaze_type(cell: str | None, column: str | None, path: Path, line: int) -> int | None:
+    """A row's gaze-type code (FIXATION without a code column or with an empty cell; None: not an integer, the row is
+    skipped); a number that is not a gaze-type code is a one-line error."""
+    if column is None or cell in (None, ""):
+        return FIXATION
+    try:
+        code = int(cell)
+    except ValueError:
+        return None
+    if code not in GAZE_TYPE_CODES:
+        codes = ", ".join(f"{c} {name}" for c, name in zip(GAZE_TYPE_CODES, GAZE_TYPE_NAMES))
+        raise ValueError(f"{path}: line {line}: {column}: expected a gaze-type code ({codes}), got {cell[:20]!r}")
+    return code
+
+
+def _read_gaze_csv(path: Path, text: str, num_frames: int) -> TrackerGaze:
+    reader = csv.DictReader(text.splitlines())
+    reader.fieldnames = [name.strip() for name in reader.fieldnames or []]
+    rows = list(reader)
     use_rows = (
         [row for row in rows if row.get("sample_id") in (None, "", "-1")] if rows and "sample_id" in rows[0] else rows
     )
     code_column = next((name for name in CODE_COLUMNS if rows and name in rows[0]), None)
     sums, counts = np.zeros((num_frames, 2)), np.zeros(num_frames)
     codes = np.full(num_frames, UNTRACKED, np.int8)
+    lines = {id(row): number for number, row in enumerate(rows, start=2)}
     largest, beyond = np.zeros(2), 0  # rows whose coordinates are finite numbers past the frame's [0, 1]
     for row in use_rows:
         try:
             frame, x, y = int(row["frame_idx"]), float(row["x_norm"]), float(row["y_norm"])
-            code = int(row[code_column]) if code_column and row[code_column] not in (None, "") else FIXATION
         except (TypeError, ValueError):
+            continue
+        code = _gaze_type(row.get(code_column) if code_column else None, code_column, path, lines[id(row)])
+        if code is None:
             continue
         if math.isfinite(x) and math.isfinite(y) and not (0 <= x <= 1 and 0 <= y <= 1):
             largest, beyond = np.maximum(largest, (x, y)), beyond + 1
@@ -90,13 +112,14 @@ def _read_gaze_csv(path: Path, num_frames: int) -> TrackerGaze:
     return TrackerGaze(gaze, np.where(counts > 0, codes, UNTRACKED).astype(np.int8), "gaze CSV", hint)
 
 
-def _csv_header(path: Path) -> list[str] | None:
+def _text_and_header(path: Path) -> tuple[str | None, list[str] | None]:
+    """The file as text (any encoding ``read_text`` reads, a byte-order mark dropped) and its first line's cells."""
     try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            header = next(csv.reader([handle.readline()]), [])
-    except (UnicodeDecodeError, OSError):
-        return None
-    return [name.strip() for name in header]
+        text = read_text(path, "a gaze CSV")
+    except (ValueError, OSError):
+        return None, None
+    header = next(csv.reader([text.split("\n", 1)[0]]), [])
+    return text, [name.strip() for name in header]
 
 
 def _aria_gaze(
@@ -143,9 +166,9 @@ def read_tracker_gaze(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"tracker gaze file not found: {path}")
-    header = _csv_header(path)
+    text, header = _text_and_header(path)
     if header is not None and all(name in header for name in CSV_REQUIRED):
-        return _read_gaze_csv(path, num_frames)
+        return _read_gaze_csv(path, text, num_frames)
     aria = _aria_gaze(path, header, num_frames, fps, calibration)
     if aria is not None:
         return aria

@@ -117,15 +117,21 @@ def checked_frames(source: VideoSource, first: int | None = None, stop: int | No
     for frame in source.open_frames() if stop is None else source.open_frames(first, stop):
         count += 1
         yield frame
-    expected = source.expected_frames if stop is None else stop - first
+    check_decoded_count(source.name, source.expected_frames if stop is None else stop - first, count, first)
+
+
+def check_decoded_count(name: str, expected: int | None, count: int, first: int = 0) -> None:
+    """A video file that decoded clearly fewer frames (``count``) than its container announces (``expected``, from
+    frame ``first``) is truncated or damaged: :class:`VideoDecodeError` naming it (a frame or 1% short: a warning).
+    ``gazeflow predict`` and ``gazeflow stream`` read files by this one rule."""
     if expected is not None and count < expected:
         if count < expected * 0.99 - 1:
             raise VideoDecodeError(
-                f"cannot decode video {source.name}: its container announces {expected} frames "
+                f"cannot decode video {name}: its container announces {expected} frames "
                 f"from frame {first} but decoding stopped after {count} "
                 f"(truncated or damaged file)"
             )
-        logger.warning("%s: %d frames decoded where the container announces %d", source.name, count, expected)
+        logger.warning("%s: %d frames decoded where the container announces %d", name, count, expected)
 
 
-__all__ = ["VideoSource", "open_video_source", "checked_frames", "DEFAULT_FPS"]
+__all__ = ["VideoSource", "open_video_source", "checked_frames", "check_decoded_count", "DEFAULT_FPS"]

@@ -46,40 +46,20 @@ from typing import Any
 
 import numpy as np
 
+from ..data.interface_files import (
+    MAX_REGION_FACTOR,
+    REGION_CALIBRATION_FORMAT,
+    REGION_CALIBRATION_VERSION,
+    region_calibration,
+)
+
 MIN_RADIUS_PX = 1.0
 """``rho``: the smallest spread radius a score divides by, native pixels (the frame's own resolution)."""
 
 EXCHANGEABLE_UNITS = ("frames", "clips")
 """What the conformal fit takes as exchangeable (see the module docstring)."""
 
-REGION_CALIBRATION_FORMAT = "gazeflow-region-calibration"
-REGION_CALIBRATION_VERSION = 2
-"""The format of ``region_calibration.json``: version 2 holds a factor per level; a file without ``version`` is
-version 1, one ``scale`` at every level."""
-
-MAX_FACTOR = 1e6
-"""The largest factor a file may hold (a disc a million times the spread, or the floor, is no region)."""
-
 _SCHEMA_KEYS = ("format", "version", "rule", "exchangeable", "levels", "factors", "min_radius_px", "scale")
-
-
-def _fail(where: str, name: str, expected: str, value: Any = ...) -> ValueError:
-    got = "" if value is ... else f", got {value!r}"[:60]
-    return ValueError(f"{where}: {name}: expected {expected}{got}")
-
-
-def _number(value: Any, where: str, name: str, low: float, high: float, low_open: bool = False) -> float:
-    inside = (
-        not isinstance(value, bool)
-        and isinstance(value, (int, float))
-        and math.isfinite(value)
-        and (low < value if low_open else low <= value)
-        and value <= high
-    )
-    if not inside:
-        bound = "(" if low_open else "["
-        raise _fail(where, name, f"a finite number in {bound}{low:g}, {high:g}]", value)
-    return float(value)
 
 
 def check_level(level: float, name: str = "level") -> float:
@@ -117,8 +97,8 @@ class RegionCalibration:
             raise ValueError(f"need one factor per level, got levels {self.levels} and factors {self.factors}")
         if any(b <= a for a, b in zip(self.levels, self.levels[1:])) or not all(0 < q < 1 for q in self.levels):
             raise ValueError(f"levels must increase within (0, 1), got {self.levels}")
-        if any(not (math.isfinite(f) and 0 <= f <= MAX_FACTOR) for f in self.factors):
-            raise ValueError(f"factors must be finite numbers in [0, {MAX_FACTOR:g}], got {self.factors}")
+        if any(not (math.isfinite(f) and 0 <= f <= MAX_REGION_FACTOR) for f in self.factors):
+            raise ValueError(f"factors must be finite numbers in [0, {MAX_REGION_FACTOR:g}], got {self.factors}")
         if not (math.isfinite(self.min_radius_px) and self.min_radius_px >= 0):
             raise ValueError(f"min_radius_px must be a finite number >= 0, got {self.min_radius_px}")
 
@@ -184,37 +164,14 @@ class RegionCalibration:
 
     @classmethod
     def from_record(cls, record: Any, where: str = "region calibration") -> RegionCalibration:
-        """Read the JSON object of ``region_calibration.json``; every fault is a one-line ValueError naming
-        ``where`` and the field."""
-        if not isinstance(record, dict):
-            raise _fail(where, "(top)", "a JSON object", type(record).__name__)
+        """Read the JSON object of ``region_calibration.json``, checked by its one schema (``data.interface_files.
+        region_calibration``: version 2's factors per level, or version 1's single scale); every fault is a one-line
+        ValueError naming ``where`` and the field."""
+        checked = region_calibration(record, where, EXCHANGEABLE_UNITS)
         provenance = {key: value for key, value in record.items() if key not in _SCHEMA_KEYS}
-        if "version" not in record:  # version 1: one scale at every level
-            if "scale" not in record:
-                raise _fail(where, "scale", "the region scale (a version-1 file) or a 'version'")
-            return cls.single_scale(_number(record["scale"], where, "scale", 0, MAX_FACTOR, low_open=True), provenance)
-        if record["version"] != REGION_CALIBRATION_VERSION or isinstance(record["version"], bool):
-            raise _fail(
-                where, "version", f"{REGION_CALIBRATION_VERSION} (or no version: a single 'scale')", record["version"]
-            )
-        if record.get("format") != REGION_CALIBRATION_FORMAT:
-            raise _fail(where, "format", repr(REGION_CALIBRATION_FORMAT), record.get("format"))
-        lists = {}
-        for name, low, high, low_open in (("levels", 0, 1, True), ("factors", 0, MAX_FACTOR, False)):
-            values = record.get(name)
-            if not isinstance(values, list) or not values:
-                raise _fail(where, name, "a non-empty list of numbers", values)
-            lists[name] = tuple(_number(v, where, f"{name}[{i}]", low, high, low_open) for i, v in enumerate(values))
-        levels, factors = lists["levels"], lists["factors"]
-        if len(factors) != len(levels):
-            raise _fail(where, "factors", f"one factor per level ({len(levels)})", len(factors))
-        if levels[-1] >= 1 or any(b <= a for a, b in zip(levels, levels[1:])):
-            raise _fail(where, "levels", "shares in (0, 1), increasing", list(levels))
-        min_radius = _number(record.get("min_radius_px"), where, "min_radius_px", 0, MAX_FACTOR)
-        exchangeable = record.get("exchangeable")
-        if exchangeable not in EXCHANGEABLE_UNITS:
-            raise _fail(where, "exchangeable", f"one of {', '.join(EXCHANGEABLE_UNITS)}", exchangeable)
-        return cls(levels, factors, min_radius, exchangeable, provenance)
+        if checked["levels"] is None:  # version 1: one scale at every level
+            return cls.single_scale(checked["factors"][0], provenance)
+        return cls(checked["levels"], checked["factors"], checked["min_radius_px"], checked["exchangeable"], provenance)
 
 
 def conformal_rank(level: float, count: int) -> int:
@@ -256,9 +213,6 @@ def conformal_quantile(scores: Sequence[float], level: float, clips: Sequence[in
 __all__ = [
     "MIN_RADIUS_PX",
     "EXCHANGEABLE_UNITS",
-    "REGION_CALIBRATION_FORMAT",
-    "REGION_CALIBRATION_VERSION",
-    "MAX_FACTOR",
     "RegionCalibration",
     "check_level",
     "conformal_rank",

@@ -34,11 +34,10 @@ from typing import Any
 import numpy as np
 
 from ..data.atomic_files import atomic_write
+from ..data.interface_files import CALIBRATION_FORMAT, CALIBRATION_VERSION, parse_json_object, wearer_calibration
 from ..models.gazeflow.choices import CALIBRATION_MODELS
 from ..models.gazeflow.geometry import clamp_unit, pixels_to_unit, unit_to_pixels
 
-CALIBRATION_FORMAT = "gazeflow-wearer-calibration"
-CALIBRATION_VERSION = 1
 HUBER_K = 2.45
 """Huber threshold in units of the residuals' Gaussian scale (95% of 2-D Gaussian residuals lie within it)."""
 HELD_OUT_BLOCKS = 5
@@ -191,35 +190,17 @@ class WearerCalibration:
 
     @classmethod
     def from_json(cls, text: str, where: str = "calibration") -> WearerCalibration:
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{where}: not valid JSON ({err})") from None
-        if not isinstance(record, dict) or record.get("format") != CALIBRATION_FORMAT:
-            raise ValueError(f"{where}: not a gazeflow calibration file (written by 'gazeflow calibrate')")
-        try:
-            model, offset, scale = record["correction"], record["offset"], record["scale"]
-            numbers = [float(v) for v in (*offset, *scale)]
-            identity = record["model"]
-            name, fingerprint = str(identity["name"]), str(identity["fingerprint"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(
-                f"{where}: a calibration file needs correction, offset [x, y], scale [x, y] and model "
-                "{name, fingerprint}"
-            ) from None
-        if (
-            model not in CALIBRATION_MODELS
-            or len(numbers) != 4
-            or not all(map(math.isfinite, numbers))
-            or numbers[2] <= 0
-            or numbers[3] <= 0
-        ):
-            raise ValueError(
-                f"{where}: correction must be one of {CALIBRATION_MODELS} with a finite offset and a "
-                "positive scale per axis"
-            )
+        """A calibration from its JSON, checked by the one schema of ``calib.json``
+        (:func:`~transformers_gazeflow.data.interface_files.wearer_calibration`: one-line errors naming ``where`` and
+        the field)."""
+        fields = wearer_calibration(parse_json_object(text, where), where, CALIBRATION_MODELS)
         return cls(
-            model, (numbers[0], numbers[1]), (numbers[2], numbers[3]), name, fingerprint, record.get("fit") or {}
+            fields["correction"],
+            fields["offset"],
+            fields["scale"],
+            fields["model_name"],
+            fields["model_fingerprint"],
+            fields["fit"],
         )
 
     @classmethod
@@ -230,9 +211,13 @@ class WearerCalibration:
         return cls.from_json(path.read_text(encoding="utf-8"), where=str(path))
 
     def write(self, path: str | os.PathLike) -> Path:
+        """Write ``calib.json`` whole; a calibration the schema would refuse on reading is refused here, naming
+        ``path``."""
         path = Path(path)
+        text = self.to_json()
+        wearer_calibration(parse_json_object(text, str(path)), str(path), CALIBRATION_MODELS)
         path.parent.mkdir(parents=True, exist_ok=True)
-        return atomic_write(path, self.to_json())
+        return atomic_write(path, text)
 
 
 def calibration_for_model(
@@ -258,7 +243,6 @@ def pixel_errors(points: np.ndarray, truth: np.ndarray, width: int, height: int)
 
 
 __all__ = [
-    "CALIBRATION_FORMAT",
     "Correction",
     "WearerCalibration",
     "calibration_for_model",

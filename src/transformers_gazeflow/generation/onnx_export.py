@@ -34,7 +34,7 @@ import logging
 import os
 import shutil
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +43,26 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
+from ..data.interface_files import STREAMER_FORMAT, STREAMER_INPUTS, STREAMER_OUTPUTS
+from ..data.interface_files import read_json_object as _read_json_object
+from ..data.interface_files import streamer_interface as _checked_interface
+from ..data.output_safety import replace_folder
 from ..models.gazeflow.choices import DEFAULT_OPSET
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from .streaming_step import GazeFlowStreamerStep, StreamerState
 
 EXPORT_FORMATS = ("onnx",)
 STEP_FILE, INTERFACE_FILE = "step.onnx", "streamer.json"
-INTERFACE_FORMAT = "gazeflow-streamer-step/1"
-INPUTS, OUTPUTS = ("frame", "noise"), ("gaze_samples", "gaze_point")
+INTERFACE_FORMAT = STREAMER_FORMAT
+INPUTS, OUTPUTS = STREAMER_INPUTS, STREAMER_OUTPUTS
 CHECK_FRAMES, CHECK_TOLERANCE = 24, 1e-3
 """Frames the export runs through onnxruntime beside torch (past the W-frame context, so the rings wrap) and the
 largest difference in unit coordinates it accepts."""
+
+
+class ExportCheckError(ValueError):
+    """An exported step that onnxruntime cannot load, or whose gaze differs from torch's past the tolerance (one
+    line naming the graph; nothing is kept)."""
 
 
 class ExportedStep(nn.Module):
@@ -151,19 +160,31 @@ def export_streamer(
     *,
     opset: int = DEFAULT_OPSET,
     check_frames: int = CHECK_FRAMES,
+    tolerance: float = CHECK_TOLERANCE,
+    max_memory_gb: float | None = None,
     **sampling: Any,
 ) -> dict[str, Any]:
     """Export a causal model folder's per-frame step to ``output_dir`` as ONNX (see the module docstring), sampling
     with the config's defaults overridden by ``sampling`` (keywords named after the fields of
     :class:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.SamplingSettings`: ``num_samples=K``, ...,
-    fixed in the graph); run ``check_frames`` random frames through onnxruntime beside torch (when it is installed)
-    and refuse the export when they differ by more than :data:`CHECK_TOLERANCE`. Returns the interface written to
+    fixed in the graph). The folder is written whole (``data.output_safety.replace_folder``): every file goes into a
+    temporary sibling, where ``check_frames`` random frames run through onnxruntime beside torch (when it is
+    installed); a graph onnxruntime cannot load or whose gaze differs by more than ``tolerance`` is refused
+    (:class:`ExportCheckError`), and only a checked export takes ``output_dir``'s place (an earlier export there
+    stays as it was otherwise). The state K and S make is estimated before anything is allocated and refused past
+    ``max_memory_gb`` (:mod:`.resource_bounds`; None: the machine's memory). Returns the interface written to
     ``streamer.json``."""
     from transformers.utils import logging as hf_logging
 
-    from ..hub.model_folders import load_model, load_video_processor
+    from ..hub.model_folders import load_config, load_model, load_video_processor
+    from .resource_bounds import check_memory, streamer_memory
 
     hf_logging.disable_progress_bar()  # the command's one line is its output
+    config = load_config(location)
+    if config.causal:
+        settings = SamplingSettings.resolve(config, **sampling)
+        k, steps, solver = settings.num_samples, settings.num_steps, settings.solver
+        check_memory(streamer_memory(config, k, steps, solver), f"K={k}, S={steps} ({solver})", max_memory_gb)
     model = load_model(location)
     if not model.config.causal:
         raise ValueError(
@@ -172,17 +193,35 @@ def export_streamer(
         )
     step = GazeFlowStreamerStep(model, SamplingSettings.resolve(model.config, **sampling)).eval()
     state = step.new_state(1)
+    processor = load_video_processor(location, model.config)
+    interface = streamer_interface(step, state, processor, opset, str(location))
+
+    def write(folder: Path) -> None:
+        names = export_graph(step, state, folder / STEP_FILE, opset)
+        interface["checked"] = check_against_torch(step, folder / STEP_FILE, names, check_frames, tolerance)
+        processor.save_pretrained(folder)
+        if Path(location).is_dir():
+            shutil.copyfile(Path(location) / "config.json", folder / "config.json")
+        else:
+            model.config.to_json_file(folder / "config.json")
+        (folder / INTERFACE_FILE).write_text(json.dumps(interface, indent=2) + "\n", encoding="utf-8")
+
+    replace_folder(output_dir, write)
+    return interface
+
+
+def export_graph(step: GazeFlowStreamerStep, state: StreamerState, path: Path, opset: int) -> list[str]:
+    """Write the step's graph to ``path`` (torch's dynamo exporter, weights inside); returns the state's input
+    names."""
     leaves, layout = pytree.tree_flatten(state)
-    size = model.config.image_size
+    size = step.config.image_size
     example = (torch.zeros(1, 3, size, size), torch.zeros(1, step.settings.num_samples, 1, 2), *leaves)
     names = state_names(state)
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad(), quiet_exporter():
         torch.onnx.export(
             ExportedStep(step, layout).eval(),
             example,
-            str(output_dir / STEP_FILE),
+            str(path),
             input_names=[*INPUTS, *names],
             output_names=[*OUTPUTS, *("next_" + n for n in names)],
             opset_version=opset,
@@ -190,16 +229,7 @@ def export_streamer(
             external_data=False,
             verbose=False,
         )
-    processor = load_video_processor(location, model.config)
-    processor.save_pretrained(output_dir)
-    if Path(location).is_dir():
-        shutil.copyfile(Path(location) / "config.json", output_dir / "config.json")
-    else:
-        model.config.to_json_file(output_dir / "config.json")
-    interface = streamer_interface(step, state, processor, opset, str(location))
-    interface["checked"] = check_against_torch(step, output_dir / STEP_FILE, names, check_frames)
-    (output_dir / INTERFACE_FILE).write_text(json.dumps(interface, indent=2) + "\n", encoding="utf-8")
-    return interface
+    return names
 
 
 @contextlib.contextmanager
@@ -218,37 +248,50 @@ def quiet_exporter() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def check_against_torch(step: GazeFlowStreamerStep, path: Path, names: list[str], frames: int) -> dict[str, Any]:
+def check_against_torch(
+    step: GazeFlowStreamerStep, path: Path, names: list[str], frames: int, tolerance: float = CHECK_TOLERANCE
+) -> dict[str, Any]:
     """Random frames and noise through the torch step and the ONNX file in onnxruntime (CPU), each with its own
-    state: the largest difference of their gaze samples. Raises when it passes :data:`CHECK_TOLERANCE`."""
+    state: the largest difference of their gaze samples. A graph onnxruntime cannot load or run, or a difference past
+    ``tolerance``, is an :class:`ExportCheckError`."""
     try:
         import onnxruntime
     except ImportError:
         return {"frames": 0, "note": 'onnxruntime is not installed: not checked (pip install -e ".[onnx]")'}
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     generator = torch.Generator().manual_seed(0)
     torch_state, onnx_state = step.new_state(1), [leaf.numpy() for leaf in step.new_state(1).tensors()]
     size, largest = step.config.image_size, 0.0
+    session = _onnxruntime_call(lambda: onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]))
     for _ in range(frames):
         frame = torch.randn(1, 3, size, size, generator=generator)
         noise = torch.randn(1, step.settings.num_samples, 1, 2, generator=generator)
         with torch.no_grad():
             expected, _ = step(frame, noise, torch_state)
-        outputs = session.run(None, {"frame": frame.numpy(), "noise": noise.numpy(), **dict(zip(names, onnx_state))})
+        feed = {"frame": frame.numpy(), "noise": noise.numpy(), **dict(zip(names, onnx_state))}
+        outputs = _onnxruntime_call(lambda feed=feed: session.run(None, feed))
         onnx_state = outputs[len(OUTPUTS) :]
         largest = max(largest, float(np.abs(outputs[0] - expected.numpy()).max()))
-    if not largest <= CHECK_TOLERANCE:
-        raise RuntimeError(
-            f"the exported step differs from torch by {largest:.2e} in unit coordinates over {frames} "
-            f"frames (more than {CHECK_TOLERANCE:g}): {path} is not usable"
+    if not largest <= tolerance:
+        raise ExportCheckError(
+            f"the exported step differs from torch by {largest:.2e} in unit coordinates over {frames} frames (more "
+            f"than {tolerance:g}): not kept"
         )
     return {
         "frames": frames,
         "max_abs_difference": largest,
-        "tolerance": CHECK_TOLERANCE,
+        "tolerance": tolerance,
         "onnxruntime": onnxruntime.__version__,
         "provider": "CPUExecutionProvider",
     }
+
+
+def _onnxruntime_call(call: Callable[[], Any]) -> Any:
+    """``call()``, with onnxruntime's own errors (a graph it cannot load or run) as one :class:`ExportCheckError`."""
+    try:
+        return call()
+    except Exception as err:  # onnxruntime raises its own classes (InvalidProtobuf, Fail, InvalidArgument, ...)
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        raise ExportCheckError(f"the exported step cannot be run by onnxruntime ({first}): not kept") from None
 
 
 def exported_settings(interface: dict[str, Any]) -> SamplingSettings:
@@ -267,26 +310,23 @@ def sampling_mismatches(interface: dict[str, Any], sampling: Mapping[str, Any]) 
 
 
 def read_interface(folder: Path) -> dict[str, Any]:
-    """``streamer.json`` of an export folder, checked; one-line errors naming the folder or file."""
+    """``streamer.json`` of an export folder, checked by its one schema (``data.interface_files.
+    streamer_interface``: the graph's file confined to the folder, every field typed); one-line errors naming the
+    folder or the file and the field."""
+    folder = Path(folder)
     path = folder / INTERFACE_FILE
     if not folder.is_dir():
         raise FileNotFoundError(f"--onnx {folder}: no such folder (write one with gazeflow export-streamer)")
     if not path.is_file():
         raise ValueError(f"--onnx {folder}: no {INTERFACE_FILE} (a folder written by gazeflow export-streamer)")
-    try:
-        interface = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
-    if not isinstance(interface, dict) or interface.get("format") != INTERFACE_FORMAT:
-        raise ValueError(f"{path}: not a {INTERFACE_FORMAT} interface (export again with this version)")
-    if not (folder / interface["file"]).is_file():
-        raise ValueError(f"--onnx {folder}: {interface['file']} is missing")
-    return interface
+    return _checked_interface(_read_json_object(path, "a streamer.json"), folder, str(path))
 
 
 __all__ = [
     "EXPORT_FORMATS",
+    "ExportCheckError",
     "ExportedStep",
+    "export_graph",
     "export_streamer",
     "read_interface",
     "exported_settings",

@@ -64,6 +64,8 @@ class StepperOptions:
         dtype: the precision of the model's step (``models.gazeflow.choices.DTYPES``; the ODE state stays float32).
         compile: a ``GazeFlowStreamer(compile=...)`` mode, or None for eager.
         threads: onnxruntime's intra-op threads (torch's are the process's own, set by the caller).
+        max_memory_gb: the memory the stream's state may take (None: the machine's), checked before it is
+            allocated (:mod:`.resource_bounds`).
     """
 
     sampling: Mapping[str, Any] = field(default_factory=dict)
@@ -72,6 +74,7 @@ class StepperOptions:
     dtype: str = "float32"
     compile: str | None = None
     threads: int | None = None
+    max_memory_gb: float | None = None
 
 
 class TorchStepper:
@@ -108,16 +111,22 @@ class TorchStepper:
     def open(cls, location: str, options: StepperOptions) -> TorchStepper:
         """Load a causal model folder (or Hub id) on ``options.device``, on the inference fast path (eval, SDPA,
         LoRA merged), with its processor; the sampling settings are resolved once here."""
-        from ..hub.model_folders import load_model, load_video_processor
+        from ..hub.model_folders import load_config, load_model, load_video_processor
         from ..models.gazeflow.generation_gazeflow import SamplingSettings
         from .inference import prepare_for_inference
+        from .resource_bounds import DTYPE_BYTES, check_memory, streamer_memory
 
+        config = load_config(location)
+        settings = SamplingSettings.resolve(config, **options.sampling)
+        if config.causal:  # its state, before the weights load: -k / -s past the memory are refused in one line
+            k, steps, solver = settings.num_samples, settings.num_steps, settings.solver
+            need = streamer_memory(config, k, steps, solver, dtype_bytes=DTYPE_BYTES[options.dtype])
+            check_memory(need, f"K={k}, S={steps} ({solver})", options.max_memory_gb)
         model = load_model(location, device=options.device)
         if not model.config.causal:  # a Hub id, read only now
             raise ValueError(not_causal_message(location))
         prepare_for_inference(model)
         processor = load_video_processor(location, model.config)
-        settings = SamplingSettings.resolve(model.config, **options.sampling)
         stepper = cls(model, processor, settings, options.seed, options.dtype, options.compile)
         stepper.device = options.device
         return stepper
@@ -154,29 +163,43 @@ class OnnxStepper:
 
     device = "cpu"
 
-    def __init__(self, folder: str | os.PathLike, seed: int = 0, threads: int | None = None):
+    def __init__(
+        self, folder: str | os.PathLike, seed: int = 0, threads: int | None = None, max_memory_gb: float | None = None
+    ):
         import numpy as np
         import onnxruntime
         import torch
 
+        from ..data.interface_files import check_streamer_graph
         from ..data.processing import GazeFlowVideoProcessor
-        from .onnx_export import exported_settings, read_interface
+        from .onnx_export import INPUTS, INTERFACE_FILE, exported_settings, read_interface
+        from .resource_bounds import MemoryEstimate, check_memory
 
         folder = Path(folder)
-        self.interface = read_interface(folder)
+        self.interface = read_interface(folder)  # streamer.json checked by its one schema
+        state_bytes = {"the exported step's state": self.interface["state_bytes"]}
+        check_memory(MemoryEstimate("the stream", state_bytes), f"--onnx {folder}", max_memory_gb)
         options = onnxruntime.SessionOptions()
         if threads is not None:
             options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(
-            str(folder / self.interface["file"]), options, providers=["CPUExecutionProvider"]
-        )
+        path = self.interface["path"]
+        try:
+            self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime's own classes: not an ONNX graph it can load
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+            raise ValueError(f"{path}: onnxruntime cannot load this graph ({first})") from None
+        graph = [
+            [(i.name, i.shape, i.type) for i in io] for io in (self.session.get_inputs(), self.session.get_outputs())
+        ]
+        check_streamer_graph(self.interface, *graph, where=str(folder / INTERFACE_FILE))
         self.processor = GazeFlowVideoProcessor.from_pretrained(folder)
         self.settings = exported_settings(self.interface)
         self.generator = torch.Generator().manual_seed(seed)
-        self.noise_correlation = float(self.interface.get("noise_correlation", 0.0))
+        self.noise_correlation = self.interface.get("noise_correlation", 0.0)  # checked in [0, 1) by its schema
         self.previous_noise: torch.Tensor | None = None  # x_0 of the last frame (the AR(1) prior continues from it)
-        self.state_inputs = [entry for entry in self.interface["inputs"] if entry["name"].startswith("state.")]
-        self.state = {entry["name"]: np.zeros(entry["shape"], dtype=entry["dtype"]) for entry in self.state_inputs}
+        state = self.interface["inputs"][len(INPUTS) :]
+        self.state_names = [name for name, _, _ in state]
+        self.state = {name: np.zeros(shape, dtype) for name, shape, dtype in state}
 
     @classmethod
     def open(cls, location: str, options: StepperOptions) -> OnnxStepper:
@@ -189,7 +212,7 @@ class OnnxStepper:
 
         for name, given, exported in sampling_mismatches(read_interface(Path(location)), options.sampling):
             raise ValueError(f"{name}={given!r}: the step in {location} was exported with {name}={exported!r}")
-        return cls(location, options.seed, options.threads)
+        return cls(location, options.seed, options.threads, options.max_memory_gb)
 
     def warm_up(self, height: int, width: int) -> None:
         """Nothing to compile: onnxruntime prepared the graph when the session opened."""
@@ -206,7 +229,7 @@ class OnnxStepper:
         noise = self.previous_noise = correlate_noise(noise, self.noise_correlation, self.previous_noise, frame_dim=2)
         noise = noise.numpy()
         outputs = self.session.run(None, {"frame": frame, "noise": noise, **self.state})
-        self.state = {entry["name"]: value for entry, value in zip(self.state_inputs, outputs[len(OUTPUTS) :])}
+        self.state = dict(zip(self.state_names, outputs[len(OUTPUTS) :]))
         return outputs[0][0], outputs[1][0]
 
 

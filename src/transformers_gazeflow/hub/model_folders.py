@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..data.atomic_files import atomic_write
+from ..data.interface_files import read_json_object
 from .model_cards import write_model_card
 
 if TYPE_CHECKING:
@@ -413,11 +414,18 @@ REGION_CALIBRATION_NAME = "region_calibration.json"
 
 def save_region_calibration(folder: str | os.PathLike, calibration: RegionCalibration) -> Path:
     """Write ``region_calibration.json`` into a model folder: ``calibration.to_record()`` (the factors with their
-    levels, then how they were fitted). Returns its path."""
+    levels, then how they were fitted), checked by the file's one schema before it is written. Returns its path."""
+    from ..gaze.regions import RegionCalibration
+
     folder = Path(folder)
+    record = calibration.to_record()
+    try:  # what the readers would refuse is never written
+        RegionCalibration.from_record(record, f"{folder / REGION_CALIBRATION_NAME} (not written)")
+    except ValueError as err:
+        raise ModelFolderError(str(err)) from None
     if not folder.is_dir():
         raise ModelFolderError(f"cannot write {REGION_CALIBRATION_NAME}: {folder} is not a model folder")
-    text = json.dumps(calibration.to_record(), indent=2) + "\n"
+    text = json.dumps(record, indent=2) + "\n"
     return atomic_write(folder / REGION_CALIBRATION_NAME, text)
 
 
@@ -447,13 +455,9 @@ def load_region_calibration(location: str | os.PathLike | None) -> RegionCalibra
         path = Path(found)
     elif not path.is_file():
         return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ModelFolderError(f"{path}: expected a JSON object ({err})") from None
-    try:
-        return RegionCalibration.from_record(record, str(path))
-    except ValueError as err:
+    try:  # the one schema of region_calibration.json (gaze.regions.RegionCalibration.from_record checks it)
+        return RegionCalibration.from_record(read_json_object(path, "a region calibration"), str(path))
+    except ValueError as err:  # an InterfaceFileError is one
         raise ModelFolderError(str(err)) from None
 
 

@@ -10,7 +10,8 @@ copied along, but only from the same folder (no subpackages). :func:`add_remote_
   folder does, so their text is copied unchanged;
 * what the ``egocentric-gaze`` pipeline needs beyond the model: the pipeline, the windowed engine fed from raw
   frames, the inference fast path, video decoding, the processor, the heatmap renderer, the model-folder checks
-  and the readouts (uncertainty, events, a wearer's correction, gaze-type codes, the atomic file write), whose
+  and the readouts (uncertainty, events, a wearer's correction, gaze-type codes, the atomic file write, the
+  schemas of the calibration files), whose
   relative imports are rewritten to the flat names (``from ..data.video import`` -> ``from .video import``; nothing
   else changes).
   Every relative import of the copied files is checked to resolve inside the folder.
@@ -58,6 +59,7 @@ PIPELINE_FILES: dict[str, str] = {
     "gaze_wearer.py": "gaze/wearer.py",
     "gaze_types.py": "data/gaze_types.py",
     "atomic_files.py": "data/atomic_files.py",  # how the wearer's and the region calibration files are written
+    "interface_files.py": "data/interface_files.py",  # and how they are checked when read
 }
 
 

@@ -27,14 +27,15 @@ SCANPATHS_NAME = "scanpaths.json"
 
 
 class ReadoutFiles:
-    """``gaze.csv`` (at ``csv_path``) with readouts, and ``fixations.csv``, ``saccades.csv``, ``scanpaths.json`` in
-    ``folder`` (their names after ``prefix``) once closed. ``true_gaze`` / ``true_codes`` as for
-    :class:`~transformers_gazeflow.outputs.writers.GazeCsvWriter`."""
+    """``gaze.csv`` (at ``csv_path``) with readouts, and ``fixations.csv``, ``saccades.csv``, ``scanpaths.json`` at
+    ``files["fixations"]``, ``files["saccades"]``, ``files["scanpaths"]`` once closed (the paths the caller staged:
+    ``gazeflow predict`` writes each under a temporary it created and renames it when the video is done).
+    ``true_gaze`` / ``true_codes`` as for :class:`~transformers_gazeflow.outputs.writers.GazeCsvWriter`."""
 
     def __init__(
         self,
         csv_path: str | os.PathLike,
-        folder: str | os.PathLike,
+        files: dict[str, Path],
         video_id: str,
         width: int,
         height: int,
@@ -43,11 +44,10 @@ class ReadoutFiles:
         camera: PinholeCamera,
         events: EventSettings | None = None,
         region_calibration: RegionCalibration | None = None,
-        prefix: str = "",
         true_gaze: np.ndarray | None = None,
         true_codes: np.ndarray | None = None,
     ) -> None:
-        self.folder, self.prefix, self.video_id = Path(folder), prefix, video_id
+        self.files, self.video_id = {key: Path(files[key]) for key in ("fixations", "saccades", "scanpaths")}, video_id
         self.width, self.height, self.fps = int(width), int(height), float(fps)
         self.readout = GazeReadout(width, height, fps, camera, num_samples, events, region_calibration)
         self.csv = GazeCsvWriter(csv_path, video_id, width, height, fps, true_gaze, true_codes, readouts=True)
@@ -72,11 +72,10 @@ class ReadoutFiles:
         self.csv.close()
         events = self.readout.events
         fixations, saccades = write_events(
-            self.folder, events, self.video_id, self.width, self.height, self.fps, prefix=self.prefix
+            (self.files["fixations"], self.files["saccades"]), events, self.video_id, self.width, self.height, self.fps
         )
         scanpaths = write_scanpaths(
-            self.folder / f"{self.prefix}{SCANPATHS_NAME}",
-            scanpath_record(events, self.fps, self.width, self.height, self.video_id),
+            self.files["scanpaths"], scanpath_record(events, self.fps, self.width, self.height, self.video_id)
         )
         point = events.of_series(0)
         return {

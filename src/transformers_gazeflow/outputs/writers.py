@@ -258,13 +258,19 @@ FIXATIONS_NAME, SACCADES_NAME = "fixations.csv", "saccades.csv"
 
 
 def write_events(
-    folder: str | os.PathLike, events: GazeEvents, video_id: str, width: int, height: int, fps: float, prefix: str = ""
+    paths: tuple[str | os.PathLike, str | os.PathLike] | str | os.PathLike,
+    events: GazeEvents,
+    video_id: str,
+    width: int,
+    height: int,
+    fps: float,
 ) -> tuple[Path, Path]:
     """Write ``fixations.csv`` and ``saccades.csv`` (see the module docstring) of events whose series 0 is the point
-    estimate and series ``1 + k`` sample ``k`` (``prefix``: put before the names, e.g. ``partial.``). Returns their
-    paths."""
-    folder = Path(folder)
-    fixations, saccades = folder / f"{prefix}{FIXATIONS_NAME}", folder / f"{prefix}{SACCADES_NAME}"
+    estimate and series ``1 + k`` sample ``k``; ``paths``: the two files, or a folder to write them in under their
+    names. Returns their paths."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = (Path(paths) / FIXATIONS_NAME, Path(paths) / SACCADES_NAME)
+    fixations, saccades = Path(paths[0]), Path(paths[1])
     ms = 1000.0 / fps
     with fixations.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
