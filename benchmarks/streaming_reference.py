@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 
 import torch
 
-from transformers_gazeflow.generation.online import GazeFlowStreamOutput
+from transformers_gazeflow.generation.online import GazeFlowStreamOutput, stream_frames
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings, to_unit_predictions
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow import GazeFlowModel
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_attention import GazeFlowKeyValueCache
@@ -62,26 +62,7 @@ class ReferenceStreamer:
 
     # ------------------------------------------------------------------ per-frame steps
     def _as_frames(self, frame: torch.Tensor) -> torch.Tensor:
-        config = self.model.config
-        if self.processor is not None and not torch.is_floating_point(torch.as_tensor(frame)):
-            frame = torch.as_tensor(frame)  # raw uint8 [H, W, 3] or [B, H, W, 3]: each frame resized and normalised
-            frame = self.processor.preprocess(frame if frame.dim() == 4 else frame.unsqueeze(0))
-        if not torch.is_tensor(frame) or frame.dim() not in (3, 4) or not frame.is_floating_point():
-            shape = tuple(frame.shape) if torch.is_tensor(frame) else type(frame)
-            raise ValueError(
-                f"push: `frame` must be a float tensor [3, {config.image_size}, {config.image_size}] or "
-                f"[B, 3, {config.image_size}, {config.image_size}] of normalised pixels (or raw uint8 "
-                f"[H, W, 3] with a processor), got {shape}"
-            )
-        frame = frame.unsqueeze(0) if frame.dim() == 3 else frame
-        expected = (config.encoder_config.in_chans, config.image_size, config.image_size)
-        if tuple(frame.shape[1:]) != expected:
-            raise ValueError(
-                f"push: `frame` must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {tuple(frame.shape)}"
-            )
-        if self.batch_size is not None and frame.shape[0] != self.batch_size:
-            raise ValueError(f"push: the stream has batch size {self.batch_size}, got a frame of {frame.shape[0]}")
-        return frame
+        return stream_frames(frame, self.model.config, self.processor, self.batch_size)
 
     def _frame_condition(self, frame: torch.Tensor):
         """Encoder tokens of frame t from its causal window, then the model's condition encoder: c_v(t) and, over the

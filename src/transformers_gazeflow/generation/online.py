@@ -39,11 +39,37 @@ from typing import Any
 import torch
 
 from ..models.gazeflow.choices import STREAM_CPU_THREADS
+from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from ..models.gazeflow.modeling_gazeflow import GazeFlowModel
 from ..models.gazeflow.scheduling_gazeflow import correlate_noise, draw_noise
 from .streaming_runners import StepRunner, check_compile_mode, make_step_runner
 from .streaming_step import GazeFlowStreamerStep, StreamerState
+
+
+def stream_frames(frame: Any, config: GazeFlowConfig, processor: Any | None, batch_size: int | None) -> torch.Tensor:
+    """A pushed frame as ``[B, 3, H, W]`` normalised pixels: raw uint8 ``[H, W, 3]`` / ``[B, H, W, 3]`` through the
+    ``processor`` where there is one; a one-line ValueError naming the shape expected otherwise, or when the batch
+    size differs from the stream's ``batch_size`` (None: not yet fixed)."""
+    if processor is not None and not torch.is_floating_point(torch.as_tensor(frame)):
+        frame = torch.as_tensor(frame)  # raw uint8 [H, W, 3] or [B, H, W, 3]: each frame resized and normalised
+        frame = processor.preprocess(frame if frame.dim() == 4 else frame.unsqueeze(0))
+    if not torch.is_tensor(frame) or frame.dim() not in (3, 4) or not frame.is_floating_point():
+        shape = tuple(frame.shape) if torch.is_tensor(frame) else type(frame)
+        raise ValueError(
+            f"push: `frame` must be a float tensor [3, {config.image_size}, {config.image_size}] or "
+            f"[B, 3, {config.image_size}, {config.image_size}] of normalised pixels (or raw uint8 "
+            f"[H, W, 3] with a processor), got {shape}"
+        )
+    frame = frame.unsqueeze(0) if frame.dim() == 3 else frame
+    expected = (config.encoder_config.in_chans, config.image_size, config.image_size)
+    if tuple(frame.shape[1:]) != expected:
+        raise ValueError(
+            f"push: `frame` must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {tuple(frame.shape)}"
+        )
+    if batch_size is not None and frame.shape[0] != batch_size:
+        raise ValueError(f"push: the stream has batch size {batch_size}, got a frame of {frame.shape[0]}")
+    return frame
 
 
 @dataclass
@@ -150,26 +176,7 @@ class GazeFlowStreamer:
 
     # ------------------------------------------------------------------ per-frame steps
     def _as_frames(self, frame: torch.Tensor) -> torch.Tensor:
-        config = self.model.config
-        if self.processor is not None and not torch.is_floating_point(torch.as_tensor(frame)):
-            frame = torch.as_tensor(frame)  # raw uint8 [H, W, 3] or [B, H, W, 3]: each frame resized and normalised
-            frame = self.processor.preprocess(frame if frame.dim() == 4 else frame.unsqueeze(0))
-        if not torch.is_tensor(frame) or frame.dim() not in (3, 4) or not frame.is_floating_point():
-            shape = tuple(frame.shape) if torch.is_tensor(frame) else type(frame)
-            raise ValueError(
-                f"push: `frame` must be a float tensor [3, {config.image_size}, {config.image_size}] or "
-                f"[B, 3, {config.image_size}, {config.image_size}] of normalised pixels (or raw uint8 "
-                f"[H, W, 3] with a processor), got {shape}"
-            )
-        frame = frame.unsqueeze(0) if frame.dim() == 3 else frame
-        expected = (config.encoder_config.in_chans, config.image_size, config.image_size)
-        if tuple(frame.shape[1:]) != expected:
-            raise ValueError(
-                f"push: `frame` must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {tuple(frame.shape)}"
-            )
-        if self.batch_size is not None and frame.shape[0] != self.batch_size:
-            raise ValueError(f"push: the stream has batch size {self.batch_size}, got a frame of {frame.shape[0]}")
-        return frame
+        return stream_frames(frame, self.model.config, self.processor, self.batch_size)
 
     def _runner_for(self, batch: int) -> StepRunner:
         """The runner on this stream's state, made (buffers, compilation or capture) for a new batch size."""
@@ -226,4 +233,4 @@ class GazeFlowStreamer:
         return min(self.frame_index, self.context)
 
 
-__all__ = ["GazeFlowStreamer", "GazeFlowStreamOutput"]
+__all__ = ["GazeFlowStreamer", "GazeFlowStreamOutput", "stream_frames"]
