@@ -198,3 +198,21 @@ def test_the_file_format_and_its_one_line_errors():
     for record_, message in bad:
         with pytest.raises(ValueError, match=message):
             RegionCalibration.from_record(record_, "f.json")
+
+
+def test_factors_never_fall_with_the_level_so_regions_are_nested():
+    """19 frames missing by 1..19 px, spread 1 px at q = 0.5 and 4 px at q = 0.9: the conformal quantiles are the
+    ceil(20 * 0.5) = 10th score, 10 / 1 = 10, and the 18th, 18 / 4 = 4.5. Unraised, a new frame whose samples give
+    both levels a 2 px radius would get a 0.9-region of 9 px inside a 0.5-region of 20 px; the 0.9 factor is raised
+    to 10, and the quantiles are kept in the provenance."""
+    miss = np.arange(1.0, 20.0)
+    radii = np.stack([np.full(19, 1.0), np.full(19, 4.0)])
+    data = CoverageData((0.5, 0.9), miss, radii, np.arange(19))
+    calibration = fit_region_calibration(data, min_radius_px=1.0)
+    assert calibration.factors == (10.0, 10.0)
+    assert calibration.provenance["conformal_quantiles"] == [10.0, 4.5]
+    radius = {q: calibration.radius(q, lambda fitted: np.array([2.0]))[0] for q in (0.5, 0.9)}
+    assert radius == {0.5: 20.0, 0.9: 20.0}
+    # every level still covers at least its share of the fitting frames: 10 of 19 within 10 px at q = 0.5, and at
+    # q = 0.9 all 19 within 40 px (the raised factor only covers more than the quantile's 18)
+    assert data.coverage(calibration).tolist() == [10 / 19, 1.0]

@@ -28,6 +28,14 @@ which that distribution reaches ``q (n + 1)`` clips. A uniformly drawn frame of 
 covered with probability at least ``q``, for any clip lengths; the price is an excess of about ``q / n`` (for one
 frame per clip it is the ``ceil((n + 1) q)``-th smallest, the frames rule again).
 
+**Nested regions.** The spread radius ``r_q`` never shrinks as ``q`` grows, but the conformal quantiles of the
+levels' scores need not grow with ``q`` (each level's score divides by its own radius), and a larger level's region
+could then be smaller than a lower one's on a frame whose samples give both levels the same radius. Each fitted
+factor is therefore raised to the largest quantile of the levels below it (``f_q = max over q' <= q of the
+quantile at q'``): the q-region then contains every lower level's region on every frame, and each level keeps its
+guarantee (a larger factor only covers more). The quantiles themselves are kept in the file's provenance
+(``conformal_quantiles``).
+
 **A level that was not fitted** gets the region of the smallest fitted level above it (which holds the truth at
 least as often: a conservative region, never an interpolation); a level above the largest fitted one is an error.
 A version-1 file (``{"scale": s}``, the single scale of earlier releases) means what it meant: ``R_q = s * r_q`` at

@@ -339,15 +339,18 @@ def fit_region_calibration(
 ) -> RegionCalibration:
     """One factor per level of ``data``: the split-conformal quantile (:func:`~.regions.conformal_quantile`) of the
     scores ``|g - m| / max(r_q, rho)`` at that level, the frames or the clips taken as exchangeable (:mod:`.regions`
-    says what each guarantees)."""
+    says what each guarantees), raised to the largest quantile of the levels below it so that the regions are
+    nested (:mod:`.regions`, "Nested regions"); the quantiles themselves go into the provenance."""
     if exchangeable not in ("frames", "clips"):
         raise ValueError(f"exchangeable must be 'frames' or 'clips', got {exchangeable!r}")
     if data.frames == 0:
         raise ValueError("no held-out frames to fit the region on")
     scores = data.scores(min_radius_px)
     clips = data.clips if exchangeable == "clips" else None
-    factors = tuple(conformal_quantile(scores[i], level, clips) for i, level in enumerate(data.levels))
-    return RegionCalibration(data.levels, factors, float(min_radius_px), exchangeable, dict(provenance or {}))
+    quantiles = [conformal_quantile(scores[i], level, clips) for i, level in enumerate(data.levels)]
+    factors = tuple(float(factor) for factor in np.maximum.accumulate(quantiles))
+    provenance = {**(provenance or {}), "conformal_quantiles": quantiles}
+    return RegionCalibration(data.levels, factors, float(min_radius_px), exchangeable, provenance)
 
 
 def fit_region_scale(data: CoverageData) -> float:
