@@ -214,3 +214,21 @@ def test_the_gaze_target_can_be_found_from_the_model_input_pixels(tiny):
     blob_error = (guess - batch["gaze"]).norm(dim=-1)[valid].mean()
     centre_error = batch["gaze"].norm(dim=-1)[valid].mean()
     assert blob_error < 0.5 * centre_error
+
+
+def test_a_cache_whose_videos_are_gone_is_rebuilt_from_the_data_dir(tiny, tmp_path):
+    """A user deletes the rendered folder (or a run is killed and its folder removed) and runs again: the datasets
+    cache still names the old videos, so the clips are rendered again rather than the run failing on a missing
+    file."""
+    import shutil
+
+    from transformers_gazeflow import load_gaze_dataset
+
+    root, _, _ = tiny
+    clips, cache = tmp_path / "clips", tmp_path / "cache"
+    shutil.copytree(root / "clips", clips)
+    first = load_gaze_dataset("synthetic", data_dir=clips, split="test", config_name="tiny", cache_dir=cache)
+    shutil.rmtree(clips)
+    again = load_gaze_dataset("synthetic", data_dir=clips, split="test", config_name="tiny", cache_dir=cache)
+    assert again["clip_id"] == first["clip_id"] and again["gaze"] == first["gaze"]
+    assert all(Path(path).is_file() for path in again["video_path"])

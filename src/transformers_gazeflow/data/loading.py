@@ -432,6 +432,25 @@ def gaze_builder(
     return cls(**kwargs)
 
 
+def _prepare(builder: Any, download_mode: str | None, generation_error: type[Exception]) -> None:
+    """``builder.download_and_prepare``, surfacing the builder's own error (missing file, bad video, strict drop)."""
+    try:
+        builder.download_and_prepare(download_mode=download_mode)
+    except generation_error as err:
+        if isinstance(err.__cause__, (OSError, ValueError, RuntimeError)):
+            raise err.__cause__ from err
+        raise
+
+
+def _videos_gone(builder: Any) -> list[str]:
+    """The ``video_path`` values of the prepared dataset (every split) whose files no longer exist: a cache built
+    before its raw folder was deleted or moved names videos that are not there."""
+    paths: set[str] = set()
+    for dataset in builder.as_dataset().values():
+        paths.update(dataset.unique("video_path"))
+    return sorted(path for path in paths if not os.path.exists(path))
+
+
 def load_gaze_dataset(
     name: str | os.PathLike,
     data_dir: str | os.PathLike | None = None,
@@ -449,17 +468,27 @@ def load_gaze_dataset(
     dataset card). ``split``: ``"train"``, ``"test"`` or (where the builder has it, e.g. Ego-Exo4D) ``"validation"`` (a
     ``datasets.Dataset``), or ``None`` for a ``datasets.DatasetDict`` of all splits.
     ``config``: builder options, e.g. ``split_id=2``, ``parity="glc"``, ``window_frames=64``, ``window_stride=32``,
-    ``windows="all"``, ``strict=True``. ``download_mode="force_redownload"`` rebuilds after the raw files changed.
+    ``windows="all"``, ``strict=True``. ``download_mode="force_redownload"`` rebuilds after the raw files changed; a
+    cached dataset whose videos are gone (its raw folder deleted or moved since) is rebuilt from ``data_dir`` (the
+    synthetic builder renders it again), and videos still missing after that are a FileNotFoundError naming one.
     """
     DatasetGenerationError = _import_datasets().exceptions.DatasetGenerationError
 
     builder = gaze_builder(name, data_dir, cache_dir=cache_dir, config_name=config_name, **config)
-    try:
-        builder.download_and_prepare(download_mode=download_mode)
-    except DatasetGenerationError as err:  # surface the builder's own error (missing file, bad video, strict drop)
-        if isinstance(err.__cause__, (OSError, ValueError, RuntimeError)):
-            raise err.__cause__ from err
-        raise
+    _prepare(builder, download_mode, DatasetGenerationError)
+    gone = _videos_gone(builder)
+    if gone and download_mode != "force_redownload":
+        logger.warning(
+            "%s: the cached dataset names %d video file(s) that are gone (e.g. %s): rebuilding it from %s",
+            name,
+            len(gone),
+            gone[0],
+            data_dir,
+        )
+        _prepare(builder, "force_redownload", DatasetGenerationError)
+        gone = _videos_gone(builder)
+    if gone:
+        raise FileNotFoundError(f"{name}: {len(gone)} video file(s) of {data_dir} are missing, e.g. {gone[0]}")
     try:
         return builder.as_dataset(split=split)
     except ValueError as err:  # a split left without any clip is not built (the builder logged why)
