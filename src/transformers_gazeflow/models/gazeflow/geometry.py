@@ -449,6 +449,10 @@ class FisheyeCamera:
         return {"model": FISHEYE624, "params": list(self.params), "width": self.width, "height": self.height}
 
 
+Camera = PinholeCamera | FisheyeCamera
+"""Any camera degrees are measured through (``for_frame``, ``angles_deg``, ``angle_between_deg``, ``to_dict``)."""
+
+
 # --- a camera in the unified example schema ----------------------------------------------------------------------
 
 NO_CAMERA = "none"
@@ -459,7 +463,7 @@ PINHOLE = "PINHOLE"
 CAMERA_MODELS = (NO_CAMERA, PINHOLE, FISHEYE624)
 
 
-def camera_to_fields(camera: PinholeCamera | FisheyeCamera | None) -> tuple[str, list[float]]:
+def camera_to_fields(camera: Camera | None) -> tuple[str, list[float]]:
     """An example's ``camera_model`` and ``camera_params`` (docs/specs/data.md): :data:`NO_CAMERA` and no numbers for
     None, :data:`PINHOLE` and ``fx, fy, cx, cy``, or :data:`FISHEYE624` and its 15 parameters (projectaria_tools' order
     and pixel convention). The camera must be the one of the example's frame (``width x height``)."""
@@ -472,7 +476,7 @@ def camera_to_fields(camera: PinholeCamera | FisheyeCamera | None) -> tuple[str,
     raise TypeError(f"an example's camera is a PinholeCamera, a FisheyeCamera or None, got {type(camera).__name__}")
 
 
-def camera_from_fields(model: str | None, params, width: int, height: int) -> PinholeCamera | FisheyeCamera | None:
+def camera_from_fields(model: str | None, params, width: int, height: int) -> Camera | None:
     """The camera an example's ``camera_model`` and ``camera_params`` describe for its ``width x height`` frame (the
     inverse of :func:`camera_to_fields`); None for :data:`NO_CAMERA` (or an empty model)."""
     name = NO_CAMERA if model is None else str(model).strip()
@@ -506,6 +510,7 @@ __all__ = [
     "FISHEYE624",
     "FISHEYE624_NUM_PARAMS",
     "FisheyeCamera",
+    "Camera",
     "NO_CAMERA",
     "PINHOLE",
     "CAMERA_MODELS",
