@@ -25,9 +25,9 @@ scored at frames [0, 9, ..., 63] with the fixation filter (the protocol of ``doc
 
 Degrees (the AAE, the events' velocities and amplitudes): each clip through the camera its example carries
 (``camera_model``/``camera_params``: Ego-Exo4D's takes carry their Aria fisheye at the served frame size), else
-``--camera`` (a Project Aria calibration's fisheye), else the pinhole of ``--fov_deg`` (the protocol's 60 degrees, as
-for EGTEA Gaze+ and Ego4D, which ship no intrinsics). ``--ignore_example_cameras`` measures every clip through
-``--camera`` / ``--fov_deg`` (the pinhole convention peers report Ego-Exo4D's AAE in).
+``--camera`` (a Project Aria calibration's fisheye), else a pinhole (the AAE: the protocol's 60 degrees; the events:
+``--fov_deg``, 60 by default), as for EGTEA Gaze+ and Ego4D, which ship no intrinsics. ``--ignore_example_cameras``
+measures every clip that way (the pinhole convention peers report Ego-Exo4D's AAE in).
 """
 
 from __future__ import annotations
