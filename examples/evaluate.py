@@ -123,26 +123,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where results.json, results.md and frame_scores.npz go (default: "
         "runs/eval/<method>-<dataset>[-<config>]-<split>, named when written)",
     )
-    parser.add_argument(
-        "--fov_deg",
-        type=float,
-        default=60.0,
-        help="horizontal field of view of the pinhole camera the events' degrees use (the angular error's)",
-    )
-    parser.add_argument(
-        "--camera",
-        default=None,
-        metavar="CALIB.json",
-        help="a Project Aria camera calibration (device calibration .json/.jsonl, e.g. a take's "
-        "trajectory/online_calibration.jsonl, or the minimal FISHEYE624 form): the AAE and the events' degrees "
-        "through that fisheye camera instead of the --fov_deg pinhole, for the clips that carry no camera of their own",
-    )
-    parser.add_argument(
-        "--ignore_example_cameras",
-        action="store_true",
-        help="measure every clip's degrees through --camera / the --fov_deg pinhole, not the camera its example "
-        "carries (Ego-Exo4D's takes carry their Aria fisheye; peers report its AAE through the 60 degree pinhole)",
-    )
+    add_camera_arguments(parser)
     parser.add_argument(
         "--region_split",
         default=None,
@@ -165,6 +146,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.save_region_calibration and args.region_split is None:
         parser.error("--save_region_calibration needs --region_split (the split the factors are fitted on)")
     return args
+
+
+def add_camera_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the cameras degrees go through (see the module docstring, "Degrees")."""
+    parser.add_argument(
+        "--fov_deg",
+        type=float,
+        default=60.0,
+        help="horizontal field of view of the pinhole camera the events' degrees use (the angular error's)",
+    )
+    parser.add_argument(
+        "--camera",
+        default=None,
+        metavar="CALIB.json",
+        help="a Project Aria camera calibration (device calibration .json/.jsonl, e.g. a take's "
+        "trajectory/online_calibration.jsonl, or the minimal FISHEYE624 form): the AAE and the events' degrees "
+        "through that fisheye camera instead of the --fov_deg pinhole, for the clips that carry no camera of their own",
+    )
+    parser.add_argument(
+        "--ignore_example_cameras",
+        action="store_true",
+        help="measure every clip's degrees through --camera / the --fov_deg pinhole, not the camera its example "
+        "carries (Ego-Exo4D's takes carry their Aria fisheye; peers report its AAE through the 60 degree pinhole)",
+    )
 
 
 def load_model_and_processor(path: str) -> tuple[GazeFlowModel, GazeFlowVideoProcessor]:
