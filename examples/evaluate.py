@@ -13,8 +13,7 @@ NSS, CC, KL, SIM) and the dynamics row (ADE and DTW mean/best, step ratios to hu
 Wasserstein-1) with the reference rows a method is read against (a motionless trajectory, human against human), the
 same row in the paper's layout, and the sample set's energy score and CRPS (``metrics.sample_scores``). For
 trajectories (a model, a random walk, Center Bias's centre) it also prints the events table (fixations and saccades
-by I-VT against the split's own gaze-type labels, ``metrics.events``; ``--fov_deg``, or ``--camera``: a Project Aria
-calibration whose fisheye camera also gives the AAE) and, for K >= 2 samples, the
+by I-VT against the split's own gaze-type labels, ``metrics.events``) and, for K >= 2 samples, the
 reliability table of the uncertainty regions (nominal coverage q against the share of frames whose true gaze the
 q-region holds, ``gaze.uncertainty``) with the raw spread and with the calibrated factors: the model folder's
 ``region_calibration.json``, or factors fitted on ``--region_split`` (e.g. ``validation``; split conformal,
@@ -23,6 +22,12 @@ both splits.
 ``results.json`` holds the run's settings and ``EvaluationResult.to_dict()`` (metrics, dynamics references, PR curve,
 clip ids; undefined values as ``null``). Each clip's first 64-frame window is
 scored at frames [0, 9, ..., 63] with the fixation filter (the protocol of ``docs/metrics.md``).
+
+Degrees (the AAE, the events' velocities and amplitudes): each clip through the camera its example carries
+(``camera_model``/``camera_params``: Ego-Exo4D's takes carry their Aria fisheye at the served frame size), else
+``--camera`` (a Project Aria calibration's fisheye), else a pinhole (the AAE: the protocol's 60 degrees; the events:
+``--fov_deg``, 60 by default), as for EGTEA Gaze+ and Ego4D, which ship no intrinsics. ``--ignore_example_cameras``
+measures every clip that way (the pinhole convention peers report Ego-Exo4D's AAE in).
 """
 
 from __future__ import annotations
@@ -51,11 +56,13 @@ from transformers_gazeflow.hub.model_folders import (
     save_region_calibration,
 )
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
+from transformers_gazeflow.models.gazeflow.geometry import NO_CAMERA
 from transformers_gazeflow.training.datasets import DATASET_NAMES
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
     coverage_data,
     event_report,
+    example_camera,
     grid_table_markdown,
     predict_clips,
     reliability_report,
@@ -116,20 +123,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where results.json, results.md and frame_scores.npz go (default: "
         "runs/eval/<method>-<dataset>[-<config>]-<split>, named when written)",
     )
-    parser.add_argument(
-        "--fov_deg",
-        type=float,
-        default=60.0,
-        help="horizontal field of view of the pinhole camera the events' degrees use (the angular error's)",
-    )
-    parser.add_argument(
-        "--camera",
-        default=None,
-        metavar="CALIB.json",
-        help="a Project Aria camera calibration (device calibration .json/.jsonl, e.g. a take's "
-        "trajectory/online_calibration.jsonl, or the minimal FISHEYE624 form): the AAE and the events' degrees "
-        "through that fisheye camera instead of the --fov_deg pinhole (Ego-Exo4D's Aria video)",
-    )
+    add_camera_arguments(parser)
     parser.add_argument(
         "--region_split",
         default=None,
@@ -152,6 +146,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.save_region_calibration and args.region_split is None:
         parser.error("--save_region_calibration needs --region_split (the split the factors are fitted on)")
     return args
+
+
+def add_camera_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the cameras degrees go through (see the module docstring, "Degrees")."""
+    parser.add_argument(
+        "--fov_deg",
+        type=float,
+        default=60.0,
+        help="horizontal field of view of the pinhole camera the events' degrees use (the angular error's)",
+    )
+    parser.add_argument(
+        "--camera",
+        default=None,
+        metavar="CALIB.json",
+        help="a Project Aria camera calibration (device calibration .json/.jsonl, e.g. a take's "
+        "trajectory/online_calibration.jsonl, or the minimal FISHEYE624 form): the AAE and the events' degrees "
+        "through that fisheye camera instead of the --fov_deg pinhole, for the clips that carry no camera of their own",
+    )
+    parser.add_argument(
+        "--ignore_example_cameras",
+        action="store_true",
+        help="measure every clip's degrees through --camera / the --fov_deg pinhole, not the camera its example "
+        "carries (Ego-Exo4D's takes carry their Aria fisheye; peers report its AAE through the 60 degree pinhole)",
+    )
 
 
 def load_model_and_processor(path: str) -> tuple[GazeFlowModel, GazeFlowVideoProcessor]:
@@ -233,17 +251,32 @@ def load_split(args: argparse.Namespace, split: str):
     )
 
 
-def evaluation_camera(args: argparse.Namespace):
-    """The camera of the AAE and the events' degrees: ``--camera``'s fisheye (the upright Aria video's), else None
-    (the ``--fov_deg`` pinhole; on Ego-Exo4D a note says those degrees are the pinhole convention's, not Aria's)."""
+def evaluation_camera(args: argparse.Namespace, examples: list[dict]):
+    """The camera of the AAE and the events' degrees for the clips that carry none of their own: ``--camera``'s
+    fisheye (the upright Aria video's), else None (the ``--fov_deg`` pinhole). Says which clips carry their own, and
+    on Ego-Exo4D when clips are measured through the pinhole convention rather than Aria's fisheye."""
+    carried = [example for example in examples if example_camera(example) is not None]
+    if carried:
+        models = sorted({example["camera_model"] for example in carried})
+        print(
+            f"evaluate.py: degrees of {len(carried)} of {len(examples)} clips through the camera each carries "
+            f"({', '.join(models)}, at its served frame size); the others through "
+            + ("--camera" if args.camera is not None else f"the {args.fov_deg:g} degree pinhole")
+        )
     if args.camera is not None:
         return read_video_camera(args.camera)
-    if args.dataset_name == "egoexo4d":
+    if args.dataset_name == "egoexo4d" and len(carried) < len(examples):
         print(
             f"evaluate.py: note: AAE through a {args.fov_deg:g} degree pinhole (the protocol's convention); "
-            "--camera CALIB.json gives the angles of Aria's fisheye camera"
+            "the takes' own cameras (without --ignore_example_cameras) or --camera CALIB.json give the angles of "
+            "Aria's fisheye camera"
         )
     return None
+
+
+def without_cameras(examples: list[dict]) -> list[dict]:
+    """``--ignore_example_cameras``: the examples with ``camera_model`` ``"none"``, so the caller's camera applies."""
+    return [{**example, "camera_model": NO_CAMERA, "camera_params": []} for example in examples]
 
 
 def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
@@ -272,8 +305,15 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
         return 0
 
     results["sigma_px"] = sigma
-    camera = evaluation_camera(args)
+    if args.ignore_example_cameras:
+        examples = without_cameras(examples)
+    camera = evaluation_camera(args, examples)
     results["camera"] = camera.to_dict() if camera is not None else {"horizontal_fov_deg": args.fov_deg}
+    own = [example_camera(example) for example in examples]
+    if any(c is not None for c in own):
+        results["example_cameras"] = {
+            example["clip_id"]: c.to_dict() for example, c in zip(examples, own) if c is not None
+        }
     result = score(examples, predictions, args.protocol, sigma, camera)
     events = reliability = None
     if trajectories_of(predictions) is not None:

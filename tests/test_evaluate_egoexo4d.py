@@ -1,5 +1,6 @@
 """examples/evaluate.py on an Ego-Exo4D download (generated raw-format fixture): Center Bias and the Random Walk scored
-by the protocol (AUC, F1, AAE), the AAE through a Project Aria calibration's fisheye camera with ``--camera``."""
+by the protocol (AUC, F1, AAE), the AAE through each take's own fisheye camera at the size served, or through one
+Project Aria calibration's fisheye (``--camera``) or the pinhole with ``--ignore_example_cameras``."""
 
 import json
 import math
@@ -8,11 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from transformers_gazeflow.models.gazeflow.geometry import FisheyeCamera
 
-from .data.egoexo4d_fixtures import FixtureTake, gaze_2d_lines, make_egoexo4d_root
+from .data.egoexo4d_fixtures import FixtureTake, gaze_2d_lines, make_egoexo4d_root, online_calibration_lines
 
 REPO = Path(__file__).resolve().parents[1]
 EVALUATE = REPO / "examples" / "evaluate.py"
@@ -70,8 +72,9 @@ def evaluate(env, out, *extra):
 @pytest.mark.parametrize("baseline", ["center_bias", "random_walk"])
 def test_baselines_on_egoexo4d_through_the_fisheye(tmp_path, env, egoexo_root, camera_file, baseline):
     common = ("--data_dir", egoexo_root, "--baseline", baseline, "--sigma_px", 4)
-    fisheye, _ = evaluate(env, tmp_path / "fisheye", *common, "--camera", camera_file)
-    pinhole, stdout = evaluate(env, tmp_path / "pinhole", *common)
+    fisheye, _ = evaluate(env, tmp_path / "fisheye", *common, "--camera", camera_file, "--ignore_example_cameras")
+    pinhole, stdout = evaluate(env, tmp_path / "pinhole", *common, "--ignore_example_cameras")
+    assert "example_cameras" not in fisheye and "example_cameras" not in pinhole
     for results in (fisheye, pinhole):
         assert results["clips"] == 1 and all(k in results["metrics"] for k in ("auc", "f1", "precision", "aae"))
         assert 0 <= results["metrics"]["auc"] <= 1
@@ -90,3 +93,70 @@ def test_baselines_on_egoexo4d_through_the_fisheye(tmp_path, env, egoexo_root, c
         assert pinhole["metrics"]["aae"] == pytest.approx(
             math.degrees(math.atan(offset / pinhole_focal)), abs=math.degrees(0.6 / pinhole_focal)
         )
+
+
+def equidistant_sensor(f_1408: float) -> list[float]:
+    """An undistorted FISHEYE624 on Aria Gen1's 2880 sensor whose 1408 video has focal ``f_1408`` and its principal
+    point at the centre (2880 -> 1408: a 32 px crop, then half size)."""
+    return [2 * f_1408, 1439.5, 1439.5] + [0.0] * 12
+
+
+@pytest.fixture(scope="module")
+def two_camera_root(tmp_path_factory):
+    """A validation split of two takes served at different sizes, each with its own camera: ``val_full`` (the full
+    video, 128 px, f 610 at 1408) and ``val_small`` (the 448 copy, 64 px here, f 500 at 1408)."""
+    spread = [300.0 + 40 * (n % 20) for n in range(30)], [500.0 + 30 * (n % 10) for n in range(30)]
+    truth = gaze_2d_lines([TRUTH_X] * 30, [703.5] * 30)
+    takes = [
+        FixtureTake("u1", "train_1", "train", frames=90, gaze_2d={"general_eye_gaze_2d.csv": gaze_2d_lines(*spread)}),
+        FixtureTake(
+            "u2",
+            "val_full",
+            "val",
+            frames=90,
+            gaze_2d={"general_eye_gaze_2d.csv": truth},
+            calibration=online_calibration_lines([equidistant_sensor(610.0)]),
+        ),
+        FixtureTake(
+            "u3",
+            "val_small",
+            "val",
+            frames=90,
+            downscaled_frames=90,
+            gaze_2d={"general_eye_gaze_2d.csv": truth},
+            calibration=online_calibration_lines([equidistant_sensor(500.0)]),
+        ),
+    ]
+    return make_egoexo4d_root(tmp_path_factory.mktemp("egoexo4d_two"), takes, size=SIZE, small=SIZE // 2)
+
+
+def test_each_take_is_measured_through_its_own_camera(tmp_path, env, two_camera_root):
+    common = ("--data_dir", two_camera_root, "--baseline", "center_bias", "--sigma_px", 4)
+    results, stdout = evaluate(env, tmp_path / "own", *common)
+    assert results["clips"] == 2 and "degrees of 2 of 2 clips through the camera each carries (FISHEYE624" in stdout
+    cameras = results["example_cameras"]
+    for clip, f_1408, size in (("val_full_t0_t3", 610.0, SIZE), ("val_small_t0_t3", 500.0, SIZE // 2)):
+        scale = size / 1408
+        assert cameras[clip]["width"] == cameras[clip]["height"] == size
+        assert cameras[clip]["params"] == pytest.approx(
+            [f_1408 * scale, 704 * scale - 0.5, 704 * scale - 0.5] + [0] * 12
+        )
+    scores = np.load(tmp_path / "own" / "frame_scores.npz")
+    keys = scores["keys"].tolist()
+    for clip, f_1408, size in (("val_full_t0_t3", 610.0, SIZE), ("val_small_t0_t3", 500.0, SIZE // 2)):
+        aae = [scores["aae"][i] for i, key in enumerate(keys) if key.startswith(f"{clip}#")]
+        assert len(aae) == 8  # every protocol frame is a fixation
+        # Center Bias points at the frame centre, the principal point: an equidistant fisheye sees d / f rad there,
+        # whatever the size served (d and f scale alike)
+        focal = f_1408 * size / 1408
+        expected = math.degrees((TRUTH_X - 703.5) / f_1408)
+        assert np.mean(aae) == pytest.approx(expected, abs=math.degrees(0.6 / focal))
+    assert results["metrics"]["aae"] == pytest.approx(
+        np.mean([math.degrees(493.5 / f) for f in (610.0, 500.0)]), abs=1.6
+    )
+    # --ignore_example_cameras: the protocol's 60 degree pinhole for both, at each one's size (the same angle)
+    pinhole, _ = evaluate(env, tmp_path / "pinhole", *common, "--ignore_example_cameras")
+    focal = 704 / math.tan(math.radians(30))  # at 1408 px; offsets and focal scale alike with the size
+    expected = math.degrees(math.atan((TRUTH_X - 703.5) / focal))
+    assert "example_cameras" not in pinhole
+    assert pinhole["metrics"]["aae"] == pytest.approx(expected, abs=math.degrees(0.6 / (focal * 64 / 1408)))

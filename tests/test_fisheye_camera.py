@@ -164,3 +164,30 @@ def test_rotation_and_rescale_match_projectaria_tools(aria_calibration):
     assert np.allclose(cropped.get_projection_params(), camera.scaled(0.25, 704, 704, (32.0, 32.0)).params, atol=1e-12)
     half = reference.rescale(np.array([448, 448]), 448 / 1408)
     assert np.allclose(half.get_projection_params(), camera.for_frame(448, 448).params, atol=1e-12)
+
+
+# --- a camera in the unified example schema (camera_model, camera_params) --------------------------------------------
+
+
+def test_cameras_as_example_fields_and_back():
+    from transformers_gazeflow.models.gazeflow.geometry import PinholeCamera, camera_from_fields, camera_to_fields
+
+    assert camera_to_fields(None) == ("none", [])
+    assert camera_from_fields("none", [], 64, 48) is None and camera_from_fields("", None, 64, 48) is None
+    pinhole = PinholeCamera(50.0, 52.0, 31.0, 23.5, 64, 48)
+    assert camera_to_fields(pinhole) == ("PINHOLE", [50.0, 52.0, 31.0, 23.5])
+    assert camera_from_fields("PINHOLE", [50.0, 52.0, 31.0, 23.5], 64, 48) == pinhole
+    fisheye = FisheyeCamera([30.0, 31.5, 23.5] + [0.0] * 12, 64, 48)
+    model, params = camera_to_fields(fisheye)
+    assert model == "FISHEYE624" and params == [30.0, 31.5, 23.5] + [0.0] * 12
+    assert camera_from_fields(model, np.asarray(params), 64, 48) == fisheye
+    with pytest.raises(ValueError, match="camera_model must be one of"):
+        camera_from_fields("KANNALA_BRANDT_K3", [1.0] * 8, 64, 48)
+    with pytest.raises(ValueError, match="takes 4 camera_params"):
+        camera_from_fields("PINHOLE", [50.0, 52.0, 31.0], 64, 48)
+    with pytest.raises(ValueError, match="takes no camera_params"):
+        camera_from_fields("none", [1.0], 64, 48)
+    with pytest.raises(ValueError, match="FISHEYE624 takes 15"):
+        camera_from_fields("FISHEYE624", [30.0, 31.5, 23.5], 64, 48)
+    with pytest.raises(TypeError, match="PinholeCamera, a FisheyeCamera or None"):
+        camera_to_fields("aria")

@@ -3,7 +3,10 @@
 A ``datasets.GeneratorBasedBuilder`` in the classic loading-script form. ``datasets`` 4+ refuses scripts in
 ``load_dataset``; use ``transformers_gazeflow.load_gaze_dataset("egoexo4d", data_dir=..., split=...)`` or the builder
 directly. The raw layout lives in ``transformers_gazeflow.data.egoexo4d_format``, the gaze files and the rule that puts
-10 Hz gaze on 30 fps frames in ``transformers_gazeflow.data.aria_gaze``. Each take is cut into clips of
+10 Hz gaze on 30 fps frames in ``transformers_gazeflow.data.aria_gaze``. Each example carries its take's RGB camera
+(FISHEYE624) at the size of the video served: the take's ``trajectory/online_calibration.jsonl`` where the download has
+it, else the nominal Aria RGB calibration (``aria_calibration.NOMINAL_RGB_PARAMS``), counted in the log. Each take is
+cut into clips of
 ``clip_seconds`` (5 s, the clip length of the Ego4D gaze benchmark), each clip into windows. The dataset card
 (``README.md`` beside this file) lists the download parts and the folder layout.
 """
@@ -18,8 +21,16 @@ from pathlib import Path
 import datasets
 import numpy as np
 
+from transformers_gazeflow.data.aria_calibration import nominal_calibration, read_video_camera
 from transformers_gazeflow.data.aria_gaze import AriaGazeSamples, frame_gaze, read_gaze_2d_csv
-from transformers_gazeflow.data.egoexo4d_format import Take, read_splits, read_takes, take_gaze_files, take_video
+from transformers_gazeflow.data.egoexo4d_format import (
+    Take,
+    read_splits,
+    read_takes,
+    take_calibration_file,
+    take_gaze_files,
+    take_video,
+)
 from transformers_gazeflow.data.gaze_common import GazeTrack
 from transformers_gazeflow.data.gaze_types import UNTRACKED
 from transformers_gazeflow.data.loading import (
@@ -31,6 +42,7 @@ from transformers_gazeflow.data.loading import (
     validate_options,
 )
 from transformers_gazeflow.data.video import VideoDecodeError, VideoInfo, probe_video
+from transformers_gazeflow.models.gazeflow.geometry import FisheyeCamera
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +70,7 @@ LAYOUT = """<data_dir>/
   takes/<take_name>/frame_aligned_videos/aria<NN>_214-1.mp4          (part: takes, --views ego)
   takes/<take_name>/frame_aligned_videos/downscaled/448/aria<NN>_214-1.mp4   (part: downscaled_takes/448)
   takes/<take_name>/eye_gaze/personalized_eye_gaze_2d.csv, general_eye_gaze_2d.csv   (part: take_eye_gaze)
+  takes/<take_name>/trajectory/online_calibration.jsonl   (part: take_trajectory; optional: the take's camera)
 """
 
 
@@ -135,6 +148,7 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
         super().__init__(*args, **kwargs)
         self.build_log = BuildLog()
         self.skipped_takes: Counter = Counter()
+        self.camera_sources: Counter = Counter()
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
@@ -165,7 +179,7 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
 
     def _split_generators(self, dl_manager):
         root = self._check_config()
-        self.build_log, self.skipped_takes = BuildLog(), Counter()
+        self.build_log, self.skipped_takes, self.camera_sources = BuildLog(), Counter(), Counter()
         takes = read_takes(root / "takes.json")
         splits, unknown = read_splits(root / "annotations" / "splits.json")
         if unknown:
@@ -183,6 +197,7 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
                 self._clips[split] += self._take_clips(take_dir, take, split)
         if self.skipped_takes:
             logger.info("Ego-Exo4D gaze: takes of splits.json not read: %s", dict(self.skipped_takes))
+        self._log_camera_sources()
         self.build_log.log_summary("Ego-Exo4D gaze")
         empty = [split for split in SPLITS if not self._clips[split]]
         if len(empty) == len(SPLITS):
@@ -199,17 +214,51 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
             if self._clips[split]
         ]
 
+    def _log_camera_sources(self) -> None:
+        """One line: how many takes' cameras came from their own calibration, how many are the nominal one."""
+        if not self.camera_sources:
+            return
+        nominal = sum(n for source, n in self.camera_sources.items() if source.startswith("nominal"))
+        (logger.warning if nominal else logger.info)(
+            "Ego-Exo4D gaze: each take's camera (FISHEYE624 at the size served): %s%s",
+            dict(self.camera_sources),
+            "; a nominal camera is the Aria RGB calibration of projectaria_tools' MPS sample, scaled to the video "
+            "(download part take_trajectory for each take's own)"
+            if nominal
+            else "",
+        )
+
+    def _take_camera(self, take_dir: Path, take: Take, info: VideoInfo) -> FisheyeCamera:
+        """The take's RGB camera at the served video's size: from ``trajectory/online_calibration.jsonl`` where the
+        take has a readable one (``strict``: an unreadable one raises), else the nominal Aria RGB calibration."""
+        path = take_calibration_file(take_dir)
+        calibration, source = None, "nominal (no trajectory/online_calibration.jsonl)"
+        if path is not None:
+            try:
+                calibration, source = read_video_camera(path), "the take's online_calibration.jsonl"
+            except ValueError as err:
+                if self.config.strict:
+                    raise
+                logger.warning("take %s: %s; its camera is the nominal Aria RGB calibration", take.name, err)
+                source = "nominal (online_calibration.jsonl unreadable)"
+        camera = (calibration or nominal_calibration().video_camera()).for_frame(info.width, info.height)
+        self.camera_sources[source] += 1
+        return camera
+
     def _drop_take(self, split: str, take: Take, reason: str, kind: str, error: Exception | None = None) -> None:
         """Drop every clip of a take (one logged entry, counted under ``kind``); ``strict`` raises instead."""
         self.build_log.drop(split, f"{take.name} (every clip)", reason, self.config.strict, kind=kind, error=error)
 
     def _take_track(self, take_dir: Path, take: Take, split: str) -> tuple[VideoInfo, GazeTrack] | None:
-        """The take's probed video and per-frame gaze, or None after dropping it with its reason."""
+        """The take's probed video and per-frame gaze, or None after dropping it with its reason (a take with only
+        3D eye gaze among them: see the dataset card)."""
         gaze_files, three_d = take_gaze_files(take_dir, self.config.gaze)
         if not gaze_files:
             if three_d is not None:
                 reason = (
-                    f"it has only 3D eye gaze ({three_d.name}), on the device clock; the 2D files are on the video's"
+                    f"it has only 3D eye gaze ({three_d.name}); projecting it needs the central pupil frame's pose "
+                    "T_Device_CPF (in no file of the download but the take's VRS) and each video frame's device time "
+                    "(captures/<capture>/timesync.csv), which the builder does not read"
                 )
                 return self._drop_take(split, take, reason, "3D eye gaze only")
             said = " (takes.json: has_trimmed_eye_gaze false)" if take.has_eye_gaze is False else ""
@@ -240,11 +289,16 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
         return info, track
 
     def _take_clips(self, take_dir: Path, take: Take, split: str) -> list:
-        """The clips of a take that pass every check: ``(clip_id, info, first_frame, gaze, gaze_type)``."""
+        """The clips of a take that pass every check: ``(clip_id, info, first_frame, gaze, gaze_type, camera)``."""
         found = self._take_track(take_dir, take, split)
         if found is None:
             return []
         info, track = found
+        try:
+            camera = self._take_camera(take_dir, take, info)
+        except ValueError as err:  # a fisheye keeps one focal length: a copy resized unevenly cannot be described
+            self._drop_take(split, take, str(err), "camera does not fit the video", err)
+            return []
         clips = []
         for first, stop in clip_ranges(info.num_frames, info.fps, self.config.clip_seconds):
             clip_id = f"{take.name}_t{first / info.fps:g}_t{stop / info.fps:g}"
@@ -253,13 +307,13 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
                 reason = f"no gaze sample of {track.report.path} falls on its frames {first}..{stop - 1}"
                 self.build_log.drop(split, clip_id, reason, self.config.strict, kind="no gaze on its frames")
                 continue
-            clips.append((clip_id, info, first, track.gaze[first:stop], gaze_type))
+            clips.append((clip_id, info, first, track.gaze[first:stop], gaze_type, camera))
         return clips
 
     def _generate_examples(self, split: str):
         config = self.config
         windows = split_clip_windows(config, split)
-        for clip_id, info, first, gaze, gaze_type in self._clips[split]:
+        for clip_id, info, first, gaze, gaze_type, camera in self._clips[split]:
             yield from clip_window_examples(
                 clip_id=clip_id,
                 video_path=info.path,
@@ -272,4 +326,5 @@ class EgoExo4dGaze(datasets.GeneratorBasedBuilder):
                 windows=windows,
                 window_frames=config.window_frames,
                 window_stride=config.window_stride,
+                camera=camera,
             )

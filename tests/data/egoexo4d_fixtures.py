@@ -64,6 +64,7 @@ class FixtureTake:
     downloaded: bool = True
     in_takes_json: bool = True
     aria: str = "aria01"
+    calibration: list[str] | None = None  # the lines of trajectory/online_calibration.jsonl (None: not written)
 
 
 def take_entry(take: FixtureTake) -> dict:
@@ -105,6 +106,8 @@ def make_egoexo4d_root(root: Path, takes: list[FixtureTake], size: int = 32, sma
             write_clip(path, take.downscaled_frames, fps=30, height=small, width=small)
         for name, lines in {**take.gaze_2d, **take.gaze_3d}.items():
             write_lines(folder / "eye_gaze" / name, lines)
+        if take.calibration is not None:
+            write_lines(folder / "trajectory" / "online_calibration.jsonl", take.calibration)
     return root
 
 
@@ -163,3 +166,14 @@ def device_calibration(params: list[float] = ARIA_PARAMS, size: int | None = 140
         "CameraCalibrations": [slam, rgb],
         **extra,
     }
+
+
+def online_calibration_lines(params_per_line: list[list[float]]) -> list[str]:
+    """MPS's ``online_calibration.jsonl``: one device calibration per line (no DeviceClassInfo, no ImageSizes: the RGB
+    camera is the 2880x2880 sensor's), each with its ``tracking_timestamp_us``."""
+    lines = []
+    for n, params in enumerate(params_per_line):
+        document = device_calibration(params, size=None)
+        document.pop("DeviceClassInfo"), document.pop("OriginSpecification")
+        lines.append(json.dumps({"tracking_timestamp_us": DEVICE_START_US + n * 1_000_000, **document}))
+    return lines

@@ -13,11 +13,29 @@ from transformers_gazeflow.data.loading import (
 )
 from transformers_gazeflow.models.gazeflow.windows import window_starts
 
-from .egoexo4d_fixtures import FixtureTake, gaze_2d_lines, make_egoexo4d_root, mps_lines
+from .egoexo4d_fixtures import FixtureTake, gaze_2d_lines, make_egoexo4d_root, mps_lines, online_calibration_lines
 
 PERSONAL_X = [100.0 + 10 * n for n in range(32)]
 PERSONAL_X[5] = None  # an empty row: frames 14, 15, 16 untracked
 CONFIG = {"clip_seconds": 1.0, "window_frames": 16, "window_stride": 8}
+# a take's RGB camera on Aria Gen1's 2880x2880 sensor, raw orientation (made-up numbers of the right size)
+SENSOR = [1220.0, 1460.0, 1450.0, 0.41, -0.46, 0.04, 1.3, -1.77, 0.65, -8e-5, 4e-5, -6e-4, 5.6e-4, 5e-4, 2.4e-4]
+# the nominal camera: the first line of projectaria_tools' MPS sample (data/gen1/mps_sample/trajectory/...jsonl)
+NOMINAL = [
+    1220.01943882295, 1461.091249679011, 1447.087207987354,
+    0.411035882200732, -0.456468282322496, 0.038303075146701, 1.298336637403988, -1.770471163632234, 0.654993502244781,
+    -7.9203062637e-05, 4.4207001233e-05, -0.000587384169463, 0.00056439365081, 0.000515794638327, 0.000235027249453,
+]  # fmt: skip
+
+
+def served_camera(sensor: list[float], size: int) -> list[float]:
+    """FISHEYE624 parameters of a sensor calibration for the upright video served at ``size`` pixels, by the documented
+    rules: 32 px crop then half size (2880 -> 1408), a quarter turn clockwise, then the resize to ``size``."""
+    f, cx, cy = sensor[0] / 2, 0.5 * (sensor[1] - 32 + 0.5) - 0.5, 0.5 * (sensor[2] - 32 + 0.5) - 0.5
+    p0, p1, s0, s1, s2, s3 = sensor[9:]
+    f, cx, cy = f, 1407 - cy, cx
+    scale = size / 1408
+    return [f * scale, scale * (cx + 0.5) - 0.5, scale * (cy + 0.5) - 0.5, *sensor[3:9], -p1, p0, -s2, -s3, s0, s1]
 
 
 def fixture_takes():
@@ -33,6 +51,7 @@ def fixture_takes():
                 "personalized_eye_gaze_2d.csv": gaze_2d_lines(PERSONAL_X, personal_y),
                 "general_eye_gaze_2d.csv": gaze_2d_lines([1000.0] * 32, [700.0] * 32),
             },
+            calibration=online_calibration_lines([SENSOR, [p * 1.01 for p in SENSOR]]),  # the first line is read
         ),
         FixtureTake(
             "uid-b",
@@ -60,6 +79,7 @@ def fixture_takes():
             "TEST",
             frames=45,
             gaze_2d={"personalized_eye_gaze_2d.csv": gaze_2d_lines([1500.0] * 3 + [700.0] * 7, [700.0] * 10)},
+            calibration=["not a calibration"],
         ),
         FixtureTake("uid-i", "minnesota_rock_9", "challenge", frames=30),
         FixtureTake("uid-j", "indiana_bike_10", None, frames=30),  # in takes.json, in no split
@@ -84,6 +104,12 @@ def built(egoexo_root, tmp_path_factory):
 
 def rows(ds, clip_id):
     return [ex for ex in ds.with_format("numpy") if ex["clip_id"] == clip_id]
+
+
+def camera_of(ds, clip_id):
+    """The camera fields of a clip's first example, as stored (float64; the numpy format would give float32)."""
+    example = next(ex for ex in ds if ex["clip_id"] == clip_id)
+    return example["camera_model"], example["camera_params"], example["width"]
 
 
 def unit(px):
@@ -128,6 +154,24 @@ def test_options_choose_general_gaze_and_the_full_video(egoexo_root, tmp_path):
     first = rows(ds["train"], "unc_cooking_1_t0_t1")[0]
     assert first["width"] == 32 and first["video_path"].endswith("frame_aligned_videos/aria01_214-1.mp4")
     assert np.allclose(first["gaze"][:, 0], unit(1000.0))
+    assert camera_of(ds["train"], "unc_cooking_1_t0_t1")[1] == pytest.approx(served_camera(SENSOR, 32), rel=1e-12)
+
+
+def test_each_example_carries_its_takes_camera_at_the_served_size(built):
+    builder, ds = built
+    for split, clip, sensor, size in (
+        ("train", "unc_cooking_1_t0_t1", SENSOR, 16),  # its online_calibration.jsonl, on the 448 copy (16 px here)
+        ("validation", "iiith_bike_2_t0_t1", NOMINAL, 32),  # no calibration: the nominal one, on the full video
+        ("test", "georgiatech_cooking_8_t0_t1", NOMINAL, 32),  # an unreadable calibration: the nominal one
+    ):
+        model, params, width = camera_of(ds[split], clip)
+        assert model == "FISHEYE624" and width == size
+        assert params == pytest.approx(served_camera(sensor, size), rel=1e-12)
+    assert dict(builder.camera_sources) == {
+        "the take's online_calibration.jsonl": 1,
+        "nominal (no trajectory/online_calibration.jsonl)": 1,
+        "nominal (online_calibration.jsonl unreadable)": 1,
+    }
 
 
 def test_gaze_on_the_frames_by_the_time_rule(built):
@@ -187,6 +231,11 @@ def test_strict_raises_with_the_reason(tmp_path):
     root = make_egoexo4d_root(tmp_path / "root2", takes)
     with pytest.raises(ClipDroppedError, match=r"test clip nus_dance_3 \(every clip\): no eye-gaze file"):
         build(root, tmp_path / "cache2", strict=True)
+    gaze = {"general_eye_gaze_2d.csv": gaze_2d_lines([700.0] * 10, [700.0] * 10)}
+    takes = [FixtureTake("uid-k", "utokyo_cpr_11", "TEST", frames=30, gaze_2d=gaze, calibration=["{"])]
+    root = make_egoexo4d_root(tmp_path / "root3", takes)
+    with pytest.raises(ValueError, match=r"utokyo_cpr_11.*online_calibration\.jsonl: line 1 is not JSON"):
+        build(root, tmp_path / "cache3", strict=True)
 
 
 def test_layout_and_option_errors_are_one_line(egoexo_root, tmp_path):

@@ -33,6 +33,8 @@ SCHEMA = [
     "action",
     "verb",
     "noun",
+    "camera_model",
+    "camera_params",
 ]
 
 
@@ -61,6 +63,7 @@ def test_split_or_all_splits(egtea_root, tmp_path):
     assert isinstance(train, datasets.Dataset) and train.column_names == SCHEMA
     assert list(train.features) == SCHEMA == list(gaze_example_features())
     assert (train[0]["action"], train[0]["verb"], train[0]["noun"]) == (3, 2, 1)
+    assert (train[0]["camera_model"], train[0]["camera_params"]) == ("none", [])  # EGTEA ships no intrinsics
 
 
 def test_clip_window_examples_short_clip_and_modes():
@@ -94,6 +97,34 @@ def test_clip_window_examples_short_clip_and_modes():
 
     assert loading.CLIP_WINDOWS == ("all", "first") and not hasattr(loading, "WINDOW_MODES")
     assert not set(loading.CLIP_WINDOWS) & set(WINDOW_MODES)
+
+
+def test_clip_window_examples_carry_the_camera_of_their_frame():
+    from transformers_gazeflow.models.gazeflow.geometry import FisheyeCamera, PinholeCamera, camera_from_fields
+
+    kwargs = dict(
+        clip_id="c",
+        video_path="v.mp4",
+        clip_first_frame=0,
+        fps=30,
+        width=4,
+        height=3,
+        gaze=np.full((5, 2), 0.5, np.float32),
+        gaze_type=np.ones(5, np.int8),
+        windows="first",
+        window_frames=8,
+        window_stride=4,
+    )
+    ((_, ex),) = clip_window_examples(**kwargs)
+    assert ex["camera_model"] == "none" and ex["camera_params"].size == 0
+    ((_, ex),) = clip_window_examples(**kwargs, camera=PinholeCamera(5.0, 6.0, 2.0, 1.5, 4, 3))
+    assert ex["camera_model"] == "PINHOLE" and ex["camera_params"].tolist() == [5.0, 6.0, 2.0, 1.5]
+    fisheye = FisheyeCamera([3.0, 1.5, 1.0] + [0.01 * i for i in range(12)], 4, 3)
+    ((_, ex),) = clip_window_examples(**kwargs, camera=fisheye)
+    assert ex["camera_model"] == "FISHEYE624" and ex["camera_params"].tolist() == list(fisheye.params)
+    assert camera_from_fields(ex["camera_model"], ex["camera_params"], 4, 3) == fisheye
+    with pytest.raises(ValueError, match="the camera is of a 8x6 frame, the video 4x3"):
+        list(clip_window_examples(**kwargs, camera=PinholeCamera(5.0, 6.0, 2.0, 1.5, 8, 6)))
 
 
 PACKAGE = REPO / "src" / "transformers_gazeflow"

@@ -54,6 +54,8 @@ def test_builder_generates_into_an_empty_data_dir_and_yields_the_unified_schema(
         "action",
         "verb",
         "noun",
+        "camera_model",
+        "camera_params",
     }
     assert splits["train"].features["gaze_type"].feature.dtype == "int8"
     for split, dataset in splits.items():

@@ -75,3 +75,21 @@ def test_bad_input_is_refused():
         event_metrics([still], [still], [np.full(6, F)], 10, 64, 48)
     with pytest.raises(ValueError, match="field of view"):
         event_metrics([still[None]], [still], [np.full(6, F)], 10, 64, 48, fov_deg=0)
+    with pytest.raises(ValueError, match="one camera per clip or one for all, got 2 for 1 clips"):
+        event_metrics([still[None]], [still], [np.full(6, F)], 10, 64, 48, camera=[None, None])
+
+
+def test_each_clip_is_measured_through_its_own_camera():
+    from transformers_gazeflow.models.gazeflow.geometry import FisheyeCamera
+
+    gaze = along_the_horizon(AZIMUTHS)  # x = 320 + 320 tan(azimuth) px of a 640 x 480 frame
+    fisheye = FisheyeCamera([320.0, 319.5, 239.5] + [0.0] * 12, 640, 480)  # equidistant: d px off axis is d / 320 rad
+    args = ([np.stack([gaze, gaze])] * 2, [gaze] * 2, [CODES] * 2, 10, 640, 480)
+    metrics = event_metrics(*args, fov_deg=90, camera=[None, fisheye])
+    # the pinhole clip's saccades span 10 and 20 degrees; the fisheye clip's the pixel distance over f, in radians
+    through_fisheye = [
+        math.degrees(math.tan(math.radians(b)) - math.tan(math.radians(a))) for a, b in ((0.2, 10.2), (10.5, 30.5))
+    ]
+    expected = np.mean([10.0, 20.0, *through_fisheye])
+    assert metrics["human"]["saccade_amplitude_mean_deg"] == pytest.approx(expected)
+    assert event_metrics(*args, fov_deg=90)["human"]["saccade_amplitude_mean_deg"] == pytest.approx(15.0)

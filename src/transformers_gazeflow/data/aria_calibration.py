@@ -45,6 +45,16 @@ ARIA_MODEL_NAME = "FisheyeRadTanThinPrism"
 GEN1_RGB_SENSOR_SIZE = 2880
 GEN1_RGB_RECORDED_SIZE = 1408
 GEN1_RGB_CROP_PX = 32.0
+NOMINAL_RGB_PARAMS = (
+    1220.01943882295, 1461.091249679011, 1447.087207987354,
+    0.411035882200732, -0.456468282322496, 0.038303075146701, 1.298336637403988, -1.770471163632234, 0.654993502244781,
+    -7.9203062637e-05, 4.4207001233e-05,
+    -0.000587384169463, 0.00056439365081, 0.000515794638327, 0.000235027249453,
+)  # fmt: skip
+"""Aria Gen1's RGB camera where a recording's own calibration is missing: the FISHEYE624 parameters of one unit's
+2880x2880 sensor, from the first line of projectaria_tools' public MPS sample (``data/gen1/mps_sample/trajectory/
+online_calibration.jsonl``). Units differ from it by a few pixels in focal length and principal point."""
+NOMINAL_RGB_SOURCE = "the nominal Aria Gen1 RGB calibration (projectaria_tools' MPS sample)"
 
 
 def quaternion_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
@@ -219,6 +229,14 @@ def read_aria_calibration(path: str | Path) -> AriaCalibration:
     )
 
 
+def nominal_calibration() -> AriaCalibration:
+    """Aria Gen1's RGB camera where a recording's own calibration is missing (:data:`NOMINAL_RGB_PARAMS`, raw
+    orientation, the 2880 sensor: :meth:`AriaCalibration.video_camera` is the upright 1408 video's)."""
+    return AriaCalibration(
+        FisheyeCamera(NOMINAL_RGB_PARAMS, GEN1_RGB_SENSOR_SIZE, GEN1_RGB_SENSOR_SIZE), NOMINAL_RGB_SOURCE
+    )
+
+
 def read_video_camera(path: str | Path) -> FisheyeCamera:
     """The upright video's camera of a calibration file (:meth:`AriaCalibration.video_camera`)."""
     return read_aria_calibration(path).video_camera()
@@ -307,6 +325,8 @@ __all__ = [
     "RGB_LABEL",
     "GEN1_RGB_SENSOR_SIZE",
     "GEN1_RGB_RECORDED_SIZE",
+    "NOMINAL_RGB_PARAMS",
+    "nominal_calibration",
     "quaternion_matrix",
     "AriaCalibration",
     "read_aria_calibration",

@@ -10,6 +10,9 @@ Facts from the Ego-Exo4D download tooling (``facebookresearch/Ego4d``: ``ego4d/i
   released take, so takes not downloaded are normal.
 * a take's RGB video, upright 1408x1408 at 30 fps, and its copy at 448x448 (the ``downscaled_takes/448`` download
   part) under ``frame_aligned_videos/downscaled/448/`` with the same file name;
+* the RGB camera's calibration: MPS's online calibration of the take, ``trajectory/online_calibration.jsonl`` (the
+  ``take_trajectory`` download part; public code reading Ego-Exo4D takes opens it there); the take's VRS holds the
+  factory one too, which only projectaria-tools reads (:func:`take_calibration_file` finds the first);
 * eye gaze under ``eye_gaze/``: ``personalized_eye_gaze_2d.csv`` and ``general_eye_gaze_2d.csv`` (the 2D files
   :mod:`.aria_gaze` reads), their 3D twins without ``_2d``, and ``summary.json``. Personalized gaze (from the wearer's
   in-session calibration) is preferred where it exists, as EgoGazeLite and ARGaze do; some takes have only general gaze,
@@ -35,6 +38,7 @@ GAZE_2D_FILES = {"personalized": "personalized_eye_gaze_2d.csv", "general": "gen
 GAZE_3D_FILES = {"personalized": "personalized_eye_gaze.csv", "general": "general_eye_gaze.csv"}
 ARIA_RGB_SUFFIX = "_214-1.mp4"
 DOWNSCALED_FOLDER = ("frame_aligned_videos", "downscaled", "448")
+CALIBRATION_FILE = ("trajectory", "online_calibration.jsonl")
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,11 @@ def take_gaze_files(take_dir: Path, prefer: str = "personalized") -> tuple[list[
     return [], next((f for f in (_file_in(folder, GAZE_3D_FILES[kind]) for kind in order) if f is not None), None)
 
 
+def take_calibration_file(take_dir: Path) -> Path | None:
+    """The take's RGB calibration, ``trajectory/online_calibration.jsonl`` (name in any case); None where missing."""
+    return _file_in(take_dir / CALIBRATION_FILE[0], CALIBRATION_FILE[1])
+
+
 __all__ = [
     "SPLIT_NAMES",
     "GAZE_2D_FILES",
@@ -179,4 +188,6 @@ __all__ = [
     "TakeVideo",
     "take_video",
     "take_gaze_files",
+    "CALIBRATION_FILE",
+    "take_calibration_file",
 ]

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..models.gazeflow.geometry import FisheyeCamera, PinholeCamera, camera_to_fields
 from ..models.gazeflow.windows import window_starts
 from .gaze_common import PARITY_FIXED, ParseReport, check_parity
 from .gaze_types import valid_mask
@@ -77,7 +78,9 @@ def gaze_example_features():
     Exactly docs/specs/data.md's table: ``clip_id``, ``video_path`` (absolute), ``window_start`` (0-based frame of the
     video file), ``num_frames``, ``fps``, ``width``, ``height``, ``gaze`` float32 [n, 2] unit coordinates (top-left
     origin), ``gaze_type`` int8 [n] (0 untracked, 1 fixation, 2 saccade, 3 blink/other, 4 off-frame), ``valid``
-    bool [n], ``action``/``verb``/``noun`` int32 (0-based, -1 where absent).
+    bool [n], ``action``/``verb``/``noun`` int32 (0-based, -1 where absent), ``camera_model`` string and
+    ``camera_params`` float64 [m]: the camera of the example's ``width x height`` frame (``"none"`` and no numbers where
+    the dataset ships none: the caller's camera applies; ``geometry.camera_from_fields`` reads them).
     """
     datasets = _import_datasets()
 
@@ -96,6 +99,8 @@ def gaze_example_features():
             "action": datasets.Value("int32"),
             "verb": datasets.Value("int32"),
             "noun": datasets.Value("int32"),
+            "camera_model": datasets.Value("string"),
+            "camera_params": datasets.Sequence(datasets.Value("float64")),
         }
     )
 
@@ -154,6 +159,7 @@ def clip_window_examples(
     action: int = NO_LABEL,
     verb: int = NO_LABEL,
     noun: int = NO_LABEL,
+    camera: PinholeCamera | FisheyeCamera | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """The examples of one clip whose per-frame gaze is ``gaze`` [T, 2] / ``gaze_type`` [T].
 
@@ -161,7 +167,9 @@ def clip_window_examples(
     ``(T, window_frames, window_stride)``, covering the whole clip; ``windows="first"``: the first window only
     (:data:`CLIP_WINDOWS`). A clip shorter than a window is one example of ``T`` frames (not padded here).
     ``window_start`` counts frames of the video file, so a clip that starts at frame ``clip_first_frame`` of a longer
-    video yields ``clip_first_frame + local start``.
+    video yields ``clip_first_frame + local start``. ``camera``: the camera of the ``width x height`` frame read
+    (``camera_model``/``camera_params``, :func:`~transformers_gazeflow.models.gazeflow.geometry.camera_to_fields`);
+    None: the dataset ships none.
     """
     total = int(gaze_type.shape[0])
     if gaze.shape != (total, 2):
@@ -171,6 +179,10 @@ def clip_window_examples(
     starts = window_starts(total, window_frames, window_stride) if windows == "all" else [0]
     length = min(window_frames, total)
     video_path = str(Path(video_path).absolute())
+    if camera is not None and camera.width is not None and (camera.width, camera.height) != (int(width), int(height)):
+        size = f"{camera.width}x{camera.height}"
+        raise ValueError(f"{clip_id}: the camera is of a {size} frame, the video {width}x{height}")
+    camera_model, camera_params = camera_to_fields(camera)
     for local in starts:
         window = slice(local, local + length)
         types = np.asarray(gaze_type[window], np.int8)
@@ -191,6 +203,8 @@ def clip_window_examples(
                 "action": int(action),
                 "verb": int(verb),
                 "noun": int(noun),
+                "camera_model": camera_model,
+                "camera_params": np.asarray(camera_params, np.float64),
             },
         )
 

@@ -4,9 +4,9 @@ Every frame of every series (the point estimate and each of the K samples, or a 
 of ``data.gaze_types``: fixation (1) or saccade (2), or, where the input says the eye was not tracked, its own code
 (untracked 0, blink/other 3).
 
-* **Angular velocity** of frame ``t``: the angle between the rays of frames ``t - 1`` and ``t`` (a pinhole camera,
-  ``geometry.PinholeCamera``) times the frame rate, in deg/s; the first frame of a tracked run has no incoming step
-  and velocity 0.
+* **Angular velocity** of frame ``t``: the angle between the rays of frames ``t - 1`` and ``t`` (the camera's,
+  ``geometry.Camera``: a pinhole or a fisheye) times the frame rate, in deg/s; the first frame of a tracked run has
+  no incoming step and velocity 0.
 * **I-VT** (velocity threshold; Salvucci & Goldberg, ETRA 2000): a frame is a saccade when its velocity is above
   the threshold, else a fixation. Default 30 deg/s (:data:`IVT_THRESHOLD_DEG_S`), the threshold Komogortsev et al.
   (IEEE TBME 57(11), 2010) found to classify best and the default of Tobii's I-VT filter (Olsen 2012). A frame is
@@ -14,7 +14,7 @@ of ``data.gaze_types``: fixation (1) or saccade (2), or, where the input says th
   ``t``, and labels never wait for later frames.
 * **I-DT** (dispersion threshold; Salvucci & Goldberg 2000): a window covering at least the minimum duration
   (``ceil(100 ms * fps)`` frames by default) whose dispersion ``(max x - min x) + (max y - min y)`` (degrees, on
-  the Fick angles of ``PinholeCamera.angles_deg``) is at most the threshold (1 degree by default) starts a
+  the Fick angles of the camera's ``angles_deg``) is at most the threshold (1 degree by default) starts a
   fixation, which grows while the dispersion stays within the threshold; a frame in no fixation is a saccade
   frame, as are the last frames of a tracked run too few to fill a window. A label waits at most the window's
   length.
@@ -38,7 +38,7 @@ import numpy as np
 
 from ..data.gaze_types import BLINK_OR_OTHER, FIXATION, SACCADE, UNTRACKED
 from ..models.gazeflow.choices import EVENT_METHODS
-from ..models.gazeflow.geometry import PinholeCamera, unit_to_pixels
+from ..models.gazeflow.geometry import Camera, unit_to_pixels
 
 IVT_THRESHOLD_DEG_S = 30.0
 """Default I-VT velocity threshold (deg/s; Komogortsev et al. 2010)."""
@@ -164,7 +164,7 @@ class EventLabeller:
     """Labels ``num_series`` trajectories chunk by chunk (:meth:`push` then :meth:`finish`), carrying the last
     frame across chunks; returns the frames whose labels are decided (all of them for I-VT)."""
 
-    def __init__(self, settings: EventSettings, camera: PinholeCamera, fps: float, num_series: int) -> None:
+    def __init__(self, settings: EventSettings, camera: Camera, fps: float, num_series: int) -> None:
         self.settings, self.camera, self.fps = settings, camera, _check_fps(fps)
         self.num_series = int(num_series)
         self.previous: np.ndarray | None = None  # [S, 2] pixels of the last frame, None when it was not tracked
@@ -310,7 +310,7 @@ class EventRecorder:
     """Turns labelled frames (:class:`LabelledFrames`, in order, chunk by chunk) into :class:`Fixation` and
     :class:`Saccade` events, carrying open runs across chunks. ``frame_offset`` is added to frame numbers."""
 
-    def __init__(self, num_series: int, camera: PinholeCamera, frame_offset: int = 0) -> None:
+    def __init__(self, num_series: int, camera: Camera, frame_offset: int = 0) -> None:
         self.camera, self.frame_offset = camera, int(frame_offset)
         self.runs: list[_OpenRun | None] = [None] * int(num_series)
         self.last: list[np.ndarray | None] = [None] * int(num_series)  # the previous frame's point, if tracked
@@ -443,7 +443,7 @@ def detect_events(
     width: int,
     height: int,
     fps: float,
-    camera: PinholeCamera,
+    camera: Camera,
     settings: EventSettings | None = None,
     codes: np.ndarray | None = None,
     frame_offset: int = 0,
@@ -470,7 +470,7 @@ def events_from_codes(
     width: int,
     height: int,
     fps: float,
-    camera: PinholeCamera,
+    camera: Camera,
     frame_offset: int = 0,
 ) -> GazeEvents:
     """The events of recorded gaze labelled by its own gaze-type ``codes`` ``[T]`` (e.g. a dataset's ground truth):

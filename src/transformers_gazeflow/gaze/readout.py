@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.gaze_types import SACCADE
-from ..models.gazeflow.geometry import PinholeCamera, unit_to_pixels
+from ..models.gazeflow.geometry import Camera, unit_to_pixels
 from .events import EventLabeller, EventRecorder, EventSettings, GazeEvents, LabelledFrames
 from .regions import RegionCalibration
 from .uncertainty import GazeUncertainty, as_region_calibration, describe_uncertainty
@@ -29,7 +29,7 @@ class FrameReadout:
         first: the first frame's number.
         trajectories: the K samples ``[K, n, 2]`` (unit coordinates).
         points: the point estimate ``[n, 2]`` (the samples' mean).
-        degrees: Fick angles ``[1 + K, n, 2]`` (point estimate first; ``geometry.PinholeCamera.angles_deg``).
+        degrees: Fick angles ``[1 + K, n, 2]`` (point estimate first; the camera's ``angles_deg``).
         labels: gaze-type codes ``[1 + K, n]`` (1 fixation, 2 saccade).
         p_saccade: ``[n]`` the share of the K samples in a saccade.
         uncertainty: the frames' :class:`~.uncertainty.GazeUncertainty`.
@@ -57,7 +57,7 @@ class GazeReadout:
         width: int,
         height: int,
         fps: float,
-        camera: PinholeCamera,
+        camera: Camera,
         num_samples: int,
         events: EventSettings | None = None,
         region_calibration: RegionCalibration | float | None = None,

@@ -5,7 +5,7 @@ Ground truth is the dataset's own gaze-type codes (``data.gaze_types``: runs of 
 the point estimate) labelled by :func:`~transformers_gazeflow.gaze.events.detect_events` (I-VT at 30 deg/s by
 default), with the frames the recording did not track (untracked, blink/other) left out of both, so a blink splits
 predicted and recorded runs alike. Angles use one pinhole camera for every clip (60 degree horizontal field of
-view by default, the angular error's).
+view by default, the angular error's), or a given camera, or each clip's own (an example's ``camera_model``).
 
 Per method, over all clips (a sample's events are pooled with every other sample's):
 
@@ -146,7 +146,7 @@ def event_metrics(
     """Event metrics (see the module docstring) of per-clip predictions ``[K, T, 2]`` against the recorded gaze
     ``[T, 2]`` and its codes ``[T]`` (unit coordinates; ``fps``, ``width``, ``height`` per clip or one for all).
     ``camera`` (a ``geometry`` camera, e.g. a ``FisheyeCamera``, at each clip's size) replaces the pinhole of
-    ``fov_deg``.
+    ``fov_deg``; a list or tuple gives one per clip (a clip's own camera; None: the pinhole of ``fov_deg``).
     Returns ``{"samples": ..., "point_estimate": ..., "labeller_on_recording": ..., "human": ...}``."""
     if not (len(predictions) == len(references) == len(gaze_types)) or not predictions:
         raise ValueError(
@@ -156,6 +156,9 @@ def event_metrics(
     settings, fov_deg = settings or EventSettings(), check_fov(fov_deg)
     count = len(predictions)
     per_clip = [np.broadcast_to(np.asarray(v, np.float64), (count,)) for v in (fps, width, height)]
+    cameras = list(camera) if isinstance(camera, (list, tuple)) else [camera] * count
+    if len(cameras) != count:
+        raise ValueError(f"need one camera per clip or one for all, got {len(cameras)} for {count} clips")
     tallies = {name: _Tally() for name in EVENT_ROWS}
     for index in range(count):
         rate, w, h = float(per_clip[0][index]), int(per_clip[1][index]), int(per_clip[2][index])
@@ -166,7 +169,8 @@ def event_metrics(
                 f"clip {index}: prediction must be [K, T, 2] and reference [T, 2] with T = "
                 f"len(gaze_types), got {samples.shape}, {gaze.shape} and {codes.shape}"
             )
-        clip_camera = PinholeCamera.from_fov(w, h, fov_deg) if camera is None else camera.for_frame(w, h)
+        own = cameras[index]
+        clip_camera = PinholeCamera.from_fov(w, h, fov_deg) if own is None else own.for_frame(w, h)
         tolerance = onset_tolerance_ms * rate / 1000.0
         truth = events_from_codes(gaze, codes, w, h, rate, clip_camera)
         tallies["human"].add(truth, truth, truth.labels[0], rate, tolerance)

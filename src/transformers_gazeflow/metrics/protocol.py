@@ -63,7 +63,9 @@ class GazeEvaluator:
         sigma_px: Gaussian sigma of predicted and ground-truth maps at native resolution (25 px, paper E.3).
         fov_deg: horizontal field of view of the AAE camera (60 degrees).
         camera: the AAE camera instead of that pinhole (a ``geometry`` camera, e.g. ``FisheyeCamera``: Project Aria's
-            calibrated RGB camera, whose degrees away from the centre a pinhole gets wrong), at each clip's size.
+            calibrated RGB camera, whose degrees away from the centre a pinhole gets wrong), at each clip's size. A
+            clip that carries its own camera (``ClipGroundTruth.camera``: an example's ``camera_model`` and
+            ``camera_params``) is measured through that one instead.
         thresholds: adaptive-F1 thresholds on the min-max normalised prediction (``linspace(0, 0.02, 11)``).
         aggregation: ``"clip"`` (frame -> clip -> set; the paper's default) or ``"frame"`` (mean over all kept
             frames; the ``"glc"`` protocol's default, as GLC's ``TestGazeMeter`` reports).
@@ -260,15 +262,14 @@ class GazeEvaluator:
             }
             scores["aae_sample_mean"] = torch.full_like(scores["aae"], float("nan"))
         else:
-            out = self._scorer.score(maps, gaze, gt.width, gt.height)
+            camera = gt.camera if gt.camera is not None else self.camera
+            out = self._scorer.score(maps, gaze, gt.width, gt.height, camera=camera)
             tp, predicted, positives = out["tp"], out["predicted"], out["positives"]
             scores = {k: out[k] for k in FRAME_METRICS}
             if traj is not None:
                 gt_px = unit_to_pixels(torch.from_numpy(gaze), gt.width, gt.height)
                 mean_px = unit_to_pixels(traj[:, torch.as_tensor(frames)].mean(0), gt.width, gt.height)
-                scores["aae_sample_mean"] = sal.angular_error(
-                    mean_px, gt_px, gt.width, gt.height, self.fov_deg, self.camera
-                )
+                scores["aae_sample_mean"] = sal.angular_error(mean_px, gt_px, gt.width, gt.height, self.fov_deg, camera)
             else:
                 scores["aae_sample_mean"] = torch.full_like(scores["aae"], float("nan"))
         precision, recall = sal.precision_recall(tp, predicted, positives)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..data.gaze_types import GAZE_TYPE_CODES
+from ..models.gazeflow.geometry import FisheyeCamera, PinholeCamera, camera_from_fields
 
 PROTOCOL_WINDOW = 64
 """Frames of the evaluated window (the model's T; paper Section 4.1)."""
@@ -39,7 +40,9 @@ class ClipGroundTruth:
     """Ground truth of a clip's first window, in the unified schema (docs/specs/data.md).
 
     ``gaze [T, 2]`` unit coordinates of the native frame, ``gaze_type [T]`` unified codes, ``valid [T]`` bool,
-    ``width``/``height`` native pixels.
+    ``width``/``height`` native pixels, ``camera`` the camera of that frame where the example carries one (its
+    ``camera_model``/``camera_params``, or a ``geometry`` camera as ``camera``; it then gives the clip's degrees), else
+    None (the evaluator's camera applies).
     """
 
     clip_id: str
@@ -48,6 +51,7 @@ class ClipGroundTruth:
     valid: np.ndarray
     width: int
     height: int
+    camera: PinholeCamera | FisheyeCamera | None = None
 
     @classmethod
     def from_any(
@@ -57,10 +61,8 @@ class ClipGroundTruth:
 
         Inputs longer than ``window`` (the protocol window, 64 frames) are cut to it; ``None`` keeps every frame.
         """
-        if isinstance(item, ClipGroundTruth):
-            fields = dataclasses.asdict(item)
-        elif dataclasses.is_dataclass(item):
-            fields = dataclasses.asdict(item)
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            fields = {field.name: getattr(item, field.name) for field in dataclasses.fields(item)}
         elif isinstance(item, Mapping):
             fields = dict(item)
         else:
@@ -99,7 +101,25 @@ class ClipGroundTruth:
         if width * height < 2:
             raise ValueError(f"{where}: a {width}x{height} frame has one pixel; the map metrics need at least 2")
         w = t if window is None else min(t, window)
-        return cls(clip_id, gaze[:w], gaze_type[:w].astype(np.int64), valid[:w].astype(bool), int(width), int(height))
+        camera = _camera_of(fields, int(width), int(height), where)
+        return cls(
+            clip_id, gaze[:w], gaze_type[:w].astype(np.int64), valid[:w].astype(bool), int(width), int(height), camera
+        )
+
+
+def _camera_of(fields: dict, width: int, height: int, where: str) -> PinholeCamera | FisheyeCamera | None:
+    """The clip's own camera: ``camera`` (a ``geometry`` camera, or None), else the schema's ``camera_model`` and
+    ``camera_params`` (``"none"``: None); at the clip's ``width x height`` (a camera of another size of the same view
+    is rescaled by its ``for_frame``)."""
+    camera = fields.get("camera")
+    try:
+        if camera is None and fields.get("camera_model") is not None:
+            camera = camera_from_fields(fields["camera_model"], as_numpy(fields.get("camera_params")), width, height)
+        if camera is not None and not isinstance(camera, (PinholeCamera, FisheyeCamera)):
+            raise ValueError(f"camera must be a PinholeCamera or a FisheyeCamera, got {type(camera).__name__}")
+        return None if camera is None else camera.for_frame(width, height)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
 
 
 @dataclasses.dataclass

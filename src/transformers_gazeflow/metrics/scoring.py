@@ -131,10 +131,13 @@ class NativeFrameScorer:
         torch.minimum(truth, work, out=work)
         return kl, float(work.sum())
 
-    def score(self, maps: torch.Tensor, gaze: np.ndarray, width: int, height: int) -> dict[str, torch.Tensor]:
+    def score(
+        self, maps: torch.Tensor, gaze: np.ndarray, width: int, height: int, camera: Any = None
+    ) -> dict[str, torch.Tensor]:
         """Scores of ``maps [F, height, width]`` (finite, non-negative; checked by the caller) against the unit
         gaze points ``gaze [F, 2]``: per-frame ``auc``, ``nss``, ``cc``, ``kl``, ``sim``, ``aae`` ``[F]`` and the
-        counts ``tp``, ``predicted`` ``[F, thresholds]`` and ``positives`` ``[F]`` (float64)."""
+        counts ``tp``, ``predicted`` ``[F, thresholds]`` and ``positives`` ``[F]`` (float64). ``camera``: the AAE's
+        camera for these frames (a clip's own), instead of the scorer's."""
         if tuple(maps.shape[1:]) != (height, width):
             raise ValueError(f"maps must be {height}x{width} (native), got {maps.shape[1]}x{maps.shape[2]}")
         maps = maps.contiguous()
@@ -152,13 +155,15 @@ class NativeFrameScorer:
             "cc": cc,
             "kl": kl,
             "sim": sim,
-            "aae": self._centre_of_mass_error(sums, truth, width, height),
+            "aae": self._centre_of_mass_error(sums, truth, width, height, self.camera if camera is None else camera),
             "tp": true_positives,
             "predicted": _predicted_positive_counts(maps, extremes, thresholds),
             "positives": positives,
         }
 
-    def _centre_of_mass_error(self, sums: _MapSums, truth: _GroundTruth, width: int, height: int) -> torch.Tensor:
+    def _centre_of_mass_error(
+        self, sums: _MapSums, truth: _GroundTruth, width: int, height: int, camera: Any
+    ) -> torch.Tensor:
         """AAE ``[F]`` of each map's centre of mass (a map of zero mass points at the frame's centre, as
         ``saliency.predicted_point`` does)."""
         pixel_centres_x = torch.arange(width, dtype=torch.float64) + 0.5
@@ -168,7 +173,7 @@ class NativeFrameScorer:
             ((sums.columns * pixel_centres_x).sum(-1) / mass, (sums.rows * pixel_centres_y).sum(-1) / mass), -1
         )
         centre[sums.total <= 0] = torch.tensor([width / 2, height / 2], dtype=centre.dtype)
-        return sal.angular_error(centre, truth.gaze_pixels, width, height, self.fov_deg, self.camera)
+        return sal.angular_error(centre, truth.gaze_pixels, width, height, self.fov_deg, camera)
 
     def _disc_counts_and_divergences(
         self,

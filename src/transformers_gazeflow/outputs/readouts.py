@@ -20,7 +20,7 @@ from ..gaze.readout import GazeReadout
 from ..gaze.regions import RegionCalibration
 from ..gaze.scanpaths import scanpath_record, write_scanpaths
 from ..gaze.uncertainty import GazeUncertainty
-from ..models.gazeflow.geometry import PinholeCamera
+from ..models.gazeflow.geometry import Camera
 from .writers import GazeCsvWriter, write_events
 
 SCANPATHS_NAME = "scanpaths.json"
@@ -41,7 +41,7 @@ class ReadoutFiles:
         height: int,
         fps: float,
         num_samples: int,
-        camera: PinholeCamera,
+        camera: Camera,
         events: EventSettings | None = None,
         region_calibration: RegionCalibration | None = None,
         true_gaze: np.ndarray | None = None,

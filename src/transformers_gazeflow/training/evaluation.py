@@ -27,12 +27,14 @@ import torch
 
 from ..data.collator import GazeFlowDataCollator
 from ..data.processing import GazeFlowVideoProcessor
+from ..models.gazeflow.geometry import FisheyeCamera, PinholeCamera, camera_from_fields, camera_to_fields
 
 BASELINES = ("random_walk", "random_walk_free")
 
 
 def ground_truth(example: dict) -> dict:
-    """The fields of a unified-schema example that the evaluator reads, as numpy arrays."""
+    """The fields of a unified-schema example that the evaluator reads, as numpy arrays, and the camera the example
+    carries (:func:`example_camera`; None: the evaluator's camera applies)."""
     return {
         "clip_id": example["clip_id"],
         "gaze": np.asarray(example["gaze"], np.float64),
@@ -40,7 +42,21 @@ def ground_truth(example: dict) -> dict:
         "valid": np.asarray(example["valid"], bool),
         "width": int(example["width"]),
         "height": int(example["height"]),
+        "camera": example_camera(example),
     }
+
+
+def example_camera(example: dict) -> PinholeCamera | FisheyeCamera | None:
+    """The camera of an example's frame: its ``camera_model`` and ``camera_params`` (``geometry.camera_from_fields``;
+    ``"none"``, or an example without them: None)."""
+    if example.get("camera_model") is None:
+        return None
+    try:
+        return camera_from_fields(
+            example["camera_model"], example.get("camera_params"), int(example["width"]), int(example["height"])
+        )
+    except ValueError as err:
+        raise ValueError(f"example {example.get('clip_id')!r}: {err}") from None
 
 
 def clip_generator(seed: int, clip_id: str, device: torch.device | str = "cpu") -> torch.Generator:
@@ -258,8 +274,8 @@ def event_report(
     examples: Sequence[dict], predictions: Sequence[np.ndarray], fov_deg: float, camera: Any = None
 ) -> dict:
     """Fixations and saccades of the predictions against the examples' gaze-type labels
-    (:func:`~transformers_gazeflow.metrics.events.event_metrics`, I-VT at its default, the given camera: ``camera``,
-    else the pinhole of ``fov_deg``)."""
+    (:func:`~transformers_gazeflow.metrics.events.event_metrics`, I-VT at its default; each clip through the camera
+    its example carries, else ``camera``, else the pinhole of ``fov_deg``)."""
     from ..metrics.events import event_metrics
 
     predictions = trajectories_of(predictions)
@@ -273,7 +289,7 @@ def event_report(
         [t["width"] for t in truths],
         [t["height"] for t in truths],
         fov_deg=fov_deg,
-        camera=camera,
+        camera=[camera if t["camera"] is None else t["camera"] for t in truths],
     )
     defined = {
         row: {key: (None if value != value else value) for key, value in values.items()}
@@ -281,10 +297,21 @@ def event_report(
     }  # NaN (no event of a kind) as None: valid JSON
     return {
         "labeller": "I-VT",
-        "heading": "I-VT at 30 deg/s, "
-        + (f"a {fov_deg:g} degree horizontal field of view" if camera is None else _camera_words(camera)),
+        "heading": "I-VT at 30 deg/s, " + _cameras_words([t["camera"] for t in truths], camera, fov_deg),
         "metrics": defined,
     }
+
+
+def _cameras_words(own: list, camera: Any, fov_deg: float) -> str:
+    """How the events' heading names the cameras: the clips' own where they carry one, else ``camera``, else the
+    pinhole of ``fov_deg``."""
+    fallback = f"a {fov_deg:g} degree horizontal field of view" if camera is None else _camera_words(camera)
+    carried = [c for c in own if c is not None]
+    if not carried:
+        return fallback
+    models = ", ".join(sorted({camera_to_fields(c)[0] for c in carried}))
+    words = f"each clip's own camera ({models}; {len(carried)} of {len(own)} clips)"
+    return words if len(carried) == len(own) else f"{words}, the others {fallback}"
 
 
 def _camera_words(camera: Any) -> str:

@@ -449,6 +449,51 @@ class FisheyeCamera:
         return {"model": FISHEYE624, "params": list(self.params), "width": self.width, "height": self.height}
 
 
+Camera = PinholeCamera | FisheyeCamera
+"""Any camera degrees are measured through (``for_frame``, ``angles_deg``, ``angle_between_deg``, ``to_dict``)."""
+
+
+# --- a camera in the unified example schema ----------------------------------------------------------------------
+
+NO_CAMERA = "none"
+"""``camera_model`` of an example that carries no camera: the caller's camera applies (``--camera``, else the pinhole
+of ``--fov_deg``), as for EGTEA Gaze+ and Ego4D, whose scene cameras ship no intrinsics."""
+PINHOLE = "PINHOLE"
+"""``camera_model`` of a pinhole camera; its ``camera_params``: ``fx, fy, cx, cy`` (pixels of the example's frame)."""
+CAMERA_MODELS = (NO_CAMERA, PINHOLE, FISHEYE624)
+
+
+def camera_to_fields(camera: Camera | None) -> tuple[str, list[float]]:
+    """An example's ``camera_model`` and ``camera_params`` (docs/specs/data.md): :data:`NO_CAMERA` and no numbers for
+    None, :data:`PINHOLE` and ``fx, fy, cx, cy``, or :data:`FISHEYE624` and its 15 parameters (projectaria_tools' order
+    and pixel convention). The camera must be the one of the example's frame (``width x height``)."""
+    if camera is None:
+        return NO_CAMERA, []
+    if isinstance(camera, PinholeCamera):
+        return PINHOLE, [float(camera.fx), float(camera.fy), float(camera.cx), float(camera.cy)]
+    if isinstance(camera, FisheyeCamera):
+        return FISHEYE624, list(camera.params)
+    raise TypeError(f"an example's camera is a PinholeCamera, a FisheyeCamera or None, got {type(camera).__name__}")
+
+
+def camera_from_fields(model: str | None, params, width: int, height: int) -> Camera | None:
+    """The camera an example's ``camera_model`` and ``camera_params`` describe for its ``width x height`` frame (the
+    inverse of :func:`camera_to_fields`); None for :data:`NO_CAMERA` (or an empty model)."""
+    name = NO_CAMERA if model is None else str(model).strip()
+    values = [] if params is None else [float(v) for v in np.asarray(params, dtype=np.float64).reshape(-1)]
+    if name in ("", NO_CAMERA):
+        if values:
+            raise ValueError(f"camera_model {NO_CAMERA!r} takes no camera_params, got {len(values)} numbers")
+        return None
+    if name.upper() == PINHOLE:
+        if len(values) != 4:
+            raise ValueError(f"camera_model {PINHOLE!r} takes 4 camera_params (fx, fy, cx, cy), got {len(values)}")
+        return PinholeCamera(*values, int(width), int(height))
+    if name.upper() == FISHEYE624:
+        return FisheyeCamera(tuple(values), int(width), int(height))
+    raise ValueError(f"camera_model must be one of {CAMERA_MODELS}, got {model!r}")
+
+
 __all__ = [
     "unit_to_model",
     "model_to_unit",
@@ -465,4 +510,10 @@ __all__ = [
     "FISHEYE624",
     "FISHEYE624_NUM_PARAMS",
     "FisheyeCamera",
+    "Camera",
+    "NO_CAMERA",
+    "PINHOLE",
+    "CAMERA_MODELS",
+    "camera_to_fields",
+    "camera_from_fields",
 ]
