@@ -182,8 +182,15 @@ def stage_ops() -> dict:
     return stages
 
 
+RATIO_PATHS = {**PATHS, "overlapped, uint8 resize": {"resize_dtype": "uint8"}}
+"""``--decode-ratio``'s paths: the two of :data:`PATHS`, and the overlapped one with the processor's uint8 resize."""
+STAGES = ("decode", "preprocess", "encode", "sample", "write", "wait_for_frames")
+"""``summary.json``'s stage times printed per frame (``commands.predict.STAGES_MEASURED`` says how each is taken)."""
+
+
 def decode_ratio(args, work: Path) -> dict:
-    """``--decode-ratio``: the command's ms/frame at K=1, S=1 against decoding the video alone."""
+    """``--decode-ratio``: the command's ms/frame at K=1, S=1 against decoding the video alone, with each path's
+    stage times per frame (on the serial path every stage runs in the one loop, in series)."""
     import statistics
 
     from transformers_gazeflow.commands.predict import PredictOptions
@@ -192,26 +199,23 @@ def decode_ratio(args, work: Path) -> dict:
     width, height = (int(v) for v in args.ratio_size.lower().split("x"))
     video = generated_video(work, args.ratio_frames, width, height, args.fps)
     options = PredictOptions(overlay=False, sampling=dict(num_samples=1, num_steps=1))
-    predictors = {path: build_predictor(args.model or "bundled", "cpu", opts, work) for path, opts in PATHS.items()}
-    times: dict[str, list[float]] = {"decode alone": [], **{path: [] for path in PATHS}}
+    paths = {path: build_predictor(args.model or "bundled", "cpu", o, work) for path, o in RATIO_PATHS.items()}
+    times: dict[str, list[float]] = {"decode alone": [], **{path: [] for path in paths}}
+    stages: dict[str, dict[str, list[float]]] = {path: {stage: [] for stage in STAGES} for path in paths}
     for repeat in range(args.repeats):
-        order = list(times) if repeat % 2 == 0 else list(reversed(times))
-        for name in order:
+        for name in list(times) if repeat % 2 == 0 else list(reversed(times)):
             started = time.perf_counter()
             if name == "decode alone":
                 count = sum(1 for _ in iter_frames(video))
             else:
-                count = predictors[name].predict(video, work / f"ratio_{name}", options)["frames"]
+                summary = paths[name].predict(video, work / f"ratio_{name}", options)
+                count = summary["frames"]
+                for stage in STAGES:
+                    stages[name][stage].append(1000 * summary["timings"]["stages_s"].get(stage, 0.0) / count)
             times[name].append(1000 * (time.perf_counter() - started) / count)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    print(
-        f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
-        f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})"
-    )
-    print("| path | ms / frame | / decoding alone |")
-    print("| --- | ---: | ---: |")
-    for name, value in medians.items():
-        print(f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x |")
+    stage_ms = {path: {k: statistics.median(v) for k, v in by_stage.items()} for path, by_stage in stages.items()}
+    print_decode_ratio(args, width, height, medians, stage_ms)
     return {
         "benchmark": "pipeline-decode-ratio",
         "model": args.model or "bundled",
@@ -220,8 +224,21 @@ def decode_ratio(args, work: Path) -> dict:
         "threads": torch.get_num_threads(),
         "ms_per_frame": medians,
         "runs_ms_per_frame": times,
-        "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in PATHS},
+        "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in paths},
+        "stage_ms_per_frame": stage_ms,
     }
+
+
+def print_decode_ratio(args, width: int, height: int, medians: dict, stage_ms: dict) -> None:
+    print(
+        f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
+        f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})"
+    )
+    print("| path | ms / frame | / decoding alone | " + " | ".join(f"{stage} ms / frame" for stage in STAGES) + " |")
+    print("| --- |" + " ---: |" * (2 + len(STAGES)))
+    for name, value in medians.items():
+        cells = " | ".join(f"{stage_ms[name][stage]:.2f}" if name in stage_ms else "-" for stage in STAGES)
+        print(f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x | {cells} |")
 
 
 def throughput(args, work: Path) -> dict:
