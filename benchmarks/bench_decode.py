@@ -18,7 +18,8 @@ FFmpeg's threads) against two and four at a time in threads (what a batch run co
 **Resize** (``--resize``): the processor's resize of each size's frames to ``--resize-to`` on one torch thread, ms
 per frame: ``resize_dtype="float32"`` (the default: uint8 -> float32, antialiased bilinear), ``"uint8"`` (torch's
 uint8 kernel), and swscale in the decoder (``VideoFrame.reformat(S, S, "rgb24", interpolation=...)`` straight from
-the decoded yuv420p frame, its RGB conversion included, against the float32 path's RGB conversion plus resize);
+the decoded yuv420p frame, its RGB conversion included, against the float32 path's RGB conversion plus resize; and
+the one copy between PyAV's RGB array and the processor's tensor, the stack of a batch's frames, alone);
 with the largest and mean difference of each processed frame from the float32 path's, in grey levels (0..255).
 ``--trajectories``: also ``gazeflow predict --no-overlay``'s trajectories with the bundled model on the 640x480
 video, both resize precisions (the model's default K and S): the largest and mean difference of the samples, in
@@ -190,6 +191,7 @@ def resize_variants(decoded: list, rgb: list[np.ndarray], exact, fast) -> dict[s
     cpu, side = torch.device("cpu"), exact.size
     return {
         "RGB conversion alone (to_ndarray)": lambda: len([f.to_ndarray(format="rgb24") for f in decoded]),
+        "the batch's one copy alone (np.stack)": lambda: len(np.stack(rgb)),
         "float32 resize (the default)": lambda: len(process_frames(exact, rgb, cpu)),
         "uint8 resize": lambda: len(process_frames(fast, rgb, cpu)),
         **{f"swscale {n}, from yuv420p": (lambda n=n: len(swscale(decoded, side, n))) for n in SWSCALE_FILTERS},
