@@ -3,11 +3,11 @@ processor's two resize precisions cost, and what the fast resize changes.
 
 **Decoding** (the default): generated videos (``pipeline_paths.generated_frames``, written with
 ``data.video.write_video``: H.264, yuv420p) at each of ``--sizes`` decoded to RGB uint8 ``[H, W, 3]`` arrays by every
-variant, alternating, ``--repeats`` times; prints the median ms per frame: PyAV with FFmpeg's threads off (one
-thread), slice threads, frame threads and both (``thread_type`` ``SLICE`` / ``FRAME`` / ``AUTO``, ``thread_count``
-0: FFmpeg's choice, one per core), decoding alone without the RGB conversion, the command's ``iter_frames``, and
-torchcodec's ``VideoDecoder`` on the CPU (and with ``--device cuda`` on NVDEC) where torchcodec is installed (else
-the table says why not).
+variant, alternating, ``--repeats`` times; prints the median ms per frame, wall and CPU (all threads): PyAV with
+FFmpeg's threads off (one thread), slice threads, frame threads and both (``thread_type`` ``SLICE`` / ``FRAME`` /
+``AUTO``, ``thread_count`` 0: FFmpeg's choice, one per core), decoding alone without the RGB conversion, the
+command's ``iter_frames``, and torchcodec's ``VideoDecoder`` on the CPU (and with ``--device cuda`` on NVDEC) where
+torchcodec is installed (else the table says why not).
 
     python benchmarks/bench_decode.py                                   # 256x256, 640x480, 1920x1080
     python benchmarks/bench_decode.py --sizes 640x480 --frames 240 --repeats 5
@@ -88,17 +88,24 @@ def torchcodec_decoder(device: str) -> tuple[Callable[[Path], int] | None, str]:
     return decode, ""
 
 
-def side_by_side(variants: dict[str, Callable[[], int]], repeats: int) -> dict[str, float]:
-    """Median ms per frame of each variant (its function returns the frames it did), alternating the order."""
-    times: dict[str, list[float]] = {name: [] for name in variants}
+def side_by_side(variants: dict[str, Callable[[], int]], repeats: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Median ms per frame of each variant (its function returns the frames it did), alternating the order: wall
+    time, and CPU time (all the process's threads: FFmpeg's included; on a shared machine the CPU time is the
+    steadier figure, the wall time what a reader waits)."""
+    wall: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     for run in variants.values():  # a warm-up: libraries loaded, files in the page cache
         run()
     for repeat in range(repeats):
         for name in list(variants) if repeat % 2 == 0 else list(reversed(variants)):
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             count = variants[name]()
-            times[name].append(1000 * (time.perf_counter() - started) / count)
-    return {name: statistics.median(values) for name, values in times.items()}
+            wall[name].append(1000 * (time.perf_counter() - started) / count)
+            cpu[name].append(1000 * (time.process_time() - cpu_started) / count)
+    return (
+        {name: statistics.median(values) for name, values in wall.items()},
+        {name: statistics.median(values) for name, values in cpu.items()},
+    )
 
 
 def decoding_variants(video: Path, codecs: dict) -> dict[str, Callable[[], int]]:
@@ -122,19 +129,26 @@ def decoding(args, videos: dict[str, Path]) -> dict:
     if args.device.startswith("cuda"):
         codecs["cuda"] = torchcodec_decoder("cuda")
     unavailable = sorted({why for _, why in codecs.values() if why})
-    rows = {}
+    rows, cpu_rows = {}, {}
     for size, video in videos.items():
-        rows[size] = side_by_side(decoding_variants(video, codecs), args.repeats)
+        rows[size], cpu_rows[size] = side_by_side(decoding_variants(video, codecs), args.repeats)
         print(f"  {size}: " + ", ".join(f"{k} {v:.2f}" for k, v in rows[size].items()), flush=True)
     names = list(dict.fromkeys(name for row in rows.values() for name in row))
     print(f"\nms per frame (median of {args.repeats}), {os.cpu_count()} CPU cores, load {os.getloadavg()[0]:.1f}")
-    print("| decoder | " + " | ".join(rows) + " |")
-    print("| --- |" + " ---: |" * len(rows))
+    print("| decoder | " + " | ".join(f"{size} wall | {size} CPU" for size in rows) + " |")
+    print("| --- |" + " ---: | ---: |" * len(rows))
     for name in names:
-        print(f"| {name} | " + " | ".join(f"{row[name]:.2f}" if name in row else "-" for row in rows.values()) + " |")
+        cells = [f"{rows[s][name]:.2f} | {cpu_rows[s][name]:.2f}" if name in rows[s] else "- | -" for s in rows]
+        print(f"| {name} | " + " | ".join(cells) + " |")
     for why in unavailable:
         print(f"\n{why}")
-    return {"frames": args.frames, "cores": os.cpu_count(), "ms_per_frame": rows, "unavailable": unavailable}
+    return {
+        "frames": args.frames,
+        "cores": os.cpu_count(),
+        "ms_per_frame": rows,
+        "cpu_ms_per_frame": cpu_rows,
+        "unavailable": unavailable,
+    }
 
 
 def decode_in_threads(paths: list[Path], workers: int) -> int:
@@ -163,13 +177,19 @@ def batch_decoding(args, work: Path) -> dict:
     width, height = (int(v) for v in args.batch_size.lower().split("x"))
     paths = [generated_video(work, args.frames, width, height, args.fps)] * args.videos
     variants = {f"{n} at a time": (lambda n=n: decode_in_threads(paths, n)) for n in (1, 2, 4)}
-    medians = side_by_side(variants, args.repeats)
+    medians, cpu = side_by_side(variants, args.repeats)
     print(f"\n{args.videos} videos of {args.batch_size}, {args.frames} frames each, {os.cpu_count()} CPU cores")
-    print("| videos decoded | ms per frame | against one at a time |")
-    print("| --- | ---: | ---: |")
+    print("| videos decoded | wall ms per frame | against one at a time | CPU ms per frame |")
+    print("| --- | ---: | ---: | ---: |")
     for name, value in medians.items():
-        print(f"| {name} | {value:.2f} | {value / medians['1 at a time']:.2f}x |")
-    return {"size": args.batch_size, "videos": args.videos, "frames": args.frames, "ms_per_frame": medians}
+        print(f"| {name} | {value:.2f} | {value / medians['1 at a time']:.2f}x | {cpu[name]:.2f} |")
+    return {
+        "size": args.batch_size,
+        "videos": args.videos,
+        "frames": args.frames,
+        "ms_per_frame": medians,
+        "cpu_ms_per_frame": cpu,
+    }
 
 
 def grey_levels(processed: torch.Tensor, processor) -> np.ndarray:
@@ -214,7 +234,7 @@ def resize_paths(args, videos: dict[str, Path]) -> dict:
             decoded = [frame for _, frame in zip(range(args.resize_frames), container.decode(video=0))]
         rgb = [frame.to_ndarray(format="rgb24") for frame in decoded]
         variants = resize_variants(decoded, rgb, exact, fast)
-        medians = side_by_side(variants, args.repeats)
+        medians, cpu_ms = side_by_side(variants, args.repeats)
         reference = grey_levels(process_frames(exact, rgb, cpu), exact)
         outputs = {"uint8 resize": grey_levels(process_frames(fast, rgb, cpu), fast)}
         outputs.update(
@@ -227,16 +247,16 @@ def resize_paths(args, videos: dict[str, Path]) -> dict:
             name: {"max": float(np.abs(out - reference).max()), "mean": float(np.abs(out - reference).mean())}
             for name, out in outputs.items()
         }
-        rows[size] = {"ms_per_frame": medians, "grey_level_difference": differences}
+        rows[size] = {"ms_per_frame": medians, "cpu_ms_per_frame": cpu_ms, "grey_level_difference": differences}
         print(f"  {size}: " + ", ".join(f"{k} {v:.3f}" for k, v in medians.items()), flush=True)
     print(f"\nresize to {side}x{side}, {args.resize_frames} frames, torch threads {torch.get_num_threads()}")
-    print("| size | path | ms per frame | largest difference (grey levels) | mean difference |")
-    print("| --- | --- | ---: | ---: | ---: |")
+    print("| size | path | wall ms per frame | CPU ms per frame | largest difference (grey levels) | mean difference |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
     for size, row in rows.items():
         for name, value in row["ms_per_frame"].items():
             diff = row["grey_level_difference"].get(name)
             cells = f"{diff['max']:.2f} | {diff['mean']:.3f}" if diff else "- | -"
-            print(f"| {size} | {name} | {value:.3f} | {cells} |")
+            print(f"| {size} | {name} | {value:.3f} | {row['cpu_ms_per_frame'][name]:.3f} | {cells} |")
     return {"resize_to": side, "frames": args.resize_frames, "sizes": rows}
 
 
