@@ -201,10 +201,11 @@ def decode_ratio(args, work: Path) -> dict:
     options = PredictOptions(overlay=False, sampling=dict(num_samples=1, num_steps=1))
     paths = {path: build_predictor(args.model or "bundled", "cpu", o, work) for path, o in RATIO_PATHS.items()}
     times: dict[str, list[float]] = {"decode alone": [], **{path: [] for path in paths}}
+    cpu_times: dict[str, list[float]] = {name: [] for name in times}  # all threads: on a shared machine, steadier
     stages: dict[str, dict[str, list[float]]] = {path: {stage: [] for stage in STAGES} for path in paths}
     for repeat in range(args.repeats):
         for name in list(times) if repeat % 2 == 0 else list(reversed(times)):
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             if name == "decode alone":
                 count = sum(1 for _ in iter_frames(video))
             else:
@@ -213,9 +214,11 @@ def decode_ratio(args, work: Path) -> dict:
                 for stage in STAGES:
                     stages[name][stage].append(1000 * summary["timings"]["stages_s"].get(stage, 0.0) / count)
             times[name].append(1000 * (time.perf_counter() - started) / count)
+            cpu_times[name].append(1000 * (time.process_time() - cpu_started) / count)
     medians = {name: statistics.median(values) for name, values in times.items()}
+    cpu = {name: statistics.median(values) for name, values in cpu_times.items()}
     stage_ms = {path: {k: statistics.median(v) for k, v in by_stage.items()} for path, by_stage in stages.items()}
-    print_decode_ratio(args, width, height, medians, stage_ms)
+    print_decode_ratio(args, width, height, medians, cpu, stage_ms)
     return {
         "benchmark": "pipeline-decode-ratio",
         "model": args.model or "bundled",
@@ -225,20 +228,26 @@ def decode_ratio(args, work: Path) -> dict:
         "ms_per_frame": medians,
         "runs_ms_per_frame": times,
         "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in paths},
+        "cpu_ms_per_frame": cpu,
+        "cpu_ratio_to_decode": {name: cpu[name] / cpu["decode alone"] for name in paths},
         "stage_ms_per_frame": stage_ms,
     }
 
 
-def print_decode_ratio(args, width: int, height: int, medians: dict, stage_ms: dict) -> None:
+def print_decode_ratio(args, width: int, height: int, medians: dict, cpu: dict, stage_ms: dict) -> None:
     print(
         f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
         f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})"
     )
-    print("| path | ms / frame | / decoding alone | " + " | ".join(f"{stage} ms / frame" for stage in STAGES) + " |")
-    print("| --- |" + " ---: |" * (2 + len(STAGES)))
+    stage_columns = " | ".join(f"{stage} ms / frame" for stage in STAGES)
+    print(f"| path | ms / frame | / decoding alone | CPU ms / frame | CPU / decoding's | {stage_columns} |")
+    print("| --- |" + " ---: |" * (4 + len(STAGES)))
     for name, value in medians.items():
         cells = " | ".join(f"{stage_ms[name][stage]:.2f}" if name in stage_ms else "-" for stage in STAGES)
-        print(f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x | {cells} |")
+        print(
+            f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x | {cpu[name]:.2f} | "
+            f"{cpu[name] / cpu['decode alone']:.2f}x | {cells} |"
+        )
 
 
 def throughput(args, work: Path) -> dict:
