@@ -5,9 +5,10 @@ processor's two resize precisions cost, and what the fast resize changes.
 ``data.video.write_video``: H.264, yuv420p) at each of ``--sizes`` decoded to RGB uint8 ``[H, W, 3]`` arrays by every
 variant, alternating, ``--repeats`` times; prints the median ms per frame, wall and CPU (all threads): PyAV with
 FFmpeg's threads off (one thread), slice threads, frame threads and both (``thread_type`` ``SLICE`` / ``FRAME`` /
-``AUTO``, ``thread_count`` 0: FFmpeg's choice, one per core), decoding alone without the RGB conversion, the
-command's ``iter_frames``, and torchcodec's ``VideoDecoder`` on the CPU (and with ``--device cuda`` on NVDEC) where
-torchcodec is installed (else the table says why not).
+``AUTO``, ``thread_count`` 0: FFmpeg's choice, one per core; swscale's RGB conversion on its default threads, one
+per core, and on one thread), decoding alone without the RGB conversion, the command's ``iter_frames``, and
+torchcodec's ``VideoDecoder`` on the CPU (and with ``--device cuda`` on NVDEC) where torchcodec is installed (else
+the table says why not).
 
     python benchmarks/bench_decode.py                                   # 256x256, 640x480, 1920x1080
     python benchmarks/bench_decode.py --sizes 640x480 --frames 240 --repeats 5
@@ -56,8 +57,9 @@ THREAD_SETTINGS = {
 SWSCALE_FILTERS = ("BILINEAR", "AREA")
 
 
-def pyav_decode(path: Path, thread_type: str, thread_count: int, rgb: bool = True) -> int:
-    """Decode every frame (to an RGB array unless ``rgb`` is False); the number of frames."""
+def pyav_decode(path: Path, thread_type: str, thread_count: int, rgb: bool = True, rgb_threads: int = 0) -> int:
+    """Decode every frame (to an RGB array unless ``rgb`` is False, converted by swscale on ``rgb_threads`` threads,
+    0: PyAV's default, one per core); the number of frames."""
     import av
 
     count = 0
@@ -66,7 +68,7 @@ def pyav_decode(path: Path, thread_type: str, thread_count: int, rgb: bool = Tru
         stream.thread_type, stream.thread_count = thread_type, thread_count
         for frame in container.decode(stream):
             if rgb:
-                frame.to_ndarray(format="rgb24")
+                frame.to_ndarray(format="rgb24", threads=rgb_threads)
             count += 1
     return count
 
@@ -115,6 +117,7 @@ def decoding_variants(video: Path, codecs: dict) -> dict[str, Callable[[], int]]
     variants: dict[str, Callable[[], int]] = {
         name: (lambda t=t, c=c: pyav_decode(video, t, c)) for name, (t, c) in THREAD_SETTINGS.items()
     }
+    variants["PyAV AUTO, RGB conversion on one thread"] = lambda: pyav_decode(video, "AUTO", 0, rgb_threads=1)
     variants["PyAV AUTO, decoding alone (no RGB conversion)"] = lambda: pyav_decode(video, "AUTO", 0, rgb=False)
     variants["iter_frames (the command's)"] = lambda: sum(1 for _ in iter_frames(video))
     for device, (decode, _) in codecs.items():
