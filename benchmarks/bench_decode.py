@@ -32,7 +32,6 @@ pixels of the frame.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -44,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from pipeline_paths import generated_video
+from pipeline_paths import generated_video, trajectory_difference
 from results import add_results_argument, write_section
 
 THREAD_SETTINGS = {
@@ -265,39 +264,6 @@ def resize_paths(args, videos: dict[str, Path]) -> dict:
     return {"resize_to": side, "frames": args.resize_frames, "sizes": rows}
 
 
-def csv_samples(path: Path) -> np.ndarray:
-    """Every row's ``(x_px, y_px)`` of a gaze.csv."""
-    with path.open(encoding="utf-8") as handle:
-        return np.array([[float(row["x_px"]), float(row["y_px"])] for row in csv.DictReader(handle)])
-
-
-def trajectory_difference(args, work: Path, video: Path) -> dict:
-    """``--trajectories``: gazeflow predict --no-overlay with the bundled model, float32 against uint8 resize."""
-    from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
-
-    samples, timings = {}, {}
-    for resize_dtype in ("float32", "uint8"):
-        predictor = GazePredictor(None, resize_dtype=resize_dtype)
-        summary = predictor.predict(video, work / f"trajectories_{resize_dtype}", PredictOptions(overlay=False))
-        samples[resize_dtype] = csv_samples(work / f"trajectories_{resize_dtype}" / "gaze.csv")
-        timings[resize_dtype] = summary["timings"]["ms_per_frame"]
-        settings = (summary["num_samples"], summary["num_steps"])
-    difference = np.abs(samples["uint8"] - samples["float32"])
-    figures = {
-        "video": video.name,
-        "K": settings[0],
-        "S": settings[1],
-        "max_px": float(difference.max()),
-        "mean_px": float(difference.mean()),
-        "ms_per_frame": timings,
-    }
-    print(
-        f"\ngazeflow predict --no-overlay, bundled model, K={settings[0]}, S={settings[1]}, {video.name}: uint8 resize "
-        f"against float32, samples differ by at most {figures['max_px']:.3f} px (mean {figures['mean_px']:.4f} px)"
-    )
-    return figures
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", default=["256x256", "640x480", "1920x1080"], help="WIDTHxHEIGHT")
@@ -328,7 +294,7 @@ def main() -> None:
             figures["resize"] = resize_paths(args, videos)
             if args.trajectories:
                 video = generated_video(work, args.frames, 640, 480, args.fps)
-                figures["resize-trajectories"] = trajectory_difference(args, work, video)
+                figures["resize-trajectories"] = trajectory_difference(work, video)
         else:
             figures["decode"] = decoding(args, videos)
             if args.batch:

@@ -1,10 +1,12 @@
 """The pipeline benchmarks' inputs (generated videos, the random models), and the command's path as it runs now
 ("overlapped") against the serial path it replaced, side by side: aten ops per output frame (``--ops``), the
 command against decoding alone (``--decode-ratio``) and frames per second (``--throughput``). Run by
-``bench_pipeline.py``, whose docstring says what each run measures."""
+``bench_pipeline.py``, whose docstring says what each run measures; and the trajectories of the command with either
+resize precision, for ``bench_decode.py --trajectories``."""
 
 from __future__ import annotations
 
+import csv
 import os
 import time
 from pathlib import Path
@@ -305,4 +307,38 @@ def throughput(args, work: Path) -> dict:
             del predictor
             if args.device.startswith("cuda"):
                 torch.cuda.empty_cache()
+    return figures
+
+
+def csv_samples(path: Path) -> np.ndarray:
+    """Every row's ``(x_px, y_px)`` of a gaze.csv."""
+    with path.open(encoding="utf-8") as handle:
+        return np.array([[float(row["x_px"]), float(row["y_px"])] for row in csv.DictReader(handle)])
+
+
+def trajectory_difference(work: Path, video: Path) -> dict:
+    """``bench_decode.py --trajectories``: gazeflow predict --no-overlay's samples with the bundled model (its default
+    K and S), the processor's float32 resize against its uint8 one."""
+    from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
+
+    samples, timings = {}, {}
+    for resize_dtype in ("float32", "uint8"):
+        predictor = GazePredictor(None, resize_dtype=resize_dtype)
+        summary = predictor.predict(video, work / f"trajectories_{resize_dtype}", PredictOptions(overlay=False))
+        samples[resize_dtype] = csv_samples(work / f"trajectories_{resize_dtype}" / "gaze.csv")
+        timings[resize_dtype] = summary["timings"]["ms_per_frame"]
+        settings = (summary["num_samples"], summary["num_steps"])
+    difference = np.abs(samples["uint8"] - samples["float32"])
+    figures = {
+        "video": video.name,
+        "K": settings[0],
+        "S": settings[1],
+        "max_px": float(difference.max()),
+        "mean_px": float(difference.mean()),
+        "ms_per_frame": timings,
+    }
+    print(
+        f"\ngazeflow predict --no-overlay, bundled model, K={settings[0]}, S={settings[1]}, {video.name}: uint8 resize "
+        f"against float32, samples differ by at most {figures['max_px']:.3f} px (mean {figures['mean_px']:.4f} px)"
+    )
     return figures
