@@ -34,9 +34,14 @@ attention against the fused one), the condition per window, one velocity-network
 
     python benchmarks/bench_pipeline.py --ops --threads 2 --json ops.json
 
-**Against decoding alone** (``--decode-ratio``): ms per frame of the command's path at 640x480 with K=1, S=1 (the
-model's cost near zero) against decoding the same video alone (``iter_frames``), alternating, median of
-``--repeats``.
+**Against decoding alone, and the stage times** (``--decode-ratio``): ms per frame of the command's path at 640x480
+with K=1, S=1 (the model's cost near zero) against decoding the same video alone (``iter_frames``), alternating,
+median of ``--repeats``, wall and CPU time (all the process's threads): the serial path, the overlapped one, and the
+overlapped one with the processor's uint8 resize (``gazeflow predict --resize-dtype uint8``); beside each,
+``summary.json``'s stage times in ms per frame (decode, preprocess, encode, sample, write, and the time the model's
+loop waited for frames). On the serial path every stage runs in the model's loop, one after another, so its stage
+times are what each stage costs on ``--threads`` torch threads (decode: PyAV with FFmpeg's threads); on the
+overlapped path on a CPU the reading thread also resizes, so its decode is decoding and preprocessing together.
 
     python benchmarks/bench_pipeline.py --decode-ratio --threads 2 --repeats 3 --json ratio.json
 

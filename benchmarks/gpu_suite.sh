@@ -24,6 +24,9 @@
 #   pipeline           bench_pipeline.py --throughput: gazeflow predict --no-overlay's path on generated 30-second
 #                      videos, the bundled model and the paper's geometry at 256x256 and 640x480, serial and
 #                      overlapped side by side; frames per second and the stage times
+#   decode             (optional) bench_decode.py: decoding to RGB uint8 at 256x256, 640x480 and 1920x1080 on the
+#                      machine's cores (PyAV's FFmpeg thread settings; torchcodec on the CPU and NVDEC where it is
+#                      importable, else why not), and four videos decoded one, two and four at a time
 #   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L), every
 #                      mode side by side (the previous streamer, the static step eager, captured as a CUDA graph,
 #                      compiled with reduce-overhead): p50/p95/p99 per frame, aten ops and CUDA kernels per frame,
@@ -62,15 +65,15 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
 PYTHON="${PYTHON:-python3}"
 SITE="${GAZEFLOW_SUITE_SITE:-/tmp/site}"
-ALL_STEPS="install preflight tests train inference pipeline streaming inference-compile predict streaming-bundled profile"
+ALL_STEPS="install preflight tests train inference pipeline decode streaming inference-compile predict streaming-bundled profile"
 KNOWN_STEPS="$ALL_STEPS fulltests"
-OPTIONAL_STEPS="inference-compile predict streaming-bundled profile fulltests"
+OPTIONAL_STEPS="decode inference-compile predict streaming-bundled profile fulltests"
 # seconds: the estimate (what each step took in the one-call run on an H200, trimmed where noted) and its own limit
 declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=80 [train]=105 [inference]=40 [pipeline]=90
-                     [predict]=70
+                     [predict]=70 [decode]=35
                      [streaming]=90 [inference-compile]=62 [streaming-bundled]=60 [profile]=45 [fulltests]=400)
 declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=140 [inference]=75 [pipeline]=130
-                  [predict]=110
+                  [predict]=110 [decode]=60
                   [streaming]=130 [inference-compile]=90 [streaming-bundled]=90 [profile]=70 [fulltests]=600)
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
@@ -228,7 +231,7 @@ run_step() {  # run_step NAME COMMAND...: log, time (under the step's limit) and
   echo "   exit $rc, $(tail -c 300 "$log" | tail -n 1)"
 }
 
-bench_args() {  # bench_args inference|streaming|streaming-bundled|train: a benchmark's arguments for the device
+bench_args() {  # bench_args inference|streaming|streaming-bundled|train|pipeline|decode: a benchmark's arguments
   if [ "$TINY" = 1 ]; then
     case "$1" in
       inference) echo "--preset tiny --grid-k 2 --grid-s 1 2 --reference-k 2 --reference-s 2 --repeats 1" ;;
@@ -238,6 +241,7 @@ bench_args() {  # bench_args inference|streaming|streaming-bundled|train: a benc
                                --num-samples 30 --num-steps 5" ;;
       train) echo "--preset tiny --variants B2+probe B2+fast+ckpt --data-steps 2 --workers 0 2 --steps 1" ;;
       pipeline) echo "--throughput --throughput-models tiny --throughput-sizes 64x64 160x120 --seconds 2" ;;
+      decode) echo "--sizes 64x64 160x120 --frames 12 --repeats 1 --batch --videos 2" ;;
     esac
   else
     case "$1" in
@@ -249,6 +253,7 @@ bench_args() {  # bench_args inference|streaming|streaming-bundled|train: a benc
       train) echo "--variants B4+probe B4+fast B8+fast B8+fast+compile --data-variants B8+fast+compile --workers 12
                    --data-steps 8" ;;
       pipeline) echo "--throughput --seconds 30" ;;
+      decode) echo "--frames 96 --repeats 3 --batch --videos 4" ;;
     esac
   fi
 }
@@ -335,6 +340,8 @@ for step in $ALL_STEPS fulltests; do
     profile) run_step profile profile_step ;;
     pipeline) run_step pipeline "$PYTHON" benchmarks/bench_pipeline.py --device "$DEVICE" $(bench_args pipeline) \
                 --json "$OUT_DIR/pipeline.json" ;;
+    decode) run_step decode "$PYTHON" benchmarks/bench_decode.py --device "$DEVICE" $(bench_args decode) \
+              --json "$OUT_DIR/decode.json" ;;
     predict) run_step predict "${TOOLS[@]}" predict "$OUT_DIR" --device "$DEVICE" --work "$WORK" \
                $([ "$TINY" = 1 ] && echo --tiny) ;;
   esac

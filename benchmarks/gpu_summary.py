@@ -268,6 +268,33 @@ def pipeline_lines(pipeline: dict | None) -> list[str]:
     return lines
 
 
+def decode_lines(figures: dict | None) -> list[str]:
+    """bench_decode.py: ms per frame of each decoder at each size on the machine's cores, and several videos decoded
+    side by side."""
+    decode = (figures or {}).get("decode")
+    if not decode:
+        return []
+    rows = decode["ms_per_frame"]
+    names = list(dict.fromkeys(name for row in rows.values() for name in row))
+    lines = [
+        "",
+        f"## Decoding to RGB uint8, ms / frame (bench_decode.py; {decode['frames']} frames, {decode['cores']} cores)",
+        "",
+        "| decoder | " + " | ".join(rows) + " |",
+        "| --- |" + " ---: |" * len(rows),
+    ]
+    lines += [f"| {n} | " + " | ".join(fmt(row.get(n)) for row in rows.values()) + " |" for n in names]
+    lines += [f"\n{why}" for why in decode.get("unavailable", [])]
+    batch = figures.get("decode-batch")
+    if batch:
+        lines += [
+            "",
+            f"{batch['videos']} videos of {batch['size']} decoded: "
+            + ", ".join(f"{name} {value:.2f} ms / frame" for name, value in batch["ms_per_frame"].items()),
+        ]
+    return lines
+
+
 def inference_table_lines(label: str, figures: dict) -> list[str]:
     """Table ks_grid and Table method_time of one inference run, and the fast path against the reference."""
     lines = []
@@ -368,7 +395,8 @@ def summary(folders: list[Path], output: Path) -> str:
     lines = header_lines(folders) + step_lines(folders) + target_lines(first)
     for name, label in STREAMING_FILES.items():
         lines += streaming_mode_lines(label, first(name) or {})
-    lines += pipeline_lines(first("pipeline.json")) + train_lines(first("train.json"))
+    lines += pipeline_lines(first("pipeline.json")) + decode_lines(first("decode.json"))
+    lines += train_lines(first("train.json"))
     for label, name in (("eager", "inference.json"), ("compiled", "inference-compile.json")):
         figures = first(name)
         if figures:

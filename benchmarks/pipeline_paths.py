@@ -1,10 +1,12 @@
 """The pipeline benchmarks' inputs (generated videos, the random models), and the command's path as it runs now
 ("overlapped") against the serial path it replaced, side by side: aten ops per output frame (``--ops``), the
 command against decoding alone (``--decode-ratio``) and frames per second (``--throughput``). Run by
-``bench_pipeline.py``, whose docstring says what each run measures."""
+``bench_pipeline.py``, whose docstring says what each run measures; and the trajectories of the command with either
+resize precision, for ``bench_decode.py --trajectories``."""
 
 from __future__ import annotations
 
+import csv
 import os
 import time
 from pathlib import Path
@@ -182,8 +184,15 @@ def stage_ops() -> dict:
     return stages
 
 
+RATIO_PATHS = {**PATHS, "overlapped, uint8 resize": {"resize_dtype": "uint8"}}
+"""``--decode-ratio``'s paths: the two of :data:`PATHS`, and the overlapped one with the processor's uint8 resize."""
+STAGES = ("decode", "preprocess", "encode", "sample", "write", "wait_for_frames")
+"""``summary.json``'s stage times printed per frame (``commands.predict.STAGES_MEASURED`` says how each is taken)."""
+
+
 def decode_ratio(args, work: Path) -> dict:
-    """``--decode-ratio``: the command's ms/frame at K=1, S=1 against decoding the video alone."""
+    """``--decode-ratio``: the command's ms/frame at K=1, S=1 against decoding the video alone, with each path's
+    stage times per frame (on the serial path every stage runs in the one loop, in series)."""
     import statistics
 
     from transformers_gazeflow.commands.predict import PredictOptions
@@ -192,26 +201,26 @@ def decode_ratio(args, work: Path) -> dict:
     width, height = (int(v) for v in args.ratio_size.lower().split("x"))
     video = generated_video(work, args.ratio_frames, width, height, args.fps)
     options = PredictOptions(overlay=False, sampling=dict(num_samples=1, num_steps=1))
-    predictors = {path: build_predictor(args.model or "bundled", "cpu", opts, work) for path, opts in PATHS.items()}
-    times: dict[str, list[float]] = {"decode alone": [], **{path: [] for path in PATHS}}
+    paths = {path: build_predictor(args.model or "bundled", "cpu", o, work) for path, o in RATIO_PATHS.items()}
+    times: dict[str, list[float]] = {"decode alone": [], **{path: [] for path in paths}}
+    cpu_times: dict[str, list[float]] = {name: [] for name in times}  # all threads: on a shared machine, steadier
+    stages: dict[str, dict[str, list[float]]] = {path: {stage: [] for stage in STAGES} for path in paths}
     for repeat in range(args.repeats):
-        order = list(times) if repeat % 2 == 0 else list(reversed(times))
-        for name in order:
-            started = time.perf_counter()
+        for name in list(times) if repeat % 2 == 0 else list(reversed(times)):
+            started, cpu_started = time.perf_counter(), time.process_time()
             if name == "decode alone":
                 count = sum(1 for _ in iter_frames(video))
             else:
-                count = predictors[name].predict(video, work / f"ratio_{name}", options)["frames"]
+                summary = paths[name].predict(video, work / f"ratio_{name}", options)
+                count = summary["frames"]
+                for stage in STAGES:
+                    stages[name][stage].append(1000 * summary["timings"]["stages_s"].get(stage, 0.0) / count)
             times[name].append(1000 * (time.perf_counter() - started) / count)
+            cpu_times[name].append(1000 * (time.process_time() - cpu_started) / count)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    print(
-        f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
-        f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})"
-    )
-    print("| path | ms / frame | / decoding alone |")
-    print("| --- | ---: | ---: |")
-    for name, value in medians.items():
-        print(f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x |")
+    cpu = {name: statistics.median(values) for name, values in cpu_times.items()}
+    stage_ms = {path: {k: statistics.median(v) for k, v in by_stage.items()} for path, by_stage in stages.items()}
+    print_decode_ratio(args, width, height, medians, cpu, stage_ms)
     return {
         "benchmark": "pipeline-decode-ratio",
         "model": args.model or "bundled",
@@ -220,8 +229,27 @@ def decode_ratio(args, work: Path) -> dict:
         "threads": torch.get_num_threads(),
         "ms_per_frame": medians,
         "runs_ms_per_frame": times,
-        "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in PATHS},
+        "ratio_to_decode": {name: medians[name] / medians["decode alone"] for name in paths},
+        "cpu_ms_per_frame": cpu,
+        "cpu_ratio_to_decode": {name: cpu[name] / cpu["decode alone"] for name in paths},
+        "stage_ms_per_frame": stage_ms,
     }
+
+
+def print_decode_ratio(args, width: int, height: int, medians: dict, cpu: dict, stage_ms: dict) -> None:
+    print(
+        f"\n{width}x{height}, {args.ratio_frames} frames, K=1, S=1, model {args.model or 'bundled'}, torch threads "
+        f"{torch.get_num_threads()}, median of {args.repeats} (load average {os.getloadavg()[0]:.1f})"
+    )
+    stage_columns = " | ".join(f"{stage} ms / frame" for stage in STAGES)
+    print(f"| path | ms / frame | / decoding alone | CPU ms / frame | CPU / decoding's | {stage_columns} |")
+    print("| --- |" + " ---: |" * (4 + len(STAGES)))
+    for name, value in medians.items():
+        cells = " | ".join(f"{stage_ms[name][stage]:.2f}" if name in stage_ms else "-" for stage in STAGES)
+        print(
+            f"| {name} | {value:.2f} | {value / medians['decode alone']:.2f}x | {cpu[name]:.2f} | "
+            f"{cpu[name] / cpu['decode alone']:.2f}x | {cells} |"
+        )
 
 
 def throughput(args, work: Path) -> dict:
@@ -279,4 +307,38 @@ def throughput(args, work: Path) -> dict:
             del predictor
             if args.device.startswith("cuda"):
                 torch.cuda.empty_cache()
+    return figures
+
+
+def csv_samples(path: Path) -> np.ndarray:
+    """Every row's ``(x_px, y_px)`` of a gaze.csv."""
+    with path.open(encoding="utf-8") as handle:
+        return np.array([[float(row["x_px"]), float(row["y_px"])] for row in csv.DictReader(handle)])
+
+
+def trajectory_difference(work: Path, video: Path) -> dict:
+    """``bench_decode.py --trajectories``: gazeflow predict --no-overlay's samples with the bundled model (its default
+    K and S), the processor's float32 resize against its uint8 one."""
+    from transformers_gazeflow.commands.predict import GazePredictor, PredictOptions
+
+    samples, timings = {}, {}
+    for resize_dtype in ("float32", "uint8"):
+        predictor = GazePredictor(None, resize_dtype=resize_dtype)
+        summary = predictor.predict(video, work / f"trajectories_{resize_dtype}", PredictOptions(overlay=False))
+        samples[resize_dtype] = csv_samples(work / f"trajectories_{resize_dtype}" / "gaze.csv")
+        timings[resize_dtype] = summary["timings"]["ms_per_frame"]
+        settings = (summary["num_samples"], summary["num_steps"])
+    difference = np.abs(samples["uint8"] - samples["float32"])
+    figures = {
+        "video": video.name,
+        "K": settings[0],
+        "S": settings[1],
+        "max_px": float(difference.max()),
+        "mean_px": float(difference.mean()),
+        "ms_per_frame": timings,
+    }
+    print(
+        f"\ngazeflow predict --no-overlay, bundled model, K={settings[0]}, S={settings[1]}, {video.name}: uint8 resize "
+        f"against float32, samples differ by at most {figures['max_px']:.3f} px (mean {figures['mean_px']:.4f} px)"
+    )
     return figures

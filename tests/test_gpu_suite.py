@@ -20,6 +20,7 @@ STEPS = [
     "train",
     "inference",
     "pipeline",
+    "decode",
     "streaming",
     "inference-compile",
     "predict",
@@ -212,7 +213,9 @@ def figures(out_dir: Path, name: str) -> dict:
     return json.loads((out_dir / name).read_text())
 
 
-ONE_CALL = "preflight,tests,train,inference,pipeline,streaming,inference-compile,predict,streaming-bundled,profile"
+ONE_CALL = (
+    "preflight,tests,train,inference,pipeline,decode,streaming,inference-compile,predict,streaming-bundled,profile"
+)
 
 
 @pytest.fixture(scope="module")
@@ -247,6 +250,9 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
         (size, path) for size in ("64x64", "160x120") for path in ("serial", "overlapped")
     }
     assert all(run["frames_per_second"] > 0 for run in pipeline)
+    decode = figures(out, "decode.json")
+    assert set(decode["decode"]["ms_per_frame"]) == {"64x64", "160x120"}
+    assert all(value > 0 for row in decode["decode"]["ms_per_frame"].values() for value in row.values())
     runs = figures(out, "predict.json")["runs"]
     assert set(runs) == {"bundled", "tiny random, 160x120"}
     assert all(run["exit_code"] == 0 and run["frames_per_second"] > 0 for run in runs.values())
@@ -254,6 +260,7 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
     sections = {path.name: set(json.loads(path.read_text())["sections"]) for path in (out / "results").glob("*.json")}
     assert sections == {
         "bench_inference.cpu.json": {"eager", "compiled", "profile"},
+        "bench_decode.cpu.json": {"decode", "decode-batch"},
         "bench_pipeline.cpu.json": {"throughput"},
         "bench_streaming.cpu.json": {"tiny", "bundled", "tiny-profile"},
         "bench_train.cpu.json": {"tiny"},

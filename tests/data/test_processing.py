@@ -204,3 +204,52 @@ def test_large_frames_are_processed_in_chunks_that_do_not_change_the_output():
     together = processor.preprocess(frames)
     alone = torch.cat([processor.preprocess(frames[i : i + 1]) for i in range(5)])
     assert torch.equal(together, alone)
+
+
+def _grey_levels(processed: torch.Tensor) -> np.ndarray:
+    """Processed frames ``[..., 3, S, S]`` back on the 0..255 scale (no rounding)."""
+    mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float64).view(3, 1, 1)
+    std = torch.tensor(IMAGENET_STD, dtype=torch.float64).view(3, 1, 1)
+    return ((processed.double() * std + mean) * 255).numpy()
+
+
+def test_uint8_resize_rounds_the_antialiased_bilinear_weights_to_whole_grey_levels():
+    """A 4x4 frame whose rows are 0, 100, 200, 255 halved to 2x2. The antialiased bilinear filter of a 2x reduction
+    is a triangle of half-width 2 input pixels: output pixel 0 (centred at 1.0) weighs the input centres 0.5, 1.5
+    and 2.5 by 0.75, 0.75, 0.25 (renormalised by 1.75, the tap at -0.5 being outside): 125 / 1.75 = 71.43; output
+    pixel 1 (centred at 3.0): (100 * 0.25 + 200 * 0.75 + 255 * 0.75) / 1.75 = 209.29. float32 keeps the fractions,
+    uint8 rounds them."""
+    row = np.array([0, 100, 200, 255], np.uint8)
+    video = np.broadcast_to(row[None, None, :, None], (1, 4, 4, 3)).copy()
+    exact = _grey_levels(GazeFlowVideoProcessor(size=2).preprocess(video))
+    fast = _grey_levels(GazeFlowVideoProcessor(size=2, resize_dtype="uint8").preprocess(video))
+    np.testing.assert_allclose(exact[0, :, 0], [[125 / 1.75, 366.25 / 1.75]] * 3, atol=1e-3)
+    np.testing.assert_allclose(fast[0, :, 0], [[71, 209]] * 3, atol=1e-3)
+
+
+@pytest.mark.parametrize("height,width,size", [(480, 640, 64), (33, 71, 32)])
+def test_uint8_resize_is_pils_bilinear_resize_within_one_grey_level(height, width, size):
+    """PIL's bilinear ``Image.resize`` (antialiased, on uint8) is the reference of torch's uint8 kernel."""
+    from PIL import Image
+
+    video = np.random.default_rng(0).integers(0, 256, (2, height, width, 3), dtype=np.uint8)
+    fast = _grey_levels(GazeFlowVideoProcessor(size=size, resize_dtype="uint8").preprocess(video))
+    pil = np.stack([np.asarray(Image.fromarray(f).resize((size, size), Image.BILINEAR)) for f in video])
+    np.testing.assert_allclose(fast, pil.transpose(0, 3, 1, 2), atol=1 + 1e-3)
+    np.testing.assert_allclose(fast, np.round(fast), atol=1e-3)  # whole grey levels
+    exact = _grey_levels(GazeFlowVideoProcessor(size=size).preprocess(video))
+    assert np.abs(exact - np.round(exact)).max() > 0.4  # the default keeps the fractions
+    assert 0 < np.abs(fast - exact).max() <= 1.0
+
+
+def test_resize_dtype_is_saved_only_when_it_is_not_the_default(tmp_path):
+    """Processors without the setting keep their files and fingerprints; uint8 is saved, loaded and fingerprinted."""
+    default = GazeFlowVideoProcessor(size=64)
+    assert "resize_dtype" not in default.to_dict() and default.resize_dtype == "float32"
+    assert GazeFlowVideoProcessor(resize_dtype="float32").fingerprint() == "fa8aebc050dbea2d"
+    fast = GazeFlowVideoProcessor(size=64, resize_dtype="uint8")
+    loaded = GazeFlowVideoProcessor.from_pretrained(fast.save_pretrained(tmp_path / "fast").parent)
+    assert loaded.resize_dtype == "uint8" and loaded == fast
+    assert fast.fingerprint() != default.fingerprint()
+    with pytest.raises(ValueError, match="resize_dtype must be one of"):
+        GazeFlowVideoProcessor(resize_dtype="float16")

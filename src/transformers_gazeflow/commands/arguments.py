@@ -239,6 +239,18 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
         help="torch.compile the velocity network (on CUDA each window's sampling steps are replayed "
         "as a CUDA graph either way, where that is faster)",
     )
+    group.add_argument(
+        "--resize-dtype",
+        choices=("float32", "uint8"),
+        default=None,
+        help="resize frames as float32 (exact: the models' definition) or as uint8 (several times faster on a CPU, "
+        "within one grey level; changes the trajectories slightly); default: the model's processor's (float32)",
+    )
+
+
+def speed_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``gazeflow predict``'s speed group as ``GazePredictor``'s keyword arguments."""
+    return {"dtype": args.dtype, "compile": args.compile, "resize_dtype": args.resize_dtype}
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:

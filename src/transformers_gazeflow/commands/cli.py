@@ -52,6 +52,7 @@ from .arguments import (  # light: nothing heavy is imported before the model lo
     check_arguments,
     did_you_mean,
     sampling_request,
+    speed_options,
 )
 from .readout_arguments import readout_options
 from .stream import (
@@ -272,7 +273,7 @@ def run_predict(args: argparse.Namespace) -> int:
     if not batch:
         from .predict import GazePredictor
 
-        predictor = GazePredictor(args.model, device=device, dtype=args.dtype, compile=args.compile)
+        predictor = GazePredictor(args.model, device=device, **speed_options(args))
         summary = predictor.predict(videos[0], output_dir, _predict_options(args))
         _report(summary)
         return 0
@@ -287,8 +288,7 @@ def run_predict(args: argparse.Namespace) -> int:
         device=device,
         shard=shard,
         resume=args.resume,
-        dtype=args.dtype,
-        compile=args.compile,
+        **speed_options(args),
     )
     if worker:  # the process that started this one reports
         return EXIT_INPUT if any(row["status"] == "failed" for row in rows) else 0

@@ -197,7 +197,8 @@ def _progress(total: int | None, quiet: bool, description: str):
 
 
 class GazePredictor:
-    """A GazeFlow model loaded once for inference (``model``: a folder or Hub id; None: the bundled default)."""
+    """A GazeFlow model loaded once for inference (``model``: a folder or Hub id; None: the bundled default);
+    ``resize_dtype`` (``"float32"`` or ``"uint8"``) overrides its processor's resize precision."""
 
     def __init__(
         self,
@@ -205,6 +206,7 @@ class GazePredictor:
         device: str | None = None,
         dtype: str = "auto",
         compile: bool = False,
+        resize_dtype: str | None = None,
         **pipeline_options: Any,
     ) -> None:
         started = time.perf_counter()
@@ -212,6 +214,9 @@ class GazePredictor:
         self.pipe = GazeFlowPipeline(
             model=load_model(self.location), device=device, dtype=dtype, compile=compile, **pipeline_options
         )
+        processor = self.pipe.video_processor
+        if resize_dtype is not None and resize_dtype != processor.resize_dtype:  # the model's own by default
+            self.pipe.video_processor = type(processor).from_dict({**processor.to_dict(), "resize_dtype": resize_dtype})
         self.load_s = time.perf_counter() - started
 
     @classmethod
@@ -395,6 +400,7 @@ class GazePredictor:
             "seed": options.seed,
             "device": str(self.pipe.device),
             "dtype": str(self.pipe.inference_dtype).removeprefix("torch."),
+            **{k: v for k, v in self.pipe.video_processor.to_dict().items() if k == "resize_dtype"},  # when not float32
             "fps": source.fps,
             "width": source.width,
             "height": source.height,
@@ -519,6 +525,7 @@ def run_batch(
     say=print,
     dtype: str = "auto",
     compile: bool = False,
+    resize_dtype: str | None = None,
 ) -> tuple[list[dict[str, Any]], Path | None]:
     """Predict each ``(order, video, folder)`` of this process's share; a video that fails is recorded and the run
     goes on. With ``resume``, a video whose folder already holds its finished prediction is skipped. The model is
@@ -528,7 +535,7 @@ def run_batch(
     shard = shard if shard is not None else Shard()
     done = {order: finished_summary(folder, video) if resume else None for order, video, folder in jobs}
     needed = any(summary is None for summary in done.values())
-    predictor = GazePredictor(model, device=device, dtype=dtype, compile=compile) if needed else None
+    predictor = GazePredictor(model, device, dtype, compile, resize_dtype) if needed else None
     make_output_dir(output_dir)
     part = IndexPart(output_dir, shard)
     tag = f"[rank {shard.rank}] " if shard.world > 1 else ""

@@ -6,6 +6,11 @@ frame to ``size x size`` (bilinear, antialiased, ``align_corners=False``) and no
 Because the whole frame is kept, a point at unit coordinates ``(u, v)`` of the native frame is at the same unit
 coordinates of the processed frame (``geometry``'s continuous pixel convention), whatever the aspect ratio: gaze
 needs no conversion through the processor.
+
+Two resize precisions (``resize_dtype``): ``"float32"`` (the default, the definition every bundled model was trained
+and tested with) converts the frame to float and resizes that; ``"uint8"`` resizes the uint8 frame with torch's
+vectorised uint8 kernel and converts the small result, several times faster on a CPU, its pixels rounded to whole
+grey levels (within one grey level of the float32 resize).
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 PREPROCESSOR_CONFIG_NAME = "preprocessor_config.json"
 _RESAMPLE_MODES = ("bilinear", "bicubic")
+RESIZE_DTYPES = ("float32", "uint8")
+"""``resize_dtype``: resize the frame after converting it to float32 (exact), or resize the uint8 frame (fast)."""
 HOST_CHUNK_BYTES = 8 * 2**20
-"""On the CPU, frames are converted to float and resized at most this many bytes of floats at a time (fewer than
+"""On the CPU, frames are converted to float and resized at most this many bytes of floats (with ``resize_dtype=
+"uint8"``: of uint8 frames) at a time (fewer than
 ``chunk_frames`` frames when they are large): a block this size is reused from the heap, where a larger one is
 mapped fresh, page by page, for every chunk (which cost more than the resize itself at 640x480). Each frame is
 processed on its own either way: the output does not depend on the chunking."""
@@ -40,6 +48,9 @@ class GazeFlowVideoProcessor:
         resample: ``"bilinear"`` (default) or ``"bicubic"``, as in ``torch.nn.functional.interpolate``.
         antialias: low-pass filter when downscaling (``interpolate(..., antialias=True)``).
         chunk_frames: frames resized at once; bounds the float working memory of long videos.
+        resize_dtype: ``"float32"`` (default: convert to float, then resize) or ``"uint8"`` (resize the uint8 frame,
+            then convert: rounded to whole grey levels; on a device without torch's uint8 resize kernel, the float32
+            resize rounded to whole grey levels).
 
     Input: one video ``[T, H, W, 3]`` (or grayscale ``[T, H, W]`` / ``[T, H, W, 1]``) of ``uint8``, as a numpy
     array or a torch tensor. Output of :meth:`preprocess`: ``float32`` ``[T, 3, size, size]``, on the input
@@ -56,6 +67,7 @@ class GazeFlowVideoProcessor:
         resample: str = "bilinear",
         antialias: bool = True,
         chunk_frames: int = 16,
+        resize_dtype: str = "float32",
     ) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be a positive int (the square output side), got {size!r}")
@@ -66,6 +78,8 @@ class GazeFlowVideoProcessor:
             raise ValueError(f"image_std must have 3 positive values (R, G, B), got {image_std!r}")
         if resample not in _RESAMPLE_MODES:
             raise ValueError(f"resample must be one of {_RESAMPLE_MODES}, got {resample!r}")
+        if resize_dtype not in RESIZE_DTYPES:
+            raise ValueError(f"resize_dtype must be one of {RESIZE_DTYPES}, got {resize_dtype!r}")
         if isinstance(chunk_frames, bool) or not isinstance(chunk_frames, int) or chunk_frames < 1:
             raise ValueError(f"chunk_frames must be a positive int, got {chunk_frames!r}")
         self.size = size
@@ -74,6 +88,7 @@ class GazeFlowVideoProcessor:
         self.resample = resample
         self.antialias = bool(antialias)
         self.chunk_frames = chunk_frames
+        self.resize_dtype = resize_dtype
 
     # ------------------------------------------------------------------ processing
     def _as_video_tensor(self, video: Any, name: str) -> torch.Tensor:
@@ -111,17 +126,29 @@ class GazeFlowVideoProcessor:
         out = torch.empty((frames.shape[0], 3, self.size, self.size), dtype=torch.float32, device=device)
         step = self.host_chunk_frames(frames.shape[1:]) if device.type == "cpu" else self.chunk_frames
         for start in range(0, frames.shape[0], step):
-            chunk = frames[start : start + step].permute(0, 3, 1, 2).to(torch.float32).div_(255.0)
-            if chunk.shape[-2:] != (self.size, self.size):
-                chunk = F.interpolate(
-                    chunk,
-                    size=(self.size, self.size),
-                    mode=self.resample,
-                    align_corners=False,
-                    antialias=self.antialias,
-                )
+            chunk = frames[start : start + step].permute(0, 3, 1, 2)
+            if self.resize_dtype == "uint8":
+                chunk = self._resize_uint8(chunk).to(torch.float32).div_(255.0)
+            else:
+                chunk = self._resize(chunk.to(torch.float32).div_(255.0))
             out[start : start + chunk.shape[0]] = (chunk - mean) / std
         return out
+
+    def _resize(self, chunk: torch.Tensor) -> torch.Tensor:
+        """``[n, 3, H, W]`` -> ``[n, 3, size, size]``, of the same dtype (unchanged when already that size)."""
+        if chunk.shape[-2:] == (self.size, self.size):
+            return chunk
+        return F.interpolate(
+            chunk, size=(self.size, self.size), mode=self.resample, align_corners=False, antialias=self.antialias
+        )
+
+    def _resize_uint8(self, chunk: torch.Tensor) -> torch.Tensor:
+        """The uint8 resize: torch's uint8 kernel on the CPU (on the channels-last view of the frames, as they are
+        stored: no copy); elsewhere the float32 resize of the frames on the 0..255 scale rounded to whole grey
+        levels (and clamped, as bicubic overshoots)."""
+        if chunk.device.type == "cpu":
+            return self._resize(chunk)
+        return self._resize(chunk.to(torch.float32)).round_().clamp_(0, 255)
 
     def _normalisation(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """The mean and std ``[1, 3, 1, 1]`` on ``device``, made once per device: ``torch.tensor(..., device=cuda)``
@@ -140,7 +167,8 @@ class GazeFlowVideoProcessor:
         """Frames of ``frame_shape`` (``[H, W, 3]``) converted and resized at once on the CPU: ``chunk_frames``, fewer
         when their floats would pass :data:`HOST_CHUNK_BYTES`."""
         values = int(np.prod(frame_shape[:2])) * 3
-        return max(1, min(self.chunk_frames, HOST_CHUNK_BYTES // (4 * values)))
+        value_bytes = 4 if self.resize_dtype == "float32" else 1  # the uint8 resize converts its small output only
+        return max(1, min(self.chunk_frames, HOST_CHUNK_BYTES // (value_bytes * values)))
 
     def __call__(self, videos: Any) -> dict[str, torch.Tensor]:
         """Process a batch of videos into ``{"pixel_values_videos": [B, T, 3, size, size]}``.
@@ -175,7 +203,9 @@ class GazeFlowVideoProcessor:
 
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
-        """The settings as a JSON-ready dict (what ``preprocessor_config.json`` holds)."""
+        """The settings as a JSON-ready dict (what ``preprocessor_config.json`` holds; ``resize_dtype`` only when it is
+        not the default ``"float32"``, so that the files and fingerprints of processors without it stay as they
+        were)."""
         return {
             "video_processor_type": type(self).__name__,
             "size": self.size,
@@ -188,6 +218,7 @@ class GazeFlowVideoProcessor:
             "do_normalize": True,
             "rescale_factor": 1.0 / 255.0,
             "chunk_frames": self.chunk_frames,
+            **({"resize_dtype": self.resize_dtype} if self.resize_dtype != "float32" else {}),
         }
 
     @classmethod
@@ -201,7 +232,7 @@ class GazeFlowVideoProcessor:
         for key, expected in fixed.items():
             if key in config and config.pop(key) != expected:
                 raise ValueError(f"{cls.__name__} only supports {key}={expected!r}")
-        known = {"size", "image_mean", "image_std", "resample", "antialias", "chunk_frames"}
+        known = {"size", "image_mean", "image_std", "resample", "antialias", "chunk_frames", "resize_dtype"}
         unknown = set(config) - known
         if unknown:
             raise ValueError(f"unknown {cls.__name__} settings: {sorted(unknown)} (known: {sorted(known)})")

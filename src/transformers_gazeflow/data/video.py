@@ -2,7 +2,8 @@
 
 PyAV (``av``) carries FFmpeg inside its wheels, so nothing else is needed (no system FFmpeg).
 Frames are always returned as RGB ``uint8`` arrays ``[H, W, 3]``, whatever the stored pixel format
-(grayscale and odd sizes included). Decoding a range seeks to the nearest key frame before it and decodes only
+(grayscale and odd sizes included): swscale converts each decoded frame into a buffer of its own and the array is a
+view of it (no copy after the conversion). Decoding a range seeks to the nearest key frame before it and decodes only
 up to its end, so memory is bounded by the window, never by the video.
 
 Frame ``i`` of a video is the ``i``-th frame in presentation order; its time is ``i / fps`` seconds after the
@@ -22,6 +23,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+
+RGB_CONVERSION_THREADS = 1
+"""Threads of swscale's conversion of each decoded frame to RGB (``VideoFrame.to_ndarray(threads=...)``; PyAV's
+default, 0, starts one per core). One thread gives the same pixels and, measured at 256x256, 640x480 and 1080p, costs
+less wall and CPU time per frame than the default: a frame is too small a piece of work to share among threads, and
+decoding already runs FFmpeg's own threads beside it (``docs/benchmarks.md``, ``bench_decode.py``)."""
 
 
 class VideoDecodeError(RuntimeError):
@@ -173,7 +180,7 @@ def iter_frames(path: str | os.PathLike, start: int = 0, stop: int | None = None
                 continue
             if stop is not None and position >= stop:
                 return
-            yield frame.to_ndarray(format="rgb24")
+            yield frame.to_ndarray(format="rgb24", threads=RGB_CONVERSION_THREADS)
     except av.error.FFmpegError as err:
         raise VideoDecodeError(f"cannot decode video {path}: {err}") from err
     finally:
@@ -186,7 +193,7 @@ def _count_from_start(container, stream, start: int, stop: int | None) -> Iterat
             continue
         if stop is not None and position >= stop:
             return
-        yield frame.to_ndarray(format="rgb24")
+        yield frame.to_ndarray(format="rgb24", threads=RGB_CONVERSION_THREADS)
 
 
 class BackgroundFrames:
