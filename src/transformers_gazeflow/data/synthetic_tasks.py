@@ -59,7 +59,7 @@ the known truth of the pure-dynamics probe, ``examples/dynamics_probe.py``.
 
 Writers: :func:`write_task_egtea_layout` writes a task's clips in the raw EGTEA Gaze+ layout (the EGTEA builder
 reads them; one gaze sample per frame), so ``examples/train.py --dataset_name egtea`` and ``examples/evaluate.py``
-run on them unchanged.
+run on them unchanged. Task families kept aside from choosing training settings: ``data.synthetic_tasks_kept_aside``.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -165,9 +166,10 @@ class GroundingTaskSettings:
     """Everything that determines a task's clips (equal settings give identical clips).
 
     A clip has ``min_objects`` to ``max_objects`` objects, one more at most for the tasks of :data:`EXTRA_OBJECTS`
-    (``stripe_cue``: 3-5 at the defaults).
+    (``stripe_cue``: 3-5 at the defaults). ``TASKS`` are the families these settings draw (:meth:`generate_clip`).
     """
 
+    TASKS: ClassVar[tuple[str, ...]] = TASK_NAMES
     task: str = "colour_cue"
     num_clips: int = 200
     min_frames: int = 48
@@ -181,8 +183,8 @@ class GroundingTaskSettings:
     test_fraction: float = 0.2
 
     def __post_init__(self) -> None:
-        if self.task not in TASK_NAMES:
-            raise ValueError(f"task must be one of {TASK_NAMES}, got {self.task!r}")
+        if self.task not in self.TASKS:
+            raise ValueError(f"task must be one of {self.TASKS}, got {self.task!r}")
         for name, minimum in (
             ("num_clips", 1),
             ("min_frames", 2),
@@ -206,6 +208,13 @@ class GroundingTaskSettings:
             raise ValueError(f"fps must be a positive number, got {self.fps!r}")
         if not 0 <= self.test_fraction < 1:
             raise ValueError(f"test_fraction must be in [0, 1), got {self.test_fraction!r}")
+
+    def generate_clip(self, index: int) -> TaskClip:
+        return generate_task_clip(self, index)
+
+    def label_names(self) -> tuple[str, ...]:
+        """What a clip's ``label`` names, by label (the EGTEA layout's action names)."""
+        return SHAPES if self.task == "shape_cue" else OBJECT_COLOR_NAMES
 
 
 @dataclass(frozen=True)
@@ -247,7 +256,7 @@ class TaskClip:
 
     def frames(self):
         for t in range(self.num_frames):
-            yield render_task_frame(self, t)
+            yield self.frame(t)
 
     def render(self) -> np.ndarray:
         return np.stack(list(self.frames()))
@@ -256,7 +265,7 @@ class TaskClip:
 # ---------------------------------------------------------------------------------------------------- scene
 
 
-def _background(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
+def task_background(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
     """A still, low-contrast surface: a muted base colour, smooth waves and fine grain."""
     base = rng.uniform(110, 170, 3).astype(np.float32)
     _, _, waves = surface_waves(rng, height, width, count=3)
@@ -438,7 +447,7 @@ def generate_task_clip(settings: GroundingTaskSettings, index: int) -> TaskClip:
         raise ValueError(f"index must be in [0, {settings.num_clips}), got {index}")
     rng = np.random.default_rng([settings.seed, TASK_NAMES.index(settings.task), index])
     num_frames = int(rng.integers(settings.min_frames, settings.max_frames + 1))
-    background = _background(rng, settings.height, settings.width)
+    background = task_background(rng, settings.height, settings.width)
     objects, label, cue = _objects(rng, settings, num_frames)
     occluders = _occluders(rng, settings, num_frames)
     gaze, gaze_type, fixated = simulate_task_gaze(
@@ -465,7 +474,7 @@ def generate_task_clip(settings: GroundingTaskSettings, index: int) -> TaskClip:
 
 
 # ---------------------------------------------------------------------------------------------------- drawing
-def _paint(
+def paint_flat_shape(
     frame: np.ndarray, cx: float, cy: float, shape: str, radius: float, angle: float, color: tuple[int, int, int]
 ) -> None:
     """Draw a shape centred at pixel ``(cx, cy)`` flat (no light from above, unlike the ``synthetic_gaze`` scenes),
@@ -491,7 +500,7 @@ def render_task_frame(clip: TaskClip, t: int) -> np.ndarray:
     frame = clip.background.copy()
     for obj in clip.objects[::-1]:
         cx, cy = obj.track[t, 0] * width, obj.track[t, 1] * height
-        _paint(frame, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t]), obj.color)
+        paint_flat_shape(frame, cx, cy, obj.shape, obj.radius * width, float(obj.angle[t]), obj.color)
     for bar in clip.occluders:
         x0, y0, x1, y1 = bar[t]
         frame[int(y0 * height) : int(math.ceil(y1 * height)), max(int(x0 * width), 0) : int(math.ceil(x1 * width))] = (
@@ -510,7 +519,7 @@ def _draw_cue(frame: np.ndarray, clip: TaskClip, t: int) -> None:
     centre = clip.cue_centre or CUE_CENTRES.get(clip.task, CUE_CENTRE)
     cx, cy = centre[0] * width, centre[1] * height
     if shape == "ring":
-        _paint(frame, cx, cy, "ring", RING_RADII[0] * width, 0.0, color)
+        paint_flat_shape(frame, cx, cy, "ring", RING_RADII[0] * width, 0.0, color)
         return
     half = CUE_HALF_SIZE * width
     hx, hy = (STRIPE_HALF_SIZE[0] * width, STRIPE_HALF_SIZE[1] * width) if shape == "stripe" else (half, half)
@@ -520,7 +529,7 @@ def _draw_cue(frame: np.ndarray, clip: TaskClip, t: int) -> None:
     if shape in ("square", "stripe"):
         frame[int(cy - hy) : int(cy + hy), int(cx - hx) : int(cx + hx)] = color
     else:
-        _paint(frame, cx, cy, shape, half * 1.25, 0.0, color)
+        paint_flat_shape(frame, cx, cy, shape, half * 1.25, 0.0, color)
 
 
 # ---------------------------------------------------------------------------------------------------- writers
@@ -550,7 +559,7 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
         session = f"OP{first // EGTEA_SESSION_CLIPS + 1:02d}-R01-{settings.task.replace('_', '')}"
         rows, cursor = [], 1
         for index in range(first, min(first + EGTEA_SESSION_CLIPS, settings.num_clips)):
-            clip = generate_task_clip(settings, index)
+            clip = settings.generate_clip(index)
             f_start, f_end = cursor + 5, cursor + 5 + clip.num_frames - 1
             name = egtea_clip_name_at(session, f_start, f_end)
             write_video(out_dir / "cropped_clips" / session / f"{name}.mp4", clip.frames(), fps=24)
@@ -565,7 +574,7 @@ def write_task_egtea_layout(out_dir: str | os.PathLike, settings: GroundingTaskS
         (out_dir / "gaze_data" / f"{session}.txt").write_text(
             "\n".join(begaze_lines(rows, fmt=1, header=header)) + "\n", encoding="utf-8"
         )
-    names = [f"look at {label}" for label in (OBJECT_COLOR_NAMES if settings.task != "shape_cue" else SHAPES)]
+    names = [f"look at {label}" for label in settings.label_names()]
     write_split_and_index_files(out_dir, lines, {kind: names for kind in ("action", "verb", "noun")})
     return clips
 

@@ -1,0 +1,291 @@
+#!/usr/bin/env python
+"""Measure a training recipe on the panel of task families (``data.synthetic_tasks_panel``), as a user runs it.
+
+For each family its raw EGTEA Gaze+ layout is written (``<output_dir>/data/<family>``); for each seed the model is
+trained with exactly the documented user command, nothing else::
+
+    python examples/train.py --recipe small-cpu --dataset_name egtea --data_dir D --seed N --output_dir O
+
+then scored on the family's test clips beside the two priors (K=16, S=5, sigma 5 px, the paper protocol)::
+
+    python examples/evaluate.py --model_name_or_path O $EVAL --num_samples 16 --num_steps 5 --sigma_px 5
+    python examples/evaluate.py --baseline center_bias $EVAL --sigma_px 5
+    python examples/evaluate.py --baseline random_walk_free $EVAL --sigma_px 5 --num_samples 16
+
+with ``EVAL="--dataset_name egtea --data_dir D --dataset_config split1 --split test"``. The stall check's verdict is
+read from each run's ``trainer_state.json`` and set beside test-time success (the run's AAE at most
+``SUCCESS_AAE_RATIO`` of Center Bias's); ``<output_dir>/panel.md`` and ``panel.json`` hold the table. Finished steps
+(written data, trained runs, results) are skipped, so an interrupted panel resumes where it stopped; a run folder
+without its final ``trainer_state.json`` is trained again from scratch. Every step's output goes to
+``<output_dir>/logs``; a failed step is reported and the rest go on (exit status 1).
+
+    python examples/recipe_panel.py --output_dir runs/panel                        # 8 families x 2 seeds: hours
+    python examples/recipe_panel.py --output_dir runs/panel --families ring_cue --seeds 0 --dry_run
+
+``--smoke`` checks the runner itself in about a minute of CPU (a few short clips, two training steps, K=S=2): its
+table is not a measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from transformers_gazeflow.data.synthetic_tasks_panel import (
+    PANEL_NAMES,
+    SMOKE_DATA,
+    SUCCESS_AAE_RATIO,
+    beats_both_priors,
+    beats_center_bias,
+    panel_family,
+    write_panel_family,
+)
+
+EXAMPLES = Path(__file__).resolve().parent
+EVALUATION = ["--num_samples", "16", "--num_steps", "5"]
+"""K and S of the model's evaluation (the priors' are their own: Center Bias has no samples)."""
+SIGMA_PX = "5"
+SMOKE_TRAIN = ["--max_train_steps", "2", "--trial_starts", "1", "--per_device_train_batch_size", "2"]
+SMOKE_TRAIN += ["--validation_fraction", "0.5", "--horizontal_flip_probability", "0"]
+"""What ``--smoke`` adds to the training command (after the documented one, so overriding the recipe): two steps,
+one start, half the few training clips held out (so that the stall check has a validation loss to read), no flips
+(half the feature cache)."""
+SMOKE_EVALUATION = ["--num_samples", "2", "--num_steps", "2"]
+PRIORS = {"center_bias": [], "random_walk_free": ["--num_samples", "16"]}
+"""The priors scored beside each family's runs, with their options (the free Random Walk's K)."""
+DATA_MARKER = "panel_family.json"
+"""Written into a family's data folder once its layout is complete (the settings it was written with)."""
+METRICS = ("auc", "f1", "aae")
+
+
+@dataclass
+class Step:
+    """One command of the panel: what it runs, where its log goes, and the file that says it is done."""
+
+    name: str
+    command: list[str]
+    done_file: Path
+    log: Path
+    fresh_folder: Path | None = None  # removed before the command runs (an unfinished training run)
+    needs: Path | None = None  # a file the command reads that an earlier step writes (the trained model's)
+
+
+@dataclass
+class PanelRun:
+    """Where a panel writes and what it runs (``--smoke`` adds its arguments to every command)."""
+
+    output_dir: Path
+    recipe: str
+    smoke: bool = False
+    failures: list[str] = field(default_factory=list)
+
+    def data_dir(self, family: str) -> Path:
+        return self.output_dir / "data" / family
+
+    def run_dir(self, family: str, seed: int) -> Path:
+        return self.output_dir / "runs" / family / f"seed{seed}"
+
+    def eval_dir(self, family: str, method: str) -> Path:
+        return self.output_dir / "eval" / family / method
+
+    def log(self, name: str) -> Path:
+        return self.output_dir / "logs" / f"{name}.log"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--recipe", default="small-cpu", help="the examples/train.py recipe measured")
+    parser.add_argument("--families", nargs="+", default=list(PANEL_NAMES), help="panel families (default: all)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1], help="training seeds per family")
+    parser.add_argument("--output_dir", required=True, help="data, runs, results, logs and the panel table")
+    parser.add_argument("--dry_run", action="store_true", help="print the commands, run nothing")
+    parser.add_argument("--smoke", action="store_true", help="a test of the runner (tiny data and runs), no figures")
+    args = parser.parse_args(argv)
+    for name in args.families:
+        try:
+            panel_family(name)
+        except ValueError as err:
+            parser.error(f"--families: {err}")
+    if any(seed < 0 for seed in args.seeds):
+        parser.error(f"--seeds must be integers >= 0, got {args.seeds}")
+    return args
+
+
+def train_step(panel: PanelRun, family: str, seed: int) -> Step:
+    """The documented user command for one seed (``--smoke``: :data:`SMOKE_TRAIN` after it)."""
+    run_dir = panel.run_dir(family, seed)
+    command = [sys.executable, str(EXAMPLES / "train.py"), "--recipe", panel.recipe, "--dataset_name", "egtea"]
+    command += ["--data_dir", str(panel.data_dir(family)), "--seed", str(seed), "--output_dir", str(run_dir)]
+    command += SMOKE_TRAIN if panel.smoke else []
+    log = panel.log(f"{family}-seed{seed}")
+    return Step(f"train {family} seed {seed}", command, run_dir / "trainer_state.json", log, fresh_folder=run_dir)
+
+
+def evaluate_step(panel: PanelRun, family: str, method: str, source: list[str]) -> Step:
+    """``examples/evaluate.py`` on the family's test clips, ``source`` the model or baseline arguments."""
+    out = panel.eval_dir(family, method)
+    command = [sys.executable, str(EXAMPLES / "evaluate.py"), *source, "--dataset_name", "egtea"]
+    command += ["--data_dir", str(panel.data_dir(family)), "--dataset_config", "split1", "--split", "test"]
+    command += ["--sigma_px", SIGMA_PX, "--output_dir", str(out)]
+    return Step(f"evaluate {family} {method}", command, out / "results.json", panel.log(f"{family}-{method}-eval"))
+
+
+def family_steps(panel: PanelRun, family: str, seeds: list[int]) -> list[Step]:
+    """The priors' evaluations, then each seed's training and evaluation."""
+    steps = []
+    for prior, options in PRIORS.items():
+        steps.append(evaluate_step(panel, family, prior, ["--baseline", prior, *options]))
+    for seed in seeds:
+        train = train_step(panel, family, seed)
+        model = ["--model_name_or_path", str(panel.run_dir(family, seed))]
+        model += SMOKE_EVALUATION if panel.smoke else EVALUATION
+        evaluate = evaluate_step(panel, family, f"seed{seed}", model)
+        evaluate.needs = train.done_file
+        steps += [train, evaluate]
+    return steps
+
+
+def write_data(panel: PanelRun, family: str, dry_run: bool) -> bool:
+    """The family's EGTEA layout, unless a complete one is there (its marker's settings must be this panel's);
+    False when the folder holds another panel's data."""
+    folder, settings = panel.data_dir(family), panel_family(family).settings
+    expected = {"settings": asdict(settings), "smoke": panel.smoke}
+    marker = folder / DATA_MARKER
+    if marker.exists():
+        if json.loads(marker.read_text(encoding="utf-8")) != expected:
+            panel.failures.append(f"{folder}: holds data written with other settings ({marker}); use another folder")
+            return False
+        return True
+    print(f"write {family}'s EGTEA layout to {folder}", flush=True)
+    if dry_run:
+        return True
+    if folder.exists():
+        shutil.rmtree(folder)  # an interrupted write: start again
+    write_panel_family(folder, panel_family(family), smoke=panel.smoke)
+    marker.write_text(json.dumps(expected, indent=1), encoding="utf-8")
+    return True
+
+
+def run_step(panel: PanelRun, step: Step, dry_run: bool) -> None:
+    """Run a step unless its done file is there; a failure is recorded in ``panel.failures`` (its log named), and so
+    is a step whose input an earlier step did not write (it is not run)."""
+    if step.done_file.exists():
+        print(f"skip {step.name}: {step.done_file} is there", flush=True)
+        return
+    print(" ".join(step.command), flush=True)
+    if dry_run:
+        return
+    if step.needs is not None and not step.needs.exists():
+        panel.failures.append(f"{step.name} not run: {step.needs} is missing (its training failed?)")
+        return
+    if step.fresh_folder is not None and step.fresh_folder.exists():
+        print(f"  {step.fresh_folder} holds an unfinished run: trained again from scratch", flush=True)
+        shutil.rmtree(step.fresh_folder)
+    step.log.parent.mkdir(parents=True, exist_ok=True)
+    with open(step.log, "w", encoding="utf-8") as log:
+        result = subprocess.run(step.command, stdout=log, stderr=subprocess.STDOUT, cwd=EXAMPLES.parent)
+    if result.returncode != 0 or not step.done_file.exists():
+        panel.failures.append(f"{step.name} failed (exit status {result.returncode}); see {step.log}")
+        print(f"  FAILED: see {step.log}", flush=True)
+
+
+def read_metrics(results_file: Path) -> dict[str, float] | None:
+    """AUC, F1 and AAE from an ``examples/evaluate.py`` ``results.json`` (None when it is not there)."""
+    if not results_file.exists():
+        return None
+    metrics = json.loads(results_file.read_text(encoding="utf-8"))["metrics"]
+    return {name: metrics[name] for name in METRICS}
+
+
+def read_verdict(run_dir: Path) -> dict | None:
+    """The stall check's verdict on a run (``grounding_plateau`` of its ``trainer_state.json``; None without one)."""
+    state_file = run_dir / "trainer_state.json"
+    if not state_file.exists():
+        return None
+    return json.loads(state_file.read_text(encoding="utf-8")).get("grounding_plateau")
+
+
+def panel_row(panel: PanelRun, family: str, seed: int) -> dict:
+    """One run's row: its metrics, the priors', success, and whether the stall check's verdict agreed with it."""
+    model = read_metrics(panel.eval_dir(family, f"seed{seed}") / "results.json")
+    priors = {prior: read_metrics(panel.eval_dir(family, prior) / "results.json") for prior in PRIORS}
+    verdict = read_verdict(panel.run_dir(family, seed))
+    row = {"family": family, "kept_aside": panel_family(family).kept_aside, "seed": seed, "model": model, **priors}
+    row["verdict"] = verdict
+    measured = model is not None and all(priors.values())
+    row["success"] = beats_center_bias(model["aae"], priors["center_bias"]["aae"]) if measured else None
+    row["beats_both_priors"] = beats_both_priors(model, *priors.values()) if measured else None
+    learned = None if verdict is None else bool(verdict["left_plateau"])
+    row["verdict_agrees"] = None if learned is None or row["success"] is None else learned == row["success"]
+    return row
+
+
+def _cell(value, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def panel_markdown(rows: list[dict], recipe: str, smoke: bool) -> str:
+    """The table: one row per family and seed, kept-aside families marked, the priors beside each run."""
+    lines = [f"# Recipe panel: `--recipe {recipe}`", ""]
+    if smoke:
+        lines += ["**Smoke run of the runner (tiny data, two training steps): not a measurement.**", ""]
+    lines += [
+        f"Success: test AAE at most {SUCCESS_AAE_RATIO:g} x Center Bias's. Verdict: the stall check's (grounding left "
+        "its plateau: yes/no, progress). Agrees: the verdict says what success says. * kept aside.",
+        "",
+        "| family | seed | AUC | F1 | AAE | CB AUC | CB F1 | CB AAE | RW AUC | RW F1 | RW AAE | success "
+        "| beats both priors | verdict | agrees |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        cells = [row["family"] + (" *" if row["kept_aside"] else ""), str(row["seed"])]
+        for source in ("model", "center_bias", "random_walk_free"):
+            cells += [_cell(None if row[source] is None else row[source][name]) for name in METRICS]
+        verdict = row["verdict"]
+        said = (
+            "-" if verdict is None else f"{_cell(bool(verdict['left_plateau']))} ({_cell(verdict.get('progress'), 2)})"
+        )
+        cells += [_cell(row["success"]), _cell(row["beats_both_priors"]), said, _cell(row["verdict_agrees"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(panel: PanelRun, families: list[str], seeds: list[int]) -> list[dict]:
+    """``panel.md`` and ``panel.json`` in the output folder, from whatever results are there."""
+    rows = [panel_row(panel, family, seed) for family in families for seed in seeds]
+    summary = {"recipe": panel.recipe, "smoke": panel.smoke, "success_aae_ratio": SUCCESS_AAE_RATIO, "rows": rows}
+    summary["smoke_data"] = SMOKE_DATA if panel.smoke else None
+    panel.output_dir.mkdir(parents=True, exist_ok=True)
+    (panel.output_dir / "panel.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    (panel.output_dir / "panel.md").write_text(panel_markdown(rows, panel.recipe, panel.smoke), encoding="utf-8")
+    print(f"wrote {panel.output_dir / 'panel.md'} and {panel.output_dir / 'panel.json'}", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    panel = PanelRun(Path(args.output_dir), args.recipe, smoke=args.smoke)
+    for family in args.families:
+        if not write_data(panel, family, args.dry_run):
+            continue
+        for step in family_steps(panel, family, args.seeds):
+            run_step(panel, step, args.dry_run)
+    if args.dry_run:
+        return 0
+    write_table(panel, args.families, args.seeds)
+    for failure in panel.failures:
+        print(f"recipe_panel.py: {failure}", file=sys.stderr)
+    return 1 if panel.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
