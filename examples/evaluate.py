@@ -99,6 +99,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
     parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"])
+    parser.add_argument(
+        "--time_grid_power",
+        type=float,
+        default=None,
+        help="p of the sampler's flow-time grid s_i = 1 - (1 - i/S)^p (default: the model config's; 1: uniform)",
+    )
     parser.add_argument("--protocol", default="paper", choices=["paper", "glc"])
     parser.add_argument(
         "--sigma_px",
@@ -202,6 +208,7 @@ def region_calibration(
     where = f"{args.dataset_name} / {args.region_split}"
     provenance = {"split": where, "clips": len(clips), "frames": data.frames, "num_samples": num_samples}
     provenance.update(num_steps=num_steps, solver=solver, seed=args.seed, online=args.online)
+    provenance["time_grid_power"] = model.config.time_grid_power
     calibration = fit_region_calibration(data, exchangeable=args.region_exchangeable, provenance=provenance)
     calibration.provenance.update(
         coverage_raw=data.coverage(None).tolist(), coverage_calibrated=data.coverage(calibration).tolist()
@@ -360,11 +367,14 @@ def predict_with_model(
             f"--online needs a causal model (config causal=true); {args.model_name_or_path} is the "
             "windowed bidirectional model"
         )
+    if args.time_grid_power is not None:  # checked on assignment (GazeFlowConfigError names the field)
+        model.config.time_grid_power = args.time_grid_power
     settings = SamplingSettings.resolve(
         model.config, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver
     )
     num_samples, num_steps, solver = settings.num_samples, settings.num_steps, settings.solver
     results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
+    results["time_grid_power"] = model.config.time_grid_power
     if args.grid:
         results["grid"] = sweep_grid(args, accelerator, model, processor, examples, solver)
     results["online"] = args.online

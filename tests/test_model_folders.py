@@ -211,6 +211,19 @@ def test_the_card_names_the_condition_encoders_layers(tmp_path, overrides, line)
     assert line in (folder / "README.md").read_text()
 
 
+@pytest.mark.parametrize(
+    "power, line",
+    [
+        (1.0, "- Sampling defaults: K=30 samples, S=5 euler steps. Evaluation maps"),
+        (4.0, "- Sampling defaults: K=30 samples, S=5 euler steps on the flow-time grid s_i = 1 - (1 - i/S)^4 "),
+    ],
+)
+def test_the_card_names_the_samplers_flow_time_grid_unless_it_is_uniform(tmp_path, power, line):
+    model = GazeFlowModel(GazeFlowConfig.tiny(num_samples=30, num_steps=5, time_grid_power=power))
+    folder = save_model_folder(model, tmp_path / "model", title="Tiny", description="For a test.")
+    assert line in (folder / "README.md").read_text()
+
+
 def test_the_pipeline_seed_defaults_to_0_and_none_draws_fresh_noise(tiny_model_dir):
     gaze = pipeline("egocentric-gaze", model=str(tiny_model_dir))
     video = random_video(7, seed=1)

@@ -10,7 +10,7 @@ import torch
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
 from transformers_gazeflow.generation.online import GazeFlowStreamer
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import frame_whitened_mse
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import flow_loss, frame_whitened_mse
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import correlate_noise, whiten_frames
 
 RHO = 0.8
@@ -59,6 +59,28 @@ def test_the_loss_is_measured_in_whitened_coordinates_by_hand():
     assert frame_whitened_mse(prediction, target, middle_missing, 0.6).item() == pytest.approx(1.0 / 4, rel=1e-6)
 
 
+@pytest.mark.parametrize("share", [0.0, 0.25, 1.0])
+def test_the_loss_share_mixes_the_whitened_and_the_plain_residual_by_hand(share):
+    """rho 0.6, residuals r = (1, 2, 3) on x, 0 on y: whitened (1 + 1.75^2 + 2.25^2) / 6, plain (1 + 4 + 9) / 6."""
+    prediction = torch.tensor([[[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]]])
+    every = torch.ones(1, 3, dtype=torch.bool)
+    config = GazeFlowConfig.tiny(noise_correlation=0.6, whitened_flow=True, whitened_loss_share=share)
+    expected = share * (1.0 + 1.75**2 + 2.25**2) / 6 + (1 - share) * 14.0 / 6
+    assert flow_loss(prediction, torch.zeros_like(prediction), every, config).item() == pytest.approx(expected)
+    plain = GazeFlowConfig.tiny(noise_correlation=0.6)
+    assert flow_loss(prediction, torch.zeros_like(prediction), every, plain).item() == pytest.approx(14.0 / 6)
+
+
+def test_the_loss_share_needs_the_whitened_flow_and_a_share_in_the_unit_interval():
+    with pytest.raises(ValueError, match=r"^GazeFlowConfig: `whitened_loss_share` must be 1 \(the default\)") as err:
+        GazeFlowConfig.tiny(noise_correlation=RHO, whitened_loss_share=0.5)
+    assert "\n" not in str(err.value)
+    for share in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="whitened_loss_share"):
+            GazeFlowConfig.tiny(noise_correlation=RHO, whitened_flow=True, whitened_loss_share=share)
+    assert GazeFlowConfig.tiny().whitened_loss_share == 1.0
+
+
 # ---------------------------------------------------------------------------------------------------- the network
 def test_the_head_output_is_read_through_the_recursion():
     plain = tiny_model(noise_correlation=RHO)
@@ -81,6 +103,18 @@ def test_the_training_loss_is_the_whitened_residual():
         [residual[:, :1], (residual[:, 1:] - RHO * residual[:, :-1]) / math.sqrt(1 - RHO * RHO)], axis=1
     )
     assert out.loss.item() == pytest.approx((innovations**2).sum() / (2 * 16), rel=1e-5)
+
+
+def test_with_no_whitened_share_the_training_loss_is_the_plain_residual_of_v_read_through_the_recursion():
+    plain = tiny_model(noise_correlation=RHO)
+    twin = GazeFlowConfig.from_dict({**plain.config.to_dict(), "whitened_flow": True, "whitened_loss_share": 0.0})
+    model = GazeFlowModel(twin).train()
+    model.load_state_dict(plain.state_dict())
+    tokens = torch.randn(2, 16, 32, generator=torch.Generator().manual_seed(1))
+    gaze = unit_to_model(torch.rand(2, 8, 2, generator=torch.Generator().manual_seed(2)))
+    out = model(encoder_hidden_states=tokens, gaze=gaze, generator=[torch.Generator().manual_seed(i) for i in range(2)])
+    residual = (out.predicted_velocity - out.target_velocity).detach().double().numpy()
+    assert out.loss.item() == pytest.approx((residual**2).sum() / (2 * 16), rel=1e-5)
 
 
 def test_whitened_flow_needs_the_correlated_prior_and_flow_matching():

@@ -40,7 +40,7 @@ K whole gaze trajectories, one (x, y) point per frame in [0, 1] image coordinate
 - Encoder: V-JEPA 2 ({encoder}), input {image_size}x{image_size}, windows of {num_frames} frames, stride {stride}.
 - Velocity network: d={hidden_size}, {layers} DenoiserBlocks, {heads} heads; {params} parameters in all.
 - Visual condition c_v: {condition}.
-- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps. Evaluation maps: Gaussians of
+- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps{grid}. Evaluation maps: Gaussians of
   sigma {sigma} px at the data's native size (`heatmap_sigma`); overlays and pipeline heatmaps use 3.9% of the
   frame width unless given `heatmap_sigma` (the paper's 25 px at 640 px).
 
@@ -84,6 +84,13 @@ def describe_condition(config: GazeFlowConfig) -> str:
     return text
 
 
+def describe_time_grid(power: float) -> str:
+    """The sampler's flow-time grid as the card's sampling line names it: nothing for the paper's uniform grid."""
+    if power == 1:
+        return ""
+    return f" on the flow-time grid s_i = 1 - (1 - i/S)^{power:g} (`time_grid_power`)"
+
+
 def write_model_card(
     folder: str | os.PathLike,
     model: GazeFlowModel,
@@ -118,6 +125,7 @@ def write_model_card(
         num_samples=defaults.num_samples,
         num_steps=defaults.num_steps,
         solver=defaults.solver,
+        grid=describe_time_grid(config.time_grid_power),
         sigma=config.heatmap_sigma,
         condition=describe_condition(config),
         model_argument=model_argument or repr(repo or str(folder)),

@@ -233,6 +233,12 @@ class GazeFlowConfig(PreTrainedConfig):
             reads x_s in model coordinates. An error of the head that is independent from frame to frame then moves
             a sample by sqrt(1 - rho^2) of it between frames rather than by all of it (beyond the paper; with
             rho = 0 or `False` the paper's Eq. cfm_loss).
+        whitened_loss_share (`float`, *optional*, defaults to 1.0):
+            With `whitened_flow`, the share a in [0, 1] of the whitened term in the flow-matching loss
+            a ||L^-1 (v - u)||^2 + (1 - a) ||v - u||^2 (the head still read as v = L w). 1 is the whitened loss
+            alone, which charges a slow offset of the whole trajectory (1 - rho) / (1 + rho) times the plain loss
+            and a frame-to-frame jitter about (1 + rho^2) / (1 - rho^2) times it; a < 1 restores part of the charge
+            on the slow component, where the gaze is (beyond the paper).
         time_grid_power (`float`, *optional*, defaults to 1.0):
             The sampler's flow-time grid s_i = 1 - (1 - i / S)^p, i = 0..S: 1 is the paper's uniform Euler grid
             (Appendix D.2); p > 1 spends more of the S steps near the data end s = 1 (beyond the paper). See
@@ -335,6 +341,9 @@ class GazeFlowConfig(PreTrainedConfig):
     flow_time_sampling: str = _choice("uniform", FLOW_TIME_SAMPLINGS)
     noise_correlation: float | int = _number(0.0, "a number in [0, 1) (0: independent frames)", lambda v: 0 <= v < 1)
     whitened_flow: bool = _flag(False)
+    whitened_loss_share: float | int = _number(
+        1.0, "a number in [0, 1] (1: the whitened loss alone)", lambda v: 0 <= v <= 1
+    )
     time_grid_power: float | int = _number(1.0, "a number >= 1 (1: the paper's uniform grid)", lambda v: v >= 1)
     self_conditioning_prob: float | int = _number(0.5, "a number in [0, 1]", lambda value: 0.0 <= value <= 1.0)
     grounding_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no grounding head)", lambda value: value >= 0)
@@ -443,6 +452,12 @@ class GazeFlowConfig(PreTrainedConfig):
             f"False unless objective='flow_matching' and noise_correlation > 0 (the flow's coordinates are the AR(1) "
             f"prior's; objective={self.objective!r}, noise_correlation={self.noise_correlation!r})",
             self.whitened_flow,
+        )
+        _require(
+            self.whitened_flow or self.whitened_loss_share == 1,
+            "whitened_loss_share",
+            "1 (the default) unless whitened_flow=True (it splits the whitened flow's loss)",
+            self.whitened_loss_share,
         )
         _require(
             self.objective != "regression" or self.num_samples == 1,

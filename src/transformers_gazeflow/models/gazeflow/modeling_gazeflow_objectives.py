@@ -120,6 +120,19 @@ def frame_whitened_mse(
     return (residual**2 * pairs).sum() / (2 * mask.sum()).clamp_min(1.0)
 
 
+def flow_loss(predicted: torch.Tensor, target: torch.Tensor, valid_mask: torch.Tensor, config) -> torch.Tensor:
+    """The flow-matching loss of Eq. cfm_loss on ``[B, T, 2]``: :func:`masked_mse` ||v - u||^2, or with
+    ``config.whitened_flow`` a ||L^-1 (v - u)||^2 + (1 - a) ||v - u||^2, a = ``config.whitened_loss_share``
+    (:func:`frame_whitened_mse` alone when a = 1)."""
+    if not config.whitened_flow:
+        return masked_mse(predicted, target, valid_mask)
+    whitened = frame_whitened_mse(predicted, target, valid_mask, config.noise_correlation)
+    share = config.whitened_loss_share
+    if share == 1:
+        return whitened
+    return share * whitened + (1 - share) * masked_mse(predicted, target, valid_mask)
+
+
 def _training_noise(
     model: ObjectiveModel, gaze: torch.Tensor, generator: GeneratorArgument, num_timesteps: int | None = None
 ) -> TrainingNoise:
@@ -217,12 +230,7 @@ def flow_matching_objective(
         output_attentions,
         output_hidden_states,
     )
-    config = model.config
-    loss = (
-        frame_whitened_mse(predicted, target, valid_mask, config.noise_correlation)
-        if config.whitened_flow
-        else masked_mse(predicted, target, valid_mask)
-    )
+    loss = flow_loss(predicted, target, valid_mask, model.config)
     return ObjectiveOutput(loss, predicted, target, flow_time, network_outputs)
 
 
@@ -356,6 +364,7 @@ __all__ = [
     "ObjectiveOutput",
     "masked_mse",
     "frame_whitened_mse",
+    "flow_loss",
     "flow_matching_loss",
     "flow_matching_objective",
     "diffusion_loss",
