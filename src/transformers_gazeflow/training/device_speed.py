@@ -14,6 +14,7 @@ that training runs:
   model that is saved (:meth:`FrozenWeightCast.restore`).
 * :func:`adamw`: AdamW with the fused CUDA kernel on a GPU (one launch for every trainable tensor); ``implementation``
   asks for one of PyTorch's three AdamW implementations by name (``"fused"``, ``"foreach"``, ``"loop"``) on any device.
+  A fused step marks the parameters it wrote as changed (their version counters), as the other two do.
 * :func:`attention_kernels`: scaled dot-product attention by one of PyTorch's kernels (``"flash"``, ``"cudnn"``,
   ``"efficient"``, ``"math"``; the math one where it cannot run); :func:`attention_kernel_support` says which kernels
   can run an attention of a given shape on a device. The same attention, computed by another kernel.
@@ -137,7 +138,22 @@ def adamw(
         kwargs.update(ADAMW_IMPLEMENTATIONS[implementation])
     elif torch.device(device).type == "cuda":
         kwargs.setdefault("fused", True)
-    return torch.optim.AdamW(parameters, **kwargs)
+    optimizer = torch.optim.AdamW(parameters, **kwargs)
+    if optimizer.defaults.get("fused"):
+        optimizer.register_step_post_hook(_mark_parameters_updated)
+    return optimizer
+
+
+def _mark_parameters_updated(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+    """After a fused AdamW step: bump the version counter of every parameter it updated.
+
+    The fused kernel writes the parameters in place without bumping their version counters (the loop and foreach
+    implementations do), so whatever keys a cache on a tensor's version (``modeling_gazeflow_rows.linear_weights``,
+    which the no-grad self-conditioning pass of training reads) would keep reading the weights of before the step.
+    The bump costs no kernel."""
+    torch.autograd.graph.increment_version(
+        [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    )
 
 
 #: scaled dot-product attention's kernels by name (PyTorch's own choice among them depends on the device: on sm90 with
