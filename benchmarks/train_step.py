@@ -75,7 +75,7 @@ class TrainStep:
         if variant.optimizer is not None:
             self.optimizer = adamw(self.trainable, device, variant.optimizer, **settings)
         elif variant.probe:  # the probe's optimizer: AdamW fused on a GPU
-            self.optimizer = torch.optim.AdamW(self.trainable, fused=on_gpu, **settings)
+            self.optimizer = adamw(self.trainable, device, "fused" if on_gpu else None, **settings)
         elif variant.fast:
             self.optimizer = adamw(self.trainable, device, **settings)
         else:  # train.py before the GPU settings
