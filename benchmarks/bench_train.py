@@ -55,7 +55,7 @@ from pathlib import Path
 import torch
 from results import add_results_argument, config_model, write_section
 from torch.utils.data import DataLoader, RandomSampler
-from train_step import PRESETS, TrainStep, make_config, random_batch, step_ops, synchronize
+from train_step import PRESETS, TrainStep, make_config, random_batch, step_ops, step_profile, synchronize
 from train_sweep import (
     CPU_CANDIDATES,
     GPU_VARIANTS,
@@ -117,10 +117,17 @@ def count_flops_per_clip(config: GazeFlowConfig, device: torch.device) -> float 
 
 
 def model_only(
-    config: GazeFlowConfig, variant: Variant, device: torch.device, steps: int, warmup: int, count_ops: bool = False
+    config: GazeFlowConfig,
+    variant: Variant,
+    device: torch.device,
+    steps: int,
+    warmup: int,
+    count_ops: bool = False,
+    profile: bool = False,
 ) -> dict:
-    """The step on random inputs (no data loading): seconds per step, clips/s, peak GB and with ``count_ops`` the ops
-    of one more step (``train_step.step_ops``). A variant that fails is reported with its error, and the run goes on."""
+    """The step on random inputs (no data loading): seconds per step, clips/s, peak GB, with ``count_ops`` the ops
+    of one more step (``train_step.step_ops``) and with ``profile`` where they go (``train_step.step_profile``). A
+    variant that fails is reported with its error, and the run goes on."""
     free_memory(device)
     try:
         started = time.perf_counter()
@@ -134,6 +141,7 @@ def model_only(
             "peak_gb": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
             "frozen_weights_cast": len(step.cast) if step.cast is not None else 0,
             "ops": step_ops(step, batch) if count_ops else None,
+            "profile": step_profile(step, batch) if profile else None,
             "wall_s": time.perf_counter() - started,
         }
     except torch.OutOfMemoryError:
@@ -362,6 +370,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="count the aten ops (and CUDA kernels) of one more step of each model-only variant (default: yes on the "
         "CPU, no on a GPU)",
     )
+    parser.add_argument(
+        "--profile-ops",
+        action="store_true",
+        help="and for the first variant, where one step's ops go: by phase, by part of the model, by autograd node, "
+        "and the ops that read a value back to the host",
+    )
     parser.add_argument("--time-limit", type=float, default=None, help="start no measurement after this many s")
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
     parser.add_argument(
@@ -408,10 +422,11 @@ def run_model_only(args, config, device, budget: Budget, figures: dict, compiled
     names = args.variants or {"tiny": TINY_VARIANTS, "paper16": CPU_CANDIDATES}.get(args.preset, GPU_VARIANTS)
     results = figures.setdefault("model_only", {})
     count_ops = args.count_ops == "yes" if args.count_ops is not None else device.type == "cpu"
-    for variant in (Variant.parse(name) for name in names):
+    for index, variant in enumerate(Variant.parse(name) for name in names):
         if variant.compile != compiled or not budget.allows(f"model only {variant.name}"):
             continue
-        results[variant.name] = model_only(config, variant, device, args.steps, args.warmup, count_ops)
+        profile = args.profile_ops and index == 0
+        results[variant.name] = model_only(config, variant, device, args.steps, args.warmup, count_ops, profile)
         ops = results[variant.name].get("ops")
         print(
             f"model only {variant.name}: {format_row(results[variant.name])}"

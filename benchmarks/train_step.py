@@ -9,10 +9,12 @@ tensor of the paper's step, op for op, at a CPU's cost; its timings are not the 
 from __future__ import annotations
 
 import copy
+from collections import Counter
 
 import torch
-from op_counts import count_aten_ops
+from op_counts import VIEW_AND_ALLOCATION_OPS, count_aten_ops
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from torch.profiler import record_function
 from train_sweep import Variant
 from transformers import VJEPA2Config
 
@@ -87,19 +89,23 @@ class TrainStep:
         if self.variant.graphs:
             torch.compiler.cudagraph_mark_step_begin()  # a new step: the graphs' previous outputs may be overwritten
         with attention_kernels(self.variant.attention):
-            with self.autocast:
+            with record_function("step:forward"), self.autocast:
                 loss = self.model(
                     pixel_values_videos=batch["pixel_values_videos"],
                     gaze=batch["gaze"],
                     valid_mask=batch.get("valid_mask"),
                 ).loss
-            loss.backward()
+            with record_function("step:backward"):
+                loss.backward()
         if not self.variant.probe:
-            torch.nn.utils.clip_grad_norm_(self.trainable, 1.0)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+            with record_function("step:clip"):
+                torch.nn.utils.clip_grad_norm_(self.trainable, 1.0)
+        with record_function("step:optimizer"):
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
-            self.ema.update_parameters(self.model)
+            with record_function("step:ema"):
+                self.ema.update_parameters(self.model)
         return loss.detach()
 
 
@@ -123,3 +129,65 @@ def step_ops(step: TrainStep, batch: dict) -> dict:
         synchronize(device)
 
     return count_aten_ops(one_step, cuda=device.type == "cuda")
+
+
+#: aten ops that wait for the device (a value read back to the host): on a GPU each drains the queue of kernels
+HOST_SYNC_OPS = ("aten::_local_scalar_dense", "aten::nonzero")
+
+
+def step_profile(step: TrainStep, batch: dict) -> dict:
+    """Where the ops of one more step go: the compute ops our Python dispatched (top level, no views or allocations)
+    by phase (``forward``, ``backward``, ``clip``, ``optimizer``, ``ema``), the forward's by the model's parts, the
+    backward's by autograd node (the 8 largest), and the ops that read a value back to the host, by phase."""
+    from torch.profiler import ProfilerActivity, profile
+
+    hooks, open_labels = [], []
+
+    def enter(name: str):
+        def hook(module, args) -> None:
+            open_labels.append(record_function(f"part:{name}"))
+            open_labels[-1].__enter__()
+
+        return hook
+
+    def leave(module, args, output) -> None:
+        open_labels.pop().__exit__(None, None, None)
+
+    for name, module in step.model.named_children():
+        hooks += [module.register_forward_pre_hook(enter(name)), module.register_forward_hook(leave)]
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as profiler:
+            step(batch)
+            synchronize(step.device)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    by_phase, by_part, by_node, syncs = Counter(), Counter(), Counter(), Counter()
+    for event in profiler.events():
+        if not event.name.startswith("aten::"):
+            continue
+        parents = []
+        parent = event.cpu_parent
+        while parent is not None:
+            parents.append(parent.name)
+            parent = parent.cpu_parent
+        phase = next((name.split(":", 1)[1] for name in parents if name.startswith("step:")), "other")
+        if event.name in HOST_SYNC_OPS:
+            syncs[phase] += 1
+        if (parents and parents[0].startswith("aten::")) or event.name in VIEW_AND_ALLOCATION_OPS:
+            continue
+        by_phase[phase] += 1
+        part = next((name.split(":", 1)[1] for name in parents if name.startswith("part:")), None)
+        if part is not None:
+            by_part[part] += 1
+        node = next(
+            (name.rsplit(": ", 1)[-1] for name in parents if name.startswith("autograd::engine::evaluate")), None
+        )
+        if node is not None:
+            by_node[node] += 1
+    return {
+        "by_phase": dict(by_phase),
+        "forward_by_part": dict(by_part.most_common()),
+        "backward_by_node": dict(by_node.most_common(8)),
+        "host_syncs_by_phase": dict(syncs),
+    }

@@ -173,6 +173,25 @@ def model_table(results: dict, flops_per_clip: float | None) -> list[str]:
     return lines
 
 
+def profile_lines(name: str, profile: dict) -> list[str]:
+    """Where the ops of one step of variant ``name`` go (``train_step.step_profile``)."""
+
+    def listed(counts: dict) -> str:
+        return ", ".join(f"{key} {count:,}" for key, count in counts.items()) or "none"
+
+    total = sum(profile["by_phase"].values())
+    return [
+        f"Where one step's ops go ({name}; compute ops our Python dispatched, top level, no views or allocations: "
+        f"{total:,}):",
+        "",
+        f"- by phase: {listed(profile['by_phase'])}",
+        f"- the forward by part of the model: {listed(profile['forward_by_part'])}",
+        f"- the backward by autograd node (the largest): {listed(profile['backward_by_node'])}",
+        f"- ops that read a value back to the host (on a GPU each waits for the queue): "
+        f"{listed(profile['host_syncs_by_phase'])}",
+    ]
+
+
 def data_tables(data: dict, model_results: dict) -> list[str]:
     cost = data["collator"]
     lines = [
@@ -239,6 +258,9 @@ def report(figures: dict) -> str:
             "",
         ]
     lines += ["Model only (random inputs, no data loading):", ""] + model_table(figures.get("model_only", {}), flops)
+    profiled = [(name, r["profile"]) for name, r in figures.get("model_only", {}).items() if r.get("profile")]
+    if profiled:
+        lines += ["", *profile_lines(*profiled[0])]
     if figures.get("data"):
         lines += ["", "Through the data path:", ""] + data_tables(figures["data"], figures.get("model_only", {}))
     lines += ["", "GPU-hours:", ""] + hours_table(

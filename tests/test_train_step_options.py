@@ -227,3 +227,20 @@ def test_the_gpu_suites_training_variants_parse(tmp_path):
     parsed = [Variant.parse(text) for text in variants + [words[words.index("--data-variants") + 1]]]
     assert {v.attention for v in parsed} >= {None, "cudnn", "flash"} and any(v.graphs for v in parsed)
     assert variants[0] == words[words.index("--data-variants") + 1]  # the baseline is the data-fed step
+
+
+def test_the_profile_puts_the_loop_optimizers_ops_and_host_reads_in_its_phase():
+    config = GazeFlowConfig.tiny(use_lora=True)
+    batch = train_step.random_batch(config, 2, torch.device("cpu"))
+    profiles = {}
+    for name in ("B2+adamw=loop", "B2+adamw=fused"):
+        step = train_step.TrainStep(config, Variant.parse(name), torch.device("cpu"))
+        step(batch)  # the optimizer's state made
+        profiles[name] = (train_step.step_profile(step, batch), len(step.trainable))
+    loop, trainable = profiles["B2+adamw=loop"]
+    fused, _ = profiles["B2+adamw=fused"]
+    assert set(loop["by_phase"]) == {"forward", "backward", "clip", "optimizer", "ema"}
+    assert loop["host_syncs_by_phase"]["optimizer"] == trainable  # the loop reads each tensor's step count back
+    # the loop dispatches several ops per tensor, the fused one a few for all of them
+    assert loop["by_phase"]["optimizer"] >= 5 * trainable and fused["by_phase"]["optimizer"] < trainable
+    assert set(loop["forward_by_part"]) == {"video_encoder", "condition_encoder", "velocity_network"}
