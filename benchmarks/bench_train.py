@@ -387,7 +387,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "training windows of your build, whose takes depend on what was downloaded",
     )
     add_results_argument(parser)
-    args = parser.parse_args(argv)
+    return check_args(parser, parser.parse_args(argv))
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments' own checks (a one-line ``parser.error`` each); ``args.size`` from ``--data-size``."""
     for name in ("steps", "data_steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
