@@ -9,7 +9,17 @@ clipping, AdamW, the EMA update; ``probe`` variants drop the clipping and the EM
     fast      the GPU settings of train.py (transformers_gazeflow.training.device_speed): frozen matrix weights
               cast to bf16 once, fused AdamW
     compile   torch.compile of each encoder layer (regional; train.py --torch_compile)
+    graphs    with compile: the compiled layers as CUDA graphs (torch.compile's reduce-overhead mode)
+    adamw=    PyTorch's AdamW implementation: fused (one kernel per group), foreach (multi-tensor), loop
+    sdpa=     the attention kernel tried first in the whole step: flash, cudnn, efficient, math (the report says
+              which of them can run the encoder's attention on this device)
+    nodrop    LoRA without dropout (another recipe, not the paper's 0.05: what the adapters' dropout costs)
     probe     the probe's loop (no clipping, no EMA)
+
+The variants are measured side by side in one run, the first the baseline ("x first"); on the CPU each also gets
+the aten ops one step dispatches (all, and the compute ones: a stable proxy for what a GPU launches; ``--count-ops
+yes`` counts them and the CUDA kernels on a GPU too). ``--preset paper16`` is the paper's model on 16x16 frames:
+its step op for op at a CPU's cost.
 
 Then the data path: EGTEA Gaze+ layout clips at 640x480 and 24 fps generated on the fly
 (``data.synthetic.egtea_layout``), read by the EGTEA builder (``data.loading``) and the collator
@@ -23,6 +33,7 @@ download (Ego-Exo4D: the training windows of your build).
     python benchmarks/bench_train.py                                  # GPU: the paper's geometry
     python benchmarks/bench_train.py --variants B4+fast B8+fast+ckpt --workers 8 14 --json train.json
     python benchmarks/bench_train.py --device cpu --preset tiny       # the smoke run (CI)
+    python benchmarks/bench_train.py --device cpu --preset paper16 --skip-data --no-flops --steps 1   # CPU candidates
     python benchmarks/bench_train.py --prepare-data DIR               # write the clips only (then --data-dir DIR)
     python benchmarks/bench_train.py --train-clips Ego-Exo4D=N        # and the GPU-hours of N Ego-Exo4D windows
 
@@ -43,89 +54,26 @@ from pathlib import Path
 
 import torch
 from results import add_results_argument, config_model, write_section
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from torch.utils.data import DataLoader, RandomSampler
+from train_step import PRESETS, TrainStep, make_config, random_batch, step_ops, step_profile, synchronize
 from train_sweep import (
+    CPU_CANDIDATES,
     GPU_VARIANTS,
     TINY_VARIANTS,
     Variant,
     fastest,
+    format_ops,
     format_row,
     gpu_hours,
     parse_train_clips,
     report,
 )
 
-from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-from transformers_gazeflow.training.device_speed import (
-    FrozenWeightCast,
-    adamw,
-    compile_encoder_layers,
-    enable_gradient_checkpointing,
-    loader_options,
-)
+from transformers_gazeflow import GazeFlowConfig
+from transformers_gazeflow.training.device_speed import attention_kernel_support, loader_options
 
 
 # ---------------------------------------------------------------------------------------------------- the model step
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def make_config(preset: str) -> GazeFlowConfig:
-    return GazeFlowConfig.tiny(use_lora=True) if preset == "tiny" else GazeFlowConfig(use_lora=True)
-
-
-class TrainStep:
-    """One model, optimizer and EMA set up as ``variant`` says; ``__call__(batch)`` runs one training step."""
-
-    def __init__(self, config: GazeFlowConfig, variant: Variant, device: torch.device) -> None:
-        torch.manual_seed(0)
-        with device:
-            self.model = GazeFlowModel(config).train()
-        self.device, self.variant = device, variant
-        if variant.checkpointing:
-            enable_gradient_checkpointing(self.model)
-        on_gpu = device.type == "cuda"
-        self.cast = FrozenWeightCast(self.model) if variant.fast and on_gpu else None
-        if variant.compile:
-            compile_encoder_layers(self.model)
-        self.trainable = [p for p in self.model.parameters() if p.requires_grad]
-        settings = dict(lr=1e-4, betas=(0.9, 0.999), weight_decay=1e-4)
-        if variant.probe:  # the probe's optimizer: AdamW fused on a GPU
-            self.optimizer = torch.optim.AdamW(self.trainable, fused=on_gpu, **settings)
-        elif variant.fast:
-            self.optimizer = adamw(self.trainable, device, **settings)
-        else:  # train.py before the GPU settings
-            self.optimizer = torch.optim.AdamW(self.trainable, **settings)
-        self.ema = None if variant.probe else AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(0.995))
-        self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=on_gpu)
-
-    def __call__(self, batch: dict) -> float:
-        with self.autocast:
-            loss = self.model(
-                pixel_values_videos=batch["pixel_values_videos"], gaze=batch["gaze"], valid_mask=batch.get("valid_mask")
-            ).loss
-        loss.backward()
-        if not self.variant.probe:
-            torch.nn.utils.clip_grad_norm_(self.trainable, 1.0)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        if self.ema is not None:
-            self.ema.update_parameters(self.model)
-        return loss.detach()
-
-
-def random_batch(config: GazeFlowConfig, batch: int, device: torch.device) -> dict:
-    generator = torch.Generator().manual_seed(0)
-    size, frames = config.image_size, config.num_frames
-    return {
-        "pixel_values_videos": torch.randn(batch, frames, 3, size, size, generator=generator).to(device),
-        "gaze": (torch.rand(batch, frames, 2, generator=generator) * 2 - 1).to(device),
-        "valid_mask": torch.ones(batch, frames, dtype=torch.bool, device=device),
-    }
-
-
 def free_memory(device: torch.device) -> None:
     gc.collect()
     if device.type == "cuda":
@@ -168,8 +116,18 @@ def count_flops_per_clip(config: GazeFlowConfig, device: torch.device) -> float 
     return float(flops) or None
 
 
-def model_only(config: GazeFlowConfig, variant: Variant, device: torch.device, steps: int, warmup: int) -> dict:
-    """The step on random inputs (no data loading): seconds per step, clips/s, peak GB."""
+def model_only(
+    config: GazeFlowConfig,
+    variant: Variant,
+    device: torch.device,
+    steps: int,
+    warmup: int,
+    count_ops: bool = False,
+    profile: bool = False,
+) -> dict:
+    """The step on random inputs (no data loading): seconds per step, clips/s, peak GB, with ``count_ops`` the ops
+    of one more step (``train_step.step_ops``) and with ``profile`` where they go (``train_step.step_profile``). A
+    variant that fails is reported with its error, and the run goes on."""
     free_memory(device)
     try:
         started = time.perf_counter()
@@ -182,14 +140,28 @@ def model_only(config: GazeFlowConfig, variant: Variant, device: torch.device, s
             "clips_per_s": variant.batch / seconds,
             "peak_gb": torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None,
             "frozen_weights_cast": len(step.cast) if step.cast is not None else 0,
+            "ops": step_ops(step, batch) if count_ops else None,
+            "profile": step_profile(step, batch) if profile else None,
             "wall_s": time.perf_counter() - started,
         }
     except torch.OutOfMemoryError:
         result = {"error": "out of memory"}
+    except Exception as err:  # noqa: BLE001 - one candidate's failure (a kernel, a compile mode) is its row's figure
+        result = {"error": f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"}
     finally:
         step = batch = None  # noqa: F841 (release the model before the next variant)
         free_memory(device)
     return result
+
+
+def encoder_attention_support(config: GazeFlowConfig, batch: int, device: torch.device) -> dict[str, bool]:
+    """Which fused attention kernels can run the encoder's attention (``batch`` clips, bf16 on a GPU) on ``device``:
+    whether an ``sdpa=`` variant runs the kernel it names there (empty off CUDA)."""
+    encoder = config.encoder_config
+    heads = encoder.num_attention_heads
+    tokens = (config.num_frames // encoder.tubelet_size) * (config.image_size // encoder.patch_size) ** 2
+    shape = (batch, heads, tokens, encoder.hidden_size // heads)
+    return attention_kernel_support(shape, torch.bfloat16, device)
 
 
 # ---------------------------------------------------------------------------------------------------- the data path
@@ -351,9 +323,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
         "--preset",
-        choices=["paper", "tiny"],
+        choices=PRESETS,
         default="paper",
-        help="the paper's geometry (ViT-L, 64 frames of 256x256, LoRA r16) or the tiny test model",
+        help="the paper's geometry (ViT-L, 64 frames of 256x256, LoRA r16), the same model on 16x16 frames (paper16: "
+        "the paper's step op for op at a CPU's cost) or the tiny test model",
     )
     parser.add_argument(
         "--variants",
@@ -390,6 +363,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--skip-data", action="store_true", help="model-only variants alone")
     parser.add_argument("--no-flops", action="store_true", help="skip counting the FLOPs of a step")
+    parser.add_argument(
+        "--count-ops",
+        choices=["yes", "no"],
+        default=None,
+        help="count the aten ops (and CUDA kernels) of one more step of each model-only variant (default: yes on the "
+        "CPU, no on a GPU)",
+    )
+    parser.add_argument(
+        "--profile-ops",
+        action="store_true",
+        help="and for the first variant, where one step's ops go: by phase, by part of the model, by autograd node, "
+        "and the ops that read a value back to the host",
+    )
     parser.add_argument("--time-limit", type=float, default=None, help="start no measurement after this many s")
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
     parser.add_argument(
@@ -401,7 +387,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "training windows of your build, whose takes depend on what was downloaded",
     )
     add_results_argument(parser)
-    args = parser.parse_args(argv)
+    return check_args(parser, parser.parse_args(argv))
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments' own checks (a one-line ``parser.error`` each); ``args.size`` from ``--data-size``."""
     for name in ("steps", "data_steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -432,14 +422,21 @@ def default_workers(device: torch.device) -> list[int]:
 
 def run_model_only(args, config, device, budget: Budget, figures: dict, compiled: bool) -> dict:
     """The model-only variants, eager ones or compiled ones (``compiled``), into ``figures["model_only"]`` (saved
-    after each)."""
-    names = args.variants or (TINY_VARIANTS if args.preset == "tiny" else GPU_VARIANTS)
+    after each), side by side: the first variant is the baseline the others are read against."""
+    names = args.variants or {"tiny": TINY_VARIANTS, "paper16": CPU_CANDIDATES}.get(args.preset, GPU_VARIANTS)
     results = figures.setdefault("model_only", {})
-    for variant in (Variant.parse(name) for name in names):
+    count_ops = args.count_ops == "yes" if args.count_ops is not None else device.type == "cpu"
+    for index, variant in enumerate(Variant.parse(name) for name in names):
         if variant.compile != compiled or not budget.allows(f"model only {variant.name}"):
             continue
-        results[variant.name] = model_only(config, variant, device, args.steps, args.warmup)
-        print(f"model only {variant.name}: {format_row(results[variant.name])}", flush=True)
+        profile = args.profile_ops and index == 0
+        results[variant.name] = model_only(config, variant, device, args.steps, args.warmup, count_ops, profile)
+        ops = results[variant.name].get("ops")
+        print(
+            f"model only {variant.name}: {format_row(results[variant.name])}"
+            + (f", {format_ops(ops)} ops / step" if ops else ""),
+            flush=True,
+        )
         save(figures, args.json, budget)
     return results
 
@@ -543,6 +540,9 @@ def main(argv: list[str] | None = None) -> dict:
         f"{'/'.join(config.lora_target_modules)}, "
         f"{'bf16 autocast' if device.type == 'cuda' else 'fp32'}",
         "train_clips": train_clips,
+        "torch": torch.__version__,
+        "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
+        "encoder_attention_kernels": encoder_attention_support(config, 8, device),
     }
     if not args.no_flops and budget.allows("FLOP count"):
         figures["flops_per_clip"] = count_flops_per_clip(config, device)

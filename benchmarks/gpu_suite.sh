@@ -17,8 +17,10 @@
 #                      and flash attention on the GPU
 #   tests              pytest tests/gpu on the device (GAZEFLOW_TEST_DEVICE; in parallel with pytest-xdist where
 #                      installed), junit XML in OUT_DIR/tests.xml
-#   train              bench_train.py: a short sweep of the training step at the paper's geometry (model only, and
-#                      fed by the EGTEA data path with N workers; the loader alone beside it; GPU-hours)
+#   train              bench_train.py: the training step at the paper's geometry, train.py's compiled step (fed by the
+#                      EGTEA data path with N workers beside its model-only figure; the loader alone; GPU-hours) and
+#                      its candidates side by side, model only: the cuDNN and flash attention kernels, CUDA graphs,
+#                      LoRA without dropout (the ones the time limit leaves out are named)
 #   inference          bench_inference.py: ViT-L (24 layers), 64 frames of 256x256, random weights, bf16, fast vs
 #                      reference path, K x S grid {30,50} x {5,50} (the paper's Table method_time rows)
 #   pipeline           bench_pipeline.py --throughput: gazeflow predict --no-overlay's path on generated 30-second
@@ -68,11 +70,12 @@ SITE="${GAZEFLOW_SUITE_SITE:-/tmp/site}"
 ALL_STEPS="install preflight tests train inference pipeline decode streaming inference-compile predict streaming-bundled profile"
 KNOWN_STEPS="$ALL_STEPS fulltests"
 OPTIONAL_STEPS="decode inference-compile predict streaming-bundled profile fulltests"
-# seconds: the estimate (what each step took in the one-call run on an H200, trimmed where noted) and its own limit
-declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=80 [train]=105 [inference]=40 [pipeline]=90
+# seconds: the estimate (what each step took in the one-call run on an H200, trimmed where noted; train: 15 s more for
+# its candidates, not yet measured) and its own limit
+declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=80 [train]=120 [inference]=40 [pipeline]=90
                      [predict]=70 [decode]=35
                      [streaming]=90 [inference-compile]=62 [streaming-bundled]=60 [profile]=45 [fulltests]=400)
-declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=140 [inference]=75 [pipeline]=130
+declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=160 [inference]=75 [pipeline]=130
                   [predict]=110 [decode]=60
                   [streaming]=130 [inference-compile]=90 [streaming-bundled]=90 [profile]=70 [fulltests]=600)
 
@@ -250,7 +253,8 @@ bench_args() {  # bench_args inference|streaming|streaming-bundled|train|pipelin
                        --num-samples 30 --num-steps 5" ;;
       streaming-bundled) echo "--preset bundled --frames 150 --warmup 20 --reference-frames 40 --baseline-frames 2
                                --num-samples 30 --num-steps 5" ;;
-      train) echo "--variants B4+probe B4+fast B8+fast B8+fast+compile --data-variants B8+fast+compile --workers 12
+      train) echo "--variants B8+fast+compile B8+fast+compile+sdpa=cudnn B8+fast+compile+sdpa=flash
+                   B8+fast+compile+graphs B8+fast+compile+nodrop --data-variants B8+fast+compile --workers 12
                    --data-steps 8" ;;
       pipeline) echo "--throughput --seconds 30" ;;
       decode) echo "--frames 96 --repeats 3 --batch --videos 4" ;;

@@ -1,6 +1,6 @@
 """What ``bench_train.py``'s sweep measures and how it reports it: the variants of the training step (``B<n>`` joined
-with ``ckpt``, ``fast``, ``compile``, ``probe``), the reference rates (the 60e8cbe probe, the paper's GPU-hours),
-the GPU-hours of 80 epochs at a rate, and the report's tables."""
+with ``ckpt``, ``fast``, ``compile``, ``graphs``, ``nodrop``, ``probe``, ``adamw=...``, ``sdpa=...``), the reference
+rates (the 60e8cbe probe, the paper's GPU-hours), the GPU-hours of 80 epochs at a rate, and the report's tables."""
 
 from __future__ import annotations
 
@@ -22,30 +22,83 @@ GPU_VARIANTS = [
     "B8+fast+ckpt",
     "B16+fast+ckpt",
     "B4+fast+compile",
+    "B8+fast+compile",
+    "B8+fast+compile+sdpa=cudnn",
+    "B8+fast+compile+sdpa=flash",
+    "B8+fast+compile+graphs",
+    "B8+fast+compile+nodrop",
 ]
-TINY_VARIANTS = ["B2+probe", "B2", "B2+fast+ckpt", "B2+fast+compile"]
+#: the candidates a CPU can run (``--preset paper16``): the optimizer's implementations, the attention's math kernel
+#: against the default one, LoRA without dropout; each against the first
+CPU_CANDIDATES = ["B1", "B1+adamw=foreach", "B1+adamw=fused", "B1+sdpa=math", "B1+nodrop"]
+TINY_VARIANTS = ["B2+probe", "B2", "B2+adamw=fused", "B2+sdpa=math", "B2+fast+ckpt", "B2+fast+compile"]
+
+
+#: the ``key=value`` tokens of a variant and the values each takes (``device_speed``'s names)
+VALUED_TOKENS = {"adamw": ("fused", "foreach", "loop"), "sdpa": ("flash", "cudnn", "efficient", "math")}
+FLAG_TOKENS = ("ckpt", "fast", "compile", "graphs", "nodrop", "probe")
 
 
 @dataclass(frozen=True)
 class Variant:
+    """A training step's settings, parsed from ``B<n>`` joined by ``+`` with any of :data:`FLAG_TOKENS` and
+    ``key=value`` tokens (:data:`VALUED_TOKENS`): ``adamw=`` PyTorch's AdamW implementation, ``sdpa=`` the attention
+    kernel tried first, ``graphs`` the compiled layers as CUDA graphs (torch.compile's ``reduce-overhead``; needs
+    ``compile``), ``nodrop`` LoRA without dropout (another recipe: what the adapters' dropout costs)."""
+
     name: str
     batch: int
     checkpointing: bool
     fast: bool
     compile: bool
     probe: bool
+    graphs: bool = False
+    no_lora_dropout: bool = False
+    optimizer: str | None = None
+    attention: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> Variant:
         tokens = text.split("+")
-        known = {"ckpt", "fast", "compile", "probe"}
         batch = [t for t in tokens if t.startswith("B") and t[1:].isdigit() and int(t[1:]) > 0]
-        unknown = [t for t in tokens if t not in known and t not in batch]
-        if len(batch) != 1 or unknown:
+        valued = dict(t.split("=", 1) for t in tokens if "=" in t)
+        unknown = [
+            t
+            for t in tokens
+            if t not in FLAG_TOKENS
+            and t not in batch
+            and not ("=" in t and t.split("=", 1)[1] in VALUED_TOKENS.get(t.split("=", 1)[0], ()))
+        ]
+        if (
+            len(batch) != 1
+            or unknown
+            or len(set(tokens)) != len(tokens)
+            or len(valued) != sum("=" in t for t in tokens)
+        ):
+            choices = ", ".join(f"{key}={'|'.join(values)}" for key, values in VALUED_TOKENS.items())
             raise ValueError(
-                f"--variants: {text!r} must be B<clips> joined with any of {sorted(known)} by '+', e.g. B4+fast+ckpt"
+                f"--variants: {text!r} must be B<clips> joined with any of {sorted(FLAG_TOKENS)} and {choices} by '+' "
+                f"(each once), e.g. B8+fast+compile+sdpa=cudnn"
             )
-        return cls(text, int(batch[0][1:]), "ckpt" in tokens, "fast" in tokens, "compile" in tokens, "probe" in tokens)
+        if "graphs" in tokens and "compile" not in tokens:
+            raise ValueError(f"--variants: {text!r}: 'graphs' (CUDA graphs of the compiled layers) needs 'compile'")
+        return cls(
+            text,
+            int(batch[0][1:]),
+            "ckpt" in tokens,
+            "fast" in tokens,
+            "compile" in tokens,
+            "probe" in tokens,
+            graphs="graphs" in tokens,
+            no_lora_dropout="nodrop" in tokens,
+            optimizer=valued.get("adamw"),
+            attention=valued.get("sdpa"),
+        )
+
+    @property
+    def compile_key(self) -> tuple:
+        """What a compiled graph of the step depends on beyond the model: the attention kernel, the compile mode."""
+        return (self.attention, self.graphs)
 
 
 def fastest(results: dict, exclude_probe: bool = True) -> str | None:
@@ -85,27 +138,58 @@ def format_row(result: dict) -> str:
     )
 
 
+def format_ops(ops: dict | None) -> str:
+    """Aten ops of one step, ``all (compute)``, and the CUDA kernels where counted; ``-`` when not counted."""
+    if not ops:
+        return "-"
+    kernels = f", {ops['cuda_kernels']} kernels" if ops.get("cuda_kernels") is not None else ""
+    return f"{ops['all']} ({ops['compute']}){kernels}"
+
+
 def model_table(results: dict, flops_per_clip: float | None) -> list[str]:
+    """One row per model-only variant, side by side: the rate, its ratio to the first variant's, and the ops one step
+    dispatches (``format_ops``)."""
     lines = [
-        "| variant | clips / step | checkpointing | bf16 frozen weights, fused AdamW | compiled | step | "
-        "s / step | clips / s | peak GB | model TFLOP/s | 60e8cbe probe clips / s |",
-        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| variant | clips / step | checkpointing | bf16 frozen weights, fused AdamW | compiled | step | s / step | "
+        "clips / s | x first | peak GB | model TFLOP/s | aten ops / step (compute) | 60e8cbe probe clips / s |",
+        "| --- | ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    first = next((r["clips_per_s"] for r in results.values() if "clips_per_s" in r), None)
     for name, result in results.items():
         v = Variant.parse(name)
         flags = ["yes" if flag else "no" for flag in (v.checkpointing, v.fast, v.compile)]
         kind = "probe (no clip, no EMA)" if v.probe else "train.py"
         if "error" in result:
-            lines.append(f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['error']} | | | | |")
+            lines.append(f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['error']} | | | | | | |")
             continue
         tflops = flops_per_clip * result["clips_per_s"] / 1e12 if flops_per_clip else None
         peak = "-" if result["peak_gb"] is None else f"{result['peak_gb']:.1f}"
         lines.append(
             f"| {name} | {v.batch} | {' | '.join(flags)} | {kind} | {result['s_per_step']:.3f} | "
-            f"{result['clips_per_s']:.2f} | {peak} | {'-' if tflops is None else f'{tflops:.3g}'} | "
+            f"{result['clips_per_s']:.2f} | {result['clips_per_s'] / first:.2f} | {peak} | "
+            f"{'-' if tflops is None else f'{tflops:.3g}'} | {format_ops(result.get('ops'))} | "
             f"{PROBE_60E8CBE.get(name, '-')} |"
         )
     return lines
+
+
+def profile_lines(name: str, profile: dict) -> list[str]:
+    """Where the ops of one step of variant ``name`` go (``train_step.step_profile``)."""
+
+    def listed(counts: dict) -> str:
+        return ", ".join(f"{key} {count:,}" for key, count in counts.items()) or "none"
+
+    total = sum(profile["by_phase"].values())
+    return [
+        f"Where one step's ops go ({name}; compute ops our Python dispatched, top level, no views or allocations: "
+        f"{total:,}):",
+        "",
+        f"- by phase: {listed(profile['by_phase'])}",
+        f"- the forward by part of the model: {listed(profile['forward_by_part'])}",
+        f"- the backward by autograd node (the largest): {listed(profile['backward_by_node'])}",
+        f"- ops that read a value back to the host (on a GPU each waits for the queue): "
+        f"{listed(profile['host_syncs_by_phase'])}",
+    ]
 
 
 def data_tables(data: dict, model_results: dict) -> list[str]:
@@ -174,6 +258,9 @@ def report(figures: dict) -> str:
             "",
         ]
     lines += ["Model only (random inputs, no data loading):", ""] + model_table(figures.get("model_only", {}), flops)
+    profiled = [(name, r["profile"]) for name, r in figures.get("model_only", {}).items() if r.get("profile")]
+    if profiled:
+        lines += ["", *profile_lines(*profiled[0])]
     if figures.get("data"):
         lines += ["", "Through the data path:", ""] + data_tables(figures["data"], figures.get("model_only", {}))
     lines += ["", "GPU-hours:", ""] + hours_table(

@@ -69,7 +69,7 @@ def test_dry_run_prints_every_step_and_the_pip_commands(tmp_path):
     assert (tmp_path / "summary.md").exists()
     plan = result.stdout[result.stdout.index("plan:") : result.stdout.index("== install")]
     assert "budget 3600 s" in plan and all(f"  {step} " in plan for step in STEPS)
-    assert "  profile            optional" in plan and "  train              required        105s" in plan
+    assert "  profile            optional" in plan and "  train              required        120s" in plan
 
 
 def test_a_step_past_its_limit_is_stopped_and_optional_steps_wait_for_the_budget(tmp_path):
@@ -302,7 +302,7 @@ def test_the_bundle_holds_the_summary_of_every_step(one_call):
     assert "| end to end ms per frame (K=2, S=2) | eager |" in summary and "gazeflow predict --no-overlay" in summary
     assert "## Pipeline: gazeflow predict --no-overlay's path (bench_pipeline.py --throughput; K=30, S=5" in summary
     assert "| tiny | 160x120 | overlapped | float32 |" in summary
-    assert "| train | required | 105 | 900 | 0 |" in summary and "## Training throughput (CPU, tiny geometry" in summary
+    assert "| train | required | 120 | 900 | 0 |" in summary and "## Training throughput (CPU, tiny geometry" in summary
     assert "| 60e8cbe probe, B4, model only (H100) | 7.50 | 24.6 | 45.4 |" in summary
     assert "## tests/gpu: " in summary and "Fast vs reference (compiled, K=2, S=2)" in summary
     assert (bundle / "gpu_suite.tar.gz").stat().st_size > 0

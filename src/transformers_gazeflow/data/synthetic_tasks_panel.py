@@ -7,8 +7,10 @@ by someone who had not seen the recipe, never used to choose its settings) and f
 ``data.synthetic_tasks`` with cues of other kinds (a shape, a corner stripe, an intermittent square, a ring anywhere on
 the surface). Of these four, ``shape_cue`` and ``stripe_cue`` were held out when the recipe's settings were chosen,
 while ``blinking_cue`` and ``ring_cue`` were the families the recipe's temporal layer and initialisation were chosen
-on (docs/results.md): they are in the panel as the recipe's own ground, not as held-out evidence. Every family is written with :data:`PANEL_CLIPS` clips of :data:`PANEL_FRAMES` frames (a fifth of them
-test clips) from data seed :data:`PANEL_DATA_SEED`, at 128 x 96 except ``wide_occluded_shape_cue`` (192 x 80).
+on (docs/results.md): they are in the panel as the recipe's own ground, not as held-out evidence.
+
+Every family is written with :data:`PANEL_CLIPS` clips of :data:`PANEL_FRAMES` frames (a fifth of them test clips)
+from data seed :data:`PANEL_DATA_SEED`, at 128 x 96 except ``wide_occluded_shape_cue`` (192 x 80).
 
 Success on a family (:func:`beats_center_bias`): the model's test AAE at most :data:`SUCCESS_AAE_RATIO` times Center
 Bias's, a clear margin (a fifth less angular error) rather than any improvement, since a model that reads nothing of

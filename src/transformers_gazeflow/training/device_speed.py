@@ -12,17 +12,24 @@ that training runs:
   the one cast rounds the same way, so every product sees the same operands. Norms and every other frozen tensor
   keep float32 (they enter float32 arithmetic). The float32 originals stay on the CPU and are put back into the
   model that is saved (:meth:`FrozenWeightCast.restore`).
-* :func:`adamw`: AdamW with the fused CUDA kernel on a GPU (one launch for every trainable tensor).
+* :func:`adamw`: AdamW with the fused CUDA kernel on a GPU (one launch for every trainable tensor); ``implementation``
+  asks for one of PyTorch's three AdamW implementations by name (``"fused"``, ``"foreach"``, ``"loop"``) on any device.
+  A fused step marks the parameters it wrote as changed (their version counters), as the other two do.
+* :func:`attention_kernels`: scaled dot-product attention by one of PyTorch's kernels (``"flash"``, ``"cudnn"``,
+  ``"efficient"``, ``"math"``; the math one where it cannot run); :func:`attention_kernel_support` says which kernels
+  can run an attention of a given shape on a device. The same attention, computed by another kernel.
 * :func:`compile_encoder_layers`: ``torch.compile`` of each encoder layer (regional compilation: the 24 layers of
   ViT-L share one compiled graph, so it compiles in seconds, and the rest of the model stays eager).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 #: workers chosen on a GPU when none are given: one per free core, at most this many
 AUTO_WORKERS_CAP = 12
@@ -113,11 +120,81 @@ class FrozenWeightCast:
         return len(self.originals)
 
 
-def adamw(parameters: list[torch.nn.Parameter], device: torch.device | str, **kwargs) -> torch.optim.AdamW:
-    """``torch.optim.AdamW(parameters, **kwargs)``, fused on a GPU (the CPU keeps PyTorch's default)."""
-    if torch.device(device).type == "cuda":
+#: PyTorch's AdamW implementations by name: one fused kernel per parameter group, multi-tensor ("foreach") kernels, or
+#: one tensor at a time ("loop"); the same update, its arithmetic grouped differently
+ADAMW_IMPLEMENTATIONS = {"fused": {"fused": True}, "foreach": {"foreach": True}, "loop": {"foreach": False}}
+
+
+def adamw(
+    parameters: list[torch.nn.Parameter], device: torch.device | str, implementation: str | None = None, **kwargs
+) -> torch.optim.AdamW:
+    """``torch.optim.AdamW(parameters, **kwargs)``: the ``implementation`` named (:data:`ADAMW_IMPLEMENTATIONS`), or
+    with None fused on a GPU and PyTorch's default on the CPU."""
+    if implementation is not None:
+        if implementation not in ADAMW_IMPLEMENTATIONS:
+            raise ValueError(
+                f"adamw: implementation must be one of {sorted(ADAMW_IMPLEMENTATIONS)} or None, got {implementation!r}"
+            )
+        kwargs.update(ADAMW_IMPLEMENTATIONS[implementation])
+    elif torch.device(device).type == "cuda":
         kwargs.setdefault("fused", True)
-    return torch.optim.AdamW(parameters, **kwargs)
+    optimizer = torch.optim.AdamW(parameters, **kwargs)
+    if optimizer.defaults.get("fused"):
+        optimizer.register_step_post_hook(_mark_parameters_updated)
+    return optimizer
+
+
+def _mark_parameters_updated(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+    """After a fused AdamW step: bump the version counter of every parameter it updated.
+
+    The fused kernel writes the parameters in place without bumping their version counters (the loop and foreach
+    implementations do), so whatever keys a cache on a tensor's version (``modeling_gazeflow_rows.linear_weights``,
+    which the no-grad self-conditioning pass of training reads) would keep reading the weights of before the step.
+    The bump costs no kernel."""
+    torch.autograd.graph.increment_version(
+        [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    )
+
+
+#: scaled dot-product attention's kernels by name (PyTorch's own choice among them depends on the device: on sm90 with
+#: cuDNN newer than 9.15 it prefers cuDNN, elsewhere flash)
+ATTENTION_KERNELS = {
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "math": SDPBackend.MATH,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+}
+
+
+def attention_kernels(kernel: str | None) -> contextlib.AbstractContextManager:
+    """A context in which ``F.scaled_dot_product_attention`` runs kernel ``kernel`` (:data:`ATTENTION_KERNELS`) and,
+    where that kernel cannot run an attention's shape, dtype or device, the math kernel (never another fused one, so
+    a kernel named is the kernel measured; :func:`attention_kernel_support` says where it runs); None: PyTorch's own
+    choice. ``torch.compile`` bakes the kernel into the graph it traces, so compile inside the context."""
+    if kernel is None:
+        return contextlib.nullcontext()
+    if kernel not in ATTENTION_KERNELS:
+        raise ValueError(f"attention_kernels: the kernel must be one of {sorted(ATTENTION_KERNELS)}, got {kernel!r}")
+    kernels = [ATTENTION_KERNELS[kernel]] + ([] if kernel == "math" else [SDPBackend.MATH])
+    return sdpa_kernel(kernels, set_priority=True)
+
+
+def attention_kernel_support(
+    shape: tuple[int, int, int, int], dtype: torch.dtype, device: torch.device | str, requires_grad: bool = True
+) -> dict[str, bool]:
+    """Which fused kernels (flash, efficient, cudnn) can run an attention of ``shape`` ``[B, H, L, d_h]`` (queries, keys
+    and values alike, no mask) in ``dtype`` on a CUDA ``device``, by PyTorch's own checks; empty off CUDA."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return {}
+    query, key, value = (torch.empty(shape, dtype=dtype, device=device, requires_grad=requires_grad) for _ in range(3))
+    params = torch.backends.cuda.SDPAParams(query, key, value, None, 0.0, False, False)
+    checks = {
+        "flash": torch.backends.cuda.can_use_flash_attention,
+        "efficient": torch.backends.cuda.can_use_efficient_attention,
+        "cudnn": torch.backends.cuda.can_use_cudnn_attention,
+    }
+    return {name: bool(check(params)) for name, check in checks.items()}
 
 
 def enable_gradient_checkpointing(model: nn.Module) -> None:
@@ -136,9 +213,13 @@ def compile_encoder_layers(model: nn.Module, **compile_kwargs) -> int:
 
 
 __all__ = [
+    "ADAMW_IMPLEMENTATIONS",
+    "ATTENTION_KERNELS",
     "AUTO_WORKERS_CAP",
     "FrozenWeightCast",
     "adamw",
+    "attention_kernel_support",
+    "attention_kernels",
     "auto_workers",
     "compile_encoder_layers",
     "enable_gradient_checkpointing",
