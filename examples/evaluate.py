@@ -56,7 +56,7 @@ from transformers_gazeflow.hub.model_folders import (
     save_region_calibration,
 )
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
-from transformers_gazeflow.models.gazeflow.geometry import NO_CAMERA
+from transformers_gazeflow.models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, NO_CAMERA
 from transformers_gazeflow.training.datasets import DATASET_NAMES
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
@@ -268,13 +268,14 @@ def evaluation_camera(args: argparse.Namespace, examples: list[dict]):
         print(
             f"evaluate.py: degrees of {len(carried)} of {len(examples)} clips through the camera each carries "
             f"({', '.join(models)}, at its served frame size); the others through "
-            + ("--camera" if args.camera is not None else f"the {args.fov_deg:g} degree pinhole")
+            + ("--camera" if args.camera is not None else "the pinhole (see the next lines)")
         )
     if args.camera is not None:
         return read_video_camera(args.camera)
     if args.dataset_name == "egoexo4d" and len(carried) < len(examples):
         print(
-            f"evaluate.py: note: AAE through a {args.fov_deg:g} degree pinhole (the protocol's convention); "
+            f"evaluate.py: note: AAE through a {DEFAULT_HORIZONTAL_FOV_DEG:g} degree pinhole (the protocol's "
+            f"convention; the events' degrees through --fov_deg {args.fov_deg:g}); "
             "the takes' own cameras (without --ignore_example_cameras) or --camera CALIB.json give the angles of "
             "Aria's fisheye camera"
         )

@@ -160,3 +160,20 @@ def test_each_take_is_measured_through_its_own_camera(tmp_path, env, two_camera_
     expected = math.degrees(math.atan((TRUTH_X - 703.5) / focal))
     assert "example_cameras" not in pinhole
     assert pinhole["metrics"]["aae"] == pytest.approx(expected, abs=math.degrees(0.6 / (focal * 64 / 1408)))
+
+
+def test_the_pinhole_note_names_the_protocols_field_of_view_not_the_events(capsys):
+    """The AAE always goes through the protocol's 60 degree pinhole; --fov_deg only sets the events' camera, so the
+    note printed for Ego-Exo4D clips without a camera of their own must not call --fov_deg the AAE's."""
+    from tests.script_loading import load_script
+
+    evaluate = load_script(EVALUATE, "evaluate_for_note")
+    args = evaluate.parse_args(
+        ["--baseline", "center_bias", "--dataset_name", "egoexo4d", "--data_dir", "D", "--fov_deg", "90"]
+    )
+    assert (
+        evaluate.evaluation_camera(args, [{"camera_model": "none", "camera_params": [], "width": 64, "height": 64}])
+        is None
+    )
+    printed = capsys.readouterr().out
+    assert "AAE through a 60 degree pinhole" in printed and "--fov_deg 90" in printed
