@@ -80,8 +80,8 @@ def repeated(cell: str, count: int) -> TextColumn:
 def csv_cell(text: str) -> str:
     """``text`` as the csv module writes it in a row (quoted where it holds a comma, a quote or a line break)."""
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="").writerow((text, ""))
-    return buffer.getvalue()[:-1]
+    csv.writer(buffer).writerow((text, ""))  # its quoting depends on the line terminator: the default one
+    return buffer.getvalue().removesuffix(",\r\n")
 
 
 def choices(codes: np.ndarray, names: dict[int, str]) -> TextColumn:
@@ -154,7 +154,7 @@ def fixed_point(values: np.ndarray, decimals: int) -> TextColumn:
     if not 0 <= decimals <= 15:
         raise ValueError(f"decimals must be 0 to 15, got {decimals}")
     values = np.asarray(values, np.float64).reshape(-1)
-    if not np.all(np.abs(values) * 10.0**decimals < _EXACT_LIMIT):  # NaN, inf, or too large to round exactly here
+    if not np.all(np.abs(values) < _EXACT_LIMIT / 10.0**decimals):  # NaN, inf, or too large to round exactly here
         return from_strings([f"{value:.{decimals}f}" for value in values.tolist()])
     scaled = _scaled_integers(values, decimals)
     return _digits(np.abs(scaled), np.signbit(values), decimals)
