@@ -130,11 +130,13 @@ POINT_ESTIMATE_ID = -1
 """``sample_id`` of the point-estimate rows (the per-frame mean of the K samples)."""
 
 
-class GazeCsvWriter:
-    """Write ``gaze.csv`` chunk by chunk, so a long video never needs all its rows in memory.
+class GazeTableWriter:
+    """What every per-frame gaze table shares (``gaze.csv`` here, ``gaze.parquet`` in
+    :mod:`.gaze_parquet`): its arguments, the check of each chunk, the true gaze of its frames, the rows written.
 
     ``true_gaze`` ``[T, 2]`` (unit coordinates) and ``true_codes`` ``[T]`` (gaze types), indexed by frame number, add
-    the :data:`TRUTH_COLUMNS`.
+    the :data:`TRUTH_COLUMNS`; ``readouts`` adds the :data:`READOUT_COLUMNS` (each chunk then comes with its
+    :class:`~transformers_gazeflow.gaze.readout.FrameReadout`).
     """
 
     def __init__(
@@ -163,13 +165,18 @@ class GazeCsvWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.video_id, self.width, self.height, self.fps = video_id, int(width), int(height), float(fps)
         self.readouts = bool(readouts)
-        columns = (
-            CSV_COLUMNS + (READOUT_COLUMNS if self.readouts else ()) + (TRUTH_COLUMNS if true_gaze is not None else ())
-        )
-        self._video_cell = text.csv_cell(video_id)
-        self._file: BinaryIO = self.path.open("wb")
-        self._file.write(text.csv_lines([text.from_strings([name]) for name in columns]))
         self.rows = 0
+
+    @property
+    def truth_known(self) -> bool:
+        """Whether the table has the :data:`TRUTH_COLUMNS`."""
+        return self.true_gaze is not None
+
+    def rows_of(self, first_frame: int, trajectories: np.ndarray, readout: FrameReadout | None) -> GazeRows:
+        """The checked rows of a chunk (:meth:`check`; a readout exactly when the writer has ``readouts``)."""
+        if self.readouts != (readout is not None):
+            raise ValueError("a writer with readouts needs each chunk's readout, one without takes none")
+        return GazeRows.of_chunk(self, first_frame, self.check(first_frame, trajectories))
 
     def check(self, first_frame: int, trajectories: np.ndarray) -> np.ndarray:
         """Samples ``[K, n, 2]`` as float64, or a one-line error: a wrong shape, non-finite gaze (naming the frame)."""
@@ -198,14 +205,34 @@ class GazeCsvWriter:
         codes[known] = np.asarray(self.true_codes[frames[known]]).astype(np.int64)
         return positions, codes, known
 
+
+class GazeCsvWriter(GazeTableWriter):
+    """Write ``gaze.csv`` chunk by chunk, so a long video never needs all its rows in memory (the arguments:
+    :class:`GazeTableWriter`)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        video_id: str,
+        width: int,
+        height: int,
+        fps: float,
+        true_gaze: np.ndarray | None = None,
+        true_codes: np.ndarray | None = None,
+        readouts: bool = False,
+    ) -> None:
+        super().__init__(path, video_id, width, height, fps, true_gaze, true_codes, readouts)
+        columns = CSV_COLUMNS + (READOUT_COLUMNS if self.readouts else ()) + (TRUTH_COLUMNS if self.truth_known else ())
+        self._video_cell = text.csv_cell(video_id)
+        self._file: BinaryIO = self.path.open("wb")
+        self._file.write(text.csv_lines([text.from_strings([name]) for name in columns]))
+
     def write(self, first_frame: int, trajectories: np.ndarray, readout: FrameReadout | None = None) -> None:
         """Rows of frames ``first_frame ..`` from their samples ``[K, n, 2]`` in unit coordinates (and, for a writer
         with ``readouts``, their :class:`~transformers_gazeflow.gaze.readout.FrameReadout`). The chunk's cells are
         formatted column by column (:mod:`.text_columns`), exactly as ``f"{value:.6f}"`` and the csv module would
         write them one by one."""
-        if self.readouts != (readout is not None):
-            raise ValueError("a writer with readouts needs each chunk's readout, one without takes none")
-        rows = GazeRows.of_chunk(self, first_frame, self.check(first_frame, trajectories), readout)
+        rows = self.rows_of(first_frame, trajectories, readout)
         if rows.num_frames == 0:
             return
         per_frame = np.repeat(np.arange(rows.num_frames), rows.series)  # each row's frame within the chunk
@@ -249,7 +276,7 @@ class GazeRows:
         unit: ``[n * (1 + K), 2]`` the rows' points in unit coordinates.
         pixels: ``[n * (1 + K), 2]`` the same in continuous pixels.
         sample_ids: ``[n * (1 + K)]`` -1 for the point estimate, ``0 .. K-1`` for the samples.
-        truth: the true gaze of the frames (:meth:`GazeCsvWriter.truth`), None when not known.
+        truth: the true gaze of the frames (:meth:`GazeTableWriter.truth`), None when not known.
     """
 
     frames: np.ndarray
@@ -269,7 +296,7 @@ class GazeRows:
         return len(self.sample_ids) // max(len(self.frames), 1)
 
     @classmethod
-    def of_chunk(cls, writer: GazeCsvWriter, first_frame: int, trajectories: np.ndarray, readout) -> GazeRows:
+    def of_chunk(cls, writer: GazeTableWriter, first_frame: int, trajectories: np.ndarray) -> GazeRows:
         """The rows of frames ``first_frame ..`` from their checked samples ``[K, n, 2]`` (float64)."""
         series, count = trajectories.shape[0] + 1, trajectories.shape[1]
         everything = np.concatenate([point_estimate(trajectories)[None], trajectories])  # [1 + K, n, 2]
@@ -415,7 +442,9 @@ __all__ = [
     "POINT_ESTIMATE_ID",
     "FIXATIONS_NAME",
     "SACCADES_NAME",
+    "GazeTableWriter",
     "GazeCsvWriter",
+    "GazeRows",
     "write_events",
     "write_summary",
 ]
