@@ -217,6 +217,14 @@ def add_predict_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_overwrite_argument(parser, "overlay.mp4, gaze.csv, ... in the output folders")
     parser.add_argument(
+        "--format",
+        choices=("csv", "parquet"),
+        default="csv",
+        help="the per-frame gaze table: csv writes gaze.csv (one row per frame and sample); parquet writes "
+        "gaze.parquet (needs pyarrow), one row per frame with the K samples as list columns, the same numbers at "
+        "full precision",
+    )
+    parser.add_argument(
         "--num-processes",
         type=int,
         default=1,
@@ -316,6 +324,11 @@ def check_arguments(args: argparse.Namespace) -> None:
     device = getattr(args, "device", None)
     if device is not None and not DEVICE_PATTERN.fullmatch(device):
         raise UsageError(f"--device {device!r}: unknown device, expected cpu, cuda, cuda:N or mps")
+    if getattr(args, "format", None) == "parquet":
+        from importlib.util import find_spec
+
+        if find_spec("pyarrow") is None:
+            raise MissingExtraError("--format parquet needs pyarrow, which is not installed: pip install pyarrow")
 
 
 __all__ = [

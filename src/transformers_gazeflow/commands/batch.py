@@ -34,6 +34,9 @@ from ..data.interface_files import InterfaceFileError, index_part_row, predictio
 from ..data.output_safety import safe_name
 
 OVERLAY_NAME, CSV_NAME, SUMMARY_NAME = "overlay.mp4", "gaze.csv", "summary.json"
+PARQUET_NAME = "gaze.parquet"
+TABLE_NAMES = {"csv": CSV_NAME, "parquet": PARQUET_NAME}
+"""The per-frame gaze table's file by ``--format`` (``outputs.writers``, ``outputs.gaze_parquet``)."""
 INDEX_NAME = "index.csv"
 INDEX_COLUMNS = ("video", "output_dir", "frames", "fps", "seconds", "status", "error")
 """``video``: the path as given (or found); ``output_dir``: its folder; ``frames``, ``fps``: of the processed range;
@@ -164,10 +167,11 @@ def remove_if_empty(folders: list[Path]) -> None:
             return
 
 
-def finished_summary(folder: Path, video: Path) -> dict | None:
-    """The ``summary.json`` of a finished prediction of ``video`` in ``folder`` (checked by its schema), or None: a
-    summary that is missing, of another video or not a prediction's is not a finished prediction (the video is
-    predicted again, and its folder's files are then replaced only if they are a prediction's)."""
+def finished_summary(folder: Path, video: Path, table_name: str = CSV_NAME) -> dict | None:
+    """The ``summary.json`` of a finished prediction of ``video`` in ``folder`` (checked by its schema) beside its
+    gaze table ``table_name``, or None: a summary that is missing, of another video or not a prediction's, or a
+    table that is missing, is not a finished prediction (the video is predicted again, and its folder's files are
+    then replaced only if they are a prediction's)."""
     path = folder / SUMMARY_NAME
     if not path.is_file():
         return None
@@ -175,7 +179,7 @@ def finished_summary(folder: Path, video: Path) -> dict | None:
         summary = prediction_summary(read_json_object(path, "a prediction's summary.json"), str(path))
     except InterfaceFileError:
         return None
-    if summary["video"] != str(video) or not (folder / CSV_NAME).is_file():
+    if summary["video"] != str(video) or not (folder / table_name).is_file():
         return None
     return summary
 
@@ -297,5 +301,7 @@ __all__ = [
     "one_line",
     "OVERLAY_NAME",
     "CSV_NAME",
+    "PARQUET_NAME",
+    "TABLE_NAMES",
     "SUMMARY_NAME",
 ]

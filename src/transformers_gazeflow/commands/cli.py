@@ -1,13 +1,13 @@
 """The ``gazeflow`` command: ``gazeflow predict``, ``gazeflow demo``, ``gazeflow app`` (the web demo) and whatever
 else registers itself in :data:`COMMANDS`.
 
-``gazeflow predict VIDEO... --output-dir DIR`` streams videos through the model and writes, per video,
-``overlay.mp4``, ``gaze.csv`` and ``summary.json`` (:mod:`transformers_gazeflow.commands.predict`); several videos, a
-folder, a glob or a text file of paths give one folder per video and ``index.csv``
-(:mod:`transformers_gazeflow.commands.batch`), optionally over several processes (``--num-processes N``, or
-``torchrun`` / ``accelerate launch -m transformers_gazeflow.commands.cli predict ...``). ``gazeflow demo`` runs a
-generated clip with known gaze (:mod:`transformers_gazeflow.commands.demo`). ``gazeflow stream SOURCE`` predicts
-online with a causal model, one JSON line per frame (:mod:`transformers_gazeflow.commands.stream`).
+``gazeflow predict VIDEO... --output-dir DIR`` streams videos through the model and writes, per video, ``overlay.mp4``,
+``gaze.csv`` (or ``gaze.parquet``) and ``summary.json`` (:mod:`transformers_gazeflow.commands.predict`); several videos,
+a folder, a glob or a text file of paths give one folder per video and ``index.csv``
+(:mod:`transformers_gazeflow.commands.batch`), optionally over several processes (``--num-processes N``, or ``torchrun``
+/ ``accelerate launch -m transformers_gazeflow.commands.cli predict ...``). ``gazeflow demo`` runs a generated clip with
+known gaze (:mod:`transformers_gazeflow.commands.demo`). ``gazeflow stream SOURCE`` predicts online with a causal model,
+one JSON line per frame (:mod:`transformers_gazeflow.commands.stream`).
 
 Fast start: this module imports neither torch, transformers nor numpy. Every argument is checked first (in well
 under a second), then the inputs (files, the model folder, the device), and only then is the model loaded.
@@ -224,7 +224,7 @@ def _predict_options(args: argparse.Namespace, quiet: bool | None = None):
         heatmap_sigma_fraction=value if kind == "fraction" else None,
         overlay=not args.no_overlay,
         quiet=args.quiet if quiet is None else quiet,
-        overwrite=args.overwrite,
+        **{"overwrite": args.overwrite, "table_format": getattr(args, "format", "csv")},
         max_memory_gb=args.max_memory_gb,
         **readout_options(args),
     )
@@ -234,7 +234,7 @@ def _report(summary: dict[str, Any]) -> None:
     timings = summary["timings"]
     print(
         f"gazeflow: {summary['frames']} frames of {summary['video']} in {timings['predict_s']:.1f} s "
-        f"({timings['ms_per_frame']:.1f} ms/frame) -> {Path(summary['outputs']['csv']).parent}"
+        f"({timings['ms_per_frame']:.1f} ms/frame) -> {Path(summary['outputs']['summary']).parent}"
     )
 
 

@@ -4,8 +4,9 @@ Before it opens anything, every command refuses an output that is one of its inp
 another of its outputs (:func:`~transformers_gazeflow.data.output_safety.check_outputs`). Then, for a file already
 at an output's name:
 
-* ``predict``, ``demo`` (and the web demo's jobs) write, per video, ``overlay.mp4``, ``gaze.csv``,
-  ``fixations.csv``, ``saccades.csv``, ``scanpaths.json`` and ``summary.json`` (a batch also ``index.csv``): the
+* ``predict``, ``demo`` (and the web demo's jobs) write, per video, ``overlay.mp4``, ``gaze.csv`` (``gaze.parquet``
+  with ``--format parquet``), ``fixations.csv``, ``saccades.csv``, ``scanpaths.json`` and ``summary.json`` (a batch
+  also ``index.csv``; the other format's table of an earlier prediction is left as it was): the
   files of an earlier prediction are replaced as before (the folder's ``summary.json`` is a prediction's); a file at
   those names in a folder without one, or a link, is refused without ``--overwrite``;
 * ``stream`` writes ``--csv FILE`` and ``--summary FILE``: an earlier stream's CSV (its header, with or without the
@@ -41,7 +42,7 @@ from ..data.output_safety import (
     json_object_in,
     refuse_foreign,
 )
-from .batch import CSV_NAME, INDEX_NAME, OVERLAY_NAME, SUMMARY_NAME
+from .batch import CSV_NAME, INDEX_NAME, OVERLAY_NAME, PARQUET_NAME, SUMMARY_NAME, TABLE_NAMES
 
 FIXATIONS_NAME, SACCADES_NAME, SCANPATHS_NAME = "fixations.csv", "saccades.csv", "scanpaths.json"
 """``outputs.writers`` / ``outputs.readouts``' names (not imported from there: they import numpy; a test keeps them
@@ -49,15 +50,29 @@ equal)."""
 PREDICTION_OUTPUTS = {
     "overlay": OVERLAY_NAME,
     "csv": CSV_NAME,
+    "parquet": PARQUET_NAME,
     "fixations": FIXATIONS_NAME,
     "saccades": SACCADES_NAME,
     "scanpaths": SCANPATHS_NAME,
     "summary": SUMMARY_NAME,
 }
-"""The files of one prediction by key; all but ``summary`` are streamed under temporaries (:data:`STREAMED_OUTPUTS`),
-``summary.json`` is written whole, last."""
-STREAMED_OUTPUTS = ("overlay", "csv", "fixations", "saccades", "scanpaths")
-PREDICTION_FILES = tuple(PREDICTION_OUTPUTS.values())
+"""The files a prediction may write, by key (the gaze table is ``csv`` or ``parquet``, by ``--format``: one of them);
+all but ``summary`` are streamed under temporaries (:data:`STREAMED_OUTPUTS`), ``summary.json`` is written whole,
+last."""
+STREAMED_OUTPUTS = ("overlay", "csv", "parquet", "fixations", "saccades", "scanpaths")
+
+
+def prediction_keys(table_format: str = "csv", overlay: bool = True) -> tuple[str, ...]:
+    """The keys of :data:`PREDICTION_OUTPUTS` that one prediction writes: its gaze table by ``table_format`` (a key
+    of ``batch.TABLE_NAMES``), the overlay when asked for."""
+    if table_format not in TABLE_NAMES:
+        raise ValueError(f"table_format must be one of {tuple(TABLE_NAMES)}, got {table_format!r}")
+    skipped = {*TABLE_NAMES} - {table_format} | (set() if overlay else {"overlay"})
+    return tuple(key for key in PREDICTION_OUTPUTS if key not in skipped)
+
+
+PREDICTION_FILES = tuple(PREDICTION_OUTPUTS[key] for key in prediction_keys())
+"""The files of a prediction with the default ``gaze.csv``."""
 EXPORT_FILES = ("step.onnx", "streamer.json", "preprocessor_config.json", "config.json")
 STREAM_FIELDS = ("frame", "time_s", "x", "y", "x_px", "y_px", "r50_px", "r90_px", "latency_ms")
 STREAM_REGION_FIELDS = ("region90_px",)
@@ -65,18 +80,25 @@ STREAM_REGION_FIELDS = ("region90_px",)
 STREAM_SUMMARY_FIELDS = ("source", "backend", "stopped", "frames", "latency_ms")
 
 
-def prediction_outputs(folder: str | os.PathLike, argument: str = "--output-dir") -> list[tuple[str, Path]]:
+def prediction_outputs(
+    folder: str | os.PathLike, argument: str = "--output-dir", table_format: str = "csv"
+) -> list[tuple[str, Path]]:
     """``(argument, path)`` of every file a prediction writes into ``folder`` (for ``check_outputs``)."""
-    return [(argument, Path(folder) / name) for name in PREDICTION_FILES]
+    return [(argument, Path(folder) / PREDICTION_OUTPUTS[key]) for key in prediction_keys(table_format)]
 
 
 def check_prediction_folder(
-    folder: str | os.PathLike, overwrite: bool = False, argument: str = "--output-dir", extra: tuple[str, ...] = ()
+    folder: str | os.PathLike,
+    overwrite: bool = False,
+    argument: str = "--output-dir",
+    extra: tuple[str, ...] = (),
+    table_format: str = "csv",
 ) -> None:
     """A prediction replaces an earlier prediction's files (and ``extra``, the demo's clip); any other file at their
     names (or a link) is refused without ``overwrite``, naming it and why (see the module docstring)."""
     folder = Path(folder)
-    there = [name for name in (*PREDICTION_FILES, *extra) if os.path.lexists(folder / name)]
+    names = [PREDICTION_OUTPUTS[key] for key in prediction_keys(table_format)]
+    there = [name for name in (*names, *extra) if os.path.lexists(folder / name)]
     if not there or overwrite:
         return
     links = [name for name in there if (folder / name).is_symlink()]
@@ -106,10 +128,11 @@ def check_prediction_outputs(
         inputs.append(("--calibration", options.calibration))
     if Path(location).is_dir():
         inputs.append(("--model", location))
-    outputs = [output for folder in folders for output in prediction_outputs(folder)]
+    table = options.table_format
+    outputs = [output for folder in folders for output in prediction_outputs(folder, table_format=table)]
     check_outputs(outputs + ([("--output-dir", output_dir / INDEX_NAME)] if batch else []), inputs)
     if not batch:
-        check_prediction_folder(folders[0], options.overwrite)
+        check_prediction_folder(folders[0], options.overwrite, table_format=table)
 
 
 def check_calibration_output(args, location: str) -> None:
@@ -176,6 +199,7 @@ __all__ = [
     "PREDICTION_OUTPUTS",
     "STREAMED_OUTPUTS",
     "PREDICTION_FILES",
+    "prediction_keys",
     "EXPORT_FILES",
     "prediction_outputs",
     "check_prediction_folder",

@@ -8,7 +8,9 @@ output folder:
   estimate and its trail (and the true gaze when known) drawn on them (:mod:`transformers_gazeflow.outputs.overlay`),
   encoded in a background thread;
 * ``gaze.csv``: one row per frame and sample plus the point estimate (:mod:`transformers_gazeflow.outputs.writers`),
-  with degrees, event labels and the uncertainty of each frame (:mod:`transformers_gazeflow.outputs.readouts`);
+  with degrees, event labels and the uncertainty of each frame (:mod:`transformers_gazeflow.outputs.readouts`); or,
+  with ``PredictOptions.table_format = "parquet"`` (``--format parquet``), ``gaze.parquet``: the same numbers, one
+  row per frame with the K samples as list columns (:mod:`transformers_gazeflow.outputs.gaze_parquet`);
 * ``fixations.csv``, ``saccades.csv`` (the events of the point estimate and of each sample) and ``scanpaths.json``
   (the fixations for pysaliency);
 * ``summary.json``: model, K, S, solver, window mode, seed, device, fps, size, frames, heatmap sigma, the camera, the
@@ -58,6 +60,7 @@ from ..outputs.readouts import ReadoutFiles
 from ..outputs.writers import write_summary
 from ..pipelines.egocentric_gaze import GazeFlowPipeline
 from .batch import (
+    TABLE_NAMES,
     IndexPart,
     Shard,
     finished_summary,
@@ -65,7 +68,13 @@ from .batch import (
     one_line,
     remove_if_empty,
 )
-from .output_policies import PREDICTION_OUTPUTS, STREAMED_OUTPUTS, check_prediction_folder, prediction_outputs
+from .output_policies import (
+    PREDICTION_OUTPUTS,
+    STREAMED_OUTPUTS,
+    check_prediction_folder,
+    prediction_keys,
+    prediction_outputs,
+)
 
 if TYPE_CHECKING:
     from ..generation.windowed import GazeChunk
@@ -114,6 +123,12 @@ class PredictOptions:
     """The memory the sampling may need, estimated before it allocates (None: the machine's memory)."""
     inputs: tuple[tuple[str, str], ...] = ()
     """Further files the run reads, ``(argument, path)`` (``--intrinsics``): no output may be one of them."""
+    table_format: str = "csv"
+    """The per-frame gaze table (``--format``): ``"csv"`` writes ``gaze.csv``, ``"parquet"`` ``gaze.parquet``."""
+
+    def __post_init__(self) -> None:
+        if self.table_format not in TABLE_NAMES:
+            raise ValueError(f"table_format must be one of {tuple(TABLE_NAMES)}, got {self.table_format!r}")
 
 
 @dataclass
@@ -245,7 +260,7 @@ class GazePredictor:
         truth: GroundTruth | None,
     ) -> ReadoutFiles:
         return ReadoutFiles(
-            paths["csv"],
+            paths[options.table_format],
             {key: paths[key] for key in ("fixations", "saccades", "scanpaths")},
             source.video_id,
             source.width,
@@ -257,6 +272,7 @@ class GazePredictor:
             load_region_calibration(self.location),
             true_gaze=None if truth is None else truth.gaze,
             true_codes=None if truth is None else truth.codes,
+            table_format=options.table_format,
         )
 
     def settings(self, options: PredictOptions) -> SamplingSettings:
@@ -287,7 +303,9 @@ class GazePredictor:
         # the streamed files, each under a temporary of its own (created here, never through a link); summary.json
         # is written whole by write_summary, last
         staged = StagedFiles()
-        partial = {key: staged.stage(final[key]) for key in STREAMED_OUTPUTS if key != "overlay" or options.overlay}
+        written = prediction_keys(options.table_format, options.overlay)
+        partial = {key: staged.stage(final[key]) for key in STREAMED_OUTPUTS if key in written}
+        table = options.table_format  # the key of the gaze table's file
         finished = False
         streamed = StreamedTotals(clock=StageClock(self.pipe.device))
         started = time.perf_counter()
@@ -295,12 +313,12 @@ class GazePredictor:
         writer = _overlay_writer(partial["overlay"], source, options, sigma, legend) if options.overlay else None
         try:
             self._stream(source, settings, options, partial, writer, truth, calibration, on_chunk, streamed)
-            outputs = {"csv": str(final["csv"]), "summary": str(final["summary"])}
+            outputs = {table: str(final[table]), "summary": str(final["summary"])}
             if writer is not None:
                 writer.close()
                 outputs["overlay"] = str(final["overlay"])
             predict_s = time.perf_counter() - started
-            for name in ("csv", *streamed.readouts.pop("files")):
+            for name in (table, *streamed.readouts.pop("files")):
                 staged.publish(final[name])
                 outputs[name] = str(final[name])
             if writer is not None:
@@ -331,8 +349,8 @@ class GazePredictor:
         inputs = [("VIDEO", video), *options.inputs, ("--model", self.location)]
         if isinstance(options.calibration, (str, os.PathLike)):
             inputs.append(("--calibration", options.calibration))
-        check_outputs(prediction_outputs(out_dir), inputs)
-        check_prediction_folder(out_dir, options.overwrite)
+        check_outputs(prediction_outputs(out_dir, table_format=options.table_format), inputs)
+        check_prediction_folder(out_dir, options.overwrite, table_format=options.table_format)
 
     def _stream(
         self,
@@ -533,7 +551,8 @@ def run_batch(
     written). Returns this process's index rows and ``index.csv`` if this process completed it
     (:class:`~transformers_gazeflow.commands.batch.IndexPart`)."""
     shard = shard if shard is not None else Shard()
-    done = {order: finished_summary(folder, video) if resume else None for order, video, folder in jobs}
+    table = TABLE_NAMES[options.table_format]
+    done = {order: finished_summary(folder, video, table) if resume else None for order, video, folder in jobs}
     needed = any(summary is None for summary in done.values())
     predictor = GazePredictor(model, device, dtype, compile, resize_dtype) if needed else None
     make_output_dir(output_dir)

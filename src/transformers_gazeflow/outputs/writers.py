@@ -64,8 +64,9 @@ import csv
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -74,6 +75,7 @@ from ..gaze.events import GazeEvents
 from ..gaze.readout import FrameReadout
 from ..models.gazeflow.generation_gazeflow import point_estimate
 from ..models.gazeflow.geometry import pixels_to_unit, unit_to_pixels
+from . import text_columns as text
 
 CSV_COLUMNS = ("video_id", "frame_idx", "t_ms", "x_norm", "y_norm", "x_px", "y_px", "sample_id")
 TRUTH_COLUMNS = ("true_x_norm", "true_y_norm", "true_code")
@@ -128,11 +130,13 @@ POINT_ESTIMATE_ID = -1
 """``sample_id`` of the point-estimate rows (the per-frame mean of the K samples)."""
 
 
-class GazeCsvWriter:
-    """Write ``gaze.csv`` chunk by chunk, so a long video never needs all its rows in memory.
+class GazeTableWriter:
+    """What every per-frame gaze table shares (``gaze.csv`` here, ``gaze.parquet`` in
+    :mod:`.gaze_parquet`): its arguments, the check of each chunk, the true gaze of its frames, the rows written.
 
     ``true_gaze`` ``[T, 2]`` (unit coordinates) and ``true_codes`` ``[T]`` (gaze types), indexed by frame number, add
-    the :data:`TRUTH_COLUMNS`.
+    the :data:`TRUTH_COLUMNS`; ``readouts`` adds the :data:`READOUT_COLUMNS` (each chunk then comes with its
+    :class:`~transformers_gazeflow.gaze.readout.FrameReadout`).
     """
 
     def __init__(
@@ -160,13 +164,19 @@ class GazeCsvWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.video_id, self.width, self.height, self.fps = video_id, int(width), int(height), float(fps)
-        self._file: TextIO = self.path.open("w", newline="", encoding="utf-8")
-        self._writer = csv.writer(self._file)
         self.readouts = bool(readouts)
-        self._writer.writerow(
-            CSV_COLUMNS + (READOUT_COLUMNS if self.readouts else ()) + (TRUTH_COLUMNS if true_gaze is not None else ())
-        )
         self.rows = 0
+
+    @property
+    def truth_known(self) -> bool:
+        """Whether the table has the :data:`TRUTH_COLUMNS`."""
+        return self.true_gaze is not None
+
+    def rows_of(self, first_frame: int, trajectories: np.ndarray, readout: FrameReadout | None) -> GazeRows:
+        """The checked rows of a chunk (:meth:`check`; a readout exactly when the writer has ``readouts``)."""
+        if self.readouts != (readout is not None):
+            raise ValueError("a writer with readouts needs each chunk's readout, one without takes none")
+        return GazeRows.of_chunk(self, first_frame, self.check(first_frame, trajectories))
 
     def check(self, first_frame: int, trajectories: np.ndarray) -> np.ndarray:
         """Samples ``[K, n, 2]`` as float64, or a one-line error: a wrong shape, non-finite gaze (naming the frame)."""
@@ -182,48 +192,68 @@ class GazeCsvWriter:
             )
         return trajectories
 
-    def _truth(self, frame: int) -> tuple[str, ...]:
+    def truth(self, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The true gaze of ``frames`` ``[n]`` (None without one): unit positions ``[n, 2]`` (NaN where not known),
+        gaze-type codes ``[n]``, and which frames are within the known ones ``[n]`` (the others have no code)."""
         if self.true_gaze is None:
-            return ()
-        if not 0 <= frame < len(self.true_codes):
-            return "", "", ""
-        x, y = self.true_gaze[frame]
-        position = (f"{x:.6f}", f"{y:.6f}") if np.isfinite(x) and np.isfinite(y) else ("", "")
-        return (*position, str(int(self.true_codes[frame])))
+            return None
+        known = (frames >= 0) & (frames < len(self.true_codes))
+        positions = np.full((len(frames), 2), np.nan)
+        positions[known] = self.true_gaze[frames[known]]
+        positions[~np.isfinite(positions).all(axis=1)] = np.nan  # a position is known whole or not at all
+        codes = np.zeros(len(frames), np.int64)
+        codes[known] = np.asarray(self.true_codes[frames[known]]).astype(np.int64)
+        return positions, codes, known
+
+
+class GazeCsvWriter(GazeTableWriter):
+    """Write ``gaze.csv`` chunk by chunk, so a long video never needs all its rows in memory (the arguments:
+    :class:`GazeTableWriter`)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        video_id: str,
+        width: int,
+        height: int,
+        fps: float,
+        true_gaze: np.ndarray | None = None,
+        true_codes: np.ndarray | None = None,
+        readouts: bool = False,
+    ) -> None:
+        super().__init__(path, video_id, width, height, fps, true_gaze, true_codes, readouts)
+        columns = CSV_COLUMNS + (READOUT_COLUMNS if self.readouts else ()) + (TRUTH_COLUMNS if self.truth_known else ())
+        self._video_cell = text.csv_cell(video_id)
+        self._file: BinaryIO = self.path.open("wb")
+        self._file.write(text.csv_lines([text.from_strings([name]) for name in columns]))
 
     def write(self, first_frame: int, trajectories: np.ndarray, readout: FrameReadout | None = None) -> None:
         """Rows of frames ``first_frame ..`` from their samples ``[K, n, 2]`` in unit coordinates (and, for a writer
-        with ``readouts``, their :class:`~transformers_gazeflow.gaze.readout.FrameReadout`)."""
-        if self.readouts != (readout is not None):
-            raise ValueError("a writer with readouts needs each chunk's readout, one without takes none")
-        trajectories = self.check(first_frame, trajectories)
-        points = point_estimate(trajectories)[None]  # [1, n, 2]
-        everything = np.concatenate([points, trajectories])  # [1 + K, n, 2]
-        pixels = unit_to_pixels(everything, self.width, self.height)
-        sample_ids = [POINT_ESTIMATE_ID, *range(trajectories.shape[0])]
-        for offset in range(trajectories.shape[1]):
-            frame = first_frame + offset
-            t_ms = f"{frame * 1000.0 / self.fps:.3f}"
-            truth = self._truth(frame)
-            for row, sample_id in enumerate(sample_ids):
-                x, y = everything[row, offset]
-                px, py = pixels[row, offset]
-                extra = _readout_cells(readout, row, offset) if readout is not None else ()
-                self._writer.writerow(
-                    (
-                        self.video_id,
-                        frame,
-                        t_ms,
-                        f"{x:.6f}",
-                        f"{y:.6f}",
-                        f"{px:.2f}",
-                        f"{py:.2f}",
-                        sample_id,
-                        *extra,
-                        *truth,
-                    )
-                )
-            self.rows += len(sample_ids)
+        with ``readouts``, their :class:`~transformers_gazeflow.gaze.readout.FrameReadout`). The chunk's cells are
+        formatted column by column (:mod:`.text_columns`), exactly as ``f"{value:.6f}"`` and the csv module would
+        write them one by one."""
+        rows = self.rows_of(first_frame, trajectories, readout)
+        if rows.num_frames == 0:
+            return
+        per_frame = np.repeat(np.arange(rows.num_frames), rows.series)  # each row's frame within the chunk
+        x, y = text.fixed_point(rows.unit.T, 6).split(2)
+        px, py = text.fixed_point(rows.pixels.T, 2).split(2)
+        columns = [
+            text.repeated(self._video_cell, len(per_frame)),
+            text.integers(rows.frames).take(per_frame),
+            text.fixed_point(rows.t_ms, 3).take(per_frame),
+            x,
+            y,
+            px,
+            py,
+            text.integers(rows.sample_ids),
+        ]
+        if readout is not None:
+            columns += _readout_columns(readout, rows.series)
+        if rows.truth is not None:
+            columns += [column.take(per_frame) for column in _truth_columns(*rows.truth)]
+        self._file.write(text.csv_lines(columns))
+        self.rows += len(per_frame)
 
     def close(self) -> None:
         self._file.close()
@@ -235,23 +265,81 @@ class GazeCsvWriter:
         self.close()
 
 
-def _readout_cells(readout: FrameReadout, row: int, offset: int) -> tuple[str, ...]:
-    """The :data:`READOUT_COLUMNS` of one row (``row`` 0: the point estimate, which also gets the frame's cells)."""
-    x_deg, y_deg = readout.degrees[row, offset]
-    cells = (f"{x_deg:.3f}", f"{y_deg:.3f}", EVENT_NAMES.get(int(readout.labels[row, offset]), ""))
-    if row != 0:
-        return cells + ("",) * 8
-    u = readout.uncertainty
-    degrees = [f"{u.spread(q, 'deg')[offset]:.3f}" for q in (0.5, 0.9)] if u.spread_deg is not None else ["", ""]
-    region_deg = f"{u.region(0.9, 'deg')[offset]:.3f}" if u.spread_deg is not None else ""
-    return cells + (
-        f"{readout.p_saccade[offset]:.3f}",
-        *(f"{u.spread(q)[offset]:.2f}" for q in (0.5, 0.9)),
-        *degrees,
-        f"{u.region(0.9)[offset]:.2f}",
-        region_deg,
-        str(int(u.modes[offset])),
-    )
+@dataclass
+class GazeRows:
+    """The numbers of one chunk's rows, frame by frame and, within a frame, the point estimate then the K samples
+    (what ``gaze.csv`` writes as text and ``gaze.parquet`` as columns).
+
+    Args:
+        frames: ``[n]`` the frames' numbers.
+        t_ms: ``[n]`` their times, ``frame / fps * 1000``.
+        unit: ``[n * (1 + K), 2]`` the rows' points in unit coordinates.
+        pixels: ``[n * (1 + K), 2]`` the same in continuous pixels.
+        sample_ids: ``[n * (1 + K)]`` -1 for the point estimate, ``0 .. K-1`` for the samples.
+        truth: the true gaze of the frames (:meth:`GazeTableWriter.truth`), None when not known.
+    """
+
+    frames: np.ndarray
+    t_ms: np.ndarray
+    unit: np.ndarray
+    pixels: np.ndarray
+    sample_ids: np.ndarray
+    truth: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+
+    @property
+    def num_frames(self) -> int:
+        return len(self.frames)
+
+    @property
+    def series(self) -> int:
+        """``1 + K``: rows per frame."""
+        return len(self.sample_ids) // max(len(self.frames), 1)
+
+    @classmethod
+    def of_chunk(cls, writer: GazeTableWriter, first_frame: int, trajectories: np.ndarray) -> GazeRows:
+        """The rows of frames ``first_frame ..`` from their checked samples ``[K, n, 2]`` (float64)."""
+        series, count = trajectories.shape[0] + 1, trajectories.shape[1]
+        everything = np.concatenate([point_estimate(trajectories)[None], trajectories])  # [1 + K, n, 2]
+        unit = everything.swapaxes(0, 1).reshape(-1, 2)
+        frames = first_frame + np.arange(count)
+        return cls(
+            frames,
+            frames * 1000.0 / writer.fps,
+            unit,
+            unit_to_pixels(unit, writer.width, writer.height),
+            np.tile(np.arange(-1, series - 1), count),
+            writer.truth(frames),
+        )
+
+
+def _readout_columns(readout: FrameReadout, series: int) -> list[text.TextColumn]:
+    """The :data:`READOUT_COLUMNS` of a chunk's rows: degrees and labels on every row, the frame's cells on its
+    point-estimate row only."""
+    degrees = text.fixed_point(readout.degrees.swapaxes(0, 1).reshape(-1, 2).T, 3).split(2)
+    labels = text.choices(readout.labels.T, EVENT_NAMES)
+    u, frames = readout.uncertainty, readout.num_frames
+    with_degrees = u.spread_deg is not None
+    in_pixels = text.fixed_point(np.stack([u.spread(0.5), u.spread(0.9), u.region(0.9)]), 2).split(3)
+    if with_degrees:
+        in_degrees = text.fixed_point(
+            np.stack([readout.p_saccade, u.spread(0.5, "deg"), u.spread(0.9, "deg"), u.region(0.9, "deg")]), 3
+        ).split(4)
+    else:
+        in_degrees = [text.fixed_point(readout.p_saccade, 3), *[text.blanks(frames)] * 3]
+    cells = [in_degrees[0], *in_pixels[:2], *in_degrees[1:3], in_pixels[2], in_degrees[3], text.integers(u.modes)]
+    return [*degrees, labels, *(cell.spread(series) for cell in cells)]  # the frame's cells on its first row
+
+
+def _truth_columns(positions: np.ndarray, codes: np.ndarray, known: np.ndarray) -> list[text.TextColumn]:
+    """The :data:`TRUTH_COLUMNS` of frames (one cell per frame): empty where not known."""
+    located = np.isfinite(positions[:, 0])
+    x, y = text.fixed_point(np.where(located[:, None], positions, 0.0).T, 6).split(2)
+    empty = text.blanks(len(codes))
+    return [
+        text.where(located, x, empty),
+        text.where(located, y, empty),
+        text.where(known, text.integers(codes), empty),
+    ]
 
 
 FIXATIONS_NAME, SACCADES_NAME = "fixations.csv", "saccades.csv"
@@ -354,7 +442,9 @@ __all__ = [
     "POINT_ESTIMATE_ID",
     "FIXATIONS_NAME",
     "SACCADES_NAME",
+    "GazeTableWriter",
     "GazeCsvWriter",
+    "GazeRows",
     "write_events",
     "write_summary",
 ]
