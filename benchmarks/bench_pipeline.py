@@ -175,7 +175,7 @@ def overlay_costs(args, work: Path, model: str | None) -> dict:
 
 def overlay_parts_ms(video: Path, csv_path: Path, width: int, fps: float, work: Path) -> tuple[float, float]:
     """The overlay's two parts alone on the same frames and predictions: ms per frame drawing, and encoding."""
-    from transformers_gazeflow.commands.predict import render_overlay_frame
+    from transformers_gazeflow.commands.overlay_frames import render_overlay_frame
     from transformers_gazeflow.data.video import iter_frames
     from transformers_gazeflow.metrics.heatmaps import heatmap_sigma_px
     from transformers_gazeflow.outputs.overlay import OverlayRenderer, OverlayVideoWriter

@@ -99,11 +99,12 @@ def test_renderer_keeps_a_short_trail_and_odd_sizes():
 
 # ------------------------------------------------------------------------------------------- 720p, as the command draws
 def save_overlay_png(frame: np.ndarray, samples: np.ndarray, path, sigma_px: float | None = None, trail: int = 0):
-    """Draw one overlay frame exactly as ``gazeflow predict`` does (``runner.render_overlay_frame``: the heatmap at
-    3.9% of the width unless given, the samples, the point estimate) and save it as PNG. Returns (path, sigma)."""
+    """Draw one overlay frame exactly as ``gazeflow predict`` does (``commands.overlay_frames.render_overlay_frame``:
+    the heatmap at 3.9% of the width unless given, the samples, the point estimate) and save it as PNG. Returns
+    (path, sigma)."""
     from PIL import Image
 
-    from transformers_gazeflow.commands.predict import render_overlay_frame
+    from transformers_gazeflow.commands.overlay_frames import render_overlay_frame
 
     sigma = heatmap_sigma_px(frame.shape[1], sigma_px)
     out = render_overlay_frame(OverlayRenderer(trail=trail), frame, samples, samples.mean(axis=0), sigma)

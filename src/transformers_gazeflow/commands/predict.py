@@ -54,7 +54,7 @@ from ..generation.windowed import StageClock
 from ..hub.model_folders import load_model, load_region_calibration, resolve_model
 from ..metrics.heatmaps import HEATMAP_SIGMA_FRACTION, heatmap_sigma_px
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
-from ..models.gazeflow.geometry import FieldOfView, FisheyeCamera, PinholeCamera, unit_to_pixels
+from ..models.gazeflow.geometry import FieldOfView, FisheyeCamera, PinholeCamera
 from ..outputs.overlay import READABLE_SHORT_SIDE, OverlayLegend, OverlayRenderer, OverlayVideoWriter
 from ..outputs.readouts import ReadoutFiles
 from ..outputs.writers import write_summary
@@ -75,6 +75,7 @@ from .output_policies import (
     prediction_keys,
     prediction_outputs,
 )
+from .overlay_frames import render_overlay_frame
 
 if TYPE_CHECKING:
     from ..generation.windowed import GazeChunk
@@ -153,47 +154,6 @@ STAGES_MEASURED = (
     "time. Stages overlap, so they do not add up to predict_s"
 )
 """How ``summary.json``'s ``timings.stages_s`` are measured (written next to them)."""
-
-HEATMAP_BOX_SIGMAS = 3.5
-"""The heatmap is rendered on the samples' box widened by this many sigma: beyond it no pixel reaches the 2% of
-the map's peak below which the overlay draws nothing (``outputs.overlay.HEATMAP_CUTOFF``)."""
-
-
-def render_overlay_frame(
-    renderer: OverlayRenderer,
-    frame: np.ndarray,
-    samples: np.ndarray,
-    point: np.ndarray,
-    sigma_px: float,
-    heatmap: bool = True,
-    truth: np.ndarray | None = None,
-    region_px: float | None = None,
-) -> np.ndarray:
-    """One overlay frame: ``samples`` ``[K, 2]``, ``point`` ``[2]`` and ``truth`` ``[2]`` in unit coordinates;
-    ``region_px``: the radius of the uncertainty region to outline (None: none)."""
-    from ..metrics.heatmaps import render_heatmaps  # the project's one trajectory -> map renderer
-
-    height, width = frame.shape[:2]
-    samples_px = unit_to_pixels(np.asarray(samples, np.float64), width, height)
-    truth_px = unit_to_pixels(np.asarray(truth, np.float64), width, height) if truth is not None else None
-    maps, origin = None, (0, 0)
-    if heatmap:
-        reach = HEATMAP_BOX_SIGMAS * sigma_px
-        x0, y0 = (int(max(0, np.floor(samples_px[:, i].min() - reach))) for i in (0, 1))
-        x1 = int(min(width, np.ceil(samples_px[:, 0].max() + reach)))
-        y1 = int(min(height, np.ceil(samples_px[:, 1].max() + reach)))
-        if x1 > x0 and y1 > y0:  # the box's own unit coordinates: the same Gaussians at the same pixel centres
-            inside = (samples_px - [x0, y0]) / [x1 - x0, y1 - y0]
-            maps, origin = render_heatmaps(inside[:, None], x1 - x0, y1 - y0, sigma=sigma_px)[0].numpy(), (x0, y0)
-    return renderer.render(
-        frame,
-        samples_px,
-        unit_to_pixels(point, width, height),
-        maps,
-        truth_px,
-        heatmap_origin=origin,
-        region_px=region_px,
-    )
 
 
 def describe_sigma(options: PredictOptions) -> str:
@@ -603,5 +563,4 @@ __all__ = [
     "predict_video",
     "run_batch",
     "is_video_error",
-    "render_overlay_frame",
 ]
