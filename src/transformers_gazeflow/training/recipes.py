@@ -98,8 +98,8 @@ FIRST_RUN = Recipe(
     name="first-run",
     summary="the small-cpu recipe cut to a first try: at most 1,200 steps (100 warm-up), one start (no trial "
     "starts), no horizontal flips (half the feature cache to compute and store), the same model and "
-    "optimisation; sized for about 10 minutes on 2 idle CPU cores with the data rendered by the run itself "
-    "(scaled from the small-cpu run's cost)",
+    "optimisation; about 20 minutes on 2 idle CPU cores with the data rendered by the run itself (2,278 CPU "
+    "seconds measured, README)",
     arguments={**SMALL_CPU.arguments, "max_train_steps": 1200, "trial_starts": 1, "horizontal_flip_probability": 0.0},
     config_overrides=dict(SMALL_CPU.config_overrides),
 )
