@@ -94,17 +94,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dataset_config", default=None)
     parser.add_argument("--split", default="test")
     parser.add_argument("--train_split", default="train", help="where the baselines are fitted")
-    parser.add_argument(
-        "--num_samples", type=int, default=None, help="K (default: the model config's; 50 for baselines)"
-    )
-    parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
-    parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"])
-    parser.add_argument(
-        "--time_grid_power",
-        type=float,
-        default=None,
-        help="p of the sampler's flow-time grid s_i = 1 - (1 - i/S)^p (default: the model config's; 1: uniform)",
-    )
+    add_sampler_arguments(parser)
     parser.add_argument("--protocol", default="paper", choices=["paper", "glc"])
     parser.add_argument(
         "--sigma_px",
@@ -130,6 +120,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "runs/eval/<method>-<dataset>[-<config>]-<split>, named when written)",
     )
     add_camera_arguments(parser)
+    add_region_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.save_region_calibration and args.region_split is None:
+        parser.error("--save_region_calibration needs --region_split (the split the factors are fitted on)")
+    if args.time_grid_power is not None and not args.time_grid_power >= 1:
+        parser.error(f"--time_grid_power must be a number >= 1 (1: the uniform grid), got {args.time_grid_power}")
+    return args
+
+
+def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
+    """K, S, the solver and the flow-time grid; each defaults to the model config's."""
+    parser.add_argument(
+        "--num_samples", type=int, default=None, help="K (default: the model config's; 50 for baselines)"
+    )
+    parser.add_argument("--num_steps", type=int, default=None, help="S (default: the model config's)")
+    parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"])
+    parser.add_argument(
+        "--time_grid_power",
+        type=float,
+        default=None,
+        help="p of the sampler's flow-time grid s_i = 1 - (1 - i/S)^p (default: the model config's; 1: uniform)",
+    )
+
+
+def add_region_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the uncertainty regions' factors come from, and whether they are saved into the model folder."""
     parser.add_argument(
         "--region_split",
         default=None,
@@ -148,10 +164,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="write the factors fitted on --region_split into the model folder",
     )
-    args = parser.parse_args(argv)
-    if args.save_region_calibration and args.region_split is None:
-        parser.error("--save_region_calibration needs --region_split (the split the factors are fitted on)")
-    return args
 
 
 def add_camera_arguments(parser: argparse.ArgumentParser) -> None:
@@ -368,7 +380,7 @@ def predict_with_model(
             f"--online needs a causal model (config causal=true); {args.model_name_or_path} is the "
             "windowed bidirectional model"
         )
-    if args.time_grid_power is not None:  # checked on assignment (GazeFlowConfigError names the field)
+    if args.time_grid_power is not None:  # checked >= 1 by parse_args
         model.config.time_grid_power = args.time_grid_power
     settings = SamplingSettings.resolve(
         model.config, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver

@@ -95,6 +95,22 @@ def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, model_d
     assert [row["nominal"] for row in results["reliability"]["rows"]] == [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
 
 
+def test_the_time_grid_power_reaches_the_sampler_and_a_bad_one_is_one_line(tmp_path, env, data_dir, model_dir):
+    common = ["--model_name_or_path", model_dir, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2]
+    metrics = {}
+    for power in (1, 4):
+        run([*common, "--max_clips", 2, "--time_grid_power", power, "--output_dir", tmp_path / str(power)], env)
+        results = json.loads((tmp_path / str(power) / "results.json").read_text())
+        assert results["time_grid_power"] == power
+        metrics[power] = results["metrics"]
+    assert metrics[1]["displacement_mean_px"] != metrics[4]["displacement_mean_px"]  # other grid, other samples
+    bad = run([*common, "--time_grid_power", 0.5], env, check=False)
+    assert (
+        bad.returncode == 2 and "--time_grid_power must be a number >= 1 (1: the uniform grid), got 0.5" in bad.stderr
+    )
+    assert "Traceback" not in bad.stderr
+
+
 def test_the_region_factors_are_fitted_saved_and_read_back(tmp_path, env, data_dir, model_dir):
     import shutil
 
