@@ -103,3 +103,29 @@ def test_the_fit_by_hand_and_edge_cases():
         describe_uncertainty(np.zeros((3, 2)), 10, 10)
     with pytest.raises(ValueError, match="region scale must be a finite positive"):
         describe_uncertainty(still, 10, 10, calibration=0.0)
+
+
+def test_the_coverage_interval_resamples_clips_by_hand():
+    """Clip A: 4 frames, all covered; clip B: 2 frames, none. Two clips drawn with replacement: AA (chance 1/4)
+    covers 8 / 8, AB (1/2) 4 / 6, BB (1/4) 0 / 4. The 95% interval's tails (2.5%) fall in AA's and BB's mass: [0, 1];
+    a 40% interval's (30%) both fall in AB's: [2/3, 2/3]. Frames resampled alone would give a narrower interval
+    around 4 / 6 at 95%."""
+    miss = np.array([0.5, 0.5, 0.5, 0.5, 2.0, 2.0])
+    data = CoverageData((0.5,), miss, np.ones((1, 6)), np.array([0, 0, 0, 0, 1, 1]))
+    np.testing.assert_allclose(data.coverage_interval(), [[0.0, 1.0]])
+    np.testing.assert_allclose(data.coverage_interval(confidence=0.4), [[2 / 3, 2 / 3]])
+    calibrated = data.coverage_interval(calibration=2.5)  # a scale of 2.5 covers every frame
+    np.testing.assert_allclose(calibrated, [[1.0, 1.0]])
+    one_clip = CoverageData((0.5,), miss, np.ones((1, 6)), np.zeros(6, np.int64))
+    np.testing.assert_allclose(one_clip.coverage_interval(), [[4 / 6, 4 / 6]])
+
+
+def test_the_reliability_table_gives_the_interval_of_the_observed_coverage():
+    miss = np.array([0.5, 0.5, 0.5, 0.5, 2.0, 2.0])
+    data = CoverageData((0.5,), miss, np.ones((1, 6)), np.array([0, 0, 0, 0, 1, 1]))
+    (raw_row,) = reliability_table(data)
+    assert raw_row["raw"] == pytest.approx(4 / 6) and raw_row["interval"] == pytest.approx([0.0, 1.0])
+    (calibrated_row,) = reliability_table(data, 2.5)
+    assert calibrated_row["calibrated"] == 1.0 and calibrated_row["interval"] == pytest.approx([1.0, 1.0])
+    text = reliability_table_markdown([calibrated_row], data.frames)
+    assert "95% interval (clips resampled) |" in text and "| 1.000 - 1.000 |" in text

@@ -49,6 +49,12 @@ neighbour."""
 MODE_MIN_SHARE = 0.1
 """A mode counts when it holds at least this share of the K samples (and at least one sample)."""
 
+COVERAGE_CONFIDENCE = 0.95
+"""The confidence of the reliability table's clip-bootstrap intervals of the observed coverage."""
+
+COVERAGE_RESAMPLES = 2000
+"""Clip-bootstrap draws behind each interval (the interval's ends move by about 0.002 between seeds)."""
+
 MEAN_SHIFT_STEPS = 50
 """Most mean-shift iterations; the points have converged long before at the merge radius ``h / 2``."""
 
@@ -283,6 +289,10 @@ class CoverageData:
         """``[L]``: the share of frames whose true gaze lies within the region of each level: the raw spread
         without a calibration, ``R_q`` of :meth:`~.regions.RegionCalibration.radius` with one (a number: a single
         scale)."""
+        return self.covered(calibration).mean(axis=1)
+
+    def covered(self, calibration: RegionCalibration | float | None = None) -> np.ndarray:
+        """``[L, N]`` booleans: whether each frame's true gaze lies within the region of each level."""
         calibration = as_region_calibration(calibration)
         covered = []
         for index, level in enumerate(self.levels):
@@ -290,8 +300,31 @@ class CoverageData:
                 radius = self.radii_px[index]
             else:
                 radius = calibration.radius(level, lambda fitted: self.radii_px[self.levels.index(fitted)])
-            covered.append(float((self.miss_px <= radius).mean()))
-        return np.asarray(covered)
+            covered.append(self.miss_px <= radius)
+        return np.asarray(covered, dtype=bool).reshape(len(self.levels), self.frames)
+
+    def coverage_interval(
+        self,
+        calibration: RegionCalibration | float | None = None,
+        confidence: float = COVERAGE_CONFIDENCE,
+        resamples: int = COVERAGE_RESAMPLES,
+        seed: int = 0,
+    ) -> np.ndarray:
+        """``[L, 2]``: a ``confidence`` interval of each level's coverage by the clip bootstrap (percentile): the
+        clips are drawn with replacement ``resamples`` times and the share of covered frames is taken over each
+        draw. Frames of one clip are not independent (a clip whose point estimate is off misses on many frames at
+        once), so the clips, not the frames, are the units resampled; one clip gives a zero-width interval."""
+        covered = self.covered(calibration)
+        clip_ids, clip_of_frame = np.unique(self.clips, return_inverse=True)
+        frames_per_clip = np.bincount(clip_of_frame, minlength=clip_ids.size).astype(np.float64)
+        covered_per_clip = np.stack(
+            [np.bincount(clip_of_frame, weights=row, minlength=clip_ids.size) for row in covered.astype(np.float64)]
+        )  # [L, C]
+        rng = np.random.default_rng(seed)
+        draws = rng.multinomial(clip_ids.size, np.full(clip_ids.size, 1.0 / clip_ids.size), size=resamples)  # [B, C]
+        shares = (draws @ covered_per_clip.T) / (draws @ frames_per_clip)[:, None]  # [B, L]
+        tail = (1.0 - confidence) / 2
+        return np.quantile(shares, [tail, 1.0 - tail], axis=0).T
 
 
 def coverage_ratios(
@@ -378,16 +411,20 @@ def reliability_table(
     data: CoverageData, calibration: RegionCalibration | float | None = None
 ) -> list[dict[str, float]]:
     """One row per level: ``nominal`` q, ``raw`` coverage of the uncalibrated region (the spread ``r_q``) and, given
-    a calibration, its ``factor`` and ``calibrated`` coverage."""
+    a calibration, its ``factor`` and ``calibrated`` coverage; ``interval``: the clip-bootstrap interval
+    (:meth:`CoverageData.coverage_interval`) of the last observed coverage of the row (the calibrated one where
+    there is one)."""
     calibration = as_region_calibration(calibration)
     raw = data.coverage(None)
     calibrated = data.coverage(calibration) if calibration is not None else None
+    intervals = data.coverage_interval(calibration)
     rows = []
     for index, level in enumerate(data.levels):
         row = {"nominal": level, "raw": float(raw[index])}
         if calibration is not None:
             row["factor"] = float(calibration.factor_for(level)[1])
             row["calibrated"] = float(calibrated[index])
+        row["interval"] = [float(intervals[index, 0]), float(intervals[index, 1])]
         rows.append(row)
     return rows
 

@@ -130,12 +130,15 @@ def reliability_table_markdown(rows: list[Mapping[str, float]], frames: int, sou
     rows hold them (a calibration), each level's factor ``f_q`` and the calibrated coverage (``rows`` from
     ``gaze.uncertainty.reliability_table``; ``source`` names the calibration in the header)."""
     calibrated = bool(rows) and "calibrated" in rows[0]
+    intervals = bool(rows) and "interval" in rows[0]
     head = "| nominal q | observed (raw spread) |"
     head += f" factor f_q | observed (calibrated{f', {source}' if source else ''}) |" if calibrated else ""
-    lines = [head, "| ---: | ---: |" + (" ---: | ---: |" if calibrated else "")]
+    head += " 95% interval (clips resampled) |" if intervals else ""
+    lines = [head, "| ---: | ---: |" + (" ---: | ---: |" if calibrated else "") + (" ---: |" if intervals else "")]
     for row in rows:
         cells = f"| {row['nominal']:.2f} | {row['raw']:.3f} |"
-        lines.append(cells + (f" {row['factor']:.3f} | {row['calibrated']:.3f} |" if calibrated else ""))
+        cells += f" {row['factor']:.3f} | {row['calibrated']:.3f} |" if calibrated else ""
+        lines.append(cells + (f" {row['interval'][0]:.3f} - {row['interval'][1]:.3f} |" if intervals else ""))
     note = f"\n{frames} frames; mean |observed - nominal|: raw {_gap(rows, 'raw'):.3f}"
     if calibrated:
         note += f", calibrated {_gap(rows, 'calibrated'):.3f}"
