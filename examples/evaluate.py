@@ -57,6 +57,7 @@ from transformers_gazeflow.hub.model_folders import (
 )
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, NO_CAMERA
+from transformers_gazeflow.training.arguments import parse_config_overrides
 from transformers_gazeflow.training.datasets import DATASET_NAMES
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
@@ -92,6 +93,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dataset_name", required=True, choices=DATASET_NAMES)
     parser.add_argument("--data_dir", required=True)
     parser.add_argument("--dataset_config", default=None)
+    parser.add_argument(
+        "--dataset_options",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="builder options over --dataset_config's (load_gaze_dataset's config), e.g. split_id=2 (EGTEA Gaze+) "
+        "or seed=7,num_clips=400 (synthetic: clips of another draw)",
+    )
     parser.add_argument("--split", default="test")
     parser.add_argument("--train_split", default="train", help="where the baselines are fitted")
     add_sampler_arguments(parser)
@@ -122,11 +130,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_camera_arguments(parser)
     add_region_arguments(parser)
     args = parser.parse_args(argv)
+    args.dataset_options = dataset_options(parser, args.dataset_options)
     if args.save_region_calibration and args.region_split is None:
         parser.error("--save_region_calibration needs --region_split (the split the factors are fitted on)")
     if args.time_grid_power is not None and not args.time_grid_power >= 1:
         parser.error(f"--time_grid_power must be a number >= 1 (1: the uniform grid), got {args.time_grid_power}")
     return args
+
+
+def dataset_options(parser: argparse.ArgumentParser, text: str | None) -> dict:
+    """``--dataset_options`` as builder keyword arguments; the protocol's own (``windows``, ``window_frames``)
+    cannot be changed."""
+    try:
+        options = parse_config_overrides(text)
+    except ValueError as error:
+        parser.error(str(error).replace("--config_overrides", "--dataset_options"))
+    fixed = sorted(set(options) & {"windows", "window_frames"})
+    if fixed:
+        parser.error(f"--dataset_options cannot set {', '.join(fixed)}: the protocol's first {PROTOCOL_WINDOW} frames")
+    return options
 
 
 def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -217,7 +239,8 @@ def region_calibration(
         model, clips, processor, num_samples, num_steps, solver, args.seed, accelerator=accelerator, online=args.online
     )
     data = coverage_data(clips, predictions)
-    where = f"{args.dataset_name} / {args.region_split}"
+    options = ",".join(f"{key}={value}" for key, value in args.dataset_options.items())
+    where = f"{args.dataset_name} / {args.region_split}" + (f" ({options})" if options else "")
     provenance = {"split": where, "clips": len(clips), "frames": data.frames, "num_samples": num_samples}
     provenance.update(num_steps=num_steps, solver=solver, seed=args.seed, online=args.online)
     provenance["time_grid_power"] = model.config.time_grid_power
@@ -267,6 +290,7 @@ def load_split(args: argparse.Namespace, split: str):
         config_name=args.dataset_config,
         windows="first",
         window_frames=PROTOCOL_WINDOW,
+        **args.dataset_options,
     )
 
 
@@ -315,6 +339,8 @@ def run_evaluation(args: argparse.Namespace, accelerator: Accelerator) -> int:
         "clips": len(examples),
         "protocol": args.protocol,
     }
+    if args.dataset_options:
+        results["dataset_options"] = args.dataset_options
     if args.baseline:
         train = load_split(args, args.train_split)
         predictions = baseline_predictions(args.baseline, train, examples, args.num_samples or 50, args.seed)

@@ -213,3 +213,20 @@ def test_online_needs_a_causal_model_and_scores_it_frame_by_frame(tmp_path, env,
     )
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["online"] is True and results["clips"] == 2 and 0.0 <= results["metrics"]["auc"] <= 1.0
+
+
+def test_dataset_options_reach_the_builder_and_the_protocols_own_cannot_be_set(tmp_path, env):
+    """--dataset_options num_clips=5,seed=11 on the tiny config (6 clips) renders another draw: 5 clips, split
+    by the builder's fractions; the results record the options. windows= is the protocol's and is refused."""
+    data = tmp_path / "other_draw"
+    options = ["--dataset_options", "num_clips=5,seed=11,validation_fraction=0.2,test_fraction=0.2"]
+    run(["--baseline", "center_bias", *data_args(data), *options, "--output_dir", tmp_path / "out"], env)
+    manifest = json.loads((data / "synthetic_gaze.json").read_text())
+    assert manifest["settings"]["num_clips"] == 5 and manifest["settings"]["seed"] == 11
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["dataset_options"] == {"num_clips": 5, "seed": 11, "validation_fraction": 0.2, "test_fraction": 0.2}
+    assert results["clips"] == 3  # the train split: 5 clips less one validation, one test
+    refused = run(["--baseline", "center_bias", *data_args(data), "--dataset_options", "windows=all"], env, check=False)
+    assert refused.returncode == 2 and "--dataset_options cannot set windows" in refused.stderr
+    malformed = run(["--baseline", "center_bias", *data_args(data), "--dataset_options", "seed"], env, check=False)
+    assert malformed.returncode == 2 and "--dataset_options: expected key=value, got 'seed'" in malformed.stderr
