@@ -71,6 +71,28 @@ def test_the_loss_share_mixes_the_whitened_and_the_plain_residual_by_hand(share)
     assert flow_loss(prediction, torch.zeros_like(prediction), every, plain).item() == pytest.approx(14.0 / 6)
 
 
+@pytest.mark.parametrize("weight", [0.0, 0.5, 2.0])
+def test_the_mean_term_adds_the_plain_residual_of_each_windows_mean_by_hand(weight):
+    """rho 0.6, residuals r = (1, 2, 3) on x, 0 on y: whitened (1 + 1.75^2 + 2.25^2) / 6; the window's mean residual
+    is 2, carried by 3 frames: 3 * 2^2 / 6. A second example with frame 2 invalid: residuals (4, 0) on y, mean 2 over
+    2 frames: 2 * 2^2; whitened 16 + (0 - 0.6 * 4)^2 / 0.64 = 25; the denominators 2 * (3 + 2)."""
+    prediction = torch.tensor([[[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]], [[0.0, 4.0], [0.0, 0.0], [0.0, 9.0]]])
+    valid = torch.tensor([[True, True, True], [True, True, False]])
+    config = GazeFlowConfig.tiny(noise_correlation=0.6, whitened_flow=True, whitened_mean_loss_weight=weight)
+    whitened = (1.0 + 1.75**2 + 2.25**2 + 16.0 + 2.4**2 / 0.64) / 10
+    mean_term = (3 * 2.0**2 + 2 * 2.0**2) / 10
+    loss = flow_loss(prediction, torch.zeros_like(prediction), valid, config).item()
+    assert loss == pytest.approx(whitened + weight * mean_term, rel=1e-6)
+
+
+def test_the_mean_term_needs_the_whitened_flow_and_a_weight_of_at_least_zero():
+    with pytest.raises(ValueError, match=r"^GazeFlowConfig: `whitened_mean_loss_weight` must be 0 \(the default\)"):
+        GazeFlowConfig.tiny(noise_correlation=RHO, whitened_mean_loss_weight=1.0)
+    with pytest.raises(ValueError, match="whitened_mean_loss_weight"):
+        GazeFlowConfig.tiny(noise_correlation=RHO, whitened_flow=True, whitened_mean_loss_weight=-0.5)
+    assert GazeFlowConfig.tiny().whitened_mean_loss_weight == 0.0
+
+
 def test_the_loss_share_needs_the_whitened_flow_and_a_share_in_the_unit_interval():
     with pytest.raises(ValueError, match=r"^GazeFlowConfig: `whitened_loss_share` must be 1 \(the default\)") as err:
         GazeFlowConfig.tiny(noise_correlation=RHO, whitened_loss_share=0.5)

@@ -239,6 +239,11 @@ class GazeFlowConfig(PreTrainedConfig):
             alone, which charges a slow offset of the whole trajectory (1 - rho) / (1 + rho) times the plain loss
             and a frame-to-frame jitter about (1 + rho^2) / (1 - rho^2) times it; a < 1 restores part of the charge
             on the slow component, where the gaze is (beyond the paper).
+        whitened_mean_loss_weight (`float`, *optional*, defaults to 0.0):
+            With `whitened_flow`, the weight lambda >= 0 of a plain loss on each window's mean residual added to the
+            whitened loss, lambda ||P (v - u)||^2 with P the projection onto constant trajectories: 1 charges a
+            constant offset of the window what the plain loss does, about (1 + rho) / (1 - rho) times the whitened
+            loss's charge, and leaves the frame-to-frame terms whitened (beyond the paper).
         time_grid_power (`float`, *optional*, defaults to 1.0):
             The sampler's flow-time grid s_i = 1 - (1 - i / S)^p, i = 0..S: 1 is the paper's uniform Euler grid
             (Appendix D.2); p > 1 spends more of the S steps near the data end s = 1 (beyond the paper). See
@@ -344,6 +349,7 @@ class GazeFlowConfig(PreTrainedConfig):
     whitened_loss_share: float | int = _number(
         1.0, "a number in [0, 1] (1: the whitened loss alone)", lambda v: 0 <= v <= 1
     )
+    whitened_mean_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no mean term)", lambda v: v >= 0)
     time_grid_power: float | int = _number(1.0, "a number >= 1 (1: the paper's uniform grid)", lambda v: v >= 1)
     self_conditioning_prob: float | int = _number(0.5, "a number in [0, 1]", lambda value: 0.0 <= value <= 1.0)
     grounding_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no grounding head)", lambda value: value >= 0)
@@ -458,6 +464,12 @@ class GazeFlowConfig(PreTrainedConfig):
             "whitened_loss_share",
             "1 (the default) unless whitened_flow=True (it splits the whitened flow's loss)",
             self.whitened_loss_share,
+        )
+        _require(
+            self.whitened_flow or self.whitened_mean_loss_weight == 0,
+            "whitened_mean_loss_weight",
+            "0 (the default) unless whitened_flow=True (it adds to the whitened flow's loss)",
+            self.whitened_mean_loss_weight,
         )
         _require(
             self.objective != "regression" or self.num_samples == 1,

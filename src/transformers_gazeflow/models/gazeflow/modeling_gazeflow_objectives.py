@@ -120,17 +120,33 @@ def frame_whitened_mse(
     return (residual**2 * pairs).sum() / (2 * mask.sum()).clamp_min(1.0)
 
 
+def window_mean_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: torch.Tensor) -> torch.Tensor:
+    """The plain squared residual of each window's mean alone: ``sum_b n_b ||mean_b(r)||^2 / (2 sum(m))`` with
+    r = prediction - target ``[B, T, 2]`` averaged over the n_b valid frames of example b, i.e. ||P r||^2 over
+    ``2 sum(m)`` with P the projection onto the constant trajectories (the part of :func:`masked_mse` that a
+    constant offset of the whole window carries)."""
+    mask = valid_mask.to(torch.float32).unsqueeze(-1)
+    frames = mask.sum(dim=1)
+    residual_sum = ((prediction.float() - target.float()) * mask).sum(dim=1)
+    per_example = (residual_sum**2).sum(dim=-1, keepdim=True) / frames.clamp_min(1.0)
+    return per_example.sum() / (2 * mask.sum()).clamp_min(1.0)
+
+
 def flow_loss(predicted: torch.Tensor, target: torch.Tensor, valid_mask: torch.Tensor, config) -> torch.Tensor:
     """The flow-matching loss of Eq. cfm_loss on ``[B, T, 2]``: :func:`masked_mse` ||v - u||^2, or with
-    ``config.whitened_flow`` a ||L^-1 (v - u)||^2 + (1 - a) ||v - u||^2, a = ``config.whitened_loss_share``
-    (:func:`frame_whitened_mse` alone when a = 1)."""
+    ``config.whitened_flow`` a ||L^-1 (v - u)||^2 + (1 - a) ||v - u||^2 + lambda ||P (v - u)||^2, a =
+    ``config.whitened_loss_share``, lambda = ``config.whitened_mean_loss_weight`` and P the projection onto
+    constant trajectories (:func:`window_mean_mse`). Every such loss is a positive definite quadratic form in
+    v - u, so its minimiser is still E[u | x_s]: the terms only choose which errors training charges most."""
     if not config.whitened_flow:
         return masked_mse(predicted, target, valid_mask)
-    whitened = frame_whitened_mse(predicted, target, valid_mask, config.noise_correlation)
+    loss = frame_whitened_mse(predicted, target, valid_mask, config.noise_correlation)
     share = config.whitened_loss_share
-    if share == 1:
-        return whitened
-    return share * whitened + (1 - share) * masked_mse(predicted, target, valid_mask)
+    if share != 1:
+        loss = share * loss + (1 - share) * masked_mse(predicted, target, valid_mask)
+    if config.whitened_mean_loss_weight > 0:
+        loss = loss + config.whitened_mean_loss_weight * window_mean_mse(predicted, target, valid_mask)
+    return loss
 
 
 def _training_noise(
