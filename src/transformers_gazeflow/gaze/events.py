@@ -32,7 +32,7 @@ codes (a dataset's ground truth) into the same events.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -298,105 +298,196 @@ class Saccade:
 
 
 @dataclass
-class _OpenRun:
-    code: int
-    start: int
-    points: list[np.ndarray] = field(default_factory=list)  # [n, 2] pieces
-    peak: float = 0.0
-    launch: np.ndarray | None = None
+class _Segments:
+    """Maximal runs of equal labels in held frames ``[S, m]``: ``series``, ``first`` and ``last`` (inclusive frame
+    indices into the held frames) and ``code`` of each, ordered by series then start; ``closed`` says whether a
+    later frame of its series ended it (the last run of each series may still grow)."""
+
+    series: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    code: np.ndarray
+    closed: np.ndarray
+
+
+def _segments(labels: np.ndarray, breaks: np.ndarray, open_from: np.ndarray) -> _Segments:
+    """The runs of each series ``s`` from its frame ``open_from[s]`` on: a run ends where the label changes or a
+    frame ``breaks`` (opens a new fixation)."""
+    frames = labels.shape[1]
+    index = np.arange(frames)
+    changes = np.zeros(labels.shape, bool)
+    changes[:, 1:] = (labels[:, 1:] != labels[:, :-1]) | breaks[:, 1:]
+    starts = (index[None] == open_from[:, None]) | (changes & (index[None] > open_from[:, None]))
+    series, first = np.nonzero(starts)
+    last_of_series = np.r_[series[1:] != series[:-1], True]
+    last = np.where(last_of_series, frames, np.r_[first[1:], 0]) - 1
+    return _Segments(series, first, last, labels[series, first], ~last_of_series)
+
+
+def _run_extremes(values: np.ndarray, first: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The largest and the smallest of ``values[first[r] : stop[r]]`` (flat ``[N, ...]``) for each run ``r``
+    (runs in order, not overlapping)."""
+    padded = np.concatenate([values, values[:1]])  # reduceat takes no index past the last row
+    bounds = np.stack([first, stop], 1).reshape(-1)
+    return np.maximum.reduceat(padded, bounds)[::2], np.minimum.reduceat(padded, bounds)[::2]
+
+
+def _sequential_means(points: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``[R, 2]``: the mean of each run ``points[first[r] : first[r] + count[r]]`` of flat points ``[N, 2]``, added
+    row after row from the first as ``ndarray.mean(axis=0)`` adds them, so every bit is the same."""
+    order = np.argsort(-count, kind="stable")
+    first, count = first[order], count[order]
+    sums = points[first].copy()
+    for offset in range(1, int(count.max(initial=1))):
+        runs = int(np.searchsorted(-count, -offset, side="left"))  # runs longer than offset
+        sums[:runs] += points[first[:runs] + offset]
+    means = np.empty_like(sums)
+    means[order] = sums / count[:, None].astype(np.float64)
+    return means
 
 
 class EventRecorder:
     """Turns labelled frames (:class:`LabelledFrames`, in order, chunk by chunk) into :class:`Fixation` and
-    :class:`Saccade` events, carrying open runs across chunks. ``frame_offset`` is added to frame numbers."""
+    :class:`Saccade` events, carrying open runs across chunks. ``frame_offset`` is added to frame numbers.
+
+    The frames from the earliest first frame of a run still open are held; each chunk's runs are found with array
+    operations over all series at once (:func:`_segments`), and the runs it closes are measured together."""
 
     def __init__(self, num_series: int, camera: Camera, frame_offset: int = 0) -> None:
-        self.camera, self.frame_offset = camera, int(frame_offset)
-        self.runs: list[_OpenRun | None] = [None] * int(num_series)
-        self.last: list[np.ndarray | None] = [None] * int(num_series)  # the previous frame's point, if tracked
+        self.camera, self.frame_offset, self.num_series = camera, int(frame_offset), int(num_series)
+        self.held: LabelledFrames | None = None  # the frames from the earliest open run's first frame on
+        self.held_angles = np.zeros((self.num_series, 0, 2))  # their Fick angles
+        self.open_from = np.zeros(self.num_series, np.int64)  # per series: where its open run starts in held
+        self.before: np.ndarray | None = None  # [S, 2]: the point of the frame before held's first, if tracked
         self.fixations: list[Fixation] = []
         self.saccades: list[Saccade] = []
 
     def add(self, frames: LabelledFrames) -> None:
-        """Record the runs of the next labelled frames (one pass per run of equal labels, not per frame)."""
-        n = frames.num_frames
-        if n == 0:
+        """Record the runs of the next labelled frames."""
+        if frames.num_frames == 0:
             return
-        for series in range(len(self.runs)):
-            labels, points = frames.labels[series], frames.points_px[series]
-            breaks = frames.breaks[series] if frames.breaks is not None else np.zeros(n, bool)
-            cuts = np.flatnonzero((np.diff(labels) != 0) | breaks[1:]) + 1
-            for start, stop in zip(np.r_[0, cuts], np.r_[cuts, n]):
-                launch = self.last[series] if start == 0 else (points[start - 1] if frames.tracked[start - 1] else None)
-                self._segment(
-                    series,
-                    frames.first + int(start),
-                    int(labels[start]),
-                    points[start:stop],
-                    float(frames.velocity[series, start:stop].max()),
-                    launch,
-                    bool(breaks[start]),
-                )
-            self.last[series] = points[-1] if frames.tracked[-1] else None
+        breaks = frames.breaks if frames.breaks is not None else np.zeros(frames.labels.shape, bool)
+        angles = self.camera.angles_deg(frames.points_px)
+        if self.held is None or self.held.num_frames == 0:
+            self.held = LabelledFrames(
+                frames.first, frames.labels, frames.velocity, frames.points_px, frames.tracked, breaks
+            )
+            self.held_angles = angles
+        else:
+            held = self.held
+            self.held = LabelledFrames(
+                held.first,
+                np.concatenate([held.labels, frames.labels], 1),
+                np.concatenate([held.velocity, frames.velocity], 1),
+                np.concatenate([held.points_px, frames.points_px], 1),
+                np.concatenate([held.tracked, frames.tracked]),
+                np.concatenate([held.breaks, breaks], 1),
+            )
+            self.held_angles = np.concatenate([self.held_angles, angles], 1)
+        self._record(closing_all=False)
 
-    def _segment(
-        self,
-        series: int,
-        frame: int,
-        code: int,
-        points: np.ndarray,
-        peak: float,
-        launch: np.ndarray | None,
-        opens: bool,
-    ) -> None:
-        run = self.runs[series]
-        if run is not None and (run.code != code or opens):
-            self._close(series)
-            run = None
-        if code not in (FIXATION, SACCADE):
+    def _record(self, closing_all: bool) -> None:
+        """Measure the held runs that are closed (all of them when ``closing_all``) and keep the frames of the
+        others."""
+        held = self.held
+        frames = held.num_frames
+        runs = _segments(held.labels, held.breaks, self.open_from)
+        closed = runs.closed | closing_all
+        recorded = np.isin(runs.code, (FIXATION, SACCADE))
+        self._measure(runs, closed & recorded)
+        still_open = ~runs.closed & recorded & (not closing_all)
+        self.open_from = np.full(self.num_series, frames, np.int64)
+        self.open_from[runs.series[still_open]] = runs.first[still_open]
+        keep = int(self.open_from.min())
+        if keep > 0:
+            self.before = held.points_px[:, keep - 1].copy() if held.tracked[keep - 1] else None
+        self.held = LabelledFrames(
+            held.first + keep,
+            held.labels[:, keep:],
+            held.velocity[:, keep:],
+            held.points_px[:, keep:],
+            held.tracked[keep:],
+            held.breaks[:, keep:],
+        )
+        self.held_angles = self.held_angles[:, keep:]
+        self.open_from -= keep
+
+    def _measure(self, runs: _Segments, chosen: np.ndarray) -> None:
+        """Append the :class:`Fixation` and :class:`Saccade` of the ``chosen`` runs (see the module docstring)."""
+        held, frames = self.held, self.held.num_frames
+        if runs.series.size == 0:
             return
-        if run is None:
-            run = self.runs[series] = _OpenRun(code, frame, launch=launch)
-        run.points.append(points)
-        run.peak = max(run.peak, peak)
+        flat_first = runs.series * frames + runs.first
+        peak = _run_extremes(held.velocity.reshape(-1), flat_first, flat_first + runs.last - runs.first + 1)[0]
+        peak = np.where(peak > 0.0, peak, 0.0)  # a run's peak starts at 0 (velocities are never negative)
+        starts = (held.first + self.frame_offset + runs.first).tolist()
+        ends = (held.first + self.frame_offset + runs.last).tolist()
+        series = runs.series.tolist()
+        self._fixations(runs, np.flatnonzero(chosen & (runs.code == FIXATION)), series, starts, ends)
+        self._saccades(runs, np.flatnonzero(chosen & (runs.code == SACCADE)), series, starts, ends, peak)
 
-    def _close(self, series: int) -> None:
-        run, self.runs[series] = self.runs[series], None
-        points = np.concatenate(run.points)
-        start, end = run.start + self.frame_offset, run.start + len(points) - 1 + self.frame_offset
-        if run.code == FIXATION:
-            angles = self.camera.angles_deg(points)
-            centroid = points.mean(axis=0)
+    def _fixations(self, runs: _Segments, which: np.ndarray, series: list, starts: list, ends: list) -> None:
+        if which.size == 0:
+            return
+        held, frames = self.held, self.held.num_frames
+        count = runs.last[which] - runs.first[which] + 1
+        flat_first = runs.series[which] * frames + runs.first[which]
+        points, angles = held.points_px.reshape(-1, 2), self.held_angles.reshape(-1, 2)
+        spans = []
+        for values in (points, angles):
+            largest, smallest = _run_extremes(values, flat_first, flat_first + count)
+            spread = largest - smallest
+            spans.append((spread[:, 0] + spread[:, 1]).tolist())
+        centroid = _sequential_means(points, flat_first, count)
+        centroid_deg = self.camera.angles_deg(centroid).tolist()
+        for row, run in enumerate(which.tolist()):
+            x, y = centroid[row].tolist()
             self.fixations.append(
                 Fixation(
-                    series,
-                    start,
-                    end,
-                    (float(centroid[0]), float(centroid[1])),
-                    tuple(float(v) for v in self.camera.angles_deg(centroid)),
-                    float(np.ptp(points[:, 0]) + np.ptp(points[:, 1])),
-                    float(np.ptp(angles[:, 0]) + np.ptp(angles[:, 1])),
+                    series[run],
+                    starts[run],
+                    ends[run],
+                    (x, y),
+                    tuple(centroid_deg[row]),
+                    spans[0][row],
+                    spans[1][row],
                 )
             )
-        else:
-            launch = run.launch if run.launch is not None else points[0]
+
+    def _saccades(
+        self, runs: _Segments, which: np.ndarray, series: list, starts: list, ends: list, peak: np.ndarray
+    ) -> None:
+        if which.size == 0:
+            return
+        held = self.held
+        first, rows = runs.first[which], runs.series[which]
+        launch = held.points_px[rows, first].copy()  # a run without a tracked frame before it starts from its first
+        inside = (first > 0) & held.tracked[np.maximum(first - 1, 0)]
+        launch[inside] = held.points_px[rows[inside], first[inside] - 1]
+        if self.before is not None:
+            launch[first == 0] = self.before[rows[first == 0]]
+        end = held.points_px[rows, runs.last[which]]
+        step = end - launch
+        amplitude_px = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1]).tolist()
+        amplitude_deg = self.camera.angle_between_deg(launch, end).tolist()
+        launch, end, peak = launch.tolist(), end.tolist(), peak[which].tolist()
+        for row, run in enumerate(which.tolist()):
             self.saccades.append(
                 Saccade(
-                    series,
-                    start,
-                    end,
-                    (float(launch[0]), float(launch[1])),
-                    (float(points[-1, 0]), float(points[-1, 1])),
-                    float(np.linalg.norm(points[-1] - launch)),
-                    float(self.camera.angle_between_deg(launch, points[-1])),
-                    run.peak,
+                    series[run],
+                    starts[run],
+                    ends[run],
+                    tuple(launch[row]),
+                    tuple(end[row]),
+                    amplitude_px[row],
+                    amplitude_deg[row],
+                    peak[row],
                 )
             )
 
     def finish(self) -> GazeEvents:
-        for series, run in enumerate(self.runs):
-            if run is not None:
-                self._close(series)
+        if self.held is not None and self.held.num_frames:
+            self._record(closing_all=True)
         order = lambda event: (event.series, event.start_frame)  # noqa: E731
         return GazeEvents(sorted(self.fixations, key=order), sorted(self.saccades, key=order))
 
