@@ -84,6 +84,14 @@ def spread_radii(samples_px, centre_px, levels: Sequence[float] = SPREAD_LEVELS)
     return radius_quantiles(np.linalg.norm(samples - np.asarray(centre_px, np.float64), axis=-1), levels)
 
 
+def _squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``[T, I, J]``: ``|a_i - b_j|^2`` of each frame's points ``a`` ``[T, I, 2]`` and ``b`` ``[T, J, 2]``, as
+    ``dx * dx + dy * dy`` (the same bits as squaring the differences and summing the two coordinates)."""
+    dx = a[:, :, None, 0] - b[:, None, :, 0]
+    dy = a[:, :, None, 1] - b[:, None, :, 1]
+    return dx * dx + dy * dy
+
+
 def mode_bandwidth(points_px: np.ndarray) -> np.ndarray:
     """``[T]``: the local spread of each frame's K points ``[K, T, 2]``: the median over the points of the distance
     to their ``ceil(K / 5)``-th nearest neighbour (0 for K = 1)."""
@@ -91,9 +99,20 @@ def mode_bandwidth(points_px: np.ndarray) -> np.ndarray:
     k = points.shape[1]
     if k == 1:
         return np.zeros(points.shape[0])
-    distances = np.sqrt(((points[:, :, None, :] - points[:, None, :, :]) ** 2).sum(-1))
+    distances = np.sqrt(_squared_distances(points, points))
     neighbour = min(k - 1, max(1, math.ceil(MODE_NEIGHBOUR_SHARE * k)))  # column 0 is the point itself
-    return np.median(np.sort(distances, axis=-1)[:, :, neighbour], axis=1)
+    return np.median(np.partition(distances, neighbour, axis=-1)[:, :, neighbour], axis=1)
+
+
+def _mean_shift_step(shifted: np.ndarray, points: np.ndarray, coordinates: np.ndarray, scale: np.ndarray):
+    """One Gaussian mean-shift step of ``shifted`` ``[t, K, 2]`` over each frame's ``points`` ``[t, K, 2]``
+    (``coordinates``: the same as ``[2, t, K]``) at bandwidths ``scale`` ``[t]``: each point moves to the mean of
+    the points weighted by ``exp(-|x - p|^2 / (2 h^2))``. The weights are added in the order of ``np.einsum("tij,
+    tjc->tic")`` (one point after the other) and their total by ``ndarray.sum``, so every bit is the same."""
+    weights = np.exp(_squared_distances(shifted, points) / (-2.0 * scale**2)[:, None, None])  # [t, K, K]
+    by_source = np.ascontiguousarray(weights.transpose(0, 2, 1))  # [t, j, i]: summing over j adds point after point
+    pulled = np.moveaxis((by_source[None] * coordinates[:, :, :, None]).sum(2), 0, -1)  # [t, K, 2]
+    return pulled / weights.sum(-1, keepdims=True)
 
 
 def count_modes(
@@ -105,18 +124,28 @@ def count_modes(
     points = np.moveaxis(_as_points(points_px, "points_px"), 0, 1)  # [T, K, 2]
     frames, k = points.shape[:2]
     bandwidth = mode_bandwidth(points_px) if bandwidth is None else bandwidth
-    h = np.maximum(np.asarray(bandwidth, np.float64).reshape(frames), 1e-9)[:, None, None]
+    h = np.maximum(np.asarray(bandwidth, np.float64).reshape(frames), 1e-9)
     shifted = points.copy()
     active = np.arange(frames)  # frames whose points still move
+    x, p, scale = shifted, points, h
+    coordinates = np.ascontiguousarray(points.transpose(2, 0, 1))  # [2, T, K]
     for _ in range(MEAN_SHIFT_STEPS):
-        x, p, scale = shifted[active], points[active], h[active]
-        weights = np.exp(-0.5 * ((x[:, :, None, :] - p[:, None, :, :]) ** 2).sum(-1) / scale**2)  # [t, K, K]
-        moved = np.einsum("tij,tjc->tic", weights, p) / weights.sum(-1, keepdims=True)
+        moved = _mean_shift_step(x, p, coordinates, scale)
+        moving = np.abs(moved - x).max(axis=(1, 2)) > 1e-2 * scale
         shifted[active] = moved
-        active = active[np.abs(moved - x).max(axis=(1, 2)) > 1e-2 * scale[:, 0, 0]]
+        if not moving.all():  # frames that stopped leave the step
+            active, x, p, scale, coordinates = (
+                active[moving],
+                moved[moving],
+                p[moving],
+                scale[moving],
+                coordinates[:, moving],
+            )
+        else:
+            x = moved
         if active.size == 0:
             break
-    close = ((shifted[:, :, None, :] - shifted[:, None, :, :]) ** 2).sum(-1) <= (0.5 * h) ** 2
+    close = _squared_distances(shifted, shifted) <= ((0.5 * h) ** 2)[:, None, None]
     labels = np.broadcast_to(np.arange(k), (frames, k)).copy()
     while True:  # connected components: each point takes the smallest label within reach
         spread = np.where(close, labels[:, None, :], k).min(-1)
