@@ -85,34 +85,44 @@ def spread_radii(samples_px, centre_px, levels: Sequence[float] = SPREAD_LEVELS)
 
 
 def _squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``[T, I, J]``: ``|a_i - b_j|^2`` of each frame's points ``a`` ``[T, I, 2]`` and ``b`` ``[T, J, 2]``, as
-    ``dx * dx + dy * dy`` (the same bits as squaring the differences and summing the two coordinates)."""
-    dx = a[:, :, None, 0] - b[:, None, :, 0]
-    dy = a[:, :, None, 1] - b[:, None, :, 1]
-    return dx * dx + dy * dy
+    """``[T, I, J]``: ``|a_i - b_j|^2`` of each frame's points ``a`` ``[2, T, I]`` and ``b`` ``[2, T, J]`` (x and y
+    apart), as ``dx * dx + dy * dy`` (the same bits as squaring the differences and summing the two coordinates)."""
+    dx = a[0][:, :, None] - b[0][:, None, :]
+    dy = a[1][:, :, None] - b[1][:, None, :]
+    dx *= dx
+    dy *= dy
+    dx += dy
+    return dx
+
+
+def _coordinates(points_px: np.ndarray) -> np.ndarray:
+    """``[2, T, K]``: the x and the y of each frame's K points ``[K, T, 2]``, each contiguous."""
+    return np.ascontiguousarray(_as_points(points_px, "points_px").transpose(2, 1, 0))
 
 
 def mode_bandwidth(points_px: np.ndarray) -> np.ndarray:
     """``[T]``: the local spread of each frame's K points ``[K, T, 2]``: the median over the points of the distance
     to their ``ceil(K / 5)``-th nearest neighbour (0 for K = 1)."""
-    points = np.moveaxis(_as_points(points_px, "points_px"), 0, 1)  # [T, K, 2]
-    k = points.shape[1]
+    points = _coordinates(points_px)
+    k = points.shape[2]
     if k == 1:
-        return np.zeros(points.shape[0])
+        return np.zeros(points.shape[1])
     distances = np.sqrt(_squared_distances(points, points))
     neighbour = min(k - 1, max(1, math.ceil(MODE_NEIGHBOUR_SHARE * k)))  # column 0 is the point itself
     return np.median(np.partition(distances, neighbour, axis=-1)[:, :, neighbour], axis=1)
 
 
-def _mean_shift_step(shifted: np.ndarray, points: np.ndarray, coordinates: np.ndarray, scale: np.ndarray):
-    """One Gaussian mean-shift step of ``shifted`` ``[t, K, 2]`` over each frame's ``points`` ``[t, K, 2]``
-    (``coordinates``: the same as ``[2, t, K]``) at bandwidths ``scale`` ``[t]``: each point moves to the mean of
-    the points weighted by ``exp(-|x - p|^2 / (2 h^2))``. The weights are added in the order of ``np.einsum("tij,
-    tjc->tic")`` (one point after the other) and their total by ``ndarray.sum``, so every bit is the same."""
-    weights = np.exp(_squared_distances(shifted, points) / (-2.0 * scale**2)[:, None, None])  # [t, K, K]
+def _mean_shift_step(shifted: np.ndarray, points: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """One Gaussian mean-shift step of ``shifted`` ``[2, t, K]`` over each frame's ``points`` ``[2, t, K]`` at
+    bandwidths ``scale`` ``[t]``: each point moves to the mean of the points weighted by
+    ``exp(-|x - p|^2 / (2 h^2))``. The weighted points are added one after the other (the order of
+    ``np.einsum("tij,tjc->tic")``) and the weights by ``ndarray.sum``, so every bit is the same as theirs."""
+    exponent = _squared_distances(shifted, points)
+    exponent /= (-2.0 * scale**2)[:, None, None]  # the same bits as -0.5 d^2 / h^2: scaling by 2 is exact
+    weights = np.exp(exponent, out=exponent)  # [t, K, K]
     by_source = np.ascontiguousarray(weights.transpose(0, 2, 1))  # [t, j, i]: summing over j adds point after point
-    pulled = np.moveaxis((by_source[None] * coordinates[:, :, :, None]).sum(2), 0, -1)  # [t, K, 2]
-    return pulled / weights.sum(-1, keepdims=True)
+    pulled = (by_source[None] * points[:, :, :, None]).sum(2)  # [2, t, K]
+    return pulled / weights.sum(-1)
 
 
 def count_modes(
@@ -121,26 +131,19 @@ def count_modes(
     """The number of modes of each frame's K points ``[K, T, 2]`` (pixels) under mean-shift with a Gaussian kernel of
     bandwidth ``bandwidth`` ``[T]`` (pixels; None: :func:`mode_bandwidth`; see the module docstring). Returns int
     ``[T]``, at least 1."""
-    points = np.moveaxis(_as_points(points_px, "points_px"), 0, 1)  # [T, K, 2]
-    frames, k = points.shape[:2]
+    points = _coordinates(points_px)  # [2, T, K]
+    frames, k = points.shape[1:]
     bandwidth = mode_bandwidth(points_px) if bandwidth is None else bandwidth
     h = np.maximum(np.asarray(bandwidth, np.float64).reshape(frames), 1e-9)
     shifted = points.copy()
     active = np.arange(frames)  # frames whose points still move
     x, p, scale = shifted, points, h
-    coordinates = np.ascontiguousarray(points.transpose(2, 0, 1))  # [2, T, K]
     for _ in range(MEAN_SHIFT_STEPS):
-        moved = _mean_shift_step(x, p, coordinates, scale)
-        moving = np.abs(moved - x).max(axis=(1, 2)) > 1e-2 * scale
-        shifted[active] = moved
+        moved = _mean_shift_step(x, p, scale)
+        moving = np.abs(moved - x).max(axis=(0, 2)) > 1e-2 * scale
+        shifted[:, active] = moved
         if not moving.all():  # frames that stopped leave the step
-            active, x, p, scale, coordinates = (
-                active[moving],
-                moved[moving],
-                p[moving],
-                scale[moving],
-                coordinates[:, moving],
-            )
+            active, x, p, scale = active[moving], moved[:, moving], p[:, moving], scale[moving]
         else:
             x = moved
         if active.size == 0:
