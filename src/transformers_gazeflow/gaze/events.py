@@ -332,162 +332,165 @@ def _run_extremes(values: np.ndarray, first: np.ndarray, stop: np.ndarray) -> tu
     return np.maximum.reduceat(padded, bounds)[::2], np.minimum.reduceat(padded, bounds)[::2]
 
 
-def _sequential_means(points: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """``[R, 2]``: the mean of each run ``points[first[r] : first[r] + count[r]]`` of flat points ``[N, 2]``, added
-    row after row from the first as ``ndarray.mean(axis=0)`` adds them, so every bit is the same."""
+@dataclass
+class _Runs:
+    """What the events of ``R`` runs are made of, so far: ``series``, ``code``, ``start`` (frame number) and
+    ``count`` frames; the points' sum ``[R, 2]`` (added one after the other, as ``ndarray.mean(axis=0)`` adds them),
+    the largest and smallest pixels and Fick angles ``[R, 2]``, the peak velocity, the launch point and the last
+    point ``[R, 2]``."""
+
+    series: np.ndarray
+    code: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+    total: np.ndarray
+    high_px: np.ndarray
+    low_px: np.ndarray
+    high_deg: np.ndarray
+    low_deg: np.ndarray
+    peak: np.ndarray
+    launch: np.ndarray
+    end: np.ndarray
+
+    def take(self, index: np.ndarray) -> _Runs:
+        return _Runs(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
+
+
+def _sequential_sums(points: np.ndarray, first: np.ndarray, count: np.ndarray, carried: np.ndarray) -> np.ndarray:
+    """``[R, 2]``: ``carried[r]`` (NaN: nothing) plus ``points[first[r]]``, ``points[first[r] + 1]``, ... one after
+    the other, ``count[r]`` points of flat ``[N, 2]``: the order ``ndarray.mean(axis=0)`` adds them in."""
     order = np.argsort(-count, kind="stable")
     first, count = first[order], count[order]
     sums = points[first].copy()
+    go_on = ~np.isnan(carried[order, 0])
+    sums[go_on] = carried[order][go_on] + sums[go_on]
     for offset in range(1, int(count.max(initial=1))):
         runs = int(np.searchsorted(-count, -offset, side="left"))  # runs longer than offset
         sums[:runs] += points[first[:runs] + offset]
-    means = np.empty_like(sums)
-    means[order] = sums / count[:, None].astype(np.float64)
-    return means
+    out = np.empty_like(sums)
+    out[order] = sums
+    return out
 
 
 class EventRecorder:
     """Turns labelled frames (:class:`LabelledFrames`, in order, chunk by chunk) into :class:`Fixation` and
     :class:`Saccade` events, carrying open runs across chunks. ``frame_offset`` is added to frame numbers.
 
-    The frames from the earliest first frame of a run still open are held; each chunk's runs are found with array
-    operations over all series at once (:func:`_segments`), and the runs it closes are measured together."""
+    Each chunk's runs are found with array operations over all series at once (:func:`_segments`) and measured
+    together; a run still open at the chunk's end is carried as its running sums and extremes (:class:`_Runs`), so
+    memory does not grow with a run's length."""
 
     def __init__(self, num_series: int, camera: Camera, frame_offset: int = 0) -> None:
         self.camera, self.frame_offset, self.num_series = camera, int(frame_offset), int(num_series)
-        self.held: LabelledFrames | None = None  # the frames from the earliest open run's first frame on
-        self.held_angles = np.zeros((self.num_series, 0, 2))  # their Fick angles
-        self.open_from = np.zeros(self.num_series, np.int64)  # per series: where its open run starts in held
-        self.before: np.ndarray | None = None  # [S, 2]: the point of the frame before held's first, if tracked
+        self.open: _Runs | None = None  # one entry per series; code 0 where none is open
+        self.last: np.ndarray | None = None  # [S, 2]: the previous frame's points, None when it was not tracked
         self.fixations: list[Fixation] = []
         self.saccades: list[Saccade] = []
 
     def add(self, frames: LabelledFrames) -> None:
         """Record the runs of the next labelled frames."""
-        if frames.num_frames == 0:
+        n = frames.num_frames
+        if n == 0:
             return
         breaks = frames.breaks if frames.breaks is not None else np.zeros(frames.labels.shape, bool)
-        angles = self.camera.angles_deg(frames.points_px)
-        if self.held is None or self.held.num_frames == 0:
-            self.held = LabelledFrames(
-                frames.first, frames.labels, frames.velocity, frames.points_px, frames.tracked, breaks
-            )
-            self.held_angles = angles
-        else:
-            held = self.held
-            self.held = LabelledFrames(
-                held.first,
-                np.concatenate([held.labels, frames.labels], 1),
-                np.concatenate([held.velocity, frames.velocity], 1),
-                np.concatenate([held.points_px, frames.points_px], 1),
-                np.concatenate([held.tracked, frames.tracked]),
-                np.concatenate([held.breaks, breaks], 1),
-            )
-            self.held_angles = np.concatenate([self.held_angles, angles], 1)
-        self._record(closing_all=False)
-
-    def _record(self, closing_all: bool) -> None:
-        """Measure the held runs that are closed (all of them when ``closing_all``) and keep the frames of the
-        others."""
-        held = self.held
-        frames = held.num_frames
-        runs = _segments(held.labels, held.breaks, self.open_from)
-        closed = runs.closed | closing_all
+        runs = _segments(frames.labels, breaks, np.zeros(self.num_series, np.int64))
+        carry = self.open
+        goes_on = np.zeros(len(runs.series), bool)
+        if carry is not None:
+            rows = runs.series
+            goes_on = (runs.first == 0) & (carry.code[rows] == runs.code) & ~breaks[rows, 0]
+            goes_on &= np.isin(runs.code, (FIXATION, SACCADE))
+            ended = np.ones(self.num_series, bool)
+            ended[rows[goes_on]] = False
+            self._emit(carry.take(np.flatnonzero(ended & np.isin(carry.code, (FIXATION, SACCADE)))))
+        measured = self._measure(frames, runs, goes_on)
         recorded = np.isin(runs.code, (FIXATION, SACCADE))
-        self._measure(runs, closed & recorded)
-        still_open = ~runs.closed & recorded & (not closing_all)
-        self.open_from = np.full(self.num_series, frames, np.int64)
-        self.open_from[runs.series[still_open]] = runs.first[still_open]
-        keep = int(self.open_from.min())
-        if keep > 0:
-            self.before = held.points_px[:, keep - 1].copy() if held.tracked[keep - 1] else None
-        self.held = LabelledFrames(
-            held.first + keep,
-            held.labels[:, keep:],
-            held.velocity[:, keep:],
-            held.points_px[:, keep:],
-            held.tracked[keep:],
-            held.breaks[:, keep:],
-        )
-        self.held_angles = self.held_angles[:, keep:]
-        self.open_from -= keep
+        self._emit(measured.take(np.flatnonzero(runs.closed & recorded)))
+        last = np.flatnonzero(~runs.closed)  # one per series
+        self.open = measured.take(last)
+        self.open.code = np.where(recorded[last], self.open.code, 0)
+        self.last = frames.points_px[:, -1].copy() if frames.tracked[-1] else None
 
-    def _measure(self, runs: _Segments, chosen: np.ndarray) -> None:
-        """Append the :class:`Fixation` and :class:`Saccade` of the ``chosen`` runs (see the module docstring)."""
-        held, frames = self.held, self.held.num_frames
-        if runs.series.size == 0:
-            return
-        flat_first = runs.series * frames + runs.first
-        peak = _run_extremes(held.velocity.reshape(-1), flat_first, flat_first + runs.last - runs.first + 1)[0]
+    def _measure(self, frames: LabelledFrames, runs: _Segments, goes_on: np.ndarray) -> _Runs:
+        """The :class:`_Runs` of this chunk's runs, those that go on an open run joined to it."""
+        n, points = frames.num_frames, frames.points_px
+        flat, count = runs.series * n + runs.first, runs.last - runs.first + 1
+        flat_points, flat_angles = points.reshape(-1, 2), self.camera.angles_deg(points).reshape(-1, 2)
+        high_px, low_px = _run_extremes(flat_points, flat, flat + count)
+        high_deg, low_deg = _run_extremes(flat_angles, flat, flat + count)
+        peak = _run_extremes(frames.velocity.reshape(-1), flat, flat + count)[0]
         peak = np.where(peak > 0.0, peak, 0.0)  # a run's peak starts at 0 (velocities are never negative)
-        starts = (held.first + self.frame_offset + runs.first).tolist()
-        ends = (held.first + self.frame_offset + runs.last).tolist()
-        series = runs.series.tolist()
-        self._fixations(runs, np.flatnonzero(chosen & (runs.code == FIXATION)), series, starts, ends)
-        self._saccades(runs, np.flatnonzero(chosen & (runs.code == SACCADE)), series, starts, ends, peak)
-
-    def _fixations(self, runs: _Segments, which: np.ndarray, series: list, starts: list, ends: list) -> None:
-        if which.size == 0:
-            return
-        held, frames = self.held, self.held.num_frames
-        count = runs.last[which] - runs.first[which] + 1
-        flat_first = runs.series[which] * frames + runs.first[which]
-        points, angles = held.points_px.reshape(-1, 2), self.held_angles.reshape(-1, 2)
-        spans = []
-        for values in (points, angles):
-            largest, smallest = _run_extremes(values, flat_first, flat_first + count)
-            spread = largest - smallest
-            spans.append((spread[:, 0] + spread[:, 1]).tolist())
-        centroid = _sequential_means(points, flat_first, count)
-        centroid_deg = self.camera.angles_deg(centroid).tolist()
-        for row, run in enumerate(which.tolist()):
-            x, y = centroid[row].tolist()
-            self.fixations.append(
-                Fixation(
-                    series[run],
-                    starts[run],
-                    ends[run],
-                    (x, y),
-                    tuple(centroid_deg[row]),
-                    spans[0][row],
-                    spans[1][row],
-                )
+        rows, first = runs.series, runs.first
+        launch = points[rows, first].copy()  # a run without a tracked frame before it starts from its first
+        inside = (first > 0) & frames.tracked[np.maximum(first - 1, 0)]
+        launch[inside] = points[rows[inside], first[inside] - 1]
+        if self.last is not None:
+            launch[first == 0] = self.last[rows[first == 0]]
+        carried = np.full((len(rows), 2), np.nan)
+        start = frames.first + self.frame_offset + first
+        if goes_on.any():
+            open_run = self.open.take(rows[goes_on])
+            carried[goes_on] = open_run.total
+            start[goes_on], count[goes_on], launch[goes_on] = (
+                open_run.start,
+                open_run.count + count[goes_on],
+                open_run.launch,
             )
+            high_px[goes_on] = np.maximum(open_run.high_px, high_px[goes_on])
+            low_px[goes_on] = np.minimum(open_run.low_px, low_px[goes_on])
+            high_deg[goes_on] = np.maximum(open_run.high_deg, high_deg[goes_on])
+            low_deg[goes_on] = np.minimum(open_run.low_deg, low_deg[goes_on])
+            peak[goes_on] = np.maximum(open_run.peak, peak[goes_on])
+        total = _sequential_sums(flat_points, flat, runs.last - runs.first + 1, carried)
+        end = points[rows, runs.last]
+        return _Runs(rows, runs.code, start, count, total, high_px, low_px, high_deg, low_deg, peak, launch, end)
 
-    def _saccades(
-        self, runs: _Segments, which: np.ndarray, series: list, starts: list, ends: list, peak: np.ndarray
-    ) -> None:
-        if which.size == 0:
-            return
-        held = self.held
-        first, rows = runs.first[which], runs.series[which]
-        launch = held.points_px[rows, first].copy()  # a run without a tracked frame before it starts from its first
-        inside = (first > 0) & held.tracked[np.maximum(first - 1, 0)]
-        launch[inside] = held.points_px[rows[inside], first[inside] - 1]
-        if self.before is not None:
-            launch[first == 0] = self.before[rows[first == 0]]
-        end = held.points_px[rows, runs.last[which]]
-        step = end - launch
-        amplitude_px = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1]).tolist()
-        amplitude_deg = self.camera.angle_between_deg(launch, end).tolist()
-        launch, end, peak = launch.tolist(), end.tolist(), peak[which].tolist()
-        for row, run in enumerate(which.tolist()):
-            self.saccades.append(
-                Saccade(
-                    series[run],
-                    starts[run],
-                    ends[run],
-                    tuple(launch[row]),
-                    tuple(end[row]),
-                    amplitude_px[row],
-                    amplitude_deg[row],
-                    peak[row],
+    def _emit(self, runs: _Runs) -> None:
+        """Append the :class:`Fixation` and :class:`Saccade` of finished runs (see the module docstring)."""
+        fixation, saccade = runs.take(runs.code == FIXATION), runs.take(runs.code == SACCADE)
+        ends = lambda part: (part.series.tolist(), part.start.tolist(), (part.start + part.count - 1).tolist())  # noqa: E731
+        if len(fixation.series):
+            centroid = fixation.total / fixation.count[:, None].astype(np.float64)
+            spans = [
+                high - low for high, low in ((fixation.high_px, fixation.low_px), (fixation.high_deg, fixation.low_deg))
+            ]
+            dispersion_px, dispersion_deg = ((span[:, 0] + span[:, 1]).tolist() for span in spans)
+            centre, centre_deg = centroid.tolist(), self.camera.angles_deg(centroid).tolist()
+            for row, (series, start, end) in enumerate(zip(*ends(fixation))):
+                self.fixations.append(
+                    Fixation(
+                        series,
+                        start,
+                        end,
+                        tuple(centre[row]),
+                        tuple(centre_deg[row]),
+                        dispersion_px[row],
+                        dispersion_deg[row],
+                    )
                 )
-            )
+        if len(saccade.series):
+            step = saccade.end - saccade.launch
+            amplitude_px = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1]).tolist()
+            amplitude_deg = self.camera.angle_between_deg(saccade.launch, saccade.end).tolist()
+            launch, end, peak = saccade.launch.tolist(), saccade.end.tolist(), saccade.peak.tolist()
+            for row, (series, start, last) in enumerate(zip(*ends(saccade))):
+                self.saccades.append(
+                    Saccade(
+                        series,
+                        start,
+                        last,
+                        tuple(launch[row]),
+                        tuple(end[row]),
+                        amplitude_px[row],
+                        amplitude_deg[row],
+                        peak[row],
+                    )
+                )
 
     def finish(self) -> GazeEvents:
-        if self.held is not None and self.held.num_frames:
-            self._record(closing_all=True)
+        if self.open is not None:
+            self._emit(self.open.take(np.flatnonzero(np.isin(self.open.code, (FIXATION, SACCADE)))))
+            self.open = None
         order = lambda event: (event.series, event.start_frame)  # noqa: E731
         return GazeEvents(sorted(self.fixations, key=order), sorted(self.saccades, key=order))
 
