@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from transformers_gazeflow.gaze.events import Fixation, GazeEvents, Saccade
 from transformers_gazeflow.gaze.regions import RegionCalibration
 from transformers_gazeflow.models.gazeflow.geometry import FieldOfView
 from transformers_gazeflow.outputs import text_columns as text
@@ -16,9 +17,12 @@ from transformers_gazeflow.outputs.readouts import ReadoutFiles
 from transformers_gazeflow.outputs.writers import (
     CSV_COLUMNS,
     EVENT_NAMES,
+    FIXATION_COLUMNS,
     READOUT_COLUMNS,
+    SACCADE_COLUMNS,
     TRUTH_COLUMNS,
     GazeCsvWriter,
+    write_events,
 )
 
 
@@ -52,6 +56,12 @@ def test_fixed_point_keeps_the_sign_of_a_negative_that_rounds_to_zero_and_leaves
 )
 def test_fixed_point_matches_python_on_any_double(values, decimals):
     assert text.fixed_point(values, decimals).cells() == python_text(values, decimals)
+
+
+@pytest.mark.parametrize("decimals", [0, 2, 3, 6])
+def test_an_empty_column_has_no_cells(decimals):
+    column = text.fixed_point(np.zeros(0), decimals)
+    assert column.cells() == [] and text.csv_lines([column, text.integers(np.zeros(0))]) == b""
 
 
 @settings(max_examples=50, deadline=None)
@@ -152,3 +162,49 @@ def test_gaze_csv_with_readouts_is_what_the_csv_module_writes_row_by_row(tmp_pat
         writer.writerows(expected_rows(readout, "clip", width, height, fps, truth))
     assert sum(readout.num_frames for readout in written) == frames
     assert (tmp_path / "gaze.csv").read_bytes().decode("utf-8") == expected.getvalue()
+
+
+def events_by_csv_module(events, video_id, width, height, fps):
+    """``fixations.csv`` and ``saccades.csv`` as the csv module writes each event's documented formats."""
+    ms, files = 1000.0 / fps, []
+    for names, rows in ((FIXATION_COLUMNS, events.fixations), (SACCADE_COLUMNS, events.saccades)):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(names)
+        for e in rows:
+            cells = [video_id, e.series - 1, e.start_frame, e.end_frame]
+            cells += [f"{e.start_frame * ms:.3f}", f"{(e.end_frame - e.start_frame + 1) * ms:.3f}"]
+            if isinstance(e, Fixation):
+                (x, y), (dx, dy) = e.centroid_px, e.centroid_deg
+                cells += [f"{x / width:.6f}", f"{y / height:.6f}", f"{x:.2f}", f"{y:.2f}", f"{dx:.3f}", f"{dy:.3f}"]
+                cells += [f"{e.dispersion_px:.2f}", f"{e.dispersion_deg:.3f}"]
+            else:
+                cells += [f"{e.amplitude_px:.2f}", f"{e.amplitude_deg:.3f}", f"{e.peak_velocity_deg_s:.2f}"]
+                cells += [f"{e.start_px[0] / width:.6f}", f"{e.start_px[1] / height:.6f}"]
+                cells += [f"{e.end_px[0] / width:.6f}", f"{e.end_px[1] / height:.6f}"]
+            writer.writerow(cells)
+        files.append(buffer.getvalue().encode("utf-8"))
+    return files
+
+
+numbers = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False, width=64), st.sampled_from([0.0, -0.0, 0.125, -0.0005, 2.5, 1e-9])
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 10**6), st.integers(0, 99), *[numbers] * 6), max_size=12),
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 10**6), st.integers(0, 99), *[numbers] * 7), max_size=12),
+    st.sampled_from(["video", "a,b", 'say "hi"', "vidéo"]),
+    st.sampled_from([7.0, 24.0, 29.97, 30.0]),
+)
+def test_events_csvs_are_what_the_csv_module_writes(tmp_path_factory, fixations, saccades, video_id, fps):
+    events = GazeEvents(
+        [Fixation(s, a, a + n, (x, y), (u, v), abs(d), abs(e)) for s, a, n, x, y, u, v, d, e in fixations],
+        [Saccade(s, a, a + n, (x, y), (u, v), abs(p), abs(q), abs(r)) for s, a, n, x, y, u, v, p, q, r in saccades],
+    )
+    folder = tmp_path_factory.mktemp("events")
+    written = write_events(folder, events, video_id, 640, 480, fps)
+    expected = events_by_csv_module(events, video_id, 640, 480, fps)
+    assert [path.read_bytes() for path in written] == expected

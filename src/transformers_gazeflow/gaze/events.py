@@ -32,7 +32,7 @@ codes (a dataset's ground truth) into the same events.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -298,105 +298,199 @@ class Saccade:
 
 
 @dataclass
-class _OpenRun:
-    code: int
-    start: int
-    points: list[np.ndarray] = field(default_factory=list)  # [n, 2] pieces
-    peak: float = 0.0
-    launch: np.ndarray | None = None
+class _Segments:
+    """Maximal runs of equal labels in held frames ``[S, m]``: ``series``, ``first`` and ``last`` (inclusive frame
+    indices into the held frames) and ``code`` of each, ordered by series then start; ``closed`` says whether a
+    later frame of its series ended it (the last run of each series may still grow)."""
+
+    series: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    code: np.ndarray
+    closed: np.ndarray
+
+
+def _segments(labels: np.ndarray, breaks: np.ndarray, open_from: np.ndarray) -> _Segments:
+    """The runs of each series ``s`` from its frame ``open_from[s]`` on: a run ends where the label changes or a
+    frame ``breaks`` (opens a new fixation)."""
+    frames = labels.shape[1]
+    index = np.arange(frames)
+    changes = np.zeros(labels.shape, bool)
+    changes[:, 1:] = (labels[:, 1:] != labels[:, :-1]) | breaks[:, 1:]
+    starts = (index[None] == open_from[:, None]) | (changes & (index[None] > open_from[:, None]))
+    series, first = np.nonzero(starts)
+    last_of_series = np.r_[series[1:] != series[:-1], True]
+    last = np.where(last_of_series, frames, np.r_[first[1:], 0]) - 1
+    return _Segments(series, first, last, labels[series, first], ~last_of_series)
+
+
+def _run_extremes(values: np.ndarray, first: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The largest and the smallest of ``values[first[r] : stop[r]]`` (flat ``[N, ...]``) for each run ``r``
+    (runs in order, not overlapping)."""
+    padded = np.concatenate([values, values[:1]])  # reduceat takes no index past the last row
+    bounds = np.stack([first, stop], 1).reshape(-1)
+    return np.maximum.reduceat(padded, bounds)[::2], np.minimum.reduceat(padded, bounds)[::2]
+
+
+@dataclass
+class _Runs:
+    """What the events of ``R`` runs are made of, so far: ``series``, ``code``, ``start`` (frame number) and
+    ``count`` frames; the points' sum ``[R, 2]`` (added one after the other, as ``ndarray.mean(axis=0)`` adds them),
+    the largest and smallest pixels and Fick angles ``[R, 2]``, the peak velocity, the launch point and the last
+    point ``[R, 2]``."""
+
+    series: np.ndarray
+    code: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+    total: np.ndarray
+    high_px: np.ndarray
+    low_px: np.ndarray
+    high_deg: np.ndarray
+    low_deg: np.ndarray
+    peak: np.ndarray
+    launch: np.ndarray
+    end: np.ndarray
+
+    def take(self, index: np.ndarray) -> _Runs:
+        return _Runs(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
+
+
+def _sequential_sums(points: np.ndarray, first: np.ndarray, count: np.ndarray, carried: np.ndarray) -> np.ndarray:
+    """``[R, 2]``: ``carried[r]`` (NaN: nothing) plus ``points[first[r]]``, ``points[first[r] + 1]``, ... one after
+    the other, ``count[r]`` points of flat ``[N, 2]``: the order ``ndarray.mean(axis=0)`` adds them in."""
+    order = np.argsort(-count, kind="stable")
+    first, count = first[order], count[order]
+    sums = points[first].copy()
+    go_on = ~np.isnan(carried[order, 0])
+    sums[go_on] = carried[order][go_on] + sums[go_on]
+    for offset in range(1, int(count.max(initial=1))):
+        runs = int(np.searchsorted(-count, -offset, side="left"))  # runs longer than offset
+        sums[:runs] += points[first[:runs] + offset]
+    out = np.empty_like(sums)
+    out[order] = sums
+    return out
 
 
 class EventRecorder:
     """Turns labelled frames (:class:`LabelledFrames`, in order, chunk by chunk) into :class:`Fixation` and
-    :class:`Saccade` events, carrying open runs across chunks. ``frame_offset`` is added to frame numbers."""
+    :class:`Saccade` events, carrying open runs across chunks. ``frame_offset`` is added to frame numbers.
+
+    Each chunk's runs are found with array operations over all series at once (:func:`_segments`) and measured
+    together; a run still open at the chunk's end is carried as its running sums and extremes (:class:`_Runs`), so
+    memory does not grow with a run's length."""
 
     def __init__(self, num_series: int, camera: Camera, frame_offset: int = 0) -> None:
-        self.camera, self.frame_offset = camera, int(frame_offset)
-        self.runs: list[_OpenRun | None] = [None] * int(num_series)
-        self.last: list[np.ndarray | None] = [None] * int(num_series)  # the previous frame's point, if tracked
+        self.camera, self.frame_offset, self.num_series = camera, int(frame_offset), int(num_series)
+        self.open: _Runs | None = None  # one entry per series; code 0 where none is open
+        self.last: np.ndarray | None = None  # [S, 2]: the previous frame's points, None when it was not tracked
         self.fixations: list[Fixation] = []
         self.saccades: list[Saccade] = []
 
     def add(self, frames: LabelledFrames) -> None:
-        """Record the runs of the next labelled frames (one pass per run of equal labels, not per frame)."""
+        """Record the runs of the next labelled frames."""
         n = frames.num_frames
         if n == 0:
             return
-        for series in range(len(self.runs)):
-            labels, points = frames.labels[series], frames.points_px[series]
-            breaks = frames.breaks[series] if frames.breaks is not None else np.zeros(n, bool)
-            cuts = np.flatnonzero((np.diff(labels) != 0) | breaks[1:]) + 1
-            for start, stop in zip(np.r_[0, cuts], np.r_[cuts, n]):
-                launch = self.last[series] if start == 0 else (points[start - 1] if frames.tracked[start - 1] else None)
-                self._segment(
-                    series,
-                    frames.first + int(start),
-                    int(labels[start]),
-                    points[start:stop],
-                    float(frames.velocity[series, start:stop].max()),
-                    launch,
-                    bool(breaks[start]),
-                )
-            self.last[series] = points[-1] if frames.tracked[-1] else None
+        breaks = frames.breaks if frames.breaks is not None else np.zeros(frames.labels.shape, bool)
+        runs = _segments(frames.labels, breaks, np.zeros(self.num_series, np.int64))
+        carry = self.open
+        goes_on = np.zeros(len(runs.series), bool)
+        if carry is not None:
+            rows = runs.series
+            goes_on = (runs.first == 0) & (carry.code[rows] == runs.code) & ~breaks[rows, 0]
+            goes_on &= np.isin(runs.code, (FIXATION, SACCADE))
+            ended = np.ones(self.num_series, bool)
+            ended[rows[goes_on]] = False
+            self._emit(carry.take(np.flatnonzero(ended & np.isin(carry.code, (FIXATION, SACCADE)))))
+        measured = self._measure(frames, runs, goes_on)
+        recorded = np.isin(runs.code, (FIXATION, SACCADE))
+        self._emit(measured.take(np.flatnonzero(runs.closed & recorded)))
+        last = np.flatnonzero(~runs.closed)  # one per series
+        self.open = measured.take(last)
+        self.open.code = np.where(recorded[last], self.open.code, 0)
+        self.last = frames.points_px[:, -1].copy() if frames.tracked[-1] else None
 
-    def _segment(
-        self,
-        series: int,
-        frame: int,
-        code: int,
-        points: np.ndarray,
-        peak: float,
-        launch: np.ndarray | None,
-        opens: bool,
-    ) -> None:
-        run = self.runs[series]
-        if run is not None and (run.code != code or opens):
-            self._close(series)
-            run = None
-        if code not in (FIXATION, SACCADE):
-            return
-        if run is None:
-            run = self.runs[series] = _OpenRun(code, frame, launch=launch)
-        run.points.append(points)
-        run.peak = max(run.peak, peak)
+    def _measure(self, frames: LabelledFrames, runs: _Segments, goes_on: np.ndarray) -> _Runs:
+        """The :class:`_Runs` of this chunk's runs, those that go on an open run joined to it."""
+        n, points = frames.num_frames, frames.points_px
+        flat, count = runs.series * n + runs.first, runs.last - runs.first + 1
+        flat_points, flat_angles = points.reshape(-1, 2), self.camera.angles_deg(points).reshape(-1, 2)
+        high_px, low_px = _run_extremes(flat_points, flat, flat + count)
+        high_deg, low_deg = _run_extremes(flat_angles, flat, flat + count)
+        peak = _run_extremes(frames.velocity.reshape(-1), flat, flat + count)[0]
+        peak = np.where(peak > 0.0, peak, 0.0)  # a run's peak starts at 0 (velocities are never negative)
+        rows, first = runs.series, runs.first
+        launch = points[rows, first].copy()  # a run without a tracked frame before it starts from its first
+        inside = (first > 0) & frames.tracked[np.maximum(first - 1, 0)]
+        launch[inside] = points[rows[inside], first[inside] - 1]
+        if self.last is not None:
+            launch[first == 0] = self.last[rows[first == 0]]
+        carried = np.full((len(rows), 2), np.nan)
+        start = frames.first + self.frame_offset + first
+        if goes_on.any():
+            open_run = self.open.take(rows[goes_on])
+            carried[goes_on] = open_run.total
+            start[goes_on], count[goes_on], launch[goes_on] = (
+                open_run.start,
+                open_run.count + count[goes_on],
+                open_run.launch,
+            )
+            high_px[goes_on] = np.maximum(open_run.high_px, high_px[goes_on])
+            low_px[goes_on] = np.minimum(open_run.low_px, low_px[goes_on])
+            high_deg[goes_on] = np.maximum(open_run.high_deg, high_deg[goes_on])
+            low_deg[goes_on] = np.minimum(open_run.low_deg, low_deg[goes_on])
+            peak[goes_on] = np.maximum(open_run.peak, peak[goes_on])
+        total = _sequential_sums(flat_points, flat, runs.last - runs.first + 1, carried)
+        end = points[rows, runs.last]
+        return _Runs(rows, runs.code, start, count, total, high_px, low_px, high_deg, low_deg, peak, launch, end)
 
-    def _close(self, series: int) -> None:
-        run, self.runs[series] = self.runs[series], None
-        points = np.concatenate(run.points)
-        start, end = run.start + self.frame_offset, run.start + len(points) - 1 + self.frame_offset
-        if run.code == FIXATION:
-            angles = self.camera.angles_deg(points)
-            centroid = points.mean(axis=0)
-            self.fixations.append(
-                Fixation(
-                    series,
-                    start,
-                    end,
-                    (float(centroid[0]), float(centroid[1])),
-                    tuple(float(v) for v in self.camera.angles_deg(centroid)),
-                    float(np.ptp(points[:, 0]) + np.ptp(points[:, 1])),
-                    float(np.ptp(angles[:, 0]) + np.ptp(angles[:, 1])),
+    def _emit(self, runs: _Runs) -> None:
+        """Append the :class:`Fixation` and :class:`Saccade` of finished runs (see the module docstring)."""
+        fixation, saccade = runs.take(runs.code == FIXATION), runs.take(runs.code == SACCADE)
+        ends = lambda part: (part.series.tolist(), part.start.tolist(), (part.start + part.count - 1).tolist())  # noqa: E731
+        if len(fixation.series):
+            centroid = fixation.total / fixation.count[:, None].astype(np.float64)
+            spans = [
+                high - low for high, low in ((fixation.high_px, fixation.low_px), (fixation.high_deg, fixation.low_deg))
+            ]
+            dispersion_px, dispersion_deg = ((span[:, 0] + span[:, 1]).tolist() for span in spans)
+            centre, centre_deg = centroid.tolist(), self.camera.angles_deg(centroid).tolist()
+            for row, (series, start, end) in enumerate(zip(*ends(fixation))):
+                self.fixations.append(
+                    Fixation(
+                        series,
+                        start,
+                        end,
+                        tuple(centre[row]),
+                        tuple(centre_deg[row]),
+                        dispersion_px[row],
+                        dispersion_deg[row],
+                    )
                 )
-            )
-        else:
-            launch = run.launch if run.launch is not None else points[0]
-            self.saccades.append(
-                Saccade(
-                    series,
-                    start,
-                    end,
-                    (float(launch[0]), float(launch[1])),
-                    (float(points[-1, 0]), float(points[-1, 1])),
-                    float(np.linalg.norm(points[-1] - launch)),
-                    float(self.camera.angle_between_deg(launch, points[-1])),
-                    run.peak,
+        if len(saccade.series):
+            step = saccade.end - saccade.launch
+            amplitude_px = np.sqrt(step[:, 0] * step[:, 0] + step[:, 1] * step[:, 1]).tolist()
+            amplitude_deg = self.camera.angle_between_deg(saccade.launch, saccade.end).tolist()
+            launch, end, peak = saccade.launch.tolist(), saccade.end.tolist(), saccade.peak.tolist()
+            for row, (series, start, last) in enumerate(zip(*ends(saccade))):
+                self.saccades.append(
+                    Saccade(
+                        series,
+                        start,
+                        last,
+                        tuple(launch[row]),
+                        tuple(end[row]),
+                        amplitude_px[row],
+                        amplitude_deg[row],
+                        peak[row],
+                    )
                 )
-            )
 
     def finish(self) -> GazeEvents:
-        for series, run in enumerate(self.runs):
-            if run is not None:
-                self._close(series)
+        if self.open is not None:
+            self._emit(self.open.take(np.flatnonzero(np.isin(self.open.code, (FIXATION, SACCADE)))))
+            self.open = None
         order = lambda event: (event.series, event.start_frame)  # noqa: E731
         return GazeEvents(sorted(self.fixations, key=order), sorted(self.saccades, key=order))
 

@@ -90,16 +90,45 @@ def spread_radii(samples_px, centre_px, levels: Sequence[float] = SPREAD_LEVELS)
     return radius_quantiles(np.linalg.norm(samples - np.asarray(centre_px, np.float64), axis=-1), levels)
 
 
+def _squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``[T, I, J]``: ``|a_i - b_j|^2`` of each frame's points ``a`` ``[2, T, I]`` and ``b`` ``[2, T, J]`` (x and y
+    apart), as ``dx * dx + dy * dy`` (the same bits as squaring the differences and summing the two coordinates)."""
+    dx = a[0][:, :, None] - b[0][:, None, :]
+    dy = a[1][:, :, None] - b[1][:, None, :]
+    dx *= dx
+    dy *= dy
+    dx += dy
+    return dx
+
+
+def _coordinates(points_px: np.ndarray) -> np.ndarray:
+    """``[2, T, K]``: the x and the y of each frame's K points ``[K, T, 2]``, each contiguous."""
+    return np.ascontiguousarray(_as_points(points_px, "points_px").transpose(2, 1, 0))
+
+
 def mode_bandwidth(points_px: np.ndarray) -> np.ndarray:
     """``[T]``: the local spread of each frame's K points ``[K, T, 2]``: the median over the points of the distance
     to their ``ceil(K / 5)``-th nearest neighbour (0 for K = 1)."""
-    points = np.moveaxis(_as_points(points_px, "points_px"), 0, 1)  # [T, K, 2]
-    k = points.shape[1]
+    points = _coordinates(points_px)
+    k = points.shape[2]
     if k == 1:
-        return np.zeros(points.shape[0])
-    distances = np.sqrt(((points[:, :, None, :] - points[:, None, :, :]) ** 2).sum(-1))
+        return np.zeros(points.shape[1])
+    distances = np.sqrt(_squared_distances(points, points))
     neighbour = min(k - 1, max(1, math.ceil(MODE_NEIGHBOUR_SHARE * k)))  # column 0 is the point itself
-    return np.median(np.sort(distances, axis=-1)[:, :, neighbour], axis=1)
+    return np.median(np.partition(distances, neighbour, axis=-1)[:, :, neighbour], axis=1)
+
+
+def _mean_shift_step(shifted: np.ndarray, points: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """One Gaussian mean-shift step of ``shifted`` ``[2, t, K]`` over each frame's ``points`` ``[2, t, K]`` at
+    bandwidths ``scale`` ``[t]``: each point moves to the mean of the points weighted by
+    ``exp(-|x - p|^2 / (2 h^2))``. The weighted points are added one after the other (the order of
+    ``np.einsum("tij,tjc->tic")``) and the weights by ``ndarray.sum``, so every bit is the same as theirs."""
+    exponent = _squared_distances(shifted, points)
+    exponent /= (-2.0 * scale**2)[:, None, None]  # the same bits as -0.5 d^2 / h^2: scaling by 2 is exact
+    weights = np.exp(exponent, out=exponent)  # [t, K, K]
+    by_source = np.ascontiguousarray(weights.transpose(0, 2, 1))  # [t, j, i]: summing over j adds point after point
+    pulled = (by_source[None] * points[:, :, :, None]).sum(2)  # [2, t, K]
+    return pulled / weights.sum(-1)
 
 
 def count_modes(
@@ -108,21 +137,24 @@ def count_modes(
     """The number of modes of each frame's K points ``[K, T, 2]`` (pixels) under mean-shift with a Gaussian kernel of
     bandwidth ``bandwidth`` ``[T]`` (pixels; None: :func:`mode_bandwidth`; see the module docstring). Returns int
     ``[T]``, at least 1."""
-    points = np.moveaxis(_as_points(points_px, "points_px"), 0, 1)  # [T, K, 2]
-    frames, k = points.shape[:2]
+    points = _coordinates(points_px)  # [2, T, K]
+    frames, k = points.shape[1:]
     bandwidth = mode_bandwidth(points_px) if bandwidth is None else bandwidth
-    h = np.maximum(np.asarray(bandwidth, np.float64).reshape(frames), 1e-9)[:, None, None]
+    h = np.maximum(np.asarray(bandwidth, np.float64).reshape(frames), 1e-9)
     shifted = points.copy()
     active = np.arange(frames)  # frames whose points still move
+    x, p, scale = shifted, points, h
     for _ in range(MEAN_SHIFT_STEPS):
-        x, p, scale = shifted[active], points[active], h[active]
-        weights = np.exp(-0.5 * ((x[:, :, None, :] - p[:, None, :, :]) ** 2).sum(-1) / scale**2)  # [t, K, K]
-        moved = np.einsum("tij,tjc->tic", weights, p) / weights.sum(-1, keepdims=True)
-        shifted[active] = moved
-        active = active[np.abs(moved - x).max(axis=(1, 2)) > 1e-2 * scale[:, 0, 0]]
+        moved = _mean_shift_step(x, p, scale)
+        moving = np.abs(moved - x).max(axis=(0, 2)) > 1e-2 * scale
+        shifted[:, active] = moved
+        if not moving.all():  # frames that stopped leave the step
+            active, x, p, scale = active[moving], moved[:, moving], p[:, moving], scale[moving]
+        else:
+            x = moved
         if active.size == 0:
             break
-    close = ((shifted[:, :, None, :] - shifted[:, None, :, :]) ** 2).sum(-1) <= (0.5 * h) ** 2
+    close = _squared_distances(shifted, shifted) <= ((0.5 * h) ** 2)[:, None, None]
     labels = np.broadcast_to(np.arange(k), (frames, k)).copy()
     while True:  # connected components: each point takes the smallest label within reach
         spread = np.where(close, labels[:, None, :], k).min(-1)

@@ -98,7 +98,7 @@ def choices(codes: np.ndarray, names: dict[int, str]) -> TextColumn:
 def _digits(magnitudes: np.ndarray, negative: np.ndarray, decimals: int) -> TextColumn:
     """The text of ``±magnitude / 10**decimals`` for integer magnitudes: at least one digit before the point."""
     count = np.maximum(np.searchsorted(_POWERS, magnitudes, side="right"), decimals + 1)
-    most = int(count.max(initial=1))
+    most = int(count.max(initial=decimals + 1))  # an empty column still has room for its point
     width = most + (decimals > 0) + 1
     digits = (magnitudes[:, None] // _POWERS[None, :most]) % 10  # [N, most], least significant first
     places = np.arange(most)

@@ -60,7 +60,6 @@ No row ever holds NaN: non-finite predictions stop the writer with an error (not
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -355,58 +354,60 @@ def write_events(
 ) -> tuple[Path, Path]:
     """Write ``fixations.csv`` and ``saccades.csv`` (see the module docstring) of events whose series 0 is the point
     estimate and series ``1 + k`` sample ``k``; ``paths``: the two files, or a folder to write them in under their
-    names. Returns their paths."""
+    names. Returns their paths. Cells are formatted a column at a time (:mod:`.text_columns`), exactly as
+    ``f"{value:.3f}"`` and the csv module would write them one by one."""
     if isinstance(paths, (str, os.PathLike)):
         paths = (Path(paths) / FIXATIONS_NAME, Path(paths) / SACCADES_NAME)
     fixations, saccades = Path(paths[0]), Path(paths[1])
-    ms = 1000.0 / fps
-    with fixations.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(FIXATION_COLUMNS)
-        for f in events.fixations:
-            x, y = pixels_to_unit(np.asarray(f.centroid_px), width, height)
-            writer.writerow(
-                (
-                    video_id,
-                    f.sample_id,
-                    f.start_frame,
-                    f.end_frame,
-                    f"{f.start_frame * ms:.3f}",
-                    f"{f.frames * ms:.3f}",
-                    f"{x:.6f}",
-                    f"{y:.6f}",
-                    f"{f.centroid_px[0]:.2f}",
-                    f"{f.centroid_px[1]:.2f}",
-                    f"{f.centroid_deg[0]:.3f}",
-                    f"{f.centroid_deg[1]:.3f}",
-                    f"{f.dispersion_px:.2f}",
-                    f"{f.dispersion_deg:.3f}",
-                )
-            )
-    with saccades.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(SACCADE_COLUMNS)
-        for s in events.saccades:
-            start = pixels_to_unit(np.asarray(s.start_px), width, height)
-            end = pixels_to_unit(np.asarray(s.end_px), width, height)
-            writer.writerow(
-                (
-                    video_id,
-                    s.sample_id,
-                    s.start_frame,
-                    s.end_frame,
-                    f"{s.start_frame * ms:.3f}",
-                    f"{s.frames * ms:.3f}",
-                    f"{s.amplitude_px:.2f}",
-                    f"{s.amplitude_deg:.3f}",
-                    f"{s.peak_velocity_deg_s:.2f}",
-                    f"{start[0]:.6f}",
-                    f"{start[1]:.6f}",
-                    f"{end[0]:.6f}",
-                    f"{end[1]:.6f}",
-                )
-            )
+    ms, video = 1000.0 / fps, text.csv_cell(video_id)
+    rows = np.array(
+        [(f.start_frame, f.end_frame, *f.centroid_px, *f.centroid_deg, f.dispersion_px, f.dispersion_deg)
+         for f in events.fixations],
+        np.float64,
+    ).reshape(-1, 8)  # fmt: skip
+    centroid = rows[:, 2:4]
+    columns = _event_cells(events.fixations, video, ms) + [
+        *text.fixed_point(pixels_to_unit(centroid, width, height).T, 6).split(2),
+        *text.fixed_point(centroid.T, 2).split(2),
+        *text.fixed_point(rows[:, 4:6].T, 3).split(2),
+        text.fixed_point(rows[:, 6], 2),
+        text.fixed_point(rows[:, 7], 3),
+    ]
+    _write_table(fixations, FIXATION_COLUMNS, columns)
+    rows = np.array(
+        [(s.amplitude_px, s.amplitude_deg, s.peak_velocity_deg_s, *s.start_px, *s.end_px) for s in events.saccades],
+        np.float64,
+    ).reshape(-1, 7)
+    ends = pixels_to_unit(rows[:, 3:7].reshape(-1, 2), width, height).reshape(-1, 4)  # launch point, last point
+    columns = _event_cells(events.saccades, video, ms) + [
+        text.fixed_point(rows[:, 0], 2),
+        text.fixed_point(rows[:, 1], 3),
+        text.fixed_point(rows[:, 2], 2),
+        *text.fixed_point(ends.T, 6).split(4),
+    ]
+    _write_table(saccades, SACCADE_COLUMNS, columns)
     return fixations, saccades
+
+
+def _event_cells(events: list, video_cell: str, ms: float) -> list[text.TextColumn]:
+    """The cells every event row starts with: ``video_id, sample_id, start_frame, end_frame, start_ms,
+    duration_ms``."""
+    frames = np.array([(event.sample_id, event.start_frame, event.end_frame) for event in events], np.int64)
+    frames = frames.reshape(-1, 3)
+    times = np.stack([frames[:, 1] * ms, (frames[:, 2] - frames[:, 1] + 1) * ms])  # as int * float in Python
+    return [
+        text.repeated(video_cell, len(frames)),
+        *(text.integers(frames[:, column]) for column in range(3)),
+        *text.fixed_point(times, 3).split(2),
+    ]
+
+
+def _write_table(path: Path, names: tuple[str, ...], columns: list[text.TextColumn]) -> None:
+    """A CSV file of the header ``names`` and the rows of ``columns``, as the csv module writes them."""
+    with path.open("wb") as handle:
+        handle.write(text.csv_lines([text.from_strings([name]) for name in names]))
+        if len(columns[0]):
+            handle.write(text.csv_lines(columns))
 
 
 def _jsonable(value: Any) -> Any:
