@@ -239,8 +239,7 @@ def region_calibration(
         model, clips, processor, num_samples, num_steps, solver, args.seed, accelerator=accelerator, online=args.online
     )
     data = coverage_data(clips, predictions)
-    options = ",".join(f"{key}={value}" for key, value in args.dataset_options.items())
-    where = f"{args.dataset_name} / {args.region_split}" + (f" ({options})" if options else "")
+    where = split_label(args, args.region_split)
     provenance = {"split": where, "clips": len(clips), "frames": data.frames, "num_samples": num_samples}
     provenance.update(num_steps=num_steps, solver=solver, seed=args.seed, online=args.online)
     provenance["time_grid_power"] = model.config.time_grid_power
@@ -251,12 +250,18 @@ def region_calibration(
     return calibration, f"fitted on {where}, {data.frames} frames, {args.region_exchangeable} exchangeable"
 
 
+def split_label(args: argparse.Namespace, split: str) -> str:
+    """``dataset / split`` and, where given, the ``--dataset_options`` that chose the clips."""
+    options = ",".join(f"{key}={value}" for key, value in args.dataset_options.items())
+    return f"{args.dataset_name} / {split}" + (f" ({options})" if options else "")
+
+
 def save_calibration(args: argparse.Namespace, calibration: RegionCalibration, data, clips: int) -> None:
     """``--save_region_calibration``: the factors into the model folder, with the coverage they reach on the
     evaluated split when it is another than the one they were fitted on."""
     if args.split != args.region_split:
         calibration.provenance["held_out"] = {
-            "split": f"{args.dataset_name} / {args.split}",
+            "split": split_label(args, args.split),
             "clips": clips,
             "frames": data.frames,
             "coverage_raw": data.coverage(None).tolist(),

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -215,9 +216,10 @@ def test_online_needs_a_causal_model_and_scores_it_frame_by_frame(tmp_path, env,
     assert results["online"] is True and results["clips"] == 2 and 0.0 <= results["metrics"]["auc"] <= 1.0
 
 
-def test_dataset_options_reach_the_builder_and_the_protocols_own_cannot_be_set(tmp_path, env):
+def test_dataset_options_reach_the_builder_and_the_protocols_own_cannot_be_set(tmp_path, env, model_dir):
     """--dataset_options num_clips=5,seed=11 on the tiny config (6 clips) renders another draw: 5 clips, split
-    by the builder's fractions; the results record the options. windows= is the protocol's and is refused."""
+    by the builder's fractions; the results and a region calibration fitted on it record the options. windows= is
+    the protocol's and is refused."""
     data = tmp_path / "other_draw"
     options = ["--dataset_options", "num_clips=5,seed=11,validation_fraction=0.2,test_fraction=0.2"]
     run(["--baseline", "center_bias", *data_args(data), *options, "--output_dir", tmp_path / "out"], env)
@@ -226,6 +228,13 @@ def test_dataset_options_reach_the_builder_and_the_protocols_own_cannot_be_set(t
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["dataset_options"] == {"num_clips": 5, "seed": 11, "validation_fraction": 0.2, "test_fraction": 0.2}
     assert results["clips"] == 3  # the train split: 5 clips less one validation, one test
+    model = shutil.copytree(model_dir, tmp_path / "model")
+    fit = ["--model_name_or_path", model, *data_args(data), *options, "--num_samples", 4, "--num_steps", 2]
+    run(fit + ["--region_split", "validation", "--save_region_calibration", "--output_dir", tmp_path / "fit"], env)
+    saved = json.loads((model / "region_calibration.json").read_text())
+    draw = "(num_clips=5,seed=11,validation_fraction=0.2,test_fraction=0.2)"
+    assert saved["split"] == f"synthetic / validation {draw}" and saved["clips"] == 1
+    assert saved["held_out"]["split"] == f"synthetic / train {draw}" and saved["held_out"]["clips"] == 3
     refused = run(["--baseline", "center_bias", *data_args(data), "--dataset_options", "windows=all"], env, check=False)
     assert refused.returncode == 2 and "--dataset_options cannot set windows" in refused.stderr
     malformed = run(["--baseline", "center_bias", *data_args(data), "--dataset_options", "seed"], env, check=False)
