@@ -120,7 +120,7 @@ def test_job_on_a_real_mp4_is_the_pipeline_and_writes_playable_outputs(tmp_path,
 
     assert progress[-1] == (24, 24) and all(b[0] > a[0] for a, b in zip(progress, progress[1:]))
     overlay = probe_video(result.overlay)
-    assert (overlay.num_frames, overlay.width, overlay.height) == (24, 640, 272)
+    assert (overlay.num_frames, overlay.width, overlay.height) == (24, 1280, 544)  # 2x: 272 -> 544 >= 480 px
     assert overlay.fps == pytest.approx(25.0)
     import av
 
@@ -133,18 +133,29 @@ def test_job_on_a_real_mp4_is_the_pipeline_and_writes_playable_outputs(tmp_path,
     assert f"within {result.summary['mean_spread90_px']:.1f} px" in result.message  # and the spread
 
 
-def test_odd_sized_video_gives_an_even_4_2_0_overlay_with_the_same_picture(tmp_path, tiny_model_dir, pipelines):
+def test_a_small_odd_sized_video_gives_the_commands_readable_legended_overlay_even_for_4_2_0(
+    tmp_path, tiny_model_dir, pipelines
+):
+    from PIL import Image
+
     yy, xx = np.mgrid[0:47, 0:63]
     smooth = np.stack([xx * 4, yy * 5, 255 - xx * 2], axis=-1).astype(np.uint8)  # survives H.264 twice
     video = write_video(tmp_path / "odd.mp4", [smooth] * 10, fps=10)
     result = run_job(video, JobSettings(model=str(tiny_model_dir), heatmap=False, trail=0), tmp_path / "job", pipelines)
     overlay = probe_video(result.overlay)
-    assert (overlay.width, overlay.height) == (64, 48)
-    first = next(iter_frames(result.overlay))
+    # gazeflow predict's size: 11 x 63x47 (the smallest whole multiple with a short side >= 480 px), padded to even
+    assert (overlay.width, overlay.height) == (694, 518)
+    first = next(iter_frames(result.overlay)).astype(int)
     source = next(iter_frames(video))
-    # the padding repeats the last row/column; the picture itself is the source's (up to H.264 and the markers)
-    np.testing.assert_allclose(first[:47, 62].astype(float), first[:47, 63].astype(float), atol=24)
-    assert np.median(np.abs(first[:47, :63].astype(int) - source.astype(int))) < 6
+    enlarged = np.asarray(Image.fromarray(source).resize((693, 517), Image.Resampling.BILINEAR)).astype(int)
+    # the padding repeats the last row/column; the picture itself is the source's, enlarged (up to H.264 and marks)
+    np.testing.assert_allclose(first[:517, 692], first[:517, 693], atol=24)
+    assert np.median(np.abs(first[:517, :693] - enlarged)) < 6
+    # the legend burned into the top-left corner: the picture darkened behind it, white text and the samples' swatch
+    corner = first[:40, :150]
+    assert np.median(corner) < np.median(enlarged[:40, :150]) / 2
+    assert (corner >= 200).all(axis=-1).sum() > 50
+    assert (np.abs(corner - np.array([0, 230, 255])).max(axis=-1) < 60).any()
     assert json.loads(result.summary_path.read_text())["width"] == 63  # coordinates stay the video's
 
 
@@ -180,7 +191,7 @@ def test_demo_clip_is_rendered_once_recognised_by_content_and_scored_against_its
     # the true gaze is drawn on the overlay with the command's marker where the clip's gaze is on the frame
     overlay = next(iter_frames(result.overlay, 0, 1))
     assert clip.scored[8]
-    x, y = (clip.gaze[8] * [256, 192]).astype(int)
+    x, y = (clip.gaze[8] * [256 * 3, 192 * 3]).astype(int)  # the overlay is drawn 3x (192 -> 576 >= 480 px)
     patch = overlay[max(y - 3, 0) : y + 4, max(x - 3, 0) : x + 4].astype(int)
     assert (np.abs(patch - TRUTH_COLOUR).max(axis=-1) < 70).any()
 

@@ -69,6 +69,24 @@ def test_raw_frames_from_a_file_are_checked_against_its_length_before_anything_l
         assert (status, out, err) == (1, "", [f"gazeflow: error: {message}"])
 
 
+def test_raw_frames_on_a_pipe_that_end_mid_frame_or_empty_are_one_line_errors(capsys, monkeypatch, causal_model_dir):
+    """A pipe's length is not known up front (`ffmpeg ... | gazeflow stream - --raw 30x20`): the frames are answered
+    as they come, and an input that ends mid-frame, or before its first frame, is an error naming the sizes."""
+    for data, message in (
+        (bytes(1800 * 2 + 700), "stdin: frame 2 is truncated: 700 of 1800 bytes (30x20 RGB; is --raw 30x20 the "
+         "frames' size?)"),
+        (b"", "stdin: no frame: the input ended before its first 30x20 RGB frame (1800 bytes)"),
+    ):  # fmt: skip
+        read_end, write_end = os.pipe()
+        os.write(write_end, data)  # below the pipe's buffer: written whole before anything reads
+        os.close(write_end)
+        with open(read_end, "rb", buffering=0) as raw, io.TextIOWrapper(io.BufferedReader(raw)) as handle:
+            monkeypatch.setattr(sys, "stdin", handle)
+            status, out, err = run(capsys, "stream", "-", "--raw", "30x20", "--model", causal_model_dir)
+        assert (status, err) == (1, [f"gazeflow: error: {message}"])
+        assert [json.loads(line)["frame"] for line in out.splitlines()] == list(range(len(data) // 1800))
+
+
 def test_the_memory_cap_is_the_streams_own_before_the_model_loads(capsys, synthetic_clip_mp4, causal_model_dir):
     path, _ = synthetic_clip_mp4
     status, out, err = run(capsys, "stream", path, "--model", causal_model_dir, "-k", 4, "--max-memory-gb", 1e-6)

@@ -107,9 +107,6 @@ class PredictOptions:
     quiet: bool = True
     even_size: bool = False
     """Pad an odd-sized overlay by one edge row/column to H.264 4:2:0, which browsers play (the web demo)."""
-    readable_overlay: bool = True
-    """Burn a legend into the overlay and draw a small video at a short side of at least ``READABLE_SHORT_SIDE``
-    (480 px); off in the web demo, whose page explains the marks and scales the player."""
     camera: FieldOfView | PinholeCamera | FisheyeCamera | None = None
     """The camera for degrees (None: the metrics' 60 degree horizontal field of view)."""
     events: EventSettings | None = None
@@ -416,14 +413,10 @@ class StreamedTotals:
 def _overlay_writer(
     path: Path, source: VideoSource, options: PredictOptions, sigma: float, legend: OverlayLegend
 ) -> OverlayVideoWriter:
-    """The overlay video's writer: it draws each frame in its own thread, in frame order (with ``legend`` and at a
-    readable size unless ``options.readable_overlay`` is off)."""
-    readable = options.readable_overlay
-    renderer = OverlayRenderer(
-        trail=options.trail,
-        legend=legend if readable else None,
-        min_short_side=READABLE_SHORT_SIDE if readable else None,
-    )
+    """The overlay video's writer: it draws each frame in its own thread, in frame order, with ``legend`` burned in
+    and a small video enlarged to a short side of at least ``READABLE_SHORT_SIDE`` (the command's and the web demo's
+    overlay alike)."""
+    renderer = OverlayRenderer(trail=options.trail, legend=legend, min_short_side=READABLE_SHORT_SIDE)
 
     def draw(item: tuple) -> np.ndarray:
         frame, samples, point, shown, region = item

@@ -1,7 +1,8 @@
 """The web demo's work, without the web page: check an upload and its settings, then run it through the same loop
 as ``gazeflow predict`` (:meth:`transformers_gazeflow.commands.predict.GazePredictor.predict`) into one job folder.
 
-A job writes ``overlay.mp4`` (browser-playable H.264 4:2:0: odd sizes padded to even, ``PredictOptions.even_size``),
+A job writes ``overlay.mp4`` (the command's overlay: its legend burned in, a small video enlarged to a readable size;
+browser-playable H.264 4:2:0: odd sizes padded to even, ``PredictOptions.even_size``),
 ``gaze.csv`` (:mod:`.export`'s format) and ``summary.json``, and returns the K sampled trajectories for the x(t)/y(t)
 figure (:func:`trajectory_figure`). The overlay, the heatmap sigma (a fraction of the frame width) and the CSV are the
 command's. For the bundled demo clip (:func:`prepare_demo_clip`, ``gazeflow demo``'s clip, recognised by its
@@ -334,7 +335,6 @@ def job_options(settings: JobSettings, start: int, stop: int, seed: int | None) 
         end_frame=stop,
         heatmap=bool(settings.heatmap),
         even_size=True,
-        readable_overlay=False,  # the page's caption explains the marks and the player scales the video
     )
     return PredictOptions(**fields)
 
