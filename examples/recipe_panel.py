@@ -36,15 +36,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from transformers_gazeflow.data.synthetic_tasks_panel import (
-    PANEL_NAMES,
-    SMOKE_DATA,
-    SUCCESS_AAE_RATIO,
-    beats_both_priors,
-    beats_center_bias,
-    panel_family,
-    write_panel_family,
-)
+from transformers_gazeflow.data.synthetic_tasks_panel import PANEL_NAMES, SMOKE_DATA, panel_family, write_panel_family
+from transformers_gazeflow.metrics.baselines import SUCCESS_AAE_RATIO, beats_both_priors, beats_center_bias
 
 EXAMPLES = Path(__file__).resolve().parent
 EVALUATION = ["--num_samples", "16", "--num_steps", "5"]

@@ -12,14 +12,8 @@ import pytest
 from tests.script_loading import load_script
 from transformers_gazeflow.data.synthetic_tasks import LADDER, TASK_NAMES, clip_split
 from transformers_gazeflow.data.synthetic_tasks_kept_aside import KEPT_ASIDE_TASKS
-from transformers_gazeflow.data.synthetic_tasks_panel import (
-    PANEL,
-    PANEL_NAMES,
-    beats_both_priors,
-    beats_center_bias,
-    panel_family,
-    write_panel_family,
-)
+from transformers_gazeflow.data.synthetic_tasks_panel import PANEL, PANEL_NAMES, panel_family, write_panel_family
+from transformers_gazeflow.metrics.baselines import beats_both_priors, beats_center_bias
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "recipe_panel.py"
