@@ -95,7 +95,9 @@ def test_the_card_warns_grounding_weak_instead_of_letting_left_its_plateau_stand
 
 
 def test_the_protocol_clips_are_the_validation_windows_clips_one_first_window_each(task_dir, offline):
-    train_windows, validation_windows = load_training_splits("egtea", task_dir, None, 0.3, window_frames=16, window_stride=8)
+    train_windows, validation_windows = load_training_splits(
+        "egtea", task_dir, None, 0.3, window_frames=16, window_stride=8
+    )
     train, validation = load_protocol_clips("egtea", task_dir, None, 0.3)
     assert len(validation) > 0 and len(train) > 0
     assert sorted(validation["clip_id"]) == sorted(set(validation_windows["clip_id"]))

@@ -97,9 +97,9 @@ def describe_grounding_weak(plateau: dict, success: dict) -> str:
 
 def measure_validation_success(model, processor, train_clips: Sequence[dict], validation_clips: Sequence[dict]) -> dict:
     """The check on ``validation_clips`` (one example per clip, the protocol window): ``model``'s mean AAE against
-    Center Bias fitted on ``train_clips`` (:func:`success_verdict`), with the seconds it took. The model predicts in
-    this process alone (no data-parallel sharding) and in eval mode, restored after."""
-    started = time.perf_counter()
+    Center Bias fitted on ``train_clips`` (:func:`success_verdict`), with the wall and CPU seconds it took. The model
+    predicts in this process alone (no data-parallel sharding) and in eval mode, restored after."""
+    started, cpu_started = time.perf_counter(), time.process_time()
     config = model.config
     num_samples = 1 if config.objective == "regression" else CHECK_SAMPLES
     settings = SamplingSettings.resolve(config, num_samples=num_samples, num_steps=CHECK_STEPS)
@@ -127,6 +127,7 @@ def measure_validation_success(model, processor, train_clips: Sequence[dict], va
     )
     verdict["window"] = PROTOCOL_WINDOW
     verdict["seconds"] = round(time.perf_counter() - started, 1)
+    verdict["cpu_seconds"] = round(time.process_time() - cpu_started, 1)  # every thread of this process
     return verdict
 
 
