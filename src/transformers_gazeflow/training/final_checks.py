@@ -8,6 +8,7 @@ when a run stalled, did not learn, or is *grounding weak* (the two checks disagr
 from __future__ import annotations
 
 import logging
+import time
 
 import torch
 
@@ -74,7 +75,14 @@ def check_validation_success(setup: TrainingSetup, run: TrainingRun, processor) 
             state.validation_success = skipped_verdict("no training clip to fit Center Bias on")
         else:
             clips = [validation_clips[i] for i in range(len(validation_clips))]
+            started, cpu_started = time.perf_counter(), time.process_time()
             state.validation_success = measure_validation_success(run.final_model(), processor, train_clips, clips)
+            logger.info(  # the time goes to the log, not the trainer state (equal for a resumed run)
+                "validation success check: predicted %d validation clip(s) in %.1f s (%.1f CPU s)",
+                len(clips),
+                time.perf_counter() - started,
+                time.process_time() - cpu_started,
+            )
     success = state.validation_success
     if grounding_weak(state.grounding_plateau, success):
         logger.warning(describe_grounding_weak(state.grounding_plateau, success))
