@@ -12,9 +12,11 @@ then scored on the family's test clips beside the two priors (K=16, S=5, sigma 5
     python examples/evaluate.py --baseline center_bias $EVAL --sigma_px 5
     python examples/evaluate.py --baseline random_walk_free $EVAL --sigma_px 5 --num_samples 16
 
-with ``EVAL="--dataset_name egtea --data_dir D --dataset_config split1 --split test"``. The stall check's verdict is
-read from each run's ``trainer_state.json`` and set beside test-time success (the run's AAE at most
-``SUCCESS_AAE_RATIO`` of Center Bias's); ``<output_dir>/panel.md`` and ``panel.json`` hold the table. Finished steps
+with ``EVAL="--dataset_name egtea --data_dir D --dataset_config split1 --split test"``. The two checks' verdicts
+after training, the stall check's (grounding left its plateau) and the validation success check's (learned on the
+run's validation clips), are read from each run's ``trainer_state.json`` and set beside test-time success (the run's
+AAE at most ``SUCCESS_AAE_RATIO`` of Center Bias's, ``metrics.baselines``); ``<output_dir>/panel.md`` and
+``panel.json`` hold the table. Finished steps
 (written data, trained runs, results) are skipped, so an interrupted panel resumes where it stopped; a run folder
 without its final ``trainer_state.json`` is trained again from scratch. Every step's output goes to
 ``<output_dir>/logs``; a failed step is reported and the rest go on (exit status 1).
@@ -36,15 +38,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from transformers_gazeflow.data.synthetic_tasks_panel import (
-    PANEL_NAMES,
-    SMOKE_DATA,
-    SUCCESS_AAE_RATIO,
-    beats_both_priors,
-    beats_center_bias,
-    panel_family,
-    write_panel_family,
-)
+from transformers_gazeflow.data.synthetic_tasks_panel import PANEL_NAMES, SMOKE_DATA, panel_family, write_panel_family
+from transformers_gazeflow.metrics.baselines import SUCCESS_AAE_RATIO, beats_both_priors, beats_center_bias
 
 EXAMPLES = Path(__file__).resolve().parent
 EVALUATION = ["--num_samples", "16", "--num_steps", "5"]
@@ -202,27 +197,35 @@ def read_metrics(results_file: Path) -> dict[str, float] | None:
     return {name: metrics[name] for name in METRICS}
 
 
-def read_verdict(run_dir: Path) -> dict | None:
-    """The stall check's verdict on a run (``grounding_plateau`` of its ``trainer_state.json``; None without one)."""
+def read_verdicts(run_dir: Path) -> tuple[dict | None, dict | None]:
+    """The two checks' verdicts on a run, from its ``trainer_state.json``: the stall check's (``grounding_plateau``)
+    and the validation success check's (``validation_success``); None for each it does not hold."""
     state_file = run_dir / "trainer_state.json"
     if not state_file.exists():
-        return None
-    return json.loads(state_file.read_text(encoding="utf-8")).get("grounding_plateau")
+        return None, None
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    return state.get("grounding_plateau"), state.get("validation_success")
 
 
 def panel_row(panel: PanelRun, family: str, seed: int) -> dict:
-    """One run's row: its metrics, the priors', success, and whether the stall check's verdict agreed with it."""
+    """One run's row: its metrics, the priors', success, and whether each check's verdict agreed with it (the stall
+    check's: grounding left its plateau; the validation success check's: learned on the validation clips)."""
     model = read_metrics(panel.eval_dir(family, f"seed{seed}") / "results.json")
     priors = {prior: read_metrics(panel.eval_dir(family, prior) / "results.json") for prior in PRIORS}
-    verdict = read_verdict(panel.run_dir(family, seed))
+    verdict, validation = read_verdicts(panel.run_dir(family, seed))
     row = {"family": family, "kept_aside": panel_family(family).kept_aside, "seed": seed, "model": model, **priors}
-    row["verdict"] = verdict
+    row["verdict"], row["validation_check"] = verdict, validation
     measured = model is not None and all(priors.values())
     row["success"] = beats_center_bias(model["aae"], priors["center_bias"]["aae"]) if measured else None
     row["beats_both_priors"] = beats_both_priors(model, *priors.values()) if measured else None
-    learned = None if verdict is None else bool(verdict["left_plateau"])
-    row["verdict_agrees"] = None if learned is None or row["success"] is None else learned == row["success"]
+    row["verdict_agrees"] = _agrees(None if verdict is None else bool(verdict["left_plateau"]), row["success"])
+    row["validation_check_agrees"] = _agrees(None if validation is None else validation["learned"], row["success"])
     return row
+
+
+def _agrees(learned: bool | None, success: bool | None) -> bool | None:
+    """Whether a check's verdict says what test-time success says (None where either is unknown)."""
+    return None if learned is None or success is None else learned == success
 
 
 def _cell(value, digits: int = 3) -> str:
@@ -239,24 +242,36 @@ def panel_markdown(rows: list[dict], recipe: str, smoke: bool) -> str:
     if smoke:
         lines += ["**Smoke run of the runner (tiny data, two training steps): not a measurement.**", ""]
     lines += [
-        f"Success: test AAE at most {SUCCESS_AAE_RATIO:g} x Center Bias's. Verdict: the stall check's (grounding left "
-        "its plateau: yes/no, progress). Agrees: the verdict says what success says. * kept aside.",
+        f"Success: test AAE at most {SUCCESS_AAE_RATIO:g} x Center Bias's. Stall check: the run's verdict from its "
+        "validation grounding loss (grounding left its plateau: yes/no, progress). Validation check: the run's verdict "
+        f"on its validation clips (learned: AAE at most {SUCCESS_AAE_RATIO:g} x Center Bias's there: yes/no, the AAE "
+        "ratio). Agrees: the check says what test-time success says. * kept aside.",
         "",
         "| family | seed | AUC | F1 | AAE | CB AUC | CB F1 | CB AAE | RW AUC | RW F1 | RW AAE | success "
-        "| beats both priors | verdict | agrees |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |",
+        "| beats both priors | stall check | agrees | validation check | agrees |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | --- "
+        "| --- |",
     ]
     for row in rows:
         cells = [row["family"] + (" *" if row["kept_aside"] else ""), str(row["seed"])]
         for source in ("model", "center_bias", "random_walk_free"):
             cells += [_cell(None if row[source] is None else row[source][name]) for name in METRICS]
-        verdict = row["verdict"]
+        verdict, validation = row["verdict"], row["validation_check"]
         said = (
             "-" if verdict is None else f"{_cell(bool(verdict['left_plateau']))} ({_cell(verdict.get('progress'), 2)})"
         )
+        checked = "-" if validation is None else _validation_cell(validation)
         cells += [_cell(row["success"]), _cell(row["beats_both_priors"]), said, _cell(row["verdict_agrees"])]
+        cells += [checked, _cell(row["validation_check_agrees"])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _validation_cell(validation: dict) -> str:
+    """The validation check's cell: learned yes/no and the AAE ratio, or ``not made`` when it was skipped."""
+    if validation["learned"] is None:
+        return "not made"
+    return f"{_cell(bool(validation['learned']))} ({_cell(validation['aae_ratio'], 2)})"
 
 
 def write_table(panel: PanelRun, families: list[str], seeds: list[int]) -> list[dict]:

@@ -27,7 +27,7 @@ This script reads top to bottom (arguments, accelerator, model, data, the run, t
 machinery is in ``transformers_gazeflow.training``: the command line's groups (``arguments``), one run's loaders,
 optimizer, schedule and EMA (``run``, ``ema``), the loop with validation and early stopping (``loop``,
 ``validation``, ``early_stopping``), resuming and the trial starts (``resume``, ``trial_starts``), the checks after
-training (``final_checks``, ``grounding_plateau``) and the card's training section (``card``).
+training (``final_checks``, ``grounding_plateau``, ``validation_success``) and the card's training section (``card``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,11 @@ from transformers_gazeflow.training.card import model_card_sections
 from transformers_gazeflow.training.checkpointing import publish_folder
 from transformers_gazeflow.training.datasets import load_training_splits
 from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, FeatureCache, cache_fingerprint
-from transformers_gazeflow.training.final_checks import check_grounding_plateau, check_replicas_agree
+from transformers_gazeflow.training.final_checks import (
+    check_grounding_plateau,
+    check_replicas_agree,
+    check_validation_success,
+)
 from transformers_gazeflow.training.grounding_plateau import reference_levels
 from transformers_gazeflow.training.loop import train_epochs
 from transformers_gazeflow.training.processes import leave_process_group
@@ -269,11 +273,7 @@ def save_final_model(run: TrainingRun, processor: GazeFlowVideoProcessor, output
     validation split), the processor, the card (``card``: its sections, ``training.card``) and the trainer state,
     written whole and then moved in file by file (``publish_folder``, ``trainer_state.json`` last)."""
     state = run.state
-    final = run.ema.module
-    if run.best_ema_state is not None:  # the saved model is the best validation loss's EMA, not the last step's
-        final.load_state_dict(run.best_ema_state)
-    if run.frozen_cast is not None:  # the frozen weights as loaded, in float32
-        run.frozen_cast.restore(final)
+    final = run.final_model()  # the best validation loss's EMA, not the last step's
     staging = output_dir / ".tmp_final"
     if staging.exists():
         shutil.rmtree(staging)
@@ -321,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         train_epochs(setup, run, output_dir)
     check_replicas_agree(accelerator, run)
     check_grounding_plateau(setup, run)
+    check_validation_success(setup, run, processor)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         command = "python examples/train.py " + " ".join(sys.argv[1:] if argv is None else argv)

@@ -12,14 +12,8 @@ import pytest
 from tests.script_loading import load_script
 from transformers_gazeflow.data.synthetic_tasks import LADDER, TASK_NAMES, clip_split
 from transformers_gazeflow.data.synthetic_tasks_kept_aside import KEPT_ASIDE_TASKS
-from transformers_gazeflow.data.synthetic_tasks_panel import (
-    PANEL,
-    PANEL_NAMES,
-    beats_both_priors,
-    beats_center_bias,
-    panel_family,
-    write_panel_family,
-)
+from transformers_gazeflow.data.synthetic_tasks_panel import PANEL, PANEL_NAMES, panel_family, write_panel_family
+from transformers_gazeflow.metrics.baselines import beats_both_priors, beats_center_bias
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "recipe_panel.py"
@@ -139,23 +133,40 @@ def test_the_table_sets_the_verdict_beside_success(tmp_path, panel_script):
         _results(panel.eval_dir(family, "random_walk_free"), 0.92, 0.22, 7.0)
     _results(panel.eval_dir("flash_target", "seed0"), 0.88, 0.15, 14.0)  # under CB but not by a fifth: no success
     _results(panel.eval_dir("ring_cue", "seed0"), 0.95, 0.30, 6.0)  # success, and beats both priors
+    validation = {  # the validation check: flash_target not learned (grounding weak), ring_cue learned
+        "flash_target": {"learned": False, "aae_ratio": 0.9577},
+        "ring_cue": {"learned": True, "aae_ratio": 0.41},
+        "stripe_cue": {"learned": None, "skipped": "switched off (--no-validation_success_check)"},
+    }
     for family, left, progress in (("flash_target", True, 0.5), ("ring_cue", True, 0.5), ("stripe_cue", False, None)):
         run = panel.run_dir(family, 0)
         run.mkdir(parents=True)
         verdict = {"left_plateau": left, "progress": progress, "threshold": 0.3}
-        (run / "trainer_state.json").write_text(json.dumps({"grounding_plateau": verdict}))
-    rows = panel_script.write_table(panel, ["flash_target", "ring_cue", "stripe_cue"], [0])
-    flash, ring, stripe = rows
+        state = {"grounding_plateau": verdict, "validation_success": validation[family]}
+        (run / "trainer_state.json").write_text(json.dumps(state))
+    _results(panel.eval_dir("stripe_cue", "center_bias"), 0.86, 0.07, 15.0)
+    _results(panel.eval_dir("stripe_cue", "random_walk_free"), 0.92, 0.22, 7.0)
+    _results(panel.eval_dir("stripe_cue", "seed0"), 0.95, 0.30, 6.0)
+    rows = panel_script.write_table(panel, ["flash_target", "ring_cue", "stripe_cue", "blinking_cue"], [0])
+    flash, ring, stripe, blinking = rows
     assert (flash["success"], flash["beats_both_priors"], flash["verdict_agrees"]) == (False, False, False)
+    assert flash["validation_check"] == validation["flash_target"] and flash["validation_check_agrees"] is True
     assert (ring["success"], ring["beats_both_priors"], ring["verdict_agrees"]) == (True, True, True)
-    assert stripe["model"] is None and stripe["success"] is None and stripe["verdict_agrees"] is None
+    assert ring["validation_check_agrees"] is True
+    assert (stripe["success"], stripe["verdict_agrees"], stripe["validation_check_agrees"]) == (True, False, None)
+    assert blinking["model"] is None and blinking["success"] is None and blinking["verdict_agrees"] is None
+    assert blinking["validation_check"] is None and blinking["validation_check_agrees"] is None  # no run at all
     assert flash["kept_aside"] and not ring["kept_aside"]
     table = (tmp_path / "panel.md").read_text().splitlines()
     assert (
         "| flash_target * | 0 | 0.880 | 0.150 | 14.000 | 0.860 | 0.070 | 15.000 | 0.920 | 0.220 | 7.000 | no | no "
-        "| yes (0.50) | no |" in table
+        "| yes (0.50) | no | no (0.96) | yes |" in table
     )
-    assert "| stripe_cue | 0 | - | - | - | - | - | - | - | - | - | - | - | no (-) | - |" in table
+    assert (
+        "| stripe_cue | 0 | 0.950 | 0.300 | 6.000 | 0.860 | 0.070 | 15.000 | 0.920 | 0.220 | 7.000 | yes | yes "
+        "| no (-) | no | not made | - |" in table
+    )
+    assert "| blinking_cue | 0 | - | - | - | - | - | - | - | - | - | - | - | - | - | - | - |" in table
     saved = json.loads((tmp_path / "panel.json").read_text())
     assert saved["success_aae_ratio"] == 0.8 and saved["rows"] == json.loads(json.dumps(rows))
 
@@ -178,6 +189,8 @@ def test_a_smoke_panel_runs_end_to_end_and_resumes(tmp_path, panel_script, monke
     for source in ("model", "center_bias", "random_walk_free"):
         assert all(np.isfinite(row[source][name]) for name in ("auc", "f1", "aae"))
     assert isinstance(row["verdict"]["left_plateau"], bool)
+    assert row["validation_check"]["clips"] >= 1 and isinstance(row["validation_check"]["learned"], bool)
+    assert row["validation_check_agrees"] == (row["validation_check"]["learned"] == row["success"])
     assert row["success"] == (row["model"]["aae"] <= 0.8 * row["center_bias"]["aae"])
     assert "not a measurement" in (out / "panel.md").read_text()
     capsys.readouterr()

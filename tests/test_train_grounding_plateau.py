@@ -1,7 +1,8 @@
 """examples/train.py's stall check: whether a run's grounding loss left its plateau (training.grounding_plateau).
 
-A tiny run on a task whose gaze follows the red object learns it and is not flagged; the same run with the learning
-rate at 1e-9 (nothing trained) is flagged in the log, the trainer state and the model card.
+A tiny run on a task whose gaze follows the red object leaves the plateau and is not flagged by it (the check on the
+validation clips may still call it "grounding weak"); the same run with the learning rate at 1e-9 (nothing trained) is
+flagged in the log, the trainer state and the model card.
 """
 
 import logging
@@ -180,9 +181,16 @@ def test_a_run_that_learns_is_not_flagged_and_one_that_cannot_is(train, red_obje
     state = TrainerState.load(tmp_path / "learns")
     assert state.grounding_plateau["left_plateau"] is True, state.grounding_plateau
     assert state.grounding_plateau["progress"] >= PLATEAU_PROGRESS
-    assert not any(r.levelno == logging.WARNING and "plateau" in r.getMessage() for r in caplog.records)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert not any(m.startswith("grounding did not leave its plateau") for m in warnings), warnings
     card = (tmp_path / "learns" / "README.md").read_text()
-    assert "- grounding plateau check: grounding left its plateau" in card and "did not leave" not in card
+    assert "grounding left its plateau" in card and "did not leave" not in card
+    # the check on the validation clips may still find the run not clearly better than Center Bias (this run covers
+    # about 65% of the way, yet its validation AAE is about 0.96 of Center Bias's): then "grounding weak" says so
+    weak = state.validation_success["learned"] is False
+    assert ("- grounding plateau check: grounding weak (the validation success check below" in card) == weak
+    assert any(m.startswith("grounding weak: the grounding loss left its plateau") for m in warnings) == weak
+    assert ("**Warning: grounding weak: " in card) == weak
 
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="train"):  # the learning rate ~0: the grounding head stays at its init

@@ -90,6 +90,10 @@ def test_two_processes_on_cpu_keep_replicas_equal(tmp_path, env, data_dir):
     assert sums[0] == sums[1]
     assert "2 process(es) on cpu" in result.stderr
     assert (tmp_path / "run" / "model.safetensors").exists() and (tmp_path / "run" / "README.md").exists()
+    # the validation success check: made once, on the main process (the other waits), and kept
+    checked = json.loads((tmp_path / "run" / "trainer_state.json").read_text())["validation_success"]
+    assert checked["clips"] == 1 and checked["learned"] in (True, False), checked
+    assert (result.stdout + result.stderr).count("validation success check: predicted 1 validation clip(s)") == 1
     written = {p.name for p in (tmp_path / "run" / "step_2").iterdir()}
     assert {"rng_state_0.safetensors", "rng_state_1.safetensors"} <= written
     resumed = run_train(

@@ -9,6 +9,12 @@
 Both fit on train clips in the unified schema (``gaze`` unit [T, 2], ``gaze_type``, ``valid``, ``width``,
 ``height``) and return :class:`~transformers_gazeflow.metrics.protocol_records.ClipPrediction` objects that
 :class:`~transformers_gazeflow.metrics.protocol.GazeEvaluator` scores like any model.
+
+What beating them means (one home for the recipe panel's test-time success and the training run's check on its
+validation clips): :func:`beats_center_bias`, an AAE at most :data:`SUCCESS_AAE_RATIO` times Center Bias's, a clear
+margin (a fifth less angular error) rather than any improvement, since a model that reads nothing of the video but the
+gaze statistics already matches Center Bias; :func:`beats_both_priors`, the stricter bar: better than Center Bias and
+the free Random Walk on AUC, F1 and AAE at once.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -151,4 +157,29 @@ class RandomWalk:
         return ClipPrediction(trajectories=self.sample(ground_truth, num_samples, seed))
 
 
-__all__ = ["CenterBias", "RandomWalk", "RANDOM_WALK_ANCHORS", "clip_seed"]
+SUCCESS_AAE_RATIO = 0.8
+"""A model succeeds when its AAE is at most this times Center Bias's on the same clips (:func:`beats_center_bias`)."""
+
+
+def beats_center_bias(aae: float, center_bias_aae: float) -> bool:
+    """Whether a model's AAE is at most :data:`SUCCESS_AAE_RATIO` of Center Bias's on the same clips."""
+    return aae <= SUCCESS_AAE_RATIO * center_bias_aae
+
+
+def beats_both_priors(model: Mapping[str, float], *priors: Mapping[str, float]) -> bool:
+    """Whether ``model``'s ``auc`` and ``f1`` are above, and its ``aae`` below, every prior's (each a dict of the
+    three)."""
+    return all(
+        model["auc"] > prior["auc"] and model["f1"] > prior["f1"] and model["aae"] < prior["aae"] for prior in priors
+    )
+
+
+__all__ = [
+    "CenterBias",
+    "RandomWalk",
+    "RANDOM_WALK_ANCHORS",
+    "SUCCESS_AAE_RATIO",
+    "beats_both_priors",
+    "beats_center_bias",
+    "clip_seed",
+]

@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import ast
 
+from ..metrics.baselines import SUCCESS_AAE_RATIO
 from .datasets import DATASET_NAMES
 from .grounding_plateau import PLATEAU_PROGRESS
 from .recipes import RECIPES
+from .validation_success import CHECK_SAMPLES, CHECK_STEPS
 
 
 def recipe_name(argv: list[str] | None) -> str | None:
@@ -155,6 +157,15 @@ def add_training_arguments(train: argparse._ArgumentGroup) -> None:
         default=None,
         help="no early stopping before this step (default: the end of the warm-up or a quarter of the run's steps, "
         "whichever is later), so that a run cannot end before it has learned",
+    )
+    train.add_argument(
+        "--validation_success_check",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after training, predict the validation clips with the saved weights (the evaluation protocol's first "
+        f"window of each clip, K={CHECK_SAMPLES}, S={CHECK_STEPS}) and say whether their mean angular error is "
+        f"clearly under Center Bias's (at most {SUCCESS_AAE_RATIO:g} of it): kept in trainer_state.json and the "
+        "model card beside the grounding plateau check",
     )
     train.add_argument("--logging_steps", type=int, default=10, help="log the training loss every N steps")
     train.add_argument("--report_to", default="none", help="tensorboard, wandb, ... or 'none'")

@@ -1,6 +1,7 @@
 """What the model card of a trained model says about its training (``hub.model_folders.save_model_folder`` writes
-the card): the command, data, schedule, optimizer, the trial starts, which weights were saved and the plateau check,
-line by line, and a warning in its limitations when the grounding did not leave its plateau.
+the card): the command, data, schedule, optimizer, the trial starts, which weights were saved, the plateau check and
+the check on the validation clips, line by line, and a warning in its limitations when the grounding did not leave
+its plateau or the model did not beat Center Bias on the validation clips ("grounding weak" where the two disagree).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 from .grounding_plateau import describe_verdict
 from .run import TrainingRun, TrainingSetup, effective_batch
 from .trial_starts import trial_score, trial_score_name
+from .validation_success import describe_grounding_weak, describe_success, grounding_weak
 
 
 def model_card_sections(setup: TrainingSetup, run: TrainingRun, command: str, wall_seconds: float) -> dict[str, str]:
@@ -17,7 +19,7 @@ def model_card_sections(setup: TrainingSetup, run: TrainingRun, command: str, wa
     line each) and ``limitations``, as ``save_model_folder`` takes them."""
     args, state = setup.args, run.state
     training = training_record(setup, run, command, wall_seconds)
-    stalled = state.grounding_plateau is not None and not state.grounding_plateau["left_plateau"]
+    warning = limitation_warning(state.grounding_plateau, state.validation_success)
     return {
         "title": f"GazeFlow trained on {args.dataset_name}",
         "description": f"A GazeFlow model trained by `examples/train.py` on {args.dataset_name}; it holds the EMA "
@@ -28,7 +30,7 @@ def model_card_sections(setup: TrainingSetup, run: TrainingRun, command: str, wa
             else "of the last step."
         ),
         "training": "\n".join(f"- {key}: {value}" for key, value in training.items()),
-        "limitations": ("**Warning: " + describe_verdict(state.grounding_plateau) + ".** " if stalled else "")
+        "limitations": (f"**Warning: {warning}.** " if warning else "")
         + "Evaluate it with `examples/evaluate.py` on the split you care about before relying on it.",
     }
 
@@ -63,9 +65,26 @@ def training_record(setup: TrainingSetup, run: TrainingRun, command: str, wall_s
         else f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)"
     )
     training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
+    plateau, success = state.grounding_plateau, state.validation_success
     if setup.grounding_reference is not None:
-        training["grounding plateau check"] = describe_verdict(state.grounding_plateau)
+        weak = grounding_weak(plateau, success)
+        weak_words = "grounding weak (the validation success check below says the model did not learn): "
+        training["grounding plateau check"] = (weak_words if weak else "") + describe_verdict(plateau)
+    training["validation success check"] = describe_success(success)
     return training
+
+
+def limitation_warning(plateau: dict | None, success: dict | None) -> str | None:
+    """The card's warning: "grounding weak" (with what to try) where the grounding left its plateau but the model did
+    not learn on the validation clips, else the stall check's verdict when the grounding stalled, else the
+    validation check's when the model did not learn; None for a run neither check faults."""
+    if grounding_weak(plateau, success):
+        return describe_grounding_weak(plateau, success)
+    if plateau is not None and not plateau["left_plateau"]:
+        return describe_verdict(plateau)
+    if success is not None and success["learned"] is False:
+        return "the validation success check says " + describe_success(success)
+    return None
 
 
 def describe_trial_starts(records: list[dict], continued_seed: int | None) -> str:
@@ -84,4 +103,4 @@ def describe_trial_starts(records: list[dict], continued_seed: int | None) -> st
     )
 
 
-__all__ = ["describe_trial_starts", "model_card_sections", "training_record"]
+__all__ = ["describe_trial_starts", "limitation_warning", "model_card_sections", "training_record"]

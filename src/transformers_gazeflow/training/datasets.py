@@ -1,4 +1,5 @@
-"""The training and validation splits of a gaze dataset, for ``examples/train.py``."""
+"""The training and validation splits of a gaze dataset, for ``examples/train.py``: its windows, and its clips as the
+evaluation protocol reads them (the check after training)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,35 @@ def load_training_splits(
     Ego4D) ``validation_fraction`` of the training *clips* is held out, chosen by a hash of the clip id, so the
     windows of one clip never fall on both sides and the choice does not depend on order or seed.
     """
+    return _train_and_validation(
+        dataset_name, data_dir, dataset_config, validation_fraction, windows="all", **builder_options
+    )
+
+
+def load_protocol_clips(
+    dataset_name: str,
+    data_dir: str | os.PathLike | None,
+    dataset_config: str | None = None,
+    validation_fraction: float = 0.05,
+):
+    """``(train, validation)`` clips as the evaluation protocol reads a split: one example per clip, its first
+    ``PROTOCOL_WINDOW`` frames (``examples/evaluate.py``'s ``load_split``), held out as :func:`load_training_splits`
+    holds them out, so the validation clips are the training run's validation windows' clips."""
+    from ..metrics.protocol_records import PROTOCOL_WINDOW
+
+    return _train_and_validation(
+        dataset_name, data_dir, dataset_config, validation_fraction, windows="first", window_frames=PROTOCOL_WINDOW
+    )
+
+
+def _train_and_validation(
+    dataset_name: str,
+    data_dir: str | os.PathLike | None,
+    dataset_config: str | None,
+    validation_fraction: float,
+    **builder_options: Any,
+):
+    """The training and validation splits of ``builder_options``' examples (see :func:`load_training_splits`)."""
     from ..data.loading import load_gaze_dataset
 
     if dataset_name not in DATASET_NAMES:
@@ -39,9 +69,7 @@ def load_training_splits(
         )
     if not 0.0 <= validation_fraction < 1.0:
         raise ValueError(f"--validation_fraction must be in [0, 1), got {validation_fraction}")
-    splits = load_gaze_dataset(
-        dataset_name, data_dir=data_dir, config_name=dataset_config, windows="all", **builder_options
-    )
+    splits = load_gaze_dataset(dataset_name, data_dir=data_dir, config_name=dataset_config, **builder_options)
     if "validation" in splits:
         return splits["train"], splits["validation"]
     train = splits["train"]
@@ -55,4 +83,4 @@ def _unit_hash(text: str) -> float:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 
 
-__all__ = ["load_training_splits", "DATASET_NAMES"]
+__all__ = ["load_training_splits", "load_protocol_clips", "DATASET_NAMES"]

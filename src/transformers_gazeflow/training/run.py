@@ -99,6 +99,16 @@ class TrainingRun:
         )
         return self.last_checkpoint
 
+    def final_model(self) -> torch.nn.Module:
+        """The weights the model folder gets: the EMA weights of the best validation loss (the last step's without a
+        validation split), the frozen weights as loaded, in float32; loaded into the EMA's model and returned."""
+        final = self.ema.module
+        if self.best_ema_state is not None:
+            final.load_state_dict(self.best_ema_state)
+        if self.frozen_cast is not None:
+            self.frozen_cast.restore(final)
+        return final
+
     def restore(self, accelerator: Accelerator, checkpoint: Path) -> None:
         """Continue from ``checkpoint``: weights, optimizer, schedule, EMA, random state, trainer state."""
         self.state = load_checkpoint(checkpoint, accelerator, **self.checkpointed, flip_generator=self.flip_generator)

@@ -1,6 +1,6 @@
 """Where the training loop stands (:class:`TrainerState`, ``trainer_state.json``): what a checkpoint holds besides
 the weights, optimizer and random state, and what the final model folder keeps of its run (the validation history,
-the best step, the trial starts, the plateau check).
+the best step, the trial starts, the plateau check, the check on the validation clips).
 
 Read back with its shape checked field by field: a file that is not a trainer state ends in a
 :class:`CheckpointError` naming the file and the field, never in a traceback from deep inside the loop.
@@ -23,7 +23,7 @@ class CheckpointError(ValueError):
     fault."""
 
 
-_OPTIONAL_STATE_FIELDS = ("best_step", "seed", "trial_starts", "grounding_plateau")
+_OPTIONAL_STATE_FIELDS = ("best_step", "seed", "trial_starts", "grounding_plateau", "validation_success")
 """Trainer-state fields that older checkpoints lack (their default applies)."""
 
 
@@ -43,6 +43,7 @@ class TrainerState:
     seed: int | None = None  # the run's seed (its data order); a trial start's differs from --seed
     trial_starts: list[dict] = field(default_factory=list)  # --trial_starts: each start's seed, step, losses
     grounding_plateau: dict | None = None  # after training: whether grounding left its plateau (grounding_plateau)
+    validation_success: dict | None = None  # after training: whether it beats Center Bias there (validation_success)
 
     def save(self, folder: Path) -> None:
         path = Path(folder) / TRAINER_STATE
@@ -67,6 +68,7 @@ class TrainerState:
             "seed": (int, type(None)),
             "trial_starts": (list,),
             "grounding_plateau": (dict, type(None)),
+            "validation_success": (dict, type(None)),
         }
         for name in names:
             if name not in data and name in _OPTIONAL_STATE_FIELDS:  # written before the field existed
