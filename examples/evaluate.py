@@ -55,6 +55,7 @@ from transformers_gazeflow.hub.model_folders import (
     load_video_processor,
     save_region_calibration,
 )
+from transformers_gazeflow.metrics.protocol_records import PROTOCOL_WINDOW
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, NO_CAMERA
 from transformers_gazeflow.training.arguments import parse_config_overrides
@@ -75,7 +76,6 @@ from transformers_gazeflow.training.evaluation import (
 )
 from transformers_gazeflow.training.processes import leave_process_group
 
-PROTOCOL_WINDOW = 64
 GRID_K = (1, 10, 30, 50)
 GRID_S = (1, 2, 5, 10, 50)
 
