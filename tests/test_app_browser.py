@@ -240,7 +240,8 @@ def test_upload_watch_progress_and_overlay_then_download_the_csv(browser, server
     status = wait_for_status(page)
     assert status.startswith("Done. 100 frames of bikes.mp4"), status
     state = overlay_state(page)  # Chromium decodes the overlay: browser-playable H.264
-    assert (state["width"], state["height"], state["error"]) == (640, 272, None)
+    # the command's readable overlay: 640x272 enlarged twice, to a short side of at least 480 px
+    assert (state["width"], state["height"], state["error"]) == (1280, 544, None)
     assert state["duration"] == pytest.approx(4.0, abs=0.1)
     assert page.evaluate("() => document.querySelector('#gazeflow-plot img').naturalWidth") > 300  # the plot
     check_csv(download(page, "gaze.csv", tmp_path), range(0, 100), "bikes")
@@ -267,7 +268,7 @@ def test_demo_clip_in_one_click_shows_the_true_gaze(browser, server, artefacts, 
     assert status.startswith("Done. 96 frames of gazeflow_demo_clip.mp4"), status
     assert "Demo clip: the point estimate lies" in status and "true gaze (white cross)" in status
     state = overlay_state(page)
-    assert (state["width"], state["height"]) == (256, 192)
+    assert (state["width"], state["height"]) == (768, 576)  # 256x192 enlarged three times (short side >= 480)
     summary = json.loads(download(page, "summary.json", tmp_path).read_text())
     assert summary["demo"]["frames_scored"] > 48
     assert 0 <= summary["demo"]["point_estimate_error"] <= 1.5
@@ -337,7 +338,7 @@ def test_two_uploads_at_once_both_finish_and_no_temporary_file_is_left(browser, 
     assert wait_for_status(second).startswith("Done. 40 frames of second.mp4")
     check_csv(download(first, "gaze.csv", tmp_path / "first"), range(100, 148), "bikes")
     check_csv(download(second, "gaze.csv", tmp_path / "second"), range(0, 40), "second")
-    assert overlay_state(second)["width"] == 128
+    assert overlay_state(second)["width"] == 640  # 128x96 enlarged five times (short side >= 480)
 
     # count what the server keeps: no job folder, no partial file; new files are only what the two pages show
     assert not list(server.tmp.glob("gazeflow-job-*"))

@@ -370,7 +370,9 @@ class GazeFlowDemo:
     def _output_column(gr) -> list:
         """The status line, the overlay, the figure and the downloads (the predict callback's outputs)."""
         status = gr.Markdown(READY, elem_id="gazeflow-status")
-        overlay = gr.Video(label="Overlay", interactive=False, autoplay=True, loop=True, elem_id="gazeflow-overlay")
+        overlay = gr.Video(
+            label="Overlay", show_label=False, interactive=False, autoplay=True, loop=True, elem_id="gazeflow-overlay"
+        )  # no label box: it would cover the legend burned into the top-left corner
         gr.Markdown(LEGEND)
         plot = gr.Plot(label="Gaze over time", format="png", elem_id="gazeflow-plot")
         downloads = gr.File(
