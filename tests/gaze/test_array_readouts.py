@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from transformers_gazeflow.data.gaze_types import BLINK_OR_OTHER, FIXATION, SACCADE, UNTRACKED
 from transformers_gazeflow.gaze.events import EventRecorder, Fixation, LabelledFrames, Saccade
-from transformers_gazeflow.gaze.uncertainty import count_modes, mode_bandwidth
+from transformers_gazeflow.gaze.uncertainty import _pairwise_rows_sum, count_modes, mean_shift, mode_bandwidth
 from transformers_gazeflow.models.gazeflow.geometry import PinholeCamera
 
 # --- modes ---------------------------------------------------------------------------------------------------------
@@ -30,13 +30,11 @@ def _frame_bandwidth(points: np.ndarray) -> float:
     return float(np.median(nearest))
 
 
-def _frame_modes(points: np.ndarray) -> int:
-    """One frame's modes by the rule as written: every point climbs by Gaussian mean-shift over the K points
-    (bandwidth :func:`_frame_bandwidth`, at most 50 steps, stopping once no point moves more than ``h / 100``);
-    points within ``h / 2`` of each other, directly or through others, form one mode; a mode counts with at least
-    ``max(1, ceil(K / 10))`` points; at least one mode."""
+def _frame_mean_shift(points: np.ndarray, h: float) -> np.ndarray:
+    """``[K, 2]``: one frame's K points after Gaussian mean-shift over themselves at bandwidth ``h`` (``-0.5 d^2 /
+    h^2`` in the exponent), at most 50 steps, stopping after the first step that moves no point by more than
+    ``h / 100`` in x or y."""
     k = len(points)
-    h = max(_frame_bandwidth(points), 1e-9)
     shifted = points.copy()
     for _ in range(50):
         moved = np.empty_like(shifted)
@@ -50,6 +48,17 @@ def _frame_modes(points: np.ndarray) -> int:
         shifted = moved
         if not step > 0.01 * h:  # h / 100
             break
+    return shifted
+
+
+def _frame_modes(points: np.ndarray) -> int:
+    """One frame's modes by the rule as written: every point climbs by Gaussian mean-shift over the K points
+    (bandwidth :func:`_frame_bandwidth`, :func:`_frame_mean_shift`); points within ``h / 2`` of each other, directly
+    or through others, form one mode; a mode counts with at least ``max(1, ceil(K / 10))`` points; at least one
+    mode."""
+    k = len(points)
+    h = max(_frame_bandwidth(points), 1e-9)
+    shifted = _frame_mean_shift(points, h)
     mode_of = list(range(k))  # union-find over the points within h / 2
     root = lambda i: i if mode_of[i] == i else root(mode_of[i])  # noqa: E731
     for i in range(k):
@@ -85,6 +94,31 @@ def test_modes_and_bandwidth_match_the_rule_frame_by_frame(points):
     expected_bandwidth = [_frame_bandwidth(points[:, t]) for t in range(points.shape[1])]
     np.testing.assert_allclose(mode_bandwidth(points), expected_bandwidth, rtol=1e-12, atol=1e-12)
     assert count_modes(points).tolist() == [_frame_modes(points[:, t]) for t in range(points.shape[1])]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_sample_clouds())
+def test_mean_shift_ends_where_the_rule_does_bit_for_bit(points):
+    bandwidth = np.maximum(mode_bandwidth(points), 1e-9)
+    shifted = mean_shift(points, bandwidth)  # [2, T, K]
+    for t in range(points.shape[1]):
+        np.testing.assert_array_equal(shifted[:, t].T, _frame_mean_shift(points[:, t], bandwidth[t]))
+
+
+def test_mean_shift_of_more_than_128_samples_matches_the_rule_bit_for_bit():
+    rng = np.random.default_rng(3)  # two clouds 6 sigmas apart: the weights' sums split in halves past 128 terms
+    points = rng.normal(200.0, 4.0, (131, 2, 2)) + np.array([24.0, 0.0]) * (np.arange(131) % 2)[:, None, None]
+    bandwidth = mode_bandwidth(points)
+    shifted = mean_shift(points, bandwidth)
+    for t in range(2):
+        np.testing.assert_array_equal(shifted[:, t].T, _frame_mean_shift(points[:, t], bandwidth[t]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 2**31 - 1))
+def test_row_sums_add_as_a_contiguous_sum_does(terms, seed):
+    rows = np.exp(np.random.default_rng(seed).normal(0.0, 4.0, (terms, 5)))  # magnitudes far apart: order shows
+    np.testing.assert_array_equal(_pairwise_rows_sum(rows), np.ascontiguousarray(rows.T).sum(-1))
 
 
 def test_modes_reject_frames_without_a_position():

@@ -109,7 +109,11 @@ def _coordinates(points_px: np.ndarray) -> np.ndarray:
 def mode_bandwidth(points_px: np.ndarray) -> np.ndarray:
     """``[T]``: the local spread of each frame's K points ``[K, T, 2]``: the median over the points of the distance
     to their ``ceil(K / 5)``-th nearest neighbour (0 for K = 1)."""
-    points = _coordinates(points_px)
+    return _bandwidth(_coordinates(points_px))
+
+
+def _bandwidth(points: np.ndarray) -> np.ndarray:
+    """:func:`mode_bandwidth` of the x and y ``[2, T, K]`` of each frame's points."""
     k = points.shape[2]
     if k == 1:
         return np.zeros(points.shape[1])
@@ -118,17 +122,80 @@ def mode_bandwidth(points_px: np.ndarray) -> np.ndarray:
     return np.median(np.partition(distances, neighbour, axis=-1)[:, :, neighbour], axis=1)
 
 
-def _mean_shift_step(shifted: np.ndarray, points: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """One Gaussian mean-shift step of ``shifted`` ``[2, t, K]`` over each frame's ``points`` ``[2, t, K]`` at
-    bandwidths ``scale`` ``[t]``: each point moves to the mean of the points weighted by
-    ``exp(-|x - p|^2 / (2 h^2))``. The weighted points are added one after the other (the order of
-    ``np.einsum("tij,tjc->tic")``) and the weights by ``ndarray.sum``, so every bit is the same as theirs."""
-    exponent = _squared_distances(shifted, points)
-    exponent /= (-2.0 * scale**2)[:, None, None]  # the same bits as -0.5 d^2 / h^2: scaling by 2 is exact
-    weights = np.exp(exponent, out=exponent)  # [t, K, K]
-    by_source = np.ascontiguousarray(weights.transpose(0, 2, 1))  # [t, j, i]: summing over j adds point after point
-    pulled = (by_source[None] * points[:, :, :, None]).sum(2)  # [2, t, K]
-    return pulled / weights.sum(-1)
+def _pairwise_rows_sum(rows: np.ndarray) -> np.ndarray:
+    """The sum of ``rows`` ``[n, ...]`` over its first axis with the additions of ``ndarray.sum`` along a contiguous
+    axis (numpy's pairwise summation): below 8 terms one after the other; up to 128 terms in 8 running sums over
+    every eighth term, joined as ``((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))``, then the terms left over
+    one after the other; longer sums as the sum of their two halves (the first a multiple of 8 terms long). Every
+    bit is the same as summing each column's terms laid out contiguously."""
+    n = rows.shape[0]
+    if n < 8:
+        total = rows[0].copy()
+        for row in rows[1:]:
+            total += row
+        return total
+    if n > 128:
+        half = n // 2 - (n // 2) % 8
+        return _pairwise_rows_sum(rows[:half]) + _pairwise_rows_sum(rows[half:])
+    blocks = n - n % 8
+    running = rows[:8].copy()
+    for start in range(8, blocks, 8):
+        running += rows[start : start + 8]
+    total = ((running[0] + running[1]) + (running[2] + running[3])) + (
+        (running[4] + running[5]) + (running[6] + running[7])
+    )
+    for row in rows[blocks:]:
+        total += row
+    return total
+
+
+def _mean_shift_step(shifted: np.ndarray, sources: np.ndarray, divisor: np.ndarray) -> np.ndarray:
+    """One Gaussian mean-shift step of the points ``shifted`` ``[2, t, K]`` (x and y) of ``t`` frames: each point
+    moves to the mean of its frame's K points weighted by ``exp(-|x - p|^2 / (2 h^2))``. ``sources``
+    ``[2, K, t, K]`` holds point ``j``'s coordinates at ``[:, j, f, i]`` for every ``i`` and ``divisor`` ``[t, K]``
+    the ``-2 h^2`` of each point's frame, so that every operation runs over whole contiguous rows. The weighted
+    points are added one after the other (the order of ``np.einsum("tij,tjc->tic")``) and the weights in the order
+    of ``ndarray.sum`` over each point's K weights (:func:`_pairwise_rows_sum`), so every bit is the same as theirs."""
+    exponent = shifted[0] - sources[0]  # [K, t, K]: x_i - p_j at [j, f, i]
+    dy = shifted[1] - sources[1]
+    exponent *= exponent
+    dy *= dy
+    exponent += dy  # the same bits as squaring the differences and summing the two coordinates
+    exponent /= divisor  # the same bits as -0.5 d^2 / h^2: scaling by 2 is exact
+    weights = np.exp(exponent, out=exponent)
+    pulled = np.stack([np.multiply(weights, sources[c], out=dy).sum(0) for c in range(2)])  # point after point
+    return pulled / _pairwise_rows_sum(weights)
+
+
+def mean_shift(points_px: np.ndarray, bandwidth: np.ndarray) -> np.ndarray:
+    """``[2, T, K]``: where each frame's K points ``[K, T, 2]`` (pixels) end under Gaussian mean-shift at the
+    frame's bandwidth ``[T]`` (pixels, at least ``1e-9``): every point climbs over its frame's fixed points, at most
+    :data:`MEAN_SHIFT_STEPS` steps, and a frame stops after the first step that moves none of its points by more
+    than ``h / 100`` in x or y."""
+    points = _coordinates(points_px)  # [2, T, K]
+    return _climb(points, np.maximum(np.asarray(bandwidth, np.float64).reshape(points.shape[1]), 1e-9))
+
+
+def _climb(points: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """:func:`mean_shift` of the x and y ``[2, T, K]`` of each frame's points at bandwidths ``h`` ``[T]``."""
+    frames, k = points.shape[1:]
+    sources = np.ascontiguousarray(np.broadcast_to(points.transpose(0, 2, 1)[..., None], (2, k, frames, k)))
+    divisor = np.repeat((-2.0 * h**2)[:, None], k, axis=1)  # [T, K]
+    shifted = points.copy()
+    active = np.arange(frames)  # frames whose points still move
+    x, scale = shifted, h
+    for _ in range(MEAN_SHIFT_STEPS):
+        moved = _mean_shift_step(x, sources, divisor)
+        moving = np.abs(moved - x).max(axis=(0, 2)) > 1e-2 * scale
+        shifted[:, active] = moved
+        if not moving.all():  # frames that stopped leave the step
+            active, x, scale = active[moving], moved[:, moving], scale[moving]
+            sources, divisor = sources[:, :, moving], divisor[moving]
+        else:
+            x = moved
+        if active.size == 0:
+            break
+    return shifted
 
 
 def count_modes(
@@ -139,21 +206,9 @@ def count_modes(
     ``[T]``, at least 1."""
     points = _coordinates(points_px)  # [2, T, K]
     frames, k = points.shape[1:]
-    bandwidth = mode_bandwidth(points_px) if bandwidth is None else bandwidth
+    bandwidth = _bandwidth(points) if bandwidth is None else bandwidth
     h = np.maximum(np.asarray(bandwidth, np.float64).reshape(frames), 1e-9)
-    shifted = points.copy()
-    active = np.arange(frames)  # frames whose points still move
-    x, p, scale = shifted, points, h
-    for _ in range(MEAN_SHIFT_STEPS):
-        moved = _mean_shift_step(x, p, scale)
-        moving = np.abs(moved - x).max(axis=(0, 2)) > 1e-2 * scale
-        shifted[:, active] = moved
-        if not moving.all():  # frames that stopped leave the step
-            active, x, p, scale = active[moving], moved[:, moving], p[:, moving], scale[moving]
-        else:
-            x = moved
-        if active.size == 0:
-            break
+    shifted = _climb(points, h)
     close = _squared_distances(shifted, shifted) <= ((0.5 * h) ** 2)[:, None, None]
     labels = np.broadcast_to(np.arange(k), (frames, k)).copy()
     while True:  # connected components: each point takes the smallest label within reach
@@ -471,6 +526,7 @@ __all__ = [
     "radius_quantiles",
     "spread_radii",
     "mode_bandwidth",
+    "mean_shift",
     "count_modes",
     "as_region_calibration",
     "describe_uncertainty",
