@@ -130,20 +130,14 @@ def _pairwise_rows_sum(rows: np.ndarray) -> np.ndarray:
     bit is the same as summing each column's terms laid out contiguously."""
     n = rows.shape[0]
     if n < 8:
-        total = rows[0].copy()
-        for row in rows[1:]:
-            total += row
-        return total
+        return rows.sum(0)  # over the outer axis: one row after the other
     if n > 128:
         half = n // 2 - (n // 2) % 8
         return _pairwise_rows_sum(rows[:half]) + _pairwise_rows_sum(rows[half:])
     blocks = n - n % 8
-    running = rows[:8].copy()
-    for start in range(8, blocks, 8):
-        running += rows[start : start + 8]
-    total = ((running[0] + running[1]) + (running[2] + running[3])) + (
-        (running[4] + running[5]) + (running[6] + running[7])
-    )
+    running = rows[:blocks].reshape(blocks // 8, 8, *rows.shape[1:]).sum(0)  # s_r: every eighth term in turn
+    pairs = running[0::2] + running[1::2]  # s0 + s1, s2 + s3, s4 + s5, s6 + s7
+    total = (pairs[0] + pairs[1]) + (pairs[2] + pairs[3])
     for row in rows[blocks:]:
         total += row
     return total
@@ -156,14 +150,12 @@ def _mean_shift_step(shifted: np.ndarray, sources: np.ndarray, divisor: np.ndarr
     the ``-2 h^2`` of each point's frame, so that every operation runs over whole contiguous rows. The weighted
     points are added one after the other (the order of ``np.einsum("tij,tjc->tic")``) and the weights in the order
     of ``ndarray.sum`` over each point's K weights (:func:`_pairwise_rows_sum`), so every bit is the same as theirs."""
-    exponent = shifted[0] - sources[0]  # [K, t, K]: x_i - p_j at [j, f, i]
-    dy = shifted[1] - sources[1]
-    exponent *= exponent
-    dy *= dy
-    exponent += dy  # the same bits as squaring the differences and summing the two coordinates
+    differences = shifted[:, None] - sources  # [2, K, t, K]: x_i - p_j at [:, j, f, i]
+    differences *= differences
+    exponent = np.add(differences[0], differences[1], out=differences[0])  # dx^2 + dy^2, as summing the two
     exponent /= divisor  # the same bits as -0.5 d^2 / h^2: scaling by 2 is exact
     weights = np.exp(exponent, out=exponent)
-    pulled = np.stack([np.multiply(weights, sources[c], out=dy).sum(0) for c in range(2)])  # point after point
+    pulled = (weights * sources).sum(1)  # [2, t, K]: the weighted points one after the other
     return pulled / _pairwise_rows_sum(weights)
 
 
