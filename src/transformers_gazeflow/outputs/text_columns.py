@@ -25,6 +25,11 @@ _SPLITTER = 134217729.0  # 2**27 + 1: Veltkamp's split of a double into two 26-b
 _EXACT_LIMIT = 2.0**50  # scaled magnitudes below this round exactly by the steps of _scaled_integers
 _POWERS = 10 ** np.arange(19, dtype=np.int64)
 _SPACE, _MINUS, _POINT, _ZERO = ord(" "), ord("-"), ord("."), ord("0")
+_FOUR_DIGITS = (
+    np.frombuffer("".join(f"{n:04d}"[::-1] for n in range(10_000)).encode("ascii"), np.uint8).view(np.uint32).copy()
+)
+"""The four ASCII digits of ``0 .. 9999``, least significant first, as one 32-bit word each (its bytes in memory
+order)."""
 
 
 @dataclass(frozen=True)
@@ -95,22 +100,35 @@ def choices(codes: np.ndarray, names: dict[int, str]) -> TextColumn:
     return TextColumn(table.chars[index], table.lengths[index])
 
 
+def _digit_chars(magnitudes: np.ndarray, most: int) -> np.ndarray:
+    """``[N, most]``: the ASCII digits of each integer magnitude below ``10**most``, least significant first (zeros
+    past its own digits), four at a time from :data:`_FOUR_DIGITS`."""
+    groups = -(-most // 4)
+    quads = np.empty((magnitudes.size, groups), np.uint32)
+    rest = magnitudes
+    for group in range(groups):
+        higher = rest // 10_000
+        quads[:, group] = _FOUR_DIGITS[rest - higher * 10_000]
+        rest = higher
+    return quads.view(np.uint8)[:, :most]
+
+
 def _digits(magnitudes: np.ndarray, negative: np.ndarray, decimals: int) -> TextColumn:
     """The text of ``±magnitude / 10**decimals`` for integer magnitudes: at least one digit before the point."""
     count = np.maximum(np.searchsorted(_POWERS, magnitudes, side="right"), decimals + 1)
     most = int(count.max(initial=decimals + 1))  # an empty column still has room for its point
-    width = most + (decimals > 0) + 1
-    digits = (magnitudes[:, None] // _POWERS[None, :most]) % 10  # [N, most], least significant first
-    places = np.arange(most)
-    chars = np.full((magnitudes.size, width), _SPACE, np.uint8)
-    columns = width - 1 - places - (places >= decimals) * (decimals > 0)  # a point's room left of the decimals
-    chars[:, columns] = np.where(places[None] < count[:, None], digits + _ZERO, _SPACE)
-    if decimals > 0:
-        chars[:, width - 1 - decimals] = _POINT
-    lengths = count + (decimals > 0) + negative
+    point = int(decimals > 0)
+    digits = _digit_chars(magnitudes, most)  # [N, most], least significant first
+    backwards = np.empty((magnitudes.size, most + point + 1), np.uint8)  # each cell's bytes from its right end
+    backwards[:, :decimals] = digits[:, :decimals]
+    backwards[:, decimals : decimals + point] = _POINT
+    whole = np.arange(decimals, most)  # the places before the point: blank past the number's own digits
+    backwards[:, decimals + point : -1] = np.where(whole < count[:, None], digits[:, decimals:], _SPACE)
+    backwards[:, -1] = _SPACE
+    lengths = count + point + negative
     rows = np.flatnonzero(negative)
-    chars[rows, width - lengths[rows]] = _MINUS
-    return TextColumn(chars, lengths)
+    backwards[rows, lengths[rows] - 1] = _MINUS
+    return TextColumn(backwards[:, ::-1], lengths)
 
 
 def integers(values: np.ndarray) -> TextColumn:
@@ -185,18 +203,18 @@ def csv_lines(columns: Sequence[TextColumn], line_end: bytes = b"\r\n") -> bytes
     ``line_end`` (the csv module's default, ``\\r\\n``). Cells are written as they are: quote one that needs it
     first (:func:`csv_cell`)."""
     rows = len(columns[0])
-    separator = np.frombuffer(b",", np.uint8)
-    parts, masks = [], []
+    separator, ending = np.frombuffer(b",", np.uint8), np.frombuffer(line_end, np.uint8)
+    parts, lengths = [], np.empty((rows, 2 * len(columns)), np.int64)  # each cell's length, then its separator's
     for index, column in enumerate(columns):
         if len(column) != rows:
             raise ValueError(f"column {index} has {len(column)} cells, expected {rows}")
-        width = column.chars.shape[1]
-        parts.append(column.chars)
-        masks.append(np.arange(width)[None] >= (width - column.lengths)[:, None])
-        ending = separator if index < len(columns) - 1 else np.frombuffer(line_end, np.uint8)
-        parts.append(np.broadcast_to(ending, (rows, ending.size)))
-        masks.append(np.ones((rows, ending.size), bool))
-    return np.concatenate(parts, axis=1)[np.concatenate(masks, axis=1)].tobytes()
+        after = separator if index < len(columns) - 1 else ending
+        parts += [column.chars, np.broadcast_to(after, (rows, after.size))]
+        lengths[:, 2 * index], lengths[:, 2 * index + 1] = column.lengths, after.size
+    widths = np.array([part.shape[1] for part in parts])
+    part_of = np.repeat(np.arange(len(parts)), widths)  # [W]: the part each byte of a line belongs to
+    from_right = np.cumsum(widths)[part_of] - 1 - np.arange(widths.sum())  # [W]: bytes after it in its part
+    return np.concatenate(parts, axis=1)[lengths[:, part_of] > from_right].tobytes()  # the cells right-aligned
 
 
 __all__ = [
