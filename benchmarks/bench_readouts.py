@@ -9,11 +9,12 @@ the readouts then run on the model's own trajectories, chunk by chunk as the com
 ``--write-stage`` times ``gazeflow predict``'s write stage without a model, on one thread: the K samples are the
 synthetic gaze walk (fixations and saccades, 640x480 at 30 fps) plus Gaussian scatter, fed in chunks of 32 frames.
 It prints, in ms per frame, the readouts (:class:`GazeReadout`) and, of them, the uncertainty alone (spreads,
-regions and the mean-shift's modes: ``describe_uncertainty``), ``gaze.csv``'s rows written one by one with the csv
-module as before (:func:`per_row_csv`) beside the same rows formatted a column at a time (``GazeCsvWriter``, and
-whether the two files are the same bytes), ``gaze.parquet`` (``GazeParquetWriter``), the events' files
-(``write_events``: ``fixations.csv`` and ``saccades.csv``), and the whole stage of each
-format (:class:`ReadoutFiles`: readouts, table, events' CSVs and scanpaths, as ``gazeflow predict`` writes them).
+regions and the mean-shift's modes: ``describe_uncertainty``) and, of that, the modes alone (``count_modes``),
+``gaze.csv``'s rows written one by one with the csv module as before (:func:`per_row_csv`) beside the same rows
+formatted a column at a time (``GazeCsvWriter``, and whether the two files are the same bytes), ``gaze.parquet``
+(``GazeParquetWriter``), the events' files (``write_events``: ``fixations.csv`` and ``saccades.csv``), and the
+whole stage of each format (:class:`ReadoutFiles`: readouts, table, events' CSVs and scanpaths, as ``gazeflow
+predict`` writes them).
 
     python benchmarks/bench_readouts.py                       # K = 16 and 64, 240 frames, CPU
     python benchmarks/bench_readouts.py --num-samples 30 --frames 480 --events idt
@@ -36,7 +37,7 @@ from transformers_gazeflow.data.synthetic import SyntheticGazeSettings, generate
 from transformers_gazeflow.data.video_sources import open_video_source
 from transformers_gazeflow.gaze.events import EventSettings
 from transformers_gazeflow.gaze.readout import GazeReadout
-from transformers_gazeflow.gaze.uncertainty import describe_uncertainty
+from transformers_gazeflow.gaze.uncertainty import count_modes, describe_uncertainty
 from transformers_gazeflow.hub.model_folders import load_model, resolve_model
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import FieldOfView, unit_to_pixels
@@ -144,6 +145,11 @@ def time_write_stage(samples: np.ndarray, folder: Path, events: EventSettings, c
     for s in starts:  # the readouts' share for spreads, regions and modes
         describe_uncertainty(samples[:, s : s + chunk], width, height, camera)
     seconds["uncertainty"] = time.perf_counter() - started
+    pixels = unit_to_pixels(samples.astype(np.float64), width, height)
+    started = time.perf_counter()
+    for s in starts:  # the uncertainty's share for the mean-shift's modes
+        count_modes(pixels[:, s : s + chunk])
+    seconds["modes"] = time.perf_counter() - started
     started = time.perf_counter()
     write_events(folder, readout.events, "video", width, height, fps)
     seconds["events_csvs"] = time.perf_counter() - started
@@ -171,9 +177,9 @@ def write_stage(args: argparse.Namespace) -> None:
     """``--write-stage``: the write stage's parts in ms per frame, the old per-row CSV beside the new one."""
     import_pyarrow()
     print(
-        "| K | readouts | of which uncertainty | gaze.csv per row (before) | gaze.csv by column | same bytes "
-        "| gaze.parquet | fixations.csv + saccades.csv | write stage, csv | write stage, parquet |\n"
-        "| ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: | ---: |"
+        "| K | readouts | of which uncertainty | of which modes | gaze.csv per row (before) | gaze.csv by column "
+        "| same bytes | gaze.parquet | fixations.csv + saccades.csv | write stage, csv | write stage, parquet |\n"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: | ---: |"
     )
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_readouts_") as folder:
@@ -183,7 +189,8 @@ def write_stage(args: argparse.Namespace) -> None:
             same = seconds.pop("same_bytes")
             ms = {key: 1000 * value / args.frames for key, value in seconds.items()}
             print(
-                f"| {k} | {ms['readouts']:.3f} | {ms['uncertainty']:.3f} | {ms['csv_per_row']:.3f} | {ms['csv']:.3f} "
+                f"| {k} | {ms['readouts']:.3f} | {ms['uncertainty']:.3f} | {ms['modes']:.3f} | {ms['csv_per_row']:.3f} "
+                f"| {ms['csv']:.3f} "
                 f"| {'yes' if same else 'NO'} | {ms['parquet']:.3f} | {ms['events_csvs']:.3f} | {ms['stage_csv']:.3f} "
                 f"| {ms['stage_parquet']:.3f} |",
                 flush=True,
