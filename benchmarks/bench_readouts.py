@@ -14,11 +14,13 @@ regions and the mean-shift's modes: ``describe_uncertainty``) and, of that, the 
 formatted a column at a time (``GazeCsvWriter``, and whether the two files are the same bytes), ``gaze.parquet``
 (``GazeParquetWriter``), the events' files (``write_events``: ``fixations.csv`` and ``saccades.csv``), and the
 whole stage of each format (:class:`ReadoutFiles`: readouts, table, events' CSVs and scanpaths, as ``gazeflow
-predict`` writes them).
+predict`` writes them). ``--repeats N`` times every part N times and prints the fastest of each (on a machine shared
+with other jobs, the least disturbed).
 
     python benchmarks/bench_readouts.py                       # K = 16 and 64, 240 frames, CPU
     python benchmarks/bench_readouts.py --num-samples 30 --frames 480 --events idt
     OMP_NUM_THREADS=1 python benchmarks/bench_readouts.py --write-stage --num-samples 30 --frames 3000
+    OMP_NUM_THREADS=1 python benchmarks/bench_readouts.py --write-stage --num-samples 30 --frames 1920 --repeats 5
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ def main() -> None:
     parser.add_argument("--events", choices=["ivt", "idt"], default="ivt")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write-stage", action="store_true", help="time the write stage on one thread, no model")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="--write-stage: time each part this many times and print the fastest"
+    )
     add_results_argument(parser)
     args = parser.parse_args()
     if args.write_stage:
@@ -185,8 +190,11 @@ def write_stage(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench_readouts_") as folder:
         time_write_stage(walk_samples(64, 2), Path(folder), EventSettings(args.events))  # imports done (pyarrow's)
         for k in args.num_samples:
-            seconds = time_write_stage(walk_samples(args.frames, k), Path(folder), EventSettings(args.events))
-            same = seconds.pop("same_bytes")
+            samples, runs = walk_samples(args.frames, k), []
+            for _ in range(args.repeats):
+                runs.append(time_write_stage(samples, Path(folder), EventSettings(args.events)))
+            same = all(run.pop("same_bytes") for run in runs)
+            seconds = {key: min(run[key] for run in runs) for key in runs[0]}  # the fastest of the repeats
             ms = {key: 1000 * value / args.frames for key, value in seconds.items()}
             print(
                 f"| {k} | {ms['readouts']:.3f} | {ms['uncertainty']:.3f} | {ms['modes']:.3f} | {ms['csv_per_row']:.3f} "
@@ -197,6 +205,7 @@ def write_stage(args: argparse.Namespace) -> None:
             )
             rows.append({"K": k, **{f"{key}_ms_per_frame": value for key, value in ms.items()}, "same_bytes": same})
     figures = {"frames": args.frames, "events": args.events, "threads": torch.get_num_threads(), "rows": rows}
+    figures["repeats"] = args.repeats
     write_section(args.results_dir, "bench_readouts", "write_stage", figures, [])
 
 
