@@ -370,3 +370,17 @@ def test_a_bad_model_folder_is_one_line(tmp_path, data):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"probe.py: error: --model_name_or_path {tmp_path / 'not_a_model'}")
     assert "Traceback" not in result.stderr
+
+
+def test_sample_motion_writes_one_row_per_step_count(tmp_path, model_dir, data):
+    motion = script("sample_motion")
+    argv = common(model_dir, data) + ["--num_samples", "3", "--num_steps", "1", "2", "--window_frames", "32"]
+    assert motion.main(argv + ["--output_dir", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "sample_motion.json").read_text())
+    assert [row["num_steps"] for row in rows] == [1, 2] and all(row["num_samples"] == 3 for row in rows)
+    for row in rows:
+        assert row["sample_ratio"] == pytest.approx(row["sample_step_px"] / row["human_step_px"])
+        assert -1.0 <= row["deviation_lag1"] <= 1.0 and row["deviation_px"] > 0
+    assert rows[0]["human_step_px"] == rows[1]["human_step_px"]
+    table = (tmp_path / "sample_motion.md").read_text()
+    assert f"| 2 | {rows[1]['sample_ratio']:.2f}x |" in table

@@ -182,3 +182,46 @@ def test_human_halves_reference_alternates_clips():
     assert dyn.human_halves_reference(shifted)["displacement_w1_px"] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="at least 2 clips with steps"):
         dyn.human_halves_reference([np.array([1.0]), np.array([])])
+
+
+# ------------------------------------------------------------------------------------------------ sample_motion
+def test_sample_motion_splits_the_steps_into_the_mean_trajectory_and_the_deviations_by_hand():
+    """10 x 10 px. Samples A (0,0) (1,0) (1,0) and B (0,2) (1,2) (3,2) px: mean (0,1) (1,1) (2,1); deviations A
+    (0,-1) (0,-1) (-1,-1), B the opposite. Steps: samples 1, 0, 1, 2 (median 1), mean 1, 1, deviations 0, 1, 0, 1
+    (median 0.5); sizes 1, 1, sqrt 2 twice (median 1); lag-1: (1 + 1 + 1 + 1) / sqrt(4 * 6). Recorded gaze
+    (0,0) (0.5,0) (0.5,0): steps 0.5, 0 (median 0.25). With frame 2 invalid only the first pair counts."""
+    samples = np.array([[[0, 0], [1, 0], [1, 0]], [[0, 2], [1, 2], [3, 2]]], dtype=np.float64) / 10
+    gaze = np.array([[0, 0], [0.5, 0], [0.5, 0]]) / 10
+    every = dyn.sample_motion([samples], [gaze], [np.ones(3, bool)], 10, 10)
+    assert every == pytest.approx(
+        {
+            "human_step_px": 0.25,
+            "sample_step_px": 1.0,
+            "mean_step_px": 1.0,
+            "deviation_step_px": 0.5,
+            "deviation_px": 1.0,
+            "deviation_lag1": 4 / math.sqrt(24),
+        }
+    )
+    first_two = dyn.sample_motion([samples], [gaze], [np.array([True, True, False])], 10, 10)
+    assert first_two == pytest.approx(
+        {
+            "human_step_px": 0.5,
+            "sample_step_px": 1.0,
+            "mean_step_px": 1.0,
+            "deviation_step_px": 0.0,
+            "deviation_px": 1.0,
+            "deviation_lag1": 1.0,
+        }
+    )
+
+
+def test_sample_motion_pools_clips_and_refuses_clips_without_a_pair():
+    """Two clips of one sample each: the mean is the sample, deviations 0 (lag-1 undefined: NaN)."""
+    still = np.zeros((1, 2, 2))
+    moving = np.array([[[0.0, 0.0], [0.3, 0.4]]])
+    pooled = dyn.sample_motion([still, moving], [still[0], moving[0]], [np.ones(2, bool)] * 2, 10, 10)
+    assert pooled["sample_step_px"] == pytest.approx(2.5)  # median of 0 and 5
+    assert pooled["deviation_step_px"] == 0.0 and math.isnan(pooled["deviation_lag1"])
+    with pytest.raises(ValueError, match="no clip has two consecutive valid frames"):
+        dyn.sample_motion([moving], [moving[0]], [np.array([True, False])], 10, 10)

@@ -333,6 +333,40 @@ def trajectory_dynamics(trajectories, gaze, valid, width: int, height: int, bins
     return out
 
 
+def sample_motion(trajectories, gaze, valid, width: int, height: int) -> dict[str, float]:
+    """Where a sample set's per-frame steps come from, pooled over clips (inputs as :func:`trajectory_dynamics`'s):
+    each sample x^k is the mean trajectory m = mean_k x^k (what the K samples agree on) plus its deviation
+    d^k = x^k - m. Medians in pixels over consecutive valid frames: the recorded gaze's step (``human_step_px``), the
+    samples' (``sample_step_px``), the mean trajectory's (``mean_step_px``), the deviations' (``deviation_step_px``),
+    and the deviation's size per valid frame (``deviation_px``); ``deviation_lag1`` is the lag-1 correlation of the
+    deviations over those pairs, sum d_t . d_t+1 / sqrt(sum |d_t|^2 sum |d_t+1|^2) (1: each sample keeps its offset
+    from the others; a posterior over where a fixation is keeps it within the fixation)."""
+    from ..models.gazeflow.geometry import unit_to_pixels
+
+    steps = {"human": [], "sample": [], "mean": [], "deviation": []}
+    sizes, products, before, after = [], 0.0, 0.0, 0.0
+    for i, (tr, g, v) in enumerate(zip(trajectories, gaze, valid, strict=True)):
+        samples = unit_to_pixels(_traj(tr, f"trajectories[{i}]"), width, height).astype(np.float64)
+        human = unit_to_pixels(_traj(g, f"gaze[{i}]")[0], width, height).astype(np.float64)
+        v = _valid(v, samples.shape[1])
+        pairs = v[1:] & v[:-1]
+        deviation = samples - samples.mean(axis=0)
+        for name, series in (("human", human[None]), ("sample", samples), ("mean", samples.mean(axis=0)[None])):
+            steps[name].append(np.linalg.norm(np.diff(series, axis=1), axis=-1)[:, pairs].ravel())
+        steps["deviation"].append(np.linalg.norm(np.diff(deviation, axis=1), axis=-1)[:, pairs].ravel())
+        sizes.append(np.linalg.norm(deviation, axis=-1)[:, v].ravel())
+        first, second = deviation[:, :-1][:, pairs], deviation[:, 1:][:, pairs]
+        products += float((first * second).sum())
+        before, after = before + float((first**2).sum()), after + float((second**2).sum())
+    pooled = {name: np.concatenate(parts) for name, parts in steps.items()}
+    if not pooled["human"].size:
+        raise ValueError("no clip has two consecutive valid frames")
+    out = {f"{name}_step_px": float(np.median(values)) for name, values in pooled.items()}
+    out["deviation_px"] = float(np.median(np.concatenate(sizes)))
+    out["deviation_lag1"] = products / np.sqrt(before * after) if before > 0 and after > 0 else float("nan")
+    return out
+
+
 __all__ = [
     "JSD_BINS",
     "LOG_JSD_BINS",
@@ -349,4 +383,5 @@ __all__ = [
     "motionless_reference",
     "human_halves_reference",
     "trajectory_dynamics",
+    "sample_motion",
 ]

@@ -244,6 +244,13 @@ class GazeFlowConfig(PreTrainedConfig):
             whitened loss, lambda ||P (v - u)||^2 with P the projection onto constant trajectories: 1 charges a
             constant offset of the window what the plain loss does, about (1 + rho) / (1 - rho) times the whitened
             loss's charge, and leaves the frame-to-frame terms whitened (beyond the paper).
+        window_mean_velocity (`bool`, *optional*, defaults to `False`):
+            With `whitened_flow`, the window's mean velocity is an output of its own, c = Linear(the mean of the
+            head's normalised gaze tokens over frames), and the frame outputs w only shape the motion around it:
+            v = c 1 + (I - P) L w, P the projection onto constant trajectories. The loss charges the mean plainly
+            and the rest whitened, ||P (v - u)||^2 + ||L^-1 (I - P) (v - u)||^2: where the window is, is learned
+            as Eq. cfm_loss learns it, the motion within it as the whitened flow does (beyond the paper). Windowed
+            models only (c reads every frame of the window).
         time_grid_power (`float`, *optional*, defaults to 1.0):
             The sampler's flow-time grid s_i = 1 - (1 - i / S)^p, i = 0..S: 1 is the paper's uniform Euler grid
             (Appendix D.2); p > 1 spends more of the S steps near the data end s = 1 (beyond the paper). See
@@ -350,6 +357,7 @@ class GazeFlowConfig(PreTrainedConfig):
         1.0, "a number in [0, 1] (1: the whitened loss alone)", lambda v: 0 <= v <= 1
     )
     whitened_mean_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no mean term)", lambda v: v >= 0)
+    window_mean_velocity: bool = _flag(False)
     time_grid_power: float | int = _number(1.0, "a number >= 1 (1: the paper's uniform grid)", lambda v: v >= 1)
     self_conditioning_prob: float | int = _number(0.5, "a number in [0, 1]", lambda value: 0.0 <= value <= 1.0)
     grounding_loss_weight: float | int = _number(0.0, "a number >= 0 (0: no grounding head)", lambda value: value >= 0)
@@ -470,6 +478,15 @@ class GazeFlowConfig(PreTrainedConfig):
             "whitened_mean_loss_weight",
             "0 (the default) unless whitened_flow=True (it adds to the whitened flow's loss)",
             self.whitened_mean_loss_weight,
+        )
+        _require(
+            not self.window_mean_velocity
+            or (self.whitened_flow and not self.causal)
+            and (self.whitened_loss_share, self.whitened_mean_loss_weight) == (1, 0),
+            "window_mean_velocity",
+            "False unless whitened_flow=True with causal=False and the whitened loss alone (whitened_loss_share 1, "
+            "whitened_mean_loss_weight 0)",
+            self.window_mean_velocity,
         )
         _require(
             self.objective != "regression" or self.num_samples == 1,

@@ -132,14 +132,31 @@ def window_mean_mse(prediction: torch.Tensor, target: torch.Tensor, valid_mask: 
     return per_example.sum() / (2 * mask.sum()).clamp_min(1.0)
 
 
+def window_centred(trajectory: torch.Tensor, valid_mask: torch.Tensor) -> torch.Tensor:
+    """(I - P) x: ``trajectory`` ``[B, T, 2]`` less its mean over each example's valid frames (``valid_mask``
+    ``[B, T]``), the part of a window that moves within it."""
+    mask = valid_mask.to(torch.float32).unsqueeze(-1)
+    mean = (trajectory.float() * mask).sum(dim=1, keepdim=True) / mask.sum(dim=1, keepdim=True).clamp_min(1.0)
+    return trajectory.float() - mean
+
+
 def flow_loss(predicted: torch.Tensor, target: torch.Tensor, valid_mask: torch.Tensor, config) -> torch.Tensor:
     """The flow-matching loss of Eq. cfm_loss on ``[B, T, 2]``: :func:`masked_mse` ||v - u||^2, or with
     ``config.whitened_flow`` a ||L^-1 (v - u)||^2 + (1 - a) ||v - u||^2 + lambda ||P (v - u)||^2, a =
     ``config.whitened_loss_share``, lambda = ``config.whitened_mean_loss_weight`` and P the projection onto
-    constant trajectories (:func:`window_mean_mse`). Every such loss is a positive definite quadratic form in
+    constant trajectories (:func:`window_mean_mse`); with ``config.window_mean_velocity`` ||P (v - u)||^2 +
+    ||L^-1 (I - P) (v - u)||^2 (:func:`window_centred`). Every such loss is a positive definite quadratic form in
     v - u, so its minimiser is still E[u | x_s]: the terms only choose which errors training charges most."""
     if not config.whitened_flow:
         return masked_mse(predicted, target, valid_mask)
+    if config.window_mean_velocity:
+        moving = frame_whitened_mse(
+            window_centred(predicted, valid_mask),
+            window_centred(target, valid_mask),
+            valid_mask,
+            config.noise_correlation,
+        )
+        return window_mean_mse(predicted, target, valid_mask) + moving
     loss = frame_whitened_mse(predicted, target, valid_mask, config.noise_correlation)
     share = config.whitened_loss_share
     if share != 1:

@@ -56,6 +56,7 @@ class GazeFlowVelocityNetwork(nn.Module):
         self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.output_head = nn.Linear(config.hidden_size, 2)
         self.whitening_correlation = config.noise_correlation if config.whitened_flow else 0.0
+        self.window_mean_head = nn.Linear(config.hidden_size, 2) if config.window_mean_velocity else None
 
     def forward(
         self,
@@ -116,7 +117,10 @@ class GazeFlowVelocityNetwork(nn.Module):
                     collected.append(layer_weights)
         rows = layer_norm_rows(self.output_norm, hidden.reshape(-1, hidden.shape[-1]))
         head = linear_rows(self, (self.output_head,), rows).view(batch, samples, frames, -1)
-        velocity = self.read_head(head, previous_velocity)
+        window_mean = None
+        if self.window_mean_head is not None:
+            window_mean = self.window_mean_head(rows.view(batch, samples, frames, -1).mean(dim=2))
+        velocity = self.read_head(head, previous_velocity, window_mean)
         if not (output_attentions or output_hidden_states):
             return velocity
         self_weights, visual_weights, task_weights = (
@@ -130,13 +134,22 @@ class GazeFlowVelocityNetwork(nn.Module):
             task_cross_attentions=task_weights,
         )
 
-    def read_head(self, head: torch.Tensor, previous_velocity: torch.Tensor | None = None) -> torch.Tensor:
+    def read_head(
+        self,
+        head: torch.Tensor,
+        previous_velocity: torch.Tensor | None = None,
+        window_mean: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The velocity in model coordinates from the head's output ``[B, K, T, 2]``: the output itself, or with
         ``config.whitened_flow`` the AR(1) recursion v = L w over frames (``scheduling_gazeflow.correlate_noise``,
-        continued from ``previous_velocity`` when given)."""
+        continued from ``previous_velocity`` when given); with ``window_mean`` c ``[B, K, 2]``
+        (``config.window_mean_velocity``) v = c 1 + (I - P) L w, L w's mean over the frames replaced by c."""
         if not self.whitening_correlation:
             return head
-        return correlate_noise(head, self.whitening_correlation, previous_velocity, frame_dim=-2)
+        velocity = correlate_noise(head, self.whitening_correlation, previous_velocity, frame_dim=-2)
+        if window_mean is None:
+            return velocity
+        return velocity - velocity.mean(dim=-2, keepdim=True) + window_mean.unsqueeze(-2)
 
     def embed(
         self,

@@ -1,0 +1,149 @@
+#!/usr/bin/env python
+"""Where a model's sampled steps come from: the K samples' per-frame steps split into the mean trajectory's (what the
+samples agree on) and each sample's deviation from it, at one or more step counts S
+(``metrics.dynamics.sample_motion``).
+
+    python examples/sample_motion.py --dataset_name synthetic --data_dir data/synthetic_small \
+        --dataset_config small --num_steps 5 50 --output_dir runs/analysis/sample_motion     # the bundled model
+
+Each clip's first window of --window_frames frames (the evaluation protocol's, 64) is sampled as
+``examples/evaluate.py`` does (coherent windows, the same seeds per clip). Writes ``sample_motion.md`` and
+``sample_motion.json`` (one row per S).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from transformers_gazeflow.analysis.capture import (
+    add_model_and_dataset_arguments,
+    load_analysis_model,
+    load_first_windows,
+)
+from transformers_gazeflow.hub.model_folders import ModelFolderError
+from transformers_gazeflow.metrics.dynamics import sample_motion
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
+from transformers_gazeflow.training.evaluation import predict_clips
+
+PROG = "sample_motion.py"
+COLUMNS = (
+    ("S", "num_steps", "{:d}"),
+    ("sample step / human", "sample_ratio", "{:.2f}x"),
+    ("mean trajectory step / human", "mean_ratio", "{:.2f}x"),
+    ("deviation step (px)", "deviation_step_px", "{:.3f}"),
+    ("deviation size (px)", "deviation_px", "{:.2f}"),
+    ("deviation lag-1 correlation", "deviation_lag1", "{:.3f}"),
+)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=PROG, description="The samples' steps: mean trajectory and deviations.")
+    add_model_and_dataset_arguments(parser)
+    parser.add_argument("--split", default="test", help="the clips analysed")
+    parser.add_argument("--window_frames", type=int, default=64, help="frames of each clip's first window")
+    parser.add_argument("--max_clips", type=int, default=None, help="analyse at most N clips (quick checks)")
+    parser.add_argument("--num_samples", type=int, default=None, help="K (default: the model config's)")
+    parser.add_argument("--num_steps", type=int, nargs="+", default=None, help="S values (default: the config's)")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (per clip, as evaluate.py)")
+    parser.add_argument("--device", default=None, help="e.g. cuda (default: cpu)")
+    parser.add_argument("--output_dir", required=True, help="where sample_motion.md/.json go")
+    args = parser.parse_args(argv)
+    for name in ("window_frames", "max_clips", "num_samples"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name} must be >= 1, got {value}")
+    if args.num_steps is not None and min(args.num_steps) < 1:
+        parser.error(f"--num_steps must each be >= 1, got {args.num_steps}")
+    return args
+
+
+def motion_row(model, examples: list[dict], processor, args: argparse.Namespace, num_steps: int | None) -> dict:
+    """:func:`sample_motion` of the K samples at one S, with the ratios to the recorded gaze's median step."""
+    settings = SamplingSettings.resolve(model.config, num_samples=args.num_samples, num_steps=num_steps)
+    predictions, _ = predict_clips(
+        model,
+        examples,
+        processor,
+        settings.num_samples,
+        settings.num_steps,
+        settings.solver,
+        args.seed,
+        window=args.window_frames,
+    )
+    width, height = int(examples[0]["width"]), int(examples[0]["height"])
+    if any((int(e["width"]), int(e["height"])) != (width, height) for e in examples):
+        raise ValueError(f"--split {args.split}: the clips differ in frame size; pixels would not pool")
+    motion = sample_motion(
+        predictions,
+        [np.asarray(e["gaze"]) for e in examples],
+        [np.asarray(e["valid"]) for e in examples],
+        width,
+        height,
+    )
+    human = motion["human_step_px"]
+    return {
+        "num_steps": settings.num_steps,
+        "num_samples": settings.num_samples,
+        **motion,
+        "sample_ratio": motion["sample_step_px"] / human if human > 0 else float("nan"),
+        "mean_ratio": motion["mean_step_px"] / human if human > 0 else float("nan"),
+    }
+
+
+def motion_markdown(rows: list[dict], title: str) -> str:
+    header = "| " + " | ".join(name for name, _, _ in COLUMNS) + " |"
+    rule = "| " + " | ".join("---:" for _ in COLUMNS) + " |"
+    body = ["| " + " | ".join(fmt.format(row[key]) for _, key, fmt in COLUMNS) + " |" for row in rows]
+    human = f"(recorded gaze: median step {rows[0]['human_step_px']:.3f} px)"
+    return "\n".join([f"## {title}", "", header, rule, *body, "", human, ""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        model, processor = load_analysis_model(args.model_name_or_path, args.device)
+    except (ModelFolderError, OSError, ValueError) as err:
+        raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
+    try:
+        examples = load_first_windows(
+            args.dataset_name,
+            args.data_dir,
+            args.split,
+            args.dataset_config,
+            args.window_frames,
+            args.max_clips,
+            args.cache_dir,
+        )
+    except (ValueError, KeyError, FileNotFoundError) as err:
+        raise ValueError(
+            f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
+            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        ) from err
+    if not examples:
+        raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
+    model.set_attn_implementation("sdpa")  # sampling needs no weights
+    rows = [motion_row(model, examples, processor, args, s) for s in (args.num_steps or [None])]
+    name = args.model_name_or_path or "bundled default"
+    report = motion_markdown(
+        rows, f"Sample motion: {name} on {args.dataset_name} / {args.split}, {len(examples)} clips"
+    )
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sample_motion.md").write_text(report)
+    (out / "sample_motion.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print(report)
+    print(f"wrote {out / 'sample_motion.md'} and {out / 'sample_motion.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (ValueError, FileNotFoundError) as err:
+        print(f"{PROG}: error: {str(err).splitlines()[0]}", file=sys.stderr)
+        sys.exit(1)
