@@ -49,8 +49,8 @@ from transformers_gazeflow.analysis.attribution import (
 from transformers_gazeflow.analysis.capture import (
     add_model_and_dataset_arguments,
     clip_attentions,
-    load_analysis_model,
-    load_first_windows,
+    model_from_arguments,
+    windows_from_arguments,
 )
 from transformers_gazeflow.analysis.figures import (
     attribution_scatter_figure,
@@ -59,7 +59,6 @@ from transformers_gazeflow.analysis.figures import (
     self_attention_offset_figure,
 )
 from transformers_gazeflow.analysis.masks import MaskFolderSource, MaskNotFoundError, SyntheticMaskSource
-from transformers_gazeflow.hub.model_folders import ModelFolderError
 
 PROG = "attention_analysis.py"
 
@@ -167,22 +166,9 @@ def main(argv: list[str] | None = None) -> int:
 def load_model_and_clips(args: argparse.Namespace) -> tuple:
     """The model (``--model_name_or_path``, the bundled one without it), its processor and the first window of each
     clip of ``--split``; a ``ValueError`` naming the argument when one cannot be loaded."""
-    try:
-        model, processor = load_analysis_model(args.model_name_or_path, args.device)
-    except (ModelFolderError, OSError, ValueError) as err:
-        raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
+    model, processor = model_from_arguments(args)
     window = int(model.config.num_frames)
-    try:
-        examples = load_first_windows(
-            args.dataset_name, args.data_dir, args.split, args.dataset_config, window, args.max_clips, args.cache_dir
-        )
-    except (ValueError, KeyError, FileNotFoundError) as err:
-        raise ValueError(
-            f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
-            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
-        ) from err
-    if not examples:
-        raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
+    examples = windows_from_arguments(args, "--split", args.split, window, args.max_clips)
     return model, processor, examples
 
 

@@ -25,8 +25,8 @@ import numpy as np
 
 from transformers_gazeflow.analysis.capture import (
     add_model_and_dataset_arguments,
-    load_analysis_model,
-    load_first_windows,
+    model_from_arguments,
+    windows_from_arguments,
 )
 from transformers_gazeflow.analysis.failures import (
     FailureRule,
@@ -39,7 +39,6 @@ from transformers_gazeflow.analysis.failures import (
 from transformers_gazeflow.analysis.figures import FailureRow, evenly_spaced, failure_cases_figure
 from transformers_gazeflow.data.gaze_types import OFF_FRAME
 from transformers_gazeflow.data.video import decode_frames
-from transformers_gazeflow.hub.model_folders import ModelFolderError
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.training.evaluation import predict_clips
@@ -113,27 +112,8 @@ def figure_row(example: dict, failures, samples: np.ndarray, frames_per_clip: in
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        model, processor = load_analysis_model(args.model_name_or_path, args.device)
-    except (ModelFolderError, OSError, ValueError) as err:
-        raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
-    try:
-        examples = load_first_windows(
-            args.dataset_name,
-            args.data_dir,
-            args.split,
-            args.dataset_config,
-            args.window_frames,
-            args.max_clips,
-            args.cache_dir,
-        )
-    except (ValueError, KeyError, FileNotFoundError) as err:
-        raise ValueError(
-            f"--split {args.split} of {args.dataset_name} (--data_dir {args.data_dir}): "
-            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
-        ) from err
-    if not examples:
-        raise ValueError(f"--split {args.split} of {args.dataset_name} has no clips")
+    model, processor = model_from_arguments(args)
+    examples = windows_from_arguments(args, "--split", args.split, args.window_frames, args.max_clips)
     model.set_attn_implementation("sdpa")  # sampling needs no weights
     settings = SamplingSettings.resolve(
         model.config, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver

@@ -28,8 +28,8 @@ from transformers_gazeflow.analysis.capture import (
     add_model_and_dataset_arguments,
     clip_encoder_features,
     clip_task_banks,
-    load_analysis_model,
-    load_first_windows,
+    model_from_arguments,
+    windows_from_arguments,
 )
 from transformers_gazeflow.analysis.figures import probe_figure
 from transformers_gazeflow.analysis.probing import (
@@ -39,7 +39,6 @@ from transformers_gazeflow.analysis.probing import (
     probe_table_json,
     probe_table_markdown,
 )
-from transformers_gazeflow.hub.model_folders import ModelFolderError
 
 PROG = "probe.py"
 
@@ -94,34 +93,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def load_split(args: argparse.Namespace, option: str, split: str, window: int) -> list[dict]:
-    try:
-        examples = load_first_windows(
-            args.dataset_name, args.data_dir, split, args.dataset_config, window, args.max_clips, args.cache_dir
-        )
-    except (ValueError, KeyError, FileNotFoundError) as err:
-        raise ValueError(
-            f"{option} {split} of {args.dataset_name} (--data_dir {args.data_dir}): "
-            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
-        ) from err
-    if not examples:
-        raise ValueError(f"{option} {split} of {args.dataset_name} has no clips")
-    return examples
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        model, processor = load_analysis_model(args.model_name_or_path, args.device)
-    except (ModelFolderError, OSError, ValueError) as err:
-        raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
+    model, processor = model_from_arguments(args)
     window = int(model.config.num_frames)
     splits = {
-        "train": load_split(args, "--train_split", args.train_split, window),
-        "test": load_split(args, "--test_split", args.test_split, window),
+        "train": windows_from_arguments(args, "--train_split", args.train_split, window, args.max_clips),
+        "test": windows_from_arguments(args, "--test_split", args.test_split, window, args.max_clips),
     }
     if args.validation_split.lower() != "none":
-        splits["validation"] = load_split(args, "--validation_split", args.validation_split, window)
+        splits["validation"] = windows_from_arguments(
+            args, "--validation_split", args.validation_split, window, args.max_clips
+        )
     held_out = None
     if args.validation_split.lower() == "none":
         order = np.random.default_rng(args.seed).permutation(len(splits["train"]))

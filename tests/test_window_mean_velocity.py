@@ -8,19 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from tests.test_whitened_flow import synthesis
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel, unit_to_model
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import flow_loss
 
 RHO = 0.8
-
-
-def synthesis(head: np.ndarray, rho: float) -> np.ndarray:
-    """v[0] = w[0], v[t] = rho v[t - 1] + sqrt(1 - rho^2) w[t] over axis -2, frame by frame."""
-    out = np.empty_like(head, dtype=np.float64)
-    for t in range(head.shape[-2]):
-        w = head[..., t, :].astype(np.float64)
-        out[..., t, :] = w if t == 0 else rho * out[..., t - 1, :] + math.sqrt(1 - rho * rho) * w
-    return out
 
 
 def mean_head_model(seed: int = 0) -> GazeFlowModel:

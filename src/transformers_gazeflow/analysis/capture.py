@@ -211,7 +211,40 @@ def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
 
 
+def model_from_arguments(args: argparse.Namespace):
+    """:func:`load_analysis_model` of ``--model_name_or_path`` on ``--device``; its errors as one ``ValueError``
+    naming the option."""
+    from ..hub.model_folders import ModelFolderError
+
+    try:
+        return load_analysis_model(args.model_name_or_path, args.device)
+    except (ModelFolderError, OSError, ValueError) as err:
+        raise ValueError(f"--model_name_or_path {args.model_name_or_path or '(bundled)'}: {err}") from err
+
+
+def windows_from_arguments(
+    args: argparse.Namespace, option: str, split: str, window_frames: int, max_clips: int | None
+) -> list[dict[str, Any]]:
+    """:func:`load_first_windows` of one split named by ``option`` (e.g. ``--split``) with the dataset options of
+    :func:`add_model_and_dataset_arguments`; a split that fails to load or has no clips is one ``ValueError``
+    naming the option."""
+    try:
+        examples = load_first_windows(
+            args.dataset_name, args.data_dir, split, args.dataset_config, window_frames, max_clips, args.cache_dir
+        )
+    except (ValueError, KeyError, FileNotFoundError) as err:
+        raise ValueError(
+            f"{option} {split} of {args.dataset_name} (--data_dir {args.data_dir}): "
+            f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        ) from err
+    if not examples:
+        raise ValueError(f"{option} {split} of {args.dataset_name} has no clips")
+    return examples
+
+
 __all__ = [
+    "model_from_arguments",
+    "windows_from_arguments",
     "add_model_and_dataset_arguments",
     "load_analysis_model",
     "load_first_windows",

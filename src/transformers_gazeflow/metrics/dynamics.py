@@ -350,10 +350,15 @@ def sample_motion(trajectories, gaze, valid, width: int, height: int) -> dict[st
         human = unit_to_pixels(_traj(g, f"gaze[{i}]")[0], width, height).astype(np.float64)
         v = _valid(v, samples.shape[1])
         pairs = v[1:] & v[:-1]
-        deviation = samples - samples.mean(axis=0)
-        for name, series in (("human", human[None]), ("sample", samples), ("mean", samples.mean(axis=0)[None])):
+        mean = samples.mean(axis=0)
+        deviation = samples - mean
+        for name, series in (
+            ("human", human[None]),
+            ("sample", samples),
+            ("mean", mean[None]),
+            ("deviation", deviation),
+        ):
             steps[name].append(np.linalg.norm(np.diff(series, axis=1), axis=-1)[:, pairs].ravel())
-        steps["deviation"].append(np.linalg.norm(np.diff(deviation, axis=1), axis=-1)[:, pairs].ravel())
         sizes.append(np.linalg.norm(deviation, axis=-1)[:, v].ravel())
         first, second = deviation[:, :-1][:, pairs], deviation[:, 1:][:, pairs]
         products += float((first * second).sum())
