@@ -11,6 +11,7 @@ from transformers_gazeflow.gaze.uncertainty import (
     coverage_ratios,
     describe_uncertainty,
     fit_region_scale,
+    mean_shift,
     merge_coverage,
     reliability_table,
 )
@@ -65,6 +66,23 @@ def test_modes_of_known_point_clouds():
     lone = np.zeros((30, 1, 2)) + rng.normal(0, 1, (30, 1, 2))
     lone[0, 0] = (40, 40)
     assert count_modes(lone).tolist() == [1]
+
+
+def test_modes_merge_endpoints_within_half_the_bandwidth():
+    """Two groups of five points at -a and +a along x at bandwidth h: just above a = h the kernel density has two
+    modes, close together, where mean-shift leaves the groups a little over h / 2 apart; just below, one mode whose
+    climb stops a little short of h / 2 apart. The rule "endpoints within h / 2 form one mode" then gives 2 and 1,
+    so a merge radius of 0.6 h or 0.4 h fails one of the two frames."""
+    h = 3.0
+    half_gaps = np.array([0.9975, 0.9875]) * h  # one frame each
+    points = np.zeros((10, 2, 2)) + 50.0
+    points[:5, :, 0] -= half_gaps
+    points[5:, :, 0] += half_gaps
+    ends = mean_shift(points, np.full(2, h))  # [2, T, K]
+    gaps = ends[0].max(-1) - ends[0].min(-1)
+    assert 0.55 * h < gaps[0] < 0.6 * h and 0.4 * h < gaps[1] < 0.5 * h  # the frames discriminate the radius
+    assert np.abs(ends[0, :, :5] - ends[0, :, :1]).max() < 1e-9  # each group ends on one point
+    assert count_modes(points, np.full(2, h)).tolist() == [2, 1]
 
 
 def test_the_region_scale_fit_on_a_known_distribution():
