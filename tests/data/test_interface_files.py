@@ -310,6 +310,9 @@ def changed(path: str, value):
         ("noise_correlation", 1.0, "noise_correlation: expected a number in [0, 1) (0: independent frames), got 1.0"),
         ("noise_correlation", -0.1, "noise_correlation: expected a finite number in [0, 1], got -0.1"),
         ("noise_correlation", "0.5", "noise_correlation: expected a finite number in [0, 1], got '0.5'"),
+        ("noise_scale", 0, "noise_scale: expected a finite number > 0, got 0"),
+        ("noise_scale", -0.5, "noise_scale: expected a finite number > 0, got -0.5"),
+        ("noise_scale", "0.5", "noise_scale: expected a finite number > 0, got '0.5'"),
     ],
 )
 def test_a_streamer_json_names_the_field_that_is_wrong(export, path, value, message):
@@ -327,6 +330,8 @@ def test_a_streamer_json_as_read_and_matched_against_its_graph(export):
     assert interface["path"] == export / "step.onnx"
     correlated = streamer_interface({**STREAMER, "noise_correlation": 0.5}, export, "streamer.json")
     assert correlated["noise_correlation"] == 0.5  # the AR(1) prior's rho reaches the stepper
+    scaled = streamer_interface({**STREAMER, "noise_scale": 0.7}, export, "streamer.json")
+    assert scaled["noise_scale"] == 0.7  # x_0's standard deviation reaches the stepper
     assert interface["state_bytes"] == 8 + 4 * 2 * 8 * 16 * 4
     graph_inputs = [
         (e["name"], e["shape"], {"float32": "tensor(float)", "int64": "tensor(int64)"}[e["dtype"]])

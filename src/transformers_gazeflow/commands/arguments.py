@@ -2,9 +2,10 @@
 
 The sampling flags are :data:`SAMPLING_FLAGS`, one entry per field of
 :class:`~transformers_gazeflow.models.gazeflow.generation_gazeflow.SamplingSettings` a flag sets (``-k``, ``-s``,
-``--solver``, ``--window-mode``): :func:`add_sampling_arguments` gives them to every subcommand that samples (with
-``--seed``), :func:`check_arguments` checks their bounds, and :func:`sampling_request` hands what was given to
-``SamplingSettings.resolve`` by field name once the model's config is known. A new sampling option is one entry here.
+``--solver``, ``--noise-scale``, ``--window-mode``): :func:`add_sampling_arguments` gives them to every subcommand that
+samples (with ``--seed``), :func:`check_arguments` checks their bounds, and :func:`sampling_request` hands what was
+given to ``SamplingSettings.resolve`` by field name once the model's config is known. A new sampling option is one entry
+here.
 
 Plain Python like the parser (``argparse``; the choices from ``models.gazeflow.choices``): nothing heavy is imported,
 so ``gazeflow --help`` and argument errors answer in well under a second.
@@ -91,6 +92,12 @@ SAMPLING_FLAGS: dict[str, SamplingFlag] = {
         ("--num-steps", "-s"), "S ODE steps", int, 1, MAX_NUM_STEPS, meaning="the number S of ODE steps"
     ),
     "solver": SamplingFlag(("--solver",), "ODE solver", choices=SOLVERS),
+    "noise_scale": SamplingFlag(
+        ("--noise-scale",),
+        "tau, the standard deviation of x_0: 1 is the paper's sampler, below 1 a sampling temperature (steadier "
+        "samples, a narrower spread)",
+        float,
+    ),
     "window_mode": SamplingFlag(
         ("--window-mode",),
         "joining overlapping windows: coherent (each sample one continuous trajectory) or blend (the paper's linear "
@@ -309,6 +316,9 @@ def check_arguments(args: argparse.Namespace) -> None:
             _at_least(args, dest, flag.minimum, flag.meaning)
         if flag.maximum is not None:
             _at_most(args, dest, flag.maximum, flag.meaning)
+    scale = getattr(args, "noise_scale", None)
+    if scale is not None and not 0 < scale < float("inf"):
+        raise UsageError(f"--noise-scale {scale}: expected a number > 0 (the standard deviation of x_0)")
     memory = getattr(args, "max_memory_gb", None)
     if memory is not None and not (memory > 0 and memory != float("inf")):
         raise UsageError(f"--max-memory-gb {memory}: expected a positive number of gigabytes")

@@ -328,7 +328,7 @@ def prediction_summary(record: dict[str, Any], where: str) -> dict[str, Any]:
     integer >= 0), ``fps`` (> 0) and ``timings.predict_s`` (>= 0)."""
     text_field(field(record, "video", where, "the video's path"), where, "video")
     number(field(record, "frames", where, "a frame count"), where, "frames", 0, math.inf, integer=True)
-    number(field(record, "fps", where, "a frame rate"), where, "fps", 0, math.inf, low_open=True)
+    number(field(record, "fps", where, "a frame rate"), where, "fps", 0, math.inf)
     timings = field(record, "timings", where, "an object with predict_s")
     number(field(timings, "predict_s", where, "seconds", "timings."), where, "timings.predict_s", 0)
     return record
@@ -371,7 +371,8 @@ def _tensor_entries(value: Any, where: str, name: str) -> list[tuple[str, tuple[
 def streamer_interface(record: dict[str, Any], folder: str | os.PathLike, where: str) -> dict[str, Any]:
     """``streamer.json`` of an export folder: ``format`` (:data:`STREAMER_FORMAT`); ``file``, one file name of a
     regular file inside ``folder`` (never a path out of it, nor a link leaving it); ``num_samples`` K and
-    ``num_steps`` S (integers >= 1); optionally ``noise_correlation``, the AR(1) prior's rho over frames in [0, 1);
+    ``num_steps`` S (integers >= 1); optionally ``noise_scale``, the standard deviation of x_0 (> 0), and
+    ``noise_correlation``, the AR(1) prior's rho over frames in [0, 1);
     ``inputs`` ``frame`` [1, 3, S, S] float32, ``noise`` [1, K, 1, 2] float32, then the ``state.*`` tensors;
     ``outputs`` ``gaze_samples`` [1, K, 2], ``gaze_point`` [1, 2], then ``next_state.*`` matching the state inputs
     one for one. Returns the record with ``path`` (the graph file), ``inputs`` and ``outputs`` as
@@ -387,6 +388,8 @@ def streamer_interface(record: dict[str, Any], folder: str | os.PathLike, where:
         raise fail(where, "file", f"a file inside {folder} (not a link out of it)", name)
     k = number(field(record, "num_samples", where, "K"), where, "num_samples", 1, 1 << 24, True)
     number(field(record, "num_steps", where, "S"), where, "num_steps", 1, 1 << 24, True)
+    if "noise_scale" in record:  # the standard deviation of x_0; absent: 1, the paper's
+        number(record["noise_scale"], where, "noise_scale", 0, math.inf, low_open=True)
     if "noise_correlation" in record:  # the AR(1) prior's rho over frames; absent: independent frames
         rho = number(record["noise_correlation"], where, "noise_correlation", 0, 1)
         if rho >= 1:

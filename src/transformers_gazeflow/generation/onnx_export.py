@@ -111,6 +111,8 @@ def streamer_interface(
             "with rho = noise_correlation and e_t K x 2 independent standard normal draws, new every frame"
         )
         correlated = {"noise_correlation": config.noise_correlation}
+    if settings.noise_scale != 1:
+        noise_meaning += f"; the step starts from x_0 = noise_scale ({settings.noise_scale:g}) times this input"
     return {
         "format": INTERFACE_FORMAT,
         "file": STEP_FILE,
@@ -120,6 +122,7 @@ def streamer_interface(
         "num_samples": settings.num_samples,
         "num_steps": settings.num_steps,
         "solver": settings.solver,
+        "noise_scale": settings.noise_scale,
         "context_frames": config.num_frames,
         "encoder_frames": config.causal_encoder_frames,
         **correlated,

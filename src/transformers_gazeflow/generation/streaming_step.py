@@ -10,13 +10,13 @@ The API that ``GazeFlowStreamer``, the ``gazeflow stream`` command and the ONNX 
     trajectories, mean, new_state = step.functional(frame, noise, state)   # no side effect (export)
     state.zero_()                                        # a new stream in the same storage
 
-``frame`` ``[B, 3, S, S]`` normalised pixels (any float dtype), ``noise`` x_0 ``[B, K, 1, 2]`` float32 (model
-coordinates); ``trajectories`` ``[B, K, 2]`` the K samples' gaze at the frame in unit coordinates, clamped, float32;
-``mean`` ``[B, 2]`` their mean. ``step`` is an ``nn.Module``: its weights are buffers prepared once in ``dtype`` (the
-model's own dtype by default; ``torch.bfloat16`` on a GPU) and it holds no stream state of its own. The prepared
-weights are a second copy of the encoder's and the velocity network's (in ``dtype``: half the fp32 model's size in
-bf16); W_proj, the spatial encoder and the task bank's attention are the model's own modules when ``dtype`` is the
-model's, else cast copies. The model is never changed.
+``frame`` ``[B, 3, S, S]`` normalised pixels (any float dtype), ``noise`` the prior's draw ``[B, K, 1, 2]`` float32
+(model coordinates; x_0 is it times the settings' ``noise_scale``); ``trajectories`` ``[B, K, 2]`` the K samples' gaze
+at the frame in unit coordinates, clamped, float32; ``mean`` ``[B, 2]`` their mean. ``step`` is an ``nn.Module``: its
+weights are buffers prepared once in ``dtype`` (the model's own dtype by default; ``torch.bfloat16`` on a GPU) and it
+holds no stream state of its own. The prepared weights are a second copy of the encoder's and the velocity network's (in
+``dtype``: half the fp32 model's size in bf16); W_proj, the spatial encoder and the task bank's attention are the
+model's own modules when ``dtype`` is the model's, else cast copies. The model is never changed.
 
 **The state** (a pytree of tensors, so it passes through ``torch.compile`` and ``torch.export``, both tested; every
 shape fixed when it is made, none changes from frame 0 on; nothing is read back to the host per frame):
@@ -231,8 +231,8 @@ class GazeFlowStreamerStep(nn.Module):
     def sample(
         self, noise: torch.Tensor, condition: StreamingCondition, state: StreamerState, positions: StreamingPositions
     ) -> torch.Tensor:
-        """The scheduler's sampler from x_0 = ``noise`` ``[B, K, 1, 2]`` to x_1 (float32), call c of the network
-        reading and writing the ring caches ``state.self_attention[c]``."""
+        """The scheduler's sampler from x_0 = tau ``noise`` ``[B, K, 1, 2]`` (tau: the settings' ``noise_scale``) to
+        x_1 (float32), call c of the network reading and writing the ring caches ``state.self_attention[c]``."""
         network = self.velocity_network
         frame = network.frame_inputs(positions, condition, noise.shape[0] * noise.shape[1])
         call = 0
@@ -251,7 +251,10 @@ class GazeFlowStreamerStep(nn.Module):
             call += 1
             return velocity
 
-        return self.scheduler.sample(velocity_fn, noise.float())
+        start = noise.float()
+        if self.settings.noise_scale != 1:
+            start = start * self.settings.noise_scale
+        return self.scheduler.sample(velocity_fn, start)
 
     def forward(
         self, frame: torch.Tensor, noise: torch.Tensor, state: StreamerState

@@ -134,6 +134,7 @@ class GazePrediction:
     camera: PinholeCamera | FisheyeCamera | None = None
     uncertainty: GazeUncertainty | None = field(default=None, repr=False)  # spread, modes, region per frame
     events: GazeEvents | None = field(default=None, repr=False)  # series 0: the point estimate; 1 + k: sample k
+    noise_scale: float = 1.0  # tau, the standard deviation of x_0 (1: the paper's sampler)
 
     @property
     def num_frames(self) -> int:
@@ -155,7 +156,8 @@ class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
     Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver``, ``window_mode`` (``"coherent"`` or
-    ``"blend"``, see ``generation_gazeflow``; defaults from the model's config), ``seed`` (noise seed, default
+    ``"blend"``, see ``generation_gazeflow``), ``noise_scale`` (tau, the standard deviation of x_0; defaults from the
+    model's config), ``seed`` (noise seed, default
     :data:`DEFAULT_SEED` = 0 like the ``gazeflow`` command: the same seed gives the same samples; ``seed=None`` draws
     fresh noise on every call), ``return_heatmaps`` (attach a lazy :class:`GazeHeatmaps`), ``heatmap_sigma`` (px;
     default 3.9% of the frame width, the paper's 25 px at 640 px:
@@ -444,6 +446,7 @@ def build_prediction(
         num_steps=settings.num_steps,
         solver=settings.solver,
         window_mode=settings.window_mode,
+        noise_scale=settings.noise_scale,
         seed=seed,
         heatmaps=GazeHeatmaps(trajectories, source.width, source.height, heatmap_sigma) if return_heatmaps else None,
     )

@@ -10,15 +10,15 @@ encoder (``encoder_config``), a d=256 velocity network with six DenoiserBlocks o
 queries, 64-frame windows with stride 32, the OT interpolant with ``sigma_min = 1e-3``, self-conditioning with
 probability 0.5, and LoRA r=16 / alpha=32 / dropout 0.05 on the encoder's query and value projections.
 
-**Where the sampling defaults live.** K (``num_samples``), S (``num_steps``), the ``solver`` and the ``window_mode``
-are the trained model's recommended way to sample it, and they stay here, in ``config.json``, beside the
-architecture: every model folder written so far (the bundled ones, remote-code folders, users' checkpoints) carries
-them there and loads unchanged, and ``AutoModel``, the pipeline and ``trust_remote_code`` read ``config.json`` and
-nothing else. They are read in one place only, ``generation_gazeflow.SamplingSettings.resolve`` (a call's
-arguments over these defaults, checked against the objective once); the engine, the streamer, the pipeline, the
-command, the web demo and the model card take the resolved object. ``heatmap_sigma`` is the evaluation protocol's
-map width in native pixels of the data the model was trained on (``examples/evaluate.py``'s default ``--sigma_px``);
-overlays and pipeline heatmaps scale theirs with the frame instead (``metrics.heatmaps.heatmap_sigma_px``).
+**Where the sampling defaults live.** K (``num_samples``), S (``num_steps``), the ``solver``, the ``window_mode`` and
+the ``noise_scale`` of x_0 are the trained model's recommended way to sample it, and they stay here, in ``config.json``,
+beside the architecture: every model folder written so far (the bundled ones, remote-code folders, users' checkpoints)
+carries them there and loads unchanged, and ``AutoModel``, the pipeline and ``trust_remote_code`` read ``config.json``
+and nothing else. They are read in one place only, ``generation_gazeflow.SamplingSettings.resolve`` (a call's arguments
+over these defaults, checked against the objective once); the engine, the streamer, the pipeline, the command, the web
+demo and the model card take the resolved object. ``heatmap_sigma`` is the evaluation protocol's map width in native
+pixels of the data the model was trained on (``examples/evaluate.py``'s default ``--sigma_px``); overlays and pipeline
+heatmaps scale theirs with the frame instead (``metrics.heatmaps.heatmap_sigma_px``).
 
 Note for readers: this module must not use ``from __future__ import annotations``: the strict checks read the
 fields' annotations as types, and string annotations are not checked.
@@ -272,6 +272,11 @@ class GazeFlowConfig(PreTrainedConfig):
             Default S, ODE steps per trajectory.
         solver (`str`, *optional*, defaults to `"euler"`):
             ODE solver, one of `"euler"`, `"heun"`, `"midpoint"` (other than Euler for `"flow_matching"` only).
+        noise_scale (`float`, *optional*, defaults to 1.0):
+            Default standard deviation tau of the sampler's x_0: sampling starts from x_0 = tau e with e the prior's
+            draw (N(0, I) in the paper's Algorithm 1, or the AR(1) prior of `noise_correlation`), a sampling
+            temperature; 1 is the paper's sampler, tau < 1 trades the samples' spread for steadier trajectories
+            (beyond the paper). Training always draws at tau = 1.
         heatmap_sigma (`float`, *optional*, defaults to 25.0):
             Gaussian sigma in native pixels for trajectory -> heatmap.
         use_lora (`bool`, *optional*, defaults to `True`):
@@ -367,6 +372,7 @@ class GazeFlowConfig(PreTrainedConfig):
     )
     num_steps: int = _count(5)
     solver: str = _choice("euler", SOLVERS)
+    noise_scale: float | int = _number(1.0, "a number > 0 (1: the paper's x_0)", lambda v: 0 < v < float("inf"))
     heatmap_sigma: float | int = _number(25.0, "a number > 0 (pixels)", lambda value: value > 0)
     use_lora: bool = _flag(True)
     lora_r: int = _count(16)

@@ -49,6 +49,7 @@ frame (``windows.pad_last_frame``) and cut back. Windows are stitched by ``windo
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
@@ -105,9 +106,9 @@ shorter than a window, padded here)."""
 # ---------------------------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
 class SamplingSettings:
-    """K, S, the ODE solver and the window mode of one sampling call, resolved once (:meth:`resolve`) from the
-    call's arguments and the model's defaults and then passed down as one object: ``generate()``, the pipeline, the
-    ``gazeflow`` command and the web demo resolve once; the windowed engine, the causal streamer's step and its ONNX
+    """K, S, the ODE solver, the window mode and the scale of x_0 of one sampling call, resolved once (:meth:`resolve`)
+    from the call's arguments and the model's defaults and then passed down as one object: ``generate()``, the pipeline,
+    the ``gazeflow`` command and the web demo resolve once; the windowed engine, the causal streamer's step and its ONNX
     export only read it (the scheduler of the steps: :meth:`scheduler`).
 
     Adding a sampling option: a field here with its default in :meth:`resolve` (and its check), the code that reads
@@ -118,6 +119,7 @@ class SamplingSettings:
     num_steps: int
     solver: str
     window_mode: str = "coherent"
+    noise_scale: float = 1.0
 
     @classmethod
     def resolve(
@@ -128,20 +130,25 @@ class SamplingSettings:
         num_steps: int | None = None,
         solver: str | None = None,
         window_mode: str | None = None,
+        noise_scale: float | None = None,
     ) -> SamplingSettings:
         """The settings of a sampling call: each argument left at None takes the model's default (``config``'s
-        ``num_samples``, ``num_steps``, ``solver``, ``window_mode``); all are checked against the config's objective
-        (one-line ``ValueError`` naming the argument)."""
+        ``num_samples``, ``num_steps``, ``solver``, ``window_mode``, ``noise_scale``); all are checked against the
+        config's objective (one-line ``ValueError`` naming the argument)."""
         settings = cls(
             num_samples=num_samples if num_samples is not None else config.num_samples,
             num_steps=num_steps if num_steps is not None else config.num_steps,
             solver=solver if solver is not None else config.solver,
             window_mode=window_mode if window_mode is not None else getattr(config, "window_mode", "coherent"),
+            noise_scale=noise_scale if noise_scale is not None else getattr(config, "noise_scale", 1.0),
         )
         check_sampling_arguments(settings.num_samples, settings.num_steps, settings.solver)
         check_objective_sampling(config, settings.num_samples, settings.solver)
         if settings.window_mode not in WINDOW_MODES:
             raise ValueError(f"`window_mode` must be one of {WINDOW_MODES}, got {settings.window_mode!r}")
+        scale = settings.noise_scale
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
+            raise ValueError(f"`noise_scale` (tau) must be a number > 0, got {settings.noise_scale!r}")
         return settings
 
     @classmethod
@@ -150,7 +157,7 @@ class SamplingSettings:
         return tuple(field.name for field in fields(cls))
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a dict (``num_samples``, ``num_steps``, ``solver``, ``window_mode``)."""
+        """The fields as a dict (``num_samples``, ``num_steps``, ``solver``, ``window_mode``, ``noise_scale``)."""
         return {name: getattr(self, name) for name in self.field_names()}
 
     def scheduler(self, config: GazeFlowConfig) -> Scheduler:
@@ -240,9 +247,12 @@ def sample_with(
     settings: SamplingSettings,
     known: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Integrate ``velocity_fn`` from ``noise [B, K, T, 2]`` by the settings' scheduler for the config's objective;
-    ``known`` ``[B, K, L, 2]``: the first L frames are already sampled (coherent windows, see :func:`sample_window`)."""
+    """Integrate ``velocity_fn`` from x_0 = tau ``noise [B, K, T, 2]`` (tau: ``settings.noise_scale``) by the
+    settings' scheduler for the config's objective; ``known`` ``[B, K, L, 2]``: the first L frames are already
+    sampled (coherent windows, see :func:`sample_window`)."""
     scheduler = settings.scheduler(model.config)
+    if settings.noise_scale != 1:
+        noise = noise * settings.noise_scale
     if known is None or known.shape[2] == 0 or isinstance(scheduler, RegressionScheduler):
         return scheduler.sample(velocity_fn, noise)  # (the regression head reads no state: nothing to condition)
     overlap = known.shape[2]

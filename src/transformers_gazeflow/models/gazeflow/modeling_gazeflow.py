@@ -492,6 +492,7 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
         window_batch_size: int = 8,
         return_dict: bool | None = None,
         window_mode: str | None = None,
+        noise_scale: float | None = None,
     ) -> GazeFlowGenerationOutput | tuple:
         """Sample K gaze trajectories per clip with S ODE steps (paper Algorithm 1, Appendices D.2-D.3); with
         ``objective="diffusion"`` S DDIM steps, with ``objective="regression"`` one direct prediction (K = 1).
@@ -508,9 +509,17 @@ class GazeFlowModel(GazeFlowPreTrainedModel):
             window_mode: ``"coherent"`` (each window sampled conditioned on the frames it shares with the previous
                 one: every sample is one continuous trajectory) or ``"blend"`` (the paper's independent windows with
                 a linear blend); default from the config (see ``generation_gazeflow``).
+            noise_scale: tau, the standard deviation of x_0 = tau e (1: Algorithm 1's N(0, I); below 1 a sampling
+                temperature); default from the config.
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        sampling = dict(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode)
+        sampling = dict(
+            num_samples=num_samples,
+            num_steps=num_steps,
+            solver=solver,
+            window_mode=window_mode,
+            noise_scale=noise_scale,
+        )
         sampled = generate_trajectories(
             self,
             pixel_values_videos=pixel_values_videos,
