@@ -70,7 +70,8 @@ def test_a_new_backend_is_one_registry_entry(capsys, monkeypatch, tmp_path, synt
     }
     [(location, options)] = FixedGaze.opened
     assert location == str(default_model_path(causal=True))  # a backend that runs the model opens the --model
-    assert options.sampling == {"num_samples": 2, "num_steps": None, "solver": None} and options.seed == 7
+    assert options.sampling == {"num_samples": 2, "num_steps": None, "solver": None, "noise_scale": None}
+    assert options.seed == 7
     written = json.loads(summary.read_text())
     assert (written["backend"], written["num_samples"], written["num_steps"], written["device"]) == (
         "fixed",

@@ -328,7 +328,7 @@ def prediction_summary(record: dict[str, Any], where: str) -> dict[str, Any]:
     integer >= 0), ``fps`` (> 0) and ``timings.predict_s`` (>= 0)."""
     text_field(field(record, "video", where, "the video's path"), where, "video")
     number(field(record, "frames", where, "a frame count"), where, "frames", 0, math.inf, integer=True)
-    number(field(record, "fps", where, "a frame rate"), where, "fps", 0, math.inf)
+    number(field(record, "fps", where, "a frame rate"), where, "fps", 0, math.inf, low_open=True)
     timings = field(record, "timings", where, "an object with predict_s")
     number(field(timings, "predict_s", where, "seconds", "timings."), where, "timings.predict_s", 0)
     return record
