@@ -84,7 +84,7 @@ def test_the_streamer_step_starts_from_tau_times_its_noise_input():
         step = GazeFlowStreamerStep(model, settings).eval()
         state = step.new_state(1)
         for _ in range(3):
-            trajectories, mean = step(torch.randn(1, 3, size, size), noise, state)
+            trajectories, _ = step(torch.randn(1, 3, size, size), noise, state)
         torch.testing.assert_close(trajectories, model_to_unit(tau * noise[:, :, 0]), atol=1e-6, rtol=0)
         record = onnx_export.streamer_interface(step, state, GazeFlowVideoProcessor(), 17, "still")
         assert record["noise_scale"] == tau  # streamer.json says what the graph fixed
@@ -92,9 +92,9 @@ def test_the_streamer_step_starts_from_tau_times_its_noise_input():
         assert ("x_0 = noise_scale (0.5) times this input" in noise_meaning) == (tau != 1)
 
 
-def test_an_exported_step_says_its_tau_and_refuses_another(monkeypatch):
-    model = still_model(causal=True)
-    settings = SamplingSettings.resolve(model.config, num_samples=2, num_steps=2, noise_scale=0.5)
+def test_an_exported_step_says_its_tau_and_refuses_another():
+    config = GazeFlowConfig.tiny(use_lora=False, causal=True)
+    settings = SamplingSettings.resolve(config, num_samples=2, num_steps=2, noise_scale=0.5)
     interface = {"num_samples": 2, "num_steps": 2, "solver": "euler", "noise_scale": 0.5}
     assert onnx_export.exported_settings(interface) == settings
     assert onnx_export.sampling_mismatches(interface, {"noise_scale": 0.7}) == [("noise_scale", 0.7, 0.5)]

@@ -155,22 +155,20 @@ class GazePrediction:
 class GazeFlowPipeline(Pipeline):
     """Egocentric gaze prediction with GazeFlow (task ``"egocentric-gaze"``).
 
-    Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver``, ``window_mode`` (``"coherent"`` or
-    ``"blend"``, see ``generation_gazeflow``), ``noise_scale`` (tau, the standard deviation of x_0; defaults from the
-    model's config), ``seed`` (noise seed, default
-    :data:`DEFAULT_SEED` = 0 like the ``gazeflow`` command: the same seed gives the same samples; ``seed=None`` draws
-    fresh noise on every call), ``return_heatmaps`` (attach a lazy :class:`GazeHeatmaps`), ``heatmap_sigma`` (px;
-    default 3.9% of the frame width, the paper's 25 px at 640 px:
-    :func:`~transformers_gazeflow.metrics.heatmaps.heatmap_sigma_px`), ``start_frame`` / ``end_frame`` (frame range,
-    end exclusive; a range runs the windows of the whole video's grid that cover it, so a frame's prediction does not
-    depend on the range's ends) and ``fps`` (in-memory frames). What K samples tell beyond their mean:
-    ``return_uncertainty`` (``GazePrediction.uncertainty``: spread radii, modes, the calibrated region;
+    Call parameters: ``num_samples`` (K), ``num_steps`` (S), ``solver``, ``window_mode`` (``"coherent"`` or ``"blend"``,
+    see ``generation_gazeflow``), ``noise_scale`` (tau, the standard deviation of x_0; defaults from the model's
+    config), ``seed`` (noise seed, default :data:`DEFAULT_SEED` = 0 like the ``gazeflow`` command: the same seed gives
+    the same samples; ``seed=None`` draws fresh noise on every call), ``return_heatmaps`` (attach a lazy
+    :class:`GazeHeatmaps`), ``heatmap_sigma`` (px; default 3.9% of the frame width, the paper's 25 px at 640 px:
+    :func:`~transformers_gazeflow.metrics.heatmaps.heatmap_sigma_px`), ``start_frame`` / ``end_frame`` (frame range, end
+    exclusive; a range runs the windows of the whole video's grid that cover it, so a frame's prediction does not depend
+    on the range's ends) and ``fps`` (in-memory frames). What K samples tell beyond their mean: ``return_uncertainty``
+    (``GazePrediction.uncertainty``: spread radii, modes, the calibrated region;
     :mod:`transformers_gazeflow.gaze.uncertainty`), ``return_events`` (``GazePrediction.events``: fixations and
     saccades, I-VT by default or ``events=EventSettings(...)``), through ``camera`` (a horizontal field of view in
-    degrees, ``(h, v)``, a ``FieldOfView``, ``PinholeCamera`` or ``FisheyeCamera``; default the metrics' 60
-    degrees), and ``calibration`` (a ``calib.json`` or ``WearerCalibration`` of this model, from ``gazeflow
-    calibrate``: applied to every sample).
-    ``device`` is chosen when the pipeline is built (``pipeline(..., device="cuda")``). Returns a
+    degrees, ``(h, v)``, a ``FieldOfView``, ``PinholeCamera`` or ``FisheyeCamera``; default the metrics' 60 degrees),
+    and ``calibration`` (a ``calib.json`` or ``WearerCalibration`` of this model, from ``gazeflow calibrate``: applied
+    to every sample). ``device`` is chosen when the pipeline is built (``pipeline(..., device="cuda")``). Returns a
     :class:`GazePrediction` per video.
 
     Construction parameters (besides transformers' ``model``, ``device``): ``dtype`` of the weights (``"auto"``:

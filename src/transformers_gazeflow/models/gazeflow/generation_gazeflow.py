@@ -49,7 +49,6 @@ frame (``windows.pad_last_frame``) and cut back. Windows are stitched by ``windo
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
@@ -142,13 +141,10 @@ class SamplingSettings:
             window_mode=window_mode if window_mode is not None else getattr(config, "window_mode", "coherent"),
             noise_scale=noise_scale if noise_scale is not None else getattr(config, "noise_scale", 1.0),
         )
-        check_sampling_arguments(settings.num_samples, settings.num_steps, settings.solver)
+        check_sampling_arguments(settings.num_samples, settings.num_steps, settings.solver, settings.noise_scale)
         check_objective_sampling(config, settings.num_samples, settings.solver)
         if settings.window_mode not in WINDOW_MODES:
             raise ValueError(f"`window_mode` must be one of {WINDOW_MODES}, got {settings.window_mode!r}")
-        scale = settings.noise_scale
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < math.inf:
-            raise ValueError(f"`noise_scale` (tau) must be a number > 0, got {settings.noise_scale!r}")
         return settings
 
     @classmethod

@@ -3,6 +3,8 @@ range received and the one expected. Kept apart so that modeling and sampling re
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .choices import SOLVERS
@@ -104,13 +106,15 @@ def check_training_targets(gaze: torch.Tensor, valid_mask: torch.Tensor | None) 
     return gaze, valid_mask
 
 
-def check_sampling_arguments(num_samples: int, num_steps: int, solver: str) -> None:
+def check_sampling_arguments(num_samples: int, num_steps: int, solver: str, noise_scale: float = 1.0) -> None:
     if not isinstance(num_samples, int) or num_samples < 1:
         raise ValueError(f"`num_samples` (K) must be an int >= 1, got {num_samples!r}")
     if not isinstance(num_steps, int) or num_steps < 1:
         raise ValueError(f"`num_steps` (S) must be an int >= 1, got {num_steps!r}")
     if solver not in SOLVERS:
         raise ValueError(f"`solver` must be one of {SOLVERS}, got {solver!r}")
+    if isinstance(noise_scale, bool) or not isinstance(noise_scale, (int, float)) or not 0 < noise_scale < math.inf:
+        raise ValueError(f"`noise_scale` (tau) must be a number > 0, got {noise_scale!r}")
 
 
 def check_objective_sampling(config: GazeFlowConfig, num_samples: int, solver: str) -> None:
