@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -135,6 +136,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--save_region_calibration needs --region_split (the split the factors are fitted on)")
     if args.time_grid_power is not None and not args.time_grid_power >= 1:
         parser.error(f"--time_grid_power must be a number >= 1 (1: the uniform grid), got {args.time_grid_power}")
+    if args.noise_scale is not None and not 0 < args.noise_scale < math.inf:
+        parser.error(f"--noise_scale must be a number > 0 (1: the paper's x_0), got {args.noise_scale}")
     return args
 
 
@@ -152,7 +155,7 @@ def dataset_options(parser: argparse.ArgumentParser, text: str | None) -> dict:
 
 
 def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
-    """K, S, the solver and the flow-time grid; each defaults to the model config's."""
+    """K, S, the solver, the flow-time grid and tau; each defaults to the model config's."""
     parser.add_argument(
         "--num_samples", type=int, default=None, help="K (default: the model config's; 50 for baselines)"
     )
@@ -163,6 +166,12 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="p of the sampler's flow-time grid s_i = 1 - (1 - i/S)^p (default: the model config's; 1: uniform)",
+    )
+    parser.add_argument(
+        "--noise_scale",
+        type=float,
+        default=None,
+        help="tau, the sampling temperature x_0 = tau e (default: the model config's; 1: the paper's N(0, I))",
     )
 
 
@@ -242,7 +251,7 @@ def region_calibration(
     where = split_label(args, args.region_split)
     provenance = {"split": where, "clips": len(clips), "frames": data.frames, "num_samples": num_samples}
     provenance.update(num_steps=num_steps, solver=solver, seed=args.seed, online=args.online)
-    provenance["time_grid_power"] = model.config.time_grid_power
+    provenance.update(time_grid_power=model.config.time_grid_power, noise_scale=model.config.noise_scale)
     calibration = fit_region_calibration(data, exchangeable=args.region_exchangeable, provenance=provenance)
     calibration.provenance.update(
         coverage_raw=data.coverage(None).tolist(), coverage_calibrated=data.coverage(calibration).tolist()
@@ -413,12 +422,15 @@ def predict_with_model(
         )
     if args.time_grid_power is not None:  # checked >= 1 by parse_args
         model.config.time_grid_power = args.time_grid_power
+    if args.noise_scale is not None:  # checked > 0 by parse_args
+        model.config.noise_scale = args.noise_scale
     settings = SamplingSettings.resolve(
         model.config, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver
     )
     num_samples, num_steps, solver = settings.num_samples, settings.num_steps, settings.solver
     results.update(num_samples=num_samples, num_steps=num_steps, solver=solver)
     results["time_grid_power"] = model.config.time_grid_power
+    results["noise_scale"] = model.config.noise_scale
     if args.grid:
         results["grid"] = sweep_grid(args, accelerator, model, processor, examples, solver)
     results["online"] = args.online

@@ -112,6 +112,24 @@ def test_the_time_grid_power_reaches_the_sampler_and_a_bad_one_is_one_line(tmp_p
     assert "Traceback" not in bad.stderr
 
 
+def test_the_noise_scale_reaches_the_sampler_and_the_region_factors_and_a_bad_one_is_one_line(
+    tmp_path, env, data_dir, model_dir
+):
+    model = shutil.copytree(model_dir, tmp_path / "model")
+    common = ["--model_name_or_path", model, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2]
+    run([*common, "--max_clips", 2, "--output_dir", tmp_path / "default"], env)
+    default = json.loads((tmp_path / "default" / "results.json").read_text())
+    fit = ["--region_split", "validation", "--save_region_calibration", "--noise_scale", 0.5]
+    run([*common, "--max_clips", 2, *fit, "--output_dir", tmp_path / "half"], env)
+    half = json.loads((tmp_path / "half" / "results.json").read_text())
+    assert default["noise_scale"] == 1.0 and half["noise_scale"] == 0.5
+    assert half["metrics"]["displacement_mean_px"] != default["metrics"]["displacement_mean_px"]
+    assert json.loads((model / "region_calibration.json").read_text())["noise_scale"] == 0.5
+    bad = run([*common, "--noise_scale", 0], env, check=False)
+    assert bad.returncode == 2 and "--noise_scale must be a number > 0 (1: the paper's x_0), got 0.0" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 def test_the_region_factors_are_fitted_saved_and_read_back(tmp_path, env, data_dir, model_dir):
     import shutil
 

@@ -48,6 +48,7 @@ from ..data.gaze_types import OFF_FRAME, valid_mask
 from ..data.output_safety import StagedFiles, check_outputs
 from ..data.video_sources import VideoSource, open_video_source
 from ..gaze.events import EventSettings
+from ..gaze.regions import warn_on_sampler_mismatch
 from ..gaze.wearer import WearerCalibration, calibration_for_model
 from ..generation.resource_bounds import check_memory, windowed_memory
 from ..generation.windowed import StageClock
@@ -216,6 +217,8 @@ class GazePredictor:
         paths: dict[str, Path],
         truth: GroundTruth | None,
     ) -> ReadoutFiles:
+        region_calibration = load_region_calibration(self.location)
+        warn_on_sampler_mismatch(region_calibration, settings.noise_scale)
         return ReadoutFiles(
             paths[options.table_format],
             {key: paths[key] for key in ("fixations", "saccades", "scanpaths")},
@@ -226,7 +229,7 @@ class GazePredictor:
             settings.num_samples,
             (options.camera or FieldOfView()).for_frame(source.width, source.height),
             options.events,
-            load_region_calibration(self.location),
+            region_calibration,
             true_gaze=None if truth is None else truth.gaze,
             true_codes=None if truth is None else truth.codes,
             table_format=options.table_format,

@@ -481,6 +481,7 @@ class StreamRun:
 
     def run(self, resolve_device: Callable[[str | None], str]) -> None:
         from ..data.stream_sources import FrameFeed, open_source
+        from ..gaze.regions import warn_on_sampler_mismatch
         from ..hub.model_folders import load_region_calibration
 
         args = self.args
@@ -488,6 +489,7 @@ class StreamRun:
         self.source = source = open_source(args.source, getattr(args, "raw_size", None), args.fps, args.options)
         self.stepper, self.model_name = load_stepper(args, resolve_device, source)
         calibration = load_region_calibration(self.model_name)
+        warn_on_sampler_mismatch(calibration, self.stepper.settings.noise_scale)
         self.realtime = source.live if args.realtime is None else args.realtime
         self.feed = FrameFeed(source, realtime=self.realtime, pace=self.realtime and source.kind == "file")
         self.writer = RecordWriter(csv_path, FIELDS if calibration is None else FIELDS + REGION_FIELDS)

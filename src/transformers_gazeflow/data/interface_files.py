@@ -292,10 +292,13 @@ def region_calibration(record: dict[str, Any], where: str, units: Sequence[str])
       unit: ``gaze.regions.EXCHANGEABLE_UNITS``, passed by the reader);
     * version 1 (no ``version``): one ``scale`` in :data:`SCALE_RANGE` at every level.
 
-    Returns ``levels`` (None for version 1), ``factors``, ``min_radius_px`` and ``exchangeable`` (None for version
-    1); other fields (how it was fitted) are the caller's."""
+    Either may say ``noise_scale``, the tau of the samples the factors were fitted on (> 0; absent: 1, the paper's
+    x_0). Returns ``levels`` (None for version 1), ``factors``, ``min_radius_px`` and ``exchangeable`` (None for
+    version 1); other fields (how it was fitted) are the caller's."""
     if not isinstance(record, dict):
         raise fail(where, "(top)", "a JSON object", type(record).__name__)
+    if "noise_scale" in record:
+        number(record["noise_scale"], where, "noise_scale", 0, math.inf, low_open=True)
     if "version" not in record:  # version 1: one scale at every level, no floor
         value = field(record, "scale", where, "the region scale (a version-1 file) or a 'version'")
         scale = number(value, where, "scale", *SCALE_RANGE)

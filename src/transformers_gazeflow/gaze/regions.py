@@ -48,6 +48,7 @@ written into a model folder by ``hub.model_folders.save_region_calibration``.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +110,25 @@ class RegionCalibration:
             raise ValueError(f"factors must be finite numbers in [0, {MAX_REGION_FACTOR:g}], got {self.factors}")
         if not (math.isfinite(self.min_radius_px) and self.min_radius_px >= 0):
             raise ValueError(f"min_radius_px must be a finite number >= 0, got {self.min_radius_px}")
+
+    @property
+    def noise_scale(self) -> float:
+        """tau of the samples the factors were fitted on (the provenance's ``noise_scale``; 1, the paper's x_0, for a
+        file that does not say)."""
+        return float(self.provenance.get("noise_scale", 1.0))
+
+    def sampler_mismatch(self, noise_scale: float) -> str | None:
+        """Why these factors do not calibrate samples drawn at ``noise_scale`` (tau), or None when they do: the
+        spread r_q shrinks with tau while the error |g - m| hardly moves, so factors fitted at another tau give
+        regions that hold the truth more often (a larger tau) or less often (a smaller one) than their level says."""
+        if math.isclose(self.noise_scale, float(noise_scale), rel_tol=1e-9):
+            return None
+        return (
+            f"the model's region factors were fitted on samples drawn at noise_scale {self.noise_scale:g}, these are "
+            f"drawn at {float(noise_scale):g}: the regions do not hold the truth on the share of frames their level "
+            "says (refit them at this noise_scale: examples/evaluate.py --region_split validation "
+            "--save_region_calibration)"
+        )
 
     @classmethod
     def single_scale(cls, scale: float, provenance: dict | None = None) -> RegionCalibration:
@@ -182,6 +202,15 @@ class RegionCalibration:
         return cls(checked["levels"], checked["factors"], checked["min_radius_px"], checked["exchangeable"], provenance)
 
 
+def warn_on_sampler_mismatch(calibration: RegionCalibration | None, noise_scale: float) -> None:
+    """A ``UserWarning`` (:meth:`RegionCalibration.sampler_mismatch`) when ``calibration`` was fitted on samples of
+    another tau than ``noise_scale``; the one check behind the pipeline, ``gazeflow predict`` and ``gazeflow
+    stream``."""
+    why = None if calibration is None else calibration.sampler_mismatch(noise_scale)
+    if why is not None:
+        warnings.warn(why, UserWarning, stacklevel=3)
+
+
 def conformal_rank(level: float, count: int) -> int:
     """``ceil((count + 1) q)``: the rank of the split-conformal quantile of ``count`` scores at level ``q``
     (computed so that ``0.9 * 20`` is 18, not 19 by a rounding error)."""
@@ -225,4 +254,5 @@ __all__ = [
     "check_level",
     "conformal_rank",
     "conformal_quantile",
+    "warn_on_sampler_mismatch",
 ]

@@ -37,7 +37,7 @@ from transformers import Pipeline
 from ..data.video import BackgroundFrames, TimedFrames
 from ..data.video_sources import VideoSource, checked_frames, open_video_source
 from ..gaze.events import EventSettings, GazeEvents, detect_events
-from ..gaze.regions import RegionCalibration
+from ..gaze.regions import RegionCalibration, warn_on_sampler_mismatch
 from ..gaze.uncertainty import GazeUncertainty, describe_uncertainty
 from ..gaze.wearer import WearerCalibration, calibration_for_model
 from ..generation.inference import prepare_for_inference, resolve_inference_dtype, window_sampler
@@ -402,6 +402,7 @@ class GazeFlowPipeline(Pipeline):
         )
         if return_uncertainty or return_events:
             region = load_region_calibration(getattr(self.model, "name_or_path", None) or None)
+            warn_on_sampler_mismatch(region, prediction.noise_scale)
             add_readouts(prediction, camera, return_uncertainty, return_events, events, region)
         return prediction
 
