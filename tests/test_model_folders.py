@@ -224,6 +224,19 @@ def test_the_card_names_the_samplers_flow_time_grid_unless_it_is_uniform(tmp_pat
     assert line in (folder / "README.md").read_text()
 
 
+@pytest.mark.parametrize(
+    "noise_scale, line",
+    [
+        (1.0, "- Sampling defaults: K=30 samples, S=5 euler steps. Evaluation maps"),
+        (0.8, "- Sampling defaults: K=30 samples, S=5 euler steps, from x_0 = 0.8 e (`noise_scale`, the sampling "),
+    ],
+)
+def test_the_card_names_the_sampling_temperature_unless_it_is_the_papers(tmp_path, noise_scale, line):
+    model = GazeFlowModel(GazeFlowConfig.tiny(num_samples=30, num_steps=5, noise_scale=noise_scale))
+    folder = save_model_folder(model, tmp_path / "model", title="Tiny", description="For a test.")
+    assert line in (folder / "README.md").read_text()
+
+
 def test_the_pipeline_seed_defaults_to_0_and_none_draws_fresh_noise(tiny_model_dir):
     gaze = pipeline("egocentric-gaze", model=str(tiny_model_dir))
     video = random_video(7, seed=1)

@@ -40,7 +40,7 @@ K whole gaze trajectories, one (x, y) point per frame in [0, 1] image coordinate
 - Encoder: V-JEPA 2 ({encoder}), input {image_size}x{image_size}, windows of {num_frames} frames, stride {stride}.
 - Velocity network: d={hidden_size}, {layers} DenoiserBlocks, {heads} heads; {params} parameters in all.
 - Visual condition c_v: {condition}.
-- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps{grid}. Evaluation maps: Gaussians of
+- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps{grid}{temperature}. Evaluation maps: Gaussians of
   sigma {sigma} px at the data's native size (`heatmap_sigma`); overlays and pipeline heatmaps use 3.9% of the
   frame width unless given `heatmap_sigma` (the paper's 25 px at 640 px).
 
@@ -91,6 +91,13 @@ def describe_time_grid(power: float) -> str:
     return f" on the flow-time grid s_i = 1 - (1 - i/S)^{power:g} (`time_grid_power`)"
 
 
+def describe_noise_scale(noise_scale: float) -> str:
+    """The sampling temperature tau as the card's sampling line names it: nothing for the paper's x_0 = e."""
+    if noise_scale == 1:
+        return ""
+    return f", from x_0 = {noise_scale:g} e (`noise_scale`, the sampling temperature tau; 1 is the paper's x_0)"
+
+
 def write_model_card(
     folder: str | os.PathLike,
     model: GazeFlowModel,
@@ -126,6 +133,7 @@ def write_model_card(
         num_steps=defaults.num_steps,
         solver=defaults.solver,
         grid=describe_time_grid(config.time_grid_power),
+        temperature=describe_noise_scale(defaults.noise_scale),
         sigma=config.heatmap_sigma,
         condition=describe_condition(config),
         model_argument=model_argument or repr(repo or str(folder)),
