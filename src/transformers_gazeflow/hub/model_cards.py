@@ -40,7 +40,8 @@ K whole gaze trajectories, one (x, y) point per frame in [0, 1] image coordinate
 - Encoder: V-JEPA 2 ({encoder}), input {image_size}x{image_size}, windows of {num_frames} frames, stride {stride}.
 - Velocity network: d={hidden_size}, {layers} DenoiserBlocks, {heads} heads; {params} parameters in all.
 - Visual condition c_v: {condition}.
-- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps{grid}{temperature}. Evaluation maps: Gaussians of
+- Sampling defaults: K={num_samples} samples, S={num_steps} {solver} steps{grid}{temperature}. Evaluation maps: \
+Gaussians of
   sigma {sigma} px at the data's native size (`heatmap_sigma`); overlays and pipeline heatmaps use 3.9% of the
   frame width unless given `heatmap_sigma` (the paper's 25 px at 640 px).
 
