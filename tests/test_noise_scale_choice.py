@@ -72,7 +72,7 @@ def still_model_dir(tmp_path_factory):
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("noise_scale_data")
     return ["--dataset_name", "synthetic", "--data_dir", str(root / "synthetic_tiny"), "--dataset_config", "tiny",
-            "--cache_dir", str(root / "hf_cache"), "--split", "train"]  # fmt: skip
+            "--cache_dir", str(root / "hf_cache"), "--split", "train", "--max_clips", "2"]  # fmt: skip
 
 
 def choose(argv):
@@ -119,12 +119,19 @@ def test_write_sets_noise_scale_and_nothing_else(tmp_path, still_model_dir, data
         (["--write"], "--write needs --model_name_or_path to be a local model folder"),
     ],
 )
-def test_bad_options_are_one_line_usage_errors(tmp_path, extra, message):
-    argv = ["--dataset_name", "synthetic", "--output_dir", str(tmp_path)] + extra
+def test_bad_options_are_usage_errors(tmp_path, capsys, extra, message):
+    with pytest.raises(SystemExit) as exited:
+        choose(["--dataset_name", "synthetic", "--output_dir", str(tmp_path)] + extra)
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_bad_option_is_one_line_from_the_command(tmp_path):
+    argv = ["--dataset_name", "synthetic", "--output_dir", str(tmp_path), "--noise_scales", "-1"]
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / "choose_noise_scale.py"), *argv], capture_output=True, text=True
     )
-    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "--noise_scales must each be a number > 0" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_the_measurement_leaves_the_model_config_as_it_was(still_model_dir, data, monkeypatch):
@@ -133,7 +140,7 @@ def test_the_measurement_leaves_the_model_config_as_it_was(still_model_dir, data
 
     model, processor = load_analysis_model(str(still_model_dir), None)
     model.config.noise_scale = 0.9
-    examples = load_first_windows("synthetic", data[3], "train", "tiny", 64, 2, data[7])
+    examples = load_first_windows("synthetic", data[3], "train", "tiny", 64, 1, data[7])
     noise_scale_choice.measure_dynamics(model, examples, processor, 0.4, 2, 1, "euler")
     assert model.config.noise_scale == 0.9
 
