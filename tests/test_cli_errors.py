@@ -231,3 +231,18 @@ def test_nan_weights_are_refused_and_nothing_is_written(tmp_path, synthetic_clip
     line = one_error_line(gazeflow("predict", path, "--model", tmp_path / "nan_model", "-o", tmp_path / "o"), 1)
     assert f"{tmp_path / 'nan_model' / 'model.safetensors'}: 1 weight tensor(s) hold NaN or inf" in line
     assert not (tmp_path / "o").exists()
+
+
+def test_the_packages_warnings_are_one_line_and_other_libraries_keep_their_form(capsys, monkeypatch):
+    import warnings
+
+    from transformers_gazeflow.commands import cli
+
+    passed_on = []
+    monkeypatch.setattr(warnings, "showwarning", lambda message, category, *rest: passed_on.append((message, category)))
+    with cli._one_line_warnings():
+        warnings.simplefilter("always")
+        warnings.warn_explicit("regions fitted elsewhere", UserWarning, "/x/transformers_gazeflow/gaze/regions.py", 5)
+        warnings.warn_explicit("an old argument", FutureWarning, "/x/site-packages/torch/nn/module.py", 7)
+    assert capsys.readouterr().err == "gazeflow: warning: regions fitted elsewhere\n"
+    assert [(str(message), category) for message, category in passed_on] == [("an old argument", FutureWarning)]

@@ -14,8 +14,10 @@ under a second), then the inputs (files, the model folder, the device), and only
 
 Errors: every user error prints one line ``gazeflow: error: ...`` naming the argument or file and what was expected,
 and exits with status 2 for a bad command line and 1 for a bad input (video, model folder, device, output folder);
-``GAZEFLOW_DEBUG=1`` shows the traceback instead. Ctrl-C (SIGINT) exits with 130 and SIGTERM with 143, after
-removing the partial outputs of the video under way (finished videos are kept; ``--resume`` continues).
+``GAZEFLOW_DEBUG=1`` shows the traceback instead. A warning of the package's own (e.g. regions fitted at another
+sampling temperature) is one line too, ``gazeflow: warning: ...``; other libraries' keep their form. Ctrl-C (SIGINT)
+exits with 130 and SIGTERM with 143, after removing the partial outputs of the video under way (finished videos are
+kept; ``--resume`` continues).
 
 Adding a command (``gazeflow app`` below is one, shortened; the arguments of every subcommand are declared in
 :mod:`.arguments`, the sampling flags once for all of them)::
@@ -36,6 +38,7 @@ import argparse
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -530,6 +533,23 @@ def _is_user_error(err: BaseException) -> bool:
 
 
 @contextmanager
+def _one_line_warnings():
+    """While the command runs, a warning raised by this package prints as ``gazeflow: warning: ...`` on stderr (no
+    file, line or source echo); any other warning is shown as Python shows it."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if "transformers_gazeflow" in Path(str(filename)).parts:
+            print(f"gazeflow: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+@contextmanager
 def _signals_as_exceptions():
     """SIGTERM raises :class:`Terminated` in the main thread while the command runs (then the old handler is back)."""
     if sys.platform == "win32" or not _in_main_thread():
@@ -572,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .batch import one_line
 
     args = None
-    with _signals_as_exceptions():
+    with _signals_as_exceptions(), _one_line_warnings():
         try:
             args = build_parser().parse_args(argv)
             args.argv = argv  # what --num-processes passes on to its processes
