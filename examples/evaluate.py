@@ -239,6 +239,9 @@ def region_calibration(
         saved = load_region_calibration(args.model_name_or_path)
         if saved is None:
             return None, "the model has no region calibration"
+        mismatch = saved.sampler_mismatch(model.config.noise_scale)
+        if mismatch is not None:  # the reliability table then shows what the mismatch does
+            print(f"evaluate.py: note: {mismatch}")
         return saved, f"the model folder's region_calibration.json ({saved.provenance.get('split', '?')})"
     held_out = load_split(args, args.region_split)
     clips = [held_out[i] for i in range(len(held_out))]

@@ -125,6 +125,10 @@ def test_the_noise_scale_reaches_the_sampler_and_the_region_factors_and_a_bad_on
     assert default["noise_scale"] == 1.0 and half["noise_scale"] == 0.5
     assert half["metrics"]["displacement_mean_px"] != default["metrics"]["displacement_mean_px"]
     assert json.loads((model / "region_calibration.json").read_text())["noise_scale"] == 0.5
+    again = run([*common, "--max_clips", 2, "--output_dir", tmp_path / "again"], env)  # tau 1, factors of tau 0.5
+    assert "evaluate.py: note: the model's region factors were fitted on samples drawn at noise_scale 0.5" in (
+        again.stdout
+    )
     bad = run([*common, "--noise_scale", 0], env, check=False)
     assert bad.returncode == 2 and "--noise_scale must be a number > 0 (1: the paper's x_0), got 0.0" in bad.stderr
     assert "Traceback" not in bad.stderr
