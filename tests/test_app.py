@@ -395,6 +395,35 @@ def test_a_stopped_job_ends_at_the_next_chunk_and_keeps_nothing(tmp_path, bikes_
     assert list(job.iterdir()) == []  # no overlay, CSV or summary, partial or final
 
 
+def test_job_samples_at_the_pages_tau_or_the_models_own(tmp_path, bikes_mp4, tiny_model_dir, pipelines):
+    from transformers import pipeline
+
+    pipe = pipeline("egocentric-gaze", model=str(tiny_model_dir))
+    for tau, label in ((0.5, "half"), (0, "own"), (None, "none"), ("", "empty")):
+        result = run_job(
+            bikes_mp4,
+            JobSettings(model=str(tiny_model_dir), sampling=dict(noise_scale=tau), end_frame=16),
+            tmp_path / label,
+            pipelines,
+        )
+        expected = pipe(str(bikes_mp4), seed=0, end_frame=16, noise_scale=0.5 if tau == 0.5 else 1.0)
+        np.testing.assert_allclose(result.trajectories, expected.trajectories, atol=1e-6)
+        want = 0.5 if tau == 0.5 else 1.0  # the tiny model's own tau is the paper's
+        assert result.summary["noise_scale"] == want and f"tau {want:g}," in result.message
+    for bad, message in (
+        (-0.5, r"^tau \(noise scale\) must be a number in \(0, 2\] \(0: the model's own\), got -0.5$"),
+        (2.5, r"^tau \(noise scale\) must be a number in \(0, 2\] \(0: the model's own\), got 2.5$"),
+        ("warm", r"^tau \(noise scale\) must be a number, got 'warm'$"),
+    ):
+        with pytest.raises(DemoInputError, match=message):
+            run_job(
+                bikes_mp4,
+                JobSettings(model=str(tiny_model_dir), sampling=dict(noise_scale=bad), end_frame=8),
+                tmp_path / "bad",
+                pipelines,
+            )
+
+
 def test_limits_are_checked():
     with pytest.raises(ValueError, match="limits must be positive"):
         DemoLimits(max_upload_mb=0)
@@ -508,12 +537,18 @@ def test_page_has_the_inputs_and_a_bounded_queue(demo):
         "gazeflow-end",
         "gazeflow-k",
         "gazeflow-window-mode",
+        "gazeflow-noise-scale",
         "gazeflow-stop",
     } <= ids
+    (tau,) = [c["props"] for c in config["components"] if c["props"].get("elem_id") == "gazeflow-noise-scale"]
+    assert tau["value"] == 0 and "0: the model's own" in tau["label"]  # another model keeps its own tau
     (mode,) = [c["props"] for c in config["components"] if c["props"].get("elem_id") == "gazeflow-window-mode"]
     assert mode["value"] == "coherent" and [choice[0] for choice in mode["choices"]] == ["coherent", "blend"]
     (predict,) = [fn for fn in demo.blocks.fns.values() if fn.api_name == "predict"]
     assert predict.concurrency_limit == 3 and demo.blocks._queue.max_size == 16
+    order = [getattr(block, "elem_id", None) for block in predict.inputs]  # the callback's parameters, in order
+    assert order[:3] == ["gazeflow-video", "gazeflow-model", "gazeflow-k"]
+    assert order[5:8] == ["gazeflow-window-mode", "gazeflow-noise-scale", None]  # then the seed
     assert demo.demo_clip.path.is_file()
 
 

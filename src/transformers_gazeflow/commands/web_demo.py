@@ -44,6 +44,7 @@ from ..models.gazeflow.choices import SOLVERS, WINDOW_MODES
 from ..models.gazeflow.generation_gazeflow import SamplingSettings
 from .arguments import SAMPLING_FLAGS
 from .web_demo_jobs import (
+    MAX_NOISE_SCALE,
     MAX_SAMPLES,
     DemoInputError,
     DemoLimits,
@@ -263,6 +264,7 @@ class GazeFlowDemo:
             num_steps,
             solver,
             window_mode,
+            noise_scale,
             seed,
             start_frame,
             end_frame,
@@ -270,7 +272,13 @@ class GazeFlowDemo:
             request=None,
             progress=gr.Progress(),  # noqa: B008 (Gradio's own idiom)
         ):
-            sampling = dict(num_samples=num_samples, num_steps=num_steps, solver=solver, window_mode=window_mode)
+            sampling = dict(
+                num_samples=num_samples,
+                num_steps=num_steps,
+                solver=solver,
+                window_mode=window_mode,
+                noise_scale=noise_scale,
+            )
             session = getattr(request, "session_hash", None)
             yield from demo.predict(video, model, sampling, seed, start_frame, end_frame, heatmap, progress, session)
 
@@ -341,7 +349,7 @@ class GazeFlowDemo:
 
     @staticmethod
     def _sampling_controls(gr, defaults: SamplingSettings) -> list:
-        """K, S, the solver, the window mode and the seed, in the predict callback's order."""
+        """K, S, the solver, the window mode, tau and the seed, in the predict callback's order."""
         with gr.Row():
             num_samples = gr.Slider(
                 1,
@@ -363,8 +371,19 @@ class GazeFlowDemo:
                 elem_id="gazeflow-window-mode",
                 info=SAMPLING_FLAGS["window_mode"].help,  # the command line's words for the same option
             )
+        with gr.Row():
+            noise_scale = gr.Number(  # 0: the chosen model's own tau, whichever model that is (an emptied field is 0)
+                value=0,
+                minimum=0,
+                maximum=MAX_NOISE_SCALE,
+                step=0.05,
+                label=f"tau (noise scale, at most {MAX_NOISE_SCALE:g}; 0: the model's own, "
+                f"{defaults.noise_scale:g} for the bundled model)",
+                elem_id="gazeflow-noise-scale",
+                info=SAMPLING_FLAGS["noise_scale"].help,
+            )
             seed = gr.Number(value=0, precision=0, minimum=0, label="Seed")
-        return [num_samples, num_steps, solver, window_mode, seed]
+        return [num_samples, num_steps, solver, window_mode, noise_scale, seed]
 
     @staticmethod
     def _output_column(gr) -> list:

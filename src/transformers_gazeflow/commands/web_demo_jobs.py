@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 MAX_SAMPLES, MAX_STEPS = 64, 100
 """Upper bounds on K and S in the demo (each job's cost grows with K x S)."""
+MAX_NOISE_SCALE = 2.0
+"""The largest tau (``noise_scale``) the page takes: twice the paper's x_0 already leaves the frame often."""
 TRUTH_HEX = "#000000"  # the plot's true gaze: the overlay's white cross would vanish on the plot's white
 """The true gaze's colour in the figure: the overlay's true-gaze marker's."""
 DEMO_CLIP_NAME = "gazeflow_demo_clip.mp4"
@@ -306,6 +308,22 @@ def check_frame_range(
     return start, stop
 
 
+def _as_positive(value: Any, label: str, maximum: float) -> float | None:
+    """A number in (0, ``maximum``] as the page gives it, or None (the model's default) for 0 or an empty field (the
+    page's number field sends 0 when emptied)."""
+    if value is None or (isinstance(value, str) and value.strip() == ""):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise DemoInputError(f"{label} must be a number, got {value!r}") from None
+    if number == 0:
+        return None
+    if not 0 < number <= maximum:
+        raise DemoInputError(f"{label} must be a number in (0, {maximum:g}] (0: the model's own), got {value!r}")
+    return number
+
+
 def _choice(value: Any, label: str, choices: tuple[str, ...]) -> str | None:
     value = value or None
     if value is not None and value not in choices:
@@ -318,14 +336,16 @@ PAGE_SAMPLING_CHECKS: dict[str, Callable[[Any], Any]] = {
     "num_steps": lambda value: _as_int(value, "S (steps)", 1, MAX_STEPS),
     "solver": lambda value: _choice(value, "solver", SOLVERS),
     "window_mode": lambda value: _choice(value, "window mode", WINDOW_MODES),
+    "noise_scale": lambda value: _as_positive(value, "tau (noise scale)", MAX_NOISE_SCALE),
 }
 """The page's sampling controls, by ``SamplingSettings`` field: each value as the page gives it (numbers as floats,
 an empty choice) -> the value to resolve (None: the model's default), or a :class:`DemoInputError`."""
 
 
 def job_options(settings: JobSettings, start: int, stop: int, seed: int | None) -> PredictOptions:
-    """The job's options: K and S within the demo's bounds, the solver and window mode known (None: the model's),
-    the checked frame range and seed, odd overlay sizes padded for browsers."""
+    """The job's options: K and S within the demo's bounds, the solver and window mode known, tau in (0,
+    ``MAX_NOISE_SCALE``] (each None: the model's own), the checked frame range and seed, odd overlay sizes padded for
+    browsers."""
     sampling = {name: PAGE_SAMPLING_CHECKS[name](settings.sampling.get(name)) for name in PAGE_SAMPLING_CHECKS}
     fields = {field.name: getattr(settings, field.name) for field in dataclasses.fields(PredictOptions)}
     fields.update(
@@ -394,7 +414,7 @@ def run_job(
     message = (
         f"{frames} frames of {path.name} in {timings['predict_s']:.1f} s ({timings['ms_per_frame']:.0f} "
         f"ms/frame); K={summary['num_samples']}, S={summary['num_steps']}, {summary['solver']}, "
-        f"{summary['window_mode']} windows, seed {seed}. The point estimate makes "
+        f"{summary['window_mode']} windows, tau {summary['noise_scale']:g}, seed {seed}. The point estimate makes "
         f"{summary['point_estimate_fixations']} fixations and {summary['point_estimate_saccades']} saccades "
         f"(I-VT, 60 degree camera); 90% of the samples lie within {summary['mean_spread90_px']:.1f} px of it "
         "on average (gaze.csv holds each frame's spread and each row's event)."
