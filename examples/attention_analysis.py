@@ -59,6 +59,7 @@ from transformers_gazeflow.analysis.figures import (
     self_attention_offset_figure,
 )
 from transformers_gazeflow.analysis.masks import MaskFolderSource, MaskNotFoundError, SyntheticMaskSource
+from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "attention_analysis.py"
 
@@ -264,8 +265,4 @@ def write_attribution(
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {str(err).splitlines()[0]}", file=sys.stderr)
-        sys.exit(1)
+    run_script(main, PROG)

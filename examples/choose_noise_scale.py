@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 from transformers_gazeflow.analysis.capture import (
@@ -38,6 +37,7 @@ from transformers_gazeflow.training.noise_scale_choice import (
     choose_noise_scale,
     measure_dynamics,
 )
+from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "choose_noise_scale.py"
 PROTOCOL_WINDOW = 64
@@ -135,8 +135,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {str(err).splitlines()[0]}", file=sys.stderr)
-        sys.exit(1)
+    run_script(main, PROG)

@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +63,7 @@ from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
     draw_noise,
     estimate_endpoint,
 )
+from transformers_gazeflow.training.script_errors import run_script
 
 OBJECTIVES = ("flow_matching", "regression", "diffusion")
 LOG_BINS = 50
@@ -555,8 +555,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ValueError, RuntimeError) as err:
-        print(f"dynamics_probe.py: error: {err}", file=sys.stderr)
-        sys.exit(1)
+    run_script(main, "dynamics_probe.py", (ValueError, RuntimeError))

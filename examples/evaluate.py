@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +75,7 @@ from transformers_gazeflow.training.evaluation import (
     trajectories_of,
 )
 from transformers_gazeflow.training.processes import leave_process_group
+from transformers_gazeflow.training.script_errors import run_script
 
 GRID_K = (1, 10, 30, 50)
 GRID_S = (1, 2, 5, 10, 50)
@@ -491,8 +491,4 @@ def write_results(out: Path, results: dict, report: str, result) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ValueError, FileNotFoundError) as err:
-        print(f"evaluate.py: error: {err}", file=sys.stderr)
-        sys.exit(1)
+    run_script(main, "evaluate.py")

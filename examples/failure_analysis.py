@@ -18,7 +18,6 @@ recorded gaze drawn by the package's overlay code).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +41,7 @@ from transformers_gazeflow.data.video import decode_frames
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import unit_to_pixels
 from transformers_gazeflow.training.evaluation import predict_clips
+from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "failure_analysis.py"
 
@@ -161,8 +161,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {str(err).splitlines()[0]}", file=sys.stderr)
-        sys.exit(1)
+    run_script(main, PROG)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +38,7 @@ from transformers_gazeflow.analysis.probing import (
     probe_table_json,
     probe_table_markdown,
 )
+from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "probe.py"
 
@@ -165,8 +165,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {str(err).splitlines()[0]}", file=sys.stderr)
-        sys.exit(1)
+    run_script(main, PROG)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ from transformers_gazeflow.analysis.capture import (
 from transformers_gazeflow.metrics.dynamics import sample_motion
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.training.evaluation import predict_clips
+from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "sample_motion.py"
 COLUMNS = (
@@ -122,8 +122,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {str(err).splitlines()[0]}", file=sys.stderr)
-        sys.exit(1)
+    run_script(main, PROG)

@@ -236,11 +236,11 @@ def test_nan_weights_are_refused_and_nothing_is_written(tmp_path, synthetic_clip
 def test_the_packages_warnings_are_one_line_and_other_libraries_keep_their_form(capsys, monkeypatch):
     import warnings
 
-    from transformers_gazeflow.commands import cli
+    from transformers_gazeflow.commands import run_context
 
     passed_on = []
     monkeypatch.setattr(warnings, "showwarning", lambda message, category, *rest: passed_on.append((message, category)))
-    with cli._one_line_warnings():
+    with run_context.one_line_warnings():
         warnings.simplefilter("always")
         warnings.warn_explicit("regions fitted elsewhere", UserWarning, "/x/transformers_gazeflow/gaze/regions.py", 5)
         warnings.warn_explicit("an old argument", FutureWarning, "/x/site-packages/torch/nn/module.py", 7)

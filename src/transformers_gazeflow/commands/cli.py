@@ -38,9 +38,7 @@ import argparse
 import os
 import signal
 import sys
-import warnings
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +56,7 @@ from .arguments import (  # light: nothing heavy is imported before the model lo
     speed_options,
 )
 from .readout_arguments import readout_options
+from .run_context import Terminated, one_line_warnings, signals_as_exceptions
 from .stream import (
     EXPORT_DESCRIPTION,
     EXPORT_HELP,
@@ -70,10 +69,6 @@ from .stream import (
 EXIT_USAGE, EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 2, 1, 130, 143
 WORKER_ENV = "GAZEFLOW_WORKER"
 """Set in the processes that ``--num-processes`` starts (they read their shard from RANK / WORLD_SIZE)."""
-
-
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that partial outputs are cleaned up like on Ctrl-C."""
 
 
 @dataclass(frozen=True)
@@ -532,46 +527,6 @@ def _is_user_error(err: BaseException) -> bool:
     return video is not None and isinstance(err, video.VideoDecodeError)
 
 
-@contextmanager
-def _one_line_warnings():
-    """While the command runs, a warning raised by this package prints as ``gazeflow: warning: ...`` on stderr (no
-    file, line or source echo); any other warning is shown as Python shows it."""
-    shown = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if "transformers_gazeflow" in Path(str(filename)).parts:
-            print(f"gazeflow: warning: {message}", file=sys.stderr)
-        else:
-            shown(message, category, filename, lineno, file, line)
-
-    with warnings.catch_warnings():
-        warnings.showwarning = show
-        yield
-
-
-@contextmanager
-def _signals_as_exceptions():
-    """SIGTERM raises :class:`Terminated` in the main thread while the command runs (then the old handler is back)."""
-    if sys.platform == "win32" or not _in_main_thread():
-        yield
-        return
-
-    def terminate(signum, frame):
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _in_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
 def _stopped(argv: list[str], args: argparse.Namespace | None) -> str:
     """What a signal ended, for its one line (a stream says where its summary is: ``args.stream_ending``)."""
     if argv[:1] == ["app"]:
@@ -592,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .batch import one_line
 
     args = None
-    with _signals_as_exceptions(), _one_line_warnings():
+    with signals_as_exceptions(), one_line_warnings():
         try:
             args = build_parser().parse_args(argv)
             args.argv = argv  # what --num-processes passes on to its processes
