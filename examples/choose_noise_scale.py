@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, chosen = search(model, examples, processor, args)
     record = {
         "model": args.model_name_or_path or "bundled default",
-        "split": f"{args.dataset_name} / {args.split}",
+        "split": f"{args.dataset_name} / {args.split}" + (f" ({args.dataset_options})" if args.dataset_options else ""),
         "clips": len(examples),
         "online": args.online,
         "rule": {"max_step_ratio": args.max_step_ratio, "max_share_ratio": args.max_share_ratio},

@@ -5,6 +5,7 @@ The rule is checked on hand-made figures. The measurement is checked on a known 
 network's output head at zero every sample is its x_0 = tau e (no step moves it), so while no sample reaches the
 frame's edge the samples' steps are exactly proportional to tau, and halving tau halves the median step ratio."""
 
+import argparse
 import json
 import math
 import subprocess
@@ -151,3 +152,27 @@ def test_the_measurement_leaves_the_model_config_as_it_was(still_model_dir, data
     with pytest.raises(RuntimeError):
         noise_scale_choice.measure_dynamics(model, examples, processor, 0.4, 2, 1, "euler")
     assert model.config.noise_scale == 0.9
+
+
+def test_dataset_options_reach_the_builder_and_bad_ones_name_the_option(tmp_path, still_model_dir, data):
+    from transformers_gazeflow.analysis.capture import dataset_options_of
+
+    assert dataset_options_of(argparse.Namespace(dataset_options="seed=7,num_clips=400")) == {
+        "seed": 7,
+        "num_clips": 400,
+    }
+    assert dataset_options_of(argparse.Namespace(dataset_options=None)) == {}
+    with pytest.raises(ValueError, match=r"^--dataset_options: expected key=value, got 'seed'$"):
+        dataset_options_of(argparse.Namespace(dataset_options="seed"))
+    with pytest.raises(ValueError, match=r"^--dataset_options cannot set window_frames, windows:"):
+        dataset_options_of(argparse.Namespace(dataset_options="windows=all,window_frames=8"))
+    model = ["--model_name_or_path", str(still_model_dir), "--max_step_ratio", "1e-9", "--noise_scales", "0.2"]
+    runs = {}
+    other = [*data[:3], str(tmp_path / "seed3_draw"), *data[4:], "--dataset_options", "seed=3"]  # a draw of its own
+    for name, dataset in (("default", data), ("other_draw", other)):
+        assert choose(model + dataset + ["--output_dir", str(tmp_path / name)]) == 0
+        runs[name] = json.loads((tmp_path / name / "noise_scale.json").read_text())
+    assert (
+        runs["other_draw"]["split"] == "synthetic / train (seed=3)" and runs["default"]["split"] == "synthetic / train"
+    )
+    assert runs["other_draw"]["rows"][0]["median_step_ratio"] != runs["default"]["rows"][0]["median_step_ratio"]

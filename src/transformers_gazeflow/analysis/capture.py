@@ -48,10 +48,11 @@ def load_first_windows(
     window_frames: int,
     max_clips: int | None = None,
     cache_dir: str | None = None,
+    options: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Each clip's first window of at most ``window_frames`` frames (the evaluation protocol's windows) of one split
-    of a gaze dataset (``data.loading.load_gaze_dataset``, built under ``cache_dir``: default the datasets cache), the
-    first ``max_clips`` clips when given."""
+    of a gaze dataset (``data.loading.load_gaze_dataset``, built under ``cache_dir``: default the datasets cache, with
+    the builder ``options`` over the config's), the first ``max_clips`` clips when given."""
     from ..data.loading import load_gaze_dataset
 
     dataset = load_gaze_dataset(
@@ -63,6 +64,7 @@ def load_first_windows(
         windows="first",
         window_frames=window_frames,
         window_stride=min(32, window_frames),
+        **(options or {}),
     )
     count = len(dataset) if max_clips is None else min(max_clips, len(dataset))
     return [dataset[i] for i in range(count)]
@@ -198,8 +200,8 @@ def clip_attentions(
 
 def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     """The analysis commands' common options: the model (``--model_name_or_path``) and the dataset it is run on
-    (``--dataset_name``, ``--data_dir``, ``--dataset_config``, ``--cache_dir``), as :func:`load_first_windows` reads
-    them."""
+    (``--dataset_name``, ``--data_dir``, ``--dataset_config``, ``--dataset_options``, ``--cache_dir``), as
+    :func:`load_first_windows` reads them."""
     parser.add_argument(
         "--model_name_or_path", default=None, help="a GazeFlow model folder or hub id (default: the bundled model)"
     )
@@ -208,7 +210,34 @@ def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
         "--data_dir", default=None, help="the dataset's raw folder (synthetic: rendered here if absent)"
     )
     parser.add_argument("--dataset_config", default=None, help="the builder config (synthetic: tiny/small/default)")
+    parser.add_argument(
+        "--dataset_options",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="builder options over --dataset_config's, as examples/evaluate.py takes them, e.g. split_id=2 (EGTEA "
+        "Gaze+) or seed=7,num_clips=400 (synthetic: clips of another draw)",
+    )
     parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
+
+
+WINDOW_OPTIONS = ("windows", "window_frames", "window_stride")
+"""Builder options the analyses set themselves (each clip's first window): ``--dataset_options`` cannot."""
+
+
+def dataset_options_of(args: argparse.Namespace) -> dict[str, Any]:
+    """``--dataset_options`` as builder keyword arguments; a malformed one, or one that sets the windows, is a
+    ``ValueError`` naming the option."""
+    from ..training.arguments import parse_config_overrides
+
+    text = getattr(args, "dataset_options", None)
+    try:
+        options = parse_config_overrides(text)
+    except ValueError as err:
+        raise ValueError(str(err).replace("--config_overrides", "--dataset_options")) from None
+    fixed = sorted(set(options) & set(WINDOW_OPTIONS))
+    if fixed:
+        raise ValueError(f"--dataset_options cannot set {', '.join(fixed)}: each clip's first window is the analysis'")
+    return options
 
 
 def model_from_arguments(args: argparse.Namespace):
@@ -228,9 +257,17 @@ def windows_from_arguments(
     """:func:`load_first_windows` of one split named by ``option`` (e.g. ``--split``) with the dataset options of
     :func:`add_model_and_dataset_arguments`; a split that fails to load or has no clips is one ``ValueError``
     naming the option."""
+    options = dataset_options_of(args)
     try:
         examples = load_first_windows(
-            args.dataset_name, args.data_dir, split, args.dataset_config, window_frames, max_clips, args.cache_dir
+            args.dataset_name,
+            args.data_dir,
+            split,
+            args.dataset_config,
+            window_frames,
+            max_clips,
+            args.cache_dir,
+            options,
         )
     except (ValueError, KeyError, FileNotFoundError) as err:
         raise ValueError(
@@ -248,6 +285,8 @@ __all__ = [
     "add_model_and_dataset_arguments",
     "load_analysis_model",
     "load_first_windows",
+    "dataset_options_of",
+    "WINDOW_OPTIONS",
     "use_eager_attention",
     "clip_task_banks",
     "clip_encoder_features",
