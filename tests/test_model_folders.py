@@ -212,27 +212,21 @@ def test_the_card_names_the_condition_encoders_layers(tmp_path, overrides, line)
 
 
 @pytest.mark.parametrize(
-    "power, line",
+    "sampler, line",
     [
-        (1.0, "- Sampling defaults: K=30 samples, S=5 euler steps. Evaluation maps"),
-        (4.0, "- Sampling defaults: K=30 samples, S=5 euler steps on the flow-time grid s_i = 1 - (1 - i/S)^4 "),
+        ({}, "- Sampling defaults: K=30 samples, S=5 euler steps. Evaluation maps"),
+        (
+            {"time_grid_power": 4.0},
+            "- Sampling defaults: K=30 samples, S=5 euler steps on the flow-time grid s_i = 1 - (1 - i/S)^4 ",
+        ),
+        (
+            {"noise_scale": 0.8},
+            "- Sampling defaults: K=30 samples, S=5 euler steps, from x_0 = 0.8 e (`noise_scale`, the sampling ",
+        ),
     ],
 )
-def test_the_card_names_the_samplers_flow_time_grid_unless_it_is_uniform(tmp_path, power, line):
-    model = GazeFlowModel(GazeFlowConfig.tiny(num_samples=30, num_steps=5, time_grid_power=power))
-    folder = save_model_folder(model, tmp_path / "model", title="Tiny", description="For a test.")
-    assert line in (folder / "README.md").read_text()
-
-
-@pytest.mark.parametrize(
-    "noise_scale, line",
-    [
-        (1.0, "- Sampling defaults: K=30 samples, S=5 euler steps. Evaluation maps"),
-        (0.8, "- Sampling defaults: K=30 samples, S=5 euler steps, from x_0 = 0.8 e (`noise_scale`, the sampling "),
-    ],
-)
-def test_the_card_names_the_sampling_temperature_unless_it_is_the_papers(tmp_path, noise_scale, line):
-    model = GazeFlowModel(GazeFlowConfig.tiny(num_samples=30, num_steps=5, noise_scale=noise_scale))
+def test_the_card_names_the_flow_time_grid_and_the_temperature_unless_they_are_the_papers(tmp_path, sampler, line):
+    model = GazeFlowModel(GazeFlowConfig.tiny(num_samples=30, num_steps=5, **sampler))
     folder = save_model_folder(model, tmp_path / "model", title="Tiny", description="For a test.")
     assert line in (folder / "README.md").read_text()
 

@@ -263,13 +263,20 @@ def _check_decodable(path: Path) -> None:
         raise DemoInputError(f"{name} has a video stream but no frame could be decoded from it")
 
 
-def _as_int(value: Any, label: str, minimum: int | None = None, maximum: int | None = None) -> int | None:
+def _page_number(value: Any, label: str, expected: str) -> float | None:
+    """A page field's value as a float, None for an empty field; anything else names the field and ``expected``."""
     if value is None or (isinstance(value, str) and value.strip() == ""):
         return None
     try:
-        number = float(value)
+        return float(value)
     except (TypeError, ValueError):
-        raise DemoInputError(f"{label} must be a whole number, got {value!r}") from None
+        raise DemoInputError(f"{label} must be {expected}, got {value!r}") from None
+
+
+def _as_int(value: Any, label: str, minimum: int | None = None, maximum: int | None = None) -> int | None:
+    number = _page_number(value, label, "a whole number")
+    if number is None:
+        return None
     if not np.isfinite(number) or number != int(number):
         raise DemoInputError(f"{label} must be a whole number, got {value!r}")
     number = int(number)
@@ -311,13 +318,8 @@ def check_frame_range(
 def _as_positive(value: Any, label: str, maximum: float) -> float | None:
     """A number in (0, ``maximum``] as the page gives it, or None (the model's default) for 0 or an empty field (the
     page's number field sends 0 when emptied)."""
-    if value is None or (isinstance(value, str) and value.strip() == ""):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise DemoInputError(f"{label} must be a number, got {value!r}") from None
-    if number == 0:
+    number = _page_number(value, label, "a number")
+    if number is None or number == 0:
         return None
     if not 0 < number <= maximum:
         raise DemoInputError(f"{label} must be a number in (0, {maximum:g}] (0: the model's own), got {value!r}")
