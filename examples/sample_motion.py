@@ -6,15 +6,16 @@ samples agree on) and each sample's deviation from it, at one or more step count
     python examples/sample_motion.py --dataset_name synthetic --data_dir data/synthetic_small \
         --dataset_config small --num_steps 5 50 --output_dir runs/analysis/sample_motion     # the bundled model
 
-Each clip's first window of --window_frames frames (the evaluation protocol's, 64) is sampled as
-``examples/evaluate.py`` does (coherent windows, the same seeds per clip). Writes ``sample_motion.md`` and
-``sample_motion.json`` (one row per S).
+``--noise_scale`` samples at another temperature tau than the model's. Each clip's first window of --window_frames
+frames (the evaluation protocol's, 64) is sampled as ``examples/evaluate.py`` does (coherent windows, the same seeds
+per clip). Writes ``sample_motion.md`` and ``sample_motion.json`` (one row per S).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ from transformers_gazeflow.training.script_errors import run_script
 PROG = "sample_motion.py"
 COLUMNS = (
     ("S", "num_steps", "{:d}"),
+    ("tau", "noise_scale", "{:g}"),
     ("sample step / human", "sample_ratio", "{:.2f}x"),
     ("mean trajectory step / human", "mean_ratio", "{:.2f}x"),
     ("deviation step (px)", "deviation_step_px", "{:.3f}"),
@@ -48,6 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max_clips", type=int, default=None, help="analyse at most N clips (quick checks)")
     parser.add_argument("--num_samples", type=int, default=None, help="K (default: the model config's)")
     parser.add_argument("--num_steps", type=int, nargs="+", default=None, help="S values (default: the config's)")
+    parser.add_argument(
+        "--noise_scale", type=float, default=None, help="tau, x_0 = tau e (default: the model config's)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (per clip, as evaluate.py)")
     parser.add_argument("--device", default=None, help="e.g. cuda (default: cpu)")
     parser.add_argument("--output_dir", required=True, help="where sample_motion.md/.json go")
@@ -58,6 +63,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{name} must be >= 1, got {value}")
     if args.num_steps is not None and min(args.num_steps) < 1:
         parser.error(f"--num_steps must each be >= 1, got {args.num_steps}")
+    if args.noise_scale is not None and not 0 < args.noise_scale < math.inf:
+        parser.error(f"--noise_scale must be a number > 0 (1: the paper's x_0), got {args.noise_scale}")
     return args
 
 
@@ -88,6 +95,7 @@ def motion_row(model, examples: list[dict], processor, args: argparse.Namespace,
     return {
         "num_steps": settings.num_steps,
         "num_samples": settings.num_samples,
+        "noise_scale": model.config.noise_scale,
         **motion,
         "sample_ratio": motion["sample_step_px"] / human if human > 0 else float("nan"),
         "mean_ratio": motion["mean_step_px"] / human if human > 0 else float("nan"),
@@ -107,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     model, processor = model_from_arguments(args)
     examples = windows_from_arguments(args, "--split", args.split, args.window_frames, args.max_clips)
     model.set_attn_implementation("sdpa")  # sampling needs no weights
+    if args.noise_scale is not None:  # checked > 0 by parse_args
+        model.config.noise_scale = args.noise_scale
     rows = [motion_row(model, examples, processor, args, s) for s in (args.num_steps or [None])]
     name = args.model_name_or_path or "bundled default"
     report = motion_markdown(

@@ -383,4 +383,19 @@ def test_sample_motion_writes_one_row_per_step_count(tmp_path, model_dir, data):
         assert -1.0 <= row["deviation_lag1"] <= 1.0 and row["deviation_px"] > 0
     assert rows[0]["human_step_px"] == rows[1]["human_step_px"]
     table = (tmp_path / "sample_motion.md").read_text()
-    assert f"| 2 | {rows[1]['sample_ratio']:.2f}x |" in table
+    assert f"| 2 | {rows[1]['noise_scale']:g} | {rows[1]['sample_ratio']:.2f}x |" in table
+
+
+def test_sample_motion_samples_at_the_noise_scale_asked(tmp_path, model_dir, data):
+    # x_0 = tau e: from starts 1e-6 apart the deterministic ODE keeps the K samples together to well under a pixel
+    motion = script("sample_motion")
+    argv = common(model_dir, data) + ["--num_samples", "3", "--num_steps", "2", "--window_frames", "32"]
+    assert motion.main(argv + ["--noise_scale", "1e-6", "--output_dir", str(tmp_path / "cold")]) == 0
+    assert motion.main(argv + ["--output_dir", str(tmp_path / "own")]) == 0
+    (cold,) = json.loads((tmp_path / "cold" / "sample_motion.json").read_text())
+    (own,) = json.loads((tmp_path / "own" / "sample_motion.json").read_text())
+    assert cold["noise_scale"] == 1e-6 and own["noise_scale"] == 1.0
+    assert cold["deviation_px"] < 1e-3 < own["deviation_px"]
+    for bad in ("0", "-1", "inf"):
+        with pytest.raises(SystemExit):
+            motion.parse_args(argv + ["--noise_scale", bad, "--output_dir", str(tmp_path)])
