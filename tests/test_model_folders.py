@@ -231,6 +231,19 @@ def test_the_card_names_the_flow_time_grid_and_the_temperature_unless_they_are_t
     assert line in (folder / "README.md").read_text()
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_bundled_models_card_names_the_temperature_its_config_samples_at(causal):
+    """The cards are written by hand after a model's tau is chosen: each must state the tau of its own config.json."""
+    import transformers_gazeflow
+
+    folder = transformers_gazeflow.default_model_path(causal=causal)
+    tau = json.loads((folder / "config.json").read_text())["noise_scale"]
+    card = (folder / "README.md").read_text()
+    sampling = next(line for line in card.splitlines() if line.startswith("- Sampling defaults:"))
+    assert f"from x_0 = {tau:g} e (`noise_scale`" in sampling
+    assert f"tau {tau:g}, chosen" in card
+
+
 def test_the_pipeline_seed_defaults_to_0_and_none_draws_fresh_noise(tiny_model_dir):
     gaze = pipeline("egocentric-gaze", model=str(tiny_model_dir))
     video = random_video(7, seed=1)
