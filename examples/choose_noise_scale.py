@@ -8,11 +8,13 @@ targets then conflict for the model).
         --data_dir data/synthetic_small --dataset_config small --split validation --write
 
 The candidates are tried from the largest down (``--noise_scales``, default 1.0, 0.95, ..., 0.5) and the search stops
-at the first that passes; each is sampled as ``examples/evaluate.py`` samples (each clip's protocol window, K and S of
-the model's config, the same seeds per clip; ``--online`` for a causal model's frame-by-frame prediction). Prints one
-row per candidate and writes ``noise_scale.json`` (the rows and the choice) to ``--output_dir``. ``--write`` sets
-the chosen tau in the model folder's ``config.json`` (nothing else in the folder changes); the uncertainty regions'
-factors in ``region_calibration.json`` were fitted at the sampler they were fitted with, so refit them after:
+at the first that passes; each is sampled as ``examples/evaluate.py`` samples (each clip's protocol window of 64
+frames; with ``--window_frames`` at least a clip's length, the whole clip, its windows joined as ``gazeflow predict``
+joins them; K and S of the model's config, the same seeds per clip; ``--online`` for a causal model's
+frame-by-frame prediction). Prints one row per candidate and writes ``noise_scale.json`` (the rows and the choice) to
+``--output_dir``. ``--write`` sets the chosen tau in the model folder's ``config.json`` (nothing else in the folder
+changes); the uncertainty regions' factors in ``region_calibration.json`` were fitted at the sampler they were
+fitted with, so refit them after:
 ``examples/evaluate.py --region_split validation --save_region_calibration``.
 """
 
@@ -48,6 +50,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_model_and_dataset_arguments(parser)
     parser.add_argument("--split", default="validation", help="the clips the rule is applied on")
     parser.add_argument("--max_clips", type=int, default=None, help="use at most N clips (quick checks)")
+    parser.add_argument(
+        "--window_frames",
+        type=int,
+        default=PROTOCOL_WINDOW,
+        help="frames of each clip sampled (the protocol's first 64; at least a clip's length: whole clips, joined "
+        "as gazeflow predict joins them)",
+    )
     parser.add_argument("--online", action="store_true", help="a causal model's frame-by-frame prediction")
     parser.add_argument(
         "--noise_scales", type=float, nargs="+", default=list(NOISE_SCALE_GRID), help="the candidate taus"
@@ -65,6 +74,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("max_step_ratio", "max_share_ratio"):
         if not 0 < getattr(args, name) < math.inf:
             parser.error(f"--{name} must be a number > 0, got {getattr(args, name)}")
+    if args.window_frames < 1:
+        parser.error(f"--window_frames must be >= 1, got {args.window_frames}")
     if args.max_clips is not None and args.max_clips < 1:
         parser.error(f"--max_clips must be >= 1, got {args.max_clips}")
     if args.write and (args.model_name_or_path is None or not Path(args.model_name_or_path).is_dir()):
@@ -79,7 +90,7 @@ def search(model, examples: list[dict], processor, args: argparse.Namespace) -> 
     for tau in sorted(set(args.noise_scales), reverse=True):
         check = measure_dynamics(
             model, examples, processor, tau, settings.num_samples, settings.num_steps, settings.solver,
-            seed=args.seed, online=args.online, fov_deg=args.fov_deg,
+            seed=args.seed, online=args.online, fov_deg=args.fov_deg, window=args.window_frames,
         )  # fmt: skip
         checks.append(check)
         verdict = "passes" if check.passes(args.max_step_ratio, args.max_share_ratio) else "fails"
@@ -108,7 +119,7 @@ def write_noise_scale(folder: Path, tau: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     model, processor = model_from_arguments(args)
-    examples = windows_from_arguments(args, "--split", args.split, PROTOCOL_WINDOW, args.max_clips)
+    examples = windows_from_arguments(args, "--split", args.split, args.window_frames, args.max_clips)
     if args.online and not model.config.causal:
         raise ValueError(f"--online needs a causal model; {args.model_name_or_path or 'the bundled model'} is windowed")
     rows, chosen = search(model, examples, processor, args)
@@ -116,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": args.model_name_or_path or "bundled default",
         "split": f"{args.dataset_name} / {args.split}" + (f" ({args.dataset_options})" if args.dataset_options else ""),
         "clips": len(examples),
+        "window_frames": args.window_frames,
         "online": args.online,
         "rule": {"max_step_ratio": args.max_step_ratio, "max_share_ratio": args.max_share_ratio},
         "rows": rows,

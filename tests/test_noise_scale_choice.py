@@ -96,6 +96,26 @@ def test_the_steps_scale_with_tau_and_the_search_stops_at_the_first_pass(tmp_pat
     assert json.loads((still_model_dir / "config.json").read_text()).get("noise_scale", 1.0) == 1.0  # no --write
 
 
+def test_window_frames_is_how_many_frames_of_each_clip_are_sampled(tmp_path, still_model_dir, data, monkeypatch):
+    from transformers_gazeflow.training import noise_scale_choice
+
+    seen = []
+    real = noise_scale_choice.predict_clips
+
+    def recording(model, examples, *args, **kwargs):
+        seen.append((kwargs["window"], [int(example["num_frames"]) for example in examples]))
+        return real(model, examples, *args, **kwargs)
+
+    monkeypatch.setattr(noise_scale_choice, "predict_clips", recording)
+    argv = ["--model_name_or_path", str(still_model_dir)] + data + ["--noise_scales", "0.5"]
+    assert choose(argv + ["--window_frames", "8", "--output_dir", str(tmp_path / "short")]) == 0
+    assert choose(argv + ["--output_dir", str(tmp_path / "protocol")]) == 0
+    (short, short_frames), (protocol, protocol_frames) = seen
+    assert short == 8 and short_frames == [8, 8] and protocol == 64 and max(protocol_frames) > 8
+    record = json.loads((tmp_path / "short" / "noise_scale.json").read_text())
+    assert record["window_frames"] == 8
+
+
 def test_write_sets_noise_scale_and_nothing_else(tmp_path, still_model_dir, data):
     folder = tmp_path / "model"
     folder.mkdir()
@@ -117,6 +137,7 @@ def test_write_sets_noise_scale_and_nothing_else(tmp_path, still_model_dir, data
     [
         (["--noise_scales", "0.8", "0"], "--noise_scales must each be a number > 0"),
         (["--max_share_ratio", "0"], "--max_share_ratio must be a number > 0, got 0.0"),
+        (["--window_frames", "0"], "--window_frames must be >= 1, got 0"),
         (["--write"], "--write needs --model_name_or_path to be a local model folder"),
     ],
 )

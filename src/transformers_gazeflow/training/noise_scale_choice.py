@@ -80,13 +80,17 @@ def measure_dynamics(
     seed: int = 0,
     online: bool = False,
     fov_deg: float = 60.0,
+    window: int = 64,
 ) -> DynamicsCheck:
-    """Sample ``examples`` at ``noise_scale`` (as ``examples/evaluate.py`` does: each clip's protocol window, its
-    own seeded generator) and measure the rule's figures; the model's config is restored afterwards."""
+    """Sample ``examples`` at ``noise_scale`` (as ``examples/evaluate.py`` does: each clip's first ``window`` frames,
+    the protocol's 64 unless a longer window takes in whole clips, each clip with its own seeded generator) and
+    measure the rule's figures; the model's config is restored afterwards."""
     kept = model.config.noise_scale
     model.config.noise_scale = float(noise_scale)
     try:
-        predictions, _ = predict_clips(model, examples, processor, num_samples, num_steps, solver, seed, online=online)
+        predictions, _ = predict_clips(
+            model, examples, processor, num_samples, num_steps, solver, seed, window=window, online=online
+        )
     finally:
         model.config.noise_scale = kept
     dynamics = score(examples, predictions).metrics  # the dynamics do not depend on the maps' sigma
