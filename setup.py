@@ -38,6 +38,8 @@ EXTRAS = {
         # the property-based suites: generated names, JSON fields and sizes against the output-safety layer and the
         # interface files' schemas, and the commands driven with hostile inputs in a sandbox folder
         "hypothesis>=6.100",
+        # the suite in two worker processes (`pytest -n 2`), as CI runs it on its 2 cores
+        "pytest-xdist>=3.5",
     ],
     # the lint and format checks CI runs before the tests (`python -m ruff check .`, `python -m ruff format --check .`;
     # rules and line length in pyproject.toml); pinned because another release may format the same code differently;

@@ -39,9 +39,10 @@ def ci_test_commands() -> list[str]:
 def test_readme_and_ci_run_the_same_test_commands():
     readme, ci = readme_test_commands(), ci_test_commands()
     assert readme == ci, f"README: {readme}\n.ci/run: {ci}"
-    assert "-m ruff check ." in ci and ci.index("-m ruff check .") < ci.index("-m pytest -q tests")
+    assert "-m ruff check ." in ci and ci.index("-m ruff check .") < ci.index("-m pytest -q -n 2 tests")
 
 
 def test_ci_checks_the_format_before_the_tests():
     ci = ci_test_commands()
-    assert "-m ruff format --check ." in ci and ci.index("-m ruff format --check .") < ci.index("-m pytest -q tests")
+    format_check = "-m ruff format --check ."
+    assert format_check in ci and ci.index(format_check) < ci.index("-m pytest -q -n 2 tests")
