@@ -18,8 +18,10 @@ run's validation clips), are read from each run's ``trainer_state.json`` and set
 AAE at most ``SUCCESS_AAE_RATIO`` of Center Bias's, ``metrics.baselines``); ``<output_dir>/panel.md`` and
 ``panel.json`` hold the table. Finished steps
 (written data, trained runs, results) are skipped, so an interrupted panel resumes where it stopped; a run folder
-without its final ``trainer_state.json`` is trained again from scratch. Every step's output goes to
-``<output_dir>/logs``; a failed step is reported and the rest go on (exit status 1).
+without its final ``trainer_state.json`` resumes from its latest checkpoint (the same command with
+``--resume_from_checkpoint latest``, which ends bit for bit as the uninterrupted run would) where its checkpoint
+index is there, and is trained again from scratch where it is not (stopped before its first checkpoint). Every
+step's output goes to ``<output_dir>/logs``; a failed step is reported and the rest go on (exit status 1).
 
     python examples/recipe_panel.py --output_dir runs/panel                        # 8 families x 2 seeds: hours
     python examples/recipe_panel.py --output_dir runs/panel --families ring_cue --seeds 0 --dry_run
@@ -40,6 +42,7 @@ from pathlib import Path
 
 from transformers_gazeflow.data.synthetic_tasks_panel import PANEL_NAMES, SMOKE_DATA, panel_family, write_panel_family
 from transformers_gazeflow.metrics.baselines import SUCCESS_AAE_RATIO, beats_both_priors, beats_center_bias
+from transformers_gazeflow.training.checkpointing import INDEX as CHECKPOINT_INDEX
 
 EXAMPLES = Path(__file__).resolve().parent
 EVALUATION = ["--num_samples", "16", "--num_steps", "5"]
@@ -56,6 +59,8 @@ PRIORS = {"center_bias": [], "random_walk_free": ["--num_samples", "16"]}
 DATA_MARKER = "panel_family.json"
 """Written into a family's data folder once its layout is complete (the settings it was written with)."""
 METRICS = ("auc", "f1", "aae")
+RESUME = ["--resume_from_checkpoint", "latest"]
+"""What an unfinished training run's command gets when its checkpoint index (there once it saved one) is there."""
 
 
 @dataclass
@@ -66,7 +71,8 @@ class Step:
     command: list[str]
     done_file: Path
     log: Path
-    fresh_folder: Path | None = None  # removed before the command runs (an unfinished training run)
+    fresh_folder: Path | None = None  # removed before the command runs (an unfinished training run) ...
+    resume_index: Path | None = None  # ... unless this file is there: then the command resumes from it
     needs: Path | None = None  # a file the command reads that an earlier step writes (the trained model's)
 
 
@@ -118,7 +124,8 @@ def train_step(panel: PanelRun, family: str, seed: int) -> Step:
     command += ["--data_dir", str(panel.data_dir(family)), "--seed", str(seed), "--output_dir", str(run_dir)]
     command += SMOKE_TRAIN if panel.smoke else []
     log = panel.log(f"{family}-seed{seed}")
-    return Step(f"train {family} seed {seed}", command, run_dir / "trainer_state.json", log, fresh_folder=run_dir)
+    done, index = run_dir / "trainer_state.json", run_dir / CHECKPOINT_INDEX
+    return Step(f"train {family} seed {seed}", command, done, log, fresh_folder=run_dir, resume_index=index)
 
 
 def evaluate_step(panel: PanelRun, family: str, method: str, source: list[str]) -> Step:
@@ -178,12 +185,16 @@ def run_step(panel: PanelRun, step: Step, dry_run: bool) -> None:
     if step.needs is not None and not step.needs.exists():
         panel.failures.append(f"{step.name} not run: {step.needs} is missing (its training failed?)")
         return
-    if step.fresh_folder is not None and step.fresh_folder.exists():
+    resuming = step.resume_index is not None and step.resume_index.exists()
+    command = [*step.command, *RESUME] if resuming else step.command
+    if resuming:
+        print(f"  {step.resume_index.parent} holds an unfinished run: resumed from its latest checkpoint", flush=True)
+    elif step.fresh_folder is not None and step.fresh_folder.exists():
         print(f"  {step.fresh_folder} holds an unfinished run: trained again from scratch", flush=True)
         shutil.rmtree(step.fresh_folder)
     step.log.parent.mkdir(parents=True, exist_ok=True)
-    with open(step.log, "w", encoding="utf-8") as log:
-        result = subprocess.run(step.command, stdout=log, stderr=subprocess.STDOUT, cwd=EXAMPLES.parent)
+    with open(step.log, "a" if resuming else "w", encoding="utf-8") as log:  # a resumed run's log goes on
+        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=EXAMPLES.parent)
     if result.returncode != 0 or not step.done_file.exists():
         panel.failures.append(f"{step.name} failed (exit status {result.returncode}); see {step.log}")
         print(f"  FAILED: see {step.log}", flush=True)

@@ -111,6 +111,30 @@ def test_a_failed_step_is_recorded_and_a_done_one_skipped(tmp_path, panel_script
     assert not (tmp_path / "l3").exists()
 
 
+def test_an_unfinished_run_resumes_from_its_checkpoint_index_and_one_without_starts_again(tmp_path, panel_script):
+    panel = panel_script.PanelRun(tmp_path, "small-cpu")
+    record = "import sys, json, pathlib; pathlib.Path(sys.argv[1]).write_text(json.dumps(sys.argv[2:]))"
+    for name, has_index in (("checkpointed", True), ("early", False)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "step_1000").mkdir()
+        if has_index:
+            (folder / "checkpoints.json").write_text("{}")
+        done = tmp_path / f"{name}.json"
+        step = panel_script.Step(
+            name, [sys.executable, "-c", record, str(done), "--seed", "0"], done, tmp_path / f"{name}.log",
+            fresh_folder=folder, resume_index=folder / "checkpoints.json",
+        )  # fmt: skip
+        panel_script.run_step(panel, step, dry_run=False)
+        resumed = json.loads(done.read_text())
+        assert resumed == (["--seed", "0", "--resume_from_checkpoint", "latest"] if has_index else ["--seed", "0"])
+        assert (folder / "step_1000").exists() == has_index  # kept to resume from, or removed to start again
+    assert panel.failures == []
+    train = panel_script.train_step(panel, "ring_cue", 1)
+    index = panel.run_dir("ring_cue", 1) / "checkpoints.json"
+    assert train.resume_index == index and train.fresh_folder == index.parent
+
+
 def test_data_written_with_other_settings_is_refused_not_overwritten(tmp_path, panel_script):
     panel = panel_script.PanelRun(tmp_path, "small-cpu", smoke=True)
     marker = panel.data_dir("ring_cue") / panel_script.DATA_MARKER
