@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -154,6 +155,43 @@ def test_a_bad_option_is_one_line_from_the_command(tmp_path):
     )
     assert result.returncode == 2 and "--noise_scales must each be a number > 0" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _walk_clip(index: int, frames: int) -> dict:
+    """A recorded gaze walk of ``frames`` frames (fixation-labelled, tracked but for two frames) at 128x96."""
+    rng = np.random.default_rng(index)
+    gaze = np.clip(0.5 + np.cumsum(rng.normal(0, 0.01, (frames, 2)), axis=0), 0.05, 0.95)
+    valid = np.ones(frames, bool)
+    valid[[5, 40]] = False
+    return {"clip_id": f"walk{index}", "gaze": gaze, "gaze_type": np.ones(frames, np.int64), "valid": valid,
+            "width": 128, "height": 96, "fps": 24.0}  # fmt: skip
+
+
+def test_the_step_figures_are_the_evaluators_within_the_protocol_window():
+    from transformers_gazeflow.training.evaluation import score
+    from transformers_gazeflow.training.noise_scale_choice import step_statistics
+
+    examples = [_walk_clip(index, 64) for index in range(3)]
+    rng = np.random.default_rng(9)
+    samples = [np.clip(e["gaze"] + rng.normal(0, 0.02, (4, 64, 2)), 0, 1) for e in examples]
+    evaluated = score(examples, samples).metrics
+    measured = step_statistics(examples, samples)
+    for key in ("displacement_median_ratio", "displacement_mean_ratio", "displacement_log_jsd"):
+        assert measured[key] == evaluated[key]
+
+
+def test_the_step_figures_count_every_frame_sampled_not_only_the_first_64():
+    from transformers_gazeflow.training.evaluation import score
+    from transformers_gazeflow.training.noise_scale_choice import step_statistics
+
+    examples = [_walk_clip(index, 128) for index in range(2)]
+    # samples that follow the recorded gaze for 64 frames, then stand still: over the protocol window they step
+    # exactly as the recording does; over the whole clip half of their steps are 0, so their median step is less
+    samples = [np.repeat(e["gaze"][None], 3, axis=0) for e in examples]
+    for sample in samples:
+        sample[:, 64:] = sample[:, 63:64]
+    assert score(examples, samples).metrics["displacement_median_ratio"] == 1.0
+    assert step_statistics(examples, samples)["displacement_median_ratio"] < 0.1
 
 
 def test_the_measurement_leaves_the_model_config_as_it_was(still_model_dir, data, monkeypatch):

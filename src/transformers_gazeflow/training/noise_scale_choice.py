@@ -26,7 +26,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .evaluation import event_report, predict_clips, score
+from ..metrics.dynamics import LOG_BIN_FLOOR_PX, displacement_statistics, displacements
+from ..models.gazeflow.geometry import unit_to_pixels
+from .evaluation import event_report, predict_clips
 
 NOISE_SCALE_GRID = (1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5)
 MAX_STEP_RATIO = 1.25
@@ -93,7 +95,7 @@ def measure_dynamics(
         )
     finally:
         model.config.noise_scale = kept
-    dynamics = score(examples, predictions).metrics  # the dynamics do not depend on the maps' sigma
+    dynamics = step_statistics(examples, predictions)
     events = event_report(examples, predictions, fov_deg)["metrics"]
     return DynamicsCheck(
         noise_scale=float(noise_scale),
@@ -101,6 +103,29 @@ def measure_dynamics(
         log_jsd=_number(dynamics.get("displacement_log_jsd")),
         saccade_share=_number(events["samples"].get("saccade_share")),
         recorded_saccade_share=_number(events["human"].get("saccade_share")),
+    )
+
+
+def step_statistics(examples: Sequence[dict], predictions: Sequence[np.ndarray]) -> dict[str, float]:
+    """The dynamics table's step figures (paper Appendix E.3: ``displacement_median_ratio``, ``displacement_log_jsd``,
+    ...) of the samples ``[K, n, 2]`` against each example's recorded gaze, over every frame sampled and tracked.
+    The evaluator's computation (``metrics.protocol.GazeEvaluator``: steps in native pixels between consecutive
+    tracked frames, pooled over clips and samples), without its cut to the protocol's first 64 frames, so that whole
+    clips are measured whole, and without the saliency maps it renders besides."""
+    sample_steps, recorded_steps = [], []
+    for example, samples in zip(examples, predictions, strict=True):
+        valid = np.asarray(example["valid"], bool)
+        if not valid.any():
+            continue
+        width, height = int(example["width"]), int(example["height"])
+        samples_px = unit_to_pixels(np.asarray(samples, np.float64), width, height)
+        recorded_px = unit_to_pixels(np.asarray(example["gaze"], np.float64), width, height)
+        sample_steps.append(displacements(samples_px, valid).astype(np.float32))
+        recorded_steps.append(displacements(recorded_px, valid).astype(np.float32))
+    if not sample_steps:
+        return {}
+    return displacement_statistics(
+        np.concatenate(sample_steps), np.concatenate(recorded_steps), floor_px=LOG_BIN_FLOOR_PX
     )
 
 
