@@ -167,6 +167,16 @@ def displacements(traj, valid=None) -> np.ndarray:
     return steps[:, keep].reshape(-1)
 
 
+def clip_steps(samples_px, recorded_px, valid) -> tuple[np.ndarray, np.ndarray]:
+    """One clip's :func:`displacements` of the samples ``[K, T, 2]`` and of the recorded gaze ``[T, 2]`` (px), as
+    ``metrics.protocol.GazeEvaluator`` pools them over clips before :func:`displacement_statistics`: cast to
+    float32, so that figures computed elsewhere from these steps equal the evaluator's to the last digit."""
+    return (
+        displacements(samples_px, valid).astype(np.float32),
+        displacements(recorded_px, valid).astype(np.float32),
+    )
+
+
 def jensen_shannon(p, q) -> float:
     """Jensen-Shannon divergence (base e) of two histograms (normalised to sum 1 here)."""
     p = np.asarray(p, dtype=np.float64)
@@ -380,6 +390,7 @@ __all__ = [
     "dtw",
     "dtw_batched",
     "displacements",
+    "clip_steps",
     "jensen_shannon",
     "displacement_histograms",
     "displacement_statistics",

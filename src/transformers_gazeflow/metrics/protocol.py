@@ -294,8 +294,9 @@ class GazeEvaluator:
         self._sample_scores.append(clip_sample_scores(px, human, valid))
         if len(self._pending) >= _DTW_FLUSH_CLIPS:
             self._flush_dtw()
-        self._disp_pred.append(dyn.displacements(px, valid).astype(np.float32))
-        self._disp_human.append(dyn.displacements(human, valid).astype(np.float32))
+        sample_steps, recorded_steps = dyn.clip_steps(px, human, valid)
+        self._disp_pred.append(sample_steps)
+        self._disp_human.append(recorded_steps)
 
     def _flush_dtw(self) -> None:
         """DTW of the buffered clips in one vectorised call (valid frames compacted to the front, padded)."""

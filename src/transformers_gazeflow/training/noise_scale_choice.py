@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..metrics.dynamics import LOG_BIN_FLOOR_PX, displacement_statistics, displacements
+from ..metrics.dynamics import LOG_BIN_FLOOR_PX, clip_steps, displacement_statistics
 from ..models.gazeflow.geometry import unit_to_pixels
 from .evaluation import event_report, predict_clips
 
@@ -109,9 +109,10 @@ def measure_dynamics(
 def step_statistics(examples: Sequence[dict], predictions: Sequence[np.ndarray]) -> dict[str, float]:
     """The dynamics table's step figures (paper Appendix E.3: ``displacement_median_ratio``, ``displacement_log_jsd``,
     ...) of the samples ``[K, n, 2]`` against each example's recorded gaze, over every frame sampled and tracked.
-    The evaluator's computation (``metrics.protocol.GazeEvaluator``: steps in native pixels between consecutive
-    tracked frames, pooled over clips and samples), without its cut to the protocol's first 64 frames, so that whole
-    clips are measured whole, and without the saliency maps it renders besides."""
+    The evaluator's computation (``metrics.protocol.GazeEvaluator``: each clip's ``metrics.dynamics.clip_steps`` in
+    its native pixels, pooled over clips and samples), without its cut to the protocol's first 64 frames, so that
+    whole clips are measured whole, and without the saliency maps it renders besides. (``metrics.dynamics.
+    trajectory_dynamics`` pools float64 steps of one frame size and adds ADE and DTW: not the evaluator's figures.)"""
     sample_steps, recorded_steps = [], []
     for example, samples in zip(examples, predictions, strict=True):
         valid = np.asarray(example["valid"], bool)
@@ -120,8 +121,9 @@ def step_statistics(examples: Sequence[dict], predictions: Sequence[np.ndarray])
         width, height = int(example["width"]), int(example["height"])
         samples_px = unit_to_pixels(np.asarray(samples, np.float64), width, height)
         recorded_px = unit_to_pixels(np.asarray(example["gaze"], np.float64), width, height)
-        sample_steps.append(displacements(samples_px, valid).astype(np.float32))
-        recorded_steps.append(displacements(recorded_px, valid).astype(np.float32))
+        samples_clip, recorded_clip = clip_steps(samples_px, recorded_px, valid)
+        sample_steps.append(samples_clip)
+        recorded_steps.append(recorded_clip)
     if not sample_steps:
         return {}
     return displacement_statistics(
