@@ -23,8 +23,15 @@ without its final ``trainer_state.json`` resumes from its latest checkpoint (the
 index is there, and is trained again from scratch where it is not (stopped before its first checkpoint). Every
 step's output goes to ``<output_dir>/logs``; a failed step is reported and the rest go on (exit status 1).
 
+``--records_dir R`` keeps what the table needs of each finished step, small enough to commit, apart from the runs:
+``R/<family>/<method>.json`` with an evaluation's metrics, or a training's two verdicts, and the commit the runner
+ran at. A step whose records are there is not run again, and the table reads a record where the step's own file is
+gone, so a panel spread over machines that do not keep ``--output_dir`` goes on where it stopped (a seed's training
+counts as done only beside its evaluation's record: the evaluation needs the trained model).
+
     python examples/recipe_panel.py --output_dir runs/panel                        # 8 families x 2 seeds: hours
     python examples/recipe_panel.py --output_dir runs/panel --families ring_cue --seeds 0 --dry_run
+    python examples/recipe_panel.py --output_dir runs/panel --records_dir docs/recipe_panel_records
 
 ``--smoke`` checks the runner itself in about a minute of CPU (a few short clips, two training steps, K=S=2): its
 table is not a measurement.
@@ -59,6 +66,8 @@ PRIORS = {"center_bias": [], "random_walk_free": ["--num_samples", "16"]}
 DATA_MARKER = "panel_family.json"
 """Written into a family's data folder once its layout is complete (the settings it was written with)."""
 METRICS = ("auc", "f1", "aae")
+RECORD_KEYS = {"evaluation": ("metrics",), "training": ("grounding_plateau", "validation_success")}
+"""What a step's record keeps of its done file (``results.json``, ``trainer_state.json``), as the table reads it."""
 RESUME = ["--resume_from_checkpoint", "latest"]
 """What an unfinished training run's command gets when its checkpoint index (there once it saved one) is there."""
 
@@ -74,6 +83,8 @@ class Step:
     fresh_folder: Path | None = None  # removed before the command runs (an unfinished training run) ...
     resume_index: Path | None = None  # ... unless this file is there: then the command resumes from it
     needs: Path | None = None  # a file the command reads that an earlier step writes (the trained model's)
+    kind: str = "evaluation"  # which of RECORD_KEYS its record keeps
+    records: tuple[Path, ...] = ()  # with --records_dir: its own record first; all there: the step is done
 
 
 @dataclass
@@ -83,6 +94,7 @@ class PanelRun:
     output_dir: Path
     recipe: str
     smoke: bool = False
+    records_dir: Path | None = None
     failures: list[str] = field(default_factory=list)
 
     def data_dir(self, family: str) -> Path:
@@ -97,6 +109,17 @@ class PanelRun:
     def log(self, name: str) -> Path:
         return self.output_dir / "logs" / f"{name}.log"
 
+    @property
+    def identity(self) -> dict:
+        """What a record must match to stand for a step of this panel."""
+        return {"recipe": self.recipe, "smoke": self.smoke}
+
+    def records(self, family: str, *methods: str) -> tuple[Path, ...]:
+        """The records of a family's steps (``seed0``: an evaluation, ``seed0-training``), none without a folder."""
+        if self.records_dir is None:
+            return ()
+        return tuple(self.records_dir / family / f"{method}.json" for method in methods)
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -106,6 +129,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output_dir", required=True, help="data, runs, results, logs and the panel table")
     parser.add_argument("--dry_run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--smoke", action="store_true", help="a test of the runner (tiny data and runs), no figures")
+    parser.add_argument("--records_dir", help="keep each finished step's record here (small; read back on resuming)")
     args = parser.parse_args(argv)
     for name in args.families:
         try:
@@ -125,7 +149,11 @@ def train_step(panel: PanelRun, family: str, seed: int) -> Step:
     command += SMOKE_TRAIN if panel.smoke else []
     log = panel.log(f"{family}-seed{seed}")
     done, index = run_dir / "trainer_state.json", run_dir / CHECKPOINT_INDEX
-    return Step(f"train {family} seed {seed}", command, done, log, fresh_folder=run_dir, resume_index=index)
+    records = panel.records(family, f"seed{seed}-training", f"seed{seed}")
+    return Step(
+        f"train {family} seed {seed}", command, done, log, fresh_folder=run_dir, resume_index=index,
+        kind="training", records=records,
+    )  # fmt: skip
 
 
 def evaluate_step(panel: PanelRun, family: str, method: str, source: list[str]) -> Step:
@@ -134,7 +162,8 @@ def evaluate_step(panel: PanelRun, family: str, method: str, source: list[str]) 
     command = [sys.executable, str(EXAMPLES / "evaluate.py"), *source, "--dataset_name", "egtea"]
     command += ["--data_dir", str(panel.data_dir(family)), "--dataset_config", "split1", "--split", "test"]
     command += ["--sigma_px", SIGMA_PX, "--output_dir", str(out)]
-    return Step(f"evaluate {family} {method}", command, out / "results.json", panel.log(f"{family}-{method}-eval"))
+    log, records = panel.log(f"{family}-{method}-eval"), panel.records(family, method)
+    return Step(f"evaluate {family} {method}", command, out / "results.json", log, records=records)
 
 
 def family_steps(panel: PanelRun, family: str, seeds: list[int]) -> list[Step]:
@@ -174,10 +203,20 @@ def write_data(panel: PanelRun, family: str, dry_run: bool) -> bool:
 
 
 def run_step(panel: PanelRun, step: Step, dry_run: bool) -> None:
-    """Run a step unless its done file is there; a failure is recorded in ``panel.failures`` (its log named), and so
-    is a step whose input an earlier step did not write (it is not run)."""
+    """Run a step unless its done file or its records are there; a failure is recorded in ``panel.failures`` (its
+    log named), and so is a step whose input an earlier step did not write (it is not run). A finished step's
+    record is written (:func:`write_record`) unless ``dry_run``."""
+    if step.records and all(record.exists() for record in step.records):
+        foreign = [record for record in step.records if read_done(record, ()).get("panel") != panel.identity]
+        if foreign:
+            panel.failures.append(f"{foreign[0]}: a record of another panel (not {panel.identity}); use another folder")
+            return
+        print(f"skip {step.name}: {step.records[0]} is there", flush=True)
+        return
     if step.done_file.exists():
         print(f"skip {step.name}: {step.done_file} is there", flush=True)
+        if not dry_run:
+            write_record(panel, step)
         return
     print(" ".join(step.command), flush=True)
     if dry_run:
@@ -198,32 +237,66 @@ def run_step(panel: PanelRun, step: Step, dry_run: bool) -> None:
     if result.returncode != 0 or not step.done_file.exists():
         panel.failures.append(f"{step.name} failed (exit status {result.returncode}); see {step.log}")
         print(f"  FAILED: see {step.log}", flush=True)
+        return
+    write_record(panel, step)
 
 
-def read_metrics(results_file: Path) -> dict[str, float] | None:
-    """AUC, F1 and AAE from an ``examples/evaluate.py`` ``results.json`` (None when it is not there)."""
-    if not results_file.exists():
+def write_record(panel: PanelRun, step: Step) -> None:
+    """The step's record (with ``--records_dir``): what the table reads of its done file, the panel it belongs to
+    (recipe, smoke) and the runner's commit."""
+    if not step.records:
+        return
+    done = json.loads(step.done_file.read_text(encoding="utf-8"))
+    record = {key: done.get(key) for key in RECORD_KEYS[step.kind]}
+    record |= {"panel": panel.identity, "source": runner_source()}
+    step.records[0].parent.mkdir(parents=True, exist_ok=True)
+    step.records[0].write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def runner_source() -> dict | None:
+    """``{"commit", "dirty"}`` of the runner's checkout (dirty: tracked files differ from it); None without git."""
+    git = ["git", "-C", str(EXAMPLES.parent)]
+    try:
+        commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        status = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError):
         return None
-    metrics = json.loads(results_file.read_text(encoding="utf-8"))["metrics"]
-    return {name: metrics[name] for name in METRICS}
+    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
-def read_verdicts(run_dir: Path) -> tuple[dict | None, dict | None]:
-    """The two checks' verdicts on a run, from its ``trainer_state.json``: the stall check's (``grounding_plateau``)
-    and the validation success check's (``validation_success``); None for each it does not hold."""
-    state_file = run_dir / "trainer_state.json"
-    if not state_file.exists():
+def read_done(done_file: Path, records: tuple[Path, ...]) -> dict | None:
+    """A step's done file, else its record (``--records_dir``), else None."""
+    for path in (done_file, *records[:1]):
+        if path.exists():
+            return json.loads(path.read_text(encoding="utf-8"))
+    return None
+
+
+def read_metrics(results_file: Path, records: tuple[Path, ...] = ()) -> dict[str, float] | None:
+    """AUC, F1 and AAE from an ``examples/evaluate.py`` ``results.json``, or its record (None when neither is there)."""
+    results = read_done(results_file, records)
+    return None if results is None else {name: results["metrics"][name] for name in METRICS}
+
+
+def read_verdicts(run_dir: Path, records: tuple[Path, ...] = ()) -> tuple[dict | None, dict | None]:
+    """The two checks' verdicts on a run, from its ``trainer_state.json`` or its record: the stall check's
+    (``grounding_plateau``) and the validation success check's (``validation_success``); None for each it does not
+    hold."""
+    state = read_done(run_dir / "trainer_state.json", records)
+    if state is None:
         return None, None
-    state = json.loads(state_file.read_text(encoding="utf-8"))
     return state.get("grounding_plateau"), state.get("validation_success")
 
 
 def panel_row(panel: PanelRun, family: str, seed: int) -> dict:
     """One run's row: its metrics, the priors', success, and whether each check's verdict agreed with it (the stall
     check's: grounding left its plateau; the validation success check's: learned on the validation clips)."""
-    model = read_metrics(panel.eval_dir(family, f"seed{seed}") / "results.json")
-    priors = {prior: read_metrics(panel.eval_dir(family, prior) / "results.json") for prior in PRIORS}
-    verdict, validation = read_verdicts(panel.run_dir(family, seed))
+    model = read_metrics(panel.eval_dir(family, f"seed{seed}") / "results.json", panel.records(family, f"seed{seed}"))
+    priors = {
+        prior: read_metrics(panel.eval_dir(family, prior) / "results.json", panel.records(family, prior))
+        for prior in PRIORS
+    }
+    verdict, validation = read_verdicts(panel.run_dir(family, seed), panel.records(family, f"seed{seed}-training"))
     row = {"family": family, "kept_aside": panel_family(family).kept_aside, "seed": seed, "model": model, **priors}
     row["verdict"], row["validation_check"] = verdict, validation
     measured = model is not None and all(priors.values())
@@ -299,7 +372,8 @@ def write_table(panel: PanelRun, families: list[str], seeds: list[int]) -> list[
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    panel = PanelRun(Path(args.output_dir), args.recipe, smoke=args.smoke)
+    records_dir = None if args.records_dir is None else Path(args.records_dir)
+    panel = PanelRun(Path(args.output_dir), args.recipe, smoke=args.smoke, records_dir=records_dir)
     for family in args.families:
         if not write_data(panel, family, args.dry_run):
             continue

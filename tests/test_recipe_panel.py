@@ -226,3 +226,75 @@ def test_a_smoke_panel_runs_end_to_end_and_resumes(tmp_path, panel_script, monke
     assert panel_script.main(argv) == 0
     assert capsys.readouterr().out.count("skip ") == 4  # two priors, the training, the model's evaluation
     assert json.loads((out / "panel.json").read_text()) == first
+
+
+def _writes(done: Path, content: dict) -> list[str]:
+    """A command that writes ``content`` to ``done`` (a stand-in for a step's script)."""
+    code = "import sys, pathlib; p = pathlib.Path(sys.argv[1]); p.parent.mkdir(parents=True, exist_ok=True)"
+    return [sys.executable, "-c", code + "; p.write_text(sys.argv[2])", str(done), json.dumps(content)]
+
+
+def test_records_keep_what_the_table_needs_and_a_panel_goes_on_from_them_alone(tmp_path, panel_script, monkeypatch):
+    first = panel_script.PanelRun(tmp_path / "machine1", "small-cpu", records_dir=tmp_path / "records")
+    metrics = {"ring_cue": (0.95, 0.30, 6.0), "center_bias": (0.86, 0.07, 15.0), "random_walk_free": (0.92, 0.2, 7.0)}
+    state = {
+        "grounding_plateau": {"left_plateau": False, "progress": 0.2},
+        "validation_success": {"learned": True, "aae_ratio": 0.4},
+    }
+    steps = {}
+    for method, source in (
+        ("center_bias", "center_bias"),
+        ("random_walk_free", "random_walk_free"),
+        ("seed0", "ring_cue"),
+    ):
+        step = panel_script.evaluate_step(first, "ring_cue", method, [])
+        auc, f1, aae = metrics[source]
+        step.command = _writes(step.done_file, {"metrics": {"auc": auc, "f1": f1, "aae": aae}, "per_clip": [1, 2]})
+        steps[method] = step
+    train = panel_script.train_step(first, "ring_cue", 0)
+    train.command = _writes(train.done_file, {**state, "log_history": [{"loss": 1.0}] * 3})
+    for step in (steps["center_bias"], steps["random_walk_free"], train, steps["seed0"]):
+        panel_script.run_step(first, step, dry_run=False)
+    assert first.failures == []
+    kept = json.loads((tmp_path / "records" / "ring_cue" / "seed0-training.json").read_text())
+    assert kept["grounding_plateau"] == state["grounding_plateau"] and "log_history" not in kept
+    assert kept["panel"] == {"recipe": "small-cpu", "smoke": False} and len(kept["source"]["commit"]) == 40
+    evaluation = json.loads((tmp_path / "records" / "ring_cue" / "seed0.json").read_text())
+    assert evaluation["metrics"] == {"auc": 0.95, "f1": 0.30, "aae": 6.0} and "per_clip" not in evaluation
+
+    # another machine: the same records, no output folder; nothing runs and the table is the first one's
+    second = panel_script.PanelRun(tmp_path / "machine2", "small-cpu", records_dir=tmp_path / "records")
+    ran = []
+
+    def recorded_run(command, **kwargs):
+        ran.append(command)
+        return subprocess.CompletedProcess(command, 1)
+
+    monkeypatch.setattr(panel_script.subprocess, "run", recorded_run)
+    monkeypatch.setattr(panel_script, "runner_source", lambda: None)
+    for step in panel_script.family_steps(second, "ring_cue", [0]):
+        panel_script.run_step(second, step, dry_run=False)
+    assert ran == [] and second.failures == []
+    (row,) = panel_script.write_table(second, ["ring_cue"], [0])
+    assert row["model"] == {"auc": 0.95, "f1": 0.30, "aae": 6.0} and row["center_bias"]["aae"] == 15.0
+    assert row["success"] is True and row["verdict_agrees"] is False and row["validation_check_agrees"] is True
+
+    # a training record without its evaluation's: the model is gone, so the training runs again
+    (tmp_path / "records" / "ring_cue" / "seed0.json").unlink()
+    train_again = panel_script.train_step(second, "ring_cue", 0)
+    panel_script.run_step(second, train_again, dry_run=False)
+    assert ran == [train_again.command] and second.failures[0].startswith("train ring_cue seed 0 failed")
+
+
+def test_a_record_of_another_panel_is_refused_not_used(tmp_path, panel_script):
+    smoke = panel_script.PanelRun(tmp_path / "out", "small-cpu", smoke=True, records_dir=tmp_path / "records")
+    step = panel_script.evaluate_step(smoke, "ring_cue", "center_bias", [])
+    step.records[0].parent.mkdir(parents=True)
+    step.records[0].write_text(json.dumps({"metrics": {}, "panel": {"recipe": "small-cpu", "smoke": False}}))
+    step.command = ["false-command-never-run"]
+    panel_script.run_step(smoke, step, dry_run=False)
+    assert smoke.failures == [
+        f"{step.records[0]}: a record of another panel (not {{'recipe': 'small-cpu', 'smoke': True}}); "
+        "use another folder"
+    ]
+    assert not step.log.exists()
