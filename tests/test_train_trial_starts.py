@@ -109,6 +109,9 @@ def test_another_start_chosen_continues_from_its_checkpoint_with_the_one_encoder
     # and so does 'latest' in the trial run's own folder (its lineage starts at the chosen start's checkpoint)
     again = run(train, quiet, tmp_path / "trial", "--trial_starts", 3, "--resume_from_checkpoint", "latest")
     assert equal(trial, again)
+    for folder in ("resumed", "trial"):  # the starts' records come back with the chosen start's checkpoint
+        assert TrainerState.load(tmp_path / folder).trial_starts == state.trial_starts
+        assert "- trial starts: 3 starts sharing one encoder draw" in (tmp_path / folder / "README.md").read_text()
 
 
 def test_a_start_that_left_the_plateau_is_continued_without_further_starts(train, quiet, tmp_path, monkeypatch):
@@ -120,7 +123,7 @@ def test_a_start_that_left_the_plateau_is_continued_without_further_starts(train
     state = TrainerState.load(tmp_path / "trial")
     assert set(seen) == {state.trial_starts[0]["grounding_progress"]}  # start 0 left it: 1 and 2 never trained
     assert [r["seed"] for r in state.trial_starts] == [0] and state.completed_steps == 8
-    assert sorted(path.name for path in (tmp_path / "trial" / "trials").iterdir()) == ["seed_0"]
+    assert sorted(path.name for path in (tmp_path / "trial" / "trials").iterdir()) == ["seed_0", "trial_starts.json"]
     card = (tmp_path / "trial" / "README.md").read_text()
     assert "- trial starts: one start: it had left the grounding plateau at step 3" in card
     assert "so no further start" in card

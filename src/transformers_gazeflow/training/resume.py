@@ -17,7 +17,7 @@ from .checkpointing import begin_lineage, select_checkpoint
 from .ema import cpu_state_dict
 from .run import RUN_LOGGER, TrainingRun, TrainingSetup, prepare_run
 from .trainer_state import TrainerState
-from .trial_starts import build_start_model, run_trial_starts
+from .trial_starts import build_start_model, run_trial_starts, saved_trial_records
 
 logger = logging.getLogger(RUN_LOGGER)
 
@@ -48,7 +48,8 @@ def start_run(
     output_dir: Path,
 ) -> tuple[TrainingRun, dict | None]:
     """The run to train: after ``--trial_starts`` the chosen start's continuation (and its record), else the run of
-    ``--seed`` or of the checkpoint resumed from; its lineage begun. ``model`` is the one built under ``--seed``;
+    ``--seed`` or of the checkpoint resumed from (with the trial starts' records, also where that checkpoint is the
+    chosen start's own, saved before they were known); its lineage begun. ``model`` is the one built under ``--seed``;
     ``build_model`` builds another (a further trial start's, or the chosen start's to restore its checkpoint
     into)."""
     args, accelerator = setup.args, setup.accelerator
@@ -73,6 +74,7 @@ def start_run(
     if resume_from is not None:
         run.restore(accelerator, resume_from)
         logger.info("resumed from %s at step %d (epoch %d)", resume_from, run.state.completed_steps, run.state.epoch)
+        trials = trials or run.state.trial_starts or saved_trial_records(resume_from)  # a chosen start's: not saved
     if trials:
         run.state.trial_starts = trials
     begin_lineage(output_dir, resume_from, accelerator)

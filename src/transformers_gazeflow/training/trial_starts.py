@@ -12,6 +12,7 @@ from its checkpoint (:func:`~.resume.start_run`).
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -27,6 +28,10 @@ from .run import RUN_LOGGER, TrainingSetup, prepare_run
 from .validation import validation_loss
 
 logger = logging.getLogger(RUN_LOGGER)
+
+TRIAL_RECORDS = "trial_starts.json"
+"""Every start's record, written beside the starts' folders (``<output_dir>/trials/``): the chosen start's checkpoint
+was saved before the records were known, so a run resumed from it reads them here."""
 
 
 def build_start_model(build_model: Callable[[], torch.nn.Module], seed: int, encoder_state: dict) -> torch.nn.Module:
@@ -99,6 +104,7 @@ def run_trial_starts(
         for record in records:
             if record is not chosen:
                 shutil.rmtree(Path(record["checkpoint"]).parent, ignore_errors=True)
+        (output_dir / "trials" / TRIAL_RECORDS).write_text(json.dumps(records, indent=1), encoding="utf-8")
     accelerator.wait_for_everyone()
     return chosen, records
 
@@ -145,6 +151,13 @@ def train_trial_start(
     return record
 
 
+def saved_trial_records(checkpoint: Path) -> list[dict]:
+    """The trial starts' records saved beside a chosen start's ``checkpoint`` (``trials/seed_<s>/step_<n>``), or
+    none where it is not a trial start's."""
+    records = checkpoint.parent.parent / TRIAL_RECORDS
+    return json.loads(records.read_text(encoding="utf-8")) if records.is_file() else []
+
+
 def note_trial_starts_on_plateau(records: list[dict]) -> None:
     """A warning when no trial start's validation grounding loss has left its plateau yet (every start's
     ``grounding_progress`` known and short of :func:`~.grounding_plateau.left_plateau`): the continued run may
@@ -166,6 +179,7 @@ __all__ = [
     "build_start_model",
     "note_trial_starts_on_plateau",
     "run_trial_starts",
+    "saved_trial_records",
     "trial_score",
     "trial_score_name",
 ]
