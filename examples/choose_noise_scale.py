@@ -31,6 +31,7 @@ from transformers_gazeflow.analysis.capture import (
     windows_from_arguments,
 )
 from transformers_gazeflow.data.atomic_files import atomic_write
+from transformers_gazeflow.metrics.protocol_records import PROTOCOL_WINDOW
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.training.noise_scale_choice import (
     MAX_SHARE_RATIO,
@@ -42,7 +43,6 @@ from transformers_gazeflow.training.noise_scale_choice import (
 from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "choose_noise_scale.py"
-PROTOCOL_WINDOW = 64
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

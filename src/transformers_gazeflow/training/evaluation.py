@@ -27,6 +27,7 @@ import torch
 
 from ..data.collator import GazeFlowDataCollator
 from ..data.processing import GazeFlowVideoProcessor
+from ..metrics.protocol_records import PROTOCOL_WINDOW
 from ..models.gazeflow.geometry import FisheyeCamera, PinholeCamera, camera_from_fields, camera_to_fields
 
 BASELINES = ("random_walk", "random_walk_free")
@@ -77,7 +78,7 @@ def predict_clips(
     num_steps: int,
     solver: str,
     seed: int = 0,
-    window: int = 64,
+    window: int = PROTOCOL_WINDOW,
     accelerator=None,
     progress: bool = False,
     online: bool = False,

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..metrics.dynamics import LOG_BIN_FLOOR_PX, clip_steps, displacement_statistics
+from ..metrics.protocol_records import PROTOCOL_WINDOW
 from ..models.gazeflow.geometry import unit_to_pixels
 from .evaluation import event_report, predict_clips
 
@@ -82,11 +83,11 @@ def measure_dynamics(
     seed: int = 0,
     online: bool = False,
     fov_deg: float = 60.0,
-    window: int = 64,
+    window: int = PROTOCOL_WINDOW,
 ) -> DynamicsCheck:
     """Sample ``examples`` at ``noise_scale`` (as ``examples/evaluate.py`` does: each clip's first ``window`` frames,
-    the protocol's 64 unless a longer window takes in whole clips, each clip with its own seeded generator) and
-    measure the rule's figures; the model's config is restored afterwards."""
+    the protocol's :data:`PROTOCOL_WINDOW` unless a longer window takes in whole clips, each clip with its own
+    seeded generator) and measure the rule's figures; the model's config is restored afterwards."""
     kept = model.config.noise_scale
     model.config.noise_scale = float(noise_scale)
     try:
