@@ -27,6 +27,7 @@ from pathlib import Path
 
 from transformers_gazeflow.analysis.capture import (
     add_model_and_dataset_arguments,
+    config_number,
     model_from_arguments,
     windows_from_arguments,
 )
@@ -59,7 +60,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--online", action="store_true", help="a causal model's frame-by-frame prediction")
     parser.add_argument(
-        "--noise_scales", type=float, nargs="+", default=list(NOISE_SCALE_GRID), help="the candidate taus"
+        "--noise_scales",
+        type=config_number("noise_scale"),
+        nargs="+",
+        default=list(NOISE_SCALE_GRID),
+        help="the candidate taus",
     )
     parser.add_argument("--max_step_ratio", type=float, default=MAX_STEP_RATIO)
     parser.add_argument("--max_share_ratio", type=float, default=MAX_SHARE_RATIO, help="of the saccade share")
@@ -69,8 +74,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output_dir", required=True, help="where noise_scale.json goes")
     parser.add_argument("--write", action="store_true", help="set the chosen tau in the model folder's config.json")
     args = parser.parse_args(argv)
-    if not all(0 < tau < math.inf for tau in args.noise_scales):
-        parser.error(f"--noise_scales must each be a number > 0, got {args.noise_scales}")
     for name in ("max_step_ratio", "max_share_ratio"):
         if not 0 < getattr(args, name) < math.inf:
             parser.error(f"--{name} must be a number > 0, got {getattr(args, name)}")

@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 from accelerate import Accelerator
 
 from transformers_gazeflow import GazeFlowModel
+from transformers_gazeflow.analysis.capture import config_number
 from transformers_gazeflow.data.aria_calibration import read_video_camera
 from transformers_gazeflow.data.atomic_files import atomic_write
 from transformers_gazeflow.data.loading import load_gaze_dataset
@@ -134,10 +134,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.dataset_options = dataset_options(parser, args.dataset_options)
     if args.save_region_calibration and args.region_split is None:
         parser.error("--save_region_calibration needs --region_split (the split the factors are fitted on)")
-    if args.time_grid_power is not None and not args.time_grid_power >= 1:
-        parser.error(f"--time_grid_power must be a number >= 1 (1: the uniform grid), got {args.time_grid_power}")
-    if args.noise_scale is not None and not 0 < args.noise_scale < math.inf:
-        parser.error(f"--noise_scale must be a number > 0 (1: the paper's x_0), got {args.noise_scale}")
     return args
 
 
@@ -163,13 +159,13 @@ def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--solver", default=None, choices=["euler", "heun", "midpoint"])
     parser.add_argument(
         "--time_grid_power",
-        type=float,
+        type=config_number("time_grid_power"),
         default=None,
         help="p of the sampler's flow-time grid s_i = 1 - (1 - i/S)^p (default: the model config's; 1: uniform)",
     )
     parser.add_argument(
         "--noise_scale",
-        type=float,
+        type=config_number("noise_scale"),
         default=None,
         help="tau, the sampling temperature x_0 = tau e (default: the model config's; 1: the paper's N(0, I))",
     )
@@ -425,7 +421,7 @@ def predict_with_model(
         )
     if args.time_grid_power is not None:  # checked >= 1 by parse_args
         model.config.time_grid_power = args.time_grid_power
-    if args.noise_scale is not None:  # checked > 0 by parse_args
+    if args.noise_scale is not None:  # checked by parse_args (config_number)
         model.config.noise_scale = args.noise_scale
     settings = SamplingSettings.resolve(
         model.config, num_samples=args.num_samples, num_steps=args.num_steps, solver=args.solver

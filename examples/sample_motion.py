@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 
 from transformers_gazeflow.analysis.capture import (
     add_model_and_dataset_arguments,
+    config_number,
     model_from_arguments,
     windows_from_arguments,
 )
@@ -51,7 +51,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num_samples", type=int, default=None, help="K (default: the model config's)")
     parser.add_argument("--num_steps", type=int, nargs="+", default=None, help="S values (default: the config's)")
     parser.add_argument(
-        "--noise_scale", type=float, default=None, help="tau, x_0 = tau e (default: the model config's)"
+        "--noise_scale",
+        type=config_number("noise_scale"),
+        default=None,
+        help="tau, x_0 = tau e (default: the model config's)",
     )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (per clip, as evaluate.py)")
     parser.add_argument("--device", default=None, help="e.g. cuda (default: cpu)")
@@ -63,8 +66,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{name} must be >= 1, got {value}")
     if args.num_steps is not None and min(args.num_steps) < 1:
         parser.error(f"--num_steps must each be >= 1, got {args.num_steps}")
-    if args.noise_scale is not None and not 0 < args.noise_scale < math.inf:
-        parser.error(f"--noise_scale must be a number > 0 (1: the paper's x_0), got {args.noise_scale}")
     return args
 
 
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     model, processor = model_from_arguments(args)
     examples = windows_from_arguments(args, "--split", args.split, args.window_frames, args.max_clips)
     model.set_attn_implementation("sdpa")  # sampling needs no weights
-    if args.noise_scale is not None:  # checked > 0 by parse_args
+    if args.noise_scale is not None:  # checked by parse_args (config_number)
         model.config.noise_scale = args.noise_scale
     rows = [motion_row(model, examples, processor, args, s) for s in (args.num_steps or [None])]
     name = args.model_name_or_path or "bundled default"

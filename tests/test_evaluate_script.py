@@ -107,7 +107,8 @@ def test_the_time_grid_power_reaches_the_sampler_and_a_bad_one_is_one_line(tmp_p
     assert metrics[1]["displacement_mean_px"] != metrics[4]["displacement_mean_px"]  # other grid, other samples
     bad = run([*common, "--time_grid_power", 0.5], env, check=False)
     assert (
-        bad.returncode == 2 and "--time_grid_power must be a number >= 1 (1: the uniform grid), got 0.5" in bad.stderr
+        bad.returncode == 2
+        and "argument --time_grid_power: must be a number >= 1 (1: the paper's uniform grid), got 0.5" in bad.stderr
     )
     assert "Traceback" not in bad.stderr
 
@@ -130,7 +131,10 @@ def test_the_noise_scale_reaches_the_sampler_and_the_region_factors_and_a_bad_on
         again.stdout
     )
     bad = run([*common, "--noise_scale", 0], env, check=False)
-    assert bad.returncode == 2 and "--noise_scale must be a number > 0 (1: the paper's x_0), got 0.0" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "argument --noise_scale: must be a number > 0 (1: the paper's x_0), got 0.0" in bad.stderr
+    )
     assert "Traceback" not in bad.stderr
 
 

@@ -131,3 +131,38 @@ def test_the_pipeline_takes_and_records_the_noise_scale(tiny_model_dir, tmp_path
     # the same seed's draws at half the scale: the samples gather closer around their mean
     spread = {out.noise_scale: (out.trajectories - out.points).std() for out in (default, tempered)}
     assert spread[0.5] < spread[1.0]
+
+
+@pytest.mark.parametrize(
+    "field, text, accepted",
+    [
+        ("noise_scale", "0.85", True),
+        ("noise_scale", "1e-6", True),
+        ("noise_scale", "0", False),
+        ("noise_scale", "-1", False),
+        ("noise_scale", "inf", False),
+        ("noise_scale", "nan", False),
+        ("time_grid_power", "1", True),
+        ("time_grid_power", "0.5", False),
+    ],
+)
+def test_a_script_flag_for_a_config_number_accepts_what_the_config_accepts(field, text, accepted):
+    import argparse
+
+    from transformers_gazeflow.analysis.capture import config_number
+
+    try:
+        GazeFlowConfig.tiny(**{field: float(text)})
+        config_accepts = True
+    except ValueError:
+        config_accepts = False
+    assert config_accepts == accepted  # the expectation, by hand; the flag must agree with both
+    parser = argparse.ArgumentParser(prog="script.py")
+    parser.add_argument(f"--{field}", type=config_number(field))
+    if accepted:
+        assert getattr(parser.parse_args([f"--{field}", text]), field) == float(text)
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^must be a number .*got {float(text)}$"):
+            config_number(field)(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a number, got 'x'"):
+        config_number(field)("x")

@@ -136,7 +136,7 @@ def test_write_sets_noise_scale_and_nothing_else(tmp_path, still_model_dir, data
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--noise_scales", "0.8", "0"], "--noise_scales must each be a number > 0"),
+        (["--noise_scales", "0.8", "0"], "argument --noise_scales: must be a number > 0 (1: the paper's x_0), got 0.0"),
         (["--max_share_ratio", "0"], "--max_share_ratio must be a number > 0, got 0.0"),
         (["--window_frames", "0"], "--window_frames must be >= 1, got 0"),
         (["--write"], "--write needs --model_name_or_path to be a local model folder"),
@@ -153,7 +153,7 @@ def test_a_bad_option_is_one_line_from_the_command(tmp_path):
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / "choose_noise_scale.py"), *argv], capture_output=True, text=True
     )
-    assert result.returncode == 2 and "--noise_scales must each be a number > 0" in result.stderr
+    assert result.returncode == 2 and "argument --noise_scales: must be a number > 0" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -25,6 +25,7 @@ import torch
 
 from ..data.collator import GazeFlowDataCollator
 from ..data.processing import GazeFlowVideoProcessor
+from ..models.gazeflow.configuration_gazeflow import field_problem
 from ..models.gazeflow.scheduling_gazeflow import FlowMatchingScheduler
 from .probing import LABEL_HEADS, TaskBankSet
 
@@ -198,6 +199,24 @@ def clip_attentions(
     return ClipAttentions(str(example["clip_id"]), int(example["num_frames"]), self_attention, visual_attention)
 
 
+def config_number(field: str):
+    """An argparse ``type`` for a number the :class:`GazeFlowConfig` field ``field`` accepts (its check and its
+    message: ``argument --noise_scale: must be a number > 0 (1: the paper's x_0), got 0.0``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        problem = field_problem(field, value)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = field
+    return parse
+
+
 def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     """The analysis commands' common options: the model (``--model_name_or_path``) and the dataset it is run on
     (``--dataset_name``, ``--data_dir``, ``--dataset_config``, ``--dataset_options``, ``--cache_dir``), as
@@ -283,6 +302,7 @@ __all__ = [
     "model_from_arguments",
     "windows_from_arguments",
     "add_model_and_dataset_arguments",
+    "config_number",
     "load_analysis_model",
     "load_first_windows",
     "dataset_options_of",
