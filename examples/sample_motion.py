@@ -8,7 +8,9 @@ samples agree on) and each sample's deviation from it, at one or more step count
 
 ``--noise_scale`` samples at another temperature tau than the model's. Each clip's first window of --window_frames
 frames (the evaluation protocol's, 64) is sampled as ``examples/evaluate.py`` does (coherent windows, the same seeds
-per clip). Writes ``sample_motion.md`` and ``sample_motion.json`` (one row per S).
+per clip). Besides the steps, whether the samples make the recording's large saccades
+(``metrics.events.large_saccades``: how many per 100 frames, and around each recorded one how far a sample moves and
+its largest step, against the recording's). Writes ``sample_motion.md`` and ``sample_motion.json`` (one row per S).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from transformers_gazeflow.analysis.capture import (
     windows_from_arguments,
 )
 from transformers_gazeflow.metrics.dynamics import sample_motion
+from transformers_gazeflow.metrics.events import FOLLOW_MARGIN_FRAMES, LARGE_SACCADE_DEG, large_saccades
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
-from transformers_gazeflow.training.evaluation import predict_clips
+from transformers_gazeflow.models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, PinholeCamera
+from transformers_gazeflow.training.evaluation import example_camera, predict_clips, trajectories_of
 from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "sample_motion.py"
@@ -39,6 +43,9 @@ COLUMNS = (
     ("deviation step (px)", "deviation_step_px", "{:.3f}"),
     ("deviation size (px)", "deviation_px", "{:.2f}"),
     ("deviation lag-1 correlation", "deviation_lag1", "{:.3f}"),
+    (f"saccades >= {LARGE_SACCADE_DEG:g} deg per 100 frames", "samples_per_100_frames", "{:.2f}"),
+    ("net move at the recorded ones", "net_move_ratio", "{:.2f}x"),
+    ("largest step there", "largest_step_ratio", "{:.2f}x"),
 )
 
 
@@ -98,16 +105,42 @@ def motion_row(model, examples: list[dict], processor, args: argparse.Namespace,
         "num_samples": settings.num_samples,
         "noise_scale": model.config.noise_scale,
         **motion,
+        **saccades_of(examples, predictions),
         "sample_ratio": motion["sample_step_px"] / human if human > 0 else float("nan"),
         "mean_ratio": motion["mean_step_px"] / human if human > 0 else float("nan"),
     }
+
+
+def saccades_of(examples: list[dict], predictions: list) -> dict:
+    """:func:`large_saccades` of the samples over the frames sampled, each clip through its own camera (else the
+    evaluator's 60 degree pinhole)."""
+    predictions = trajectories_of(predictions)
+    lengths = [min(p.shape[1], len(e["gaze_type"])) for p, e in zip(predictions, examples, strict=True)]
+    sizes = [(int(e["width"]), int(e["height"])) for e in examples]
+    cameras = [
+        example_camera(e) or PinholeCamera.from_fov(w, h, DEFAULT_HORIZONTAL_FOV_DEG)
+        for e, (w, h) in zip(examples, sizes)
+    ]
+    return large_saccades(
+        [p[:, :n] for p, n in zip(predictions, lengths)],
+        [np.asarray(e["gaze"])[:n] for e, n in zip(examples, lengths)],
+        [np.asarray(e["gaze_type"])[:n] for e, n in zip(examples, lengths)],
+        [float(e["fps"]) for e in examples],
+        [w for w, _ in sizes],
+        [h for _, h in sizes],
+        cameras,
+    )
 
 
 def motion_markdown(rows: list[dict], title: str) -> str:
     header = "| " + " | ".join(name for name, _, _ in COLUMNS) + " |"
     rule = "| " + " | ".join("---:" for _ in COLUMNS) + " |"
     body = ["| " + " | ".join(fmt.format(row[key]) for _, key, fmt in COLUMNS) + " |" for row in rows]
-    human = f"(recorded gaze: median step {rows[0]['human_step_px']:.3f} px)"
+    human = (
+        f"(recorded gaze: median step {rows[0]['human_step_px']:.3f} px, {rows[0]['recorded_per_100_frames']:.2f} "
+        f"saccades >= {LARGE_SACCADE_DEG:g} deg per 100 frames, {rows[0]['measured']:.0f} of them measured with "
+        f"{FOLLOW_MARGIN_FRAMES} frames on each side)"
+    )
     return "\n".join([f"## {title}", "", header, rule, *body, "", human, ""])
 
 

@@ -382,6 +382,8 @@ def test_sample_motion_writes_one_row_per_step_count(tmp_path, model_dir, data):
         assert row["sample_ratio"] == pytest.approx(row["sample_step_px"] / row["human_step_px"])
         assert -1.0 <= row["deviation_lag1"] <= 1.0 and row["deviation_px"] > 0
     assert rows[0]["human_step_px"] == rows[1]["human_step_px"]
+    assert rows[0]["recorded_per_100_frames"] == rows[1]["recorded_per_100_frames"]  # the recording's, once
+    assert all(row["samples_per_100_frames"] >= 0 and row["measured"] >= 0 for row in rows)
     table = (tmp_path / "sample_motion.md").read_text()
     assert f"| 2 | {rows[1]['noise_scale']:g} | {rows[1]['sample_ratio']:.2f}x |" in table
 

@@ -93,3 +93,30 @@ def test_each_clip_is_measured_through_its_own_camera():
     expected = np.mean([10.0, 20.0, *through_fisheye])
     assert metrics["human"]["saccade_amplitude_mean_deg"] == pytest.approx(expected)
     assert event_metrics(*args, fov_deg=90)["human"]["saccade_amplitude_mean_deg"] == pytest.approx(15.0)
+
+
+def test_large_saccades_count_the_jumps_and_tell_a_jump_from_a_drift_by_hand():
+    from tests.gaze.test_events import CAMERA, HEIGHT, WIDTH
+    from transformers_gazeflow.metrics.events import large_saccades
+
+    # 10 fps on a 90 degree pinhole: two recorded jumps of 20 degrees (frames 5-6, launched at 4; frame 11, too near
+    # the end to measure); a 2 degree/frame drift is 20 deg/s, under I-VT's 30
+    recorded_azimuths = [0, 0, 0, 0, 0, 10, 20, 20, 20, 20, 20, 40]
+    codes = np.array([F, F, F, F, F, S, S, F, F, F, F, S])
+    still = [0] * 12
+    drift = [2 * t for t in range(11)] + [20]
+    samples = np.stack([along_the_horizon(a) for a in (recorded_azimuths, still, drift)])
+    found = large_saccades(
+        [samples], [along_the_horizon(recorded_azimuths)], [codes], [10.0], [WIDTH], [HEIGHT], [CAMERA]
+    )
+    assert found["recorded_per_100_frames"] == pytest.approx(100 * 2 / 12)
+    assert found["samples_per_100_frames"] == pytest.approx(
+        100 * 2 / 36
+    )  # the copy's two; the still and the drift none
+    assert found["measured"] == 1  # frames 0-10 around the first; the second has no 4 frames after it
+    tan = lambda degrees: math.tan(math.radians(degrees))  # noqa: E731  pixels along the horizon: 320 tan(azimuth)
+    largest = tan(20) - tan(10)  # the recording's larger frame step over the jump
+    # net move over frames 0-10: the copy and the drift arrive (1), the still one does not (0): median 1
+    assert found["net_move_ratio"] == pytest.approx(1.0)
+    # largest step: the copy's is the recording's (1), the still's 0, the drift's its last 2 degrees (18 -> 20)
+    assert found["largest_step_ratio"] == pytest.approx((tan(20) - tan(18)) / largest)

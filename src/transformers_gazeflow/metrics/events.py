@@ -188,6 +188,69 @@ def event_metrics(
     return {name: tally.metrics(None if name == "human" else human) for name, tally in tallies.items()}
 
 
+LARGE_SACCADE_DEG = 6.0
+"""What :func:`large_saccades` calls a large saccade (degrees). The synthetic dataset's recorded saccades are
+bimodal, corrective ones under 3 degrees and the jumps between objects above 6; a reading aid, not the paper's."""
+FOLLOW_MARGIN_FRAMES = 4
+"""Frames on each side of a recorded saccade over which :func:`large_saccades` measures a sample's move."""
+
+
+def large_saccades(
+    predictions: Sequence[np.ndarray],
+    references: Sequence[np.ndarray],
+    gaze_types: Sequence[np.ndarray],
+    fps: Sequence[float],
+    width: Sequence[int],
+    height: Sequence[int],
+    cameras: Sequence[Any],
+    min_amplitude_deg: float = LARGE_SACCADE_DEG,
+    margin_frames: int = FOLLOW_MARGIN_FRAMES,
+) -> dict[str, float]:
+    """Whether the samples make the recording's large saccades, per clip of samples ``[K, T, 2]``, recorded gaze
+    ``[T, 2]`` and its codes ``[T]`` (unit coordinates; ``cameras`` one per clip at its size):
+
+    * ``recorded_per_100_frames`` / ``samples_per_100_frames``: saccades of at least ``min_amplitude_deg`` per 100
+      tracked frames, the recording's (its own labels) and a sample's (I-VT, as :func:`event_metrics`);
+    * at each recorded large saccade with ``margin_frames`` frames on both sides (``measured`` of them), each
+      sample's move over that span (launch frame - margin to last frame + margin) against the recording's over the
+      saccade (launch to last frame), in pixels: ``net_move_ratio`` (the distance between the span's ends; 1: it
+      arrives as far) and ``largest_step_ratio`` (its largest frame step against the recording's largest; about 1:
+      it jumps, well under 1: it drifts there or not at all); medians over saccades and samples.
+    """
+    recorded = sampled = recorded_frames = sampled_frames = measured = 0
+    net_ratios, step_ratios = [], []
+    for index, samples in enumerate(predictions):
+        rate, w, h, camera = float(fps[index]), int(width[index]), int(height[index]), cameras[index]
+        gaze, codes = np.asarray(references[index], np.float64), np.asarray(gaze_types[index]).astype(np.int64)
+        truth = events_from_codes(gaze, codes, w, h, rate, camera)
+        found = detect_events(np.asarray(samples, np.float64), w, h, rate, camera, codes=_tracked_codes(codes))
+        large = [s for s in truth.saccades if s.amplitude_deg >= min_amplitude_deg]
+        recorded += len(large)
+        sampled += sum(s.amplitude_deg >= min_amplitude_deg for s in found.saccades)
+        recorded_frames += int(np.isin(truth.labels, (FIXATION, SACCADE)).sum())
+        sampled_frames += int(np.isin(found.labels, (FIXATION, SACCADE)).sum())
+        scale = np.array([w, h], np.float64)
+        gaze_px, samples_px = gaze * scale, np.asarray(samples, np.float64) * scale
+        for saccade in large:
+            launch, last = saccade.start_frame - 1, saccade.end_frame
+            first, stop = launch - margin_frames, last + margin_frames
+            if first < 0 or stop >= len(gaze):
+                continue
+            measured += 1
+            jump = gaze_px[launch : last + 1]
+            span = samples_px[:, first : stop + 1]
+            net_ratios += list(np.linalg.norm(span[:, -1] - span[:, 0], axis=-1) / np.linalg.norm(jump[-1] - jump[0]))
+            largest = np.linalg.norm(np.diff(jump, axis=0), axis=-1).max()
+            step_ratios += list(np.linalg.norm(np.diff(span, axis=1), axis=-1).max(axis=1) / largest)
+    return {
+        "recorded_per_100_frames": 100.0 * recorded / recorded_frames if recorded_frames else math.nan,
+        "samples_per_100_frames": 100.0 * sampled / sampled_frames if sampled_frames else math.nan,
+        "measured": float(measured),
+        "net_move_ratio": _median(net_ratios),
+        "largest_step_ratio": _median(step_ratios),
+    }
+
+
 def flatten_event_metrics(metrics: dict[str, dict[str, float]]) -> dict[str, float]:
     """:func:`event_metrics`' rows in one dict: the samples' keys as they are, the others prefixed
     (``point_estimate_``, ``labeller_on_recording_``, ``human_``)."""
@@ -197,4 +260,13 @@ def flatten_event_metrics(metrics: dict[str, dict[str, float]]) -> dict[str, flo
     return flat
 
 
-__all__ = ["EVENT_ROWS", "ONSET_TOLERANCE_MS", "matched_onsets", "event_metrics", "flatten_event_metrics"]
+__all__ = [
+    "EVENT_ROWS",
+    "FOLLOW_MARGIN_FRAMES",
+    "LARGE_SACCADE_DEG",
+    "ONSET_TOLERANCE_MS",
+    "matched_onsets",
+    "event_metrics",
+    "flatten_event_metrics",
+    "large_saccades",
+]
