@@ -25,7 +25,8 @@ Figures (steps are ``|g_t - g_{t-1}|`` in unit coordinates, pooled over windows 
   trajectory scores exactly 1).
 
 Beyond the default sampler (Euler, S uniform steps, one window), each trained model can be read with more
-samplers at no training cost (``--solvers``, ``--time_grid_powers``), along one long Euler path at given flow times
+samplers at no training cost (``--solvers``, ``--time_grid_powers``, ``--noise_scales``: the temperature tau of
+x_0 = tau e), along one long Euler path at given flow times
 (``--endpoint_times``: the network's one-shot endpoint estimate x1_hat = x_s + (1 - s) v there), and on whole clips
 of ``--clip_frames`` frames through the coherent windows of ``generate()``. ``--noise_correlation`` trains and samples
 with the AR(1) base noise over frames (``GazeFlowConfig.noise_correlation``); ``--eval_at_steps`` reads the model at
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
 import time
 from dataclasses import dataclass
@@ -52,6 +54,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from transformers import VJEPA2Config, get_cosine_with_min_lr_schedule_with_warmup
 
 from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+from transformers_gazeflow.analysis.capture import config_number
 from transformers_gazeflow.data.synthetic_tasks import simulate_fixation_saccade
 from transformers_gazeflow.metrics.dynamics import displacement_histograms, jensen_shannon
 from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS, SOLVERS
@@ -102,6 +105,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         nargs="+",
         default=[1.0],
         help="sampling time grids s_i = 1 - (1 - i / S)^p to read with (1: the paper's uniform grid)",
+    )
+    parser.add_argument(
+        "--noise_scales",
+        type=config_number("noise_scale"),
+        nargs="+",
+        default=[1.0],
+        help="sampling temperatures tau (x_0 = tau e) to read with (1: the paper's x_0)",
     )
     parser.add_argument(
         "--endpoint_times",
@@ -385,10 +395,10 @@ def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth
 
 
 # ---------------------------------------------------------------------------------------------------- reading
-def sampler_name(solver: str, power: float) -> str:
-    """A row's sampler suffix: empty for the paper's Euler on the uniform grid."""
+def sampler_name(solver: str, power: float, noise_scale: float = 1.0) -> str:
+    """A row's sampler suffix: empty for the paper's Euler on the uniform grid from x_0 = e."""
     parts = ([] if solver == "euler" else [solver]) + ([] if power == 1.0 else [f"grid p={power:g}"])
-    return ", ".join(parts)
+    return ", ".join(parts + ([] if noise_scale == 1.0 else [f"tau={noise_scale:g}"]))
 
 
 def probe_model(
@@ -404,14 +414,13 @@ def probe_model(
     figures = {}
     with torch.no_grad():
         for solver in args.solvers:
-            for power in args.time_grid_powers:
-                for num_steps in args.num_steps:
-                    noise = window_noise(config, shape, seed)
-                    sampler = FlowMatchingScheduler(num_steps, solver, config.sigma_min, power)
-                    sampled = to_unit_predictions(sampler.sample(velocity, noise))[0]
-                    figures[(sampler_name(solver, power), num_steps)] = step_figures(
-                        steps_of(sampled.numpy().astype(np.float64)), truth.window_steps
-                    )
+            for power, tau, num_steps in itertools.product(args.time_grid_powers, args.noise_scales, args.num_steps):
+                noise = tau * window_noise(config, shape, seed)
+                sampler = FlowMatchingScheduler(num_steps, solver, config.sigma_min, power)
+                sampled = to_unit_predictions(sampler.sample(velocity, noise))[0]
+                figures[(sampler_name(solver, power, tau), num_steps)] = step_figures(
+                    steps_of(sampled.numpy().astype(np.float64)), truth.window_steps
+                )
         figures.update(endpoint_figures(args, velocity, window_noise(config, shape, seed), truth))
         if args.clip_frames:
             figures.update(clip_figures(args, model, seed, truth))

@@ -170,6 +170,7 @@ def test_samplers_endpoints_clips_and_a_learning_curve_are_rows(probe, capsys, t
         (["--clip_frames", "16"], "--clip_frames must be 0 or more than --num_frames=16"),
         (["--save_dir", "a", "--load_dir", "b"], "give at most one of --save_dir and --load_dir"),
         (["--eval_at_steps", "3"], "--eval_at_steps must all be in [1, --max_train_steps)"),
+        (["--noise_scales", "1", "0"], "argument --noise_scales: must be a number > 0 (1: the paper's x_0), got 0.0"),
     ],
 )
 def test_bad_arguments_name_themselves(probe, capsys, extra, message):
@@ -188,3 +189,15 @@ def test_the_command_line_reports_a_bad_config_in_one_line():
     )
     assert result.returncode == 2
     assert "--config_overrides gives an invalid config" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_temperature_is_a_row_of_its_own_and_tau_1_is_the_plain_reading(probe, capsys):
+    extra = ["--objectives", "flow_matching", "--num_steps", "2"]
+    assert probe.main(TINY + extra) == 0
+    plain = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert probe.main(TINY + extra + ["--noise_scales", "1", "0.5"]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[5:] for line in table[1:]}
+    plain_rows = {line.split(" | ")[0][2:]: line.split(" | ")[5:] for line in plain[1:]}
+    assert rows["flow_matching (uniform s)"] == plain_rows["flow_matching (uniform s)"]  # tau 1: x_0 = e, unchanged
+    assert rows["flow_matching (uniform s) [tau=0.5]"] != rows["flow_matching (uniform s)"]
