@@ -32,6 +32,7 @@ counts as done only beside its evaluation's record: the evaluation needs the tra
     python examples/recipe_panel.py --output_dir runs/panel                        # 8 families x 2 seeds: hours
     python examples/recipe_panel.py --output_dir runs/panel --families ring_cue --seeds 0 --dry_run
     python examples/recipe_panel.py --output_dir runs/panel --records_dir docs/recipe_panel_records
+    python examples/recipe_panel.py --output_dir runs/table --records_dir docs/recipe_panel_records --table_only
 
 ``--smoke`` checks the runner itself in about a minute of CPU (a few short clips, two training steps, K=S=2): its
 table is not a measurement.
@@ -130,6 +131,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dry_run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--smoke", action="store_true", help="a test of the runner (tiny data and runs), no figures")
     parser.add_argument("--records_dir", help="keep each finished step's record here (small; read back on resuming)")
+    parser.add_argument("--table_only", action="store_true", help="write the table from what is there; run nothing")
     args = parser.parse_args(argv)
     for name in args.families:
         try:
@@ -374,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     records_dir = None if args.records_dir is None else Path(args.records_dir)
     panel = PanelRun(Path(args.output_dir), args.recipe, smoke=args.smoke, records_dir=records_dir)
-    for family in args.families:
+    for family in [] if args.table_only else args.families:
         if not write_data(panel, family, args.dry_run):
             continue
         for step in family_steps(panel, family, args.seeds):

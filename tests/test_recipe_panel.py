@@ -276,6 +276,10 @@ def test_records_keep_what_the_table_needs_and_a_panel_goes_on_from_them_alone(t
         panel_script.run_step(second, step, dry_run=False)
     assert ran == [] and second.failures == []
     (row,) = panel_script.write_table(second, ["ring_cue"], [0])
+    argv = ["--output_dir", str(tmp_path / "table"), "--records_dir", str(tmp_path / "records"), "--table_only"]
+    assert panel_script.main([*argv, "--families", "ring_cue", "blinking_cue", "--seeds", "0"]) == 0
+    assert ran == [] and not (tmp_path / "table" / "data").exists()  # nothing written or run but the table
+    assert "| ring_cue | 0 | 0.950 | 0.300 | 6.000 |" in (tmp_path / "table" / "panel.md").read_text()
     assert row["model"] == {"auc": 0.95, "f1": 0.30, "aae": 6.0} and row["center_bias"]["aae"] == 15.0
     assert row["success"] is True and row["verdict_agrees"] is False and row["validation_check_agrees"] is True
 
