@@ -25,7 +25,7 @@ import torch
 
 from ..data.collator import GazeFlowDataCollator
 from ..data.processing import GazeFlowVideoProcessor
-from ..models.gazeflow.configuration_gazeflow import field_problem
+from ..models.gazeflow.configuration_gazeflow import GazeFlowConfig
 from ..models.gazeflow.scheduling_gazeflow import FlowMatchingScheduler
 from .probing import LABEL_HEADS, TaskBankSet
 
@@ -200,17 +200,21 @@ def clip_attentions(
 
 
 def config_number(field: str):
-    """An argparse ``type`` for a number the :class:`GazeFlowConfig` field ``field`` accepts (its check and its
-    message: ``argument --noise_scale: must be a number > 0 (1: the paper's x_0), got 0.0``)."""
+    """An argparse ``type`` for a number the :class:`GazeFlowConfig` field ``field`` accepts: the field's own check
+    and message (``argument --noise_scale: must be a number > 0 (1: the paper's x_0), got 0.0``), before any config
+    is loaded."""
+    checks = GazeFlowConfig.__dataclass_fields__[field].metadata.get("validator", ())
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        problem = field_problem(field, value)
-        if problem is not None:
-            raise argparse.ArgumentTypeError(problem)
+        for check in checks:
+            try:
+                check(value)
+            except ValueError as err:
+                raise argparse.ArgumentTypeError(str(err)) from None
         return value
 
     parse.__name__ = field

@@ -97,17 +97,6 @@ def _expected(config_class: type, name: str) -> str:
     return field.metadata.get("expected") or _type_text(field.type)
 
 
-def field_problem(name: str, value: Any) -> str | None:
-    """Why ``value`` is not allowed for the :class:`GazeFlowConfig` field ``name`` (``"must be ..., got ..."``, the
-    field's own check), or None where it is; for a command line that sets one field before the config is loaded."""
-    for check in GazeFlowConfig.__dataclass_fields__[name].metadata.get("validator", ()):
-        try:
-            check(value)
-        except ValueError as err:
-            return str(err)
-    return None
-
-
 def _field_error(
     config_class: type, err: StrictDataclassFieldValidationError, name: str, value: Any, prefix: str = ""
 ) -> GazeFlowConfigError:
@@ -600,7 +589,6 @@ class GazeFlowConfig(PreTrainedConfig):
 __all__ = [
     "GazeFlowConfig",
     "GazeFlowConfigError",
-    "field_problem",
     "OBJECTIVES",
     "POSITION_ENCODINGS",
     "TASK_GUIDANCES",
