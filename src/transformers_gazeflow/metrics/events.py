@@ -195,6 +195,20 @@ FOLLOW_MARGIN_FRAMES = 4
 """Frames on each side of a recorded saccade over which :func:`large_saccades` measures a sample's move."""
 
 
+def _following(
+    gaze_px: np.ndarray, samples_px: np.ndarray, launch: int, last: int, margin: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each sample's net move and largest frame step over ``launch - margin .. last + margin``, against the recorded
+    jump's (``launch .. last``); None where the span leaves the clip."""
+    first, stop = launch - margin, last + margin
+    if first < 0 or stop >= len(gaze_px):
+        return None
+    jump, span = gaze_px[launch : last + 1], samples_px[:, first : stop + 1]
+    net = np.linalg.norm(span[:, -1] - span[:, 0], axis=-1) / np.linalg.norm(jump[-1] - jump[0])
+    largest = np.linalg.norm(np.diff(span, axis=1), axis=-1).max(axis=1)
+    return net, largest / np.linalg.norm(np.diff(jump, axis=0), axis=-1).max()
+
+
 def large_saccades(
     predictions: Sequence[np.ndarray],
     references: Sequence[np.ndarray],
@@ -232,16 +246,11 @@ def large_saccades(
         scale = np.array([w, h], np.float64)
         gaze_px, samples_px = gaze * scale, np.asarray(samples, np.float64) * scale
         for saccade in large:
-            launch, last = saccade.start_frame - 1, saccade.end_frame
-            first, stop = launch - margin_frames, last + margin_frames
-            if first < 0 or stop >= len(gaze):
-                continue
-            measured += 1
-            jump = gaze_px[launch : last + 1]
-            span = samples_px[:, first : stop + 1]
-            net_ratios += list(np.linalg.norm(span[:, -1] - span[:, 0], axis=-1) / np.linalg.norm(jump[-1] - jump[0]))
-            largest = np.linalg.norm(np.diff(jump, axis=0), axis=-1).max()
-            step_ratios += list(np.linalg.norm(np.diff(span, axis=1), axis=-1).max(axis=1) / largest)
+            followed = _following(gaze_px, samples_px, saccade.start_frame - 1, saccade.end_frame, margin_frames)
+            if followed is not None:
+                measured += 1
+                net_ratios += list(followed[0])
+                step_ratios += list(followed[1])
     return {
         "recorded_per_100_frames": 100.0 * recorded / recorded_frames if recorded_frames else math.nan,
         "samples_per_100_frames": 100.0 * sampled / sampled_frames if sampled_frames else math.nan,
