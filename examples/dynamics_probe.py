@@ -77,27 +77,8 @@ TRAINING_FILE = "probe_training.json"
 """``--save_dir``: each run's [train steps, CPU s, wall s], beside its model."""
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--objectives", nargs="+", default=["flow_matching", "regression"], choices=OBJECTIVES)
-    parser.add_argument("--num_steps", type=int, nargs="+", default=[5, 50], help="S values to sample with")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument(
-        "--flow_time_sampling",
-        nargs="+",
-        default=["uniform"],
-        choices=FLOW_TIME_SAMPLINGS,
-        help="flow matching's training-time distributions to compare (config.flow_time_sampling; "
-        "'uniform' is the paper's); each one is a separate flow-matching run",
-    )
-    parser.add_argument(
-        "--noise_correlation",
-        type=float,
-        nargs="+",
-        default=[0.0],
-        help="lag-1 correlations rho of the AR(1) base noise over frames to compare (config.noise_correlation; "
-        "0 is the paper's independent frames); each one is a separate flow-matching run",
-    )
+def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
+    """How each trained model is read (no training cost): solvers, time grids, temperatures, endpoints, clips."""
     parser.add_argument("--solvers", nargs="+", default=["euler"], choices=SOLVERS, help="ODE solvers to read with")
     parser.add_argument(
         "--time_grid_powers",
@@ -128,6 +109,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also sample whole clips of this many frames through generate()'s coherent windows (stride T / 2)",
     )
     parser.add_argument("--clip_count", type=int, default=16, help="clips sampled with --clip_frames")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objectives", nargs="+", default=["flow_matching", "regression"], choices=OBJECTIVES)
+    parser.add_argument("--num_steps", type=int, nargs="+", default=[5, 50], help="S values to sample with")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument(
+        "--flow_time_sampling",
+        nargs="+",
+        default=["uniform"],
+        choices=FLOW_TIME_SAMPLINGS,
+        help="flow matching's training-time distributions to compare (config.flow_time_sampling; "
+        "'uniform' is the paper's); each one is a separate flow-matching run",
+    )
+    parser.add_argument(
+        "--noise_correlation",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="lag-1 correlations rho of the AR(1) base noise over frames to compare (config.noise_correlation; "
+        "0 is the paper's independent frames); each one is a separate flow-matching run",
+    )
+    add_reading_arguments(parser)
     parser.add_argument("--max_train_steps", type=int, default=4000)
     parser.add_argument(
         "--max_cpu_minutes",

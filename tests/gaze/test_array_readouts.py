@@ -161,6 +161,7 @@ def _runs_by_loop(labels, velocity, points, tracked, breaks, offset):
                 )
             elif code == SACCADE:
                 launch = points[series, start - 1] if start > 0 and tracked[start - 1] else run[0]
+                dx, dy = (float(v) for v in run[-1] - launch)
                 saccades.append(
                     Saccade(
                         series,
@@ -168,7 +169,7 @@ def _runs_by_loop(labels, velocity, points, tracked, breaks, offset):
                         last,
                         (float(launch[0]), float(launch[1])),
                         (float(run[-1, 0]), float(run[-1, 1])),
-                        float(np.linalg.norm(run[-1] - launch)),
+                        math.sqrt(dx * dx + dy * dy),  # not np.linalg.norm: its dot product may fuse, 1 ulp apart
                         float(CAMERA.angle_between_deg(launch, run[-1])),
                         max(0.0, float(velocity[series, start:t].max())),
                     )
