@@ -28,10 +28,10 @@ from transformers_gazeflow.analysis.capture import (
     windows_from_arguments,
 )
 from transformers_gazeflow.metrics.dynamics import sample_motion
-from transformers_gazeflow.metrics.events import FOLLOW_MARGIN_FRAMES, LARGE_SACCADE_DEG, large_saccades
+from transformers_gazeflow.metrics.events import FOLLOW_MARGIN_FRAMES, LARGE_SACCADE_DEG
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
-from transformers_gazeflow.models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, PinholeCamera
-from transformers_gazeflow.training.evaluation import example_camera, predict_clips, trajectories_of
+from transformers_gazeflow.models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG
+from transformers_gazeflow.training.evaluation import large_saccade_report, predict_clips
 from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "sample_motion.py"
@@ -105,31 +105,10 @@ def motion_row(model, examples: list[dict], processor, args: argparse.Namespace,
         "num_samples": settings.num_samples,
         "noise_scale": model.config.noise_scale,
         **motion,
-        **saccades_of(examples, predictions),
+        **large_saccade_report(examples, predictions, DEFAULT_HORIZONTAL_FOV_DEG),
         "sample_ratio": motion["sample_step_px"] / human if human > 0 else float("nan"),
         "mean_ratio": motion["mean_step_px"] / human if human > 0 else float("nan"),
     }
-
-
-def saccades_of(examples: list[dict], predictions: list) -> dict:
-    """:func:`large_saccades` of the samples over the frames sampled, each clip through its own camera (else the
-    evaluator's 60 degree pinhole)."""
-    predictions = trajectories_of(predictions)
-    lengths = [min(p.shape[1], len(e["gaze_type"])) for p, e in zip(predictions, examples, strict=True)]
-    sizes = [(int(e["width"]), int(e["height"])) for e in examples]
-    cameras = [
-        example_camera(e) or PinholeCamera.from_fov(w, h, DEFAULT_HORIZONTAL_FOV_DEG)
-        for e, (w, h) in zip(examples, sizes)
-    ]
-    return large_saccades(
-        [p[:, :n] for p, n in zip(predictions, lengths)],
-        [np.asarray(e["gaze"])[:n] for e, n in zip(examples, lengths)],
-        [np.asarray(e["gaze_type"])[:n] for e, n in zip(examples, lengths)],
-        [float(e["fps"]) for e in examples],
-        [w for w, _ in sizes],
-        [h for _, h in sizes],
-        cameras,
-    )
 
 
 def motion_markdown(rows: list[dict], title: str) -> str:

@@ -131,6 +131,11 @@ def _tracked_codes(codes: np.ndarray) -> np.ndarray:
     return np.where((codes == UNTRACKED) | (codes == BLINK_OR_OTHER), codes, FIXATION)
 
 
+def _clip_camera(own: Any, width: int, height: int, fov_deg: float) -> Any:
+    """A clip's camera at its frame size: its own (``for_frame``), else the pinhole of ``fov_deg``."""
+    return PinholeCamera.from_fov(width, height, fov_deg) if own is None else own.for_frame(width, height)
+
+
 def event_metrics(
     predictions: Sequence[np.ndarray],
     references: Sequence[np.ndarray],
@@ -169,8 +174,7 @@ def event_metrics(
                 f"clip {index}: prediction must be [K, T, 2] and reference [T, 2] with T = "
                 f"len(gaze_types), got {samples.shape}, {gaze.shape} and {codes.shape}"
             )
-        own = cameras[index]
-        clip_camera = PinholeCamera.from_fov(w, h, fov_deg) if own is None else own.for_frame(w, h)
+        clip_camera = _clip_camera(cameras[index], w, h, fov_deg)
         tolerance = onset_tolerance_ms * rate / 1000.0
         truth = events_from_codes(gaze, codes, w, h, rate, clip_camera)
         tallies["human"].add(truth, truth, truth.labels[0], rate, tolerance)
@@ -217,11 +221,13 @@ def large_saccades(
     width: Sequence[int],
     height: Sequence[int],
     cameras: Sequence[Any],
+    fov_deg: float = DEFAULT_HORIZONTAL_FOV_DEG,
     min_amplitude_deg: float = LARGE_SACCADE_DEG,
     margin_frames: int = FOLLOW_MARGIN_FRAMES,
 ) -> dict[str, float]:
     """Whether the samples make the recording's large saccades, per clip of samples ``[K, T, 2]``, recorded gaze
-    ``[T, 2]`` and its codes ``[T]`` (unit coordinates; ``cameras`` one per clip at its size):
+    ``[T, 2]`` and its codes ``[T]`` (unit coordinates; ``cameras`` one per clip, None: the pinhole of ``fov_deg``,
+    as :func:`event_metrics`):
 
     * ``recorded_per_100_frames`` / ``samples_per_100_frames``: saccades of at least ``min_amplitude_deg`` per 100
       tracked frames, the recording's (its own labels) and a sample's (I-VT, as :func:`event_metrics`);
@@ -234,7 +240,8 @@ def large_saccades(
     recorded = sampled = recorded_frames = sampled_frames = measured = 0
     net_ratios, step_ratios = [], []
     for index, samples in enumerate(predictions):
-        rate, w, h, camera = float(fps[index]), int(width[index]), int(height[index]), cameras[index]
+        rate, w, h = float(fps[index]), int(width[index]), int(height[index])
+        camera = _clip_camera(cameras[index], w, h, fov_deg)
         gaze, codes = np.asarray(references[index], np.float64), np.asarray(gaze_types[index]).astype(np.int64)
         truth = events_from_codes(gaze, codes, w, h, rate, camera)
         found = detect_events(np.asarray(samples, np.float64), w, h, rate, camera, codes=_tracked_codes(codes))

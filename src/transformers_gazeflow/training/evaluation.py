@@ -279,19 +279,9 @@ def event_report(
     its example carries, else ``camera``, else the pinhole of ``fov_deg``)."""
     from ..metrics.events import event_metrics
 
-    predictions = trajectories_of(predictions)
     truths = [ground_truth(example) for example in examples]
-    lengths = [min(p.shape[1], len(t["gaze_type"])) for p, t in zip(predictions, truths)]
-    metrics = event_metrics(
-        [p[:, :n] for p, n in zip(predictions, lengths)],
-        [t["gaze"][:n] for t, n in zip(truths, lengths)],
-        [t["gaze_type"][:n] for t, n in zip(truths, lengths)],
-        [float(e["fps"]) for e in examples],
-        [t["width"] for t in truths],
-        [t["height"] for t in truths],
-        fov_deg=fov_deg,
-        camera=[camera if t["camera"] is None else t["camera"] for t in truths],
-    )
+    *clips, cameras = _event_inputs(examples, truths, predictions, camera)
+    metrics = event_metrics(*clips, fov_deg=fov_deg, camera=cameras)
     defined = {
         row: {key: (None if value != value else value) for key, value in values.items()}
         for row, values in metrics.items()
@@ -301,6 +291,32 @@ def event_report(
         "heading": "I-VT at 30 deg/s, " + _cameras_words([t["camera"] for t in truths], camera, fov_deg),
         "metrics": defined,
     }
+
+
+def large_saccade_report(examples: Sequence[dict], predictions: Sequence[np.ndarray], fov_deg: float) -> dict:
+    """Whether the predictions' samples make the recording's large saccades
+    (:func:`~transformers_gazeflow.metrics.events.large_saccades`), over the frames :func:`event_report` scores and
+    through the same cameras."""
+    from ..metrics.events import large_saccades
+
+    truths = [ground_truth(example) for example in examples]
+    return large_saccades(*_event_inputs(examples, truths, predictions, None), fov_deg=fov_deg)
+
+
+def _event_inputs(examples: Sequence[dict], truths: list[dict], predictions: Sequence[Any], camera: Any) -> tuple:
+    """The per-clip arguments of the event metrics: the samples and the recording over the frames both have, their
+    codes, frame rates, sizes, and each clip's camera (its own, else ``camera``; None: the metric's pinhole)."""
+    predictions = trajectories_of(predictions)
+    lengths = [min(p.shape[1], len(t["gaze_type"])) for p, t in zip(predictions, truths)]
+    return (
+        [p[:, :n] for p, n in zip(predictions, lengths)],
+        [t["gaze"][:n] for t, n in zip(truths, lengths)],
+        [t["gaze_type"][:n] for t, n in zip(truths, lengths)],
+        [float(e["fps"]) for e in examples],
+        [t["width"] for t in truths],
+        [t["height"] for t in truths],
+        [camera if t["camera"] is None else t["camera"] for t in truths],
+    )
 
 
 def _cameras_words(own: list, camera: Any, fov_deg: float) -> str:
@@ -369,4 +385,5 @@ __all__ = [
     "coverage_data",
     "reliability_report",
     "event_report",
+    "large_saccade_report",
 ]
