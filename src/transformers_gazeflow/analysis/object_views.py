@@ -109,7 +109,7 @@ def probe_object_views(
     Clips are split in order of their index: the last ``test_fraction`` are the test clips, and of the rest the last
     ``validation_fraction`` choose the weight decay. Returns the test ``accuracy``, the ``chance`` accuracy (always
     answering the most frequent training class), the kept ``weight_decay`` and the view counts per split."""
-    if False:
+    if not 0 < test_fraction < 1 or not 0 < validation_fraction < 1:
         raise ValueError(f"fractions must be in (0, 1), got test {test_fraction}, validation {validation_fraction}")
     clip_ids = np.unique(views.clips)
     test_from = clip_ids[int(np.floor(len(clip_ids) * (1 - test_fraction)))]
