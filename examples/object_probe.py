@@ -36,6 +36,7 @@ from transformers_gazeflow.analysis.object_views import (
 )
 from transformers_gazeflow.data.processing import GazeFlowVideoProcessor
 from transformers_gazeflow.data.synthetic_tasks_panel import PANEL_NAMES, panel_family
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_checks import check_encoder_hidden_states
 from transformers_gazeflow.training.script_errors import run_script
 
 PROG = "object_probe.py"
@@ -101,8 +102,7 @@ def token_grids(model, pixels: torch.Tensor, condition: bool) -> np.ndarray:
         if condition:
             grid = model.build_condition(tokens, pixels.shape[0]).visual_tokens[0]
         else:
-            config = model.config.encoder_config
-            grid = tokens[0].reshape(pixels.shape[0] // config.tubelet_size, -1, tokens.shape[-1])
+            grid = check_encoder_hidden_states(tokens, pixels.shape[0], model.config)[0]
     side = int(round(grid.shape[1] ** 0.5))
     return grid.reshape(grid.shape[0], side, side, -1).float().cpu().numpy()
 
@@ -122,20 +122,28 @@ def collect(args: argparse.Namespace, model, processor) -> tuple[dict[str, Objec
     settings = dataclasses.replace(panel_family(args.family).settings, seed=args.data_seed)
     clips = [settings.generate_clip(i) for i in range(args.num_clips)]
     classes = sorted({getattr(obj, args.attribute) for clip in clips for obj in clip.objects})
+    if len(classes) < 2:
+        raise ValueError(
+            f"--attribute {args.attribute}: every object of {args.family} has the same one; nothing to probe"
+        )
     window = int(model.config.num_frames)
     encoder = model.config.encoder_config
     fresh = {
-        f"fresh random encoder {c}x{p}": (fresh_encoder_model(model, c, p, args.seed), c) for c, p in args.encoders
+        f"fresh random encoder {c}x{p}": (
+            fresh_encoder_model(model, c, p, args.seed),
+            GazeFlowVideoProcessor(c, processor.image_mean, processor.image_std),
+        )
+        for c, p in args.encoders
     }
+    half = (2 * args.radius + 1) * encoder.patch_size // 2  # the object-centred crop: as wide as a view's cells
     rows = ["encoder", "c_v", "cell pixels", "object-centred pixels", *fresh]
     collectors = {row: ViewCollector() for row in rows}
     for index, clip in enumerate(clips):
         video = np.stack([clip.frame(t) for t in range(min(window, clip.num_frames))])
         pixels = processor.preprocess(video)
         grids = {"encoder": token_grids(model, pixels, False), "c_v": token_grids(model, pixels, True)}
-        for row, (fresh_model, crop) in fresh.items():
-            resized = GazeFlowVideoProcessor(crop, processor.image_mean, processor.image_std).preprocess(video)
-            grids[row] = token_grids(fresh_model, resized, False)
+        for row, (fresh_model, fresh_processor) in fresh.items():
+            grids[row] = token_grids(fresh_model, fresh_processor.preprocess(video), False)
         frames_per_group = len(video) // grids["encoder"].shape[0]
         for group in range(grids["encoder"].shape[0]):
             frame = pixels[group * frames_per_group].numpy()
@@ -147,7 +155,6 @@ def collect(args: argparse.Namespace, model, processor) -> tuple[dict[str, Objec
                     collectors[row].add(token_neighbourhood(grid[group], *cell, args.radius), label, index)
                 row, col = token_cell(x, y, *grids["encoder"].shape[1:3])
                 collectors["cell pixels"].add(cell_crop(frame, row, col, encoder.patch_size, args.radius), label, index)
-                half = (2 * args.radius + 1) * encoder.patch_size // 2
                 collectors["object-centred pixels"].add(pixel_crop(frame, x, y, half), label, index)
     return {row: collector.views() for row, collector in collectors.items()}, classes
 
@@ -179,10 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     model, processor = model_from_arguments(args)
     views, classes = collect(args, model, processor)
-    if len(classes) < 2:
-        raise ValueError(
-            f"--attribute {args.attribute}: every object of {args.family} has the same one; nothing to probe"
-        )
     results = {row: probe_object_views(row_views, len(classes)) for row, row_views in views.items()}
     encoder = model.config.encoder_config
     report = report_markdown(args, results, classes, encoder.crop_size, encoder.patch_size)

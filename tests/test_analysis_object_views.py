@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from transformers_gazeflow.analysis.object_views import (
     token_cell,
     token_neighbourhood,
 )
+from transformers_gazeflow.data.synthetic_tasks import GroundingTaskSettings
 from transformers_gazeflow.data.synthetic_tasks_panel import panel_family
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "object_probe.py"
@@ -186,7 +188,8 @@ def test_script_refuses_a_causal_model_in_one_line(tmp_path):
 
 def test_script_refuses_an_attribute_every_object_shares(tmp_path, tiny_model_dir, monkeypatch):
     script = load_script(SCRIPT, "object_probe_script")
-    monkeypatch.setattr(script, "collect", lambda args, model, processor: ({}, ["disc"]))  # one class in every clip
+    one_shape = SimpleNamespace(objects=[SimpleNamespace(shape="disc")] * 3)  # refused before any frame is drawn
+    monkeypatch.setattr(GroundingTaskSettings, "generate_clip", lambda settings, index: one_shape)
     argv = ["--family", "shape_cue", "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "o")]
     with pytest.raises(ValueError, match="every object of shape_cue has the same one; nothing to probe"):
         script.main(argv)

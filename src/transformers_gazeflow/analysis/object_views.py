@@ -35,28 +35,27 @@ def token_cell(x: float, y: float, rows: int, cols: int) -> tuple[int, int]:
     return row, col
 
 
+def _padded_window(array: np.ndarray, top: int, left: int, height: int, width: int) -> np.ndarray:
+    """``array [H, W, ...]``'s ``height x width`` window at ``(top, left)``, zero where it leaves the array."""
+    window = np.zeros((height, width, *array.shape[2:]), dtype=np.float32)
+    r0, r1 = max(top, 0), min(top + height, array.shape[0])
+    c0, c1 = max(left, 0), min(left + width, array.shape[1])
+    if r0 < r1 and c0 < c1:
+        window[r0 - top : r1 - top, c0 - left : c1 - left] = array[r0:r1, c0:c1]
+    return window
+
+
 def token_neighbourhood(grid: np.ndarray, row: int, col: int, radius: int) -> np.ndarray:
     """The ``(2 radius + 1)^2`` cells of ``grid [rows, cols, D]`` centred on ``(row, col)``, zero outside the grid,
     flattened row by row to ``[(2 radius + 1)^2 * D]``."""
-    rows, cols, width = grid.shape
     side = 2 * radius + 1
-    view = np.zeros((side, side, width), dtype=np.float32)
-    top, left = row - radius, col - radius
-    r0, r1 = max(top, 0), min(top + side, rows)
-    c0, c1 = max(left, 0), min(left + side, cols)
-    view[r0 - top : r1 - top, c0 - left : c1 - left] = grid[r0:r1, c0:c1]
-    return view.reshape(-1)
+    return _padded_window(grid, row - radius, col - radius, side, side).reshape(-1)
 
 
 def _padded_crop(frame: np.ndarray, top: int, left: int, height: int, width: int) -> np.ndarray:
-    """``frame [C, H, W]``'s window of that size at ``(top, left)``, zero where it leaves the frame."""
-    channels, frame_height, frame_width = frame.shape
-    crop = np.zeros((channels, height, width), dtype=np.float32)
-    r0, r1 = max(top, 0), min(top + height, frame_height)
-    c0, c1 = max(left, 0), min(left + width, frame_width)
-    if r0 < r1 and c0 < c1:
-        crop[:, r0 - top : r1 - top, c0 - left : c1 - left] = frame[:, r0:r1, c0:c1]
-    return crop.reshape(-1)
+    """``frame [C, H, W]``'s window of that size at ``(top, left)``, zero where it leaves the frame, flattened
+    channel by channel."""
+    return np.moveaxis(_padded_window(np.moveaxis(frame, 0, -1), top, left, height, width), -1, 0).reshape(-1)
 
 
 def pixel_crop(frame: np.ndarray, x: float, y: float, half: int) -> np.ndarray:
