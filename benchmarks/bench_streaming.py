@@ -284,6 +284,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--json", default=None, help="write the figures to this JSON file")
     add_results_argument(parser)
+    parser.add_argument(
+        "--results-section",
+        default=None,
+        help="the section of the results file this run replaces (default: the preset, + '-profile' with --profile-only)",
+    )
     args = parser.parse_args(argv)
     gpu = torch.device(args.device).type == "cuda"
     args.dtype = args.dtype or ("bf16" if gpu else "fp32")
@@ -433,10 +438,11 @@ def print_comparisons(ok: dict) -> None:
 
 
 def write_figures(args, figures: dict) -> None:
-    """``--json`` (the figures alone) and ``--results-dir`` (with their provenance; one section per preset)."""
+    """``--json`` (the figures alone) and ``--results-dir`` (with their provenance; by default one section per
+    preset)."""
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
-    section = args.preset + ("-profile" if args.profile_only else "")
+    section = args.results_section or args.preset + ("-profile" if args.profile_only else "")
     write_section(args.results_dir, "bench_streaming", section, figures, [measured_model(args)], args.device)
 
 

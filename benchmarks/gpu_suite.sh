@@ -26,18 +26,19 @@
 #   pipeline           bench_pipeline.py --throughput: gazeflow predict --no-overlay's path on generated 30-second
 #                      videos, the bundled model and the paper's geometry at 256x256 and 640x480, serial and
 #                      overlapped side by side; frames per second and the stage times
+#   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L), its
+#                      modes side by side (the previous streamer, the static step eager, captured as a CUDA graph):
+#                      p50/p95/p99 per frame, aten ops and CUDA kernels per frame, peak memory
 #   decode             (optional) bench_decode.py: decoding to RGB uint8 at 256x256, 640x480 and 1920x1080 on the
 #                      machine's cores (PyAV's FFmpeg thread settings; torchcodec on the CPU and NVDEC where it is
 #                      importable, else why not), and four videos decoded one, two and four at a time
-#   streaming          bench_streaming.py: the causal streamer at K=30, S=5, bf16, the paper's geometry (ViT-L), every
-#                      mode side by side (the previous streamer, the static step eager, captured as a CUDA graph,
-#                      compiled with reduce-overhead): p50/p95/p99 per frame, aten ops and CUDA kernels per frame,
-#                      peak memory
 #   inference-compile  (optional) bench_inference.py as above with --compile (torch.compile, CUDA graphs)
 #   predict            (optional) the console command itself, `gazeflow predict --no-overlay`, on generated 30-second
 #                      videos (process start and model load timed apart): the bundled model and the paper's geometry
 #                      at 256x256, the paper's geometry at 640x480; frames per second
 #   streaming-bundled  (optional) the streamer's modes at the bundled model's size (causal)
+#   streaming-compile  (optional) the streamer at the paper's geometry compiled with reduce-overhead, beside eager (its
+#                      own step: compiling took 68 s on an H200 at 67653cb, more than the streaming step can hold)
 #   profile            (optional) torch.profiler tables of the benchmarks above whose targets were missed
 #   fulltests          (only with --only) the whole test suite with the GPU visible, OUT_DIR/fulltests.xml
 # Time: every step runs under its own time limit (the plan printed first gives each step's estimate and limit), and
@@ -67,17 +68,21 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
 PYTHON="${PYTHON:-python3}"
 SITE="${GAZEFLOW_SUITE_SITE:-/tmp/site}"
-ALL_STEPS="install preflight tests train inference pipeline decode streaming inference-compile predict streaming-bundled profile"
+ALL_STEPS="install preflight tests train inference pipeline streaming decode inference-compile predict"
+ALL_STEPS+=" streaming-bundled streaming-compile profile"
 KNOWN_STEPS="$ALL_STEPS fulltests"
-OPTIONAL_STEPS="decode inference-compile predict streaming-bundled profile fulltests"
-# seconds: the estimate (what each step took in the one-call run on an H200, trimmed where noted; train: 15 s more for
-# its candidates, not yet measured) and its own limit
-declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=80 [train]=120 [inference]=40 [pipeline]=90
-                     [predict]=70 [decode]=35
-                     [streaming]=90 [inference-compile]=62 [streaming-bundled]=60 [profile]=45 [fulltests]=400)
-declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=160 [inference]=75 [pipeline]=130
+OPTIONAL_STEPS="decode inference-compile predict streaming-bundled streaming-compile profile fulltests"
+# seconds: the estimate (what each step took in the one-call runs on an H200, the last at 67653cb: tests 99, train 124,
+# inference 40, pipeline 69, decode 45, streaming's three modes 80, predict 64; the others from earlier runs) and its
+# own limit
+declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=95 [train]=120 [inference]=40 [pipeline]=70
+                     [predict]=65 [decode]=45
+                     [streaming]=80 [inference-compile]=62 [streaming-bundled]=60 [streaming-compile]=100 [profile]=45
+                     [fulltests]=400)
+declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=160 [inference]=75 [pipeline]=110
                   [predict]=110 [decode]=60
-                  [streaming]=130 [inference-compile]=90 [streaming-bundled]=90 [profile]=70 [fulltests]=600)
+                  [streaming]=120 [inference-compile]=90 [streaming-bundled]=90 [streaming-compile]=150 [profile]=70
+                  [fulltests]=600)
 
 usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
@@ -234,7 +239,7 @@ run_step() {  # run_step NAME COMMAND...: log, time (under the step's limit) and
   echo "   exit $rc, $(tail -c 300 "$log" | tail -n 1)"
 }
 
-bench_args() {  # bench_args inference|streaming|streaming-bundled|train|pipeline|decode: a benchmark's arguments
+bench_args() {  # bench_args inference|streaming|streaming-bundled|streaming-compile|train|pipeline|decode: a benchmark's arguments
   if [ "$TINY" = 1 ]; then
     case "$1" in
       inference) echo "--preset tiny --grid-k 2 --grid-s 1 2 --reference-k 2 --reference-s 2 --repeats 1" ;;
@@ -242,6 +247,8 @@ bench_args() {  # bench_args inference|streaming|streaming-bundled|train|pipelin
                        --num-steps 5" ;;
       streaming-bundled) echo "--preset bundled --frames 8 --warmup 2 --reference-frames 4 --baseline-frames 1
                                --num-samples 30 --num-steps 5" ;;
+      streaming-compile) echo "--preset tiny --frames 6 --warmup 2 --baseline-frames 1 --num-samples 30 --num-steps 5
+                               --modes eager --results-section tiny-compiled" ;;
       train) echo "--preset tiny --variants B2+probe B2+fast+ckpt --data-steps 2 --workers 0 2 --steps 1" ;;
       pipeline) echo "--throughput --throughput-models tiny --throughput-sizes 64x64 160x120 --seconds 2" ;;
       decode) echo "--sizes 64x64 160x120 --frames 12 --repeats 1 --batch --videos 2" ;;
@@ -250,9 +257,11 @@ bench_args() {  # bench_args inference|streaming|streaming-bundled|train|pipelin
     case "$1" in
       inference) echo "--frames 64 --encoder-layers 24 --grid-k 30 50 --grid-s 5 50 --reference-k 30 --reference-s 5" ;;
       streaming) echo "--encoder-layers 24 --frames 150 --warmup 20 --reference-frames 40 --baseline-frames 2
-                       --num-samples 30 --num-steps 5" ;;
+                       --num-samples 30 --num-steps 5 --modes reference,eager,cuda-graph" ;;
       streaming-bundled) echo "--preset bundled --frames 150 --warmup 20 --reference-frames 40 --baseline-frames 2
                                --num-samples 30 --num-steps 5" ;;
+      streaming-compile) echo "--encoder-layers 24 --frames 150 --warmup 20 --baseline-frames 1 --num-samples 30
+                               --num-steps 5 --modes eager,reduce-overhead --results-section paper-compiled" ;;
       train) echo "--variants B8+fast+compile B8+fast+compile+sdpa=cudnn B8+fast+compile+sdpa=flash
                    B8+fast+compile+graphs B8+fast+compile+nodrop --data-variants B8+fast+compile --workers 12
                    --data-steps 8" ;;
@@ -341,6 +350,8 @@ for step in $ALL_STEPS fulltests; do
                  --json "$OUT_DIR/streaming.json" ;;
     streaming-bundled) run_step streaming-bundled "$PYTHON" benchmarks/bench_streaming.py --device "$DEVICE" \
                          $(bench_args streaming-bundled) --json "$OUT_DIR/streaming-bundled.json" ;;
+    streaming-compile) run_step streaming-compile "$PYTHON" benchmarks/bench_streaming.py --device "$DEVICE" \
+                         $(bench_args streaming-compile) --json "$OUT_DIR/streaming-compile.json" ;;
     profile) run_step profile profile_step ;;
     pipeline) run_step pipeline "$PYTHON" benchmarks/bench_pipeline.py --device "$DEVICE" $(bench_args pipeline) \
                 --json "$OUT_DIR/pipeline.json" ;;

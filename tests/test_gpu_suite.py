@@ -25,6 +25,7 @@ STEPS = [
     "inference-compile",
     "predict",
     "streaming-bundled",
+    "streaming-compile",
     "profile",
 ]
 
@@ -214,7 +215,8 @@ def figures(out_dir: Path, name: str) -> dict:
 
 
 ONE_CALL = (
-    "preflight,tests,train,inference,pipeline,decode,streaming,inference-compile,predict,streaming-bundled,profile"
+    "preflight,tests,train,inference,pipeline,decode,streaming,inference-compile,predict,streaming-bundled,"
+    "streaming-compile,profile"
 )
 
 
@@ -244,6 +246,8 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
     assert set(streaming["modes"]) == {"reference", "eager"} and streaming["primary_mode"] == "eager"
     bundled = figures(out, "streaming-bundled.json")
     assert bundled["preset"] == "bundled" and bundled["ms_per_frame"]["streamer, total"]["p99"] > 0
+    compiled_streamer = figures(out, "streaming-compile.json")
+    assert set(compiled_streamer["modes"]) == {"eager"} and compiled_streamer["preset"] == "tiny"
     assert figures(out, "profile-inference.json")["profile"] and figures(out, "profile-streaming.json")["profile"]
     pipeline = figures(out, "pipeline.json")["throughput"]["runs"]
     assert {(run["size"], run["path"]) for run in pipeline} == {
@@ -262,7 +266,7 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
         "bench_inference.cpu.json": {"eager", "compiled", "profile"},
         "bench_decode.cpu.json": {"decode", "decode-batch"},
         "bench_pipeline.cpu.json": {"throughput"},
-        "bench_streaming.cpu.json": {"tiny", "bundled", "tiny-profile"},
+        "bench_streaming.cpu.json": {"tiny", "bundled", "tiny-compiled", "tiny-profile"},
         "bench_train.cpu.json": {"tiny"},
         "gazeflow_predict.cpu.json": {"tiny"},
     }
