@@ -93,6 +93,20 @@ def gradient_frames(num_frames: int, height: int, width: int) -> np.ndarray:
 
 
 @pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A saved GazeFlowModel of the tiny configuration (heatmap sigma 5 px), random weights drawn at seed 0: one
+    folder for the session (the tests read it and copy it before changing it)."""
+    import torch
+
+    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
+
+    folder = tmp_path_factory.mktemp("tiny_model")
+    torch.manual_seed(0)
+    GazeFlowModel(GazeFlowConfig.tiny(heatmap_sigma=5.0)).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def pysaliency():
     """pysaliency through ``benchmarks/reference_libraries.py``'s shim; the test is skipped where it is not
     installed."""

@@ -123,14 +123,6 @@ def test_probe_refuses_too_few_clips_and_bad_fractions():
 
 
 # ---------------------------------------------------------------------------------------------------- the script
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("object_probe_model")
-    torch.manual_seed(0)
-    GazeFlowModel(GazeFlowConfig.tiny(heatmap_sigma=5.0)).save_pretrained(folder)
-    return folder
-
-
 def test_script_writes_every_row_with_the_views_of_each_object(tmp_path, tiny_model_dir, capsys):
     script = load_script(SCRIPT, "object_probe_script")
     out = tmp_path / "out"
