@@ -287,7 +287,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--results-section",
         default=None,
-        help="the section of the results file this run replaces (default: the preset, + '-profile' with --profile-only)",
+        help="the section of the results file this run replaces (default: the preset; + '-profile' with "
+        "--profile-only)",
     )
     args = parser.parse_args(argv)
     gpu = torch.device(args.device).type == "cuda"

@@ -1,8 +1,10 @@
-"""The GPU suite's predict step: ``gazeflow predict --no-overlay`` (the console command) on generated videos, and
-the inputs it and the train step need, made in the background (``prepare``). Run through ``gpu_suite_tools.py``."""
+"""The GPU suite's predict step: ``gazeflow predict --no-overlay`` (the console command) on generated videos, one
+at a time and as a folder shared among processes (``--num-processes``), and the inputs it and the train step need,
+made in the background (``prepare``). Run through ``gpu_suite_tools.py``."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -128,10 +130,79 @@ def predict_runs(work: Path, tiny: bool) -> dict[str, tuple[Path | None, Path]]:
     }
 
 
+BATCH_VIDEOS = {"tiny": 2, "paper": 8}
+"""Copies of the small generated video in the batch runs' folder (copies, not links: a batch predicts a file once)."""
+BATCH_PROCESSES = {"tiny": (1, 2), "paper": (1, 4)}
+"""The batch runs' ``--num-processes``: the folder in one process, then shared among several on the one GPU."""
+
+
+def predict_command(inputs: Path, output: Path, device: str, model: Path | None, *options: str) -> list[str]:
+    """``gazeflow predict INPUTS --no-overlay`` at K=30, S=5 into ``output``."""
+    command = gazeflow_command() + ["predict", str(inputs), "--no-overlay", "--device", device, "-k", "30", "-s", "5"]
+    command += ["--quiet", "-o", str(output), *options]
+    return command + (["--model", str(model)] if model else [])
+
+
+def run_command(command: list[str]) -> tuple[subprocess.CompletedProcess, float]:
+    print("$ " + " ".join(command), flush=True)
+    start = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    print(result.stdout + result.stderr[-3000:], flush=True)
+    return result, wall
+
+
+def batch_folder(work: Path, tiny: bool) -> Path:
+    """``work/batch``: copies of the small generated video (made once)."""
+    preset = "tiny" if tiny else "paper"
+    folder = work / "batch"
+    source = work / video_name(PREDICT_SIZES[preset][0])
+    folder.mkdir(exist_ok=True)
+    for index in range(BATCH_VIDEOS[preset]):
+        copy = folder / f"clip_{index}.mp4"
+        if not copy.exists():
+            shutil.copyfile(source, copy)
+    return folder
+
+
+def batch_makespan(rows: list[dict[str, str]], processes: int) -> float:
+    """The predicting time of a batch run: process r takes the index's rows r, r + N, ... one after the other
+    (``batch.Shard``), each row's ``seconds`` its video's prediction with model loading excluded; the processes run
+    side by side, so the run predicts for the longest of their sums."""
+    return max(sum(float(row["seconds"]) for row in rows[rank::processes]) for rank in range(processes))
+
+
+def batch_throughput(work: Path, device: str, tiny: bool) -> dict:
+    """The bundled model on the batch folder in one process and shared among several (``BATCH_PROCESSES``): frames
+    per second of the predicting time (:func:`batch_makespan`) and of the command's whole wall time."""
+    folder, runs = batch_folder(work, tiny), {}
+    for processes in BATCH_PROCESSES["tiny" if tiny else "paper"]:
+        output = work / f"out_batch_{processes}"
+        result, wall = run_command(predict_command(folder, output, device, None, "--num-processes", str(processes)))
+        run = {"processes": processes, "exit_code": result.returncode, "command_wall_s": round(wall, 1)}
+        if result.returncode == 0:
+            with open(output / "index.csv", newline="", encoding="utf-8") as handle:
+                rows = list(csv.DictReader(handle))
+            frames = sum(int(row["frames"]) for row in rows)
+            makespan = batch_makespan(rows, processes)
+            run.update(
+                videos=len(rows),
+                frames=frames,
+                statuses=sorted({row["status"] for row in rows}),
+                predicting_s=round(makespan, 2),
+                frames_per_second=frames / max(makespan, 1e-9),
+                frames_per_second_wall=frames / wall,
+            )
+        runs[f"bundled, {len(list(folder.iterdir()))} videos, {processes} process(es)"] = run
+        shutil.rmtree(output, ignore_errors=True)
+    return runs
+
+
 def predict_throughput(out_dir: Path, device: str, tiny: bool, work: Path | None = None) -> int:
     """``gazeflow predict --no-overlay`` (the console script) on generated videos, K=30, S=5, frames per second:
     the bundled model and a random model of the paper's geometry (``--tiny``: the tiny test model) on a video of the
-    encoder's input size, and the paper's geometry on a 640x480 video (EGTEA Gaze+'s size). ``work``: where
+    encoder's input size, and the paper's geometry on a 640x480 video (EGTEA Gaze+'s size); then the bundled model on
+    a folder of copies of the small video, in one process and in several (:func:`batch_throughput`). ``work``: where
     ``prepare`` left its inputs (made here when missing)."""
     work = work or Path(tempfile.mkdtemp(prefix="gazeflow_predict_"))
     if not (work / "prepared.json").exists():
@@ -141,26 +212,8 @@ def predict_throughput(out_dir: Path, device: str, tiny: bool, work: Path | None
     status = 0
     for index, (name, (model, video)) in enumerate(predict_runs(work, tiny).items()):
         output = work / f"out_{index}"
-        command = gazeflow_command() + [
-            "predict",
-            str(video),
-            "--no-overlay",
-            "--device",
-            device,
-            "-k",
-            "30",
-            "-s",
-            "5",
-            "--quiet",
-            "-o",
-            str(output),
-        ]
-        command += ["--model", str(model)] if model else []
-        print("$ " + " ".join(command), flush=True)
-        start = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        print(result.stdout + result.stderr[-3000:], flush=True)
+        command = predict_command(video, output, device, model)
+        result, wall = run_command(command)
         run = {
             "command": " ".join(command),
             "exit_code": result.returncode,
@@ -182,6 +235,8 @@ def predict_throughput(out_dir: Path, device: str, tiny: bool, work: Path | None
             )
         figures["runs"][name] = run
         shutil.rmtree(output, ignore_errors=True)
+    figures["batch"] = batch_throughput(work, device, tiny)
+    status = status or next((run["exit_code"] for run in figures["batch"].values() if run["exit_code"]), 0)
     (out_dir / "predict.json").write_text(json.dumps(figures, indent=1))
     write_results(figures, device, tiny)
     return status

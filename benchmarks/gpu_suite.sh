@@ -35,7 +35,8 @@
 #   inference-compile  (optional) bench_inference.py as above with --compile (torch.compile, CUDA graphs)
 #   predict            (optional) the console command itself, `gazeflow predict --no-overlay`, on generated 30-second
 #                      videos (process start and model load timed apart): the bundled model and the paper's geometry
-#                      at 256x256, the paper's geometry at 640x480; frames per second
+#                      at 256x256, the paper's geometry at 640x480; then the bundled model on a folder of 8 copies of
+#                      the 256x256 video in one process and shared among 4 (--num-processes 4); frames per second
 #   streaming-bundled  (optional) the streamer's modes at the bundled model's size (causal)
 #   streaming-compile  (optional) the streamer at the paper's geometry compiled with reduce-overhead, beside eager (its
 #                      own step: compiling took 68 s on an H200 at 67653cb, more than the streaming step can hold)
@@ -73,14 +74,14 @@ ALL_STEPS+=" streaming-bundled streaming-compile profile"
 KNOWN_STEPS="$ALL_STEPS fulltests"
 OPTIONAL_STEPS="decode inference-compile predict streaming-bundled streaming-compile profile fulltests"
 # seconds: the estimate (what each step took in the one-call runs on an H200, the last at 67653cb: tests 99, train 124,
-# inference 40, pipeline 69, decode 45, streaming's three modes 80, predict 64; the others from earlier runs) and its
-# own limit
+# inference 40, pipeline 69, decode 45, streaming's three modes 80, predict 64 before its batch runs (estimated at 40 s
+# more); the others from earlier runs) and its own limit
 declare -A ESTIMATE=([install]=10 [environment]=6 [preflight]=16 [tests]=95 [train]=120 [inference]=40 [pipeline]=70
-                     [predict]=65 [decode]=45
+                     [predict]=105 [decode]=45
                      [streaming]=80 [inference-compile]=62 [streaming-bundled]=60 [streaming-compile]=100 [profile]=45
                      [fulltests]=400)
 declare -A LIMIT=([install]=120 [environment]=60 [preflight]=60 [tests]=130 [train]=160 [inference]=75 [pipeline]=110
-                  [predict]=110 [decode]=60
+                  [predict]=150 [decode]=60
                   [streaming]=120 [inference-compile]=90 [streaming-bundled]=90 [streaming-compile]=150 [profile]=70
                   [fulltests]=600)
 

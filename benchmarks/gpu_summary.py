@@ -234,6 +234,16 @@ def target_lines(first) -> list[str]:
                 f"| gazeflow predict --no-overlay ({run.get('video', '')}) | {name} | - | exit "
                 f"{run.get('exit_code')} | | | |"
             )
+    for name, run in predict.get("batch", {}).items():
+        if run.get("exit_code") == 0:
+            lines.append(
+                f"| gazeflow predict --no-overlay FOLDER --num-processes {run['processes']}, frames per second of "
+                f"the predicting time ({run['frames_per_second_wall']:.1f} of the command's wall time) | {name} | - | "
+                f"{run['frames_per_second']:.1f} | 88 (Table method_time, K=30, S=5) | "
+                f"{run['frames_per_second'] / 88:.2f} | |"
+            )
+        else:
+            lines.append(f"| gazeflow predict --no-overlay FOLDER | {name} | - | exit {run.get('exit_code')} | | | |")
     return lines
 
 

@@ -30,6 +30,7 @@ STEPS = [
 ]
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+import gpu_predict  # noqa: E402
 import gpu_summary  # noqa: E402
 import gpu_wheels  # noqa: E402
 
@@ -44,6 +45,14 @@ def suite(*args: str, timeout: float = 1800, **env_overrides: str) -> subprocess
 def status(out_dir: Path) -> dict[str, str]:
     rows = [line.split("\t") for line in (out_dir / "status.tsv").read_text().splitlines()]
     return {row[0]: row[1] for row in rows}
+
+
+def test_a_batch_run_predicts_for_the_longest_of_its_processes_sums():
+    # process r takes rows r, r + N, ...: with 2 processes, rows 0 and 2 (1.0 + 3.0 s) and rows 1 and 3 (2.0 + 0.5)
+    rows = [{"seconds": seconds} for seconds in ("1.0", "2.0", "3.0", "0.5")]
+    assert gpu_predict.batch_makespan(rows, 2) == 4.0
+    assert gpu_predict.batch_makespan(rows, 1) == 6.5
+    assert gpu_predict.batch_makespan(rows, 4) == 3.0
 
 
 def test_the_wheel_list_carries_every_package_the_gpu_image_lacks():
@@ -260,6 +269,11 @@ def test_every_step_runs_on_the_cpu_in_one_call_and_writes_its_figures(one_call)
     runs = figures(out, "predict.json")["runs"]
     assert set(runs) == {"bundled", "tiny random, 160x120"}
     assert all(run["exit_code"] == 0 and run["frames_per_second"] > 0 for run in runs.values())
+    batch = figures(out, "predict.json")["batch"]  # the folder of two copies of the 64x64 video, 1 and 2 processes
+    assert [run["processes"] for run in batch.values()] == [1, 2]
+    assert all(run["exit_code"] == 0 and run["statuses"] == ["ok"] for run in batch.values())
+    assert all(run["videos"] == 2 and run["frames"] == 2 * runs["bundled"]["frames"] for run in batch.values())
+    assert all(0 < run["frames_per_second_wall"] < run["frames_per_second"] for run in batch.values())
     # every benchmark step's figures with their provenance, collected for docs/benchmark_results
     sections = {path.name: set(json.loads(path.read_text())["sections"]) for path in (out / "results").glob("*.json")}
     assert sections == {
