@@ -93,9 +93,10 @@ def gradient_frames(num_frames: int, height: int, width: int) -> np.ndarray:
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    """A saved GazeFlowModel of the tiny configuration (heatmap sigma 5 px), random weights drawn at seed 0: one
-    folder for the session (the tests read it and copy it before changing it)."""
+def tiny_sigma5_model_dir(tmp_path_factory) -> Path:
+    """A saved GazeFlowModel of the tiny configuration with the evaluation protocol's heatmap sigma (5 px), random
+    weights drawn at seed 0, no processor: one folder for the session (the tests read it and copy it before changing
+    it). ``pipeline_fixtures.tiny_model_dir`` is another: the default sigma, with a processor."""
     import torch
 
     from transformers_gazeflow import GazeFlowConfig, GazeFlowModel

@@ -123,10 +123,10 @@ def test_probe_refuses_too_few_clips_and_bad_fractions():
 
 
 # ---------------------------------------------------------------------------------------------------- the script
-def test_script_writes_every_row_with_the_views_of_each_object(tmp_path, tiny_model_dir, capsys):
+def test_script_writes_every_row_with_the_views_of_each_object(tmp_path, tiny_sigma5_model_dir, capsys):
     script = load_script(SCRIPT, "object_probe_script")
     out = tmp_path / "out"
-    argv = ["--family", "shape_cue", "--model_name_or_path", str(tiny_model_dir), "--num_clips", "8"]
+    argv = ["--family", "shape_cue", "--model_name_or_path", str(tiny_sigma5_model_dir), "--num_clips", "8"]
     assert script.main(argv + ["--encoders", "32x8", "--output_dir", str(out)]) == 0
     report = json.loads((out / "object_probe.json").read_text())
     rows = report["rows"]
@@ -154,9 +154,9 @@ def test_script_writes_every_row_with_the_views_of_each_object(tmp_path, tiny_mo
         (["--radius", "-1"], "--radius must be >= 0"),
     ],
 )
-def test_script_rejects_bad_arguments(tmp_path, tiny_model_dir, extra, message, capsys):
+def test_script_rejects_bad_arguments(tmp_path, tiny_sigma5_model_dir, extra, message, capsys):
     script = load_script(SCRIPT, "object_probe_script")
-    argv = ["--family", "shape_cue", "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path)]
+    argv = ["--family", "shape_cue", "--model_name_or_path", str(tiny_sigma5_model_dir), "--output_dir", str(tmp_path)]
     with pytest.raises(SystemExit):
         script.parse_args(argv + extra)
     assert message in capsys.readouterr().err
@@ -178,11 +178,18 @@ def test_script_refuses_a_causal_model_in_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_script_refuses_an_attribute_every_object_shares(tmp_path, tiny_model_dir, monkeypatch):
+def test_script_refuses_an_attribute_every_object_shares(tmp_path, tiny_sigma5_model_dir, monkeypatch):
     script = load_script(SCRIPT, "object_probe_script")
     one_shape = SimpleNamespace(objects=[SimpleNamespace(shape="disc")] * 3)  # refused before any frame is drawn
     monkeypatch.setattr(GroundingTaskSettings, "generate_clip", lambda settings, index: one_shape)
-    argv = ["--family", "shape_cue", "--model_name_or_path", str(tiny_model_dir), "--output_dir", str(tmp_path / "o")]
+    argv = [
+        "--family",
+        "shape_cue",
+        "--model_name_or_path",
+        str(tiny_sigma5_model_dir),
+        "--output_dir",
+        str(tmp_path / "o"),
+    ]
     with pytest.raises(ValueError, match="every object of shape_cue has the same one; nothing to probe"):
         script.main(argv)
     assert not (tmp_path / "o").exists()

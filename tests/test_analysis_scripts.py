@@ -37,10 +37,10 @@ def data(tmp_path_factory):
     return {"data_dir": root / "synthetic_tiny", "cache_dir": root / "hf_cache"}
 
 
-def common(tiny_model_dir, data, split_option="--split", split="train"):
+def common(tiny_sigma5_model_dir, data, split_option="--split", split="train"):
     args = [
         "--model_name_or_path",
-        str(tiny_model_dir),
+        str(tiny_sigma5_model_dir),
         "--dataset_name",
         "synthetic",
         "--data_dir",
@@ -65,8 +65,8 @@ def opened_png(path, min_size=(300, 200)):
 
 
 @pytest.fixture(scope="module")
-def loaded(tiny_model_dir, data):
-    model, processor = load_analysis_model(str(tiny_model_dir))
+def loaded(tiny_sigma5_model_dir, data):
+    model, processor = load_analysis_model(str(tiny_sigma5_model_dir))
     examples = load_first_windows(
         "synthetic", str(data["data_dir"]), "train", "tiny", model.config.num_frames, cache_dir=str(data["cache_dir"])
     )
@@ -111,9 +111,9 @@ def test_clip_attentions_shapes_rows_and_seeds(loaded):
         clip_attentions(model, processor, examples[0], flow_time=1.5)
 
 
-def test_clip_attentions_needs_the_eager_kernel(tiny_model_dir, loaded):
+def test_clip_attentions_needs_the_eager_kernel(tiny_sigma5_model_dir, loaded):
     _, processor, examples = loaded
-    model = GazeFlowModel.from_pretrained(tiny_model_dir, attn_implementation="sdpa").eval()
+    model = GazeFlowModel.from_pretrained(tiny_sigma5_model_dir, attn_implementation="sdpa").eval()
     with pytest.raises(ValueError, match="attn_implementation='eager'"):
         clip_attentions(model, processor, examples[0])
 
@@ -129,10 +129,10 @@ def test_windows_longer_than_the_model_are_refused(loaded, data):
 
 
 # ------------------------------------------------------------------------------------------------------ the scripts
-def test_probe_script_writes_the_table_json_and_figure(tmp_path, tiny_model_dir, data, capsys):
+def test_probe_script_writes_the_table_json_and_figure(tmp_path, tiny_sigma5_model_dir, data, capsys):
     probe = script("probe")
     # the tiny set has 1 validation and 1 test clip; probe on train, choose on validation, score on test
-    assert probe.main(common(tiny_model_dir, data, None) + ["--output_dir", str(tmp_path)]) == 0
+    assert probe.main(common(tiny_sigma5_model_dir, data, None) + ["--output_dir", str(tmp_path)]) == 0
     table = json.loads((tmp_path / "probe.json").read_text())
     action = table["heads"]["action"]
     assert table["heads"]["verb"] is None and table["heads"]["noun"] is None  # synthetic: action only
@@ -150,11 +150,11 @@ def test_probe_script_writes_the_table_json_and_figure(tmp_path, tiny_model_dir,
     opened_png(tmp_path / "probe.png")
 
 
-def test_probe_holds_out_validation_clips_from_train(tmp_path, tiny_model_dir, data):
+def test_probe_holds_out_validation_clips_from_train(tmp_path, tiny_sigma5_model_dir, data):
     probe = script("probe")
     assert (
         probe.main(
-            common(tiny_model_dir, data, "--validation_split", "none")
+            common(tiny_sigma5_model_dir, data, "--validation_split", "none")
             + ["--validation_fraction", "0.25", "--output_dir", str(tmp_path)]
         )
         == 0
@@ -163,7 +163,7 @@ def test_probe_holds_out_validation_clips_from_train(tmp_path, tiny_model_dir, d
     assert table["heads"]["action"]["clips"] == {"train": 3, "validation": 1, "test": 1}
     assert (
         probe.main(
-            common(tiny_model_dir, data, "--validation_split", "none")
+            common(tiny_sigma5_model_dir, data, "--validation_split", "none")
             + ["--no_encoder_control", "--output_dir", str(tmp_path / "plain")]
         )
         == 0
@@ -184,11 +184,12 @@ def test_encoder_control_is_the_pooled_encoder_tokens(loaded):
     assert np.allclose(control.global_tokens[1], tokens[0].mean(dim=0).numpy(), atol=1e-6)
 
 
-def test_attention_analysis_writes_roles_attribution_and_figures(tmp_path, tiny_model_dir, data):
+def test_attention_analysis_writes_roles_attribution_and_figures(tmp_path, tiny_sigma5_model_dir, data):
     attention = script("attention_analysis")
     assert (
         attention.main(
-            common(tiny_model_dir, data) + ["--group_by", "action", "--num_samples", "2", "--output_dir", str(tmp_path)]
+            common(tiny_sigma5_model_dir, data)
+            + ["--group_by", "action", "--num_samples", "2", "--output_dir", str(tmp_path)]
         )
         == 0
     )
@@ -218,7 +219,7 @@ def test_attention_analysis_writes_roles_attribution_and_figures(tmp_path, tiny_
         opened_png(tmp_path / f"{name}.png")
 
 
-def test_attention_analysis_with_a_mask_folder(tmp_path, tiny_model_dir, data, loaded):
+def test_attention_analysis_with_a_mask_folder(tmp_path, tiny_sigma5_model_dir, data, loaded):
     """Masks from a folder (any segmenter): the hand covers the top row of every frame, the object nothing; the
     folder's hand mass must then equal the mass on the top row of tokens computed by hand."""
     model, processor, examples = loaded
@@ -233,7 +234,7 @@ def test_attention_analysis_with_a_mask_folder(tmp_path, tiny_model_dir, data, l
     out = tmp_path / "out"
     assert (
         attention.main(
-            common(tiny_model_dir, data)
+            common(tiny_sigma5_model_dir, data)
             + ["--mask_dir", str(masks), "--num_samples", "2", "--seed", "3", "--output_dir", str(out)]
         )
         == 0
@@ -256,11 +257,11 @@ def test_attention_analysis_with_a_mask_folder(tmp_path, tiny_model_dir, data, l
     assert result["uniform_attention"] == {"hand": 0.5, "object": 0.0, "background": 0.5}
 
 
-def test_failure_analysis_writes_errors_flags_and_the_worst_clips(tmp_path, tiny_model_dir, data):
+def test_failure_analysis_writes_errors_flags_and_the_worst_clips(tmp_path, tiny_sigma5_model_dir, data):
     failures = script("failure_analysis")
     assert (
         failures.main(
-            common(tiny_model_dir, data)
+            common(tiny_sigma5_model_dir, data)
             + [
                 "--num_samples",
                 "2",
@@ -325,17 +326,17 @@ def test_bad_options_are_usage_errors(name, extra, message, tmp_path, capsys):
         ("attention_analysis", ["--mask_dir", "/nonexistent/masks"], "--mask_dir /nonexistent/masks: mask folder"),
     ],
 )
-def test_bad_inputs_name_the_argument(name, extra, message, tmp_path, tiny_model_dir, data):
+def test_bad_inputs_name_the_argument(name, extra, message, tmp_path, tiny_sigma5_model_dir, data):
     with pytest.raises(ValueError) as err:
-        script(name).main(common(tiny_model_dir, data, None) + [*extra, "--output_dir", str(tmp_path)])
+        script(name).main(common(tiny_sigma5_model_dir, data, None) + [*extra, "--output_dir", str(tmp_path)])
     assert message in str(err.value)
 
 
-def test_a_missing_mask_is_named(tmp_path, tiny_model_dir, data):
+def test_a_missing_mask_is_named(tmp_path, tiny_sigma5_model_dir, data):
     (tmp_path / "masks").mkdir()
     with pytest.raises(ValueError, match=r"--mask_dir .*masks: no masks of synth_0_\d+ in"):
         script("attention_analysis").main(
-            common(tiny_model_dir, data)
+            common(tiny_sigma5_model_dir, data)
             + ["--mask_dir", str(tmp_path / "masks"), "--output_dir", str(tmp_path / "out")]
         )
 
@@ -365,9 +366,17 @@ def test_a_bad_model_folder_is_one_line(tmp_path, data):
     assert "Traceback" not in result.stderr
 
 
-def test_sample_motion_writes_one_row_per_step_count(tmp_path, tiny_model_dir, data):
+def test_sample_motion_writes_one_row_per_step_count(tmp_path, tiny_sigma5_model_dir, data):
     motion = script("sample_motion")
-    argv = common(tiny_model_dir, data) + ["--num_samples", "3", "--num_steps", "1", "2", "--window_frames", "32"]
+    argv = common(tiny_sigma5_model_dir, data) + [
+        "--num_samples",
+        "3",
+        "--num_steps",
+        "1",
+        "2",
+        "--window_frames",
+        "32",
+    ]
     assert motion.main(argv + ["--output_dir", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "sample_motion.json").read_text())
     assert [row["num_steps"] for row in rows] == [1, 2] and all(row["num_samples"] == 3 for row in rows)
@@ -381,10 +390,10 @@ def test_sample_motion_writes_one_row_per_step_count(tmp_path, tiny_model_dir, d
     assert f"| 2 | {rows[1]['noise_scale']:g} | {rows[1]['sample_ratio']:.2f}x |" in table
 
 
-def test_sample_motion_samples_at_the_noise_scale_asked(tmp_path, tiny_model_dir, data):
+def test_sample_motion_samples_at_the_noise_scale_asked(tmp_path, tiny_sigma5_model_dir, data):
     # x_0 = tau e: from starts 1e-6 apart the deterministic ODE keeps the K samples together to well under a pixel
     motion = script("sample_motion")
-    argv = common(tiny_model_dir, data) + ["--num_samples", "3", "--num_steps", "2", "--window_frames", "32"]
+    argv = common(tiny_sigma5_model_dir, data) + ["--num_samples", "3", "--num_steps", "2", "--window_frames", "32"]
     assert motion.main(argv + ["--noise_scale", "1e-6", "--output_dir", str(tmp_path / "cold")]) == 0
     assert motion.main(argv + ["--output_dir", str(tmp_path / "own")]) == 0
     (cold,) = json.loads((tmp_path / "cold" / "sample_motion.json").read_text())

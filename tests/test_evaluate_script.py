@@ -47,11 +47,11 @@ def data_args(data_dir):
     return ["--dataset_name", "synthetic", "--data_dir", data_dir, "--dataset_config", "tiny", "--split", "train"]
 
 
-def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, tiny_model_dir):
+def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, tiny_sigma5_model_dir):
     result = run(
         [
             "--model_name_or_path",
-            tiny_model_dir,
+            tiny_sigma5_model_dir,
             *data_args(data_dir),
             "--num_samples",
             3,
@@ -88,8 +88,10 @@ def test_model_row_written_as_json_and_markdown(tmp_path, env, data_dir, tiny_mo
     assert [row["nominal"] for row in results["reliability"]["rows"]] == [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
 
 
-def test_the_time_grid_power_reaches_the_sampler_and_a_bad_one_is_one_line(tmp_path, env, data_dir, tiny_model_dir):
-    common = ["--model_name_or_path", tiny_model_dir, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2]
+def test_the_time_grid_power_reaches_the_sampler_and_a_bad_one_is_one_line(
+    tmp_path, env, data_dir, tiny_sigma5_model_dir
+):
+    common = ["--model_name_or_path", tiny_sigma5_model_dir, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2]
     metrics = {}
     for power in (1, 4):
         run([*common, "--max_clips", 2, "--time_grid_power", power, "--output_dir", tmp_path / str(power)], env)
@@ -106,9 +108,9 @@ def test_the_time_grid_power_reaches_the_sampler_and_a_bad_one_is_one_line(tmp_p
 
 
 def test_the_noise_scale_reaches_the_sampler_and_the_region_factors_and_a_bad_one_is_one_line(
-    tmp_path, env, data_dir, tiny_model_dir
+    tmp_path, env, data_dir, tiny_sigma5_model_dir
 ):
-    model = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    model = shutil.copytree(tiny_sigma5_model_dir, tmp_path / "model")
     common = ["--model_name_or_path", model, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2]
     run([*common, "--max_clips", 2, "--output_dir", tmp_path / "default"], env)
     default = json.loads((tmp_path / "default" / "results.json").read_text())
@@ -130,10 +132,10 @@ def test_the_noise_scale_reaches_the_sampler_and_the_region_factors_and_a_bad_on
     assert "Traceback" not in bad.stderr
 
 
-def test_the_region_factors_are_fitted_saved_and_read_back(tmp_path, env, data_dir, tiny_model_dir):
+def test_the_region_factors_are_fitted_saved_and_read_back(tmp_path, env, data_dir, tiny_sigma5_model_dir):
     import shutil
 
-    model = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    model = shutil.copytree(tiny_sigma5_model_dir, tmp_path / "model")
     args = ["--model_name_or_path", model, *data_args(data_dir), "--num_samples", 4, "--num_steps", 2]
     fitted = run(args + ["--region_split", "validation", "--save_region_calibration"], env, cwd=tmp_path)
     saved = json.loads((model / "region_calibration.json").read_text())
@@ -189,8 +191,8 @@ def test_results_are_written_by_default_and_the_command_says_where(tmp_path, env
     assert f"wrote {Path('runs/eval/center_bias-synthetic-tiny-train/results.json')}" in result.stdout
 
 
-def test_two_processes_give_the_one_process_result(tmp_path, env, data_dir, tiny_model_dir):
-    args = ["--model_name_or_path", tiny_model_dir, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2]
+def test_two_processes_give_the_one_process_result(tmp_path, env, data_dir, tiny_sigma5_model_dir):
+    args = ["--model_name_or_path", tiny_sigma5_model_dir, *data_args(data_dir), "--num_samples", 3, "--num_steps", 2]
     run(args + ["--output_dir", tmp_path / "one"], env)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29541"]
     run(args + ["--output_dir", tmp_path / "two"], {**env, "ACCELERATE_USE_CPU": "true"}, launcher=torchrun)
@@ -207,8 +209,8 @@ def test_a_folder_that_is_not_a_gazeflow_model(tmp_path, env, data_dir):
     assert result.returncode == 1 and "--model_name_or_path" in result.stderr and "not a GazeFlow" in result.stderr
 
 
-def test_online_needs_a_causal_model_and_scores_it_frame_by_frame(tmp_path, env, data_dir, tiny_model_dir):
-    result = run(["--model_name_or_path", tiny_model_dir, *data_args(data_dir), "--online"], env, check=False)
+def test_online_needs_a_causal_model_and_scores_it_frame_by_frame(tmp_path, env, data_dir, tiny_sigma5_model_dir):
+    result = run(["--model_name_or_path", tiny_sigma5_model_dir, *data_args(data_dir), "--online"], env, check=False)
     assert result.returncode == 1 and "--online needs a causal model" in result.stderr
     causal = tmp_path / "causal"
     torch.manual_seed(0)
@@ -234,7 +236,7 @@ def test_online_needs_a_causal_model_and_scores_it_frame_by_frame(tmp_path, env,
     assert results["online"] is True and results["clips"] == 2 and 0.0 <= results["metrics"]["auc"] <= 1.0
 
 
-def test_dataset_options_reach_the_builder_and_the_protocols_own_cannot_be_set(tmp_path, env, tiny_model_dir):
+def test_dataset_options_reach_the_builder_and_the_protocols_own_cannot_be_set(tmp_path, env, tiny_sigma5_model_dir):
     """--dataset_options num_clips=5,seed=11 on the tiny config (6 clips) renders another draw: 5 clips, split
     by the builder's fractions; the results and a region calibration fitted on it record the options. windows= is
     the protocol's and is refused."""
@@ -246,7 +248,7 @@ def test_dataset_options_reach_the_builder_and_the_protocols_own_cannot_be_set(t
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["dataset_options"] == {"num_clips": 5, "seed": 11, "validation_fraction": 0.2, "test_fraction": 0.2}
     assert results["clips"] == 3  # the train split: 5 clips less one validation, one test
-    model = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    model = shutil.copytree(tiny_sigma5_model_dir, tmp_path / "model")
     fit = ["--model_name_or_path", model, *data_args(data), *options, "--num_samples", 4, "--num_steps", 2]
     run(fit + ["--region_split", "validation", "--save_region_calibration", "--output_dir", tmp_path / "fit"], env)
     saved = json.loads((model / "region_calibration.json").read_text())
