@@ -207,7 +207,7 @@ def streaming_mode_lines(label: str, streaming: dict) -> list[str]:
 def target_lines(first) -> list[str]:
     lines = [
         "",
-        "## Targets (one H100, bf16, K=30, S=5)",
+        "## Targets (set for one H100; measured on the device above; bf16, K=30, S=5)",
         "",
         "| figure | path | target | ours | paper | ours / paper | |",
         "| --- | --- | ---: | ---: | ---: | ---: | --- |",
