@@ -178,8 +178,10 @@ def batch_throughput(work: Path, device: str, tiny: bool) -> dict:
     folder, runs = batch_folder(work, tiny), {}
     for processes in BATCH_PROCESSES["tiny" if tiny else "paper"]:
         output = work / f"out_batch_{processes}"
-        result, wall = run_command(predict_command(folder, output, device, None, "--num-processes", str(processes)))
-        run = {"processes": processes, "exit_code": result.returncode, "command_wall_s": round(wall, 1)}
+        command = predict_command(folder, output, device, None, "--num-processes", str(processes))
+        result, wall = run_command(command)
+        run = {"command": " ".join(command), "processes": processes, "exit_code": result.returncode}
+        run["command_wall_s"] = round(wall, 1)
         if result.returncode == 0:
             with open(output / "index.csv", newline="", encoding="utf-8") as handle:
                 rows = list(csv.DictReader(handle))
