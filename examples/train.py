@@ -70,6 +70,7 @@ from transformers_gazeflow.training.feature_cache import CachedFeatureCollator, 
 from transformers_gazeflow.training.final_checks import (
     check_grounding_plateau,
     check_replicas_agree,
+    check_step_cap,
     check_validation_success,
 )
 from transformers_gazeflow.training.grounding_plateau import reference_levels
@@ -320,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     if chosen_trial is None or not chosen_trial["finished"]:
         train_epochs(setup, run, output_dir)
     check_replicas_agree(accelerator, run)
+    check_step_cap(setup, run)
     check_grounding_plateau(setup, run)
     check_validation_success(setup, run, processor)
     accelerator.wait_for_everyone()

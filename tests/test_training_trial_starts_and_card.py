@@ -2,6 +2,7 @@
 (``training.card``) and the checks after training (``training.final_checks``), on hand-written records."""
 
 import argparse
+import logging
 from types import SimpleNamespace
 
 import pytest
@@ -9,9 +10,10 @@ import torch
 from torch import nn
 
 from transformers_gazeflow.training.card import describe_trial_starts, model_card_sections
-from transformers_gazeflow.training.final_checks import check_replicas_agree, parameter_checksum
+from transformers_gazeflow.training.early_stopping import describe_step_cap, step_cap_verdict
+from transformers_gazeflow.training.final_checks import check_replicas_agree, check_step_cap, parameter_checksum
 from transformers_gazeflow.training.grounding_plateau import GroundingReference
-from transformers_gazeflow.training.run import TrainingError, TrainingSetup
+from transformers_gazeflow.training.run import RUN_LOGGER, TrainingError, TrainingSetup
 from transformers_gazeflow.training.trainer_state import TrainerState
 from transformers_gazeflow.training.trial_starts import build_start_model, trial_score, trial_score_name
 
@@ -144,3 +146,57 @@ def test_replicas_that_diverged_stop_the_run(capsys):
     assert "[rank 0] parameter checksum" in capsys.readouterr().out
     with pytest.raises(TrainingError, match="replicas diverged: parameter checksums"):
         check_replicas_agree(_accelerator(1e-6), run)
+
+
+# ------------------------------------------------------------------------------------------------- the step cap
+def _ended(completed_steps: int, best_step: int | None, since_best: int) -> TrainerState:
+    return TrainerState(completed_steps=completed_steps, best_step=best_step, epochs_without_improvement=since_best)
+
+
+def test_a_run_at_its_cap_with_its_best_at_one_of_the_last_two_validations_is_still_improving():
+    # 4,000 steps of 4,000: best at the last validation (0 since), at the one before (1 since), two before (2 since)
+    assert step_cap_verdict(_ended(4000, 4000, 0), 4000)["still_improving"] is True
+    assert step_cap_verdict(_ended(4000, 3598, 1), 4000)["still_improving"] is True
+    assert step_cap_verdict(_ended(4000, 3084, 2), 4000)["still_improving"] is False
+
+
+def test_an_early_stopped_run_did_not_reach_its_cap_and_a_run_without_validation_is_not_judged():
+    stopped = step_cap_verdict(_ended(2193, 1548, 5), 4000)
+    assert stopped["reached_cap"] is False and stopped["still_improving"] is False
+    assert describe_step_cap(stopped) == (
+        "not reached: early stopping ended the run at step 2193 (best validation loss at step 1548)"
+    )
+    # --early_stopping_patience 1 stops one validation after the best: early stopping, not the cap, ended it
+    assert step_cap_verdict(_ended(2000, 1800, 1), 4000)["still_improving"] is False
+    assert step_cap_verdict(_ended(4000, None, 0), 4000) is None
+    assert describe_step_cap(None) == "not judged (no validation split)"
+
+
+def test_the_step_cap_lines_say_what_to_try_only_when_the_run_was_still_improving():
+    assert describe_step_cap(step_cap_verdict(_ended(8000, 7710, 1), 8000)) == (
+        "reached (8000 steps) while the validation loss was still improving (best validation loss at step 7710, at "
+        "the validation before the last): more steps (--max_train_steps) or more data may help"
+    )
+    assert describe_step_cap(step_cap_verdict(_ended(10, 10, 0), 10)).endswith(
+        "(best validation loss at step 10, at the last validation): more steps (--max_train_steps) or more data "
+        "may help"
+    )
+    assert describe_step_cap(step_cap_verdict(_ended(4000, 2056, 3), 4000)) == (
+        "reached (4000 steps); the validation loss had stopped improving (best validation loss at step 2056, 3 "
+        "validations before the end)"
+    )
+
+
+def test_the_card_and_the_log_carry_the_step_cap_verdict(caplog):
+    history = [{"epoch": 0, "step": 5, "validation_loss": 0.5}, {"epoch": 1, "step": 10, "validation_loss": 0.25}]
+    state = TrainerState(completed_steps=10, epoch=2, best_validation_loss=0.25, best_step=10, history=history)
+    run = SimpleNamespace(state=state)
+    card = model_card_sections(_setup(), run, "python examples/train.py", 1.0)
+    assert "- step cap: reached (10 steps) while the validation loss was still improving" in card["training"]
+    with caplog.at_level(logging.INFO, logger=RUN_LOGGER):
+        check_step_cap(_setup(), run)
+        state.epochs_without_improvement = 2
+        check_step_cap(_setup(), run)
+    assert [record.levelname for record in caplog.records] == ["WARNING", "INFO"]
+    assert caplog.records[0].getMessage().startswith("step cap check: reached (10 steps) while the validation loss")
+    assert caplog.records[1].getMessage().startswith("step cap check: reached (10 steps); the validation loss had")

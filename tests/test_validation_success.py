@@ -162,7 +162,7 @@ def train_script(tmp_path_factory, offline, monkeypatch):
 
 
 def test_a_tiny_run_keeps_the_verdict_in_its_state_and_card_and_the_switch_turns_it_off(
-    train_script, tmp_path_factory, tmp_path
+    train_script, tmp_path_factory, tmp_path, caplog
 ):
     data = tmp_path_factory.getbasetemp() / "synthetic_tiny_validation_success"
     run = ["--dataset_name", "synthetic", "--dataset_config", "tiny", "--config_preset", "tiny", "--data_dir", data]
@@ -175,6 +175,8 @@ def test_a_tiny_run_keeps_the_verdict_in_its_state_and_card_and_the_switch_turns
     assert saved["aae_ratio"] == pytest.approx(saved["model_aae"] / saved["center_bias_aae"], abs=1e-3)
     card = (tmp_path / "on" / "README.md").read_text()
     assert f"- validation success check: {describe_success(saved)}" in card
+    assert "\n- step cap: reached (2 steps)" in card  # train.py's end-of-run checks reach the card and the log
+    assert any(record.getMessage().startswith("step cap check: reached (2 steps)") for record in caplog.records)
 
     assert train_script.main(run + ["--output_dir", str(tmp_path / "off"), "--no-validation_success_check"]) == 0
     state = TrainerState.load(tmp_path / "off")

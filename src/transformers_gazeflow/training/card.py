@@ -1,13 +1,15 @@
 """What the model card of a trained model says about its training (``hub.model_folders.save_model_folder`` writes
-the card): the command, data, schedule, optimizer, the trial starts, which weights were saved, the plateau check and
-the check on the validation clips, line by line, and a warning in its limitations when the grounding did not leave
-its plateau or the model did not beat Center Bias on the validation clips ("grounding weak" where the two disagree).
+the card): the command, data, schedule, optimizer, the trial starts, which weights were saved, whether the step cap
+cut it while the validation loss still improved, the plateau check and the check on the validation clips, line by
+line, and a warning in its limitations when the grounding did not leave its plateau or the model did not beat
+Center Bias on the validation clips ("grounding weak" where the two disagree).
 """
 
 from __future__ import annotations
 
 import json
 
+from .early_stopping import describe_step_cap, step_cap_verdict
 from .grounding_plateau import describe_verdict
 from .run import TrainingRun, TrainingSetup, effective_batch
 from .trial_starts import trial_score, trial_score_name
@@ -65,6 +67,7 @@ def training_record(setup: TrainingSetup, run: TrainingRun, command: str, wall_s
         else f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)"
     )
     training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
+    training["step cap"] = describe_step_cap(step_cap_verdict(state, setup.max_train_steps))
     plateau, success = state.grounding_plateau, state.validation_success
     if setup.grounding_reference is not None:
         weak = grounding_weak(plateau, success)

@@ -1,8 +1,9 @@
 """The checks on a training run once its loop is over, before its model is saved: that the data-parallel replicas
-still hold the same weights (else :class:`~.run.TrainingError`), whether its grounding left the plateau
-(:mod:`.grounding_plateau`), and whether the saved weights beat Center Bias on the validation clips
-(:mod:`.validation_success`); the verdicts are kept in the trainer state, so in the model card, and a WARNING says
-when a run stalled, did not learn, or is *grounding weak* (the two checks disagree).
+still hold the same weights (else :class:`~.run.TrainingError`), whether it ended at its step cap while its
+validation loss was still improving (:func:`.early_stopping.step_cap_verdict`), whether its grounding left the
+plateau (:mod:`.grounding_plateau`), and whether the saved weights beat Center Bias on the validation clips
+(:mod:`.validation_success`); the verdicts are in the model card, and a WARNING says when a run was cut while
+improving, stalled, did not learn, or is *grounding weak* (the two last checks disagree).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 import torch
 
 from .datasets import load_protocol_clips
+from .early_stopping import describe_step_cap, step_cap_verdict
 from .grounding_plateau import describe_verdict, plateau_verdict
 from .run import RUN_LOGGER, TrainingError, TrainingRun, TrainingSetup
 from .validation_success import (
@@ -38,6 +40,14 @@ def check_replicas_agree(accelerator, run: TrainingRun) -> None:
     print(f"[rank {accelerator.process_index}] parameter checksum {checksum:.10e}", flush=True)
     if not torch.allclose(checksums, checksums[0].expand_as(checksums), rtol=0, atol=1e-9):
         raise TrainingError(f"replicas diverged: parameter checksums {checksums.tolist()}")
+
+
+def check_step_cap(setup: TrainingSetup, run: TrainingRun) -> None:
+    """After training: how the run ended (:func:`.early_stopping.step_cap_verdict`), logged, as a WARNING naming what
+    to try when it reached its step cap with the validation loss still improving."""
+    verdict = step_cap_verdict(run.state, setup.max_train_steps)
+    still_improving = verdict is not None and verdict["still_improving"]
+    (logger.warning if still_improving else logger.info)("step cap check: %s", describe_step_cap(verdict))
 
 
 def check_grounding_plateau(setup: TrainingSetup, run: TrainingRun) -> None:
@@ -92,4 +102,10 @@ def check_validation_success(setup: TrainingSetup, run: TrainingRun, processor) 
         logger.info("validation success check: %s", describe_success(success))
 
 
-__all__ = ["check_grounding_plateau", "check_replicas_agree", "check_validation_success", "parameter_checksum"]
+__all__ = [
+    "check_grounding_plateau",
+    "check_replicas_agree",
+    "check_step_cap",
+    "check_validation_success",
+    "parameter_checksum",
+]
