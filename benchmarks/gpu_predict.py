@@ -175,8 +175,9 @@ def batch_makespan(rows: list[dict[str, str]], processes: int) -> float:
 def batch_throughput(work: Path, device: str, tiny: bool) -> dict:
     """The bundled model on the batch folder in one process and shared among several (``BATCH_PROCESSES``): frames
     per second of the predicting time (:func:`batch_makespan`) and of the command's whole wall time."""
+    preset = "tiny" if tiny else "paper"
     folder, runs = batch_folder(work, tiny), {}
-    for processes in BATCH_PROCESSES["tiny" if tiny else "paper"]:
+    for processes in BATCH_PROCESSES[preset]:
         output = work / f"out_batch_{processes}"
         command = predict_command(folder, output, device, None, "--num-processes", str(processes))
         result, wall = run_command(command)
@@ -195,7 +196,7 @@ def batch_throughput(work: Path, device: str, tiny: bool) -> dict:
                 frames_per_second=frames / max(makespan, 1e-9),
                 frames_per_second_wall=frames / wall,
             )
-        runs[f"bundled, {len(list(folder.iterdir()))} videos, {processes} process(es)"] = run
+        runs[f"bundled, {BATCH_VIDEOS[preset]} videos, {processes} process(es)"] = run
         shutil.rmtree(output, ignore_errors=True)
     return runs
 

@@ -240,7 +240,8 @@ run_step() {  # run_step NAME COMMAND...: log, time (under the step's limit) and
   echo "   exit $rc, $(tail -c 300 "$log" | tail -n 1)"
 }
 
-bench_args() {  # bench_args inference|streaming|streaming-bundled|streaming-compile|train|pipeline|decode: a benchmark's arguments
+bench_args() {  # bench_args inference|streaming|streaming-bundled|streaming-compile|train|pipeline|decode:
+                #   a benchmark's arguments
   if [ "$TINY" = 1 ]; then
     case "$1" in
       inference) echo "--preset tiny --grid-k 2 --grid-s 1 2 --reference-k 2 --reference-s 2 --repeats 1" ;;

@@ -97,14 +97,9 @@ def tiny_sigma5_model_dir(tmp_path_factory) -> Path:
     """A saved GazeFlowModel of the tiny configuration with the evaluation protocol's heatmap sigma (5 px), random
     weights drawn at seed 0, no processor: one folder for the session (the tests read it and copy it before changing
     it). ``pipeline_fixtures.tiny_model_dir`` is another: the default sigma, with a processor."""
-    import torch
+    from .pipeline_fixtures import save_tiny_model
 
-    from transformers_gazeflow import GazeFlowConfig, GazeFlowModel
-
-    folder = tmp_path_factory.mktemp("tiny_model")
-    torch.manual_seed(0)
-    GazeFlowModel(GazeFlowConfig.tiny(heatmap_sigma=5.0)).save_pretrained(folder)
-    return folder
+    return save_tiny_model(tmp_path_factory.mktemp("tiny_model"), seed=0, with_processor=False, heatmap_sigma=5.0)
 
 
 @pytest.fixture(scope="session")

@@ -16,10 +16,11 @@ from transformers_gazeflow.data.video import write_video
 NUM_SAMPLES, NUM_STEPS = 4, 3  # GazeFlowConfig.tiny() defaults: K = 4, S = 3, 8-frame windows, stride 4
 
 
-def save_tiny_model(folder: Path, seed: int = 0, with_processor: bool = True) -> Path:
-    """A tiny random GazeFlow model folder (32x32 frames, 8-frame windows, stride 4, K=4, S=3)."""
+def save_tiny_model(folder: Path, seed: int = 0, with_processor: bool = True, **config_overrides) -> Path:
+    """A tiny random GazeFlow model folder (32x32 frames, 8-frame windows, stride 4, K=4, S=3; ``config_overrides``
+    go to ``GazeFlowConfig.tiny``)."""
     torch.manual_seed(seed)
-    model = GazeFlowModel(GazeFlowConfig.tiny())
+    model = GazeFlowModel(GazeFlowConfig.tiny(**config_overrides))
     model.save_pretrained(folder)
     if with_processor:
         GazeFlowVideoProcessor(size=32).save_pretrained(folder)
