@@ -482,16 +482,15 @@ def test_handler_shows_bad_input_as_a_status_line_and_keeps_no_files(demo, bad_v
         (bikes_mp4, "bikes.mp4: the 250 frames to process last 10.0 s"),
         (faststart_truncated_mp4(tmp_path), "cannot be decoded to the end"),
     ]:
+        run = demo.predict(str(video), "", dict(num_samples=4, num_steps=3, solver="euler"), 0, 0, 0, False)
         with pytest.warns(UserWarning):  # gr.Warning outside a running page is a Python warning
-            outputs = list(
-                demo.predict(str(video), "", dict(num_samples=4, num_steps=3, solver="euler"), 0, 0, 0, False)
-            )
-        assert len(outputs) == 1
-        status, overlay, figure, files = outputs[0]
+            status, overlay, figure, files = next(run)
+        assert list(demo.work_dir.iterdir()) == []  # gone when the page shows the status, not when Gradio resumes
         assert status.startswith("**Could not run:** ") and expected in status, status
         assert (overlay, figure, files) == (None, None, None)
         assert "Traceback" not in status and "\n" not in status
-        assert list(demo.work_dir.iterdir()) == []
+        with pytest.raises(StopIteration):  # one status only
+            next(run)
 
 
 def test_stop_ends_the_sessions_running_job_only(demo, bikes_mp4, tiny_model_dir):
@@ -503,23 +502,24 @@ def test_stop_ends_the_sessions_running_job_only(demo, bikes_mp4, tiny_model_dir
             stopped.append(demo.stop("another session"))
             stopped.append(demo.stop("session-1"))
 
-    outputs = list(
-        demo.predict(
-            str(bikes_mp4),
-            str(tiny_model_dir),
-            dict(num_samples=4, num_steps=3, solver="euler", window_mode="blend"),
-            0,
-            0,
-            100,
-            True,
-            progress=progress,
-            session="session-1",
-        )
+    run = demo.predict(
+        str(bikes_mp4),
+        str(tiny_model_dir),
+        dict(num_samples=4, num_steps=3, solver="euler", window_mode="blend"),
+        0,
+        0,
+        100,
+        True,
+        progress=progress,
+        session="session-1",
     )
+    status, overlay, figure, files = next(run)
+    assert list(demo.work_dir.iterdir()) == []  # "nothing was kept" is true when the page shows it
     assert stopped[:2] == [False, True]
-    ((status, overlay, figure, files),) = outputs
     assert status.startswith("**Stopped.** bikes.mp4: stopped after ") and (overlay, figure, files) == (None,) * 3
-    assert demo._running == {} and list(demo.work_dir.iterdir()) == []
+    with pytest.raises(StopIteration):
+        next(run)
+    assert demo._running == {}
 
 
 def test_page_has_the_inputs_and_a_bounded_queue(demo):

@@ -185,7 +185,8 @@ class GazeFlowDemo:
         session: str | None = None,
     ):
         """Run one job; yields ``(status, overlay, figure, [gaze.csv, summary.json])`` once, then removes the job's
-        folder (Gradio has copied the files it serves by the time the generator is resumed or closed). ``sampling``:
+        folder (Gradio has copied the files it serves by the time the generator is resumed or closed); a job that
+        serves nothing (stopped, or a bad input) has its folder removed before its status is yielded. ``sampling``:
         the page's sampling controls by ``SamplingSettings`` field (K, S, the solver, the window mode; empty: the
         model's default). A bad input yields its message as the status (and shows it as a notice) with the outputs
         cleared. ``session`` (the page's session) lets :meth:`stop` end the job at its next chunk."""
@@ -218,6 +219,7 @@ class GazeFlowDemo:
                 )
                 figure = trajectory_figure(result.times_s, result.trajectories, result.truth)
             except JobStopped as err:
+                shutil.rmtree(job_dir, ignore_errors=True)  # gone before the page says "nothing was kept"
                 yield f"**Stopped.** {err}", None, None, None
                 return
             except DemoInputError as err:
@@ -235,6 +237,7 @@ class GazeFlowDemo:
                 return
             # the message in the status line and as a notice; the event itself succeeds, so no output is marked
             # "Error" over the message and the page stays ready for the next upload
+            shutil.rmtree(job_dir, ignore_errors=True)  # nothing is served: gone before the page says so
             gr.Warning(message, duration=None, title="Could not run")
             yield f"**Could not run:** {message}", None, None, None
         finally:
