@@ -1,0 +1,170 @@
+#!/usr/bin/env python
+"""One round of reflow on the pure-dynamics probe: do few-step samples keep a converged flow's step distribution?
+
+Reflow (Liu, Gong and Liu, "Flow Straight and Fast", ICLR 2023): a trained flow, the teacher, carries each base draw
+x_0 to an endpoint x_1 along its ODE (here Euler at ``--teacher_steps`` on the grid s_i = 1 - (1 - i/S)^p); the
+student, started from the teacher's weights, is trained by the same flow-matching loss (Eq. cfm_loss) on these
+coupled pairs instead of independent (x_0, g). Paths between coupled pairs cross less, so fewer Euler steps follow
+them. The teachers are the probe's saved models (``examples/dynamics_probe.py --save_dir``); each is read before
+and after with the probe's own readings and figures, against the same true process:
+
+    python examples/dynamics_probe.py --objectives flow_matching --batch_size 64 --max_train_steps 12000 \\
+        --noise_correlation 0.97 --config_overrides whitened_flow=True --flow_time_sampling late_quadratic \\
+        --seeds 0 --save_dir runs/probe4x
+    python examples/reflow_probe.py --load_dir runs/probe4x --noise_correlation 0.97 \\
+        --flow_time_sampling late_quadratic --seeds 0 --num_steps 2 3 5 --time_grid_powers 1 2 3
+
+The student's training times follow the teacher's ``flow_time_sampling``, its base draws the teacher's prior (the
+AR(1) correlation in its config) and its self-conditioning coin the teacher's probability. CPU s in the reflow rows
+is the whole round: drawing the pairs and training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from pathlib import Path
+
+import torch
+from dynamics_probe import (
+    TRAINING_FILE,
+    RunResult,
+    Truth,
+    Variant,
+    add_reading_arguments,
+    constant_tokens,
+    probe_model,
+    report,
+    true_process,
+)
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from transformers import get_cosine_with_min_lr_schedule_with_warmup
+
+from transformers_gazeflow import GazeFlowModel
+from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
+from transformers_gazeflow.models.gazeflow.generation_gazeflow import cached_velocity_fn
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import flow_matching_objective
+from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
+    FlowMatchingScheduler,
+    TrainingNoise,
+    correlate_noise,
+    draw_noise,
+    flow_time_from_uniform,
+)
+from transformers_gazeflow.training.script_errors import run_script
+
+REFLOW_SUFFIX = " after one reflow round"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--load_dir", required=True, help="the folder of examples/dynamics_probe.py --save_dir")
+    parser.add_argument("--flow_time_sampling", default="uniform", choices=FLOW_TIME_SAMPLINGS)
+    parser.add_argument("--noise_correlation", type=float, default=0.0, help="the teachers' rho (names the folder)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the teachers' training seeds")
+    parser.add_argument("--num_steps", type=int, nargs="+", default=[2, 5], help="S values to read with")
+    add_reading_arguments(parser)
+    parser.add_argument("--teacher_steps", type=int, default=50, help="Euler steps of the teacher's path to x_1")
+    parser.add_argument("--teacher_grid_power", type=float, default=3.0, help="p of the teacher's time grid")
+    parser.add_argument("--pairs", type=int, default=16384, help="coupled (x_0, x_1) windows drawn once")
+    parser.add_argument("--reflow_steps", type=int, default=3000, help="the student's training steps")
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--learning_rate", type=float, default=2e-4)
+    parser.add_argument("--ema_decay", type=float, default=0.995)
+    parser.add_argument("--num_frames", type=int, default=16, help="the teachers' window length T")
+    parser.add_argument("--eval_windows", type=int, default=64, help="windows sampled per evaluation")
+    parser.add_argument("--num_samples", type=int, default=8, help="K trajectories per window")
+    parser.add_argument("--reference_windows", type=int, default=2000, help="windows of the true process")
+    args = parser.parse_args(argv)
+    for name in ("teacher_steps", "pairs", "reflow_steps", "batch_size", "eval_windows", "num_samples"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.reference_windows < 1 or any(s < 1 for s in args.num_steps):
+        parser.error("--reference_windows and every --num_steps must be >= 1")
+    if args.teacher_grid_power < 1 or any(p < 1 for p in args.time_grid_powers):
+        parser.error("--teacher_grid_power and every --time_grid_powers must be >= 1")
+    args.endpoint_times, args.clip_frames = [], 0  # the probe's path and clip readings are not offered here
+    return args
+
+
+def teacher_folder(args: argparse.Namespace, seed: int) -> Path:
+    """The saved teacher of ``seed``, named as ``dynamics_probe.py --save_dir`` names it."""
+    variant = Variant("flow_matching", args.flow_time_sampling, args.noise_correlation)
+    folder = Path(args.load_dir) / f"{variant.folder}-seed{seed}"
+    if not (folder / TRAINING_FILE).is_file():
+        raise FileNotFoundError(f"{folder}: no probe model there (expected one saved by dynamics_probe.py)")
+    return folder
+
+
+def teacher_pairs(velocity_fn, noise: torch.Tensor, num_steps: int, grid_power: float) -> torch.Tensor:
+    """x_1 = the teacher's Euler path from each x_0 ``noise`` ``[N, K, T, 2]`` on the grid s_i = 1 - (1 - i/S)^p."""
+    with torch.no_grad():
+        return FlowMatchingScheduler(num_steps, "euler", time_grid_power=grid_power).sample(velocity_fn, noise)
+
+
+def reflow(args: argparse.Namespace, teacher: GazeFlowModel, seed: int) -> GazeFlowModel:
+    """The student after one reflow round: the teacher's weights trained on its own coupled pairs (EMA weights)."""
+    config, frames = teacher.config, teacher.config.num_frames
+    generator = torch.Generator().manual_seed(50_000 + seed)
+    white = draw_noise((args.pairs, 1, frames, 2), generator, torch.device("cpu"))
+    noise = correlate_noise(white, config.noise_correlation)
+    velocity = cached_velocity_fn(teacher, constant_tokens(config, args.pairs), frames)
+    ends = teacher_pairs(velocity, noise, args.teacher_steps, args.teacher_grid_power)[:, 0]
+    noise = noise[:, 0]
+
+    student = copy.deepcopy(teacher).train()
+    ema = AveragedModel(student, multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
+    optimizer = torch.optim.AdamW(student.parameters(), lr=args.learning_rate, weight_decay=1e-4)
+    schedule = get_cosine_with_min_lr_schedule_with_warmup(
+        optimizer, 0, args.reflow_steps, min_lr=args.learning_rate * 0.01
+    )
+    tokens, valid = constant_tokens(config, args.batch_size), torch.ones(args.batch_size, frames, dtype=torch.bool)
+    for _ in range(args.reflow_steps):
+        index = torch.randint(0, args.pairs, (args.batch_size,), generator=generator)
+        times = flow_time_from_uniform(torch.rand(args.batch_size, generator=generator), config.flow_time_sampling)
+        coin = torch.rand(args.batch_size, generator=generator) < config.self_conditioning_prob
+        condition = student.build_condition(tokens, frames)
+        draws = TrainingNoise(times, noise[index], coin)
+        loss = flow_matching_objective(student, condition, ends[index], valid, draws).loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        ema.update_parameters(student)
+    return ema.module.eval()
+
+
+def reflow_and_probe(args: argparse.Namespace, seed: int, truth: Truth) -> list[RunResult]:
+    """The teacher's rows and its student's, read with the same samplers and the same reading seed."""
+    folder = teacher_folder(args, seed)
+    teacher = GazeFlowModel.from_pretrained(folder).eval()
+    if teacher.config.num_frames != args.num_frames:
+        raise ValueError(f"{folder}: its windows have {teacher.config.num_frames} frames; pass --num_frames to match")
+    steps, cpu_seconds, wall_seconds = json.loads((folder / TRAINING_FILE).read_text())
+    name = Variant("flow_matching", args.flow_time_sampling, args.noise_correlation).name
+    rows = [RunResult(name, seed, steps, cpu_seconds, wall_seconds, probe_model(args, teacher, seed, truth))]
+    torch.manual_seed(seed)
+    cpu_start, wall_start = time.process_time(), time.time()
+    student = reflow(args, teacher, seed)
+    cpu, wall = time.process_time() - cpu_start, time.time() - wall_start
+    figures = probe_model(args, student, seed, truth)
+    return rows + [RunResult(name + REFLOW_SUFFIX, seed, args.reflow_steps, cpu, wall, figures)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    truth, references = true_process(args)
+    results = []
+    for seed in args.seeds:
+        results += reflow_and_probe(args, seed, truth)
+        print(f"seed {seed}: reflowed in {results[-1].cpu_seconds:.0f} CPU s", flush=True)
+    print()
+    print(report(results, references))
+    return 0
+
+
+if __name__ == "__main__":
+    run_script(main, "reflow_probe.py", (ValueError, RuntimeError, FileNotFoundError))

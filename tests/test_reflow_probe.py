@@ -1,0 +1,101 @@
+"""examples/reflow_probe.py: the teacher's pairs, a tiny round end to end beside dynamics_probe.py's own reading, and
+its errors."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.script_loading import load_script
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+READING = ["--eval_windows", "2", "--num_samples", "2", "--reference_windows", "30", "--num_steps", "1", "2"]
+TINY_ROUND = ["--pairs", "8", "--reflow_steps", "3", "--batch_size", "4", "--teacher_steps", "4", *READING]
+
+
+@pytest.fixture(scope="module")
+def scripts():
+    probe = load_script(EXAMPLES / "dynamics_probe.py", "dynamics_probe", register=True)
+    reflow = load_script(EXAMPLES / "reflow_probe.py", "reflow_probe", register=True)
+    yield probe, reflow
+    for name in ("dynamics_probe", "reflow_probe"):
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture(scope="module")
+def saved_teacher(scripts, tmp_path_factory):
+    """A 3-step probe model saved as dynamics_probe.py saves it, with that script's own reading of it."""
+    probe, _ = scripts
+    folder = tmp_path_factory.mktemp("probe_models")
+    tiny = ["--objectives", "flow_matching", "--max_train_steps", "3", "--num_warmup_steps", "1", *READING]
+    tiny += ["--config_overrides", "hidden_size=32,num_hidden_layers=1,intermediate_size=64"]
+    probe.main([*tiny, "--save_dir", str(folder)])
+    return folder
+
+
+def table_rows(text: str, prefix: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(f"| {prefix}")]
+
+
+def test_pairs_follow_the_teacher_s_euler_path_on_its_grid(scripts):
+    _, reflow = scripts
+    x0 = torch.tensor([[[[1.0, -2.0], [0.5, 4.0]]]])  # [N=1, K=1, T=2, 2]
+    constant = reflow.teacher_pairs(lambda x, s, c: torch.full_like(x, 0.3), x0, 4, 3.0)
+    torch.testing.assert_close(constant, x0 + 0.3)  # the steps add up to 1 on any grid
+    # v = -x on S = 2, p = 2: s = 0, 0.75, 1, so x_1 = x_0 (1 - 0.75)(1 - 0.25) = 0.1875 x_0
+    decaying = reflow.teacher_pairs(lambda x, s, c: -x, x0, 2, 2.0)
+    torch.testing.assert_close(decaying, 0.1875 * x0)
+
+
+def test_a_tiny_round_reads_the_teacher_as_dynamics_probe_does_then_its_student(scripts, saved_teacher, capsys):
+    probe, reflow = scripts
+    capsys.readouterr()
+    probe.main(["--objectives", "flow_matching", "--load_dir", str(saved_teacher), *READING])
+    probe_rows = table_rows(capsys.readouterr().out, "flow_matching")
+    assert reflow.main(["--load_dir", str(saved_teacher), *TINY_ROUND]) == 0
+    out = capsys.readouterr().out
+    rows = table_rows(out, "flow_matching")
+    teacher_rows = [row for row in rows if reflow.REFLOW_SUFFIX not in row]
+    student_rows = [row for row in rows if reflow.REFLOW_SUFFIX in row]
+    assert teacher_rows == probe_rows and len(probe_rows) == 2  # S = 1 and 2, the same figures to the last digit
+    assert [row.split(" | ")[1] for row in student_rows] == ["1", "2"]
+    assert all(" | 3 | " in row for row in student_rows)  # the round's training steps
+    figures = [row.split(" | ")[5:] for row in rows]
+    assert figures[2:] != figures[:2]  # three steps on the pairs moved the student
+    assert table_rows(out, "true process") and table_rows(out, "motionless")
+
+
+def test_a_teacher_of_other_windows_is_named(scripts, saved_teacher):
+    _, reflow = scripts
+    with pytest.raises(ValueError, match=r"probe_models.*its windows have 16 frames; pass --num_frames"):
+        reflow.main(["--load_dir", str(saved_teacher), *TINY_ROUND, "--num_frames", "8"])
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--pairs", "0"], "--pairs must be >= 1, got 0"),
+        (["--teacher_grid_power", "0.5"], "--teacher_grid_power and every --time_grid_powers must be >= 1"),
+    ],
+)
+def test_bad_arguments_name_themselves(scripts, saved_teacher, capsys, extra, message):
+    _, reflow = scripts
+    with pytest.raises(SystemExit):
+        reflow.parse_args(["--load_dir", str(saved_teacher), *extra])
+    assert message in capsys.readouterr().err
+
+
+def test_a_folder_without_a_probe_model_is_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "reflow_probe.py"), "--load_dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"reflow_probe.py: error: {tmp_path}/flow_matching-uniform-rho0-seed0: no probe model there "
+        "(expected one saved by dynamics_probe.py)"
+    ]
