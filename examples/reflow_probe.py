@@ -85,7 +85,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--reference_windows and every --num_steps must be >= 1")
     if args.teacher_grid_power < 1 or any(p < 1 for p in args.time_grid_powers):
         parser.error("--teacher_grid_power and every --time_grid_powers must be >= 1")
-    args.endpoint_times, args.clip_frames = [], 0  # the probe's path and clip readings are not offered here
+    if any(not 0.0 <= t < 1.0 for t in args.endpoint_times):
+        parser.error(f"--endpoint_times must all be in [0, 1), got {args.endpoint_times}")
+    if args.clip_count < 1 or (args.clip_frames and args.clip_frames <= args.num_frames):
+        parser.error(f"--clip_frames must be 0 or more than --num_frames={args.num_frames}, and --clip_count >= 1")
     return args
 
 

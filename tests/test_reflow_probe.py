@@ -68,6 +68,16 @@ def test_a_tiny_round_reads_the_teacher_as_dynamics_probe_does_then_its_student(
     assert table_rows(out, "true process") and table_rows(out, "motionless")
 
 
+def test_the_probe_s_path_and_clip_readings_are_rows_for_both(scripts, saved_teacher, capsys):
+    _, reflow = scripts
+    extra = ["--endpoint_times", "0.5", "--clip_frames", "24", "--clip_count", "2"]
+    assert reflow.main(["--load_dir", str(saved_teacher), *TINY_ROUND, *extra]) == 0
+    rows = table_rows(capsys.readouterr().out, "")
+    for name, count in (("x1_hat at s=0.50", 1), ("whole 24-frame clips", 2)):  # one S; each S
+        named = [row for row in rows if name in row]
+        assert len(named) == 2 * count and sum(reflow.REFLOW_SUFFIX in row for row in named) == count, named
+
+
 def test_a_teacher_of_other_windows_is_named(scripts, saved_teacher):
     _, reflow = scripts
     with pytest.raises(ValueError, match=r"probe_models.*its windows have 16 frames; pass --num_frames"):
@@ -79,6 +89,8 @@ def test_a_teacher_of_other_windows_is_named(scripts, saved_teacher):
     [
         (["--pairs", "0"], "--pairs must be >= 1, got 0"),
         (["--teacher_grid_power", "0.5"], "--teacher_grid_power and every --time_grid_powers must be >= 1"),
+        (["--endpoint_times", "1"], "--endpoint_times must all be in [0, 1), got [1.0]"),
+        (["--clip_frames", "16"], "--clip_frames must be 0 or more than --num_frames=16"),
     ],
 )
 def test_bad_arguments_name_themselves(scripts, saved_teacher, capsys, extra, message):
