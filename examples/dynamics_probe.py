@@ -111,6 +111,18 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clip_count", type=int, default=16, help="clips sampled with --clip_frames")
 
 
+def check_reading_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The checks of :func:`add_reading_arguments`' values (``--clip_frames`` against ``args.num_frames``)."""
+    if args.clip_count < 1:
+        parser.error(f"--clip_count must be >= 1, got {args.clip_count}")
+    if any(not p >= 1.0 for p in args.time_grid_powers):
+        parser.error(f"--time_grid_powers must all be >= 1, got {args.time_grid_powers}")
+    if any(not 0.0 <= t < 1.0 for t in args.endpoint_times):
+        parser.error(f"--endpoint_times must all be in [0, 1), got {args.endpoint_times}")
+    if args.clip_frames and args.clip_frames <= args.num_frames:
+        parser.error(f"--clip_frames must be 0 or more than --num_frames={args.num_frames}, got {args.clip_frames}")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objectives", nargs="+", default=["flow_matching", "regression"], choices=OBJECTIVES)
@@ -170,7 +182,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    for name in ("max_train_steps", "batch_size", "eval_windows", "num_samples", "reference_windows", "clip_count"):
+    for name in ("max_train_steps", "batch_size", "eval_windows", "num_samples", "reference_windows"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if any(s < 1 for s in args.num_steps):
@@ -183,12 +195,7 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error(f"--max_cpu_minutes must be > 0, got {args.max_cpu_minutes}")
     if any(not 0.0 <= rho < 1.0 for rho in args.noise_correlation):
         parser.error(f"--noise_correlation must all be in [0, 1), got {args.noise_correlation}")
-    if any(not p >= 1.0 for p in args.time_grid_powers):
-        parser.error(f"--time_grid_powers must all be >= 1, got {args.time_grid_powers}")
-    if any(not 0.0 <= t < 1.0 for t in args.endpoint_times):
-        parser.error(f"--endpoint_times must all be in [0, 1), got {args.endpoint_times}")
-    if args.clip_frames and args.clip_frames <= args.num_frames:
-        parser.error(f"--clip_frames must be 0 or more than --num_frames={args.num_frames}, got {args.clip_frames}")
+    check_reading_arguments(parser, args)
     if any(not 1 <= n < args.max_train_steps for n in args.eval_at_steps):
         parser.error(f"--eval_at_steps must all be in [1, --max_train_steps), got {args.eval_at_steps}")
     if args.save_dir and args.load_dir:

@@ -34,6 +34,7 @@ from dynamics_probe import (
     Truth,
     Variant,
     add_reading_arguments,
+    check_reading_arguments,
     constant_tokens,
     probe_model,
     report,
@@ -83,19 +84,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.reference_windows < 1 or any(s < 1 for s in args.num_steps):
         parser.error("--reference_windows and every --num_steps must be >= 1")
-    if args.teacher_grid_power < 1 or any(p < 1 for p in args.time_grid_powers):
-        parser.error("--teacher_grid_power and every --time_grid_powers must be >= 1")
-    if any(not 0.0 <= t < 1.0 for t in args.endpoint_times):
-        parser.error(f"--endpoint_times must all be in [0, 1), got {args.endpoint_times}")
-    if args.clip_count < 1 or (args.clip_frames and args.clip_frames <= args.num_frames):
-        parser.error(f"--clip_frames must be 0 or more than --num_frames={args.num_frames}, and --clip_count >= 1")
+    if not args.teacher_grid_power >= 1:
+        parser.error(f"--teacher_grid_power must be >= 1, got {args.teacher_grid_power}")
+    check_reading_arguments(parser, args)
     return args
 
 
-def teacher_folder(args: argparse.Namespace, seed: int) -> Path:
+def teacher_folder(load_dir: str, variant: Variant, seed: int) -> Path:
     """The saved teacher of ``seed``, named as ``dynamics_probe.py --save_dir`` names it."""
-    variant = Variant("flow_matching", args.flow_time_sampling, args.noise_correlation)
-    folder = Path(args.load_dir) / f"{variant.folder}-seed{seed}"
+    folder = Path(load_dir) / f"{variant.folder}-seed{seed}"
     if not (folder / TRAINING_FILE).is_file():
         raise FileNotFoundError(f"{folder}: no probe model there (expected one saved by dynamics_probe.py)")
     return folder
@@ -142,12 +139,13 @@ def reflow(args: argparse.Namespace, teacher: GazeFlowModel, seed: int) -> GazeF
 
 def reflow_and_probe(args: argparse.Namespace, seed: int, truth: Truth) -> list[RunResult]:
     """The teacher's rows and its student's, read with the same samplers and the same reading seed."""
-    folder = teacher_folder(args, seed)
+    variant = Variant("flow_matching", args.flow_time_sampling, args.noise_correlation)
+    folder = teacher_folder(args.load_dir, variant, seed)
     teacher = GazeFlowModel.from_pretrained(folder).eval()
     if teacher.config.num_frames != args.num_frames:
         raise ValueError(f"{folder}: its windows have {teacher.config.num_frames} frames; pass --num_frames to match")
     steps, cpu_seconds, wall_seconds = json.loads((folder / TRAINING_FILE).read_text())
-    name = Variant("flow_matching", args.flow_time_sampling, args.noise_correlation).name
+    name = variant.name
     rows = [RunResult(name, seed, steps, cpu_seconds, wall_seconds, probe_model(args, teacher, seed, truth))]
     torch.manual_seed(seed)
     cpu_start, wall_start = time.process_time(), time.time()

@@ -88,9 +88,11 @@ def test_a_teacher_of_other_windows_is_named(scripts, saved_teacher):
     "extra, message",
     [
         (["--pairs", "0"], "--pairs must be >= 1, got 0"),
-        (["--teacher_grid_power", "0.5"], "--teacher_grid_power and every --time_grid_powers must be >= 1"),
+        (["--teacher_grid_power", "0.5"], "--teacher_grid_power must be >= 1, got 0.5"),
+        (["--time_grid_powers", "0.5"], "--time_grid_powers must all be >= 1, got [0.5]"),
         (["--endpoint_times", "1"], "--endpoint_times must all be in [0, 1), got [1.0]"),
         (["--clip_frames", "16"], "--clip_frames must be 0 or more than --num_frames=16"),
+        (["--clip_count", "0"], "--clip_count must be >= 1, got 0"),
     ],
 )
 def test_bad_arguments_name_themselves(scripts, saved_teacher, capsys, extra, message):
