@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""One round of reflow on the pure-dynamics probe: do few-step samples keep a converged flow's step distribution?
+"""One round of reflow or grid distillation on the pure-dynamics probe: do few-step samples keep a converged flow's
+step distribution?
 
 Reflow (Liu, Gong and Liu, "Flow Straight and Fast", ICLR 2023): a trained flow, the teacher, carries each base draw
 x_0 to an endpoint x_1 along its ODE (here Euler at ``--teacher_steps`` on the grid s_i = 1 - (1 - i/S)^p); the
@@ -15,8 +16,16 @@ and after with the probe's own readings and figures, against the same true proce
         --flow_time_sampling late_quadratic --seeds 0 --num_steps 2 3 5 --time_grid_powers 1 2 3
 
 The student's training times follow the teacher's ``flow_time_sampling``, its base draws the teacher's prior (the
-AR(1) correlation in its config) and its self-conditioning coin the teacher's probability. CPU s in the reflow rows
-is the whole round: drawing the pairs and training.
+AR(1) correlation in its config) and its self-conditioning coin the teacher's probability.
+
+``--student_objective grid`` distils the teacher's path onto the student's own few-step grid instead (progressive
+and sequential distillation: Salimans and Ho, ICLR 2022; Yan et al., "PeRFlow", 2024): the student's grid
+s_k = 1 - (1 - k/S')^p is a subset of the teacher's (S' divides S, the same p), and the student's Euler step from
+the teacher's state x_{s_k} is trained to land on the teacher's x_{s_{k+1}}: its velocity target is
+(x_{s_{k+1}} - x_{s_k}) / (s_{k+1} - s_k), with the self-conditioning input it would read when sampling (x1_hat of
+the step before, had that step hit its target; zeros at k = 0). Each target is a function of the input, so the loss
+has no irreducible part, where reflow's straight paths still cross. CPU s in the student rows is the whole round:
+drawing the teacher's paths and training.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import argparse
 import copy
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -46,7 +56,7 @@ from transformers import get_cosine_with_min_lr_schedule_with_warmup
 from transformers_gazeflow import GazeFlowModel
 from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import cached_velocity_fn
-from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import flow_matching_objective
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import flow_loss, flow_matching_objective
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
     FlowMatchingScheduler,
     TrainingNoise,
@@ -57,6 +67,7 @@ from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
 from transformers_gazeflow.training.script_errors import run_script
 
 REFLOW_SUFFIX = " after one reflow round"
+STUDENT_OBJECTIVES = ("reflow", "grid")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,7 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_reading_arguments(parser)
     parser.add_argument("--teacher_steps", type=int, default=50, help="Euler steps of the teacher's path to x_1")
     parser.add_argument("--teacher_grid_power", type=float, default=3.0, help="p of the teacher's time grid")
-    parser.add_argument("--pairs", type=int, default=16384, help="coupled (x_0, x_1) windows drawn once")
+    parser.add_argument("--pairs", type=int, default=16384, help="teacher paths (x_0 to x_1) drawn once")
+    parser.add_argument("--student_objective", default="reflow", choices=STUDENT_OBJECTIVES)
+    parser.add_argument("--student_grid_steps", type=int, default=5, help="S' of the grid the student is distilled to")
     parser.add_argument("--reflow_steps", type=int, default=3000, help="the student's training steps")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=2e-4)
@@ -79,11 +92,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num_samples", type=int, default=8, help="K trajectories per window")
     parser.add_argument("--reference_windows", type=int, default=2000, help="windows of the true process")
     args = parser.parse_args(argv)
-    for name in ("teacher_steps", "pairs", "reflow_steps", "batch_size", "eval_windows", "num_samples"):
+    for name in ("teacher_steps", "pairs", "student_grid_steps", "reflow_steps", "batch_size", "eval_windows"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if args.reference_windows < 1 or any(s < 1 for s in args.num_steps):
-        parser.error("--reference_windows and every --num_steps must be >= 1")
+    if min(args.num_samples, args.reference_windows, *args.num_steps) < 1:
+        parser.error("--num_samples, --reference_windows and every --num_steps must be >= 1")
+    if args.student_objective == "grid" and args.teacher_steps % args.student_grid_steps:
+        parser.error(
+            f"--student_grid_steps={args.student_grid_steps} must divide --teacher_steps={args.teacher_steps} "
+            "(the student's grid is a subset of the teacher's)"
+        )
     if not args.teacher_grid_power >= 1:
         parser.error(f"--teacher_grid_power must be >= 1, got {args.teacher_grid_power}")
     check_reading_arguments(parser, args)
@@ -98,21 +116,78 @@ def teacher_folder(load_dir: str, variant: Variant, seed: int) -> Path:
     return folder
 
 
+def teacher_path(velocity_fn, noise: torch.Tensor, num_steps: int, grid_power: float, stride: int) -> torch.Tensor:
+    """The teacher's Euler path from each x_0 ``noise`` ``[N, K, T, 2]`` on the grid s_i = 1 - (1 - i/S)^p (with
+    self-conditioning, as it samples), at every ``stride``-th point of the grid: ``[S / stride + 1, N, K, T, 2]``."""
+    scheduler = FlowMatchingScheduler(num_steps, "euler", time_grid_power=grid_power)
+    times = scheduler.timesteps()
+    sample, self_condition, states = noise, torch.zeros_like(noise), [noise]
+    with torch.no_grad():
+        for index in range(1, num_steps + 1):
+            sample, self_condition = scheduler.step(velocity_fn, sample, self_condition, times[index - 1], times[index])
+            if index % stride == 0:
+                states.append(sample)
+    return torch.stack(states)
+
+
 def teacher_pairs(velocity_fn, noise: torch.Tensor, num_steps: int, grid_power: float) -> torch.Tensor:
     """x_1 = the teacher's Euler path from each x_0 ``noise`` ``[N, K, T, 2]`` on the grid s_i = 1 - (1 - i/S)^p."""
-    with torch.no_grad():
-        return FlowMatchingScheduler(num_steps, "euler", time_grid_power=grid_power).sample(velocity_fn, noise)
+    return teacher_path(velocity_fn, noise, num_steps, grid_power, num_steps)[-1]
+
+
+@dataclass(frozen=True)
+class GridTargets:
+    """The student's training examples on its grid s_k (``grid`` ``[S' + 1]``), for each segment k and path n:
+    its input x_{s_k} and self-conditioning input, and its velocity target, each ``[S', N, T, 2]``."""
+
+    grid: torch.Tensor
+    inputs: torch.Tensor
+    self_conditions: torch.Tensor
+    targets: torch.Tensor
+
+
+def grid_targets(states: torch.Tensor, grid: torch.Tensor) -> GridTargets:
+    """From the teacher's states at the student's grid ``[S' + 1, N, T, 2]``: targets (x_{k+1} - x_k) / (s_{k+1} - s_k)
+    and self-conditioning inputs x1_hat_k = x_{k-1} + (1 - s_{k-1}) target_{k-1} (Appendix D.2; zeros at k = 0)."""
+    widths = (grid[1:] - grid[:-1]).view(-1, 1, 1, 1)
+    targets = (states[1:] - states[:-1]) / widths
+    estimates = states[:-2] + (1 - grid[:-2]).view(-1, 1, 1, 1) * targets[:-1]
+    self_conditions = torch.cat([torch.zeros_like(states[:1]), estimates])
+    return GridTargets(grid, states[:-1], self_conditions, targets)
+
+
+def grid_loss(student: GazeFlowModel, condition, examples: GridTargets, index, segment, valid) -> torch.Tensor:
+    """The flow loss (Eq. cfm_loss's metric) of the student's velocity at (x_{s_k}, s_k) against the teacher's step."""
+    flow_time = examples.grid[segment].unsqueeze(1)
+    sample = examples.inputs[segment, index].unsqueeze(1)
+    self_condition = examples.self_conditions[segment, index].unsqueeze(1)
+    predicted = student.velocity(sample, flow_time, condition, self_condition).squeeze(1)
+    return flow_loss(predicted, examples.targets[segment, index], valid, student.config)
+
+
+def teacher_states(
+    args: argparse.Namespace, teacher: GazeFlowModel, noise: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The teacher's paths from x_0 ``noise`` ``[N, 1, T, 2]`` at the student's grid ``[S' + 1]`` (S' = 1, the
+    endpoints, for reflow): ``[S' + 1, N, T, 2]`` and the grid's times."""
+    velocity = cached_velocity_fn(teacher, constant_tokens(teacher.config, len(noise)), teacher.config.num_frames)
+    grid_steps = args.student_grid_steps if args.student_objective == "grid" else 1
+    stride = args.teacher_steps // grid_steps
+    states = teacher_path(velocity, noise, args.teacher_steps, args.teacher_grid_power, stride)[:, :, 0]
+    teacher_times = FlowMatchingScheduler(args.teacher_steps, time_grid_power=args.teacher_grid_power).timesteps()
+    return states, torch.tensor(teacher_times[::stride])
 
 
 def reflow(args: argparse.Namespace, teacher: GazeFlowModel, seed: int) -> GazeFlowModel:
-    """The student after one reflow round: the teacher's weights trained on its own coupled pairs (EMA weights)."""
+    """The student after one round: the teacher's weights trained on its own paths (EMA weights), by the
+    flow-matching loss on coupled (x_0, x_1) (reflow) or on the teacher's steps over the student's grid (grid)."""
     config, frames = teacher.config, teacher.config.num_frames
     generator = torch.Generator().manual_seed(50_000 + seed)
     white = draw_noise((args.pairs, 1, frames, 2), generator, torch.device("cpu"))
     noise = correlate_noise(white, config.noise_correlation)
-    velocity = cached_velocity_fn(teacher, constant_tokens(config, args.pairs), frames)
-    ends = teacher_pairs(velocity, noise, args.teacher_steps, args.teacher_grid_power)[:, 0]
-    noise = noise[:, 0]
+    states, grid = teacher_states(args, teacher, noise)
+    examples, grid_steps = grid_targets(states, grid), len(grid) - 1
+    noise, ends = states[0], states[-1]
 
     student = copy.deepcopy(teacher).train()
     ema = AveragedModel(student, multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
@@ -123,11 +198,15 @@ def reflow(args: argparse.Namespace, teacher: GazeFlowModel, seed: int) -> GazeF
     tokens, valid = constant_tokens(config, args.batch_size), torch.ones(args.batch_size, frames, dtype=torch.bool)
     for _ in range(args.reflow_steps):
         index = torch.randint(0, args.pairs, (args.batch_size,), generator=generator)
-        times = flow_time_from_uniform(torch.rand(args.batch_size, generator=generator), config.flow_time_sampling)
-        coin = torch.rand(args.batch_size, generator=generator) < config.self_conditioning_prob
         condition = student.build_condition(tokens, frames)
-        draws = TrainingNoise(times, noise[index], coin)
-        loss = flow_matching_objective(student, condition, ends[index], valid, draws).loss
+        if args.student_objective == "grid":
+            segment = torch.randint(0, grid_steps, (args.batch_size,), generator=generator)
+            loss = grid_loss(student, condition, examples, index, segment, valid)
+        else:
+            times = flow_time_from_uniform(torch.rand(args.batch_size, generator=generator), config.flow_time_sampling)
+            coin = torch.rand(args.batch_size, generator=generator) < config.self_conditioning_prob
+            draws = TrainingNoise(times, noise[index], coin)
+            loss = flow_matching_objective(student, condition, ends[index], valid, draws).loss
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
@@ -152,7 +231,14 @@ def reflow_and_probe(args: argparse.Namespace, seed: int, truth: Truth) -> list[
     student = reflow(args, teacher, seed)
     cpu, wall = time.process_time() - cpu_start, time.time() - wall_start
     figures = probe_model(args, student, seed, truth)
-    return rows + [RunResult(name + REFLOW_SUFFIX, seed, args.reflow_steps, cpu, wall, figures)]
+    return rows + [RunResult(name + student_suffix(args), seed, args.reflow_steps, cpu, wall, figures)]
+
+
+def student_suffix(args: argparse.Namespace) -> str:
+    """How the student's rows are named after the teacher's."""
+    if args.student_objective == "grid":
+        return f" distilled to its S={args.student_grid_steps} grid"
+    return REFLOW_SUFFIX
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for seed in args.seeds:
         results += reflow_and_probe(args, seed, truth)
-        print(f"seed {seed}: reflowed in {results[-1].cpu_seconds:.0f} CPU s", flush=True)
+        print(f"seed {seed}: student trained in {results[-1].cpu_seconds:.0f} CPU s", flush=True)
     print()
     print(report(results, references))
     return 0

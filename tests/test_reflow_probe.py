@@ -4,6 +4,7 @@ its errors."""
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -50,6 +51,44 @@ def test_pairs_follow_the_teacher_s_euler_path_on_its_grid(scripts):
     torch.testing.assert_close(decaying, 0.1875 * x0)
 
 
+def test_the_teacher_s_path_is_kept_at_the_student_s_grid(scripts):
+    _, reflow = scripts
+    x0 = torch.tensor([[[[2.0, -1.0]]]])  # [N=1, K=1, T=1, 2]
+    # v = -x on S = 4, p = 1: each step multiplies x by 0.75; stride 2 keeps s = 0, 0.5, 1
+    states = reflow.teacher_path(lambda x, s, c: -x, x0, 4, 1.0, 2)
+    torch.testing.assert_close(states, torch.stack([x0, 0.5625 * x0, 0.31640625 * x0]))
+
+
+def test_grid_targets_are_the_teacher_s_steps_and_the_self_conditioning_it_would_read(scripts):
+    _, reflow = scripts
+    grid = torch.tensor([0.0, 0.5, 0.875, 1.0])  # p = 3, S' = 2 would give 0, 0.875, 1; any increasing grid works
+    states = torch.tensor([1.0, 2.0, 3.0, 5.0]).view(4, 1, 1, 1).expand(4, 1, 1, 2)
+    examples = reflow.grid_targets(states, grid)
+    # targets: (2 - 1) / 0.5 = 2, (3 - 2) / 0.375 = 8/3, (5 - 3) / 0.125 = 16
+    torch.testing.assert_close(examples.targets[:, 0, 0, 0], torch.tensor([2.0, 8 / 3, 16.0]))
+    torch.testing.assert_close(examples.inputs[:, 0, 0, 0], torch.tensor([1.0, 2.0, 3.0]))
+    # x1_hat before segment 1: 1 + (1 - 0) 2 = 3; before segment 2: 2 + (1 - 0.5) 8/3 = 10/3; zeros before segment 0
+    torch.testing.assert_close(examples.self_conditions[:, 0, 0, 0], torch.tensor([0.0, 3.0, 10 / 3]))
+
+
+def test_the_grid_loss_reads_each_example_s_segment_input_time_and_self_conditioning(scripts):
+    _, reflow = scripts
+    grid = torch.tensor([0.0, 0.5, 1.0])
+    states = torch.tensor([0.0, 1.0, 3.0]).view(3, 1, 1, 1).expand(3, 1, 1, 2)  # targets 2 and 4
+    examples = reflow.grid_targets(states, grid)
+
+    class Student:  # v = 10 x + s + x1_hat: segment 0 reads (0, 0, 0), segment 1 reads (1, 0.5, 2)
+        config = SimpleNamespace(whitened_flow=False)
+
+        def velocity(self, sample, flow_time, condition, self_condition):
+            return 10 * sample + flow_time.view(-1, 1, 1, 1) + self_condition
+
+    valid = torch.ones(2, 1, dtype=torch.bool)
+    loss = reflow.grid_loss(Student(), None, examples, torch.tensor([0, 0]), torch.tensor([0, 1]), valid)
+    # predictions 0 and 12.5 against targets 2 and 4 on both coordinates: 2 (2^2 + 8.5^2) / (2 x 2 valid frames)
+    torch.testing.assert_close(loss, torch.tensor(2 * (4 + 72.25) / 4))
+
+
 def test_a_tiny_round_reads_the_teacher_as_dynamics_probe_does_then_its_student(scripts, saved_teacher, capsys):
     probe, reflow = scripts
     capsys.readouterr()
@@ -66,6 +105,34 @@ def test_a_tiny_round_reads_the_teacher_as_dynamics_probe_does_then_its_student(
     figures = [row.split(" | ")[5:] for row in rows]
     assert figures[2:] != figures[:2]  # three steps on the pairs moved the student
     assert table_rows(out, "true process") and table_rows(out, "motionless")
+
+
+@pytest.mark.parametrize("objective, grid", [("grid", [0.0, 0.875, 1.0]), ("reflow", [0.0, 1.0])])
+def test_the_teacher_s_states_are_kept_at_the_student_s_grid(scripts, saved_teacher, objective, grid):
+    _, reflow = scripts
+    chosen = ["--student_objective", objective, "--student_grid_steps", "2"]  # S = 4, p = 3: s_2 = 1 - 0.5^3
+    args = reflow.parse_args(["--load_dir", str(saved_teacher), *TINY_ROUND, *chosen])
+    teacher = reflow.GazeFlowModel.from_pretrained(next(saved_teacher.iterdir())).eval()
+    noise = torch.randn(3, 1, 16, 2, generator=torch.Generator().manual_seed(0))
+    states, times = reflow.teacher_states(args, teacher, noise)
+    torch.testing.assert_close(times, torch.tensor(grid))
+    velocity = reflow.cached_velocity_fn(teacher, reflow.constant_tokens(teacher.config, 3), 16)
+    assert states.shape == (len(grid), 3, 16, 2)
+    torch.testing.assert_close(states[0], noise[:, 0])
+    torch.testing.assert_close(states[-1], reflow.teacher_pairs(velocity, noise, 4, 3.0)[:, 0])
+
+
+def test_a_tiny_grid_distillation_names_its_student_and_trains_it_otherwise_than_reflow(scripts, saved_teacher, capsys):
+    _, reflow = scripts
+    assert reflow.main(["--load_dir", str(saved_teacher), *TINY_ROUND]) == 0
+    reflowed = [row.split(" | ")[5:] for row in table_rows(capsys.readouterr().out, "flow_matching")]
+    grid = ["--student_objective", "grid", "--student_grid_steps", "2"]
+    assert reflow.main(["--load_dir", str(saved_teacher), *TINY_ROUND, *grid]) == 0
+    rows = table_rows(capsys.readouterr().out, "flow_matching")
+    student_rows = [row for row in rows if " distilled to its S=2 grid" in row]
+    assert len(rows) == 4 and len(student_rows) == 2
+    assert [row.split(" | ")[5:] for row in rows if row not in student_rows] == reflowed[:2]  # the same teacher
+    assert [row.split(" | ")[5:] for row in student_rows] != reflowed[2:]  # another student
 
 
 def test_the_probe_s_path_and_clip_readings_are_rows_for_both(scripts, saved_teacher, capsys):
@@ -93,6 +160,12 @@ def test_a_teacher_of_other_windows_is_named(scripts, saved_teacher):
         (["--endpoint_times", "1"], "--endpoint_times must all be in [0, 1), got [1.0]"),
         (["--clip_frames", "16"], "--clip_frames must be 0 or more than --num_frames=16"),
         (["--clip_count", "0"], "--clip_count must be >= 1, got 0"),
+        (["--num_samples", "0"], "--num_samples, --reference_windows and every --num_steps must be >= 1"),
+        (["--student_grid_steps", "0"], "--student_grid_steps must be >= 1, got 0"),
+        (
+            ["--student_objective", "grid", "--student_grid_steps", "3"],
+            "--student_grid_steps=3 must divide --teacher_steps=50 (the student's grid is a subset of the teacher's)",
+        ),
     ],
 )
 def test_bad_arguments_name_themselves(scripts, saved_teacher, capsys, extra, message):
