@@ -347,6 +347,35 @@ class Truth:
     clip_steps: np.ndarray | None = None
 
 
+@dataclass
+class EmaTraining:
+    """The probe's optimisation: AdamW on the trainable parameters, a cosine schedule to 1% of the rate after a
+    linear warmup, gradient norms clipped at 1, and an exponential moving average of the weights (the model read)."""
+
+    model: GazeFlowModel
+    ema: AveragedModel
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+
+    @classmethod
+    def start(cls, model: GazeFlowModel, args: argparse.Namespace, warmup_steps: int, total_steps: int) -> EmaTraining:
+        """From ``args.learning_rate``, ``args.weight_decay`` and ``args.ema_decay``."""
+        ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, weight_decay=args.weight_decay)
+        min_lr = args.learning_rate * 0.01
+        scheduler = get_cosine_with_min_lr_schedule_with_warmup(optimizer, warmup_steps, total_steps, min_lr=min_lr)
+        return cls(model, ema, optimizer, scheduler)
+
+    def step(self, loss: torch.Tensor) -> None:
+        self.optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.ema.update_parameters(self.model)
+
+
 def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth: Truth) -> list[RunResult]:
     """Train one run (or load it, ``--load_dir``) and read it: at the end, and at each of ``--eval_at_steps``."""
     torch.manual_seed(seed)
@@ -357,15 +386,8 @@ def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth
         steps, cpu_seconds, wall_seconds = json.loads(Path(args.load_dir, folder, TRAINING_FILE).read_text())
         return [RunResult(variant.name, seed, steps, cpu_seconds, wall_seconds, probe_model(args, model, seed, truth))]
     model = GazeFlowModel(config)
-    ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=args.learning_rate, weight_decay=args.weight_decay)
-    scheduler = get_cosine_with_min_lr_schedule_with_warmup(
-        optimizer,
-        min(args.num_warmup_steps, args.max_train_steps),
-        args.max_train_steps,
-        min_lr=args.learning_rate * 0.01,
-    )
+    warmup = min(args.num_warmup_steps, args.max_train_steps)
+    training = EmaTraining.start(model, args, warmup, args.max_train_steps)
     rng = np.random.default_rng([seed, 7])
     tokens = constant_tokens(config, args.batch_size)
     cap = None if args.max_cpu_minutes is None else args.max_cpu_minutes * 60
@@ -380,17 +402,12 @@ def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth
         loss = model(encoder_hidden_states=tokens, gaze=gaze).loss
         if not torch.isfinite(loss):
             raise RuntimeError(f"non-finite loss {loss.item()} at step {step} ({variant.name}, seed {seed})")
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        optimizer.step()
-        scheduler.step()
-        ema.update_parameters(model)
+        training.step(loss)
         steps_done = step
         used = time.process_time() - cpu_start - reading_cpu
         if step in checkpoints:
             reading_start = time.process_time()
-            figures = probe_model(args, ema.module.eval(), seed, truth)
+            figures = probe_model(args, training.ema.module.eval(), seed, truth)
             name = f"{variant.name} at step {step}"
             results.append(RunResult(name, seed, step, used, time.time() - wall_start, figures))
             reading_cpu += time.process_time() - reading_start
@@ -398,7 +415,7 @@ def train_and_probe(args: argparse.Namespace, variant: Variant, seed: int, truth
             break
     cpu_seconds = time.process_time() - cpu_start - reading_cpu
     wall_seconds = time.time() - wall_start
-    trained = ema.module.eval()
+    trained = training.ema.module.eval()
     if args.save_dir:
         trained.save_pretrained(f"{args.save_dir}/{folder}")
         Path(args.save_dir, folder, TRAINING_FILE).write_text(json.dumps([steps_done, cpu_seconds, wall_seconds]))

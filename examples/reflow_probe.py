@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 from dynamics_probe import (
     TRAINING_FILE,
+    EmaTraining,
     RunResult,
     Truth,
     Variant,
@@ -50,8 +51,6 @@ from dynamics_probe import (
     report,
     true_process,
 )
-from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-from transformers import get_cosine_with_min_lr_schedule_with_warmup
 
 from transformers_gazeflow import GazeFlowModel
 from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
@@ -86,6 +85,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reflow_steps", type=int, default=3000, help="the student's training steps")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=2e-4)
+    parser.add_argument("--weight_decay", type=float, default=1e-4)
     parser.add_argument("--ema_decay", type=float, default=0.995)
     parser.add_argument("--num_frames", type=int, default=16, help="the teachers' window length T")
     parser.add_argument("--eval_windows", type=int, default=64, help="windows sampled per evaluation")
@@ -190,11 +190,7 @@ def reflow(args: argparse.Namespace, teacher: GazeFlowModel, seed: int) -> GazeF
     noise, ends = states[0], states[-1]
 
     student = copy.deepcopy(teacher).train()
-    ema = AveragedModel(student, multi_avg_fn=get_ema_multi_avg_fn(args.ema_decay))
-    optimizer = torch.optim.AdamW(student.parameters(), lr=args.learning_rate, weight_decay=1e-4)
-    schedule = get_cosine_with_min_lr_schedule_with_warmup(
-        optimizer, 0, args.reflow_steps, min_lr=args.learning_rate * 0.01
-    )
+    training = EmaTraining.start(student, args, 0, args.reflow_steps)
     tokens, valid = constant_tokens(config, args.batch_size), torch.ones(args.batch_size, frames, dtype=torch.bool)
     for _ in range(args.reflow_steps):
         index = torch.randint(0, args.pairs, (args.batch_size,), generator=generator)
@@ -207,13 +203,8 @@ def reflow(args: argparse.Namespace, teacher: GazeFlowModel, seed: int) -> GazeF
             coin = torch.rand(args.batch_size, generator=generator) < config.self_conditioning_prob
             draws = TrainingNoise(times, noise[index], coin)
             loss = flow_matching_objective(student, condition, ends[index], valid, draws).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(student.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        ema.update_parameters(student)
-    return ema.module.eval()
+        training.step(loss)
+    return training.ema.module.eval()
 
 
 def reflow_and_probe(args: argparse.Namespace, seed: int, truth: Truth) -> list[RunResult]:
