@@ -565,6 +565,18 @@ def true_process(args: argparse.Namespace) -> tuple[Truth, dict[str, dict[str, f
     return Truth(true_steps, clip_steps), references
 
 
+def progress_line(result: RunResult) -> str:
+    """One run's figures on one line, as they arrive: each reading's median step ratio and log-bin JSD."""
+    summary = ", ".join(
+        f"S={s}{' ' + name if name else ''}: median x{f['median_ratio']:.2f}, log-JSD {f['jsd_log']:.3f}"
+        for (name, s), f in result.figures.items()
+    )
+    return (
+        f"{result.objective} seed {result.seed}: {result.train_steps} steps, {result.cpu_seconds:.0f} CPU s, "
+        f"{result.wall_seconds:.0f} wall s; {summary}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     truth, references = true_process(args)
@@ -578,15 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant in probe_variants(args):
             for result in train_and_probe(args, variant, seed, truth):
                 results.append(result)
-                summary = ", ".join(
-                    f"S={s}{' ' + name if name else ''}: median x{f['median_ratio']:.2f}, log-JSD {f['jsd_log']:.3f}"
-                    for (name, s), f in result.figures.items()
-                )
-                print(
-                    f"{result.objective} seed {seed}: {result.train_steps} steps, {result.cpu_seconds:.0f} CPU s, "
-                    f"{result.wall_seconds:.0f} wall s; {summary}",
-                    flush=True,
-                )
+                print(progress_line(result), flush=True)
     print()
     print(report(results, references))
     return 0

@@ -48,6 +48,7 @@ from dynamics_probe import (
     check_reading_arguments,
     constant_tokens,
     probe_model,
+    progress_line,
     report,
     true_process,
 )
@@ -237,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     truth, references = true_process(args)
     results = []
     for seed in args.seeds:
-        results += reflow_and_probe(args, seed, truth)
-        print(f"seed {seed}: student trained in {results[-1].cpu_seconds:.0f} CPU s", flush=True)
+        for result in reflow_and_probe(args, seed, truth):
+            results.append(result)
+            print(progress_line(result), flush=True)
     print()
     print(report(results, references))
     return 0

@@ -128,7 +128,9 @@ def test_a_tiny_grid_distillation_names_its_student_and_trains_it_otherwise_than
     reflowed = [row.split(" | ")[5:] for row in table_rows(capsys.readouterr().out, "flow_matching")]
     grid = ["--student_objective", "grid", "--student_grid_steps", "2"]
     assert reflow.main(["--load_dir", str(saved_teacher), *TINY_ROUND, *grid]) == 0
-    rows = table_rows(capsys.readouterr().out, "flow_matching")
+    out = capsys.readouterr().out
+    assert " distilled to its S=2 grid seed 0: 3 steps, " in out  # each run's line as it arrives, before the table
+    rows = table_rows(out, "flow_matching")
     student_rows = [row for row in rows if " distilled to its S=2 grid" in row]
     assert len(rows) == 4 and len(student_rows) == 2
     assert [row.split(" | ")[5:] for row in rows if row not in student_rows] == reflowed[:2]  # the same teacher
