@@ -56,6 +56,7 @@ from dynamics_probe import (
 from transformers_gazeflow import GazeFlowModel
 from transformers_gazeflow.models.gazeflow.configuration_gazeflow import FLOW_TIME_SAMPLINGS
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import cached_velocity_fn
+from transformers_gazeflow.models.gazeflow.modeling_gazeflow_encoder import GazeFlowCondition
 from transformers_gazeflow.models.gazeflow.modeling_gazeflow_objectives import flow_loss, flow_matching_objective
 from transformers_gazeflow.models.gazeflow.scheduling_gazeflow import (
     FlowMatchingScheduler,
@@ -98,15 +99,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     if min(args.num_samples, args.reference_windows, *args.num_steps) < 1:
         parser.error("--num_samples, --reference_windows and every --num_steps must be >= 1")
-    if args.student_objective == "grid" and args.teacher_steps % args.student_grid_steps:
-        parser.error(
-            f"--student_grid_steps={args.student_grid_steps} must divide --teacher_steps={args.teacher_steps} "
-            "(the student's grid is a subset of the teacher's)"
-        )
+    if args.student_objective == "grid":
+        check_student_grid(parser, args)
     if not args.teacher_grid_power >= 1:
         parser.error(f"--teacher_grid_power must be >= 1, got {args.teacher_grid_power}")
     check_reading_arguments(parser, args)
     return args
+
+
+def check_student_grid(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The student's grid is a subset of the teacher's, and the student is read on it."""
+    if args.teacher_steps % args.student_grid_steps:
+        parser.error(
+            f"--student_grid_steps={args.student_grid_steps} must divide --teacher_steps={args.teacher_steps} "
+            "(the student's grid is a subset of the teacher's)"
+        )
+    if args.student_grid_steps not in args.num_steps or args.teacher_grid_power not in args.time_grid_powers:
+        parser.error(
+            f"--num_steps must include --student_grid_steps={args.student_grid_steps} and --time_grid_powers "
+            f"--teacher_grid_power={args.teacher_grid_power:g}: the student is read on the grid it was distilled to"
+        )
 
 
 def teacher_folder(load_dir: str, variant: Variant, seed: int) -> Path:
@@ -157,8 +169,16 @@ def grid_targets(states: torch.Tensor, grid: torch.Tensor) -> GridTargets:
     return GridTargets(grid, states[:-1], self_conditions, targets)
 
 
-def grid_loss(student: GazeFlowModel, condition, examples: GridTargets, index, segment, valid) -> torch.Tensor:
-    """The flow loss (Eq. cfm_loss's metric) of the student's velocity at (x_{s_k}, s_k) against the teacher's step."""
+def grid_loss(
+    student: GazeFlowModel,
+    condition: GazeFlowCondition,
+    examples: GridTargets,
+    index: torch.Tensor,
+    segment: torch.Tensor,
+    valid: torch.Tensor,
+) -> torch.Tensor:
+    """The flow loss (Eq. cfm_loss's metric) of the student's velocity at (x_{s_k}, s_k) against the teacher's step,
+    for each example's path ``index`` ``[B]`` and grid segment ``segment`` ``[B]`` (``valid`` ``[B, T]``)."""
     flow_time = examples.grid[segment].unsqueeze(1)
     sample = examples.inputs[segment, index].unsqueeze(1)
     self_condition = examples.self_conditions[segment, index].unsqueeze(1)

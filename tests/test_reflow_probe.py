@@ -110,7 +110,7 @@ def test_a_tiny_round_reads_the_teacher_as_dynamics_probe_does_then_its_student(
 @pytest.mark.parametrize("objective, grid", [("grid", [0.0, 0.875, 1.0]), ("reflow", [0.0, 1.0])])
 def test_the_teacher_s_states_are_kept_at_the_student_s_grid(scripts, saved_teacher, objective, grid):
     _, reflow = scripts
-    chosen = ["--student_objective", objective, "--student_grid_steps", "2"]  # S = 4, p = 3: s_2 = 1 - 0.5^3
+    chosen = ["--student_objective", objective, "--student_grid_steps", "2", "--time_grid_powers", "3"]  # S = 4
     args = reflow.parse_args(["--load_dir", str(saved_teacher), *TINY_ROUND, *chosen])
     teacher = reflow.GazeFlowModel.from_pretrained(next(saved_teacher.iterdir())).eval()
     noise = torch.randn(3, 1, 16, 2, generator=torch.Generator().manual_seed(0))
@@ -126,15 +126,16 @@ def test_a_tiny_grid_distillation_names_its_student_and_trains_it_otherwise_than
     _, reflow = scripts
     assert reflow.main(["--load_dir", str(saved_teacher), *TINY_ROUND]) == 0
     reflowed = [row.split(" | ")[5:] for row in table_rows(capsys.readouterr().out, "flow_matching")]
-    grid = ["--student_objective", "grid", "--student_grid_steps", "2"]
+    grid = ["--student_objective", "grid", "--student_grid_steps", "2", "--time_grid_powers", "1", "3"]
     assert reflow.main(["--load_dir", str(saved_teacher), *TINY_ROUND, *grid]) == 0
     out = capsys.readouterr().out
     assert " distilled to its S=2 grid seed 0: 3 steps, " in out  # each run's line as it arrives, before the table
     rows = table_rows(out, "flow_matching")
     student_rows = [row for row in rows if " distilled to its S=2 grid" in row]
-    assert len(rows) == 4 and len(student_rows) == 2
-    assert [row.split(" | ")[5:] for row in rows if row not in student_rows] == reflowed[:2]  # the same teacher
-    assert [row.split(" | ")[5:] for row in student_rows] != reflowed[2:]  # another student
+    assert len(rows) == 8 and len(student_rows) == 4  # S = 1, 2 on grids p = 1, 3
+    teacher_rows = [row.split(" | ")[5:] for row in rows if row not in student_rows and "[grid p=3]" not in row]
+    assert teacher_rows == reflowed[:2]  # the same teacher
+    assert [row.split(" | ")[5:] for row in student_rows if "[grid p=3]" not in row] != reflowed[2:]  # another student
 
 
 def test_the_probe_s_path_and_clip_readings_are_rows_for_both(scripts, saved_teacher, capsys):
@@ -167,6 +168,14 @@ def test_a_teacher_of_other_windows_is_named(scripts, saved_teacher):
         (
             ["--student_objective", "grid", "--student_grid_steps", "3"],
             "--student_grid_steps=3 must divide --teacher_steps=50 (the student's grid is a subset of the teacher's)",
+        ),
+        (
+            ["--student_objective", "grid", "--num_steps", "2", "5", "--time_grid_powers", "1"],
+            "--num_steps must include --student_grid_steps=5 and --time_grid_powers --teacher_grid_power=3",
+        ),
+        (
+            ["--student_objective", "grid", "--num_steps", "2", "--time_grid_powers", "3"],
+            "--num_steps must include --student_grid_steps=5 and --time_grid_powers --teacher_grid_power=3",
         ),
     ],
 )
