@@ -110,7 +110,8 @@ def test_a_tiny_round_reads_the_teacher_as_dynamics_probe_does_then_its_student(
 @pytest.mark.parametrize("objective, grid", [("grid", [0.0, 0.875, 1.0]), ("reflow", [0.0, 1.0])])
 def test_the_teacher_s_states_are_kept_at_the_student_s_grid(scripts, saved_teacher, objective, grid):
     _, reflow = scripts
-    chosen = ["--student_objective", objective, "--student_grid_steps", "2", "--time_grid_powers", "3"]  # S = 4
+    # the teacher's S = 4 on p = 3, the student's S' = 2: s = 0, 1 - 0.5^3 = 0.875, 1 (reflow: the endpoints)
+    chosen = ["--student_objective", objective, "--student_grid_steps", "2", "--time_grid_powers", "3"]
     args = reflow.parse_args(["--load_dir", str(saved_teacher), *TINY_ROUND, *chosen])
     teacher = reflow.GazeFlowModel.from_pretrained(next(saved_teacher.iterdir())).eval()
     noise = torch.randn(3, 1, 16, 2, generator=torch.Generator().manual_seed(0))
@@ -119,7 +120,8 @@ def test_the_teacher_s_states_are_kept_at_the_student_s_grid(scripts, saved_teac
     velocity = reflow.cached_velocity_fn(teacher, reflow.constant_tokens(teacher.config, 3), 16)
     assert states.shape == (len(grid), 3, 16, 2)
     torch.testing.assert_close(states[0], noise[:, 0])
-    torch.testing.assert_close(states[-1], reflow.teacher_pairs(velocity, noise, 4, 3.0)[:, 0])
+    sampled = reflow.FlowMatchingScheduler(4, "euler", time_grid_power=3.0).sample(velocity, noise)  # the package's
+    torch.testing.assert_close(states[-1], sampled[:, 0])
 
 
 def test_a_tiny_grid_distillation_names_its_student_and_trains_it_otherwise_than_reflow(scripts, saved_teacher, capsys):
