@@ -143,11 +143,6 @@ def teacher_path(velocity_fn, noise: torch.Tensor, num_steps: int, grid_power: f
     return torch.stack(states)
 
 
-def teacher_pairs(velocity_fn, noise: torch.Tensor, num_steps: int, grid_power: float) -> torch.Tensor:
-    """x_1 = the teacher's Euler path from each x_0 ``noise`` ``[N, K, T, 2]`` on the grid s_i = 1 - (1 - i/S)^p."""
-    return teacher_path(velocity_fn, noise, num_steps, grid_power, num_steps)[-1]
-
-
 @dataclass(frozen=True)
 class GridTargets:
     """The student's training examples on its grid s_k (``grid`` ``[S' + 1]``), for each segment k and path n:

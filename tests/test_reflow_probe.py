@@ -41,13 +41,13 @@ def table_rows(text: str, prefix: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(f"| {prefix}")]
 
 
-def test_pairs_follow_the_teacher_s_euler_path_on_its_grid(scripts):
+def test_the_teacher_s_path_ends_where_its_euler_steps_on_its_grid_end(scripts):
     _, reflow = scripts
     x0 = torch.tensor([[[[1.0, -2.0], [0.5, 4.0]]]])  # [N=1, K=1, T=2, 2]
-    constant = reflow.teacher_pairs(lambda x, s, c: torch.full_like(x, 0.3), x0, 4, 3.0)
+    constant = reflow.teacher_path(lambda x, s, c: torch.full_like(x, 0.3), x0, 4, 3.0, 4)[-1]
     torch.testing.assert_close(constant, x0 + 0.3)  # the steps add up to 1 on any grid
     # v = -x on S = 2, p = 2: s = 0, 0.75, 1, so x_1 = x_0 (1 - 0.75)(1 - 0.25) = 0.1875 x_0
-    decaying = reflow.teacher_pairs(lambda x, s, c: -x, x0, 2, 2.0)
+    decaying = reflow.teacher_path(lambda x, s, c: -x, x0, 2, 2.0, 2)[-1]
     torch.testing.assert_close(decaying, 0.1875 * x0)
 
 
