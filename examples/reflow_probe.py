@@ -26,6 +26,13 @@ the teacher's state x_{s_k} is trained to land on the teacher's x_{s_{k+1}}: its
 the step before, had that step hit its target; zeros at k = 0). Each target is a function of the input, so the loss
 has no irreducible part, where reflow's straight paths still cross. CPU s in the student rows is the whole round:
 drawing the teacher's paths and training.
+
+``--on_policy_rounds R`` adds the student's own states to the grid examples R times during the round (DAgger: Ross,
+Gordon and Bagnell, AISTATS 2011), against exposure bias: a student taught only on the teacher's states meets its
+own, slightly different ones when it samples. At each round the current (EMA) student samples fresh x_0 draws on
+its grid; at each of its states x'_{s_k}, with the self-conditioning input it read there, the teacher's path over
+the segment [s_k, s_{k+1}] (its own Euler steps, started from x'_{s_k}) gives the target
+(x_teacher(s_{k+1}) - x'_{s_k}) / (s_{k+1} - s_k). The examples so far are kept beside the new ones.
 """
 
 from __future__ import annotations
@@ -84,6 +91,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=16384, help="teacher paths (x_0 to x_1) drawn once")
     parser.add_argument("--student_objective", default="reflow", choices=STUDENT_OBJECTIVES)
     parser.add_argument("--student_grid_steps", type=int, default=5, help="S' of the grid the student is distilled to")
+    parser.add_argument(
+        "--on_policy_rounds", type=int, default=0, help="grid: times the student's own states join the examples"
+    )
     parser.add_argument("--reflow_steps", type=int, default=3000, help="the student's training steps")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=2e-4)
@@ -101,6 +111,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--num_samples, --reference_windows and every --num_steps must be >= 1")
     if args.student_objective == "grid":
         check_student_grid(parser, args)
+    if args.on_policy_rounds < 0:
+        parser.error(f"--on_policy_rounds must be >= 0, got {args.on_policy_rounds}")
+    if args.on_policy_rounds and (args.student_objective != "grid" or args.on_policy_rounds >= args.reflow_steps):
+        parser.error(
+            f"--on_policy_rounds={args.on_policy_rounds} needs --student_objective grid and fewer rounds than "
+            f"--reflow_steps={args.reflow_steps}"
+        )
     if not args.teacher_grid_power >= 1:
         parser.error(f"--teacher_grid_power must be >= 1, got {args.teacher_grid_power}")
     check_reading_arguments(parser, args)
@@ -164,6 +181,54 @@ def grid_targets(states: torch.Tensor, grid: torch.Tensor) -> GridTargets:
     return GridTargets(grid, states[:-1], self_conditions, targets)
 
 
+def joined(first: GridTargets, second: GridTargets) -> GridTargets:
+    """Both sets of examples on one grid, paths side by side."""
+    return GridTargets(
+        first.grid,
+        torch.cat([first.inputs, second.inputs], dim=1),
+        torch.cat([first.self_conditions, second.self_conditions], dim=1),
+        torch.cat([first.targets, second.targets], dim=1),
+    )
+
+
+def teacher_segment(
+    velocity_fn, sample: torch.Tensor, self_condition: torch.Tensor, times: list[float]
+) -> torch.Tensor:
+    """The teacher's Euler steps over ``times`` (one segment of its grid) from ``sample``, its self-conditioning
+    started from ``self_condition``: the state at ``times[-1]``."""
+    scheduler = FlowMatchingScheduler(len(times) - 1, "euler")
+    for flow_time, next_time in zip(times[:-1], times[1:]):
+        sample, self_condition = scheduler.step(velocity_fn, sample, self_condition, flow_time, next_time)
+    return sample
+
+
+@torch.no_grad()
+def on_policy_targets(
+    args: argparse.Namespace, teacher: GazeFlowModel, student: GazeFlowModel, generator: torch.Generator
+) -> GridTargets:
+    """The student's own states on its grid, from ``args.pairs`` fresh x_0 draws, each with the teacher's step over
+    its segment from there as the target, and the self-conditioning input the student read there."""
+    config, frames = teacher.config, teacher.config.num_frames
+    white = draw_noise((args.pairs, 1, frames, 2), generator, torch.device("cpu"))
+    sample = correlate_noise(white, config.noise_correlation)
+    tokens = constant_tokens(config, args.pairs)
+    teacher_velocity = cached_velocity_fn(teacher, tokens, frames)
+    student_velocity = cached_velocity_fn(student, tokens, frames)
+    teacher_times = FlowMatchingScheduler(args.teacher_steps, time_grid_power=args.teacher_grid_power).timesteps()
+    stride = args.teacher_steps // args.student_grid_steps
+    grid, student_step = teacher_times[::stride], FlowMatchingScheduler(args.student_grid_steps, "euler").step
+    self_condition, inputs, self_conditions, targets = torch.zeros_like(sample), [], [], []
+    for k in range(args.student_grid_steps):
+        segment = teacher_times[k * stride : (k + 1) * stride + 1]
+        landing = teacher_segment(teacher_velocity, sample, self_condition, segment)
+        inputs.append(sample)
+        self_conditions.append(self_condition)
+        targets.append((landing - sample) / (grid[k + 1] - grid[k]))
+        sample, self_condition = student_step(student_velocity, sample, self_condition, grid[k], grid[k + 1])
+    kept = [torch.stack(values)[:, :, 0] for values in (inputs, self_conditions, targets)]
+    return GridTargets(torch.tensor(grid), *kept)
+
+
 def grid_loss(
     student: GazeFlowModel,
     condition: GazeFlowCondition,
@@ -208,8 +273,12 @@ def reflow(args: argparse.Namespace, teacher: GazeFlowModel, seed: int) -> GazeF
     student = copy.deepcopy(teacher).train()
     training = EmaTraining.start(student, args, 0, args.reflow_steps)
     tokens, valid = constant_tokens(config, args.batch_size), torch.ones(args.batch_size, frames, dtype=torch.bool)
-    for _ in range(args.reflow_steps):
-        index = torch.randint(0, args.pairs, (args.batch_size,), generator=generator)
+    rounds = args.on_policy_rounds
+    round_starts = {round(r * args.reflow_steps / (rounds + 1)) for r in range(1, rounds + 1)}
+    for step in range(args.reflow_steps):
+        if step in round_starts:
+            examples = joined(examples, on_policy_targets(args, teacher, training.ema.module.eval(), generator))
+        index = torch.randint(0, examples.inputs.shape[1], (args.batch_size,), generator=generator)
         condition = student.build_condition(tokens, frames)
         if args.student_objective == "grid":
             segment = torch.randint(0, grid_steps, (args.batch_size,), generator=generator)
@@ -243,6 +312,8 @@ def reflow_and_probe(args: argparse.Namespace, seed: int, truth: Truth) -> list[
 
 def student_suffix(args: argparse.Namespace) -> str:
     """How the student's rows are named after the teacher's."""
+    if args.student_objective == "grid" and args.on_policy_rounds:
+        return f" distilled to its S={args.student_grid_steps} grid, {args.on_policy_rounds} on-policy rounds"
     if args.student_objective == "grid":
         return f" distilled to its S={args.student_grid_steps} grid"
     return REFLOW_SUFFIX
