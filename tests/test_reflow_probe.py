@@ -89,6 +89,70 @@ def test_the_grid_loss_reads_each_example_s_segment_input_time_and_self_conditio
     torch.testing.assert_close(loss, torch.tensor(2 * (4 + 72.25) / 4))
 
 
+def test_the_teacher_s_segment_starts_from_the_given_state_and_self_conditioning(scripts):
+    _, reflow = scripts
+    x = torch.tensor([[[[2.0, -4.0]]]])
+    # v = -x over s = 0.5, 0.75, 1: each step multiplies x by 0.75
+    torch.testing.assert_close(
+        reflow.teacher_segment(lambda x, s, c: -x, x, torch.zeros_like(x), [0.5, 0.75, 1.0]), 0.5625 * x
+    )
+    # v = x1_hat: the first step reads the given 3, then x1_hat = x + (1 - 0.5) 3 = x + 1.5 at s = 0.5
+    start = torch.full_like(x, 3.0)
+    landed = reflow.teacher_segment(lambda x, s, c: c, x, start, [0.5, 0.75, 1.0])
+    torch.testing.assert_close(landed, x + 0.25 * 3.0 + 0.25 * (x + 1.5))
+
+
+def test_on_policy_examples_start_at_the_student_s_own_states(scripts, monkeypatch):
+    _, reflow = scripts
+    x0 = torch.tensor([4.0, -8.0]).view(1, 1, 1, 2)  # one path, one frame
+
+    class Model:  # the velocity field it samples with, read through the patched cached_velocity_fn
+        config = SimpleNamespace(num_frames=1, noise_correlation=0.0)
+
+        def __init__(self, velocity):
+            self.field = velocity
+
+    monkeypatch.setattr(reflow, "cached_velocity_fn", lambda model, tokens, frames: model.field)
+    monkeypatch.setattr(reflow, "constant_tokens", lambda config, batch: None)
+    monkeypatch.setattr(reflow, "draw_noise", lambda shape, generator, device: x0.clone())
+    teacher, student = Model(lambda x, s, c: -x), Model(lambda x, s, c: torch.zeros_like(x))  # the student stays
+    args = SimpleNamespace(pairs=1, teacher_steps=4, teacher_grid_power=1.0, student_grid_steps=2)
+    examples = reflow.on_policy_targets(args, teacher, student, torch.Generator())
+    torch.testing.assert_close(examples.grid, torch.tensor([0.0, 0.5, 1.0]))
+    # both of the student's states are x_0; from each the teacher's two steps of v = -x land at 0.5625 x_0, so each
+    # target is (0.5625 - 1) x_0 / 0.5 = -0.875 x_0 (on the teacher's own path segment 1 would start at 0.5625 x_0)
+    torch.testing.assert_close(examples.inputs[:, 0, 0], x0[0, 0].expand(2, 2))
+    torch.testing.assert_close(examples.targets[:, 0, 0], -0.875 * x0[0, 0].expand(2, 2))
+    # the self-conditioning the student read: zeros, then its x1_hat = x_0 + (1 - 0) 0 = x_0
+    torch.testing.assert_close(examples.self_conditions[:, 0, 0], torch.stack([torch.zeros(2), x0[0, 0, 0]]))
+    # a teacher that reads only its self-conditioning, v = x1_hat: segment 0 from x1_hat = 0 lands at 1.25 x_0 (target
+    # 0.5 x_0); segment 1 starts from the student's x1_hat = x_0: x_0 + 0.25 x_0 + 0.25 (x_0 + 0.5 x_0) = 1.625 x_0
+    reader = Model(lambda x, s, c: c)
+    examples = reflow.on_policy_targets(args, reader, student, torch.Generator())
+    torch.testing.assert_close(examples.targets[:, 0, 0], torch.tensor([[0.5], [1.25]]) * x0[0, 0])
+
+
+def test_on_policy_rounds_add_the_student_s_examples_to_the_teacher_s_at_even_steps(
+    scripts, saved_teacher, monkeypatch
+):
+    _, reflow = scripts
+    sizes, drawn, original = [], [], reflow.grid_loss
+
+    def counting_loss(student, condition, examples, index, segment, valid):
+        sizes.append(examples.inputs.shape[1])
+        drawn.append(int(index.max()))
+        return original(student, condition, examples, index, segment, valid)
+
+    monkeypatch.setattr(reflow, "grid_loss", counting_loss)
+    grid = ["--student_objective", "grid", "--student_grid_steps", "2", "--time_grid_powers", "3"]
+    rounds = ["--on_policy_rounds", "2", "--reflow_steps", "6"]
+    args = reflow.parse_args(["--load_dir", str(saved_teacher), *TINY_ROUND, *grid, *rounds])
+    teacher = reflow.GazeFlowModel.from_pretrained(next(saved_teacher.iterdir())).eval()
+    reflow.reflow(args, teacher, 0)
+    assert sizes == [8, 8, 16, 16, 24, 24]  # 8 teacher paths, then 8 of the student's own at steps 2 and 4
+    assert all(index < size for index, size in zip(drawn, sizes)) and max(drawn[2:]) >= 8  # the new ones are drawn
+
+
 def test_a_tiny_round_reads_the_teacher_as_dynamics_probe_does_then_its_student(scripts, saved_teacher, capsys):
     probe, reflow = scripts
     capsys.readouterr()
@@ -167,6 +231,21 @@ def test_a_teacher_of_other_windows_is_named(scripts, saved_teacher):
         (["--clip_count", "0"], "--clip_count must be >= 1, got 0"),
         (["--num_samples", "0"], "--num_samples, --reference_windows and every --num_steps must be >= 1"),
         (["--student_grid_steps", "0"], "--student_grid_steps must be >= 1, got 0"),
+        (["--on_policy_rounds", "-1"], "--on_policy_rounds must be >= 0, got -1"),
+        (["--on_policy_rounds", "1"], "--on_policy_rounds=1 needs --student_objective grid and fewer rounds than"),
+        (
+            [
+                "--student_objective",
+                "grid",
+                "--time_grid_powers",
+                "3",
+                "--on_policy_rounds",
+                "3",
+                "--reflow_steps",
+                "3",
+            ],
+            "--on_policy_rounds=3 needs --student_objective grid and fewer rounds than --reflow_steps=3",
+        ),
         (
             ["--student_objective", "grid", "--student_grid_steps", "3"],
             "--student_grid_steps=3 must divide --teacher_steps=50 (the student's grid is a subset of the teacher's)",
