@@ -146,17 +146,28 @@ def teacher_folder(load_dir: str, variant: Variant, seed: int) -> Path:
     return folder
 
 
+def teacher_segment(
+    velocity_fn, sample: torch.Tensor, self_condition: torch.Tensor, times: list[float]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The teacher's Euler steps over ``times`` (one segment of its grid) from ``sample``, its self-conditioning
+    started from ``self_condition``: the state at ``times[-1]`` and the self-conditioning input after it."""
+    scheduler = FlowMatchingScheduler(len(times) - 1, "euler")
+    for flow_time, next_time in zip(times[:-1], times[1:]):
+        sample, self_condition = scheduler.step(velocity_fn, sample, self_condition, flow_time, next_time)
+    return sample, self_condition
+
+
+@torch.no_grad()
 def teacher_path(velocity_fn, noise: torch.Tensor, num_steps: int, grid_power: float, stride: int) -> torch.Tensor:
     """The teacher's Euler path from each x_0 ``noise`` ``[N, K, T, 2]`` on the grid s_i = 1 - (1 - i/S)^p (with
-    self-conditioning, as it samples), at every ``stride``-th point of the grid: ``[S / stride + 1, N, K, T, 2]``."""
-    scheduler = FlowMatchingScheduler(num_steps, "euler", time_grid_power=grid_power)
-    times = scheduler.timesteps()
+    self-conditioning, as it samples), at every ``stride``-th point of the grid (``stride`` divides S):
+    ``[S / stride + 1, N, K, T, 2]``."""
+    times = FlowMatchingScheduler(num_steps, time_grid_power=grid_power).timesteps()
     sample, self_condition, states = noise, torch.zeros_like(noise), [noise]
-    with torch.no_grad():
-        for index in range(1, num_steps + 1):
-            sample, self_condition = scheduler.step(velocity_fn, sample, self_condition, times[index - 1], times[index])
-            if index % stride == 0:
-                states.append(sample)
+    for start in range(0, num_steps, stride):
+        segment = times[start : start + stride + 1]
+        sample, self_condition = teacher_segment(velocity_fn, sample, self_condition, segment)
+        states.append(sample)
     return torch.stack(states)
 
 
@@ -191,17 +202,6 @@ def joined(first: GridTargets, second: GridTargets) -> GridTargets:
     )
 
 
-def teacher_segment(
-    velocity_fn, sample: torch.Tensor, self_condition: torch.Tensor, times: list[float]
-) -> torch.Tensor:
-    """The teacher's Euler steps over ``times`` (one segment of its grid) from ``sample``, its self-conditioning
-    started from ``self_condition``: the state at ``times[-1]``."""
-    scheduler = FlowMatchingScheduler(len(times) - 1, "euler")
-    for flow_time, next_time in zip(times[:-1], times[1:]):
-        sample, self_condition = scheduler.step(velocity_fn, sample, self_condition, flow_time, next_time)
-    return sample
-
-
 @torch.no_grad()
 def on_policy_targets(
     args: argparse.Namespace, teacher: GazeFlowModel, student: GazeFlowModel, generator: torch.Generator
@@ -220,7 +220,7 @@ def on_policy_targets(
     self_condition, inputs, self_conditions, targets = torch.zeros_like(sample), [], [], []
     for k in range(args.student_grid_steps):
         segment = teacher_times[k * stride : (k + 1) * stride + 1]
-        landing = teacher_segment(teacher_velocity, sample, self_condition, segment)
+        landing, _ = teacher_segment(teacher_velocity, sample, self_condition, segment)
         inputs.append(sample)
         self_conditions.append(self_condition)
         targets.append((landing - sample) / (grid[k + 1] - grid[k]))

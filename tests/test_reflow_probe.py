@@ -94,11 +94,11 @@ def test_the_teacher_s_segment_starts_from_the_given_state_and_self_conditioning
     x = torch.tensor([[[[2.0, -4.0]]]])
     # v = -x over s = 0.5, 0.75, 1: each step multiplies x by 0.75
     torch.testing.assert_close(
-        reflow.teacher_segment(lambda x, s, c: -x, x, torch.zeros_like(x), [0.5, 0.75, 1.0]), 0.5625 * x
+        reflow.teacher_segment(lambda x, s, c: -x, x, torch.zeros_like(x), [0.5, 0.75, 1.0])[0], 0.5625 * x
     )
     # v = x1_hat: the first step reads the given 3, then x1_hat = x + (1 - 0.5) 3 = x + 1.5 at s = 0.5
     start = torch.full_like(x, 3.0)
-    landed = reflow.teacher_segment(lambda x, s, c: c, x, start, [0.5, 0.75, 1.0])
+    landed, _ = reflow.teacher_segment(lambda x, s, c: c, x, start, [0.5, 0.75, 1.0])
     torch.testing.assert_close(landed, x + 0.25 * 3.0 + 0.25 * (x + 1.5))
 
 
