@@ -192,6 +192,12 @@ def grid_targets(states: torch.Tensor, grid: torch.Tensor) -> GridTargets:
     return GridTargets(grid, states[:-1], self_conditions, targets)
 
 
+def prior_draws(config, count: int, generator: torch.Generator) -> torch.Tensor:
+    """``count`` draws x_0 ``[count, 1, T, 2]`` of the teacher's prior (the AR(1) process at its noise_correlation)."""
+    white = draw_noise((count, 1, config.num_frames, 2), generator, torch.device("cpu"))
+    return correlate_noise(white, config.noise_correlation)
+
+
 def joined(first: GridTargets, second: GridTargets) -> GridTargets:
     """Both sets of examples on one grid, paths side by side."""
     return GridTargets(
@@ -209,8 +215,7 @@ def on_policy_targets(
     """The student's own states on its grid, from ``args.pairs`` fresh x_0 draws, each with the teacher's step over
     its segment from there as the target, and the self-conditioning input the student read there."""
     config, frames = teacher.config, teacher.config.num_frames
-    white = draw_noise((args.pairs, 1, frames, 2), generator, torch.device("cpu"))
-    sample = correlate_noise(white, config.noise_correlation)
+    sample = prior_draws(config, args.pairs, generator)
     tokens = constant_tokens(config, args.pairs)
     teacher_velocity = cached_velocity_fn(teacher, tokens, frames)
     student_velocity = cached_velocity_fn(student, tokens, frames)
@@ -264,8 +269,7 @@ def reflow(args: argparse.Namespace, teacher: GazeFlowModel, seed: int) -> GazeF
     flow-matching loss on coupled (x_0, x_1) (reflow) or on the teacher's steps over the student's grid (grid)."""
     config, frames = teacher.config, teacher.config.num_frames
     generator = torch.Generator().manual_seed(50_000 + seed)
-    white = draw_noise((args.pairs, 1, frames, 2), generator, torch.device("cpu"))
-    noise = correlate_noise(white, config.noise_correlation)
+    noise = prior_draws(config, args.pairs, generator)
     states, grid = teacher_states(args, teacher, noise)
     examples, grid_steps = grid_targets(states, grid), len(grid) - 1
     noise, ends = states[0], states[-1]
@@ -312,10 +316,9 @@ def reflow_and_probe(args: argparse.Namespace, seed: int, truth: Truth) -> list[
 
 def student_suffix(args: argparse.Namespace) -> str:
     """How the student's rows are named after the teacher's."""
-    if args.student_objective == "grid" and args.on_policy_rounds:
-        return f" distilled to its S={args.student_grid_steps} grid, {args.on_policy_rounds} on-policy rounds"
     if args.student_objective == "grid":
-        return f" distilled to its S={args.student_grid_steps} grid"
+        rounds = f", {args.on_policy_rounds} on-policy rounds" if args.on_policy_rounds else ""
+        return f" distilled to its S={args.student_grid_steps} grid{rounds}"
     return REFLOW_SUFFIX
 
 
