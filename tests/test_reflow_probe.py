@@ -102,6 +102,16 @@ def test_the_teacher_s_segment_starts_from_the_given_state_and_self_conditioning
     torch.testing.assert_close(landed, x + 0.25 * 3.0 + 0.25 * (x + 1.5))
 
 
+def test_prior_draws_follow_the_teacher_s_ar1_prior(scripts, monkeypatch):
+    _, reflow = scripts
+    innovations = torch.tensor([1.0, 2.0, -1.0]).view(1, 1, 3, 1).expand(1, 1, 3, 2)
+    monkeypatch.setattr(reflow, "draw_noise", lambda shape, generator, device: innovations.clone())
+    config = SimpleNamespace(num_frames=3, noise_correlation=0.6)
+    draws = reflow.prior_draws(config, 1, torch.Generator())
+    # x[0] = e[0] = 1; x[1] = 0.6 + 0.8 x 2 = 2.2; x[2] = 0.6 x 2.2 - 0.8 = 0.52
+    torch.testing.assert_close(draws[0, 0, :, 0], torch.tensor([1.0, 2.2, 0.52]))
+
+
 def test_on_policy_examples_start_at_the_student_s_own_states(scripts, monkeypatch):
     _, reflow = scripts
     x0 = torch.tensor([4.0, -8.0]).view(1, 1, 1, 2)  # one path, one frame
