@@ -214,6 +214,20 @@ def test_a_tiny_grid_distillation_names_its_student_and_trains_it_otherwise_than
     assert [row.split(" | ")[5:] for row in student_rows if "[grid p=3]" not in row] != reflowed[2:]  # another student
 
 
+@pytest.mark.parametrize(
+    ("objective", "rounds", "expected"),
+    [
+        ("grid", 0, " distilled to its S=5 grid"),
+        ("grid", 2, " distilled to its S=5 grid, 2 on-policy rounds"),
+        ("reflow", 0, " after one reflow round"),
+    ],
+)
+def test_the_student_s_rows_say_how_it_was_taught(scripts, objective, rounds, expected):
+    _, reflow = scripts
+    args = SimpleNamespace(student_objective=objective, student_grid_steps=5, on_policy_rounds=rounds)
+    assert reflow.student_suffix(args) == expected
+
+
 def test_the_probe_s_path_and_clip_readings_are_rows_for_both(scripts, saved_teacher, capsys):
     _, reflow = scripts
     extra = ["--endpoint_times", "0.5", "--clip_frames", "24", "--clip_count", "2"]
