@@ -271,17 +271,19 @@ def build_collators(
 # ---------------------------------------------------------------------------------------------------- save
 def save_final_model(run: TrainingRun, processor: GazeFlowVideoProcessor, output_dir: Path, card: dict) -> None:
     """The model folder in ``output_dir``: the best validation loss's EMA weights (the last step's without a
-    validation split), the processor, the card (``card``: its sections, ``training.card``) and the trainer state,
-    written whole and then moved in file by file (``publish_folder``, ``trainer_state.json`` last)."""
+    validation split or with ``--final_weights last``), the processor, the card (``card``: its sections,
+    ``training.card``) and the trainer state, written whole and then moved in file by file (``publish_folder``,
+    ``trainer_state.json`` last)."""
     state = run.state
-    final = run.final_model()  # the best validation loss's EMA, not the last step's
+    final = run.final_model()
     staging = output_dir / ".tmp_final"
     if staging.exists():
         shutil.rmtree(staging)
     save_model_folder(final, staging, processor=processor, **card, repo=str(output_dir))
     state.save(staging)
     publish_folder(staging, output_dir, last=TRAINER_STATE)
-    logger.info("saved the EMA model of step %s to %s", state.best_step or state.completed_steps, output_dir)
+    saved_step = state.completed_steps if run.keep_last_weights else state.best_step or state.completed_steps
+    logger.info("saved the EMA model of step %s to %s", saved_step, output_dir)
 
 
 # ---------------------------------------------------------------------------------------------------- main

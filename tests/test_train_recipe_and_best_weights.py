@@ -144,6 +144,46 @@ def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, m
     assert f"the EMA weights at step {steps[1]} (epoch 1), the best validation loss: 0.30000" in card
 
 
+def test_final_weights_last_saves_the_last_step_s_ema_and_says_so(train, tmp_path, monkeypatch):
+    """The same scripted validation losses (best at the second epoch): with ``--final_weights last`` the folder holds
+    the EMA weights the last validation read (the last step's), the card names the step and the best it passed
+    over, and the trainer state still records the best step."""
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    scripted = iter([0.50, 0.30, 0.40, 0.45])
+    snapshots = []
+
+    def scripted_validation(model, dataloader, accelerator, seed):
+        snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        return next(scripted), None
+
+    monkeypatch.setattr(loop, "validation_loss", scripted_validation)
+    bar = loop.tqdm
+    monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
+    out = tmp_path / "run"
+    extra = ["--num_train_epochs", "4", "--learning_rate", "1e-2", "--ema_decay", "0.5", "--final_weights", "last"]
+    args = [str(a) for a in TINY + ["--data_dir", tmp_path / "data", "--output_dir", out]] + extra
+    assert train.main(args) == 0
+    state = TrainerState.load(out)
+    steps = [record["step"] for record in state.history]
+    assert state.best_step == steps[1] and state.completed_steps == steps[3]
+    saved = load_file(out / "model.safetensors")
+    best, last = snapshots[1], snapshots[3]
+    assert [key for key in saved if not torch.equal(best[key], last[key])]  # the two can be told apart
+    for key in saved:
+        assert torch.equal(saved[key], last[key].to(saved[key].dtype)), key
+    card = (out / "README.md").read_text()
+    assert f"the EMA weights of the last step ({steps[3]}; --final_weights last), not the EMA weights at step " in card
+    assert f"weights (0.5) of the last step ({steps[3]})." in card
+
+
+def test_an_unknown_final_weights_choice_is_named(train, capsys):
+    with pytest.raises(SystemExit):
+        train.parse_args(["--dataset_name", "synthetic", "--output_dir", "o", "--final_weights", "middle"])
+    assert "argument --final_weights: invalid choice: 'middle'" in capsys.readouterr().err
+
+
 def test_resume_keeps_the_best_weights_it_had(train, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -152,6 +152,13 @@ def add_training_arguments(train: argparse._ArgumentGroup) -> None:
     train.add_argument("--resume_from_checkpoint", default=None, help="a step_<N> folder, or 'latest'")
     train.add_argument("--early_stopping_patience", type=int, default=15, help="epochs without improvement")
     train.add_argument(
+        "--final_weights",
+        choices=("best", "last"),
+        default="best",
+        help="the model folder's weights: the EMA of the best validation loss (best) or of the last step (last; the "
+        "validation loss scores each frame's velocity, not how the samples move from frame to frame)",
+    )
+    train.add_argument(
         "--early_stopping_min_steps",
         type=int,
         default=None,

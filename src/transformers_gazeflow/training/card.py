@@ -28,8 +28,8 @@ def model_card_sections(setup: TrainingSetup, run: TrainingRun, command: str, wa
         f"weights ({args.ema_decay}) "
         + (
             f"of step {state.best_step}, the best validation loss ({state.best_validation_loss:.5f})."
-            if state.best_step is not None
-            else "of the last step."
+            if state.best_step is not None and not run.keep_last_weights
+            else f"of the last step ({state.completed_steps})."
         ),
         "training": "\n".join(f"- {key}: {value}" for key, value in training.items()),
         "limitations": (f"**Warning: {warning}.** " if warning else "")
@@ -59,13 +59,7 @@ def training_record(setup: TrainingSetup, run: TrainingRun, command: str, wall_s
     if state.trial_starts:
         training["trial starts"] = describe_trial_starts(state.trial_starts, state.seed)
     training["best validation loss (EMA)"] = state.best_validation_loss
-    best_record = next((r for r in state.history if r["step"] == state.best_step), None)
-    training["saved weights"] = (
-        f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), the "
-        f"best validation loss: {state.best_validation_loss:.5f}"
-        if state.best_step is not None
-        else f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)"
-    )
+    training["saved weights"] = describe_saved_weights(run)
     training["validation loss per epoch (EMA)"] = json.dumps([r["validation_loss"] for r in state.history])
     training["step cap"] = describe_step_cap(step_cap_verdict(state, setup.max_train_steps))
     plateau, success = state.grounding_plateau, state.validation_success
@@ -90,6 +84,22 @@ def limitation_warning(plateau: dict | None, success: dict | None) -> str | None
     return None
 
 
+def describe_saved_weights(run: TrainingRun) -> str:
+    """Which EMA weights the model folder holds: the best validation loss's, or the last step's (no validation
+    split, or ``--final_weights last``)."""
+    state = run.state
+    if state.best_step is None:
+        return f"the EMA weights of the last step ({state.completed_steps}; no validation split to choose by)"
+    best_record = next((r for r in state.history if r["step"] == state.best_step), None)
+    best = (
+        f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), the "
+        f"best validation loss: {state.best_validation_loss:.5f}"
+    )
+    if run.keep_last_weights:
+        return f"the EMA weights of the last step ({state.completed_steps}; --final_weights last), not {best}"
+    return best
+
+
 def describe_trial_starts(records: list[dict], continued_seed: int | None) -> str:
     """The model card's line on the trial starts: each start's seed and score, and which one was continued."""
     starts = ", ".join(f"seed {r['seed']} {trial_score(r):.5f} (step {r['step']})" for r in records)
@@ -106,4 +116,10 @@ def describe_trial_starts(records: list[dict], continued_seed: int | None) -> st
     )
 
 
-__all__ = ["describe_trial_starts", "limitation_warning", "model_card_sections", "training_record"]
+__all__ = [
+    "describe_saved_weights",
+    "describe_trial_starts",
+    "limitation_warning",
+    "model_card_sections",
+    "training_record",
+]

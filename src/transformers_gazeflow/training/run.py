@@ -72,6 +72,7 @@ class TrainingRun:
         trainable: list,
         flip_generator: torch.Generator | None = None,
         frozen_cast: FrozenWeightCast | None = None,
+        keep_last_weights: bool = False,
     ) -> None:
         self.model, self.optimizer, self.scheduler, self.ema = model, optimizer, scheduler, ema
         self.train_loader, self.validation_loader, self.trainable = train_loader, validation_loader, trainable
@@ -81,6 +82,7 @@ class TrainingRun:
         self.flip_generator = flip_generator  # the training collator's (flip augmentation in this process)
         self.flip_state: torch.Tensor | None = None  # flip_generator's state after the last batch consumed
         self.frozen_cast = frozen_cast  # the frozen weights cast to bf16 (their float32 originals, for saving)
+        self.keep_last_weights = keep_last_weights  # --final_weights last: the last step's EMA, not the best's
 
     @property
     def checkpointed(self) -> dict:
@@ -101,9 +103,10 @@ class TrainingRun:
 
     def final_model(self) -> torch.nn.Module:
         """The weights the model folder gets: the EMA weights of the best validation loss (the last step's without a
-        validation split), the frozen weights as loaded, in float32; loaded into the EMA's model and returned."""
+        validation split, or with ``--final_weights last``), the frozen weights as loaded, in float32; loaded into
+        the EMA's model and returned."""
         final = self.ema.module
-        if self.best_ema_state is not None:
+        if self.best_ema_state is not None and not self.keep_last_weights:
             final.load_state_dict(self.best_ema_state)
         if self.frozen_cast is not None:
             self.frozen_cast.restore(final)
@@ -171,6 +174,7 @@ def prepare_run(setup: TrainingSetup, model: torch.nn.Module, seed: int) -> Trai
         trainable=trainable,
         flip_generator=flip_generator,
         frozen_cast=frozen_cast,
+        keep_last_weights=args.final_weights == "last",
     )
 
 
