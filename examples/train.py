@@ -282,8 +282,7 @@ def save_final_model(run: TrainingRun, processor: GazeFlowVideoProcessor, output
     save_model_folder(final, staging, processor=processor, **card, repo=str(output_dir))
     state.save(staging)
     publish_folder(staging, output_dir, last=TRAINER_STATE)
-    saved_step = state.completed_steps if run.keep_last_weights else state.best_step or state.completed_steps
-    logger.info("saved the EMA model of step %s to %s", saved_step, output_dir)
+    logger.info("saved the EMA model of step %s to %s", run.final_step, output_dir)
 
 
 # ---------------------------------------------------------------------------------------------------- main

@@ -144,7 +144,7 @@ def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, m
     assert f"the EMA weights at step {steps[1]} (epoch 1), the best validation loss: 0.30000" in card
 
 
-def test_final_weights_last_saves_the_last_step_s_ema_and_says_so(train, tmp_path, monkeypatch):
+def test_final_weights_last_saves_the_last_step_s_ema_and_says_so(train, tmp_path, monkeypatch, caplog):
     """The same scripted validation losses (best at the second epoch): with ``--final_weights last`` the folder holds
     the EMA weights the last validation read (the last step's), the card names the step and the best it passed
     over, and the trainer state still records the best step."""
@@ -164,10 +164,12 @@ def test_final_weights_last_saves_the_last_step_s_ema_and_says_so(train, tmp_pat
     out = tmp_path / "run"
     extra = ["--num_train_epochs", "4", "--learning_rate", "1e-2", "--ema_decay", "0.5", "--final_weights", "last"]
     args = [str(a) for a in TINY + ["--data_dir", tmp_path / "data", "--output_dir", out]] + extra
-    assert train.main(args) == 0
+    with caplog.at_level("INFO"):
+        assert train.main(args) == 0
     state = TrainerState.load(out)
     steps = [record["step"] for record in state.history]
     assert state.best_step == steps[1] and state.completed_steps == steps[3]
+    assert f"saved the EMA model of step {steps[3]} to {out}" in caplog.text
     saved = load_file(out / "model.safetensors")
     best, last = snapshots[1], snapshots[3]
     assert [key for key in saved if not torch.equal(best[key], last[key])]  # the two can be told apart

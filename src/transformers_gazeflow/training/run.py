@@ -101,6 +101,13 @@ class TrainingRun:
         )
         return self.last_checkpoint
 
+    @property
+    def final_step(self) -> int:
+        """The step whose EMA weights :meth:`final_model` holds."""
+        if self.best_ema_state is None or self.keep_last_weights or self.state.best_step is None:
+            return self.state.completed_steps
+        return self.state.best_step
+
     def final_model(self) -> torch.nn.Module:
         """The weights the model folder gets: the EMA weights of the best validation loss (the last step's without a
         validation split, or with ``--final_weights last``), the frozen weights as loaded, in float32; loaded into
