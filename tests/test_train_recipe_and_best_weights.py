@@ -92,13 +92,13 @@ def test_the_help_lists_the_recipes_and_a_bad_one_is_named(train, capsys):
     assert exit_info.value.code == 2 and "--recipe: invalid choice: 'huge-gpu'" in capsys.readouterr().err
 
 
-def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, monkeypatch):
-    """The validation loss falls to its best at the second epoch and rises after: the model folder must hold the EMA
-    weights of the second epoch's end (not the last step's), and the card and trainer state must name that step."""
+def script_validation_losses(monkeypatch, tmp_path, losses: list[float]) -> list[dict]:
+    """Offline, quiet training whose validations return ``losses`` in turn; returns the list that each validation
+    appends the weights it read to."""
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    scripted = iter([0.50, 0.30, 0.40, 0.45])
+    scripted = iter(losses)
     snapshots = []
 
     def scripted_validation(model, dataloader, accelerator, seed):
@@ -108,6 +108,13 @@ def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, m
     monkeypatch.setattr(loop, "validation_loss", scripted_validation)
     bar = loop.tqdm
     monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
+    return snapshots
+
+
+def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, monkeypatch):
+    """The validation loss falls to its best at the second epoch and rises after: the model folder must hold the EMA
+    weights of the second epoch's end (not the last step's), and the card and trainer state must name that step."""
+    snapshots = script_validation_losses(monkeypatch, tmp_path, [0.50, 0.30, 0.40, 0.45])
     out = tmp_path / "run"
     assert (
         train.main(
@@ -148,19 +155,7 @@ def test_final_weights_last_saves_the_last_step_s_ema_and_says_so(train, tmp_pat
     """The same scripted validation losses (best at the second epoch): with ``--final_weights last`` the folder holds
     the EMA weights the last validation read (the last step's), the card names the step and the best it passed
     over, and the trainer state still records the best step."""
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    scripted = iter([0.50, 0.30, 0.40, 0.45])
-    snapshots = []
-
-    def scripted_validation(model, dataloader, accelerator, seed):
-        snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
-        return next(scripted), None
-
-    monkeypatch.setattr(loop, "validation_loss", scripted_validation)
-    bar = loop.tqdm
-    monkeypatch.setattr(loop, "tqdm", lambda *args, **kwargs: bar(*args, **{**kwargs, "disable": True}))
+    snapshots = script_validation_losses(monkeypatch, tmp_path, [0.50, 0.30, 0.40, 0.45])
     out = tmp_path / "run"
     extra = ["--num_train_epochs", "4", "--learning_rate", "1e-2", "--ema_decay", "0.5", "--final_weights", "last"]
     args = [str(a) for a in TINY + ["--data_dir", tmp_path / "data", "--output_dir", out]] + extra
