@@ -111,36 +111,19 @@ def script_validation_losses(monkeypatch, tmp_path, losses: list[float]) -> list
     return snapshots
 
 
-def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, monkeypatch):
+def test_the_saved_weights_are_the_best_validation_epochs_ema(train, tmp_path, monkeypatch, caplog):
     """The validation loss falls to its best at the second epoch and rises after: the model folder must hold the EMA
     weights of the second epoch's end (not the last step's), and the card and trainer state must name that step."""
     snapshots = script_validation_losses(monkeypatch, tmp_path, [0.50, 0.30, 0.40, 0.45])
     out = tmp_path / "run"
-    assert (
-        train.main(
-            [
-                str(a)
-                for a in TINY
-                + [
-                    "--data_dir",
-                    tmp_path / "data",
-                    "--output_dir",
-                    out,
-                    "--num_train_epochs",
-                    4,
-                    "--learning_rate",
-                    "1e-2",
-                    "--ema_decay",
-                    "0.5",
-                ]
-            ]
-        )
-        == 0
-    )
+    extra = ["--num_train_epochs", "4", "--learning_rate", "1e-2", "--ema_decay", "0.5"]
+    with caplog.at_level("INFO"):
+        assert train.main([str(a) for a in TINY + ["--data_dir", tmp_path / "data", "--output_dir", out]] + extra) == 0
     assert len(snapshots) == 4
     state = TrainerState.load(out)
     steps = [record["step"] for record in state.history]
     assert state.best_step == steps[1] and state.best_validation_loss == pytest.approx(0.30)
+    assert f"saved the EMA model of step {steps[1]} to {out}" in caplog.text
     saved = load_file(out / "model.safetensors")
     best, last = snapshots[1], snapshots[3]
     differs = [key for key in saved if not torch.equal(best[key], last[key])]

@@ -100,7 +100,7 @@ def test_the_card_names_the_saved_weights_and_warns_about_a_stall():
         completed_steps=10, epoch=2, best_validation_loss=0.25, best_step=10, history=history, grounding_plateau=stalled
     )
     card = model_card_sections(
-        _setup(), SimpleNamespace(state=state, keep_last_weights=False), "python examples/train.py --x", 12.4
+        _setup(), SimpleNamespace(state=state, keeps_best_weights=True), "python examples/train.py --x", 12.4
     )
     lines = card["training"].splitlines()
     assert lines[0] == "- command: python examples/train.py --x"
@@ -116,7 +116,7 @@ def test_the_card_names_the_saved_weights_and_warns_about_a_stall():
     state.grounding_plateau = {**stalled, "left_plateau": True, "progress": 0.5}
     state.best_step = state.best_validation_loss = None
     card = model_card_sections(
-        _setup(), SimpleNamespace(state=state, keep_last_weights=False), "python examples/train.py", 1.0
+        _setup(), SimpleNamespace(state=state, keeps_best_weights=False), "python examples/train.py", 1.0
     )
     assert card["limitations"].startswith("Evaluate it with `examples/evaluate.py`")
     assert card["description"].endswith("of the last step (10).")
@@ -194,7 +194,7 @@ def test_the_step_cap_lines_say_what_to_try_only_when_the_run_was_still_improvin
 def test_the_card_and_the_log_carry_the_step_cap_verdict(caplog):
     history = [{"epoch": 0, "step": 5, "validation_loss": 0.5}, {"epoch": 1, "step": 10, "validation_loss": 0.25}]
     state = TrainerState(completed_steps=10, epoch=2, best_validation_loss=0.25, best_step=10, history=history)
-    run = SimpleNamespace(state=state, keep_last_weights=False)
+    run = SimpleNamespace(state=state, keeps_best_weights=True)
     card = model_card_sections(_setup(), run, "python examples/train.py", 1.0)
     assert "- step cap: reached (10 steps) while the validation loss was still improving" in card["training"]
     with caplog.at_level(logging.INFO, logger=RUN_LOGGER):

@@ -28,7 +28,7 @@ def model_card_sections(setup: TrainingSetup, run: TrainingRun, command: str, wa
         f"weights ({args.ema_decay}) "
         + (
             f"of step {state.best_step}, the best validation loss ({state.best_validation_loss:.5f})."
-            if state.best_step is not None and not run.keep_last_weights
+            if run.keeps_best_weights
             else f"of the last step ({state.completed_steps})."
         ),
         "training": "\n".join(f"- {key}: {value}" for key, value in training.items()),
@@ -95,9 +95,9 @@ def describe_saved_weights(run: TrainingRun) -> str:
         f"the EMA weights at step {state.best_step} (epoch {best_record['epoch'] if best_record else '?'}), the "
         f"best validation loss: {state.best_validation_loss:.5f}"
     )
-    if run.keep_last_weights:
-        return f"the EMA weights of the last step ({state.completed_steps}; --final_weights last), not {best}"
-    return best
+    if run.keeps_best_weights:
+        return best
+    return f"the EMA weights of the last step ({state.completed_steps}; --final_weights last), not {best}"
 
 
 def describe_trial_starts(records: list[dict], continued_seed: int | None) -> str:

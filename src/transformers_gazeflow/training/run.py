@@ -102,18 +102,22 @@ class TrainingRun:
         return self.last_checkpoint
 
     @property
+    def keeps_best_weights(self) -> bool:
+        """Whether :meth:`final_model` holds the best validation loss's EMA weights (there is a best, and no
+        ``--final_weights last``) rather than the last step's."""
+        return self.best_ema_state is not None and not self.keep_last_weights
+
+    @property
     def final_step(self) -> int:
         """The step whose EMA weights :meth:`final_model` holds."""
-        if self.best_ema_state is None or self.keep_last_weights or self.state.best_step is None:
-            return self.state.completed_steps
-        return self.state.best_step
+        return self.state.best_step if self.keeps_best_weights else self.state.completed_steps
 
     def final_model(self) -> torch.nn.Module:
         """The weights the model folder gets: the EMA weights of the best validation loss (the last step's without a
         validation split, or with ``--final_weights last``), the frozen weights as loaded, in float32; loaded into
         the EMA's model and returned."""
         final = self.ema.module
-        if self.best_ema_state is not None and not self.keep_last_weights:
+        if self.keeps_best_weights:
             final.load_state_dict(self.best_ema_state)
         if self.frozen_cast is not None:
             self.frozen_cast.restore(final)
