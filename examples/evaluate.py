@@ -58,7 +58,7 @@ from transformers_gazeflow.hub.model_folders import (
 from transformers_gazeflow.metrics.protocol_records import PROTOCOL_WINDOW
 from transformers_gazeflow.models.gazeflow.generation_gazeflow import SamplingSettings
 from transformers_gazeflow.models.gazeflow.geometry import DEFAULT_HORIZONTAL_FOV_DEG, NO_CAMERA
-from transformers_gazeflow.training.arguments import parse_config_overrides
+from transformers_gazeflow.training.arguments import parse_dataset_options
 from transformers_gazeflow.training.datasets import DATASET_NAMES
 from transformers_gazeflow.training.evaluation import (
     baseline_predictions,
@@ -141,13 +141,11 @@ def dataset_options(parser: argparse.ArgumentParser, text: str | None) -> dict:
     """``--dataset_options`` as builder keyword arguments; the protocol's own (``windows``, ``window_frames``)
     cannot be changed."""
     try:
-        options = parse_config_overrides(text)
+        return parse_dataset_options(
+            text, ("windows", "window_frames"), f"the protocol's first {PROTOCOL_WINDOW} frames"
+        )
     except ValueError as error:
-        parser.error(str(error).replace("--config_overrides", "--dataset_options"))
-    fixed = sorted(set(options) & {"windows", "window_frames"})
-    if fixed:
-        parser.error(f"--dataset_options cannot set {', '.join(fixed)}: the protocol's first {PROTOCOL_WINDOW} frames")
-    return options
+        parser.error(str(error))
 
 
 def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:

@@ -189,6 +189,7 @@ def build_setup(
             args.validation_fraction,
             window_frames=config.num_frames,
             window_stride=config.window_stride,
+            **args.dataset_options,
         )
     if len(train_set) == 0:
         raise ValueError(f"--dataset_name {args.dataset_name} with --data_dir {args.data_dir} gave no training window")

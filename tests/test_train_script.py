@@ -272,12 +272,34 @@ def test_feature_cache_needs_a_frozen_encoder_without_lora(tmp_path, env, data_d
         (["--horizontal_flip_probability", "1.5"], "--horizontal_flip_probability must be in [0, 1], got 1.5"),
         (["--learning_rate", "0"], "--learning_rate must be > 0, got 0.0"),
         (["--min_learning_rate", "1"], "--min_learning_rate must be in [0, --learning_rate], got 1.0"),
+        (["--dataset_options", "window_stride=8"], "--dataset_options cannot set window_stride"),
+        (["--dataset_options", "seed"], "--dataset_options: expected key=value, got 'seed'"),
     ],
 )
 def test_bad_arguments_name_themselves(tmp_path, env, extra, message):
     args = ["--dataset_name", "synthetic", "--output_dir", tmp_path] + extra
     result = run_train(args, env, check=False)
     assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
+
+
+def test_dataset_options_choose_the_draw_for_training_and_the_final_check(tmp_path, env):
+    """--dataset_options over the tiny config (6 clips, seed 0): the run renders and trains on that draw (its
+    validation_fraction is the builder's, not train.py's --validation_fraction), the validation success check reads
+    the same draw's validation clips (read without the options, the folder's settings differ from the tiny config's
+    and the builder refuses it) and the card names the options."""
+    draw = "seed=11,num_clips=10,validation_fraction=0.3,test_fraction=0.2"
+    data = tmp_path / "draw"
+    run_train(
+        TINY
+        + ["--data_dir", data, "--dataset_options", draw, "--output_dir", tmp_path / "run", "--max_train_steps", 1],
+        env,
+    )
+    settings = json.loads((data / "synthetic_gaze.json").read_text())["settings"]
+    assert (settings["seed"], settings["num_clips"], settings["validation_fraction"]) == (11, 10, 0.3)
+    checked = json.loads((tmp_path / "run" / "trainer_state.json").read_text())["validation_success"]
+    assert checked["clips"] == 3, checked  # 30% of 10 clips
+    card = (tmp_path / "run" / "README.md").read_text()
+    assert "synthetic (tiny, seed=11, num_clips=10, validation_fraction=0.3, test_fraction=0.2)" in card
 
 
 def test_a_folder_that_is_not_a_gazeflow_model(tmp_path, env, data_dir):

@@ -59,6 +59,7 @@ def _setup() -> TrainingSetup:
     args = argparse.Namespace(
         dataset_name="synthetic",
         dataset_config="tiny",
+        dataset_options={},
         data_dir="data",
         learning_rate=1e-4,
         min_learning_rate=1e-6,

@@ -107,7 +107,7 @@ def test_the_protocol_clips_are_the_validation_windows_clips_one_first_window_ea
 
 
 def _check(tmp_path, task_dir, fraction=0.3, main=True, on=True, plateau=None):
-    args = SimpleNamespace(dataset_name="egtea", data_dir=str(task_dir), dataset_config=None)
+    args = SimpleNamespace(dataset_name="egtea", data_dir=str(task_dir), dataset_config=None, dataset_options={})
     args.validation_fraction, args.validation_success_check = fraction, on
     setup = SimpleNamespace(args=args, accelerator=SimpleNamespace(is_main_process=main))
     config = GazeFlowConfig.tiny()

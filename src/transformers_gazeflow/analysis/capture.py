@@ -243,24 +243,14 @@ def add_model_and_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache_dir", default=None, help="the datasets cache (default: HF_DATASETS_CACHE)")
 
 
-WINDOW_OPTIONS = ("windows", "window_frames", "window_stride")
-"""Builder options the analyses set themselves (each clip's first window): ``--dataset_options`` cannot."""
-
-
 def dataset_options_of(args: argparse.Namespace) -> dict[str, Any]:
     """``--dataset_options`` as builder keyword arguments; a malformed one, or one that sets the windows, is a
     ``ValueError`` naming the option."""
-    from ..training.arguments import parse_config_overrides
+    from ..training.arguments import WINDOW_OPTIONS, parse_dataset_options
 
-    text = getattr(args, "dataset_options", None)
-    try:
-        options = parse_config_overrides(text)
-    except ValueError as err:
-        raise ValueError(str(err).replace("--config_overrides", "--dataset_options")) from None
-    fixed = sorted(set(options) & set(WINDOW_OPTIONS))
-    if fixed:
-        raise ValueError(f"--dataset_options cannot set {', '.join(fixed)}: each clip's first window is the analysis'")
-    return options
+    return parse_dataset_options(
+        getattr(args, "dataset_options", None), WINDOW_OPTIONS, "each clip's first window is the analysis'"
+    )
 
 
 def model_from_arguments(args: argparse.Namespace):
@@ -310,7 +300,6 @@ __all__ = [
     "load_analysis_model",
     "load_first_windows",
     "dataset_options_of",
-    "WINDOW_OPTIONS",
     "use_eager_attention",
     "clip_task_banks",
     "clip_encoder_features",

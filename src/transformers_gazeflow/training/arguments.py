@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+from collections.abc import Sequence
 
 from ..metrics.baselines import SUCCESS_AAE_RATIO
 from .datasets import DATASET_NAMES
@@ -34,6 +35,14 @@ def add_data_arguments(data: argparse._ArgumentGroup) -> None:
         "--dataset_config",
         default=None,
         help="builder config: split1..3 (egtea), glc (ego4d), tiny/small/default/large (synthetic)",
+    )
+    data.add_argument(
+        "--dataset_options",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="builder options over --dataset_config's, as examples/evaluate.py takes them, e.g. split_id=2 "
+        "(EGTEA Gaze+) or seed=11,num_clips=1600 (synthetic: clips of another draw); the windows are the "
+        "model's (num_frames, window_stride)",
     )
     data.add_argument(
         "--validation_fraction",
@@ -216,6 +225,12 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(f"--learning_rate must be > 0, got {args.learning_rate}")
     if not 0 <= args.min_learning_rate <= args.learning_rate:
         parser.error(f"--min_learning_rate must be in [0, --learning_rate], got {args.min_learning_rate}")
+    try:
+        args.dataset_options = parse_dataset_options(
+            args.dataset_options, WINDOW_OPTIONS, "training reads every window of the model's length"
+        )
+    except ValueError as error:
+        parser.error(str(error))
 
 
 def add_device_speed_arguments(parser: argparse.ArgumentParser) -> None:
@@ -267,13 +282,33 @@ def parse_config_overrides(text: str | None) -> dict:
     return overrides
 
 
+WINDOW_OPTIONS = ("windows", "window_frames", "window_stride")
+"""The builder options that choose the windows: a script that sets them itself refuses them in ``--dataset_options``."""
+
+
+def parse_dataset_options(text: str | None, fixed: Sequence[str] = (), reason: str = "") -> dict:
+    """``--dataset_options`` (``'seed=7,num_clips=400'``) as builder keyword arguments; a malformed item, or one of
+    the options in ``fixed`` (which the calling script sets itself, for ``reason``), is a ``ValueError`` naming the
+    option."""
+    try:
+        options = parse_config_overrides(text)
+    except ValueError as error:
+        raise ValueError(str(error).replace("--config_overrides", "--dataset_options")) from None
+    refused = sorted(set(options) & set(fixed))
+    if refused:
+        raise ValueError(f"--dataset_options cannot set {', '.join(refused)}: {reason}")
+    return options
+
+
 __all__ = [
+    "WINDOW_OPTIONS",
     "add_data_arguments",
     "add_device_speed_arguments",
     "add_model_arguments",
     "add_training_arguments",
     "check_arguments",
     "parse_config_overrides",
+    "parse_dataset_options",
     "parse_with_recipe",
     "recipe_name",
 ]

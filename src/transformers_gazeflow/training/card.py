@@ -43,7 +43,9 @@ def training_record(setup: TrainingSetup, run: TrainingRun, command: str, wall_s
     args, accelerator, state = setup.args, setup.accelerator, run.state
     training = {
         "command": command,
-        "dataset": f"{args.dataset_name} ({args.dataset_config or 'default config'}), data_dir {args.data_dir}",
+        "dataset": f"{args.dataset_name} ({args.dataset_config or 'default config'}"
+        + "".join(f", {key}={value}" for key, value in args.dataset_options.items())
+        + f"), data_dir {args.data_dir}",
         "windows": f"{len(setup.train_set)} train / {len(setup.validation_set)} validation",
         "steps": f"{state.completed_steps} optimizer steps, {state.epoch} epochs",
         "optimizer": f"AdamW (0.9, 0.999), lr {args.learning_rate} cosine to {args.min_learning_rate}, "

@@ -16,13 +16,16 @@ def load_training_splits(
     data_dir: str | os.PathLike | None,
     dataset_config: str | None = None,
     validation_fraction: float = 0.05,
+    /,
     **builder_options: Any,
 ):
     """``(train, validation)`` windows (all windows covering each clip) of a gaze dataset.
 
     The builder's own ``validation`` split is used where it has one (synthetic, Ego-Exo4D); otherwise (EGTEA Gaze+,
     Ego4D) ``validation_fraction`` of the training *clips* is held out, chosen by a hash of the clip id, so the
-    windows of one clip never fall on both sides and the choice does not depend on order or seed.
+    windows of one clip never fall on both sides and the choice does not depend on order or seed. The first four
+    are positional only: a builder option of the same name (the synthetic draw's ``validation_fraction``) goes in
+    ``builder_options``.
     """
     return _train_and_validation(
         dataset_name, data_dir, dataset_config, validation_fraction, windows="all", **builder_options
@@ -34,14 +37,23 @@ def load_protocol_clips(
     data_dir: str | os.PathLike | None,
     dataset_config: str | None = None,
     validation_fraction: float = 0.05,
+    /,
+    **builder_options: Any,
 ):
     """``(train, validation)`` clips as the evaluation protocol reads a split: one example per clip, its first
     ``PROTOCOL_WINDOW`` frames (``examples/evaluate.py``'s ``load_split``), held out as :func:`load_training_splits`
-    holds them out, so the validation clips are the training run's validation windows' clips."""
+    holds them out (with the same ``builder_options``), so the validation clips are the training run's validation
+    windows' clips."""
     from ..metrics.protocol_records import PROTOCOL_WINDOW
 
     return _train_and_validation(
-        dataset_name, data_dir, dataset_config, validation_fraction, windows="first", window_frames=PROTOCOL_WINDOW
+        dataset_name,
+        data_dir,
+        dataset_config,
+        validation_fraction,
+        **builder_options,
+        windows="first",
+        window_frames=PROTOCOL_WINDOW,
     )
 
 
@@ -50,6 +62,7 @@ def _train_and_validation(
     data_dir: str | os.PathLike | None,
     dataset_config: str | None,
     validation_fraction: float,
+    /,
     **builder_options: Any,
 ):
     """The training and validation splits of ``builder_options``' examples (see :func:`load_training_splits`)."""

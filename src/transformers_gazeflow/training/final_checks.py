@@ -74,7 +74,7 @@ def check_validation_success(setup: TrainingSetup, run: TrainingRun, processor) 
         state.validation_success = skipped_verdict("switched off (--no-validation_success_check)")
     else:
         train_clips, validation_clips = load_protocol_clips(
-            args.dataset_name, args.data_dir, args.dataset_config, args.validation_fraction
+            args.dataset_name, args.data_dir, args.dataset_config, args.validation_fraction, **args.dataset_options
         )
         if len(validation_clips) == 0:
             state.validation_success = skipped_verdict(
