@@ -189,6 +189,38 @@ def test_save_model_folder_writes_a_complete_folder(tmp_path):
         save_model_folder(model, tmp_path / "a_file")
 
 
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"  # the project's ruff settings (line length)
+
+
+def test_a_written_card_passes_the_format_check_ci_runs(tmp_path):
+    """CI runs ``ruff format --check .``, which formats the python blocks of every README.md in the tree, the bundled
+    models' cards included: a card as written (its usage block) must need no reformatting."""
+    folder = save_model_folder(
+        GazeFlowModel(GazeFlowConfig.tiny()),
+        tmp_path / "model",
+        title="Tiny",
+        description="-",
+        model_argument="str(transformers_gazeflow.default_model_path())",  # as bundle_default_model writes it
+    )
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "format",
+            "--check",
+            "--no-cache",
+            "--config",
+            str(PYPROJECT),
+            str(folder / "README.md"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 @pytest.mark.parametrize(
     "overrides, line",
     [

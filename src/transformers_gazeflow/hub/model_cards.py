@@ -57,7 +57,7 @@ from transformers import pipeline
 
 gaze = pipeline("egocentric-gaze", model={model_argument})
 out = gaze("my_video.mp4", num_samples=30, num_steps=5)  # seed=0 unless given
-out["points_px"]     # [T, 2] per-frame point estimate (mean of the K samples), pixels
+out["points_px"]  # [T, 2] per-frame point estimate (mean of the K samples), pixels
 out["trajectories"]  # [K, T, 2] samples, [0, 1]
 ```
 
